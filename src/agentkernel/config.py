@@ -1,0 +1,375 @@
+"""Kernel and script YAML → typed, validated specs.
+
+Every error names the file and the field at fault (S2.5). Specs keep the raw
+YAML mapping because a script receives it whole as `config` (S3.2, S7.4).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from agentkernel.errors import ConfigError
+from agentkernel.types import JSONObject
+
+CONFIG_ENV = "AGENTKERNEL_CONFIG"
+DEFAULT_CONFIG = Path("config/kernel.yaml")
+HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
+TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+
+_LIMIT_FIELDS: dict[str, Any] = {
+    "max_operations": {"type": "integer", "minimum": 1},
+    "timeout_secs": {"type": "number", "exclusiveMinimum": 0},
+    "memory_limit_mb": {"type": "integer", "minimum": 1},
+}
+
+_KERNEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "root": {"type": "string"},
+        "scripts": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "tools": {"type": "array", "items": {"type": "string"}},
+                "hooks": {"type": "array", "items": {"type": "string"}},
+                "env_deny": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "limits": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                **_LIMIT_FIELDS,
+                "stack_limit_kb": {"type": "integer", "minimum": 64},
+                "max_result_chars": {"type": "integer", "minimum": 100},
+                "max_visual_chars": {"type": "integer", "minimum": 100},
+                "max_log_lines": {"type": "integer", "minimum": 0},
+                "history_per_tool": {"type": "integer", "minimum": 1},
+            },
+        },
+        "paths": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "temp_root": {"type": "string"},
+                "data_dir": {"type": "string"},
+            },
+        },
+    },
+}
+
+_WARNING_RULE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["message"],
+    "properties": {
+        "message": {"type": "string"},
+        "failed": {"type": "boolean"},
+        "contains": {"type": "string"},
+    },
+}
+
+_COMMON_SPEC_PROPERTIES: dict[str, Any] = {
+    "kind": {"enum": ["script_tool", "script_hook"]},
+    "name": {"type": "string", "pattern": TOOL_NAME_PATTERN},
+    "script": {"type": "string", "minLength": 1},
+    **_LIMIT_FIELDS,
+}
+
+_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "name", "script"],
+    "properties": {
+        **_COMMON_SPEC_PROPERTIES,
+        "description": {"type": "string"},
+        "parameters": {"type": "object"},
+        "ui": {"type": "object"},
+        "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
+    },
+}
+
+_HOOK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "name", "script"],
+    "properties": {
+        **_COMMON_SPEC_PROPERTIES,
+        "events": {"type": "array", "items": {"enum": list(HOOK_EVENTS)}, "uniqueItems": True},
+        "priority": {"type": "integer"},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one script call and on what its result may carry."""
+
+    max_operations: int = 100_000_000
+    timeout_secs: float = 30.0
+    memory_limit_mb: int = 64
+    stack_limit_kb: int = 1024
+    max_result_chars: int = 50_000
+    max_visual_chars: int = 2_000_000
+    max_log_lines: int = 200
+    history_per_tool: int = 20
+
+
+@dataclass(frozen=True)
+class ScriptLimits:
+    """The limits an engine enforces on one call (S21.1, S2.3)."""
+
+    max_operations: int
+    timeout_secs: float
+    memory_limit_bytes: int
+    stack_limit_bytes: int
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The kernel's settings (S2.4); relative paths are already resolved."""
+
+    root: Path
+    tool_dirs: tuple[Path, ...]
+    hook_dirs: tuple[Path, ...]
+    limits: Limits = field(default_factory=Limits)
+    temp_root: Path = Path("data/tmp")
+    data_dir: Path = Path("data")
+    env_deny: tuple[str, ...] = ()
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class WarningRule:
+    """One `warnings:` rule (S5.1): all given conditions must hold."""
+
+    message: str
+    failed: bool | None = None
+    contains: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """What tools and hooks share: a name, a script and per-call limits."""
+
+    name: str
+    script: Path
+    yaml_path: Path
+    raw: JSONObject
+    max_operations: int | None = None
+    timeout_secs: float | None = None
+    memory_limit_mb: int | None = None
+
+    def script_limits(self, defaults: Limits) -> ScriptLimits:
+        """This spec's own limits where set, the kernel's defaults elsewhere."""
+        return ScriptLimits(
+            max_operations=self.max_operations or defaults.max_operations,
+            timeout_secs=self.timeout_secs or defaults.timeout_secs,
+            memory_limit_bytes=(self.memory_limit_mb or defaults.memory_limit_mb) << 20,
+            stack_limit_bytes=defaults.stack_limit_kb << 10,
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec(ScriptSpec):
+    """A `kind: script_tool` YAML (S2.1)."""
+
+    description: str = ""
+    parameters: JSONObject = field(default_factory=lambda: {"type": "object"})
+    ui: JSONObject = field(default_factory=dict)
+    warnings: tuple[WarningRule, ...] = ()
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        """The compiled `parameters` schema, built once per loaded spec."""
+        return Draft202012Validator(self.parameters)
+
+
+@dataclass(frozen=True)
+class HookSpec(ScriptSpec):
+    """A `kind: script_hook` YAML (S2.2); `events` None means every defined one."""
+
+    events: tuple[str, ...] | None = None
+    priority: int = 0
+
+
+def _first_error(validator: Draft202012Validator, data: object) -> ValidationError | None:
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    return errors[0] if errors else None
+
+
+def describe_validation_error(error: ValidationError | SchemaError) -> str:
+    """`field.sub[0]: message` — the field path first, so the culprit is obvious."""
+    where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path).replace(
+        ".[", "["
+    )
+    return f"{where}: {error.message}" if where else error.message
+
+
+def read_yaml(path: Path) -> object:
+    """Parse one YAML file, turning every failure into a ConfigError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, f"bad YAML: {exc}") from exc
+
+
+_KERNEL_VALIDATOR = Draft202012Validator(_KERNEL_SCHEMA)
+_TOOL_VALIDATOR = Draft202012Validator(_TOOL_SCHEMA)
+_HOOK_VALIDATOR = Draft202012Validator(_HOOK_SCHEMA)
+
+
+def find_kernel_config(explicit: Path | None = None) -> Path | None:
+    """`--config`, then $AGENTKERNEL_CONFIG, then ./config/kernel.yaml if present."""
+    if explicit is not None:
+        return explicit
+    from_env = os.environ.get(CONFIG_ENV)
+    if from_env:
+        return Path(from_env)
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
+def load_kernel_config(path: Path | None) -> KernelConfig:
+    """Load kernel.yaml; with no file, the embedded defaults rooted at the cwd.
+
+    Relative paths resolve against `root`, which defaults to the folder above
+    the one holding kernel.yaml (the project folder for `config/kernel.yaml`).
+    """
+    if path is None:
+        return _kernel_config_from({}, Path.cwd(), None)
+    data = read_yaml(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, f"expected a mapping at the top, got {type(data).__name__}")
+    error = _first_error(_KERNEL_VALIDATOR, data)
+    if error is not None:
+        raise ConfigError(path, describe_validation_error(error))
+    base = path.resolve().parent.parent
+    root = (base / data["root"]).resolve() if "root" in data else base
+    return _kernel_config_from(data, root, path)
+
+
+def _kernel_config_from(data: dict[str, Any], root: Path, path: Path | None) -> KernelConfig:
+    scripts = data.get("scripts", {})
+    paths = data.get("paths", {})
+    return KernelConfig(
+        root=root,
+        tool_dirs=tuple(root / d for d in scripts.get("tools", ["config/scripts/tools"])),
+        hook_dirs=tuple(root / d for d in scripts.get("hooks", ["config/scripts/hooks"])),
+        limits=Limits(**data.get("limits", {})),
+        temp_root=root / paths.get("temp_root", "data/tmp"),
+        data_dir=root / paths.get("data_dir", "data"),
+        env_deny=tuple(scripts.get("env_deny", [])),
+        path=path,
+    )
+
+
+def _yaml_scalar_to_json(value: object) -> str:
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise TypeError(f"value {value!r} of type {type(value).__name__} has no JSON form")
+
+
+def json_safe_yaml(path: Path, data: object) -> Any:
+    """The YAML value as plain JSON: dates become ISO text; cycles are refused.
+
+    Scripts receive `config` as JSON (S3.2), so anything YAML can express and
+    JSON cannot (recursive aliases, NaN, binary) is settled here, at load.
+    """
+    try:
+        return json.loads(json.dumps(data, default=_yaml_scalar_to_json, allow_nan=False))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise ConfigError(path, f"value cannot be passed to a script as JSON: {exc}") from exc
+
+
+def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
+    """Load one `kind: script_tool|script_hook` YAML, validated, script found."""
+    data = json_safe_yaml(yaml_path, read_yaml(yaml_path))
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(yaml_path, f"expected a mapping with `kind`, got {got}")
+    kind = data.get("kind")
+    if kind not in ("script_tool", "script_hook"):
+        raise ConfigError(yaml_path, f"kind: expected 'script_tool' or 'script_hook', got {kind!r}")
+    validator = _TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR
+    error = _first_error(validator, data)
+    if error is not None:
+        raise ConfigError(yaml_path, describe_validation_error(error))
+    script = (yaml_path.parent / data["script"]).resolve()
+    if not script.is_file():
+        raise ConfigError(yaml_path, f"script: file {data['script']!r} not found (looked at {script})")
+    common: dict[str, Any] = {
+        "name": data["name"],
+        "script": script,
+        "yaml_path": yaml_path.resolve(),
+        "raw": data,
+        "max_operations": data.get("max_operations"),
+        "timeout_secs": data.get("timeout_secs"),
+        "memory_limit_mb": data.get("memory_limit_mb"),
+    }
+    if kind == "script_hook":
+        events = data.get("events")
+        return HookSpec(
+            **common,
+            events=tuple(events) if events is not None else None,
+            priority=data.get("priority", 0),
+        )
+    return _tool_spec(yaml_path, data, common)
+
+
+def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any]) -> ToolSpec:
+    parameters = data.get("parameters", {"type": "object"})
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        raise ConfigError(
+            yaml_path, f"parameters: not a valid JSON Schema: {describe_validation_error(exc)}"
+        ) from exc
+    rules = tuple(
+        WarningRule(message=r["message"], failed=r.get("failed"), contains=r.get("contains"))
+        for r in data.get("warnings", [])
+    )
+    return ToolSpec(
+        **common,
+        description=data.get("description", ""),
+        parameters=parameters,
+        ui=data.get("ui", {}),
+        warnings=rules,
+    )
+
+
+__all__ = [
+    "HOOK_EVENTS",
+    "HookSpec",
+    "KernelConfig",
+    "Limits",
+    "ScriptLimits",
+    "ScriptSpec",
+    "ToolSpec",
+    "WarningRule",
+    "describe_validation_error",
+    "find_kernel_config",
+    "json_safe_yaml",
+    "load_kernel_config",
+    "load_script_spec",
+    "read_yaml",
+]

@@ -1,0 +1,84 @@
+"""Exceptions of agentkernel: each says which file, field or value is at fault."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class AgentKernelError(Exception):
+    """Base of every error the kernel raises on purpose."""
+
+
+class ConfigError(AgentKernelError):
+    """A kernel or script YAML that cannot be loaded (S2.5)."""
+
+    def __init__(self, path: Path | str | None, reason: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}" if self.path else reason)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where in a script an error happened (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.column is None:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class ScriptError(AgentKernelError):
+    """A script failed: it threw, had a runtime error, or returned garbage.
+
+    `message` is the script-level text (e.g. ``TypeError: x is null``);
+    `location` points at the first frame in the script's own file when the
+    engine knows it; `stack` is the engine's full stack text for the log.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        location: SourceLocation | None = None,
+        stack: str | None = None,
+    ) -> None:
+        self.message = message
+        self.location = location
+        self.stack = stack
+        super().__init__(f"{message} (at {location})" if location else message)
+
+
+class ScriptSyntaxError(ScriptError):
+    """The script does not compile; reported at load time with file:line."""
+
+
+class ScriptLimitError(ScriptError):
+    """A limit ended the script: operations, time, memory or stack depth.
+
+    `limit` is one of ``max_operations``, ``timeout_secs``, ``memory``,
+    ``stack``; these errors cannot be caught by the script itself.
+    """
+
+    def __init__(self, limit: str, message: str) -> None:
+        self.limit = limit
+        super().__init__(message)
+
+
+class HelperError(AgentKernelError):
+    """A helper refused or failed; inside a script it is a catchable exception."""
+
+
+__all__ = [
+    "AgentKernelError",
+    "ConfigError",
+    "HelperError",
+    "ScriptError",
+    "ScriptLimitError",
+    "ScriptSyntaxError",
+    "SourceLocation",
+]

@@ -1,0 +1,20 @@
+"""The helper functions scripts call (S8–S20), registered into one table.
+
+Each module here holds the helpers of one service; `default_helper_table`
+is the table every engine binds.
+"""
+
+from __future__ import annotations
+
+from agentkernel.helpers import identity
+from agentkernel.scripting.helpers import HelperTable
+
+
+def default_helper_table() -> HelperTable:
+    """A fresh table holding every built-in helper."""
+    table = HelperTable()
+    identity.register(table)
+    return table
+
+
+__all__ = ["default_helper_table"]

@@ -1,0 +1,1 @@
+"""Running scripts: the host, the engines, and the helper table they share."""

@@ -1,0 +1,89 @@
+"""What a script engine is to the host: compile a file, call one of its functions.
+
+Engines meet the rest of the kernel only here and in `HelperBinding`: values
+in and out are plain JSON-like Python values (DESIGN rule 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final, Protocol, TypeVar
+
+from agentkernel.config import ScriptLimits
+from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.types import JSONValue
+
+
+class NoValue:
+    """What a function returned when it returned nothing at all (JS `undefined`).
+
+    Distinct from None (JS null, Rhai `()`): a tool that forgets `return` fails
+    with a clear message, while a hook that returns nothing simply has no verdict.
+    """
+
+    _instance: NoValue | None = None
+
+    def __new__(cls) -> NoValue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_VALUE"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_VALUE: Final = NoValue()
+
+
+class CompiledScript(Protocol):
+    """An engine's compiled form of one file; `path` is the file it came from."""
+
+    @property
+    def path(self) -> Path: ...
+
+
+S = TypeVar("S", bound=CompiledScript)
+
+
+class Engine(Protocol[S]):
+    """A script language: compile once, then call functions in a fresh scope each time."""
+
+    name: str
+
+    def compile(self, path: Path, source: str) -> S:
+        """Compile `source` (read from `path`); raise ScriptSyntaxError with file:line."""
+        ...
+
+    def call(
+        self,
+        script: S,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        binding: HelperBinding,
+        limits: ScriptLimits,
+    ) -> JSONValue | NoValue:
+        """Run `function` in a fresh scope with the helpers bound.
+
+        `optional` arguments are passed only as far as the function declares
+        parameters for them (S3.2: `run(args, config)` gets config, `run(args)`
+        does not). Raises ScriptError / ScriptLimitError on failure.
+        """
+        ...
+
+    def defined_functions(
+        self,
+        script: S,
+        names: Iterable[str],
+        binding: HelperBinding,
+        limits: ScriptLimits,
+    ) -> frozenset[str]:
+        """Which of `names` the script defines as functions (for hooks' `events`)."""
+        ...
+
+
+__all__ = ["NO_VALUE", "CompiledScript", "Engine", "NoValue"]

@@ -1,0 +1,159 @@
+"""The helper table: name → Python function(call, *args), written once for both engines.
+
+An engine sees only a `HelperBinding` — the names and one `invoke` — and a
+helper sees only plain Python values and the `ScriptCall` (DESIGN rules 1–3),
+so adding a helper never touches an engine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agentkernel.errors import HelperError
+from agentkernel.process import Caller
+from agentkernel.types import JSONValue
+
+log = logging.getLogger("agentkernel.helpers")
+script_log = logging.getLogger("agentkernel.script")
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+class ScriptCall:
+    """One run of one script function: who it runs for, what it is, until when.
+
+    `log_line` is how `console.log`/`print` reach the kernel log; a runaway
+    logger is cut off after `max_log_lines` lines with one notice.
+    """
+
+    def __init__(
+        self,
+        caller: Caller,
+        script: str,
+        *,
+        deadline: float | None = None,
+        max_log_lines: int = 200,
+    ) -> None:
+        self.caller = caller
+        self.script = script
+        self.deadline = deadline
+        self.max_log_lines = max_log_lines
+        self.log_lines = 0
+
+    def remaining_secs(self) -> float | None:
+        """Seconds left before the call's wall-clock bound, for helpers' own timeouts."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def log_line(self, level: str, text: str) -> None:
+        self.log_lines += 1
+        if self.log_lines > self.max_log_lines:
+            if self.log_lines == self.max_log_lines + 1:
+                script_log.warning(
+                    "[%s] more output suppressed (limit %d lines)", self.script, self.max_log_lines
+                )
+            return
+        script_log.log(_LOG_LEVELS.get(level, logging.INFO), "[%s] %s", self.script, text)
+
+
+HelperFunction = Callable[..., JSONValue]
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A registered helper and the number of script arguments it accepts."""
+
+    name: str
+    function: HelperFunction
+    min_args: int
+    max_args: int | None
+
+    def check_arity(self, count: int) -> None:
+        if count < self.min_args:
+            raise HelperError(f"{self.name}: expected at least {self.min_args} argument(s), got {count}")
+        if self.max_args is not None and count > self.max_args:
+            raise HelperError(f"{self.name}: expected at most {self.max_args} argument(s), got {count}")
+
+
+def _script_arity(function: HelperFunction) -> tuple[int, int | None]:
+    """Bounds on script arguments: the function's parameters minus the ScriptCall."""
+    params = list(inspect.signature(function).parameters.values())[1:]
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        positional = [p for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        return sum(p.default is inspect.Parameter.empty for p in positional), None
+    required = sum(p.default is inspect.Parameter.empty for p in params)
+    return required, len(params)
+
+
+class HelperTable:
+    """Helpers by name; `invoke` is the single entry both engines call."""
+
+    def __init__(self) -> None:
+        self._helpers: dict[str, Helper] = {}
+
+    def register(self, name: str, function: HelperFunction) -> None:
+        if name in self._helpers:
+            raise ValueError(f"helper {name!r} is already registered")
+        low, high = _script_arity(function)
+        self._helpers[name] = Helper(name, function, low, high)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._helpers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._helpers
+
+    def __iter__(self) -> Iterator[Helper]:
+        return iter(self._helpers.values())
+
+    def invoke(self, name: str, call: ScriptCall, args: Sequence[JSONValue]) -> JSONValue:
+        """Run a helper for a script; every failure comes out as a HelperError.
+
+        Trailing nulls are dropped first, so `http_get(url, undefined)` in JS
+        and `http_get(url, ())` in Rhai mean `http_get(url)`.
+        """
+        helper = self._helpers.get(name)
+        if helper is None:
+            raise HelperError(f"{name}: no such helper")
+        args = list(args)
+        while args and args[-1] is None and len(args) > helper.min_args:
+            args.pop()
+        helper.check_arity(len(args))
+        try:
+            return helper.function(call, *args)
+        except HelperError:
+            raise
+        except Exception as exc:  # a helper bug must not take the script host down
+            log.exception("helper %s failed for %s", name, call.script)
+            raise HelperError(f"{name}: internal error: {type(exc).__name__}: {exc}") from exc
+
+
+class HelperBinding:
+    """What an engine gets for one call: helper names, `invoke` and `log_line`."""
+
+    def __init__(self, table: HelperTable, call: ScriptCall) -> None:
+        self.table = table
+        self.call = call
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.table.names()
+
+    def invoke(self, name: str, args: Sequence[JSONValue]) -> JSONValue:
+        return self.table.invoke(name, self.call, args)
+
+    def log_line(self, level: str, text: str) -> None:
+        self.call.log_line(level, text)
+
+
+__all__ = ["Helper", "HelperBinding", "HelperFunction", "HelperTable", "ScriptCall"]

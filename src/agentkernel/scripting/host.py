@@ -1,0 +1,116 @@
+"""ScriptHost: picks the engine, caches compiled scripts, runs one function per call.
+
+Compiled scripts are cached by path, modification time and size (S1.4): an
+edited file is recompiled on its next call, with no restart.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentkernel.config import ScriptLimits
+from agentkernel.errors import ScriptError
+from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
+from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
+from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
+from agentkernel.types import JSONValue
+
+MAX_SCRIPT_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    stamp: tuple[int, int]
+    engine: Engine[Any]
+    script: CompiledScript
+
+
+def default_engines() -> dict[str, Engine[Any]]:
+    """Extension → engine (S1.1): QuickJS for JS files; Rhai for the rest when present."""
+    js = JsEngine()
+    return dict.fromkeys(JS_EXTENSIONS, js)
+
+
+class ScriptHost:
+    """Runs script functions with the helper table bound, a fresh scope per call."""
+
+    def __init__(
+        self,
+        helpers: HelperTable,
+        engines: Mapping[str, Engine[Any]] | None = None,
+        fallback: Engine[Any] | None = None,
+    ) -> None:
+        self.helpers = helpers
+        self.engines = dict(engines) if engines is not None else default_engines()
+        self.fallback = fallback
+        self._cache: dict[Path, _Compiled] = {}
+        self._lock = threading.Lock()
+
+    def engine_for(self, path: Path) -> Engine[Any]:
+        engine = self.engines.get(path.suffix.lower(), self.fallback)
+        if engine is None:
+            known = ", ".join(sorted(self.engines))
+            raise ScriptError(
+                f"{path.name}: no script engine for {path.suffix or 'files without an extension'!r}"
+                f" (this kernel runs {known})"
+            )
+        return engine
+
+    def compile(self, path: Path) -> tuple[Engine[Any], CompiledScript]:
+        """The compiled script, from the cache unless the file changed."""
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from exc
+        stamp = (info.st_mtime_ns, info.st_size)
+        cached = self._cache.get(path)
+        if cached is not None and cached.stamp == stamp:
+            return cached.engine, cached.script
+        engine = self.engine_for(path)
+        compiled = engine.compile(path, _read_source(path, info.st_size))
+        with self._lock:
+            self._cache[path] = _Compiled(stamp, engine, compiled)
+        return engine, compiled
+
+    def call(
+        self,
+        path: Path,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        call: ScriptCall,
+        limits: ScriptLimits,
+    ) -> JSONValue | NoValue:
+        """Run `function` of the script at `path` for `call`; raises ScriptError."""
+        engine, compiled = self.compile(path)
+        if call.deadline is None:
+            call.deadline = time.monotonic() + limits.timeout_secs
+        binding = HelperBinding(self.helpers, call)
+        return engine.call(compiled, function, args, optional, binding, limits)
+
+    def defined_functions(
+        self, path: Path, names: Iterable[str], call: ScriptCall, limits: ScriptLimits
+    ) -> frozenset[str]:
+        engine, compiled = self.compile(path)
+        binding = HelperBinding(self.helpers, call)
+        return engine.defined_functions(compiled, names, binding, limits)
+
+
+def _read_source(path: Path, size: int) -> str:
+    if size > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"{path}: script is {size:,} bytes, more than {MAX_SCRIPT_BYTES:,}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+__all__ = ["ScriptHost", "default_engines"]

@@ -1,0 +1,29 @@
+"""The environment variables scripts may read through `env_var` (S8.4)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A view of the process environment minus the names the kernel keeps secret.
+
+    `deny` holds names or shell-style globs (`*_SECRET`); the kernel adds the
+    variables holding its own credentials, so a script cannot read them.
+    """
+
+    deny: tuple[str, ...] = ()
+    source: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+    def is_denied(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.deny)
+
+    def get(self, name: str) -> str | None:
+        """The value, or None when unset or denied."""
+        if self.is_denied(name):
+            return None
+        return self.source.get(name)

@@ -1,0 +1,1 @@
+"""Tools: the registry of specs, the one dispatch path, and the results they give."""

@@ -1,0 +1,124 @@
+"""The one path every tool call takes (DESIGN rule 6).
+
+An LLM's tool call, a script's `call_tool` and a continuation all come here:
+look the tool up, check access, validate the arguments, run the script with
+its limits, normalise the result, apply warnings and truncation, record it
+in the session's history. Nothing escapes as an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+from agentkernel.config import Limits, ToolSpec, describe_validation_error
+from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.process import Caller
+from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.host import ScriptHost
+from agentkernel.tools.history import ToolResultHistory
+from agentkernel.tools.registry import ToolRegistry
+from agentkernel.tools.results import ToolResult, finish, normalize
+from agentkernel.types import JSONValue
+
+log = logging.getLogger("agentkernel.dispatch")
+MAX_REPORTED_ARG_ERRORS = 3
+
+
+def argument_problem(spec: ToolSpec, args: JSONValue) -> str | None:
+    """Why `args` do not match the tool's `parameters`, naming the fields (S2.5)."""
+    errors = sorted(spec.validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+    if not errors:
+        return None
+    shown = "; ".join(describe_validation_error(e) for e in errors[:MAX_REPORTED_ARG_ERRORS])
+    more = len(errors) - MAX_REPORTED_ARG_ERRORS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+class Dispatcher:
+    """Runs tools for callers; every outcome, even a kernel bug, is a ToolResult."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        host: ScriptHost,
+        limits: Limits,
+        history: ToolResultHistory,
+        executor: Executor | None = None,
+    ) -> None:
+        self.registry = registry
+        self.host = host
+        self.limits = limits
+        self.history = history
+        self.executor = executor
+
+    def call(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+        """Dispatch a registered tool synchronously (scripts are sync: DESIGN rule 7)."""
+        return self._protected(name, lambda: self._dispatch(name, args, caller), caller)
+
+    def call_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+        """Dispatch a tool loaded from a file outside the registry (`tool run PATH.yaml`)."""
+        return self._protected(spec.name, lambda: self._dispatch_spec(spec, args, caller), caller)
+
+    def _protected(self, name: str, dispatch: Callable[[], ToolResult], caller: Caller) -> ToolResult:
+        started = time.perf_counter()
+        try:
+            result = dispatch()
+        except Exception as exc:  # crash protection: a kernel bug must not end the turn
+            log.exception("tool %s crashed in the kernel", name)
+            result = ToolResult.failure(
+                f"tool {name!r} failed inside the kernel: {type(exc).__name__}: {exc}"
+            )
+        if caller.session_id is not None:
+            self.history.record(caller.session_id, name, result)
+        log.debug(
+            "tool %s: success=%s in %.2f ms",
+            name,
+            result.success,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+
+    async def acall(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+        """Dispatch from the event loop on a worker thread (S21.3)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(self.call, name, args, caller))
+
+    def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+        spec = self.registry.get(name)
+        if spec is None:
+            return ToolResult.failure(f"unknown tool {name!r}")
+        return self._dispatch_spec(spec, args, caller)
+
+    def _dispatch_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+        name = spec.name
+        refusal = self.registry.access.refusal(caller, spec)
+        if refusal is not None:
+            return ToolResult.failure(refusal)
+        problem = argument_problem(spec, args)
+        if problem is not None:
+            result = ToolResult.failure(f"invalid arguments for {name}: {problem}")
+        else:
+            result = self._run(spec, args, caller)
+        return finish(result, spec.warnings, self.limits)
+
+    def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+        call = ScriptCall(caller, f"tool {spec.name}", max_log_lines=self.limits.max_log_lines)
+        try:
+            value = self.host.call(
+                spec.script, "run", [args], [spec.raw], call, spec.script_limits(self.limits)
+            )
+        except ScriptLimitError as exc:
+            log.warning("tool %s stopped: %s", spec.name, exc)
+            return ToolResult.failure(str(exc))
+        except ScriptError as exc:
+            log.info("tool %s failed: %s%s", spec.name, exc, f"\n{exc.stack}" if exc.stack else "")
+            return ToolResult.failure(str(exc))
+        return normalize(value, max_visual_chars=self.limits.max_visual_chars)
+
+
+__all__ = ["Dispatcher", "argument_problem"]

@@ -1,0 +1,130 @@
+"""Visual blocks (S6): what people see beside a tool result and the LLM never does.
+
+Each block type has a JSON Schema; a malformed block is dropped with a warning
+that names the block and the field, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from agentkernel.config import describe_validation_error
+from agentkernel.types import JSONValue, VisualBlock
+
+_CELL_LIST = {"type": "array"}
+
+BLOCK_SCHEMAS: dict[str, dict[str, Any]] = {
+    "text": {
+        "type": "object",
+        "required": ["type", "text"],
+        "properties": {"text": {"type": "string"}},
+    },
+    "table": {
+        "type": "object",
+        "required": ["type", "columns", "rows"],
+        "properties": {
+            "title": {"type": "string"},
+            "columns": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["key"],
+                    "properties": {"key": {"type": "string"}, "title": {"type": "string"}},
+                },
+            },
+            "rows": {"type": "array", "items": {"type": "object"}},
+            "continuation": {
+                "type": "object",
+                "required": ["args"],
+                "properties": {"args": {"type": "object"}},
+            },
+        },
+    },
+    "chart": {
+        "type": "object",
+        "required": ["type", "chart", "labels", "series"],
+        "properties": {
+            "chart": {"enum": ["bar", "line", "pie"]},
+            "title": {"type": "string"},
+            "labels": _CELL_LIST,
+            "series": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "data": {"type": "array", "items": {"type": ["number", "null"]}},
+                    },
+                },
+            },
+        },
+    },
+    "file": {
+        "type": "object",
+        "required": ["type", "name"],
+        "anyOf": [{"required": ["url"]}, {"required": ["path"]}],
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "mime": {"type": "string"},
+            "url": {"type": "string"},
+            "path": {"type": "string"},
+        },
+    },
+}
+
+_VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in BLOCK_SCHEMAS.items()}
+
+
+def block_problem(block: JSONValue) -> str | None:
+    """Why this block cannot be shown, or None when it is well formed."""
+    if not isinstance(block, dict):
+        return f"expected an object with `type`, got {json.dumps(block, ensure_ascii=False)[:80]}"
+    kind = block.get("type")
+    validator = _VALIDATORS.get(kind) if isinstance(kind, str) else None
+    if validator is None:
+        return f"unknown block type {kind!r} (expected one of {', '.join(BLOCK_SCHEMAS)})"
+    error = next(iter(sorted(validator.iter_errors(block), key=lambda e: len(e.path))), None)
+    if error is None:
+        return _chart_shape_problem(block) if kind == "chart" else None
+    return f"{kind} block: {describe_validation_error(error)}"
+
+
+def _chart_shape_problem(block: dict[str, JSONValue]) -> str | None:
+    labels = block["labels"]
+    series = block["series"]
+    assert isinstance(labels, list) and isinstance(series, list)
+    for i, entry in enumerate(series):
+        assert isinstance(entry, dict)
+        data = entry["data"]
+        assert isinstance(data, list)
+        if len(data) != len(labels):
+            return f"chart block: series[{i}] has {len(data)} values for {len(labels)} labels"
+    return None
+
+
+def validate_visual(visual: JSONValue, max_chars: int) -> tuple[list[VisualBlock], list[str]]:
+    """Normalise `visual` (one block or a list) to the well-formed blocks, plus warnings."""
+    if visual is None:
+        return [], []
+    blocks = visual if isinstance(visual, list) else [visual]
+    size = len(json.dumps(blocks, ensure_ascii=False))
+    if size > max_chars:
+        return [], [f"visual dropped: {size:,} characters of blocks, more than {max_chars:,}"]
+    kept: list[VisualBlock] = []
+    warnings: list[str] = []
+    for index, block in enumerate(blocks):
+        problem = block_problem(block)
+        if problem is None:
+            assert isinstance(block, dict)
+            kept.append(block)
+        else:
+            warnings.append(f"visual[{index}] dropped: {problem}")
+    return kept, warnings
+
+
+__all__ = ["BLOCK_SCHEMAS", "block_problem", "validate_visual"]
