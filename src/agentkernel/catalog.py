@@ -37,7 +37,10 @@ class LoadProblem:
 
 @dataclass(frozen=True)
 class _Entry:
+    """One YAML file's outcome, valid while neither it nor its script changes."""
+
     yaml_stamp: Stamp
+    script: Path | None
     script_stamp: Stamp
     spec: ToolSpec | HookSpec | None
     problem: LoadProblem | None
@@ -79,26 +82,34 @@ class ScriptCatalog:
     def load_file(self, yaml_path: Path) -> ToolSpec | HookSpec:
         """Load one YAML and check that its script compiles; raises ConfigError."""
         spec = load_script_spec(yaml_path)
+        self._check_script(yaml_path, spec)
+        return spec
+
+    def _check_script(self, yaml_path: Path, spec: ToolSpec | HookSpec) -> None:
         try:
             self.host.compile(spec.script)
         except ScriptError as exc:
             raise ConfigError(yaml_path, f"script {spec.script.name}: {exc}") from exc
-        return spec
 
     def _entry(self, path: Path) -> _Entry:
         yaml_stamp = _stamp(path)
+        spec: ToolSpec | HookSpec | None = None
         try:
-            spec = self.load_file(path)
+            spec = load_script_spec(path)
+            script_stamp = _stamp(spec.script)
+            self._check_script(path, spec)
         except ConfigError as exc:
             problem = LoadProblem(path, exc.reason)
             log.warning("not loaded: %s", problem)
-            return _Entry(yaml_stamp, None, None, problem)
-        return _Entry(yaml_stamp, _stamp(spec.script), spec, None)
+            script = spec.script if spec is not None else None
+            return _Entry(yaml_stamp, script, _stamp(script), None, problem)
+        return _Entry(yaml_stamp, spec.script, script_stamp, spec, None)
 
-    def _is_fresh(self, path: Path, entry: _Entry) -> bool:
+    @staticmethod
+    def _is_fresh(path: Path, entry: _Entry) -> bool:
         if _stamp(path) != entry.yaml_stamp:
             return False
-        return entry.spec is None or _stamp(entry.spec.script) == entry.script_stamp
+        return entry.script is None or _stamp(entry.script) == entry.script_stamp
 
     def refresh(self) -> None:
         """Rescan every folder; reload only the files that changed."""

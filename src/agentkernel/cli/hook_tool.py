@@ -48,7 +48,9 @@ def _calls(message: JSONObject) -> list[tuple[str, list[JSONValue]]]:
 
 
 def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: dict[str, str | None]) -> int:
-    caller = kernel.caller(user_id=caller_args["user"], session_id=caller_args["session"], pid=str(uuid.uuid4()))
+    caller = kernel.caller(
+        user_id=caller_args["user"], session_id=caller_args["session"], pid=str(uuid.uuid4())
+    )
     ctx: JSONObject = {
         "pid": caller.pid,
         "agent": caller.agent,
@@ -59,7 +61,9 @@ def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: d
     }
     limits = spec.script_limits(kernel.config.limits)
     wanted = spec.events if spec.events is not None else HOOK_EVENTS
-    defined = kernel.host.defined_functions(spec.script, wanted, ScriptCall(caller, f"hook {spec.name}"), limits)
+    defined = kernel.host.defined_functions(
+        spec.script, wanted, ScriptCall(caller, f"hook {spec.name}"), limits
+    )
     for event, args in _calls(message):
         if event not in defined:
             continue
@@ -95,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_FOUND
     try:
         return run_hook(
-            kernel, spec, {"role": options.role, "content": options.text},
+            kernel,
+            spec,
+            {"role": options.role, "content": options.text},
             {"user": options.user, "session": options.session},
         )
     except ScriptError as exc:

@@ -43,10 +43,16 @@ _FRAME = re.compile(r"\(?(?P<file>[^\s()]+):(?P<line>\d+)(?::(?P<col>\d+))?\)?\s
 
 @dataclass(frozen=True)
 class JsScript:
-    """A compiled script: QuickJS bytecode, plus how to find its functions."""
+    """A compiled script: QuickJS bytecode for scripts, checked source for modules.
+
+    ES modules are kept as source: QuickJS bytecode of a module that imports
+    others cannot be linked through this binding (it crashes), so a module is
+    compiled again, from this cached text, through the module loader per call.
+    """
 
     path: Path
-    bytecode: bytes
+    source: str
+    bytecode: bytes | None
     module: bool
 
 
@@ -86,7 +92,8 @@ class _Budget:
 
 
 def _location(stack: str | None, path: Path) -> SourceLocation | None:
-    """The first stack frame in the script's own file, else the first frame."""
+    """The first stack frame in the script's own file, else the first other frame
+    that is not the kernel's own prelude."""
     if not stack:
         return None
     frames = []
@@ -96,7 +103,7 @@ def _location(stack: str | None, path: Path) -> SourceLocation | None:
             col = match["col"]
             frames.append(SourceLocation(match["file"], int(match["line"]), int(col) if col else None))
     own = [f for f in frames if f.file == str(path)]
-    chosen = own or frames
+    chosen = own or [f for f in frames if f.file != "<agentkernel>"]
     return chosen[0] if chosen else None
 
 
@@ -119,12 +126,14 @@ class JsEngine:
     def compile(self, path: Path, source: str) -> JsScript:
         module = path.suffix == ".mjs"
         ctx = quickjs.Runtime().new_context()
+        ctx.set_module_loader(_load_module_source)
         try:
             code = ctx.compile(source, filename=str(path), module=module)
         except quickjs.JSError as exc:
             stack = getattr(exc, "js_stack", None)
             raise ScriptSyntaxError(str(exc), _location(stack, path), stack) from None
-        return JsScript(path=path, bytecode=code.write_object(), module=module)
+        bytecode = None if module else code.write_object()
+        return JsScript(path=path, source=source, bytecode=bytecode, module=module)
 
     def _prelude(self, names: tuple[str, ...]) -> bytes:
         bytecode = self._preludes.get(names)
@@ -186,6 +195,7 @@ class JsEngine:
         runtime.set_max_stack_size(limits.stack_limit_bytes)
         runtime.set_interrupt_handler(budget)
         ctx = runtime.new_context()
+        ctx.set_module_loader(_load_module_source)
         ctx.set("__ak_call", _helper_trampoline(binding))
         ctx.set("__ak_log", binding.log_line)
         return ctx
@@ -193,9 +203,10 @@ class JsEngine:
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:
         """Bind helpers, then evaluate the script's top level; return `invoke`."""
         invoke = ctx.eval_function(ctx.read_object(self._prelude(binding.names)))
-        evaluated = ctx.eval_function(ctx.read_object(script.bytecode))
-        if script.module:
-            _settle(evaluated)
+        if script.bytecode is not None:
+            ctx.eval_function(ctx.read_object(script.bytecode))
+        else:
+            ctx.set_module_loader(_module_loader(script))
             exposed = ctx.eval(
                 f"import * as m from {json.dumps(str(script.path))}; globalThis.__ak_exports = m;",
                 filename="<agentkernel>",
@@ -222,6 +233,30 @@ def _member(holder: object, key: str) -> object:
     if isinstance(holder, quickjs.Value) and holder.is_object:
         return holder.get(key)
     return None
+
+
+def _module_loader(script: JsScript) -> Any:
+    """Serve the script itself from its cached source, its imports from disk."""
+    own = str(script.path)
+
+    def load(name: str) -> str | None:
+        return script.source if name == own else _load_module_source(name)
+
+    return load
+
+
+def _load_module_source(name: str) -> str | None:
+    """ES module imports: JS files by the path QuickJS resolved against the importer.
+
+    Reading is not confined (S14.3), but only `.js`/`.mjs` files are modules.
+    """
+    path = Path(name)
+    if path.suffix not in (".js", ".mjs") or not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _settle(value: object) -> None:
@@ -274,10 +309,14 @@ def _script_error(exc: quickjs.JSError, budget: _Budget, path: Path, limits: Scr
         return budget.error()
     message = str(exc)
     stack = getattr(exc, "js_stack", None)
-    if message in ("InternalError: out of memory", "null"):
+    if message == "InternalError: out of memory":
+        return ScriptLimitError(
+            "memory", f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB)"
+        )
+    if message == "null":  # QuickJS's bare out-of-memory exception, or `throw null`
         return ScriptLimitError(
             "memory",
-            f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB)",
+            f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB), or threw null",
         )
     if message == "InternalError: stack overflow":
         return ScriptLimitError(

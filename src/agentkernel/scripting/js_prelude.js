@@ -49,8 +49,10 @@
   g.exports = g.module.exports;
 
   // A thrown non-Error (a string, an object) becomes an Error whose message
-  // is its text, so the host always reports something readable.
-  const asError = (e) => (e instanceof Error ? e : new Error(show(e)));
+  // is its text, so the host always reports something readable. A thrown
+  // null passes through untouched: it is also what QuickJS throws when it is
+  // out of memory, and then allocating an Error would fail again.
+  const asError = (e) => (e instanceof Error || e === null ? e : new Error(show(e)));
   return function invoke(fn, args) {
     let result;
     try {

@@ -1,0 +1,63 @@
+"""Shared fixtures: a kernel on a temporary config, and a factory for script tools."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+ToolFactory = Callable[..., Path]
+
+
+def write_kernel_yaml(root: Path, extra: str = "") -> Path:
+    config = root / "config" / "kernel.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n" + extra,
+        encoding="utf-8",
+    )
+    (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)
+    return config
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder with config/kernel.yaml and empty script folders."""
+    write_kernel_yaml(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def tools_dir(project: Path) -> Path:
+    return project / "config" / "scripts" / "tools"
+
+
+@pytest.fixture
+def kernel(project: Path) -> Kernel:
+    return Kernel(load_kernel_config(project / "config" / "kernel.yaml"))
+
+
+@pytest.fixture
+def make_tool(tools_dir: Path) -> ToolFactory:
+    """Write `<name>.yaml` + its script into the tools folder; returns the YAML path."""
+
+    def make(name: str, source: str, *, ext: str = ".js", yaml_extra: str = "") -> Path:
+        script = tools_dir / f"{name}{ext}"
+        script.write_text(textwrap.dedent(source), encoding="utf-8")
+        spec = tools_dir / f"{name}.yaml"
+        spec.write_text(
+            f"kind: script_tool\nname: {name}\ndescription: test tool {name}\n"
+            f"script: {script.name}\n" + textwrap.dedent(yaml_extra),
+            encoding="utf-8",
+        )
+        return spec
+
+    return make

@@ -1,0 +1,213 @@
+"""Loading kernel.yaml and script YAML: S2.1–S2.5, S1.4."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec
+from agentkernel.errors import ConfigError
+from tests.conftest import ToolFactory, write_kernel_yaml
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- kernel.yaml (S2.4) ------------------------------------------------------------
+
+
+def test_embedded_defaults_root_at_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_kernel_config(None)
+    assert config.tool_dirs == (tmp_path / "config/scripts/tools",)
+    assert config.hook_dirs == (tmp_path / "config/scripts/hooks",)
+    assert config.limits.max_operations == 100_000_000
+
+
+def test_relative_paths_resolve_against_the_project(tmp_path: Path) -> None:
+    path = write_kernel_yaml(tmp_path, "limits:\n  timeout_secs: 5\npaths:\n  temp_root: scratch\n")
+    config = load_kernel_config(path)
+    assert config.root == tmp_path.resolve()
+    assert config.tool_dirs == (tmp_path.resolve() / "config/scripts/tools",)
+    assert config.temp_root == tmp_path.resolve() / "scratch"
+    assert config.limits.timeout_secs == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("limts: {}\n", "Additional properties are not allowed ('limts' was unexpected)"),
+        ("limits:\n  timeout_secs: soon\n", "limits.timeout_secs: 'soon' is not of type 'number'"),
+        ("scripts:\n  tools: config/x\n", "scripts.tools: 'config/x' is not of type 'array'"),
+        ("- a\n", "expected a mapping at the top, got list"),
+        ("a: [\n", "bad YAML"),
+    ],
+)
+def test_bad_kernel_yaml_names_file_and_field(tmp_path: Path, text: str, reason: str) -> None:
+    path = write(tmp_path / "config" / "kernel.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_kernel_config(path)
+    assert caught.value.path == str(path)
+    assert reason in caught.value.reason
+
+
+# -- script YAML (S2.1, S2.2, S2.3) ------------------------------------------------------
+
+
+def test_tool_spec_keeps_every_field_and_the_raw_yaml(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run(a) { return 'x'; }")
+    path = write(
+        tmp_path / "t.yaml",
+        "kind: script_tool\nname: t\ndescription: d\nscript: t.js\n"
+        "parameters: {type: object, properties: {q: {type: string}}}\n"
+        "ui: {icon: '📝'}\nwarnings:\n  - failed: true\n    message: m\n"
+        "max_operations: 5000\ntimeout_secs: 2.5\nmemory_limit_mb: 8\nrepos: [a, b]\n",
+    )
+    spec = load_script_spec(path)
+    assert isinstance(spec, ToolSpec)
+    assert spec.script == (tmp_path / "t.js").resolve()
+    assert spec.parameters["properties"] == {"q": {"type": "string"}}
+    assert spec.ui == {"icon": "📝"}
+    assert spec.warnings[0].failed is True and spec.warnings[0].message == "m"
+    assert spec.raw["repos"] == ["a", "b"]
+    limits = spec.script_limits(load_kernel_config(None).limits)
+    assert (limits.max_operations, limits.timeout_secs, limits.memory_limit_bytes) == (5000, 2.5, 8 << 20)
+
+
+def test_hook_spec(tmp_path: Path) -> None:
+    write(tmp_path / "h.js", "function after_turn() {}")
+    path = write(
+        tmp_path / "h.yaml",
+        "kind: script_hook\nname: h\nscript: h.js\nevents: [after_turn]\npriority: -3\nmine: 1\n",
+    )
+    spec = load_script_spec(path)
+    assert isinstance(spec, HookSpec)
+    assert (spec.events, spec.priority, spec.raw["mine"]) == (("after_turn",), -3, 1)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "reason"),
+    [
+        ("kind: script_tool\nname: t\nscript: t.js\nparameters: {type: objekt}\n", "parameters: not a valid"),
+        ("kind: script_tool\nname: t\nscript: missing.js\n", "script: file 'missing.js' not found"),
+        ("kind: script_tool\nscript: t.js\n", "'name' is a required property"),
+        ("kind: script_tool\nname: t\n", "'script' is a required property"),
+        ("kind: tool\nname: t\nscript: t.js\n", "kind: expected 'script_tool' or 'script_hook', got 'tool'"),
+        ("name: t\nscript: t.js\n", "got None"),
+        ("kind: script_tool\nname: 'bad name!'\nscript: t.js\n", "name: 'bad name!' does not match"),
+        ("kind: script_tool\nname: t\nscript: t.js\nwarnings: [{failed: true}]\n", "warnings[0]: 'message'"),
+        ("kind: script_tool\nname: t\nscript: t.js\nwarnings: [{message: m, when: x}]\n", "warnings[0]"),
+        ("kind: script_tool\nname: t\nscript: t.js\ntimeout_secs: 0\n", "timeout_secs: 0 is less than"),
+        (
+            "kind: script_hook\nname: h\nscript: t.js\nevents: [on_start]\n",
+            "events[0]: 'on_start' is not one",
+        ),
+        ("kind: script_tool\nname: t\nscript: t.js\nloop: &a [*a]\n", "cannot be passed to a script as JSON"),
+        ("kind: script_tool\nname: t\nscript: t.js\nx: .nan\n", "cannot be passed to a script as JSON"),
+        ("", "got an empty file"),
+        ("kind: [unclosed\n", "bad YAML"),
+    ],
+)
+def test_bad_script_yaml_names_the_field(tmp_path: Path, yaml_text: str, reason: str) -> None:
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(tmp_path / "t.yaml", yaml_text)
+    with pytest.raises(ConfigError) as caught:
+        load_script_spec(path)
+    assert caught.value.path == str(path)
+    assert reason in caught.value.reason
+
+
+# -- S2.5: bad files are reported, the rest load ---------------------------------------------
+
+
+def test_bad_files_are_reported_and_the_rest_serve(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    make_tool("good", "function run() { return 'good'; }")
+    make_tool("syntax", "function run( {\n  return 1;\n}\n")
+    write(tools_dir / "broken.yaml", "kind: script_tool\nname: [\n")
+    write(tools_dir / "nokind.yml", "name: x\nscript: x.js\n")
+    make_tool("good2", "function run() { return 'good too'; }")
+    write(tools_dir / "zdup.yaml", "kind: script_tool\nname: good\nscript: good.js\n")
+
+    assert [s.name for s in kernel.tools.all()] == ["good", "good2"]
+    problems = {p.path.name: p.reason for p in kernel.catalog.problems()}
+    assert set(problems) == {"syntax.yaml", "broken.yaml", "nokind.yml", "zdup.yaml"}
+    assert "SyntaxError" in problems["syntax.yaml"] and "syntax.js:2:" in problems["syntax.yaml"]
+    assert problems["nokind.yml"] == "kind: expected 'script_tool' or 'script_hook', got None"
+    assert problems["broken.yaml"].startswith("bad YAML")
+    assert kernel.call_tool("good", {}).content == "good"
+    assert kernel.call_tool("syntax", {}).content == "unknown tool 'syntax'"
+
+
+def test_duplicate_names_keep_the_first_file(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
+    make_tool("alpha", "function run() { return 'first'; }")
+    write(tools_dir / "zeta.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\n")
+    problems = kernel.catalog.problems()
+    assert [(p.path.name, "already defined in" in p.reason) for p in problems] == [("zeta.yaml", True)]
+
+
+def test_hooks_are_catalogued_apart_from_tools(kernel: Kernel, project: Path) -> None:
+    hooks = project / "config" / "scripts" / "hooks"
+    write(hooks / "audit.js", "function before_user_message(ctx, msg) { return {notice: 'n'}; }")
+    write(hooks / "audit.yaml", "kind: script_hook\nname: audit\nscript: audit.js\n")
+    assert list(kernel.catalog.hooks()) == ["audit"]
+    assert kernel.tools.all() == []
+
+
+# -- S1.4: edits take effect on the next call, no restart ------------------------------------
+
+
+def bump(path: Path, text: str) -> None:
+    """Rewrite a file so its modification stamp surely changes."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text, encoding="utf-8")
+    if path.stat().st_mtime_ns == before:
+        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+def test_editing_the_script_applies_on_next_call(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    make_tool("live", "function run() { return 'v1'; }")
+    assert kernel.call_tool("live", {}).content == "v1"
+    bump(tools_dir / "live.js", "function run() { return 'v2'; }")
+    assert kernel.call_tool("live", {}).content == "v2"
+
+
+def test_editing_the_yaml_applies_on_next_call(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    make_tool("conf", "function run(a, c) { return c.greeting; }", yaml_extra="greeting: hi\n")
+    assert kernel.call_tool("conf", {}).content == "hi"
+    yaml_path = tools_dir / "conf.yaml"
+    bump(yaml_path, yaml_path.read_text().replace("greeting: hi", "greeting: привет"))
+    assert kernel.call_tool("conf", {}).content == "привет"
+
+
+def test_new_and_removed_files_are_noticed(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
+    assert kernel.call_tool("later", {}).success is False
+    make_tool("later", "function run() { return 'here'; }")
+    assert kernel.call_tool("later", {}).content == "here"
+    (tools_dir / "later.yaml").unlink()
+    assert kernel.call_tool("later", {}).content == "unknown tool 'later'"
+
+
+def test_a_broken_edit_is_reported_then_a_fix_recovers(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    make_tool("fragile", "function run() { return 'ok'; }")
+    assert kernel.call_tool("fragile", {}).content == "ok"
+    bump(tools_dir / "fragile.js", "function run() { return 'ok' +; }")
+    assert kernel.call_tool("fragile", {}).success is False
+    assert any(p.path.name == "fragile.yaml" for p in kernel.catalog.problems())
+    time.sleep(0.01)
+    bump(tools_dir / "fragile.js", "function run() { return 'fixed'; }")
+    assert kernel.call_tool("fragile", {}).content == "fixed"
