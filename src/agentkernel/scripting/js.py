@@ -38,7 +38,7 @@ from agentkernel.types import JSONValue
 TICK_OPERATIONS = 10_000
 JS_EXTENSIONS = (".js", ".mjs", ".cjs")
 
-_FRAME = re.compile(r"\(?(?P<file>[^\s()]+):(?P<line>\d+)(?::(?P<col>\d+))?\)?\s*$")
+_FRAME = re.compile(r"\(?(?P<file>[^\s()]+?):(?P<line>\d+)(?::(?P<col>\d+))?\)?\s*$")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,185 @@
+"""The `agentkernel` and `hook_tool` commands, run as a user runs them: real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, write_kernel_yaml
+
+BIN = Path(sys.executable).parent
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_readme_main_job(tmp_path: Path) -> None:
+    done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "Привет, мир"}')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "content": "Слов: 2",
+        "success": True,
+        "error": None,
+        "visual": None,
+        "warnings": [],
+    }
+
+
+def test_failed_tool_still_exits_zero_with_the_failure_in_json() -> None:
+    done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "   "}')
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {
+        "content": "текст пуст",
+        "success": False,
+        "error": "empty text",
+        "visual": None,
+        "warnings": ["Не удалось проанализировать текст"],
+    }
+
+
+def test_invalid_arguments_are_in_the_json() -> None:
+    done = cli("agentkernel", "tool", "run", "text_stats", '{"txt": "x"}')
+    assert done.returncode == 0
+    assert (
+        json.loads(done.stdout)["content"]
+        == "invalid arguments for text_stats: 'text' is a required property"
+    )
+
+
+def test_run_by_yaml_path_from_anywhere(tmp_path: Path) -> None:
+    yaml_path = REPO / "config" / "scripts" / "tools" / "wordcount.yaml"
+    done = cli("agentkernel", "tool", "run", str(yaml_path), '{"text": "да да нет", "top": 1}', cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["content"].startswith("Слов: 3, разных: 2. Чаще всего — да: 2")
+    assert result["visual"][0]["rows"] == [{"word": "да", "count": 2}]
+
+
+def test_list_shows_tools(tmp_path: Path) -> None:
+    done = cli("agentkernel", "tool", "list")
+    assert done.returncode == 0
+    names = [line.split()[0] for line in done.stdout.splitlines()]
+    assert {"text_stats", "wordcount"} <= set(names)
+    listed = json.loads(cli("agentkernel", "tool", "list", "--json").stdout)
+    assert {t["name"] for t in listed["tools"]} >= {"text_stats", "wordcount"}
+
+
+def test_list_reports_broken_files_with_path_and_reason(tmp_path: Path) -> None:
+    config = write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "ok.js").write_text("function run() { return 'ok'; }")
+    (tools / "ok.yaml").write_text("kind: script_tool\nname: ok\nscript: ok.js\n")
+    (tools / "bad.yaml").write_text("kind: script_tool\nname: bad\nscript: gone.js\n")
+    done = cli("agentkernel", "tool", "list", "--config", str(config), cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.split()[0] == "ok"
+    assert f"not loaded: {tools / 'bad.yaml'}: script: file 'gone.js' not found" in done.stderr
+
+    unknown = cli("agentkernel", "tool", "run", "bad", "{}", "--config", str(config), cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert "unknown tool 'bad' (loaded: ok)" in unknown.stderr
+    assert "script: file 'gone.js' not found" in unknown.stderr
+
+
+def test_user_and_session_reach_caller(tmp_path: Path) -> None:
+    config = write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "me.js").write_text(
+        "function run() { const c = caller(); return `${c.user_id}|${c.session_id}|${c.temp_dir}`; }"
+    )
+    (tools / "me.yaml").write_text("kind: script_tool\nname: me\nscript: me.js\n")
+    done = cli(
+        "agentkernel", "tool", "run", "me", "{}", "--config", str(config), "--user", "u1", "--session", "s1"
+    )
+    user, session, temp = json.loads(done.stdout)["content"].split("|")
+    assert (user, session) == ("u1", "s1")
+    assert Path(temp).is_dir() and Path(temp).is_relative_to(tmp_path.resolve() / "data" / "tmp")
+
+
+def test_console_log_goes_to_stderr_not_the_json(tmp_path: Path) -> None:
+    config = write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "loud.js").write_text("function run() { console.log('debug me'); return 'quiet'; }")
+    (tools / "loud.yaml").write_text("kind: script_tool\nname: loud\nscript: loud.js\n")
+    done = cli("agentkernel", "tool", "run", "loud", "{}", "--config", str(config))
+    assert json.loads(done.stdout)["content"] == "quiet"
+    assert "[tool loud] debug me" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["tool", "run", "text_stats", "{not json"], 2, "JSON-ARGS is not valid JSON"),
+        (["tool", "run", "no_such_tool", "{}"], 1, "unknown tool 'no_such_tool'"),
+        (["tool", "run", "/nowhere/x.yaml", "{}"], 1, "/nowhere/x.yaml: cannot read"),
+        (["tool", "list", "--config", "/nowhere/kernel.yaml"], 1, "/nowhere/kernel.yaml: cannot read"),
+        (["tool"], 2, "usage:"),
+    ],
+)
+def test_usage_errors(args: list[str], code: int, message: str) -> None:
+    done = cli("agentkernel", *args)
+    assert done.returncode == code
+    assert message in done.stderr
+
+
+# -- hook_tool (S22.1) ----------------------------------------------------------------
+
+
+@pytest.fixture
+def audit_hook(tmp_path: Path) -> Path:
+    (tmp_path / "audit.js").write_text(
+        "function before_user_message(ctx, msg) {\n"
+        "  return { notice: `🔍 audit: ${msg.content.length} символов` };\n}\n"
+        "function after_turn(ctx, question, answer) { return `✅ ${question.content.length} → ${answer}`; }\n"
+        "function after_loop(ctx, reason) { return reason; }\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "audit.yaml"
+    path.write_text(
+        "kind: script_hook\nname: audit\nscript: audit.js\nevents: [before_user_message, after_turn]\n"
+    )
+    return path
+
+
+def test_hook_tool_prints_each_verdict(audit_hook: Path) -> None:
+    done = cli("hook_tool", str(audit_hook), "user", "Привет, мир")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {"event": "before_user_message", "result": {"notice": "🔍 audit: 11 символов"}},
+        {"event": "after_turn", "result": "✅ 11 → null"},
+    ]
+
+
+def test_hook_tool_without_events_runs_every_defined_function(audit_hook: Path) -> None:
+    audit_hook.write_text("kind: script_hook\nname: audit\nscript: audit.js\n")
+    done = cli("hook_tool", str(audit_hook), "user", "hi")
+    assert [json.loads(line)["event"] for line in done.stdout.splitlines()] == [
+        "before_user_message",
+        "after_turn",
+        "after_loop",
+    ]
+
+
+def test_hook_tool_reports_a_throwing_hook_and_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "h.js").write_text(
+        "function before_user_message(ctx, msg) { throw new Error('hook broke'); }\n"
+        "function after_loop(ctx, reason) { return {ctx_keys: Object.keys(ctx), reason}; }\n"
+    )
+    (tmp_path / "h.yaml").write_text("kind: script_hook\nname: h\nscript: h.js\nflavour: mint\n")
+    done = cli("hook_tool", str(tmp_path / "h.yaml"), "user", "x", "--user", "u1")
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["event"] == "before_user_message" and "hook broke" in first["error"]
+    assert second["result"]["reason"] == "job_done"
+    assert second["result"]["ctx_keys"] == ["pid", "agent", "template", "session_id", "user_id", "config"]
+
+
+def test_hook_tool_refuses_a_tool_yaml() -> None:
+    done = cli("hook_tool", str(REPO / "config/scripts/tools/text_stats.yaml"), "user", "x")
+    assert done.returncode == 1 and "kind is script_tool" in done.stderr

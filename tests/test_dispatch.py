@@ -1,0 +1,173 @@
+"""The one dispatch path (DESIGN rule 6): lookup, access, validation, crash protection, history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import ScriptLimits, load_kernel_config
+from agentkernel.scripting.engine import NoValue
+from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.types import JSONValue
+from tests.conftest import ToolFactory
+
+STATS = "function run(args) { return `${args.text.length}:${args.count ?? 0}`; }"
+STATS_PARAMS = """
+parameters:
+  type: object
+  properties:
+    text: {type: string, minLength: 1}
+    count: {type: integer, minimum: 0}
+  required: [text]
+  additionalProperties: false
+"""
+
+
+def test_unknown_tool(kernel: Kernel) -> None:
+    result = kernel.call_tool("nope", {})
+    assert (result.success, result.content) == (False, "unknown tool 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "invalid arguments for stats: 'text' is a required property"),
+        ({"text": 5}, "invalid arguments for stats: text: 5 is not of type 'string'"),
+        ({"text": ""}, "invalid arguments for stats: text: '' should be non-empty"),
+        ({"text": "a", "count": -1}, "invalid arguments for stats: count: -1 is less than the minimum of 0"),
+        ({"text": "a", "extra": 1}, "Additional properties are not allowed ('extra' was unexpected)"),
+        ([1, 2], "invalid arguments for stats: [1, 2] is not of type 'object'"),
+        ({"text": 1, "count": "x"}, "count: 'x' is not of type 'integer'; text: 1 is not of type 'string'"),
+    ],
+)
+def test_s2_5_arguments_are_refused_before_the_script_runs(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path, args: JSONValue, message: str
+) -> None:
+    # The script would leave a trace if it ran; it must not.
+    make_tool("stats", "function run() { throw new Error('script ran'); }", yaml_extra=STATS_PARAMS)
+    result = kernel.call_tool("stats", args)
+    assert result.success is False
+    assert message in result.content
+    assert "script ran" not in result.content
+
+
+def test_valid_arguments_reach_the_script(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
+    assert kernel.call_tool("stats", {"text": "abc", "count": 2}).content == "3:2"
+
+
+def test_access_check_refuses_tools_outside_the_allow_list(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("open", "function run() { return 'open'; }")
+    make_tool("secret", "function run() { return 'secret'; }")
+    caller = kernel.caller(template="hello-agent", allowed_tools=frozenset({"open"}))
+    assert kernel.dispatcher.call("open", {}, caller).content == "open"
+    refused = kernel.dispatcher.call("secret", {}, caller)
+    assert (refused.success, refused.content) == (False, "tool 'secret' is not allowed for hello-agent")
+    assert [t["name"] for t in kernel.tools.list_for(caller)] == ["open"]
+    assert [t["name"] for t in kernel.tools.list_for(kernel.caller())] == ["open", "secret"]
+
+
+def test_s16_3_list_for_shows_name_description_parameters(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
+    (entry,) = kernel.tools.list_for(kernel.caller())
+    assert entry["name"] == "stats" and entry["description"] == "test tool stats"
+    assert entry["parameters"]["required"] == ["text"]  # type: ignore[index]
+
+
+def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("echo", "function run(a) { return String(a.n); }")
+    alice = kernel.caller(session_id="s-alice")
+    bob = kernel.caller(session_id="s-bob")
+    for n in range(3):
+        kernel.dispatcher.call("echo", {"n": n}, alice)
+    kernel.dispatcher.call("echo", {"n": 99}, bob)
+    assert [kernel.history.get("s-alice", "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
+    assert kernel.history.get("s-alice", "echo", 3) is None
+    assert kernel.history.get("s-bob", "echo").content == "99"  # type: ignore[union-attr]
+    kernel.dispatcher.call("echo", {"n": 5}, kernel.caller())  # no session: nothing recorded
+    assert kernel.history.get("s-alice", "echo").content == "2"  # type: ignore[union-attr]
+
+
+def test_history_is_bounded(project: Path, make_tool: ToolFactory) -> None:
+    config = project / "config" / "kernel.yaml"
+    config.write_text(config.read_text() + "limits:\n  history_per_tool: 2\n")
+    kernel = Kernel(load_kernel_config(config))
+    make_tool("echo", "function run(a) { return String(a.n); }")
+    caller = kernel.caller(session_id="s")
+    for n in range(5):
+        kernel.dispatcher.call("echo", {"n": n}, caller)
+    assert kernel.history.get("s", "echo", 1).content == "3"  # type: ignore[union-attr]
+    assert kernel.history.get("s", "echo", 2) is None
+
+
+class ExplodingEngine:
+    """A real engine whose calls fail with a Python bug, to prove crash protection."""
+
+    name = "exploding"
+
+    def compile(self, path: Path, source: str) -> Path:
+        return path
+
+    def call(
+        self,
+        script: Path,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        binding: HelperBinding,
+        limits: ScriptLimits,
+    ) -> JSONValue | NoValue:
+        raise ZeroDivisionError("engine bug")
+
+    def defined_functions(self, *args: object) -> frozenset[str]:
+        return frozenset()
+
+
+def test_crash_protection_turns_kernel_bugs_into_failed_results(
+    kernel: Kernel, make_tool: ToolFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    kernel.host.engines[".boom"] = ExplodingEngine()  # type: ignore[assignment]
+    make_tool("boom", "anything", ext=".boom")
+    make_tool("fine", "function run() { return 'fine'; }")
+    with caplog.at_level(logging.ERROR, logger="agentkernel.dispatch"):
+        result = kernel.call_tool("boom", {})
+    assert result.success is False
+    assert result.content == "tool 'boom' failed inside the kernel: ZeroDivisionError: engine bug"
+    assert "Traceback" in caplog.text and "engine bug" in caplog.text
+    assert kernel.call_tool("fine", {}).content == "fine"
+
+
+def test_unsupported_extension_is_a_load_problem(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("py", "print('hi')", ext=".py")
+    (problem,) = kernel.catalog.problems()
+    assert "no script engine for '.py'" in problem.reason
+
+
+def test_acall_runs_on_worker_threads_concurrently(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("square", "function run(a) { return String(a.n * a.n); }")
+    caller = kernel.caller()
+
+    async def many() -> list[str]:
+        results = await asyncio.gather(
+            *(kernel.dispatcher.acall("square", {"n": n}, caller) for n in range(20))
+        )
+        return [r.content for r in results]
+
+    assert asyncio.run(many()) == [str(n * n) for n in range(20)]
+
+
+def test_results_serialise_to_the_cli_shape(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("shape", "function run() { return {content: 'c', error: 'e', success: false}; }")
+    assert json.loads(json.dumps(kernel.call_tool("shape", {}).to_json())) == {
+        "content": "c",
+        "success": False,
+        "error": "e",
+        "visual": None,
+        "warnings": [],
+    }

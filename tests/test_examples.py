@@ -1,0 +1,67 @@
+"""The shipped examples in config/scripts/ work as the seed shows (S2.6), through dispatch."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Kernel:
+    return Kernel(load_kernel_config(REPO / "config" / "kernel.yaml"))
+
+
+def test_every_shipped_file_loads(shipped: Kernel) -> None:
+    assert shipped.catalog.problems() == []
+    assert {"text_stats", "wordcount"} <= {s.name for s in shipped.tools.all()}
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [("Привет, мир", "Слов: 2"), ("  один   два  три ", "Слов: 3"), ("слово", "Слов: 1")],
+)
+def test_text_stats_counts_words(shipped: Kernel, text: str, content: str) -> None:
+    result = shipped.call_tool("text_stats", {"text": text})
+    assert (result.content, result.success, result.warnings) == (content, True, [])
+
+
+def test_text_stats_empty_text_fails_with_the_yaml_warning(shipped: Kernel) -> None:
+    result = shipped.call_tool("text_stats", {"text": "   "})
+    assert result.to_json() == {
+        "content": "текст пуст",
+        "success": False,
+        "error": "empty text",
+        "visual": None,
+        "warnings": ["Не удалось проанализировать текст"],
+    }
+
+
+def test_wordcount_summary_table_and_chart(shipped: Kernel) -> None:
+    result = shipped.call_tool(
+        "wordcount", {"text": "Мама мыла раму, и мама пела. The end of the end", "top": 3}
+    )
+    assert result.success is True
+    assert result.content == "Слов: 7, разных: 5. Чаще всего — end: 2, мама: 2, мыла: 1"
+    table, chart = result.visual
+    assert table["rows"] == [
+        {"word": "end", "count": 2},
+        {"word": "мама", "count": 2},
+        {"word": "мыла", "count": 1},
+    ]
+    assert chart["labels"] == ["end", "мама", "мыла"] and chart["series"] == [
+        {"name": "раз", "data": [2, 2, 1]}
+    ]
+
+
+def test_wordcount_reads_stopwords_from_its_yaml(shipped: Kernel) -> None:
+    result = shipped.call_tool("wordcount", {"text": "и и и в на"})
+    assert (result.content, result.success) == ("текст пуст", False)
+    assert result.warnings == ["Не удалось посчитать слова"]
+
+
+def test_wordcount_rejects_bad_top(shipped: Kernel) -> None:
+    result = shipped.call_tool("wordcount", {"text": "a", "top": 0})
+    assert result.content == "invalid arguments for wordcount: top: 0 is less than the minimum of 1"
