@@ -1,0 +1,59 @@
+"""The codebase stays clean: ruff, mypy --strict, and an intentional public surface.
+
+These run inside the README's test command, so CI (which runs exactly that
+command) checks them too.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import agentkernel
+from tests.conftest import REPO
+
+BIN = Path(sys.executable).parent
+
+
+def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_ruff_lint_is_clean() -> None:
+    done = run_tool("ruff", "check", "src", "tests", "benchmarks")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    done = run_tool("ruff", "format", "--check", "src", "tests", "benchmarks")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    done = run_tool("mypy")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_public_surface_is_what_we_mean() -> None:
+    assert sorted(agentkernel.__all__) == [
+        "AgentKernelError",
+        "Caller",
+        "ConfigError",
+        "HelperError",
+        "HookSpec",
+        "Kernel",
+        "KernelConfig",
+        "Limits",
+        "ScriptError",
+        "ScriptLimitError",
+        "ScriptSyntaxError",
+        "ToolResult",
+        "ToolSpec",
+        "__version__",
+        "load_kernel_config",
+    ]
+    for name in agentkernel.__all__:
+        assert hasattr(agentkernel, name), name
