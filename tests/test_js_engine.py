@@ -23,6 +23,12 @@ def test_plain_js_global_run(kernel: Kernel, make_tool: ToolFactory) -> None:
     assert run(kernel, "plain", {"who": "you"})["content"] == "hi you"
 
 
+@pytest.mark.parametrize("decl", ["const run = (a) => 'lex';", "let run = function () { return 'lex'; };"])
+def test_top_level_lexical_run(kernel: Kernel, make_tool: ToolFactory, decl: str) -> None:
+    make_tool("lexical", decl)
+    assert run(kernel, "lexical")["content"] == "lex"
+
+
 def test_cjs_module_exports(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("cjs", "module.exports.run = (args) => `cjs ${args.n * 2}`;", ext=".cjs")
     assert run(kernel, "cjs", {"n": 21})["content"] == "cjs 42"
@@ -139,7 +145,7 @@ def test_runtime_error_names_file_and_line(kernel: Kernel, make_tool: ToolFactor
     result = run(kernel, "broken")
     assert result["success"] is False
     content = str(result["content"])
-    assert "TypeError" in content and "broken.js:3" in content
+    assert content == "TypeError: cannot read property 'field' of null (at broken.js:3:11)"
     assert result["error"] == content
 
 

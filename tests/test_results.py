@@ -117,7 +117,7 @@ def test_s6_2_well_formed_blocks_pass(block: JSONValue) -> None:
     ("block", "fragment"),
     [
         ("just text", "expected an object with `type`"),
-        ({"text": "no type"}, "unknown block type None"),
+        ({"text": "no type"}, "missing `type` (expected one of text, table, chart, file)"),
         ({"type": "video"}, "unknown block type 'video'"),
         ({"type": "text"}, "'text' is a required property"),
         ({"type": "table", "columns": [{"title": "x"}], "rows": []}, "columns[0]: 'key' is a required"),
@@ -126,7 +126,7 @@ def test_s6_2_well_formed_blocks_pass(block: JSONValue) -> None:
         ({"type": "chart", "chart": "radar", "labels": [], "series": [{"data": []}]}, "chart: 'radar'"),
         ({"type": "chart", "chart": "bar", "labels": ["a"], "series": [{"data": [1, 2]}]}, "2 values for 1"),
         ({"type": "chart", "chart": "bar", "labels": ["a"], "series": [{"data": ["x"]}]}, "data[0]"),
-        ({"type": "file", "name": "a.txt"}, "file block"),
+        ({"type": "file", "name": "a.txt"}, "file block: needs a download reference, `url` or `path`"),
     ],
 )
 def test_s6_malformed_blocks_are_named(block: JSONValue, fragment: str) -> None:

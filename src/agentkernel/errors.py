@@ -52,6 +52,20 @@ class ScriptError(AgentKernelError):
         self.stack = stack
         super().__init__(f"{message} (at {location})" if location else message)
 
+    def describe(self, base: Path | None = None) -> str:
+        """The message with its location, the file shown relative to `base`.
+
+        Tool errors go into the LLM's context: they name the script as its
+        author knows it (`tools/x.js:3:7`), not the server's absolute path.
+        """
+        if self.location is None:
+            return self.message
+        file = Path(self.location.file)
+        if base is not None and file.is_relative_to(base):
+            file = file.relative_to(base)
+        shown = SourceLocation(str(file), self.location.line, self.location.column)
+        return f"{self.message} (at {shown})"
+
 
 class ScriptSyntaxError(ScriptError):
     """The script does not compile; reported at load time with file:line."""
@@ -61,7 +75,8 @@ class ScriptLimitError(ScriptError):
     """A limit ended the script: operations, time, memory or stack depth.
 
     `limit` is one of ``max_operations``, ``timeout_secs``, ``memory``,
-    ``stack``; these errors cannot be caught by the script itself.
+    ``stack``. The first two cannot be caught by the script; running out of
+    memory or stack can be, but a script that does not catch them ends here.
     """
 
     def __init__(self, limit: str, message: str) -> None:

@@ -1,8 +1,11 @@
 """`hook_tool PATH.yaml ROLE TEXT`: run a script hook on one message (S22.1).
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
-(question = that message, answer = null) and `after_loop` with `job_done`,
-each only when the hook handles it, and prints one JSON line per call:
+and `after_loop` with `job_done`, each only when the hook handles it, and
+prints one JSON line per call. With no LLM attached there is no real answer:
+`after_turn` gets the message (or its `replace_message`) as the question and
+`{role: "assistant", content: <the verdict's reply, or "">}` as the answer.
+Each line is
 `{"event", "result"}` or `{"event", "error"}`. A failing hook never stops
 the others (S7.5). No live service is attached: helpers that need one throw
 their SPEC error.
@@ -39,12 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _calls(message: JSONObject) -> list[tuple[str, list[JSONValue]]]:
-    return [
-        ("before_user_message", [message]),
-        ("after_turn", [message, None]),
-        ("after_loop", ["job_done"]),
-    ]
+def _turn(message: JSONObject, verdict: JSONValue) -> list[JSONValue]:
+    """after_turn's (question, answer) as far as a turn without an LLM goes."""
+    question: JSONValue = message
+    reply: JSONValue = ""
+    if isinstance(verdict, dict):
+        replaced = verdict.get("replace_message")
+        question = replaced if isinstance(replaced, dict) else message
+        reply = verdict.get("reply") if isinstance(verdict.get("reply"), str) else ""
+    return [question, {"role": "assistant", "content": reply}]
 
 
 def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: dict[str, str | None]) -> int:
@@ -64,16 +70,26 @@ def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: d
     defined = kernel.host.defined_functions(
         spec.script, wanted, ScriptCall(caller, f"hook {spec.name}"), limits
     )
-    for event, args in _calls(message):
+    verdict: JSONValue = None
+    for event in HOOK_EVENTS:
         if event not in defined:
             continue
+        args: list[JSONValue]
+        if event == "before_user_message":
+            args = [message]
+        elif event == "after_turn":
+            args = _turn(message, verdict)
+        else:
+            args = ["job_done"]
         call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=kernel.config.limits.max_log_lines)
         line: JSONObject = {"event": event}
         try:
             value = kernel.host.call(spec.script, event, [ctx, *args], [], call, limits)
             line["result"] = None if isinstance(value, NoValue) else value
         except ScriptError as exc:
-            line["error"] = str(exc)
+            line["error"] = exc.describe(spec.yaml_path.parent)
+        if event == "before_user_message":
+            verdict = line.get("result")
         print(json.dumps(line, ensure_ascii=False))
     return EXIT_OK
 

@@ -49,7 +49,10 @@ def _setup_logging(verbosity: int) -> None:
         level=logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("agentkernel.script").setLevel(logging.INFO)
+    # console.log output is what a script author runs the CLI to see; debug with -vv.
+    logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
+    if verbosity == 0:  # the commands print load problems themselves, once
+        logging.getLogger("agentkernel.catalog").setLevel(logging.ERROR)
 
 
 def _load_kernel(config: Path | None) -> Kernel:

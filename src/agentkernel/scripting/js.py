@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -218,15 +218,30 @@ class JsEngine:
     @staticmethod
     def _lookup(ctx: Any, script: JsScript, function: str) -> Any | None:
         """The script's function: an ES export, a `module.exports` entry, or a global."""
-        if script.module:
-            candidates = [_member(ctx.get("__ak_exports"), function)]
-        else:
-            exports = _member(ctx.get("module"), "exports")
-            candidates = [_member(exports, function), ctx.get(function)]
-        for found in candidates:
+        places: list[Callable[[], object]] = (
+            [lambda: _member(ctx.get("__ak_exports"), function)]
+            if script.module
+            else [
+                lambda: _member(_member(ctx.get("module"), "exports"), function),
+                lambda: ctx.get(function),
+                lambda: _lexical(ctx, function),
+            ]
+        )
+        for place in places:
+            found = place()
             if isinstance(found, quickjs.Value) and found.is_function:
                 return found
         return None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+
+def _lexical(ctx: Any, name: str) -> object:
+    """A top-level `const`/`let` binding, which is global but not on globalThis."""
+    if not _IDENTIFIER.match(name):
+        return None
+    return ctx.eval(f"typeof {name} === 'function' ? {name} : undefined", filename="<agentkernel>")
 
 
 def _member(holder: object, key: str) -> object:

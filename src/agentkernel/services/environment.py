@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 class Environment:
     """A view of the process environment minus the names the kernel keeps secret.
 
-    `deny` holds names or shell-style globs (`*_SECRET`); the kernel adds the
-    variables holding its own credentials, so a script cannot read them.
+    `deny` holds names or shell-style globs (`*_SECRET`) from kernel.yaml's
+    `scripts.env_deny`; the kernel's own credentials (the LLM provider's key
+    variable) belong here too, so a script cannot read them.
     """
 
     deny: tuple[str, ...] = ()

@@ -117,7 +117,7 @@ class Dispatcher:
             return ToolResult.failure(str(exc))
         except ScriptError as exc:
             log.info("tool %s failed: %s%s", spec.name, exc, f"\n{exc.stack}" if exc.stack else "")
-            return ToolResult.failure(str(exc))
+            return ToolResult.failure(exc.describe(spec.yaml_path.parent))
         return normalize(value, max_visual_chars=self.limits.max_visual_chars)
 
 

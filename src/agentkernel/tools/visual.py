@@ -67,7 +67,6 @@ BLOCK_SCHEMAS: dict[str, dict[str, Any]] = {
     "file": {
         "type": "object",
         "required": ["type", "name"],
-        "anyOf": [{"required": ["url"]}, {"required": ["path"]}],
         "properties": {
             "name": {"type": "string", "minLength": 1},
             "mime": {"type": "string"},
@@ -85,13 +84,20 @@ def block_problem(block: JSONValue) -> str | None:
     if not isinstance(block, dict):
         return f"expected an object with `type`, got {json.dumps(block, ensure_ascii=False)[:80]}"
     kind = block.get("type")
+    expected = ", ".join(BLOCK_SCHEMAS)
+    if "type" not in block:
+        return f"missing `type` (expected one of {expected})"
     validator = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if validator is None:
-        return f"unknown block type {kind!r} (expected one of {', '.join(BLOCK_SCHEMAS)})"
+        return f"unknown block type {kind!r} (expected one of {expected})"
     error = next(iter(sorted(validator.iter_errors(block), key=lambda e: len(e.path))), None)
-    if error is None:
-        return _chart_shape_problem(block) if kind == "chart" else None
-    return f"{kind} block: {describe_validation_error(error)}"
+    if error is not None:
+        return f"{kind} block: {describe_validation_error(error)}"
+    if kind == "chart":
+        return _chart_shape_problem(block)
+    if kind == "file" and "url" not in block and "path" not in block:
+        return "file block: needs a download reference, `url` or `path`"
+    return None
 
 
 def _chart_shape_problem(block: dict[str, JSONValue]) -> str | None:

@@ -1,0 +1,375 @@
+"""Executes the examples of docs/scripts.md, so the guide cannot drift from the code.
+
+The marker scheme
+-----------------
+An example is a named sequence of steps. Each step is an HTML comment (invisible
+when the markdown is rendered) on a line of its own, followed by a fenced block:
+
+    <!-- example: NAME file: PATH -->
+        The next fenced block is written to PATH. A bare file name goes to
+        config/scripts/tools/; a PATH containing "/" is relative to the
+        project folder (e.g. config/kernel.yaml, config/scripts/hooks/x.yaml).
+        The block's first line must be a comment naming that project path
+        (`# config/scripts/tools/x.yaml`, `// config/scripts/tools/x.js`), so
+        the rendered guide, where markers are invisible, still says which
+        file is which. Writing a file again later replaces it (hot reload).
+
+    <!-- example: NAME run[: env.VAR=VALUE ...] -->
+        The next fenced block (jsonc) starts with a comment naming the call,
+        `// TOOL ARGS [--user U] [--session S]`, where ARGS is a JSON value;
+        the rest of the block is the expected `ToolResult.to_json()`. The call
+        goes through the real kernel: `Kernel(load_kernel_config(...))
+        .call_tool(TOOL, ARGS, kernel.caller(user_id=U, session_id=S))`. The
+        block may leave out some of the result's five fields; every value it
+        shows must match in full (nested objects with exactly these keys,
+        arrays with these items), with the same JSON types (`1` is not `true`).
+
+    <!-- example: NAME cli[: exit=N] [env.VAR=VALUE ...] -->
+        The next fenced block (console) starts with `$ agentkernel ...` or
+        `$ hook_tool ...`; the rest of the block is the expected output, stdout
+        and stderr merged in the order printed. The command runs as a real
+        subprocess in the project folder; the exit status must be N (default 0).
+
+In expected text, `...` stands for any text (paths, pids, line numbers); in a
+console block a line holding only `...` stands for any number of lines.
+Trailing spaces at the ends of output lines are ignored.
+
+Steps run in document order; steps of one example share one project folder
+(tmp_path) and one Kernel, which starts as `config/kernel.yaml` = `{}` (all
+defaults) unless the example writes its own. Every fenced block in the guide
+must belong to a step or be preceded by `<!-- not-run -->`, and every HTML
+comment must be one of these markers: `test_every_example_is_collected`
+fails otherwise, so a mistyped marker cannot silently skip an example.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "scripts.md"
+TOOLS_DIR = Path("config/scripts/tools")
+KERNEL_YAML = Path("config/kernel.yaml")
+DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
+CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
+WILDCARD = "..."
+MIN_EXAMPLES = 10
+
+_COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
+_MARKER = re.compile(
+    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli)\b:?\s*(?P<rest>.*?)\s*$"
+)
+_NOT_RUN = "not-run"
+_FENCE = re.compile(r"^```(?P<info>[^`]*)$")
+_CALL = re.compile(r"^// (?P<tool>[A-Za-z0-9_-]+) (?P<rest>.+)$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One marker and the fenced block it owns."""
+
+    kind: str  # "file", "run" or "cli"
+    rest: str  # what follows `file:`, `run:` or `cli:` in the marker
+    block: str  # the fenced block's text
+    line: int  # the marker's line in the guide, for messages
+
+
+@dataclass
+class Example:
+    """The steps of one example, in document order."""
+
+    name: str
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class Guide:
+    """What the parser found in the guide."""
+
+    examples: dict[str, Example]
+    markers: int  # marker comments seen
+    problems: list[str]  # anything the parser could not place
+
+
+def parse_guide(text: str) -> Guide:
+    """Read the markers and fenced blocks of the guide; see the module docstring."""
+    examples: dict[str, Example] = {}
+    problems: list[str] = []
+    markers = 0
+    pending: tuple[str, str, str, int] | None = None  # name, kind, rest, line
+    pending_not_run: int | None = None
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        number = i + 1
+        fence = _FENCE.match(line)
+        comment = _COMMENT.match(line.strip())
+        if not fence and line.lstrip().startswith("```"):
+            problems.append(f"line {number}: indented fenced blocks are not supported; start it at column 0")
+        if fence:
+            end = next((j for j in range(i + 1, len(lines)) if lines[j] == "```"), None)
+            if end is None:
+                problems.append(f"line {number}: fenced block never closed")
+                break
+            block = "\n".join(lines[i + 1 : end]) + "\n"
+            if pending is not None:
+                name, kind, rest, at = pending
+                examples.setdefault(name, Example(name)).steps.append(Step(kind, rest, block, at))
+            elif pending_not_run is None:
+                problems.append(
+                    f"line {number}: fenced block with no `<!-- example: ... -->` or `<!-- not-run -->`"
+                )
+            pending, pending_not_run = None, None
+            i = end + 1
+            continue
+        if comment:
+            body = comment["body"].strip()
+            marker = _MARKER.match(body)
+            if pending is not None or pending_not_run is not None:
+                problems.append(f"line {number}: a marker must be followed by a fenced block")
+            if marker:
+                markers += 1
+                pending = (marker["name"], marker["kind"], marker["rest"], number)
+            elif body == _NOT_RUN:
+                pending_not_run = number
+            else:
+                problems.append(f"line {number}: unknown marker comment {line.strip()!r}")
+        elif "<!--" in line:
+            problems.append(f"line {number}: an HTML comment must stand alone on its line: {line.strip()!r}")
+        elif line.strip() and (pending is not None or pending_not_run is not None):
+            problems.append(f"line {number}: text between a marker and its fenced block")
+            pending, pending_not_run = None, None
+        i += 1
+    if pending is not None or pending_not_run is not None:
+        problems.append("end of file: a marker without its fenced block")
+    return Guide(examples, markers, problems)
+
+
+GUIDE_PARSED = parse_guide(GUIDE.read_text(encoding="utf-8")) if GUIDE.is_file() else Guide({}, 0, [])
+
+
+# -- matching expected against actual ------------------------------------------------
+
+
+def _text_pattern(expected: str, *, multiline: bool) -> re.Pattern[str]:
+    """`...` matches any text; in console output a line of only `...` matches any lines."""
+    if not multiline:
+        return re.compile("[\\s\\S]*?".join(re.escape(p) for p in expected.split(WILDCARD)), re.S)
+    parts: list[str] = []
+    for line in expected.splitlines():
+        if line.strip() == WILDCARD:
+            parts.append("(?:[^\\n]*\\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.rstrip().split(WILDCARD)) + "\\n")
+    return re.compile("".join(parts))
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def mismatches(expected: object, actual: object, where: str = "result", *, subset: bool = True) -> list[str]:
+    """Where `actual` differs from `expected`.
+
+    The result object itself may be shown in part (`subset`); everything
+    inside it must be shown in full, so a key that should be absent (say a
+    table's `continuation` on the last page) is checked too.
+    """
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{where}: expected an object, got {actual!r}"]
+        found = [f"{where}.{key}: missing" for key in expected if key not in actual]
+        if not subset:
+            found += [
+                f"{where}.{key}: not expected, got {actual[key]!r}" for key in actual if key not in expected
+            ]
+        for key, value in expected.items():
+            if key in actual:
+                found.extend(mismatches(value, actual[key], f"{where}.{key}", subset=False))
+        return found
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{where}: expected {expected!r}, got {actual!r}"]
+        return [
+            problem
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for problem in mismatches(e, a, f"{where}[{i}]", subset=False)
+        ]
+    if isinstance(expected, str) and isinstance(actual, str):
+        if _text_pattern(expected, multiline=False).fullmatch(actual):
+            return []
+        return [f"{where}: expected {expected!r}, got {actual!r}"]
+    if _json_type(expected) != _json_type(actual) or expected != actual:
+        return [f"{where}: expected {expected!r}, got {actual!r}"]
+    return []
+
+
+def output_matches(expected: str, actual: str) -> bool:
+    normalised = "".join(line.rstrip() + "\n" for line in actual.rstrip().splitlines())
+    return _text_pattern(expected.rstrip() + "\n", multiline=True).fullmatch(normalised) is not None
+
+
+# -- running the steps ---------------------------------------------------------------
+
+
+def _parse_flags(tokens: list[str], where: str) -> dict[str, str]:
+    """`--user U --session S` after the arguments of a run block's call line."""
+    flags: dict[str, str] = {}
+    while tokens:
+        flag = tokens.pop(0)
+        assert flag in ("--user", "--session") and tokens, f"{where}: unexpected {flag!r} in the call line"
+        flags[flag[2:]] = tokens.pop(0)
+    return flags
+
+
+def _options(tokens: list[str], allowed: set[str], where: str) -> tuple[dict[str, str], dict[str, str]]:
+    """`key=value` tokens → (options, env) where env holds the `env.VAR=VALUE` ones."""
+    options: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if not sep:
+            raise AssertionError(f"{where}: expected key=value, got {token!r}")
+        if key.startswith("env."):
+            env[key[4:]] = value
+        elif key in allowed:
+            options[key] = value
+        else:
+            raise AssertionError(f"{where}: unknown option {key!r}")
+    return options, env
+
+
+class ExampleRunner:
+    """Runs one example's steps in a project folder of its own."""
+
+    def __init__(self, example: Example, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.example = example
+        self.root = root
+        self.monkeypatch = monkeypatch
+        self.kernel: Kernel | None = None
+        monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
+        self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
+        for folder in (TOOLS_DIR, Path("config/scripts/hooks")):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+
+    def where(self, step: Step) -> str:
+        return f"docs/scripts.md:{step.line} (example {self.example.name!r}, {step.kind})"
+
+    def run_all(self) -> None:
+        actions = {"file": self.step_file, "run": self.step_run, "cli": self.step_cli}
+        for step in self.example.steps:
+            actions[step.kind](step)
+
+    def _write(self, relative: Path, text: str) -> None:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def step_file(self, step: Step) -> None:
+        relative = Path(step.rest) if "/" in step.rest else TOOLS_DIR / step.rest
+        where = self.where(step)
+        assert step.rest and not relative.is_absolute() and ".." not in relative.parts, where
+        first = step.block.partition("\n")[0]
+        assert first in (f"# {relative.as_posix()}", f"// {relative.as_posix()}"), (
+            f"{where}: the block must start with a comment naming {relative.as_posix()}, got {first!r}"
+        )
+        self._write(relative, step.block)
+        if relative == KERNEL_YAML:
+            self.kernel = None  # the next run reads the new settings
+
+    def step_run(self, step: Step) -> None:
+        where = self.where(step)
+        _, env = _options(shlex.split(step.rest), set(), where)
+        first, _, expected_text = step.block.partition("\n")
+        call = _CALL.match(first)
+        assert call, f"{where}: a run block starts with `// TOOL ARGS [--user U] [--session S]`"
+        args, end = json.JSONDecoder().raw_decode(call["rest"])
+        flags = _parse_flags(shlex.split(call["rest"][end:]), where)
+        for name, value in env.items():
+            self.monkeypatch.setenv(name, value)
+        if self.kernel is None:
+            self.kernel = Kernel(load_kernel_config(self.root / KERNEL_YAML))
+        kernel = self.kernel
+        caller = kernel.caller(user_id=flags.get("user"), session_id=flags.get("session"))
+        actual = kernel.call_tool(call["tool"], args, caller).to_json()
+        found = mismatches(json.loads(expected_text), actual)
+        shown = json.dumps(actual, ensure_ascii=False, indent=2)
+        problems = [str(p) for p in kernel.catalog.problems()]
+        assert not found, f"{where}:\n  " + "\n  ".join(found) + f"\nactual:\n{shown}\nnot loaded: {problems}"
+
+    def step_cli(self, step: Step) -> None:
+        where = self.where(step)
+        options, env = _options(shlex.split(step.rest), {"exit"}, where)
+        first, _, expected = step.block.partition("\n")
+        assert first.startswith("$ "), f"{where}: a cli block starts with `$ command`"
+        argv = shlex.split(first[2:])
+        assert argv and argv[0] in CLI_MODULES, f"{where}: unknown command {argv[:1]}"
+        environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
+        environment.update(env, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", CLI_MODULES[argv[0]], *argv[1:]],
+            cwd=self.root,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
+            check=False,
+        )
+        wanted = int(options.get("exit", "0"))
+        report = f"{where}: `{first[2:]}` exited {done.returncode}, output:\n{done.stdout}"
+        assert done.returncode == wanted, f"expected exit {wanted}; " + report
+        assert output_matches(expected, done.stdout), "output differs from the guide; " + report
+
+
+# -- the tests -----------------------------------------------------------------------
+
+
+def test_every_example_is_collected() -> None:
+    """No marker lost: every comment is understood, every block claimed, every example executed."""
+    assert GUIDE.is_file(), f"{GUIDE} is missing"
+    guide = GUIDE_PARSED
+    assert guide.problems == []
+    steps = [s for e in guide.examples.values() for s in e.steps]
+    assert len(steps) == guide.markers
+    idle = [e.name for e in guide.examples.values() if not any(s.kind in ("run", "cli") for s in e.steps)]
+    assert idle == [], "examples whose files are never run"
+    assert len(guide.examples) >= MIN_EXAMPLES
+    scripts = {Path(s.rest).suffix for s in steps if s.kind == "file"}
+    assert {".js", ".cjs", ".mjs", ".yaml"} <= scripts
+
+
+@pytest.mark.parametrize("example", list(GUIDE_PARSED.examples.values()), ids=lambda e: e.name)
+def test_example(example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ExampleRunner(example, tmp_path, monkeypatch).run_all()
+
+
+def test_matching_rules() -> None:
+    """The matcher itself: subset objects, strict types, `...` wildcards."""
+    assert mismatches({"a": 1}, {"a": 1, "b": 2}) == []
+    assert mismatches({"v": [{"a": 1}]}, {"v": [{"a": 1, "b": 2}]}) != []
+    assert mismatches({"a": True}, {"a": 1}) != []
+    assert mismatches(["x"], ["x", "y"]) != []
+    assert mismatches("Error: ... (at ...)", "Error: boom (at /tmp/x.js:1:2)") == []
+    assert mismatches("Слов: 2", "Слов: 3") != []
+    assert output_matches("...\nlast\n", "a\nb\nlast\n")
+    assert output_matches("...\nlast\n", "last\n")
+    assert output_matches("a ... c  \n", "a b c\n")
+    assert not output_matches("a\n", "a\nb\n")
