@@ -1,0 +1,55 @@
+"""What the standard library may ask of the running interpreter.
+
+Native functions receive a `NativeContext` when they need one (callbacks,
+size limits, output); the compiler's runtime implements it. Natives never
+see anything else of the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from agentkernel.scripting.rhai.values import FnPtr
+
+NO_THIS: Any = object()  # "no `this` binding" for call_fn_ptr
+
+
+class NativeContext(Protocol):
+    """The interpreter, as seen by native functions."""
+
+    def call_fn_ptr(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
+        """Call a function pointer (closure, script or native function) with `args`
+        (after its curried ones). `this`, when given, is bound for the call and
+        the callee may change it; read it back with `last_this()`. Raises
+        RhaiRuntimeError (e.g. ErrorFunctionNotFound when no function of that
+        name takes that many arguments)."""
+        ...
+
+    def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
+        """Whether calling `fn` with `arg_count` arguments (after curried ones)
+        would find a function: lets `map`/`filter` pass `(item, index)` or `(item)`."""
+        ...
+
+    def last_this(self) -> Any:
+        """The value of `this` after the last `call_fn_ptr` that bound one."""
+        ...
+
+    def check_string_size(self, value: str) -> None:
+        """Raise the uncatchable `Length of string too large` past max_string_size."""
+        ...
+
+    def check_array_size(self, value: list[Any] | bytearray) -> None:
+        """Raise the uncatchable `Size of array/BLOB too large` past max_array_size."""
+        ...
+
+    def check_map_size(self, value: dict[str, Any]) -> None:
+        """Raise the uncatchable `Size of object map too large` past max_map_size."""
+        ...
+
+    def write_stdout(self, text: str) -> None:
+        """`print`: one line to the script's output (the runtime adds the newline)."""
+        ...
+
+
+__all__ = ["NO_THIS", "NativeContext"]

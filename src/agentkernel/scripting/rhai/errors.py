@@ -1,0 +1,90 @@
+"""Rhai errors, with the reference's texts and positions (RHAI.md §12, §15).
+
+Every failure of a Rhai script is one of these; no Python exception may
+escape the interpreter. `display()` is what hosts print:
+`<message> (line L, position P)`, one line per nested call level.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Pos = tuple[int, int]
+NO_POS: Pos = (0, 0)
+
+
+def with_position(message: str, pos: Pos | None) -> str:
+    if pos is None or pos == NO_POS:
+        return message
+    return f"{message} (line {pos[0]}, position {pos[1]})"
+
+
+class RhaiError(Exception):
+    """A Rhai error: parse-time (`RhaiSyntaxError`) or run-time (`RhaiRuntimeError`)."""
+
+    def display(self) -> str:
+        raise NotImplementedError
+
+
+class RhaiSyntaxError(RhaiError):
+    """The script does not compile: `Syntax error: <message> (line L, position P)`."""
+
+    def __init__(self, message: str, pos: Pos | None) -> None:
+        self.message = message
+        self.pos = pos
+        super().__init__(self.display())
+
+    def display(self) -> str:
+        return with_position(f"Syntax error: {self.message}", self.pos)
+
+
+class RhaiRuntimeError(RhaiError):
+    """A run-time error.
+
+    `kind` is the reference's variant name (`ErrorArithmetic`,
+    `ErrorFunctionNotFound`, `ErrorRuntime` for `throw`, …); `message` is the
+    text without position; `pos` may be None (arithmetic errors have none);
+    `extras` are the additional keys a `catch` map carries (`function`,
+    `index`, `length`, …); `value` is the thrown value for `throw v`;
+    `catchable` is False for limits (too many operations, stack overflow,
+    data too large) and `exit()`; `inner` chains "in call to function" levels.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        pos: Pos | None = None,
+        *,
+        extras: dict[str, Any] | None = None,
+        value: Any = None,
+        catchable: bool = True,
+        inner: RhaiRuntimeError | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.pos = pos
+        self.extras = extras or {}
+        self.value = value
+        self.catchable = catchable
+        self.inner = inner
+        super().__init__(message)
+
+    def display(self) -> str:
+        """The reference's text: nested levels first, each with its own position."""
+        own = with_position(self.message, self.pos)
+        if self.inner is None:
+            return own
+        return f"{self.inner.display()}\n{own}"
+
+    def at(self, pos: Pos) -> RhaiRuntimeError:
+        """This error positioned at `pos` unless it already has a position."""
+        if self.pos is None or self.pos == NO_POS:
+            self.pos = pos
+        return self
+
+    def __str__(self) -> str:
+        return self.display()
+
+
+__all__ = ["NO_POS", "Pos", "RhaiError", "RhaiRuntimeError", "RhaiSyntaxError", "with_position"]

@@ -1,0 +1,257 @@
+"""Rhai values as native Python values, and how they print (RHAI.md §2, §5).
+
+| Rhai      | Python                       |
+|-----------|------------------------------|
+| `()`      | None                         |
+| bool      | bool                         |
+| i64       | int (kept in i64 range)      |
+| f64       | float                        |
+| char      | Char (a str subclass)        |
+| string    | str                          |
+| array     | list                         |
+| map       | dict[str, value]             |
+| range     | RangeVal                     |
+| Fn        | FnPtr                        |
+| timestamp | Timestamp                    |
+| blob      | bytearray                    |
+
+Always test types with `type(v) is X`: bool is an int and Char is a str in
+Python, but not in Rhai.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+
+
+class Char(str):
+    """A Rhai `char`: one Unicode scalar, distinct from a one-character string."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RangeVal:
+    """`start..end` (exclusive) or `start..=end` (inclusive), ints only."""
+
+    start: int
+    end: int
+    inclusive: bool = False
+
+    def as_range(self) -> range:
+        return range(self.start, self.end + 1 if self.inclusive else self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class FnPtr:
+    """A function pointer: a name, curried leading arguments and, for closures
+    and script functions, the compiled callable the runtime invokes."""
+
+    name: str
+    curried: tuple[Any, ...] = ()
+    target: Callable[..., Any] | None = field(default=None, compare=False)
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.name.startswith("anon$")
+
+
+@dataclass(frozen=True, slots=True)
+class Timestamp:
+    """A moment from `timestamp()`, on the monotonic clock, in seconds."""
+
+    seconds: float
+
+    @classmethod
+    def now(cls) -> Timestamp:
+        return cls(time.monotonic())
+
+
+_TYPE_NAMES: dict[type, str] = {
+    type(None): "()",
+    bool: "bool",
+    int: "i64",
+    float: "f64",
+    Char: "char",
+    str: "string",
+    list: "array",
+    dict: "map",
+    FnPtr: "Fn",
+    Timestamp: "timestamp",
+    bytearray: "blob",
+}
+
+
+def type_name(value: Any) -> str:
+    """`type_of(value)`: "i64", "string", "range=", "()", …"""
+    kind = type(value)
+    if kind is RangeVal:
+        return "range=" if value.inclusive else "range"
+    return _TYPE_NAMES.get(kind, kind.__name__)
+
+
+def signature_type_name(value: Any) -> str:
+    """A type as `Function not found: f (…)` lists it: strings read `&str | ImmutableString | String`."""
+    if type(value) is str:
+        return "&str | ImmutableString | String"
+    return type_name(value)
+
+
+# -- printing ----------------------------------------------------------------------
+
+_F32_HIGH = struct.unpack("f", struct.pack("f", 1e13))[0]
+_F32_LOW = struct.unpack("f", struct.pack("f", 1e-13))[0]
+
+
+def _shortest_digits(x: float) -> tuple[str, int]:
+    """Shortest round-trip digits of |x| and the decimal exponent of the first digit."""
+    text = repr(abs(x))
+    mantissa, _, exponent = text.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    leading_zeros = len(whole + fraction) - len((whole + fraction).lstrip("0"))
+    point = len(whole) - leading_zeros + (int(exponent) if exponent else 0)
+    digits = digits.rstrip("0") or "0"
+    return digits, point - 1
+
+
+def format_float(x: float) -> str:
+    """Rhai's f64 display: Rust's shortest decimal inside the f32 band, `{:e}` outside it."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0.0"
+    sign = "-" if x < 0 else ""
+    digits, exp10 = _shortest_digits(x)
+    if _F32_LOW <= abs(x) <= _F32_HIGH:
+        if exp10 >= 0:
+            whole = digits[: exp10 + 1].ljust(exp10 + 1, "0")
+            fraction = digits[exp10 + 1 :] or "0"
+        else:
+            whole = "0"
+            fraction = "0" * (-exp10 - 1) + digits
+        return f"{sign}{whole}.{fraction}"
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{exp10}"
+
+
+def _debug_str(text: str) -> str:
+    """Rust's `{:?}` for a string: quotes and escapes."""
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\0":
+            out.append("\\0")
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            out.append(f"\\u{{{ord(ch):x}}}")
+    out.append('"')
+    return "".join(out)
+
+
+def _element(value: Any) -> str:
+    """How a value shows inside an array or map: debug form, chars unquoted."""
+    if type(value) is Char:
+        return str.__str__(value)
+    return to_debug(value)
+
+
+def to_string(value: Any) -> str:
+    """`to_string` / `print` / interpolation."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is Char:
+        return str.__str__(value)
+    if value is None:
+        return ""
+    return _shared_form(value)
+
+
+def to_debug(value: Any) -> str:
+    """`to_debug` / `debug`."""
+    kind = type(value)
+    if kind is str:
+        return _debug_str(value)
+    if kind is Char:
+        return str.__str__(value)
+    if value is None:
+        return "()"
+    return _shared_form(value)
+
+
+def _shared_form(value: Any) -> str:
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return format_float(value)
+    if kind is list:
+        return "[" + ", ".join(_element(v) for v in value) + "]"
+    if kind is dict:
+        items = sorted(value.items())
+        return "#{" + ", ".join(f"{_debug_str(k)}: {_element(v)}" for k, v in items) + "}"
+    if kind is RangeVal:
+        return f"{value.start}..{'=' if value.inclusive else ''}{value.end}"
+    if kind is FnPtr:
+        return f"Fn({value.name})"
+    if kind is Timestamp:
+        return "<timestamp>"
+    if kind is bytearray:
+        return "[" + value.hex() + "]"
+    return repr(value)
+
+
+# -- copying --------------------------------------------------------------------------
+
+
+def clone(value: Any) -> Any:
+    """A Rhai value copy: arrays, maps and blobs are values, so nested ones copy too."""
+    kind = type(value)
+    if kind is list:
+        return [clone(v) if type(v) in _CONTAINERS else v for v in value]
+    if kind is dict:
+        return {k: clone(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if kind is bytearray:
+        return bytearray(value)
+    return value
+
+
+_CONTAINERS = frozenset({list, dict, bytearray})
+
+__all__ = [
+    "I64_MAX",
+    "I64_MIN",
+    "Char",
+    "FnPtr",
+    "RangeVal",
+    "Timestamp",
+    "clone",
+    "format_float",
+    "signature_type_name",
+    "to_debug",
+    "to_string",
+    "type_name",
+]
