@@ -143,10 +143,13 @@ def test_crash_protection_turns_kernel_bugs_into_failed_results(
     assert kernel.call_tool("fine", {}).content == "fine"
 
 
-def test_unsupported_extension_is_a_load_problem(kernel: Kernel, make_tool: ToolFactory) -> None:
-    make_tool("py", "print('hi')", ext=".py")
+def test_s1_1_any_other_extension_runs_on_rhai(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("txt", "fn run(args) { `rhai ${args.n + 1}` }", ext=".txt")
+    make_tool("py", "print('hi')", ext=".py")  # not Rhai: a char literal holds one character
+    assert kernel.call_tool("txt", {"n": 41}).content == "rhai 42"
     (problem,) = kernel.catalog.problems()
-    assert "no script engine for '.py'" in problem.reason
+    assert problem.path.name == "py.yaml"
+    assert "Syntax error: Invalid character: 'hi'" in problem.reason and "py.py:1:7" in problem.reason
 
 
 def test_acall_runs_on_worker_threads_concurrently(kernel: Kernel, make_tool: ToolFactory) -> None:

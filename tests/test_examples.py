@@ -16,7 +16,42 @@ def shipped() -> Kernel:
 
 def test_every_shipped_file_loads(shipped: Kernel) -> None:
     assert shipped.catalog.problems() == []
-    assert {"text_stats", "wordcount"} <= {s.name for s in shipped.tools.all()}
+    assert {"text_stats", "text_stats_rhai", "wordcount", "currency"} <= {s.name for s in shipped.tools.all()}
+
+
+@pytest.mark.parametrize("tool", ["text_stats", "text_stats_rhai"])
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [("Привет, мир", "Слов: 2"), ("  один   два  три ", "Слов: 3")],
+)
+def test_text_stats_in_both_engines(shipped: Kernel, tool: str, text: str, content: str) -> None:
+    result = shipped.call_tool(tool, {"text": text})
+    assert (result.content, result.success) == (content, True)
+
+
+def test_text_stats_rhai_empty_text(shipped: Kernel) -> None:
+    result = shipped.call_tool("text_stats_rhai", {"text": " "})
+    assert (result.content, result.success, result.error) == ("текст пуст", False, "empty text")
+    assert result.warnings == ["Не удалось проанализировать текст"]
+
+
+@pytest.mark.parametrize(
+    ("args", "content"),
+    [
+        ({"amount": 100, "from": "usd", "to": "RUB"}, "100.0 USD = 9250.0 RUB"),
+        ({"amount": 1000, "from": "RUB", "to": "eur"}, "1000.0 RUB = 10.02 EUR"),
+        ({"amount": 2.5, "from": "EUR", "to": "EUR"}, "2.5 EUR = 2.5 EUR"),
+    ],
+)
+def test_currency_reads_rates_from_its_yaml(shipped: Kernel, args: dict[str, object], content: str) -> None:
+    result = shipped.call_tool("currency", args)
+    assert (result.content, result.success) == (content, True)
+
+
+def test_currency_unknown_code(shipped: Kernel) -> None:
+    result = shipped.call_tool("currency", {"amount": 1, "from": "XXX", "to": "RUB"})
+    assert (result.content, result.success) == ("неизвестная валюта: XXX", False)
+    assert result.warnings == ["Не удалось пересчитать валюту"]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
     agentkernel tool list [--config FILE]
     agentkernel tool run NAME|PATH.yaml 'JSON-ARGS' [--config FILE] [--user U] [--session S]
+    agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
 
 `tool run` prints the normalised result as JSON and exits 0 even when the
 tool failed: the failure is in the JSON. Exit 1 means the tool could not be
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentkernel.cli import rhai_cmd
 from agentkernel.config import ToolSpec
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
@@ -40,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="kernel.yaml (default: ./config/kernel.yaml)")
     run.add_argument("--user", help="user id of the caller")
     run.add_argument("--session", help="session id (gives the tool a temp_dir)")
+    rhai_cmd.add_parser(commands)
     return parser
 
 
@@ -132,6 +135,8 @@ def tool_run(kernel: Kernel, name_or_path: str, raw_args: str, user: str | None,
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     _setup_logging(options.verbose)
+    if options.command == "rhai":
+        return rhai_cmd.run_command(options)
     kernel = _load_kernel(options.config)
     if options.action == "list":
         return tool_list(kernel, options.json)

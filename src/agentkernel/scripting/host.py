@@ -19,6 +19,7 @@ from agentkernel.errors import ScriptError
 from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
 from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
+from agentkernel.scripting.rhai_adapter import RhaiEngine
 from agentkernel.types import JSONValue
 
 MAX_SCRIPT_BYTES = 4 << 20
@@ -32,7 +33,7 @@ class _Compiled:
 
 
 def default_engines() -> dict[str, Engine[Any]]:
-    """Extension → engine (S1.1): QuickJS for JS files; Rhai for the rest when present."""
+    """Extension → engine for the JS files (S1.1); every other extension is Rhai's."""
     js = JsEngine()
     return dict.fromkeys(JS_EXTENSIONS, js)
 
@@ -48,7 +49,7 @@ class ScriptHost:
     ) -> None:
         self.helpers = helpers
         self.engines = dict(engines) if engines is not None else default_engines()
-        self.fallback = fallback
+        self.fallback = fallback if fallback is not None else RhaiEngine()
         self._cache: dict[Path, _Compiled] = {}
         self._lock = threading.Lock()
 

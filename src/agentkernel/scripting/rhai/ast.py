@@ -3,9 +3,41 @@
 This module is the contract between the parser (which builds it) and the
 compiler (which turns it into Python). Every node carries `pos`, the 1-based
 (line, position) that the reference implementation reports for an error
-raised *at that node* (RHAI.md §15): for a binary operator that is the
-operator's position, for a call the function name's, for an index the `[`,
-for a property the name after the dot, for a statement its first token.
+raised *at that node* (RHAI.md §15). Checked against the `kind: runtime`
+cases of the conformance suite, the rules are:
+
+| node | `pos` | errors reported there |
+|---|---|---|
+| Literal, ArrayLit, MapLit | first token (`[`, `#{`; the `-` of a folded `-5`) | |
+| Interpolated | the opening back-tick | string too long |
+| Var | the name; for `global::X` the namespace (`global`) | Variable not found |
+| This | `this` | 'this' not bound |
+| Unary, Binary, And, Or | the operator | Function not found: + (bool, i64), overflow |
+| Call | the function name | Function not found, "in call to function" |
+| MethodCall | the method name (`dot_pos`: its `.`/`?.`) | Function not found: foo (i64) |
+| Property | the property name (`dot_pos`: its `.`/`?.`) | Unknown property, No writable property |
+| Index | its `[`/`?[` | Indexer unavailable |
+| Closure | its opening bar | |
+| Block | `{` | |
+| If, Switch, While, Loop, DoLoop, For | the keyword | |
+| Break, Continue, Return, Throw | the keyword | Runtime error: <thrown> |
+| Let, TryCatch, Import | the keyword | |
+| Assign | the `=` / `op=` operator | compound-assign overflow, s[i] = "X" type errors |
+| ExprStmt | `start_pos(expr)` | |
+| FnDef | the `fn` keyword | |
+
+Some errors are reported at a *child's* position instead:
+* array/string/bit-field bounds and index type errors: `expr_pos(node.index)`;
+* a non-bool condition (`if`, `while`, `do`, `&&`, `||`, switch guard): `expr_pos(cond)`;
+* "For loop expects iterable type": `start_pos(iterable)`;
+* "Module not found" for `import`: `start_pos(path)`;
+* assigning to an undefined variable: the target Var's `pos`.
+
+`expr_pos` is the reference's `Expr::position()`: `pos`, except that a
+property/method/index chain reports the first `.`/`[` after its root (as the
+reference's chain node does). `start_pos` is `Expr::start_position()`: the
+leftmost token of chains, `&&`/`||`/`??` and namespaced variables, but still
+the operator for other binary operators and calls.
 """
 
 from __future__ import annotations
@@ -25,7 +57,7 @@ Pos: TypeAlias = tuple[int, int]  # (line, position), both 1-based; (0, 0) = non
 class Literal:
     """`42`, `4.2`, `"s"`, `'c'` (a Char), `true`, `()` (None)."""
 
-    value: None | bool | int | float | str | Char
+    value: bool | int | float | str | Char | None
     pos: Pos
 
 
@@ -53,7 +85,9 @@ class MapLit:
 
 @dataclass(frozen=True, slots=True)
 class Var:
-    """A variable; `namespace` is "global" for `global::NAME`, else None."""
+    """A variable; `namespace` is "global" for `global::NAME` (nested
+    namespaces joined with `::`), else None. For a namespaced variable `pos`
+    is the namespace's position, where "Variable not found" is reported."""
 
     name: str
     pos: Pos
@@ -117,17 +151,20 @@ class Index:
 
 @dataclass(frozen=True, slots=True)
 class Property:
-    """`target.name`, or `target?.name` when `optional`."""
+    """`target.name`, or `target?.name` when `optional`; `pos` is the name's,
+    `dot_pos` the `.`/`?.` before it."""
 
     target: Expr
     name: str
     pos: Pos
     optional: bool = False
+    dot_pos: Pos = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A function-call-style call `name(args)`; `namespace` for `ns::name(...)`.
+    """A function-call-style call `name(args)`; `namespace` for `ns::name(...)`
+    (nested namespaces are joined with `::`, e.g. "a::b").
 
     Built-ins that are keywords (`print`, `debug`, `type_of`, `Fn`, `call`,
     `curry`, `eval`, `is_def_var`, `is_def_fn`, `is_shared`) are Calls too;
@@ -138,17 +175,20 @@ class Call:
     args: tuple[Expr, ...]
     pos: Pos
     namespace: str | None = None
+    capture: bool = False  # `name!(args)`: run in the caller's scope
 
 
 @dataclass(frozen=True, slots=True)
 class MethodCall:
-    """`target.name(args)`, or `target?.name(args)` when `optional`."""
+    """`target.name(args)`, or `target?.name(args)` when `optional`; `pos` is
+    the method name's, `dot_pos` the `.`/`?.` before it."""
 
     target: Expr
     name: str
     args: tuple[Expr, ...]
     pos: Pos
     optional: bool = False
+    dot_pos: Pos = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +218,12 @@ class If:
 
 @dataclass(frozen=True, slots=True)
 class SwitchCase:
-    """One arm: `p1 | p2 [if cond] => body`. Patterns are literal expressions
-    (Literal, ArrayLit, MapLit, Unary minus on a number) or a range
-    `Binary('..'|'..=')` of int literals."""
+    """One arm: `p1 | p2 [if cond] => body`. Patterns are literal expressions:
+    Literal (a `-` before a number is already folded in), ArrayLit/MapLit of
+    literals, `Call("Fn", (Literal(name),))`, or a range `Binary('..'|'..=')`
+    whose operands are int Literals or Literal(None) (an open end: `5..` is
+    `5..i64::MAX`, `..5` is `0..5`). A statement arm (`1 => let x = 2`) is
+    wrapped in a Block. `pos` is the first pattern's."""
 
     patterns: tuple[Expr, ...]
     condition: Expr | None
@@ -256,9 +299,32 @@ class Throw:
 
 
 Expr: TypeAlias = (
-    Literal | Interpolated | ArrayLit | MapLit | Var | This | Unary | Binary | And | Or | Index
-    | Property | Call | MethodCall | Closure | Block | If | Switch | While | Loop | DoLoop | For
-    | Break | Continue | Return | Throw
+    Literal
+    | Interpolated
+    | ArrayLit
+    | MapLit
+    | Var
+    | This
+    | Unary
+    | Binary
+    | And
+    | Or
+    | Index
+    | Property
+    | Call
+    | MethodCall
+    | Closure
+    | Block
+    | If
+    | Switch
+    | While
+    | Loop
+    | DoLoop
+    | For
+    | Break
+    | Continue
+    | Return
+    | Throw
 )
 
 
@@ -279,7 +345,8 @@ class Let:
 class Assign:
     """`target = value` or `target op= value` (`op` is e.g. "+", None for plain `=`).
 
-    `target` is a Var, This, Index or Property chain ending in one of those.
+    `target` is a Var, This, or an Index/Property chain rooted in a Var or
+    This (never a MethodCall). `pos` is the `=`/`op=` operator.
     """
 
     target: Expr
@@ -316,7 +383,11 @@ Stmt: TypeAlias = Let | Assign | ExprStmt | TryCatch | Import
 
 @dataclass(frozen=True, slots=True)
 class FnDef:
-    """`[private] fn name(params) { }`; `this_type` for typed methods `fn int.dbl()`."""
+    """`[private] fn name(params) { }`; `this_type` for typed methods `fn int.dbl()`.
+
+    `this_type` is the type name as written, except that `int` and `float`
+    become "i64" and "f64" (as the reference stores them). `pos` is the `fn`.
+    """
 
     name: str
     params: tuple[str, ...]
@@ -333,3 +404,36 @@ class Script:
     stmts: tuple[Stmt, ...]
     functions: tuple[FnDef, ...] = field(default=())
     source: str | None = None
+
+
+# -- positions -----------------------------------------------------------------
+
+_CHAIN = (Property, MethodCall, Index)
+
+
+def expr_pos(expr: Expr) -> Pos:
+    """The reference's `Expr::position()`: where an error about the value of
+    `expr` as a whole is reported (a non-bool condition, for instance).
+
+    That is `expr.pos`, except for a property/method/index chain, which the
+    reference reports at the first `.`/`?.`/`[`/`?[` after the chain's root.
+    """
+    if not isinstance(expr, _CHAIN):
+        return expr.pos
+    link: Property | MethodCall | Index = expr
+    while isinstance(link.target, _CHAIN):
+        link = link.target
+    return link.pos if isinstance(link, Index) else link.dot_pos
+
+
+def start_pos(expr: Expr) -> Pos:
+    """The reference's `Expr::start_position()`: the leftmost position of a
+    chain, of `&&`/`||`/`??`, else `expr.pos` (an operator's for other binary
+    operators, which the reference treats as calls)."""
+    while True:
+        if isinstance(expr, _CHAIN):
+            expr = expr.target
+        elif isinstance(expr, And | Or) or (isinstance(expr, Binary) and expr.op == "??"):
+            expr = expr.left
+        else:
+            return expr.pos

@@ -15,8 +15,27 @@ from agentkernel.scripting.rhai.values import FnPtr
 NO_THIS: Any = object()  # "no `this` binding" for call_fn_ptr
 
 
+class SizeLimits(Protocol):
+    """The data-size limits in force (0 = unlimited), for natives that must refuse
+    a size *before* allocating it (`pad(1e9, …)`, `blob(1e12)`)."""
+
+    @property
+    def max_string_size(self) -> int: ...
+
+    @property
+    def max_array_size(self) -> int: ...
+
+    @property
+    def max_map_size(self) -> int: ...
+
+
 class NativeContext(Protocol):
     """The interpreter, as seen by native functions."""
+
+    @property
+    def limits(self) -> SizeLimits:
+        """The engine's data-size limits (an attribute is fine)."""
+        ...
 
     def call_fn_ptr(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
         """Call a function pointer (closure, script or native function) with `args`
@@ -52,4 +71,4 @@ class NativeContext(Protocol):
         ...
 
 
-__all__ = ["NO_THIS", "NativeContext"]
+__all__ = ["NO_THIS", "NativeContext", "SizeLimits"]

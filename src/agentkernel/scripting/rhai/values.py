@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,20 @@ class Timestamp:
         return cls(time.monotonic())
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class IterVal:
+    """What `chars()`, `bits()` and a stepped `range(a, b, step)` return: an iterator
+    value that only `for` can walk. `type_of` says "range" (the reference maps its
+    iterator types so); it prints as its Rust type path. Each `for` starts afresh,
+    as the reference's loop walks a copy."""
+
+    rust_name: str
+    source: Callable[[], Iterator[Any]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.source()
+
+
 _TYPE_NAMES: dict[type, str] = {
     type(None): "()",
     bool: "bool",
@@ -95,6 +109,8 @@ def type_name(value: Any) -> str:
     kind = type(value)
     if kind is RangeVal:
         return "range=" if value.inclusive else "range"
+    if kind is IterVal:
+        return "range"
     return _TYPE_NAMES.get(kind, kind.__name__)
 
 
@@ -145,6 +161,56 @@ def format_float(x: float) -> str:
     return f"{sign}{mantissa}e{exp10}"
 
 
+def format_float_debug(x: float) -> str:
+    """Rust's `{:?}` for f64, which `to_debug`/`debug` and array or map elements use:
+    plain decimal (at least one fraction digit) when 1e-4 <= |x| < 1e16, else `1e16`
+    style; `-0.0` keeps its sign."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    sign = "-" if math.copysign(1.0, x) < 0 else ""
+    if x == 0:
+        return f"{sign}0.0"
+    digits, exp10 = _shortest_digits(x)
+    if 1e-4 <= abs(x) < 1e16:
+        return sign + _plain_decimal(digits, exp10, min_fraction=1)
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{exp10}"
+
+
+def format_float_rust(x: float) -> str:
+    """Rust's `{}` for f64 (never an exponent, no `.0` on whole numbers): how a few
+    error messages quote a float, e.g. `Integer overflow: to_int(1000000000000000000000000000000)`."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    sign = "-" if math.copysign(1.0, x) < 0 else ""
+    if x == 0:
+        return f"{sign}0"
+    digits, exp10 = _shortest_digits(x)
+    return sign + _plain_decimal(digits, exp10, min_fraction=0)
+
+
+def _plain_decimal(digits: str, exp10: int, *, min_fraction: int) -> str:
+    """`digits` (first digit at 10**exp10) written out without an exponent."""
+    if exp10 >= 0:
+        whole = digits[: exp10 + 1].ljust(exp10 + 1, "0")
+        fraction = digits[exp10 + 1 :]
+    else:
+        whole = "0"
+        fraction = "0" * (-exp10 - 1) + digits
+    fraction = fraction or "0" * min_fraction
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def _blob_hex(blob: bytearray) -> str:
+    """Rhai prints a BLOB as hex with a space after every 8 bytes: `[0001020304050607 08]`."""
+    text = blob.hex()
+    return " ".join(text[i : i + 16] for i in range(0, len(text), 16))
+
+
 def _debug_str(text: str) -> str:
     """Rust's `{:?}` for a string: quotes and escapes."""
     out = ['"']
@@ -169,11 +235,45 @@ def _debug_str(text: str) -> str:
     return "".join(out)
 
 
+def _debug_char(ch: str) -> str:
+    """Rust's `{:?}` for a char: `'c'`, with `'\''`, `'\n'` and friends escaped."""
+    escapes = {"'": "\\'", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+    if ch in escapes:
+        return f"'{escapes[ch]}'"
+    if ch.isprintable() or ch == " ":
+        return f"'{ch}'"
+    return f"'\\u{{{ord(ch):x}}}'"
+
+
 def _element(value: Any) -> str:
     """How a value shows inside an array or map: debug form, chars unquoted."""
-    if type(value) is Char:
+    kind = type(value)
+    if kind is Char:
         return str.__str__(value)
+    if kind is float:
+        return format_float_debug(value)
     return to_debug(value)
+
+
+def to_display(value: Any) -> str:
+    """How the reference's runner prints a script's result: like `to_string`,
+    but chars inside arrays and maps are quoted (`['h', 'é']`)."""
+    kind = type(value)
+    if kind is list:
+        return "[" + ", ".join(_displayed_element(v) for v in value) + "]"
+    if kind is dict:
+        items = sorted(value.items())
+        return "#{" + ", ".join(f"{_debug_str(k)}: {_displayed_element(v)}" for k, v in items) + "}"
+    return to_string(value)
+
+
+def _displayed_element(value: Any) -> str:
+    kind = type(value)
+    if kind is Char:
+        return _debug_char(value)
+    if kind is list or kind is dict:
+        return to_display(value)
+    return _element(value)
 
 
 def to_string(value: Any) -> str:
@@ -197,6 +297,8 @@ def to_debug(value: Any) -> str:
         return str.__str__(value)
     if value is None:
         return "()"
+    if kind is float:
+        return format_float_debug(value)
     return _shared_form(value)
 
 
@@ -220,7 +322,9 @@ def _shared_form(value: Any) -> str:
     if kind is Timestamp:
         return "<timestamp>"
     if kind is bytearray:
-        return "[" + value.hex() + "]"
+        return "[" + _blob_hex(value) + "]"
+    if kind is IterVal:
+        return str(value.rust_name)
     return repr(value)
 
 
@@ -246,12 +350,16 @@ __all__ = [
     "I64_MIN",
     "Char",
     "FnPtr",
+    "IterVal",
     "RangeVal",
     "Timestamp",
     "clone",
     "format_float",
+    "format_float_debug",
+    "format_float_rust",
     "signature_type_name",
     "to_debug",
+    "to_display",
     "to_string",
     "type_name",
 ]

@@ -1,0 +1,947 @@
+"""Rhai AST → Python source → one code object per script (RHAI-DESIGN.md "Why compile").
+
+Each Rhai script function becomes a Python function `f_<name>_<arity>(rt, d, th, *params)`,
+the top level becomes `main(rt, d, th)`, and closures become nested Python
+functions that receive their captured Cells as default arguments (so each
+`let` in a loop body gives each closure its own variable, as in Rhai).
+
+Expressions are compiled to three-address code: every operation that can fail
+sits on its own generated line, and `LINES` maps that line to the Rhai
+(line, position). When an error passes through a compiled function, the
+handler looks up the line in the traceback and positions the error — the happy
+path pays nothing for positions.
+
+The sandbox is by construction: Rhai names become `v<N>_<name>` locals, string
+constants go through the `K` table, and the module's globals are an explicit
+table with no builtins (see `engine.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
+from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
+
+BINARY_NAMES = {
+    "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
+    "<<": "op_shl", ">>": "op_shr", "&": "op_and", "|": "op_or", "^": "op_xor",
+    "==": "op_eq", "!=": "op_ne", "<": "op_lt", "<=": "op_le", ">": "op_gt", ">=": "op_ge",
+    "..": "op_range", "..=": "op_range_incl", "in": "op_in", "!in": "op_not_in",
+}  # fmt: skip
+SPECIAL_CALLS = frozenset(
+    {
+        "print",
+        "debug",
+        "type_of",
+        "Fn",
+        "call",
+        "curry",
+        "eval",
+        "is_def_var",
+        "is_def_fn",
+        "is_shared",
+        "exit",
+    }
+)
+
+
+@dataclass
+class VarInfo:
+    py: str
+    const: bool
+    cell: bool
+
+    @property
+    def load(self) -> str:
+        return f"{self.py}.v" if self.cell else self.py
+
+
+@dataclass
+class Module:
+    """The Python source being generated, its line → position table and constants."""
+
+    lines: list[str] = field(default_factory=list)
+    positions: dict[int, Pos] = field(default_factory=dict)
+    operator_lines: set[int] = field(default_factory=set)
+    constants: list[Any] = field(default_factory=list)
+    _constant_index: dict[tuple[type, Any], int] = field(default_factory=dict)
+    counter: int = 0
+
+    def emit(self, indent: int, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
+        self.lines.append("    " * indent + text)
+        if pos is not None:
+            self.positions[len(self.lines)] = pos
+        if operator:
+            self.operator_lines.add(len(self.lines))
+
+    def constant_object(self, value: Any) -> str:
+        """A constant that is not hashable (an array or map switch pattern): never shared."""
+        self.constants.append(value)
+        return f"K[{len(self.constants) - 1}]"
+
+    def constant(self, value: Any) -> str:
+        key = (type(value), value)
+        index = self._constant_index.get(key)
+        if index is None:
+            index = self._constant_index[key] = len(self.constants)
+            self.constants.append(value)
+        return f"K[{index}]"
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+@dataclass
+class _Loop:
+    result: str
+
+
+def literal_operand(module: Module, value: Any) -> str:
+    kind = type(value)
+    if value is None or kind is bool:
+        return repr(value)
+    if kind is int:
+        return repr(value) if value >= 0 else f"({value!r})"
+    if kind is float and value == value and value not in (float("inf"), float("-inf")):
+        return repr(value) if value >= 0 else f"({value!r})"
+    return module.constant(value)
+
+
+PURE_NODES = (ast.Literal, ast.Var, ast.This, ast.Closure)
+
+
+def is_pure(node: Any) -> bool:
+    """Side-effect-free and unable to fail visibly: what the reference's optimizer drops."""
+    if isinstance(node, PURE_NODES):
+        return True
+    if isinstance(node, ast.ArrayLit):
+        return all(is_pure(i) for i in node.items)
+    if isinstance(node, ast.MapLit):
+        return all(is_pure(v) for _, v in node.items)
+    return False
+
+
+def count_ops(node: Any) -> int:
+    """The static operation count of a statement: its nodes, nested blocks excluded."""
+    if isinstance(node, ast.Block | ast.Closure):
+        return 1
+    if isinstance(node, tuple):
+        return sum(count_ops(n) for n in node)
+    if not hasattr(node, "__dataclass_fields__"):
+        return 0
+    total = 1
+    for name in node.__dataclass_fields__:
+        value = getattr(node, name)
+        if isinstance(value, tuple | ast.Literal | ast.Var) or hasattr(value, "__dataclass_fields__"):
+            total += count_ops(value) if not isinstance(value, ast.Block) else 0
+    return total
+
+
+class FunctionCompiler:
+    """Generates one Python function: a script fn, a closure or the top level."""
+
+    def __init__(
+        self,
+        module: Module,
+        functions: dict[tuple[str, int], ast.FnDef],
+        resolution: Resolution,
+        *,
+        label: str,
+        top_level: bool,
+    ) -> None:
+        self.m = module
+        self.functions = functions
+        self.resolution = resolution
+        self.label = label
+        self.top_level = top_level
+        self.scopes: list[dict[str, VarInfo]] = [{}]
+        self.loops: list[_Loop] = []
+        self.catch_vars: list[str] = []
+        self.ind = 0
+        self.dynamic = False
+        self.export_lets = False
+
+    # -- emitting ------------------------------------------------------------------
+
+    def emit(self, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
+        self.m.emit(self.ind, text, pos, operator=operator)
+
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        self.ind += 1
+        yield
+        self.ind -= 1
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        self.scopes.append({})
+        yield
+        self.scopes.pop()
+
+    def temp(self) -> str:
+        return self.m.fresh("t")
+
+    def lookup(self, name: str) -> VarInfo | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, name: str, node: object, const: bool) -> VarInfo:
+        info = VarInfo(
+            self.m.fresh("v") + "_" + name, const, decl_key(node, name) in self.resolution.captured
+        )
+        self.scopes[-1][name] = info
+        return info
+
+    # -- function shells -----------------------------------------------------------------
+
+    def function(
+        self,
+        py_name: str,
+        params: tuple[str, ...],
+        body: ast.Block,
+        owner: object,
+        defaults: str = "",
+        wrap: str | None = None,
+    ) -> None:
+        """Emit `def py_name(rt, d, th, params…):` with the error handler around the body."""
+        infos = [self.declare(p, owner, False) for p in params]
+        plain = [i.py for i in infos]
+        signature = ", ".join(["rt", "d", "th", *plain]) + (f", {defaults}" if defaults else "")
+        self.emit(f"def {py_name}({signature}):")
+        with self.indented():
+            self.emit("rt.enter(d)")
+            self.emit("rt.depth_hint = d")
+            self.emit("try:")
+            with self.indented():
+                for info in infos:
+                    if info.cell:
+                        self.emit(f"{info.py} = Cell({info.py})")
+                value = self.block_body(body.stmts, want_value=True)
+                self.emit(f"return {value}")
+            self.emit("except BaseException as e:")
+            with self.indented():
+                located = "locate(e, e.__traceback__, LINES, NOPOS)"
+                if wrap is None:
+                    self.emit(f"raise {located} from None")
+                else:
+                    self.emit(f"raise wrap_call({located}, {self.m.constant(wrap)}) from None")
+            self.emit("finally:")
+            with self.indented():
+                self.emit("rt.depth_hint = d - 1  # natives calling back from the caller nest one level")
+
+    # -- statements ------------------------------------------------------------------------
+
+    def block_body(self, stmts: tuple[ast.Stmt, ...], *, want_value: bool) -> str:
+        """Compile statements in the current scope; return the operand holding their value."""
+        kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
+        operations = sum(count_ops(s) for s in kept)
+        if operations:
+            self.emit(f"rt.count({operations})")
+        value = "None"
+        for index, stmt in enumerate(kept):
+            last = index == len(kept) - 1
+            value = self.statement(stmt, want_value=want_value and last)
+        if not kept or not want_value:
+            return "None"
+        return value
+
+    @staticmethod
+    def _dropped(stmt: ast.Stmt, is_result: bool) -> bool:
+        """The reference's optimizer removes pure expression statements whose value is unused."""
+        return isinstance(stmt, ast.ExprStmt) and not is_result and is_pure(stmt.expr)
+
+    def statement(self, stmt: ast.Stmt, *, want_value: bool) -> str:
+        if isinstance(stmt, ast.ExprStmt):
+            value = self.expr(stmt.expr)
+            return value if want_value else "None"
+        if isinstance(stmt, ast.Let):
+            self.let(stmt)
+        elif isinstance(stmt, ast.Assign):
+            self.assign(stmt)
+        elif isinstance(stmt, ast.TryCatch):
+            value = self.try_catch(stmt)
+            return value if want_value else "None"
+        elif isinstance(stmt, ast.Import):
+            path = self.expr(stmt.path)
+            self.emit(f"raise rt_module_not_found({path})", ast.start_pos(stmt.path))
+        return "None"
+
+    def let(self, stmt: ast.Let) -> None:
+        value = self.value_copy(stmt.value) if stmt.value is not None else "None"
+        info = self.declare(stmt.name, stmt, stmt.const)
+        if info.cell:
+            self.emit(f"{info.py} = Cell({value})")
+        else:
+            self.emit(f"{info.py} = {value}")
+        if stmt.const and self.top_level and len(self.scopes) == 1:
+            self.emit(f"rt.global_consts[{self.m.constant(stmt.name)}] = {info.load}")
+        if self.export_lets and len(self.scopes) == 1:
+            self.emit(f"dyn[{self.m.constant(stmt.name)}] = {info.load}")
+
+    def value_copy(self, node: ast.Expr) -> str:
+        """An expression's value for a second owner: copied when it may alias a variable."""
+        operand = self.expr(node)
+        if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This):
+            copy = self.temp()
+            self.emit(f"{copy} = copy_value({operand})")
+            return copy
+        return operand
+
+    def assign(self, stmt: ast.Assign) -> None:
+        if stmt.op is None:
+            value = self.value_copy(stmt.value)
+        else:
+            current = self.expr(stmt.target)
+            right = self.expr(stmt.value)
+            value = self.temp()
+            self.emit(
+                f"{value} = rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))",
+                stmt.pos,
+            )
+        self.store(stmt.target, value, stmt.pos)
+
+    def store(self, target: ast.Expr, value: str, pos: Pos) -> None:
+        """Write `value` into an lvalue chain, storing changed immutable parents back."""
+        if isinstance(target, ast.Var):
+            info = self.lookup(target.name)
+            if info is None:
+                self.emit(f"raise rt_var_not_found({self.m.constant(target.name)})", target.pos)
+                return
+            self.emit(f"{info.py}.v = {value}" if info.cell else f"{info.py} = {value}")
+        elif isinstance(target, ast.This):
+            self.emit(f"rt.this_value(th); th.v = {value}", target.pos)
+        elif isinstance(target, ast.Property):
+            obj = self.expr(target.target)
+            new = self.temp()
+            self.emit(f"{new} = rt.set_prop({obj}, {self.m.constant(target.name)}, {value})", target.pos)
+            self.store_back(target.target, obj, new, pos)
+        elif isinstance(target, ast.Index):
+            obj = self.expr(target.target)
+            index = self.expr(target.index)
+            new = self.temp()
+            self.emit(f"{new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
+            self.store_back(target.target, obj, new, pos)
+        else:
+            raise RhaiSyntaxError("Expression cannot be assigned to", pos)
+
+    def store_back(self, target: ast.Expr, old: str, new: str, pos: Pos) -> None:
+        if not self.is_lvalue(target):
+            return
+        self.emit(f"if {new} is not {old}:")
+        with self.indented():
+            self.store(target, new, pos)
+            self.emit("pass")
+
+    def is_lvalue(self, node: ast.Expr) -> bool:
+        if isinstance(node, ast.Var):
+            return node.namespace is None and self.lookup(node.name) is not None
+        if isinstance(node, ast.This):
+            return True
+        if isinstance(node, ast.Property | ast.Index):
+            return self.is_lvalue(node.target)
+        return False
+
+    def is_const(self, node: ast.Expr) -> str:
+        """Python expression telling whether the chain's root is a constant."""
+        while isinstance(node, ast.Property | ast.Index):
+            node = node.target
+        if isinstance(node, ast.Var):
+            info = self.lookup(node.name)
+            return "True" if info is not None and info.const else "False"
+        if isinstance(node, ast.This):
+            return "th.const"
+        return "False"
+
+    def try_catch(self, stmt: ast.TryCatch) -> str:
+        out = self.temp()
+        self.emit("try:")
+        # the optimizer drops pure statements of a try body, even the last one
+        body = tuple(s for s in stmt.body.stmts if not (isinstance(s, ast.ExprStmt) and is_pure(s.expr)))
+        with self.indented(), self.scope():
+            value = self.block_body(body, want_value=True)
+            self.emit(f"{out} = {value}")
+        caught = self.m.fresh("e")
+        self.emit(f"except RhaiRuntimeError as {caught}_:")
+        with self.indented():
+            self.emit(f"{caught} = locate({caught}_, {caught}_.__traceback__, LINES, NOPOS)")
+            self.emit(f"if not {caught}.catchable: raise {caught}")
+            with self.scope():
+                if stmt.var is not None:
+                    info = self.declare(stmt.var, stmt, False)
+                    init = f"rt.catch_value({caught})"
+                    self.emit(f"{info.py} = Cell({init})" if info.cell else f"{info.py} = {init}")
+                self.catch_vars.append(caught)
+                value = self.block_body(stmt.handler.stmts, want_value=True)
+                self.emit(f"{out} = {value}")
+                self.catch_vars.pop()
+        return out
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def expr(self, node: Any) -> str:
+        method = getattr(self, "x_" + type(node).__name__)
+        result: str = method(node)
+        return result
+
+    def x_Literal(self, node: ast.Literal) -> str:
+        return literal_operand(self.m, node.value)
+
+    def x_Interpolated(self, node: ast.Interpolated) -> str:
+        parts = []
+        for part in node.parts:
+            if isinstance(part, str):
+                parts.append(self.m.constant(part))
+            else:
+                with self.scope():
+                    value = self.block_body(part.stmts, want_value=True)
+                parts.append(f"to_string({value})")
+        out = self.temp()
+        self.emit(f"{out} = rt.check_size(''.join(({', '.join(parts)},)))", node.pos)
+        return out
+
+    def x_ArrayLit(self, node: ast.ArrayLit) -> str:
+        items = [self.value_copy(i) for i in node.items]
+        out = self.temp()
+        self.emit(f"{out} = [{', '.join(items)}]")
+        return out
+
+    def x_MapLit(self, node: ast.MapLit) -> str:
+        items = [f"{self.m.constant(k)}: {self.value_copy(v)}" for k, v in node.items]
+        out = self.temp()
+        self.emit(f"{out} = {{{', '.join(items)}}}")
+        return out
+
+    def x_Var(self, node: ast.Var) -> str:
+        if node.namespace == "global":
+            out = self.temp()
+            self.emit(f"{out} = rt_global_const(rt, {self.m.constant(node.name)})", node.pos)
+            return out
+        info = self.lookup(node.name)
+        if info is not None:
+            return info.load
+        if any(name == node.name for name, _ in self.functions):
+            out = self.temp()
+            self.emit(f"{out} = FnPtr({self.m.constant(node.name)})")
+            return out
+        out = self.temp()
+        if self.dynamic:
+            self.emit(f"{out} = rt_dyn_get(dyn, {self.m.constant(node.name)})", node.pos)
+        else:
+            self.emit(f"raise rt_var_not_found({self.m.constant(node.name)})", node.pos)
+            self.emit(f"{out} = None")
+        return out
+
+    def x_This(self, node: ast.This) -> str:
+        out = self.temp()
+        self.emit(f"{out} = rt.this_value(th)", node.pos)
+        return out
+
+    def x_Unary(self, node: ast.Unary) -> str:
+        operand = self.expr(node.operand)
+        out = self.temp()
+        self.emit(f"{out} = op_unary({self.m.constant(node.op)}, {operand})", node.pos)
+        return out
+
+    def x_Binary(self, node: ast.Binary) -> str:
+        if node.op == "??":
+            return self.coalesce(node)
+        left = self.stable(self.expr(node.left), node.right)
+        right = self.expr(node.right)
+        out = self.temp()
+        # arithmetic errors of binary operators carry no position (RHAI.md §5)
+        self.emit(f"{out} = {BINARY_NAMES[node.op]}({left}, {right})", node.pos, operator=True)
+        if node.op == "+":
+            self.emit(f"if type({out}) is str: rt.check_string_size({out})", node.pos)
+        return out
+
+    def stable(self, operand: str, later: Any) -> str:
+        """Snapshot a variable operand when evaluating `later` might rebind it."""
+        if operand.startswith("v") and not is_pure(later):
+            copy = self.temp()
+            self.emit(f"{copy} = {operand}")
+            return copy
+        return operand
+
+    def coalesce(self, node: ast.Binary) -> str:
+        out = self.temp()
+        left = self.expr(node.left)
+        self.emit(f"{out} = {left}")
+        self.emit(f"if {out} is None:")
+        with self.indented():
+            right = self.expr(node.right)
+            self.emit(f"{out} = {right}")
+        return out
+
+    def x_And(self, node: ast.And) -> str:
+        return self.short_circuit(node, "True")
+
+    def x_Or(self, node: ast.Or) -> str:
+        return self.short_circuit(node, "False")
+
+    def short_circuit(self, node: ast.And | ast.Or, go_on: str) -> str:
+        folded = self.fold_identity(node, go_on == "True")
+        if folded is not None:
+            return folded
+        out = self.temp()
+        left = self.expr(node.left)
+        self.emit(f"{out} = cond({left})", node.left.pos)
+        self.emit(f"if {out} is {go_on}:")
+        with self.indented():
+            right = self.expr(node.right)
+            self.emit(f"{out} = cond({right})", node.right.pos)
+        return out
+
+    def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> str | None:
+        """The reference's optimizer folds boolean identities (RHAI.md §16):
+        `c && true` and `true && c` are c, `c || true` is true, `c || false` is c."""
+        for literal, other in ((node.right, node.left), (node.left, node.right)):
+            if isinstance(literal, ast.Literal) and type(literal.value) is bool:
+                if literal.value is is_and:
+                    return self.expr(other)
+                return "False" if is_and else "True"
+        return None
+
+    # -- chains: properties, indexing, method calls ------------------------------------------------
+
+    def x_Property(self, node: ast.Property) -> str:
+        return self.chain(node)
+
+    def x_Index(self, node: ast.Index) -> str:
+        return self.chain(node)
+
+    def x_MethodCall(self, node: ast.MethodCall) -> str:
+        return self.chain(node)
+
+    def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> str:
+        """Compile `a.b[c].d()`; an optional link that meets `()` skips the rest (RHAI.md §4)."""
+        links: list[Any] = []
+        base: Any = node
+        while isinstance(base, ast.Property | ast.Index | ast.MethodCall):
+            links.append(base)
+            base = base.target
+        links.reverse()
+        out = self.temp()
+        current = self.expr(base)
+        opened = 0
+        for link in links:
+            if link.optional:
+                self.emit(f"if {current} is None:")
+                with self.indented():
+                    self.emit(f"{out} = None")
+                self.emit("else:")
+                self.ind += 1
+                opened += 1
+            current = self.link(link, current)
+        self.emit(f"{out} = {current}")
+        self.ind -= opened
+        return out
+
+    def link(self, link: Any, current: str) -> str:
+        out = self.temp()
+        if isinstance(link, ast.Property):
+            self.emit(f"{out} = rt.get_prop({current}, {self.m.constant(link.name)})", link.pos)
+        elif isinstance(link, ast.Index):
+            index = self.expr(link.index)
+            self.emit(f"{out} = rt.index_get({current}, {index})", ast.expr_pos(link.index))
+        else:
+            return self.method_call(link, current)
+        return out
+
+    def method_call(self, node: ast.MethodCall, receiver: str) -> str:
+        args = [self.value_copy(a) for a in node.args]
+        out = self.temp()
+        arg_list = "[" + ", ".join(args) + "]"
+        name = self.m.constant(node.name)
+        if node.name in ("type_of", "is_shared") and not args:
+            self.emit(f"{out} = type_name({receiver})" if node.name == "type_of" else f"{out} = False")
+            return out
+        const = self.is_const(node.target)
+        self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+        self.emit(f"if type({out}) is Mutated:")
+        with self.indented():
+            if self.is_lvalue(node.target):
+                self.store(node.target, f"{out}.receiver", node.pos)
+            self.emit(f"{out} = {out}.result")
+        return out
+
+    # -- calls ----------------------------------------------------------------------------------------
+
+    def x_Call(self, node: ast.Call) -> str:
+        if node.namespace is None and node.name in SPECIAL_CALLS:
+            special = self.special_call(node)
+            if special is not None:
+                return special
+        args = [self.value_copy(a) for a in node.args]
+        out = self.temp()
+        arity = len(args)
+        if node.namespace is None and (node.name, arity) in self.functions:
+            fn = self.functions[(node.name, arity)]
+            if fn.this_type is None:
+                self.emit(
+                    f"{out} = {fn_py_name(node.name, arity)}(rt, d + 1, None, {', '.join(args)})", node.pos
+                )
+                return out
+        arg_list = "[" + ", ".join(args) + "]"
+        name = self.m.constant(node.name)
+        first = node.args[0] if node.args else None
+        if first is not None and isinstance(first, ast.Var) and self.is_lvalue(first):
+            # a variable first argument is passed by reference to natives (they may change it)
+            reference = self.expr(first)
+            args_ref = "[" + ", ".join([reference, *args[1:]]) + "]"
+            self.emit(f"{out} = rt.call_native_ref({name}, {args_ref}, {self.is_const(first)})", node.pos)
+            self.emit(f"if type({out}) is Mutated:")
+            with self.indented():
+                self.store(first, f"{out}.receiver", node.pos)
+                self.emit(f"{out} = {out}.result")
+        else:
+            self.emit(f"{out} = rt.call_native({name}, {arg_list})", node.pos)
+        return out
+
+    def special_call(self, node: ast.Call) -> str | None:
+        name, args, out = node.name, node.args, self.temp()
+        count = len(args)
+        if name == "print" and count <= 1:
+            value = self.expr(args[0]) if args else "None"
+            self.emit(f"rt.print_value({value})", node.pos)
+            self.emit(f"{out} = None")
+        elif name == "debug" and count <= 1:
+            if args:
+                self.emit(f"rt.debug_value({self.expr(args[0])}, {node.pos!r})", node.pos)
+            else:
+                self.emit(f"rt.debug_text('', {node.pos!r})", node.pos)
+            self.emit(f"{out} = None")
+        elif name == "type_of" and count == 1:
+            self.emit(f"{out} = type_name({self.expr(args[0])})")
+        elif name == "Fn" and count == 1:
+            self.emit(f"{out} = rt.make_fn_ptr({self.expr(args[0])})", args[0].pos)
+        elif name == "call" and count >= 1:
+            values = [self.value_copy(a) for a in args]
+            self.emit(f"{out} = rt_call(rt, {values[0]}, [{', '.join(values[1:])}], d + 1)", node.pos)
+        elif name == "curry" and count >= 1:
+            values = [self.value_copy(a) for a in args]
+            self.emit(f"{out} = rt_curry({values[0]}, [{', '.join(values[1:])}])", node.pos)
+        elif name == "eval" and count == 1:
+            text = self.expr(args[0])
+            scope = self.scope_snapshot()
+            self.emit(f"{out} = rt.eval_text({text}, {scope})", args[0].pos)
+        elif name == "is_def_var" and count == 1:
+            self.emit(f"{out} = {self.is_def_var(args[0])}", args[0].pos)
+        elif name == "is_def_fn" and count == 2:
+            fn_name, arity = self.expr(args[0]), self.expr(args[1])
+            self.emit(f"{out} = rt_is_def_fn(rt, {fn_name}, {arity})", node.pos)
+        elif name == "is_shared" and count == 1:
+            arg = args[0]
+            info = self.lookup(arg.name) if isinstance(arg, ast.Var) else None
+            self.emit(f"{out} = {info.py}.shared" if info is not None and info.cell else f"{out} = False")
+        elif name == "exit" and count <= 1:
+            value = self.expr(args[0]) if args else "None"
+            self.emit(f"raise ExitScript({value})")
+            self.emit(f"{out} = None")
+        else:
+            return None
+        return out
+
+    def scope_snapshot(self) -> str:
+        visible: dict[str, VarInfo] = {}
+        for scope in self.scopes:
+            visible.update(scope)
+        items = ", ".join(f"{self.m.constant(n)}: {i.load}" for n, i in visible.items())
+        return "{" + items + "}"
+
+    def is_def_var(self, arg: ast.Expr) -> str:
+        if isinstance(arg, ast.Literal) and type(arg.value) is str:
+            return "True" if self.lookup(arg.value) is not None else "False"
+        value = self.expr(arg)
+        names: set[str] = set()
+        for scope in self.scopes:
+            names.update(scope)
+        return f"rt_is_def_var({value}, {self.m.constant(frozenset(names))})"
+
+    # -- closures -------------------------------------------------------------------------------------
+
+    def x_Closure(self, node: ast.Closure) -> str:
+        captures = self.resolution.closure_captures.get(id(node), ())
+        py_name = self.m.fresh("c")
+        cells: list[str] = []
+        for key in captures:
+            info = self._info_for_key(key)
+            if info is not None:
+                cells.append(info.py)
+        defaults = ", ".join(f"{c}={c}" for c in cells)
+        name = anon_for(node)
+        inner = FunctionCompiler(self.m, self.functions, self.resolution, label="closure", top_level=False)
+        inner.ind = self.ind
+        inner.scopes = [dict(self._captured_scope(captures))]
+        inner.function(py_name, node.params, node.body, node, defaults=defaults, wrap="in closure call")
+        out = self.temp()
+        self.emit(f"{py_name}.rhai_arity = {len(node.params)}")
+        for cell in cells:
+            self.emit(f"{cell}.shared = True")
+        self.emit(f"{out} = FnPtr({self.m.constant(name)}, (), {py_name})")
+        return out
+
+    def _info_for_key(self, key: tuple[int, str]) -> VarInfo | None:
+        info = self.lookup(key[1])
+        return info if info is not None and info.cell else None
+
+    def _captured_scope(self, captures: tuple[tuple[int, str], ...]) -> Iterator[tuple[str, VarInfo]]:
+        for key in captures:
+            info = self._info_for_key(key)
+            if info is not None:
+                yield key[1], info
+
+    # -- blocks and control flow ------------------------------------------------------------------------
+
+    def x_Block(self, node: ast.Block) -> str:
+        out = self.temp()
+        with self.scope():
+            value = self.block_body(node.stmts, want_value=True)
+        self.emit(f"{out} = {value}")
+        return out
+
+    def x_If(self, node: ast.If) -> str:
+        out = self.temp()
+        condition = self.expr(node.cond)
+        self.emit(f"if cond({condition}):", ast.expr_pos(node.cond))
+        with self.indented(), self.scope():
+            value = self.block_body(node.then.stmts, want_value=True)
+            self.emit(f"{out} = {value}")
+        self.emit("else:")
+        with self.indented():
+            if node.otherwise is None:
+                self.emit(f"{out} = None")
+            else:
+                value = self.expr(node.otherwise)
+                self.emit(f"{out} = {value}")
+        return out
+
+    def x_Switch(self, node: ast.Switch) -> str:
+        out = self.temp()
+        subject = self.expr(node.subject)
+        self.emit(f"{out} = None")
+        done = self.m.fresh("sw")
+        self.emit(f"{done} = False")
+        for case in node.cases:
+            tests = [self.pattern_test(subject, p) for p in case.patterns]
+            self.emit(f"if not {done} and ({' or '.join(tests)}):")
+            with self.indented():
+                if case.condition is not None:
+                    condition = self.expr(case.condition)
+                    self.emit(f"if cond({condition}):", case.condition.pos)
+                    self.ind += 1
+                value = self.expr(case.body)
+                self.emit(f"{out} = {value}")
+                self.emit(f"{done} = True")
+                if case.condition is not None:
+                    self.ind -= 1
+        if node.default is not None:
+            self.emit(f"if not {done}:")
+            with self.indented():
+                value = self.expr(node.default)
+                self.emit(f"{out} = {value}")
+        return out
+
+    def pattern_test(self, subject: str, pattern: Any) -> str:
+        if isinstance(pattern, ast.Binary) and pattern.op in ("..", "..="):
+            start = self.constant_value(pattern.left)
+            end = self.constant_value(pattern.right)
+            return f"switch_in_range({subject}, {start!r}, {end!r}, {pattern.op == '..='})"
+        value = self.constant_value(pattern)
+        operand = self.m.constant_object(value) if _mutable(value) else literal_operand(self.m, value)
+        return f"switch_eq({subject}, {operand})"
+
+    def constant_value(self, node: Any) -> Any:
+        if isinstance(node, ast.Literal):
+            return node.value
+        if isinstance(node, ast.Unary) and node.op == "-" and isinstance(node.operand, ast.Literal):
+            return -node.operand.value  # type: ignore[operator]
+        if isinstance(node, ast.ArrayLit):
+            return [self.constant_value(i) for i in node.items]
+        if isinstance(node, ast.MapLit):
+            return {k: self.constant_value(v) for k, v in node.items}
+        raise RhaiSyntaxError("Expecting a literal expression", node.pos)
+
+    def loop_body(self, body: ast.Block, loop: _Loop) -> None:
+        self.loops.append(loop)
+        with self.scope():
+            self.block_body(body.stmts, want_value=False)
+            self.emit("pass")
+        self.loops.pop()
+
+    def x_While(self, node: ast.While) -> str:
+        loop = _Loop(self.temp())
+        self.emit(f"{loop.result} = None")
+        self.emit("while True:")
+        with self.indented():
+            self.emit("rt.count(1)")
+            condition = self.expr(node.cond)
+            self.emit(f"if not cond({condition}): break", ast.expr_pos(node.cond))
+            self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_Loop(self, node: ast.Loop) -> str:
+        loop = _Loop(self.temp())
+        self.emit(f"{loop.result} = None")
+        self.emit("while True:")
+        with self.indented():
+            self.emit("rt.count(1)")
+            self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_DoLoop(self, node: ast.DoLoop) -> str:
+        loop = _Loop(self.temp())
+        first = self.m.fresh("first")
+        self.emit(f"{loop.result} = None")
+        self.emit(f"{first} = True")
+        self.emit("while True:")
+        with self.indented():
+            self.emit("rt.count(1)")
+            self.emit(f"if not {first}:")
+            with self.indented():
+                condition = self.expr(node.cond)
+                test = "" if node.until else "not "
+                self.emit(f"if {test}cond({condition}): break", ast.expr_pos(node.cond))
+            self.emit(f"{first} = False")
+            self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_For(self, node: ast.For) -> str:
+        loop = _Loop(self.temp())
+        iterable = self.expr(node.iterable)
+        self.emit(f"{loop.result} = None")
+        if not node.body.stmts:  # the reference's optimizer drops a loop with an empty body
+            return loop.result
+        item = self.m.fresh("item")
+        with self.scope():
+            var = self.declare(node.var, node, False)
+            counter = self.declare(node.counter, node, False) if node.counter else None
+            for info in (var, counter):
+                if info is not None and info.cell:
+                    self.emit(f"{info.py} = Cell(None)")
+            index = self.m.fresh("i")
+            self.emit(
+                f"for {index}, {item} in enumerate(rt.iterate({iterable})):", ast.start_pos(node.iterable)
+            )
+            with self.indented():
+                self.emit("rt.count(1)")
+                self.emit(f"{var.load} = copy_value({item})")
+                if counter is not None:
+                    self.emit(f"{counter.load} = {index}")
+                self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_Break(self, node: ast.Break) -> str:
+        if node.value is not None and self.loops:
+            value = self.expr(node.value)
+            self.emit(f"{self.loops[-1].result} = {value}")
+        self.emit("break")
+        return "None"
+
+    def x_Continue(self, node: ast.Continue) -> str:
+        self.emit("continue")
+        return "None"
+
+    def x_Return(self, node: ast.Return) -> str:
+        value = self.expr(node.value) if node.value is not None else "None"
+        self.emit(f"return {value}")
+        return "None"
+
+    def x_Throw(self, node: ast.Throw) -> str:
+        if node.value is None and self.catch_vars:
+            self.emit(f"raise {self.catch_vars[-1]}")
+        else:
+            value = self.expr(node.value) if node.value is not None else "None"
+            self.emit(f"raise rt.throw({value})", node.pos)
+        return "None"
+
+
+def _mutable(value: Any) -> bool:
+    return type(value) in (list, dict)
+
+
+def fn_py_name(name: str, arity: int) -> str:
+    return f"f_{name}_{arity}"
+
+
+def anon_for(node: ast.Closure) -> str:
+    from agentkernel.scripting.rhai.runtime import anon_name
+
+    return anon_name(f"{node.pos}:{node.params}")
+
+
+@dataclass
+class CompiledModule:
+    source: str
+    positions: dict[int, Pos]
+    operator_lines: set[int]
+    constants: list[Any]
+    functions: list[ast.FnDef]
+
+
+def compile_script(script: ast.Script, *, eval_mode: bool = False) -> CompiledModule:
+    """Generate the Python module for a parsed script.
+
+    In `eval_mode` (the text given to `eval`), unknown variables are read from
+    the caller's scope and top-level `let`s are exported back to it.
+    """
+    module = Module()
+    functions = {(f.name, len(f.params)): f for f in script.functions}
+    for fn in script.functions:
+        resolution = resolve(fn.params, fn.body, fn)
+        compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
+        compiler.function(
+            fn_py_name(fn.name, len(fn.params)),
+            fn.params,
+            fn.body,
+            fn,
+            wrap=f"in call to function '{fn.name}'",
+        )
+    body = ast.Block(script.stmts, (1, 1))
+    resolution = resolve((), body, script)
+    main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
+    main.dynamic = eval_mode or _uses_eval(script)
+    main.export_lets = eval_mode
+    main.function("main", (), body, script)
+    if main.dynamic:
+        _insert_dyn(module)
+    return CompiledModule(
+        module.source(), module.positions, module.operator_lines, module.constants, list(script.functions)
+    )
+
+
+def _uses_eval(script: ast.Script) -> bool:
+    def walk(node: Any) -> bool:
+        if isinstance(node, ast.Call) and node.name == "eval":
+            return True
+        if isinstance(node, tuple):
+            return any(walk(n) for n in node)
+        if hasattr(node, "__dataclass_fields__"):
+            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
+        return False
+
+    return walk(script.stmts)
+
+
+def _insert_dyn(module: Module) -> None:
+    """Give `main` a dict for variables that `eval` defines (RHAI.md §3)."""
+    for index, line in enumerate(module.lines):
+        if line.startswith("def main("):
+            module.lines.insert(index + 1, "    dyn = rt.eval_scope")
+            shifted = {(ln + 1 if ln > index + 1 else ln): pos for ln, pos in module.positions.items()}
+            module.positions = shifted
+            module.operator_lines = {ln + 1 if ln > index + 1 else ln for ln in module.operator_lines}
+            return
+
+
+__all__ = ["CompiledModule", "Module", "compile_script", "fn_py_name"]

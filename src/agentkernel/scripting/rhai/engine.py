@@ -1,0 +1,316 @@
+"""The public Rhai API: compile, evaluate, call functions, register natives, set limits.
+
+    engine = Engine(limits=Limits(max_operations=100_000))
+    script = engine.compile("fn add(a, b) { a + b } add(1, 2)")
+    engine.run(script)                 # -> 3
+    engine.call_fn(script, "add", [2, 3])   # -> 5
+
+Compiled code runs with an explicit globals table and no Python builtins:
+a script reaches only what is listed in `_GLOBALS` (DESIGN: sandbox by
+construction).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkernel.scripting.rhai import engine_natives, ops
+from agentkernel.scripting.rhai.compiler import CompiledModule, compile_script, fn_py_name
+from agentkernel.scripting.rhai.context import NO_THIS
+from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.parser import ParseOptions, parse
+from agentkernel.scripting.rhai.runtime import (
+    Cell,
+    ExitScript,
+    Limits,
+    Runtime,
+    ScriptFn,
+    ThisBox,
+    copy_value,
+    error,
+    locate,
+    wrap_call,
+)
+from agentkernel.scripting.rhai.stdlib import ANY, Library, Mutated, default_library
+from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
+
+_TYPE_ALIASES = {"int": "i64", "float": "f64"}
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+# -- helpers the generated code calls by name -------------------------------------------------
+
+
+def rt_var_not_found(name: str) -> RhaiRuntimeError:
+    return error("ErrorVariableNotFound", f"Variable not found: {name}", variable=name)
+
+
+def rt_global_const(rt: Runtime, name: str) -> Any:
+    if name in rt.global_consts:
+        return rt.global_consts[name]
+    raise rt_var_not_found(f"global::{name}")
+
+
+def rt_dyn_get(scope: dict[str, Any], name: str) -> Any:
+    if name in scope:
+        return scope[name]
+    raise rt_var_not_found(name)
+
+
+def rt_module_not_found(path: Any) -> RhaiRuntimeError:
+    return error("ErrorModuleNotFound", f"Module not found: {to_string(path)}")
+
+
+def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
+    if type(fn) is str:
+        fn = FnPtr(fn)
+    if type(fn) is not FnPtr:
+        raise rt.not_found("call", [fn, *args])
+    return rt.call_fn_ptr(fn, args, NO_THIS, depth)
+
+
+def rt_curry(fn: Any, args: list[Any]) -> FnPtr:
+    if type(fn) is not FnPtr:
+        raise error("ErrorFunctionNotFound", f"Function not found: curry ({type_name(fn)})")
+    return FnPtr(fn.name, (*fn.curried, *args), fn.target)
+
+
+def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
+    """`x.name(args)`, including the pointer methods `call` and `curry`."""
+    if name == "call":
+        if type(receiver) is FnPtr:
+            return rt.call_fn_ptr(receiver, args, NO_THIS, depth)
+        if args and type(args[0]) is FnPtr:
+            result = rt.call_fn_ptr(args[0], args[1:], receiver, depth)
+            after = rt.last_this()
+            return Mutated(after, result) if after is not receiver else result
+    if name == "curry" and type(receiver) is FnPtr:
+        return rt_curry(receiver, args)
+    return rt.method(name, receiver, args, const, depth)
+
+
+def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
+    return (name, arity) in rt.functions
+
+
+def rt_is_def_var(name: Any, visible: frozenset[str]) -> bool:
+    if type(name) is not str:
+        raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
+    return name in visible
+
+
+def switch_eq(value: Any, pattern: Any) -> bool:
+    """Switch cases match by type and value: `switch 4.0 { 4 => … }` does not match."""
+    return type(value) is type(pattern) and ops.equals(value, pattern)
+
+
+def switch_in_range(value: Any, start: int, end: int, inclusive: bool) -> bool:
+    kind = type(value)
+    if kind is not int and kind is not float:
+        return False
+    return bool(start <= value <= end if inclusive else start <= value < end)
+
+
+def _globals() -> dict[str, Any]:
+    table: dict[str, Any] = {
+        "__builtins__": {},
+        "BaseException": BaseException,
+        "type": type,
+        "str": str,
+        "enumerate": enumerate,
+        "Cell": Cell,
+        "ThisBox": ThisBox,
+        "ExitScript": ExitScript,
+        "FnPtr": FnPtr,
+        "Mutated": Mutated,
+        "RhaiRuntimeError": RhaiRuntimeError,
+        "copy_value": copy_value,
+        "to_string": to_string,
+        "type_name": type_name,
+        "locate": locate,
+        "wrap_call": wrap_call,
+        "cond": Runtime.condition,
+        "op_unary": ops.unary,
+        "op_compound": ops.compound,
+        "rt_var_not_found": rt_var_not_found,
+        "rt_global_const": rt_global_const,
+        "rt_dyn_get": rt_dyn_get,
+        "rt_module_not_found": rt_module_not_found,
+        "rt_call": rt_call,
+        "rt_curry": rt_curry,
+        "rt_method": rt_method,
+        "rt_is_def_fn": rt_is_def_fn,
+        "rt_is_def_var": rt_is_def_var,
+        "switch_eq": switch_eq,
+        "switch_in_range": switch_in_range,
+    }
+    from agentkernel.scripting.rhai.compiler import BINARY_NAMES
+
+    for symbol, py_name in BINARY_NAMES.items():
+        table[py_name] = ops.BINARY[symbol]
+    return table
+
+
+_GLOBALS = _globals()
+
+
+@dataclass
+class CompiledScript:
+    """A compiled Rhai script: its functions and top level, ready to run many times."""
+
+    module: CompiledModule
+    namespace: dict[str, Any]
+    functions: dict[tuple[str, int], ScriptFn] = field(default_factory=dict)
+    source_name: str | None = None
+
+    @property
+    def main(self) -> Callable[..., Any]:
+        return self.namespace["main"]  # type: ignore[no-any-return]
+
+
+def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
+    namespace = dict(_GLOBALS)
+    namespace["K"] = module.constants
+    namespace["LINES"] = module.positions
+    namespace["NOPOS"] = module.operator_lines
+    code = compile(module.source, f"<rhai {source_name or 'script'}>", "exec")
+    exec(code, namespace)
+    functions = {
+        (fn.name, len(fn.params)): ScriptFn(
+            fn.name,
+            len(fn.params),
+            namespace[fn_py_name(fn.name, len(fn.params))],
+            _TYPE_ALIASES.get(fn.this_type, fn.this_type) if fn.this_type else None,
+            fn.private,
+        )
+        for fn in module.functions
+    }
+    return CompiledScript(module, namespace, functions, source_name)
+
+
+class Engine:
+    """A Rhai engine: limits, the native library, and compile/run entry points."""
+
+    def __init__(self, *, limits: Limits | None = None, library: Library | None = None) -> None:
+        self.limits = limits or Limits()
+        self.library = library or default_library()
+        if not self.library.has_function("parse_json", 1):
+            engine_natives.register(self.library, lambda: Engine(library=self.library))
+
+    def parse_options(self, *, allow_functions: bool = True, source: str | None = None) -> ParseOptions:
+        return ParseOptions(
+            max_expr_depth=self.limits.max_expr_depth,
+            max_fn_expr_depth=self.limits.max_fn_expr_depth,
+            max_string_size=self.limits.max_string_size,
+            max_array_size=self.limits.max_array_size,
+            max_map_size=self.limits.max_map_size,
+            max_functions=self.limits.max_functions,
+            allow_functions=allow_functions,
+            source=source,
+        )
+
+    def compile(self, source: str, *, source_name: str | None = None) -> CompiledScript:
+        """Parse and compile; raises RhaiSyntaxError with the reference's text."""
+        script = parse(source, self.parse_options(source=source_name))
+        return _load(compile_script(script), source_name)
+
+    def register_fn(
+        self, name: str, function: Callable[..., Any], params: Sequence[Any] | None = None
+    ) -> None:
+        """Expose a Python function to scripts, callable as `name(…)` or `x.name(…)`.
+
+        `params` are the Python types of the arguments (`int`, `str`, `list`, …,
+        or `ANY`); by default every positional parameter accepts any value.
+        """
+        if params is None:
+            signature = inspect.signature(function)
+            positional = [p for p in signature.parameters.values() if p.kind in _POSITIONAL]
+            params = [ANY] * len(positional)
+        self.library.register(name, tuple(params), function)
+
+    def new_runtime(self, script: CompiledScript, stdout: Callable[[str], None] | None = None) -> Runtime:
+        rt = Runtime(
+            limits=self.limits,
+            library=self.library,
+            functions=dict(script.functions),
+            stdout=stdout,
+            source=script.source_name,
+        )
+        rt.eval_hook = self._eval_hook
+        return rt
+
+    def run(self, script: CompiledScript, stdout: Callable[[str], None] | None = None) -> Any:
+        """Evaluate the script's top level; returns its value (or `exit()`'s)."""
+        rt = self.new_runtime(script, stdout)
+        return _run_main(rt, script)
+
+    def eval(self, source: str, stdout: Callable[[str], None] | None = None) -> Any:
+        return self.run(self.compile(source), stdout)
+
+    def call_fn(
+        self,
+        script: CompiledScript,
+        name: str,
+        args: Sequence[Any],
+        *,
+        stdout: Callable[[str], None] | None = None,
+        run_top_level: bool = True,
+    ) -> Any:
+        """Call a script function in a fresh scope (after the top level, as the reference does)."""
+        rt = self.new_runtime(script, stdout)
+        if run_top_level:
+            _run_main(rt, script)
+        fn = script.functions.get((name, len(args)))
+        if fn is None:
+            raise rt.not_found(name, list(args))
+        try:
+            return fn.body(rt, 1, None, *[copy_value(a) for a in args])
+        except ExitScript as stop:
+            return stop.value
+        except RhaiError:
+            raise
+        except BaseException as exc:  # never let Python leak out
+            raise _as_rhai(exc) from None
+
+    def _eval_hook(self, rt: Runtime, text: str, scope: dict[str, Any]) -> Any:
+        """`eval(text)`: compile and run `text` in the caller's scope (RHAI.md §3, §13)."""
+        try:
+            parsed = parse(text, self.parse_options(allow_functions=False))
+        except RhaiSyntaxError as exc:
+            inner = RhaiRuntimeError("ErrorParsing", f"Syntax error: {exc.message}", exc.pos)
+            raise wrap_call(inner, "in call to function 'eval'") from None
+        compiled = _load(compile_script(parsed, eval_mode=True), rt.source)
+        saved = rt.eval_scope
+        combined = {**scope, **saved}
+        rt.eval_scope = combined
+        try:
+            return compiled.main(rt, rt.depth_hint, None)
+        except RhaiRuntimeError as exc:
+            raise wrap_call(exc, "in call to function 'eval'") from None
+        finally:
+            rt.eval_scope = saved
+            saved.update({k: v for k, v in combined.items() if k not in scope})
+
+
+def _run_main(rt: Runtime, script: CompiledScript) -> Any:
+    try:
+        return script.main(rt, 0, None)
+    except ExitScript as stop:
+        return stop.value
+    except RhaiError:
+        raise
+    except BaseException as exc:
+        raise _as_rhai(exc) from None
+
+
+def _as_rhai(exc: BaseException) -> RhaiError:
+    located = locate(exc, None, {})
+    if isinstance(located, RhaiError):
+        return located
+    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: {type(exc).__name__}")
+
+
+__all__ = ["CompiledScript", "Engine", "Limits", "RangeVal"]

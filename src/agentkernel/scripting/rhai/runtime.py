@@ -1,0 +1,453 @@
+"""The state of one Rhai evaluation and the services compiled code calls.
+
+Compiled code (see `compiler.py`) is plain Python that calls into a
+`Runtime`: operators' slow paths, native calls, property and index access,
+function pointers, the operation counter, limits and output. One Runtime
+serves one evaluation; the compiled code is shared between evaluations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from agentkernel.scripting.rhai import ops
+from agentkernel.scripting.rhai.context import NO_THIS
+from agentkernel.scripting.rhai.errors import NO_POS, Pos, RhaiRuntimeError
+from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
+from agentkernel.scripting.rhai.values import (
+    Char,
+    FnPtr,
+    RangeVal,
+    clone,
+    signature_type_name,
+    to_debug,
+    to_string,
+    type_name,
+)
+
+_CONTAINERS = (list, dict, bytearray)
+
+
+@dataclass
+class Limits:
+    """The reference's safety limits (RHAI.md §14); 0 means unlimited."""
+
+    max_operations: int = 0
+    max_call_levels: int = 64
+    max_expr_depth: int = 64
+    max_fn_expr_depth: int = 32
+    max_string_size: int = 0
+    max_array_size: int = 0
+    max_map_size: int = 0
+    max_variables: int = 0
+    max_functions: int = 0
+
+
+class Cell:
+    """A variable shared with closures: captured by reference (RHAI.md §10)."""
+
+    __slots__ = ("shared", "v")
+
+    def __init__(self, value: Any) -> None:
+        self.v = value
+        self.shared = False
+
+
+class ThisBox:
+    """`this` for a method-style call: the callee may change it, the caller stores it back."""
+
+    __slots__ = ("const", "v")
+
+    def __init__(self, value: Any, const: bool = False) -> None:
+        self.v = value
+        self.const = const
+
+
+@dataclass(frozen=True)
+class ScriptFn:
+    """A compiled script function: its Rhai name, parameters and Python body."""
+
+    name: str
+    arity: int
+    body: Callable[..., Any]
+    this_type: str | None = None
+    private: bool = False
+
+
+def copy_value(value: Any) -> Any:
+    """A Rhai value copy for a second name: containers copy, the rest is immutable."""
+    return clone(value) if type(value) in _CONTAINERS else value
+
+
+def anon_name(key: str) -> str:
+    """Closures are named `anon$<16 hex digits>` like the reference's."""
+    return "anon$" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def error(kind: str, message: str, pos: Pos | None = None, **extras: Any) -> RhaiRuntimeError:
+    return RhaiRuntimeError(kind, message, pos, extras=extras)
+
+
+class ExitScript(Exception):
+    """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        super().__init__("exit")
+
+
+class Runtime:
+    """One evaluation: limits, counters, output, global constants and functions."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        library: Library | None = None,
+        functions: dict[tuple[str, int], ScriptFn] | None = None,
+        stdout: Callable[[str], None] | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.library = library or default_library()
+        self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
+        self.global_consts: dict[str, Any] = {}
+        self.operations = 0
+        self.max_operations = self.limits.max_operations
+        self.max_depth = self.limits.max_call_levels
+        self.source = source
+        self._stdout = stdout or (lambda text: print(text))
+        self._this_after: Any = None
+        self.depth_hint = 0
+        self.eval_scope: dict[str, Any] = {}
+        self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
+
+    # -- counting and limits ---------------------------------------------------------------
+
+    def count(self, n: int) -> None:
+        """Add `n` operations; past `max_operations` the script stops (uncatchable)."""
+        self.operations += n
+        if self.max_operations and self.operations > self.max_operations:
+            raise RhaiRuntimeError("ErrorTooManyOperations", "Too many operations", catchable=False)
+
+    def enter(self, depth: int) -> None:
+        """A script function is being entered at nesting `depth` (1 = called from the top)."""
+        if depth > self.max_depth:
+            raise RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
+
+    def check_string_size(self, value: str) -> None:
+        limit = self.limits.max_string_size
+        if limit and len(value) > limit:
+            raise RhaiRuntimeError("ErrorDataTooLarge", "Length of string too large", catchable=False)
+
+    def check_array_size(self, value: list[Any] | bytearray) -> None:
+        limit = self.limits.max_array_size
+        if limit and len(value) > limit:
+            raise RhaiRuntimeError("ErrorDataTooLarge", "Size of array/BLOB too large", catchable=False)
+
+    def check_map_size(self, value: dict[str, Any]) -> None:
+        limit = self.limits.max_map_size
+        if limit and len(value) > limit:
+            raise RhaiRuntimeError("ErrorDataTooLarge", "Size of object map too large", catchable=False)
+
+    def check_size(self, value: Any) -> Any:
+        """Check any value that may have grown; returns it for chaining."""
+        kind = type(value)
+        if kind is str:
+            self.check_string_size(value)
+        elif kind is list or kind is bytearray:
+            self.check_array_size(value)
+        elif kind is dict:
+            self.check_map_size(value)
+        return value
+
+    # -- output ------------------------------------------------------------------------------
+
+    def write_stdout(self, text: str) -> None:
+        self._stdout(text)
+
+    def print_value(self, value: Any) -> None:
+        self._stdout(to_string(value))
+
+    def debug_value(self, value: Any, pos: Pos) -> None:
+        self.debug_text(to_debug(value), pos)
+
+    def debug_text(self, text: str, pos: Pos) -> None:
+        prefix = f"{self.source} @ " if self.source else ""
+        self._stdout(f"{prefix}{pos[0]}:{pos[1]} | {text}")
+
+    # -- operators and conditions --------------------------------------------------------------
+
+    @staticmethod
+    def condition(value: Any) -> bool:
+        """Rhai has no truthiness: only bools decide (RHAI.md §7)."""
+        if value is True:
+            return True
+        if value is False:
+            return False
+        raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(value)} (expecting bool)")
+
+    # -- natives ---------------------------------------------------------------------------------
+
+    def call_native(self, name: str, args: list[Any]) -> Any:
+        result = self.library.call(self, name, args)
+        return result.result if type(result) is Mutated else result
+
+    def call_native_ref(self, name: str, args: list[Any], const: bool) -> Any:
+        """A native call whose first argument is a variable (passed by reference).
+
+        Returns the result, or Mutated(new_first_argument, result) for the
+        compiled code to store back.
+        """
+        native = self.library.resolve(name, args)
+        if native is None:
+            return self.library.call(self, name, args)  # raises Function not found
+        if const and not native.pure:
+            raise error(
+                "ErrorNonPureMethodCallOnConstant",
+                f"Non-pure method '{name}' cannot be called on constant",
+            )
+        return self.library.invoke(self, native, args)
+
+    # -- properties and indexing --------------------------------------------------------------------
+
+    def get_prop(self, obj: Any, name: str) -> Any:
+        if type(obj) is dict:
+            return obj.get(name)
+        return self.library.get_property(self, obj, name)
+
+    def set_prop(self, obj: Any, name: str, value: Any) -> Any:
+        """Set `obj.name = value`; returns the object to store back (maps change in place)."""
+        if type(obj) is dict:
+            obj[name] = value
+            self.check_map_size(obj)
+            return obj
+        return self.library.set_property(self, obj, name, value)
+
+    def index_get(self, obj: Any, index: Any) -> Any:
+        return self.library.index_get(self, obj, index)
+
+    def index_set(self, obj: Any, index: Any, value: Any) -> Any:
+        """Set `obj[index] = value`; returns the container to store back."""
+        return self.library.index_set(self, obj, index, value)
+
+    # -- iteration ---------------------------------------------------------------------------------------
+
+    def iterate(self, value: Any) -> Iterable[Any]:
+        """What `for x in value` walks over (RHAI.md §8); arrays are copied first."""
+        kind = type(value)
+        if kind is RangeVal:
+            span: range = value.as_range()
+            return span
+        if kind is list:
+            return list(value)
+        if kind is str:
+            return [Char(c) for c in value]
+        if kind is bytearray:
+            return list(value)
+        iterator: Iterable[Any] | None = self.library.iterate(value)
+        if iterator is None:
+            raise error("ErrorFor", "For loop expects iterable type")
+        return iterator
+
+    # -- functions and pointers -------------------------------------------------------------------------
+
+    def make_fn_ptr(self, name: Any) -> FnPtr:
+        """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
+        if type(name) is not str:
+            raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
+        if not _is_identifier(name):
+            raise error("ErrorFunctionNotFound", f"Function not found: {name}", function=name)
+        return FnPtr(name)
+
+    def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
+        total = len(fn.curried) + arg_count
+        if fn.target is not None:
+            return getattr(fn.target, "rhai_arity", total) == total
+        if (fn.name, total) in self.functions:
+            return True
+        return self.library.has_function(fn.name, total)
+
+    def last_this(self) -> Any:
+        return self._this_after
+
+    def call_fn_ptr(
+        self, fn: FnPtr | str, args: Sequence[Any], this: Any = NO_THIS, depth: int | None = None
+    ) -> Any:
+        """Call a pointer: a closure, a script function or a native, by name and arity."""
+        if depth is None:
+            depth = self.depth_hint + 1
+        if type(fn) is str:
+            fn = FnPtr(fn)
+        assert isinstance(fn, FnPtr)
+        full = [*fn.curried, *args]
+        box = ThisBox(this) if this is not NO_THIS else None
+        if fn.target is not None:
+            arity = getattr(fn.target, "rhai_arity", len(full))
+            if arity != len(full):
+                raise self.not_found(fn.name, full)
+            result = fn.target(self, depth, box, *full)
+        else:
+            script = self.functions.get((fn.name, len(full)))
+            if script is not None:
+                result = script.body(self, depth, box, *full)
+            elif box is not None:
+                receiver_args = [box.v, *full]
+                result = self.call_native(fn.name, receiver_args)
+            else:
+                result = self.call_native(fn.name, full)
+        if box is not None:
+            self._this_after = box.v
+        return result
+
+    def call_script(self, name: str, args: list[Any], depth: int, box: ThisBox | None) -> Any:
+        script = self.functions.get((name, len(args)))
+        if script is None:
+            raise self.not_found(name, args)
+        return script.body(self, depth, box, *args)
+
+    def not_found(self, name: str, args: Sequence[Any]) -> RhaiRuntimeError:
+        signature = f"{name} ({', '.join(signature_type_name(a) for a in args)})"
+        return error("ErrorFunctionNotFound", f"Function not found: {signature}", function=signature)
+
+    def this_value(self, box: ThisBox | None) -> Any:
+        if box is None:
+            raise error("ErrorUnboundThis", "'this' not bound")
+        return box.v
+
+    def method(self, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
+        """`receiver.name(args)`: a map's Fn property, a script method, else a native.
+
+        Returns the result, or Mutated(new_receiver, result) when the receiver
+        changed and must be stored back.
+        """
+        if type(receiver) is dict:
+            member = receiver.get(name)
+            if type(member) is FnPtr:
+                box = ThisBox(receiver, const)
+                result = self.call_fn_ptr(member, args, receiver, depth)
+                return Mutated(self._this_after, result) if self._this_after is not receiver else result
+        script = self.functions.get((name, len(args)))
+        if script is not None and (script.this_type is None or script.this_type == type_name(receiver)):
+            box = ThisBox(receiver, const)
+            result = script.body(self, depth, box, *args)
+            return Mutated(box.v, result) if box.v is not receiver else result
+        return self.call_native_ref(name, [receiver, *args], const)
+
+    # -- exceptions ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def throw(value: Any) -> RhaiRuntimeError:
+        text = to_string(value)
+        message = f"Runtime error: {text}" if text else "Runtime error"
+        return RhaiRuntimeError("ErrorRuntime", message, value=value)
+
+    @staticmethod
+    def catch_value(exc: RhaiRuntimeError) -> Any:
+        """What `catch (e)` binds: the thrown value, or a map describing the error."""
+        if exc.kind == "ErrorRuntime" and exc.message.startswith("Runtime error"):
+            return exc.value
+        value: dict[str, Any] = {"error": exc.kind}
+        if exc.kind == "ErrorInFunctionCall":
+            inner = exc.inner
+            value["message"] = f"{inner.display()}\n{exc.message}" if inner else exc.message
+            value["source"] = ""
+        else:
+            value["message"] = exc.message
+        if exc.pos is not None and exc.pos != NO_POS:
+            value["line"], value["position"] = exc.pos
+        value.update(exc.extras)
+        return value
+
+    def eval_text(self, text: Any, scope: dict[str, Any]) -> Any:
+        if type(text) is not str:
+            raise self.not_found("eval", [text])
+        if self.eval_hook is None:
+            raise error("ErrorRuntime", "eval is not available")
+        return self.eval_hook(self, text, scope)
+
+
+def locate(
+    exc: BaseException,
+    tb: TracebackType | None,
+    lines: dict[int, Pos],
+    operator_lines: set[int] | None = None,
+) -> BaseException:
+    """Give a Rhai error raised on a compiled line the position of that line's node.
+
+    Arithmetic errors keep no position (RHAI.md §5); stack overflow takes the
+    outermost call's position; everything else keeps the innermost one. A
+    Python exception escaping a native becomes a Rhai error here, so nothing
+    of Python leaks out of a script.
+    """
+    if not isinstance(exc, RhaiRuntimeError):
+        exc = _from_python(exc)
+    if tb is None or not isinstance(exc, RhaiRuntimeError):
+        return exc
+    line = tb.tb_lineno
+    pos = lines.get(line)
+    if pos is None:
+        return exc
+    if exc.kind == "ErrorStackOverflow":
+        exc.pos = pos
+    elif exc.pos is None:
+        if exc.kind == "ErrorArithmetic" and operator_lines is not None and line in operator_lines:
+            return exc
+        exc.pos = pos
+        inner = exc.inner
+        while inner is not None and inner.pos is None and inner.kind != "ErrorArithmetic":
+            inner.pos = pos  # a native's own wrapper: both levels point at its call
+            inner = inner.inner
+    return exc
+
+
+def _from_python(exc: BaseException) -> BaseException:
+    if isinstance(exc, ExitScript | KeyboardInterrupt | SystemExit | GeneratorExit):
+        return exc
+    if isinstance(exc, RecursionError):
+        return RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
+    if isinstance(exc, MemoryError):
+        return RhaiRuntimeError("ErrorDataTooLarge", "Length of string too large", catchable=False)
+    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: internal error: {type(exc).__name__}: {exc}")
+
+
+_UNWRAPPED = frozenset(
+    {"ErrorStackOverflow", "ErrorTooManyOperations", "ErrorDataTooLarge", "ErrorTerminated"}
+)
+
+
+def wrap_call(exc: BaseException, label: str) -> BaseException:
+    """A script function's error as its caller sees it: `…\\nin call to function 'f'`."""
+    if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
+        return exc
+    extras = {"function": label[len("in call to function '") : -1]} if label.startswith("in call") else {}
+    return RhaiRuntimeError(
+        "ErrorInFunctionCall", label, None, inner=exc, catchable=exc.catchable, extras=extras
+    )
+
+
+def _is_identifier(name: str) -> bool:
+    return (
+        bool(name)
+        and (name[0].isascii() and (name[0].isalpha() or name[0] == "_"))
+        and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
+    )
+
+
+__all__ = [
+    "Cell",
+    "ExitScript",
+    "Limits",
+    "Runtime",
+    "ScriptFn",
+    "ThisBox",
+    "anon_name",
+    "copy_value",
+    "locate",
+    "ops",
+    "wrap_call",
+]

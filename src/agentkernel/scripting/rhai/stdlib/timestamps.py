@@ -1,0 +1,46 @@
+"""Time (RHAI.md §13 "Misc"; Rhai 1.25 `time_basic.rs`, `lang_core.rs`): `timestamp()`,
+`elapsed`, `sleep`. Timestamp arithmetic and comparisons are operators (`ops.py`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from agentkernel.scripting.rhai.failures import arithmetic
+from agentkernel.scripting.rhai.stdlib.registry import Library
+from agentkernel.scripting.rhai.values import Timestamp
+
+
+def timestamp() -> Timestamp:
+    return Timestamp.now()
+
+
+def elapsed(ts: Timestamp) -> float:
+    """Seconds since `ts` (a float); a timestamp in the future is an error."""
+    now = time.monotonic()
+    if ts.seconds > now:
+        raise arithmetic("Time-stamp is later than now")
+    return now - ts.seconds
+
+
+def sleep_float(seconds: float) -> None:
+    """`sleep(secs)`: zero, negative, subnormal, infinite or NaN seconds do not sleep."""
+    if seconds != seconds or seconds <= 0 or seconds == float("inf") or seconds < 2.2250738585072014e-308:
+        return
+    time.sleep(min(seconds, threading.TIMEOUT_MAX))
+
+
+def sleep_int(seconds: int) -> None:
+    if seconds > 0:
+        time.sleep(min(seconds, threading.TIMEOUT_MAX))
+
+
+def register(lib: Library) -> None:
+    lib.register("timestamp", (), timestamp)
+    lib.register("elapsed", (Timestamp,), elapsed)
+    lib.getter(Timestamp, "elapsed", elapsed)
+    lib.register("sleep", (float,), sleep_float)
+    lib.register("sleep", (int,), sleep_int)
+
+
+__all__ = ["register"]

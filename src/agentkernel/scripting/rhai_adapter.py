@@ -1,0 +1,225 @@
+"""The Rhai engine adapter: `.rhai` tools and hooks on our interpreter (S1.3, S3, S21.1).
+
+Rhai tools get the same contract as JS (DESIGN rules 1–2): values convert at
+the boundary (`()` ↔ None, i64 ↔ int, f64 ↔ float, char → 1-char str,
+map ↔ dict), `config` is passed when `run` declares two parameters, each
+call gets a fresh scope, and every helper of the table is a Rhai function.
+`max_operations` is Rhai's exact operation count; the wall-clock bound is
+checked as operations are counted; memory is bounded through the sizes of
+strings, arrays and maps.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentkernel.config import ScriptLimits
+from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
+from agentkernel.scripting.engine import NoValue
+from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.engine import CompiledScript
+from agentkernel.scripting.rhai.runtime import Runtime
+from agentkernel.scripting.rhai.stdlib import ANY, build_library
+from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
+from agentkernel.types import JSONValue
+
+# Sizes that keep one script's memory bounded (Python cannot cap it directly).
+MAX_STRING_CHARS = 16 << 20
+MAX_ARRAY_ITEMS = 1 << 20
+MAX_MAP_ITEMS = 1 << 20
+TIME_CHECK_EVERY = 10_000  # operations between two looks at the clock
+MAX_HELPER_ARGS = 8
+
+
+@dataclass(frozen=True)
+class RhaiScript:
+    path: Path
+    compiled: CompiledScript
+
+
+class _ToolRuntime(Runtime):
+    """A Runtime that also honours the call's wall-clock bound and reaches the helpers."""
+
+    binding: HelperBinding
+    deadline: float
+    timeout_secs: float
+    next_clock_check: int = TIME_CHECK_EVERY
+
+    def count(self, n: int) -> None:
+        super().count(n)
+        if self.operations >= self.next_clock_check:
+            self.next_clock_check = self.operations + TIME_CHECK_EVERY
+            if time.monotonic() > self.deadline:
+                raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+
+
+def to_rhai(value: JSONValue) -> Any:
+    """A plain value as a Rhai value: ints beyond i64 become floats, as literals do."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if I64_MIN <= value <= I64_MAX else float(value)
+    if isinstance(value, list):
+        return [to_rhai(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_rhai(v) for k, v in value.items()}
+    return value
+
+
+def to_plain(value: Any) -> JSONValue:
+    """A Rhai value as a plain value (DESIGN rule 1): char → str; others by their text."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value  # type: ignore[no-any-return]
+    if kind is float:
+        return value if math.isfinite(value) else to_string(value)
+    if kind is Char:
+        return str.__str__(value)
+    if kind is list:
+        return [to_plain(v) for v in value]
+    if kind is dict:
+        return {k: to_plain(v) for k, v in value.items()}
+    if kind is bytearray:
+        return list(value)
+    return to_string(value)
+
+
+class RhaiEngine:
+    """`.rhai` (and any non-JS extension) scripts for the ScriptHost."""
+
+    name = "rhai"
+
+    def __init__(self) -> None:
+        self._library = build_library()
+        self._bound: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def _engine(self, limits: ScriptLimits | None = None) -> Engine:
+        rhai_limits = Limits(
+            max_operations=limits.max_operations if limits else 0,
+            max_string_size=MAX_STRING_CHARS,
+            max_array_size=MAX_ARRAY_ITEMS,
+            max_map_size=MAX_MAP_ITEMS,
+        )
+        return Engine(limits=rhai_limits, library=self._library)
+
+    def compile(self, path: Path, source: str) -> RhaiScript:
+        try:
+            compiled = self._engine().compile(source, source_name=None)
+        except RhaiSyntaxError as exc:
+            location = SourceLocation(str(path), exc.pos[0], exc.pos[1]) if exc.pos else None
+            raise ScriptSyntaxError(f"Syntax error: {exc.message}", location) from None
+        return RhaiScript(path, compiled)
+
+    def _bind_helpers(self, names: tuple[str, ...]) -> None:
+        """Register each helper once as a native that finds its binding on the runtime."""
+        if names == self._bound:
+            return
+        with self._lock:
+            for name in names:
+                if name not in self._bound:
+                    native = _helper_native(name)
+                    for arity in range(MAX_HELPER_ARGS + 1):
+                        self._library.register(name, (ANY,) * arity, native, needs_context=True)
+
+    def _runtime(self, script: RhaiScript, binding: HelperBinding, limits: ScriptLimits) -> _ToolRuntime:
+        self._bind_helpers(binding.names)
+        engine = self._engine(limits)
+        runtime = _ToolRuntime(
+            limits=engine.limits,
+            library=self._library,
+            functions=dict(script.compiled.functions),
+            stdout=lambda text: binding.log_line("info", text),
+        )
+        runtime.eval_hook = engine._eval_hook
+        runtime.binding = binding
+        runtime.timeout_secs = limits.timeout_secs
+        runtime.deadline = time.monotonic() + limits.timeout_secs
+        return runtime
+
+    def call(
+        self,
+        script: RhaiScript,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        binding: HelperBinding,
+        limits: ScriptLimits,
+    ) -> JSONValue | NoValue:
+        runtime = self._runtime(script, binding, limits)
+        functions = script.compiled.functions
+        count = _arity(functions, function, len(args), len(optional))
+        if count is None:
+            raise ScriptError(f"{script.path.name} does not define a function {function}()")
+        values = [to_rhai(v) for v in [*args, *optional][:count]]
+        try:
+            script.compiled.main(runtime, 0, None)
+            result = functions[(function, count)].body(runtime, 1, None, *values)
+        except RhaiRuntimeError as exc:
+            raise _script_error(exc, script.path, limits) from None
+        return to_plain(result)
+
+    def defined_functions(
+        self, script: RhaiScript, names: Iterable[str], binding: HelperBinding, limits: ScriptLimits
+    ) -> frozenset[str]:
+        defined = {name for name, _ in script.compiled.functions}
+        return frozenset(n for n in names if n in defined)
+
+
+_LIMIT_KINDS = frozenset(
+    {"ErrorTooManyOperations", "ErrorTerminated", "ErrorStackOverflow", "ErrorDataTooLarge"}
+)
+
+
+def _arity(functions: dict[tuple[str, int], Any], name: str, required: int, optional: int) -> int | None:
+    """The most arguments `name` takes, from `required` up to `required + optional`."""
+    for count in range(required + optional, required - 1, -1):
+        if (name, count) in functions:
+            return count
+    return None
+
+
+def _helper_native(name: str) -> Any:
+    def helper(ctx: _ToolRuntime, *args: Any) -> Any:
+        try:
+            return to_rhai(ctx.binding.invoke(name, [to_plain(a) for a in args]))
+        except HelperError as exc:  # as if the helper did `throw "message"`: catchable, a string
+            raise Runtime.throw(str(exc)) from None
+
+    return helper
+
+
+def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits) -> ScriptError:
+    innermost = exc
+    while innermost.inner is not None:
+        innermost = innermost.inner
+    if innermost.kind in _LIMIT_KINDS:
+        exc = innermost
+    if exc.kind == "ErrorTooManyOperations":
+        return ScriptLimitError(
+            "max_operations",
+            f"script exceeded max_operations ({limits.max_operations:,}): Too many operations",
+        )
+    if exc.kind == "ErrorTerminated":
+        return ScriptLimitError("timeout_secs", f"script exceeded timeout_secs ({limits.timeout_secs:g} s)")
+    if exc.kind == "ErrorStackOverflow":
+        return ScriptLimitError("stack", "Stack overflow: script functions nested too deeply")
+    if exc.kind == "ErrorDataTooLarge":
+        return ScriptLimitError("memory", exc.message)
+    text = exc.display()
+    location = None
+    if innermost.pos:
+        location = SourceLocation(str(path), innermost.pos[0], innermost.pos[1])
+    first_line = text.split("\n")[0]
+    message = first_line.rsplit(" (line ", 1)[0] if location else first_line
+    return ScriptError(message, location, text)
+
+
+__all__ = ["RhaiEngine", "RhaiScript", "to_plain", "to_rhai"]
