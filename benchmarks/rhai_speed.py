@@ -1,0 +1,68 @@
+"""Our Rhai against the reference Rhai, through CPython twins (issue: Rhai, speed).
+
+    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--only loop,fib]
+
+Each `benchmarks/rhai/X.rhai` runs through our interpreter (compile + run,
+the operation counter on) and its twin `X.py` runs in CPython, in the same
+process, medians of `--repeat`. The reference Rust Rhai's time relative to
+CPython was measured the same way on this kind of machine
+(`benchmarks/rhai/README.md`), so
+
+    our multiple of the reference = (ours / CPython) / (reference / CPython)
+
+Below 1.0 we are faster than the Rust original; the target is ≤ 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import runpy
+import statistics
+import time
+from pathlib import Path
+
+from agentkernel.scripting.rhai import Engine, Limits
+
+HERE = Path(__file__).resolve().parent / "rhai"
+# reference Rhai (Rust) time / CPython time, from benchmarks/rhai/README.md
+REFERENCE_RATIO = {"loop": 5.05, "fib": 9.74, "sieve": 6.33, "objects": 5.03}
+TARGET = 1.5
+OPERATION_BUDGET = 10**12  # counted, never reached
+
+
+def time_rhai(name: str) -> float:
+    source = (HERE / f"{name}.rhai").read_text()
+    engine = Engine(limits=Limits(max_operations=OPERATION_BUDGET))
+    started = time.perf_counter()
+    engine.run(engine.compile(source))
+    return time.perf_counter() - started
+
+
+def time_python(name: str) -> float:
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        runpy.run_path(str(HERE / f"{name}.py"), run_name="__main__")
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", help="comma-separated subset of " + ",".join(REFERENCE_RATIO))
+    options = parser.parse_args()
+    names = options.only.split(",") if options.only else list(REFERENCE_RATIO)
+    print(f"{'script':<8} {'ours s':>9} {'CPython s':>10} {'ours/Py':>8} {'ref/Py':>7} {'x reference':>12}")
+    for name in names:
+        ours = statistics.median(time_rhai(name) for _ in range(options.repeat))
+        python = statistics.median(time_python(name) for _ in range(options.repeat))
+        multiple = (ours / python) / REFERENCE_RATIO[name]
+        verdict = "ok" if multiple <= TARGET else "MISS"
+        print(f"{name:<8} {ours:9.3f} {python:10.3f} {ours / python:8.2f} {REFERENCE_RATIO[name]:7.2f} "
+              f"{multiple:11.2f}x {verdict}")
+    print(f"target: every script within {TARGET}x of the reference Rhai (lower is better)")
+
+
+if __name__ == "__main__":
+    main()
