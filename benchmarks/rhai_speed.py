@@ -59,8 +59,10 @@ def main() -> None:
         python = statistics.median(time_python(name) for _ in range(options.repeat))
         multiple = (ours / python) / REFERENCE_RATIO[name]
         verdict = "ok" if multiple <= TARGET else "MISS"
-        print(f"{name:<8} {ours:9.3f} {python:10.3f} {ours / python:8.2f} {REFERENCE_RATIO[name]:7.2f} "
-              f"{multiple:11.2f}x {verdict}")
+        print(
+            f"{name:<8} {ours:9.3f} {python:10.3f} {ours / python:8.2f} {REFERENCE_RATIO[name]:7.2f} "
+            f"{multiple:11.2f}x {verdict}"
+        )
     print(f"target: every script within {TARGET}x of the reference Rhai (lower is better)")
 
 

@@ -50,14 +50,18 @@ class _ToolRuntime(Runtime):
     binding: HelperBinding
     deadline: float
     timeout_secs: float
-    next_clock_check: int = TIME_CHECK_EVERY
 
-    def count(self, n: int) -> None:
-        super().count(n)
-        if self.operations >= self.next_clock_check:
-            self.next_clock_check = self.operations + TIME_CHECK_EVERY
-            if time.monotonic() > self.deadline:
-                raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+    def start_clock(self, timeout_secs: float) -> None:
+        self.timeout_secs = timeout_secs
+        self.deadline = time.monotonic() + timeout_secs
+        self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
+
+    def reached_checkpoint(self) -> None:
+        super().reached_checkpoint()
+        if time.monotonic() > self.deadline:
+            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+        limit = self.max_operations or float("inf")
+        self.checkpoint = min(limit, self.operations + TIME_CHECK_EVERY)
 
 
 def to_rhai(value: JSONValue) -> Any:
@@ -140,8 +144,7 @@ class RhaiEngine:
         )
         runtime.eval_hook = engine._eval_hook
         runtime.binding = binding
-        runtime.timeout_secs = limits.timeout_secs
-        runtime.deadline = time.monotonic() + limits.timeout_secs
+        runtime.start_clock(limits.timeout_secs)
         return runtime
 
     def call(

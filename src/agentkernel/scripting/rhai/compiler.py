@@ -26,6 +26,7 @@ from typing import Any
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
+from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
 BINARY_NAMES = {
     "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
@@ -33,6 +34,8 @@ BINARY_NAMES = {
     "==": "op_eq", "!=": "op_ne", "<": "op_lt", "<=": "op_le", ">": "op_gt", ">=": "op_ge",
     "..": "op_range", "..=": "op_range_incl", "in": "op_in", "!in": "op_not_in",
 }  # fmt: skip
+INT_ARITHMETIC = frozenset({"+", "-", "*"})
+INT_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 SPECIAL_CALLS = frozenset(
     {
         "print",
@@ -132,6 +135,8 @@ def is_pure(node: Any) -> bool:
 
 def count_ops(node: Any) -> int:
     """The static operation count of a statement: its nodes, nested blocks excluded."""
+    if isinstance(node, ast.Interpolated):
+        return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
     if isinstance(node, ast.Block | ast.Closure):
         return 1
     if isinstance(node, tuple):
@@ -169,6 +174,7 @@ class FunctionCompiler:
         self.ind = 0
         self.dynamic = False
         self.export_lets = False
+        self.pending_ops = 0  # a loop head's operation, added to its body's count
 
     # -- emitting ------------------------------------------------------------------
 
@@ -186,6 +192,23 @@ class FunctionCompiler:
         self.scopes.append({})
         yield
         self.scopes.pop()
+
+    def count(self, operations: int) -> None:
+        """Count operations inline; past the checkpoint the runtime decides (limit, clock)."""
+        self.emit(f"rt.operations += {operations}")
+        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()")
+
+    def test(self, operand: str) -> str:
+        """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
+        return f"({operand} is True or ({operand} is not False and cond({operand})))"
+
+    def named(self, operand: str) -> str:
+        """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first."""
+        if operand.isidentifier() or (operand.endswith(".v") and operand[:-2].isidentifier()):
+            return operand
+        held = self.temp()
+        self.emit(f"{held} = {operand}")
+        return held
 
     def temp(self) -> str:
         return self.m.fresh("t")
@@ -242,12 +265,17 @@ class FunctionCompiler:
 
     # -- statements ------------------------------------------------------------------------
 
-    def block_body(self, stmts: tuple[ast.Stmt, ...], *, want_value: bool) -> str:
-        """Compile statements in the current scope; return the operand holding their value."""
+    def block_body(self, stmts: tuple[ast.Stmt, ...], *, want_value: bool, counted: bool = False) -> str:
+        """Compile statements in the current scope; return the operand holding their value.
+
+        `counted`: the enclosing statement's count already covers these (interpolations).
+        """
         kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
-        operations = sum(count_ops(s) for s in kept)
+        operations = 0 if counted else sum(count_ops(s) for s in kept) + self.pending_ops
+        if not counted:
+            self.pending_ops = 0
         if operations:
-            self.emit(f"rt.count({operations})")
+            self.count(operations)
         value = "None"
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
@@ -294,9 +322,14 @@ class FunctionCompiler:
         operand = self.expr(node)
         if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This):
             copy = self.temp()
-            self.emit(f"{copy} = copy_value({operand})")
+            self.emit(f"{copy} = {self.copied(operand)}")
             return copy
         return operand
+
+    @staticmethod
+    def copied(operand: str) -> str:
+        """Inline copy: only arrays, maps and BLOBs need one; everything else is immutable."""
+        return f"({operand} if type({operand}) not in CONTAINERS else copy_value({operand}))"
 
     def assign(self, stmt: ast.Assign) -> None:
         if stmt.op is None:
@@ -305,10 +338,14 @@ class FunctionCompiler:
             current = self.expr(stmt.target)
             right = self.expr(stmt.value)
             value = self.temp()
-            self.emit(
-                f"{value} = rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))",
-                stmt.pos,
-            )
+            slow = f"rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))"
+            if stmt.op.rstrip("=") in INT_ARITHMETIC:
+                op = stmt.op.rstrip("=")
+                ints = " and ".join(f"type({o}) is int" for o in (current, right) if not _int_literal(o))
+                fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
+                self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
+            else:
+                self.emit(f"{value} = {slow}", stmt.pos)
         self.store(stmt.target, value, stmt.pos)
 
     def store(self, target: ast.Expr, value: str, pos: Pos) -> None:
@@ -330,7 +367,11 @@ class FunctionCompiler:
             obj = self.expr(target.target)
             index = self.expr(target.index)
             new = self.temp()
-            self.emit(f"{new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
+            fast = _list_index_test(obj, index)
+            if not _int_literal(index):
+                fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
+            self.emit(f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index))
+            self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
             self.store_back(target.target, obj, new, pos)
         else:
             raise RhaiSyntaxError("Expression cannot be assigned to", pos)
@@ -404,7 +445,7 @@ class FunctionCompiler:
                 parts.append(self.m.constant(part))
             else:
                 with self.scope():
-                    value = self.block_body(part.stmts, want_value=True)
+                    value = self.block_body(part.stmts, want_value=True, counted=True)
                 parts.append(f"to_string({value})")
         out = self.temp()
         self.emit(f"{out} = rt.check_size(''.join(({', '.join(parts)},)))", node.pos)
@@ -459,10 +500,32 @@ class FunctionCompiler:
         left = self.stable(self.expr(node.left), node.right)
         right = self.expr(node.right)
         out = self.temp()
+        slow = f"{BINARY_NAMES[node.op]}({left}, {right})"
+        ints = " and ".join(f"type({o}) is int" for o in (left, right) if not _int_literal(o)) or "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)
-        self.emit(f"{out} = {BINARY_NAMES[node.op]}({left}, {right})", node.pos, operator=True)
+        if node.op in INT_ARITHMETIC:
+            fast = f"{I64_MIN} <= ({out} := {left} {node.op} {right}) <= {I64_MAX}"
+            self.emit(f"if not ({ints} and {fast}): {out} = {slow}", node.pos, operator=True)
+        elif node.op in ("%", "/"):
+            python_op = "%" if node.op == "%" else "//"
+            positive = " and ".join(
+                [f"{left} >= 0"] * (not _int_literal(left)) + [f"{right} > 0"] * (not _int_literal(right))
+            )
+            guard = " and ".join(x for x in (ints, positive) if x and x != "True") or "True"
+            if (_int_literal(right) and int(right.strip("()")) <= 0) or (
+                _int_literal(left) and int(left.strip("()")) < 0
+            ):
+                self.emit(f"{out} = {slow}", node.pos, operator=True)
+            else:
+                self.emit(
+                    f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True
+                )
+        elif node.op in INT_COMPARISONS:
+            self.emit(f"{out} = {left} {node.op} {right} if {ints} else {slow}", node.pos, operator=True)
+        else:
+            self.emit(f"{out} = {slow}", node.pos, operator=True)
         if node.op == "+":
-            self.emit(f"if type({out}) is str: rt.check_string_size({out})", node.pos)
+            self.emit(f"if rt.string_limit and type({out}) is str: rt.check_string_size({out})", node.pos)
         return out
 
     def stable(self, operand: str, later: Any) -> str:
@@ -532,7 +595,7 @@ class FunctionCompiler:
             base = base.target
         links.reverse()
         out = self.temp()
-        current = self.expr(base)
+        current = self.named(self.expr(base))
         opened = 0
         for link in links:
             if link.optional:
@@ -550,10 +613,18 @@ class FunctionCompiler:
     def link(self, link: Any, current: str) -> str:
         out = self.temp()
         if isinstance(link, ast.Property):
-            self.emit(f"{out} = rt.get_prop({current}, {self.m.constant(link.name)})", link.pos)
+            name = self.m.constant(link.name)
+            fast = f"{current}.get({name}) if type({current}) is dict"
+            self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.expr(link.index)
-            self.emit(f"{out} = rt.index_get({current}, {index})", ast.expr_pos(link.index))
+            fast = _list_index_test(current, index)
+            slow = f"rt.index_get({current}, {index})"
+            if not _int_literal(index):
+                slow = (
+                    f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
+                )
+            self.emit(f"{out} = {current}[{index}] if {fast} else {slow}", ast.expr_pos(link.index))
         else:
             return self.method_call(link, current)
         return out
@@ -567,6 +638,17 @@ class FunctionCompiler:
             self.emit(f"{out} = type_name({receiver})" if node.name == "type_of" else f"{out} = False")
             return out
         const = self.is_const(node.target)
+        if node.name == "push" and len(args) == 1 and const == "False":
+            self.emit(f"if type({receiver}) is list and not rt.functions_named_push:")
+            with self.indented():
+                self.emit(f"{receiver}.append({args[0]})")
+                self.emit(f"if rt.array_limit: rt.check_array_size({receiver})", node.pos)
+                self.emit(f"{out} = None")
+            self.emit("else:")
+            self.ind += 1
+            self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+            self.ind -= 1
+            return out
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
@@ -713,7 +795,7 @@ class FunctionCompiler:
     def x_If(self, node: ast.If) -> str:
         out = self.temp()
         condition = self.expr(node.cond)
-        self.emit(f"if cond({condition}):", ast.expr_pos(node.cond))
+        self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
         with self.indented(), self.scope():
             value = self.block_body(node.then.stmts, want_value=True)
             self.emit(f"{out} = {value}")
@@ -784,9 +866,9 @@ class FunctionCompiler:
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
         with self.indented():
-            self.emit("rt.count(1)")
+            self.pending_ops = 1
             condition = self.expr(node.cond)
-            self.emit(f"if not cond({condition}): break", ast.expr_pos(node.cond))
+            self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
             self.loop_body(node.body, loop)
         return loop.result
 
@@ -795,7 +877,7 @@ class FunctionCompiler:
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
         with self.indented():
-            self.emit("rt.count(1)")
+            self.pending_ops = 1
             self.loop_body(node.body, loop)
         return loop.result
 
@@ -806,12 +888,12 @@ class FunctionCompiler:
         self.emit(f"{first} = True")
         self.emit("while True:")
         with self.indented():
-            self.emit("rt.count(1)")
+            self.pending_ops = 1
             self.emit(f"if not {first}:")
             with self.indented():
                 condition = self.expr(node.cond)
                 test = "" if node.until else "not "
-                self.emit(f"if {test}cond({condition}): break", ast.expr_pos(node.cond))
+                self.emit(f"if {test}{self.test(condition)}: break", ast.expr_pos(node.cond))
             self.emit(f"{first} = False")
             self.loop_body(node.body, loop)
         return loop.result
@@ -830,12 +912,13 @@ class FunctionCompiler:
                 if info is not None and info.cell:
                     self.emit(f"{info.py} = Cell(None)")
             index = self.m.fresh("i")
-            self.emit(
-                f"for {index}, {item} in enumerate(rt.iterate({iterable})):", ast.start_pos(node.iterable)
-            )
+            head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
+            self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
             with self.indented():
-                self.emit("rt.count(1)")
-                self.emit(f"{var.load} = copy_value({item})")
+                self.pending_ops = 1
+                over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
+                read_only = not may_change(node.body, node.var)
+                self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
                 if counter is not None:
                     self.emit(f"{counter.load} = {index}")
                 self.loop_body(node.body, loop)
@@ -868,6 +951,55 @@ class FunctionCompiler:
 
 def _mutable(value: Any) -> bool:
     return type(value) in (list, dict)
+
+
+def may_change(body: Any, name: str) -> bool:
+    """Whether `body` might change variable `name` in place (conservative).
+
+    A loop variable that is only read needs no copy of its element: reads,
+    `let x = name` and passing it as an argument copy on their own.
+    """
+
+    def root(node: Any) -> Any:
+        while isinstance(node, ast.Property | ast.Index | ast.MethodCall):
+            node = node.target
+        return node
+
+    def names_it(node: Any) -> bool:
+        return isinstance(node, ast.Var) and node.name == name and node.namespace is None
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, ast.Assign) and names_it(root(node.target)):
+            return True
+        if isinstance(node, ast.MethodCall) and names_it(root(node.target)):
+            return True
+        if isinstance(node, ast.Call) and node.args and names_it(node.args[0]):
+            return True
+        if isinstance(node, ast.Closure):
+            return True
+        if isinstance(node, tuple):
+            return any(walk(n) for n in node)
+        if hasattr(node, "__dataclass_fields__"):
+            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
+        return False
+
+    return walk(body)
+
+
+def _list_index_test(container: str, index: str) -> str:
+    """Python test for the fast path of `container[index]`: a list and an in-range int."""
+    if _int_literal(index):
+        value = int(index.strip("()"))
+        bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
+        return f"type({container}) is list and {bound}"
+    in_range = f"-len({container}) <= {index} < len({container})"
+    return f"type({container}) is list and type({index}) is int and {in_range}"
+
+
+def _int_literal(operand: str) -> bool:
+    """Whether a generated operand is an int literal (no type check needed)."""
+    text = operand.strip("()")
+    return text.lstrip("-").isdigit()
 
 
 def fn_py_name(name: str, arity: int) -> str:

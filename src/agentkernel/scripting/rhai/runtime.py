@@ -115,9 +115,16 @@ class Runtime:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
+        # `x.push(v)` takes a fast path unless a script defines its own push(v) method
+        self.functions_named_push = ("push", 1) in self.functions
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
+        # compiled code counts inline and calls reached_checkpoint() past this
+        self.checkpoint: float = self.max_operations or float("inf")
+        self.string_limit = self.limits.max_string_size
+        self.array_limit = self.limits.max_array_size
+        self.map_limit = self.limits.max_map_size
         self.max_depth = self.limits.max_call_levels
         self.source = source
         self._stdout = stdout or (lambda text: print(text))
@@ -131,6 +138,11 @@ class Runtime:
     def count(self, n: int) -> None:
         """Add `n` operations; past `max_operations` the script stops (uncatchable)."""
         self.operations += n
+        if self.operations > self.checkpoint:
+            self.reached_checkpoint()
+
+    def reached_checkpoint(self) -> None:
+        """The operation count passed `checkpoint`: the limit, or a subclass's periodic check."""
         if self.max_operations and self.operations > self.max_operations:
             raise RhaiRuntimeError("ErrorTooManyOperations", "Too many operations", catchable=False)
 
