@@ -58,6 +58,7 @@ from agentkernel.types import JSONValue
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config" / "kernel.yaml"
 TOOL = "text_stats"
+RHAI_TOOL = "text_stats_rhai"  # the same tool in Rhai (config/scripts/tools/text_stats.rhai)
 TARGET_P50_MS = 0.5
 NODE_TIMEOUT_SECS = 30.0
 
@@ -193,12 +194,14 @@ def expected_content(text: str) -> str:
     return f"Слов: {len(words)}"
 
 
-def bench_kernel(kernel: Kernel, args: dict[str, JSONValue], calls: int, warmup: int) -> tuple[Stats, int]:
+def bench_kernel(
+    kernel: Kernel, args: dict[str, JSONValue], calls: int, warmup: int, tool: str = TOOL
+) -> tuple[Stats, int]:
     caller = kernel.caller(user_id="bench", agent="benchmarks/tool_call.py")
     dispatcher = kernel.dispatcher
 
     def one() -> bool:
-        return dispatcher.call(TOOL, args, caller).success
+        return dispatcher.call(tool, args, caller).success
 
     return time_calls(one, calls, warmup)
 
@@ -300,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_result(kernel.dispatcher.call(TOOL, tool_args, kernel.caller()))
 
     kernel_stats, kernel_failures = bench_kernel(kernel, tool_args, options.calls, options.warmup)
+    check_result(kernel.dispatcher.call(RHAI_TOOL, tool_args, kernel.caller()))
+    rhai_stats, rhai_failures = bench_kernel(kernel, tool_args, options.calls, options.warmup, RHAI_TOOL)
     split = bench_split(kernel, tool_args, options.calls, options.warmup)
 
     node_stats: Stats | None = None
@@ -323,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tool": TOOL,
             "text_chars": len(SAMPLE_TEXT),
             "kernel": asdict(kernel_stats) | {"failures": kernel_failures, "warmup": options.warmup},
+            "kernel_rhai": asdict(rhai_stats) | {"failures": rhai_failures, "tool": RHAI_TOOL},
             "split_ms": {name: asdict(stats) for name, stats in split.items()},
             "node_per_call": (
                 asdict(node_stats) | {"failures": node_failures} if node_stats is not None else None
@@ -339,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tool:    {TOOL} on a {len(SAMPLE_TEXT)}-character text; all figures in ms per call")
         print()
         print(row("agentkernel dispatcher.call", kernel_stats))
+        print(row(f"  same tool in Rhai ({RHAI_TOOL})", rhai_stats))
         if kernel_failures:
             print(f"  !! {kernel_failures} kernel calls did not succeed")
         print(f"  target p50 <= {TARGET_P50_MS} ms: {verdict} (informational)")

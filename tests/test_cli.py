@@ -183,3 +183,43 @@ def test_hook_tool_reports_a_throwing_hook_and_goes_on(tmp_path: Path) -> None:
 def test_hook_tool_refuses_a_tool_yaml() -> None:
     done = cli("hook_tool", str(REPO / "config/scripts/tools/text_stats.yaml"), "user", "x")
     assert done.returncode == 1 and "kind is script_tool" in done.stderr
+
+
+# -- agentkernel rhai run: the reference runner's contract (issue: Rhai, runner) ---------------
+
+
+def test_rhai_run_prints_output_and_result(tmp_path: Path) -> None:
+    script = tmp_path / "hello.rhai"
+    script.write_text(
+        '#!/usr/bin/env rhai\nprint("привет"); let x = [1, 2]; x.push(3); x\n', encoding="utf-8"
+    )
+    done = cli("agentkernel", "rhai", "run", "--print-result", str(script))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "привет\narray: [1, 2, 3]\n", "")
+
+
+def test_rhai_run_reads_stdin_and_reports_runtime_errors() -> None:
+    done = subprocess.run(
+        [str(BIN / "agentkernel"), "rhai", "run", "-"],
+        input='print("before"); let a = [1]; a[5]',
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, "before\n")
+    assert done.stderr == "Array index 5 out of bounds: only 1 element in array (line 1, position 33)\n"
+
+
+def test_rhai_run_syntax_error_exits_2(tmp_path: Path) -> None:
+    script = tmp_path / "bad.rhai"
+    script.write_text("let x = 1 +;")
+    done = cli("agentkernel", "rhai", "run", str(script))
+    assert (done.returncode, done.stderr) == (2, "Syntax error: Unexpected ';' (line 1, position 12)\n")
+
+
+def test_rhai_run_limit_flags(tmp_path: Path) -> None:
+    script = tmp_path / "spin.rhai"
+    script.write_text("let a = []; loop { a.push(1); }")
+    ops = cli("agentkernel", "rhai", "run", "--max-operations", "1000", str(script))
+    size = cli("agentkernel", "rhai", "run", "--max-array-size", "5", str(script))
+    assert (ops.returncode, ops.stderr) == (1, "Too many operations (line 1, position 20)\n")
+    assert (size.returncode, size.stderr.split(" (")[0]) == (1, "Size of array/BLOB too large")

@@ -193,10 +193,13 @@ class FunctionCompiler:
         yield
         self.scopes.pop()
 
-    def count(self, operations: int) -> None:
-        """Count operations inline; past the checkpoint the runtime decides (limit, clock)."""
+    def count(self, operations: int, pos: Pos | None) -> None:
+        """Count operations inline; past the checkpoint the runtime decides (limit, clock).
+
+        `Too many operations` is reported at the first statement of the block.
+        """
         self.emit(f"rt.operations += {operations}")
-        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()")
+        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
 
     def test(self, operand: str) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
@@ -275,7 +278,7 @@ class FunctionCompiler:
         if not counted:
             self.pending_ops = 0
         if operations:
-            self.count(operations)
+            self.count(operations, kept[0].pos if kept else None)
         value = "None"
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
