@@ -126,6 +126,12 @@ def is_pure(node: Any) -> bool:
     """Side-effect-free and unable to fail visibly: what the reference's optimizer drops."""
     if isinstance(node, PURE_NODES):
         return True
+    if isinstance(node, ast.Block):  # `{ let c = 3; }`: nothing outside can see it
+        return all(
+            (isinstance(s, ast.ExprStmt) and is_pure(s.expr))
+            or (isinstance(s, ast.Let) and (s.value is None or is_pure(s.value)))
+            for s in node.stmts
+        )
     if isinstance(node, ast.ArrayLit):
         return all(is_pure(i) for i in node.items)
     if isinstance(node, ast.MapLit):
@@ -290,7 +296,13 @@ class FunctionCompiler:
     @staticmethod
     def _dropped(stmt: ast.Stmt, is_result: bool) -> bool:
         """The reference's optimizer removes pure expression statements whose value is unused."""
-        return isinstance(stmt, ast.ExprStmt) and not is_result and is_pure(stmt.expr)
+        if not (isinstance(stmt, ast.ExprStmt) and is_pure(stmt.expr)):
+            return False
+        # as the script's value a pure block still counts, unless its value is () anyway
+        unit_block = isinstance(stmt.expr, ast.Block) and not (
+            stmt.expr.stmts and isinstance(stmt.expr.stmts[-1], ast.ExprStmt)
+        )
+        return not is_result or unit_block
 
     def statement(self, stmt: ast.Stmt, *, want_value: bool) -> str:
         if isinstance(stmt, ast.ExprStmt):
@@ -311,6 +323,10 @@ class FunctionCompiler:
     def let(self, stmt: ast.Let) -> None:
         value = self.value_copy(stmt.value) if stmt.value is not None else "None"
         info = self.declare(stmt.name, stmt, stmt.const)
+        live = sum(len(scope) for scope in self.scopes)
+        self.emit(
+            f"if rt.variable_limit and {live} > rt.variable_limit: raise rt_too_many_variables()", stmt.pos
+        )
         if info.cell:
             self.emit(f"{info.py} = Cell({value})")
         else:

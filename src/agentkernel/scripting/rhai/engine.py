@@ -48,6 +48,10 @@ def rt_var_not_found(name: str) -> RhaiRuntimeError:
     return error("ErrorVariableNotFound", f"Variable not found: {name}", variable=name)
 
 
+def rt_too_many_variables() -> RhaiRuntimeError:
+    return RhaiRuntimeError("ErrorTooManyVariables", "Too many variables defined", catchable=False)
+
+
 def rt_global_const(rt: Runtime, name: str) -> Any:
     if name in rt.global_consts:
         return rt.global_consts[name]
@@ -142,6 +146,7 @@ def _globals() -> dict[str, Any]:
         "op_compound": ops.compound,
         "rt_var_not_found": rt_var_not_found,
         "rt_global_const": rt_global_const,
+        "rt_too_many_variables": rt_too_many_variables,
         "rt_dyn_get": rt_dyn_get,
         "rt_module_not_found": rt_module_not_found,
         "rt_call": rt_call,

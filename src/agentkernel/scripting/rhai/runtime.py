@@ -125,6 +125,7 @@ class Runtime:
         self.string_limit = self.limits.max_string_size
         self.array_limit = self.limits.max_array_size
         self.map_limit = self.limits.max_map_size
+        self.variable_limit = self.limits.max_variables
         self.max_depth = self.limits.max_call_levels
         self.source = source
         self._stdout = stdout or (lambda text: print(text))
