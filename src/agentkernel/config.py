@@ -65,8 +65,13 @@ _KERNEL_SCHEMA: dict[str, Any] = {
             "properties": {
                 "temp_root": {"type": "string"},
                 "data_dir": {"type": "string"},
+                "templates": {"type": "string"},
             },
         },
+        # sections validated by the modules that own them (llm/config.py, …)
+        "llm": {"type": "object"},
+        "logging": {"type": "object"},
+        "server": {"type": "object"},
     },
 }
 
