@@ -1,11 +1,13 @@
 """`hook_tool PATH.yaml ROLE TEXT`: run a script hook on one message (S22.1).
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
-and `after_loop` with `job_done`, each only when the hook handles it, and
-prints one JSON line per call. With no LLM attached there is no real answer:
-`after_turn` gets the message (or its `replace_message`) as the question and
-`{role: "assistant", content: <the verdict's reply, or "">}` as the answer.
-Each line is
+and `after_loop` with `job_done`, each only when the hook handles it, through
+the kernel's hook pipeline, and prints one JSON line per call. With no LLM
+attached there is no real answer: `after_turn` gets the message (or its
+`replace_message`) as the question and `{role: "assistant", content: <the
+verdict's reply, or "">}` as the answer (null when the message was
+suppressed). A part of a verdict the pipeline ignored is one more line with
+its `error`. Each line is
 `{"event", "result"}` or `{"event", "error"}`. A failing hook never stops
 the others (S7.5). No live service is attached: helpers that need one throw
 their SPEC error.
@@ -16,17 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentkernel.agent.hooks import HookPipeline
 from agentkernel.cli.main import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, _setup_logging
-from agentkernel.config import HOOK_EVENTS, HookSpec, find_kernel_config, load_kernel_config
+from agentkernel.config import HookSpec, find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError, ScriptError
 from agentkernel.kernel import Kernel
-from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helpers import ScriptCall
-from agentkernel.types import JSONObject, JSONValue
+from agentkernel.types import JSONObject
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,54 +42,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _turn(message: JSONObject, verdict: JSONValue) -> list[JSONValue]:
-    """after_turn's (question, answer) as far as a turn without an LLM goes."""
-    question: JSONValue = message
-    reply: JSONValue = ""
-    if isinstance(verdict, dict):
-        replaced = verdict.get("replace_message")
-        question = replaced if isinstance(replaced, dict) else message
-        reply = verdict.get("reply") if isinstance(verdict.get("reply"), str) else ""
-    return [question, {"role": "assistant", "content": reply}]
-
-
 def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: dict[str, str | None]) -> int:
-    caller = kernel.caller(
-        user_id=caller_args["user"], session_id=caller_args["session"], pid=str(uuid.uuid4())
+    """One message through this hook's functions, via the kernel's own pipeline."""
+    caller = kernel.caller(user_id=caller_args["user"], session_id=caller_args["session"])
+    pipeline = HookPipeline(kernel.host, kernel.config.limits)
+    outcome = pipeline.before_user_message([spec], caller, message)
+    records = list(outcome.records)
+    answer: JSONObject | None = (
+        None if outcome.suppressed else {"role": "assistant", "content": outcome.reply or ""}
     )
-    ctx: JSONObject = {
-        "pid": caller.pid,
-        "agent": caller.agent,
-        "template": caller.template,
-        "session_id": caller.session_id,
-        "user_id": caller.user_id,
-        "config": spec.raw,
-    }
-    limits = spec.script_limits(kernel.config.limits)
-    wanted = spec.events if spec.events is not None else HOOK_EVENTS
-    defined = kernel.host.defined_functions(
-        spec.script, wanted, ScriptCall(caller, f"hook {spec.name}"), limits
-    )
-    verdict: JSONValue = None
-    for event in HOOK_EVENTS:
-        if event not in defined:
-            continue
-        args: list[JSONValue]
-        if event == "before_user_message":
-            args = [message]
-        elif event == "after_turn":
-            args = _turn(message, verdict)
-        else:
-            args = ["job_done"]
-        call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=kernel.config.limits.max_log_lines)
-        line: JSONObject = {"event": event}
-        try:
-            value = kernel.host.call(spec.script, event, [ctx, *args], [], call, limits)
-            line["result"] = None if isinstance(value, NoValue) else value
-        except ScriptError as exc:
-            line["error"] = exc.describe(spec.yaml_path.parent)
-        if event == "before_user_message":
-            verdict = line.get("result")
+    records += pipeline.after_turn([spec], caller, outcome.message, answer)[1]
+    records += pipeline.after_loop([spec], caller, "job_done")
+    for record in records:
+        line = {k: v for k, v in record.to_json().items() if k != "hook"}
         print(json.dumps(line, ensure_ascii=False))
     return EXIT_OK
 

@@ -1,0 +1,1 @@
+"""The agent's engine room: the hook pipeline and the agent loop."""

@@ -1,0 +1,197 @@
+"""The hook pipeline (S7): priority order, short-circuit rules, isolation.
+
+Hooks run in priority order (lower first, ties by name). In
+`before_user_message` the first `reply` or `suppress` ends the chain, a
+`replace_message` is what later hooks and the LLM see, and every notice of
+the hooks that ran is delivered (S7.6). A hook that throws, loops, times out
+or returns garbage is logged and recorded as an error, and the turn goes on
+(S7.5): nothing a hook does can raise out of this module.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message
+from agentkernel.config import HOOK_EVENTS, HookSpec, Limits
+from agentkernel.errors import ScriptError
+from agentkernel.process import Caller
+from agentkernel.scripting.engine import NoValue
+from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.host import ScriptHost
+from agentkernel.types import JSONObject, JSONValue
+
+log = logging.getLogger("agentkernel.hooks")
+
+
+@dataclass(frozen=True)
+class HookRecord:
+    """One hook function call, as the transcript records it (kind `hook` or `error`)."""
+
+    hook: str
+    event: str
+    result: JSONValue = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def to_json(self) -> JSONObject:
+        entry: JSONObject = {"hook": self.hook, "event": self.event}
+        if self.error is not None:
+            entry["error"] = self.error
+        else:
+            entry["result"] = self.result
+        return entry
+
+
+@dataclass
+class BeforeOutcome:
+    """What `before_user_message` decided for one user message."""
+
+    message: JSONObject
+    notices: list[str] = field(default_factory=list)
+    reply: str | None = None
+    suppressed: bool = False
+    inject: list[JSONObject] = field(default_factory=list)
+    records: list[HookRecord] = field(default_factory=list)
+
+    @property
+    def stops_turn(self) -> bool:
+        """A reply or a suppression means the LLM is not asked (S7.1)."""
+        return self.reply is not None or self.suppressed
+
+
+def hook_ctx(caller: Caller, spec: HookSpec) -> JSONObject:
+    """S7.4: `{pid, agent, template, session_id, user_id, config}`; unknown values are null."""
+    return {
+        "pid": caller.pid,
+        "agent": caller.agent,
+        "template": caller.template,
+        "session_id": caller.session_id,
+        "user_id": caller.user_id,
+        "config": spec.raw,
+    }
+
+
+class HookPipeline:
+    """Runs the hooks of a process around each turn; see the module docstring."""
+
+    def __init__(self, host: ScriptHost, limits: Limits) -> None:
+        self.host = host
+        self.limits = limits
+        self._defined: dict[Path, tuple[object, frozenset[str]]] = {}
+
+    # -- calling one hook ------------------------------------------------------------------
+
+    @staticmethod
+    def ordered(hooks: Iterable[HookSpec]) -> list[HookSpec]:
+        return sorted(hooks, key=lambda h: (h.priority, h.name))
+
+    def handles(self, spec: HookSpec, event: str, caller: Caller) -> bool:
+        """Whether the hook takes part in `event`: listed in `events` (or no list) and defined."""
+        if spec.events is not None and event not in spec.events:
+            return False
+        return event in self.defined(spec, caller)
+
+    def defined(self, spec: HookSpec, caller: Caller) -> frozenset[str]:
+        """The hook functions a script defines, cached until the script changes."""
+        _, compiled = self.host.compile(spec.script)
+        cached = self._defined.get(spec.script)
+        if cached is not None and cached[0] is compiled:
+            return cached[1]
+        call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=self.limits.max_log_lines)
+        names = self.host.defined_functions(spec.script, HOOK_EVENTS, call, spec.script_limits(self.limits))
+        self._defined[spec.script] = (compiled, names)
+        return names
+
+    def call(self, spec: HookSpec, event: str, caller: Caller, args: Sequence[JSONValue]) -> HookRecord:
+        """Run one hook function; every failure becomes a record, never an exception."""
+        call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=self.limits.max_log_lines)
+        try:
+            value = self.host.call(
+                spec.script, event, [hook_ctx(caller, spec), *args], [], call, spec.script_limits(self.limits)
+            )
+        except ScriptError as exc:
+            text = exc.describe(spec.yaml_path.parent)
+            log.warning("hook %s.%s failed: %s", spec.name, event, text)
+            return HookRecord(spec.name, event, error=text)
+        except Exception as exc:  # a kernel bug inside a hook call must not end the turn either
+            log.exception("hook %s.%s crashed in the kernel", spec.name, event)
+            return HookRecord(spec.name, event, error=f"internal error: {type(exc).__name__}: {exc}")
+        return HookRecord(spec.name, event, result=None if isinstance(value, NoValue) else value)
+
+    def _participants(self, hooks: Iterable[HookSpec], event: str, caller: Caller) -> list[HookSpec]:
+        chosen = []
+        for spec in self.ordered(hooks):
+            try:
+                if self.handles(spec, event, caller):
+                    chosen.append(spec)
+            except ScriptError as exc:
+                log.warning("hook %s cannot run: %s", spec.name, exc)
+        return chosen
+
+    # -- the three events ----------------------------------------------------------------------
+
+    def before_user_message(
+        self, hooks: Iterable[HookSpec], caller: Caller, message: JSONObject
+    ) -> BeforeOutcome:
+        outcome = BeforeOutcome(message=dict(message))
+        for spec in self._participants(hooks, "before_user_message", caller):
+            record = self.call(spec, "before_user_message", caller, [outcome.message])
+            outcome.records.append(record)
+            if record.failed:
+                continue
+            verdict = parse_before_user_message(record.result)
+            for problem in verdict.problems:
+                outcome.records.append(self._problem(spec, "before_user_message", problem))
+            if verdict.notice is not None:
+                outcome.notices.append(verdict.notice)
+            outcome.inject.extend(verdict.inject)
+            if verdict.replace_message is not None:
+                outcome.message = verdict.replace_message
+            if verdict.reply is not None or verdict.suppress:
+                outcome.reply = verdict.reply
+                outcome.suppressed = verdict.suppress and verdict.reply is None
+                break
+        return outcome
+
+    def after_turn(
+        self,
+        hooks: Iterable[HookSpec],
+        caller: Caller,
+        question: JSONObject | None,
+        answer: JSONObject | None,
+    ) -> tuple[list[str], list[HookRecord]]:
+        notices: list[str] = []
+        records: list[HookRecord] = []
+        for spec in self._participants(hooks, "after_turn", caller):
+            record = self.call(spec, "after_turn", caller, [question, answer])
+            records.append(record)
+            if record.failed:
+                continue
+            notice, problems = parse_after_turn(record.result)
+            records.extend(self._problem(spec, "after_turn", p) for p in problems)
+            if notice is not None:
+                notices.append(notice)
+        return notices, records
+
+    def after_loop(self, hooks: Iterable[HookSpec], caller: Caller, reason: str) -> list[HookRecord]:
+        """S7.3: the return value is ignored; only failures matter."""
+        return [
+            self.call(spec, "after_loop", caller, [reason])
+            for spec in self._participants(hooks, "after_loop", caller)
+        ]
+
+    @staticmethod
+    def _problem(spec: HookSpec, event: str, problem: str) -> HookRecord:
+        text = f"ignored part of the verdict: {problem}"
+        log.warning("hook %s.%s: %s", spec.name, event, text)
+        return HookRecord(spec.name, event, error=text)
+
+
+__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "hook_ctx"]
