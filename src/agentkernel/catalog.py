@@ -14,25 +14,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkernel.config import HookSpec, ToolSpec, load_script_spec
-from agentkernel.errors import ConfigError, ScriptError
+from agentkernel.config import YAML_SUFFIXES, HookSpec, ToolSpec, load_script_spec
+from agentkernel.errors import ConfigError, LoadProblem, ScriptError
 from agentkernel.scripting.host import ScriptHost
 
 log = logging.getLogger("agentkernel.catalog")
 
 Stamp = tuple[int, int] | None
-YAML_SUFFIXES = (".yaml", ".yml")
-
-
-@dataclass(frozen=True)
-class LoadProblem:
-    """A YAML file that did not load, and why."""
-
-    path: Path
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
 
 
 @dataclass(frozen=True)

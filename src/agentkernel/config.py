@@ -26,6 +26,7 @@ CONFIG_ENV = "AGENTKERNEL_CONFIG"
 DEFAULT_CONFIG = Path("config/kernel.yaml")
 HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
 TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+YAML_SUFFIXES = (".yaml", ".yml")
 
 _LIMIT_FIELDS: dict[str, Any] = {
     "max_operations": {"type": "integer", "minimum": 1},
@@ -150,6 +151,9 @@ class KernelConfig:
     limits: Limits = field(default_factory=Limits)
     temp_root: Path = Path("data/tmp")
     data_dir: Path = Path("data")
+    templates_dir: Path = Path("config/templates")
+    messages_db: Path = Path("data/messages.db")
+    llm: JSONObject | None = None
     env_deny: tuple[str, ...] = ()
     path: Path | None = None
 
@@ -281,6 +285,9 @@ def _kernel_config_from(data: dict[str, Any], root: Path, path: Path | None) -> 
         limits=Limits(**data.get("limits", {})),
         temp_root=root / paths.get("temp_root", "data/tmp"),
         data_dir=root / paths.get("data_dir", "data"),
+        templates_dir=root / paths.get("templates", "config/templates"),
+        messages_db=root / data.get("logging", {}).get("messages_db_path", "data/messages.db"),
+        llm=data.get("llm"),
         env_deny=tuple(scripts.get("env_deny", [])),
         path=path,
     )

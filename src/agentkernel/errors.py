@@ -84,6 +84,17 @@ class ScriptLimitError(ScriptError):
         super().__init__(message)
 
 
+@dataclass(frozen=True)
+class LoadProblem:
+    """A YAML file that did not load, and why (S2.5): the rest load and serve."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 class HelperError(AgentKernelError):
     """A helper refused or failed; inside a script it is a catchable exception."""
 
@@ -92,6 +103,7 @@ __all__ = [
     "AgentKernelError",
     "ConfigError",
     "HelperError",
+    "LoadProblem",
     "ScriptError",
     "ScriptLimitError",
     "ScriptSyntaxError",

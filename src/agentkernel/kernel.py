@@ -1,17 +1,31 @@
-"""Kernel: owns the configuration, the services, the registry and the dispatch path."""
+"""Kernel: owns the configuration, the services, the registry and the dispatch path.
+
+It also owns the parts of the agent runtime (S23): templates, the process
+table, the LLM provider, the message store and the hook pipeline, and opens
+chat sessions that run the agent loop.
+"""
 
 from __future__ import annotations
 
 import uuid
+from functools import cached_property
 from pathlib import Path
 
+from agentkernel.agent.hooks import HookPipeline
+from agentkernel.agent.loop import AgentLoop, LoopSettings
+from agentkernel.agent.session import ChatSession
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import KernelConfig, find_kernel_config, load_kernel_config
+from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import Caller, session_temp_dir
+from agentkernel.llm.base import Provider
+from agentkernel.llm.config import LLMConfig, build_provider, parse_llm_config
+from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
+from agentkernel.services.memory import SqliteMessageStore
+from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
@@ -22,15 +36,26 @@ from agentkernel.types import JSONValue
 class Kernel:
     """One kernel instance: build it from a KernelConfig, then call tools through it."""
 
-    def __init__(self, config: KernelConfig, helpers: HelperTable | None = None) -> None:
+    def __init__(
+        self, config: KernelConfig, helpers: HelperTable | None = None, provider: Provider | None = None
+    ) -> None:
         self.config = config
         self.helpers = helpers or default_helper_table()
         self.host = ScriptHost(self.helpers)
         self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host)
         self.tools = ToolRegistry(self.catalog)
         self.history = ToolResultHistory(config.limits.history_per_tool)
-        self.services = Services(environment=Environment(deny=config.env_deny))
+        self.llm_config: LLMConfig | None = (
+            parse_llm_config(config.llm, config.path) if config.llm is not None else None
+        )
+        deny = config.env_deny
+        if self.llm_config is not None and self.llm_config.api_key_env:
+            deny = (*deny, self.llm_config.api_key_env)  # scripts never read the kernel's own key
+        self.services = Services(environment=Environment(deny=deny))
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
+        self.hooks = HookPipeline(self.host, config.limits)
+        self.processes = ProcessTable()
+        self._provider = provider
 
     @classmethod
     def from_config_file(cls, path: Path | None = None) -> Kernel:
@@ -62,6 +87,70 @@ class Kernel:
 
     def call_tool(self, name: str, args: JSONValue, caller: Caller | None = None) -> ToolResult:
         return self.dispatcher.call(name, args, caller or self.caller())
+
+    # -- the agent runtime ------------------------------------------------------------------------
+
+    @cached_property
+    def provider(self) -> Provider | None:
+        """The configured LLM (kernel.yaml `llm:`), built on first use; None without one."""
+        if self._provider is None and self.llm_config is not None:
+            self._provider = build_provider(self.llm_config)
+        return self._provider
+
+    @cached_property
+    def store(self) -> SqliteMessageStore:
+        """The message store (S23.5), opened on first use so tool runs leave no file behind."""
+        return SqliteMessageStore(self.config.messages_db)
+
+    def templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
+        """The templates and their problems, unknown tool and hook names included (S23.1)."""
+        templates, problems = load_templates(self.config.templates_dir)
+        problems += check_references(templates, self.catalog.tools(), self.catalog.hooks())
+        return templates, problems
+
+    def template(self, name: str) -> TemplateSpec:
+        """A template that loads and names only known tools and hooks; ConfigError otherwise."""
+        templates, problems = self.templates()
+        spec = templates.get(name)
+        own = [p for p in problems if spec is not None and p.path == spec.yaml_path]
+        if spec is None:
+            known = ", ".join(sorted(templates)) or "none"
+            detail = "".join(f"\n  {p}" for p in problems)
+            raise ConfigError(
+                self.config.templates_dir, f"unknown template {name!r} (loaded: {known}){detail}"
+            )
+        if own:
+            raise ConfigError(spec.yaml_path, "; ".join(p.reason for p in own))
+        return spec
+
+    def agent_loop(self, *, stream: bool = True) -> AgentLoop:
+        return AgentLoop(self.provider, self.dispatcher, self.hooks, self.services, self.store, stream=stream)
+
+    def open_chat(
+        self,
+        template: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        stream: bool = True,
+    ) -> ChatSession:
+        """Spawn a process from `template` and open a chat session with it."""
+        spec = self.template(template)
+        process = self.processes.spawn(
+            spec,
+            user_id=user_id,
+            session_id=session_id or str(uuid.uuid4()),
+            temp_root=self.config.temp_root,
+        )
+        settings = LoopSettings.for_template(spec, self.catalog)
+        return ChatSession(process, self.agent_loop(stream=stream), settings)
+
+    async def aclose(self) -> None:
+        """Close the provider's connections and the message store."""
+        if self._provider is not None:
+            await self._provider.aclose()
+        if "store" in self.__dict__:
+            self.store.close()
 
 
 __all__ = ["Kernel"]

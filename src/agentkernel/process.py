@@ -1,14 +1,30 @@
-"""Who a script runs for: the Caller identity that every helper receives (S15)."""
+"""Processes (S23.2): who a script runs for, the budget it spends, and the table of them.
+
+A process is one running agent made from a template. Its `Caller` is the
+identity every helper receives (S15); its budget group is shared with the
+children it spawns (S17); the `ProcessTable` spawns and terminates them.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from agentkernel.errors import AgentKernelError, HelperError
 from agentkernel.services import Services
 from agentkernel.types import JSONObject
+
+if TYPE_CHECKING:  # only for annotations: templates → catalog → scripting imports this module
+    from agentkernel.templates import TemplateSpec
+
+BUDGET_EXHAUSTED = "caller budget exhausted"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -59,4 +75,261 @@ def session_temp_dir(temp_root: Path, session_id: str) -> Path:
     return path
 
 
-__all__ = ["Caller", "safe_folder_name", "session_temp_dir"]
+# -- budgets ---------------------------------------------------------------------------
+
+
+class BudgetExhausted(HelperError):
+    """A process asked for inference on a spent budget; the text is exactly S9.2's.
+
+    A HelperError, so a script calling `llm()` can catch it like any helper
+    error; the agent loop turns it into the end reason `budget_exhausted`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(BUDGET_EXHAUSTED)
+
+
+class ProcessError(AgentKernelError):
+    """A process operation that cannot be done, e.g. a child of a terminated parent."""
+
+
+def _tighter(a: int | None, b: int | None) -> int | None:
+    """The smaller of two limits, where None means unlimited."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+class BudgetGroup:
+    """Tokens a process tree may spend: a limit (None = unlimited) and what is used.
+
+    Charging never refuses: the tokens of an answer already received are
+    spent whatever the limit, and are always counted. Refusal happens before
+    the next inference, in `check()`. So a group overshoots its limit only
+    by what the calls already under way when it ran out went on to use.
+
+    A group may sit inside an `outer` one (a child whose own template sets a
+    budget): charges count in both, and it is exhausted when either is.
+    """
+
+    def __init__(self, limit: int | None = None, *, outer: BudgetGroup | None = None) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"budget limit must be at least 1 token, got {limit}")
+        self.id = str(uuid.uuid4())
+        self.limit = limit
+        self.outer = outer
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        """Tokens charged to this group (including those of any group inside it)."""
+        with self._lock:
+            return self._used
+
+    @property
+    def remaining(self) -> int | None:
+        """Tokens left here and in every enclosing group; None when nothing limits."""
+        own = None if self.limit is None else max(self.limit - self.used, 0)
+        return _tighter(own, self.outer.remaining if self.outer is not None else None)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.remaining == 0
+
+    def check(self) -> None:
+        """Raise BudgetExhausted if no token is left; call it before each inference."""
+        if self.exhausted:
+            raise BudgetExhausted()
+
+    def charge(self, tokens: int) -> None:
+        """Count tokens spent, here and in every enclosing group; safe from any thread."""
+        if tokens < 0:
+            raise ValueError(f"cannot charge a negative number of tokens: {tokens}")
+        with self._lock:
+            self._used += tokens
+        if self.outer is not None:
+            self.outer.charge(tokens)
+
+    def __repr__(self) -> str:
+        return f"BudgetGroup(limit={self.limit}, used={self.used}, outer={self.outer is not None})"
+
+
+# -- processes -------------------------------------------------------------------------
+
+
+class ProcessState(StrEnum):
+    RUNNING = "running"
+    TERMINATED = "terminated"
+
+
+@dataclass(eq=False)
+class Process:
+    """One running agent. Made by `ProcessTable.spawn`, not by hand.
+
+    Identity fields never change after spawn; only the state (through the
+    table) and the token count do, both safely from any thread. A loop
+    running on a worker thread polls `terminated` between steps.
+    """
+
+    pid: str
+    name: str
+    template: TemplateSpec
+    budget: BudgetGroup
+    session_id: str | None = None
+    user_id: str | None = None
+    parent_pid: str | None = None
+    temp_dir: Path | None = None
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _tokens: int = field(default=0, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def template_name(self) -> str:
+        return self.template.name
+
+    @property
+    def state(self) -> ProcessState:
+        return ProcessState.TERMINATED if self._stopped.is_set() else ProcessState.RUNNING
+
+    @property
+    def terminated(self) -> bool:
+        return self._stopped.is_set()
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens this process itself spent (its group counts the whole tree)."""
+        with self._lock:
+            return self._tokens
+
+    def charge(self, tokens: int) -> None:
+        """Count tokens against this process and its budget group (S9.2)."""
+        self.budget.charge(tokens)
+        with self._lock:
+            self._tokens += tokens
+
+    def caller(self, services: Services) -> Caller:
+        """The identity helpers receive; tools limited to the template's list."""
+        return Caller(
+            pid=self.pid,
+            agent=self.name,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            template=self.template.name,
+            temp_dir=self.temp_dir,
+            allowed_tools=frozenset(self.template.tools),
+            services=services,
+        )
+
+    def _mark_terminated(self) -> None:
+        self._stopped.set()
+
+
+def _child_budget(template: TemplateSpec, parent: Process | None) -> BudgetGroup:
+    """A root gets its template's budget; a child spends its parent's group (S17).
+
+    A child whose own template sets a budget gets a group inside the
+    parent's, so it is held to the smaller of the two and still spends the
+    parent's tokens.
+    """
+    if parent is None:
+        return BudgetGroup(template.budget_tokens)
+    if template.budget_tokens is None:
+        return parent.budget
+    return BudgetGroup(template.budget_tokens, outer=parent.budget)
+
+
+class ProcessTable:
+    """The live processes of a kernel: spawn, look up, terminate; safe from any thread.
+
+    Terminated processes leave the table. Their session's scratch folder
+    stays: it belongs to the session, which outlives any one process (the
+    next message, a sibling sub-agent and a continuation all use it), so
+    removing it is for whoever ends the session.
+    """
+
+    def __init__(self) -> None:
+        self._processes: dict[str, Process] = {}
+        self._lock = threading.Lock()
+
+    def spawn(
+        self,
+        template: TemplateSpec,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        parent: Process | None = None,
+        name: str | None = None,
+        temp_root: Path,
+    ) -> Process:
+        """Start a process from `template`; a child inherits session and user unless given."""
+        if parent is not None:
+            session_id = session_id if session_id is not None else parent.session_id
+            user_id = user_id if user_id is not None else parent.user_id
+        process = Process(
+            pid=str(uuid.uuid4()),
+            name=name or template.name,
+            template=template,
+            budget=_child_budget(template, parent),
+            session_id=session_id,
+            user_id=user_id,
+            parent_pid=parent.pid if parent is not None else None,
+            temp_dir=session_temp_dir(temp_root, session_id) if session_id is not None else None,
+        )
+        with self._lock:
+            if parent is not None and self._processes.get(parent.pid) is not parent:
+                raise ProcessError(f"spawn: parent process {parent.pid} is not running")
+            self._processes[process.pid] = process
+        return process
+
+    def get(self, pid: str) -> Process | None:
+        with self._lock:
+            return self._processes.get(pid)
+
+    def all(self) -> list[Process]:
+        with self._lock:
+            return list(self._processes.values())
+
+    def children(self, pid: str) -> list[Process]:
+        """The running processes whose parent is `pid`, oldest first."""
+        with self._lock:
+            return [p for p in self._processes.values() if p.parent_pid == pid]
+
+    def terminate(self, pid: str) -> list[Process]:
+        """End a process and all its descendants; returns them, the process first.
+
+        Unknown or already terminated pids give an empty list: a sub-agent's
+        own cleanup and its parent's termination may race, and both are fine.
+        """
+        with self._lock:
+            root = self._processes.pop(pid, None)
+            if root is None:
+                return []
+            ended = [root]
+            for process in ended:  # grows while iterated: breadth-first over descendants
+                kids = [p for p in self._processes.values() if p.parent_pid == process.pid]
+                for kid in kids:
+                    del self._processes[kid.pid]
+                ended += kids
+        for process in ended:
+            process._mark_terminated()
+        return ended
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._processes)
+
+
+__all__ = [
+    "BUDGET_EXHAUSTED",
+    "BudgetExhausted",
+    "BudgetGroup",
+    "Caller",
+    "Process",
+    "ProcessError",
+    "ProcessState",
+    "ProcessTable",
+    "safe_folder_name",
+    "session_temp_dir",
+]

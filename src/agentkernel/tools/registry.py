@@ -40,12 +40,15 @@ class ToolRegistry:
     def all(self) -> list[ToolSpec]:
         return sorted(self.catalog.tools().values(), key=lambda s: s.name)
 
+    def visible_to(self, caller: Caller) -> list[ToolSpec]:
+        """The tools this caller may call, by name."""
+        return [s for s in self.all() if self.access.refusal(caller, s) is None]
+
     def list_for(self, caller: Caller) -> list[JSONObject]:
-        """`[{name, description, parameters}]`: the tools this caller's LLM sees."""
+        """`[{name, description, parameters}]`: the tools this caller's LLM sees (S16.3)."""
         return [
             {"name": s.name, "description": s.description, "parameters": s.parameters}
-            for s in self.all()
-            if self.access.refusal(caller, s) is None
+            for s in self.visible_to(caller)
         ]
 
 

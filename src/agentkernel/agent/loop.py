@@ -1,0 +1,325 @@
+"""The agent loop (S23.3): user message → hooks → LLM ↔ tools → answer → hooks.
+
+One `run` handles one user message of a process and ends with a reason
+(S7.3): `job_done`, `terminated`, `blocked` (a hook suppressed the message),
+`budget_exhausted`, `max_turns` or `error`. Everything the user should see
+is emitted as `LoopEvent`s as it happens (notices, tokens, tool calls and
+results, visual blocks, warnings, the answer, errors); everything that
+happened is recorded in the message store (S23.5). Scripts and helpers are
+synchronous, so tools and hooks run on worker threads (DESIGN rule 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from agentkernel.agent.hooks import HookPipeline, HookRecord
+from agentkernel.catalog import ScriptCatalog
+from agentkernel.config import HookSpec
+from agentkernel.llm.base import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    Provider,
+    ProviderError,
+    StreamDone,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+)
+from agentkernel.process import BudgetExhausted, Caller, Process
+from agentkernel.services import Services
+from agentkernel.templates import TemplateSpec
+from agentkernel.tools.dispatch import Dispatcher
+from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONObject, JSONValue
+
+log = logging.getLogger("agentkernel.loop")
+
+
+class EndReason(StrEnum):
+    JOB_DONE = "job_done"
+    TERMINATED = "terminated"
+    BLOCKED = "blocked"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    MAX_TURNS = "max_turns"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """Something the user sees while the loop runs: `kind` and its data."""
+
+    kind: str  # notice | token | tool_call | tool_result | visual | warning | answer | error | end
+    data: JSONObject
+
+
+Emit = Callable[[LoopEvent], Awaitable[None]]
+
+
+class Transcript(Protocol):
+    """Where the loop records events (the message store, S23.5)."""
+
+    def append(
+        self, session_id: str, role: str, kind: str, content: str, meta: JSONObject | None = None
+    ) -> int: ...
+
+
+@dataclass
+class LoopSettings:
+    """A template's part of a run: instructions, model settings, limits and hooks."""
+
+    instructions: str
+    hooks: Sequence[HookSpec] = ()
+    max_turns: int = 8
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    @classmethod
+    def for_template(cls, template: TemplateSpec, catalog: ScriptCatalog) -> LoopSettings:
+        """The template's settings, its hooks resolved by name (unknown ones logged, skipped)."""
+        available = catalog.hooks()
+        hooks = []
+        for name in template.hooks:
+            spec = available.get(name)
+            if spec is None:
+                log.error("template %s: hook %r is not loaded; running without it", template.name, name)
+            else:
+                hooks.append(spec)
+        return cls(
+            instructions=template.instructions,
+            hooks=tuple(hooks),
+            max_turns=template.max_turns,
+            model=template.model.name,
+            max_tokens=template.model.max_tokens,
+            temperature=template.model.temperature,
+        )
+
+
+@dataclass
+class LoopResult:
+    answer: str | None
+    reason: EndReason
+    history: list[ChatMessage] = field(default_factory=list)
+
+
+class AgentLoop:
+    """Runs turns for processes; see the module docstring."""
+
+    def __init__(
+        self,
+        provider: Provider | None,
+        dispatcher: Dispatcher,
+        hooks: HookPipeline,
+        services: Services,
+        transcript: Transcript | None = None,
+        *,
+        stream: bool = True,
+    ) -> None:
+        self.provider = provider
+        self.dispatcher = dispatcher
+        self.hooks = hooks
+        self.services = services
+        self.transcript = transcript
+        self.stream = stream
+
+    # -- recording -------------------------------------------------------------------------------
+
+    def _record(
+        self, caller: Caller, role: str, kind: str, content: str, meta: JSONObject | None = None
+    ) -> None:
+        if self.transcript is None or caller.session_id is None:
+            return
+        try:
+            self.transcript.append(caller.session_id, role, kind, content, meta)
+        except Exception:  # the transcript must never break a turn
+            log.exception("could not record a %s event", kind)
+
+    def _record_hooks(self, caller: Caller, records: Sequence[HookRecord]) -> None:
+        for record in records:
+            kind = "error" if record.failed else "hook"
+            text = record.error if record.failed else json.dumps(record.result, ensure_ascii=False)
+            self._record(caller, "hook", kind, text or "", record.to_json())
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        history: list[ChatMessage],
+        text: str,
+        emit: Emit,
+    ) -> LoopResult:
+        """Handle one user message; `history` is the conversation so far (not changed)."""
+        caller = process.caller(self.services)
+        message: JSONObject = {"role": "user", "content": text}
+        self._record(caller, "user", "user", text)
+        before = await asyncio.to_thread(self.hooks.before_user_message, settings.hooks, caller, message)
+        self._record_hooks(caller, before.records)
+        for notice in before.notices:
+            await self._notice(caller, notice, emit)
+        question = before.message
+        if before.suppressed:
+            return await self._finish(
+                process, settings, caller, question, None, EndReason.BLOCKED, history, emit
+            )
+        if before.reply is not None:
+            answer_text = before.reply
+            self._record(caller, "assistant", "agent", answer_text, {"from": "hook"})
+            await emit(LoopEvent("answer", {"content": answer_text}))
+            new_history = [
+                *history,
+                ChatMessage.user(str(question["content"])),
+                ChatMessage.assistant(answer_text),
+            ]
+            return await self._finish(
+                process, settings, caller, question, answer_text, EndReason.JOB_DONE, new_history, emit
+            )
+        messages = [
+            ChatMessage.system(settings.instructions),
+            *history,
+            *(ChatMessage(str(m["role"]), str(m["content"])) for m in before.inject),
+            ChatMessage.user(str(question["content"])),
+        ]
+        answer, reason, messages = await self._converse(process, settings, caller, messages, emit)
+        # injected messages serve this turn only; the conversation keeps the rest
+        start = 1 + len(history)
+        kept = messages[1:start] + messages[start + len(before.inject) :]
+        return await self._finish(process, settings, caller, question, answer, reason, kept, emit)
+
+    async def _converse(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        caller: Caller,
+        messages: list[ChatMessage],
+        emit: Emit,
+    ) -> tuple[str | None, EndReason, list[ChatMessage]]:
+        if self.provider is None:
+            await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
+            return None, EndReason.ERROR, messages
+        tools = tuple(
+            ToolSchema(s.name, s.description, dict(s.parameters))
+            for s in self.dispatcher.registry.visible_to(caller)
+        )
+        last_text: str | None = None
+        for _ in range(settings.max_turns):
+            if process.terminated:
+                return last_text, EndReason.TERMINATED, messages
+            if process.budget.exhausted:
+                await self._error(caller, str(BudgetExhausted()), emit)
+                return last_text, EndReason.BUDGET_EXHAUSTED, messages
+            request = CompletionRequest(
+                messages=tuple(messages),
+                tools=tools,
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                model=settings.model,
+            )
+            try:
+                completion = await self._complete(request, emit)
+            except ProviderError as exc:
+                await self._error(caller, f"the LLM is unavailable: {exc}", emit)
+                return last_text, EndReason.ERROR, messages
+            process.charge(completion.usage.total_tokens)  # never refuses: checked before each call
+            messages.append(ChatMessage.assistant(completion.text, completion.tool_calls))
+            last_text = completion.text
+            if not completion.tool_calls:
+                answer = completion.text or ""
+                self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
+                await emit(LoopEvent("answer", {"content": answer}))
+                return answer, EndReason.JOB_DONE, messages
+            for call in completion.tool_calls:
+                result = await self._tool_call(caller, call, emit)
+                messages.append(ChatMessage.tool(call.id, result.content, call.name))
+        await self._error(caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit)
+        return last_text, EndReason.MAX_TURNS, messages
+
+    async def _complete(self, request: CompletionRequest, emit: Emit) -> Completion:
+        assert self.provider is not None
+        if not self.stream:
+            return await self.provider.complete(request)
+        final: Completion | None = None
+        async for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                await emit(LoopEvent("token", {"text": event.text}))
+            elif isinstance(event, StreamDone):
+                final = event.completion
+        if final is None:
+            raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
+        return final
+
+    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit) -> ToolResult:
+        """One tool call through the one dispatch path; bad arguments go back to the model."""
+        self._record(caller, "assistant", "tool_call", call.arguments, {"tool": call.name, "id": call.id})
+        await emit(LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}))
+        args, problem = _parse_arguments(call.arguments)
+        if problem is not None:
+            result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
+        else:
+            result = await self.dispatcher.acall(call.name, args, caller)
+        meta: JSONObject = {"tool": call.name, "id": call.id, "success": result.success}
+        self._record(caller, "tool", "tool_result", result.content, meta)
+        await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
+        for block in result.visual:
+            await emit(LoopEvent("visual", {"tool": call.name, "block": block}))
+        for warning in result.warnings:
+            self._record(caller, "system", "warning", warning, {"tool": call.name})
+            await emit(LoopEvent("warning", {"tool": call.name, "message": warning}))
+        return result
+
+    async def _finish(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        caller: Caller,
+        question: JSONObject,
+        answer: str | None,
+        reason: EndReason,
+        history: list[ChatMessage],
+        emit: Emit,
+    ) -> LoopResult:
+        answer_message: JSONObject | None = (
+            {"role": "assistant", "content": answer} if answer is not None else None
+        )
+        notices, records = await asyncio.to_thread(
+            self.hooks.after_turn, settings.hooks, caller, question, answer_message
+        )
+        self._record_hooks(caller, records)
+        for notice in notices:
+            await self._notice(caller, notice, emit)
+        loop_records = await asyncio.to_thread(self.hooks.after_loop, settings.hooks, caller, reason.value)
+        self._record_hooks(caller, loop_records)
+        await emit(LoopEvent("end", {"reason": reason.value}))
+        return LoopResult(answer, reason, history)
+
+    async def _notice(self, caller: Caller, notice: str, emit: Emit) -> None:
+        self._record(caller, "system", "notice", notice)
+        await emit(LoopEvent("notice", {"text": notice}))
+
+    async def _error(self, caller: Caller, text: str, emit: Emit) -> None:
+        log.warning("process %s: %s", caller.pid, text)
+        self._record(caller, "system", "error", text)
+        await emit(LoopEvent("error", {"message": text}))
+
+
+def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
+    """The model's argument text as JSON, or why it is not (goes back to the model)."""
+    if not text.strip():
+        return {}, None
+    try:
+        value: Any = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return None, f"arguments are not valid JSON ({exc}): {text[:200]}"
+    return value, None
+
+
+__all__ = ["AgentLoop", "EndReason", "LoopEvent", "LoopResult", "LoopSettings"]

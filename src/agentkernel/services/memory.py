@@ -1,0 +1,403 @@
+"""The message store: a session's transcript, one record per event (S18, S23.5).
+
+Every event of a session -- user and agent messages, tool calls and results,
+hook verdicts, notices, warnings, errors -- is appended as one record
+``{id, role, kind, content, meta, created_at}``. The transcript helpers
+(`memory_history`, `memory_search`, `memory_count`) read it back, scoped to the
+caller's session, so sessions never see each other's records.
+
+`MessageStore` is the small interface the kernel and helpers depend on
+(DESIGN rule 8); `SqliteMessageStore` is the embedded default. Decisions:
+
+- **Concurrency.** One connection per store guarded by a lock (threads), WAL
+  journal plus ``busy_timeout`` and ``BEGIN IMMEDIATE`` writes (processes):
+  writers queue instead of failing, readers never block writers, and taking
+  the write lock up front avoids the read-to-write upgrade that SQLite cannot
+  retry. ``synchronous=NORMAL``: a crash of the application loses nothing; a
+  power loss may lose the last transactions, acceptable for a transcript.
+- **Ids** come from ``AUTOINCREMENT``, so they keep increasing even after the
+  newest records are deleted; chronological order is id order (clocks of two
+  processes may disagree, the commit order cannot).
+- **Size.** `content` is capped at `MAX_CONTENT_BYTES` (1 MiB of UTF-8); longer
+  text is cut at a character boundary, ends with a visible marker, and
+  ``meta["truncated_from_bytes"]`` keeps the original size. `meta` must be a
+  JSON object of at most `MAX_META_BYTES`; a bigger or non-JSON meta is a
+  kernel bug and raises `ValueError` rather than being silently altered.
+- **Search** is FTS5 with ``unicode61 remove_diacritics 2`` (case- and
+  accent-insensitive in Latin script, case-insensitive in any script; ``ё``
+  is read as ``е`` by the index and the query alike; no stemming, so
+  ``поступления`` does not find ``поступление``) ranked by bm25. User text is
+  never FTS5 syntax: each whitespace-separated word becomes a quoted phrase,
+  so ``"``, ``*``, ``-``, ``:``, ``NEAR(``, ``AND`` are plain text. Words are
+  OR-ed, and the whole query as one phrase is OR-ed in too, so records with
+  more of the words, and with them adjacent, rank first.
+- **Schema** is created on open inside a write transaction (two processes
+  may open a fresh file at once) and versioned with ``PRAGMA user_version``;
+  `_MIGRATIONS` lists the steps to each version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from agentkernel.errors import AgentKernelError
+
+KIND_USER = "user"
+KIND_AGENT = "agent"
+KIND_TOOL_CALL = "tool_call"
+KIND_TOOL_RESULT = "tool_result"
+KIND_HOOK = "hook"
+KIND_NOTICE = "notice"
+KIND_WARNING = "warning"
+KIND_ERROR = "error"
+KINDS = frozenset(
+    {
+        KIND_USER,
+        KIND_AGENT,
+        KIND_TOOL_CALL,
+        KIND_TOOL_RESULT,
+        KIND_HOOK,
+        KIND_NOTICE,
+        KIND_WARNING,
+        KIND_ERROR,
+    }
+)
+"""The kinds the kernel writes; any other short string is accepted too, for extensions."""
+
+MAX_CONTENT_BYTES = 1024 * 1024
+MAX_META_BYTES = 256 * 1024
+MAX_LABEL_CHARS = 64
+"""Longest role or kind: they are labels to filter on, not text."""
+MAX_QUERY_WORDS = 32
+"""Longer queries keep their first words: a bounded MATCH expression, a bounded cost."""
+
+BUSY_TIMEOUT_MS = 10_000
+SCHEMA_VERSION = 1
+
+_FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
+_HAS_WORD = re.compile(r"\w")
+
+_FOLD_SQL = "replace(replace({}, 'ё', 'е'), 'Ё', 'Е')"
+"""What FTS5 indexes: the content with ё read as е (unicode61 folds Latin diacritics only)."""
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX messages_session ON messages (session_id, id)",
+        # the index reads a view, so FTS5's 'rebuild' re-derives exactly what the triggers index
+        f"CREATE VIEW messages_search AS SELECT id, {_FOLD_SQL.format('content')} AS content FROM messages",
+        """CREATE VIRTUAL TABLE messages_fts USING fts5(
+            content, content='messages_search', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        )""",
+        f"""CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, content) VALUES (new.id, {_FOLD_SQL.format("new.content")});
+        END""",
+        f"""CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+            VALUES ('delete', old.id, {_FOLD_SQL.format("old.content")});
+        END""",
+    ),
+}
+"""Version N's statements take a file from version N-1 to N; append, never edit."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One event of a session's transcript, as the transcript helpers return it (S18).
+
+    `score` is the search relevance (higher is better) and None outside `search`.
+    """
+
+    id: int
+    role: str
+    kind: str
+    content: str
+    meta: dict[str, Any]
+    created_at: str
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record exactly as scripts see it: S18's seven keys, `meta` copied."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "content": self.content,
+            "meta": dict(self.meta),
+            "created_at": self.created_at,
+            "score": self.score,
+        }
+
+
+@runtime_checkable
+class MessageStore(Protocol):
+    """What the kernel and the transcript helpers need of a message store (DESIGN rule 8).
+
+    Small on purpose, so a shared store (Postgres, …) can replace the embedded one.
+    Every read is scoped to one session id.
+    """
+
+    def append(
+        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+    ) -> int:
+        """Record one event; return its id (ids only increase)."""
+        ...
+
+    def history(self, session_id: str, n: int) -> list[Record]:
+        """The last `n` records of the session, oldest first."""
+        ...
+
+    def search(self, session_id: str, query: str, k: int) -> list[Record]:
+        """Up to `k` records matching the words of `query`, best first, `score` filled."""
+        ...
+
+    def count(self, session_id: str) -> int:
+        """How many records the session has."""
+        ...
+
+    def delete_session(self, session_id: str) -> int:
+        """Forget the session's records; return how many were deleted."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources; the store is unusable afterwards."""
+        ...
+
+
+class SqliteMessageStore:
+    """The embedded message store: one SQLite file (or ":memory:"), safe across threads and processes.
+
+    See the module docstring for the concurrency, size and search decisions.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # autocommit (isolation_level=None): transactions are explicit BEGIN IMMEDIATE, see _write
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection, after any operation in flight (the lock); closing twice is harmless."""
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding both the thread lock and SQLite's write lock.
+
+        IMMEDIATE takes the write lock at BEGIN, where busy_timeout can wait for
+        another process; a deferred transaction that upgrades later may fail
+        with SQLITE_BUSY at once, since its snapshot may be stale.
+        """
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _migrate(self) -> None:
+        """Bring the file to SCHEMA_VERSION; refuse a file written by a newer kernel."""
+        with self._write() as conn:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise AgentKernelError(
+                    f"{self.path}: message store schema version {version} is newer than "
+                    f"this kernel's {SCHEMA_VERSION}"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[step]:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def append(
+        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+    ) -> int:
+        """Record one event; content over the cap is truncated, bad labels or meta raise ValueError."""
+        _check_session(session_id)
+        _check_label("role", role)
+        _check_label("kind", kind)
+        if not isinstance(content, str):
+            raise ValueError(f"content must be a string, not {type(content).__name__}")
+        content, meta_text = _fit(content, meta)
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO messages (session_id, role, kind, content, meta, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, role, kind, content, meta_text, _now()),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def history(self, session_id: str, n: int) -> list[Record]:
+        """The last `n` records, oldest first; ordered by id, which is commit order."""
+        _check_session(session_id)
+        if n <= 0:
+            return []
+        rows = self._read(
+            f"SELECT {_FIELDS} FROM messages m WHERE m.session_id = ? ORDER BY m.id DESC LIMIT ?",
+            (session_id, n),
+        )
+        return [_record(row) for row in reversed(rows)]
+
+    def search(self, session_id: str, query: str, k: int) -> list[Record]:
+        """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises."""
+        _check_session(session_id)
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        # bm25() is lower-is-better; S18's score is higher-is-better
+        rows = self._read(
+            f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
+            "JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.session_id = ? "
+            "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
+            (match, session_id, k),
+        )
+        return [_record(row) for row in rows]
+
+    def count(self, session_id: str) -> int:
+        """How many records the session has (served by the (session_id, id) index)."""
+        _check_session(session_id)
+        rows = self._read("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
+        return int(rows[0][0])
+
+    def delete_session(self, session_id: str) -> int:
+        """Delete the session's records and their index entries (a trigger) in one transaction."""
+        _check_session(session_id)
+        with self._write() as conn:
+            cursor = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        return cursor.rowcount
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for user text, or None when it has no words.
+
+    Each whitespace-separated chunk is a quoted phrase (inner quotes doubled), so
+    nothing the user types is FTS5 syntax; FTS5 then tokenizes inside the quotes
+    (``a:b`` is the phrase "a b"). The whole query as one phrase comes first,
+    rewarding records where the words stand together.
+    """
+    text = text.replace("ё", "е").replace("Ё", "Е")  # as _FOLD_SQL does to the content
+    words = [chunk for chunk in text.split() if _HAS_WORD.search(chunk)][:MAX_QUERY_WORDS]
+    if not words:
+        return None
+    phrases = [_quote(word) for word in dict.fromkeys(words)]
+    if len(words) > 1:
+        phrases.insert(0, _quote(" ".join(words)))
+    return " OR ".join(phrases)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _fit(content: str, meta: dict[str, Any] | None) -> tuple[str, str]:
+    """Content within MAX_CONTENT_BYTES and meta as JSON text; see the module docstring."""
+    meta = dict(meta or {})
+    # lone surrogates (a JS string may carry them) cannot be stored as UTF-8: they become "?"
+    data = content.encode("utf-8", errors="replace")
+    content = data[:MAX_CONTENT_BYTES].decode("utf-8", errors="ignore")
+    if len(data) > MAX_CONTENT_BYTES:
+        content += f"\n[… truncated: {len(data)} bytes in total]"
+        meta["truncated_from_bytes"] = len(data)
+    return content, _meta_text(meta)
+
+
+def _meta_text(meta: dict[str, Any]) -> str:
+    if not all(isinstance(key, str) for key in meta):
+        raise ValueError("meta keys must be strings")
+    try:
+        text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: JSON's \u escapes keep it, UTF-8 cannot
+        text = json.dumps(meta, allow_nan=False)
+        size = len(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"meta must be JSON-serializable: {exc}") from exc
+    if size > MAX_META_BYTES:
+        raise ValueError(f"meta is larger than {MAX_META_BYTES} bytes of JSON")
+    return text
+
+
+def _check_session(session_id: str) -> None:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("session_id must be a non-empty string")
+
+
+def _check_label(name: str, value: str) -> None:
+    if not isinstance(value, str) or not value or len(value) > MAX_LABEL_CHARS:
+        raise ValueError(f"{name} must be a non-empty string of at most {MAX_LABEL_CHARS} characters")
+
+
+def _now() -> str:
+    """ISO 8601 UTC with milliseconds, e.g. 2026-05-09T07:35:25.123Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    score = float(row[6]) if len(row) > 6 else None
+    return Record(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], score)
+
+
+__all__ = [
+    "KINDS",
+    "KIND_AGENT",
+    "KIND_ERROR",
+    "KIND_HOOK",
+    "KIND_NOTICE",
+    "KIND_TOOL_CALL",
+    "KIND_TOOL_RESULT",
+    "KIND_USER",
+    "KIND_WARNING",
+    "MAX_CONTENT_BYTES",
+    "MAX_META_BYTES",
+    "MessageStore",
+    "Record",
+    "SqliteMessageStore",
+    "fts_query",
+]

@@ -1,0 +1,238 @@
+"""Agent templates (S23.1): `config/templates/*.yaml` → validated `TemplateSpec`s.
+
+A template says what an agent is: its instructions, model settings, the tools
+it may call, the hooks it passes through, its token budget and how many LLM
+calls one run may make. Loading is forgiving per file (a bad file becomes a
+`LoadProblem`, the others still load) and strict per field: unknown keys and
+wrong types are errors that name the file and the field (S2.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from agentkernel.config import (
+    TOOL_NAME_PATTERN,
+    YAML_SUFFIXES,
+    describe_validation_error,
+    json_safe_yaml,
+    read_yaml,
+)
+from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.types import JSONObject
+
+DEFAULT_MAX_TURNS = 8
+_KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"
+
+_NAME: dict[str, Any] = {"type": "string", "pattern": TOOL_NAME_PATTERN}
+_NAME_LIST: dict[str, Any] = {"type": "array", "items": _NAME, "uniqueItems": True}
+
+_TEMPLATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "instructions"],
+    "properties": {
+        "name": _NAME,
+        "description": {"type": "string"},
+        "instructions": {"type": "string", "minLength": 1},
+        "model": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "max_tokens": {"type": "integer", "minimum": 1},
+                "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            },
+        },
+        "tools": _NAME_LIST,
+        "hooks": _NAME_LIST,
+        "budget": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tokens"],
+            "properties": {"tokens": {"type": "integer", "minimum": 1}},
+        },
+        "max_turns": {"type": "integer", "minimum": 1},
+    },
+}
+_TEMPLATE_VALIDATOR = Draft202012Validator(_TEMPLATE_SCHEMA)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The template's model choice; None everywhere means the kernel's defaults."""
+
+    name: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """One agent template, as loaded (or built in code, then `yaml_path` is None).
+
+    `tools` is an explicit list because a template is an access list: a
+    wildcard would silently grant every tool added later. `budget_tokens`
+    None means unlimited; it bounds a process spawned from the template
+    together with all of its children (S17). `raw` is the YAML mapping as
+    JSON, kept for tooling and for hooks that want to read it.
+    """
+
+    name: str
+    instructions: str
+    description: str = ""
+    model: ModelSettings = field(default_factory=ModelSettings)
+    tools: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()
+    budget_tokens: int | None = None
+    max_turns: int = DEFAULT_MAX_TURNS
+    yaml_path: Path | None = None
+    raw: JSONObject = field(default_factory=dict)
+
+
+# -- one file ------------------------------------------------------------------------
+
+
+def _describe(error: ValidationError) -> str:
+    """The field path and what is wrong; unknown keys are listed with the allowed ones."""
+    schema, instance = error.schema, error.instance
+    plain = error.validator != "additionalProperties"
+    if plain or not isinstance(schema, Mapping) or not isinstance(instance, Mapping):
+        return describe_validation_error(error)
+    allowed = sorted(schema.get("properties", {}))
+    unknown = [repr(k) for k in sorted(map(str, instance)) if k not in allowed]
+    noun = "key" if len(unknown) == 1 else "keys"
+    text = f"unknown {noun} {', '.join(unknown)} (allowed: {', '.join(allowed)})"
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    return f"{where}: {text}" if where else text
+
+
+def _refuse_wildcards(path: Path, data: Mapping[str, Any]) -> None:
+    """`"*"` gets its own message: the schema's pattern error would not say why."""
+    for key in ("tools", "hooks"):
+        names = data.get(key)
+        if isinstance(names, list) and "*" in names:
+            index = names.index("*")
+            raise ConfigError(path, f"{key}[{index}]: '*' is not allowed; list each {key[:-1]} by name")
+
+
+def _validate(path: Path, data: object) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(path, f"expected a mapping with `name` and `instructions`, got {got}")
+    _refuse_wildcards(path, data)
+    errors = sorted(_TEMPLATE_VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    if errors:
+        raise ConfigError(path, _describe(errors[0]))
+    return data
+
+
+def load_template(path: Path) -> TemplateSpec:
+    """Load and validate one template YAML; raises ConfigError naming file and field."""
+    data = _validate(path, json_safe_yaml(path, read_yaml(path)))
+    model = data.get("model", {})
+    temperature = model.get("temperature")
+    return TemplateSpec(
+        name=data["name"],
+        instructions=data["instructions"],
+        description=data.get("description", ""),
+        model=ModelSettings(
+            name=model.get("name"),
+            max_tokens=model.get("max_tokens"),
+            temperature=float(temperature) if temperature is not None else None,
+        ),
+        tools=tuple(data.get("tools", ())),
+        hooks=tuple(data.get("hooks", ())),
+        budget_tokens=data.get("budget", {}).get("tokens"),
+        max_turns=data.get("max_turns", DEFAULT_MAX_TURNS),
+        yaml_path=path.resolve(),
+        raw=data,
+    )
+
+
+# -- a folder ------------------------------------------------------------------------
+
+
+def _template_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file())
+
+
+def load_templates(folder: Path) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
+    """Every template in `folder` (not its subfolders), and a problem per bad file.
+
+    A missing folder is simply empty: a kernel without templates is valid
+    (tools can still be called). The first file to claim a name keeps it; a
+    later one is reported, so renaming a copy never silently swaps an agent.
+    """
+    templates: dict[str, TemplateSpec] = {}
+    problems: list[LoadProblem] = []
+    for path in _template_files(folder):
+        try:
+            spec = load_template(path)
+        except ConfigError as exc:
+            problems.append(LoadProblem(path, exc.reason))
+            continue
+        existing = templates.get(spec.name)
+        if existing is not None:
+            problems.append(
+                LoadProblem(path, f"name: {spec.name!r} is already defined in {existing.yaml_path}")
+            )
+        else:
+            templates[spec.name] = spec
+    return templates, problems
+
+
+# -- references ----------------------------------------------------------------------
+
+
+def _known(names: set[str]) -> str:
+    if not names:
+        return "none"
+    shown = sorted(names)[:_KNOWN_SHOWN]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f", … and {more} more" if more else "")
+
+
+def _unknown_names(template: TemplateSpec, key: str, names: tuple[str, ...], known: set[str]) -> list[str]:
+    """`tools[1]: unknown tool 'nope' (known: …)` for each name not in `known`."""
+    return [
+        f"template {template.name}: {key}[{i}]: unknown {key[:-1]} {n!r} (known: {_known(known)})"
+        for i, n in enumerate(names)
+        if n not in known
+    ]
+
+
+def check_references(
+    templates: Mapping[str, TemplateSpec], tool_names: Iterable[str], hook_names: Iterable[str]
+) -> list[LoadProblem]:
+    """A problem for every tool or hook a template names that is not loaded.
+
+    Run after tools and hooks are loaded: a typo in a template would
+    otherwise surface only when the LLM first tries the tool, mid-chat.
+    """
+    tools, hooks = set(tool_names), set(hook_names)
+    problems: list[LoadProblem] = []
+    for template in templates.values():
+        reasons = _unknown_names(template, "tools", template.tools, tools)
+        reasons += _unknown_names(template, "hooks", template.hooks, hooks)
+        where = template.yaml_path or Path(template.name)
+        problems += [LoadProblem(where, reason) for reason in reasons]
+    return problems
+
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "ModelSettings",
+    "TemplateSpec",
+    "check_references",
+    "load_template",
+    "load_templates",
+]

@@ -1,0 +1,267 @@
+"""The agent loop against a scripted OpenAI-compatible server (S23.3, S7, S9.2): real HTTP, real scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.session import ChatSession
+from agentkernel.config import load_kernel_config
+from tests.conftest import write_kernel_yaml
+from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+@pytest.fixture
+def agent_project(tmp_path: Path, llm_server: FakeLLMServer) -> Path:
+    write_kernel_yaml(
+        tmp_path,
+        f"llm:\n  base_url: {llm_server.base_url}\n  model: fake\n  max_retries: 0\n"
+        "  timeout_secs: 5\n  max_concurrency: 2\n",
+    )
+    tools = tmp_path / "config" / "scripts" / "tools"
+    write(tools / "upper.yaml", """
+        kind: script_tool
+        name: upper
+        description: Upper-case a text.
+        script: upper.js
+        parameters: {type: object, properties: {text: {type: string}}, required: [text]}
+        """)  # fmt: skip
+    write(
+        tools / "upper.js",
+        """
+        function run(args) {
+          return {content: args.text.toUpperCase(), visual: {type: 'text', text: 'done: ' + args.text}};
+        }
+        """,
+    )
+    write(tools / "secret.yaml", "kind: script_tool\nname: secret\nscript: secret.js\n")
+    write(tools / "secret.js", "function run() { return 'classified'; }")
+    hooks = tmp_path / "config" / "scripts" / "hooks"
+    write(hooks / "gate.yaml", "kind: script_hook\nname: gate\nscript: gate.js\n")
+    write(
+        hooks / "gate.js",
+        """
+        function before_user_message(ctx, msg) {
+          if (msg.content === 'stop') return {suppress: true, notice: 'suppressed'};
+          if (msg.content === 'ping') return {reply: 'pong'};
+          if (msg.content === 'shout') return {replace_message: {role: 'user', content: 'SHOUT'},
+                                               inject: [{role: 'system', content: 'be loud'}]};
+          return {notice: 'gate saw ' + msg.content};
+        }
+        function after_turn(ctx, q, a) { return 'answered: ' + (a ? a.content : 'nothing'); }
+        function after_loop(ctx, reason) { throw new Error('reason=' + reason); }
+        """,
+    )
+    templates = tmp_path / "config" / "templates"
+    write(
+        templates / "tester.yaml",
+        """
+        name: tester
+        instructions: You are a test agent.
+        tools: [upper]
+        hooks: [gate]
+        max_turns: 3
+        budget: {tokens: 1000}
+        """,
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def kernel_for(agent_project: Path) -> Kernel:
+    return Kernel(load_kernel_config(agent_project / "config" / "kernel.yaml"))
+
+
+def send(chat: ChatSession, text: str) -> tuple[Any, list[LoopEvent]]:
+    events: list[LoopEvent] = []
+
+    async def collect(event: LoopEvent) -> None:
+        events.append(event)
+
+    return asyncio.run(chat.send(text, collect)), events
+
+
+def kinds(events: list[LoopEvent]) -> list[str]:
+    return [e.kind for e in events if e.kind != "token"]
+
+
+def test_a_plain_answer_streams_and_is_recorded(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    llm_server.add(Reply(text="Привет! Чем помочь?", prompt_tokens=12, completion_tokens=8))
+    chat = kernel_for.open_chat("tester", user_id="u1", session_id="s1")
+    result, events = send(chat, "привет")
+    assert (result.answer, result.reason.value) == ("Привет! Чем помочь?", "job_done")
+    assert "".join(e.data["text"] for e in events if e.kind == "token") == "Привет! Чем помочь?"
+    assert kinds(events) == ["notice", "answer", "notice", "end"]
+    assert [e.data for e in events if e.kind == "notice"] == [
+        {"text": "gate saw привет"},
+        {"text": "answered: Привет! Чем помочь?"},
+    ]
+    (body,) = llm_server.bodies
+    assert body["messages"][0] == {"role": "system", "content": "You are a test agent."}
+    assert body["messages"][-1] == {"role": "user", "content": "привет"}
+    assert [t["function"]["name"] for t in body["tools"]] == ["upper"]  # the template's tools only
+    assert chat.process.tokens_used == 20
+    records = kernel_for.store.history("s1", 50)
+    assert [(r.role, r.kind) for r in records][:3] == [
+        ("user", "user"),
+        ("hook", "hook"),
+        ("system", "notice"),
+    ]
+    assert any(r.kind == "agent" and r.content == "Привет! Чем помочь?" for r in records)
+    assert any(r.kind == "error" and "reason=job_done" in r.content for r in records)  # after_loop's reason
+
+
+def test_tool_calls_go_through_dispatch_and_back_to_the_llm(
+    kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "abc"}', id="c1"),)),
+        Reply(text="Готово: ABC"),
+    )
+    chat = kernel_for.open_chat("tester", session_id="s2")
+    result, events = send(chat, "сделай громче abc")
+    assert result.answer == "Готово: ABC"
+    assert kinds(events) == ["notice", "tool_call", "tool_result", "visual", "answer", "notice", "end"]
+    tool_result = next(e for e in events if e.kind == "tool_result").data
+    assert (tool_result["content"], tool_result["success"]) == ("ABC", True)
+    second = llm_server.bodies[1]["messages"]
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "upper"
+    assert (second[-1]["role"], second[-1]["tool_call_id"], second[-1]["content"]) == ("tool", "c1", "ABC")
+    kinds_recorded = [r.kind for r in kernel_for.store.history("s2", 50)]
+    assert "tool_call" in kinds_recorded and "tool_result" in kinds_recorded
+    # the conversation goes on with the tool exchange kept
+    llm_server.add(Reply(text="ещё?"))
+    send(chat, "и всё")
+    third = llm_server.bodies[2]["messages"]
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "tool", "assistant", "user"]
+
+
+@pytest.mark.parametrize(
+    ("call", "fragment"),
+    [
+        (FakeToolCall("upper", "{not json"), "arguments are not valid JSON"),
+        (FakeToolCall("nope", "{}"), "unknown tool 'nope'"),
+        (FakeToolCall("secret", "{}"), "tool 'secret' is not allowed for tester"),
+        (FakeToolCall("upper", '{"text": 5}'), "text: 5 is not of type 'string'"),
+    ],
+)
+def test_bad_tool_calls_go_back_as_failed_results(
+    kernel_for: Kernel, llm_server: FakeLLMServer, call: FakeToolCall, fragment: str
+) -> None:
+    llm_server.add(Reply(tool_calls=(call,)), Reply(text="sorry"))
+    result, _ = send(kernel_for.open_chat("tester"), "go")
+    assert result.answer == "sorry"
+    tool_message = llm_server.bodies[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and fragment in tool_message["content"]
+
+
+def test_hook_reply_skips_the_llm(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    result, events = send(kernel_for.open_chat("tester"), "ping")
+    assert (result.answer, result.reason.value) == ("pong", "job_done")
+    assert llm_server.bodies == []
+    assert kinds(events) == ["answer", "notice", "end"]
+
+
+def test_hook_suppress_blocks_the_message(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    result, events = send(kernel_for.open_chat("tester", session_id="s3"), "stop")
+    assert (result.answer, result.reason.value) == (None, "blocked")
+    assert llm_server.bodies == []
+    assert [e.data for e in events if e.kind == "notice"] == [
+        {"text": "suppressed"},
+        {"text": "answered: nothing"},
+    ]
+    assert any("reason=blocked" in r.content for r in kernel_for.store.history("s3", 50))
+
+
+def test_replace_and_inject_reach_the_llm_for_one_turn(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    llm_server.add(Reply(text="OK!"), Reply(text="ok"))
+    chat = kernel_for.open_chat("tester")
+    send(chat, "shout")
+    first = llm_server.bodies[0]["messages"]
+    assert first[-2:] == [{"role": "system", "content": "be loud"}, {"role": "user", "content": "SHOUT"}]
+    send(chat, "again")
+    second = llm_server.bodies[1]["messages"]
+    assert {"role": "system", "content": "be loud"} not in second
+    assert {"role": "user", "content": "SHOUT"} in second
+
+
+@pytest.mark.parametrize("failure", [HttpError(500, "upstream broke"), Drop()])
+def test_llm_down_ends_with_error(kernel_for: Kernel, llm_server: FakeLLMServer, failure: Any) -> None:
+    llm_server.add(failure)
+    result, events = send(kernel_for.open_chat("tester", session_id="s4"), "hello")
+    assert result.reason.value == "error"
+    error = next(e for e in events if e.kind == "error").data["message"]
+    assert error.startswith("the LLM is unavailable:")
+    assert any("reason=error" in r.content for r in kernel_for.store.history("s4", 50))
+
+
+def test_max_turns(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    for _ in range(3):
+        llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "x"}'),)))
+    result, events = send(kernel_for.open_chat("tester"), "loop forever")
+    assert result.reason.value == "max_turns"
+    assert "max_turns (3)" in next(e for e in events if e.kind == "error").data["message"]
+
+
+def test_budget_exhausted(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "x"}'),), prompt_tokens=900, completion_tokens=200)
+    )
+    result, events = send(kernel_for.open_chat("tester"), "expensive")
+    assert result.reason.value == "budget_exhausted"
+    assert next(e for e in events if e.kind == "error").data["message"] == "caller budget exhausted"
+    assert len(llm_server.bodies) == 1
+
+
+def test_terminated_process(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    chat = kernel_for.open_chat("tester")
+    kernel_for.processes.terminate(chat.process.pid)
+    result, _ = send(chat, "anyone?")
+    assert result.reason.value == "terminated"
+    assert llm_server.bodies == []
+
+
+def test_concurrent_sessions_respect_the_kernel_limit(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
+    llm_server.respond_with(lambda request: Reply(text="ok", delay=0.1))
+    chats = [kernel_for.open_chat("tester") for _ in range(6)]
+
+    async def everyone() -> list[Any]:
+        async def quiet(event: LoopEvent) -> None:
+            return None
+
+        return await asyncio.gather(*(chat.send(f"hi {i}", quiet) for i, chat in enumerate(chats)))
+
+    results = asyncio.run(everyone())
+    assert [r.answer for r in results] == ["ok"] * 6
+    assert llm_server.max_in_flight <= 2
+
+
+def test_unknown_template_and_bad_references(kernel_for: Kernel, agent_project: Path) -> None:
+    from agentkernel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown template 'nope'"):
+        kernel_for.open_chat("nope")
+    write(
+        agent_project / "config" / "templates" / "broken.yaml",
+        "name: broken\ninstructions: x\ntools: [ghost]\n",
+    )
+    with pytest.raises(ConfigError, match="unknown tool 'ghost'"):
+        kernel_for.open_chat("broken")

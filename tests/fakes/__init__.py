@@ -1,0 +1,13 @@
+"""Test doubles that speak real protocols over loopback (the scripted LLM server, …)."""
+
+from tests.fakes.openai_server import (
+    Drop,
+    FakeLLMServer,
+    FakeToolCall,
+    HttpError,
+    RawResponse,
+    RecordedRequest,
+    Reply,
+)
+
+__all__ = ["Drop", "FakeLLMServer", "FakeToolCall", "HttpError", "RawResponse", "RecordedRequest", "Reply"]

@@ -1,0 +1,456 @@
+"""The message store (S18, S23.5): order, search, isolation, limits, concurrency, durability."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.memory import (
+    KIND_AGENT,
+    KIND_ERROR,
+    KIND_TOOL_CALL,
+    KIND_USER,
+    KINDS,
+    MAX_CONTENT_BYTES,
+    SCHEMA_VERSION,
+    MessageStore,
+    Record,
+    SqliteMessageStore,
+    fts_query,
+)
+
+ISO_MS_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "messages.sqlite"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[SqliteMessageStore]:
+    with SqliteMessageStore(db) as opened:
+        yield opened
+
+
+def fill(store: SqliteMessageStore, session: str, *texts: str) -> list[int]:
+    return [store.append(session, "user", KIND_USER, text) for text in texts]
+
+
+# --- append, history, records -------------------------------------------------
+
+
+def test_it_is_a_message_store(store: SqliteMessageStore) -> None:
+    assert isinstance(store, MessageStore)
+    assert {"user", "agent", "tool_call", "tool_result", "hook", "notice", "warning", "error"} == KINDS
+
+
+def test_ids_increase(store: SqliteMessageStore) -> None:
+    ids = fill(store, "s1", "a", "b", "c")
+    assert ids == sorted(ids) and len(set(ids)) == 3
+
+
+def test_history_is_the_last_n_oldest_first(store: SqliteMessageStore) -> None:
+    fill(store, "s1", *[f"message {i}" for i in range(10)])
+    assert [r.content for r in store.history("s1", 3)] == ["message 7", "message 8", "message 9"]
+    assert [r.content for r in store.history("s1", 100)] == [f"message {i}" for i in range(10)]
+    assert store.history("s1", 0) == [] and store.history("s1", -5) == []
+    assert store.history("nobody", 5) == []
+
+
+def test_record_shape_is_s18(store: SqliteMessageStore) -> None:
+    record_id = store.append("s1", "agent", KIND_AGENT, "hello", {"model": "m"})
+    (record,) = store.history("s1", 1)
+    assert record == Record(record_id, "agent", "agent", "hello", {"model": "m"}, record.created_at, None)
+    assert ISO_MS_UTC.match(record.created_at), record.created_at
+    as_json = record.to_json()
+    assert list(as_json) == ["id", "role", "kind", "content", "meta", "created_at", "score"]
+    assert as_json["score"] is None
+    json.dumps(as_json)  # plain JSON all the way down
+
+
+def test_meta_round_trips(store: SqliteMessageStore) -> None:
+    meta = {"tool": "lookup", "args": {"q": "счёт", "n": [1, 2.5, None, True]}, "empty": {}}
+    store.append("s1", "tool", KIND_TOOL_CALL, "lookup(...)", meta)
+    store.append("s1", "user", KIND_USER, "no meta")
+    first, second = store.history("s1", 2)
+    assert first.meta == meta
+    assert second.meta == {}
+
+
+def test_any_short_kind_is_accepted(store: SqliteMessageStore) -> None:
+    store.append("s1", "kernel", "budget_exceeded", "over budget")
+    assert store.history("s1", 1)[0].kind == "budget_exceeded"
+
+
+@pytest.mark.parametrize(
+    ("session", "role", "kind", "content", "meta"),
+    [
+        ("", "user", "user", "x", None),
+        ("s", "", "user", "x", None),
+        ("s", "user", "", "x", None),
+        ("s", "user", "k" * 65, "x", None),
+        ("s", "user", "user", 42, None),
+        ("s", "user", "user", "x", {"bad": {1, 2}}),
+        ("s", "user", "user", "x", {"nan": float("nan")}),
+        ("s", "user", "user", "x", {1: "non-string key"}),
+        ("s", "user", "user", "x", {"huge": "x" * (300 * 1024)}),
+    ],
+)
+def test_bad_appends_raise_value_error(
+    store: SqliteMessageStore, session: str, role: str, kind: str, content: object, meta: object
+) -> None:
+    with pytest.raises(ValueError):
+        store.append(session, role, kind, content, meta)  # type: ignore[arg-type]
+    assert store.count("s") == 0
+
+
+def test_count(store: SqliteMessageStore) -> None:
+    assert store.count("s1") == 0
+    fill(store, "s1", "a", "b")
+    fill(store, "s2", "c")
+    assert (store.count("s1"), store.count("s2")) == (2, 1)
+
+
+def test_sessions_never_see_each_other(store: SqliteMessageStore) -> None:
+    fill(store, "alice", "the secret password is swordfish")
+    fill(store, "bob", "what is the password")
+    assert [r.content for r in store.history("bob", 10)] == ["what is the password"]
+    assert store.search("bob", "swordfish", 10) == []
+    assert [r.content for r in store.search("bob", "password", 10)] == ["what is the password"]
+    assert store.count("bob") == 1
+
+
+def test_delete_session(store: SqliteMessageStore) -> None:
+    fill(store, "gone", "apples and pears", "more apples")
+    last = fill(store, "kept", "apples too")[0]
+    assert store.delete_session("gone") == 2
+    assert store.count("gone") == 0 and store.history("gone", 10) == []
+    assert store.search("gone", "apples", 10) == []
+    assert [r.content for r in store.search("kept", "apples", 10)] == ["apples too"]
+    store.delete_session("kept")
+    assert fill(store, "kept", "again")[0] > last  # ids are never reused
+    assert store.delete_session("never-existed") == 0
+
+
+# --- content cap --------------------------------------------------------------
+
+
+def test_long_content_is_truncated_with_a_marker(store: SqliteMessageStore) -> None:
+    content = "я" * (MAX_CONTENT_BYTES // 2 + 7)  # two bytes per letter: just over the cap
+    store.append("s1", "tool", "tool_result", content, {"tool": "dump"})
+    (record,) = store.history("s1", 1)
+    kept, marker = record.content.rsplit("\n", 1)
+    assert set(kept) == {"я"} and len(kept.encode()) == MAX_CONTENT_BYTES
+    assert marker == f"[… truncated: {len(content.encode())} bytes in total]"
+    assert record.meta == {"tool": "dump", "truncated_from_bytes": len(content.encode())}
+
+
+def test_content_at_the_cap_is_kept_whole(store: SqliteMessageStore) -> None:
+    content = "x" * MAX_CONTENT_BYTES
+    store.append("s1", "tool", "tool_result", content)
+    (record,) = store.history("s1", 1)
+    assert record.content == content and record.meta == {}
+
+
+def test_lone_surrogates_do_not_break_appends(store: SqliteMessageStore) -> None:
+    store.append("s1", "agent", KIND_AGENT, "half \ud83d a pair", {"raw": "\ud83d"})
+    (record,) = store.history("s1", 1)
+    assert record.content == "half ? a pair"
+    assert record.meta == {"raw": "\ud83d"}
+
+
+# --- search -------------------------------------------------------------------
+
+
+def test_search_ranks_more_of_the_words_first(store: SqliteMessageStore) -> None:
+    fill(
+        store,
+        "s1",
+        "the invoice arrived on monday morning",
+        "the invoice payment arrived on monday",
+        "nothing relevant here at all today",
+        "a payment arrived on monday morning",
+    )
+    found = store.search("s1", "invoice payment", 10)
+    assert found[0].content == "the invoice payment arrived on monday"
+    assert len(found) == 3
+    scores = [r.score for r in found]
+    assert all(s is not None and s > 0 for s in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+def test_search_ranks_words_standing_together_first(store: SqliteMessageStore) -> None:
+    fill(
+        store,
+        "s1",
+        "invoice sent and later the payment came",
+        "later the invoice payment came and sent",
+    )
+    found = store.search("s1", "invoice payment", 10)
+    assert found[0].content == "later the invoice payment came and sent"
+    assert found[0].score is not None and found[1].score is not None
+    assert found[0].score > found[1].score
+
+
+def test_search_ranks_more_mentions_first(store: SqliteMessageStore) -> None:
+    fill(store, "s1", "deploy once then rest", "deploy deploy deploy again")
+    assert store.search("s1", "deploy", 10)[0].content == "deploy deploy deploy again"
+
+
+def test_search_limits_to_k(store: SqliteMessageStore) -> None:
+    fill(store, "s1", *[f"log line {i}" for i in range(20)])
+    assert len(store.search("s1", "log", 5)) == 5
+    assert store.search("s1", "log", 0) == []
+
+
+def test_search_fills_record_fields(store: SqliteMessageStore) -> None:
+    store.append("s1", "tool", "tool_result", "weather: sunny", {"tool": "weather"})
+    (record,) = store.search("s1", "sunny", 3)
+    assert (record.role, record.kind, record.meta) == ("tool", "tool_result", {"tool": "weather"})
+    assert isinstance(record.to_json()["score"], float)
+
+
+def test_russian_is_searchable(store: SqliteMessageStore) -> None:
+    fill(store, "s1", "Поступление денег на счёт 5 мая", "Списание за связь", "Hello world")
+    assert [r.content for r in store.search("s1", "поступление", 5)] == ["Поступление денег на счёт 5 мая"]
+    assert [r.content for r in store.search("s1", "ПОСТУПЛЕНИЕ", 5)] == ["Поступление денег на счёт 5 мая"]
+    assert [r.content for r in store.search("s1", "счет", 5)] == ["Поступление денег на счёт 5 мая"]
+    assert [r.content for r in store.search("s1", "списание связь", 5)] == ["Списание за связь"]
+
+
+def test_diacritics_do_not_matter(store: SqliteMessageStore) -> None:
+    fill(store, "s1", "Un café crème, s'il vous plaît")
+    assert len(store.search("s1", "cafe creme", 5)) == 1
+    assert len(store.search("s1", "CRÈME", 5)) == 1
+
+
+HOSTILE = [
+    '"',
+    '""',
+    '"unbalanced',
+    "*",
+    "pay*",
+    "-",
+    "-payment",
+    "NEAR(",
+    "NEAR(a b, 2)",
+    "a:b",
+    "content:payment",
+    "(",
+    ")",
+    "^payment",
+    "AND",
+    "OR OR",
+    "NOT payment",
+    "payment AND",
+    "{content}: x",
+    "'; DROP TABLE messages; --",
+    "\\",
+    "\x00",
+    "+ ++ +",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(store: SqliteMessageStore, query: str) -> None:
+    fill(store, "s1", "payment received a:b", "NEAR the end", "AND OR NOT")
+    found = store.search("s1", query, 5)
+    assert isinstance(found, list)
+    assert store.count("s1") == 3
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", '" * - : ( )'])
+def test_queries_without_words_find_nothing(store: SqliteMessageStore, query: str) -> None:
+    fill(store, "s1", "anything at all")
+    assert store.search("s1", query, 5) == []
+
+
+def test_syntax_characters_are_plain_text(store: SqliteMessageStore) -> None:
+    fill(store, "s1", "ratio a:b is fine", "nothing here", "NEAR the station")
+    assert [r.content for r in store.search("s1", "a:b", 5)] == ["ratio a:b is fine"]
+    assert [r.content for r in store.search("s1", "NEAR(", 5)] == ["NEAR the station"]
+    assert [r.content for r in store.search("s1", '"fine"', 5)] == ["ratio a:b is fine"]
+
+
+def test_fts_query_quotes_every_word() -> None:
+    assert fts_query("hello") == '"hello"'
+    assert fts_query('say "hi" now') == '"say ""hi"" now" OR "say" OR """hi""" OR "now"'
+    assert fts_query("a a") == '"a a" OR "a"'
+    assert fts_query(" * - ") is None
+    assert fts_query("") is None
+
+
+def test_very_long_queries_are_bounded(store: SqliteMessageStore) -> None:
+    fill(store, "s1", "word0 appears here")
+    found = store.search("s1", " ".join(f"word{i}" for i in range(1000)), 5)
+    assert [r.content for r in found] == ["word0 appears here"]
+
+
+# --- files, schema, durability ------------------------------------------------
+
+
+def test_reopened_file_keeps_everything(db: Path) -> None:
+    with SqliteMessageStore(db) as first:
+        fill(first, "s1", "remember the milk")
+        first.append("s1", "agent", KIND_AGENT, "noted", {"turn": 1})
+    with SqliteMessageStore(db) as again:
+        assert [(r.content, r.meta) for r in again.history("s1", 5)] == [
+            ("remember the milk", {}),
+            ("noted", {"turn": 1}),
+        ]
+        assert [r.content for r in again.search("s1", "milk", 5)] == ["remember the milk"]
+
+
+def test_schema_is_versioned_and_wal(db: Path) -> None:
+    SqliteMessageStore(db).close()
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        conn.commit()
+    finally:
+        conn.close()
+    with pytest.raises(AgentKernelError, match="newer"):
+        SqliteMessageStore(db)
+
+
+def test_memory_database_works() -> None:
+    with SqliteMessageStore(":memory:") as store:
+        fill(store, "s1", "in memory only")
+        assert store.count("s1") == 1
+        assert store.search("s1", "memory", 1)[0].content == "in memory only"
+
+
+# --- concurrency ----------------------------------------------------------------
+
+THREADS, PER_THREAD = 8, 200
+
+
+def run_threads(target: object) -> None:
+    threads = [threading.Thread(target=target, args=(t,)) for t in range(THREADS)]  # type: ignore[arg-type]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def check_interleaved(store: SqliteMessageStore, session: str, writers: int, per_writer: int) -> None:
+    records = store.history(session, writers * per_writer + 10)
+    assert len(records) == writers * per_writer == store.count(session)
+    ids = [r.id for r in records]
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)
+    by_writer: dict[str, list[int]] = {}
+    for record in records:
+        writer, index = record.content.split()
+        by_writer.setdefault(writer, []).append(int(index))
+    assert all(seq == list(range(per_writer)) for seq in by_writer.values()) and len(by_writer) == writers
+
+
+def test_threads_sharing_one_store_lose_nothing(store: SqliteMessageStore) -> None:
+    errors: list[BaseException] = []
+
+    def write(t: int) -> None:
+        try:
+            for i in range(PER_THREAD):
+                store.append("shared", "user", KIND_USER, f"t{t} {i}")
+                if i % 50 == 0:
+                    store.search("shared", f"t{t}", 3)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    run_threads(write)
+    assert errors == []
+    check_interleaved(store, "shared", THREADS, PER_THREAD)
+
+
+def test_threads_with_their_own_stores_on_one_file_lose_nothing(db: Path) -> None:
+    SqliteMessageStore(db).close()
+    errors: list[BaseException] = []
+
+    def write(t: int) -> None:
+        try:
+            with SqliteMessageStore(db) as own:
+                for i in range(PER_THREAD):
+                    own.append("shared", "user", KIND_USER, f"t{t} {i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    run_threads(write)
+    assert errors == []
+    with SqliteMessageStore(db) as store:
+        check_interleaved(store, "shared", THREADS, PER_THREAD)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from agentkernel.services.memory import SqliteMessageStore
+
+    path, tag, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    store = SqliteMessageStore(path)
+    (folder / f"ready-{tag}").touch()
+    deadline = time.monotonic() + 30
+    while not (folder / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    for i in range(n):
+        store.append("shared", "user", "user", f"{tag} {i}")
+    store.close()
+    """
+)
+
+
+def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path) -> None:
+    per_process, tags = 300, ("p0", "p1")
+    SqliteMessageStore(db).close()  # created up front, so both writers race on appends only
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db), tag, str(per_process), str(tmp_path)])
+        for tag in tags
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / f"ready-{tag}").exists() for tag in tags):
+            assert time.monotonic() < deadline, "writers did not start"
+            time.sleep(0.005)
+        (tmp_path / "go").touch()
+        assert [proc.wait(timeout=60) for proc in procs] == [0, 0]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:  # pragma: no cover - only on failure
+                proc.kill()
+    with SqliteMessageStore(db) as store:
+        check_interleaved(store, "shared", len(tags), per_process)
+
+
+def test_error_kind_is_recorded(store: SqliteMessageStore) -> None:
+    store.append("s1", "hook", KIND_ERROR, "audit.yaml: TypeError: x is null", {"hook": "audit"})
+    assert store.search("s1", "TypeError", 1)[0].kind == "error"
+
+
+def test_search_index_stays_consistent(store: SqliteMessageStore, db: Path) -> None:
+    fill(store, "s1", "Ёжик в тумане", "ещё одна запись")
+    fill(store, "s2", "другая сессия")
+    store.delete_session("s2")
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        conn.commit()
+    finally:
+        conn.close()
+    assert [r.content for r in store.search("s1", "ежик", 5)] == ["Ёжик в тумане"]
+    assert [r.content for r in store.search("s1", "ещё", 5)] == ["ещё одна запись"]
