@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,75 +12,7 @@ from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import load_kernel_config
-from tests.conftest import write_kernel_yaml
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
-
-
-@pytest.fixture
-def llm_server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-
-
-@pytest.fixture
-def agent_project(tmp_path: Path, llm_server: FakeLLMServer) -> Path:
-    write_kernel_yaml(
-        tmp_path,
-        f"llm:\n  base_url: {llm_server.base_url}\n  model: fake\n  max_retries: 0\n"
-        "  timeout_secs: 5\n  max_concurrency: 2\n",
-    )
-    tools = tmp_path / "config" / "scripts" / "tools"
-    write(tools / "upper.yaml", """
-        kind: script_tool
-        name: upper
-        description: Upper-case a text.
-        script: upper.js
-        parameters: {type: object, properties: {text: {type: string}}, required: [text]}
-        """)  # fmt: skip
-    write(
-        tools / "upper.js",
-        """
-        function run(args) {
-          return {content: args.text.toUpperCase(), visual: {type: 'text', text: 'done: ' + args.text}};
-        }
-        """,
-    )
-    write(tools / "secret.yaml", "kind: script_tool\nname: secret\nscript: secret.js\n")
-    write(tools / "secret.js", "function run() { return 'classified'; }")
-    hooks = tmp_path / "config" / "scripts" / "hooks"
-    write(hooks / "gate.yaml", "kind: script_hook\nname: gate\nscript: gate.js\n")
-    write(
-        hooks / "gate.js",
-        """
-        function before_user_message(ctx, msg) {
-          if (msg.content === 'stop') return {suppress: true, notice: 'suppressed'};
-          if (msg.content === 'ping') return {reply: 'pong'};
-          if (msg.content === 'shout') return {replace_message: {role: 'user', content: 'SHOUT'},
-                                               inject: [{role: 'system', content: 'be loud'}]};
-          return {notice: 'gate saw ' + msg.content};
-        }
-        function after_turn(ctx, q, a) { return 'answered: ' + (a ? a.content : 'nothing'); }
-        function after_loop(ctx, reason) { throw new Error('reason=' + reason); }
-        """,
-    )
-    templates = tmp_path / "config" / "templates"
-    write(
-        templates / "tester.yaml",
-        """
-        name: tester
-        instructions: You are a test agent.
-        tools: [upper]
-        hooks: [gate]
-        max_turns: 3
-        budget: {tokens: 1000}
-        """,
-    )
-    return tmp_path
 
 
 @pytest.fixture
@@ -259,8 +189,7 @@ def test_unknown_template_and_bad_references(kernel_for: Kernel, agent_project: 
 
     with pytest.raises(ConfigError, match="unknown template 'nope'"):
         kernel_for.open_chat("nope")
-    write(
-        agent_project / "config" / "templates" / "broken.yaml",
+    (agent_project / "config" / "templates" / "broken.yaml").write_text(
         "name: broken\ninstructions: x\ntools: [ghost]\n",
     )
     with pytest.raises(ConfigError, match="unknown tool 'ghost'"):

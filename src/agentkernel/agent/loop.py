@@ -235,7 +235,7 @@ class AgentLoop:
             if not completion.tool_calls:
                 answer = completion.text or ""
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
-                await emit(LoopEvent("answer", {"content": answer}))
+                await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream}))
                 return answer, EndReason.JOB_DONE, messages
             for call in completion.tool_calls:
                 result = await self._tool_call(caller, call, emit)

@@ -3,6 +3,7 @@
     agentkernel tool list [--config FILE]
     agentkernel tool run NAME|PATH.yaml 'JSON-ARGS' [--config FILE] [--user U] [--session S]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
+    agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
 
 `tool run` prints the normalised result as JSON and exits 0 even when the
 tool failed: the failure is in the JSON. Exit 1 means the tool could not be
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentkernel.cli import rhai_cmd
+from agentkernel.cli import chat, rhai_cmd
 from agentkernel.config import ToolSpec
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--user", help="user id of the caller")
     run.add_argument("--session", help="session id (gives the tool a temp_dir)")
     rhai_cmd.add_parser(commands)
+    chat.add_parser(commands)
     return parser
 
 
@@ -137,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(options.verbose)
     if options.command == "rhai":
         return rhai_cmd.run_command(options)
+    if options.command == "chat":
+        return chat.run_command(options)
     kernel = _load_kernel(options.config)
     if options.action == "list":
         return tool_list(kernel, options.json)
