@@ -1,4 +1,4 @@
-"""Executes the examples of docs/scripts.md, so the guide cannot drift from the code.
+"""Executes the examples of docs/scripts.md and docs/rhai.md, so the guides cannot drift from the code.
 
 The marker scheme
 -----------------
@@ -10,9 +10,10 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         config/scripts/tools/; a PATH containing "/" is relative to the
         project folder (e.g. config/kernel.yaml, config/scripts/hooks/x.yaml).
         The block's first line must be a comment naming that project path
-        (`# config/scripts/tools/x.yaml`, `// config/scripts/tools/x.js`), so
-        the rendered guide, where markers are invisible, still says which
-        file is which. Writing a file again later replaces it (hot reload).
+        (`# config/scripts/tools/x.yaml`, `// config/scripts/tools/x.js`,
+        `// config/scripts/tools/x.rhai`), so the rendered guide, where
+        markers are invisible, still says which file is which. Writing a file
+        again later replaces it (hot reload).
 
     <!-- example: NAME run[: env.VAR=VALUE ...] -->
         The next fenced block (jsonc) starts with a comment naming the call,
@@ -30,8 +31,16 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         and stderr merged in the order printed. The command runs as a real
         subprocess in the project folder; the exit status must be N (default 0).
 
+    <!-- example: NAME python -->
+        The next fenced block (pycon) is a Python session, `>>> ` and `... `
+        prompts followed by the expected output, run by `doctest` in the
+        project folder (docs/rhai.md's examples of the Rhai library). The
+        python steps of one example share their variables.
+
 In expected text, `...` stands for any text (paths, pids, line numbers); in a
-console block a line holding only `...` stands for any number of lines.
+console block a line holding only `...` stands for any number of lines. (In a
+pycon block this is doctest's ELLIPSIS; an output's first line cannot begin
+with `... `, which doctest reads as a continuation prompt.)
 Trailing spaces at the ends of output lines are ignored.
 
 Steps run in document order; steps of one example share one project folder
@@ -44,6 +53,7 @@ fails otherwise, so a mistyped marker cannot silently skip an example.
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import re
@@ -58,17 +68,19 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 
-GUIDE = Path(__file__).resolve().parent.parent / "docs" / "scripts.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+GUIDES = {"scripts": DOCS / "scripts.md", "rhai": DOCS / "rhai.md"}
 TOOLS_DIR = Path("config/scripts/tools")
 KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
 CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
 WILDCARD = "..."
-MIN_EXAMPLES = 10
+MIN_EXAMPLES = {"scripts": 10, "rhai": 8}
+MIN_RHAI_TOOL_EXAMPLES = 6  # examples of docs/scripts.md that write a .rhai script
 
 _COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
 _MARKER = re.compile(
-    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli)\b:?\s*(?P<rest>.*?)\s*$"
+    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli|python)\b:?\s*(?P<rest>.*?)\s*$"
 )
 _NOT_RUN = "not-run"
 _FENCE = re.compile(r"^```(?P<info>[^`]*)$")
@@ -79,7 +91,7 @@ _CALL = re.compile(r"^// (?P<tool>[A-Za-z0-9_-]+) (?P<rest>.+)$")
 class Step:
     """One marker and the fenced block it owns."""
 
-    kind: str  # "file", "run" or "cli"
+    kind: str  # "file", "run", "cli" or "python"
     rest: str  # what follows `file:`, `run:` or `cli:` in the marker
     block: str  # the fenced block's text
     line: int  # the marker's line in the guide, for messages
@@ -91,6 +103,7 @@ class Example:
 
     name: str
     steps: list[Step] = field(default_factory=list)
+    guide: str = "scripts"  # a key of GUIDES
 
 
 @dataclass
@@ -102,8 +115,8 @@ class Guide:
     problems: list[str]  # anything the parser could not place
 
 
-def parse_guide(text: str) -> Guide:
-    """Read the markers and fenced blocks of the guide; see the module docstring."""
+def parse_guide(text: str, guide: str = "scripts") -> Guide:
+    """Read the markers and fenced blocks of a guide; see the module docstring."""
     examples: dict[str, Example] = {}
     problems: list[str] = []
     markers = 0
@@ -126,7 +139,8 @@ def parse_guide(text: str) -> Guide:
             block = "\n".join(lines[i + 1 : end]) + "\n"
             if pending is not None:
                 name, kind, rest, at = pending
-                examples.setdefault(name, Example(name)).steps.append(Step(kind, rest, block, at))
+                example = examples.setdefault(name, Example(name, guide=guide))
+                example.steps.append(Step(kind, rest, block, at))
             elif pending_not_run is None:
                 problems.append(
                     f"line {number}: fenced block with no `<!-- example: ... -->` or `<!-- not-run -->`"
@@ -157,7 +171,11 @@ def parse_guide(text: str) -> Guide:
     return Guide(examples, markers, problems)
 
 
-GUIDE_PARSED = parse_guide(GUIDE.read_text(encoding="utf-8")) if GUIDE.is_file() else Guide({}, 0, [])
+PARSED = {
+    key: parse_guide(path.read_text(encoding="utf-8"), key) if path.is_file() else Guide({}, 0, [])
+    for key, path in GUIDES.items()
+}
+ALL_EXAMPLES = [example for guide in PARSED.values() for example in guide.examples.values()]
 
 
 # -- matching expected against actual ------------------------------------------------
@@ -263,16 +281,23 @@ class ExampleRunner:
         self.root = root
         self.monkeypatch = monkeypatch
         self.kernel: Kernel | None = None
+        self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
         self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
         for folder in (TOOLS_DIR, Path("config/scripts/hooks")):
             (root / folder).mkdir(parents=True, exist_ok=True)
 
     def where(self, step: Step) -> str:
-        return f"docs/scripts.md:{step.line} (example {self.example.name!r}, {step.kind})"
+        guide = GUIDES[self.example.guide].name
+        return f"docs/{guide}:{step.line} (example {self.example.name!r}, {step.kind})"
 
     def run_all(self) -> None:
-        actions = {"file": self.step_file, "run": self.step_run, "cli": self.step_cli}
+        actions = {
+            "file": self.step_file,
+            "run": self.step_run,
+            "cli": self.step_cli,
+            "python": self.step_python,
+        }
         for step in self.example.steps:
             actions[step.kind](step)
 
@@ -338,25 +363,44 @@ class ExampleRunner:
         assert done.returncode == wanted, f"expected exit {wanted}; " + report
         assert output_matches(expected, done.stdout), "output differs from the guide; " + report
 
+    def step_python(self, step: Step) -> None:
+        where = self.where(step)
+        assert not step.rest, f"{where}: a python marker takes no options"
+        self.monkeypatch.chdir(self.root)
+        parser = doctest.DocTestParser()
+        test = parser.get_doctest(step.block, self.namespace, self.example.name, where, step.line)
+        assert test.examples, f"{where}: a python block holds `>>> ` examples"
+        report: list[str] = []
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        outcome = runner.run(test, out=report.append, clear_globs=False)
+        self.namespace = test.globs  # doctest ran on a copy; the next step goes on from here
+        assert outcome.failed == 0, f"{where}: the session differs from the guide:\n" + "".join(report)
+
 
 # -- the tests -----------------------------------------------------------------------
 
 
-def test_every_example_is_collected() -> None:
+@pytest.mark.parametrize("key", list(GUIDES))
+def test_every_example_is_collected(key: str) -> None:
     """No marker lost: every comment is understood, every block claimed, every example executed."""
-    assert GUIDE.is_file(), f"{GUIDE} is missing"
-    guide = GUIDE_PARSED
+    assert GUIDES[key].is_file(), f"{GUIDES[key]} is missing"
+    guide = PARSED[key]
     assert guide.problems == []
     steps = [s for e in guide.examples.values() for s in e.steps]
     assert len(steps) == guide.markers
-    idle = [e.name for e in guide.examples.values() if not any(s.kind in ("run", "cli") for s in e.steps)]
+    idle = [e.name for e in guide.examples.values() if not any(s.kind != "file" for s in e.steps)]
     assert idle == [], "examples whose files are never run"
-    assert len(guide.examples) >= MIN_EXAMPLES
+    assert len(guide.examples) >= MIN_EXAMPLES[key]
     scripts = {Path(s.rest).suffix for s in steps if s.kind == "file"}
-    assert {".js", ".cjs", ".mjs", ".yaml"} <= scripts
+    if key == "scripts":
+        assert {".js", ".cjs", ".mjs", ".rhai", ".yaml"} <= scripts
+        rhai = [e.name for e in guide.examples.values() if any(s.rest.endswith(".rhai") for s in e.steps)]
+        assert len(rhai) >= MIN_RHAI_TOOL_EXAMPLES, rhai
+    else:
+        assert {"python", "cli"} <= {s.kind for s in steps}
 
 
-@pytest.mark.parametrize("example", list(GUIDE_PARSED.examples.values()), ids=lambda e: e.name)
+@pytest.mark.parametrize("example", ALL_EXAMPLES, ids=lambda e: f"{e.guide}:{e.name}")
 def test_example(example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ExampleRunner(example, tmp_path, monkeypatch).run_all()
 
@@ -373,3 +417,12 @@ def test_matching_rules() -> None:
     assert output_matches("...\nlast\n", "last\n")
     assert output_matches("a ... c  \n", "a b c\n")
     assert not output_matches("a\n", "a\nb\n")
+
+
+def test_python_steps_compare_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A python step shares its variables with the next one and fails on a wrong output."""
+    steps = [Step("python", "", ">>> x = 40\n", 1), Step("python", "", ">>> x + 2\n42\n", 2)]
+    ExampleRunner(Example("ok", steps, "rhai"), tmp_path, monkeypatch).run_all()
+    wrong = Example("wrong", [Step("python", "", ">>> 40 + 2\n43\n", 1)], "rhai")
+    with pytest.raises(AssertionError, match="differs from the guide"):
+        ExampleRunner(wrong, tmp_path, monkeypatch).run_all()

@@ -202,3 +202,40 @@ def test_python_is_out_of_reach(kernel: Kernel, make_tool: ToolFactory, source: 
     assert result["success"] is False
     content = str(result["content"])
     assert "Python" not in content and "internal error" not in content
+
+
+def test_sleep_is_bounded_by_the_wall_clock(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "sleepy", "fn run(args) { sleep(1000000000); 1 }", ext=".rhai", yaml_extra="timeout_secs: 0.2\n"
+    )
+    make_tool("napper", "fn run(args) { for i in 0..5 { sleep(0.1); } 1 }", ext=".rhai",
+              yaml_extra="timeout_secs: 0.25\n")  # fmt: skip
+    assert run(kernel, "sleepy")["content"] == "script exceeded timeout_secs (0.2 s)"
+    assert run(kernel, "napper")["content"] == "script exceeded timeout_secs (0.25 s)"
+
+
+def test_parse_json_is_data_never_code(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "parser",
+        """
+        fn run(args) {
+            let ok = parse_json(`{"a": [1, 2.5, null, true], "big": 9223372036854775808}`);
+            let code = "";
+            try { parse_json(`{"a": print("leak")}`); } catch (e) { code = e.message; }
+            #{ content: "ok", data: #{ ok: ok, code: code } }
+        }
+        """,
+        ext=".rhai",
+    )
+    result = kernel.call_tool("parser", {})
+    assert result.data == {
+        "ok": {"a": [1, 2.5, None, True], "big": 9.223372036854776e18},
+        "code": "Syntax error: Script is incomplete (line 1, position 7)",
+    }
+
+
+def test_malformed_json_names_no_fake_position(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("badjson", 'fn run(args) { parse_json("{bad") }', ext=".rhai")
+    content = str(run(kernel, "badjson")["content"])
+    assert content.startswith("Syntax error: Expecting name of a property (line 1, position 2)")
+    assert ":0:0" not in content

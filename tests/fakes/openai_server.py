@@ -48,12 +48,24 @@ class RecordedRequest:
 
 
 class Exchange:
-    """One request being answered: the handler's socket plus the server's stop signal."""
+    """One request being answered: the handler's socket plus the server's stop signal.
 
-    def __init__(self, handler: BaseHTTPRequestHandler, request: RecordedRequest, stop: threading.Event):
+    `finishing()` runs just before the last bytes go out: the request stops
+    counting as in flight before the client can see the answer end and send
+    its next request, so `max_in_flight` never counts one request twice.
+    """
+
+    def __init__(
+        self,
+        handler: BaseHTTPRequestHandler,
+        request: RecordedRequest,
+        stop: threading.Event,
+        finishing: Callable[[], None],
+    ) -> None:
         self.handler = handler
         self.request = request
         self._stop = stop
+        self.finishing = finishing
 
     def sleep(self, secs: float) -> None:
         """Wait, but never past the server's stop (or 10 s)."""
@@ -63,6 +75,7 @@ class Exchange:
     def send(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
+        self.finishing()
         self.handler.send_response(status)
         self.handler.send_header("Content-Type", content_type)
         self.handler.send_header("Content-Length", str(len(body)))
@@ -85,10 +98,12 @@ class Exchange:
         self.handler.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
 
     def end_events(self) -> None:
+        self.finishing()
         self.handler.wfile.write(b"0\r\n\r\n")
 
     def drop(self) -> None:
         """Close the connection with nothing more written (a crash, a proxy cut)."""
+        self.finishing()
         self.handler.close_connection = True
 
 
@@ -203,6 +218,7 @@ class Reply:
                 return
             exchange.event(json.dumps(chunk))
             exchange.sleep(self.chunk_delay)
+        exchange.finishing()  # a client may stop reading at [DONE]
         exchange.event("[DONE]")
         exchange.end_events()
 
@@ -379,13 +395,20 @@ class FakeLLMServer:
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
         request = _read_request(handler)
         turn = self._admit(request)
+        finished = threading.Event()
+
+        def finishing() -> None:
+            with self._lock:
+                if not finished.is_set():
+                    finished.set()
+                    self._state.in_flight -= 1
+
         try:
-            turn.answer(Exchange(handler, request, self._stop))
+            turn.answer(Exchange(handler, request, self._stop, finishing))
         except (ConnectionError, TimeoutError):
             handler.close_connection = True  # the client gave up (its timeout) or hung up
         finally:
-            with self._lock:
-                self._state.in_flight -= 1
+            finishing()
 
     def _admit(self, request: RecordedRequest) -> Turn:
         with self._lock:

@@ -377,3 +377,11 @@ def test_server_that_ignores_stream_flag(llm_server: FakeLLMServer) -> None:
     llm_server.add(RawResponse(json.dumps(Reply(text="whole").completion())))
     events = stream(llm_server)
     assert events[0] == TextDelta("whole") and done(events).text == "whole"
+
+
+def test_one_provider_across_event_loops(llm_server: FakeLLMServer) -> None:
+    """A CLI may run several `asyncio.run`s; a client from a finished loop is not reused."""
+    llm_server.add(Reply(text="one"), Reply(text="two"))
+    provider = make(llm_server)
+    assert asyncio.run(provider.complete(HELLO)).text == "one"
+    assert run(provider, provider.complete(HELLO)).text == "two"

@@ -120,3 +120,13 @@ def test_closures_capture_by_reference_and_loops_share_or_not() -> None:
 def test_deep_python_recursion_is_a_rhai_error() -> None:
     with pytest.raises(RhaiRuntimeError, match="Stack overflow"):
         Engine(limits=Limits(max_call_levels=100_000)).eval("fn f(n) { f(n + 1) } f(0)")
+
+
+def test_any_python_error_of_a_registered_function_is_catchable() -> None:
+    engine = Engine()
+
+    def broken() -> None:
+        raise OSError("disk on fire")
+
+    engine.register_fn("broken", broken)
+    assert engine.eval("try { broken() } catch (e) { e }") == "broken: OSError: disk on fire"

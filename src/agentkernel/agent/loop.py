@@ -12,6 +12,7 @@ synchronous, so tools and hooks run on worker threads (DESIGN rule 7).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -248,11 +249,13 @@ class AgentLoop:
         if not self.stream:
             return await self.provider.complete(request)
         final: Completion | None = None
-        async for event in self.provider.stream(request):
-            if isinstance(event, TextDelta):
-                await emit(LoopEvent("token", {"text": event.text}))
-            elif isinstance(event, StreamDone):
-                final = event.completion
+        # aclosing: stopping early must still free the stream's concurrency slot
+        async with contextlib.aclosing(self.provider.stream(request)) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    await emit(LoopEvent("token", {"text": event.text}))
+                elif isinstance(event, StreamDone):
+                    final = event.completion
         if final is None:
             raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
         return final

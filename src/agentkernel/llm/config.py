@@ -8,6 +8,7 @@ key.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -20,6 +21,7 @@ from agentkernel.llm.limited import LimitedProvider
 from agentkernel.llm.openai_compat import OpenAICompatProvider
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+log = logging.getLogger("agentkernel.llm")
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,20 @@ def _integer(
 
 
 def _api_key(config: LLMConfig, environ: Mapping[str, str]) -> str | None:
-    """The key from the named variable; a named but unset variable is an error, not a silent 401."""
+    """The key from the named variable, or None (with a warning) when it is unset or empty.
+
+    Not an error: one kernel.yaml serves a local server that needs no key
+    (Ollama, llama.cpp) and a hosted one that does; a server that needs it
+    answers 401 with its own message, which the ProviderError carries.
+    """
     if config.api_key_env is None:
         return None
     key = environ.get(config.api_key_env, "")
     if not key:
-        raise ConfigError(None, f"llm.api_key_env: environment variable {config.api_key_env} is not set")
-    return key
+        log.warning(
+            "llm.api_key_env: environment variable %s is not set; sending no API key", config.api_key_env
+        )
+    return key or None
 
 
 def _build_openai_compat(config: LLMConfig, api_key: str | None) -> Provider:

@@ -7,7 +7,7 @@ as a list of parts, tool-call arguments as an object, a stream chunk without
 data (a response without `choices`, a tool call without a name).
 
 Retry semantics, in one place:
-- retried, with exponential backoff and jitter: HTTP 408, 429 and 5xx but 501,
+- retried, with exponential backoff and jitter: HTTP 408, 429, every 5xx but 501,
   connection failures, dropped connections and timeouts; a `Retry-After`
   (or `retry-after-ms`) header replaces the backoff, capped at
   `max_backoff_secs`. `max_retries=3` means at most 4 requests.
@@ -357,7 +357,8 @@ class OpenAICompatProvider:
     """`Provider` for any server with an OpenAI-style `POST {base_url}/chat/completions`.
 
     The HTTP client is made on first use, inside the running event loop, and
-    belongs to that loop; `aclose()` (or `async with`) releases it.
+    belongs to that loop (a later loop gets a new one); `aclose()` (or
+    `async with`) releases it.
     """
 
     def __init__(
@@ -385,6 +386,7 @@ class OpenAICompatProvider:
         self._url = f"{self.base_url}/chat/completions"
         self._shown_url = str(httpx.URL(self.base_url).copy_with(username=None, password=None, query=None))
         self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -480,7 +482,10 @@ class OpenAICompatProvider:
     # -- helpers --
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
+        """The client of the running event loop; one left from a finished loop is dropped, not reused."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client_loop = loop
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
             headers["User-Agent"] = _USER_AGENT
             if self._api_key:

@@ -56,6 +56,13 @@ class _ToolRuntime(Runtime):
         self.deadline = time.monotonic() + timeout_secs
         self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
 
+    def sleep(self, seconds: float) -> None:
+        """`sleep` is bounded by the call's wall clock like everything else (S21.1)."""
+        remaining = self.deadline - time.monotonic()
+        time.sleep(max(0.0, min(seconds, remaining)))
+        if seconds >= remaining:
+            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+
     def reached_checkpoint(self) -> None:
         super().reached_checkpoint()
         if time.monotonic() > self.deadline:
@@ -218,7 +225,7 @@ def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits) -> Sc
         return ScriptLimitError("memory", exc.message)
     text = exc.display()
     location = None
-    if innermost.pos:
+    if innermost.pos and innermost.pos != (0, 0):
         location = SourceLocation(str(path), innermost.pos[0], innermost.pos[1])
     first_line = text.split("\n")[0]
     message = first_line.rsplit(" (line ", 1)[0] if location else first_line

@@ -274,7 +274,9 @@ class FunctionCompiler:
 
     # -- statements ------------------------------------------------------------------------
 
-    def block_body(self, stmts: tuple[ast.Stmt, ...], *, want_value: bool, counted: bool = False) -> str:
+    def block_body(
+        self, stmts: tuple[ast.Stmt, ...], *, want_value: bool, counted: bool = False, pos: Pos | None = None
+    ) -> str:
         """Compile statements in the current scope; return the operand holding their value.
 
         `counted`: the enclosing statement's count already covers these (interpolations).
@@ -284,7 +286,7 @@ class FunctionCompiler:
         if not counted:
             self.pending_ops = 0
         if operations:
-            self.count(operations, kept[0].pos if kept else None)
+            self.count(operations, kept[0].pos if kept else pos)
         value = "None"
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
@@ -876,7 +878,7 @@ class FunctionCompiler:
     def loop_body(self, body: ast.Block, loop: _Loop) -> None:
         self.loops.append(loop)
         with self.scope():
-            self.block_body(body.stmts, want_value=False)
+            self.block_body(body.stmts, want_value=False, pos=body.pos)
             self.emit("pass")
         self.loops.pop()
 

@@ -66,6 +66,10 @@ class NativeContext(Protocol):
         """Raise the uncatchable `Size of object map too large` past max_map_size."""
         ...
 
+    def sleep(self, seconds: float) -> None:
+        """`sleep`: the host may cut it short at its own deadline (and then stop the script)."""
+        ...
+
     def write_stdout(self, text: str) -> None:
         """`print`: one line to the script's output (the runtime adds the newline)."""
         ...

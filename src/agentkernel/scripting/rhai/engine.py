@@ -208,7 +208,7 @@ class Engine:
         self.limits = limits or Limits()
         self.library = library or default_library()
         if not self.library.has_function("parse_json", 1):
-            engine_natives.register(self.library, lambda: Engine(library=self.library))
+            engine_natives.register(self.library)
 
     def parse_options(self, *, allow_functions: bool = True, source: str | None = None) -> ParseOptions:
         return ParseOptions(

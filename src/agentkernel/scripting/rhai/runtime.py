@@ -9,6 +9,7 @@ serves one evaluation; the compiled code is shared between evaluations.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -182,6 +183,9 @@ class Runtime:
 
     def write_stdout(self, text: str) -> None:
         self._stdout(text)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def print_value(self, value: Any) -> None:
         self._stdout(to_string(value))

@@ -212,7 +212,7 @@ class Library:
             raise RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False) from None
         except MemoryError:
             raise failures.too_large(failures.ARRAY_TOO_LARGE) from None
-        except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+        except Exception as exc:  # a native's (or a registered function's) bug is a catchable Rhai error
             raise failures.runtime(f"{native.name}: {type(exc).__name__}: {exc}") from None
 
     def call(self, ctx: NativeContext, name: str, args: Sequence[Any]) -> Any:

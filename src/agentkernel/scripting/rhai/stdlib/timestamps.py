@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.failures import arithmetic
 from agentkernel.scripting.rhai.stdlib.registry import Library
 from agentkernel.scripting.rhai.values import Timestamp
@@ -23,24 +24,27 @@ def elapsed(ts: Timestamp) -> float:
     return now - ts.seconds
 
 
-def sleep_float(seconds: float) -> None:
-    """`sleep(secs)`: zero, negative, subnormal, infinite or NaN seconds do not sleep."""
+def sleep_float(ctx: NativeContext, seconds: float) -> None:
+    """`sleep(secs)`: zero, negative, subnormal, infinite or NaN seconds do not sleep.
+
+    The interpreter does the sleeping, so a host can bound it by its own clock.
+    """
     if seconds != seconds or seconds <= 0 or seconds == float("inf") or seconds < 2.2250738585072014e-308:
         return
-    time.sleep(min(seconds, threading.TIMEOUT_MAX))
+    ctx.sleep(min(seconds, threading.TIMEOUT_MAX))
 
 
-def sleep_int(seconds: int) -> None:
+def sleep_int(ctx: NativeContext, seconds: int) -> None:
     if seconds > 0:
-        time.sleep(min(seconds, threading.TIMEOUT_MAX))
+        ctx.sleep(min(seconds, threading.TIMEOUT_MAX))
 
 
 def register(lib: Library) -> None:
     lib.register("timestamp", (), timestamp)
     lib.register("elapsed", (Timestamp,), elapsed)
     lib.getter(Timestamp, "elapsed", elapsed)
-    lib.register("sleep", (float,), sleep_float)
-    lib.register("sleep", (int,), sleep_int)
+    lib.register("sleep", (float,), sleep_float, needs_context=True)
+    lib.register("sleep", (int,), sleep_int, needs_context=True)
 
 
 __all__ = ["register"]
