@@ -223,3 +223,36 @@ def test_rhai_run_limit_flags(tmp_path: Path) -> None:
     size = cli("agentkernel", "rhai", "run", "--max-array-size", "5", str(script))
     assert (ops.returncode, ops.stderr) == (1, "Too many operations (line 1, position 20)\n")
     assert (size.returncode, size.stderr.split(" (")[0]) == (1, "Size of array/BLOB too large")
+
+
+def test_hook_tool_live_records_verdicts_in_the_transcript(tmp_path: Path, audit_hook: Path) -> None:
+    config = write_kernel_yaml(
+        tmp_path, "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\nlogging:\n  messages_db_path: t.db\n"
+    )
+    done = cli(
+        "hook_tool", str(audit_hook), "user", "hi", "--live", "--session", "s-live", "--config", str(config)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recorded in session s-live" in done.stderr
+    from agentkernel.services.memory import SqliteMessageStore
+
+    with SqliteMessageStore(tmp_path / "t.db") as store:
+        records = store.history("s-live", 10)
+    assert [r.kind for r in records] == ["hook", "hook"]
+    assert records[0].meta == {
+        "hook": "audit",
+        "event": "before_user_message",
+        "result": {"notice": "🔍 audit: 2 символов"},
+    }
+
+
+def test_hook_tool_live_needs_an_llm(tmp_path: Path, audit_hook: Path) -> None:
+    config = write_kernel_yaml(tmp_path)
+    done = cli("hook_tool", str(audit_hook), "user", "hi", "--live", "--config", str(config))
+    assert done.returncode == 1 and "--live needs an LLM configured" in done.stderr
+
+
+def test_hook_tool_without_live_leaves_no_transcript(tmp_path: Path, audit_hook: Path) -> None:
+    config = write_kernel_yaml(tmp_path, "logging:\n  messages_db_path: t.db\n")
+    done = cli("hook_tool", str(audit_hook), "user", "hi", "--config", str(config))
+    assert done.returncode == 0 and not (tmp_path / "t.db").exists()

@@ -24,7 +24,7 @@ from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
-from agentkernel.services.memory import SqliteMessageStore
+from agentkernel.services.memory import LazyMessageStore
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -37,7 +37,12 @@ class Kernel:
     """One kernel instance: build it from a KernelConfig, then call tools through it."""
 
     def __init__(
-        self, config: KernelConfig, helpers: HelperTable | None = None, provider: Provider | None = None
+        self,
+        config: KernelConfig,
+        helpers: HelperTable | None = None,
+        provider: Provider | None = None,
+        *,
+        live: bool = True,
     ) -> None:
         self.config = config
         self.helpers = helpers or default_helper_table()
@@ -51,11 +56,17 @@ class Kernel:
         deny = config.env_deny
         if self.llm_config is not None and self.llm_config.api_key_env:
             deny = (*deny, self.llm_config.api_key_env)  # scripts never read the kernel's own key
-        self.services = Services(environment=Environment(deny=deny))
+        self._provider = provider
+        self.store = LazyMessageStore(config.messages_db)
+        self.live = live
+        self.services = Services(
+            environment=Environment(deny=deny),
+            llm=self.provider if live else None,
+            messages=self.store if live else None,
+        )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.hooks = HookPipeline(self.host, config.limits)
         self.processes = ProcessTable()
-        self._provider = provider
 
     @classmethod
     def from_config_file(cls, path: Path | None = None) -> Kernel:
@@ -92,15 +103,10 @@ class Kernel:
 
     @cached_property
     def provider(self) -> Provider | None:
-        """The configured LLM (kernel.yaml `llm:`), built on first use; None without one."""
+        """The configured LLM (kernel.yaml `llm:`); None without one. Connects on first call."""
         if self._provider is None and self.llm_config is not None:
             self._provider = build_provider(self.llm_config)
         return self._provider
-
-    @cached_property
-    def store(self) -> SqliteMessageStore:
-        """The message store (S23.5), opened on first use so tool runs leave no file behind."""
-        return SqliteMessageStore(self.config.messages_db)
 
     def templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
         """The templates and their problems, unknown tool and hook names included (S23.1)."""
@@ -149,8 +155,7 @@ class Kernel:
         """Close the provider's connections and the message store."""
         if self._provider is not None:
             await self._provider.aclose()
-        if "store" in self.__dict__:
-            self.store.close()
+        self.store.close()
 
 
 __all__ = ["Kernel"]

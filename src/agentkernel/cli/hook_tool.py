@@ -1,16 +1,19 @@
-"""`hook_tool PATH.yaml ROLE TEXT`: run a script hook on one message (S22.1).
+"""`hook_tool PATH.yaml ROLE TEXT [--live]`: run a script hook on one message (S22.1).
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
 and `after_loop` with `job_done`, each only when the hook handles it, through
-the kernel's hook pipeline, and prints one JSON line per call. With no LLM
-attached there is no real answer: `after_turn` gets the message (or its
-`replace_message`) as the question and `{role: "assistant", content: <the
-verdict's reply, or "">}` as the answer (null when the message was
-suppressed). A part of a verdict the pipeline ignored is one more line with
-its `error`. Each line is
-`{"event", "result"}` or `{"event", "error"}`. A failing hook never stops
-the others (S7.5). No live service is attached: helpers that need one throw
-their SPEC error.
+the kernel's hook pipeline, and prints one JSON line per call: `{"event",
+"result"}` or `{"event", "error"}` (a part of a verdict the pipeline ignored
+is one more line with its `error`). With no LLM in the loop there is no real
+answer: `after_turn` gets the message (or its `replace_message`) as the
+question and `{role: "assistant", content: <the verdict's reply, or "">}` as
+the answer (null when the message was suppressed). A failing hook never stops
+the others (S7.5).
+
+Without `--live` no live service is attached: helpers that need one throw
+their SPEC error. With `--live` the configured LLM and the message store are
+attached (DESIGN rule 4), and each verdict is also recorded in the transcript
+of the session (`--session`, or a new one).
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentkernel.agent.hooks import HookPipeline
-from agentkernel.cli.main import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, _setup_logging
+from agentkernel.cli.main import EXIT_NOT_FOUND, EXIT_OK, _setup_logging
 from agentkernel.config import HookSpec, find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError, ScriptError
 from agentkernel.kernel import Kernel
@@ -44,8 +47,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: dict[str, str | None]) -> int:
     """One message through this hook's functions, via the kernel's own pipeline."""
-    caller = kernel.caller(user_id=caller_args["user"], session_id=caller_args["session"])
-    pipeline = HookPipeline(kernel.host, kernel.config.limits)
+    session = caller_args["session"] or (str(uuid.uuid4()) if kernel.live else None)
+    caller = kernel.caller(user_id=caller_args["user"], session_id=session)
+    pipeline = kernel.hooks
     outcome = pipeline.before_user_message([spec], caller, message)
     records = list(outcome.records)
     answer: JSONObject | None = (
@@ -56,21 +60,22 @@ def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: d
     for record in records:
         line = {k: v for k, v in record.to_json().items() if k != "hook"}
         print(json.dumps(line, ensure_ascii=False))
+        if kernel.live and session is not None:  # with --live the verdicts go to the transcript
+            kind = "error" if record.failed else "hook"
+            kernel.store.append(session, "hook", kind, json.dumps(line, ensure_ascii=False), record.to_json())
+    if kernel.live and session is not None:
+        print(f"recorded in session {session} of {kernel.config.messages_db}", file=sys.stderr)
+    kernel.store.close()
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     _setup_logging(options.verbose)
-    if options.live:
-        print(
-            "hook_tool: --live needs the kernel's live services (LLM, stores, cron), "
-            "which this build does not provide yet",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     try:
-        kernel = Kernel(load_kernel_config(find_kernel_config(options.config)))
+        kernel = Kernel(load_kernel_config(find_kernel_config(options.config)), live=options.live)
+        if options.live and kernel.llm_config is None:
+            raise ConfigError(kernel.config.path, "llm: --live needs an LLM configured in kernel.yaml")
         spec = kernel.catalog.load_file(options.hook)
     except ConfigError as exc:
         print(f"hook_tool: {exc}", file=sys.stderr)

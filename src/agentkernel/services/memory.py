@@ -401,3 +401,45 @@ __all__ = [
     "SqliteMessageStore",
     "fts_query",
 ]
+
+
+class LazyMessageStore:
+    """A SqliteMessageStore opened on first use, so a kernel that never records leaves no file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+        self._store: SqliteMessageStore | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> SqliteMessageStore:
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._store = SqliteMessageStore(self.path)
+        return self._store
+
+    @property
+    def opened(self) -> bool:
+        return self._store is not None
+
+    def append(
+        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+    ) -> int:
+        return self.store.append(session_id, role, kind, content, meta)
+
+    def history(self, session_id: str, n: int) -> list[Record]:
+        return self.store.history(session_id, n)
+
+    def search(self, session_id: str, query: str, k: int) -> list[Record]:
+        return self.store.search(session_id, query, k)
+
+    def count(self, session_id: str) -> int:
+        return self.store.count(session_id)
+
+    def delete_session(self, session_id: str) -> int:
+        return self.store.delete_session(session_id)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
