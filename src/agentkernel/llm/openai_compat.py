@@ -399,9 +399,14 @@ class OpenAICompatProvider:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        """Release the client; one made in an event loop that has since closed is just dropped."""
+        if self._client is None:
+            return
+        client, loop = self._client, self._client_loop
+        self._client, self._client_loop = None, None
+        if loop is not None and loop is not asyncio.get_running_loop() and loop.is_closed():
+            return  # its sockets went with that loop; closing here would touch the dead loop
+        await client.aclose()
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self._encode(request, stream=False)
