@@ -69,10 +69,15 @@ _KERNEL_SCHEMA: dict[str, Any] = {
                 "templates": {"type": "string"},
             },
         },
-        # sections validated by the modules that own them (llm/config.py, …)
+        # sections validated by the modules that own them (llm/config.py, services/*.py)
         "llm": {"type": "object"},
         "logging": {"type": "object"},
         "server": {"type": "object"},
+        "http": {"type": "object"},
+        "shell": {"type": "object"},
+        "files": {"type": "object"},
+        "state": {"type": "object"},
+        "duckdb": {"type": "object"},
     },
 }
 
@@ -154,6 +159,7 @@ class KernelConfig:
     templates_dir: Path = Path("config/templates")
     messages_db: Path = Path("data/messages.db")
     llm: JSONObject | None = None
+    raw: JSONObject = field(default_factory=dict)  # the whole kernel.yaml, for sections owned elsewhere
     env_deny: tuple[str, ...] = ()
     path: Path | None = None
 
@@ -288,6 +294,7 @@ def _kernel_config_from(data: dict[str, Any], root: Path, path: Path | None) -> 
         templates_dir=root / paths.get("templates", "config/templates"),
         messages_db=root / data.get("logging", {}).get("messages_db_path", "data/messages.db"),
         llm=data.get("llm"),
+        raw=data,
         env_deny=tuple(scripts.get("env_deny", [])),
         path=path,
     )

@@ -8,8 +8,10 @@ chat sessions that run the agent loop.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from agentkernel.agent.hooks import HookPipeline
 from agentkernel.agent.loop import AgentLoop, LoopSettings
@@ -43,6 +45,7 @@ class Kernel:
         provider: Provider | None = None,
         *,
         live: bool = True,
+        extra_services: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
         self.helpers = helpers or default_helper_table()
@@ -63,6 +66,7 @@ class Kernel:
             environment=Environment(deny=deny),
             llm=self.provider if live else None,
             messages=self.store if live else None,
+            extra=dict(extra_services or {}),
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.hooks = HookPipeline(self.host, config.limits)

@@ -6,7 +6,9 @@ A helper whose service is not attached raises the SPEC's text for it; the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentkernel.llm.base import Provider
 from agentkernel.services.environment import Environment
@@ -25,6 +27,11 @@ class Services:
     environment: Environment = field(default_factory=Environment)
     llm: Provider | None = None
     messages: MessageStore | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> Any | None:
+        """A named service of a helper area (`http`, `state`, `duckdb`, …), or None."""
+        return self.extra.get(name)
 
 
 __all__ = ["Environment", "MessageStore", "Provider", "Services"]
