@@ -1,4 +1,4 @@
-"""Executes the examples of docs/scripts.md and docs/rhai.md, so the guides cannot drift from the code.
+"""Executes the examples of docs/scripts.md, docs/rhai.md and docs/kernel.md, so the guides cannot drift.
 
 The marker scheme
 -----------------
@@ -30,12 +30,39 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         `$ hook_tool ...`; the rest of the block is the expected output, stdout
         and stderr merged in the order printed. The command runs as a real
         subprocess in the project folder; the exit status must be N (default 0).
+        `$VAR` in the command line is replaced from the environment (e.g.
+        `$LLM_URL`, below). A line starting with `› ` is typed, not printed:
+        its text goes to the command's stdin (a chat reading from a pipe
+        shows no prompt and echoes nothing), so a block reads like the
+        terminal session.
+
+    <!-- example: NAME llm -->
+        The next fenced block (jsonc) scripts the LLM: one JSON object per
+        line, each the answer to the next request, in order (lines starting
+        with `//` are comments): `{"text": T}` and/or
+        `{"tool_calls": [{"name": N, "arguments": A, "id": I}]}` (A an
+        object, or a string sent as it is; `id` optional), with an optional
+        `"usage": {"prompt_tokens": P, "completion_tokens": C}` (default 10
+        and 5); or `{"status": S, "message": M, "retry_after": R}`, an HTTP
+        error. The scripted OpenAI-compatible server of
+        tests/fakes/openai_server.py serves them on 127.0.0.1; its base URL
+        is `$LLM_URL` in cli commands and `os.environ["LLM_URL"]` in python
+        steps. A request past the script gets HTTP 500, and by the end of
+        the example every scripted answer must have been used and no request
+        may have found the script empty.
+
+    <!-- example: NAME shipped: PATH -->
+        The next fenced block must be the repository's own file PATH, byte
+        for byte (e.g. config/scripts/hooks/audit.rhai, as the project ships
+        it); it is copied to PATH in the example's project. The guide shows
+        the real file and cannot drift from it.
 
     <!-- example: NAME python -->
         The next fenced block (pycon) is a Python session, `>>> ` and `... `
         prompts followed by the expected output, run by `doctest` in the
-        project folder (docs/rhai.md's examples of the Rhai library). The
-        python steps of one example share their variables.
+        project folder (docs/rhai.md's examples of the Rhai library,
+        docs/kernel.md's of the agent runtime). The python steps of one
+        example share their variables.
 
 In expected text, `...` stands for any text (paths, pids, line numbers); in a
 console block a line holding only `...` stands for any number of lines. (In a
@@ -67,20 +94,23 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-GUIDES = {"scripts": DOCS / "scripts.md", "rhai": DOCS / "rhai.md"}
+GUIDES = {"scripts": DOCS / "scripts.md", "rhai": DOCS / "rhai.md", "kernel": DOCS / "kernel.md"}
+REPO = DOCS.parent
 TOOLS_DIR = Path("config/scripts/tools")
 KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
 CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
 WILDCARD = "..."
-MIN_EXAMPLES = {"scripts": 10, "rhai": 8}
+MIN_EXAMPLES = {"scripts": 10, "rhai": 8, "kernel": 6}
+TYPED = "› "  # a console line the user types (a chat's prompt)
 MIN_RHAI_TOOL_EXAMPLES = 6  # examples of docs/scripts.md that write a .rhai script
 
 _COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
 _MARKER = re.compile(
-    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli|python)\b:?\s*(?P<rest>.*?)\s*$"
+    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli|python|llm|shipped)\b:?\s*(?P<rest>.*?)\s*$"
 )
 _NOT_RUN = "not-run"
 _FENCE = re.compile(r"^```(?P<info>[^`]*)$")
@@ -91,8 +121,8 @@ _CALL = re.compile(r"^// (?P<tool>[A-Za-z0-9_-]+) (?P<rest>.+)$")
 class Step:
     """One marker and the fenced block it owns."""
 
-    kind: str  # "file", "run", "cli" or "python"
-    rest: str  # what follows `file:`, `run:` or `cli:` in the marker
+    kind: str  # "file", "run", "cli", "python", "llm" or "shipped"
+    rest: str  # what follows `file:`, `run:`, `cli:` or `shipped:` in the marker
     block: str  # the fenced block's text
     line: int  # the marker's line in the guide, for messages
 
@@ -273,6 +303,33 @@ def _options(tokens: list[str], allowed: set[str], where: str) -> tuple[dict[str
     return options, env
 
 
+def _turn(data: object, where: str) -> Reply | HttpError:
+    """One line of an llm block → a scripted answer of the fake server."""
+    assert isinstance(data, dict), f"{where}: each answer is a JSON object, got {data!r}"
+    if "status" in data:
+        assert set(data) <= {"status", "message", "retry_after"}, f"{where}: unknown keys in {data}"
+        return HttpError(data["status"], data.get("message", "scripted error"), data.get("retry_after"))
+    assert set(data) <= {"text", "tool_calls", "usage"}, f"{where}: unknown keys in {data}"
+    calls = []
+    for call in data.get("tool_calls", []):
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append(FakeToolCall(call["name"], arguments, call.get("id")))
+    usage = data.get("usage", {})
+    return Reply(
+        text=data.get("text"),
+        tool_calls=tuple(calls),
+        prompt_tokens=usage.get("prompt_tokens", 10),
+        completion_tokens=usage.get("completion_tokens", 5),
+    )
+
+
+def _expand(token: str, environment: dict[str, str]) -> str:
+    """`$VAR` in a command-line token → the variable's value (left as is when unset)."""
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: environment.get(m[1], m[0]), token)
+
+
 class ExampleRunner:
     """Runs one example's steps in a project folder of its own."""
 
@@ -281,6 +338,7 @@ class ExampleRunner:
         self.root = root
         self.monkeypatch = monkeypatch
         self.kernel: Kernel | None = None
+        self.llm: FakeLLMServer | None = None  # started by the first llm step
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
         self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
@@ -297,9 +355,21 @@ class ExampleRunner:
             "run": self.step_run,
             "cli": self.step_cli,
             "python": self.step_python,
+            "llm": self.step_llm,
+            "shipped": self.step_shipped,
         }
-        for step in self.example.steps:
-            actions[step.kind](step)
+        try:
+            for step in self.example.steps:
+                actions[step.kind](step)
+        finally:
+            if self.llm is not None:
+                self.llm.stop()
+        if self.llm is not None:
+            unused, unexpected = self.llm.remaining, self.llm.unexpected
+            assert (unused, unexpected) == (0, 0), (
+                f"example {self.example.name!r}: {unused} scripted LLM answers never asked for, "
+                f"{unexpected} requests found the script empty"
+            )
 
     def _write(self, relative: Path, text: str) -> None:
         path = self.root / relative
@@ -317,6 +387,23 @@ class ExampleRunner:
         self._write(relative, step.block)
         if relative == KERNEL_YAML:
             self.kernel = None  # the next run reads the new settings
+
+    def step_shipped(self, step: Step) -> None:
+        relative = Path(step.rest)
+        where = self.where(step)
+        assert step.rest and not relative.is_absolute() and ".." not in relative.parts, where
+        shipped = (REPO / relative).read_text(encoding="utf-8")
+        assert step.block == shipped, f"{where}: the block is not the shipped {relative} as it is"
+        self._write(relative, shipped)
+
+    def step_llm(self, step: Step) -> None:
+        where = self.where(step)
+        assert not step.rest, f"{where}: an llm marker takes no options"
+        lines = [line for line in step.block.splitlines() if line.strip() and not line.startswith("//")]
+        if self.llm is None:
+            self.llm = FakeLLMServer().start()
+            self.monkeypatch.setenv("LLM_URL", self.llm.base_url)
+        self.llm.add(*(_turn(json.loads(line), where) for line in lines))
 
     def step_run(self, step: Step) -> None:
         where = self.where(step)
@@ -341,16 +428,19 @@ class ExampleRunner:
     def step_cli(self, step: Step) -> None:
         where = self.where(step)
         options, env = _options(shlex.split(step.rest), {"exit"}, where)
-        first, _, expected = step.block.partition("\n")
+        first, _, output = step.block.partition("\n")
         assert first.startswith("$ "), f"{where}: a cli block starts with `$ command`"
-        argv = shlex.split(first[2:])
-        assert argv and argv[0] in CLI_MODULES, f"{where}: unknown command {argv[:1]}"
         environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
         environment.update(env, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        argv = [_expand(token, environment) for token in shlex.split(first[2:])]
+        assert argv and argv[0] in CLI_MODULES, f"{where}: unknown command {argv[:1]}"
+        typed = "".join(line[len(TYPED) :] + "\n" for line in output.splitlines() if line.startswith(TYPED))
+        expected = "".join(line + "\n" for line in output.splitlines() if not line.startswith(TYPED))
         done = subprocess.run(
             [sys.executable, "-m", CLI_MODULES[argv[0]], *argv[1:]],
             cwd=self.root,
             env=environment,
+            input=typed,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -398,6 +488,8 @@ def test_every_example_is_collected(key: str) -> None:
         assert len(rhai) >= MIN_RHAI_TOOL_EXAMPLES, rhai
     else:
         assert {"python", "cli"} <= {s.kind for s in steps}
+    if key == "kernel":
+        assert {"llm", "shipped"} <= {s.kind for s in steps}
 
 
 @pytest.mark.parametrize("example", ALL_EXAMPLES, ids=lambda e: f"{e.guide}:{e.name}")
@@ -426,3 +518,13 @@ def test_python_steps_compare_output(tmp_path: Path, monkeypatch: pytest.MonkeyP
     wrong = Example("wrong", [Step("python", "", ">>> 40 + 2\n43\n", 1)], "rhai")
     with pytest.raises(AssertionError, match="differs from the guide"):
         ExampleRunner(wrong, tmp_path, monkeypatch).run_all()
+
+
+def test_llm_steps_must_use_their_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scripted answer the example never asks for fails it; typed `› ` lines go to stdin."""
+    unused = Example("unused", [Step("llm", "", '{"text": "never asked"}\n', 1)], "kernel")
+    with pytest.raises(AssertionError, match="1 scripted LLM answers never asked for"):
+        ExampleRunner(unused, tmp_path, monkeypatch).run_all()
+    typed = Step("cli", "exit=2", "$ agentkernel rhai run\n› ignored\n...\n", 1)
+    ExampleRunner(Example("typed", [typed], "kernel"), tmp_path, monkeypatch).run_all()
+    assert _expand("--llm-url=$LLM_URL/x", {"LLM_URL": "http://h"}) == "--llm-url=http://h/x"

@@ -71,7 +71,14 @@ _KERNEL_SCHEMA: dict[str, Any] = {
         },
         # sections validated by the modules that own them (llm/config.py, services/*.py)
         "llm": {"type": "object"},
-        "logging": {"type": "object"},
+        "logging": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "messages_db_path": {"type": "string", "minLength": 1},
+                "state_db_path": {"type": "string", "minLength": 1},
+            },
+        },
         "server": {"type": "object"},
         "http": {"type": "object"},
         "shell": {"type": "object"},

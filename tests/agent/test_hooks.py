@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -199,3 +200,16 @@ def test_shipped_hooks(kernel: Kernel) -> None:
     assert banned.notices == ["🚫 moderation: «казино»"]  # moderation runs first and ends the chain
     notices, _ = pipeline.after_turn(hooks.values(), caller, {"role": "user", "content": "abc"}, None)
     assert notices == ["✅ audit: 3 → 0 символов"]
+
+
+def test_a_hook_that_stops_compiling_is_recorded(
+    kernel: Kernel, pipeline: HookPipeline, hooks_dir: Path
+) -> None:
+    spec = make_hook(hooks_dir, "fragile", "function before_user_message() { return {notice: 'ok'}; }")
+    assert pipeline.before_user_message([spec], kernel.caller(), MSG).notices == ["ok"]
+    (hooks_dir / "fragile.js").write_text("function before_user_message( {", encoding="utf-8")
+    stamp = (hooks_dir / "fragile.js").stat().st_mtime_ns + 10_000_000
+    os.utime(hooks_dir / "fragile.js", ns=(stamp, stamp))
+    outcome = pipeline.before_user_message([spec], kernel.caller(), MSG)
+    (record,) = outcome.records
+    assert record.failed and "cannot run" in str(record.error) and "SyntaxError" in str(record.error)

@@ -194,3 +194,16 @@ def test_unknown_template_and_bad_references(kernel_for: Kernel, agent_project: 
     )
     with pytest.raises(ConfigError, match="unknown tool 'ghost'"):
         kernel_for.open_chat("broken")
+
+
+def test_replace_message_keeps_its_role(
+    kernel_for: Kernel, llm_server: FakeLLMServer, agent_project: Path
+) -> None:
+    (agent_project / "config" / "scripts" / "hooks" / "gate.js").write_text(
+        "function before_user_message(ctx, msg) {"
+        " return {replace_message: {role: 'system', content: 'as system: ' + msg.content}}; }\n",
+        encoding="utf-8",
+    )
+    llm_server.add(Reply(text="ok"))
+    send(kernel_for.open_chat("tester"), "hi")
+    assert llm_server.bodies[0]["messages"][-1] == {"role": "system", "content": "as system: hi"}

@@ -125,15 +125,21 @@ class HookPipeline:
             return HookRecord(spec.name, event, error=f"internal error: {type(exc).__name__}: {exc}")
         return HookRecord(spec.name, event, result=None if isinstance(value, NoValue) else value)
 
-    def _participants(self, hooks: Iterable[HookSpec], event: str, caller: Caller) -> list[HookSpec]:
-        chosen = []
+    def _participants(
+        self, hooks: Iterable[HookSpec], event: str, caller: Caller
+    ) -> tuple[list[HookSpec], list[HookRecord]]:
+        """The hooks taking part in `event`; one that no longer compiles is an error record (S7.5)."""
+        chosen: list[HookSpec] = []
+        failures: list[HookRecord] = []
         for spec in self.ordered(hooks):
             try:
                 if self.handles(spec, event, caller):
                     chosen.append(spec)
             except ScriptError as exc:
-                log.warning("hook %s cannot run: %s", spec.name, exc)
-        return chosen
+                text = f"cannot run: {exc.describe(spec.yaml_path.parent)}"
+                log.warning("hook %s %s", spec.name, text)
+                failures.append(HookRecord(spec.name, event, error=text))
+        return chosen, failures
 
     # -- the three events ----------------------------------------------------------------------
 
@@ -141,7 +147,8 @@ class HookPipeline:
         self, hooks: Iterable[HookSpec], caller: Caller, message: JSONObject
     ) -> BeforeOutcome:
         outcome = BeforeOutcome(message=dict(message))
-        for spec in self._participants(hooks, "before_user_message", caller):
+        participants, outcome.records = self._participants(hooks, "before_user_message", caller)
+        for spec in participants:
             record = self.call(spec, "before_user_message", caller, [outcome.message])
             outcome.records.append(record)
             if record.failed:
@@ -168,8 +175,8 @@ class HookPipeline:
         answer: JSONObject | None,
     ) -> tuple[list[str], list[HookRecord]]:
         notices: list[str] = []
-        records: list[HookRecord] = []
-        for spec in self._participants(hooks, "after_turn", caller):
+        participants, records = self._participants(hooks, "after_turn", caller)
+        for spec in participants:
             record = self.call(spec, "after_turn", caller, [question, answer])
             records.append(record)
             if record.failed:
@@ -182,10 +189,8 @@ class HookPipeline:
 
     def after_loop(self, hooks: Iterable[HookSpec], caller: Caller, reason: str) -> list[HookRecord]:
         """S7.3: the return value is ignored; only failures matter."""
-        return [
-            self.call(spec, "after_loop", caller, [reason])
-            for spec in self._participants(hooks, "after_loop", caller)
-        ]
+        participants, records = self._participants(hooks, "after_loop", caller)
+        return records + [self.call(spec, "after_loop", caller, [reason]) for spec in participants]
 
     @staticmethod
     def _problem(spec: HookSpec, event: str, problem: str) -> HookRecord:

@@ -175,10 +175,10 @@ class AgentLoop:
         if before.reply is not None:
             answer_text = before.reply
             self._record(caller, "assistant", "agent", answer_text, {"from": "hook"})
-            await emit(LoopEvent("answer", {"content": answer_text}))
+            await emit(LoopEvent("answer", {"content": answer_text, "streamed": False}))
             new_history = [
                 *history,
-                ChatMessage.user(str(question["content"])),
+                ChatMessage(str(question["role"]), str(question["content"])),
                 ChatMessage.assistant(answer_text),
             ]
             return await self._finish(
@@ -188,7 +188,7 @@ class AgentLoop:
             ChatMessage.system(settings.instructions),
             *history,
             *(ChatMessage(str(m["role"]), str(m["content"])) for m in before.inject),
-            ChatMessage.user(str(question["content"])),
+            ChatMessage(str(question["role"]), str(question["content"])),  # replace_message keeps its role
         ]
         answer, reason, messages = await self._converse(process, settings, caller, messages, emit)
         # injected messages serve this turn only; the conversation keeps the rest
@@ -238,8 +238,10 @@ class AgentLoop:
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
                 await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream}))
                 return answer, EndReason.JOB_DONE, messages
-            for call in completion.tool_calls:
-                result = await self._tool_call(caller, call, emit)
+            for index, call in enumerate(completion.tool_calls):
+                # the completion's tokens are recorded with its first tool call
+                usage = completion.usage.total_tokens if index == 0 else None
+                result = await self._tool_call(caller, call, emit, usage)
                 messages.append(ChatMessage.tool(call.id, result.content, call.name))
         await self._error(caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit)
         return last_text, EndReason.MAX_TURNS, messages
@@ -260,9 +262,12 @@ class AgentLoop:
             raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
         return final
 
-    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit) -> ToolResult:
+    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit, usage: int | None) -> ToolResult:
         """One tool call through the one dispatch path; bad arguments go back to the model."""
-        self._record(caller, "assistant", "tool_call", call.arguments, {"tool": call.name, "id": call.id})
+        call_meta: JSONObject = {"tool": call.name, "id": call.id}
+        if usage is not None:
+            call_meta["usage"] = usage
+        self._record(caller, "assistant", "tool_call", call.arguments, call_meta)
         await emit(LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}))
         args, problem = _parse_arguments(call.arguments)
         if problem is not None:

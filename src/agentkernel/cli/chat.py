@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 import uuid
 from dataclasses import replace
@@ -77,6 +78,8 @@ def _read_line(prompt: str) -> str | None:
 
 def run_command(options: argparse.Namespace) -> int:
     console = Console(highlight=False, soft_wrap=True)
+    # the loop's errors are shown as events in the chat; its log lines would repeat them
+    logging.getLogger("agentkernel.loop").setLevel(logging.ERROR)
     try:
         kernel = _kernel(options)
         return asyncio.run(_chat(kernel, options, console))

@@ -17,7 +17,7 @@ class AccessPolicy(Protocol):
 
 
 class AllowListPolicy:
-    """A process may call the tools its template allows (all when it names none)."""
+    """A process may call the tools its template lists; a caller with no list (None) may call all."""
 
     def refusal(self, caller: Caller, spec: ToolSpec) -> str | None:
         allowed = caller.allowed_tools
