@@ -24,6 +24,8 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         block may leave out some of the result's five fields; every value it
         shows must match in full (nested objects with exactly these keys,
         arrays with these items), with the same JSON types (`1` is not `true`).
+        `$HTTP_URL` and `$LLM_URL` in the block (the call line and the
+        expected result) are replaced by the test servers' base URLs (below).
 
     <!-- example: NAME cli[: exit=N] [env.VAR=VALUE ...] -->
         The next fenced block (console) starts with `$ agentkernel ...` or
@@ -51,6 +53,16 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         the example every scripted answer must have been used and no request
         may have found the script empty.
 
+    `$HTTP_URL`
+        Not a marker: in a run block or a cli command, the base URL
+        (`http://127.0.0.1:PORT`) of a real HTTP server, the one of
+        tests/helpers/http_server.py (`/echo` answers with a JSON description
+        of the request, `/status/N` with status N, ...). It is started for
+        the example the first time one of its steps names it, set as
+        `os.environ["HTTP_URL"]`, and stopped when the example ends, so the
+        HTTP helpers' examples (docs/scripts.md, section 8.5) talk to a real
+        server without a fixed port.
+
     <!-- example: NAME shipped: PATH -->
         The next fenced block must be the repository's own file PATH, byte
         for byte (e.g. config/scripts/hooks/audit.rhai, as the project ships
@@ -72,14 +84,19 @@ Trailing spaces at the ends of output lines are ignored.
 
 Steps run in document order; steps of one example share one project folder
 (tmp_path) and one Kernel, which starts as `config/kernel.yaml` = `{}` (all
-defaults) unless the example writes its own. Every fenced block in the guide
-must belong to a step or be preceded by `<!-- not-run -->`, and every HTML
-comment must be one of these markers: `test_every_example_is_collected`
-fails otherwise, so a mistyped marker cannot silently skip an example.
+defaults) unless the example writes its own. The Kernel carries the helper
+services every kernel attaches (HTTP, programs, files, DuckDB, and the state
+store when `logging.state_db_path` is set); it is closed when a new
+`kernel.yaml` replaces it and when the example ends. Every fenced block in
+the guide must belong to a step or be preceded by `<!-- not-run -->`, and
+every HTML comment must be one of these markers:
+`test_every_example_is_collected` fails otherwise, so a mistyped marker
+cannot silently skip an example.
 """
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import json
 import os
@@ -94,7 +111,9 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.helpers import default_helper_table
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
+from tests.helpers.http_server import LocalHTTPServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 GUIDES = {"scripts": DOCS / "scripts.md", "rhai": DOCS / "rhai.md", "kernel": DOCS / "kernel.md"}
@@ -107,6 +126,7 @@ WILDCARD = "..."
 MIN_EXAMPLES = {"scripts": 10, "rhai": 8, "kernel": 6}
 TYPED = "› "  # a console line the user types (a chat's prompt)
 MIN_RHAI_TOOL_EXAMPLES = 6  # examples of docs/scripts.md that write a .rhai script
+SERVER_URLS = ("HTTP_URL", "LLM_URL")  # `$NAME` in a run block: a test server's base URL
 
 _COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
 _MARKER = re.compile(
@@ -339,6 +359,7 @@ class ExampleRunner:
         self.monkeypatch = monkeypatch
         self.kernel: Kernel | None = None
         self.llm: FakeLLMServer | None = None  # started by the first llm step
+        self.http: LocalHTTPServer | None = None  # started by the first step naming $HTTP_URL
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
         self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
@@ -362,6 +383,9 @@ class ExampleRunner:
             for step in self.example.steps:
                 actions[step.kind](step)
         finally:
+            self._close_kernel()
+            if self.http is not None:
+                self.http.__exit__(None, None, None)
             if self.llm is not None:
                 self.llm.stop()
         if self.llm is not None:
@@ -370,6 +394,19 @@ class ExampleRunner:
                 f"example {self.example.name!r}: {unused} scripted LLM answers never asked for, "
                 f"{unexpected} requests found the script empty"
             )
+
+    def _close_kernel(self) -> None:
+        """Close the kernel's helper services (DuckDB files, the state store, HTTP pools)."""
+        if self.kernel is not None:
+            kernel, self.kernel = self.kernel, None
+            asyncio.run(kernel.aclose())
+
+    def _servers(self, text: str) -> dict[str, str]:
+        """The test servers' base URLs by variable; the HTTP server starts when `text` first names it."""
+        if "$HTTP_URL" in text and self.http is None:
+            self.http = LocalHTTPServer().__enter__()
+            self.monkeypatch.setenv("HTTP_URL", self.http.base)
+        return {name: os.environ[name] for name in SERVER_URLS if name in os.environ}
 
     def _write(self, relative: Path, text: str) -> None:
         path = self.root / relative
@@ -386,7 +423,7 @@ class ExampleRunner:
         )
         self._write(relative, step.block)
         if relative == KERNEL_YAML:
-            self.kernel = None  # the next run reads the new settings
+            self._close_kernel()  # the next run reads the new settings
 
     def step_shipped(self, step: Step) -> None:
         relative = Path(step.rest)
@@ -408,7 +445,7 @@ class ExampleRunner:
     def step_run(self, step: Step) -> None:
         where = self.where(step)
         _, env = _options(shlex.split(step.rest), set(), where)
-        first, _, expected_text = step.block.partition("\n")
+        first, _, expected_text = _expand(step.block, self._servers(step.block)).partition("\n")
         call = _CALL.match(first)
         assert call, f"{where}: a run block starts with `// TOOL ARGS [--user U] [--session S]`"
         args, end = json.JSONDecoder().raw_decode(call["rest"])
@@ -430,6 +467,7 @@ class ExampleRunner:
         options, env = _options(shlex.split(step.rest), {"exit"}, where)
         first, _, output = step.block.partition("\n")
         assert first.startswith("$ "), f"{where}: a cli block starts with `$ command`"
+        self._servers(first)
         environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
         environment.update(env, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
         argv = [_expand(token, environment) for token in shlex.split(first[2:])]
@@ -492,6 +530,21 @@ def test_every_example_is_collected(key: str) -> None:
         assert {"llm", "shipped"} <= {s.kind for s in steps}
 
 
+def test_every_helper_has_a_js_and_a_rhai_example() -> None:
+    """Each helper of the default table is called by a JavaScript and by a Rhai tool of docs/scripts.md.
+
+    Every example is executed (test_every_example_is_collected), so each
+    helper runs from both engines exactly as the guide shows it.
+    """
+    files = [s for e in PARSED["scripts"].examples.values() for s in e.steps if s.kind == "file"]
+    for suffixes in ((".js", ".cjs", ".mjs"), (".rhai",)):
+        code = "".join(s.block for s in files if s.rest.endswith(suffixes))
+        missing = [
+            name for name in default_helper_table().names() if not re.search(rf"\b{re.escape(name)}\(", code)
+        ]
+        assert missing == [], f"helpers without a {'/'.join(suffixes)} example in docs/scripts.md"
+
+
 @pytest.mark.parametrize("example", ALL_EXAMPLES, ids=lambda e: f"{e.guide}:{e.name}")
 def test_example(example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ExampleRunner(example, tmp_path, monkeypatch).run_all()
@@ -528,3 +581,35 @@ def test_llm_steps_must_use_their_script(tmp_path: Path, monkeypatch: pytest.Mon
     typed = Step("cli", "exit=2", "$ agentkernel rhai run\n› ignored\n...\n", 1)
     ExampleRunner(Example("typed", [typed], "kernel"), tmp_path, monkeypatch).run_all()
     assert _expand("--llm-url=$LLM_URL/x", {"LLM_URL": "http://h"}) == "--llm-url=http://h/x"
+
+
+def test_http_url_is_a_live_server_for_the_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`$HTTP_URL` in a run block starts the example's HTTP server; it is stopped when the example ends."""
+    steps = [
+        Step(
+            "file",
+            "ping.yaml",
+            "# config/scripts/tools/ping.yaml\nkind: script_tool\nname: ping\nscript: ping.js\n",
+            1,
+        ),
+        Step(
+            "file",
+            "ping.js",
+            "// config/scripts/tools/ping.js\nfunction run(a) { return http_get(a.url).body; }\n",
+            2,
+        ),
+        Step(
+            "run",
+            "",
+            '// ping {"url": "$HTTP_URL/status/418"}\n{"content": "status 418", "success": true}\n',
+            3,
+        ),
+        Step(
+            "run", "", '// ping {"url": "$HTTP_URL/echo"}\n{"content": "...\\"method\\": \\"GET\\"..."}\n', 4
+        ),
+    ]
+    runner = ExampleRunner(Example("ping", steps), tmp_path, monkeypatch)
+    runner.run_all()
+    assert runner.http is not None and runner.http.requests == {"/status/418": 1, "/echo": 1}
+    assert runner.http.stopping.is_set(), "the server was stopped"
+    assert runner.kernel is None, "the example's kernel was closed"

@@ -26,13 +26,29 @@ from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
+from agentkernel.services.duck import DuckService
+from agentkernel.services.files import FilesService
+from agentkernel.services.http import HttpService
 from agentkernel.services.memory import LazyMessageStore
+from agentkernel.services.shell import ShellService
+from agentkernel.services.state import from_config as state_store_from_config
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
+
+
+def local_services(config: KernelConfig) -> dict[str, Any]:
+    """The helper services that live in this process (not "live" ones like the LLM)."""
+    return {
+        "http": HttpService.from_config(config),
+        "shell": ShellService.from_config(config),
+        "files": FilesService.from_config(config),
+        "duckdb": DuckService.from_config(config),
+        "state": state_store_from_config(config),
+    }
 
 
 class Kernel:
@@ -45,7 +61,7 @@ class Kernel:
         provider: Provider | None = None,
         *,
         live: bool = True,
-        extra_services: Mapping[str, Any] | None = None,
+        extra_services: Mapping[str, Any] | None = None,  # by name; None detaches one
     ) -> None:
         self.config = config
         self.helpers = helpers or default_helper_table()
@@ -66,7 +82,7 @@ class Kernel:
             environment=Environment(deny=deny),
             llm=self.provider if live else None,
             messages=self.store if live else None,
-            extra=dict(extra_services or {}),
+            extra={**local_services(config), **(extra_services or {})},
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.hooks = HookPipeline(self.host, config.limits)
@@ -156,7 +172,11 @@ class Kernel:
         return ChatSession(process, self.agent_loop(stream=stream), settings)
 
     async def aclose(self) -> None:
-        """Close the provider's connections and the message store."""
+        """Close the provider's connections, the helper services and the message store."""
+        for service in self.services.extra.values():
+            close = getattr(service, "close", None)
+            if callable(close):
+                close()
         if self._provider is not None:
             await self._provider.aclose()
         self.store.close()

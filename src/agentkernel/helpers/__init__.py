@@ -6,14 +6,15 @@ is the table every engine binds.
 
 from __future__ import annotations
 
-from agentkernel.helpers import identity
+from agentkernel.helpers import duck, files, http, identity, shell, state
 from agentkernel.scripting.helpers import HelperTable
 
 
 def default_helper_table() -> HelperTable:
     """A fresh table holding every built-in helper."""
     table = HelperTable()
-    identity.register(table)
+    for area in (identity, http, shell, files, state, duck):
+        area.register(table)
     return table
 
 

@@ -1,0 +1,110 @@
+"""Helpers' speed from script tools (issue: helpers I, speed).
+
+    .venv/bin/python benchmarks/helpers.py [--calls 200] [--state-ops 5000]
+
+1. `db_query` of 10,000 rows through a script tool (JS and Rhai), the whole
+   dispatch path, warm; and the DuckDB service alone.
+2. `http_get` through a script tool against a local HTTP server on
+   127.0.0.1 (tests/helpers/http_server.py), one call per tool run.
+3. `state_set`/`state_get` from script tools against redis-py on a local
+   Redis server when one can be started: see benchmarks/state_vs_redis.py,
+   which this runs with `--state-ops`.
+Run from the project folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.http_server import LocalHTTPServer  # noqa: E402
+
+from agentkernel import Kernel  # noqa: E402
+from agentkernel.config import load_kernel_config  # noqa: E402
+from agentkernel.scripting.helpers import ScriptCall  # noqa: E402
+
+ROWS = 10_000
+DB_SETUP = (
+    "CREATE TABLE t AS SELECT i AS id, 'row ' || i AS name, i * 37 % 101 AS score, "
+    "TIMESTAMP '2026-01-01' + INTERVAL (i) MINUTE AS at FROM range(10000) r(i)"
+)
+
+
+def project(root: Path) -> Kernel:
+    tools = root / "config" / "scripts" / "tools"
+    tools.mkdir(parents=True)
+    (root / "config" / "scripts" / "hooks").mkdir(parents=True)
+    (root / "config" / "kernel.yaml").write_text(
+        "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
+    )
+    sources = {
+        "q_js.js": 'function run(a) { return String(db_query("bench.duckdb", QUERY, 10000).count); }'.replace(
+            "QUERY", '"SELECT * FROM t"'
+        ),
+        "q_rhai.rhai": 'fn run(a) { db_query("bench.duckdb", "SELECT * FROM t", 10000).count }',
+        "h_js.js": "function run(a) { return String(http_get(a.url).status); }",
+        "h_rhai.rhai": "fn run(a) { http_get(a.url).status }",
+    }
+    for file, source in sources.items():
+        (tools / file).write_text(source)
+        name = file.split(".")[0]
+        (tools / f"{name}.yaml").write_text(
+            f"kind: script_tool\nname: {name}\nscript: {file}\nmax_operations: 1000000000\n"
+        )
+    return Kernel(load_kernel_config(root / "config" / "kernel.yaml"))
+
+
+def time_tool(kernel: Kernel, tool: str, args: dict[str, object], calls: int, want: str) -> list[float]:
+    caller = kernel.caller(user_id="bench")
+    timings = []
+    for index in range(calls + 5):
+        started = time.perf_counter()
+        result = kernel.dispatcher.call(tool, args, caller)
+        elapsed = (time.perf_counter() - started) * 1000
+        if result.content != want:
+            raise SystemExit(f"{tool} returned {result.to_json()}, expected {want!r}")
+        if index >= 5:
+            timings.append(elapsed)
+    return timings
+
+
+def line(label: str, timings: list[float]) -> str:
+    p50, low = statistics.median(timings), min(timings)
+    return f"  {label:<40} p50 {p50:8.2f} ms   min {low:8.2f} ms   (n={len(timings)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="tool calls per http figure")
+    parser.add_argument("--query-calls", type=int, default=20, help="tool calls per db_query figure")
+    parser.add_argument("--state-ops", type=int, default=5000, help="0 skips the state/Redis part")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder, LocalHTTPServer() as server:
+        kernel = project(Path(folder))
+        setup = ScriptCall(kernel.caller(user_id="bench"), "benchmarks/helpers.py")
+        kernel.helpers.invoke("db_execute", setup, ["bench.duckdb", DB_SETUP])
+        print(f"db_query of {ROWS:,} rows (id, name, score, TIMESTAMP), warm:")
+        print(line("JS tool", time_tool(kernel, "q_js", {}, options.query_calls, str(ROWS))))
+        print(line("Rhai tool", time_tool(kernel, "q_rhai", {}, options.query_calls, str(ROWS))))
+        print(f"http_get against {server.base} (a small JSON echo), one tool call each:")
+        url = {"url": f"{server.base}/echo"}
+        print(line("JS tool", time_tool(kernel, "h_js", url, options.calls, "200")))
+        print(line("Rhai tool", time_tool(kernel, "h_rhai", url, options.calls, "200")))
+    if options.state_ops:
+        print("state_set/state_get vs Redis (benchmarks/state_vs_redis.py):", flush=True)
+        subprocess.run(
+            [sys.executable, str(REPO / "benchmarks" / "state_vs_redis.py"), "--ops", str(options.state_ops)],
+            check=False,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""`shell(cmd[, timeout])` and `exec(program, args[, timeout])` (S13): programs for scripts.
+
+Both return exactly `{ok, exit_code, stdout, stderr}` and never throw (S13.1):
+every failure — a bad argument, a missing program, a timeout, the service
+switched off — is `{ok: false, exit_code: -1, stderr: "<helper>: why"}`, so
+a script checks one shape. The process itself is run and bounded by
+`ShellService` (services/shell.py); this module turns script arguments into
+an argv, a timeout, a working folder and an environment.
+
+The child's environment is the kernel's minus the variables `env_var` may not
+read (`scripts.env_deny`, the LLM key), so a script cannot print them with
+`shell("env")`. This is not a sandbox: the program runs with the kernel's
+own rights (see docs/scripts.md, section 8.6).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.services.shell import ProcessOutcome, ShellService
+from agentkernel.types import JSONObject, JSONValue
+
+
+class ArgumentProblem(ValueError):
+    """A script argument that cannot be used; becomes the `stderr` of a failed result."""
+
+
+#: POSIX shells report "command not found" with this status; S13.1 reports it as -1.
+_NOT_FOUND = 127
+
+
+def shell(call: ScriptCall, cmd: JSONValue, timeout: JSONValue = None) -> JSONValue:
+    """Run `cmd` through `sh -c` in the session's temp dir."""
+    try:
+        command = check_command(cmd)
+    except ArgumentProblem as problem:
+        return _failed(str(problem))
+    result = _run(call, "shell", ["/bin/sh", "-c", command], timeout)
+    if result["exit_code"] == _NOT_FOUND:
+        result["exit_code"] = -1
+    return result
+
+
+def exec_program(
+    call: ScriptCall, program: JSONValue, args: JSONValue, timeout: JSONValue = None
+) -> JSONValue:
+    """Start `program` directly with `args` passed verbatim: no shell, no quoting, no expansion."""
+    try:
+        argv = [check_program(program), *check_args(args)]
+    except ArgumentProblem as problem:
+        return _failed(str(problem))
+    return _run(call, "exec", argv, timeout)
+
+
+def check_command(cmd: JSONValue) -> str:
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise ArgumentProblem(f"shell: cmd must be a non-empty string, got {_show(cmd)}")
+    if "\x00" in cmd:
+        raise ArgumentProblem("shell: cmd contains a NUL byte")
+    return cmd
+
+
+def check_program(program: JSONValue) -> str:
+    if not isinstance(program, str) or not program:
+        raise ArgumentProblem(f"exec: program must be a non-empty string, got {_show(program)}")
+    if "\x00" in program:
+        raise ArgumentProblem(f"exec: program {_show(program)} contains a NUL byte")
+    return program
+
+
+def check_args(args: JSONValue) -> list[str]:
+    """Each argument exactly as given: strings only, so nothing is converted behind the script's back."""
+    if not isinstance(args, list):
+        raise ArgumentProblem(f"exec: args must be an array of strings, got {_show(args)}")
+    for index, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise ArgumentProblem(f"exec: args[{index}] must be a string, got {_show(arg)}")
+        if "\x00" in arg:
+            raise ArgumentProblem(f"exec: args[{index}] contains a NUL byte")
+    return [str(arg) for arg in args]
+
+
+def _show(value: JSONValue) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> JSONObject:
+    service = call.caller.services.get("shell")
+    if not isinstance(service, ShellService):
+        return _failed(f"{helper}: no shell service attached")
+    if not service.settings.enabled:
+        return _failed(f"{helper}: disabled by kernel.yaml (shell.enabled: false)")
+    if os.name != "posix":  # pragma: no cover - this build runs on POSIX only
+        return _failed(f"{helper}: not supported on this platform (cmd /C is not implemented)")
+    try:
+        wanted = _timeout(helper, timeout, service.settings.default_timeout_secs)
+    except ArgumentProblem as problem:
+        return _failed(str(problem))
+    remaining = call.remaining_secs()
+    capped = remaining is not None and remaining < wanted
+    budget = remaining if capped and remaining is not None else wanted
+    if budget <= 0:
+        return _failed(f"{helper}: no time left: the script's own timeout is used up")
+    outcome = service.run(argv, timeout=budget, cwd=call.caller.temp_dir, env=_environment(call))
+    return _result(helper, outcome, budget, capped)
+
+
+def _timeout(helper: str, value: JSONValue, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ArgumentProblem(f"{helper}: timeout must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _environment(call: ScriptCall) -> dict[str, str]:
+    """The kernel's environment without the variables scripts may not read."""
+    environment = call.caller.services.environment
+    return {name: value for name, value in environment.source.items() if not environment.is_denied(name)}
+
+
+def _result(helper: str, outcome: ProcessOutcome, budget: float, capped: bool) -> JSONObject:
+    if outcome.exit_code is not None:
+        code = outcome.exit_code
+        return {"ok": code == 0, "exit_code": code, "stdout": outcome.stdout, "stderr": outcome.stderr}
+    if outcome.timed_out:
+        why = " (the script's remaining time)" if capped else ""
+        note = f"{helper}: timed out after {round(budget, 2):g}s{why}; the process group was killed"
+    else:
+        note = f"{helper}: {outcome.failure}"
+    stderr = outcome.stderr
+    if stderr and not stderr.endswith("\n"):
+        stderr += "\n"
+    stderr += note
+    return {"ok": False, "exit_code": -1, "stdout": outcome.stdout, "stderr": stderr}
+
+
+def _failed(message: str) -> JSONObject:
+    return {"ok": False, "exit_code": -1, "stdout": "", "stderr": message}
+
+
+def register(table: HelperTable) -> None:
+    table.register("shell", shell)
+    table.register("exec", exec_program)
+
+
+__all__ = ["exec_program", "register", "shell"]

@@ -1,0 +1,670 @@
+"""The HTTP service behind the `http_*` helpers (S8): one pooled client, guarded at the socket.
+
+Scripts are untrusted, so every request this service makes is bounded and
+checked where it cannot be dodged:
+
+- the host allow/deny lists of kernel.yaml's `http:` section are applied when
+  a connection is opened, to the host name *and* to every address it
+  resolves to, and the socket is then connected to exactly the address that
+  was checked (no second lookup a rebinding DNS server could answer
+  differently); redirects open their own connections, so each hop is checked;
+- one deadline bounds the whole exchange (connect, every read and write,
+  every redirect hop, the body), so a server dripping one byte a second
+  cannot hold a worker past the script's time;
+- the body is read in chunks and decoding stops as soon as it passes
+  `max_response_bytes`, for compressed bodies too (a gzip bomb is cut at the
+  cap, not inflated first);
+- no cookie jar and no environment (proxies, `.netrc`): nothing one script
+  receives or the kernel's user has configured leaks into another's request.
+
+`HttpService.request` never raises: every failure is an `HttpResult` with
+status 0 and the reason, which the helpers hand to scripts as `{status, body,
+error}` (S8.2).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import functools
+import ipaddress
+import logging
+import re
+import socket
+import ssl
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.cookiejar import Cookie, CookiePolicy
+from typing import Any
+from urllib.request import Request as UrllibRequest
+
+import httpcore
+import httpx
+
+from agentkernel.config import KernelConfig
+from agentkernel.errors import ConfigError
+from agentkernel.types import JSONObject
+
+log = logging.getLogger("agentkernel.http")
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Sequence[str]]
+"""`(host, port) -> IP address strings`; the service's seam for DNS (tests fake it)."""
+
+SCHEMES = ("http", "https")
+MAX_URL_CHARS = 8192
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_DNS_WORKERS = 8
+
+
+# -- configuration ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostList:
+    """Host names (`example.com`, `*.example.com` for its subdomains) and IP networks."""
+
+    names: frozenset[str] = frozenset()
+    suffixes: tuple[str, ...] = ()
+    networks: tuple[IPNetwork, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.suffixes or self.networks)
+
+    def has_name(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return host in self.names or any(host.endswith(suffix) for suffix in self.suffixes)
+
+    def has_address(self, address: IPAddress) -> bool:
+        return any(address in network for network in self.networks if network.version == address.version)
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """kernel.yaml's `http:` section, validated (S8.3 gives the default timeout)."""
+
+    max_response_bytes: int = 10 * 1024 * 1024
+    default_timeout_secs: float = 30.0
+    allow_hosts: HostList | None = None
+    deny_hosts: HostList = field(default_factory=HostList)
+    follow_redirects: bool = True
+    max_redirects: int = 5
+
+
+_FIELDS = (
+    "max_response_bytes",
+    "default_timeout_secs",
+    "allow_hosts",
+    "deny_hosts",
+    "follow_redirects",
+    "max_redirects",
+)
+
+
+def parse_host_entry(entry: object) -> str | IPNetwork:
+    """One allow/deny entry: a lower-cased host name (maybe `*.`-prefixed), or an IP network.
+
+    Raises ValueError with the reason; the caller adds the field's name.
+    """
+    if not isinstance(entry, str) or not entry.strip():
+        raise ValueError(f"expected a host name, IP address or CIDR range, got {entry!r}")
+    text = entry.strip().lower()
+    try:
+        return ipaddress.ip_network(text.strip("[]"), strict=False)
+    except ValueError:
+        pass
+    name = text[2:] if text.startswith("*.") else text
+    labels = name.rstrip(".").split(".")
+    if "/" in text or not all(_HOST_LABEL.match(label) for label in labels):
+        raise ValueError(f"{entry!r} is not a host name, IP address or CIDR range")
+    return text.rstrip(".")
+
+
+def parse_host_list(value: object, where: str, path: str | None) -> HostList:
+    if not isinstance(value, list):
+        raise ConfigError(path, f"{where}: expected a list of hosts, got {type(value).__name__}")
+    names: set[str] = set()
+    suffixes: list[str] = []
+    networks: list[IPNetwork] = []
+    for index, entry in enumerate(value):
+        try:
+            parsed = parse_host_entry(entry)
+        except ValueError as exc:
+            raise ConfigError(path, f"{where}[{index}]: {exc}") from None
+        if not isinstance(parsed, str):
+            networks.append(parsed)
+        elif parsed.startswith("*."):
+            suffixes.append(parsed[1:])  # ".example.com": subdomains only
+        else:
+            names.add(parsed)
+    return HostList(frozenset(names), tuple(suffixes), tuple(networks))
+
+
+def _number(section: Mapping[str, object], key: str, default: float, path: str | None) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(path, f"http.{key}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _integer(section: Mapping[str, object], key: str, default: int, low: int, path: str | None) -> int:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(path, f"http.{key}: expected an integer of at least {low}, got {value!r}")
+    return value
+
+
+def parse_http_config(section: object, path: str | None = None) -> HttpConfig:
+    """Validate kernel.yaml's `http:` mapping; every error names `http.<field>`."""
+    if section is None:
+        section = {}
+    if not isinstance(section, dict):
+        raise ConfigError(path, f"http: expected a mapping, got {type(section).__name__}")
+    for key in section:
+        if key not in _FIELDS:
+            raise ConfigError(path, f"http.{key}: unknown field (known: {', '.join(_FIELDS)})")
+    follow = section.get("follow_redirects", True)
+    if not isinstance(follow, bool):
+        raise ConfigError(path, f"http.follow_redirects: expected true or false, got {follow!r}")
+    allow = section.get("allow_hosts")
+    return HttpConfig(
+        max_response_bytes=_integer(section, "max_response_bytes", 10 * 1024 * 1024, 1, path),
+        default_timeout_secs=_number(section, "default_timeout_secs", 30.0, path),
+        allow_hosts=None if allow is None else parse_host_list(allow, "http.allow_hosts", path),
+        deny_hosts=parse_host_list(section.get("deny_hosts", []), "http.deny_hosts", path),
+        follow_redirects=follow,
+        max_redirects=_integer(section, "max_redirects", 5, 0, path),
+    )
+
+
+# -- the host policy ------------------------------------------------------------------------------------
+
+
+class HostRefused(Exception):
+    """A connection the allow/deny lists forbid; raised before any socket is opened."""
+
+
+def _comparable(address: str) -> IPAddress:
+    """The address as the lists should see it: `::ffff:169.254.169.254` is 169.254.169.254."""
+    parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return parsed.ipv4_mapped
+    return parsed
+
+
+def _reaches(address: IPAddress) -> tuple[IPAddress, ...]:
+    """What connecting to `address` reaches: `0.0.0.0` and `::` are this machine's loopback."""
+    if address.is_unspecified:
+        loopback = ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1")
+        return (address, loopback)
+    return (address,)
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    """Deny wins; with an allow list, a host must be named in it or resolve only into it."""
+
+    allow: HostList | None
+    deny: HostList
+
+    def check_name(self, host: str) -> None:
+        """Before any DNS lookup: a denied name is not even resolved."""
+        if self.deny.has_name(host):
+            raise HostRefused(f"host {host!r} is denied by http.deny_hosts")
+
+    def check_addresses(self, host: str, addresses: Sequence[str]) -> None:
+        """Every address the host resolved to: one denied address refuses the host."""
+        resolved = [_comparable(a) for a in addresses]
+        for text, address in zip(addresses, resolved, strict=True):
+            if any(self.deny.has_address(reached) for reached in _reaches(address)):
+                raise HostRefused(f"{_where(host, text)} denied by http.deny_hosts")
+        if self.allow is None or self.allow.has_name(host):
+            return
+        for text, address in zip(addresses, resolved, strict=True):
+            if not self.allow.has_address(address):
+                raise HostRefused(f"{_where(host, text)} not in http.allow_hosts")
+
+
+def _where(host: str, address: str) -> str:
+    """`address 10.0.0.1 is` for an IP in the URL, `host 'x' resolves to 10.0.0.1,` for a name."""
+    return f"address {address} is" if host.strip("[]") == address else f"host {host!r} resolves to {address},"
+
+
+# -- the guarded network backend ---------------------------------------------------------------------------
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("http_deadline", default=None)
+
+
+def _capped(timeout: float | None, on_expiry: type[Exception]) -> float | None:
+    """`timeout` shortened to what is left of the current request's deadline."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise on_expiry("deadline reached")
+    return left if timeout is None else min(timeout, left)
+
+
+@contextmanager
+def _request_deadline(deadline: float) -> Iterator[None]:
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the request's deadline.
+
+    Per-operation timeouts alone let a server that sends one byte just before
+    each timeout hold the request forever; this cap makes the total bounded.
+    """
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _capped(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _capped(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        capped = _capped(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, capped))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to, in the system's order, without repeats."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """Resolves, checks the policy, then connects to the checked address itself.
+
+    TLS still verifies the URL's host name: httpcore passes it as
+    `server_hostname` whatever address the socket went to.
+    """
+
+    def __init__(self, policy: HostPolicy, resolver: Resolver, dns: concurrent.futures.Executor) -> None:
+        self._policy = policy
+        self._resolver = resolver
+        self._dns = dns
+        self._inner = httpcore.SyncBackend()
+
+    def _resolve(self, host: str, port: int, timeout: float | None) -> Sequence[str]:
+        """getaddrinfo has no timeout of its own, so it runs on a small pool and is waited for."""
+        try:
+            ipaddress.ip_address(host)
+            return [host]
+        except ValueError:
+            pass
+        future = self._dns.submit(self._resolver, host, port)
+        try:
+            addresses = future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            raise httpcore.ConnectTimeout(f"resolving {host!r} took too long") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(f"cannot resolve host {host!r}: {exc}") from exc
+        if not addresses:
+            raise httpcore.ConnectError(f"cannot resolve host {host!r}: no addresses")
+        for address in addresses:
+            try:
+                _comparable(address)
+            except ValueError:
+                raise httpcore.ConnectError(f"cannot resolve host {host!r}: got {address!r}") from None
+        return addresses
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        self._policy.check_name(host)
+        addresses = self._resolve(host, port, _capped(timeout, httpcore.ConnectTimeout))
+        self._policy.check_addresses(host, addresses)
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                stream = self._inner.connect_tcp(
+                    address, port, _capped(timeout, httpcore.ConnectTimeout), local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                last_error = exc
+                continue
+            return _DeadlineStream(stream)
+        assert last_error is not None
+        raise last_error
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise HostRefused("unix sockets are not reachable from scripts")
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """certifi's roots, loaded once (it takes milliseconds) and shared: contexts are thread-safe."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
+class _GuardedTransport(httpx.HTTPTransport):
+    """httpx's transport on our network backend; never proxies (proxies would dodge the checks)."""
+
+    def __init__(self, backend: httpcore.NetworkBackend, limits: httpx.Limits) -> None:
+        ssl_context = _ssl_context()
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        # httpx has no public parameter for httpcore's network backend: rebuild its pool with ours.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=backend,
+        )
+
+
+class _NoCookies(CookiePolicy):
+    """Keep nothing: one shared client must not carry one script's cookies to another."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie: Cookie, request: UrllibRequest) -> bool:
+        return False
+
+    def return_ok(self, cookie: Cookie, request: UrllibRequest) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: UrllibRequest) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: UrllibRequest) -> bool:
+        return False
+
+
+# -- the response body ---------------------------------------------------------------------------------------
+
+
+class BodyTooLarge(Exception):
+    """The body passed `max_response_bytes`; reading stopped there."""
+
+
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class _BodyDecoder:
+    """Undoes `Content-Encoding` chunk by chunk, never producing more than the room left."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        if encoding not in ("", "identity") and encoding not in _WBITS:
+            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+        wbits = _WBITS.get(encoding)
+        self._zlib = zlib.decompressobj(wbits) if wbits is not None else None
+        self._started = False
+
+    def feed(self, chunk: bytes, room: int) -> bytes:
+        if self._zlib is None:
+            data = chunk
+        else:
+            data = self._inflate(chunk, room)
+        if len(data) > room:
+            raise BodyTooLarge
+        return data
+
+    def _inflate(self, chunk: bytes, room: int) -> bytes:
+        assert self._zlib is not None
+        try:
+            data = self._zlib.decompress(chunk, room + 1)
+        except zlib.error:
+            if self.encoding != "deflate" or self._started:
+                raise
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send
+            data = self._zlib.decompress(chunk, room + 1)
+        self._started = True
+        return data
+
+    def flush(self, room: int) -> bytes:
+        data = self._zlib.flush() if self._zlib is not None else b""
+        if len(data) > room:
+            raise BodyTooLarge
+        return data
+
+
+def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The decoded body, or BodyTooLarge as soon as it passes `limit` bytes."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    decoder = _BodyDecoder(encoding)
+    declared = response.headers.get("content-length", "")
+    plain = decoder.encoding in ("", "identity") and response.request.method != "HEAD"
+    if plain and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    body = bytearray()
+    for chunk in response.iter_raw():
+        body += decoder.feed(chunk, limit - len(body))
+    body += decoder.flush(limit - len(body))
+    return bytes(body)
+
+
+# -- the service ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    """What a script gets (S8.2): `status` 0 and a reason in `error` when there was no response."""
+
+    status: int
+    body: str = ""
+    error: str = ""
+
+    def to_json(self) -> JSONObject:
+        return {"status": self.status, "body": self.body, "error": self.error}
+
+
+def failure(error: str) -> HttpResult:
+    return HttpResult(status=0, body="", error=error)
+
+
+def check_url(url: httpx.URL) -> str | None:
+    """Why a URL may not be fetched, or None: only http(s) with a host."""
+    if not url.scheme:
+        return "the URL has no scheme (expected http:// or https://)"
+    if url.scheme not in SCHEMES:
+        return f"only http and https URLs are allowed, got scheme {url.scheme!r}"
+    if not url.host:
+        return "the URL has no host"
+    return None
+
+
+def shown_url(url: httpx.URL) -> str:
+    """The URL for messages, without any user:password part."""
+    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
+
+
+def _user_agent() -> str:
+    # imported here: the package's __init__ imports the kernel, which will import this module
+    from agentkernel import __version__
+
+    return f"agentkernel/{__version__}"
+
+
+class HttpService:
+    """One pooled `httpx.Client` for the whole kernel; safe to use from many worker threads."""
+
+    def __init__(self, config: HttpConfig | None = None, *, resolver: Resolver = system_resolver) -> None:
+        self.config = config or HttpConfig()
+        self._dns = concurrent.futures.ThreadPoolExecutor(_DNS_WORKERS, thread_name_prefix="http-dns")
+        policy = HostPolicy(self.config.allow_hosts, self.config.deny_hosts)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=30.0)
+        self._client = httpx.Client(
+            transport=_GuardedTransport(_GuardedBackend(policy, resolver, self._dns), limits),
+            trust_env=False,
+            follow_redirects=False,
+            headers={"User-Agent": _user_agent(), "Accept-Encoding": "gzip, deflate"},
+        )
+        self._client.cookies.jar.set_policy(_NoCookies())
+
+    @classmethod
+    def from_config(cls, config: KernelConfig, *, resolver: Resolver = system_resolver) -> HttpService:
+        """The service for kernel.yaml's `http:` section (ConfigError names `http.<field>`)."""
+        path = str(config.path) if config.path is not None else None
+        return cls(parse_http_config(config.raw.get("http"), path), resolver=resolver)
+
+    def close(self) -> None:
+        self._client.close()
+        self._dns.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> HttpService:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        time_left: float | None = None,
+    ) -> HttpResult:
+        """One exchange, redirects included, bounded by `timeout` (default: the config's).
+
+        `time_left` is the calling script's remaining wall-clock budget; the
+        exchange never outlives it. Never raises.
+        """
+        budget = _Budget.start(self.config.default_timeout_secs if timeout is None else timeout, time_left)
+        if budget.seconds <= 0:
+            return failure("no time left in the script's time limit")
+        try:
+            request = self._client.build_request(method, url, content=content, headers=headers)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, TypeError) as exc:
+            return failure(f"invalid request: {exc}")
+        with _request_deadline(budget.deadline):
+            result = self._exchange(request, budget)
+        log.debug("%s %s -> %s in %.3f s", method, shown_url(request.url), result.status, budget.elapsed())
+        return result
+
+    def _exchange(self, request: httpx.Request, budget: _Budget) -> HttpResult:
+        """Send, following redirects by hand: httpx would read each redirect's body whole."""
+        hops = 0
+        while True:
+            where = f"redirect to {shown_url(request.url)}: " if hops else ""
+            problem = check_url(request.url)
+            if problem is not None:
+                return failure(where + problem)
+            if budget.left() <= 0:
+                return failure(where + budget.timed_out())
+            request.extensions["timeout"] = httpx.Timeout(budget.left()).as_dict()
+            try:
+                response = self._client.send(request, stream=True, follow_redirects=False)
+            except Exception as exc:  # S8.2: nothing reaches the script as an exception
+                return failure(where + _describe(exc, budget))
+            try:
+                redirect = response.next_request if self.config.follow_redirects else None
+                if redirect is None:
+                    return self._finish(response, budget)
+            finally:
+                response.close()  # an unread redirect body is dropped with its connection
+            hops += 1
+            if hops > self.config.max_redirects:
+                return failure(f"more than {self.config.max_redirects} redirects (http.max_redirects)")
+            request = redirect
+
+    def _finish(self, response: httpx.Response, budget: _Budget) -> HttpResult:
+        try:
+            body = read_capped(response, self.config.max_response_bytes)
+        except BodyTooLarge:
+            return failure(
+                f"the response body is larger than http.max_response_bytes "
+                f"({self.config.max_response_bytes} bytes); reading stopped (HTTP {response.status_code})"
+            )
+        except Exception as exc:
+            return failure(_describe(exc, budget))
+        return HttpResult(response.status_code, body.decode("utf-8", errors="replace"), "")
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """The time one exchange may take, and whether the script's own limit set it."""
+
+    seconds: float
+    started: float
+    by_script: bool
+
+    @classmethod
+    def start(cls, timeout: float, time_left: float | None) -> _Budget:
+        by_script = time_left is not None and time_left < timeout
+        seconds = min(timeout, time_left) if time_left is not None else timeout
+        return cls(seconds, time.monotonic(), by_script)
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.seconds
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def timed_out(self) -> str:
+        why = " (the script's time limit)" if self.by_script else ""
+        return f"timed out after {round(self.seconds, 2):g} s{why}"
+
+
+def _describe(exc: Exception, budget: _Budget) -> str:
+    """A short reason for a failed exchange, for the script's `error`."""
+    if isinstance(exc, httpx.TimeoutException):
+        return budget.timed_out()
+    if isinstance(exc, HostRefused):
+        return str(exc)
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect: {exc}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"bad response: {exc}"
+    if isinstance(exc, httpx.TransportError):
+        return f"connection failed: {exc or type(exc).__name__}"
+    if isinstance(exc, ValueError | zlib.error):
+        return f"cannot decode the body: {exc}"
+    log.exception("unexpected failure of an HTTP request")
+    return f"{type(exc).__name__}: {exc}"
+
+
+__all__ = [
+    "BodyTooLarge",
+    "HostList",
+    "HostPolicy",
+    "HostRefused",
+    "HttpConfig",
+    "HttpResult",
+    "HttpService",
+    "Resolver",
+    "parse_http_config",
+    "system_resolver",
+]

@@ -1,0 +1,621 @@
+"""The state store behind the `state_*` helpers (S11): Redis-like keys in one SQLite file.
+
+A key lives in a `Namespace` (a scope and the id of its owner: a session, a
+user, a template, or the one global space) and holds one of three types, as
+in Redis: a **value** (any JSON value), a **list** (appended to by `push`,
+read by `range`) or a **set** (unique JSON values). Using a key as the wrong
+type is an error (Redis's WRONGTYPE), except `set` and `delete`, which
+replace or remove a key of any type.
+
+`StateStore` is the small interface the helpers depend on (DESIGN rule 8),
+so a shared store (Redis) can replace the embedded `SqliteStateStore`.
+Decisions:
+
+- **Concurrency.** One connection per store, opened on first use, guarded by
+  a lock (threads); WAL journal, ``busy_timeout`` and ``BEGIN IMMEDIATE``
+  writes (processes). Each operation is one transaction, so a `push` never
+  loses an item and two `sadd` of one value never both report "added",
+  whichever threads or processes race. Reads run in a deferred transaction:
+  one snapshot, never blocked by writers.
+- **Bounded waits.** Every operation takes a `timeout` (the script call's
+  remaining time): the thread lock and SQLite's busy wait both give up by
+  then, and never later than `busy_timeout_secs` (10 s), with
+  `StateBusyError`, so a script is never held past its deadline by another
+  writer.
+- **Encoding.** Values are stored as compact JSON text: ints stay ints and
+  floats stay floats. Set members are compared by *canonical* JSON (sorted
+  object keys, integral floats written as ints, so `1` and `1.0` are one
+  member) through its SHA-256; the member first added is the one returned.
+  Lists keep positions 0..n-1 (only `push` adds, only deleting the key
+  removes), so a range is an index range; a set whose last member is
+  removed disappears, as in Redis.
+- **Size.** One value (or list item, or set member) is at most
+  `max_value_bytes` of UTF-8 JSON (default 1 MiB); one read (`range`,
+  `smembers`, `keys`) returns at most `max_result_bytes` of JSON text
+  (default 16 MiB), so a script cannot make the kernel load a huge list.
+- **Schema** is created on open inside a write transaction and versioned
+  in a table of its own (`state_schema`), so the file may even be shared
+  with another store (e.g. the message store's ``user_version``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from agentkernel.config import KernelConfig
+from agentkernel.errors import AgentKernelError, ConfigError
+from agentkernel.services.section import Section
+from agentkernel.types import JSONValue
+
+MAX_VALUE_BYTES = 1024 * 1024
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+BUSY_TIMEOUT_SECS = 10.0
+_WAL_RETRY_SECS = 0.005
+SCHEMA_VERSION = 1
+
+VALUE, LIST, SET = "value", "list", "set"
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS state_keys (
+        scope TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('value', 'list', 'set')),
+        value TEXT,
+        size INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (scope, owner, key)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS state_list_items (
+        scope TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        pos INTEGER NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (scope, owner, key, pos)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS state_set_members (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        value TEXT NOT NULL,
+        UNIQUE (scope, owner, key, digest)
+    )""",
+    "CREATE INDEX IF NOT EXISTS state_set_order ON state_set_members (scope, owner, key, id)",
+)
+"""Version 1. `state_set_members.id` is insertion order, which `smembers` returns."""
+
+_WHERE = "scope = ? AND owner = ? AND key = ?"
+
+
+class StateError(AgentKernelError):
+    """An operation the store refused; the text is meant for the script's author."""
+
+
+class WrongTypeError(StateError):
+    """A key used as another type than it holds (Redis's WRONGTYPE)."""
+
+
+class StateLimitError(StateError):
+    """A value or a result over the configured size limit."""
+
+
+class StateBusyError(StateError):
+    """The store stayed locked by other writers until the caller's time ran out."""
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Where keys live: a scope name and its owner's id ("" for the global scope).
+
+    Two namespaces never share a key: `user` "x" and `session` "x" differ.
+    """
+
+    scope: str
+    owner: str
+
+    def params(self, key: str) -> tuple[str, str, str]:
+        return (self.scope, self.owner, key)
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What the `state_*` helpers need of a state store (DESIGN rule 8); Redis-shaped on purpose.
+
+    `timeout` is how long the caller may wait for the store (None: the
+    store's own bound); an operation that cannot start by then raises
+    `StateBusyError`. Reads of missing keys give null / empty; reads and
+    writes of a key holding another type raise `WrongTypeError`.
+    """
+
+    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
+        """The value of `key`, or None when missing (GET)."""
+        ...
+
+    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
+        """Store `value` under `key`, replacing whatever type the key held (SET)."""
+        ...
+
+    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
+        """Remove the key of any type; True when it existed (DEL)."""
+        ...
+
+    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
+        """Every key of the namespace, sorted (KEYS *)."""
+        ...
+
+    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
+        """Append to the list at `key` (created when missing); its new length (RPUSH)."""
+        ...
+
+    def range(
+        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
+    ) -> list[JSONValue]:
+        """Items `start`..`stop` inclusive, negative counting from the end (LRANGE)."""
+        ...
+
+    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        """Add to the set at `key` (created when missing); True when it was not there (SADD)."""
+        ...
+
+    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
+        """The set's members in the order they were added (SMEMBERS)."""
+        ...
+
+    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        """Remove from the set; True when it was there (SREM). An emptied set disappears."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def encode_value(value: JSONValue, limit: int | None = MAX_VALUE_BYTES) -> str:
+    """Compact JSON text of a value, refusing what JSON cannot hold or what is over `limit` bytes.
+
+    Lone surrogates (a JS string may carry them) cannot be UTF-8: such a text
+    keeps them as `\\u` escapes, so they still come back unchanged.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError) as exc:
+        raise StateError(f"value has no JSON form: {exc}") from None
+    except RecursionError:
+        raise StateError("value is nested too deeply") from None
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        size = len(text)
+    if limit is not None and size > limit:
+        raise StateLimitError(
+            f"value is {size} bytes of JSON, over the limit of {limit} (state.max_value_bytes)"
+        )
+    return text
+
+
+def _integral_as_int(text: str) -> int | float:
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
+def canonical_json(text: str) -> str:
+    """The one text of a JSON value that equal values share: sorted keys, `1.0` as `1`."""
+    return json.dumps(
+        json.loads(text, parse_float=_integral_as_int),
+        sort_keys=True,
+        ensure_ascii=True,
+        separators=(",", ":"),
+    )
+
+
+def member_digest(text: str) -> str:
+    """The key a set member is unique by: SHA-256 of its canonical JSON."""
+    try:
+        canonical = canonical_json(text)
+    except RecursionError:
+        raise StateError("value is nested too deeply") from None
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def lrange_bounds(length: int, start: int, stop: int) -> tuple[int, int] | None:
+    """Redis LRANGE's index rules: the inclusive positions to read, or None for nothing.
+
+    Negative indexes count from the end; a start before the first item is 0;
+    a stop past the last item is the last item.
+    """
+    if start < 0:
+        start += length
+    if stop < 0:
+        stop += length
+    start = max(start, 0)
+    if start > stop or start >= length:
+        return None
+    return start, min(stop, length - 1)
+
+
+# -- the SQLite store -----------------------------------------------------------------------
+
+
+class SqliteStateStore:
+    """The embedded state store: one SQLite file, safe across threads and processes.
+
+    The file (and its folder) is created on the first operation, not at
+    construction, so a kernel that never runs a `state_*` helper writes
+    nothing. See the module docstring for concurrency and size decisions.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+        busy_timeout_secs: float = BUSY_TIMEOUT_SECS,
+    ) -> None:
+        self.path = Path(path)
+        self.max_value_bytes = max_value_bytes
+        self.max_result_bytes = max_result_bytes
+        self.busy_timeout_secs = busy_timeout_secs
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._busy_ms = -1
+        self._closed = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection after any operation in flight; closing twice is harmless."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- connection and transactions ------------------------------------------------------
+
+    def _connection(self, timeout: float | None) -> sqlite3.Connection:
+        """The open connection; opened, configured and migrated on first use (lock held).
+
+        Opening waits for other writers too (WAL setup, a fresh file's
+        schema), so its busy wait is bounded by `timeout` like any operation.
+        """
+        if self._closed:
+            raise StateError("the state store is closed")
+        if self._conn is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StateError(f"cannot create the state store's folder: {exc.strerror or exc}") from exc
+            # autocommit (isolation_level=None): every transaction is an explicit BEGIN
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            try:
+                self._busy_ms = -1
+                self._bound_busy_wait(conn, timeout)
+                self._use_wal(conn)
+                conn.execute("PRAGMA synchronous = NORMAL")
+                self._migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, retrying within the busy wait.
+
+        A journal-mode change answers SQLITE_BUSY at once, without the busy
+        handler, while another process opens the same fresh file; once the
+        file is WAL (a lasting property of the file) this is a plain read.
+        """
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(_WAL_RETRY_SECS)
+
+    def _bound_busy_wait(self, conn: sqlite3.Connection, timeout: float | None) -> None:
+        """SQLite's busy wait no longer than the caller may wait (a PRAGMA only when it changes)."""
+        wanted = self.busy_timeout_secs if timeout is None else min(timeout, self.busy_timeout_secs)
+        wanted_ms = max(0, int(wanted * 1000))
+        if wanted_ms != self._busy_ms:
+            conn.execute(f"PRAGMA busy_timeout = {wanted_ms}")
+            self._busy_ms = wanted_ms
+
+    @contextmanager
+    def _transaction(self, timeout: float | None, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction under the thread lock, both waits bounded by `timeout`.
+
+        Writes are IMMEDIATE: the write lock is taken at BEGIN, where the busy
+        wait applies; a deferred transaction that upgrades later may fail at
+        once with SQLITE_BUSY, its snapshot being stale.
+        """
+        wait = self.busy_timeout_secs if timeout is None else max(0.0, min(timeout, self.busy_timeout_secs))
+        if not self._lock.acquire(timeout=wait):
+            raise StateBusyError(f"the state store stayed busy for {wait:.1f} s")
+        try:
+            conn = self._connection(timeout)
+            self._bound_busy_wait(conn, timeout)
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StateBusyError("the state store is locked by another writer; try again") from exc
+            raise StateError(f"the state store failed: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"the state store is unusable: {exc}") from exc
+        finally:
+            self._lock.release()
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        """The file's schema version, 0 for a file without our tables (a read: no write lock)."""
+        found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state_schema'")
+        if found.fetchone() is None:
+            return 0
+        row = conn.execute("SELECT max(version) FROM state_schema").fetchone()
+        return int(row[0]) if row[0] is not None else 0
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Create the tables of SCHEMA_VERSION; refuse a file written by a newer kernel.
+
+        An up-to-date file needs no write lock; otherwise the version is read
+        again under the lock, since another process may be migrating too.
+        """
+        if self._schema_version(conn) == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._schema_version(conn)
+            if version > SCHEMA_VERSION:
+                raise StateError(f"state store schema version {version} is newer than this kernel's")
+            conn.execute("CREATE TABLE IF NOT EXISTS state_schema (version INTEGER NOT NULL)")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            if version < SCHEMA_VERSION:
+                conn.execute("DELETE FROM state_schema")
+                conn.execute("INSERT INTO state_schema (version) VALUES (?)", (SCHEMA_VERSION,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- shared steps ---------------------------------------------------------------------
+
+    @staticmethod
+    def _type_of(conn: sqlite3.Connection, ns: Namespace, key: str) -> tuple[str, int] | None:
+        row = conn.execute(f"SELECT type, size FROM state_keys WHERE {_WHERE}", ns.params(key)).fetchone()
+        return (row[0], int(row[1])) if row is not None else None
+
+    @staticmethod
+    def _expect(ns: Namespace, key: str, found: tuple[str, int] | None, wanted: str) -> int:
+        """The size of a key of type `wanted`; 0 when missing; WrongTypeError otherwise."""
+        if found is None:
+            return 0
+        if found[0] != wanted:
+            raise WrongTypeError(
+                f"key {_shown(key)} in scope {ns.scope!r} holds a {found[0]}, not a {wanted}"
+            )
+        return found[1]
+
+    @staticmethod
+    def _drop(conn: sqlite3.Connection, ns: Namespace, key: str) -> bool:
+        params = ns.params(key)
+        conn.execute(f"DELETE FROM state_list_items WHERE {_WHERE}", params)
+        conn.execute(f"DELETE FROM state_set_members WHERE {_WHERE}", params)
+        return conn.execute(f"DELETE FROM state_keys WHERE {_WHERE}", params).rowcount > 0
+
+    def _collect(self, rows: Iterator[tuple[Any, ...]]) -> list[str]:
+        """The first column of `rows`, refusing a result over max_result_bytes before loading it all."""
+        out: list[str] = []
+        total = 0
+        for (text,) in rows:
+            total += len(text.encode("utf-8"))  # stored texts are always valid UTF-8 (encode_value)
+            if total > self.max_result_bytes:
+                raise StateLimitError(
+                    f"the result is over the limit of {self.max_result_bytes} bytes of JSON "
+                    "(state.max_result_bytes); read a smaller range"
+                )
+            out.append(text)
+        return out
+
+    # -- values ---------------------------------------------------------------------------
+
+    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
+        with self._transaction(timeout, write=False) as conn:
+            row = conn.execute(
+                f"SELECT type, value FROM state_keys WHERE {_WHERE}", ns.params(key)
+            ).fetchone()
+        if row is None:
+            return None
+        self._expect(ns, key, (row[0], 0), VALUE)  # a list or a set cannot be read as a value
+        return _decode(row[1])
+
+    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
+        text = encode_value(value, self.max_value_bytes)
+        with self._transaction(timeout, write=True) as conn:
+            found = self._type_of(conn, ns, key)
+            if found is not None and found[0] != VALUE:
+                self._drop(conn, ns, key)
+            conn.execute(
+                "INSERT INTO state_keys (scope, owner, key, type, value) VALUES (?, ?, ?, 'value', ?) "
+                "ON CONFLICT (scope, owner, key) DO UPDATE SET value = excluded.value",
+                (*ns.params(key), text),
+            )
+
+    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
+        with self._transaction(timeout, write=True) as conn:
+            return self._drop(conn, ns, key)
+
+    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
+        with self._transaction(timeout, write=False) as conn:
+            rows = conn.execute(
+                "SELECT key FROM state_keys WHERE scope = ? AND owner = ? ORDER BY key", (ns.scope, ns.owner)
+            )
+            return self._collect(rows)
+
+    # -- lists ----------------------------------------------------------------------------
+
+    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
+        text = encode_value(value, self.max_value_bytes)
+        with self._transaction(timeout, write=True) as conn:
+            size = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
+            conn.execute(
+                "INSERT INTO state_keys (scope, owner, key, type, size) VALUES (?, ?, ?, 'list', 1) "
+                "ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
+                ns.params(key),
+            )
+            conn.execute(
+                "INSERT INTO state_list_items (scope, owner, key, pos, value) VALUES (?, ?, ?, ?, ?)",
+                (*ns.params(key), size, text),
+            )
+        return size + 1
+
+    def range(
+        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
+    ) -> list[JSONValue]:
+        with self._transaction(timeout, write=False) as conn:
+            length = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
+            bounds = lrange_bounds(length, start, stop)
+            if bounds is None:
+                return []
+            rows = conn.execute(
+                f"SELECT value FROM state_list_items WHERE {_WHERE} AND pos BETWEEN ? AND ? ORDER BY pos",
+                (*ns.params(key), *bounds),
+            )
+            texts = self._collect(rows)
+        return [_decode(text) for text in texts]
+
+    # -- sets -----------------------------------------------------------------------------
+
+    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        text = encode_value(value, self.max_value_bytes)
+        digest = member_digest(text)
+        with self._transaction(timeout, write=True) as conn:
+            self._expect(ns, key, self._type_of(conn, ns, key), SET)
+            added = conn.execute(
+                "INSERT OR IGNORE INTO state_set_members (scope, owner, key, digest, value) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*ns.params(key), digest, text),
+            ).rowcount
+            if added:
+                conn.execute(
+                    "INSERT INTO state_keys (scope, owner, key, type, size) VALUES (?, ?, ?, 'set', 1) "
+                    "ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
+                    ns.params(key),
+                )
+        return added > 0
+
+    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
+        with self._transaction(timeout, write=False) as conn:
+            if not self._expect(ns, key, self._type_of(conn, ns, key), SET):
+                return []
+            rows = conn.execute(
+                f"SELECT value FROM state_set_members WHERE {_WHERE} ORDER BY id", ns.params(key)
+            )
+            texts = self._collect(rows)
+        return [_decode(text) for text in texts]
+
+    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        # no size limit: a member too big to add cannot be there, and removing it is harmless
+        digest = member_digest(encode_value(value, limit=None))
+        with self._transaction(timeout, write=True) as conn:
+            size = self._expect(ns, key, self._type_of(conn, ns, key), SET)
+            removed = conn.execute(
+                f"DELETE FROM state_set_members WHERE {_WHERE} AND digest = ?", (*ns.params(key), digest)
+            ).rowcount
+            if removed and size <= 1:
+                conn.execute(f"DELETE FROM state_keys WHERE {_WHERE}", ns.params(key))
+            elif removed:
+                conn.execute(f"UPDATE state_keys SET size = size - 1 WHERE {_WHERE}", ns.params(key))
+        return removed > 0
+
+
+def _decode(text: str) -> JSONValue:
+    try:
+        value: JSONValue = json.loads(text)
+    except RecursionError:  # stored by a Python whose recursion limit was higher
+        raise StateError("the stored value is nested too deeply to read") from None
+    return value
+
+
+def _shown(key: str, limit: int = 60) -> str:
+    """A key as error messages show it: quoted, cut when long."""
+    return repr(key) if len(key) <= limit else repr(key[:limit]) + f"… ({len(key)} chars)"
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def from_config(config: KernelConfig) -> SqliteStateStore | None:
+    """The store `kernel.yaml` asks for: `logging.state_db_path` (relative to the root), else None.
+
+    The `state:` section may set `max_value_bytes` and `max_result_bytes`.
+    Without the path the `state_*` helpers throw (S11.3).
+    """
+    section = Section(config, "state", ("max_value_bytes", "max_result_bytes"))  # checked even when unused
+    max_value_bytes = section.integer("max_value_bytes", MAX_VALUE_BYTES, minimum=1)
+    max_result_bytes = section.integer("max_result_bytes", MAX_RESULT_BYTES, minimum=1)
+    logging_section = config.raw.get("logging") or {}
+    path = logging_section.get("state_db_path") if isinstance(logging_section, dict) else None
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(config.path, f"logging.state_db_path: expected a non-empty string, got {path!r}")
+    return SqliteStateStore(
+        config.root / path, max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes
+    )
+
+
+__all__ = [
+    "LIST",
+    "MAX_RESULT_BYTES",
+    "MAX_VALUE_BYTES",
+    "SET",
+    "VALUE",
+    "Namespace",
+    "SqliteStateStore",
+    "StateBusyError",
+    "StateError",
+    "StateLimitError",
+    "StateStore",
+    "WrongTypeError",
+    "canonical_json",
+    "encode_value",
+    "from_config",
+    "lrange_bounds",
+    "member_digest",
+]

@@ -1,0 +1,1 @@
+"""Tests of the script helpers, one module per helper area."""

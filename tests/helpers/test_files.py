@@ -1,0 +1,585 @@
+"""`fs_read`, `fs_write`, `fs_list`, `fs_read_bytes`, `fs_write_bytes` (S14) from real JS and Rhai tools.
+
+Writes are confined to the session's temp dir (S14.2); these tests are the
+escapes attackers try — `..` chains, absolute paths, links planted inside
+the temp dir (to files, to folders, as a parent folder), links and hard
+links swapped in between the check and the write, NUL bytes, very long
+names, paths through /proc/self — plus the limits on reading.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.errors import ConfigError
+from agentkernel.helpers import default_helper_table
+from agentkernel.services import confined
+from agentkernel.services.files import FilesService, FilesSettings
+from agentkernel.types import JSONValue
+from tests.conftest import ToolFactory, write_kernel_yaml
+
+ENGINES = [".js", ".rhai"]
+OUTSIDE = "is outside the session temp dir"
+
+JS_PROBE = """
+function run(args) {
+    try { return { content: "ok", data: { value: EXPR } }; }
+    catch (e) { return { content: "error", data: { error: e.message } }; }
+}
+"""
+RHAI_PROBE = """
+fn run(args) {
+    try { return #{ content: "ok", data: #{ value: EXPR } }; }
+    catch (e) { return #{ content: "error", data: #{ error: e } }; }
+}
+"""
+
+
+def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
+    """A kernel with the file helpers registered and (unless `attach` is False) the service."""
+    config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
+    table = default_helper_table()
+    extra = {"files": FilesService.from_config(config) if attach else None}
+    return Kernel(config, helpers=table, extra_services=extra)
+
+
+@pytest.fixture
+def kernel(project: Path) -> Kernel:
+    return build_kernel(project)
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def temp(kernel: Kernel) -> Path:
+    """The session temp dir the probes write into."""
+    path = kernel.caller(session_id="s-1").temp_dir
+    assert path is not None
+    return path
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder outside every temp dir, holding one file an attacker wants to overwrite."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "victim.txt").write_text("original")
+    return folder
+
+
+_counter = iter(range(1_000_000))
+
+
+class Probe:
+    """Evaluates one helper expression in a fresh JS or Rhai tool through the real dispatch path."""
+
+    def __init__(self, kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+        self.kernel, self.make_tool, self.engine = kernel, make_tool, engine
+
+    def __call__(self, expr: str, session: str | None = "s-1", **args: JSONValue) -> JSONValue:
+        """The value, or {"error": message} when the helper threw (caught by the script)."""
+        name = f"probe{next(_counter)}"
+        self.make_tool(
+            name, (JS_PROBE if self.engine == ".js" else RHAI_PROBE).replace("EXPR", expr), ext=self.engine
+        )
+        caller = self.kernel.caller(session_id=session, user_id="u-1") if session else self.kernel.caller()
+        result = self.kernel.dispatcher.call(name, args, caller)
+        assert result.success, result.content
+        assert isinstance(result.data, dict)
+        return result.data.get("value") if result.content == "ok" else {"error": result.data["error"]}
+
+    def error(self, expr: str, session: str | None = "s-1", **args: JSONValue) -> str:
+        value = self(expr, session, **args)
+        assert isinstance(value, dict) and set(value) == {"error"}, f"expected an error, got {value!r}"
+        return str(value["error"])
+
+    def write(self, path: str, content: str = "pwned") -> JSONValue:
+        return self("fs_write(args.path, args.content)", path=path, content=content)
+
+    def write_error(self, path: str, content: str = "pwned") -> str:
+        return self.error("fs_write(args.path, args.content)", path=path, content=content)
+
+
+@pytest.fixture
+def probe(kernel: Kernel, make_tool: ToolFactory, engine: str) -> Probe:
+    return Probe(kernel, make_tool, engine)
+
+
+def tree(folder: Path) -> list[str]:
+    """Everything below `folder` but the probes' own tool files."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "scripts" not in p.parts)
+
+
+# -- S14.1 the five helpers, round trips -----------------------------------------------------------
+
+
+def test_s14_1_write_read_list_round_trip(probe: Probe, temp: Path) -> None:
+    written = probe.write("report.csv", "a,b\n1,2\nжё\n")
+    assert written == str(temp / "report.csv")
+    assert (temp / "report.csv").read_text(encoding="utf-8") == "a,b\n1,2\nжё\n"
+    assert probe("fs_read(args.path)", path=str(temp / "report.csv")) == "a,b\n1,2\nжё\n"
+    assert probe.write("sub/deeper/notes.txt", "x") == str(temp / "sub" / "deeper" / "notes.txt")
+    assert probe("fs_list(caller().temp_dir)") == ["report.csv", "sub/"]
+    assert probe("fs_list(args.path)", path=str(temp / "sub")) == ["deeper/"]
+
+
+def test_s14_1_write_replaces_a_file(probe: Probe, temp: Path) -> None:
+    probe.write("a.txt", "long first version")
+    probe.write("a.txt", "v2")
+    assert (temp / "a.txt").read_text() == "v2"
+    assert [p.name for p in temp.iterdir()] == ["a.txt"]  # no temporary file left behind
+
+
+def test_s14_3_reading_is_not_confined(probe: Probe, kernel: Kernel, outside: Path) -> None:
+    """Relative reads start at the kernel root (server data); absolute ones go anywhere."""
+    data = kernel.config.root / "data" / "git"
+    data.mkdir(parents=True)
+    (data / "repos.json").write_text('{"repos": []}')
+    assert probe("fs_read(args.path)", path="data/git/repos.json") == '{"repos": []}'
+    assert probe("fs_read(args.path)", path=str(outside / "victim.txt")) == "original"
+    assert probe("fs_list(args.path)", path="data") == ["git/", "tmp/"]
+    assert probe("fs_read(args.path)", session=None, path=str(outside / "victim.txt")) == "original"
+
+
+def test_s14_1_list_marks_folders_and_links_to_folders(probe: Probe, outside: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "listing"
+    folder.mkdir()
+    for name in ("b.txt", "a.txt", "Z.md"):
+        (folder / name).write_text(name)
+    (folder / "sub").mkdir()
+    (folder / "to_dir").symlink_to(outside)
+    (folder / "to_file").symlink_to(outside / "victim.txt")
+    (folder / "dangling").symlink_to(tmp_path / "nowhere")
+    assert probe("fs_list(args.path)", path=str(folder)) == [
+        "Z.md",
+        "a.txt",
+        "b.txt",
+        "dangling",
+        "sub/",
+        "to_dir/",
+        "to_file",
+    ]
+    assert probe("fs_list(args.path)", path=str(folder) + "/") == probe(
+        "fs_list(args.path)", path=str(folder)
+    )
+
+
+def test_s14_4_bytes_round_trip(probe: Probe, temp: Path, tmp_path: Path) -> None:
+    blob = bytes(range(256)) * 3
+    (tmp_path / "photo.png").write_bytes(blob)
+    b64 = probe("fs_read_bytes(args.path)", path=str(tmp_path / "photo.png"))
+    assert b64 == base64.b64encode(blob).decode()
+    assert probe("fs_write_bytes(args.path, args.b64)", path="copy.png", b64=b64) == str(temp / "copy.png")
+    assert (temp / "copy.png").read_bytes() == blob
+    wrapped = "\n".join(base64.encodebytes(b"line-wrapped base64").decode().split())
+    probe("fs_write_bytes(args.path, args.b64)", path="w.bin", b64=wrapped)
+    assert (temp / "w.bin").read_bytes() == b"line-wrapped base64"
+    assert probe("fs_write_bytes(args.path, args.b64)", path="empty.bin", b64="") == str(temp / "empty.bin")
+
+
+# -- S14.1 errors throw, name the helper and the path ----------------------------------------------
+
+
+def test_s14_1_errors_are_thrown_and_catchable(probe: Probe, tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.txt")
+    assert (
+        probe.error("fs_read(args.path)", path=missing)
+        == f"fs_read: cannot open {missing!r}: No such file or directory"
+    )
+    assert probe.error("fs_list(args.path)", path=missing).startswith(f"fs_list: cannot open {missing!r}")
+    assert (
+        probe.error("fs_read_bytes(args.path)", path=str(tmp_path))
+        == f"fs_read_bytes: {str(tmp_path)!r} is a folder, not a file"
+    )
+    (tmp_path / "f.txt").write_text("x")
+    assert probe.error("fs_list(args.path)", path=str(tmp_path / "f.txt")).endswith("f.txt' is not a folder")
+
+
+def test_s14_1_bad_arguments(probe: Probe) -> None:
+    assert probe.error("fs_write(42, args.c)", c="x") == "fs_write: path must be a string, got int 42"
+    assert probe.error('fs_write("a.txt", args.n)', n=5) == "fs_write: content must be a string, got int 5"
+    assert probe.error('fs_write_bytes("a.bin", "not base64!")').startswith(
+        "fs_write_bytes: b64 is not valid base64"
+    )
+    assert probe.error('fs_read("")') == "fs_read: path is empty"
+    assert probe.error('fs_write("a.txt")') == "fs_write: expected at least 2 argument(s), got 1"
+
+
+def test_s14_1_not_utf8(probe: Probe, tmp_path: Path) -> None:
+    (tmp_path / "bin.dat").write_bytes(b"ok\xff\xfe")
+    assert probe.error("fs_read(args.path)", path=str(tmp_path / "bin.dat")).endswith(
+        "bin.dat' is not UTF-8 text (bad byte at offset 2); use fs_read_bytes"
+    )
+
+
+def test_s14_2_no_temp_dir_outside_a_session(probe: Probe) -> None:
+    for expr, helper in (
+        ('fs_write("a.txt", "x")', "fs_write"),
+        ('fs_write_bytes("a.bin", "eA==")', "fs_write_bytes"),
+    ):
+        message = probe.error(expr, session=None)
+        assert message.startswith("no temp dir: ") and helper in message
+
+
+def test_no_files_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    probe = Probe(build_kernel(project, attach=False), make_tool, engine)
+    assert probe.error('fs_read("x")') == "fs_read: no files service attached"
+    assert probe.error('fs_write("x", "y")') == "fs_write: no files service attached"
+
+
+# -- S14.2 confinement: lexical escapes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../escape.txt",
+        "../../../../../../../../etc/escape.txt",
+        "a/../../escape.txt",
+        "a/b/../../../escape.txt",
+        "./../escape.txt",
+        "..",
+        "../s-1-x/escape.txt",
+        "/etc/escape.txt",
+        "/tmp/escape.txt",
+        "/proc/self/cwd/escape.txt",
+        "/proc/self/root/TEMP/escape.txt",
+        "TEMP/../escape.txt",
+        "TEMP/../../escape.txt",
+        "TEMP_sibling/escape.txt",
+        "//etc/escape.txt",
+    ],
+)
+def test_s14_2_paths_leading_out_are_refused(probe: Probe, temp: Path, tmp_path: Path, path: str) -> None:
+    path = path.replace("TEMP", str(temp).lstrip("/") if path.startswith("/proc") else str(temp))
+    before = tree(tmp_path)
+    message = probe.write_error(path)
+    assert message == f"fs_write: path {path!r} {OUTSIDE}"
+    bytes_message = probe.error("fs_write_bytes(args.path, args.b64)", path=path, b64="eA==")
+    assert bytes_message == f"fs_write_bytes: path {path!r} {OUTSIDE}"
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "path", ["a/../b.txt", "./b.txt", "a/./../b.txt", ".//b.txt", "TEMP/b.txt", "TEMP/x/../b.txt"]
+)
+def test_s14_2_paths_that_stay_inside_are_allowed(probe: Probe, temp: Path, path: str) -> None:
+    assert probe.write(path.replace("TEMP", str(temp)), "in") == str(temp / "b.txt")
+    assert (temp / "b.txt").read_text() == "in"
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("", "fs_write: path is empty"),
+        (".", "fs_write: path '.' is the session temp dir itself, not a file"),
+        ("TEMP", "fs_write: path 'TEMP' is the session temp dir itself, not a file"),
+        ("TEMP/", "fs_write: path 'TEMP/' is the session temp dir itself, not a file"),
+        ("sub/..", "fs_write: path 'sub/..' is the session temp dir itself, not a file"),
+        ("sub/", "fs_write: path 'sub/' names a folder, not a file"),
+        ("existing", "fs_write: path 'existing' names a folder, not a file"),
+        ("a/b/.", "fs_write: path 'a/b/.' names a folder, not a file"),
+        ("file.txt/x", "fs_write: path 'file.txt/x': 'file.txt' is not a folder"),
+    ],
+)
+def test_s14_2_writing_a_folder_is_refused(probe: Probe, temp: Path, path: str, reason: str) -> None:
+    (temp / "existing").mkdir()
+    (temp / "file.txt").write_text("keep")
+    assert probe.write_error(path.replace("TEMP", str(temp))) == reason.replace("TEMP", str(temp))
+    assert (temp / "existing").is_dir() and (temp / "file.txt").read_text() == "keep"
+
+
+# -- S14.2 confinement: links ----------------------------------------------------------------------
+
+
+def test_s14_2_link_to_a_file_outside(probe: Probe, temp: Path, outside: Path) -> None:
+    (temp / "link.txt").symlink_to(outside / "victim.txt")
+    message = probe.write_error("link.txt")
+    assert message == f"fs_write: path 'link.txt' {OUTSIDE}: it is a symbolic link"
+    assert (outside / "victim.txt").read_text() == "original"
+
+
+def test_s14_2_link_to_a_folder_outside(probe: Probe, temp: Path, outside: Path) -> None:
+    (temp / "linkdir").symlink_to(outside)
+    for path in ("linkdir/victim.txt", "linkdir/new.txt", "linkdir/new/deep.txt", f"{temp}/linkdir/x"):
+        assert probe.write_error(path) == f"fs_write: path {path!r} {OUTSIDE}: 'linkdir' is a symbolic link"
+    assert tree(outside) == ["victim.txt"] and (outside / "victim.txt").read_text() == "original"
+
+
+def test_s14_2_symlinked_parent_folder_deeper_down(probe: Probe, temp: Path, outside: Path) -> None:
+    (temp / "a" / "b").mkdir(parents=True)
+    (temp / "a" / "b" / "up").symlink_to("../../..")  # relative link climbing out of temp
+    assert (
+        probe.write_error("a/b/up/x.txt")
+        == f"fs_write: path 'a/b/up/x.txt' {OUTSIDE}: 'a/b/up' is a symbolic link"
+    )
+    (temp / "a" / "out").symlink_to(outside)
+    assert OUTSIDE in probe.write_error("a/out/victim.txt")
+    assert (outside / "victim.txt").read_text() == "original"
+
+
+def test_s14_2_links_are_never_followed_even_pointing_inside(probe: Probe, temp: Path) -> None:
+    """Stricter than S14.2 requires: a write never goes through a link, wherever it points."""
+    (temp / "real").mkdir()
+    (temp / "alias").symlink_to(temp / "real")
+    assert OUTSIDE in probe.write_error("alias/x.txt")
+    assert list((temp / "real").iterdir()) == []
+
+
+def test_s14_2_hard_link_to_a_file_outside_is_replaced_not_written_through(
+    probe: Probe, temp: Path, outside: Path
+) -> None:
+    try:
+        os.link(outside / "victim.txt", temp / "hard.txt")
+    except OSError as exc:  # pragma: no cover - another filesystem, or protected_hardlinks
+        pytest.skip(f"cannot make the hard link: {exc}")
+    assert probe.write("hard.txt", "mine") == str(temp / "hard.txt")
+    assert (temp / "hard.txt").read_text() == "mine"
+    assert (outside / "victim.txt").read_text() == "original"
+
+
+# -- S14.2 confinement: races ----------------------------------------------------------------------
+
+
+def test_s14_2_link_swapped_in_after_the_check_is_replaced(
+    probe: Probe, temp: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attacker plants `target → outside` right after the target was checked: the write replaces
+    the link (rename never follows one) instead of writing through it."""
+    check = confined._check_target
+
+    def check_then_swap(folder: int, name: str, path: str) -> None:
+        check(folder, name, path)
+        os.symlink(outside / "victim.txt", name, dir_fd=folder)
+
+    monkeypatch.setattr(confined, "_check_target", check_then_swap)
+    probe.write("target.txt", "mine")
+    assert (outside / "victim.txt").read_text() == "original"
+    assert not (temp / "target.txt").is_symlink() and (temp / "target.txt").read_text() == "mine"
+
+
+def test_s14_2_folder_swapped_for_a_link_after_it_was_entered(
+    probe: Probe, temp: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk holds each folder open: moving it away and planting a link in its place changes nothing."""
+    (temp / "sub").mkdir()
+    enter = confined._enter
+
+    def enter_then_swap(folder: int, name: str, path: str, walked: list[str]) -> int:
+        handle = enter(folder, name, path, walked)
+        os.rename(name, "moved", src_dir_fd=folder, dst_dir_fd=folder)
+        os.symlink(outside, name, dir_fd=folder)
+        return handle
+
+    monkeypatch.setattr(confined, "_enter", enter_then_swap)
+    probe.write("sub/victim.txt", "mine")
+    assert (outside / "victim.txt").read_text() == "original" and tree(outside) == ["victim.txt"]
+    assert (temp / "moved" / "victim.txt").read_text() == "mine"
+
+
+FLIPPER = """
+import os, shutil, sys, time
+sub, outside, until = sys.argv[1], sys.argv[2], time.monotonic() + float(sys.argv[3])
+as_link = False
+while time.monotonic() < until:
+    try:
+        os.unlink(sub) if os.path.islink(sub) else shutil.rmtree(sub)
+    except OSError:
+        pass
+    try:
+        os.symlink(outside, sub) if as_link else os.mkdir(sub)
+    except OSError:
+        pass
+    time.sleep(0.0003)
+    as_link = not as_link
+"""
+
+
+def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
+    """Another process flips `sub` between a real folder and a link to outside while writes run:
+    some writes land, some are refused, none escapes."""
+    service = kernel.services.get("files")
+    assert isinstance(service, FilesService)
+    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(temp / "sub"), str(outside), "0.8"])
+    outcomes = {"written": 0, "refused": 0}
+    try:
+        time.sleep(0.1)
+        deadline = time.monotonic() + 0.6
+        while time.monotonic() < deadline:
+            try:
+                service.write_file(temp, "sub/victim.txt", b"pwned")
+                outcomes["written"] += 1
+            except confined.PathRefused:
+                outcomes["refused"] += 1
+    finally:
+        flipper.wait(5)
+    assert tree(outside) == ["victim.txt"] and (outside / "victim.txt").read_text() == "original"
+    assert outcomes["written"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+# -- S14.2 odd paths -------------------------------------------------------------------------------
+
+
+def test_nul_bytes_are_refused(probe: Probe, temp: Path) -> None:
+    assert probe.write_error("a\x00b.txt") == "fs_write: path 'a\\x00b.txt' contains a NUL byte"
+    assert probe.error("fs_read(args.path)", path="/etc/passwd\x00.png") == (
+        "fs_read: path '/etc/passwd\\x00.png' contains a NUL byte"
+    )
+    assert probe.error("fs_list(args.path)", path="\x00") == "fs_list: path '\\x00' contains a NUL byte"
+    assert list(temp.iterdir()) == []
+
+
+def test_very_long_names_give_clean_errors(probe: Probe, temp: Path) -> None:
+    long = "x" * 300
+    assert probe.write_error(long).endswith(": File name too long")
+    assert probe.write_error(f"{long}/y.txt").endswith(": File name too long")
+    assert probe.error("fs_read(args.path)", path=long).endswith(": File name too long")
+    huge = "a/" * 3000 + "f.txt"
+    assert probe.write_error(huge) == "fs_write: path is too long (6,005 characters, at most 4,096)"
+    assert (
+        probe.error("fs_read(args.path)", path=huge)
+        == "fs_read: path is too long (6,005 characters, at most 4,096)"
+    )
+    message = probe.write_error("é" * 200)
+    assert len(message) < 300 and message.endswith("File name too long")  # 400 bytes: over NAME_MAX
+    assert list(temp.iterdir()) == []
+
+
+def test_proc_is_not_readable(probe: Probe, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/self/environ would show the secrets env_var hides; no spelling of it gets through."""
+    monkeypatch.setenv("TEST_HIDDEN_KEY", "s3cr3t")
+    (temp / "env").symlink_to("/proc/self/environ")
+    for path in (
+        "/proc/self/environ",
+        "/proc/self/mem",
+        "/dev/fd/../environ",
+        str(temp / "env"),
+        "/proc/self/cwd/x",
+    ):
+        assert probe.error("fs_read_bytes(args.path)", path=path) in (
+            f"fs_read_bytes: {path!r} is under /proc, which scripts may not read",
+            f"fs_read_bytes: cannot open {path!r}: No such file or directory",
+            f"fs_read_bytes: cannot open {path!r}: Permission denied",
+        )
+    assert probe.error("fs_read(args.path)", path="/proc/self/status").endswith(
+        "is under /proc, which scripts may not read"
+    )
+    assert probe.error("fs_list(args.path)", path="/proc/self/fd").endswith(
+        "is under /proc, which scripts may not read"
+    )
+
+
+def test_fifos_and_devices_do_not_hang(probe: Probe, temp: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    assert (
+        probe.error("fs_read(args.path)", path=str(fifo)) == f"fs_read: {str(fifo)!r} is not a regular file"
+    )
+    assert (
+        probe.error("fs_read_bytes(args.path)", path="/dev/zero")
+        == "fs_read_bytes: '/dev/zero' is not a regular file"
+    )
+    os.mkfifo(temp / "planted")
+    assert probe.write("planted", "replaced") == str(temp / "planted")  # replaced, never opened
+    assert (temp / "planted").read_text() == "replaced"
+    assert time.monotonic() - start < 5
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+
+def test_read_and_write_limits(project: Path, make_tool: ToolFactory, engine: str, tmp_path: Path) -> None:
+    kernel = build_kernel(project, "files:\n  max_read_bytes: 100\n  max_write_bytes: 10\n")
+    probe = Probe(kernel, make_tool, engine)
+    (tmp_path / "small").write_bytes(b"x" * 100)
+    (tmp_path / "big").write_bytes(b"x" * 101)
+    assert probe("fs_read(args.path)", path=str(tmp_path / "small")) == "x" * 100
+    assert probe.error("fs_read_bytes(args.path)", path=str(tmp_path / "big")).endswith(
+        "/big' is 101 bytes, over the 100-byte limit (files.max_read_bytes)"
+    )
+    assert probe.write("ten.txt", "0123456789") is not None
+    assert probe.write_error("eleven.txt", "0123456789a") == (
+        "fs_write: content is 11 bytes, over the 10-byte limit (files.max_write_bytes)"
+    )
+    b64 = base64.b64encode(b"x" * 11).decode()
+    assert "over the 10-byte limit" in probe.error("fs_write_bytes(args.path, args.b64)", path="b", b64=b64)
+    assert "over the 10-byte limit" in probe.error(
+        "fs_write_bytes(args.path, args.b64)", path="b", b64="QUFB" * 1000
+    )
+
+
+def test_list_limit(project: Path, make_tool: ToolFactory, tmp_path: Path) -> None:
+    probe = Probe(build_kernel(project, "files:\n  max_list_entries: 3\n"), make_tool, ".js")
+    for name in "abc":
+        (tmp_path / "few" / name).mkdir(parents=True)
+    assert probe("fs_list(args.path)", path=str(tmp_path / "few")) == ["a/", "b/", "c/"]
+    (tmp_path / "few" / "d").touch()
+    assert probe.error("fs_list(args.path)", path=str(tmp_path / "few")).endswith(
+        "has more than 3 entries (files.max_list_entries)"
+    )
+
+
+def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> None:
+    service = kernel.services.get("files")
+    assert isinstance(service, FilesService)
+    versions = [bytes([65 + i]) * 200_000 for i in range(8)]
+    threads = [threading.Thread(target=service.write_file, args=(temp, "same.bin", v)) for v in versions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert (temp / "same.bin").read_bytes() in versions
+    assert [p.name for p in temp.iterdir()] == ["same.bin"]
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+
+def test_settings_defaults_and_config(project: Path) -> None:
+    assert FilesSettings.from_config(load_kernel_config(write_kernel_yaml(project))) == FilesSettings(
+        max_read_bytes=16 << 20, max_write_bytes=16 << 20, max_list_entries=10_000
+    )
+    config = load_kernel_config(
+        write_kernel_yaml(project, "files:\n  max_read_bytes: 5\n  max_write_bytes: 6\n")
+    )
+    assert FilesSettings.from_config(config) == FilesSettings(5, 6, 10_000)
+    assert FilesService.from_config(config).root == project.resolve()
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("files:\n  max_read_bytes: 0", "files.max_read_bytes: expected an integer >= 1, got 0"),
+        ("files:\n  max_write_bytes: '1M'", "files.max_write_bytes: expected an integer >= 1, got '1M'"),
+        ("files:\n  max_list_entries: true", "files.max_list_entries: expected an integer >= 1, got True"),
+        (
+            "files:\n  root: /",
+            "files.root: unknown field (known: max_read_bytes, max_write_bytes, max_list_entries)",
+        ),
+    ],
+)
+def test_bad_config_names_the_field(project: Path, section: str, message: str) -> None:
+    config = load_kernel_config(write_kernel_yaml(project, section + "\n"))
+    with pytest.raises(ConfigError) as info:
+        FilesService.from_config(config)
+    assert str(info.value) == f"{config.path}: {message}"
+
+
+def test_a_section_that_is_not_a_mapping(project: Path) -> None:
+    config = KernelConfig(root=project, tool_dirs=(), hook_dirs=(), raw={"files": "big"})
+    with pytest.raises(ConfigError, match="files: expected a mapping, got str"):
+        FilesSettings.from_config(config)

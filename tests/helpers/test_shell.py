@@ -1,0 +1,490 @@
+"""`shell` and `exec` (S13) from real JS and Rhai tools, against real processes.
+
+Every helper call goes through a script tool and the real dispatch path, in
+both engines. The attacks: a command that outlives its timeout (and its
+grandchildren), floods on both pipes, a program waiting on stdin, arguments
+a shell would mangle, many calls at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.errors import ConfigError
+from agentkernel.helpers import default_helper_table
+from agentkernel.services.shell import ShellService, ShellSettings
+from agentkernel.types import JSONValue
+from tests.conftest import ToolFactory, write_kernel_yaml
+
+ENGINES = [".js", ".rhai"]
+
+JS_PROBE = """
+function run(args) {
+    try { return { content: "ok", data: { value: EXPR } }; }
+    catch (e) { return { content: "error", data: { error: e.message } }; }
+}
+"""
+RHAI_PROBE = """
+fn run(args) {
+    try { return #{ content: "ok", data: #{ value: EXPR } }; }
+    catch (e) { return #{ content: "error", data: #{ error: e } }; }
+}
+"""
+
+
+def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
+    """A kernel with the shell helpers registered and (unless `attach` is False) the service."""
+    config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
+    table = default_helper_table()
+    extra = {"shell": ShellService.from_config(config) if attach else None}
+    return Kernel(config, helpers=table, extra_services=extra)
+
+
+@pytest.fixture
+def kernel(project: Path) -> Kernel:
+    return build_kernel(project)
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+_counter = iter(range(1_000_000))
+
+
+def probe(
+    kernel: Kernel,
+    make_tool: ToolFactory,
+    engine: str,
+    expr: str,
+    args: JSONValue = None,
+    *,
+    session: str | None = "s-1",
+    yaml_extra: str = "",
+) -> JSONValue:
+    """Evaluate `expr` in a fresh tool of `engine`; the value, or {"error": message} when it threw."""
+    name = f"probe{next(_counter)}"
+    source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", expr)
+    make_tool(name, source, ext=engine, yaml_extra=yaml_extra)
+    caller = kernel.caller(session_id=session, user_id="u-1") if session else kernel.caller()
+    result = kernel.dispatcher.call(name, args if args is not None else {}, caller)
+    assert result.success, result.content
+    data = result.data
+    assert isinstance(data, dict)
+    return data.get("value") if result.content == "ok" else {"error": data["error"]}
+
+
+def run_shell(
+    kernel: Kernel, make_tool: ToolFactory, engine: str, cmd: str, **kw: JSONValue
+) -> dict[str, JSONValue]:
+    value = probe(kernel, make_tool, engine, "shell(args.cmd, args.timeout)", {"cmd": cmd, **kw})
+    assert isinstance(value, dict) and set(value) == {"ok", "exit_code", "stdout", "stderr"}, value
+    return value
+
+
+def run_exec(
+    kernel: Kernel, make_tool: ToolFactory, engine: str, program: str, argv: list[JSONValue], **kw: JSONValue
+) -> dict[str, JSONValue]:
+    value = probe(
+        kernel,
+        make_tool,
+        engine,
+        "exec(args.program, args.argv, args.timeout)",
+        {"program": program, "argv": argv, **kw},
+    )
+    assert isinstance(value, dict) and set(value) == {"ok", "exit_code", "stdout", "stderr"}, value
+    return value
+
+
+def temp_dir(kernel: Kernel) -> Path:
+    temp = kernel.caller(session_id="s-1").temp_dir
+    assert temp is not None
+    return temp
+
+
+def gone(pid: int, within: float = 3.0) -> bool:
+    """Whether the process is dead (absent, or a zombie waiting for init) within `within` seconds."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# -- S13.1 shell: the result shape -----------------------------------------------------------------
+
+
+def test_s13_1_shell_success(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    assert run_shell(kernel, make_tool, engine, "echo hello") == {
+        "ok": True,
+        "exit_code": 0,
+        "stdout": "hello\n",
+        "stderr": "",
+    }
+
+
+def test_s13_1_shell_exit_code_and_both_streams(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    assert run_shell(kernel, make_tool, engine, "echo out; echo err >&2; exit 3") == {
+        "ok": False,
+        "exit_code": 3,
+        "stdout": "out\n",
+        "stderr": "err\n",
+    }
+
+
+def test_s13_1_shell_missing_command_is_minus_one(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    result = run_shell(kernel, make_tool, engine, "no-such-command-xyz --flag")
+    assert result["ok"] is False and result["exit_code"] == -1
+    assert "no-such-command-xyz" in str(result["stderr"]) and "not found" in str(result["stderr"])
+
+
+def test_s13_1_exit_by_a_signal_is_128_plus_n(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    result = run_shell(kernel, make_tool, engine, "kill -TERM $$")
+    assert (result["ok"], result["exit_code"]) == (False, 143)
+
+
+def test_s13_1_shell_timeout(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    start = time.monotonic()
+    result = run_shell(kernel, make_tool, engine, "echo started; sleep 30", timeout=0.5)
+    assert time.monotonic() - start < 3
+    assert result["ok"] is False and result["exit_code"] == -1
+    assert result["stdout"] == "started\n"  # what came before the timeout is kept
+    assert result["stderr"] == "shell: timed out after 0.5s; the process group was killed"
+
+
+def test_s13_1_default_timeout_from_config(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    kernel = build_kernel(project, "shell:\n  default_timeout_secs: 0.3\n")
+    result = run_shell(kernel, make_tool, engine, "sleep 30")
+    assert result["exit_code"] == -1 and "timed out after 0.3s" in str(result["stderr"])
+
+
+def test_s13_1_timeout_is_capped_by_the_scripts_own_clock(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    """A helper never outlives its script: `timeout_secs: 1` wins over a 60 s shell timeout."""
+    make_tool(
+        "capped",
+        'function run() { return JSON.stringify(shell("sleep 30", 60)); }'
+        if engine == ".js"
+        else 'fn run(args) { shell("sleep 30", 60).to_json() }',
+        ext=engine,
+        yaml_extra="timeout_secs: 1\n",
+    )
+    start = time.monotonic()
+    result = kernel.dispatcher.call("capped", {}, kernel.caller(session_id="s-1"))
+    assert time.monotonic() - start < 2.5
+    # the helper returns at the script's deadline; the engine may then end the script on its clock
+    if result.success:
+        stderr = json.loads(result.content)["stderr"]
+        assert re.fullmatch(
+            r"shell: timed out after (1|0\.9\d)s \(the script's remaining time\); "
+            r"the process group was killed",
+            stderr,
+        ), stderr
+
+
+def test_s13_1_shell_never_throws_on_bad_arguments(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    bad = probe(kernel, make_tool, engine, 'shell("echo", "soon")')
+    assert bad == {
+        "ok": False,
+        "exit_code": -1,
+        "stdout": "",
+        "stderr": "shell: timeout must be a number of seconds > 0, got 'soon'",
+    }
+    negative = probe(kernel, make_tool, engine, 'shell("echo", -1)')
+    assert isinstance(negative, dict) and "timeout must be a number" in str(negative["stderr"])
+    empty = probe(kernel, make_tool, engine, 'shell("")')
+    assert isinstance(empty, dict) and empty["stderr"] == "shell: cmd must be a non-empty string, got ''"
+    number = probe(kernel, make_tool, engine, "shell(42)")
+    assert isinstance(number, dict) and number["exit_code"] == -1 and "cmd must be" in str(number["stderr"])
+
+
+def test_s13_1_nul_byte_in_a_command(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    result = run_shell(kernel, make_tool, engine, "echo a\x00b")
+    assert result == {"ok": False, "exit_code": -1, "stdout": "", "stderr": "shell: cmd contains a NUL byte"}
+
+
+# -- S13.2 exec: no shell, arguments verbatim ------------------------------------------------------
+
+AWKWARD = [
+    "a b",
+    "it's",
+    '"quoted"',
+    "%H%x1f%an",
+    "%PATH%",
+    "$HOME",
+    "`id`",
+    "*",
+    "",
+    "--author=Alice Bob",
+    "é\t\n",
+]
+
+
+def test_s13_2_exec_passes_arguments_verbatim(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    result = run_exec(kernel, make_tool, engine, "printf", ["%s|", *AWKWARD])
+    assert result == {"ok": True, "exit_code": 0, "stdout": "".join(f"{a}|" for a in AWKWARD), "stderr": ""}
+
+
+def test_s13_2_exec_missing_program(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    result = run_exec(kernel, make_tool, engine, "no-such-program-xyz", ["x"])
+    assert result == {
+        "ok": False,
+        "exit_code": -1,
+        "stdout": "",
+        "stderr": "exec: program 'no-such-program-xyz' not found",
+    }
+
+
+def test_s13_2_exec_not_executable(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    script = temp_dir(kernel) / "plain.txt"
+    script.write_text("echo hi\n")
+    result = run_exec(kernel, make_tool, engine, "./plain.txt", [])
+    assert result["exit_code"] == -1 and "permission denied" in str(result["stderr"])
+
+
+def test_s13_2_exec_exit_codes_and_timeout(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    assert run_exec(kernel, make_tool, engine, "sh", ["-c", "exit 7"])["exit_code"] == 7
+    assert run_exec(kernel, make_tool, engine, "false", [])["ok"] is False
+    timed = run_exec(kernel, make_tool, engine, "sleep", ["30"], timeout=0.3)
+    assert (
+        timed["exit_code"] == -1
+        and timed["stderr"] == "exec: timed out after 0.3s; the process group was killed"
+    )
+
+
+def test_s13_2_exec_bad_arguments_never_throw(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    not_list = probe(kernel, make_tool, engine, 'exec("echo", "a b")')
+    assert isinstance(not_list, dict)
+    assert not_list["stderr"] == "exec: args must be an array of strings, got 'a b'"
+    number = probe(kernel, make_tool, engine, 'exec("echo", ["a", 5])')
+    assert isinstance(number, dict) and number["stderr"] == "exec: args[1] must be a string, got 5"
+    nul = run_exec(kernel, make_tool, engine, "echo", ["a\x00b"])
+    assert nul["stderr"] == "exec: args[0] contains a NUL byte"
+    empty = probe(kernel, make_tool, engine, 'exec("", [])')
+    assert isinstance(empty, dict) and empty["exit_code"] == -1 and "program must be" in str(empty["stderr"])
+
+
+def test_s13_2_arity_errors_come_from_the_table(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    value = probe(kernel, make_tool, engine, 'exec("echo")')
+    assert value == {"error": "exec: expected at least 2 argument(s), got 1"}
+
+
+# -- S13.3 the whole process group dies; nothing is left behind ------------------------------------
+
+
+def test_s13_3_timeout_kills_grandchildren(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    cmd = "sleep 300 & echo $! > grandchild.pid; sh -c 'sleep 301 & echo $! > great.pid; wait'; wait"
+    result = run_shell(kernel, make_tool, engine, cmd, timeout=0.5)
+    assert result["exit_code"] == -1
+    for name in ("grandchild.pid", "great.pid"):
+        pid = int((temp_dir(kernel) / name).read_text())
+        assert gone(pid), f"{name}: process {pid} survived the timeout"
+
+
+def test_s13_3_background_jobs_do_not_outlive_the_call(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    """`cmd &` returns at once (the job holds the pipes, yet the call does not wait) and the job dies."""
+    start = time.monotonic()
+    result = run_shell(kernel, make_tool, engine, "sleep 300 & echo $!")
+    assert time.monotonic() - start < 2
+    assert result["ok"] is True
+    assert gone(int(str(result["stdout"]).strip()))
+
+
+def test_s13_3_stdin_is_closed(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    start = time.monotonic()
+    assert run_shell(kernel, make_tool, engine, 'cat; read line; echo "[$line]"')["stdout"] == "[]\n"
+    assert run_exec(kernel, make_tool, engine, "cat", [])["ok"] is True
+    assert time.monotonic() - start < 3
+
+
+# -- output limits ---------------------------------------------------------------------------------
+
+
+def test_floods_on_both_pipes_are_capped_without_deadlock(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    kernel = build_kernel(project, "shell:\n  max_output_bytes: 1000\n")
+    cmd = "head -c 3000000 /dev/zero | tr '\\0' o; head -c 2000000 /dev/zero | tr '\\0' e >&2; echo done >&2"
+    start = time.monotonic()
+    result = run_shell(kernel, make_tool, engine, cmd)
+    assert time.monotonic() - start < 5
+    assert result["ok"] is True
+    assert (
+        result["stdout"] == "o" * 1000 + "\n[stdout truncated: 2,999,000 more bytes over the limit of 1,000]"
+    )
+    assert str(result["stderr"]).startswith("e" * 1000 + "\n[stderr truncated: 1,999,005 more bytes")
+
+
+def test_endless_output_ends_at_the_timeout(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    kernel = build_kernel(project, "shell:\n  max_output_bytes: 64\n")
+    result = run_shell(kernel, make_tool, engine, "yes", timeout=0.5)
+    assert result["exit_code"] == -1 and str(result["stdout"]).startswith("y\n" * 32 + "\n[stdout truncated")
+    assert str(result["stderr"]).endswith("timed out after 0.5s; the process group was killed")
+
+
+def test_output_is_utf8_and_a_cut_character_is_dropped_whole(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    kernel = build_kernel(project, "shell:\n  max_output_bytes: 5\n")
+    result = run_shell(kernel, make_tool, engine, "printf 'жжж'")  # 6 bytes: the cap falls inside the third
+    assert str(result["stdout"]).startswith("жж\n[stdout truncated: 1 more bytes")
+    raw = run_exec(kernel, make_tool, engine, "printf", ["a\\377b"])
+    assert raw["stdout"] == "a\ufffdb"
+
+
+# -- where and with what it runs -------------------------------------------------------------------
+
+
+def test_cwd_is_the_session_temp_dir(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    assert run_shell(kernel, make_tool, engine, "pwd -P")["stdout"] == f"{temp_dir(kernel)}\n"
+
+
+def test_cwd_outside_a_session_is_the_kernel_root(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    value = probe(kernel, make_tool, engine, 'exec("pwd", ["-P"])', session=None)
+    assert isinstance(value, dict) and value["stdout"] == f"{kernel.config.root.resolve()}\n"
+
+
+def test_denied_variables_are_not_passed_to_the_child(
+    project: Path, make_tool: ToolFactory, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_SECRET_TOKEN", "s3cr3t")
+    monkeypatch.setenv("TEST_PLAIN_VALUE", "visible")
+    kernel = build_kernel(project, "scripts:\n  env_deny: ['*_SECRET_*']\n")
+    result = run_shell(kernel, make_tool, engine, 'echo "${TEST_SECRET_TOKEN:-unset} $TEST_PLAIN_VALUE"')
+    assert result["stdout"] == "unset visible\n"
+
+
+# -- configuration and service ---------------------------------------------------------------------
+
+
+def test_disabled_by_config(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    kernel = build_kernel(project, "shell:\n  enabled: false\n")
+    assert run_shell(kernel, make_tool, engine, "echo hi") == {
+        "ok": False,
+        "exit_code": -1,
+        "stdout": "",
+        "stderr": "shell: disabled by kernel.yaml (shell.enabled: false)",
+    }
+
+
+def test_no_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    kernel = build_kernel(project, attach=False)
+    result = run_exec(kernel, make_tool, engine, "echo", [])
+    assert result["stderr"] == "exec: no shell service attached" and result["exit_code"] == -1
+
+
+def test_settings_defaults_and_config(project: Path) -> None:
+    assert ShellSettings.from_config(load_kernel_config(write_kernel_yaml(project))) == ShellSettings(
+        enabled=True, default_timeout_secs=30.0, max_output_bytes=1 << 20, max_concurrent=8
+    )
+    config = load_kernel_config(
+        write_kernel_yaml(
+            project,
+            "shell:\n  enabled: false\n  default_timeout_secs: 5\n"
+            "  max_output_bytes: 10\n  max_concurrent: 2\n",
+        )
+    )
+    assert ShellSettings.from_config(config) == ShellSettings(False, 5.0, 10, 2)
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("shell:\n  max_concurrent: 0", "shell.max_concurrent: expected an integer >= 1, got 0"),
+        ("shell:\n  max_output_bytes: 1.5", "shell.max_output_bytes: expected an integer >= 1, got 1.5"),
+        (
+            "shell:\n  default_timeout_secs: -1",
+            "shell.default_timeout_secs: expected a number of seconds > 0",
+        ),
+        ("shell:\n  enabled: 'yes'", "shell.enabled: expected true or false, got 'yes'"),
+        ("shell:\n  timeout: 5", "shell.timeout: unknown field (known: enabled, default_timeout_secs,"),
+    ],
+)
+def test_bad_config_names_the_field(project: Path, section: str, message: str) -> None:
+    config = load_kernel_config(write_kernel_yaml(project, section + "\n"))
+    with pytest.raises(ConfigError) as info:
+        ShellService.from_config(config)
+    assert message in str(info.value) and str(info.value).startswith(str(config.path))
+
+
+def test_a_section_that_is_not_a_mapping(project: Path) -> None:
+    config = KernelConfig(root=project, tool_dirs=(), hook_dirs=(), raw={"shell": [1]})
+    with pytest.raises(ConfigError, match="shell: expected a mapping, got list"):
+        ShellSettings.from_config(config)
+
+
+# -- many at once ----------------------------------------------------------------------------------
+
+
+def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFactory) -> None:
+    """16 tools at once (JS and Rhai) with `max_concurrent: 4`: all finish, four at a time."""
+    kernel = build_kernel(project, "shell:\n  max_concurrent: 4\n")
+    make_tool("js_sleep", "function run(args) { return shell(`sleep 0.25; echo ${args.i}`).stdout; }")
+    make_tool("rhai_sleep", "fn run(args) { shell(`sleep 0.25; echo ${args.i}`).stdout }", ext=".rhai")
+    results: dict[int, str] = {}
+
+    def one(i: int) -> None:
+        name = "js_sleep" if i % 2 else "rhai_sleep"
+        results[i] = kernel.dispatcher.call(name, {"i": i}, kernel.caller(session_id=f"s-{i}")).content
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    elapsed = time.monotonic() - start
+    assert results == {i: f"{i}\n" for i in range(16)}
+    assert 1.0 <= elapsed < 6, elapsed  # 16 / 4 slots x 0.25 s, not 16 x 0.25 s
+
+
+def test_waiting_for_a_slot_is_bounded_by_the_timeout(project: Path, make_tool: ToolFactory) -> None:
+    kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
+    service = kernel.services.get("shell")
+    assert isinstance(service, ShellService)
+    holder = threading.Thread(
+        target=service.run, args=(["sleep", "0.8"],), kwargs={"timeout": 5, "cwd": None, "env": {}}
+    )
+    holder.start()
+    time.sleep(0.2)
+    result = run_shell(kernel, make_tool, ".js", "echo hi", timeout=0.3)
+    holder.join(5)
+    assert result == {
+        "ok": False,
+        "exit_code": -1,
+        "stdout": "",
+        "stderr": "shell: no free process slot within 0.3s (1 already running: shell.max_concurrent)",
+    }
+
+
+def test_results_are_plain_json(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("plain", 'function run() { return JSON.stringify(shell("printf x")); }')
+    assert json.loads(kernel.dispatcher.call("plain", {}, kernel.caller()).content) == {
+        "ok": True,
+        "exit_code": 0,
+        "stdout": "x",
+        "stderr": "",
+    }

@@ -1,0 +1,1128 @@
+"""The state helpers (S11) from JS and Rhai through the real dispatch path, and the store underneath.
+
+Every helper runs from both engines as a script tool on a real SQLite file;
+the attacks (another user's id, odd keys, huge values, racing writers in
+threads and in processes, a store locked by someone else) are tested too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.errors import ConfigError
+from agentkernel.helpers import default_helper_table
+from agentkernel.helpers import state as state_helpers
+from agentkernel.services.memory import SqliteMessageStore
+from agentkernel.services.state import (
+    Namespace,
+    SqliteStateStore,
+    StateBusyError,
+    StateError,
+    StateStore,
+    canonical_json,
+    encode_value,
+    from_config,
+    lrange_bounds,
+)
+from tests.conftest import REPO, ToolFactory
+
+STATE_YAML = "logging:\n  state_db_path: data/state.db\n"
+ENGINES = [".js", ".rhai"]
+HELPERS = list(state_helpers.HELPERS)
+
+
+def build_kernel(project: Path, extra_yaml: str = STATE_YAML) -> Kernel:
+    """A kernel with the state helpers registered and the store of its kernel.yaml attached."""
+    config_path = project / "config" / "kernel.yaml"
+    if extra_yaml:
+        config_path.write_text(config_path.read_text(encoding="utf-8") + extra_yaml, encoding="utf-8")
+    config = load_kernel_config(config_path)
+    return kernel_for(config)
+
+
+def kernel_for(config: KernelConfig) -> Kernel:
+    """The state helpers registered (unless the default table has them) and `from_config`'s store attached."""
+    table = default_helper_table()
+    if "state_get" not in table:
+        state_helpers.register(table)
+    return Kernel(config, helpers=table, extra_services={"state": from_config(config)})
+
+
+def close_store(kernel: Kernel) -> None:
+    store = kernel.services.get("state")
+    if store is not None:
+        store.close()
+
+
+@pytest.fixture
+def skernel(project: Path) -> Iterator[Kernel]:
+    kernel = build_kernel(project)
+    yield kernel
+    close_store(kernel)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStateStore]:
+    with SqliteStateStore(tmp_path / "state.db") as opened:
+        yield opened
+
+
+def run_tool(kernel: Kernel, name: str, args: Any = None, **caller: Any) -> Any:
+    """Call a tool as the LLM would; return its `data`, failing the test when the tool failed."""
+    result = kernel.call_tool(name, {} if args is None else args, kernel.caller(**caller))
+    assert result.success, f"{result.content}; not loaded: {[str(p) for p in kernel.catalog.problems()]}"
+    return result.data
+
+
+def source(ext: str, js: str, rhai: str) -> str:
+    return js if ext == ".js" else rhai
+
+
+USER = {"user_id": "alice", "session_id": "s-1", "template": "helper"}
+
+
+# -- S11.1 values: state_get, state_set, state_delete, state_keys -------------------------------
+
+VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -7,
+    2.5,
+    "",
+    "текст 🙂",
+    [1, [2, {"a": None}]],
+    {"b": 1, "a": {"x": [True]}},
+]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_1_any_json_value_round_trips(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        const out = [];
+        args.values.forEach((v, i) => {
+            state_set("user", "k" + i, v);
+            out.push(state_get("user", "k" + i));
+        });
+        out.push(state_get("user", "missing"), state_set("user", "x", 1));
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        let i = 0;
+        for v in args.values { state_set("user", `k${i}`, v); out.push(state_get("user", `k${i}`)); i += 1; }
+        out.push(state_get("user", "missing"));
+        out.push(state_set("user", "x", 1));
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("values", source(ext, js, rhai), ext=ext)
+    data = run_tool(skernel, "values", {"values": VALUES}, **USER)
+    assert data == [*VALUES, None, None]
+    assert [type(v) for v in data[3:6]] == [int, int, float]  # ints stay ints, floats floats
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_1_delete_and_keys(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        state_set("session", "b", 1); state_set("session", "a", 2);
+        state_push("session", "c", 3); state_sadd("session", "d", 4);
+        const out = [state_keys("session")];
+        out.push(state_delete("session", "c"), state_delete("session", "c"), state_delete("session", "d"));
+        out.push(state_keys("session"), state_delete("session", "nope"));
+        state_push("session", "list", 1);
+        state_set("session", "list", "now a value");
+        out.push(state_get("session", "list"), state_keys("session"));
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        state_set("session", "b", 1); state_set("session", "a", 2);
+        state_push("session", "c", 3); state_sadd("session", "d", 4);
+        let out = [state_keys("session")];
+        out.push(state_delete("session", "c")); out.push(state_delete("session", "c"));
+        out.push(state_delete("session", "d"));
+        out.push(state_keys("session")); out.push(state_delete("session", "nope"));
+        state_push("session", "list", 1);
+        state_set("session", "list", "now a value");
+        out.push(state_get("session", "list")); out.push(state_keys("session"));
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("keys", source(ext, js, rhai), ext=ext)
+    assert run_tool(skernel, "keys", **USER) == [
+        ["a", "b", "c", "d"],
+        True,
+        False,
+        True,
+        ["a", "b"],
+        False,
+        "now a value",
+        ["a", "b", "list"],
+    ]
+
+
+# -- S11.2 lists: state_push, state_range (Redis LRANGE) ------------------------------------------
+
+
+def redis_lrange(items: list[int], start: int, stop: int) -> list[int]:
+    """An independent statement of LRANGE: Python slicing, stop made inclusive."""
+    return items[start : (stop + 1) or None]
+
+
+def test_lrange_bounds_match_redis() -> None:
+    items = list(range(10))
+    for start in range(-14, 14):
+        for stop in range(-14, 14):
+            bounds = lrange_bounds(len(items), start, stop)
+            got = [] if bounds is None else items[bounds[0] : bounds[1] + 1]
+            assert got == redis_lrange(items, start, stop), (start, stop)
+    # the examples of the Redis manual: RPUSH mylist one two three
+    three = ["one", "two", "three"]
+    assert [lrange_bounds(3, *c) for c in [(0, 0), (-3, 2), (-100, 100), (5, 10)]] == [
+        (0, 0),
+        (0, 2),
+        (0, 2),
+        None,
+    ]
+    assert three[0:3] == ["one", "two", "three"]
+    assert lrange_bounds(0, 0, -1) is None
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_push_returns_lengths_and_range_slices_like_redis(
+    skernel: Kernel, make_tool: ToolFactory, ext: str
+) -> None:
+    js = """
+    function run(args) {
+        const lengths = [];
+        for (let i = 0; i < 10; i++) lengths.push(state_push("user", "l", i));
+        const ranges = args.cases.map(([a, b]) => state_range("user", "l", a, b));
+        return { content: "ok", data: { lengths, ranges, missing: state_range("user", "none", 0, -1) } };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let lengths = [];
+        for i in 0..10 { lengths.push(state_push("user", "l", i)); }
+        let ranges = [];
+        for c in args.cases { ranges.push(state_range("user", "l", c[0], c[1])); }
+        let missing = state_range("user", "none", 0, -1);
+        #{ content: "ok", data: #{ lengths: lengths, ranges: ranges, missing: missing } }
+    }
+    """
+    make_tool("lists", source(ext, js, rhai), ext=ext)
+    cases = [[a, b] for a in range(-12, 12) for b in range(-12, 12)]
+    data = run_tool(skernel, "lists", {"cases": cases}, **USER)
+    assert data["lengths"] == list(range(1, 11))
+    assert data["ranges"] == [redis_lrange(list(range(10)), a, b) for a, b in cases]
+    assert data["missing"] == []
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_range_indexes_must_be_integers(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        for (let i = 0; i < 5; i++) state_push("user", "l", i);
+        const out = [state_range("user", "l", 2.0, 1e300), state_range("user", "l", -1e300, 0)];
+        for (const bad of [[1.5, 2], ["1", 2], [0, true], [0, null], [0, [1]], [0, Infinity]]) {
+            try { state_range("user", "l", bad[0], bad[1]); out.push("no error"); }
+            catch (e) { out.push(e.message); }
+        }
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        for i in 0..5 { state_push("user", "l", i); }
+        let out = [state_range("user", "l", 2.0, 9223372036854775807)];
+        out.push(state_range("user", "l", -9223372036854775807, 0));
+        for bad in [[1.5, 2], ["1", 2], [0, true], [0, ()], [0, [1]], [0, 1.0 / 0.0]] {
+            try { state_range("user", "l", bad[0], bad[1]); out.push("no error"); } catch (e) { out.push(e); }
+        }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("indexes", source(ext, js, rhai), ext=ext)
+    data = run_tool(skernel, "indexes", **USER)
+    assert data[:2] == [[2, 3, 4], [0]]
+    infinity = (
+        "null" if ext == ".js" else "'inf'"
+    )  # JSON.stringify(Infinity) is null; Rhai's adapter says 'inf'
+    assert data[2:] == [
+        "state_range: start must be an integer, got 1.5",
+        "state_range: start must be an integer, got '1'",
+        "state_range: stop must be an integer, got true",
+        "state_range: stop must be an integer, got null",
+        "state_range: stop must be an integer, got [1]",
+        f"state_range: stop must be an integer, got {infinity}",
+    ]
+
+
+# -- S11.2 sets: state_sadd, state_smembers, state_srem -------------------------------------------
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_sets_hold_unique_json_values(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        const add = (v) => state_sadd("global", "s", v);
+        const out = [];
+        out.push([add("a"), add("a"), add(1), add("1"), add(null), add(null)]);
+        out.push([add({x: 1, y: [1, 2]}), add({y: [1, 2], x: 1}), add([1, 2]), add([2, 1]), add(2.5)]);
+        out.push(state_smembers("global", "s"));
+        out.push([state_srem("global", "s", {y: [1, 2], x: 1}), state_srem("global", "s", "zzz"),
+                  state_srem("global", "none", 1), state_smembers("global", "none")]);
+        for (const v of ["a", 1, "1", null, [1, 2], [2, 1]]) state_srem("global", "s", v);
+        out.push(state_smembers("global", "s"), state_keys("global"));
+        state_srem("global", "s", 2.5);
+        out.push(state_keys("global"));
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn add(v) { state_sadd("global", "s", v) }
+    fn run(args) {
+        let out = [];
+        out.push([add("a"), add("a"), add(1), add("1"), add(()), add(())]);
+        out.push([add(#{x: 1, y: [1, 2]}), add(#{y: [1, 2], x: 1}), add([1, 2]), add([2, 1]), add(2.5)]);
+        out.push(state_smembers("global", "s"));
+        out.push([state_srem("global", "s", #{y: [1, 2], x: 1}), state_srem("global", "s", "zzz"),
+                  state_srem("global", "none", 1), state_smembers("global", "none")]);
+        for v in ["a", 1.0, "1", (), [1, 2], [2, 1]] { state_srem("global", "s", v); }
+        out.push(state_smembers("global", "s")); out.push(state_keys("global"));
+        state_srem("global", "s", 2.5);
+        out.push(state_keys("global"));
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("sets", source(ext, js, rhai), ext=ext)
+    data = run_tool(skernel, "sets")
+    assert data == [
+        [True, False, True, True, True, False],
+        [True, False, True, True, True],
+        ["a", 1, "1", None, {"x": 1, "y": [1, 2]}, [1, 2], [2, 1], 2.5],
+        [True, False, False, []],
+        [2.5],
+        ["s"],
+        [],
+    ]
+
+
+def test_rhai_one_and_one_point_zero_are_one_member(skernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "numbers",
+        """
+        fn run(args) {
+            #{ content: "ok", data: [state_sadd("global", "n", 1.0), state_sadd("global", "n", 1),
+                                      state_smembers("global", "n"), state_srem("global", "n", 1)] }
+        }
+        """,
+        ext=".rhai",
+    )
+    data = run_tool(skernel, "numbers")
+    assert data == [True, False, [1.0], True] and isinstance(data[2][0], float)  # the first form is kept
+
+
+def test_canonical_json() -> None:
+    assert canonical_json('{"b":1.0,"a":[2.50,{"d":null,"c":-0.0}]}') == '{"a":[2.5,{"c":0,"d":null}],"b":1}'
+    assert canonical_json('"ж"') == '"\\u0436"'
+
+
+# -- WRONGTYPE: a key used as another kind than it holds ---------------------------------------
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_a_key_of_another_kind_is_an_error(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        state_set("user", "v", 1); state_push("user", "l", 1); state_sadd("user", "s", 1);
+        const attempts = [
+            () => state_push("user", "v", 2), () => state_range("user", "v", 0, -1),
+            () => state_sadd("user", "l", 2), () => state_get("user", "s"),
+            () => state_range("user", "s", 0, 1), () => state_smembers("user", "l"),
+            () => state_srem("user", "v", 1), () => state_get("user", "l"),
+        ];
+        const out = attempts.map((f) => { try { f(); return "no error"; } catch (e) { return e.message; } });
+        out.push(state_get("user", "v"), state_range("user", "l", 0, -1), state_smembers("user", "s"));
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        state_set("user", "v", 1); state_push("user", "l", 1); state_sadd("user", "s", 1);
+        let out = [];
+        try { state_push("user", "v", 2); } catch (e) { out.push(e); }
+        try { state_range("user", "v", 0, -1); } catch (e) { out.push(e); }
+        try { state_sadd("user", "l", 2); } catch (e) { out.push(e); }
+        try { state_get("user", "s"); } catch (e) { out.push(e); }
+        try { state_range("user", "s", 0, 1); } catch (e) { out.push(e); }
+        try { state_smembers("user", "l"); } catch (e) { out.push(e); }
+        try { state_srem("user", "v", 1); } catch (e) { out.push(e); }
+        try { state_get("user", "l"); } catch (e) { out.push(e); }
+        out.push(state_get("user", "v")); out.push(state_range("user", "l", 0, -1));
+        out.push(state_smembers("user", "s"));
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("kinds", source(ext, js, rhai), ext=ext)
+    assert run_tool(skernel, "kinds", **USER) == [
+        "state_push: key 'v' in scope 'user' holds a value, not a list",
+        "state_range: key 'v' in scope 'user' holds a value, not a list",
+        "state_sadd: key 'l' in scope 'user' holds a list, not a set",
+        "state_get: key 's' in scope 'user' holds a set, not a value",
+        "state_range: key 's' in scope 'user' holds a set, not a list",
+        "state_smembers: key 'l' in scope 'user' holds a list, not a set",
+        "state_srem: key 'v' in scope 'user' holds a value, not a set",
+        "state_get: key 'l' in scope 'user' holds a list, not a value",
+        1,
+        [1],
+        [1],
+    ]
+
+
+# -- S11.2 scopes: ids from the caller, never from the script -------------------------------------
+
+SCOPES_JS = """
+function run(args) {
+    const scopes = ["session", "user", "agent", "global"];
+    if (args.write) for (const scope of scopes) state_set(scope, "k", args.write + ":" + scope);
+    return { content: "ok", data: scopes.map((scope) => state_get(scope, "k")) };
+}
+"""
+SCOPES_RHAI = """
+fn run(args) {
+    let scopes = ["session", "user", "agent", "global"];
+    if args.write != () { for scope in scopes { state_set(scope, "k", `${args.write}:${scope}`); } }
+    let out = [];
+    for scope in scopes { out.push(state_get(scope, "k")); }
+    #{ content: "ok", data: out }
+}
+"""
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_scopes_resolve_from_the_caller(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    make_tool("scopes", source(ext, SCOPES_JS, SCOPES_RHAI), ext=ext)
+
+    def look(user: str, session: str, template: str, write: str | None = None) -> Any:
+        args = {"write": write} if write else {}
+        return run_tool(skernel, "scopes", args, user_id=user, session_id=session, template=template)
+
+    assert look("alice", "s1", "t1", write="A") == ["A:session", "A:user", "A:agent", "A:global"]
+    # bob, in another session of the same template, sees only what he shares with alice
+    assert look("bob", "s2", "t1") == [None, None, "A:agent", "A:global"]
+    # alice in another session keeps her user keys, not the first session's
+    assert look("alice", "s3", "t2") == [None, "A:user", None, "A:global"]
+    # one id string in three scopes is three keys
+    assert look("x", "x", "x", write="X") == ["X:session", "X:user", "X:agent", "X:global"]
+    assert look("alice", "s1", "t1") == ["A:session", "A:user", "A:agent", "X:global"]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_keys_of_one_user_are_invisible_to_another(
+    skernel: Kernel, make_tool: ToolFactory, ext: str
+) -> None:
+    js = """
+    function run(args) {
+        if (args.secret) {
+            state_set("user", "secret", args.secret);
+            state_sadd("session", "seen", args.secret);
+        }
+        return { content: "ok", data: [state_keys("user"), state_keys("session"), state_get("user", "secret"),
+                                       state_smembers("session", "seen")] };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        if args.secret != () {
+            state_set("user", "secret", args.secret);
+            state_sadd("session", "seen", args.secret);
+        }
+        #{ content: "ok", data: [state_keys("user"), state_keys("session"), state_get("user", "secret"),
+                                  state_smembers("session", "seen")] }
+    }
+    """
+    make_tool("secret", source(ext, js, rhai), ext=ext)
+    alice = {"user_id": "alice", "session_id": "a-1"}
+    assert run_tool(skernel, "secret", {"secret": "s3cr3t"}, **alice) == [
+        ["secret"],
+        ["seen"],
+        "s3cr3t",
+        ["s3cr3t"],
+    ]
+    assert run_tool(skernel, "secret", user_id="bob", session_id="b-1") == [[], [], None, []]
+    # ids that look like paths, patterns or SQL are just ids
+    for user in ("alice/..", "ALICE", "alice ", "%", "' OR '1'='1"):
+        assert run_tool(skernel, "secret", user_id=user, session_id="a-1 ") == [[], [], None, []]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_a_scope_without_an_id_is_an_error(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        return { content: "ok", data: ["session", "user", "agent", "global"].map((scope) => {
+            try { state_set(scope, "k", 1); return state_get(scope, "k"); } catch (e) { return e.message; }
+        }) };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        for scope in ["session", "user", "agent", "global"] {
+            try { state_set(scope, "k", 1); out.push(state_get(scope, "k")); } catch (e) { out.push(e); }
+        }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("noid", source(ext, js, rhai), ext=ext)
+    for caller in ({}, {"user_id": "", "template": ""}):
+        assert run_tool(skernel, "noid", **caller) == [
+            "state_set: scope 'session' has no id for this caller",
+            "state_set: scope 'user' has no id for this caller",
+            "state_set: scope 'agent' has no id for this caller",
+            1,
+        ]
+
+
+BAD_SCOPES: list[Any] = ["users", "USER", "", " user", "user:bob", "global/../user", 5, [], {"scope": "user"}]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_unknown_scopes_are_refused(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        return { content: "ok", data: args.scopes.map((scope) => {
+            try { state_keys(scope); return "no error"; } catch (e) { return e.message; }
+        }) };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        for scope in args.scopes {
+            try { state_keys(scope); out.push("no error"); } catch (e) { out.push(e); }
+        }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("badscope", source(ext, js, rhai), ext=ext)
+    data = run_tool(skernel, "badscope", {"scopes": BAD_SCOPES}, user_id="bob", session_id="s")
+    shown = [
+        "'users'",
+        "'USER'",
+        "''",
+        "' user'",
+        "'user:bob'",
+        "'global/../user'",
+        "5",
+        "[]",
+        '{"scope": "user"}',
+    ]
+    assert data == [
+        f"state_keys: unknown scope {s} (expected one of: session, user, agent, global)" for s in shown
+    ]
+
+
+# -- keys and values with odd characters; limits ---------------------------------------------------
+
+ODD_KEYS = [
+    "",
+    " ",
+    "a\x00b",
+    "'; DROP TABLE state_keys; --",
+    '"quoted"',
+    "%",
+    "_",
+    "*",
+    "../../etc/passwd",
+    "/abs",
+    "ключ🙂",
+    "\n\t\r",
+    "\u202eRTL",
+    "k" * 1024,
+    "ж" * 512,
+]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_odd_keys_and_values_round_trip(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        for (const key of args.keys) state_set("user", key, { key, text: key + "\\u0000" });
+        const values = args.keys.map((k) => state_get("user", k));
+        return { content: "ok", data: { keys: state_keys("user"), values } };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        for key in args.keys { state_set("user", key, #{ key: key, text: key + "\\x00" }); }
+        let values = [];
+        for key in args.keys { values.push(state_get("user", key)); }
+        #{ content: "ok", data: #{ keys: state_keys("user"), values: values } }
+    }
+    """
+    make_tool("odd", source(ext, js, rhai), ext=ext)
+    data = run_tool(skernel, "odd", {"keys": ODD_KEYS}, user_id="u")
+    assert data["keys"] == sorted(ODD_KEYS)
+    assert data["values"] == [{"key": k, "text": k + "\x00"} for k in ODD_KEYS]
+    assert run_tool(skernel, "odd", {"keys": []}, user_id="other")["keys"] == []
+    with sqlite3.connect(skernel.config.root / "data" / "state.db") as raw:  # the tables survived
+        assert raw.execute("SELECT count(*) FROM state_keys").fetchone()[0] == len(ODD_KEYS)
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_bad_keys_are_refused(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        return { content: "ok", data: args.keys.map((key) => {
+            try { state_set("user", key, 1); return "no error"; } catch (e) { return e.message; }
+        }) };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        for key in args.keys {
+            try { state_set("user", key, 1); out.push("no error"); } catch (e) { out.push(e); }
+        }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("badkey", source(ext, js, rhai), ext=ext)
+    keys: list[Any] = ["k" * 1025, "ж" * 513, 5, None, ["k"], {"k": 1}, True]
+    assert run_tool(skernel, "badkey", {"keys": keys}, user_id="u") == [
+        "state_set: key is 1025 bytes, over the limit of 1024",
+        "state_set: key is 1026 bytes, over the limit of 1024",
+        "state_set: key must be a string, got 5",
+        "state_set: key must be a string, got null",
+        'state_set: key must be a string, got ["k"]',
+        'state_set: key must be a string, got {"k": 1}',
+        "state_set: key must be a string, got true",
+    ]
+
+
+def test_lone_surrogates_from_js(skernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "surrogates",
+        """
+        function run(args) {
+            state_set("user", "v", "\\ud800x\\udc00");
+            let keyError = null;
+            try { state_set("user", "\\ud800", 1); } catch (e) { keyError = e.message; }
+            return { content: "ok", data: [state_get("user", "v") === "\\ud800x\\udc00", keyError] };
+        }
+        """,
+    )
+    assert run_tool(skernel, "surrogates", user_id="u") == [
+        True,
+        "state_set: key must be valid Unicode text (it holds a lone surrogate)",
+    ]
+
+
+LIMIT_JS = """
+function run(args) {
+    const out = [];
+    const ops = [
+        (v) => state_set("user", "v", v),
+        (v) => state_push("user", "l", v),
+        (v) => state_sadd("user", "s", v),
+    ];
+    for (const op of ops) {
+        for (const text of args.texts) {
+            try { op(text); out.push("ok"); } catch (e) { out.push(e.message); }
+        }
+    }
+    out.push(state_srem("user", "s", args.texts[args.texts.length - 1]));
+    return { content: "ok", data: out };
+}
+"""
+LIMIT_RHAI = """
+fn run(args) {
+    let out = [];
+    for text in args.texts {
+        try { state_set("user", "v", text); out.push("ok"); } catch (e) { out.push(e); }
+    }
+    for text in args.texts {
+        try { state_push("user", "l", text); out.push("ok"); } catch (e) { out.push(e); }
+    }
+    for text in args.texts {
+        try { state_sadd("user", "s", text); out.push("ok"); } catch (e) { out.push(e); }
+    }
+    out.push(state_srem("user", "s", args.texts[-1]));
+    #{ content: "ok", data: out }
+}
+"""
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_value_size_limit(project: Path, make_tool: ToolFactory, ext: str) -> None:
+    kernel = build_kernel(project, STATE_YAML + "state:\n  max_value_bytes: 64\n")
+    make_tool("limits", source(ext, LIMIT_JS, LIMIT_RHAI), ext=ext)
+    texts = ["x" * 62, "ж" * 31, "x" * 63]  # 64, 64 and 65 bytes of JSON with the quotes
+    over = "value is 65 bytes of JSON, over the limit of 64 (state.max_value_bytes)"
+    expected = [
+        verdict
+        for helper in ("state_set", "state_push", "state_sadd")
+        for verdict in ("ok", "ok", f"{helper}: {over}")
+    ]
+    try:
+        assert run_tool(kernel, "limits", {"texts": texts}, user_id="u") == [*expected, False]
+    finally:
+        close_store(kernel)
+
+
+def test_default_value_limit_is_one_mebibyte(skernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "big",
+        """
+        function run(args) {
+            state_set("user", "big", "x".repeat(1048574));
+            let error = null;
+            try { state_set("user", "big", "x".repeat(1048575)); } catch (e) { error = e.message; }
+            return { content: "ok", data: [state_get("user", "big").length, error] };
+        }
+        """,
+    )
+    assert run_tool(skernel, "big", user_id="u") == [
+        1048574,
+        "state_set: value is 1048577 bytes of JSON, over the limit of 1048576 (state.max_value_bytes)",
+    ]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_result_size_limit(project: Path, make_tool: ToolFactory, ext: str) -> None:
+    kernel = build_kernel(project, STATE_YAML + "state:\n  max_result_bytes: 100\n")
+    js = """
+    function run(args) {
+        for (let i = 0; i < 5; i++) {
+            state_push("user", "l", "x".repeat(28));
+            state_sadd("user", "s", i + "x".repeat(27));
+        }
+        for (let i = 0; i < 20; i++) state_set("user", "key-" + "k".repeat(10) + i, 1);
+        const out = [state_range("user", "l", 0, 2).length];
+        const reads = [
+            () => state_range("user", "l", 0, -1),
+            () => state_smembers("user", "s"),
+            () => state_keys("user"),
+        ];
+        for (const f of reads) {
+            try { f(); out.push("no error"); } catch (e) { out.push(e.message); }
+        }
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        for i in 0..5 {
+            let item = "x";
+            item.pad(28, 'x');                      // pad changes the string in place
+            let member = `${i}`;
+            member.pad(28, 'x');
+            state_push("user", "l", item);
+            state_sadd("user", "s", member);
+        }
+        for i in 0..20 { state_set("user", `key-kkkkkkkkkk${i}`, 1); }
+        let out = [state_range("user", "l", 0, 2).len()];
+        try { state_range("user", "l", 0, -1); out.push("no error"); } catch (e) { out.push(e); }
+        try { state_smembers("user", "s"); out.push("no error"); } catch (e) { out.push(e); }
+        try { state_keys("user"); out.push("no error"); } catch (e) { out.push(e); }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("results", source(ext, js, rhai), ext=ext)
+    tail = "the result is over the limit of 100 bytes of JSON (state.max_result_bytes); read a smaller range"
+    try:
+        assert run_tool(kernel, "results", user_id="u") == [
+            3,
+            f"state_range: {tail}",
+            f"state_smembers: {tail}",
+            f"state_keys: {tail}",
+        ]
+    finally:
+        close_store(kernel)
+
+
+def test_values_without_a_json_form(store: SqliteStateStore) -> None:
+    ns = Namespace("user", "u")
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    for bad, why in [(float("nan"), "no JSON form"), (object(), "no JSON form"), (deep, "nested too deeply")]:
+        with pytest.raises(StateError, match=why):
+            store.set(ns, "k", bad)
+    assert store.keys(ns) == []
+    assert encode_value({"a": [1, 2.0]}) == '{"a":[1,2.0]}'
+
+
+def test_deeply_nested_values_from_a_script_fail_cleanly(skernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "deep",
+        """
+        function run(args) {
+            let v = 1;
+            for (let i = 0; i < 100000; i++) v = [v];
+            try { state_set("user", "k", v); return "stored"; } catch (e) { return e.message; }
+        }
+        """,
+    )
+    result = skernel.call_tool("deep", {}, skernel.caller(user_id="u"))
+    assert result.success and "state_set" in result.content and "internal error" not in result.content
+
+
+# -- S11.3 no store configured; the configuration ---------------------------------------------
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolFactory, ext: str) -> None:
+    kernel = build_kernel(project, extra_yaml="")
+    assert kernel.services.get("state") is None
+    js = """
+    function run(args) {
+        const calls = [
+            () => state_get("user", "k"), () => state_set("user", "k", 1), () => state_delete("user", "k"),
+            () => state_keys("user"), () => state_push("user", "k", 1), () => state_range("user", "k", 0, -1),
+            () => state_sadd("user", "k", 1), () => state_smembers("user", "k"),
+            () => state_srem("bogus", "k", 1),
+        ];
+        const out = calls.map((f) => {
+            try { f(); return "no error"; } catch (e) { return e.message; }
+        });
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        try { state_get("user", "k"); } catch (e) { out.push(e); }
+        try { state_set("user", "k", 1); } catch (e) { out.push(e); }
+        try { state_delete("user", "k"); } catch (e) { out.push(e); }
+        try { state_keys("user"); } catch (e) { out.push(e); }
+        try { state_push("user", "k", 1); } catch (e) { out.push(e); }
+        try { state_range("user", "k", 0, -1); } catch (e) { out.push(e); }
+        try { state_sadd("user", "k", 1); } catch (e) { out.push(e); }
+        try { state_smembers("user", "k"); } catch (e) { out.push(e); }
+        try { state_srem("bogus", "k", 1); } catch (e) { out.push(e); }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("nostore", source(ext, js, rhai), ext=ext)
+    assert run_tool(kernel, "nostore", user_id="u") == [
+        f"{name}: no state store attached (set logging.state_db_path in kernel.yaml)" for name in HELPERS
+    ]
+
+
+def config_with(project: Path, yaml_text: str) -> KernelConfig:
+    path = project / "config" / "kernel.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    return load_kernel_config(path)
+
+
+def test_from_config(project: Path, tmp_path: Path) -> None:
+    assert from_config(config_with(project, "{}\n")) is None
+    assert from_config(config_with(project, "logging:\n  messages_db_path: data/m.db\n")) is None
+    store = from_config(
+        config_with(project, STATE_YAML + "state: {max_value_bytes: 10, max_result_bytes: 20}\n")
+    )
+    assert store is not None
+    assert (store.path, store.max_value_bytes, store.max_result_bytes) == (project / "data/state.db", 10, 20)
+    assert not store.path.exists()  # opened on first use only
+    store.set(Namespace("global", ""), "k", 1)
+    assert store.path.is_file()
+    store.close()
+    absolute = from_config(config_with(project, f"logging:\n  state_db_path: {tmp_path / 'abs.db'}\n"))
+    assert absolute is not None and absolute.path == tmp_path / "abs.db"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("logging:\n  state_db_path: 5\n", "logging.state_db_path: 5 is not of type 'string'"),
+        ("logging:\n  state_db_path: ''\n", "logging.state_db_path: '' should be non-empty"),
+        ("logging:\n  state_db_path: '  '\n", "logging.state_db_path: expected a non-empty string, got '  '"),
+        (
+            STATE_YAML + "state: {max_value_bytes: 0}\n",
+            "state.max_value_bytes: expected an integer >= 1, got 0",
+        ),
+        (
+            STATE_YAML + "state: {max_result_bytes: true}\n",
+            "state.max_result_bytes: expected an integer >= 1",
+        ),
+        (STATE_YAML + "state: {max_value_bytes: 1.5}\n", "state.max_value_bytes: expected an integer >= 1"),
+        (
+            STATE_YAML + "state: {path: x}\n",
+            "state.path: unknown field (known: max_value_bytes, max_result_bytes)",
+        ),
+        (STATE_YAML + "state: [1]\n", "state: [1] is not of type 'object'"),
+        ("state: {max_value_bytes: -1}\n", "state.max_value_bytes: expected an integer >= 1, got -1"),
+    ],
+)
+def test_bad_configuration_names_the_field(project: Path, yaml_text: str, message: str) -> None:
+    """The kernel schema or `from_config` refuses it, naming `section.field` (either is fine)."""
+    with pytest.raises(ConfigError) as caught:
+        from_config(config_with(project, yaml_text))
+    assert str(caught.value).startswith(str(project / "config" / "kernel.yaml") + ": " + message)
+
+
+def test_the_sqlite_store_is_a_state_store(store: SqliteStateStore) -> None:
+    assert isinstance(store, StateStore)
+
+
+# -- the store itself: persistence, schema, failures -------------------------------------------
+
+
+def test_values_persist_across_store_instances(tmp_path: Path) -> None:
+    ns = Namespace("user", "u")
+    with SqliteStateStore(tmp_path / "s.db") as first:
+        first.set(ns, "v", {"a": 1})
+        first.push(ns, "l", 1)
+        first.sadd(ns, "s", "x")
+    with SqliteStateStore(tmp_path / "s.db") as second:
+        assert (second.get(ns, "v"), second.range(ns, "l", 0, -1), second.smembers(ns, "s")) == (
+            {"a": 1},
+            [1],
+            ["x"],
+        )
+        assert second.push(ns, "l", 2) == 2
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStateStore(path) as store:
+        store.keys(Namespace("global", ""))
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE state_schema SET version = 99")
+    with SqliteStateStore(path) as store, pytest.raises(StateError, match="schema version 99 is newer"):
+        store.keys(Namespace("global", ""))
+
+
+def test_the_file_may_be_shared_with_the_message_store(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    with SqliteMessageStore(path) as messages, SqliteStateStore(path) as state:
+        messages.append("s", "user", "user", "hello")
+        state.set(Namespace("session", "s"), "k", 1)
+        assert messages.count("s") == 1 and state.get(Namespace("session", "s"), "k") == 1
+    with SqliteMessageStore(path) as messages, SqliteStateStore(path) as state:
+        assert messages.count("s") == 1 and state.get(Namespace("session", "s"), "k") == 1
+
+
+def test_a_closed_store_refuses(store: SqliteStateStore) -> None:
+    store.close()
+    store.close()
+    with pytest.raises(StateError, match="closed"):
+        store.get(Namespace("global", ""), "k")
+
+
+def test_a_broken_file_is_a_clear_script_error(project: Path, make_tool: ToolFactory) -> None:
+    (project / "data").mkdir()
+    (project / "data" / "state.db").write_bytes(b"this is not a database at all" * 100)
+    kernel = build_kernel(project)
+    make_tool(
+        "broken", 'function run() { try { state_get("global", "k"); } catch (e) { return e.message; } }'
+    )
+    try:
+        result = kernel.call_tool("broken", {}, kernel.caller())
+        assert result.content == "state_get: the state store is unusable: file is not a database"
+    finally:
+        close_store(kernel)
+
+
+# -- concurrency: threads and processes ------------------------------------------------------------
+
+PUSHER_JS = """
+function run(args) {
+    const lengths = [];
+    for (let i = 0; i < args.n; i++) lengths.push(state_push("global", "log", args.who + ":" + i));
+    return { content: "ok", data: lengths };
+}
+"""
+PUSHER_RHAI = """
+fn run(args) {
+    let lengths = [];
+    for i in 0..args.n { lengths.push(state_push("global", "log", `${args.who}:${i}`)); }
+    #{ content: "ok", data: lengths }
+}
+"""
+
+
+def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run `work(i)` on `count` threads released together; their results in order."""
+    barrier = threading.Barrier(count)
+
+    def start(i: int) -> Any:
+        barrier.wait(timeout=10)
+        return work(i)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(start, range(count)))
+
+
+def check_log(items: list[str], writers: int, per_writer: int) -> None:
+    """Every push landed once, and each writer's items are in its own order."""
+    assert len(items) == writers * per_writer
+    for who in range(writers):
+        assert [item for item in items if item.startswith(f"{who}:")] == [
+            f"{who}:{i}" for i in range(per_writer)
+        ]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_concurrent_pushes_from_threads_lose_nothing(
+    skernel: Kernel, make_tool: ToolFactory, ext: str
+) -> None:
+    make_tool("pusher", source(ext, PUSHER_JS, PUSHER_RHAI), ext=ext)
+    results = in_threads(8, lambda who: run_tool(skernel, "pusher", {"n": 200, "who": who}))
+    lengths = sorted(length for lengths in results for length in lengths)
+    assert lengths == list(range(1, 1601))  # every push saw a length of its own
+    store: SqliteStateStore = skernel.services.get("state")
+    check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    js = """
+    function run(args) {
+        const out = [];
+        for (let i = 0; i < 100; i++) out.push(state_sadd("global", "members", { n: i }));
+        return { content: "ok", data: out };
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let out = [];
+        for i in 0..100 { out.push(state_sadd("global", "members", #{ n: i })); }
+        #{ content: "ok", data: out }
+    }
+    """
+    make_tool("adder", source(ext, js, rhai), ext=ext)
+    results = in_threads(8, lambda _: run_tool(skernel, "adder"))
+    assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
+    store: SqliteStateStore = skernel.services.get("state")
+    assert len(store.smembers(Namespace("global", ""), "members")) == 100
+
+
+def test_store_threads_without_scripts(store: SqliteStateStore) -> None:
+    ns = Namespace("global", "")
+    in_threads(8, lambda who: [store.push(ns, "log", f"{who}:{i}") for i in range(200)])
+    check_log(store.range(ns, "log", 0, -1), 8, 200)  # type: ignore[arg-type]
+    added = in_threads(8, lambda _: store.sadd(ns, "one", "same"))
+    assert added.count(True) == 1
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from agentkernel.services.state import Namespace, SqliteStateStore
+
+    path, who, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    ns = Namespace("global", "")
+    print("ready", flush=True)
+    deadline = time.monotonic() + 30
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    with SqliteStateStore(path) as store:  # both open the fresh file at once: WAL switch, schema
+        lengths = [store.push(ns, "log", f"{who}:{i}") for i in range(300)]
+        added = [i for i in range(200) if store.sadd(ns, "members", i)]
+    print(json.dumps({"lengths": lengths, "added": added}), flush=True)
+    """
+)
+
+
+def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(tmp_path: Path) -> None:
+    path, go = tmp_path / "state.db", tmp_path / "go"
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(path), str(who), str(go)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for who in range(2)
+    ]
+    try:
+        for worker in workers:
+            assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        go.touch()
+        reports = [json.loads(worker.communicate(timeout=60)[0]) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+    assert all(worker.returncode == 0 for worker in workers)
+    assert sorted(reports[0]["lengths"] + reports[1]["lengths"]) == list(range(1, 601))
+    added = reports[0]["added"] + reports[1]["added"]
+    assert sorted(added) == list(range(200))  # each member added by exactly one process
+    with SqliteStateStore(path) as store:
+        check_log(store.range(Namespace("global", ""), "log", 0, -1), 2, 300)  # type: ignore[arg-type]
+
+
+# -- bounded waits -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def locked_file(tmp_path: Path) -> Iterator[Path]:
+    """A state file whose write lock another connection holds (a writer in another process)."""
+    path = tmp_path / "state.db"
+    with SqliteStateStore(path) as store:
+        store.keys(Namespace("global", ""))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    yield path
+    holder.execute("ROLLBACK")
+    holder.close()
+
+
+def test_a_locked_file_gives_up_by_the_timeout(locked_file: Path) -> None:
+    ns = Namespace("global", "")
+    with SqliteStateStore(locked_file) as store:
+        started = time.monotonic()
+        with pytest.raises(StateBusyError, match="locked by another writer"):
+            store.set(ns, "k", 1, timeout=0.3)
+        assert 0.2 < time.monotonic() - started < 2
+        assert store.get(ns, "k", timeout=0.3) is None  # readers do not wait for the writer
+
+
+def test_the_thread_lock_wait_is_bounded(store: SqliteStateStore) -> None:
+    with store._lock:  # another thread's operation in flight
+        started = time.monotonic()
+        with pytest.raises(StateBusyError, match="stayed busy"):
+            store.get(Namespace("global", ""), "k", timeout=0.1)
+        assert time.monotonic() - started < 1
+
+
+def test_a_script_is_not_held_past_its_time_limit(
+    locked_file: Path, project: Path, make_tool: ToolFactory
+) -> None:
+    kernel = build_kernel(project, f"logging:\n  state_db_path: {locked_file}\n")
+    make_tool(
+        "writer",
+        'function run() { state_set("global", "k", 1); return "wrote"; }',
+        yaml_extra="timeout_secs: 0.5\n",
+    )
+    try:
+        started = time.monotonic()
+        result = kernel.call_tool("writer", {}, kernel.caller())
+        assert not result.success and time.monotonic() - started < 2.5, result.content
+    finally:
+        close_store(kernel)
