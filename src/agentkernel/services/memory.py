@@ -42,7 +42,6 @@ import json
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.services.sqlite_wal import enable_wal
 
 KIND_USER = "user"
 KIND_AGENT = "agent"
@@ -199,30 +199,12 @@ class SqliteMessageStore:
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._enable_wal()
+            enable_wal(self._conn, BUSY_TIMEOUT_MS / 1000)
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except BaseException:
             self._conn.close()
             raise
-
-    def _enable_wal(self) -> None:
-        """Switch the file to WAL, waiting out another process doing the same.
-
-        SQLite does not apply busy_timeout to this PRAGMA: two processes
-        opening a fresh file at once would otherwise fail at once with
-        "database is locked". Once the file is WAL this is a plain read.
-        """
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    self._conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
 
     def __enter__(self) -> Self:
         return self

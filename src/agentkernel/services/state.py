@@ -44,7 +44,6 @@ import hashlib
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -55,12 +54,12 @@ from typing import Any, Protocol, Self, runtime_checkable
 from agentkernel.config import KernelConfig
 from agentkernel.errors import AgentKernelError, ConfigError
 from agentkernel.services.section import Section
+from agentkernel.services.sqlite_wal import enable_wal
 from agentkernel.types import JSONValue
 
 MAX_VALUE_BYTES = 1024 * 1024
 MAX_RESULT_BYTES = 16 * 1024 * 1024
 BUSY_TIMEOUT_SECS = 10.0
-_WAL_RETRY_SECS = 0.005
 SCHEMA_VERSION = 1
 
 VALUE, LIST, SET = "value", "list", "set"
@@ -313,7 +312,7 @@ class SqliteStateStore:
             try:
                 self._busy_ms = -1
                 self._bound_busy_wait(conn, timeout)
-                self._use_wal(conn)
+                enable_wal(conn, self._busy_ms / 1000)
                 conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate(conn)
             except BaseException:
@@ -321,24 +320,6 @@ class SqliteStateStore:
                 raise
             self._conn = conn
         return self._conn
-
-    def _use_wal(self, conn: sqlite3.Connection) -> None:
-        """Switch the file to WAL, retrying within the busy wait.
-
-        A journal-mode change answers SQLITE_BUSY at once, without the busy
-        handler, while another process opens the same fresh file; once the
-        file is WAL (a lasting property of the file) this is a plain read.
-        """
-        deadline = time.monotonic() + self._busy_ms / 1000
-        while True:
-            try:
-                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(_WAL_RETRY_SECS)
 
     def _bound_busy_wait(self, conn: sqlite3.Connection, timeout: float | None) -> None:
         """SQLite's busy wait no longer than the caller may wait (a PRAGMA only when it changes)."""
