@@ -27,22 +27,9 @@ from agentkernel.services import confined
 from agentkernel.services.files import FilesService, FilesSettings
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
+from tests.helpers.probes import ENGINES, probe_source
 
-ENGINES = [".js", ".rhai"]
 OUTSIDE = "is outside the session temp dir"
-
-JS_PROBE = """
-function run(args) {
-    try { return { content: "ok", data: { value: EXPR } }; }
-    catch (e) { return { content: "error", data: { error: e.message } }; }
-}
-"""
-RHAI_PROBE = """
-fn run(args) {
-    try { return #{ content: "ok", data: #{ value: EXPR } }; }
-    catch (e) { return #{ content: "error", data: #{ error: e } }; }
-}
-"""
 
 
 def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
@@ -92,9 +79,7 @@ class Probe:
     def __call__(self, expr: str, session: str | None = "s-1", **args: JSONValue) -> JSONValue:
         """The value, or {"error": message} when the helper threw (caught by the script)."""
         name = f"probe{next(_counter)}"
-        self.make_tool(
-            name, (JS_PROBE if self.engine == ".js" else RHAI_PROBE).replace("EXPR", expr), ext=self.engine
-        )
+        self.make_tool(name, probe_source(self.engine, expr), ext=self.engine)
         caller = self.kernel.caller(session_id=session, user_id="u-1") if session else self.kernel.caller()
         result = self.kernel.dispatcher.call(name, args, caller)
         assert result.success, result.content

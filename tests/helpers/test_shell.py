@@ -23,21 +23,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.services.shell import ShellService, ShellSettings
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
-
-ENGINES = [".js", ".rhai"]
-
-JS_PROBE = """
-function run(args) {
-    try { return { content: "ok", data: { value: EXPR } }; }
-    catch (e) { return { content: "error", data: { error: e.message } }; }
-}
-"""
-RHAI_PROBE = """
-fn run(args) {
-    try { return #{ content: "ok", data: #{ value: EXPR } }; }
-    catch (e) { return #{ content: "error", data: #{ error: e } }; }
-}
-"""
+from tests.helpers.probes import ENGINES, probe_source
 
 
 def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
@@ -73,7 +59,7 @@ def probe(
 ) -> JSONValue:
     """Evaluate `expr` in a fresh tool of `engine`; the value, or {"error": message} when it threw."""
     name = f"probe{next(_counter)}"
-    source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", expr)
+    source = probe_source(engine, expr)
     make_tool(name, source, ext=engine, yaml_extra=yaml_extra)
     caller = kernel.caller(session_id=session, user_id="u-1") if session else kernel.caller()
     result = kernel.dispatcher.call(name, args if args is not None else {}, caller)
