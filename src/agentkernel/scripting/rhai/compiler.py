@@ -20,141 +20,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.codegen import (
+    BINARY_NAMES,
+    INT_ARITHMETIC,
+    INT_COMPARISONS,
+    SPECIAL_CALLS,
+    LoopTarget,
+    Module,
+    VarInfo,
+    anon_for,
+    count_ops,
+    fn_py_name,
+    int_literal,
+    is_mutable_pattern,
+    is_pure,
+    list_index_test,
+    literal_operand,
+    may_change,
+)
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
-
-BINARY_NAMES = {
-    "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
-    "<<": "op_shl", ">>": "op_shr", "&": "op_and", "|": "op_or", "^": "op_xor",
-    "==": "op_eq", "!=": "op_ne", "<": "op_lt", "<=": "op_le", ">": "op_gt", ">=": "op_ge",
-    "..": "op_range", "..=": "op_range_incl", "in": "op_in", "!in": "op_not_in",
-}  # fmt: skip
-INT_ARITHMETIC = frozenset({"+", "-", "*"})
-INT_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
-SPECIAL_CALLS = frozenset(
-    {
-        "print",
-        "debug",
-        "type_of",
-        "Fn",
-        "call",
-        "curry",
-        "eval",
-        "is_def_var",
-        "is_def_fn",
-        "is_shared",
-        "exit",
-    }
-)
-
-
-@dataclass
-class VarInfo:
-    py: str
-    const: bool
-    cell: bool
-
-    @property
-    def load(self) -> str:
-        return f"{self.py}.v" if self.cell else self.py
-
-
-@dataclass
-class Module:
-    """The Python source being generated, its line → position table and constants."""
-
-    lines: list[str] = field(default_factory=list)
-    positions: dict[int, Pos] = field(default_factory=dict)
-    operator_lines: set[int] = field(default_factory=set)
-    constants: list[Any] = field(default_factory=list)
-    _constant_index: dict[tuple[type, Any], int] = field(default_factory=dict)
-    counter: int = 0
-
-    def emit(self, indent: int, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
-        self.lines.append("    " * indent + text)
-        if pos is not None:
-            self.positions[len(self.lines)] = pos
-        if operator:
-            self.operator_lines.add(len(self.lines))
-
-    def constant_object(self, value: Any) -> str:
-        """A constant that is not hashable (an array or map switch pattern): never shared."""
-        self.constants.append(value)
-        return f"K[{len(self.constants) - 1}]"
-
-    def constant(self, value: Any) -> str:
-        key = (type(value), value)
-        index = self._constant_index.get(key)
-        if index is None:
-            index = self._constant_index[key] = len(self.constants)
-            self.constants.append(value)
-        return f"K[{index}]"
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def source(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-@dataclass
-class _Loop:
-    result: str
-
-
-def literal_operand(module: Module, value: Any) -> str:
-    kind = type(value)
-    if value is None or kind is bool:
-        return repr(value)
-    if kind is int:
-        return repr(value) if value >= 0 else f"({value!r})"
-    if kind is float and value == value and value not in (float("inf"), float("-inf")):
-        return repr(value) if value >= 0 else f"({value!r})"
-    return module.constant(value)
-
-
-PURE_NODES = (ast.Literal, ast.Var, ast.This, ast.Closure)
-
-
-def is_pure(node: Any) -> bool:
-    """Side-effect-free and unable to fail visibly: what the reference's optimizer drops."""
-    if isinstance(node, PURE_NODES):
-        return True
-    if isinstance(node, ast.Block):  # `{ let c = 3; }`: nothing outside can see it
-        return all(
-            (isinstance(s, ast.ExprStmt) and is_pure(s.expr))
-            or (isinstance(s, ast.Let) and (s.value is None or is_pure(s.value)))
-            for s in node.stmts
-        )
-    if isinstance(node, ast.ArrayLit):
-        return all(is_pure(i) for i in node.items)
-    if isinstance(node, ast.MapLit):
-        return all(is_pure(v) for _, v in node.items)
-    return False
-
-
-def count_ops(node: Any) -> int:
-    """The static operation count of a statement: its nodes, nested blocks excluded."""
-    if isinstance(node, ast.Interpolated):
-        return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
-    if isinstance(node, ast.Block | ast.Closure):
-        return 1
-    if isinstance(node, tuple):
-        return sum(count_ops(n) for n in node)
-    if not hasattr(node, "__dataclass_fields__"):
-        return 0
-    total = 1
-    for name in node.__dataclass_fields__:
-        value = getattr(node, name)
-        if isinstance(value, tuple | ast.Literal | ast.Var) or hasattr(value, "__dataclass_fields__"):
-            total += count_ops(value) if not isinstance(value, ast.Block) else 0
-    return total
 
 
 class FunctionCompiler:
@@ -175,7 +65,7 @@ class FunctionCompiler:
         self.label = label
         self.top_level = top_level
         self.scopes: list[dict[str, VarInfo]] = [{}]
-        self.loops: list[_Loop] = []
+        self.loops: list[LoopTarget] = []
         self.catch_vars: list[str] = []
         self.ind = 0
         self.dynamic = False
@@ -362,7 +252,7 @@ class FunctionCompiler:
             slow = f"rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))"
             if stmt.op.rstrip("=") in INT_ARITHMETIC:
                 op = stmt.op.rstrip("=")
-                ints = " and ".join(f"type({o}) is int" for o in (current, right) if not _int_literal(o))
+                ints = " and ".join(f"type({o}) is int" for o in (current, right) if not int_literal(o))
                 fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
                 self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
             else:
@@ -388,8 +278,8 @@ class FunctionCompiler:
             obj = self.expr(target.target)
             index = self.expr(target.index)
             new = self.temp()
-            fast = _list_index_test(obj, index)
-            if not _int_literal(index):
+            fast = list_index_test(obj, index)
+            if not int_literal(index):
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
             self.emit(f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index))
             self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
@@ -522,7 +412,7 @@ class FunctionCompiler:
         right = self.expr(node.right)
         out = self.temp()
         slow = f"{BINARY_NAMES[node.op]}({left}, {right})"
-        ints = " and ".join(f"type({o}) is int" for o in (left, right) if not _int_literal(o)) or "True"
+        ints = " and ".join(f"type({o}) is int" for o in (left, right) if not int_literal(o)) or "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)
         if node.op in INT_ARITHMETIC:
             fast = f"{I64_MIN} <= ({out} := {left} {node.op} {right}) <= {I64_MAX}"
@@ -530,11 +420,11 @@ class FunctionCompiler:
         elif node.op in ("%", "/"):
             python_op = "%" if node.op == "%" else "//"
             positive = " and ".join(
-                [f"{left} >= 0"] * (not _int_literal(left)) + [f"{right} > 0"] * (not _int_literal(right))
+                [f"{left} >= 0"] * (not int_literal(left)) + [f"{right} > 0"] * (not int_literal(right))
             )
             guard = " and ".join(x for x in (ints, positive) if x and x != "True") or "True"
-            if (_int_literal(right) and int(right.strip("()")) <= 0) or (
-                _int_literal(left) and int(left.strip("()")) < 0
+            if (int_literal(right) and int(right.strip("()")) <= 0) or (
+                int_literal(left) and int(left.strip("()")) < 0
             ):
                 self.emit(f"{out} = {slow}", node.pos, operator=True)
             else:
@@ -639,9 +529,9 @@ class FunctionCompiler:
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.expr(link.index)
-            fast = _list_index_test(current, index)
+            fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
-            if not _int_literal(index):
+            if not int_literal(index):
                 slow = (
                     f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
                 )
@@ -861,7 +751,9 @@ class FunctionCompiler:
             end = self.constant_value(pattern.right)
             return f"switch_in_range({subject}, {start!r}, {end!r}, {pattern.op == '..='})"
         value = self.constant_value(pattern)
-        operand = self.m.constant_object(value) if _mutable(value) else literal_operand(self.m, value)
+        operand = (
+            self.m.constant_object(value) if is_mutable_pattern(value) else literal_operand(self.m, value)
+        )
         return f"switch_eq({subject}, {operand})"
 
     def constant_value(self, node: Any) -> Any:
@@ -875,7 +767,7 @@ class FunctionCompiler:
             return {k: self.constant_value(v) for k, v in node.items}
         raise RhaiSyntaxError("Expecting a literal expression", node.pos)
 
-    def loop_body(self, body: ast.Block, loop: _Loop) -> None:
+    def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
         self.loops.append(loop)
         with self.scope():
             self.block_body(body.stmts, want_value=False, pos=body.pos)
@@ -883,7 +775,7 @@ class FunctionCompiler:
         self.loops.pop()
 
     def x_While(self, node: ast.While) -> str:
-        loop = _Loop(self.temp())
+        loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
         with self.indented():
@@ -894,7 +786,7 @@ class FunctionCompiler:
         return loop.result
 
     def x_Loop(self, node: ast.Loop) -> str:
-        loop = _Loop(self.temp())
+        loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
         with self.indented():
@@ -903,7 +795,7 @@ class FunctionCompiler:
         return loop.result
 
     def x_DoLoop(self, node: ast.DoLoop) -> str:
-        loop = _Loop(self.temp())
+        loop = LoopTarget(self.temp())
         first = self.m.fresh("first")
         self.emit(f"{loop.result} = None")
         self.emit(f"{first} = True")
@@ -920,7 +812,7 @@ class FunctionCompiler:
         return loop.result
 
     def x_For(self, node: ast.For) -> str:
-        loop = _Loop(self.temp())
+        loop = LoopTarget(self.temp())
         iterable = self.expr(node.iterable)
         self.emit(f"{loop.result} = None")
         if not node.body.stmts:  # the reference's optimizer drops a loop with an empty body
@@ -968,69 +860,6 @@ class FunctionCompiler:
             value = self.expr(node.value) if node.value is not None else "None"
             self.emit(f"raise rt.throw({value})", node.pos)
         return "None"
-
-
-def _mutable(value: Any) -> bool:
-    return type(value) in (list, dict)
-
-
-def may_change(body: Any, name: str) -> bool:
-    """Whether `body` might change variable `name` in place (conservative).
-
-    A loop variable that is only read needs no copy of its element: reads,
-    `let x = name` and passing it as an argument copy on their own.
-    """
-
-    def root(node: Any) -> Any:
-        while isinstance(node, ast.Property | ast.Index | ast.MethodCall):
-            node = node.target
-        return node
-
-    def names_it(node: Any) -> bool:
-        return isinstance(node, ast.Var) and node.name == name and node.namespace is None
-
-    def walk(node: Any) -> bool:
-        if isinstance(node, ast.Assign) and names_it(root(node.target)):
-            return True
-        if isinstance(node, ast.MethodCall) and names_it(root(node.target)):
-            return True
-        if isinstance(node, ast.Call) and node.args and names_it(node.args[0]):
-            return True
-        if isinstance(node, ast.Closure):
-            return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if hasattr(node, "__dataclass_fields__"):
-            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
-        return False
-
-    return walk(body)
-
-
-def _list_index_test(container: str, index: str) -> str:
-    """Python test for the fast path of `container[index]`: a list and an in-range int."""
-    if _int_literal(index):
-        value = int(index.strip("()"))
-        bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
-        return f"type({container}) is list and {bound}"
-    in_range = f"-len({container}) <= {index} < len({container})"
-    return f"type({container}) is list and type({index}) is int and {in_range}"
-
-
-def _int_literal(operand: str) -> bool:
-    """Whether a generated operand is an int literal (no type check needed)."""
-    text = operand.strip("()")
-    return text.lstrip("-").isdigit()
-
-
-def fn_py_name(name: str, arity: int) -> str:
-    return f"f_{name}_{arity}"
-
-
-def anon_for(node: ast.Closure) -> str:
-    from agentkernel.scripting.rhai.runtime import anon_name
-
-    return anon_name(f"{node.pos}:{node.params}")
 
 
 @dataclass

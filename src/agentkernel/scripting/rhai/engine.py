@@ -157,7 +157,7 @@ def _globals() -> dict[str, Any]:
         "switch_eq": switch_eq,
         "switch_in_range": switch_in_range,
     }
-    from agentkernel.scripting.rhai.compiler import BINARY_NAMES
+    from agentkernel.scripting.rhai.codegen import BINARY_NAMES
 
     for symbol, py_name in BINARY_NAMES.items():
         table[py_name] = ops.BINARY[symbol]

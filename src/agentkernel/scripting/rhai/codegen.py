@@ -1,0 +1,204 @@
+"""The pieces the Rhai compiler builds with: the generated module, operand rules, static facts.
+
+Kept apart from `compiler.py` (which walks the syntax tree) so each stays a
+size one can read: this module knows Python source text, not Rhai syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.errors import Pos
+
+BINARY_NAMES = {
+    "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
+    "<<": "op_shl", ">>": "op_shr", "&": "op_and", "|": "op_or", "^": "op_xor",
+    "==": "op_eq", "!=": "op_ne", "<": "op_lt", "<=": "op_le", ">": "op_gt", ">=": "op_ge",
+    "..": "op_range", "..=": "op_range_incl", "in": "op_in", "!in": "op_not_in",
+}  # fmt: skip
+INT_ARITHMETIC = frozenset({"+", "-", "*"})
+INT_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+SPECIAL_CALLS = frozenset(
+    {
+        "print",
+        "debug",
+        "type_of",
+        "Fn",
+        "call",
+        "curry",
+        "eval",
+        "is_def_var",
+        "is_def_fn",
+        "is_shared",
+        "exit",
+    }
+)
+
+
+@dataclass
+class VarInfo:
+    py: str
+    const: bool
+    cell: bool
+
+    @property
+    def load(self) -> str:
+        return f"{self.py}.v" if self.cell else self.py
+
+
+@dataclass
+class Module:
+    """The Python source being generated, its line → position table and constants."""
+
+    lines: list[str] = field(default_factory=list)
+    positions: dict[int, Pos] = field(default_factory=dict)
+    operator_lines: set[int] = field(default_factory=set)
+    constants: list[Any] = field(default_factory=list)
+    _constant_index: dict[tuple[type, Any], int] = field(default_factory=dict)
+    counter: int = 0
+
+    def emit(self, indent: int, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
+        self.lines.append("    " * indent + text)
+        if pos is not None:
+            self.positions[len(self.lines)] = pos
+        if operator:
+            self.operator_lines.add(len(self.lines))
+
+    def constant_object(self, value: Any) -> str:
+        """A constant that is not hashable (an array or map switch pattern): never shared."""
+        self.constants.append(value)
+        return f"K[{len(self.constants) - 1}]"
+
+    def constant(self, value: Any) -> str:
+        key = (type(value), value)
+        index = self._constant_index.get(key)
+        if index is None:
+            index = self._constant_index[key] = len(self.constants)
+            self.constants.append(value)
+        return f"K[{index}]"
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+@dataclass
+class LoopTarget:
+    result: str
+
+
+def literal_operand(module: Module, value: Any) -> str:
+    kind = type(value)
+    if value is None or kind is bool:
+        return repr(value)
+    if kind is int:
+        return repr(value) if value >= 0 else f"({value!r})"
+    if kind is float and value == value and value not in (float("inf"), float("-inf")):
+        return repr(value) if value >= 0 else f"({value!r})"
+    return module.constant(value)
+
+
+PURE_NODES = (ast.Literal, ast.Var, ast.This, ast.Closure)
+
+
+def is_pure(node: Any) -> bool:
+    """Side-effect-free and unable to fail visibly: what the reference's optimizer drops."""
+    if isinstance(node, PURE_NODES):
+        return True
+    if isinstance(node, ast.Block):  # `{ let c = 3; }`: nothing outside can see it
+        return all(
+            (isinstance(s, ast.ExprStmt) and is_pure(s.expr))
+            or (isinstance(s, ast.Let) and (s.value is None or is_pure(s.value)))
+            for s in node.stmts
+        )
+    if isinstance(node, ast.ArrayLit):
+        return all(is_pure(i) for i in node.items)
+    if isinstance(node, ast.MapLit):
+        return all(is_pure(v) for _, v in node.items)
+    return False
+
+
+def count_ops(node: Any) -> int:
+    """The static operation count of a statement: its nodes, nested blocks excluded."""
+    if isinstance(node, ast.Interpolated):
+        return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
+    if isinstance(node, ast.Block | ast.Closure):
+        return 1
+    if isinstance(node, tuple):
+        return sum(count_ops(n) for n in node)
+    if not hasattr(node, "__dataclass_fields__"):
+        return 0
+    total = 1
+    for name in node.__dataclass_fields__:
+        value = getattr(node, name)
+        if isinstance(value, tuple | ast.Literal | ast.Var) or hasattr(value, "__dataclass_fields__"):
+            total += count_ops(value) if not isinstance(value, ast.Block) else 0
+    return total
+
+
+def is_mutable_pattern(value: Any) -> bool:
+    return type(value) in (list, dict)
+
+
+def may_change(body: Any, name: str) -> bool:
+    """Whether `body` might change variable `name` in place (conservative).
+
+    A loop variable that is only read needs no copy of its element: reads,
+    `let x = name` and passing it as an argument copy on their own.
+    """
+
+    def root(node: Any) -> Any:
+        while isinstance(node, ast.Property | ast.Index | ast.MethodCall):
+            node = node.target
+        return node
+
+    def names_it(node: Any) -> bool:
+        return isinstance(node, ast.Var) and node.name == name and node.namespace is None
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, ast.Assign) and names_it(root(node.target)):
+            return True
+        if isinstance(node, ast.MethodCall) and names_it(root(node.target)):
+            return True
+        if isinstance(node, ast.Call) and node.args and names_it(node.args[0]):
+            return True
+        if isinstance(node, ast.Closure):
+            return True
+        if isinstance(node, tuple):
+            return any(walk(n) for n in node)
+        if hasattr(node, "__dataclass_fields__"):
+            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
+        return False
+
+    return walk(body)
+
+
+def list_index_test(container: str, index: str) -> str:
+    """Python test for the fast path of `container[index]`: a list and an in-range int."""
+    if int_literal(index):
+        value = int(index.strip("()"))
+        bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
+        return f"type({container}) is list and {bound}"
+    in_range = f"-len({container}) <= {index} < len({container})"
+    return f"type({container}) is list and type({index}) is int and {in_range}"
+
+
+def int_literal(operand: str) -> bool:
+    """Whether a generated operand is an int literal (no type check needed)."""
+    text = operand.strip("()")
+    return text.lstrip("-").isdigit()
+
+
+def fn_py_name(name: str, arity: int) -> str:
+    return f"f_{name}_{arity}"
+
+
+def anon_for(node: ast.Closure) -> str:
+    from agentkernel.scripting.rhai.runtime import anon_name
+
+    return anon_name(f"{node.pos}:{node.params}")
