@@ -213,28 +213,23 @@ def mul(a: Any, b: Any) -> Any:
     raise _no_such("*", a, b)
 
 
-def div(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int:
-        return int_div(a, b)
-    if type(a) in _NUMBERS and type(b) in _NUMBERS:
-        return fdiv(float(a), float(b))
-    raise _no_such("/", a, b)
+def _numeric(symbol: str, on_ints: Binary, on_floats: Callable[[float, float], Any]) -> Binary:
+    """An operator on two numbers: ints stay ints, a float on either side makes both floats."""
+
+    def operator(a: Any, b: Any) -> Any:
+        if type(a) is int and type(b) is int:
+            return on_ints(a, b)
+        if type(a) in _NUMBERS and type(b) in _NUMBERS:
+            return on_floats(float(a), float(b))
+        raise _no_such(symbol, a, b)
+
+    operator.__name__ = f"op {symbol}"
+    return operator
 
 
-def rem(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int:
-        return int_rem(a, b)
-    if type(a) in _NUMBERS and type(b) in _NUMBERS:
-        return frem(float(a), float(b))
-    raise _no_such("%", a, b)
-
-
-def power(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int:
-        return int_pow(a, b)
-    if type(a) in _NUMBERS and type(b) in _NUMBERS:
-        return powf(float(a), float(b))
-    raise _no_such("**", a, b)
+div = _numeric("/", int_div, fdiv)
+rem = _numeric("%", int_rem, frem)
+power = _numeric("**", int_pow, powf)
 
 
 # -- bits ------------------------------------------------------------------------------------------
