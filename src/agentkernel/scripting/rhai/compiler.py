@@ -43,6 +43,7 @@ from agentkernel.scripting.rhai.codegen import (
     may_change,
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
+from agentkernel.scripting.rhai.int_types import int_locals
 from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
@@ -71,6 +72,9 @@ class FunctionCompiler:
         self.dynamic = False
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
+        self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
+        self.int_operands: set[str] = set()  # Python operands known to hold an int
+        self.bool_operands: set[str] = set()  # Python operands known to hold a bool
 
     # -- emitting ------------------------------------------------------------------
 
@@ -99,7 +103,17 @@ class FunctionCompiler:
 
     def test(self, operand: str) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
+        if operand in self.bool_operands:
+            return operand
         return f"({operand} is True or ({operand} is not False and cond({operand})))"
+
+    def known_int(self, operand: str) -> bool:
+        """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
+        return int_literal(operand) or operand in self.int_operands
+
+    def int_checks(self, *operands: str) -> str:
+        """`type(x) is int and …` for the operands not already known to be ints."""
+        return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
 
     def named(self, operand: str) -> str:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first."""
@@ -119,9 +133,10 @@ class FunctionCompiler:
         return None
 
     def declare(self, name: str, node: object, const: bool) -> VarInfo:
-        info = VarInfo(
-            self.m.fresh("v") + "_" + name, const, decl_key(node, name) in self.resolution.captured
-        )
+        key = decl_key(node, name)
+        info = VarInfo(self.m.fresh("v") + "_" + name, const, key in self.resolution.captured)
+        if key in self.int_keys and not info.cell:
+            self.int_operands.add(info.py)
         self.scopes[-1][name] = info
         return info
 
@@ -137,6 +152,7 @@ class FunctionCompiler:
         wrap: str | None = None,
     ) -> None:
         """Emit `def py_name(rt, d, th, params…):` with the error handler around the body."""
+        self.int_keys = int_locals(params, body, owner)
         infos = [self.declare(p, owner, False) for p in params]
         plain = [i.py for i in infos]
         signature = ", ".join(["rt", "d", "th", *plain]) + (f", {defaults}" if defaults else "")
@@ -252,7 +268,7 @@ class FunctionCompiler:
             slow = f"rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))"
             if stmt.op.rstrip("=") in INT_ARITHMETIC:
                 op = stmt.op.rstrip("=")
-                ints = " and ".join(f"type({o}) is int" for o in (current, right) if not int_literal(o))
+                ints = self.int_checks(current, right)
                 fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
                 self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
             else:
@@ -412,11 +428,14 @@ class FunctionCompiler:
         right = self.expr(node.right)
         out = self.temp()
         slow = f"{BINARY_NAMES[node.op]}({left}, {right})"
-        ints = " and ".join(f"type({o}) is int" for o in (left, right) if not int_literal(o)) or "True"
+        ints = self.int_checks(left, right)
+        both_int = ints == "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)
         if node.op in INT_ARITHMETIC:
             fast = f"{I64_MIN} <= ({out} := {left} {node.op} {right}) <= {I64_MAX}"
             self.emit(f"if not ({ints} and {fast}): {out} = {slow}", node.pos, operator=True)
+            if both_int:  # in range, or the slow path raised the overflow
+                self.int_operands.add(out)
         elif node.op in ("%", "/"):
             python_op = "%" if node.op == "%" else "//"
             positive = " and ".join(
@@ -431,6 +450,9 @@ class FunctionCompiler:
                 self.emit(
                     f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True
                 )
+        elif node.op in INT_COMPARISONS and both_int:
+            self.emit(f"{out} = {left} {node.op} {right}", node.pos, operator=True)
+            self.bool_operands.add(out)
         elif node.op in INT_COMPARISONS:
             self.emit(f"{out} = {left} {node.op} {right} if {ints} else {slow}", node.pos, operator=True)
         else:
@@ -444,6 +466,8 @@ class FunctionCompiler:
         if operand.startswith("v") and not is_pure(later):
             copy = self.temp()
             self.emit(f"{copy} = {operand}")
+            if operand in self.int_operands:
+                self.int_operands.add(copy)
             return copy
         return operand
 
