@@ -27,7 +27,7 @@ from agentkernel.services import confined
 from agentkernel.services.files import FilesService, FilesSettings
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
-from tests.helpers.probes import ENGINES, probe_source
+from tests.helpers.probes import probe_source
 
 OUTSIDE = "is outside the session temp dir"
 
@@ -43,11 +43,6 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
 @pytest.fixture
 def kernel(project: Path) -> Kernel:
     return build_kernel(project)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

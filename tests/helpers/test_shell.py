@@ -23,7 +23,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.services.shell import ShellService, ShellSettings
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
-from tests.helpers.probes import ENGINES, probe_source
+from tests.helpers.probes import probe_source
 
 
 def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
@@ -37,11 +37,6 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
 @pytest.fixture
 def kernel(project: Path) -> Kernel:
     return build_kernel(project)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 _counter = iter(range(1_000_000))

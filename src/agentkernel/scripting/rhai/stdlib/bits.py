@@ -11,7 +11,7 @@ from __future__ import annotations
 from agentkernel.scripting.rhai.failures import bit_bounds
 from agentkernel.scripting.rhai.numeric import I64_MAX, wrap_i64
 from agentkernel.scripting.rhai.stdlib.registry import Library, Mutated
-from agentkernel.scripting.rhai.stdlib.text import index_from_end
+from agentkernel.scripting.rhai.stdlib.text import index_from_end, range_span
 from agentkernel.scripting.rhai.values import IterVal, RangeVal
 
 BIT_RANGE = "rhai::packages::iter_basic::BitRange"
@@ -97,11 +97,7 @@ def bits_from(value: int, start: int) -> IterVal:
 
 
 def bits_range(value: int, r: RangeVal) -> IterVal:
-    start = max(r.start, 0)
-    if r.inclusive:
-        end = min(max(r.end, start - 1), I64_MAX - 1)
-        return bit_stream(value, start, end - start + 1)
-    return bit_stream(value, start, max(r.end, start) - start)
+    return bit_stream(value, *range_span(r))
 
 
 def to_hex(value: int) -> str:

@@ -177,11 +177,7 @@ def chars_from(s: str, start: int) -> IterVal:
 
 
 def chars_range(s: str, r: RangeVal) -> IterVal:
-    start = max(r.start, 0)
-    if r.inclusive:
-        end = min(max(r.end, start - 1), I64_MAX - 1)
-        return chars_stream(s, start, end - start + 1)
-    return chars_stream(s, start, max(r.end, start) - start)
+    return chars_stream(s, *text.range_span(r))
 
 
 # -- changing the receiver -------------------------------------------------------------------------------

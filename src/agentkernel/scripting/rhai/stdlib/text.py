@@ -5,6 +5,7 @@ code points, which are Rust `char`s)."""
 from __future__ import annotations
 
 from agentkernel.scripting.rhai.numeric import I64_MAX
+from agentkernel.scripting.rhai.values import RangeVal
 
 # Rust's `char::is_whitespace` (Unicode White_Space); Python's isspace() adds \x1c-\x1f.
 WHITESPACE = (
@@ -121,3 +122,12 @@ __all__ = [
     "split_whitespace",
     "trim",
 ]
+
+
+def range_span(r: RangeVal) -> tuple[int, int]:
+    """A range argument as (start, count), negatives clamped, as `chars(range)`/`bits(range)` read it."""
+    start = max(r.start, 0)
+    if r.inclusive:
+        end = min(max(r.end, start - 1), I64_MAX - 1)
+        return start, end - start + 1
+    return start, max(r.end, start) - start
