@@ -116,10 +116,14 @@ def test_console_log_goes_to_stderr_not_the_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["tool", "run", "text_stats", "{not json"], 2, "JSON-ARGS is not valid JSON"),
+        (["tool", "run", "text_stats", "{not json"], 2, "ARGS is not valid JSON"),
         (["tool", "run", "no_such_tool", "{}"], 1, "unknown tool 'no_such_tool'"),
-        (["tool", "run", "/nowhere/x.yaml", "{}"], 1, "/nowhere/x.yaml: cannot read"),
-        (["tool", "list", "--config", "/nowhere/kernel.yaml"], 1, "/nowhere/kernel.yaml: cannot read"),
+        (["tool", "run", "/nowhere/x.yaml", "{}"], 1, "/nowhere/x.yaml: no such file"),
+        (
+            ["tool", "list", "--config", "/nowhere/kernel.yaml"],
+            1,
+            "/nowhere/kernel.yaml: kernel config not found",
+        ),
         (["tool"], 2, "usage:"),
     ],
 )
@@ -134,14 +138,17 @@ def test_usage_errors(args: list[str], code: int, message: str) -> None:
 
 @pytest.fixture
 def audit_hook(tmp_path: Path) -> Path:
-    (tmp_path / "audit.js").write_text(
+    """A JS audit hook in the hooks folder of a project in tmp_path."""
+    write_kernel_yaml(tmp_path)
+    hooks = tmp_path / "config" / "scripts" / "hooks"
+    (hooks / "audit.js").write_text(
         "function before_user_message(ctx, msg) {\n"
         "  return { notice: `🔍 audit: ${msg.content.length} символов` };\n}\n"
         "function after_turn(ctx, question, answer) { return `✅ ${question.content.length} → ${answer}`; }\n"
         "function after_loop(ctx, reason) { return reason; }\n",
         encoding="utf-8",
     )
-    path = tmp_path / "audit.yaml"
+    path = hooks / "audit.yaml"
     path.write_text(
         "kind: script_hook\nname: audit\nscript: audit.js\nevents: [before_user_message, after_turn]\n"
     )
@@ -168,6 +175,8 @@ def test_hook_tool_without_events_runs_every_defined_function(audit_hook: Path) 
 
 
 def test_hook_tool_reports_a_throwing_hook_and_goes_on(tmp_path: Path) -> None:
+    write_kernel_yaml(tmp_path)
+    tmp_path = tmp_path / "config" / "scripts" / "hooks"
     (tmp_path / "h.js").write_text(
         "function before_user_message(ctx, msg) { throw new Error('hook broke'); }\n"
         "function after_loop(ctx, reason) { return {ctx_keys: Object.keys(ctx), reason}; }\n"

@@ -6,6 +6,7 @@ command) checks them too.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,15 @@ def test_public_surface_is_what_we_mean() -> None:
     ]
     for name in agentkernel.__all__:
         assert hasattr(agentkernel, name), name
+
+
+def test_lazy_packages_export_what_they_list() -> None:
+    """The PEP 562 roots: `__all__` (literal, for type checkers) and the lazy table agree."""
+    import agentkernel.llm
+    import agentkernel.scripting.rhai
+
+    for package in (agentkernel, agentkernel.llm, agentkernel.scripting.rhai):
+        exports = package._EXPORTS  # type: ignore[attr-defined]
+        assert set(package.__all__) - {"__version__"} == set(exports), package.__name__
+        for name, module in exports.items():
+            assert getattr(package, name) is getattr(importlib.import_module(module), name)

@@ -257,14 +257,39 @@ _TOOL_VALIDATOR = Draft202012Validator(_TOOL_SCHEMA)
 _HOOK_VALIDATOR = Draft202012Validator(_HOOK_SCHEMA)
 
 
-def find_kernel_config(explicit: Path | None = None) -> Path | None:
-    """`--config`, then $AGENTKERNEL_CONFIG, then ./config/kernel.yaml if present."""
+def find_kernel_config(explicit: Path | None = None, start: Path | None = None) -> Path:
+    """The project's kernel.yaml, found the way git finds its repository.
+
+    `explicit` (`--config`), else $AGENTKERNEL_CONFIG, else the nearest
+    `config/kernel.yaml` in `start` (default: the working directory) or any
+    folder above it. Commands given a file (`tool run PATH.yaml`, `hook_tool
+    PATH.yaml`) start from that file's folder, so they use the file's own
+    project wherever they are run from — and never invent a project (and its
+    `data/` folder) beside a stray YAML. Nothing found is a ConfigError that
+    says where it looked.
+    """
     if explicit is not None:
-        return explicit
+        return _existing_config(explicit, "--config")
     from_env = os.environ.get(CONFIG_ENV)
     if from_env:
-        return Path(from_env)
-    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+        return _existing_config(Path(from_env), f"${CONFIG_ENV}")
+    here = Path.cwd().resolve()
+    origin = (start or here).resolve()
+    for folder in (origin, *origin.parents):
+        candidate = folder / DEFAULT_CONFIG
+        if candidate.is_file():  # shown as people typed it: relative when under the working directory
+            return candidate.relative_to(here) if candidate.is_relative_to(here) else candidate
+    raise ConfigError(
+        None,
+        f"no project found: looked for {DEFAULT_CONFIG} in {origin} and every folder above it; "
+        f"run from inside a project, pass --config FILE, or set {CONFIG_ENV}",
+    )
+
+
+def _existing_config(path: Path, given_by: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(path, f"kernel config not found (given by {given_by})")
+    return path
 
 
 def load_kernel_config(path: Path | None) -> KernelConfig:

@@ -7,31 +7,26 @@ chat sessions that run the agent loop.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkernel.agent.hooks import HookPipeline
-from agentkernel.agent.loop import AgentLoop, LoopSettings
-from agentkernel.agent.session import ChatSession
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import KernelConfig, find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig, build_provider, parse_llm_config
+from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import Environment, Services
-from agentkernel.services.duck import DuckService
-from agentkernel.services.files import FilesService
-from agentkernel.services.http import HttpService
+from agentkernel.services import Environment, LazyServices, Services
+from agentkernel.services.lazy import ServiceFactory
 from agentkernel.services.memory import LazyMessageStore
-from agentkernel.services.shell import ShellService
-from agentkernel.services.state import from_config as state_store_from_config
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -39,16 +34,57 @@ from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 
+if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a tool run
+    from agentkernel.agent.hooks import HookPipeline
+    from agentkernel.agent.loop import AgentLoop
+    from agentkernel.agent.session import ChatSession
 
-def local_services(config: KernelConfig) -> dict[str, Any]:
-    """The helper services that live in this process (not "live" ones like the LLM)."""
-    return {
-        "http": HttpService.from_config(config),
-        "shell": ShellService.from_config(config),
-        "files": FilesService.from_config(config),
-        "duckdb": DuckService.from_config(config),
-        "state": state_store_from_config(config),
-    }
+
+def _http(config: KernelConfig) -> Any:
+    from agentkernel.services.http import HttpService
+
+    return HttpService.from_config(config)
+
+
+def _shell(config: KernelConfig) -> Any:
+    from agentkernel.services.shell import ShellService
+
+    return ShellService.from_config(config)
+
+
+def _files(config: KernelConfig) -> Any:
+    from agentkernel.services.files import FilesService
+
+    return FilesService.from_config(config)
+
+
+def _duckdb(config: KernelConfig) -> Any:
+    from agentkernel.services.duck import DuckService
+
+    return DuckService.from_config(config)
+
+
+def _state(config: KernelConfig) -> Any:
+    from agentkernel.services.state import from_config
+
+    return from_config(config)
+
+
+_LOCAL_SERVICES = {"http": _http, "shell": _shell, "files": _files, "duckdb": _duckdb, "state": _state}
+
+
+def local_services(config: KernelConfig) -> dict[str, ServiceFactory]:
+    """Factories of the helper services that live in this process (not "live" ones like the LLM).
+
+    Each imports its module and builds its service on first use, so a tool
+    run pays only for the services its script calls (issue 8: start-up).
+    """
+    return {name: functools.partial(build, config) for name, build in _LOCAL_SERVICES.items()}
+
+
+def _given(service: Any) -> Any:
+    """The factory of a service handed over already built (`extra_services`)."""
+    return service
 
 
 class Kernel:
@@ -82,16 +118,23 @@ class Kernel:
             environment=Environment(deny=deny),
             llm=self.provider if live else None,
             messages=self.store if live else None,
-            extra={**local_services(config), **(extra_services or {})},
+            extra=LazyServices(
+                {
+                    **local_services(config),
+                    **{name: functools.partial(_given, s) for name, s in (extra_services or {}).items()},
+                }
+            ),
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
-        self.hooks = HookPipeline(self.host, config.limits)
         self.processes = ProcessTable()
 
     @classmethod
-    def from_config_file(cls, path: Path | None = None) -> Kernel:
-        """`path`, else $AGENTKERNEL_CONFIG, else ./config/kernel.yaml, else defaults."""
-        return cls(load_kernel_config(find_kernel_config(path)))
+    def from_config_file(cls, path: Path | None = None, *, start: Path | None = None) -> Kernel:
+        """`path`, else $AGENTKERNEL_CONFIG, else the nearest config/kernel.yaml upward from `start`.
+
+        Raises ConfigError naming where it looked when there is no project.
+        """
+        return cls(load_kernel_config(find_kernel_config(path, start)))
 
     def caller(
         self,
@@ -122,10 +165,21 @@ class Kernel:
     # -- the agent runtime ------------------------------------------------------------------------
 
     @cached_property
+    def hooks(self) -> HookPipeline:
+        """The hook pipeline (S7), built when the first hook runs."""
+        from agentkernel.agent.hooks import HookPipeline
+
+        return HookPipeline(self.host, self.config.limits)
+
+    @cached_property
     def provider(self) -> Provider | None:
-        """The configured LLM (kernel.yaml `llm:`); None without one. Connects on first call."""
+        """The configured LLM (kernel.yaml `llm:`); None without one.
+
+        Built — and its HTTP stack imported — on the first request, not here.
+        """
         if self._provider is None and self.llm_config is not None:
-            self._provider = build_provider(self.llm_config)
+            config = self.llm_config
+            self._provider = DeferredProvider(lambda: build_provider(config))
         return self._provider
 
     def templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
@@ -150,6 +204,8 @@ class Kernel:
         return spec
 
     def agent_loop(self, *, stream: bool = True) -> AgentLoop:
+        from agentkernel.agent.loop import AgentLoop
+
         return AgentLoop(self.provider, self.dispatcher, self.hooks, self.services, self.store, stream=stream)
 
     def open_chat(
@@ -161,6 +217,9 @@ class Kernel:
         stream: bool = True,
     ) -> ChatSession:
         """Spawn a process from `template` and open a chat session with it."""
+        from agentkernel.agent.loop import LoopSettings
+        from agentkernel.agent.session import ChatSession
+
         spec = self.template(template)
         process = self.processes.spawn(
             spec,
@@ -173,7 +232,7 @@ class Kernel:
 
     async def aclose(self) -> None:
         """Close the provider's connections, the helper services and the message store."""
-        for service in self.services.extra.values():
+        for service in self.services.built():
             close = getattr(service, "close", None)
             if callable(close):
                 close()

@@ -8,19 +8,16 @@ bar charts. `/exit` or end of input quits.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 import uuid
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:  # imported when the chat starts; `agentkernel --help` builds this parser too
+    from rich.console import Console
 
-from agentkernel.cli.render import ChatRenderer
-from agentkernel.config import find_kernel_config, load_kernel_config
-from agentkernel.errors import ConfigError
-from agentkernel.kernel import Kernel
+    from agentkernel.kernel import Kernel
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,6 +32,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _kernel(options: argparse.Namespace) -> Kernel:
+    from dataclasses import replace
+
+    from agentkernel.config import find_kernel_config, load_kernel_config
+    from agentkernel.kernel import Kernel
+
     config = load_kernel_config(find_kernel_config(Path(options.config) if options.config else None))
     if options.llm_url or options.model:
         llm = dict(config.llm or {})
@@ -47,12 +49,16 @@ def _kernel(options: argparse.Namespace) -> Kernel:
 
 
 async def _chat(kernel: Kernel, options: argparse.Namespace, console: Console) -> int:
+    import asyncio
+
     session = kernel.open_chat(
         options.template,
         user_id=options.user,
         session_id=options.session or str(uuid.uuid4()),
         stream=not options.no_stream,
     )
+    from agentkernel.cli.render import ChatRenderer
+
     renderer = ChatRenderer(console)
     interactive = sys.stdin.isatty()
     if interactive:
@@ -77,6 +83,12 @@ def _read_line(prompt: str) -> str | None:
 
 
 def run_command(options: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from agentkernel.errors import ConfigError
+
     console = Console(highlight=False, soft_wrap=True)
     # the loop's errors are shown as events in the chat; its log lines would repeat them
     logging.getLogger("agentkernel.loop").setLevel(logging.ERROR)

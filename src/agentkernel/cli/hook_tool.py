@@ -24,12 +24,22 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentkernel.cli.main import EXIT_NOT_FOUND, EXIT_OK, _setup_logging
-from agentkernel.config import HookSpec, find_kernel_config, load_kernel_config
+from agentkernel.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    add_global_flags,
+    load_kernel,
+    quiet_broken_pipe,
+    setup_logging,
+)
+from agentkernel.config import HookSpec
 from agentkernel.errors import ConfigError, ScriptError
-from agentkernel.kernel import Kernel
 from agentkernel.types import JSONObject
+
+if TYPE_CHECKING:
+    from agentkernel.kernel import Kernel
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,11 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("hook", type=Path, help="the hook's YAML file")
     parser.add_argument("role", help="the message's role, e.g. user")
     parser.add_argument("text", help="the message's text")
-    parser.add_argument("--config", type=Path, help="kernel.yaml (default: ./config/kernel.yaml)")
     parser.add_argument("--user", help="user id put in ctx")
-    parser.add_argument("--session", help="session id put in ctx")
-    parser.add_argument("--live", action="store_true", help="attach the live services")
-    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser.add_argument("--session", help="session id put in ctx (with --live, the transcript's session)")
+    parser.add_argument(
+        "--live", action="store_true", help="attach the live services: the LLM and the message store"
+    )
+    add_global_flags(parser, inherited=False)
     return parser
 
 
@@ -71,9 +82,10 @@ def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: d
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    _setup_logging(options.verbose)
+    setup_logging(options.verbose)
+    # the hook's own project: search upward from its file, wherever hook_tool runs
+    kernel = load_kernel("hook_tool", options.config, start=options.hook.resolve().parent, live=options.live)
     try:
-        kernel = Kernel(load_kernel_config(find_kernel_config(options.config)), live=options.live)
         if options.live and kernel.llm_config is None:
             raise ConfigError(kernel.config.path, "llm: --live needs an LLM configured in kernel.yaml")
         spec = kernel.catalog.load_file(options.hook)
@@ -83,12 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(spec, HookSpec):
         print(f"hook_tool: {options.hook}: kind is script_tool; use `agentkernel tool run`", file=sys.stderr)
         return EXIT_NOT_FOUND
+    message: JSONObject = {"role": options.role, "content": options.text}
     try:
-        return run_hook(
-            kernel,
-            spec,
-            {"role": options.role, "content": options.text},
-            {"user": options.user, "session": options.session},
+        return quiet_broken_pipe(
+            lambda: run_hook(kernel, spec, message, {"user": options.user, "session": options.session})
         )
     except ScriptError as exc:
         print(f"hook_tool: {spec.script}: {exc}", file=sys.stderr)

@@ -1,4 +1,9 @@
-"""`agentkernel rhai run [--print-result] [--max-… N] FILE|-`: the reference runner's contract."""
+"""`agentkernel rhai run [--print-result] [--max-… N] FILE|-`: the reference runner's contract.
+
+Exit 0 on success, 1 on a runtime error, 2 on a syntax error or an
+unreadable file. The interpreter is imported when the command runs, never to
+build the parser.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +11,41 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentkernel.scripting.rhai.runner import LIMIT_FLAGS, limits_from_flags, run_source
+# flag -> (Limits attribute, help); runner.LIMIT_FLAGS holds the same flags (a test keeps them equal)
+LIMITS_HELP: dict[str, tuple[str, str]] = {
+    "--max-operations": ("max_operations", "stop after N operations (0 = no limit, the default)"),
+    "--max-array-size": ("max_array_size", "largest array allowed, in elements (0 = no limit)"),
+    "--max-string-size": ("max_string_size", "longest string allowed, in characters (0 = no limit)"),
+    "--max-map-size": ("max_map_size", "largest object map allowed, in properties (0 = no limit)"),
+    "--max-call-levels": ("max_call_levels", "deepest function-call nesting (default 64)"),
+    "--max-variables": ("max_variables", "most variables in scope at once (0 = no limit)"),
+    "--max-functions": ("max_functions", "most script functions defined (0 = no limit)"),
+}
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rhai = commands.add_parser("rhai", help="the Rhai interpreter").add_subparsers(
-        dest="action", required=True
+        dest="action", required=True, metavar="{run}"
     )
-    run = rhai.add_parser("run", help="run a Rhai script (FILE, or - for stdin)")
-    run.add_argument("file", help="the script, or - to read standard input")
-    run.add_argument("--print-result", action="store_true", help="print `<type_of>: <value>` last")
-    for flag in LIMIT_FLAGS:
-        run.add_argument(flag, type=int, metavar="N")
+    run = rhai.add_parser(
+        "run",
+        help="run a Rhai script (FILE, or - for stdin)",
+        description="Run a Rhai script like the reference runner: exit 1 on a runtime error, 2 on a syntax"
+        " error.",
+    )
+    run.add_argument("file", metavar="FILE", help="the script, or - to read standard input")
+    run.add_argument(
+        "--print-result", action="store_true", help="print `<type_of>: <value>` of the result last"
+    )
+    for flag, (attribute, text) in LIMITS_HELP.items():
+        run.add_argument(flag, dest=attribute, type=int, metavar="N", help=text)
 
 
 def run_command(options: argparse.Namespace) -> int:
+    from agentkernel.scripting.rhai.runner import limits_from_flags, run_source
+
     flags: list[str] = []
-    for flag, attribute in LIMIT_FLAGS.items():
+    for flag, (attribute, _) in LIMITS_HELP.items():
         value = getattr(options, attribute)
         if value is not None:
             flags += [flag, str(value)]

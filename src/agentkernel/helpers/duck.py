@@ -16,12 +16,15 @@ database. A placeholder whose id this call does not have is an error.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
 from agentkernel.process import safe_folder_name
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
-from agentkernel.services.duck import DuckError, DuckService, Params
 from agentkernel.types import JSONValue
+
+if TYPE_CHECKING:  # the service module imports duckdb: only a script that uses db_* pays for it
+    from agentkernel.services.duck import DuckService, Params
 
 SERVICE = "duckdb"
 MARKER = "@"
@@ -38,6 +41,8 @@ _KNOWN = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
 
 
 def _service(name: str, call: ScriptCall) -> DuckService:
+    from agentkernel.services.duck import DuckService
+
     service = call.caller.services.get(SERVICE)
     if not isinstance(service, DuckService):
         raise HelperError(f"{name}: no duckdb service attached (kernel.yaml needs a duckdb: section)")
@@ -97,6 +102,8 @@ def _limit(name: str, limit: JSONValue) -> int | None:
 
 def _run(name: str, call: ScriptCall, path: JSONValue, operation: str, *args: object) -> JSONValue:
     """Resolve the path, call the service, and name the helper and the path in any error."""
+    from agentkernel.services.duck import DuckError
+
     service = _service(name, call)
     relative = resolve_path(name, call, path)
     try:

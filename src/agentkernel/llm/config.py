@@ -17,8 +17,6 @@ from pathlib import Path
 
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import Provider
-from agentkernel.llm.limited import LimitedProvider
-from agentkernel.llm.openai_compat import OpenAICompatProvider
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 log = logging.getLogger("agentkernel.llm")
@@ -137,6 +135,8 @@ def _api_key(config: LLMConfig, environ: Mapping[str, str]) -> str | None:
 
 
 def _build_openai_compat(config: LLMConfig, api_key: str | None) -> Provider:
+    from agentkernel.llm.openai_compat import OpenAICompatProvider  # httpx: paid when an LLM is used
+
     return OpenAICompatProvider(
         config.base_url,
         config.model,
@@ -153,6 +153,8 @@ _BUILDERS: dict[str, Callable[[LLMConfig, str | None], Provider]] = {
 
 def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -> Provider:
     """The kernel's provider: the configured backend behind the kernel-wide concurrency limit."""
+    from agentkernel.llm.limited import LimitedProvider
+
     inner = _BUILDERS[config.provider](config, _api_key(config, environ))
     return LimitedProvider(inner, config.max_concurrency)
 

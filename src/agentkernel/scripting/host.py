@@ -19,7 +19,6 @@ from agentkernel.errors import ScriptError
 from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
 from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
-from agentkernel.scripting.rhai_adapter import RhaiEngine
 from agentkernel.types import JSONValue
 
 MAX_SCRIPT_BYTES = 4 << 20
@@ -38,6 +37,17 @@ def default_engines() -> dict[str, Engine[Any]]:
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
+def rhai_engine() -> Engine[Any]:
+    """The Rhai engine, imported when a kernel first meets a Rhai script.
+
+    Our interpreter takes ~100 ms to import; a kernel that only runs
+    JavaScript never pays for it (issue 8: start-up time).
+    """
+    from agentkernel.scripting.rhai_adapter import RhaiEngine
+
+    return RhaiEngine()
+
+
 class ScriptHost:
     """Runs script functions with the helper table bound, a fresh scope per call."""
 
@@ -49,12 +59,21 @@ class ScriptHost:
     ) -> None:
         self.helpers = helpers
         self.engines = dict(engines) if engines is not None else default_engines()
-        self.fallback = fallback if fallback is not None else RhaiEngine()
+        self._fallback = fallback
         self._cache: dict[Path, _Compiled] = {}
         self._lock = threading.Lock()
 
+    @property
+    def fallback(self) -> Engine[Any]:
+        """The engine of every extension not in `engines`: Rhai unless one was given (S1.1)."""
+        if self._fallback is None:
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = rhai_engine()
+        return self._fallback
+
     def engine_for(self, path: Path) -> Engine[Any]:
-        engine = self.engines.get(path.suffix.lower(), self.fallback)
+        engine = self.engines.get(path.suffix.lower()) or self.fallback
         if engine is None:
             known = ", ".join(sorted(self.engines))
             raise ScriptError(

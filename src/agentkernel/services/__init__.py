@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkernel.llm.base import Provider
 from agentkernel.services.environment import Environment
-from agentkernel.services.memory import MessageStore
+from agentkernel.services.lazy import LazyServices
+
+if TYPE_CHECKING:  # annotations only: importing the LLM layer costs a tool run ~100 ms
+    from agentkernel.llm.base import Provider
+    from agentkernel.services.memory import MessageStore
 
 
 @dataclass(frozen=True)
@@ -33,5 +36,11 @@ class Services:
         """A named service of a helper area (`http`, `state`, `duckdb`, …), or None."""
         return self.extra.get(name)
 
+    def built(self) -> list[Any]:
+        """The helper services that exist now; lazy ones never asked for are not built to be closed."""
+        if isinstance(self.extra, LazyServices):
+            return self.extra.built()
+        return list(self.extra.values())
 
-__all__ = ["Environment", "MessageStore", "Provider", "Services"]
+
+__all__ = ["Environment", "LazyServices", "Services"]

@@ -8,7 +8,6 @@ in the session's history. Nothing escapes as an exception.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import time
@@ -85,6 +84,8 @@ class Dispatcher:
 
     async def acall(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         """Dispatch from the event loop on a worker thread (S21.3)."""
+        import asyncio  # only the agent loop dispatches asynchronously; `tool run` never needs it
+
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(self.call, name, args, caller))
 

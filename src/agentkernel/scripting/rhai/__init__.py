@@ -4,11 +4,42 @@
     Engine(limits=Limits(max_operations=10_000)).eval("40 + 2")   # -> 42
 
 See docs/rhai.md. Scripts compile to Python code objects; every failure is a
-`RhaiError` with the reference's text.
+`RhaiError` with the reference's text. Names are imported on first use, so a
+submodule (the runner's flag table, the values) can be imported without
+loading the whole interpreter.
 """
 
-from agentkernel.scripting.rhai.engine import CompiledScript, Engine
-from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai.runtime import Limits
+from __future__ import annotations
 
-__all__ = ["CompiledScript", "Engine", "Limits", "RhaiError", "RhaiRuntimeError", "RhaiSyntaxError"]
+from typing import TYPE_CHECKING
+
+from agentkernel.lazy_exports import lazy_getattr
+
+_EXPORTS: dict[str, str] = {
+    "CompiledScript": "agentkernel.scripting.rhai.engine",
+    "Engine": "agentkernel.scripting.rhai.engine",
+    "Limits": "agentkernel.scripting.rhai.runtime",
+    "RhaiError": "agentkernel.scripting.rhai.errors",
+    "RhaiRuntimeError": "agentkernel.scripting.rhai.errors",
+    "RhaiSyntaxError": "agentkernel.scripting.rhai.errors",
+}
+
+__all__ = [
+    "CompiledScript",
+    "Engine",
+    "Limits",
+    "RhaiError",
+    "RhaiRuntimeError",
+    "RhaiSyntaxError",
+]  # literal, so type checkers see what is exported
+
+if TYPE_CHECKING:
+    from agentkernel.scripting.rhai.engine import CompiledScript, Engine
+    from agentkernel.scripting.rhai.errors import (
+        RhaiError,
+        RhaiRuntimeError,
+        RhaiSyntaxError,
+    )
+    from agentkernel.scripting.rhai.runtime import Limits
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -1,0 +1,115 @@
+"""What every command shares: exit codes, global flags, logging, finding the project, quiet pipes.
+
+Nothing here imports the kernel at module level: `agentkernel --version` and
+`agentkernel rhai run` load this module and must stay fast (issue 8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentkernel.kernel import Kernel
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` reports for C tools too
+
+VERBOSE_HELP = "more logging: -v shows INFO (console.log lines), -vv DEBUG"
+CONFIG_HELP = (
+    "the project's kernel.yaml (default: $AGENTKERNEL_CONFIG, else the nearest config/kernel.yaml "
+    "in the working directory or above it)"
+)
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
+    """`-v` and `--config`, accepted before or after the subcommand.
+
+    On subcommands (`inherited`) they default to SUPPRESS, so a flag given
+    before the subcommand is not reset by the subcommand's own default.
+    """
+    absent: object = argparse.SUPPRESS if inherited else None
+    options = parser._option_string_actions  # an existing --config (a command's own) is reused
+    if "-v" not in options:
+        count_default: object = argparse.SUPPRESS if inherited else 0
+        parser.add_argument("-v", "--verbose", action="count", default=count_default, help=VERBOSE_HELP)
+    if "--config" in options:
+        options["--config"].default = absent
+    else:
+        parser.add_argument("--config", type=Path, default=absent, metavar="FILE", help=CONFIG_HELP)
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every parser of a subcommand that has no subcommands of its own."""
+    children = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not children:
+        yield parser
+        return
+    for action in children:
+        for child in dict.fromkeys(action.choices.values()):
+            yield from leaf_parsers(child)
+
+
+def setup_logging(verbosity: int) -> None:
+    """Log to stderr: warnings by default; scripts' console.log lines with -v."""
+    import logging  # ~5 ms: not for `--version`, which never gets here
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    # console.log output is what a script author runs the CLI to see; debug with -vv.
+    logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
+    if verbosity == 0:  # the commands print load problems themselves, once
+        logging.getLogger("agentkernel.catalog").setLevel(logging.ERROR)
+
+
+def load_kernel(
+    prog: str, config: Path | str | None, *, start: Path | None = None, live: bool = True
+) -> Kernel:
+    """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong)."""
+    from agentkernel.config import find_kernel_config, load_kernel_config
+    from agentkernel.errors import ConfigError
+    from agentkernel.kernel import Kernel
+
+    try:
+        path = find_kernel_config(Path(config) if config is not None else None, start)
+        return Kernel(load_kernel_config(path), live=live)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_NOT_FOUND) from exc
+
+
+def quiet_broken_pipe(command: Callable[[], int]) -> int:
+    """Run a command; a reader that went away (`… | head -3`) ends it quietly, no traceback.
+
+    Output is flushed inside the guard so the error surfaces here; then
+    stdout is pointed at /dev/null so the interpreter's own final flush
+    cannot complain either.
+    """
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_global_flags",
+    "leaf_parsers",
+    "load_kernel",
+    "quiet_broken_pipe",
+    "setup_logging",
+]

@@ -1,0 +1,179 @@
+"""`agentkernel tool list` and `agentkernel tool run`: script tools from the terminal.
+
+`tool run` prints the normalised result as JSON and exits 0 even when the
+tool failed: the failure is in the JSON. Exit 1 means the tool could not be
+found or loaded; exit 2 means the command line itself was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel
+
+if TYPE_CHECKING:
+    from agentkernel.config import ToolSpec
+    from agentkernel.kernel import Kernel
+    from agentkernel.tools.results import ToolResult
+    from agentkernel.types import JSONValue
+
+ARGS_HELP = "the arguments: a JSON object, - to read it from standard input, or @FILE to read it from FILE"
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tool = commands.add_parser("tool", help="script tools: list them, run one")
+    actions = tool.add_subparsers(dest="action", required=True, metavar="{list,run}")
+
+    listing = actions.add_parser("list", help="list the loaded tools and any load problems")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    run = actions.add_parser("run", help="run one tool and print its result as JSON")
+    run.add_argument("tool", metavar="NAME|PATH.yaml", help="a tool name, or the path of a tool's YAML file")
+    run.add_argument("args", nargs="?", default="{}", metavar="ARGS", help=ARGS_HELP + " (default: {})")
+    run.add_argument("--user", help="user id of the caller (caller().user_id)")
+    run.add_argument("--session", help="session id of the caller; gives the tool a scratch folder")
+    run.add_argument(
+        "--pretty", action="store_true", help="show the content and visual blocks as the chat does"
+    )
+
+
+def run_command(options: argparse.Namespace) -> int:
+    if options.action == "list":
+        return tool_list(load_kernel("agentkernel", options.config), options.json)
+    return tool_run(options)
+
+
+# -- tool list --------------------------------------------------------------------------
+
+
+def tool_list(kernel: Kernel, as_json: bool) -> int:
+    specs = kernel.tools.all()
+    problems = kernel.catalog.problems()
+    if as_json:
+        listing = {
+            "tools": [
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "script": str(s.script),
+                    "parameters": s.parameters,
+                }
+                for s in specs
+            ],
+            "problems": [{"path": str(p.path), "reason": p.reason} for p in problems],
+        }
+        print(json.dumps(listing, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    width = max((len(s.name) for s in specs), default=4)
+    for spec in specs:
+        print(f"{spec.name:<{width}}  {spec.script.name:<20}  {spec.description}")
+    if not specs:
+        print("no tools found in " + ", ".join(str(d) for d in kernel.config.tool_dirs))
+    for problem in problems:
+        print(f"not loaded: {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- tool run ---------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """The command line is wrong (exit 2)."""
+
+
+def read_args(raw: str) -> JSONValue:
+    """The arguments from the command line, standard input (`-`) or a file (`@FILE`)."""
+    where = "ARGS"
+    if raw == "-":
+        raw, where = sys.stdin.read(), "standard input"
+    elif raw.startswith("@"):
+        path = Path(raw[1:])
+        try:
+            raw, where = path.read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the arguments from {path}: {exc}") from exc
+    try:
+        value: JSONValue = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{where} is not valid JSON: {exc}") from exc
+    return value
+
+
+def _is_file(name_or_path: str) -> bool:
+    return name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
+
+
+def _find_tool(kernel: Kernel, name_or_path: str) -> ToolSpec:
+    from agentkernel.config import ToolSpec
+    from agentkernel.errors import ConfigError
+
+    if _is_file(name_or_path):
+        spec = kernel.catalog.load_file(Path(name_or_path))
+        if not isinstance(spec, ToolSpec):
+            raise ConfigError(name_or_path, "kind: this is a script_hook; try hook_tool")
+        return spec
+    spec_found = kernel.tools.get(name_or_path)
+    if spec_found is not None:
+        return spec_found
+    problems = [str(p) for p in kernel.catalog.problems()]
+    known = ", ".join(s.name for s in kernel.tools.all()) or "none"
+    detail = "".join(f"\n  not loaded: {p}" for p in problems)
+    raise ConfigError(None, f"unknown tool {name_or_path!r} (loaded: {known}){detail}")
+
+
+def tool_run(options: argparse.Namespace) -> int:
+    from agentkernel.errors import ConfigError
+
+    try:
+        args = read_args(options.args)
+    except UsageError as exc:
+        print(f"agentkernel: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    start = None
+    if _is_file(options.tool):  # a YAML path brings its own project: search upward from the file
+        yaml_path = Path(options.tool)
+        if not yaml_path.is_file():
+            print(f"agentkernel: {yaml_path}: no such file", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        start = yaml_path.resolve().parent
+    kernel = load_kernel("agentkernel", options.config, start=start)
+    try:
+        spec = _find_tool(kernel, options.tool)
+    except ConfigError as exc:
+        print(f"agentkernel: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    caller = kernel.caller(user_id=options.user, session_id=options.session)
+    result = kernel.dispatcher.call_spec(spec, args, caller)
+    if options.pretty:
+        show_pretty(spec.name, result)
+    else:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
+def show_pretty(name: str, result: ToolResult) -> None:
+    """The result as `agentkernel chat` draws it: a mark, the content, tables, charts, warnings."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from agentkernel.agent.loop import LoopEvent
+    from agentkernel.cli.render import ChatRenderer
+
+    console = Console(highlight=False, soft_wrap=True)
+    mark, style = ("✓", "green") if result.success else ("✗", "red")
+    console.print(Text(f"{mark} {name}", style=f"bold {style}"))
+    console.print(Text(result.content))
+    if result.error and result.error != result.content:
+        console.print(Text(f"error: {result.error}", style="red"))
+    renderer = ChatRenderer(console)
+    for block in result.visual or ():
+        renderer.show(LoopEvent("visual", {"tool": name, "block": block}))
+    for warning in result.warnings:
+        renderer.show(LoopEvent("warning", {"tool": name, "message": warning}))
+
+
+__all__ = ["add_parser", "read_args", "run_command", "show_pretty", "tool_list", "tool_run"]

@@ -1,0 +1,279 @@
+"""The command line as people expect it (issue 8, points 1, 2 and 6).
+
+Project discovery like git's, global flags on either side of the subcommand,
+arguments from stdin or a file, a quiet end when the reader of a pipe goes
+away, `--pretty`, `--version`, and which modules each command imports (never
+how long it takes: the suite asserts no wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentkernel.config import find_kernel_config
+from agentkernel.errors import ConfigError
+from tests.conftest import REPO, write_kernel_yaml
+
+BIN = Path(sys.executable).parent
+
+
+def cli(
+    *args: str, cwd: Path = REPO, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
+    environment.update(env or {})
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+    )
+
+
+@pytest.fixture
+def shipped(tmp_path: Path) -> Path:
+    """A copy of the shipped project, so runs never write into the repository."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    return tmp_path
+
+
+# -- finding the project (point 2) ---------------------------------------------------
+
+
+def test_run_by_name_from_a_subfolder_finds_the_project(shipped: Path) -> None:
+    done = cli(
+        "agentkernel", "tool", "run", "text_stats", '{"text": "a b"}', cwd=shipped / "config/scripts/tools"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["success"] is True
+
+
+def test_run_by_path_uses_the_files_project_and_writes_nothing_beside_it(
+    shipped: Path, tmp_path: Path
+) -> None:
+    tools = shipped / "config" / "scripts" / "tools"
+    (tools / "where.js").write_text("function run() { return caller().temp_dir; }")
+    (tools / "where.yaml").write_text("kind: script_tool\nname: where\nscript: where.js\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = cli("agentkernel", "tool", "run", "./where.yaml", "{}", "--session", "s1", cwd=tools)
+    assert done.returncode == 0, done.stderr
+    assert Path(json.loads(done.stdout)["content"]).is_relative_to(shipped.resolve() / "data")
+    assert not (tools / "data").exists()
+    from_far = cli(
+        "agentkernel", "tool", "run", str(tools / "where.yaml"), "{}", "--session", "s2", cwd=elsewhere
+    )
+    assert from_far.returncode == 0, from_far.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_no_project_says_where_it_looked(tmp_path: Path) -> None:
+    (tmp_path / "x.js").write_text("function run() { return 'x'; }")
+    (tmp_path / "x.yaml").write_text("kind: script_tool\nname: x\nscript: x.js\n")
+    by_name = cli("agentkernel", "tool", "run", "x", "{}", cwd=tmp_path)
+    by_path = cli("agentkernel", "tool", "run", "./x.yaml", "{}", cwd=tmp_path)
+    hook = cli("hook_tool", "./x.yaml", "user", "hi", cwd=tmp_path)
+    for done in (by_name, by_path, hook):
+        assert done.returncode == 1
+        assert (
+            f"looked for config/kernel.yaml in {tmp_path.resolve()} and every folder above it" in done.stderr
+        )
+        assert "--config" in done.stderr and "AGENTKERNEL_CONFIG" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.js", "x.yaml"]  # no stray data/
+
+
+def test_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outer = write_kernel_yaml(tmp_path)
+    inner = write_kernel_yaml(tmp_path / "sub" / "project")
+    deep = tmp_path / "sub" / "project" / "config" / "scripts" / "tools"
+    monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
+    assert find_kernel_config(None, deep) == inner.resolve()  # the nearest wins
+    assert find_kernel_config(None, tmp_path / "sub") == outer.resolve()
+    monkeypatch.setenv("AGENTKERNEL_CONFIG", str(outer))
+    assert find_kernel_config(None, deep) == outer  # the variable beats the search
+    assert find_kernel_config(inner, deep) == inner  # --config beats the variable
+    monkeypatch.setenv("AGENTKERNEL_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(
+        ConfigError, match=r"missing.yaml: kernel config not found \(given by \$AGENTKERNEL_CONFIG\)"
+    ):
+        find_kernel_config(None, deep)
+
+
+def test_the_config_variable_works_from_anywhere(shipped: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = cli(
+        "agentkernel",
+        "tool",
+        "run",
+        "text_stats",
+        '{"text": "a"}',
+        cwd=elsewhere,
+        env={"AGENTKERNEL_CONFIG": str(shipped / "config" / "kernel.yaml")},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# -- the CLI as people expect it (point 6) ------------------------------------------
+
+
+def test_version() -> None:
+    from agentkernel import __version__
+
+    done = cli("agentkernel", "--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"agentkernel {__version__}")
+
+
+def test_global_flags_before_or_after_the_subcommand(shipped: Path, tmp_path: Path) -> None:
+    from agentkernel.cli.main import _parser
+
+    parse = _parser().parse_args
+    for argv in (
+        ["-v", "--config", "k.yaml", "tool", "list"],
+        ["tool", "list", "-v", "--config", "k.yaml"],
+        ["-v", "tool", "list", "--config", "k.yaml"],
+    ):
+        options = parse(argv)
+        assert (options.verbose, options.config) == (1, Path("k.yaml")), argv
+    assert parse(["tool", "list"]).config is None
+    assert parse(["-vv", "rhai", "run", "x.rhai"]).verbose == 2
+    config = str(shipped / "config" / "kernel.yaml")
+    before = cli(
+        "agentkernel", "--config", config, "tool", "run", "text_stats", '{"text": "a"}', cwd=tmp_path
+    )
+    after = cli("agentkernel", "tool", "run", "text_stats", '{"text": "a"}', "--config", config, cwd=tmp_path)
+    assert before.returncode == after.returncode == 0, before.stderr + after.stderr
+    assert before.stdout == after.stdout
+
+
+def test_arguments_from_stdin_and_from_a_file(shipped: Path) -> None:
+    piped = cli("agentkernel", "tool", "run", "text_stats", "-", cwd=shipped, stdin='{"text": "раз два"}')
+    (shipped / "args.json").write_text('{"text": "раз два"}', encoding="utf-8")
+    from_file = cli("agentkernel", "tool", "run", "text_stats", "@args.json", cwd=shipped)
+    inline = cli("agentkernel", "tool", "run", "text_stats", '{"text": "раз два"}', cwd=shipped)
+    assert piped.returncode == from_file.returncode == inline.returncode == 0
+    assert json.loads(piped.stdout) == json.loads(from_file.stdout) == json.loads(inline.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ("-", "{oops", "standard input is not valid JSON"),
+        ("@missing.json", None, "cannot read the arguments from missing.json"),
+        ("{oops", None, "ARGS is not valid JSON"),
+    ],
+)
+def test_bad_arguments_exit_2(shipped: Path, args: str, stdin: str | None, message: str) -> None:
+    done = cli("agentkernel", "tool", "run", "text_stats", args, cwd=shipped, stdin=stdin)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_a_closed_pipe_ends_quietly(shipped: Path) -> None:
+    tools = shipped / "config" / "scripts" / "tools"
+    (tools / "long.js").write_text("function run() { return 'line\\n'.repeat(200000); }")
+    (tools / "long.yaml").write_text("kind: script_tool\nname: long\nscript: long.js\n")
+    (shipped / "config" / "kernel.yaml").write_text(
+        (shipped / "config" / "kernel.yaml").read_text() + "\n", encoding="utf-8"
+    )
+    command = f"'{BIN / 'agentkernel'}' tool run long '{{}}' --pretty | head -3"
+    done = subprocess.run(["bash", "-c", command], cwd=shipped, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert len(done.stdout.splitlines()) == 3
+    assert done.stderr == ""  # no traceback, no "Exception ignored"
+
+
+def test_pretty_shows_content_tables_and_warnings(shipped: Path) -> None:
+    done = cli(
+        "agentkernel", "tool", "run", "wordcount", '{"text": "да да нет", "top": 2}', "--pretty", cwd=shipped
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("✓ wordcount\nСлов: 3")
+    assert "┃" in done.stdout or "│" in done.stdout  # the visual table, drawn
+    assert "да" in done.stdout and "нет" in done.stdout
+    failed = cli("agentkernel", "tool", "run", "text_stats", '{"text": " "}', "--pretty", cwd=shipped)
+    assert failed.stdout.startswith("✗ text_stats\nтекст пуст")
+    assert "⚠ Не удалось проанализировать текст" in failed.stdout
+
+
+def test_every_flag_has_help() -> None:
+    from agentkernel.cli.common import leaf_parsers
+    from agentkernel.cli.hook_tool import _parser as hook_parser
+    from agentkernel.cli.main import _parser
+
+    for parser in (*leaf_parsers(_parser()), hook_parser()):
+        for action in parser._actions:
+            assert action.help, f"{parser.prog}: {action.option_strings or action.dest} has no help"
+
+
+# -- start-up: what each command imports (point 1) ------------------------------------
+
+PROBE = """
+import sys, contextlib, io
+from agentkernel.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main({argv!r})
+    except SystemExit:
+        pass
+print(sorted(sys.modules))
+"""
+
+
+def modules_after(argv: list[str], cwd: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv)], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+    return set(loaded)
+
+
+HEAVY = {"httpx", "duckdb", "rich", "jsonschema", "yaml", "sqlite3", "asyncio", "quickjs"}
+KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.catalog"}
+
+
+def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:
+    for argv in (["--version"], ["--help"], ["tool", "run", "--help"]):
+        loaded = modules_after(argv, tmp_path)
+        assert not loaded & (HEAVY | KERNEL), (argv, loaded & (HEAVY | KERNEL))
+        assert "agentkernel.scripting.rhai.engine" not in loaded
+
+
+def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "one.rhai"
+    script.write_text("print(1)")
+    loaded = modules_after(["rhai", "run", str(script)], tmp_path)
+    assert "agentkernel.scripting.rhai.engine" in loaded
+    assert not loaded & (HEAVY | KERNEL), loaded & (HEAVY | KERNEL)
+
+
+def test_rhai_run_flags_are_the_runners() -> None:
+    from agentkernel.cli.rhai_cmd import LIMITS_HELP
+    from agentkernel.scripting.rhai.runner import LIMIT_FLAGS
+
+    assert {flag: attribute for flag, (attribute, _) in LIMITS_HELP.items()} == LIMIT_FLAGS
+
+
+def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> None:
+    from agentkernel import Kernel
+    from agentkernel.config import load_kernel_config
+
+    kernel = Kernel(load_kernel_config(shipped / "config" / "kernel.yaml"))
+    assert kernel.call_tool("text_stats", {"text": "a b"}).success
+    assert kernel.services.built() == []  # no HTTP pool, no DuckDB, no state file
+    assert repr(kernel.provider) == "DeferredProvider(None)"  # the LLM client is not built either
+    tools = shipped / "config" / "scripts" / "tools"
+    (tools / "who.js").write_text("function run() { return fs_list(caller().temp_dir).length; }")
+    (tools / "who.yaml").write_text("kind: script_tool\nname: who\nscript: who.js\n")
+    assert kernel.call_tool("who", {}, kernel.caller(session_id="s")).success
+    assert [type(s).__name__ for s in kernel.services.built()] == ["FilesService"]
