@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import re
@@ -26,6 +25,7 @@ from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.errors import RhaiSyntaxError
 from agentkernel.scripting.rhai.lexer import tokenize
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
+from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.values import Char
 
 CASES_DIR = Path(__file__).resolve().parent / "conformance"
@@ -107,11 +107,11 @@ def _nodes(node: object) -> Iterator[Any]:
     if isinstance(node, tuple):
         for item in node:
             yield from _nodes(item)
-    elif dataclasses.is_dataclass(node):
+    elif record_fields(node):
         yield node
-        for field in dataclasses.fields(node):
-            if field.name not in ("pos", "dot_pos"):
-                yield from _nodes(getattr(node, field.name))
+        for name in record_fields(node):
+            if name not in ("pos", "dot_pos"):
+                yield from _nodes(getattr(node, name))
 
 
 def _expected_positions(script: ast.Script, message: str) -> set[ast.Pos] | None:

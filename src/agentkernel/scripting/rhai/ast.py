@@ -1,4 +1,4 @@
-"""The Rhai syntax tree: frozen dataclasses, one per construct (RHAI.md §1–§12).
+"""The Rhai syntax tree: frozen records (records.py), one per construct (RHAI.md §1–§12).
 
 This module is the contract between the parser (which builds it) and the
 compiler (which turns it into Python). Every node carries `pos`, the 1-based
@@ -42,9 +42,9 @@ the operator for other binary operators and calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from agentkernel.scripting.rhai.records import record
 from agentkernel.scripting.rhai.values import Char
 
 Pos: TypeAlias = tuple[int, int]  # (line, position), both 1-based; (0, 0) = none
@@ -53,7 +53,7 @@ Pos: TypeAlias = tuple[int, int]  # (line, position), both 1-based; (0, 0) = non
 # -- expressions ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Literal:
     """`42`, `4.2`, `"s"`, `'c'` (a Char), `true`, `()` (None)."""
 
@@ -61,7 +61,7 @@ class Literal:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Interpolated:
     """A back-tick string: literal text parts and `${ … }` blocks, in order."""
 
@@ -69,13 +69,13 @@ class Interpolated:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArrayLit:
     items: tuple[Expr, ...]
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MapLit:
     """`#{a: 1, "b c": 2}`: keys are always literal names, in source order."""
 
@@ -83,7 +83,7 @@ class MapLit:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Var:
     """A variable; `namespace` is "global" for `global::NAME` (nested
     namespaces joined with `::`), else None. For a namespaced variable `pos`
@@ -94,12 +94,12 @@ class Var:
     namespace: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class This:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unary:
     """`-x`, `+x`, `!x`. (A `-` before a number literal is folded into it.)"""
 
@@ -108,7 +108,7 @@ class Unary:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Binary:
     """Every binary operator except `&&`/`||` and assignment.
 
@@ -121,7 +121,7 @@ class Binary:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class And:
     """`a && b`: short-circuit, both operands must be bool."""
 
@@ -130,7 +130,7 @@ class And:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Or:
     """`a || b`: short-circuit, both operands must be bool."""
 
@@ -139,7 +139,7 @@ class Or:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Index:
     """`target[index]`, or `target?[index]` when `optional`."""
 
@@ -149,7 +149,7 @@ class Index:
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Property:
     """`target.name`, or `target?.name` when `optional`; `pos` is the name's,
     `dot_pos` the `.`/`?.` before it."""
@@ -161,7 +161,7 @@ class Property:
     dot_pos: Pos = (0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call:
     """A function-call-style call `name(args)`; `namespace` for `ns::name(...)`
     (nested namespaces are joined with `::`, e.g. "a::b").
@@ -178,7 +178,7 @@ class Call:
     capture: bool = False  # `name!(args)`: run in the caller's scope
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MethodCall:
     """`target.name(args)`, or `target?.name(args)` when `optional`; `pos` is
     the method name's, `dot_pos` the `.`/`?.` before it."""
@@ -191,7 +191,7 @@ class MethodCall:
     dot_pos: Pos = (0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Closure:
     """`|a, b| expr` or `|x| { … }`; the body is always a Block."""
 
@@ -200,7 +200,7 @@ class Closure:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Block:
     """`{ stmts }`: its value is the last statement's value (`()` when empty)."""
 
@@ -208,7 +208,7 @@ class Block:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class If:
     cond: Expr
     then: Block
@@ -216,7 +216,7 @@ class If:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SwitchCase:
     """One arm: `p1 | p2 [if cond] => body`. Patterns are literal expressions:
     Literal (a `-` before a number is already folded in), ArrayLit/MapLit of
@@ -231,7 +231,7 @@ class SwitchCase:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Switch:
     subject: Expr
     cases: tuple[SwitchCase, ...]
@@ -239,20 +239,20 @@ class Switch:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class While:
     cond: Expr
     body: Block
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Loop:
     body: Block
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DoLoop:
     """`do { } while cond` (until=False) or `do { } until cond` (until=True)."""
 
@@ -262,7 +262,7 @@ class DoLoop:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class For:
     """`for var in iterable { }` or `for (var, counter) in iterable { }`."""
 
@@ -273,24 +273,24 @@ class For:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Break:
     value: Expr | None
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Continue:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Return:
     value: Expr | None
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Throw:
     """`throw expr` or bare `throw` (value None: rethrow inside catch, else `()`)."""
 
@@ -331,7 +331,7 @@ Expr: TypeAlias = (
 # -- statements ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Let:
     """`let name [= value];` or `const NAME [= value];` (value None = `()`)."""
 
@@ -341,7 +341,7 @@ class Let:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Assign:
     """`target = value` or `target op= value` (`op` is e.g. "+", None for plain `=`).
 
@@ -355,13 +355,13 @@ class Assign:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExprStmt:
     expr: Expr
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TryCatch:
     body: Block
     var: str | None
@@ -369,7 +369,7 @@ class TryCatch:
     pos: Pos
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Import:
     """`import "path" as name;` (alias None when `as` is left out)."""
 
@@ -381,7 +381,7 @@ class Import:
 Stmt: TypeAlias = Let | Assign | ExprStmt | TryCatch | Import
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FnDef:
     """`[private] fn name(params) { }`; `this_type` for typed methods `fn int.dbl()`.
 
@@ -397,12 +397,12 @@ class FnDef:
     this_type: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Script:
     """A whole compiled source: top-level statements and hoisted functions."""
 
     stmts: tuple[Stmt, ...]
-    functions: tuple[FnDef, ...] = field(default=())
+    functions: tuple[FnDef, ...] = ()
     source: str | None = None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.errors import Pos
+from agentkernel.scripting.rhai.records import record_fields
 
 BINARY_NAMES = {
     "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
@@ -131,12 +132,12 @@ def count_ops(node: Any) -> int:
         return 1
     if isinstance(node, tuple):
         return sum(count_ops(n) for n in node)
-    if not hasattr(node, "__dataclass_fields__"):
+    if not record_fields(node):
         return 0
     total = 1
-    for name in node.__dataclass_fields__:
+    for name in record_fields(node):
         value = getattr(node, name)
-        if isinstance(value, tuple | ast.Literal | ast.Var) or hasattr(value, "__dataclass_fields__"):
+        if isinstance(value, tuple | ast.Literal | ast.Var) or record_fields(value):
             total += count_ops(value) if not isinstance(value, ast.Block) else 0
     return total
 
@@ -171,8 +172,8 @@ def may_change(body: Any, name: str) -> bool:
             return True
         if isinstance(node, tuple):
             return any(walk(n) for n in node)
-        if hasattr(node, "__dataclass_fields__"):
-            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
+        if record_fields(node):
+            return any(walk(getattr(node, f)) for f in record_fields(node))
         return False
 
     return walk(body)

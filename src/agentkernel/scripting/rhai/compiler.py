@@ -44,6 +44,7 @@ from agentkernel.scripting.rhai.codegen import (
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.scripting.rhai.int_types import int_locals
+from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
@@ -932,8 +933,8 @@ def _uses_eval(script: ast.Script) -> bool:
             return True
         if isinstance(node, tuple):
             return any(walk(n) for n in node)
-        if hasattr(node, "__dataclass_fields__"):
-            return any(walk(getattr(node, f)) for f in node.__dataclass_fields__)
+        if record_fields(node):
+            return any(walk(getattr(node, f)) for f in record_fields(node))
         return False
 
     return walk(script.stmts)

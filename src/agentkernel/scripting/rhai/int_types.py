@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.resolver import DeclKey, decl_key
 
 INT_RESULT_OPS = frozenset({"+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^"})
@@ -90,12 +91,12 @@ class _Walker:
         if isinstance(node, tuple):
             for item in node:
                 self.node(item)
-        elif hasattr(node, "__dataclass_fields__"):
-            for name in node.__dataclass_fields__:
+        elif record_fields(node):
+            for name in record_fields(node):
                 value = getattr(node, name)
                 if isinstance(value, ast.Block):
                     self.block(value.stmts)
-                elif isinstance(value, tuple) or hasattr(value, "__dataclass_fields__"):
+                elif isinstance(value, tuple) or record_fields(value):
                     self.node(value)
 
     def n_Block(self, node: ast.Block) -> None:

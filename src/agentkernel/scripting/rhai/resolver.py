@@ -14,10 +14,11 @@ with the same scoping rules as the compiler and records:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.records import record_fields
 
 DeclKey = tuple[int, str]
 
@@ -135,11 +136,8 @@ class Resolver:
         self.result.closure_captures[id(node)] = tuple(level.needs)
 
     def _children(self, node: Any) -> None:
-        if not is_dataclass(node):
-            return
-        for f in fields(node):
-            value = getattr(node, f.name)
-            self._visit(value)
+        for name in record_fields(node):
+            self._visit(getattr(node, name))
 
     def _visit(self, value: Any) -> None:
         if isinstance(value, tuple):
@@ -147,7 +145,7 @@ class Resolver:
                 self._visit(item)
         elif isinstance(value, ast.Block):
             self._scoped_block(value)
-        elif is_dataclass(value):
+        elif record_fields(value):
             if isinstance(value, ast.Let | ast.TryCatch | ast.Assign | ast.ExprStmt | ast.Import):
                 self._stmt(value)
             else:
