@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
@@ -26,6 +27,17 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
     (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)
     return config
+
+
+def switched_on(kernel_yaml: str, section: str, field: str) -> str:
+    """`kernel_yaml` with `section.field: true` added, unless it sets that field itself.
+
+    `shell.enabled` and `http.allow_private` are off by default (issue 8 §4);
+    tests of what they open turn them on this way, visibly.
+    """
+    data = yaml.safe_load(kernel_yaml) or {}
+    data.setdefault(section, {}).setdefault(field, True)
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 @pytest.fixture

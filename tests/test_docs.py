@@ -13,7 +13,8 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         (`# config/scripts/tools/x.yaml`, `// config/scripts/tools/x.js`,
         `// config/scripts/tools/x.rhai`), so the rendered guide, where
         markers are invisible, still says which file is which. Writing a file
-        again later replaces it (hot reload).
+        again later replaces it (hot reload). `NAME1,NAME2,...` makes the
+        step one of each of those examples (a kernel.yaml several share).
 
     <!-- example: NAME run[: env.VAR=VALUE ...] -->
         The next fenced block (jsonc) starts with a comment naming the call,
@@ -86,7 +87,7 @@ Steps run in document order; steps of one example share one project folder
 (tmp_path) and one Kernel, which starts as `config/kernel.yaml` = `{}` (all
 defaults) unless the example writes its own. The Kernel carries the helper
 services every kernel attaches (HTTP, programs, files, DuckDB, and the state
-store when `logging.state_db_path` is set); it is closed when a new
+store when `state.db_path` is set); it is closed when a new
 `kernel.yaml` replaces it and when the example ends. Every fenced block in
 the guide must belong to a step or be preceded by `<!-- not-run -->`, and
 every HTML comment must be one of these markers:
@@ -130,7 +131,7 @@ SERVER_URLS = ("HTTP_URL", "LLM_URL")  # `$NAME` in a run block: a test server's
 
 _COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
 _MARKER = re.compile(
-    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+)\s+(?P<kind>file|run|cli|python|llm|shipped)\b:?\s*(?P<rest>.*?)\s*$"
+    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+(?:,[A-Za-z0-9_-]+)*)\s+(?P<kind>file|run|cli|python|llm|shipped)\b:?\s*(?P<rest>.*?)\s*$"
 )
 _NOT_RUN = "not-run"
 _FENCE = re.compile(r"^```(?P<info>[^`]*)$")
@@ -161,7 +162,7 @@ class Guide:
     """What the parser found in the guide."""
 
     examples: dict[str, Example]
-    markers: int  # marker comments seen
+    markers: int  # steps the marker comments make (a marker naming N examples makes N)
     problems: list[str]  # anything the parser could not place
 
 
@@ -188,9 +189,10 @@ def parse_guide(text: str, guide: str = "scripts") -> Guide:
                 break
             block = "\n".join(lines[i + 1 : end]) + "\n"
             if pending is not None:
-                name, kind, rest, at = pending
-                example = examples.setdefault(name, Example(name, guide=guide))
-                example.steps.append(Step(kind, rest, block, at))
+                names, kind, rest, at = pending
+                for name in names.split(","):
+                    example = examples.setdefault(name, Example(name, guide=guide))
+                    example.steps.append(Step(kind, rest, block, at))
             elif pending_not_run is None:
                 problems.append(
                     f"line {number}: fenced block with no `<!-- example: ... -->` or `<!-- not-run -->`"
@@ -204,7 +206,7 @@ def parse_guide(text: str, guide: str = "scripts") -> Guide:
             if pending is not None or pending_not_run is not None:
                 problems.append(f"line {number}: a marker must be followed by a fenced block")
             if marker:
-                markers += 1
+                markers += len(marker["name"].split(","))  # one step for each example named
                 pending = (marker["name"], marker["kind"], marker["rest"], number)
             elif body == _NOT_RUN:
                 pending_not_run = number
@@ -586,6 +588,7 @@ def test_llm_steps_must_use_their_script(tmp_path: Path, monkeypatch: pytest.Mon
 def test_http_url_is_a_live_server_for_the_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`$HTTP_URL` in a run block starts the example's HTTP server; it is stopped when the example ends."""
     steps = [
+        Step("file", "config/kernel.yaml", "# config/kernel.yaml\nhttp:\n  allow_private: true\n", 1),
         Step(
             "file",
             "ping.yaml",

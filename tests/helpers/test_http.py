@@ -14,11 +14,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -26,109 +23,16 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
-from agentkernel.helpers import default_helper_table
-from agentkernel.helpers import http as http_helpers
-from agentkernel.services.http import HttpService, Resolver, parse_http_config, system_resolver
-from agentkernel.types import JSONValue
+from agentkernel.services.http import HttpService, parse_http_config, system_resolver
 from tests.conftest import ToolFactory, write_kernel_yaml
+from tests.helpers.http_kernels import JS_PROBE, RHAI_PROBE, Kernels, echoed, fresh_name, probe
 from tests.helpers.http_server import LocalHTTPServer
-
-ENGINES = [".js", ".rhai"]
-
-JS_PROBE = """
-function run(args) {
-    const u = args.base;
-    try { return { content: "ok", data: EXPR }; }
-    catch (e) { return { content: "thrown", data: { thrown: e.message } }; }
-}
-"""
-RHAI_PROBE = """
-fn run(args) {
-    let u = args.base;
-    try { return #{ content: "ok", data: EXPR }; }
-    catch (e) { return #{ content: "thrown", data: #{ thrown: e } }; }
-}
-"""
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalHTTPServer]:
-    with LocalHTTPServer() as running:
-        yield running
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@dataclass
-class Kernels:
-    """Builds kernels with the HTTP helpers and a service; closes every service at the end."""
-
-    project: Path
-    services: list[HttpService] = field(default_factory=list)
-
-    def build(self, http_yaml: str = "", *, attach: bool = True, resolver: Resolver | None = None) -> Kernel:
-        return self.load(write_kernel_yaml(self.project, http_yaml), attach=attach, resolver=resolver)
-
-    def load(self, path: Path, *, attach: bool = True, resolver: Resolver | None = None) -> Kernel:
-        config = load_kernel_config(path)
-        table = default_helper_table()
-        if "http_get" not in table:  # until the kernel's default table holds them
-            http_helpers.register(table)
-        service: HttpService | None = None
-        if attach:
-            service = HttpService.from_config(config, resolver=resolver or system_resolver)
-            self.services.append(service)
-        return Kernel(config, helpers=table, extra_services={"http": service})  # None: detached
-
-
-@pytest.fixture
-def kernels(project: Path) -> Iterator[Kernels]:
-    made = Kernels(project)
-    yield made
-    for service in made.services:
-        service.close()
+from tests.helpers.probes import ENGINES
 
 
 @pytest.fixture
 def kernel(kernels: Kernels) -> Kernel:
     return kernels.build()
-
-
-_names = iter(range(1_000_000))
-
-
-def probe(
-    kernel: Kernel,
-    make_tool: ToolFactory,
-    engine: str,
-    expr: str,
-    base: str,
-) -> dict[str, JSONValue]:
-    """Evaluate `expr` (`#{…}` is an object, `NULL` is null, `u` the base URL) in a tool of `engine`."""
-    if engine == ".js":
-        expr = expr.replace("#{", "{").replace("NULL", "null")
-    else:
-        expr = expr.replace("NULL", "()")
-    name = f"probe{next(_names)}"
-    source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", expr)
-    make_tool(name, source, ext=engine)
-    result = kernel.call_tool(name, {"base": base})
-    assert result.success, result.content
-    assert isinstance(result.data, dict), result.data
-    assert "thrown" not in result.data, f"S8.2: the helper threw: {result.data}"
-    assert set(result.data) == {"status", "body", "error"}, result.data
-    return result.data
-
-
-def echoed(result: dict[str, JSONValue]) -> dict[str, Any]:
-    """What the server's /echo saw, from a result that must be a 200."""
-    assert result["status"] == 200 and result["error"] == "", result
-    seen = json.loads(str(result["body"]))
-    assert isinstance(seen, dict)
-    return seen
 
 
 # -- S8.1 / S8.3: every form of call, both engines ---------------------------------------------------------
@@ -280,7 +184,7 @@ def test_s8_3_the_scripts_time_limit_caps_the_timeout(
 ) -> None:
     """A 20 s timeout in a tool allowed 0.5 s ends with the tool, not 20 s later."""
     start = time.monotonic()
-    name = f"capped{next(_names)}"
+    name = fresh_name("capped")
     source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", 'http_get(u + "/slow?secs=5", 20)')
     make_tool(name, source, ext=engine, yaml_extra="timeout_secs: 0.5\n")
     result = kernel.call_tool(name, {"base": server.base})

@@ -22,13 +22,16 @@ from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.services.shell import ShellService, ShellSettings
 from agentkernel.types import JSONValue
-from tests.conftest import ToolFactory, write_kernel_yaml
+from tests.conftest import ToolFactory, switched_on, write_kernel_yaml
 from tests.helpers.probes import probe_source
 
 
 def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -> Kernel:
-    """A kernel with the shell helpers registered and (unless `attach` is False) the service."""
-    config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
+    """A kernel with the shell helpers registered and (unless `attach` is False) the service.
+
+    The shell is switched on (`shell.enabled: true`) unless `kernel_yaml` sets `enabled` itself.
+    """
+    config = load_kernel_config(write_kernel_yaml(project, switched_on(kernel_yaml, "shell", "enabled")))
     table = default_helper_table()
     extra = {"shell": ShellService.from_config(config) if attach else None}
     return Kernel(config, helpers=table, extra_services=extra)
@@ -361,14 +364,41 @@ def test_denied_variables_are_not_passed_to_the_child(
 # -- configuration and service ---------------------------------------------------------------------
 
 
-def test_disabled_by_config(project: Path, make_tool: ToolFactory, engine: str) -> None:
-    kernel = build_kernel(project, "shell:\n  enabled: false\n")
-    assert run_shell(kernel, make_tool, engine, "echo hi") == {
+DISABLED = (
+    "disabled in kernel.yaml (shell.enabled: false). To let scripts run programs, set "
+    "`shell: {enabled: true}` in config/kernel.yaml; they then run with the kernel's own "
+    "rights (not a sandbox), so enable it only when every script is trusted."
+)
+
+
+@pytest.mark.parametrize("kernel_yaml", ["", "shell:\n  max_concurrent: 2\n", "shell:\n  enabled: false\n"])
+def test_disabled_unless_the_config_enables_it(
+    project: Path, make_tool: ToolFactory, engine: str, kernel_yaml: str
+) -> None:
+    """S13.1, issue 8 §4: off by default; a failed result (never a throw) that names the switch."""
+    config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
+    kernel = Kernel(config)  # the services every kernel attaches, as built from the config
+    marker = temp_dir(kernel) / "ran"
+    assert run_shell(kernel, make_tool, engine, f"touch {marker}") == {
         "ok": False,
         "exit_code": -1,
         "stdout": "",
-        "stderr": "shell: disabled by kernel.yaml (shell.enabled: false)",
+        "stderr": f"shell: {DISABLED}",
     }
+    assert run_exec(kernel, make_tool, engine, "touch", [str(marker)]) == {
+        "ok": False,
+        "exit_code": -1,
+        "stdout": "",
+        "stderr": f"exec: {DISABLED}",
+    }
+    assert not marker.exists()
+
+
+def test_enabled_by_config(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    config = load_kernel_config(write_kernel_yaml(project, "shell:\n  enabled: true\n"))
+    kernel = Kernel(config)  # the services every kernel attaches, as built from the config
+    assert run_shell(kernel, make_tool, engine, "echo hi")["stdout"] == "hi\n"
+    assert run_exec(kernel, make_tool, engine, "echo", ["a b"])["stdout"] == "a b\n"
 
 
 def test_no_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
@@ -379,16 +409,16 @@ def test_no_service_attached(project: Path, make_tool: ToolFactory, engine: str)
 
 def test_settings_defaults_and_config(project: Path) -> None:
     assert ShellSettings.from_config(load_kernel_config(write_kernel_yaml(project))) == ShellSettings(
-        enabled=True, default_timeout_secs=30.0, max_output_bytes=1 << 20, max_concurrent=8
+        enabled=False, default_timeout_secs=30.0, max_output_bytes=1 << 20, max_concurrent=8
     )
     config = load_kernel_config(
         write_kernel_yaml(
             project,
-            "shell:\n  enabled: false\n  default_timeout_secs: 5\n"
+            "shell:\n  enabled: true\n  default_timeout_secs: 5\n"
             "  max_output_bytes: 10\n  max_concurrent: 2\n",
         )
     )
-    assert ShellSettings.from_config(config) == ShellSettings(False, 5.0, 10, 2)
+    assert ShellSettings.from_config(config) == ShellSettings(True, 5.0, 10, 2)
 
 
 @pytest.mark.parametrize(

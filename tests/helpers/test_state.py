@@ -828,7 +828,8 @@ def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolF
     """
     make_tool("nostore", source(ext, js, rhai), ext=ext)
     assert run_tool(kernel, "nostore", user_id="u") == [
-        f"{name}: no state store attached (set logging.state_db_path in kernel.yaml)" for name in HELPERS
+        f"{name}: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
+        for name in HELPERS
     ]
 
 
@@ -855,6 +856,29 @@ def test_from_config(project: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "where", ["state:\n  db_path: data/s.db\n", "logging:\n  state_db_path: data/s.db\n"]
+)
+def test_s11_3_the_store_path_in_either_place(project: Path, where: str) -> None:
+    """`state.db_path` is the natural place; the manual's `logging.state_db_path` still works."""
+    store = from_config(config_with(project, where))
+    assert store is not None and store.path == project / "data" / "s.db"
+    assert not (project / "data").exists()  # nothing is made before the first operation
+    store.close()
+
+
+def test_the_store_path_in_both_places_is_an_error_naming_both(project: Path) -> None:
+    path = project / "config" / "kernel.yaml"
+    with pytest.raises(ConfigError) as caught:
+        from_config(
+            config_with(project, "state:\n  db_path: data/a.db\nlogging:\n  state_db_path: data/b.db\n")
+        )
+    assert str(caught.value) == (
+        f"{path}: state.db_path ('data/a.db') and logging.state_db_path ('data/b.db') "
+        "both name the state store's file; keep one of them"
+    )
+
+
+@pytest.mark.parametrize(
     ("yaml_text", "message"),
     [
         ("logging:\n  state_db_path: 5\n", "logging.state_db_path: 5 is not of type 'string'"),
@@ -871,10 +895,12 @@ def test_from_config(project: Path, tmp_path: Path) -> None:
         (STATE_YAML + "state: {max_value_bytes: 1.5}\n", "state.max_value_bytes: expected an integer >= 1"),
         (
             STATE_YAML + "state: {path: x}\n",
-            "state.path: unknown field (known: max_value_bytes, max_result_bytes)",
+            "state.path: unknown field (known: db_path, max_value_bytes, max_result_bytes)",
         ),
         (STATE_YAML + "state: [1]\n", "state: [1] is not of type 'object'"),
         ("state: {max_value_bytes: -1}\n", "state.max_value_bytes: expected an integer >= 1, got -1"),
+        ("state: {db_path: 5}\n", "state.db_path: expected a non-empty string, got 5"),
+        ("state: {db_path: ' '}\n", "state.db_path: expected a non-empty string, got ' '"),
     ],
 )
 def test_bad_configuration_names_the_field(project: Path, yaml_text: str, message: str) -> None:

@@ -2,10 +2,11 @@
 
 Both return exactly `{ok, exit_code, stdout, stderr}` and never throw (S13.1):
 every failure — a bad argument, a missing program, a timeout, the service
-switched off — is `{ok: false, exit_code: -1, stderr: "<helper>: why"}`, so
-a script checks one shape. The process itself is run and bounded by
-`ShellService` (services/shell.py); this module turns script arguments into
-an argv, a timeout, a working folder and an environment.
+switched off (the default: `shell.enabled: false`) — is `{ok: false,
+exit_code: -1, stderr: "<helper>: why"}`, so a script checks one shape. The
+process itself is run and bounded by `ShellService` (services/shell.py);
+this module turns script arguments into an argv, a timeout, a working folder
+and an environment.
 
 The child's environment is the kernel's minus the variables `env_var` may not
 read (`scripts.env_deny`, the LLM key), so a script cannot print them with
@@ -26,6 +27,13 @@ from agentkernel.types import JSONObject, JSONValue
 class ArgumentProblem(ValueError):
     """A script argument that cannot be used; becomes the `stderr` of a failed result."""
 
+
+#: Why a call failed when the operator has not opened the switch, and how to open it.
+DISABLED = (
+    "disabled in kernel.yaml (shell.enabled: false). To let scripts run programs, set "
+    "`shell: {enabled: true}` in config/kernel.yaml; they then run with the kernel's own "
+    "rights (not a sandbox), so enable it only when every script is trusted."
+)
 
 #: POSIX shells report "command not found" with this status; S13.1 reports it as -1.
 _NOT_FOUND = 127
@@ -92,7 +100,7 @@ def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> 
     if not isinstance(service, ShellService):
         return _failed(f"{helper}: no shell service attached")
     if not service.settings.enabled:
-        return _failed(f"{helper}: disabled by kernel.yaml (shell.enabled: false)")
+        return _failed(f"{helper}: {DISABLED}")
     if os.name != "posix":  # pragma: no cover - this build runs on POSIX only
         return _failed(f"{helper}: not supported on this platform (cmd /C is not implemented)")
     try:

@@ -43,7 +43,9 @@ T = TypeVar("T")
 def _store(helper: str, call: ScriptCall) -> StateStore:
     store: StateStore | None = call.caller.services.get(SERVICE)
     if store is None:
-        raise HelperError(f"{helper}: no state store attached (set logging.state_db_path in kernel.yaml)")
+        raise HelperError(
+            f"{helper}: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
+        )
     return store
 
 

@@ -3,11 +3,14 @@
 Scripts are untrusted, so every request this service makes is bounded and
 checked where it cannot be dodged:
 
-- the host allow/deny lists of kernel.yaml's `http:` section are applied when
-  a connection is opened, to the host name *and* to every address it
-  resolves to, and the socket is then connected to exactly the address that
-  was checked (no second lookup a rebinding DNS server could answer
-  differently); redirects open their own connections, so each hop is checked;
+- every address is judged by its class (services/addresses.py): link-local
+  and cloud metadata addresses are always refused, loopback and private
+  ones unless `http.allow_private: true`; then the host allow/deny lists of
+  kernel.yaml's `http:` section apply. Both are checked when a connection is
+  opened, on the host name *and* on every address it resolves to, and the
+  socket is then connected to exactly the address that was checked (no
+  second lookup a rebinding DNS server could answer differently); redirects
+  open their own connections, so each hop is checked;
 - one deadline bounds the whole exchange (connect, every read and write,
   every redirect hop, the body), so a server dripping one byte a second
   cannot hold a worker past the script's time;
@@ -46,12 +49,20 @@ import httpx
 
 from agentkernel.config import KernelConfig
 from agentkernel.errors import ConfigError
+from agentkernel.services.addresses import (
+    IPAddress,
+    IPNetwork,
+    class_of_network,
+    classify,
+    comparable,
+    embedded_ipv4,
+    is_metadata_name,
+    parse_numeric_host,
+)
 from agentkernel.types import JSONObject
 
 log = logging.getLogger("agentkernel.http")
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
 """`(host, port) -> IP address strings`; the service's seam for DNS (tests fake it)."""
 
@@ -85,7 +96,12 @@ class HostList:
 
 @dataclass(frozen=True)
 class HttpConfig:
-    """kernel.yaml's `http:` section, validated (S8.3 gives the default timeout)."""
+    """kernel.yaml's `http:` section, validated (S8.3 gives the default timeout).
+
+    `allow_private` is off unless the section turns it on: scripts are
+    untrusted, and the kernel's machine and LAN are what they must not reach
+    by default.
+    """
 
     max_response_bytes: int = 10 * 1024 * 1024
     default_timeout_secs: float = 30.0
@@ -93,6 +109,7 @@ class HttpConfig:
     deny_hosts: HostList = field(default_factory=HostList)
     follow_redirects: bool = True
     max_redirects: int = 5
+    allow_private: bool = False
 
 
 _FIELDS = (
@@ -102,6 +119,7 @@ _FIELDS = (
     "deny_hosts",
     "follow_redirects",
     "max_redirects",
+    "allow_private",
 )
 
 
@@ -158,6 +176,34 @@ def _integer(section: Mapping[str, object], key: str, default: int, low: int, pa
     return value
 
 
+def _boolean(section: Mapping[str, object], key: str, default: bool, path: str | None) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(path, f"http.{key}: expected true or false, got {value!r}")
+    return value
+
+
+def check_allowed_networks(entries: list[object], allow_private: bool, path: str | None) -> None:
+    """An allow_hosts range the address classes keep closed is a mistake: say so at load.
+
+    The allow list only narrows what the classes let through; listing
+    `169.254.169.254` or, without `allow_private`, `10.0.0.0/8` would look
+    like it opens them while every request there is refused.
+    """
+    for index, entry in enumerate(entries):
+        parsed = parse_host_entry(entry)
+        if isinstance(parsed, str):
+            continue
+        address_class = class_of_network(parsed)
+        if address_class is None:
+            continue
+        where = f"http.allow_hosts[{index}]: {entry} is {address_class.kind}"
+        if address_class.always:
+            raise ConfigError(path, f"{where}, never reachable from scripts; remove it")
+        if not allow_private:
+            raise ConfigError(path, f"{where}; set http.allow_private: true to let scripts reach it")
+
+
 def parse_http_config(section: object, path: str | None = None) -> HttpConfig:
     """Validate kernel.yaml's `http:` mapping; every error names `http.<field>`."""
     if section is None:
@@ -167,17 +213,19 @@ def parse_http_config(section: object, path: str | None = None) -> HttpConfig:
     for key in section:
         if key not in _FIELDS:
             raise ConfigError(path, f"http.{key}: unknown field (known: {', '.join(_FIELDS)})")
-    follow = section.get("follow_redirects", True)
-    if not isinstance(follow, bool):
-        raise ConfigError(path, f"http.follow_redirects: expected true or false, got {follow!r}")
     allow = section.get("allow_hosts")
+    allow_private = _boolean(section, "allow_private", False, path)
+    allow_hosts = None if allow is None else parse_host_list(allow, "http.allow_hosts", path)
+    if isinstance(allow, list):
+        check_allowed_networks(allow, allow_private, path)
     return HttpConfig(
         max_response_bytes=_integer(section, "max_response_bytes", 10 * 1024 * 1024, 1, path),
         default_timeout_secs=_number(section, "default_timeout_secs", 30.0, path),
-        allow_hosts=None if allow is None else parse_host_list(allow, "http.allow_hosts", path),
+        allow_hosts=allow_hosts,
         deny_hosts=parse_host_list(section.get("deny_hosts", []), "http.deny_hosts", path),
-        follow_redirects=follow,
+        follow_redirects=_boolean(section, "follow_redirects", True, path),
         max_redirects=_integer(section, "max_redirects", 5, 0, path),
+        allow_private=allow_private,
     )
 
 
@@ -185,48 +233,59 @@ def parse_http_config(section: object, path: str | None = None) -> HttpConfig:
 
 
 class HostRefused(Exception):
-    """A connection the allow/deny lists forbid; raised before any socket is opened."""
-
-
-def _comparable(address: str) -> IPAddress:
-    """The address as the lists should see it: `::ffff:169.254.169.254` is 169.254.169.254."""
-    parsed = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-        return parsed.ipv4_mapped
-    return parsed
+    """A connection the address classes or the allow/deny lists forbid; raised before any socket opens."""
 
 
 def _reaches(address: IPAddress) -> tuple[IPAddress, ...]:
-    """What connecting to `address` reaches: `0.0.0.0` and `::` are this machine's loopback."""
+    """What connecting to `address` reaches, for the deny list.
+
+    `0.0.0.0` and `::` are this machine's loopback, and an IPv6 address that
+    carries an IPv4 one (NAT64, 6to4, …) reaches that one too.
+    """
+    reached: tuple[IPAddress, ...] = (address, *embedded_ipv4(address))
     if address.is_unspecified:
-        loopback = ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1")
-        return (address, loopback)
-    return (address,)
+        reached += (ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1"),)
+    return reached
 
 
 @dataclass(frozen=True)
 class HostPolicy:
-    """Deny wins; with an allow list, a host must be named in it or resolve only into it."""
+    """Which hosts a script may reach.
+
+    The deny list, then the address classes (services/addresses.py) refuse;
+    with an allow list, a host must also be named in it or resolve only into it.
+    """
 
     allow: HostList | None
     deny: HostList
+    allow_private: bool = False
 
     def check_name(self, host: str) -> None:
         """Before any DNS lookup: a denied name is not even resolved."""
+        if is_metadata_name(host):
+            raise HostRefused(f"host {host!r} is a cloud metadata service, never reachable from scripts")
         if self.deny.has_name(host):
             raise HostRefused(f"host {host!r} is denied by http.deny_hosts")
 
     def check_addresses(self, host: str, addresses: Sequence[str]) -> None:
         """Every address the host resolved to: one denied address refuses the host."""
-        resolved = [_comparable(a) for a in addresses]
+        resolved = [comparable(a) for a in addresses]
         for text, address in zip(addresses, resolved, strict=True):
             if any(self.deny.has_address(reached) for reached in _reaches(address)):
                 raise HostRefused(f"{_where(host, text)} denied by http.deny_hosts")
+            self._check_class(host, text, address)
         if self.allow is None or self.allow.has_name(host):
             return
         for text, address in zip(addresses, resolved, strict=True):
             if not self.allow.has_address(address):
                 raise HostRefused(f"{_where(host, text)} not in http.allow_hosts")
+
+    def _check_class(self, host: str, text: str, address: IPAddress) -> None:
+        refusal = classify(address)
+        if refusal is None or (self.allow_private and not refusal.always):
+            return
+        rule = "never reachable from scripts" if refusal.always else "denied unless http.allow_private: true"
+        raise HostRefused(f"{_where(host, text)} {refusal.describe()}, {rule}")
 
 
 def _where(host: str, address: str) -> str:
@@ -308,12 +367,19 @@ class _GuardedBackend(httpcore.NetworkBackend):
         self._inner = httpcore.SyncBackend()
 
     def _resolve(self, host: str, port: int, timeout: float | None) -> Sequence[str]:
-        """getaddrinfo has no timeout of its own, so it runs on a small pool and is waited for."""
+        """getaddrinfo has no timeout of its own, so it runs on a small pool and is waited for.
+
+        A numeric host in any spelling (`2852039166`, `127.1`, a trailing dot)
+        is its address, as getaddrinfo would read it, and never a DNS query.
+        """
         try:
             ipaddress.ip_address(host)
-            return [host]
+            return [host]  # as written, so messages show the URL's own spelling
         except ValueError:
             pass
+        numeric = parse_numeric_host(host)
+        if numeric is not None:
+            return [str(numeric)]
         future = self._dns.submit(self._resolver, host, port)
         try:
             addresses = future.result(timeout=timeout)
@@ -325,7 +391,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
             raise httpcore.ConnectError(f"cannot resolve host {host!r}: no addresses")
         for address in addresses:
             try:
-                _comparable(address)
+                comparable(address)
             except ValueError:
                 raise httpcore.ConnectError(f"cannot resolve host {host!r}: got {address!r}") from None
         return addresses
@@ -517,7 +583,7 @@ class HttpService:
     def __init__(self, config: HttpConfig | None = None, *, resolver: Resolver = system_resolver) -> None:
         self.config = config or HttpConfig()
         self._dns = concurrent.futures.ThreadPoolExecutor(_DNS_WORKERS, thread_name_prefix="http-dns")
-        policy = HostPolicy(self.config.allow_hosts, self.config.deny_hosts)
+        policy = HostPolicy(self.config.allow_hosts, self.config.deny_hosts, self.config.allow_private)
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=30.0)
         self._client = httpx.Client(
             transport=_GuardedTransport(_GuardedBackend(policy, resolver, self._dns), limits),

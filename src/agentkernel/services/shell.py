@@ -47,9 +47,14 @@ _POLL_SECS = 0.02
 
 @dataclass(frozen=True)
 class ShellSettings:
-    """The `shell:` section of kernel.yaml."""
+    """The `shell:` section of kernel.yaml.
 
-    enabled: bool = True
+    `enabled` is off unless the section turns it on: a program a script
+    starts runs with the kernel's own rights, which no script should get by
+    a config that merely forgot the section.
+    """
+
+    enabled: bool = False
     default_timeout_secs: float = 30.0
     max_output_bytes: int = 1 << 20
     max_concurrent: int = 8

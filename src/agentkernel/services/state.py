@@ -561,24 +561,48 @@ def _shown(key: str, limit: int = 60) -> str:
 # -- configuration --------------------------------------------------------------------------
 
 
-def from_config(config: KernelConfig) -> SqliteStateStore | None:
-    """The store `kernel.yaml` asks for: `logging.state_db_path` (relative to the root), else None.
+STATE_FIELDS = ("db_path", "max_value_bytes", "max_result_bytes")
 
-    The `state:` section may set `max_value_bytes` and `max_result_bytes`.
-    Without the path the `state_*` helpers throw (S11.3).
+
+def state_db_path(config: KernelConfig) -> Path | None:
+    """The state store's file: `state.db_path`, or the manual's `logging.state_db_path`; not both.
+
+    Relative paths resolve against the kernel's root. Two places for one
+    setting is how two files come to exist, so naming both is an error.
     """
-    section = Section(config, "state", ("max_value_bytes", "max_result_bytes"))  # checked even when unused
+    logging_section = config.raw.get("logging") or {}
+    given = {
+        "state.db_path": Section(config, "state", STATE_FIELDS).values.get("db_path"),
+        "logging.state_db_path": (
+            logging_section.get("state_db_path") if isinstance(logging_section, dict) else None
+        ),
+    }
+    named = {field: value for field, value in given.items() if value is not None}
+    if len(named) > 1:
+        shown = " and ".join(f"{field} ({value!r})" for field, value in named.items())
+        raise ConfigError(config.path, f"{shown} both name the state store's file; keep one of them")
+    if not named:
+        return None
+    ((field, value),) = named.items()
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(config.path, f"{field}: expected a non-empty string, got {value!r}")
+    return config.root / value
+
+
+def from_config(config: KernelConfig) -> SqliteStateStore | None:
+    """The store `kernel.yaml` asks for (`state.db_path` or `logging.state_db_path`), else None.
+
+    The `state:` section may also set `max_value_bytes` and `max_result_bytes`.
+    Without a path the `state_*` helpers throw (S11.3). Nothing is created
+    here: the file (and its folder) appear on the first operation.
+    """
+    section = Section(config, "state", STATE_FIELDS)  # checked even when no store is attached
     max_value_bytes = section.integer("max_value_bytes", MAX_VALUE_BYTES, minimum=1)
     max_result_bytes = section.integer("max_result_bytes", MAX_RESULT_BYTES, minimum=1)
-    logging_section = config.raw.get("logging") or {}
-    path = logging_section.get("state_db_path") if isinstance(logging_section, dict) else None
+    path = state_db_path(config)
     if path is None:
         return None
-    if not isinstance(path, str) or not path.strip():
-        raise ConfigError(config.path, f"logging.state_db_path: expected a non-empty string, got {path!r}")
-    return SqliteStateStore(
-        config.root / path, max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes
-    )
+    return SqliteStateStore(path, max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes)
 
 
 __all__ = [
@@ -599,4 +623,5 @@ __all__ = [
     "from_config",
     "lrange_bounds",
     "member_digest",
+    "state_db_path",
 ]
