@@ -22,10 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import httpx
-
 from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
-from agentkernel.services.http import MAX_URL_CHARS, HttpService, check_url, shown_url
 from agentkernel.types import JSONObject, JSONValue
 
 log = logging.getLogger("agentkernel.helpers")
@@ -95,6 +92,11 @@ def short(value: JSONValue) -> str:
 
 
 def parse_url(value: JSONValue) -> str:
+    # httpx and the service are imported by the first HTTP call, not by every kernel (issue 8: start-up)
+    import httpx
+
+    from agentkernel.services.http import MAX_URL_CHARS, check_url
+
     if not isinstance(value, str) or not value:
         raise BadArgument(f"url must be a non-empty string, got {short(value)}")
     if len(value) > MAX_URL_CHARS:
@@ -242,6 +244,10 @@ def error_result(text: str) -> JSONObject:
 
 def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONObject:
     """Parse, find the service, send; every failure becomes the error shape (S8.2)."""
+    import httpx
+
+    from agentkernel.services.http import HttpService, shown_url
+
     try:
         request = parse()
     except BadArgument as exc:
