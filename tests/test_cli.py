@@ -21,15 +21,19 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 
 def test_readme_main_job(tmp_path: Path) -> None:
+    """The README's first command prints what the README shows, character for character."""
     done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "Привет, мир"}')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "content": "Слов: 2",
+        "content": "Символов: 11, слов: 2, предложений: 1",
         "success": True,
         "error": None,
         "visual": None,
         "warnings": [],
     }
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("```json\n", 1)[1].split("```", 1)[0]
+    assert done.stdout == shown
 
 
 def test_failed_tool_still_exits_zero_with_the_failure_in_json() -> None:

@@ -14,7 +14,9 @@ from agentkernel import Kernel
 from agentkernel.scripting.rhai import Engine
 from tests.conftest import ToolFactory
 
-WHY = "a missing value: a map field that is not there, or the result of a function that returns nothing"
+WHY = (
+    "a missing value: a null, a map field that is not there, or the result of a function that returns nothing"
+)
 
 
 def failure(kernel: Kernel, name: str, args: object) -> str:

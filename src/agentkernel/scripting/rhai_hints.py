@@ -28,7 +28,9 @@ from agentkernel.scripting.rhai.errors import NO_POS, RhaiRuntimeError
 from agentkernel.types import JSONValue
 
 UNIT = "()"
-WHY = "a missing value: a map field that is not there, or the result of a function that returns nothing"
+WHY = (
+    "a missing value: a null, a map field that is not there, or the result of a function that returns nothing"
+)
 MAX_NAMES_SHOWN = 10
 
 _PROPERTY = re.compile(
