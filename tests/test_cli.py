@@ -21,15 +21,19 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 
 def test_readme_main_job(tmp_path: Path) -> None:
+    """The README's first command prints what the README shows, character for character."""
     done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "Привет, мир"}')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "content": "Слов: 2",
+        "content": "Символов: 11, слов: 2, предложений: 1",
         "success": True,
         "error": None,
         "visual": None,
         "warnings": [],
     }
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("```json\n", 1)[1].split("```", 1)[0]
+    assert done.stdout == shown
 
 
 def test_failed_tool_still_exits_zero_with_the_failure_in_json() -> None:
@@ -82,10 +86,43 @@ def test_list_reports_broken_files_with_path_and_reason(tmp_path: Path) -> None:
     assert done.stdout.split()[0] == "ok"
     assert f"not loaded: {tools / 'bad.yaml'}: script: file 'gone.js' not found" in done.stderr
 
-    unknown = cli("agentkernel", "tool", "run", "bad", "{}", "--config", str(config), cwd=tmp_path)
+    unavailable = cli("agentkernel", "tool", "run", "bad", "{}", "--config", str(config), cwd=tmp_path)
+    assert unavailable.returncode == 1
+    assert unavailable.stderr == (
+        "agentkernel: tool 'bad' is not available: config/scripts/tools/bad.yaml failed to load: "
+        "script: file 'gone.js' not found (looked at config/scripts/tools/gone.js)\n"
+    )
+
+
+def test_s2_5_a_tool_that_failed_to_load_says_only_why_its_file_failed(tmp_path: Path) -> None:
+    config = write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "ok.js").write_text("function run() { return 'ok'; }")
+    (tools / "ok.yaml").write_text("kind: script_tool\nname: ok\nscript: ok.js\n")
+    (tools / "stats.yaml").write_text(
+        "kind: script_tool\nname: stats\nscript: ok.js\nparameters: {type: object, required: 5}\n"
+    )
+    (tools / "broken.yaml").write_text("kind: script_tool\nname: [\n")
+
+    stats = cli("agentkernel", "tool", "run", "stats", "{}", "--config", str(config), cwd=tmp_path)
+    assert (stats.returncode, stats.stdout) == (1, "")
+    assert stats.stderr == (
+        "agentkernel: tool 'stats' is not available: config/scripts/tools/stats.yaml failed to load: "
+        "parameters: not a valid JSON Schema: required: 5 is not of type 'array'\n"
+    )
+    broken = cli("agentkernel", "tool", "run", "broken", "{}", "--config", str(config), cwd=tmp_path)
+    assert broken.returncode == 1
+    assert broken.stderr.startswith(
+        "agentkernel: tool 'broken' is not available: "
+        "config/scripts/tools/broken.yaml failed to load: bad YAML: "
+    )
+    assert "stats" not in broken.stderr
+
+    unknown = cli("agentkernel", "tool", "run", "nope", "{}", "--config", str(config), cwd=tmp_path)
     assert unknown.returncode == 1
-    assert "unknown tool 'bad' (loaded: ok)" in unknown.stderr
-    assert "script: file 'gone.js' not found" in unknown.stderr
+    assert unknown.stderr == (
+        "agentkernel: unknown tool 'nope' (loaded: ok; 2 files failed to load, see `agentkernel tool list`)\n"
+    )
 
 
 def test_user_and_session_reach_caller(tmp_path: Path) -> None:

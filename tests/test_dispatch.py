@@ -34,6 +34,74 @@ def test_unknown_tool(kernel: Kernel) -> None:
     assert (result.success, result.content) == (False, "unknown tool 'nope'")
 
 
+BAD_PARAMETERS = "parameters:\n  type: object\n  required: 5\n"
+
+
+def test_s2_5_a_tool_whose_file_failed_says_why(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
+    (tools_dir / "other.yaml").write_text("kind: script_tool\nname: other\nscript: gone.js\n")
+    result = kernel.dispatcher.call("stats", {"text": "x"}, kernel.caller())
+    assert (result.success, result.content) == (
+        False,
+        "tool 'stats' is not available: config/scripts/tools/stats.yaml failed to load: "
+        "parameters: not a valid JSON Schema: required: 5 is not of type 'array'",
+    )
+    assert "other" not in result.content  # only the file meant to declare `stats`
+
+
+def test_s2_5_fixing_the_file_makes_the_tool_available(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
+    assert "is not available" in kernel.call_tool("stats", {"text": "x"}).content
+    make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
+    assert kernel.call_tool("stats", {"text": "abc"}).content == "3:0"
+
+
+@pytest.mark.parametrize(
+    ("file", "yaml", "script", "reason"),
+    [
+        # The YAML does not parse: the file's stem is the tool's name.
+        ("wc.yaml", "kind: script_tool\nname: wc\n  script: [\n", None, "bad YAML: "),
+        # It parses: its `name:` counts, whatever the file is called.
+        ("wc_v2.yaml", "kind: script_tool\nname: wc\nscript: gone.js\n", None,
+         "script: file 'gone.js' not found (looked at config/scripts/tools/gone.js)"),
+        ("wc.yaml", "kind: script_tol\nname: wc\nscript: wc.js\n", None,
+         "kind: expected 'script_tool' or 'script_hook', got 'script_tol'"),
+        # The script does not compile: its location is shown inside the project.
+        ("wc.yaml", "kind: script_tool\nname: wc\nscript: wc.js\n", "function run( {",
+         "script wc.js: SyntaxError: "),
+    ],
+)  # fmt: skip
+def test_s2_5_which_file_declares_the_unavailable_tool(
+    kernel: Kernel, tools_dir: Path, file: str, yaml: str, script: str | None, reason: str
+) -> None:
+    (tools_dir / file).write_text(yaml)
+    if script is not None:
+        (tools_dir / "wc.js").write_text(script)
+    content = kernel.call_tool("wc", {}).content
+    assert content.startswith(
+        f"tool 'wc' is not available: config/scripts/tools/{file} failed to load: {reason}"
+    )
+    assert str(tools_dir) not in content  # the project's own paths, not the server's
+
+
+def test_a_failed_hook_of_the_same_name_is_not_the_tool(kernel: Kernel, project: Path) -> None:
+    hooks = project / "config" / "scripts" / "hooks"
+    (hooks / "audit.yaml").write_text("kind: script_hook\nname: audit\nscript: gone.rhai\n")
+    assert kernel.call_tool("audit", {}).content == "unknown tool 'audit'"
+
+
+def test_callers_outside_the_allow_list_learn_nothing_of_the_file(
+    kernel: Kernel, make_tool: ToolFactory
+) -> None:
+    make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
+    outsider = kernel.caller(template="hello-agent", allowed_tools=frozenset({"other"}))
+    assert kernel.dispatcher.call("stats", {}, outsider).content == "unknown tool 'stats'"
+    insider = kernel.caller(template="hello-agent", allowed_tools=frozenset({"stats"}))
+    assert kernel.dispatcher.call("stats", {}, insider).content.startswith("tool 'stats' is not available: ")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -616,3 +616,29 @@ def test_http_url_is_a_live_server_for_the_example(tmp_path: Path, monkeypatch: 
     assert runner.http is not None and runner.http.requests == {"/status/418": 1, "/echo": 1}
     assert runner.http.stopping.is_set(), "the server was stopped"
     assert runner.kernel is None, "the example's kernel was closed"
+
+
+README = REPO / "README.md"
+_README_BLOCK = re.compile(r"^```[a-z]*\n(?P<body>.*?)^```$", re.S | re.M)
+_PATH_COMMENT = re.compile(r"^(?:#|//) (?P<path>config/\S+)$")
+
+
+def readme_blocks() -> list[str]:
+    return [m["body"] for m in _README_BLOCK.finditer(README.read_text(encoding="utf-8"))]
+
+
+def test_readme_shows_the_shipped_files_as_they_are() -> None:
+    """A README block whose first line names a project file is that file, after its name line."""
+    shown = {}
+    for block in readme_blocks():
+        first, _, rest = block.partition("\n")
+        named = _PATH_COMMENT.match(first)
+        if named:
+            shown[named["path"]] = rest
+    assert set(shown) >= {
+        "config/scripts/tools/text_stats.yaml",
+        "config/scripts/tools/text_stats.js",
+        "config/scripts/tools/text_stats.rhai",
+    }
+    for path, text in shown.items():
+        assert text == (REPO / path).read_text(encoding="utf-8"), f"README.md: {path} is not the shipped file"

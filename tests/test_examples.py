@@ -8,6 +8,8 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from tests.conftest import REPO
 
+WARNING = "Не удалось проанализировать текст"
+
 
 @pytest.fixture(scope="module")
 def shipped() -> Kernel:
@@ -19,20 +21,41 @@ def test_every_shipped_file_loads(shipped: Kernel) -> None:
     assert {"text_stats", "text_stats_rhai", "wordcount", "currency"} <= {s.name for s in shipped.tools.all()}
 
 
-@pytest.mark.parametrize("tool", ["text_stats", "text_stats_rhai"])
+EMPTY = "текст пуст"
+
+
 @pytest.mark.parametrize(
     ("text", "content"),
-    [("Привет, мир", "Слов: 2"), ("  один   два  три ", "Слов: 3")],
+    [
+        ("Привет, мир", "Символов: 11, слов: 2, предложений: 1"),
+        ("Раз. Два! Три?", "Символов: 14, слов: 3, предложений: 3"),
+        ("", EMPTY),
+        ("   ", EMPTY),
+        ("\n\t \u3000\n", EMPTY),
+        ("слово", "Символов: 5, слов: 1, предложений: 1"),
+        ("  один   два  три ", "Символов: 18, слов: 3, предложений: 1"),
+        ("Первая строка.\nВторая строка\n\nтретья", "Символов: 36, слов: 5, предложений: 2"),
+        ("Что?! Да… Ну", "Символов: 12, слов: 3, предложений: 3"),
+        ("Число 3.14 — не конец. А это конец.", "Символов: 35, слов: 8, предложений: 2"),
+        ("...", "Символов: 3, слов: 1, предложений: 0"),
+        ("Ой . . . ну", "Символов: 11, слов: 5, предложений: 2"),
+        ("😀 ок!", "Символов: 5, слов: 2, предложений: 1"),
+        # Unicode White_Space in both engines: NEL (U+0085) separates words, a BOM does not.
+        ("а\u0085б", "Символов: 3, слов: 2, предложений: 1"),
+        ("\ufeffПривет", "Символов: 7, слов: 1, предложений: 1"),
+        ("a\u00a0b\u2003c", "Символов: 5, слов: 3, предложений: 1"),
+    ],
 )
-def test_text_stats_in_both_engines(shipped: Kernel, tool: str, text: str, content: str) -> None:
-    result = shipped.call_tool(tool, {"text": text})
-    assert (result.content, result.success) == (content, True)
-
-
-def test_text_stats_rhai_empty_text(shipped: Kernel) -> None:
-    result = shipped.call_tool("text_stats_rhai", {"text": " "})
-    assert (result.content, result.success, result.error) == ("текст пуст", False, "empty text")
-    assert result.warnings == ["Не удалось проанализировать текст"]
+def test_text_stats_counts_the_same_in_both_engines(shipped: Kernel, text: str, content: str) -> None:
+    """S2.6: characters, words and sentences, as the description says; JS and Rhai agree."""
+    js = shipped.call_tool("text_stats", {"text": text}).to_json()
+    rhai = shipped.call_tool("text_stats_rhai", {"text": text}).to_json()
+    assert js == rhai
+    assert js["content"] == content
+    if content == EMPTY:
+        assert (js["success"], js["error"], js["warnings"]) == (False, "empty text", [WARNING])
+    else:
+        assert (js["success"], js["error"], js["warnings"]) == (True, None, [])
 
 
 @pytest.mark.parametrize(
@@ -54,15 +77,6 @@ def test_currency_unknown_code(shipped: Kernel) -> None:
     assert result.warnings == ["Не удалось пересчитать валюту"]
 
 
-@pytest.mark.parametrize(
-    ("text", "content"),
-    [("Привет, мир", "Слов: 2"), ("  один   два  три ", "Слов: 3"), ("слово", "Слов: 1")],
-)
-def test_text_stats_counts_words(shipped: Kernel, text: str, content: str) -> None:
-    result = shipped.call_tool("text_stats", {"text": text})
-    assert (result.content, result.success, result.warnings) == (content, True, [])
-
-
 def test_text_stats_empty_text_fails_with_the_yaml_warning(shipped: Kernel) -> None:
     result = shipped.call_tool("text_stats", {"text": "   "})
     assert result.to_json() == {
@@ -70,7 +84,7 @@ def test_text_stats_empty_text_fails_with_the_yaml_warning(shipped: Kernel) -> N
         "success": False,
         "error": "empty text",
         "visual": None,
-        "warnings": ["Не удалось проанализировать текст"],
+        "warnings": [WARNING],
     }
 
 

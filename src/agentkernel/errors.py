@@ -38,7 +38,10 @@ class ScriptError(AgentKernelError):
 
     `message` is the script-level text (e.g. ``TypeError: x is null``);
     `location` points at the first frame in the script's own file when the
-    engine knows it; `stack` is the engine's full stack text for the log.
+    engine knows it; `stack` is the engine's full stack text for the log;
+    `hint` says what to do instead, when the kernel can tell (``fetch`` is
+    missing: use ``http_get``). The message stays the engine's own text and
+    the hint follows the location, so neither is lost in the other.
     """
 
     def __init__(
@@ -46,11 +49,16 @@ class ScriptError(AgentKernelError):
         message: str,
         location: SourceLocation | None = None,
         stack: str | None = None,
+        hint: str | None = None,
     ) -> None:
         self.message = message
         self.location = location
         self.stack = stack
-        super().__init__(f"{message} (at {location})" if location else message)
+        self.hint = hint
+        super().__init__(self._with_hint(f"{message} (at {location})" if location else message))
+
+    def _with_hint(self, text: str) -> str:
+        return f"{text} — {self.hint}" if self.hint else text
 
     def describe(self, base: Path | None = None) -> str:
         """The message with its location, the file shown relative to `base`.
@@ -59,12 +67,12 @@ class ScriptError(AgentKernelError):
         author knows it (`tools/x.js:3:7`), not the server's absolute path.
         """
         if self.location is None:
-            return self.message
+            return self._with_hint(self.message)
         file = Path(self.location.file)
         if base is not None and file.is_relative_to(base):
             file = file.relative_to(base)
         shown = SourceLocation(str(file), self.location.line, self.location.column)
-        return f"{self.message} (at {shown})"
+        return self._with_hint(f"{self.message} (at {shown})")
 
 
 class ScriptSyntaxError(ScriptError):

@@ -103,7 +103,7 @@ class Kernel:
         self.helpers = helpers or default_helper_table()
         self.host = ScriptHost(self.helpers)
         self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host)
-        self.tools = ToolRegistry(self.catalog)
+        self.tools = ToolRegistry(self.catalog, root=config.root)
         self.history = ToolResultHistory(config.limits.history_per_tool)
         self.llm_config: LLMConfig | None = (
             parse_llm_config(config.llm, config.path) if config.llm is not None else None

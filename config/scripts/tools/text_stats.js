@@ -1,8 +1,26 @@
+// Counts characters, words and sentences; text_stats.rhai counts the same way.
+// Whitespace is Unicode's White_Space, the set Rhai's split() uses.
+const SPACES = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+const SENTENCE_ENDS = ".!?…";
+
 function run(args) {
-    const text = (args.text ?? "").trim();
-    if (text.length === 0) {
+    const text = args.text ?? "";
+    const words = text.split(SPACES).filter((w) => w.length > 0);
+    if (words.length === 0) {
         return { content: "текст пуст", success: false, error: "empty text" };
     }
-    const words = text.split(" ").filter((w) => w.length > 0).length;
-    return { content: `Слов: ${words}`, success: true };
+    // A word ending in . ! ? or … ends a sentence; the last sentence needs no such word.
+    let sentences = 0;
+    let open = false;
+    for (const word of words) {
+        if ([...word].some((c) => !SENTENCE_ENDS.includes(c))) open = true;
+        if (open && SENTENCE_ENDS.includes(word.at(-1))) {
+            sentences += 1;
+            open = false;
+        }
+    }
+    if (open) sentences += 1;
+    const chars = [...text].length; // every character, spaces too; an emoji is one
+    const content = `Символов: ${chars}, слов: ${words.length}, предложений: ${sentences}`;
+    return { content, success: true };
 }

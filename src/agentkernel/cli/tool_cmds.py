@@ -119,10 +119,14 @@ def _find_tool(kernel: Kernel, name_or_path: str) -> ToolSpec:
     spec_found = kernel.tools.get(name_or_path)
     if spec_found is not None:
         return spec_found
-    problems = [str(p) for p in kernel.catalog.problems()]
+    unavailable = kernel.tools.unavailable(name_or_path)
+    if unavailable is not None:  # the file meant to declare it failed: say why, nothing else
+        raise ConfigError(None, unavailable)
     known = ", ".join(s.name for s in kernel.tools.all()) or "none"
-    detail = "".join(f"\n  not loaded: {p}" for p in problems)
-    raise ConfigError(None, f"unknown tool {name_or_path!r} (loaded: {known}){detail}")
+    failed = len(kernel.catalog.problems())
+    files = "1 file" if failed == 1 else f"{failed} files"
+    more = f"; {files} failed to load, see `agentkernel tool list`" if failed else ""
+    raise ConfigError(None, f"unknown tool {name_or_path!r} (loaded: {known}{more})")
 
 
 def tool_run(options: argparse.Namespace) -> int:

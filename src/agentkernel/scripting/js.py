@@ -31,6 +31,7 @@ from agentkernel.errors import (
 )
 from agentkernel.scripting.engine import NO_VALUE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.js_hints import hint_for
 from agentkernel.types import JSONValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
@@ -131,7 +132,8 @@ class JsEngine:
             code = ctx.compile(source, filename=str(path), module=module)
         except quickjs.JSError as exc:
             stack = getattr(exc, "js_stack", None)
-            raise ScriptSyntaxError(str(exc), _location(stack, path), stack) from None
+            message = str(exc)
+            raise ScriptSyntaxError(message, _location(stack, path), stack, hint_for(message)) from None
         bytecode = None if module else code.write_object()
         return JsScript(path=path, source=source, bytecode=bytecode, module=module)
 
@@ -340,7 +342,7 @@ def _script_error(exc: quickjs.JSError, budget: _Budget, path: Path, limits: Scr
         )
     if "circular reference" in message:
         message = f"{message} (a cyclic object cannot be returned)"
-    return ScriptError(message, _location(stack, path), stack)
+    return ScriptError(message, _location(stack, path), stack, hint_for(message))
 
 
 __all__ = ["JS_EXTENSIONS", "TICK_OPERATIONS", "JsEngine", "JsScript"]

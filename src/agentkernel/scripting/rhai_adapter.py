@@ -28,6 +28,7 @@ from agentkernel.scripting.rhai.engine import CompiledScript
 from agentkernel.scripting.rhai.runtime import Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
+from agentkernel.scripting.rhai_hints import EntryCall, hint_for
 from agentkernel.types import JSONValue
 
 # Sizes that keep one script's memory bounded (Python cannot cap it directly).
@@ -168,12 +169,13 @@ class RhaiEngine:
         count = _arity(functions, function, len(args), len(optional))
         if count is None:
             raise ScriptError(f"{script.path.name} does not define a function {function}()")
-        values = [to_rhai(v) for v in [*args, *optional][:count]]
+        given = [*args, *optional][:count]
         try:
             script.compiled.main(runtime, 0, None)
-            result = functions[(function, count)].body(runtime, 1, None, *values)
+            result = functions[(function, count)].body(runtime, 1, None, *map(to_rhai, given))
         except RhaiRuntimeError as exc:
-            raise _script_error(exc, script.path, limits) from None
+            entry = EntryCall(script.compiled.module.functions, function, given)
+            raise _script_error(exc, script.path, limits, entry) from None
         return to_plain(result)
 
     def defined_functions(
@@ -206,7 +208,9 @@ def _helper_native(name: str) -> Any:
     return helper
 
 
-def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits) -> ScriptError:
+def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry: EntryCall) -> ScriptError:
+    """The kernel's error for a Rhai failure: a limit by name, else the reference's text
+    at the innermost position, with a hint when the cause was a `()` value."""
     innermost = exc
     while innermost.inner is not None:
         innermost = innermost.inner
@@ -229,7 +233,7 @@ def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits) -> Sc
         location = SourceLocation(str(path), innermost.pos[0], innermost.pos[1])
     first_line = text.split("\n")[0]
     message = first_line.rsplit(" (line ", 1)[0] if location else first_line
-    return ScriptError(message, location, text)
+    return ScriptError(message, location, text, hint_for(innermost, entry))
 
 
 __all__ = ["RhaiEngine", "RhaiScript", "to_plain", "to_rhai"]

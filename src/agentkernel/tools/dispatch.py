@@ -92,7 +92,7 @@ class Dispatcher:
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         spec = self.registry.get(name)
         if spec is None:
-            return ToolResult.failure(f"unknown tool {name!r}")
+            return ToolResult.failure(self.registry.unavailable(name, caller) or f"unknown tool {name!r}")
         return self._dispatch_spec(spec, args, caller)
 
     def _dispatch_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Protocol
 
 from agentkernel.catalog import ScriptCatalog
-from agentkernel.config import ToolSpec
+from agentkernel.config import ToolSpec, read_yaml
+from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.process import Caller
 from agentkernel.types import JSONObject
 
@@ -30,12 +33,37 @@ class AllowListPolicy:
 class ToolRegistry:
     """Looks tools up by name and lists them for a caller, via the catalog."""
 
-    def __init__(self, catalog: ScriptCatalog, access: AccessPolicy | None = None) -> None:
+    def __init__(
+        self, catalog: ScriptCatalog, access: AccessPolicy | None = None, root: Path | None = None
+    ) -> None:
         self.catalog = catalog
         self.access: AccessPolicy = access or AllowListPolicy()
+        self.root = root  # the project folder: messages show paths relative to it
 
     def get(self, name: str) -> ToolSpec | None:
         return self.catalog.tool(name)
+
+    def unavailable(self, name: str, caller: Caller | None = None) -> str | None:
+        """Why tool `name` cannot be called, when the file that declares it failed to load (S2.5).
+
+        `tool 'x' is not available: config/scripts/tools/x.yaml failed to load: …`
+        names only the files meant to declare `name` (see `declared_tool_name`),
+        not every problem of the project. A caller whose allow list lacks
+        `name` learns nothing about its files: None, as for an unknown tool.
+        """
+        if caller is not None and caller.allowed_tools is not None and name not in caller.allowed_tools:
+            return None
+        problems = [p for p in self.catalog.problems() if declared_tool_name(p.path) == name]
+        if not problems:
+            return None
+        return f"tool {name!r} is not available: " + "; ".join(map(self._failed, problems))
+
+    def _failed(self, problem: LoadProblem) -> str:
+        """`config/scripts/tools/x.yaml failed to load: …`, the project's paths shown relative to it."""
+        if self.root is None or not problem.path.is_relative_to(self.root):
+            return f"{problem.path} failed to load: {problem.reason}"
+        prefix = f"{self.root}{os.sep}"
+        return f"{problem.path.relative_to(self.root)} failed to load: {problem.reason.replace(prefix, '')}"
 
     def all(self) -> list[ToolSpec]:
         return sorted(self.catalog.tools().values(), key=lambda s: s.name)
@@ -52,4 +80,22 @@ class ToolRegistry:
         ]
 
 
-__all__ = ["AccessPolicy", "AllowListPolicy", "ToolRegistry"]
+def declared_tool_name(path: Path) -> str | None:
+    """The tool name a YAML file that failed to load was meant to declare.
+
+    Its `name:` when the YAML parsed (None when it is a `script_hook`: a hook
+    is never a tool), else the file's name without its extension.
+    """
+    try:
+        data = read_yaml(path)
+    except ConfigError:
+        return path.stem
+    if not isinstance(data, dict):
+        return path.stem
+    if data.get("kind") == "script_hook":
+        return None
+    name = data.get("name")
+    return name if isinstance(name, str) else path.stem
+
+
+__all__ = ["AccessPolicy", "AllowListPolicy", "ToolRegistry", "declared_tool_name"]
