@@ -1,4 +1,4 @@
-"""The shipped examples in config/scripts/ work as the seed shows (S2.6), through dispatch."""
+"""The shipped examples in config/scripts/ work as the manual shows (S2.6), through dispatch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run the Rhai conformance cases (a copy of ../shared/rhai-conformance) through our runner.
+"""Run the Rhai conformance cases of tests/rhai/conformance/ through our runner.
 
     python -m tests.rhai.conformance            # summary
     python -m tests.rhai.conformance --failures # every failing case, with what we did

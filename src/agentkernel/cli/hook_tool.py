@@ -11,9 +11,10 @@ the answer (null when the message was suppressed). A failing hook never stops
 the others (S7.5).
 
 Without `--live` no live service is attached: helpers that need one throw
-their SPEC error. With `--live` the configured LLM and the message store are
-attached (DESIGN rule 4), and each verdict is also recorded in the transcript
-of the session (`--session`, or a new one).
+the error the contract gives them (docs/contract.md). With `--live` the
+configured LLM and the message store are attached (DESIGN rule 4), and each
+verdict is also recorded in the transcript of the session (`--session`, or a
+new one).
 """
 
 from __future__ import annotations

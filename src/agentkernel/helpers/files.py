@@ -1,8 +1,8 @@
 """`fs_read`, `fs_write`, `fs_list`, `fs_read_bytes`, `fs_write_bytes` (S14): files for scripts.
 
 All five throw on error (S14.1), a HelperError naming the helper and the
-path. Writes land only inside the caller's session temp dir (S14.2), with
-SPEC's texts `fs_write: path … outside the session temp dir` and
+path. Writes land only inside the caller's session temp dir, with the
+contract's texts (S14.2) `fs_write: path … outside the session temp dir` and
 `no temp dir …`; the identity comes from the Caller, never from the script.
 What may be read and written, and how, is the `FilesService`'s business
 (services/files.py, services/confined.py); this module checks the script's

@@ -1,6 +1,6 @@
 """The services helpers reach (DESIGN rule 4): optional, named, attached per kernel.
 
-A helper whose service is not attached raises the SPEC's text for it; the
+A helper whose service is not attached raises the contract's text for it; the
 `Services` bundle travels inside every `Caller` (DESIGN rule 3).
 """
 
@@ -23,7 +23,7 @@ class Services:
     """Everything a helper may use besides the caller's identity.
 
     The live ones (`llm`, `messages`) are None when not attached — e.g. in
-    `hook_tool` without `--live` — and helpers needing them raise the SPEC's
+    `hook_tool` without `--live` — and helpers needing them raise the contract's
     "no … attached" error.
     """
 

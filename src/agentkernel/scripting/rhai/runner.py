@@ -2,8 +2,8 @@
 
 Prints what the script prints; with `print_result`, one last line
 `<type_of>: <to_string>` of the script's value; an error goes to stderr and
-the exit status is 1 (runtime) or 2 (syntax). The conformance suite
-(`../shared/rhai-conformance/`) is written against exactly this behaviour.
+the exit status is 1 (runtime) or 2 (syntax). The conformance cases
+(tests/rhai/conformance/) are written against exactly this behaviour.
 """
 
 from __future__ import annotations
