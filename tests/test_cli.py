@@ -80,12 +80,42 @@ def test_list_reports_broken_files_with_path_and_reason(tmp_path: Path) -> None:
     done = cli("agentkernel", "tool", "list", "--config", str(config), cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.split()[0] == "ok"
-    assert f"not loaded: {tools / 'bad.yaml'}: script: file 'gone.js' not found" in done.stderr
+    assert "not loaded: config/scripts/tools/bad.yaml:3: script: file 'gone.js' not found" in done.stderr
 
     unknown = cli("agentkernel", "tool", "run", "bad", "{}", "--config", str(config), cwd=tmp_path)
     assert unknown.returncode == 1
     assert "unknown tool 'bad' (loaded: ok)" in unknown.stderr
     assert "script: file 'gone.js' not found" in unknown.stderr
+
+
+def test_check_passes_on_the_shipped_project() -> None:
+    done = cli("agentkernel", "check")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("ok: ") and done.stdout.endswith(" templates\n")
+
+
+def test_check_fails_on_a_broken_project(tmp_path: Path) -> None:
+    write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "t.js").write_text("function run() { return 'ok'; }")
+    (tools / "t.yaml").write_text("kind: script_tool\nname: t\nscript: t.js\nparamaters: {type: object}\n")
+    done = cli("agentkernel", "check", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "config/scripts/tools/t.yaml:4: paramaters: unknown field; did you mean 'parameters'?",
+        "found 1 problem (0 tools, 0 hooks, 0 templates loaded)",
+    ]
+    listed = json.loads(cli("agentkernel", "check", "--json", cwd=tmp_path).stdout)
+    assert [(p["line"], p["reason"][:11]) for p in listed["problems"]] == [(4, "paramaters:")]
+
+
+def test_hook_and_template_lists_of_the_shipped_project() -> None:
+    hooks = cli("agentkernel", "hook", "list")
+    assert hooks.returncode == 0
+    assert [line.split()[0] for line in hooks.stdout.splitlines()] == ["moderation", "audit"]  # run order
+    templates = json.loads(cli("agentkernel", "template", "list", "--json").stdout)
+    assert {t["name"] for t in templates["templates"]} == {"hello-agent", "review-agent"}
+    assert templates["problems"] == []
 
 
 def test_user_and_session_reach_caller(tmp_path: Path) -> None:

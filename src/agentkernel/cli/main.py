@@ -1,6 +1,7 @@
 """`agentkernel`: list and run script tools from the terminal.
 
-    agentkernel tool list [--config FILE]
+    agentkernel tool list|hook list|template list [--json] [--config FILE]
+    agentkernel check [--json] [--config FILE]
     agentkernel tool run NAME|PATH.yaml 'JSON-ARGS' [--config FILE] [--user U] [--session S]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--session", help="session id (gives the tool a temp_dir)")
     rhai_cmd.add_parser(commands)
     chat.add_parser(commands)
+    from agentkernel.cli import project_cmds
+
+    project_cmds.add_parsers(commands)
     return parser
 
 
@@ -66,39 +70,6 @@ def _load_kernel(config: Path | None) -> Kernel:
     except ConfigError as exc:
         print(f"agentkernel: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_FOUND) from exc
-
-
-def tool_list(kernel: Kernel, as_json: bool) -> int:
-    specs = kernel.tools.all()
-    problems = kernel.catalog.problems()
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    "tools": [
-                        {
-                            "name": s.name,
-                            "description": s.description,
-                            "script": str(s.script),
-                            "parameters": s.parameters,
-                        }
-                        for s in specs
-                    ],
-                    "problems": [{"path": str(p.path), "reason": p.reason} for p in problems],
-                },
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
-        return EXIT_OK
-    width = max((len(s.name) for s in specs), default=4)
-    for spec in specs:
-        print(f"{spec.name:<{width}}  {spec.script.name:<20}  {spec.description}")
-    if not specs:
-        print("no tools found in " + ", ".join(str(d) for d in kernel.config.tool_dirs))
-    for problem in problems:
-        print(f"not loaded: {problem}", file=sys.stderr)
-    return EXIT_OK
 
 
 def _find_tool(kernel: Kernel, name_or_path: str) -> ToolSpec:
@@ -141,9 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rhai_cmd.run_command(options)
     if options.command == "chat":
         return chat.run_command(options)
+    if options.command != "tool" or options.action == "list":
+        from agentkernel.cli import project_cmds
+
+        return project_cmds.run_command(options)
     kernel = _load_kernel(options.config)
-    if options.action == "list":
-        return tool_list(kernel, options.json)
     return tool_run(kernel, options.tool, options.args, options.user, options.session)
 
 
