@@ -177,9 +177,18 @@ class ScriptCatalog:
     # -- reading ---------------------------------------------------------------
 
     def tool(self, name: str) -> ToolSpec | None:
-        """The current spec for `name`: every YAML re-read if changed, only this script compiled."""
+        """The current spec for `name`, compiling only its script.
+
+        A tool found at the last scan whose files have not changed since is
+        returned after two `stat` calls (this is every tool call's lookup);
+        otherwise the folders are scanned again. A name claimed by a file
+        added since is noticed by the next scan, which every listing makes
+        (an agent's tool list is made afresh for each user message).
+        """
         with self._lock:
-            self._scan()
+            paths = self._claims.get(("tool", name), [])
+            if len(paths) != 1 or not self._is_fresh(paths[0], self._entries[paths[0]]):
+                self._scan()
             spec = self._lookup("tool", name)
             return spec if isinstance(spec, ToolSpec) else None
 

@@ -353,7 +353,8 @@ def test_denied_variables_are_not_passed_to_the_child(
 ) -> None:
     monkeypatch.setenv("TEST_SECRET_TOKEN", "s3cr3t")
     monkeypatch.setenv("TEST_PLAIN_VALUE", "visible")
-    kernel = build_kernel(project, "scripts:\n  env_deny: ['*_SECRET_*']\n")
+    # indented: it continues the `scripts:` mapping write_kernel_yaml ends with (a second one is an error)
+    kernel = build_kernel(project, "  env_deny: ['*_SECRET_*']\n")
     result = run_shell(kernel, make_tool, engine, 'echo "${TEST_SECRET_TOKEN:-unset} $TEST_PLAIN_VALUE"')
     assert result["stdout"] == "unset visible\n"
 
