@@ -158,6 +158,7 @@ def test_duplicate_names_refuse_both_files(kernel: Kernel, make_tool: ToolFactor
     make_tool("alpha", "function run() { return 'first'; }")
     assert kernel.call_tool("alpha", {}).content == "first"
     write(tools_dir / "zeta.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\n")
+    assert kernel.tools.list_for(kernel.caller()) == []  # what an agent's next message is offered
     problems = [(p.path.name, p.line, p.reason) for p in kernel.catalog.problems()]
     assert problems == [
         ("alpha.yaml", 2, "name: 'alpha' is also defined in zeta.yaml; rename one of them"),
