@@ -17,13 +17,24 @@ REPO = Path(__file__).resolve().parent.parent
 ToolFactory = Callable[..., Path]
 
 
+SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"]}
+
+
 def write_kernel_yaml(root: Path, extra: str = "") -> Path:
+    """config/kernel.yaml scanning the usual script folders, plus `extra` (YAML text).
+
+    A `scripts:` mapping in `extra` is merged into the folders' one, since a
+    key given twice is a load error.
+    """
     config = root / "config" / "kernel.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n" + extra,
-        encoding="utf-8",
-    )
+    more = yaml.safe_load(extra) if extra.strip() else None
+    if isinstance(more, dict) and "scripts" in more:
+        more["scripts"] = {**SCRIPT_FOLDERS, **(more["scripts"] or {})}
+        text = yaml.safe_dump(more, sort_keys=False, allow_unicode=True)
+    else:
+        text = "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n" + extra
+    config.write_text(text, encoding="utf-8")
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
     (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)
     return config

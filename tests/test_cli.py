@@ -84,12 +84,12 @@ def test_list_reports_broken_files_with_path_and_reason(tmp_path: Path) -> None:
     done = cli("agentkernel", "tool", "list", "--config", str(config), cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.split()[0] == "ok"
-    assert f"not loaded: {tools / 'bad.yaml'}: script: file 'gone.js' not found" in done.stderr
+    assert "not loaded: config/scripts/tools/bad.yaml:3: script: file 'gone.js' not found" in done.stderr
 
     unavailable = cli("agentkernel", "tool", "run", "bad", "{}", "--config", str(config), cwd=tmp_path)
     assert unavailable.returncode == 1
     assert unavailable.stderr == (
-        "agentkernel: tool 'bad' is not available: config/scripts/tools/bad.yaml failed to load: "
+        "agentkernel: tool 'bad' is not available: config/scripts/tools/bad.yaml:3 failed to load: "
         "script: file 'gone.js' not found (looked at config/scripts/tools/gone.js)\n"
     )
 
@@ -107,14 +107,14 @@ def test_s2_5_a_tool_that_failed_to_load_says_only_why_its_file_failed(tmp_path:
     stats = cli("agentkernel", "tool", "run", "stats", "{}", "--config", str(config), cwd=tmp_path)
     assert (stats.returncode, stats.stdout) == (1, "")
     assert stats.stderr == (
-        "agentkernel: tool 'stats' is not available: config/scripts/tools/stats.yaml failed to load: "
-        "parameters: not a valid JSON Schema: required: 5 is not of type 'array'\n"
+        "agentkernel: tool 'stats' is not available: config/scripts/tools/stats.yaml:4 failed to load: "
+        "parameters.required: not a valid JSON Schema: 5 is not of type 'array'\n"
     )
     broken = cli("agentkernel", "tool", "run", "broken", "{}", "--config", str(config), cwd=tmp_path)
     assert broken.returncode == 1
     assert broken.stderr.startswith(
         "agentkernel: tool 'broken' is not available: "
-        "config/scripts/tools/broken.yaml failed to load: bad YAML: "
+        "config/scripts/tools/broken.yaml:3 failed to load: bad YAML: "
     )
     assert "stats" not in broken.stderr
 
@@ -123,6 +123,36 @@ def test_s2_5_a_tool_that_failed_to_load_says_only_why_its_file_failed(tmp_path:
     assert unknown.stderr == (
         "agentkernel: unknown tool 'nope' (loaded: ok; 2 files failed to load, see `agentkernel tool list`)\n"
     )
+
+
+def test_check_passes_on_the_shipped_project() -> None:
+    done = cli("agentkernel", "check")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("ok: ") and done.stdout.endswith(" templates\n")
+
+
+def test_check_fails_on_a_broken_project(tmp_path: Path) -> None:
+    write_kernel_yaml(tmp_path)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "t.js").write_text("function run() { return 'ok'; }")
+    (tools / "t.yaml").write_text("kind: script_tool\nname: t\nscript: t.js\nparamaters: {type: object}\n")
+    done = cli("agentkernel", "check", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "config/scripts/tools/t.yaml:4: paramaters: unknown field; did you mean 'parameters'?",
+        "found 1 problem (0 tools, 0 hooks, 0 templates loaded)",
+    ]
+    listed = json.loads(cli("agentkernel", "check", "--json", cwd=tmp_path).stdout)
+    assert [(p["line"], p["reason"][:11]) for p in listed["problems"]] == [(4, "paramaters:")]
+
+
+def test_hook_and_template_lists_of_the_shipped_project() -> None:
+    hooks = cli("agentkernel", "hook", "list")
+    assert hooks.returncode == 0
+    assert [line.split()[0] for line in hooks.stdout.splitlines()] == ["moderation", "audit"]  # run order
+    templates = json.loads(cli("agentkernel", "template", "list", "--json").stdout)
+    assert {t["name"] for t in templates["templates"]} == {"hello-agent", "review-agent"}
+    assert templates["problems"] == []
 
 
 def test_user_and_session_reach_caller(tmp_path: Path) -> None:

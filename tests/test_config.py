@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec
-from agentkernel.errors import ConfigError
+from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.helpers import default_helper_table
+from agentkernel.near_miss import close_match, did_you_mean
+from agentkernel.scripting.engine import CompiledScript, Engine
+from agentkernel.scripting.host import ScriptHost
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 
@@ -43,7 +49,8 @@ def test_relative_paths_resolve_against_the_project(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("limts: {}\n", "Additional properties are not allowed ('limts' was unexpected)"),
+        ("limts: {}\n", "unknown key 'limts' (allowed: duckdb, files, http, limits, "),
+        ("limts: {}\n", "; did you mean 'limits'?"),
         ("limits:\n  timeout_secs: soon\n", "limits.timeout_secs: 'soon' is not of type 'number'"),
         ("scripts:\n  tools: config/x\n", "scripts.tools: 'config/x' is not of type 'array'"),
         ("- a\n", "expected a mapping at the top, got list"),
@@ -95,7 +102,7 @@ def test_hook_spec(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("yaml_text", "reason"),
     [
-        ("kind: script_tool\nname: t\nscript: t.js\nparameters: {type: objekt}\n", "parameters: not a valid"),
+        ("kind: script_tool\nname: t\nscript: t.js\nparameters: {type: objekt}\n", "parameters.type: not a"),
         ("kind: script_tool\nname: t\nscript: missing.js\n", "script: file 'missing.js' not found"),
         ("kind: script_tool\nscript: t.js\n", "'name' is a required property"),
         ("kind: script_tool\nname: t\n", "'script' is a required property"),
@@ -137,23 +144,31 @@ def test_bad_files_are_reported_and_the_rest_serve(
     make_tool("good2", "function run() { return 'good too'; }")
     write(tools_dir / "zdup.yaml", "kind: script_tool\nname: good\nscript: good.js\n")
 
-    assert [s.name for s in kernel.tools.all()] == ["good", "good2"]
+    assert [s.name for s in kernel.tools.all()] == ["good2"]  # `good` is claimed twice: both refused
     problems = {p.path.name: p.reason for p in kernel.catalog.problems()}
-    assert set(problems) == {"syntax.yaml", "broken.yaml", "nokind.yml", "zdup.yaml"}
+    assert set(problems) == {"syntax.yaml", "broken.yaml", "nokind.yml", "good.yaml", "zdup.yaml"}
     assert "SyntaxError" in problems["syntax.yaml"] and "syntax.js:2:" in problems["syntax.yaml"]
     assert problems["nokind.yml"] == "kind: expected 'script_tool' or 'script_hook', got None"
     assert problems["broken.yaml"].startswith("bad YAML")
-    assert kernel.call_tool("good", {}).content == "good"
+    assert kernel.call_tool("good2", {}).content == "good too"
     assert kernel.call_tool("syntax", {}).content.startswith(
-        "tool 'syntax' is not available: config/scripts/tools/syntax.yaml failed to load: script syntax.js: "
+        "tool 'syntax' is not available: config/scripts/tools/syntax.yaml:4 failed to load: "
+        "script syntax.js: "
     )
 
 
-def test_duplicate_names_keep_the_first_file(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
+def test_duplicate_names_refuse_both_files(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
     make_tool("alpha", "function run() { return 'first'; }")
+    assert kernel.call_tool("alpha", {}).content == "first"
     write(tools_dir / "zeta.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\n")
-    problems = kernel.catalog.problems()
-    assert [(p.path.name, "already defined in" in p.reason) for p in problems] == [("zeta.yaml", True)]
+    assert kernel.tools.list_for(kernel.caller()) == []  # what an agent's next message is offered
+    problems = [(p.path.name, p.line, p.reason) for p in kernel.catalog.problems()]
+    assert problems == [
+        ("alpha.yaml", 2, "name: 'alpha' is also defined in zeta.yaml; rename one of them"),
+        ("zeta.yaml", 2, "name: 'alpha' is also defined in alpha.yaml; rename one of them"),
+    ]
+    assert kernel.tools.all() == [] and kernel.catalog.tool("alpha") is None
+    assert kernel.call_tool("alpha", {}).success is False  # even a running kernel stops offering it
 
 
 def test_hooks_are_catalogued_apart_from_tools(kernel: Kernel, project: Path) -> None:
@@ -213,3 +228,133 @@ def test_a_broken_edit_is_reported_then_a_fix_recovers(
     time.sleep(0.01)
     bump(tools_dir / "fragile.js", "function run() { return 'fixed'; }")
     assert kernel.call_tool("fragile", {}).content == "fixed"
+
+
+# -- lazy compiling: `tool(name)` compiles one script, listings compile all --------------------------
+
+
+class RecordingHost(ScriptHost):
+    """The real host, noting each script it is asked to compile."""
+
+    def __init__(self) -> None:
+        super().__init__(default_helper_table())
+        self.asked: list[str] = []
+
+    def compile(self, path: Path) -> tuple[Engine[Any], CompiledScript]:
+        self.asked.append(path.name)
+        return super().compile(path)
+
+
+def test_a_tool_by_name_compiles_only_its_own_script(make_tool: ToolFactory, tools_dir: Path) -> None:
+    make_tool("alpha", "function run() { return 'a'; }")
+    make_tool("broken", "function run( {\n")
+    make_tool("gamma", "fn run(args) { 1 }", ext=".rhai")
+    host = RecordingHost()
+    catalog = ScriptCatalog([tools_dir], host)
+    spec = catalog.tool("alpha")
+    assert spec is not None and spec.name == "alpha"
+    assert host.asked == ["alpha.js"]
+    assert catalog.tool("broken") is None  # its YAML is fine, its script is not: never offered
+    assert host.asked == ["alpha.js", "broken.js"]
+    assert sorted(catalog.tools()) == ["alpha", "gamma"]
+    assert host.asked == ["alpha.js", "broken.js", "gamma.rhai"]  # each checked once while unchanged
+    assert [(p.path.name, p.line) for p in catalog.problems()] == [("broken.yaml", 4)]
+
+
+def test_a_broken_script_is_never_run_by_name(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool("broken", "function run() { return 1 +; }")
+    result = kernel.call_tool("broken", {})
+    assert not result.success
+    assert result.content.startswith(
+        "tool 'broken' is not available: config/scripts/tools/broken.yaml:4 failed"
+    )
+
+
+# -- near misses: typos refused, custom fields free (S2.1) --------------------------------------------
+
+TOOL_FIELDS = ("kind", "name", "description", "script", "parameters", "ui", "warnings", "timeout_secs")
+
+
+@pytest.mark.parametrize(
+    ("word", "meant"),
+    [
+        ("paramaters", "parameters"),
+        ("scirpt", "script"),
+        ("warning", "warnings"),
+        ("descripton", "description"),
+        ("timeout_sec", "timeout_secs"),
+        ("Parameters", "parameters"),
+        ("params", "parameters"),
+    ],
+)
+def test_a_typo_is_a_near_miss(word: str, meant: str) -> None:
+    assert close_match(word, TOOL_FIELDS) == meant
+    assert did_you_mean(word, TOOL_FIELDS) == f"; did you mean {meant!r}?"
+
+
+@pytest.mark.parametrize(
+    "word", ["repos", "api_base", "currency", "rates", "stopwords", "banned", "url", "uri", "timeout", "name"]
+)
+def test_an_honest_custom_field_is_no_near_miss(word: str) -> None:
+    assert close_match(word, TOOL_FIELDS) is None
+    assert did_you_mean(word, TOOL_FIELDS) == ""
+
+
+@pytest.mark.parametrize(("word", "meant"), [("enmu", "enum"), ("tpye", "type"), ("itmes", "items")])
+def test_swapped_letters_in_short_keywords_are_near_misses(word: str, meant: str) -> None:
+    assert close_match(word, ("enum", "type", "items", "if", "not")) == meant
+
+
+def test_a_custom_field_next_to_the_field_it_resembles_is_legal(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run(a) { return 'x'; }")
+    spec = load_script_spec(
+        write(tmp_path / "t.yaml", "kind: script_tool\nname: t\nscript: t.js\nnames: [a]\n")
+    )
+    assert spec.raw["names"] == ["a"]
+
+
+# -- lines: every problem says where -----------------------------------------------------------------
+
+
+def test_spec_knows_the_line_of_each_key(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run(a) { return 'x'; }")
+    path = write(
+        tmp_path / "t.yaml",
+        "# a comment\nkind: script_tool\nname: t\nscript: t.js\nparameters:\n  type: object\n"
+        "  properties:\n    q: {type: string}\nwarnings:\n  - message: m\n",
+    )
+    lines = load_script_spec(path).lines
+    assert (lines.of("kind"), lines.of("script"), lines.of("parameters", "properties", "q")) == (2, 4, 8)
+    assert (lines.of("warnings", 0), lines.of("warnings", 0, "message"), lines.of("nowhere")) == (
+        10,
+        10,
+        None,
+    )
+    assert lines.of("parameters", "properties", "q", "deeper") == 8  # the nearest known ancestor
+
+
+def test_a_config_error_reads_path_line_field_reason(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(tmp_path / "t.yaml", "kind: script_tool\nname: t\nscript: t.js\ntimeout_secs: 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_script_spec(path)
+    assert caught.value.line == 4
+    assert str(caught.value) == f"{path}:4: timeout_secs: 0 is less than or equal to the minimum of 0"
+    assert str(LoadProblem(path, "x: y")) == f"{path}: x: y"  # no line known: none shown
+
+
+def test_yaml_syntax_errors_name_the_file_not_a_unicode_string(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.yaml", "kind: script_tool\nname: [t\nscript: t.js\n")
+    with pytest.raises(ConfigError) as caught:
+        load_script_spec(path)
+    assert caught.value.line == 3 and caught.value.reason.startswith("bad YAML: ")
+    assert "<unicode string>" not in str(caught.value)
+    assert "that starts at line 2, column 7" in caught.value.reason
+
+
+def test_merge_keys_and_aliases_still_load(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run() {}")
+    text = "kind: script_tool\nname: t\nscript: t.js\nbase: &b {x: 1}\nmine:\n  <<: *b\n  y: 2\nagain: *b\n"
+    spec = load_script_spec(write(tmp_path / "t.yaml", text))
+    assert spec.raw["mine"] == {"x": 1, "y": 2} and spec.raw["again"] == {"x": 1}
+    assert spec.lines.of("mine", "y") == 7

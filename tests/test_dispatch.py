@@ -45,8 +45,8 @@ def test_s2_5_a_tool_whose_file_failed_says_why(
     result = kernel.dispatcher.call("stats", {"text": "x"}, kernel.caller())
     assert (result.success, result.content) == (
         False,
-        "tool 'stats' is not available: config/scripts/tools/stats.yaml failed to load: "
-        "parameters: not a valid JSON Schema: required: 5 is not of type 'array'",
+        "tool 'stats' is not available: config/scripts/tools/stats.yaml:7 failed to load: "
+        "parameters.required: not a valid JSON Schema: 5 is not of type 'array'",
     )
     assert "other" not in result.content  # only the file meant to declare `stats`
 
@@ -62,15 +62,15 @@ def test_s2_5_fixing_the_file_makes_the_tool_available(kernel: Kernel, make_tool
     ("file", "yaml", "script", "reason"),
     [
         # The YAML does not parse: the file's stem is the tool's name.
-        ("wc.yaml", "kind: script_tool\nname: wc\n  script: [\n", None, "bad YAML: "),
+        ("wc.yaml", "kind: script_tool\nname: wc\n  script: [\n", None, ":3 failed to load: bad YAML: "),
         # It parses: its `name:` counts, whatever the file is called.
         ("wc_v2.yaml", "kind: script_tool\nname: wc\nscript: gone.js\n", None,
-         "script: file 'gone.js' not found (looked at config/scripts/tools/gone.js)"),
+         ":3 failed to load: script: file 'gone.js' not found (looked at config/scripts/tools/gone.js)"),
         ("wc.yaml", "kind: script_tol\nname: wc\nscript: wc.js\n", None,
-         "kind: expected 'script_tool' or 'script_hook', got 'script_tol'"),
+         ":1 failed to load: kind: expected 'script_tool' or 'script_hook', got 'script_tol'"),
         # The script does not compile: its location is shown inside the project.
         ("wc.yaml", "kind: script_tool\nname: wc\nscript: wc.js\n", "function run( {",
-         "script wc.js: SyntaxError: "),
+         ":3 failed to load: script wc.js: SyntaxError: "),
     ],
 )  # fmt: skip
 def test_s2_5_which_file_declares_the_unavailable_tool(
@@ -80,9 +80,7 @@ def test_s2_5_which_file_declares_the_unavailable_tool(
     if script is not None:
         (tools_dir / "wc.js").write_text(script)
     content = kernel.call_tool("wc", {}).content
-    assert content.startswith(
-        f"tool 'wc' is not available: config/scripts/tools/{file} failed to load: {reason}"
-    )
+    assert content.startswith(f"tool 'wc' is not available: config/scripts/tools/{file}{reason}")
     assert str(tools_dir) not in content  # the project's own paths, not the server's
 
 

@@ -136,16 +136,18 @@ def test_a_bad_file_is_a_problem_and_the_others_still_load(tmp_path: Path) -> No
     templates, problems = load_templates(tmp_path)
     assert list(templates) == ["t"]
     assert [(p.path, p.reason) for p in problems] == [(bad, "max_turns: -1 is less than the minimum of 1")]
-    assert str(problems[0]).startswith(f"{bad}: max_turns:")
+    assert str(problems[0]).startswith(f"{bad}:3: max_turns:")
 
 
-def test_a_second_file_claiming_a_name_is_reported(tmp_path: Path) -> None:
+def test_two_files_claiming_a_name_are_both_refused(tmp_path: Path) -> None:
     first = write(tmp_path, "a.yaml", MINIMAL)
     second = write(tmp_path, "b.yaml", MINIMAL.replace("be brief", "other"))
     templates, problems = load_templates(tmp_path)
-    assert templates["t"].yaml_path == first.resolve()
-    assert len(problems) == 1 and problems[0].path == second
-    assert problems[0].reason == f"name: 't' is already defined in {first.resolve()}"
+    assert templates == {}
+    assert [(p.path, p.line, p.reason) for p in problems] == [
+        (first, 1, "name: 't' is also defined in b.yaml; rename one of them"),
+        (second, 1, "name: 't' is also defined in a.yaml; rename one of them"),
+    ]
 
 
 def test_folder_scan_skips_other_files_subfolders_and_missing_folders(tmp_path: Path) -> None:
@@ -202,3 +204,17 @@ def test_several_unknown_keys_are_all_named(tmp_path: Path) -> None:
     path = write(tmp_path, "t.yaml", MINIMAL + "zeta: 1\nalpha: 2\n")
     with pytest.raises(ConfigError, match=r"^.*: unknown keys 'alpha', 'zeta' \(allowed: budget, "):
         load_template(path)
+
+
+def test_unknown_references_carry_their_line_and_a_suggestion(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", MINIMAL + "tools:\n  - text_stats\n  - wordcont\nhooks: [audit]\n")
+    templates, _ = load_templates(tmp_path)
+    problems = check_references(templates, ["text_stats", "wordcount"], [])
+    assert [(p.line, p.reason) for p in problems] == [
+        (
+            5,
+            "template t: tools[1]: unknown tool 'wordcont' (known: text_stats, wordcount);"
+            " did you mean 'wordcount'?",
+        ),
+        (6, "template t: hooks[0]: unknown hook 'audit' (known: none)"),
+    ]

@@ -1,8 +1,16 @@
 """Every script tool and hook YAML under the configured folders, kept fresh.
 
-A file that cannot be loaded becomes a `LoadProblem` with its path and reason
-and the others still serve (S2.5). Entries are keyed by the YAML's and the
-script's modification stamps, so edits apply on the next use (S1.4).
+A file that cannot be loaded becomes a `LoadProblem` with its path, line and
+reason, and the others still serve (S2.5). Two files claiming one name are
+both refused, each problem naming the other file. Entries are keyed by the
+YAML's and the script's modification stamps, so edits apply on the next use
+(S1.4).
+
+Loading has two stages. Every YAML is parsed on each scan (it is small, and
+every name must be known to find clashes); a script is compiled, and a
+hook's functions looked up, only when that file is asked for: `tool(name)`
+compiles one script, while listing tools, hooks or problems compiles all of
+them. A file whose script does not compile is never offered, in either case.
 """
 
 from __future__ import annotations
@@ -13,25 +21,33 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypeVar
 
-from agentkernel.config import YAML_SUFFIXES, HookSpec, ToolSpec, load_script_spec
-from agentkernel.errors import ConfigError, LoadProblem, ScriptError
+from agentkernel.config import YAML_SUFFIXES, HookSpec, Limits, ToolSpec, load_script_spec
+from agentkernel.errors import ConfigError, LoadProblem, ScriptError, name_clash
+from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
 
 log = logging.getLogger("agentkernel.catalog")
 
 Stamp = tuple[int, int] | None
+Kind = Literal["tool", "hook"]
+SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Entry:
-    """One YAML file's outcome, valid while neither it nor its script changes."""
+    """One YAML file's outcome, valid while neither it nor its script changes.
+
+    `problem` is the YAML's own, or the script's once `checked` (compiled,
+    and for a hook its functions found).
+    """
 
     yaml_stamp: Stamp
-    script: Path | None
     script_stamp: Stamp
     spec: ToolSpec | HookSpec | None
     problem: LoadProblem | None
+    checked: bool = False
 
 
 def _stamp(path: Path | None) -> Stamp:
@@ -52,23 +68,30 @@ def _yaml_files(folders: Iterable[Path]) -> list[Path]:
     return sorted(found)
 
 
-class ScriptCatalog:
-    """Loads and reloads `kind: script_tool|script_hook` YAML from folders."""
+def _kind(spec: ToolSpec | HookSpec) -> Kind:
+    return "tool" if isinstance(spec, ToolSpec) else "hook"
 
-    def __init__(self, folders: Iterable[Path], host: ScriptHost) -> None:
+
+class ScriptCatalog:
+    """Loads and reloads `kind: script_tool|script_hook` YAML from folders.
+
+    `limits` bound the one run of a JavaScript hook's top level that finding
+    its functions takes (see hook_functions.py).
+    """
+
+    def __init__(self, folders: Iterable[Path], host: ScriptHost, limits: Limits | None = None) -> None:
         self.folders = tuple(folders)
         self.host = host
+        self.limits = limits if limits is not None else Limits()
         self._entries: dict[Path, _Entry] = {}
-        self._tools: dict[str, ToolSpec] = {}
-        self._hooks: dict[str, HookSpec] = {}
-        self._problems: list[LoadProblem] = []
+        self._claims: dict[tuple[Kind, str], list[Path]] = {}
+        self._clashes: list[LoadProblem] = []
         self._lock = threading.RLock()
-        self._scanned = False
 
     # -- loading -------------------------------------------------------------
 
     def load_file(self, yaml_path: Path) -> ToolSpec | HookSpec:
-        """Load one YAML and check that its script compiles; raises ConfigError."""
+        """Load one YAML and check its script (compiles; a hook's functions exist); raises ConfigError."""
         spec = load_script_spec(yaml_path)
         self._check_script(yaml_path, spec)
         return spec
@@ -77,88 +100,113 @@ class ScriptCatalog:
         try:
             self.host.compile(spec.script)
         except ScriptError as exc:
-            raise ConfigError(yaml_path, f"script {spec.script.name}: {exc}") from exc
+            reason = f"script {spec.script.name}: {exc}"
+            raise ConfigError(yaml_path, reason, spec.lines.of("script")) from exc
+        if isinstance(spec, HookSpec):
+            check_hook_functions(self.host, spec, self.limits)
 
-    def _entry(self, path: Path) -> _Entry:
+    def _parse(self, path: Path) -> _Entry:
         yaml_stamp = _stamp(path)
-        spec: ToolSpec | HookSpec | None = None
         try:
             spec = load_script_spec(path)
-            script_stamp = _stamp(spec.script)
-            self._check_script(path, spec)
         except ConfigError as exc:
-            problem = LoadProblem(path, exc.reason)
+            problem = LoadProblem.from_error(path, exc)
             log.warning("not loaded: %s", problem)
-            script = spec.script if spec is not None else None
-            return _Entry(yaml_stamp, script, _stamp(script), None, problem)
-        return _Entry(yaml_stamp, spec.script, script_stamp, spec, None)
+            return _Entry(yaml_stamp, None, None, problem)
+        return _Entry(yaml_stamp, _stamp(spec.script), spec, None)
+
+    def _checked(self, path: Path) -> _Entry:
+        """The entry of `path`, its script compiled first if it was not yet."""
+        entry = self._entries[path]
+        if entry.spec is not None and not entry.checked:
+            try:
+                self._check_script(path, entry.spec)
+            except ConfigError as exc:
+                entry.problem = LoadProblem.from_error(path, exc)
+                log.warning("not loaded: %s", entry.problem)
+            entry.checked = True
+        return entry
 
     @staticmethod
     def _is_fresh(path: Path, entry: _Entry) -> bool:
         if _stamp(path) != entry.yaml_stamp:
             return False
-        return entry.script is None or _stamp(entry.script) == entry.script_stamp
+        return entry.spec is None or _stamp(entry.spec.script) == entry.script_stamp
 
-    def refresh(self) -> None:
-        """Rescan every folder; reload only the files that changed."""
+    def _scan(self) -> None:
+        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name."""
+        entries: dict[Path, _Entry] = {}
+        for path in _yaml_files(self.folders):
+            old = self._entries.get(path)
+            entries[path] = old if old is not None and self._is_fresh(path, old) else self._parse(path)
+        claims: dict[tuple[Kind, str], list[Path]] = {}
+        for path, entry in entries.items():
+            if entry.spec is not None:
+                claims.setdefault((_kind(entry.spec), entry.spec.name), []).append(path)
+        clashes: list[LoadProblem] = []
+        for (_, name), paths in claims.items():
+            if len(paths) > 1:
+                clashes += name_clash([(p, self._line_of_name(entries[p])) for p in paths], name)
+        for problem in clashes:
+            if problem not in self._clashes:
+                log.warning("not loaded: %s", problem)
+        self._entries, self._claims, self._clashes = entries, claims, clashes
+
+    @staticmethod
+    def _line_of_name(entry: _Entry) -> int | None:
+        return entry.spec.lines.of("name") if entry.spec is not None else None
+
+    def _lookup(self, kind: Kind, name: str) -> ToolSpec | HookSpec | None:
+        """The spec only file claiming `name` as a `kind`, if its script checks out."""
+        paths = self._claims.get((kind, name), [])
+        if len(paths) != 1:
+            return None
+        entry = self._checked(paths[0])
+        return entry.spec if entry.problem is None else None
+
+    def _every(self, kind: Kind, spec_type: type[SpecT]) -> dict[str, SpecT]:
         with self._lock:
-            entries: dict[Path, _Entry] = {}
-            for path in _yaml_files(self.folders):
-                old = self._entries.get(path)
-                entries[path] = old if old is not None and self._is_fresh(path, old) else self._entry(path)
-            self._entries = entries
-            self._index()
-            self._scanned = True
-
-    def _index(self) -> None:
-        tools: dict[str, ToolSpec] = {}
-        hooks: dict[str, HookSpec] = {}
-        problems: list[LoadProblem] = []
-        for path, entry in self._entries.items():
-            spec = entry.spec
-            if spec is None:
-                if entry.problem is not None:
-                    problems.append(entry.problem)
-                continue
-            existing = tools.get(spec.name) if isinstance(spec, ToolSpec) else hooks.get(spec.name)
-            if existing is not None:
-                problems.append(
-                    LoadProblem(path, f"name: {spec.name!r} is already defined in {existing.yaml_path}")
-                )
-            elif isinstance(spec, ToolSpec):
-                tools[spec.name] = spec
-            else:
-                hooks[spec.name] = spec
-        self._tools, self._hooks, self._problems = tools, hooks, problems
-
-    def _ensure_scanned(self) -> None:
-        if not self._scanned:
-            self.refresh()
+            self._scan()
+            found: dict[str, SpecT] = {}
+            for claim_kind, name in sorted(self._claims):
+                spec = self._lookup(claim_kind, name) if claim_kind == kind else None
+                if isinstance(spec, spec_type):
+                    found[name] = spec
+            return found
 
     # -- reading ---------------------------------------------------------------
 
     def tool(self, name: str) -> ToolSpec | None:
-        """The current spec for `name`: re-stats its files, rescans when needed."""
-        self._ensure_scanned()
-        spec = self._tools.get(name)
-        if spec is not None:
-            entry = self._entries.get(spec.yaml_path)
-            if entry is not None and self._is_fresh(spec.yaml_path, entry):
-                return spec
-        self.refresh()
-        return self._tools.get(name)
+        """The current spec for `name`, compiling only its script.
+
+        A tool found at the last scan whose files have not changed since is
+        returned after two `stat` calls (this is every tool call's lookup);
+        otherwise the folders are scanned again. A name claimed by a file
+        added since is noticed by the next scan, which every listing makes
+        (an agent's tool list is made afresh for each user message).
+        """
+        with self._lock:
+            paths = self._claims.get(("tool", name), [])
+            if len(paths) != 1 or not self._is_fresh(paths[0], self._entries[paths[0]]):
+                self._scan()
+            spec = self._lookup("tool", name)
+            return spec if isinstance(spec, ToolSpec) else None
 
     def tools(self) -> dict[str, ToolSpec]:
-        self.refresh()
-        return dict(self._tools)
+        """Every loadable tool by name; compiles every tool script not compiled yet."""
+        return self._every("tool", ToolSpec)
 
     def hooks(self) -> dict[str, HookSpec]:
-        self.refresh()
-        return dict(self._hooks)
+        """Every loadable hook by name; compiles every hook script not compiled yet."""
+        return self._every("hook", HookSpec)
 
     def problems(self) -> list[LoadProblem]:
-        self.refresh()
-        return list(self._problems)
+        """Every file that does not load, and why; compiles every script to know."""
+        with self._lock:
+            self._scan()
+            own = [self._checked(path).problem for path in self._entries]
+            found = [p for p in own if p is not None] + self._clashes
+            return sorted(found, key=lambda p: (str(p.path), p.line or 0))
 
 
 __all__ = ["LoadProblem", "ScriptCatalog"]

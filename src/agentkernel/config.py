@@ -1,7 +1,12 @@
 """Kernel and script YAML → typed, validated specs.
 
-Every error names the file and the field at fault (S2.5). Specs keep the raw
-YAML mapping because a script receives it whole as `config` (S3.2, S7.4).
+Every error names the file, the line and the field at fault (S2.5). Specs
+keep the raw YAML mapping because a script receives it whole as `config`
+(S3.2, S7.4), and the line of each key, for the checks made after loading.
+
+Custom fields are legal in tool and hook YAML (S2.1, S2.2), but one that is
+a near miss of a known field (`paramaters`, `event`, `scirpt`) is taken for
+the typo it almost surely is: as written, the field would be silently unused.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from agentkernel.errors import ConfigError
+from agentkernel.near_miss import close_match, did_you_mean
+from agentkernel.parameters import describe as describe_parameters_problem
+from agentkernel.parameters import parameters_problem
 from agentkernel.types import JSONObject
+from agentkernel.yaml_source import NO_LINES, KeyPath, YamlLines, dotted, load_yaml
 
 CONFIG_ENV = "AGENTKERNEL_CONFIG"
 DEFAULT_CONFIG = Path("config/kernel.yaml")
@@ -191,6 +199,7 @@ class ScriptSpec:
     max_operations: int | None = None
     timeout_secs: float | None = None
     memory_limit_mb: int | None = None
+    lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
 
     def script_limits(self, defaults: Limits) -> ScriptLimits:
         """This spec's own limits where set, the kernel's defaults elsewhere."""
@@ -232,24 +241,45 @@ def _first_error(validator: Draft202012Validator, data: object) -> ValidationErr
 
 def describe_validation_error(error: ValidationError | SchemaError) -> str:
     """`field.sub[0]: message` — the field path first, so the culprit is obvious."""
-    where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path).replace(
-        ".[", "["
-    )
+    where = dotted(error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
 
 
+def _unknown_keys(error: ValidationError) -> tuple[str, KeyPath] | None:
+    """`unknown key 'x' (allowed: …); did you mean …`, and the first unknown key's path."""
+    schema, instance = error.schema, error.instance
+    if error.validator != "additionalProperties" or not isinstance(schema, Mapping):
+        return None
+    if not isinstance(instance, Mapping):
+        return None
+    allowed = sorted(schema.get("properties", {}))
+    unknown = [k for k in sorted(map(str, instance)) if k not in allowed]
+    noun = "key" if len(unknown) == 1 else "keys"
+    text = f"unknown {noun} {', '.join(map(repr, unknown))} (allowed: {', '.join(allowed)})"
+    text += did_you_mean(unknown[0], set(allowed) - set(instance)) if unknown else ""
+    where = dotted(error.absolute_path)
+    return (f"{where}: {text}" if where else text), (*error.absolute_path, *unknown[:1])
+
+
+def yaml_error(path: Path, lines: YamlLines, error: ValidationError) -> ConfigError:
+    """A schema error in a YAML file as a ConfigError with the line of the key at fault.
+
+    Unknown keys of a closed mapping are listed with the allowed ones, and a
+    value outside an `enum` of names gets the closest name as a suggestion.
+    """
+    unknown = _unknown_keys(error)
+    if unknown is not None:
+        return ConfigError(path, unknown[0], lines.of(*unknown[1]))
+    text = describe_validation_error(error)
+    names = error.validator_value
+    if error.validator == "enum" and isinstance(error.instance, str) and isinstance(names, list):
+        text += did_you_mean(error.instance, [str(v) for v in names])
+    return ConfigError(path, text, lines.of(*error.absolute_path))
+
+
 def read_yaml(path: Path) -> object:
-    """Parse one YAML file, turning every failure into a ConfigError naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(path, f"bad YAML: {exc}") from exc
+    """Parse one YAML file, turning every failure into a ConfigError naming it (and its line)."""
+    return load_yaml(path)[0]
 
 
 _KERNEL_VALIDATOR = Draft202012Validator(_KERNEL_SCHEMA)
@@ -300,14 +330,14 @@ def load_kernel_config(path: Path | None) -> KernelConfig:
     """
     if path is None:
         return _kernel_config_from({}, Path.cwd(), None)
-    data = read_yaml(path)
+    data, lines = load_yaml(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, f"expected a mapping at the top, got {type(data).__name__}")
     error = _first_error(_KERNEL_VALIDATOR, data)
     if error is not None:
-        raise ConfigError(path, describe_validation_error(error))
+        raise yaml_error(path, lines, error)
     base = path.resolve().parent.parent
     root = (base / data["root"]).resolve() if "root" in data else base
     return _kernel_config_from(data, root, path)
@@ -352,22 +382,37 @@ def json_safe_yaml(path: Path, data: object) -> Any:
         raise ConfigError(path, f"value cannot be passed to a script as JSON: {exc}") from exc
 
 
+def _refuse_near_misses(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, known: set[str]) -> None:
+    """A custom field is fine; one a letter or two away from an absent known field is a typo."""
+    absent = known - set(data)
+    for key in data:
+        match = close_match(key, absent) if key not in known else None
+        if match is not None:
+            raise ConfigError(yaml_path, f"{key}: unknown field; did you mean {match!r}?", lines.of(key))
+
+
 def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
     """Load one `kind: script_tool|script_hook` YAML, validated, script found."""
-    data = json_safe_yaml(yaml_path, read_yaml(yaml_path))
+    raw, lines = load_yaml(yaml_path)
+    data = json_safe_yaml(yaml_path, raw)
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(yaml_path, f"expected a mapping with `kind`, got {got}")
     kind = data.get("kind")
     if kind not in ("script_tool", "script_hook"):
-        raise ConfigError(yaml_path, f"kind: expected 'script_tool' or 'script_hook', got {kind!r}")
-    validator = _TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR
-    error = _first_error(validator, data)
+        reason = f"kind: expected 'script_tool' or 'script_hook', got {kind!r}"
+        if isinstance(kind, str):
+            reason += did_you_mean(kind, ("script_tool", "script_hook"))
+        raise ConfigError(yaml_path, reason, lines.of("kind"))
+    schema = _TOOL_SCHEMA if kind == "script_tool" else _HOOK_SCHEMA
+    _refuse_near_misses(yaml_path, data, lines, set(schema["properties"]))
+    error = _first_error(_TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR, data)
     if error is not None:
-        raise ConfigError(yaml_path, describe_validation_error(error))
+        raise yaml_error(yaml_path, lines, error)
     script = (yaml_path.parent / data["script"]).resolve()
     if not script.is_file():
-        raise ConfigError(yaml_path, f"script: file {data['script']!r} not found (looked at {script})")
+        reason = f"script: file {data['script']!r} not found (looked at {script})"
+        raise ConfigError(yaml_path, reason, lines.of("script"))
     common: dict[str, Any] = {
         "name": data["name"],
         "script": script,
@@ -376,6 +421,7 @@ def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
         "max_operations": data.get("max_operations"),
         "timeout_secs": data.get("timeout_secs"),
         "memory_limit_mb": data.get("memory_limit_mb"),
+        "lines": lines,
     }
     if kind == "script_hook":
         events = data.get("events")
@@ -389,12 +435,10 @@ def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
 
 def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any]) -> ToolSpec:
     parameters = data.get("parameters", {"type": "object"})
-    try:
-        Draft202012Validator.check_schema(parameters)
-    except SchemaError as exc:
-        raise ConfigError(
-            yaml_path, f"parameters: not a valid JSON Schema: {describe_validation_error(exc)}"
-        ) from exc
+    problem = parameters_problem(parameters)
+    if problem is not None:
+        line = common["lines"].of("parameters", *problem.path)
+        raise ConfigError(yaml_path, describe_parameters_problem(problem), line)
     rules = tuple(
         WarningRule(message=r["message"], failed=r.get("failed"), contains=r.get("contains"))
         for r in data.get("warnings", [])
@@ -423,4 +467,5 @@ __all__ = [
     "load_kernel_config",
     "load_script_spec",
     "read_yaml",
+    "yaml_error",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,12 +13,21 @@ class AgentKernelError(Exception):
 
 
 class ConfigError(AgentKernelError):
-    """A kernel or script YAML that cannot be loaded (S2.5)."""
+    """A kernel or script YAML that cannot be loaded (S2.5).
 
-    def __init__(self, path: Path | str | None, reason: str) -> None:
+    `line` is the 1-based line of the key at fault when it is known, so the
+    error reads like a compiler's: `path:line: field: what is wrong`.
+    """
+
+    def __init__(self, path: Path | str | None, reason: str, line: int | None = None) -> None:
         self.path = str(path) if path is not None else None
         self.reason = reason
-        super().__init__(f"{self.path}: {reason}" if self.path else reason)
+        self.line = line
+        super().__init__(f"{_where(self.path, line)}: {reason}" if self.path else reason)
+
+
+def _where(path: Path | str, line: int | None) -> str:
+    return f"{path}:{line}" if line is not None else str(path)
 
 
 @dataclass(frozen=True)
@@ -94,13 +105,37 @@ class ScriptLimitError(ScriptError):
 
 @dataclass(frozen=True)
 class LoadProblem:
-    """A YAML file that did not load, and why (S2.5): the rest load and serve."""
+    """A YAML file that did not load, and why (S2.5): the rest load and serve.
+
+    `line` is the line of the offending key where known; `str()` reads
+    `path:line: field: reason`, or `path: reason` without a line.
+    """
 
     path: Path
     reason: str
+    line: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
+        return f"{_where(self.path, self.line)}: {self.reason}"
+
+    @classmethod
+    def from_error(cls, path: Path, error: ConfigError) -> LoadProblem:
+        """The problem a ConfigError describes, kept at `path` (the file that was being loaded)."""
+        return cls(path, error.reason, error.line)
+
+
+def name_clash(claimants: Sequence[tuple[Path, int | None]], name: str) -> list[LoadProblem]:
+    """One problem per file claiming `name` (at the line given), each naming the others.
+
+    Every claimant is refused: which file would win is an accident of file
+    names, and a copy that silently takes over a name swaps a tool mid-chat.
+    """
+    problems = []
+    for path, line in claimants:
+        others = ", ".join(os.path.relpath(other, path.parent) for other, _ in claimants if other != path)
+        reason = f"name: {name!r} is also defined in {others}; rename one of them"
+        problems.append(LoadProblem(path, reason, line))
+    return problems
 
 
 class HelperError(AgentKernelError):
@@ -116,4 +151,5 @@ __all__ = [
     "ScriptLimitError",
     "ScriptSyntaxError",
     "SourceLocation",
+    "name_clash",
 ]

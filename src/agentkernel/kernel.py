@@ -102,7 +102,7 @@ class Kernel:
         self.config = config
         self.helpers = helpers or default_helper_table()
         self.host = ScriptHost(self.helpers)
-        self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host)
+        self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host, config.limits)
         self.tools = ToolRegistry(self.catalog, root=config.root)
         self.history = ToolResultHistory(config.limits.history_per_tool)
         self.llm_config: LLMConfig | None = (

@@ -4,7 +4,7 @@ A template says what an agent is: its instructions, model settings, the tools
 it may call, the hooks it passes through, its token budget and how many LLM
 calls one run may make. Loading is forgiving per file (a bad file becomes a
 `LoadProblem`, the others still load) and strict per field: unknown keys and
-wrong types are errors that name the file and the field (S2.5).
+wrong types are errors that name the file, the line and the field (S2.5).
 """
 
 from __future__ import annotations
@@ -15,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
-from agentkernel.config import (
-    TOOL_NAME_PATTERN,
-    YAML_SUFFIXES,
-    describe_validation_error,
-    json_safe_yaml,
-    read_yaml,
-)
-from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
+from agentkernel.errors import ConfigError, LoadProblem, name_clash
+from agentkernel.near_miss import did_you_mean
 from agentkernel.types import JSONObject
+from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
 
 DEFAULT_MAX_TURNS = 8
 _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"
@@ -94,48 +89,37 @@ class TemplateSpec:
     max_turns: int = DEFAULT_MAX_TURNS
     yaml_path: Path | None = None
     raw: JSONObject = field(default_factory=dict)
+    lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
 
 
 # -- one file ------------------------------------------------------------------------
 
 
-def _describe(error: ValidationError) -> str:
-    """The field path and what is wrong; unknown keys are listed with the allowed ones."""
-    schema, instance = error.schema, error.instance
-    plain = error.validator != "additionalProperties"
-    if plain or not isinstance(schema, Mapping) or not isinstance(instance, Mapping):
-        return describe_validation_error(error)
-    allowed = sorted(schema.get("properties", {}))
-    unknown = [repr(k) for k in sorted(map(str, instance)) if k not in allowed]
-    noun = "key" if len(unknown) == 1 else "keys"
-    text = f"unknown {noun} {', '.join(unknown)} (allowed: {', '.join(allowed)})"
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    return f"{where}: {text}" if where else text
-
-
-def _refuse_wildcards(path: Path, data: Mapping[str, Any]) -> None:
+def _refuse_wildcards(path: Path, data: Mapping[str, Any], lines: YamlLines) -> None:
     """`"*"` gets its own message: the schema's pattern error would not say why."""
     for key in ("tools", "hooks"):
         names = data.get(key)
         if isinstance(names, list) and "*" in names:
             index = names.index("*")
-            raise ConfigError(path, f"{key}[{index}]: '*' is not allowed; list each {key[:-1]} by name")
+            reason = f"{key}[{index}]: '*' is not allowed; list each {key[:-1]} by name"
+            raise ConfigError(path, reason, lines.of(key, index))
 
 
-def _validate(path: Path, data: object) -> dict[str, Any]:
+def _validate(path: Path, data: object, lines: YamlLines) -> dict[str, Any]:
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(path, f"expected a mapping with `name` and `instructions`, got {got}")
-    _refuse_wildcards(path, data)
+    _refuse_wildcards(path, data, lines)
     errors = sorted(_TEMPLATE_VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     if errors:
-        raise ConfigError(path, _describe(errors[0]))
+        raise yaml_error(path, lines, errors[0])
     return data
 
 
 def load_template(path: Path) -> TemplateSpec:
-    """Load and validate one template YAML; raises ConfigError naming file and field."""
-    data = _validate(path, json_safe_yaml(path, read_yaml(path)))
+    """Load and validate one template YAML; raises ConfigError naming file, line and field."""
+    raw, lines = load_yaml(path)
+    data = _validate(path, json_safe_yaml(path, raw), lines)
     model = data.get("model", {})
     temperature = model.get("temperature")
     return TemplateSpec(
@@ -153,6 +137,7 @@ def load_template(path: Path) -> TemplateSpec:
         max_turns=data.get("max_turns", DEFAULT_MAX_TURNS),
         yaml_path=path.resolve(),
         raw=data,
+        lines=lines,
     )
 
 
@@ -169,24 +154,25 @@ def load_templates(folder: Path) -> tuple[dict[str, TemplateSpec], list[LoadProb
     """Every template in `folder` (not its subfolders), and a problem per bad file.
 
     A missing folder is simply empty: a kernel without templates is valid
-    (tools can still be called). The first file to claim a name keeps it; a
-    later one is reported, so renaming a copy never silently swaps an agent.
+    (tools can still be called). Two files claiming one name are both
+    refused, each naming the other: which one would win is an accident of
+    file names, and renaming a copy must never silently swap an agent.
     """
-    templates: dict[str, TemplateSpec] = {}
+    claims: dict[str, list[tuple[Path, TemplateSpec]]] = {}
     problems: list[LoadProblem] = []
     for path in _template_files(folder):
         try:
             spec = load_template(path)
         except ConfigError as exc:
-            problems.append(LoadProblem(path, exc.reason))
+            problems.append(LoadProblem.from_error(path, exc))
             continue
-        existing = templates.get(spec.name)
-        if existing is not None:
-            problems.append(
-                LoadProblem(path, f"name: {spec.name!r} is already defined in {existing.yaml_path}")
-            )
-        else:
-            templates[spec.name] = spec
+        claims.setdefault(spec.name, []).append((path, spec))
+    templates: dict[str, TemplateSpec] = {}
+    for name, claimants in claims.items():
+        if len(claimants) == 1:
+            templates[name] = claimants[0][1]
+            continue
+        problems += name_clash([(path, spec.lines.of("name")) for path, spec in claimants], name)
     return templates, problems
 
 
@@ -201,10 +187,18 @@ def _known(names: set[str]) -> str:
     return ", ".join(shown) + (f", … and {more} more" if more else "")
 
 
-def _unknown_names(template: TemplateSpec, key: str, names: tuple[str, ...], known: set[str]) -> list[str]:
-    """`tools[1]: unknown tool 'nope' (known: …)` for each name not in `known`."""
+def _unknown_names(
+    template: TemplateSpec, key: str, names: tuple[str, ...], known: set[str]
+) -> list[LoadProblem]:
+    """`tools[1]: unknown tool 'nope' (known: …)` for each name not in `known`, at its line."""
+    where = template.yaml_path or Path(template.name)
     return [
-        f"template {template.name}: {key}[{i}]: unknown {key[:-1]} {n!r} (known: {_known(known)})"
+        LoadProblem(
+            where,
+            f"template {template.name}: {key}[{i}]: unknown {key[:-1]} {n!r} (known: {_known(known)})"
+            + did_you_mean(n, known),
+            template.lines.of(key, i),
+        )
         for i, n in enumerate(names)
         if n not in known
     ]
@@ -221,10 +215,8 @@ def check_references(
     tools, hooks = set(tool_names), set(hook_names)
     problems: list[LoadProblem] = []
     for template in templates.values():
-        reasons = _unknown_names(template, "tools", template.tools, tools)
-        reasons += _unknown_names(template, "hooks", template.hooks, hooks)
-        where = template.yaml_path or Path(template.name)
-        problems += [LoadProblem(where, reason) for reason in reasons]
+        problems += _unknown_names(template, "tools", template.tools, tools)
+        problems += _unknown_names(template, "hooks", template.hooks, hooks)
     return problems
 
 

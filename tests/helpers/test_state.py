@@ -907,7 +907,8 @@ def test_bad_configuration_names_the_field(project: Path, yaml_text: str, messag
     """The kernel schema or `from_config` refuses it, naming `section.field` (either is fine)."""
     with pytest.raises(ConfigError) as caught:
         from_config(config_with(project, yaml_text))
-    assert str(caught.value).startswith(str(project / "config" / "kernel.yaml") + ": " + message)
+    assert caught.value.path == str(project / "config" / "kernel.yaml")
+    assert caught.value.reason.startswith(message)
 
 
 def test_the_sqlite_store_is_a_state_store(store: SqliteStateStore) -> None:

@@ -1,6 +1,7 @@
 """agentkernel: script tools, the Rhai interpreter and agent chats from the terminal.
 
-    agentkernel tool list
+    agentkernel check [--json]
+    agentkernel tool list|hook list|template list [--json]
     agentkernel tool run NAME|PATH.yaml 'JSON'|-|@FILE [--user U] [--session S] [--pretty]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
@@ -32,6 +33,9 @@ COMMANDS = {
     "tool": "agentkernel.cli.tool_cmds",
     "rhai": "agentkernel.cli.rhai_cmd",
     "chat": "agentkernel.cli.chat",
+    "check": "agentkernel.cli.project_cmds",
+    "hook": "agentkernel.cli.project_cmds",
+    "template": "agentkernel.cli.project_cmds",
 }
 
 
@@ -44,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentkernel {__version__}")
     add_global_flags(parser, inherited=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS.values():  # each command module keeps its heavy imports inside its functions
+    for module in dict.fromkeys(COMMANDS.values()):  # each keeps its heavy imports inside its functions
         importlib.import_module(module).add_parser(commands)
     for leaf in leaf_parsers(parser):
         if leaf is not parser:

@@ -43,39 +43,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_command(options: argparse.Namespace) -> int:
     if options.action == "list":
-        return tool_list(load_kernel("agentkernel", options.config), options.json)
+        from agentkernel.cli import project_cmds
+
+        return project_cmds.run_command(options)
     return tool_run(options)
-
-
-# -- tool list --------------------------------------------------------------------------
-
-
-def tool_list(kernel: Kernel, as_json: bool) -> int:
-    specs = kernel.tools.all()
-    problems = kernel.catalog.problems()
-    if as_json:
-        listing = {
-            "tools": [
-                {
-                    "name": s.name,
-                    "description": s.description,
-                    "script": str(s.script),
-                    "parameters": s.parameters,
-                }
-                for s in specs
-            ],
-            "problems": [{"path": str(p.path), "reason": p.reason} for p in problems],
-        }
-        print(json.dumps(listing, ensure_ascii=False, indent=2))
-        return EXIT_OK
-    width = max((len(s.name) for s in specs), default=4)
-    for spec in specs:
-        print(f"{spec.name:<{width}}  {spec.script.name:<20}  {spec.description}")
-    if not specs:
-        print("no tools found in " + ", ".join(str(d) for d in kernel.config.tool_dirs))
-    for problem in problems:
-        print(f"not loaded: {problem}", file=sys.stderr)
-    return EXIT_OK
 
 
 # -- tool run ---------------------------------------------------------------------------
@@ -180,4 +151,4 @@ def show_pretty(name: str, result: ToolResult) -> None:
         renderer.show(LoopEvent("warning", {"tool": name, "message": warning}))
 
 
-__all__ = ["add_parser", "read_args", "run_command", "show_pretty", "tool_list", "tool_run"]
+__all__ = ["add_parser", "read_args", "run_command", "show_pretty", "tool_run"]

@@ -59,11 +59,13 @@ class ToolRegistry:
         return f"tool {name!r} is not available: " + "; ".join(map(self._failed, problems))
 
     def _failed(self, problem: LoadProblem) -> str:
-        """`config/scripts/tools/x.yaml failed to load: …`, the project's paths shown relative to it."""
+        """`config/scripts/tools/x.yaml:4 failed to load: …`, the project's paths shown relative to it."""
+        line = f":{problem.line}" if problem.line is not None else ""
         if self.root is None or not problem.path.is_relative_to(self.root):
-            return f"{problem.path} failed to load: {problem.reason}"
+            return f"{problem.path}{line} failed to load: {problem.reason}"
         prefix = f"{self.root}{os.sep}"
-        return f"{problem.path.relative_to(self.root)} failed to load: {problem.reason.replace(prefix, '')}"
+        shown = problem.path.relative_to(self.root)
+        return f"{shown}{line} failed to load: {problem.reason.replace(prefix, '')}"
 
     def all(self) -> list[ToolSpec]:
         return sorted(self.catalog.tools().values(), key=lambda s: s.name)

@@ -1,0 +1,549 @@
+"""`agentkernel check`: every mistake refused loudly, as `file:line: field: what is wrong` (S2.5).
+
+Custom fields stay legal (S2.1, S2.2); near misses of known fields, unsound
+`parameters` schemas, names claimed twice, missing hook functions (S7) and
+unknown tools in templates (S23.1) are problems, each with its line. Each
+test builds a small project and runs the command as `main([...])`; the
+subprocess runs are in test_cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentkernel.cli.main import main
+from tests.conftest import REPO
+
+TOOL_JS = "function run(args) { return 'ok'; }\n"
+HOOK_RHAI = "fn before_user_message(ctx, msg) { () }\n"
+
+
+def write(project: Path, relative: str, text: str) -> Path:
+    path = project / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def tool_yaml(project: Path, name: str, extra: str = "", *, script: str = TOOL_JS) -> Path:
+    """config/scripts/tools/NAME.yaml (lines 1-3: kind, name, script; `extra` from line 4) and NAME.js."""
+    write(project, f"config/scripts/tools/{name}.js", script)
+    body = f"kind: script_tool\nname: {name}\nscript: {name}.js\n" + textwrap.dedent(extra)
+    return write(project, f"config/scripts/tools/{name}.yaml", body)
+
+
+def hook_yaml(project: Path, name: str, source: str, extra: str = "", *, ext: str = ".rhai") -> Path:
+    """config/scripts/hooks/NAME.yaml (lines 1-3: kind, name, script) and its script."""
+    write(project, f"config/scripts/hooks/{name}{ext}", source)
+    body = f"kind: script_hook\nname: {name}\nscript: {name}{ext}\n" + textwrap.dedent(extra)
+    return write(project, f"config/scripts/hooks/{name}.yaml", body)
+
+
+Check = Callable[..., tuple[int, list[str]]]
+
+
+def run_check(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[int, list[str]]:
+    monkeypatch.chdir(folder)
+    code = main(["check", *flags])
+    return code, capsys.readouterr().out.splitlines()
+
+
+@pytest.fixture
+def check(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Check:
+    """`agentkernel check FLAGS…` in the project: its exit status and its lines of output."""
+    return lambda *flags: run_check(project, monkeypatch, capsys, *flags)
+
+
+def problems_of(check: Check) -> list[str]:
+    """The problem lines of a check that must fail (the summary line dropped)."""
+    code, lines = check()
+    assert code == 1, lines
+    assert lines[-1].startswith("found "), lines
+    return lines[:-1]
+
+
+# -- the shipped project passes ----------------------------------------------------------------
+
+
+def test_the_shipped_project_passes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = REPO / "config"
+    tools = len(list((config / "scripts" / "tools").glob("*.yaml")))
+    hooks = len(list((config / "scripts" / "hooks").glob("*.yaml")))
+    templates = len(list((config / "templates").glob("*.yaml")))
+    assert run_check(REPO, monkeypatch, capsys) == (
+        0,
+        [f"ok: {tools} tools, {hooks} hooks, {templates} templates"],
+    )
+
+
+def test_an_empty_project_passes(project: Path, check: Check) -> None:
+    assert check() == (0, ["ok: 0 tools, 0 hooks, 0 templates"])
+
+
+# -- S2.1/S2.2: custom fields are free, near misses of known ones are not ----------------------------
+
+
+def test_honest_custom_fields_pass(project: Path, check: Check) -> None:
+    tool_yaml(
+        project,
+        "custom",
+        """\
+        repos: [a/b, c/d]
+        api_base: https://example.invalid
+        currency: RUB
+        base: RUB
+        rates: {USD: 92.5}
+        stopwords: [и, the]
+        url: x
+        uri: y
+        names: [a, b]
+        timeout: 5
+        """,
+    )
+    hook_yaml(project, "mod", HOOK_RHAI, "banned: [spam]\nreply: no\ndescription: custom in a hook\n")
+    assert check() == (0, ["ok: 1 tool, 1 hook, 0 templates"])
+
+
+NEAR_MISSES = [
+    ("paramaters: {type: object}\n", "4: paramaters: unknown field; did you mean 'parameters'?"),
+    ("warning: [{message: m}]\n", "4: warning: unknown field; did you mean 'warnings'?"),
+    ("descripton: counts words\n", "4: descripton: unknown field; did you mean 'description'?"),
+    ("timeout_sec: 3\n", "4: timeout_sec: unknown field; did you mean 'timeout_secs'?"),
+    ("maxOperations: 10\n", "4: maxOperations: unknown field; did you mean 'max_operations'?"),
+    ("ui: {}\nParameters: {type: object}\n", "5: Parameters: unknown field; did you mean 'parameters'?"),
+]
+
+
+def test_a_misspelt_script_key_says_so_before_the_missing_field(project: Path, check: Check) -> None:
+    write(project, "config/scripts/tools/t.js", TOOL_JS)
+    write(project, "config/scripts/tools/t.yaml", "kind: script_tool\nname: t\nscirpt: t.js\n")
+    assert problems_of(check) == [
+        "config/scripts/tools/t.yaml:3: scirpt: unknown field; did you mean 'script'?"
+    ]
+
+
+HOOK_NEAR_MISSES = [
+    (HOOK_RHAI, ".rhai", "event: [before_user_message]\n", "4: event: unknown field; did you mean 'events'?"),
+    (HOOK_RHAI, ".rhai", "priorty: 3\n", "4: priorty: unknown field; did you mean 'priority'?"),
+    (
+        HOOK_RHAI,
+        ".rhai",
+        "events: [before_user_messages]\n",
+        "4: events[0]: 'before_user_messages' is not one of "
+        "['before_user_message', 'after_turn', 'after_loop']; did you mean 'before_user_message'?",
+    ),
+]
+
+
+# -- parameters: a JSON Schema (2020-12) of an object, with no misspelt keyword ----------------------
+
+
+UNSOUND_SCHEMAS = [
+    (
+        "parameters:\n  type: string\n",
+        "5: parameters.type: must be 'object' (a tool's arguments are a JSON object), not 'string'",
+    ),
+    (
+        "parameters:\n  properties: {}\n",
+        "4: parameters: needs `type: object`: a tool's arguments are a JSON object",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    q: {type: strin}\n",
+        "7: parameters.properties.q.type: not a valid JSON Schema: "
+        "'strin' is not valid under any of the given schemas; did you mean 'string'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    n: {type: integer, minimum: low}\n",
+        "7: parameters.properties.n.minimum: not a valid JSON Schema: 'low' is not of type 'number'",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    text: {type: string}\n  required: [text, txet]\n",
+        "8: parameters.required[1]: 'txet' is not in properties (properties: text); did you mean 'text'?",
+    ),
+    (
+        "parameters:\n  type: object\n  required: [text]\n",
+        "6: parameters.required[0]: 'text' is not in properties (properties: none)",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    text: {type: string}\n  requried: [text]\n",
+        "8: parameters.requried: unknown keyword; did you mean 'required'?",
+    ),
+    (
+        "parameters:\n  type: object\n  propertes:\n    text: {type: string}\n",
+        "6: parameters.propertes: unknown keyword; did you mean 'properties'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    text:\n      type: string\n      descripton: x\n",
+        "9: parameters.properties.text.descripton: unknown keyword; did you mean 'description'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    unit: {enmu: [c, f]}\n",
+        "7: parameters.properties.unit.enmu: unknown keyword; did you mean 'enum'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    tags: {type: array, itmes: {type: string}}\n",
+        "7: parameters.properties.tags.itmes: unknown keyword; did you mean 'items'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    rows:\n      type: array\n"
+        "      items: {type: object, properties: {n: {minimun: 1}}}\n",
+        "9: parameters.properties.rows.items.properties.n.minimun: unknown keyword; did you mean 'minimum'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    a: {type: string}\n  addtionalProperties: false\n",
+        "8: parameters.addtionalProperties: unknown keyword; did you mean 'additionalProperties'?",
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    a: {type: string, maxlength: 3}\n",
+        "7: parameters.properties.a.maxlength: unknown keyword; did you mean 'maxLength'?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "problem"), NEAR_MISSES + UNSOUND_SCHEMAS)
+def test_a_near_miss_or_an_unsound_schema_in_a_tool_yaml_is_refused(
+    project: Path,
+    check: Check,
+    extra: str,
+    problem: str,
+) -> None:
+    tool_yaml(project, "t", extra)
+    assert problems_of(check) == [f"config/scripts/tools/t.yaml:{problem}"]
+
+
+def test_a_sound_schema_with_keywords_of_its_own_passes(project: Path, check: Check) -> None:
+    tool_yaml(
+        project,
+        "t",
+        """\
+        parameters:
+          type: object
+          title: T
+          x-ui: {order: [a, b]}
+          properties:
+            a: {type: string, examples: [x], x-widget: textarea, order: 1}
+            b: {type: array, items: {type: integer}, prefixItems: [{const: 1}]}
+            requried: {type: boolean, description: "a property may have any name"}
+          oneOf:
+            - required: [a]
+            - required: [b]
+          $defs:
+            pair: {type: array, minItems: 2}
+          required: [requried]
+        """,
+    )
+    assert check() == (0, ["ok: 1 tool, 0 hooks, 0 templates"])
+
+
+# -- a name claimed twice: both refused, each naming the other ------------------------------------
+
+
+def test_two_tools_with_one_name_are_both_refused(project: Path, check: Check) -> None:
+    tool_yaml(project, "first")
+    write(
+        project, "config/scripts/tools/sub/copy.yml", "kind: script_tool\nname: first\nscript: ../first.js\n"
+    )
+    assert problems_of(check) == [
+        "config/scripts/tools/first.yaml:2: name: 'first' is also defined in sub/copy.yml;"
+        " rename one of them",
+        "config/scripts/tools/sub/copy.yml:2: name: 'first' is also defined in ../first.yaml;"
+        " rename one of them",
+    ]
+
+
+def test_two_hooks_with_one_name_are_both_refused_but_a_tool_may_share_it(
+    project: Path, check: Check
+) -> None:
+    hook_yaml(project, "audit", HOOK_RHAI)
+    write(project, "config/scripts/hooks/audit2.yaml", "kind: script_hook\nname: audit\nscript: audit.rhai\n")
+    tool_yaml(project, "audit")  # tools and hooks are two name spaces
+    assert problems_of(check) == [
+        "config/scripts/hooks/audit.yaml:2: name: 'audit' is also defined in audit2.yaml; rename one of them",
+        "config/scripts/hooks/audit2.yaml:2: name: 'audit' is also defined in audit.yaml; rename one of them",
+    ]
+
+
+def test_two_templates_with_one_name_are_both_refused(project: Path, check: Check) -> None:
+    write(project, "config/templates/a.yaml", "# first\nname: helper\ninstructions: x\n")
+    write(project, "config/templates/b.yaml", "name: helper\ninstructions: y\n")
+    assert problems_of(check) == [
+        "config/templates/a.yaml:2: name: 'helper' is also defined in b.yaml; rename one of them",
+        "config/templates/b.yaml:1: name: 'helper' is also defined in a.yaml; rename one of them",
+    ]
+
+
+# -- S7: a hook's script must define what it promises ------------------------------------------------
+
+
+MISSING_HOOK_FUNCTIONS = [
+    (
+        "function beforeUserMessage(ctx, msg) { return {notice: 'n'}; }\n",
+        ".js",
+        "",
+        "3: script: h.js defines none of the hook functions before_user_message, after_turn, after_loop;"
+        " it defines beforeUserMessage(): did you mean before_user_message?",
+    ),
+    (
+        "fn helper(x) { x }\n",
+        ".rhai",
+        "",
+        "3: script: h.rhai defines none of the hook functions before_user_message, after_turn, after_loop",
+    ),
+    (
+        "fn before_user_message(ctx, msg) { () }\nfn after_turns(ctx, q, a) { () }\n",
+        ".rhai",
+        "events: [before_user_message, after_turn]\n",
+        "4: events[1]: h.rhai does not define after_turn();"
+        " it defines after_turns(): did you mean after_turn?",
+    ),
+    (
+        "function before_user_message() {}\nconst afterLoop = () => 1;\n",
+        ".js",
+        "",
+        "3: script: h.js defines afterLoop(), which is never called; did you mean after_loop?",
+    ),
+    (
+        "throw new Error('not at load');\nfunction after_turn() {}\n",
+        ".js",
+        "",
+        "3: script h.js: its top level failed while looking for the hook functions (it runs with no"
+        " services at load): Error: not at load (at h.js:1:",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "ext", "extra", "problem"), HOOK_NEAR_MISSES + MISSING_HOOK_FUNCTIONS)
+def test_a_near_miss_in_a_hook_or_a_missing_hook_function_is_refused(
+    project: Path,
+    check: Check,
+    source: str,
+    ext: str,
+    extra: str,
+    problem: str,
+) -> None:
+    hook_yaml(project, "h", source, extra, ext=ext)
+    (line,) = problems_of(check)
+    assert line.startswith(f"config/scripts/hooks/h.yaml:{problem}")
+
+
+@pytest.mark.parametrize(
+    ("source", "ext"),
+    [
+        ("const after_turn = (ctx, q, a) => ({notice: 'n'});\n", ".js"),
+        ("module.exports = {after_loop(ctx, reason) {}};\n", ".cjs"),
+        ("export function before_user_message(ctx, msg) {}\n", ".mjs"),
+        ("fn after_loop(ctx, reason) { () }\n", ".rhai"),
+    ],
+)
+def test_hook_functions_are_found_however_they_are_defined(
+    project: Path, check: Check, source: str, ext: str
+) -> None:
+    hook_yaml(project, "h", source, ext=ext)
+    assert check() == (0, ["ok: 0 tools, 1 hook, 0 templates"])
+
+
+def test_a_hooks_top_level_sees_no_environment_at_load(
+    project: Path, check: Check, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AK_CHECK_SECRET", "s3cret")
+    source = (
+        "if (env_var('AK_CHECK_SECRET')) { throw new Error('saw the secret'); }\nfunction after_loop() {}\n"
+    )
+    hook_yaml(project, "h", source, ext=".js")
+    assert check() == (0, ["ok: 0 tools, 1 hook, 0 templates"])
+
+
+# -- YAML itself: syntax errors and keys given twice name the file and line ----------------------------
+
+
+def test_a_yaml_syntax_error_names_file_and_line(project: Path, check: Check) -> None:
+    write(project, "config/scripts/tools/t.js", TOOL_JS)
+    write(project, "config/scripts/tools/t.yaml", "kind: script_tool\nname: t\n  oops: here\nscript: t.js\n")
+    (line,) = problems_of(check)
+    assert line.startswith("config/scripts/tools/t.yaml:3: bad YAML: mapping values are not allowed")
+    assert "<unicode string>" not in line
+
+
+def test_a_key_given_twice_is_refused(project: Path, check: Check) -> None:
+    tool_yaml(project, "t", "description: one\nui: {}\ndescription: two\n")
+    assert problems_of(check) == [
+        "config/scripts/tools/t.yaml:6: description: key given twice (first on line 4)"
+    ]
+
+
+def test_a_script_syntax_error_points_at_the_script_key(project: Path, check: Check) -> None:
+    tool_yaml(project, "t", script="function run( {\n")
+    (line,) = problems_of(check)
+    assert line.startswith("config/scripts/tools/t.yaml:3: script t.js: SyntaxError:")
+
+
+# -- templates (S23.1) -------------------------------------------------------------------------------
+
+
+def test_a_template_naming_an_unknown_tool_or_hook_is_a_problem(project: Path, check: Check) -> None:
+    tool_yaml(project, "text_stats")
+    hook_yaml(project, "audit", HOOK_RHAI)
+    write(
+        project,
+        "config/templates/helper.yaml",
+        "name: helper\ninstructions: x\ntools:\n  - text_stats\n  - text_stat\nhooks: [audti]\n",
+    )
+    assert problems_of(check) == [
+        "config/templates/helper.yaml:5: template helper: tools[1]: unknown tool 'text_stat'"
+        " (known: text_stats); did you mean 'text_stats'?",
+        "config/templates/helper.yaml:6: template helper: hooks[0]: unknown hook 'audti'"
+        " (known: audit); did you mean 'audit'?",
+    ]
+
+
+def test_a_template_naming_a_broken_tool_is_a_problem_too(project: Path, check: Check) -> None:
+    tool_yaml(project, "broken", script="function run( {\n")
+    write(project, "config/templates/helper.yaml", "name: helper\ninstructions: x\ntools: [broken]\n")
+    lines = problems_of(check)
+    assert [line.split(": ")[0] for line in lines] == [
+        "config/scripts/tools/broken.yaml:3",
+        "config/templates/helper.yaml:3",
+    ]
+
+
+# -- kernel.yaml -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "scripts: {}\nlimts: {}\n",
+            "2: unknown key 'limts' (allowed: duckdb, files, http, limits, llm, logging, paths, root,"
+            " scripts, server, shell, state); did you mean 'limits'?",
+        ),
+        ("limits:\n  timeout_secs: soon\n", "2: limits.timeout_secs: 'soon' is not of type 'number'"),
+        ("llm:\n  model: m\n  base_url: 5\n", "3: llm.base_url: "),
+        ("scripts: [\n", "2: bad YAML: "),
+    ],
+)
+def test_a_broken_kernel_yaml_is_a_problem_not_a_traceback(
+    project: Path,
+    check: Check,
+    text: str,
+    problem: str,
+) -> None:
+    write(project, "config/kernel.yaml", text)
+    code, lines = check()
+    assert code == 1
+    assert lines[0].startswith(f"config/kernel.yaml:{problem}"), lines
+    assert lines[1:] == ["found 1 problem (0 tools, 0 hooks, 0 templates loaded)"]
+
+
+def test_config_flag_and_paths_outside_the_working_directory(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tool_yaml(project, "t", "paramaters: {}\n")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(elsewhere)
+        assert main(["check", "--config", str(project / "config" / "kernel.yaml")]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    where = project.resolve() / "config" / "scripts" / "tools" / "t.yaml"
+    assert first == f"{where}:4: paramaters: unknown field; did you mean 'parameters'?"
+
+
+# -- --json ----------------------------------------------------------------------------------------
+
+
+def test_json_lists_every_problem_with_path_line_and_reason(project: Path, check: Check) -> None:
+    tool_yaml(project, "good")
+    bad = tool_yaml(project, "bad", "event: x\nparamaters: {}\n")
+    write(project, "config/templates/helper.yaml", "name: helper\ninstructions: x\n")
+    code, lines = check("--json")
+    assert code == 1
+    assert json.loads("\n".join(lines)) == {
+        "ok": False,
+        "problems": [
+            {
+                "path": str(bad.resolve()),
+                "line": 5,
+                "reason": "paramaters: unknown field; did you mean 'parameters'?",
+            }
+        ],
+        "tools": 1,
+        "hooks": 0,
+        "templates": 1,
+    }
+    bad.unlink()
+    code, lines = check("--json")
+    assert (code, json.loads("\n".join(lines))["ok"]) == (0, True)
+
+
+# -- hook list, template list ------------------------------------------------------------------------
+
+
+def test_hook_list_shows_hooks_in_run_order(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook_yaml(project, "late", HOOK_RHAI, "events: [before_user_message]\n")
+    hook_yaml(project, "early", HOOK_RHAI, "priority: -5\n")
+    hook_yaml(project, "broken", "fn nothing() { () }\n")
+    monkeypatch.chdir(project)
+    assert main(["hook", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "early  early.rhai  priority -5  every hook function it defines",
+        "late   late.rhai   priority 0   before_user_message",
+    ]
+    assert err.splitlines() == [
+        "not loaded: config/scripts/hooks/broken.yaml:3: script: broken.rhai defines none of the hook"
+        " functions before_user_message, after_turn, after_loop"
+    ]
+    assert main(["hook", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(h["name"], h["events"], h["priority"]) for h in listed["hooks"]] == [
+        ("early", None, -5),
+        ("late", ["before_user_message"], 0),
+    ]
+    assert [(Path(p["path"]).name, p["line"]) for p in listed["problems"]] == [("broken.yaml", 3)]
+
+
+def test_template_list_shows_templates_and_their_problems(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tool_yaml(project, "t")
+    write(
+        project, "config/templates/b.yaml", "name: beta\ndescription: second\ninstructions: x\ntools: [t]\n"
+    )
+    write(project, "config/templates/a.yaml", "name: alpha\ndescription: first\ninstructions: x\n")
+    write(project, "config/templates/c.yaml", "name: gamma\ninstructions: x\ntools: [nope]\n")
+    monkeypatch.chdir(project)
+    assert main(["template", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["alpha  a.yaml  first", "beta   b.yaml  second", "gamma  c.yaml"]
+    assert err.splitlines() == [
+        "not loaded: config/templates/c.yaml:3: template gamma: tools[0]: unknown tool 'nope' (known: t)"
+    ]
+    assert main(["template", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(t["name"], t["tools"]) for t in listed["templates"]] == [
+        ("alpha", []),
+        ("beta", ["t"]),
+        ("gamma", ["nope"]),
+    ]
+    assert [p["line"] for p in listed["problems"]] == [3]
+
+
+def test_lists_with_nothing_in_them(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["template", "list"]) == 0
+    assert capsys.readouterr().out.startswith("no templates found in ")
+    assert main(["hook", "list"]) == 0
+    assert capsys.readouterr().out.startswith("no hooks found in ")
