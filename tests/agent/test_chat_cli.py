@@ -455,3 +455,11 @@ def test_ctrl_c_or_ctrl_d_on_an_empty_prompt_quits(
         reader = PromptLines(tmp_path / "history", [], input=keys, output=DummyOutput())
         keys.send_text(key)
         assert reader.read(event_loop_for_prompt) is None
+
+
+def test_the_command_line_alone_loads_no_chat_machinery() -> None:
+    """Every `agentkernel` command builds the chat's parser; prompt_toolkit and the check wait for a chat."""
+    watched = ["prompt_toolkit", "agentkernel.llm.probe", "agentkernel.cli.chat_app"]
+    probe = f"import sys, agentkernel.cli.chat; print([m for m in {watched!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
