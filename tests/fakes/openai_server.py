@@ -13,9 +13,12 @@ sockets. A test appends the turns it expects, in order:
 Each request takes the next turn; with none left it asks `respond_with`'s
 callback, and with neither it answers HTTP 500 saying the script is empty,
 so an unexpected call fails loudly. A `Reply` is streamed as server-sent
-events when the request asks for `stream`. Everything is bounded: delays are
-capped and cut short by `stop()`, idle connections time out, and past
-`max_requests` every request gets a 500, so a runaway retry loop ends.
+events when the request asks for `stream`. `GET /v1/models` is answered
+apart from the script, listing `models` (none by default); with `api_key`
+set, a request without `Authorization: Bearer <api_key>` gets OpenAI's 401;
+any other path gets a 404. Everything is bounded: delays are capped and cut
+short by `stop()`, idle connections time out, and past `max_requests` every
+request gets a 500, so a runaway retry loop ends.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,9 @@ class Reply:
     """A successful answer: text and/or tool calls with usage; streamed when asked.
 
     `usage=False` leaves usage out (some servers never send it);
-    `drop_after_chunks` cuts a stream after that many events.
+    `drop_after_chunks` cuts a stream after that many events;
+    `stall_after_chunks` stops sending after that many events until the
+    server stops (at most 10 s), like a model that hangs mid-answer.
     """
 
     text: str | None = None
@@ -145,6 +151,7 @@ class Reply:
     chunk_chars: int = 3
     chunk_delay: float = 0.0
     drop_after_chunks: int | None = None
+    stall_after_chunks: int | None = None
     model: str = "fake-model"
 
     def answer(self, exchange: Exchange) -> None:
@@ -216,6 +223,8 @@ class Reply:
             if number == self.drop_after_chunks:
                 exchange.drop()
                 return
+            if number == self.stall_after_chunks:
+                exchange.sleep(10.0)
             exchange.event(json.dumps(chunk))
             exchange.sleep(self.chunk_delay)
         exchange.finishing()  # a client may stop reading at [DONE]
@@ -268,6 +277,17 @@ class RawResponse:
         exchange.send(self.status, self.body.encode("utf-8"), self.content_type)
 
 
+@dataclass(frozen=True)
+class ModelList:
+    """`GET /v1/models` as OpenAI answers it."""
+
+    models: tuple[str, ...]
+
+    def answer(self, exchange: Exchange) -> None:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        exchange.send_json(200, {"object": "list", "data": data})
+
+
 Responder: TypeAlias = Callable[[RecordedRequest], Turn]
 
 
@@ -309,8 +329,12 @@ class _State:
 class FakeLLMServer:
     """The scripted server; use as a context manager (or `start()` / `stop()`)."""
 
-    def __init__(self, *, max_requests: int = 500) -> None:
+    def __init__(
+        self, *, max_requests: int = 500, models: tuple[str, ...] = (), api_key: str | None = None
+    ) -> None:
         self.max_requests = max_requests
+        self.models = models
+        self.api_key = api_key
         self._lock = threading.Lock()
         self._state = _State()
         self._stop = threading.Event()
@@ -410,6 +434,15 @@ class FakeLLMServer:
         finally:
             finishing()
 
+    def _refusal(self, request: RecordedRequest) -> HttpError | None:
+        """OpenAI's 401 when a key is required and not sent; a wrong key is echoed, as some servers do."""
+        if self.api_key is None:
+            return None
+        sent = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if not sent:
+            return HttpError(401, "You didn't provide an API key.")
+        return None if sent == self.api_key else HttpError(401, f"Incorrect API key provided: {sent}")
+
     def _admit(self, request: RecordedRequest) -> Turn:
         with self._lock:
             state = self._state
@@ -419,6 +452,11 @@ class FakeLLMServer:
             number = len(state.requests)
             if number > self.max_requests:
                 return HttpError(500, f"fake LLM server: request limit of {self.max_requests} reached")
+            refusal = self._refusal(request)
+            if refusal is not None:
+                return refusal
+            if (request.method, request.path) == ("GET", MODELS_PATH):
+                return ModelList(self.models)
             if request.path != CHAT_PATH:
                 return HttpError(404, f"fake LLM server: no route {request.method} {request.path}")
             if state.turns:
@@ -446,10 +484,12 @@ def _read_request(handler: BaseHTTPRequestHandler) -> RecordedRequest:
 
 __all__ = [
     "CHAT_PATH",
+    "MODELS_PATH",
     "Drop",
     "FakeLLMServer",
     "FakeToolCall",
     "HttpError",
+    "ModelList",
     "RawResponse",
     "RecordedRequest",
     "Reply",

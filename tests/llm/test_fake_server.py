@@ -52,9 +52,30 @@ def test_records_path_headers_and_body(llm_server: FakeLLMServer) -> None:
 
 def test_unknown_route_is_404(llm_server: FakeLLMServer) -> None:
     llm_server.add(Reply(text="kept"))
-    response = httpx.get(llm_server.base_url + "/models", timeout=5)
-    assert response.status_code == 404 and "no route GET /v1/models" in response.text
+    response = httpx.get(llm_server.base_url + "/embeddings", timeout=5)
+    assert response.status_code == 404 and "no route GET /v1/embeddings" in response.text
     assert llm_server.remaining == 1
+
+
+def test_models_are_listed_apart_from_the_script() -> None:
+    with FakeLLMServer(models=("llama3.1:latest",)) as server:
+        server.add(Reply(text="kept"))
+        response = httpx.get(server.base_url + "/models", timeout=5)
+        assert response.json()["data"][0]["id"] == "llama3.1:latest"
+        assert server.remaining == 1
+
+
+def test_a_key_is_required_when_given() -> None:
+    with FakeLLMServer(api_key="sk-1") as server:
+        server.add(Reply(text="ok"))
+        url = server.base_url + CHAT
+        missing = httpx.post(url, json={}, timeout=5)
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer sk-2"}, timeout=5)
+        right = httpx.post(url, json={}, headers={"Authorization": "Bearer sk-1"}, timeout=5)
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert missing.json()["error"]["message"] == "You didn't provide an API key."
+    assert wrong.json()["error"]["message"] == "Incorrect API key provided: sk-2"
+    assert right.json()["choices"][0]["message"]["content"] == "ok"
 
 
 def test_request_limit_stops_runaway_loops() -> None:

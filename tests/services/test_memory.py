@@ -53,7 +53,7 @@ def fill(store: SqliteMessageStore, session: str, *texts: str) -> list[int]:
 
 def test_it_is_a_message_store(store: SqliteMessageStore) -> None:
     assert isinstance(store, MessageStore)
-    assert {"user", "agent", "tool_call", "tool_result", "hook", "notice", "warning", "error"} == KINDS
+    assert {"user", "agent", "tool_call", "tool_result", "hook", "notice", "warning", "error", "end"} == KINDS
 
 
 def test_ids_increase(store: SqliteMessageStore) -> None:

@@ -1,12 +1,14 @@
 """The agent loop (S23.3): user message → hooks → LLM ↔ tools → answer → hooks.
 
 One `run` handles one user message of a process and ends with a reason
-(S7.3): `job_done`, `terminated`, `blocked` (a hook suppressed the message),
+(S7.3): `job_done`, `terminated` (the process was terminated, or the user
+stopped the turn), `blocked` (a hook suppressed the message),
 `budget_exhausted`, `max_turns` or `error`. Everything the user should see
 is emitted as `LoopEvent`s as it happens (notices, tokens, tool calls and
 results, visual blocks, warnings, the answer, errors); everything that
-happened is recorded in the message store (S23.5). Scripts and helpers are
-synchronous, so tools and hooks run on worker threads (DESIGN rule 7).
+happened is recorded in the message store (S23.5), the end reason of each
+run included. Scripts and helpers are synchronous, so tools and hooks run on
+worker threads (DESIGN rule 7).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from agentkernel.agent.hooks import HookPipeline, HookRecord
 from agentkernel.catalog import ScriptCatalog
@@ -42,6 +44,11 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
 log = logging.getLogger("agentkernel.loop")
+T = TypeVar("T")
+
+# the tool message for a call the model asked for but the user stopped first: the
+# conversation must answer every tool call, or the next request is refused
+NOT_RUN = "not run: the user stopped the turn"
 
 
 class EndReason(StrEnum):
@@ -158,8 +165,16 @@ class AgentLoop:
         history: list[ChatMessage],
         text: str,
         emit: Emit,
+        stop: asyncio.Event | None = None,
     ) -> LoopResult:
-        """Handle one user message; `history` is the conversation so far (not changed)."""
+        """Handle one user message; `history` is the conversation so far (not changed).
+
+        Setting `stop` ends the run with `terminated` at once: an answer being
+        streamed is cut where it is (the text shown so far is kept and
+        recorded), a running tool call is waited for, and no further LLM call
+        or tool call is made.
+        """
+        stop = stop or asyncio.Event()
         caller = process.caller(self.services)
         message: JSONObject = {"role": "user", "content": text}
         self._record(caller, "user", "user", text)
@@ -190,7 +205,7 @@ class AgentLoop:
             *(ChatMessage(str(m["role"]), str(m["content"])) for m in before.inject),
             ChatMessage(str(question["role"]), str(question["content"])),  # replace_message keeps its role
         ]
-        answer, reason, messages = await self._converse(process, settings, caller, messages, emit)
+        answer, reason, messages = await self._converse(process, settings, caller, messages, emit, stop)
         # injected messages serve this turn only; the conversation keeps the rest
         start = 1 + len(history)
         kept = messages[1:start] + messages[start + len(before.inject) :]
@@ -203,6 +218,7 @@ class AgentLoop:
         caller: Caller,
         messages: list[ChatMessage],
         emit: Emit,
+        stop: asyncio.Event,
     ) -> tuple[str | None, EndReason, list[ChatMessage]]:
         if self.provider is None:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
@@ -213,7 +229,7 @@ class AgentLoop:
         )
         last_text: str | None = None
         for _ in range(settings.max_turns):
-            if process.terminated:
+            if process.terminated or stop.is_set():
                 return last_text, EndReason.TERMINATED, messages
             if process.budget.exhausted:
                 await self._error(caller, str(BudgetExhausted()), emit)
@@ -225,11 +241,15 @@ class AgentLoop:
                 temperature=settings.temperature,
                 model=settings.model,
             )
+            streamed: list[str] = []
             try:
-                completion = await self._complete(request, emit)
+                completion = await _unless_stopped(self._complete(request, emit, streamed), stop)
             except ProviderError as exc:
                 await self._error(caller, f"the LLM is unavailable: {exc}", emit)
                 return last_text, EndReason.ERROR, messages
+            if completion is None:
+                partial = self._keep_partial(caller, "".join(streamed), messages)
+                return partial or last_text, EndReason.TERMINATED, messages
             process.charge(completion.usage.total_tokens)  # never refuses: checked before each call
             messages.append(ChatMessage.assistant(completion.text, completion.tool_calls))
             last_text = completion.text
@@ -238,15 +258,38 @@ class AgentLoop:
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
                 await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream}))
                 return answer, EndReason.JOB_DONE, messages
-            for index, call in enumerate(completion.tool_calls):
-                # the completion's tokens are recorded with its first tool call
-                usage = completion.usage.total_tokens if index == 0 else None
-                result = await self._tool_call(caller, call, emit, usage)
-                messages.append(ChatMessage.tool(call.id, result.content, call.name))
+            await self._run_tools(caller, completion, messages, emit, stop)
         await self._error(caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit)
         return last_text, EndReason.MAX_TURNS, messages
 
-    async def _complete(self, request: CompletionRequest, emit: Emit) -> Completion:
+    async def _run_tools(
+        self,
+        caller: Caller,
+        completion: Completion,
+        messages: list[ChatMessage],
+        emit: Emit,
+        stop: asyncio.Event,
+    ) -> None:
+        """The completion's tool calls in order, each result appended; after a stop, the rest are not run."""
+        for index, call in enumerate(completion.tool_calls):
+            if stop.is_set():
+                messages.append(ChatMessage.tool(call.id, NOT_RUN, call.name))
+                continue
+            # the completion's tokens are recorded with its first tool call
+            usage = completion.usage.total_tokens if index == 0 else None
+            result = await self._tool_call(caller, call, emit, usage)
+            messages.append(ChatMessage.tool(call.id, result.content, call.name))
+
+    def _keep_partial(self, caller: Caller, partial: str, messages: list[ChatMessage]) -> str | None:
+        """The text of a stopped answer stays: the user saw it, and the model sees it next time."""
+        if not partial:
+            return None
+        self._record(caller, "assistant", "agent", partial, {"stopped": True})
+        messages.append(ChatMessage.assistant(partial))
+        return partial
+
+    async def _complete(self, request: CompletionRequest, emit: Emit, streamed: list[str]) -> Completion:
+        """One LLM call; the streamed text is also appended to `streamed`, in case it is cut short."""
         assert self.provider is not None
         if not self.stream:
             return await self.provider.complete(request)
@@ -255,6 +298,7 @@ class AgentLoop:
         async with contextlib.aclosing(self.provider.stream(request)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, TextDelta):
+                    streamed.append(event.text)
                     await emit(LoopEvent("token", {"text": event.text}))
                 elif isinstance(event, StreamDone):
                     final = event.completion
@@ -306,6 +350,7 @@ class AgentLoop:
             await self._notice(caller, notice, emit)
         loop_records = await asyncio.to_thread(self.hooks.after_loop, settings.hooks, caller, reason.value)
         self._record_hooks(caller, loop_records)
+        self._record(caller, "system", "end", reason.value)
         await emit(LoopEvent("end", {"reason": reason.value}))
         return LoopResult(answer, reason, history)
 
@@ -317,6 +362,24 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         self._record(caller, "system", "error", text)
         await emit(LoopEvent("error", {"message": text}))
+
+
+async def _unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
+    """`work`'s result, or None when `stop` is set first; `work` is then cancelled.
+
+    Cancelling closes an LLM stream (its connection and concurrency slot go
+    at once), so a server that stalls cannot hold a stop back.
+    """
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((task, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait((task,))
+    return None if task.cancelled() else task.result()
 
 
 def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:

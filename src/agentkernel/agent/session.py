@@ -15,7 +15,9 @@ class ChatSession:
     """Sends user messages through the agent loop, one at a time, keeping the history.
 
     Messages of one session are handled in order (a lock), while different
-    sessions run concurrently on the same kernel.
+    sessions run concurrently on the same kernel. `stop()` ends the message
+    being handled now (Ctrl-C in the terminal chat, a stop button in a UI):
+    its run ends `terminated`, and the session goes on with the next one.
     """
 
     process: Process
@@ -23,12 +25,24 @@ class ChatSession:
     settings: LoopSettings
     history: list[ChatMessage] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     async def send(self, text: str, emit: Emit) -> LoopResult:
         async with self._lock:
-            result = await self.loop.run(self.process, self.settings, self.history, text, emit)
+            self._stop = stop = asyncio.Event()
+            try:
+                result = await self.loop.run(self.process, self.settings, self.history, text, emit, stop)
+            finally:
+                self._stop = None
             self.history = result.history
             return result
+
+    def stop(self) -> bool:
+        """Stop the message being handled now; False when there is none. Call it on the session's loop."""
+        if self._stop is None:
+            return False
+        self._stop.set()
+        return True
 
 
 __all__ = ["ChatSession"]

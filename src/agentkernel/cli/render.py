@@ -13,6 +13,7 @@ from agentkernel.agent.loop import LoopEvent
 from agentkernel.types import JSONObject, JSONValue
 
 BAR_WIDTH = 30
+SHOWN_CHARS = 200  # tool arguments and results are cut to this in the chat (the transcript keeps all)
 
 
 class ChatRenderer:
@@ -48,12 +49,12 @@ class ChatRenderer:
         self.console.print(Text(f"ℹ {data['text']}", style="yellow"))
 
     def _tool_call(self, data: JSONObject) -> None:
-        self.console.print(Text(f"→ {data['name']}({data['arguments']})", style="cyan"))
+        shown = _shorten(readable_json(str(data["arguments"])))
+        self.console.print(Text(f"→ {data['name']}({shown})", style="cyan"))
 
     def _tool_result(self, data: JSONObject) -> None:
         mark, style = ("✓", "green") if data.get("success") else ("✗", "red")
-        content = str(data.get("content", ""))
-        shown = content if len(content) <= 200 else content[:197] + "..."
+        shown = _shorten(str(data.get("content", "")))
         self.console.print(Text(f"{mark} {data['name']}: {shown}", style=style))
 
     def _warning(self, data: JSONObject) -> None:
@@ -80,6 +81,18 @@ class ChatRenderer:
         elif kind == "file":
             where = block.get("url") or block.get("path")
             self.console.print(Text(f"📎 {block.get('name')} ({where})", style="magenta"))
+
+
+def readable_json(text: str) -> str:
+    """JSON text with its `\\u0430` escapes written out as the letters they stand for; other text as it is."""
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def _cell(value: JSONValue) -> str:
@@ -120,4 +133,4 @@ def chart(block: JSONObject) -> Text:
     return out
 
 
-__all__ = ["ChatRenderer", "chart", "table"]
+__all__ = ["ChatRenderer", "chart", "readable_json", "table"]

@@ -117,6 +117,13 @@ def _integer(
     return value
 
 
+def read_api_key(config: LLMConfig, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The key in the variable `api_key_env` names; None when none is named, or it is unset or empty."""
+    if config.api_key_env is None:
+        return None
+    return environ.get(config.api_key_env) or None
+
+
 def _api_key(config: LLMConfig, environ: Mapping[str, str]) -> str | None:
     """The key from the named variable, or None (with a warning) when it is unset or empty.
 
@@ -124,14 +131,12 @@ def _api_key(config: LLMConfig, environ: Mapping[str, str]) -> str | None:
     (Ollama, llama.cpp) and a hosted one that does; a server that needs it
     answers 401 with its own message, which the ProviderError carries.
     """
-    if config.api_key_env is None:
-        return None
-    key = environ.get(config.api_key_env, "")
-    if not key:
+    key = read_api_key(config, environ)
+    if key is None and config.api_key_env is not None:
         log.warning(
             "llm.api_key_env: environment variable %s is not set; sending no API key", config.api_key_env
         )
-    return key or None
+    return key
 
 
 def _build_openai_compat(config: LLMConfig, api_key: str | None) -> Provider:
@@ -159,4 +164,4 @@ def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -
     return LimitedProvider(inner, config.max_concurrency)
 
 
-__all__ = ["LLMConfig", "build_provider", "parse_llm_config"]
+__all__ = ["LLMConfig", "build_provider", "parse_llm_config", "read_api_key"]

@@ -51,7 +51,7 @@ from agentkernel.llm.base import (
 T = TypeVar("T")
 
 _MAX_SERVER_MESSAGE = 500
-_USER_AGENT = "agentkernel/0.1"
+USER_AGENT = "agentkernel/0.1"
 
 
 class _WireError(ValueError):
@@ -384,7 +384,7 @@ class OpenAICompatProvider:
         self.strict_json_schema = strict_json_schema
         self._api_key = api_key or None
         self._url = f"{self.base_url}/chat/completions"
-        self._shown_url = str(httpx.URL(self.base_url).copy_with(username=None, password=None, query=None))
+        self._shown_url = shown_url(self.base_url)
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -492,7 +492,7 @@ class OpenAICompatProvider:
         if self._client is None or self._client_loop is not loop:
             self._client_loop = loop
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
-            headers["User-Agent"] = _USER_AGENT
+            headers["User-Agent"] = USER_AGENT
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_secs))
@@ -527,7 +527,7 @@ class OpenAICompatProvider:
         status = response.status_code
         retryable = _is_retryable_status(status)
         raise self._error(
-            f"HTTP {status}: {_describe_body(response.text)}",
+            f"HTTP {status}: {describe_body(response.text)}",
             status=status,
             retryable=retryable,
             retry_after=retry_after_secs(response.headers) if retryable else None,
@@ -544,7 +544,7 @@ class OpenAICompatProvider:
         try:
             return decode_completion(response.json())
         except ValueError as exc:  # JSONDecodeError and _WireError alike
-            reason = str(exc) if isinstance(exc, _WireError) else f"not JSON: {_describe_body(response.text)}"
+            reason = str(exc) if isinstance(exc, _WireError) else f"not JSON: {describe_body(response.text)}"
             raise self._error(f"malformed response ({reason})", status=response.status_code) from exc
 
     def _parse_chunk(self, data: str) -> dict[str, Any]:
@@ -566,7 +566,12 @@ class OpenAICompatProvider:
             raise self._error(f"malformed stream ({exc})") from exc
 
 
-def _describe_body(text: str) -> str:
+def shown_url(url: str) -> str:
+    """`url` fit to print: without user, password or query, where a key might sit."""
+    return str(httpx.URL(url).copy_with(username=None, password=None, query=None))
+
+
+def describe_body(text: str) -> str:
     """The server's own error message when the body has one, else the body's start."""
     try:
         said = server_error_message(_mapping(json.loads(text), "body"))
@@ -587,4 +592,4 @@ def _after_attempts(error: ProviderError, attempts: int) -> ProviderError:
     )
 
 
-__all__ = ["OpenAICompatProvider", "RetryPolicy"]
+__all__ = ["USER_AGENT", "OpenAICompatProvider", "RetryPolicy", "describe_body", "shown_url"]

@@ -61,6 +61,7 @@ KIND_HOOK = "hook"
 KIND_NOTICE = "notice"
 KIND_WARNING = "warning"
 KIND_ERROR = "error"
+KIND_END = "end"
 KINDS = frozenset(
     {
         KIND_USER,
@@ -71,6 +72,7 @@ KINDS = frozenset(
         KIND_NOTICE,
         KIND_WARNING,
         KIND_ERROR,
+        KIND_END,
     }
 )
 """The kinds the kernel writes; any other short string is accepted too, for extensions."""

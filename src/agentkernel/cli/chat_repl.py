@@ -1,0 +1,192 @@
+"""The terminal chat's conversation: lines in, agent runs out, slash commands, Ctrl-C.
+
+Each line is one user message through the agent loop (`ChatSession.send`),
+shown as it happens by the `ChatRenderer`; a line starting with `/` is a
+command (`/help` lists them) and `//text` sends `/text` as a message.
+Ctrl-C while the agent answers stops that answer: the run ends `terminated`
+and is recorded like any other, and the next line is read. A second Ctrl-C
+in the same answer stops waiting (for a tool still running) and quits
+(`AnswerAbandoned`). Ctrl-C anywhere else (at the prompt, while a command
+prints) ends the chat.
+
+The chat runs on one event loop of its own, message by message, and reads
+lines between them with the loop idle, so Ctrl-C is a plain
+KeyboardInterrupt there, and goes to the chat's handler only while an answer
+runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import uuid
+from collections.abc import Callable, Iterator
+
+from rich.console import Console
+from rich.text import Text
+
+from agentkernel.agent.loop import EndReason
+from agentkernel.agent.session import ChatSession
+from agentkernel.cli.chat_input import LineReader
+from agentkernel.cli.render import ChatRenderer
+from agentkernel.kernel import Kernel
+
+# the runs that count as failed for the exit status of a piped chat
+FAILED = frozenset({EndReason.ERROR, EndReason.BUDGET_EXHAUSTED, EndReason.MAX_TURNS})
+
+Command = Callable[[], bool]  # False: quit
+
+
+class AnswerAbandoned(Exception):
+    """A second Ctrl-C while an answer was being stopped: the chat gives up on it and ends."""
+
+
+class TerminalChat:
+    """One chat with one template's agent; a `/reset` swaps in a new session."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        template: str,
+        console: Console,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        stream: bool = True,
+    ) -> None:
+        self.kernel = kernel
+        self.template = template
+        self.console = console
+        self.loop = loop
+        self.user_id = user_id
+        self.stream = stream
+        self.renderer = ChatRenderer(console)
+        self.failed = False  # some run ended in FAILED
+        self.session = self._open(session_id or str(uuid.uuid4()))
+        self.commands: dict[str, tuple[str, Command]] = {
+            "/help": ("this list", self._help),
+            "/reset": ("start over: a new session, a new process, an empty conversation", self._reset),
+            "/tools": ("the tools this agent may call", self._tools),
+            "/session": ("the session id, user, template and pid", self._session),
+            "/exit": ("quit (so do Ctrl-D and Ctrl-C on an empty line)", lambda: False),
+        }
+
+    # -- what the chat is talking to ----------------------------------------------------------------
+
+    def _open(self, session_id: str) -> ChatSession:
+        return self.kernel.open_chat(
+            self.template, user_id=self.user_id, session_id=session_id, stream=self.stream
+        )
+
+    @property
+    def session_id(self) -> str:
+        return self.session.process.session_id or ""
+
+    @property
+    def model(self) -> str | None:
+        """The model the agent asks for: its template's, else kernel.yaml's `llm.model`."""
+        llm = self.kernel.llm_config
+        return self.session.settings.model or (llm.model if llm is not None else None)
+
+    def banner(self, out: Console) -> None:
+        llm = self.kernel.llm_config
+        where = f"model {self.model} · {llm.base_url}" if llm is not None else "no LLM configured"
+        out.print(Text(f"template {self.template} · {where}", style="bold"))
+        out.print(Text(f"session {self.session_id} · /help for commands, /exit to quit", style="dim"))
+
+    def close(self) -> None:
+        self.kernel.processes.terminate(self.session.process.pid)
+
+    # -- the conversation ---------------------------------------------------------------------------
+
+    def run(self, reader: LineReader) -> None:
+        """Read and answer lines until the input ends or the user quits (Ctrl-C between answers too)."""
+        with contextlib.suppress(KeyboardInterrupt):
+            while (line := reader.read(self.loop)) is not None:
+                text = line.strip()
+                if text.startswith("/") and not text.startswith("//"):
+                    if not self._command(text):
+                        return
+                elif text:
+                    self._send(line[1:] if text.startswith("//") else line)
+
+    def _send(self, text: str) -> None:
+        """One run of the agent loop; Ctrl-C stops it, a second Ctrl-C abandons it."""
+        presses = 0
+
+        def interrupt() -> None:
+            nonlocal presses
+            presses += 1
+            if presses == 1:
+                self.session.stop()
+            else:
+                task.cancel()
+
+        with _on_sigint(self.loop, interrupt):
+            task = self.loop.create_task(self.session.send(text, self.renderer))
+            try:
+                result = self.loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                raise AnswerAbandoned from None
+        self.failed |= result.reason in FAILED
+
+    # -- slash commands ------------------------------------------------------------------------------
+
+    def _command(self, text: str) -> bool:
+        name = text.split()[0]
+        found = self.commands.get(name)
+        if found is None:
+            listed = ", ".join(self.commands)
+            self.console.print(Text(f"unknown command {name}; the commands are {listed}", style="yellow"))
+            return True
+        return found[1]()
+
+    def _help(self) -> bool:
+        width = max(len(name) for name in self.commands)
+        for name, (what, _) in self.commands.items():
+            self.console.print(Text(f"{name:<{width}}  {what}"))
+        self.console.print(Text(f"{'//text':<{width}}  send /text as a message"))
+        return True
+
+    def _reset(self) -> bool:
+        self.close()
+        self.session = self._open(str(uuid.uuid4()))
+        self.console.print(Text(f"new session {self.session_id}", style="dim"))
+        return True
+
+    def _tools(self) -> bool:
+        caller = self.session.process.caller(self.kernel.services)
+        specs = self.kernel.tools.visible_to(caller)
+        if not specs:
+            self.console.print(Text("this agent may call no tools"))
+        width = max((len(spec.name) for spec in specs), default=0)
+        for spec in specs:
+            self.console.print(Text(f"{spec.name:<{width}}  {spec.description}".rstrip()))
+        return True
+
+    def _session(self) -> bool:
+        process = self.session.process
+        rows = {"session": self.session_id, "user": process.user_id or "(none)"}
+        rows |= {"template": process.template_name, "pid": process.pid}
+        for label, value in rows.items():
+            self.console.print(Text(f"{label:<8}  {value}"))
+        return True
+
+
+@contextlib.contextmanager
+def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> Iterator[None]:
+    """`handler` runs on the loop at each SIGINT while the block runs; Ctrl-C raises again after it."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+__all__ = ["FAILED", "AnswerAbandoned", "TerminalChat"]
