@@ -189,9 +189,15 @@ def machine(node: str | None) -> Machine:
 
 
 def expected_content(text: str) -> str:
-    """What text_stats.js returns for `text` (its own rule: split on spaces)."""
-    words = [w for w in text.strip().split(" ") if w]
-    return f"Слов: {len(words)}"
+    """What text_stats.js returns for `text`: characters, words, sentences (its own rules)."""
+    words = text.split()
+    sentences, open_sentence = 0, False
+    for word in words:
+        open_sentence = open_sentence or any(c not in ".!?…" for c in word)
+        if open_sentence and word[-1] in ".!?…":
+            sentences, open_sentence = sentences + 1, False
+    sentences += open_sentence
+    return f"Символов: {len(text)}, слов: {len(words)}, предложений: {sentences}"
 
 
 def bench_kernel(

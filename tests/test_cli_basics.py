@@ -277,3 +277,14 @@ def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> N
     (tools / "who.yaml").write_text("kind: script_tool\nname: who\nscript: who.js\n")
     assert kernel.call_tool("who", {}, kernel.caller(session_id="s")).success
     assert [type(s).__name__ for s in kernel.services.built()] == ["FilesService"]
+
+
+def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:
+    loaded = modules_after(["tool", "run", "text_stats", '{"text": "a b"}'], shipped)
+    assert {"agentkernel.kernel", "quickjs", "yaml", "jsonschema"} <= loaded
+    unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.scripting.rhai.engine"}
+    unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
+    assert not loaded & unused, loaded & unused
+    rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
+    assert "agentkernel.scripting.rhai.engine" in rhai
+    assert not rhai & (unused - {"agentkernel.scripting.rhai.engine"})

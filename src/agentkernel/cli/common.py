@@ -10,10 +10,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentkernel.kernel import Kernel
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -40,7 +42,14 @@ def add_global_flags(parser: argparse.ArgumentParser, *, inherited: bool) -> Non
     if "--config" in options:
         options["--config"].default = absent
     else:
-        parser.add_argument("--config", type=Path, default=absent, metavar="FILE", help=CONFIG_HELP)
+        parser.add_argument("--config", type=path_argument, default=absent, metavar="FILE", help=CONFIG_HELP)
+
+
+def path_argument(text: str) -> Path:
+    """argparse's `type=` for a path: pathlib is imported when a path is given, not to build parsers."""
+    from pathlib import Path
+
+    return Path(text)
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -73,6 +82,8 @@ def load_kernel(
     prog: str, config: Path | str | None, *, start: Path | None = None, live: bool = True
 ) -> Kernel:
     """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong)."""
+    from pathlib import Path
+
     from agentkernel.config import find_kernel_config, load_kernel_config
     from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
@@ -110,6 +121,7 @@ __all__ = [
     "add_global_flags",
     "leaf_parsers",
     "load_kernel",
+    "path_argument",
     "quiet_broken_pipe",
     "setup_logging",
 ]

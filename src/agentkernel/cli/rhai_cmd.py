@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 # flag -> (Limits attribute, help); runner.LIMIT_FLAGS holds the same flags (a test keeps them equal)
 LIMITS_HELP: dict[str, tuple[str, str]] = {
@@ -42,6 +41,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_command(options: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from agentkernel.scripting.rhai.runner import limits_from_flags, run_source
 
     flags: list[str] = []

@@ -1,0 +1,188 @@
+"""What `agentkernel check` and the `… list` commands print: the project's contents and problems.
+
+`check` loads kernel.yaml and every tool, hook and template (a template's
+tools and hooks must exist), prints each problem as `file:line: field: what
+is wrong` and exits 1 when there is any, 0 otherwise, so it can guard a
+commit or a deployment. The lists print a table (or `--json`) on stdout and
+each file that did not load on stderr, and exit 0 either way. Tools and
+hooks share one catalog, so `tool list` and `hook list` both report every
+tool or hook file that did not load. The command line is in project_cmds.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkernel.errors import ConfigError, LoadProblem
+    from agentkernel.kernel import Kernel
+
+EXIT_OK, EXIT_PROBLEMS = 0, 1
+
+
+# -- showing problems ------------------------------------------------------------------------
+
+
+def shown_path(path: Path | str) -> str:
+    """`path` relative to the working directory when it lies under it, else as it is."""
+    absolute = Path(path).absolute()
+    cwd = Path.cwd()
+    return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)
+
+
+def problem_text(problem: LoadProblem) -> str:
+    """`file:line: field: what is wrong`, the file relative to the working directory."""
+    where = shown_path(problem.path) + (f":{problem.line}" if problem.line is not None else "")
+    return f"{where}: {problem.reason}"
+
+
+def problem_json(problem: LoadProblem) -> dict[str, Any]:
+    return {"path": str(problem.path), "line": problem.line, "reason": problem.reason}
+
+
+# -- listings --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a `… list` command shows: JSON items, table rows, and the files that did not load."""
+
+    noun: str
+    items: list[dict[str, Any]]
+    rows: Sequence[tuple[str, ...]]
+    problems: list[LoadProblem]
+    folders: Sequence[Path]
+
+    def print(self, as_json: bool) -> None:
+        if as_json:
+            document = {self.noun: self.items, "problems": [problem_json(p) for p in self.problems]}
+            print(json.dumps(document, ensure_ascii=False, indent=2))
+            return
+        widths = [max(map(len, column)) for column in zip(*self.rows, strict=True)]
+        for row in self.rows:
+            cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
+            print("  ".join([*cells, row[-1]]).rstrip())
+        if not self.rows:
+            print(f"no {self.noun} found in " + ", ".join(str(d) for d in self.folders))
+        for problem in self.problems:
+            print(f"not loaded: {problem_text(problem)}", file=sys.stderr)
+
+
+def _tool_listing(kernel: Kernel) -> Listing:
+    specs = kernel.tools.all()
+    items = [
+        {"name": s.name, "description": s.description, "script": str(s.script), "parameters": s.parameters}
+        for s in specs
+    ]
+    rows = [(s.name, s.script.name, s.description) for s in specs]
+    return Listing("tools", items, rows, kernel.catalog.problems(), kernel.config.tool_dirs)
+
+
+def _hook_listing(kernel: Kernel) -> Listing:
+    specs = sorted(kernel.catalog.hooks().values(), key=lambda s: (s.priority, s.name))
+    items = [
+        {"name": s.name, "script": str(s.script), "events": s.events, "priority": s.priority} for s in specs
+    ]
+    rows = [(s.name, s.script.name, f"priority {s.priority}", _events(s.events)) for s in specs]
+    return Listing("hooks", items, rows, kernel.catalog.problems(), kernel.config.hook_dirs)
+
+
+def _events(events: tuple[str, ...] | None) -> str:
+    return ", ".join(events) if events is not None else "every hook function it defines"
+
+
+def _template_listing(kernel: Kernel) -> Listing:
+    templates, problems = kernel.templates()
+    specs = [templates[name] for name in sorted(templates)]
+    items = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "path": str(t.yaml_path),
+            "tools": list(t.tools),
+            "hooks": list(t.hooks),
+        }
+        for t in specs
+    ]
+    rows = [(t.name, t.yaml_path.name if t.yaml_path else "", t.description) for t in specs]
+    return Listing("templates", items, rows, problems, [kernel.config.templates_dir])
+
+
+_LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
+    "tool": _tool_listing,
+    "hook": _hook_listing,
+    "template": _template_listing,
+}
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def _config_problem(exc: ConfigError) -> LoadProblem:
+    """A kernel.yaml error as a problem, with the line of its field found when the raiser had none."""
+    from agentkernel.errors import ConfigError, LoadProblem
+    from agentkernel.yaml_source import load_yaml
+
+    path = Path(exc.path) if exc.path is not None else Path("kernel.yaml")
+    line = exc.line
+    if line is None and exc.path is not None:
+        try:
+            line = load_yaml(path)[1].of_reason(exc.reason)
+        except ConfigError:
+            line = None
+    return LoadProblem(path, exc.reason, line)
+
+
+def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadProblem]]:
+    from agentkernel.config import find_kernel_config, load_kernel_config
+    from agentkernel.errors import ConfigError
+    from agentkernel.kernel import Kernel
+
+    try:
+        path = find_kernel_config(Path(config) if config is not None else None)
+        return Kernel(load_kernel_config(path), live=False), []
+    except ConfigError as exc:
+        return None, [_config_problem(exc)]
+
+
+def list_command(noun: str, config: Path | str | None, as_json: bool) -> int:
+    """`tool list`, `hook list`, `template list`: exit 0 with the listing, 1 without a project."""
+    from agentkernel.cli.common import load_kernel
+
+    kernel = load_kernel("agentkernel", config)  # exits 1, saying why, without a project
+    _LISTINGS[noun](kernel).print(as_json)
+    return EXIT_OK
+
+
+def check(config: Path | str | None, as_json: bool) -> int:
+    """Load everything, print every problem; 1 when there is any, 0 otherwise."""
+    kernel, problems = _load_project(config)
+    counts = {"tools": 0, "hooks": 0, "templates": 0}
+    if kernel is not None:
+        templates, template_problems = kernel.templates()
+        problems = sorted(
+            [*kernel.catalog.problems(), *template_problems], key=lambda p: (str(p.path), p.line or 0)
+        )
+        counts = {
+            "tools": len(kernel.catalog.tools()),
+            "hooks": len(kernel.catalog.hooks()),
+            "templates": len(templates),
+        }
+    if as_json:
+        document = {"ok": not problems, "problems": [problem_json(p) for p in problems], **counts}
+        print(json.dumps(document, ensure_ascii=False, indent=2))
+    else:
+        for problem in problems:
+            print(problem_text(problem))
+        summary = ", ".join(f"{n} {noun[:-1] if n == 1 else noun}" for noun, n in counts.items())
+        noun = "problem" if len(problems) == 1 else "problems"
+        print(f"found {len(problems)} {noun} ({summary} loaded)" if problems else f"ok: {summary}")
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+__all__ = ["check", "list_command", "problem_text", "shown_path"]
