@@ -116,7 +116,10 @@ def test_hook_spec(tmp_path: Path) -> None:
             "kind: script_hook\nname: h\nscript: t.js\nevents: [on_start]\n",
             "events[0]: 'on_start' is not one",
         ),
-        ("kind: script_tool\nname: t\nscript: t.js\nloop: &a [*a]\n", "cannot be passed to a script as JSON"),
+        (
+            "kind: script_tool\nname: t\nscript: t.js\nloop: &a [*a]\n",
+            "an alias refers to a value that contains it",
+        ),
         ("kind: script_tool\nname: t\nscript: t.js\nx: .nan\n", "cannot be passed to a script as JSON"),
         ("", "got an empty file"),
         ("kind: [unclosed\n", "bad YAML"),
@@ -358,3 +361,34 @@ def test_merge_keys_and_aliases_still_load(tmp_path: Path) -> None:
     spec = load_script_spec(write(tmp_path / "t.yaml", text))
     assert spec.raw["mine"] == {"x": 1, "y": 2} and spec.raw["again"] == {"x": 1}
     assert spec.lines.of("mine", "y") == 7
+
+
+# -- hostile YAML: aliases that expand without end --------------------------------------------
+
+
+def test_billion_laughs_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]")
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(tmp_path / "t.yaml", "kind: script_tool\nname: t\nscript: t.js\n" + "\n".join(levels) + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_script_spec(path)
+    assert caught.value.reason == "its aliases expand to more than 100,000 values"
+    assert caught.value.line is not None and caught.value.line > 4
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(tmp_path / "t.yaml", "kind: script_tool\nname: t\nscript: t.js\nx: &x [1, *x]\n")
+    with pytest.raises(ConfigError, match="an alias refers to a value that contains it"):
+        load_script_spec(path)
+
+
+def test_shared_anchors_of_modest_size_still_load(tmp_path: Path) -> None:
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(
+        tmp_path / "t.yaml",
+        "kind: script_tool\nname: t\nscript: t.js\nbase: &base {retries: 3}\nprod: *base\nstage: *base\n",
+    )
+    assert load_script_spec(path).raw["stage"] == {"retries": 3}

@@ -23,6 +23,7 @@ KeyPath = tuple[str | int, ...]
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_EXPANDED_VALUES = 100_000  # a config has hundreds; "billion laughs" aliases have billions
 
 
 def dotted(path: Iterable[str | int]) -> str:
@@ -86,6 +87,45 @@ def _syntax_error(path: Path, exc: yaml.MarkedYAMLError) -> ConfigError:
     return ConfigError(path, text, at.line + 1 if at is not None else None)
 
 
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expansion(path: Path, root: yaml.Node) -> None:
+    """Refuse aliases that expand into a huge value (or into themselves) before anything builds it.
+
+    Anchors make a tree a graph: nine lines of nested `*a` aliases stand for
+    a billion values, which building, validating or passing the value to a
+    script as JSON would hang on. Counting each node once (memoised,
+    iteratively) costs time linear in the file.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    todo: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while todo:
+        node, finished = todo.pop()
+        key = id(node)
+        if finished:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > MAX_EXPANDED_VALUES:
+                where = node.start_mark.line + 1
+                reason = f"its aliases expand to more than {MAX_EXPANDED_VALUES:,} values"
+                raise ConfigError(path, reason, where)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise ConfigError(path, "an alias refers to a value that contains it", node.start_mark.line + 1)
+        open_nodes.add(key)
+        todo.append((node, True))
+        todo.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
 def _key_lines(path: Path, root: yaml.Node | None) -> YamlLines:
     """Walk the node tree (iteratively: depth is the author's choice) and map every key."""
     lines: dict[KeyPath, int] = {}
@@ -122,6 +162,8 @@ def load_yaml(path: Path) -> tuple[object, YamlLines]:
     loader = _Loader(stream)
     try:
         root = loader.get_single_node()
+        if root is not None:
+            _check_expansion(path, root)
         lines = _key_lines(path, root)
         return (loader.construct_document(root) if root is not None else None), lines
     except yaml.MarkedYAMLError as exc:
