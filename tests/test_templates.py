@@ -161,9 +161,12 @@ def test_folder_scan_skips_other_files_subfolders_and_missing_folders(tmp_path: 
 
 
 def test_yaml_that_cannot_become_json_is_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, "t.yaml", MINIMAL + "description: &d [*d]\n")
+    recursive = write(tmp_path, "t.yaml", MINIMAL + "description: &d [*d]\n")
+    with pytest.raises(ConfigError, match="an alias refers to a value that contains it"):
+        load_template(recursive)
+    not_json = write(tmp_path, "u.yaml", MINIMAL + "description: .nan\n")
     with pytest.raises(ConfigError, match="cannot be passed to a script as JSON"):
-        load_template(path)
+        load_template(not_json)
 
 
 # -- references -------------------------------------------------------------------------------
