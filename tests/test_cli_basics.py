@@ -288,3 +288,16 @@ def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
     assert "agentkernel.scripting.rhai.engine" in rhai
     assert not rhai & (unused - {"agentkernel.scripting.rhai.engine"})
+
+
+def test_a_project_owned_by_someone_else_is_not_picked_up_silently(tmp_path: Path) -> None:
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    config = write_kernel_yaml(tmp_path)
+    os.chown(config, 4242, 4242)
+    inside = tmp_path / "config" / "scripts" / "tools"
+    with pytest.raises(
+        ConfigError, match=r"owned by another user \(uid 4242\); use it on purpose with --config"
+    ):
+        find_kernel_config(None, inside)
+    assert find_kernel_config(config, inside) == config  # named on purpose: used

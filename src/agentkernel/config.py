@@ -308,12 +308,32 @@ def find_kernel_config(explicit: Path | None = None, start: Path | None = None) 
     for folder in (origin, *origin.parents):
         candidate = folder / DEFAULT_CONFIG
         if candidate.is_file():  # shown as people typed it: relative when under the working directory
+            _refuse_foreign_owner(candidate)
             return candidate.relative_to(here) if candidate.is_relative_to(here) else candidate
     raise ConfigError(
         None,
         f"no project found: looked for {DEFAULT_CONFIG} in {origin} and every folder above it; "
         f"run from inside a project, pass --config FILE, or set {CONFIG_ENV}",
     )
+
+
+def _refuse_foreign_owner(candidate: Path) -> None:
+    """A project found by searching upward must belong to you (or root), as git requires of a repository.
+
+    Otherwise anyone who can write `/tmp/config/kernel.yaml` chooses which
+    scripts run when you type `agentkernel tool run …` anywhere under /tmp.
+    `--config` and $AGENTKERNEL_CONFIG name a file on purpose and skip this.
+    """
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # no owners to compare (Windows)
+        return
+    owner = candidate.stat().st_uid
+    if owner not in (getuid(), 0):
+        raise ConfigError(
+            candidate,
+            f"found by searching upward, but owned by another user (uid {owner}); "
+            "use it on purpose with --config or $AGENTKERNEL_CONFIG",
+        )
 
 
 def _existing_config(path: Path, given_by: str) -> Path:
