@@ -301,3 +301,29 @@ def test_a_project_owned_by_someone_else_is_not_picked_up_silently(tmp_path: Pat
     ):
         find_kernel_config(None, inside)
     assert find_kernel_config(config, inside) == config  # named on purpose: used
+
+
+@pytest.mark.parametrize(
+    ("section", "reason"),
+    [
+        ("duckdb:\n  max_rowz: 5\n", "duckdb.max_rowz: unknown field"),
+        ("http:\n  allow_privat: true\n", "http.allow_privat: unknown field"),
+        ("shell:\n  enabled: yes please\n", "shell.enabled: expected true or false"),
+        ("files:\n  bogus: 1\n", "files.bogus: unknown field"),
+        ("state:\n  max_value_bytes: 0\n", "state.max_value_bytes: expected an integer >= 1"),
+    ],
+)
+def test_a_bad_helper_section_is_refused_at_start_though_services_are_lazy(
+    tmp_path: Path, section: str, reason: str
+) -> None:
+    """Services are built on first use; their sections are still checked when the kernel starts."""
+    config = write_kernel_yaml(tmp_path, section)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "t.js").write_text("function run() { return 'ran'; }")
+    (tools / "t.yaml").write_text("kind: script_tool\nname: t\nscript: t.js\n")
+    run = cli("agentkernel", "tool", "run", "t", "{}", cwd=tmp_path)
+    check = cli("agentkernel", "check", cwd=tmp_path)
+    assert run.returncode == check.returncode == 1
+    assert f"config/kernel.yaml:5: {reason}" in run.stderr, run.stderr
+    assert f"config/kernel.yaml:5: {reason}" in check.stdout, check.stdout
+    assert config.is_file() and not (tmp_path / "data").exists()

@@ -27,6 +27,7 @@ from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, LazyServices, Services
 from agentkernel.services.lazy import ServiceFactory
 from agentkernel.services.memory import LazyMessageStore
+from agentkernel.services.sections import check_sections
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -114,6 +115,7 @@ class Kernel:
         self._provider = provider
         self.store = LazyMessageStore(config.messages_db)
         self.live = live
+        check_sections(config)  # a bad `http:`/`duckdb:`/… is refused now, not at its first use
         self.services = Services(
             environment=Environment(deny=deny),
             llm=self.provider if live else None,

@@ -92,7 +92,10 @@ def load_kernel(
         path = find_kernel_config(Path(config) if config is not None else None, start)
         return Kernel(load_kernel_config(path), live=live)
     except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        from agentkernel.cli.project_view import config_problem, problem_text
+
+        shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
+        print(f"{prog}: {shown}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_FOUND) from exc
 
 

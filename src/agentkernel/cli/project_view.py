@@ -123,7 +123,7 @@ _LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
 # -- check -----------------------------------------------------------------------------------
 
 
-def _config_problem(exc: ConfigError) -> LoadProblem:
+def config_problem(exc: ConfigError) -> LoadProblem:
     """A kernel.yaml error as a problem, with the line of its field found when the raiser had none."""
     from agentkernel.errors import ConfigError, LoadProblem
     from agentkernel.yaml_source import load_yaml
@@ -147,7 +147,7 @@ def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadPr
         path = find_kernel_config(Path(config) if config is not None else None)
         return Kernel(load_kernel_config(path), live=False), []
     except ConfigError as exc:
-        return None, [_config_problem(exc)]
+        return None, [config_problem(exc)]
 
 
 def list_command(noun: str, config: Path | str | None, as_json: bool) -> int:
@@ -185,4 +185,4 @@ def check(config: Path | str | None, as_json: bool) -> int:
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
-__all__ = ["check", "list_command", "problem_text", "shown_path"]
+__all__ = ["check", "config_problem", "list_command", "problem_text", "shown_path"]

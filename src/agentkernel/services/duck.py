@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,14 +43,18 @@ from typing import Any
 import duckdb
 
 from agentkernel.config import KernelConfig
-from agentkernel.errors import AgentKernelError, ConfigError
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.duck_settings import (
+    SECTION,
+    DuckSettings,
+    duck_root,
+    parse_settings,
+)
 from agentkernel.services.duck_values import convert_rows, unique_names
 from agentkernel.types import JSONObject, JSONValue
 
-SECTION = "duckdb"
 SUFFIXES = (".duckdb", ".db")
 MAX_PATH_CHARS = 1024
-MAX_TIMEOUT_SECS = 86_400.0  # a day; also keeps timers and lock waits within what threading accepts
 _MAX_NAME_BYTES = 255
 
 _DATA_STATEMENTS = ("SELECT", "INSERT", "UPDATE", "DELETE", "MERGE_INTO")
@@ -84,55 +88,6 @@ class Statement:
 
 class DuckError(AgentKernelError):
     """A DuckDB call that failed; the helper puts its own name in front of the text."""
-
-
-@dataclass(frozen=True)
-class DuckSettings:
-    """The `duckdb:` section of kernel.yaml."""
-
-    dir: str = "duckdb"  # under paths.data_dir
-    max_rows: int = 10_000  # the cap on db_query's limit
-    max_result_bytes: int = 10_000_000  # the rows of one db_query as JSON text
-    max_open_files: int = 64
-    query_timeout_secs: float = 30.0
-    memory_limit_mb: int = 256  # per open database
-    threads: int = 2  # per open database
-
-
-_INTEGER_FIELDS = ("max_rows", "max_result_bytes", "max_open_files", "memory_limit_mb", "threads")
-
-
-def parse_settings(section: object, where: Path | None) -> DuckSettings:
-    """Validate the `duckdb:` mapping; every error names `duckdb.<field>`."""
-    if section is None:
-        return DuckSettings()
-    if not isinstance(section, Mapping):
-        raise ConfigError(where, f"{SECTION}: expected a mapping, got {type(section).__name__}")
-    known = DuckSettings.__dataclass_fields__
-    values: dict[str, Any] = {}
-    for key, value in section.items():
-        field = f"{SECTION}.{key}"
-        if key not in known:
-            raise ConfigError(where, f"{field}: unknown field (known: {', '.join(known)})")
-        if key == "dir":
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(where, f"{field}: expected a non-empty folder name, got {value!r}")
-        elif key in _INTEGER_FIELDS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(where, f"{field}: expected an integer of at least 1, got {value!r}")
-        elif not _positive_seconds(value):
-            raise ConfigError(
-                where, f"{field}: expected seconds, more than 0 and at most a day, got {value!r}"
-            )
-        values[key] = value
-    return DuckSettings(**values)
-
-
-def _positive_seconds(value: object) -> bool:
-    """More than 0 and at most a day (NaN and infinity are neither)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return 0 < value <= MAX_TIMEOUT_SECS
 
 
 # -- the writer lock of each file, shared by every pool of the process ------------------------
@@ -307,12 +262,7 @@ class DuckService:
     def from_config(cls, config: KernelConfig) -> DuckService:
         """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`."""
         settings = parse_settings(config.raw.get(SECTION), config.path)
-        root = (config.data_dir / settings.dir).resolve()
-        for name, path in (("paths.temp_root", config.temp_root), ("messages_db_path", config.messages_db)):
-            if path.resolve().is_relative_to(root):
-                reason = f"{root} holds {name} ({path}), which scripts can write; keep them apart"
-                raise ConfigError(config.path, f"{SECTION}.dir: {reason}")
-        return cls(root, settings)
+        return cls(duck_root(config, settings), settings)
 
     def close(self) -> None:
         self.pool.close()
