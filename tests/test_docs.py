@@ -1,4 +1,4 @@
-"""Executes the examples of docs/scripts.md, docs/rhai.md and docs/kernel.md, so the guides cannot drift.
+"""Executes the examples of docs/tutorial.md, scripts.md, rhai.md and kernel.md, so the guides cannot drift.
 
 The marker scheme
 -----------------
@@ -85,7 +85,10 @@ Trailing spaces at the ends of output lines are ignored.
 
 Steps run in document order; steps of one example share one project folder
 (tmp_path) and one Kernel, which starts as `config/kernel.yaml` = `{}` (all
-defaults) unless the example writes its own. The Kernel carries the helper
+defaults) unless the example writes its own. The examples of docs/tutorial.md
+start instead where a newcomer starts, in a copy of the repository's own
+`config/` folder (the shipped kernel.yaml, tools, hooks and templates), so
+`agentkernel check` and the shipped tools answer there as in a fresh clone. The Kernel carries the helper
 services every kernel attaches (HTTP, programs, files, DuckDB, and the state
 store when `state.db_path` is set); it is closed when a new
 `kernel.yaml` replaces it and when the example ends. Every fenced block in
@@ -103,6 +106,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -117,14 +121,26 @@ from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 from tests.helpers.http_server import LocalHTTPServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-GUIDES = {"scripts": DOCS / "scripts.md", "rhai": DOCS / "rhai.md", "kernel": DOCS / "kernel.md"}
+GUIDES = {
+    "tutorial": DOCS / "tutorial.md",
+    "scripts": DOCS / "scripts.md",
+    "rhai": DOCS / "rhai.md",
+    "kernel": DOCS / "kernel.md",
+}
+FROM_SHIPPED_PROJECT = {"tutorial"}  # guides whose examples start in a copy of the shipped config/
 REPO = DOCS.parent
 TOOLS_DIR = Path("config/scripts/tools")
 KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
 CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
 WILDCARD = "..."
-MIN_EXAMPLES = {"scripts": 10, "rhai": 8, "kernel": 6}
+MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6}
+STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
+    "tutorial": {"shipped", "file", "cli", "llm"},
+    "scripts": {"file", "run", "cli"},
+    "rhai": {"python", "cli"},
+    "kernel": {"python", "cli", "llm", "shipped"},
+}
 TYPED = "› "  # a console line the user types (a chat's prompt)
 MIN_RHAI_TOOL_EXAMPLES = 6  # examples of docs/scripts.md that write a .rhai script
 SERVER_URLS = ("HTTP_URL", "LLM_URL")  # `$NAME` in a run block: a test server's base URL
@@ -364,7 +380,10 @@ class ExampleRunner:
         self.http: LocalHTTPServer | None = None  # started by the first step naming $HTTP_URL
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
-        self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
+        if example.guide in FROM_SHIPPED_PROJECT:
+            shutil.copytree(REPO / "config", root / "config", dirs_exist_ok=True)
+        else:
+            self._write(KERNEL_YAML, DEFAULT_KERNEL_YAML)
         for folder in (TOOLS_DIR, Path("config/scripts/hooks")):
             (root / folder).mkdir(parents=True, exist_ok=True)
 
@@ -521,15 +540,14 @@ def test_every_example_is_collected(key: str) -> None:
     idle = [e.name for e in guide.examples.values() if not any(s.kind != "file" for s in e.steps)]
     assert idle == [], "examples whose files are never run"
     assert len(guide.examples) >= MIN_EXAMPLES[key]
+    assert STEP_KINDS[key] <= {s.kind for s in steps}
     scripts = {Path(s.rest).suffix for s in steps if s.kind == "file"}
+    if key in ("scripts", "tutorial"):
+        assert {".js", ".rhai", ".yaml"} <= scripts
     if key == "scripts":
-        assert {".js", ".cjs", ".mjs", ".rhai", ".yaml"} <= scripts
+        assert {".cjs", ".mjs"} <= scripts
         rhai = [e.name for e in guide.examples.values() if any(s.rest.endswith(".rhai") for s in e.steps)]
         assert len(rhai) >= MIN_RHAI_TOOL_EXAMPLES, rhai
-    else:
-        assert {"python", "cli"} <= {s.kind for s in steps}
-    if key == "kernel":
-        assert {"llm", "shipped"} <= {s.kind for s in steps}
 
 
 def test_every_helper_has_a_js_and_a_rhai_example() -> None:
@@ -642,3 +660,27 @@ def test_readme_shows_the_shipped_files_as_they_are() -> None:
     }
     for path, text in shown.items():
         assert text == (REPO / path).read_text(encoding="utf-8"), f"README.md: {path} is not the shipped file"
+
+
+_SH_BLOCK = re.compile(r"^```sh\n(?P<body>.*?)^```$", re.S | re.M)
+
+
+def test_the_tutorial_installs_as_the_readme_does() -> None:
+    """docs/tutorial.md's install line and its first `tool run` are, joined by `&&`, the README's first line.
+
+    Installing (a venv and pip) is the one command of the tutorial the docs
+    test cannot run in an example's project folder; this keeps it the
+    README's own, and the command that follows it there is a cli step of the
+    tutorial, so that part is executed.
+    """
+    readme_first = readme_blocks()[0].splitlines()[0]
+    install = _SH_BLOCK.search(GUIDES["tutorial"].read_text(encoding="utf-8"))
+    assert install is not None, "docs/tutorial.md has no ```sh block with the install line"
+    commands = [
+        s.block.partition("\n")[0][2:]
+        for e in PARSED["tutorial"].examples.values()
+        for s in e.steps
+        if s.kind == "cli" and s.block.startswith("$ agentkernel tool run ")
+    ]
+    assert commands, "docs/tutorial.md runs no tool from the command line"
+    assert f"{install['body'].strip()} && {commands[0]}" == readme_first
