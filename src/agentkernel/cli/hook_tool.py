@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import uuid
 from collections.abc import Sequence
@@ -84,6 +85,8 @@ def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: d
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     setup_logging(options.verbose)
+    if options.verbose == 0:  # a failing hook is printed as its JSON line; its log line would repeat it
+        logging.getLogger("agentkernel.hooks").setLevel(logging.ERROR)
     # the hook's own project: search upward from its file, wherever hook_tool runs
     kernel = load_kernel("hook_tool", options.config, start=options.hook.resolve().parent, live=options.live)
     try:
