@@ -2,6 +2,8 @@
 // Whitespace is Unicode's White_Space, the set Rhai's split() uses.
 const SPACES = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 const SENTENCE_ENDS = ".!?…";
+const SURROGATE_PAIRS = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+const NOT_AN_END = /[^.!?…]/; // a word with anything but sentence ends in it
 
 function run(args) {
     const text = args.text ?? "";
@@ -13,14 +15,14 @@ function run(args) {
     let sentences = 0;
     let open = false;
     for (const word of words) {
-        if ([...word].some((c) => !SENTENCE_ENDS.includes(c))) open = true;
+        if (NOT_AN_END.test(word)) open = true;
         if (open && SENTENCE_ENDS.includes(word.at(-1))) {
             sentences += 1;
             open = false;
         }
     }
     if (open) sentences += 1;
-    const chars = [...text].length; // every character, spaces too; an emoji is one
+    const chars = text.length - (text.match(SURROGATE_PAIRS) ?? []).length; // spaces too; an emoji is one
     const content = `Символов: ${chars}, слов: ${words.length}, предложений: ${sentences}`;
     return { content, success: true };
 }
