@@ -75,8 +75,10 @@ def _kind(spec: ToolSpec | HookSpec) -> Kind:
 class ScriptCatalog:
     """Loads and reloads `kind: script_tool|script_hook` YAML from folders.
 
-    `limits` bound the one run of a JavaScript hook's top level that finding
-    its functions takes (see hook_functions.py).
+    `limits` are the kernel's: a YAML asking for more than their ceilings
+    does not load (`limits.ceilings`), and they bound the one run of a
+    JavaScript hook's top level that finding its functions takes (see
+    hook_functions.py).
     """
 
     def __init__(self, folders: Iterable[Path], host: ScriptHost, limits: Limits | None = None) -> None:
@@ -92,7 +94,7 @@ class ScriptCatalog:
 
     def load_file(self, yaml_path: Path) -> ToolSpec | HookSpec:
         """Load one YAML and check its script (compiles; a hook's functions exist); raises ConfigError."""
-        spec = load_script_spec(yaml_path)
+        spec = load_script_spec(yaml_path, self.limits)
         self._check_script(yaml_path, spec)
         return spec
 
@@ -108,7 +110,7 @@ class ScriptCatalog:
     def _parse(self, path: Path) -> _Entry:
         yaml_stamp = _stamp(path)
         try:
-            spec = load_script_spec(path)
+            spec = load_script_spec(path, self.limits)
         except ConfigError as exc:
             problem = LoadProblem.from_error(path, exc)
             log.warning("not loaded: %s", problem)

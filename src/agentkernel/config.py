@@ -41,6 +41,7 @@ _LIMIT_FIELDS: dict[str, Any] = {
     "timeout_secs": {"type": "number", "exclusiveMinimum": 0},
     "memory_limit_mb": {"type": "integer", "minimum": 1},
 }
+"""The limits a tool or hook YAML may set for itself (S2.3), up to `limits.ceilings`."""
 
 _KERNEL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -61,10 +62,13 @@ _KERNEL_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 **_LIMIT_FIELDS,
+                "ceilings": {"type": "object", "additionalProperties": False, "properties": _LIMIT_FIELDS},
                 "stack_limit_kb": {"type": "integer", "minimum": 64},
                 "max_result_chars": {"type": "integer", "minimum": 100},
                 "max_visual_chars": {"type": "integer", "minimum": 100},
                 "max_log_lines": {"type": "integer", "minimum": 0},
+                "max_log_line_chars": {"type": "integer", "minimum": 100},
+                "max_log_chars": {"type": "integer", "minimum": 100},
                 "history_per_tool": {"type": "integer", "minimum": 1},
             },
         },
@@ -138,6 +142,23 @@ _HOOK_SCHEMA: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
+class Ceilings:
+    """`limits.ceilings`: the most a tool or hook YAML may ask for, limit by limit.
+
+    A script's YAML may lower the kernel's limits for itself, and raise them
+    only up to these, so an operator's bound holds whatever a script's author
+    writes. None means the default ceiling: the kernel's own value for
+    `timeout_secs` and `memory_limit_mb` (nothing may be raised unless the
+    operator allows it), and none for `max_operations`, which only ends
+    runaway loops early: every call is still bounded by its `timeout_secs`.
+    """
+
+    max_operations: int | None = None
+    timeout_secs: float | None = None
+    memory_limit_mb: int | None = None
+
+
+@dataclass(frozen=True)
 class Limits:
     """Bounds on one script call and on what its result may carry."""
 
@@ -148,7 +169,36 @@ class Limits:
     max_result_chars: int = 50_000
     max_visual_chars: int = 2_000_000
     max_log_lines: int = 200
+    max_log_line_chars: int = 10_000
+    max_log_chars: int = 200_000
     history_per_tool: int = 20
+    ceilings: Ceilings = field(default_factory=Ceilings)
+
+    def ceiling(self, name: str) -> int | float | None:
+        """The highest value a script's YAML may give the limit `name`; None: no ceiling."""
+        own: int | float | None = getattr(self.ceilings, name)
+        if own is not None or name == "max_operations":
+            return own
+        default: int | float = getattr(self, name)
+        return default
+
+    def ceiling_problem(self, name: str, wanted: int | float | None) -> str | None:
+        """Why a script's YAML may not set `name: wanted`, or None when it may."""
+        top = self.ceiling(name)
+        if wanted is None or top is None or wanted <= top:
+            return None
+        if getattr(self.ceilings, name) is not None:
+            where = f"limits.ceilings.{name}: {_number(top)} in kernel.yaml"
+        else:
+            where = (
+                f"the kernel's own limits.{name}: {_number(top)}; an operator allows more "
+                f"with limits.ceilings.{name} in kernel.yaml"
+            )
+        return f"{name}: {_number(wanted)} is above the ceiling ({where})"
+
+
+def _number(value: int | float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -202,11 +252,21 @@ class ScriptSpec:
     lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
 
     def script_limits(self, defaults: Limits) -> ScriptLimits:
-        """This spec's own limits where set, the kernel's defaults elsewhere."""
+        """This spec's own limits where set, the kernel's defaults elsewhere, never above a ceiling.
+
+        Loading refuses a YAML over a ceiling (`ceiling_problem`); the cap here
+        keeps that promise for a spec that was built some other way.
+        """
+
+        def own(name: str, value: int | float | None) -> Any:
+            chosen = value or getattr(defaults, name)
+            top = defaults.ceiling(name)
+            return chosen if top is None else min(chosen, top)
+
         return ScriptLimits(
-            max_operations=self.max_operations or defaults.max_operations,
-            timeout_secs=self.timeout_secs or defaults.timeout_secs,
-            memory_limit_bytes=(self.memory_limit_mb or defaults.memory_limit_mb) << 20,
+            max_operations=own("max_operations", self.max_operations),
+            timeout_secs=own("timeout_secs", self.timeout_secs),
+            memory_limit_bytes=own("memory_limit_mb", self.memory_limit_mb) << 20,
             stack_limit_bytes=defaults.stack_limit_kb << 10,
         )
 
@@ -360,7 +420,29 @@ def load_kernel_config(path: Path | None) -> KernelConfig:
         raise yaml_error(path, lines, error)
     base = path.resolve().parent.parent
     root = (base / data["root"]).resolve() if "root" in data else base
-    return _kernel_config_from(data, root, path)
+    config = _kernel_config_from(data, root, path)
+    _refuse_low_ceilings(path, lines, config.limits)
+    return config
+
+
+def _refuse_low_ceilings(path: Path, lines: YamlLines, limits: Limits) -> None:
+    """A ceiling below the kernel's own default would refuse every script that sets nothing."""
+    for name in _LIMIT_FIELDS:
+        top = getattr(limits.ceilings, name)
+        default = getattr(limits, name)
+        if top is not None and top < default:
+            raise ConfigError(
+                path,
+                f"limits.ceilings.{name}: {_number(top)} is below limits.{name} ({_number(default)}), "
+                "the value every script gets unless its YAML says otherwise",
+                lines.of("limits", "ceilings", name),
+            )
+
+
+def _limits(section: Mapping[str, Any]) -> Limits:
+    own = dict(section)
+    ceilings = Ceilings(**own.pop("ceilings", {}))
+    return Limits(**own, ceilings=ceilings)
 
 
 def _kernel_config_from(data: dict[str, Any], root: Path, path: Path | None) -> KernelConfig:
@@ -370,7 +452,7 @@ def _kernel_config_from(data: dict[str, Any], root: Path, path: Path | None) -> 
         root=root,
         tool_dirs=tuple(root / d for d in scripts.get("tools", ["config/scripts/tools"])),
         hook_dirs=tuple(root / d for d in scripts.get("hooks", ["config/scripts/hooks"])),
-        limits=Limits(**data.get("limits", {})),
+        limits=_limits(data.get("limits", {})),
         temp_root=root / paths.get("temp_root", "data/tmp"),
         data_dir=root / paths.get("data_dir", "data"),
         templates_dir=root / paths.get("templates", "config/templates"),
@@ -411,8 +493,19 @@ def _refuse_near_misses(yaml_path: Path, data: Mapping[str, Any], lines: YamlLin
             raise ConfigError(yaml_path, f"{key}: unknown field; did you mean {match!r}?", lines.of(key))
 
 
-def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
-    """Load one `kind: script_tool|script_hook` YAML, validated, script found."""
+def _refuse_over_ceilings(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, limits: Limits) -> None:
+    for name in _LIMIT_FIELDS:
+        problem = limits.ceiling_problem(name, data.get(name))
+        if problem is not None:
+            raise ConfigError(yaml_path, problem, lines.of(name))
+
+
+def load_script_spec(yaml_path: Path, limits: Limits | None = None) -> ToolSpec | HookSpec:
+    """Load one `kind: script_tool|script_hook` YAML, validated, script found.
+
+    With the kernel's `limits`, a YAML that raises a limit over its ceiling
+    is refused too (`limits.ceilings`).
+    """
     raw, lines = load_yaml(yaml_path)
     data = json_safe_yaml(yaml_path, raw)
     if not isinstance(data, dict):
@@ -429,6 +522,8 @@ def load_script_spec(yaml_path: Path) -> ToolSpec | HookSpec:
     error = _first_error(_TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR, data)
     if error is not None:
         raise yaml_error(yaml_path, lines, error)
+    if limits is not None:
+        _refuse_over_ceilings(yaml_path, data, lines, limits)
     script = (yaml_path.parent / data["script"]).resolve()
     if not script.is_file():
         reason = f"script: file {data['script']!r} not found (looked at {script})"
@@ -474,6 +569,7 @@ def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any])
 
 __all__ = [
     "HOOK_EVENTS",
+    "Ceilings",
     "HookSpec",
     "KernelConfig",
     "Limits",

@@ -57,7 +57,7 @@ def _hint(misses: Mapping[str, str], event: str | None = None) -> str:
 
 
 def _defined(host: ScriptHost, spec: HookSpec, names: tuple[str, ...], limits: Limits) -> frozenset[str]:
-    call = ScriptCall(_NO_ONE, f"hook {spec.name}", max_log_lines=limits.max_log_lines)
+    call = ScriptCall.limited(_NO_ONE, f"hook {spec.name}", limits)
     try:
         return host.defined_functions(spec.script, names, call, spec.script_limits(limits))
     except ScriptError as exc:

@@ -165,10 +165,11 @@ def test_content_at_the_cap_is_kept_whole(store: SqliteMessageStore) -> None:
 
 
 def test_lone_surrogates_do_not_break_appends(store: SqliteMessageStore) -> None:
-    store.append("s1", "agent", KIND_AGENT, "half \ud83d a pair", {"raw": "\ud83d"})
+    """Issue 9: stored as U+FFFD, so what is read back is valid Unicode, in meta too."""
+    store.append("s1", "agent", KIND_AGENT, "half \ud83d a pair", {"raw": "\ud83d", "\udc00": 1})
     (record,) = store.history("s1", 1)
-    assert record.content == "half ? a pair"
-    assert record.meta == {"raw": "\ud83d"}
+    assert record.content == "half \ufffd a pair"
+    assert record.meta == {"raw": "\ufffd", "\ufffd": 1}
 
 
 # --- search -------------------------------------------------------------------

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message
+from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message, received
 from agentkernel.config import HOOK_EVENTS, HookSpec, Limits
 from agentkernel.errors import ScriptError
 from agentkernel.process import Caller
@@ -23,6 +23,7 @@ from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helpers import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import repair_text
 
 log = logging.getLogger("agentkernel.hooks")
 
@@ -35,6 +36,7 @@ class HookRecord:
     event: str
     result: JSONValue = None
     error: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -46,6 +48,8 @@ class HookRecord:
             entry["error"] = self.error
         else:
             entry["result"] = self.result
+        if self.warnings:
+            entry["warnings"] = list(self.warnings)
         return entry
 
 
@@ -104,26 +108,32 @@ class HookPipeline:
         cached = self._defined.get(spec.script)
         if cached is not None and cached[0] is compiled:
             return cached[1]
-        call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=self.limits.max_log_lines)
+        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits)
         names = self.host.defined_functions(spec.script, HOOK_EVENTS, call, spec.script_limits(self.limits))
         self._defined[spec.script] = (compiled, names)
         return names
 
     def call(self, spec: HookSpec, event: str, caller: Caller, args: Sequence[JSONValue]) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception."""
-        call = ScriptCall(caller, f"hook {spec.name}", max_log_lines=self.limits.max_log_lines)
+        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits)
         try:
             value = self.host.call(
                 spec.script, event, [hook_ctx(caller, spec), *args], [], call, spec.script_limits(self.limits)
             )
         except ScriptError as exc:
-            text = exc.describe(spec.yaml_path.parent)
+            text = repair_text(exc.describe(spec.yaml_path.parent))  # a thrown string is the script's text
             log.warning("hook %s.%s failed: %s", spec.name, event, text)
             return HookRecord(spec.name, event, error=text)
         except Exception as exc:  # a kernel bug inside a hook call must not end the turn either
             log.exception("hook %s.%s crashed in the kernel", spec.name, event)
             return HookRecord(spec.name, event, error=f"internal error: {type(exc).__name__}: {exc}")
-        return HookRecord(spec.name, event, result=None if isinstance(value, NoValue) else value)
+        kept = received(None if isinstance(value, NoValue) else value, self.limits.max_result_chars)
+        if kept.problem is not None:
+            log.warning("hook %s.%s: %s", spec.name, event, kept.problem)
+            return HookRecord(spec.name, event, error=kept.problem)
+        for warning in kept.warnings:
+            log.warning("hook %s.%s: %s", spec.name, event, warning)
+        return HookRecord(spec.name, event, result=kept.value, warnings=kept.warnings)
 
     def _participants(
         self, hooks: Iterable[HookSpec], event: str, caller: Caller

@@ -1,6 +1,7 @@
 """What hooks may return (S7.1–S7.3), checked field by field.
 
-A hook's return value is untrusted: each field is validated on its own, a
+A hook's return value is untrusted: first as a whole (`received`: its size
+is bounded, its text made valid Unicode), then each field on its own; a
 malformed field is reported (and recorded as an error, S7.5) and ignored,
 and the well-formed rest still takes effect.
 """
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentkernel.json_size import json_length, json_preview
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import repair_value, surrogate_warning
 
 ROLES = frozenset({"system", "user", "assistant"})
 
@@ -26,6 +29,32 @@ class Verdict:
     problems: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class Received:
+    """A hook's return value as the kernel keeps it, or the problem that refused it."""
+
+    value: JSONValue = None
+    warnings: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def received(value: JSONValue, max_chars: int) -> Received:
+    """The value a hook returned, once it is known to be safe to keep, show and record.
+
+    Its JSON text may have at most `max_chars` characters (measuring stops
+    there: a value whose text would be gigabytes is refused for the cost of
+    `max_chars`); a lone surrogate in any string becomes U+FFFD, with a
+    warning. The value is the hook's own, so it is repaired in place.
+    """
+    if value is not None and json_length(value, max_chars) is None:
+        problem = (
+            f"returned more than {max_chars:,} characters of JSON (max_result_chars); its verdict is ignored"
+        )
+        return Received(problem=problem)
+    value, repaired = repair_value(value)
+    return Received(value, (surrogate_warning("the hook's return value"),) if repaired else ())
+
+
 def _message(value: JSONValue, where: str, problems: list[str]) -> JSONObject | None:
     if (
         isinstance(value, dict)
@@ -39,10 +68,7 @@ def _message(value: JSONValue, where: str, problems: list[str]) -> JSONObject | 
 
 
 def _show(value: JSONValue) -> str:
-    import json
-
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return json_preview(value)
 
 
 def parse_before_user_message(value: JSONValue) -> Verdict:
@@ -97,4 +123,4 @@ def parse_after_turn(value: JSONValue) -> tuple[str | None, tuple[str, ...]]:
     return None, (f"expected a string or {{notice}}, got {_show(value)}",)
 
 
-__all__ = ["Verdict", "parse_after_turn", "parse_before_user_message"]
+__all__ = ["Received", "Verdict", "parse_after_turn", "parse_before_user_message", "received"]

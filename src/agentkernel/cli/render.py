@@ -11,6 +11,7 @@ from rich.text import Text
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import repair_text, repair_value
 
 BAR_WIDTH = 30
 SHOWN_CHARS = 200  # tool arguments and results are cut to this in the chat (the transcript keeps all)
@@ -28,13 +29,13 @@ class ChatRenderer:
 
     def show(self, event: LoopEvent) -> None:
         if event.kind == "token":
-            self.console.print(Text(str(event.data["text"])), end="")
+            self.console.print(Text(repair_text(str(event.data["text"]))), end="")
             self.streaming = True
             return
         self._end_stream()
         handler = getattr(self, f"_{event.kind}", None)
         if handler is not None:
-            handler(event.data)
+            handler(_printable(event.data))
 
     def _end_stream(self) -> None:
         if self.streaming:
@@ -81,6 +82,17 @@ class ChatRenderer:
         elif kind == "file":
             where = block.get("url") or block.get("path")
             self.console.print(Text(f"📎 {block.get('name')} ({where})", style="magenta"))
+
+
+def _printable(data: JSONObject) -> JSONObject:
+    """The event's data with lone surrogates replaced, so the terminal's UTF-8 can take it.
+
+    Script values are repaired where they enter the kernel; this also covers
+    text from elsewhere, such as an LLM server's JSON escape of half a pair.
+    Repairing in place is harmless: it only makes shared text valid.
+    """
+    repair_value(data)
+    return data
 
 
 def readable_json(text: str) -> str:

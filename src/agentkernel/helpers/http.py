@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import has_lone_surrogate
 
 log = logging.getLogger("agentkernel.helpers")
 
@@ -101,6 +102,8 @@ def parse_url(value: JSONValue) -> str:
         raise BadArgument(f"url must be a non-empty string, got {short(value)}")
     if len(value) > MAX_URL_CHARS:
         raise BadArgument(f"url is {len(value)} characters long, more than {MAX_URL_CHARS}")
+    if has_lone_surrogate(value):
+        raise BadArgument(f"url {short(value)} is not valid Unicode: it holds a lone surrogate")
     try:
         parsed = httpx.URL(value)
     except httpx.InvalidURL as exc:

@@ -22,6 +22,7 @@ import os
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.services.shell import ProcessOutcome, ShellService
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import has_lone_surrogate
 
 
 class ArgumentProblem(ValueError):
@@ -65,16 +66,14 @@ def exec_program(
 def check_command(cmd: JSONValue) -> str:
     if not isinstance(cmd, str) or not cmd.strip():
         raise ArgumentProblem(f"shell: cmd must be a non-empty string, got {_show(cmd)}")
-    if "\x00" in cmd:
-        raise ArgumentProblem("shell: cmd contains a NUL byte")
+    _check_text("shell: cmd", cmd)
     return cmd
 
 
 def check_program(program: JSONValue) -> str:
     if not isinstance(program, str) or not program:
         raise ArgumentProblem(f"exec: program must be a non-empty string, got {_show(program)}")
-    if "\x00" in program:
-        raise ArgumentProblem(f"exec: program {_show(program)} contains a NUL byte")
+    _check_text(f"exec: program {_show(program)}", program)
     return program
 
 
@@ -85,9 +84,16 @@ def check_args(args: JSONValue) -> list[str]:
     for index, arg in enumerate(args):
         if not isinstance(arg, str):
             raise ArgumentProblem(f"exec: args[{index}] must be a string, got {_show(arg)}")
-        if "\x00" in arg:
-            raise ArgumentProblem(f"exec: args[{index}] contains a NUL byte")
+        _check_text(f"exec: args[{index}]", arg)
     return [str(arg) for arg in args]
+
+
+def _check_text(what: str, text: str) -> None:
+    """What the OS cannot take in an argv: a NUL byte, or a lone surrogate (no UTF-8 form)."""
+    if "\x00" in text:
+        raise ArgumentProblem(f"{what} contains a NUL byte")
+    if has_lone_surrogate(text):
+        raise ArgumentProblem(f"{what} is not valid Unicode: it holds a lone surrogate")
 
 
 def _show(value: JSONValue) -> str:

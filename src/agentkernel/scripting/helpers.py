@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from agentkernel.config import Limits
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller
 from agentkernel.types import JSONValue
+from agentkernel.valid_unicode import has_lone_surrogate, repair_text
 
 log = logging.getLogger("agentkernel.helpers")
 script_log = logging.getLogger("agentkernel.script")
@@ -31,8 +33,11 @@ _LOG_LEVELS = {
 class ScriptCall:
     """One run of one script function: who it runs for, what it is, until when.
 
-    `log_line` is how `console.log`/`print` reach the kernel log; a runaway
-    logger is cut off after `max_log_lines` lines with one notice.
+    `log_line` is how `console.log`/`print` reach the kernel log. A script
+    cannot flood it: one call keeps at most `max_log_lines` lines and
+    `max_log_chars` characters, a line longer than `max_log_line_chars` is
+    cut (saying how much was cut), and when either budget is spent one
+    notice says so and the rest is dropped.
     """
 
     def __init__(
@@ -42,12 +47,29 @@ class ScriptCall:
         *,
         deadline: float | None = None,
         max_log_lines: int = 200,
+        max_log_line_chars: int = 10_000,
+        max_log_chars: int = 200_000,
     ) -> None:
         self.caller = caller
         self.script = script
         self.deadline = deadline
         self.max_log_lines = max_log_lines
+        self.max_log_line_chars = max_log_line_chars
+        self.max_log_chars = max_log_chars
         self.log_lines = 0
+        self.log_chars = 0
+        self._log_silenced = False
+
+    @classmethod
+    def limited(cls, caller: Caller, script: str, limits: Limits) -> ScriptCall:
+        """A call whose log is bounded by the kernel's `limits:`."""
+        return cls(
+            caller,
+            script,
+            max_log_lines=limits.max_log_lines,
+            max_log_line_chars=limits.max_log_line_chars,
+            max_log_chars=limits.max_log_chars,
+        )
 
     def remaining_secs(self) -> float | None:
         """Seconds left before the call's wall-clock bound, for helpers' own timeouts."""
@@ -56,14 +78,25 @@ class ScriptCall:
         return max(0.0, self.deadline - time.monotonic())
 
     def log_line(self, level: str, text: str) -> None:
-        self.log_lines += 1
-        if self.log_lines > self.max_log_lines:
-            if self.log_lines == self.max_log_lines + 1:
-                script_log.warning(
-                    "[%s] more output suppressed (limit %d lines)", self.script, self.max_log_lines
-                )
+        """Write one line of the script's output to the log, within the call's budgets."""
+        if self._log_silenced:
             return
-        script_log.log(_LOG_LEVELS.get(level, logging.INFO), "[%s] %s", self.script, text)
+        self.log_lines += 1
+        room = min(self.max_log_line_chars, self.max_log_chars - self.log_chars)
+        if self.log_lines > self.max_log_lines or room <= 0:
+            self._log_silenced = True
+            limit = (
+                f"{self.max_log_lines:,} lines"
+                if self.log_lines > self.max_log_lines
+                else f"{self.max_log_chars:,} characters"
+            )
+            script_log.warning("[%s] more output suppressed (limit %s)", self.script, limit)
+            return
+        shown = text if len(text) <= room else f"{text[:room]}…[{len(text) - room:,} more characters cut]"
+        self.log_chars += min(len(text), room)
+        number = _LOG_LEVELS.get(level, logging.INFO)
+        if script_log.isEnabledFor(number):
+            script_log.log(number, "[%s] %s", self.script, repair_text(shown))
 
 
 HelperFunction = Callable[..., JSONValue]
@@ -134,8 +167,29 @@ class HelperTable:
         except HelperError:
             raise
         except Exception as exc:  # a helper bug must not take the script host down
+            if any(map(has_lone_surrogate, _texts(args))):
+                # the script's text met a UTF-8 boundary (a path, a program, a store): its fault, not ours
+                log.debug("helper %s refused invalid Unicode for %s", name, call.script, exc_info=True)
+                raise HelperError(
+                    f"{name}: an argument is not valid Unicode: it holds a lone surrogate "
+                    "(U+D800 to U+DFFF alone), which has no UTF-8 form"
+                ) from None
             log.exception("helper %s failed for %s", name, call.script)
             raise HelperError(f"{name}: internal error: {type(exc).__name__}: {exc}") from exc
+
+
+def _texts(values: Sequence[JSONValue]) -> Iterator[str]:
+    """Every string in `values`, keys included, at any depth."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value)
+            pending.extend(value.values())
 
 
 class HelperBinding:

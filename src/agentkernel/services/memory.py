@@ -52,6 +52,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_wal import enable_wal
+from agentkernel.valid_unicode import repair_text
 
 KIND_USER = "user"
 KIND_AGENT = "agent"
@@ -342,8 +343,8 @@ def _quote(text: str) -> str:
 def _fit(content: str, meta: dict[str, Any] | None) -> tuple[str, str]:
     """Content within MAX_CONTENT_BYTES and meta as JSON text; see the module docstring."""
     meta = dict(meta or {})
-    # lone surrogates (a JS string may carry them) cannot be stored as UTF-8: they become "?"
-    data = content.encode("utf-8", errors="replace")
+    # lone surrogates (a JS string may carry them) cannot be stored as UTF-8: they become U+FFFD
+    data = repair_text(content).encode("utf-8")
     content = data[:MAX_CONTENT_BYTES].decode("utf-8", errors="ignore")
     if len(data) > MAX_CONTENT_BYTES:
         content += f"\n[… truncated: {len(data)} bytes in total]"
@@ -355,13 +356,11 @@ def _meta_text(meta: dict[str, Any]) -> str:
     if not all(isinstance(key, str) for key in meta):
         raise ValueError("meta keys must be strings")
     try:
-        text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate: JSON's \u escapes keep it, UTF-8 cannot
-        text = json.dumps(meta, allow_nan=False)
-        size = len(text)
+        # as text, lone surrogates become U+FFFD: read back, the record has only valid Unicode
+        text = repair_text(json.dumps(meta, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"meta must be JSON-serializable: {exc}") from exc
+    size = len(text.encode("utf-8"))
     if size > MAX_META_BYTES:
         raise ValueError(f"meta is larger than {MAX_META_BYTES} bytes of JSON")
     return text

@@ -108,7 +108,7 @@ class Dispatcher:
         return finish(result, spec.warnings, self.limits)
 
     def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
-        call = ScriptCall(caller, f"tool {spec.name}", max_log_lines=self.limits.max_log_lines)
+        call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits)
         try:
             value = self.host.call(
                 spec.script, "run", [args], [spec.raw], call, spec.script_limits(self.limits)
@@ -119,7 +119,11 @@ class Dispatcher:
         except ScriptError as exc:
             log.info("tool %s failed: %s%s", spec.name, exc, f"\n{exc.stack}" if exc.stack else "")
             return ToolResult.failure(exc.describe(spec.yaml_path.parent))
-        return normalize(value, max_visual_chars=self.limits.max_visual_chars)
+        return normalize(
+            value,
+            max_visual_chars=self.limits.max_visual_chars,
+            max_result_chars=self.limits.max_result_chars,
+        )
 
 
 __all__ = ["Dispatcher", "argument_problem"]

@@ -6,12 +6,12 @@ that names the block and the field, never a crash.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from agentkernel.config import describe_validation_error
+from agentkernel.json_size import json_length, json_preview
 from agentkernel.types import JSONValue, VisualBlock
 
 _CELL_LIST = {"type": "array"}
@@ -82,7 +82,7 @@ _VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in BLOCK_SCHE
 def block_problem(block: JSONValue) -> str | None:
     """Why this block cannot be shown, or None when it is well formed."""
     if not isinstance(block, dict):
-        return f"expected an object with `type`, got {json.dumps(block, ensure_ascii=False)[:80]}"
+        return f"expected an object with `type`, got {json_preview(block)}"
     kind = block.get("type")
     expected = ", ".join(BLOCK_SCHEMAS)
     if "type" not in block:
@@ -114,13 +114,18 @@ def _chart_shape_problem(block: dict[str, JSONValue]) -> str | None:
 
 
 def validate_visual(visual: JSONValue, max_chars: int) -> tuple[list[VisualBlock], list[str]]:
-    """Normalise `visual` (one block or a list) to the well-formed blocks, plus warnings."""
+    """Normalise `visual` (one block or a list) to the well-formed blocks, plus warnings.
+
+    The size is measured before anything is checked, and measuring stops at
+    `max_chars`: a visual far too big costs no more than one that just fits.
+    """
     if visual is None:
         return [], []
     blocks = visual if isinstance(visual, list) else [visual]
-    size = len(json.dumps(blocks, ensure_ascii=False))
-    if size > max_chars:
-        return [], [f"visual dropped: {size:,} characters of blocks, more than {max_chars:,}"]
+    if json_length(blocks, max_chars) is None:
+        return [], [
+            f"visual dropped: more than {max_chars:,} characters of JSON in its blocks (max_visual_chars)"
+        ]
     kept: list[VisualBlock] = []
     warnings: list[str] = []
     for index, block in enumerate(blocks):
