@@ -22,7 +22,9 @@ checked where it cannot be dodged:
 
 `HttpService.request` never raises: every failure is an `HttpResult` with
 status 0 and the reason, which the helpers hand to scripts as `{status, body,
-error}` (S8.2).
+error}` (S8.2). A server is untrusted input too: whatever it sends (a
+malformed `Location`, `Content-Length`, chunk, encoding, cookie or status
+line) is one such failure and one line in the log, never a traceback.
 """
 
 from __future__ import annotations
@@ -40,9 +42,8 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.cookiejar import Cookie, CookiePolicy
+from http.cookiejar import CookieJar
 from typing import Any
-from urllib.request import Request as UrllibRequest
 
 import httpcore
 import httpx
@@ -296,24 +297,16 @@ class _GuardedTransport(httpx.HTTPTransport):
         )
 
 
-class _NoCookies(CookiePolicy):
-    """Keep nothing: one shared client must not carry one script's cookies to another."""
+class _NoCookies(CookieJar):
+    """Keep nothing: one shared client must not carry one script's cookies to another.
 
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = True
+    `Set-Cookie` is not even parsed: the standard library's parser writes a
+    traceback to stderr ("http.cookiejar bug!") for some malformed dates a
+    server may send, and nothing here would use what it found.
+    """
 
-    def set_ok(self, cookie: Cookie, request: UrllibRequest) -> bool:
-        return False
-
-    def return_ok(self, cookie: Cookie, request: UrllibRequest) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: UrllibRequest) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: UrllibRequest) -> bool:
-        return False
+    def extract_cookies(self, response: object, request: object) -> None:
+        return None
 
 
 # -- the response body ---------------------------------------------------------------------------------------
@@ -407,6 +400,8 @@ def check_url(url: httpx.URL) -> str | None:
         return f"only http and https URLs are allowed, got scheme {url.scheme!r}"
     if not url.host:
         return "the URL has no host"
+    if url.port is not None and not 0 < url.port < 65536:
+        return f"port {url.port} is out of range (1 to 65535)"
     return None
 
 
@@ -436,7 +431,7 @@ class HttpService:
             follow_redirects=False,
             headers={"User-Agent": _user_agent(), "Accept-Encoding": "gzip, deflate"},
         )
-        self._client.cookies.jar.set_policy(_NoCookies())
+        self._client.cookies = _NoCookies()  # httpx wraps the jar in its own Cookies
 
     @classmethod
     def from_config(cls, config: KernelConfig, *, resolver: Resolver = system_resolver) -> HttpService:
@@ -478,7 +473,12 @@ class HttpService:
             return failure(f"invalid request: {exc}")
         with _request_deadline(budget.deadline):
             result = self._exchange(request, budget)
-        log.debug("%s %s -> %s in %.3f s", method, shown_url(request.url), result.status, budget.elapsed())
+        if result.error:  # one line: a server's malformed answer is its fault, not a bug of ours
+            log.info("%s %s failed: %s", method, shown_url(request.url), " ".join(result.error.splitlines()))
+        else:
+            log.debug(
+                "%s %s -> %s in %.3f s", method, shown_url(request.url), result.status, budget.elapsed()
+            )
         return result
 
     def _exchange(self, request: httpx.Request, budget: _Budget) -> HttpResult:
@@ -495,7 +495,7 @@ class HttpService:
             try:
                 response = self._client.send(request, stream=True, follow_redirects=False)
             except Exception as exc:  # S8.2: nothing reaches the script as an exception
-                return failure(where + _describe(exc, budget))
+                return failure(where + _describe(exc, budget, request))
             try:
                 redirect = response.next_request if self.config.follow_redirects else None
                 if redirect is None:
@@ -516,7 +516,7 @@ class HttpService:
                 f"({self.config.max_response_bytes} bytes); reading stopped (HTTP {response.status_code})"
             )
         except Exception as exc:
-            return failure(_describe(exc, budget))
+            return failure(_describe(exc, budget, response.request, reading_body=True))
         return HttpResult(response.status_code, body.decode("utf-8", errors="replace"), "")
 
 
@@ -549,8 +549,15 @@ class _Budget:
         return f"timed out after {round(self.seconds, 2):g} s{why}"
 
 
-def _describe(exc: Exception, budget: _Budget) -> str:
-    """A short reason for a failed exchange, for the script's `error`."""
+def _describe(exc: Exception, budget: _Budget, request: httpx.Request, *, reading_body: bool = False) -> str:
+    """A short reason for a failed exchange, for the script's `error`.
+
+    Sending covers connecting and building the next hop from a `Location`
+    header, so a ValueError there (an IDNA host name the codec refuses, a
+    number out of range) is a bad URL; while the body is read, it is a body
+    that cannot be decoded. Anything else is logged on one line (with its
+    traceback only at DEBUG): it may be a server's trick we did not foresee.
+    """
     if isinstance(exc, httpx.TimeoutException):
         return budget.timed_out()
     if isinstance(exc, HostRefused):
@@ -561,9 +568,14 @@ def _describe(exc: Exception, budget: _Budget) -> str:
         return f"bad response: {exc}"
     if isinstance(exc, httpx.TransportError):
         return f"connection failed: {exc or type(exc).__name__}"
-    if isinstance(exc, ValueError | zlib.error):
+    if reading_body and isinstance(exc, ValueError | zlib.error):
         return f"cannot decode the body: {exc}"
-    log.exception("unexpected failure of an HTTP request")
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol | ValueError | OverflowError):
+        return f"bad URL: {exc}"
+    log.warning(
+        "unexpected failure of %s %s: %s: %s", request.method, shown_url(request.url), type(exc).__name__, exc
+    )
+    log.debug("the unexpected failure's traceback", exc_info=exc)
     return f"{type(exc).__name__}: {exc}"
 
 
