@@ -356,7 +356,7 @@ def test_denied_variables_are_not_passed_to_the_child(
 ) -> None:
     monkeypatch.setenv("TEST_SECRET_TOKEN", "s3cr3t")
     monkeypatch.setenv("TEST_PLAIN_VALUE", "visible")
-    kernel = build_kernel(project, "scripts:\n  env_deny: ['*_SECRET_*']\n")
+    kernel = build_kernel(project, "scripts:\n  env_deny: ['*_SECRET_*']\nshell:\n  env_allow: ['TEST_*']\n")
     result = run_shell(kernel, make_tool, engine, 'echo "${TEST_SECRET_TOKEN:-unset} $TEST_PLAIN_VALUE"')
     assert result["stdout"] == "unset visible\n"
 
@@ -431,6 +431,8 @@ def test_settings_defaults_and_config(project: Path) -> None:
             "shell.default_timeout_secs: expected a number of seconds > 0",
         ),
         ("shell:\n  enabled: 'yes'", "shell.enabled: expected true or false, got 'yes'"),
+        ("shell:\n  env_allow: PATH", "shell.env_allow: expected a list of names, got 'PATH'"),
+        ("shell:\n  non_dumpable: 0", "shell.non_dumpable: expected true or false, got 0"),
         ("shell:\n  timeout: 5", "shell.timeout: unknown field (known: enabled, default_timeout_secs,"),
     ],
 )

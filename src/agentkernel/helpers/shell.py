@@ -8,10 +8,12 @@ process itself is run and bounded by `ShellService` (services/shell.py);
 this module turns script arguments into an argv, a timeout, a working folder
 and an environment.
 
-The child's environment is the kernel's minus the variables `env_var` may not
-read (`scripts.env_deny`, the LLM key), so a script cannot print them with
-`shell("env")`. This is not a sandbox: the program runs with the kernel's
-own rights (see docs/scripts.md, section 8.6).
+The child's environment is built from an allow list (`shell.env_allow` and
+the few names every program needs), never with a variable `env_var` may not
+read (`scripts.env_deny`, the LLM key), and before the first program starts
+the kernel hides its own secrets from `/proc` (services/program_environment.py).
+This is not a sandbox: the program runs with the kernel's own rights (see
+docs/scripts.md, section 8.6).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 import os
 
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.services.program_environment import guard_kernel_environment, program_environment
 from agentkernel.services.shell import ProcessOutcome, ShellService
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
@@ -118,7 +121,10 @@ def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> 
     budget = remaining if capped and remaining is not None else wanted
     if budget <= 0:
         return _failed(f"{helper}: no time left: the script's own timeout is used up")
-    outcome = service.run(argv, timeout=budget, cwd=call.caller.temp_dir, env=_environment(call))
+    environment = call.caller.services.environment
+    guard_kernel_environment(environment.is_denied, non_dumpable=service.settings.non_dumpable)
+    env = program_environment(environment.source, service.settings.env_allow, environment.is_denied)
+    outcome = service.run(argv, timeout=budget, cwd=call.caller.temp_dir, env=env)
     return _result(helper, outcome, budget, capped)
 
 
@@ -128,12 +134,6 @@ def _timeout(helper: str, value: JSONValue, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise ArgumentProblem(f"{helper}: timeout must be a number of seconds > 0, got {value!r}")
     return float(value)
-
-
-def _environment(call: ScriptCall) -> dict[str, str]:
-    """The kernel's environment without the variables scripts may not read."""
-    environment = call.caller.services.environment
-    return {name: value for name, value in environment.source.items() if not environment.is_denied(name)}
 
 
 def _result(helper: str, outcome: ProcessOutcome, budget: float, capped: bool) -> JSONObject:

@@ -48,6 +48,13 @@ class Section:
             raise self.fail(field, f"expected an integer >= {minimum}, got {value!r}")
         return value
 
+    def strings(self, field: str) -> tuple[str, ...]:
+        """A list of non-empty strings (names, globs); none when the field is absent."""
+        value = self.values.get(field, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            raise self.fail(field, f"expected a list of names, got {value!r}")
+        return tuple(value)
+
     def seconds(self, field: str, default: float) -> float:
         value = self.values.get(field, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:

@@ -51,24 +51,37 @@ class ShellSettings:
 
     `enabled` is off unless the section turns it on: a program a script
     starts runs with the kernel's own rights, which no script should get by
-    a config that merely forgot the section.
+    a config that merely forgot the section. `env_allow` names (or globs)
+    the variables a program gets beyond the few every program needs, and
+    `non_dumpable` keeps the kernel's memory from its programs (see
+    program_environment.py).
     """
 
     enabled: bool = False
     default_timeout_secs: float = 30.0
     max_output_bytes: int = 1 << 20
     max_concurrent: int = 8
+    env_allow: tuple[str, ...] = ()
+    non_dumpable: bool = True
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> ShellSettings:
-        section = Section(
-            config, "shell", ("enabled", "default_timeout_secs", "max_output_bytes", "max_concurrent")
+        fields = (
+            "enabled",
+            "default_timeout_secs",
+            "max_output_bytes",
+            "max_concurrent",
+            "env_allow",
+            "non_dumpable",
         )
+        section = Section(config, "shell", fields)
         return cls(
             enabled=section.boolean("enabled", cls.enabled),
             default_timeout_secs=section.seconds("default_timeout_secs", cls.default_timeout_secs),
             max_output_bytes=section.integer("max_output_bytes", cls.max_output_bytes, 1),
             max_concurrent=section.integer("max_concurrent", cls.max_concurrent, 1),
+            env_allow=section.strings("env_allow"),
+            non_dumpable=section.boolean("non_dumpable", cls.non_dumpable),
         )
 
 
