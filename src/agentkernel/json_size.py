@@ -70,10 +70,16 @@ def json_length(value: object, limit: int) -> int | None:
 
 
 def json_within(value: object, limit: int) -> str | None:
-    """`json.dumps(value, ensure_ascii=False)` when it has at most `limit` characters, else None."""
+    """`json.dumps(value, ensure_ascii=False)` when it has at most `limit` characters, else None.
+
+    None too for a value nested too deeply for the encoder.
+    """
     if json_length(value, limit) is None:
         return None
-    return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:  # nested deeper than the encoder goes from here: no text to give
+        return None
 
 
 def json_prefix(value: object, limit: int) -> tuple[str, bool]:
@@ -87,11 +93,14 @@ def json_prefix(value: object, limit: int) -> tuple[str, bool]:
     chunks = json.JSONEncoder(ensure_ascii=False).iterencode(value)
     text: list[str] = []
     size = 0
-    for chunk in chunks:
-        text.append(chunk[: limit - size])
-        size += len(text[-1])
-        if size >= limit:
-            break
+    try:
+        for chunk in chunks:
+            text.append(chunk[: limit - size])
+            size += len(text[-1])
+            if size >= limit:
+                break
+    except RecursionError:  # nested too deeply to go on: what was written is the start of the text
+        pass
     return "".join(text), True
 
 
