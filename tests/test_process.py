@@ -83,7 +83,9 @@ def test_a_session_folder_is_the_users_session_not_the_session_alone(
     again = spawn(table, tmp_path, user_id="alice", session_id="chat-1")
     assert len({alice.temp_dir, bob.temp_dir, nobody.temp_dir}) == 3
     assert again.temp_dir == alice.temp_dir
-    assert session_key("a", "b") != session_key("a\x00", "b") != session_key(None, "b")
+    assert (
+        session_key("a", "b") != session_key("a\x00", "b") != session_key(None, "b") == session_key("", "b")
+    )
     assert session_folder_name('a", "b', "c") != session_folder_name("a", 'b", "c')
 
 

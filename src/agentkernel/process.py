@@ -75,8 +75,9 @@ def session_key(user_id: str | None, session_id: str) -> str:
     belongs to a session — its scratch folder, its `session` state keys, its
     `{session}` database — is keyed by the user too: user B naming user A's
     session id gets B's own. JSON, so no separator trick makes two pairs one.
+    No user and an empty user id are the same: no user.
     """
-    return json.dumps([user_id, session_id], ensure_ascii=True)
+    return json.dumps([user_id or None, session_id], ensure_ascii=True)
 
 
 def session_folder_name(user_id: str | None, session_id: str) -> str:

@@ -10,15 +10,13 @@ object ever leaks into Python.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import quickjs
@@ -34,7 +32,7 @@ from agentkernel.errors import (
 from agentkernel.scripting.engine import NO_VALUE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.scripting.js_hints import hint_for
-from agentkernel.services.confined import NotFound, PathRefused, below_one_of, open_below, read_at_most
+from agentkernel.scripting.js_modules import module_loader
 from agentkernel.types import JSONValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
@@ -130,7 +128,7 @@ class JsEngine:
     def compile(self, path: Path, source: str) -> JsScript:
         module = path.suffix == ".mjs"
         ctx = quickjs.Runtime().new_context()
-        ctx.set_module_loader(_module_loader(JsScript(path, source, None, module)))
+        ctx.set_module_loader(module_loader(path, source))
         try:
             code = ctx.compile(source, filename=str(path), module=module)
         except quickjs.JSError as exc:
@@ -207,7 +205,7 @@ class JsEngine:
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:
         """Bind helpers, then evaluate the script's top level; return `invoke`."""
         invoke = ctx.eval_function(ctx.read_object(self._prelude(binding.names)))
-        ctx.set_module_loader(_module_loader(script))  # static imports and import() alike
+        ctx.set_module_loader(module_loader(script.path, script.source))  # static imports and import() alike
         if script.bytecode is not None:
             ctx.eval_function(ctx.read_object(script.bytecode))
         else:
@@ -252,68 +250,6 @@ def _member(holder: object, key: str) -> object:
     if isinstance(holder, quickjs.Value) and holder.is_object:
         return holder.get(key)
     return None
-
-
-def _module_loader(script: JsScript) -> Callable[[str], str | None]:
-    """Serve the script itself from its cached source, its imports from its own folder."""
-    own = str(script.path)
-    folder = script.path.parent
-
-    def load(name: str) -> str | None:
-        return script.source if name == own else _load_module_source(folder, name)
-
-    return load
-
-
-class ModuleRefused(Exception):
-    """An import the loader refuses; QuickJS shows the text as `module loader failed for '…': text`."""
-
-
-def _load_module_source(folder: Path, name: str) -> str | None:
-    """An imported module's text: a `.js`/`.mjs` file in the script's own folder or below it.
-
-    Scripts are untrusted and a module is read on their word, so the name
-    (QuickJS has already made it absolute against the importer) is held to
-    what the file helpers would allow: reduced by text, it must lie under
-    `folder`, and it is opened by the race-free walk that never follows a
-    link (services/confined.py); at most the script size limit is read.
-    None (QuickJS: `module '…' not found`) for a package name or a missing
-    file; ModuleRefused, with the reason, for the rest.
-    """
-    from agentkernel.scripting.host import MAX_SCRIPT_BYTES  # host imports this module
-
-    if not name.startswith("/"):
-        return None  # `lodash`, `node:fs`: a package, which js_hints explains
-    if PurePosixPath(name).suffix not in (".js", ".mjs"):
-        raise ModuleRefused("only .js and .mjs files can be imported")
-    try:
-        place = below_one_of([folder], folder, name)
-        if place is None or not place[1]:
-            raise ModuleRefused("modules are imported only from the script's own folder and below")
-        handle = open_below(folder, place[1], "/".join(place[1]))
-    except NotFound:
-        return None
-    except PathRefused as exc:
-        raise ModuleRefused(str(exc)) from None
-    try:
-        return _module_text(handle, MAX_SCRIPT_BYTES)
-    finally:
-        os.close(handle)
-
-
-def _module_text(handle: int, limit: int) -> str:
-    info = os.fstat(handle)
-    if not stat.S_ISREG(info.st_mode):
-        raise ModuleRefused("not a regular file")
-    if info.st_size > limit:
-        raise ModuleRefused(f"module is {info.st_size:,} bytes, more than {limit:,}")
-    data = read_at_most(handle, limit + 1)
-    if len(data) > limit:
-        raise ModuleRefused(f"module is more than {limit:,} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ModuleRefused(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _settle(value: object) -> None:

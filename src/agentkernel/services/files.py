@@ -113,29 +113,31 @@ def read_roots(config: KernelConfig, settings: FilesSettings) -> tuple[ReadRoot,
     return roots
 
 
-def _stores(config: KernelConfig) -> dict[str, Path]:
-    """Where the kernel keeps what no script may read: "what (setting" → path."""
+def _stores(config: KernelConfig) -> list[tuple[str, str, Path]]:
+    """What no script may read, the setting that places it, and where it is (a cron store will join)."""
     duck = duck_root(config, parse_settings(config.raw.get("duckdb"), config.path))
-    stores = {
-        "every session's scratch folder (paths.temp_root": config.temp_root,
-        "the DuckDB folder (duckdb.dir": duck,
-        "the transcript (logging.messages_db_path": config.messages_db,
-    }
+    stores = [
+        ("every session's scratch folder", "paths.temp_root", config.temp_root),
+        ("the DuckDB folder", "duckdb.dir", duck),
+        ("the transcript", "logging.messages_db_path", config.messages_db),
+    ]
     state = state_db_path(config)
     if state is not None:
-        stores["the state store (state.db_path"] = state
+        stores.append(("the state store", "state.db_path", state))
     return stores
 
 
-def _check_holds_no_store(config: KernelConfig, field: str, root: ReadRoot, stores: dict[str, Path]) -> None:
+def _check_holds_no_store(
+    config: KernelConfig, field: str, root: ReadRoot, stores: list[tuple[str, str, Path]]
+) -> None:
     real = root.path.resolve()
-    for what, store in stores.items():
+    for what, setting, store in stores:
         place = store.resolve()
         if place.is_relative_to(real) or real.is_relative_to(place):
             relation = "holds" if place.is_relative_to(real) else "lies inside"
             raise ConfigError(
                 config.path,
-                f"{field}: {root.shown!r} {relation} {what}: {_project_path(config, store)}), "
+                f"{field}: {root.shown!r} {relation} {what} ({setting}: {_project_path(config, store)}), "
                 "which scripts may not read; keep the stores outside every read root",
             )
 

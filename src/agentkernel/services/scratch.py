@@ -63,8 +63,11 @@ def clean_scratch(temp_root: Path, ttl_secs: float, now: float) -> list[Path]:
         if not entry.is_dir(follow_symlinks=False):
             continue
         folder = Path(entry.path)
-        try:
-            if now - last_touched(folder) < ttl_secs:
+        try:  # a folder in use has a fresh time stamp of its own: no need to walk it
+            if (
+                now - entry.stat(follow_symlinks=False).st_mtime < ttl_secs
+                or now - last_touched(folder) < ttl_secs
+            ):
                 continue
         except OSError:  # gone meanwhile
             continue
