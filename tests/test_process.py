@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,8 @@ from agentkernel.process import (
     ProcessError,
     ProcessState,
     ProcessTable,
-    safe_folder_name,
+    session_folder_name,
+    session_key,
     session_temp_dir,
 )
 from agentkernel.services import Services
@@ -63,11 +65,36 @@ def test_spawn_takes_a_name_and_pids_are_unique(table: ProcessTable, tmp_path: P
 
 def test_a_session_gets_its_scratch_folder(table: ProcessTable, tmp_path: Path) -> None:
     proc = spawn(table, tmp_path / "tmp", session_id="../s/1")
-    assert proc.temp_dir == session_temp_dir(tmp_path / "tmp", "../s/1")
+    assert proc.temp_dir == session_temp_dir(tmp_path / "tmp", user_id=None, session_id="../s/1")
     assert proc.temp_dir is not None and proc.temp_dir.is_dir()
     assert proc.temp_dir.parent == (tmp_path / "tmp").resolve()
-    assert proc.temp_dir.name == safe_folder_name("../s/1")
+    assert proc.temp_dir.name == session_folder_name(None, "../s/1")
+    assert proc.temp_dir.name.startswith("_s_1-") and "/" not in proc.temp_dir.name
     assert proc.temp_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_session_folder_is_the_users_session_not_the_session_alone(
+    table: ProcessTable, tmp_path: Path
+) -> None:
+    """Issue 9: user B who reuses user A's session id gets a folder of B's own."""
+    alice = spawn(table, tmp_path, user_id="alice", session_id="chat-1")
+    bob = spawn(table, tmp_path, user_id="bob", session_id="chat-1")
+    nobody = spawn(table, tmp_path, session_id="chat-1")
+    again = spawn(table, tmp_path, user_id="alice", session_id="chat-1")
+    assert len({alice.temp_dir, bob.temp_dir, nobody.temp_dir}) == 3
+    assert again.temp_dir == alice.temp_dir
+    assert (
+        session_key("a", "b") != session_key("a\x00", "b") != session_key(None, "b") == session_key("", "b")
+    )
+    assert session_folder_name('a", "b', "c") != session_folder_name("a", 'b", "c')
+
+
+def test_using_a_session_folder_renews_its_time_stamp(tmp_path: Path) -> None:
+    """The scratch clean-up removes idle folders only; each use marks a folder as in use."""
+    folder = session_temp_dir(tmp_path, user_id="u", session_id="s")
+    os.utime(folder, (1_000_000, 1_000_000))
+    assert session_temp_dir(tmp_path, user_id="u", session_id="s") == folder
+    assert folder.stat().st_mtime > 1_000_000
 
 
 def test_no_session_means_no_scratch_folder(table: ProcessTable, tmp_path: Path) -> None:
@@ -100,7 +127,7 @@ def test_a_child_may_be_given_its_own_session_and_user(table: ProcessTable, tmp_
     parent = spawn(table, tmp_path, user_id="u", session_id="s")
     child = spawn(table, tmp_path, REVIEW, parent=parent, user_id="v", session_id="t")
     assert (child.user_id, child.session_id) == ("v", "t")
-    assert child.temp_dir == session_temp_dir(tmp_path, "t")
+    assert child.temp_dir == session_temp_dir(tmp_path, user_id="v", session_id="t")
     assert child.budget is parent.budget
 
 

@@ -8,6 +8,7 @@ chat sessions that run the agent loop.
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 from collections.abc import Mapping
 from functools import cached_property
@@ -25,8 +26,10 @@ from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, LazyServices, Services
+from agentkernel.services.files import FilesService, FilesSettings
 from agentkernel.services.lazy import ServiceFactory
 from agentkernel.services.memory import LazyMessageStore
+from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.sections import check_sections
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
@@ -129,6 +132,8 @@ class Kernel:
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.processes = ProcessTable()
+        ttl_hours = FilesSettings.from_config(config).scratch_ttl_hours
+        self._janitor = ScratchJanitor(config.temp_root, ttl_hours * 3600)
 
     @classmethod
     def from_config_file(cls, path: Path | None = None, *, start: Path | None = None) -> Kernel:
@@ -149,7 +154,10 @@ class Kernel:
         allowed_tools: frozenset[str] | None = None,
     ) -> Caller:
         """A Caller for this kernel; a session gets its scratch folder (S14.2)."""
-        temp_dir = session_temp_dir(self.config.temp_root, session_id) if session_id is not None else None
+        temp_dir = None
+        if session_id is not None:
+            temp_dir = session_temp_dir(self.config.temp_root, user_id=user_id, session_id=session_id)
+            self._forget_scratch(self._janitor.maybe_clean(time.time()))
         return Caller(
             pid=pid or str(uuid.uuid4()),
             agent=agent,
@@ -160,6 +168,22 @@ class Kernel:
             allowed_tools=allowed_tools,
             services=self.services,
         )
+
+    def clean_scratch(self, now: float | None = None) -> list[Path]:
+        """Remove the session scratch folders idle for `files.scratch_ttl_hours`; the removed ones.
+
+        The kernel runs this itself when it hands out its first session
+        folder and then at most hourly (services/scratch.py); `now` (a
+        `time.time()` value) lets a test move the clock instead of waiting.
+        """
+        removed = self._janitor.clean(time.time() if now is None else now)
+        self._forget_scratch(removed)
+        return removed
+
+    def _forget_scratch(self, removed: list[Path]) -> None:
+        for service in self.services.built() if removed else ():
+            if isinstance(service, FilesService):
+                service.forget(removed)
 
     def call_tool(self, name: str, args: JSONValue, caller: Caller | None = None) -> ToolResult:
         return self.dispatcher.call(name, args, caller or self.caller())
@@ -229,6 +253,7 @@ class Kernel:
             session_id=session_id or str(uuid.uuid4()),
             temp_root=self.config.temp_root,
         )
+        self._forget_scratch(self._janitor.maybe_clean(time.time()))
         settings = LoopSettings.for_template(spec, self.catalog)
         return ChatSession(process, self.agent_loop(stream=stream), settings)
 

@@ -8,6 +8,8 @@ children it spawns (S17); the `ProcessTable` spawns and terminates them.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import threading
 import uuid
@@ -63,15 +65,41 @@ def safe_folder_name(identifier: str) -> str:
     Readable part for people, hash suffix for uniqueness: `../x` and `.._x`
     map to different folders, and neither contains a path separator.
     """
-    readable = _UNSAFE.sub("_", identifier).strip(".")[:48] or "id"
-    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{readable}-{digest}"
+    return _named(identifier, identifier)
 
 
-def session_temp_dir(temp_root: Path, session_id: str) -> Path:
-    """The session's scratch folder, created on demand, private to the kernel user."""
-    path = temp_root.resolve() / safe_folder_name(session_id)
+def session_key(user_id: str | None, session_id: str) -> str:
+    """One text for one user's session, never the same for two (user, session) pairs.
+
+    A session id is not a secret (a person may reuse or guess one), so what
+    belongs to a session — its scratch folder, its `session` state keys, its
+    `{session}` database — is keyed by the user too: user B naming user A's
+    session id gets B's own. JSON, so no separator trick makes two pairs one.
+    No user and an empty user id are the same: no user.
+    """
+    return json.dumps([user_id or None, session_id], ensure_ascii=True)
+
+
+def session_folder_name(user_id: str | None, session_id: str) -> str:
+    """The folder name of one user's session (`session_key`); the readable part shows the session id."""
+    return _named(session_id, session_key(user_id, session_id))
+
+
+def _named(readable: str, unique: str) -> str:
+    shown = _UNSAFE.sub("_", readable).strip(".")[:48] or "id"
+    digest = hashlib.sha256(unique.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{shown}-{digest}"
+
+
+def session_temp_dir(temp_root: Path, *, user_id: str | None, session_id: str) -> Path:
+    """The scratch folder of `user_id`'s session, created on demand, private to the kernel user.
+
+    Its time stamp is renewed on every use, so the scratch clean-up
+    (services/scratch.py) never removes the folder of a session in use.
+    """
+    path = temp_root.resolve() / session_folder_name(user_id, session_id)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.utime(path)
     return path
 
 
@@ -275,7 +303,11 @@ class ProcessTable:
             session_id=session_id,
             user_id=user_id,
             parent_pid=parent.pid if parent is not None else None,
-            temp_dir=session_temp_dir(temp_root, session_id) if session_id is not None else None,
+            temp_dir=(
+                session_temp_dir(temp_root, user_id=user_id, session_id=session_id)
+                if session_id is not None
+                else None
+            ),
         )
         with self._lock:
             if parent is not None and self._processes.get(parent.pid) is not parent:
@@ -331,5 +363,7 @@ __all__ = [
     "ProcessState",
     "ProcessTable",
     "safe_folder_name",
+    "session_folder_name",
+    "session_key",
     "session_temp_dir",
 ]

@@ -30,10 +30,10 @@ from agentkernel import Kernel
 from agentkernel.config import KernelConfig, load_kernel_config
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import Caller, safe_folder_name
+from agentkernel.process import Caller, safe_folder_name, session_folder_name
 from agentkernel.scripting.helpers import ScriptCall
 from agentkernel.services import Services
-from agentkernel.services.duck import DuckError, DuckService, DuckSettings, parse_settings
+from agentkernel.services.duck import DuckError, DuckService, DuckSettings, parse_settings, without_root
 from agentkernel.services.duck_values import plain, unique_names
 from agentkernel.tools.results import ToolResult
 from tests.conftest import ToolFactory
@@ -630,7 +630,7 @@ def test_s12_4_placeholders_resolve_from_the_caller(dk: Kernel, make_tool: ToolF
     who = {"user_id": "alice", "session_id": "chat/1", "template": "helper"}
     for i in range(len(paths)):
         assert data(dk, f"p{i}", **who)["ok"] is True
-    duck, user, session = service(dk), safe_folder_name("alice"), safe_folder_name("chat/1")
+    duck, user, session = service(dk), safe_folder_name("alice"), session_folder_name("alice", "chat/1")
     for expected in (
         f"u@{user}/a.duckdb",
         f"s/s@{session}.duckdb",
@@ -914,8 +914,9 @@ def test_a_file_another_process_holds_gives_a_clear_error(dk: Kernel, tmp_path: 
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "open\n"
-        with pytest.raises(DuckError, match=r"cannot open the database: .*lock"):
+        with pytest.raises(DuckError, match=r"cannot open the database: .*lock") as info:
             duck.query("held.duckdb", "SELECT 1", 1)
+        assert '"held.duckdb"' in str(info.value) and str(duck.root) not in str(info.value)
     finally:
         holder.communicate("\n", timeout=10)
     assert duck.query("held.duckdb", "SELECT count(*) AS n FROM t", 1)["rows"] == [{"n": 0}]
@@ -971,3 +972,101 @@ def test_ten_thousand_rows_through_a_script_tool(dk: Kernel, make_tool: ToolFact
     assert content == "10000 2024-01-01T02:46:39"
     print(f"\ndb_query of 10,000 rows x 5 columns through a {ext} tool: {elapsed_ms:.0f} ms")
     assert elapsed_ms < 10_000
+
+
+# -- duckdb.max_file_bytes and the paths errors show (issue 9) ------------------------------------
+
+FILL_JS = """function run() {
+    const db = "full.duckdb";
+    db_execute(db, "CREATE TABLE t (s TEXT)");
+    let n = 0, refused = "";
+    try {
+        const rows = "INSERT INTO t SELECT md5(i::VARCHAR) || repeat('x', 200) FROM range(100) r(i)";
+        for (;;) { db_execute(db, rows); n++; }
+    } catch (e) { refused = e.message; }
+    const deleted = db_execute(db, "DELETE FROM t").rows_affected;   // freeing space is always allowed
+    db_execute(db, "DROP TABLE t");
+    db_execute(db, "CREATE TABLE u (s TEXT); INSERT INTO u VALUES ('room again')");
+    return { content: "ok", data: [n, refused, deleted, db_query(db, "SELECT s FROM u").rows] };
+}"""
+FILL_RHAI = """fn run(args) {
+    let db = "full.duckdb";
+    db_execute(db, "CREATE TABLE t (s TEXT)");
+    let n = 0;
+    let refused = "";
+    loop {
+        try {
+            db_execute(db, "INSERT INTO t SELECT md5(i::VARCHAR) || repeat('x', 200) FROM range(100) r(i)");
+            n += 1;
+        } catch (e) { refused = e; break; }
+    }
+    let deleted = db_execute(db, "DELETE FROM t").rows_affected;
+    db_execute(db, "DROP TABLE t");
+    db_execute(db, "CREATE TABLE u (s TEXT); INSERT INTO u VALUES ('room again')");
+    #{ content: "ok", data: [n, refused, deleted, db_query(db, "SELECT s FROM u").rows] }
+}"""
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_a_database_is_held_to_max_file_bytes(
+    make_kernel: KernelFactory, make_tool: ToolFactory, ext: str
+) -> None:
+    """A script inserting in a loop used to fill the disk until its time ran out; now the file stops
+    at its quota, a DELETE or DROP is still allowed, and after one there is room again."""
+    kernel = make_kernel("duckdb:\n  max_file_bytes: 300000\n")
+    make_tool("fill", FILL_JS if ext == ".js" else FILL_RHAI, ext=ext)
+    n, refused, deleted, rows = data(kernel, "fill")
+    assert n > 0 and deleted == n * 100 and rows == [{"s": "room again"}]
+    assert refused.startswith("db_execute: 'full.duckdb': the database uses ")
+    assert refused.endswith(
+        "bytes, at or over its 300,000-byte quota (duckdb.max_file_bytes); "
+        "make room with DELETE or DROP TABLE"
+    )
+    file = service(kernel).root / "full.duckdb"
+    on_disk = sum(p.stat().st_size for p in file.parent.iterdir() if p.is_file())
+    assert on_disk < 3 * 300_000  # over by at most a block and one statement, never by much
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_one_huge_statement_cannot_pass_the_quota(
+    make_kernel: KernelFactory, make_tool: ToolFactory, ext: str
+) -> None:
+    """An uncommitted write stays in memory and DuckDB's temporary files, both capped: one INSERT of
+    300 MB fails instead of landing in the file, and leaves nothing behind."""
+    kernel = make_kernel("duckdb:\n  max_file_bytes: 1000000\n  memory_limit_mb: 32\n")
+    setup_db(kernel, "huge.duckdb", "CREATE TABLE t (s TEXT)")
+    data_tool(
+        make_tool,
+        "huge",
+        ext,
+        'db_execute("huge.duckdb", "INSERT INTO t SELECT md5(i::VARCHAR) || repeat(\'x\', 1000) "'
+        '+ "FROM range(300000) r(i)")',
+    )
+    message = error_of(kernel, "huge")
+    assert (
+        "db_execute: 'huge.duckdb': the statement needs more temporary space than a database may use; "
+        "its temporary files are capped like the file itself (duckdb.max_file_bytes)"
+    ) in message
+    assert service(kernel).query("huge.duckdb", "SELECT count(*) AS n FROM t", 1)["rows"] == [{"n": 0}]
+    folder = service(kernel).root
+    assert sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 3 * 1_000_000
+
+
+def test_max_file_bytes_is_checked_at_start(make_kernel: KernelFactory) -> None:
+    with pytest.raises(ConfigError, match=r"duckdb.max_file_bytes: expected an integer of at least 1, got 0"):
+        make_kernel("duckdb:\n  max_file_bytes: 0\n")
+
+
+def test_errors_never_show_the_servers_paths(dk: Kernel, make_tool: ToolFactory) -> None:
+    """DuckDB names files by their absolute path; a script sees them as it named them."""
+    duck = service(dk)
+    (duck.root / "sub").mkdir(parents=True)
+    (duck.root / "sub" / "bad.duckdb").write_bytes(b"not a database" * 1000)
+    data_tool(make_tool, "bad", ".js", 'db_query("sub/bad.duckdb", "SELECT 1")')
+    message = error_of(dk, "bad")
+    assert "sub/bad.duckdb" in message and "not a valid DuckDB database file" in message
+    assert str(duck.root) not in message and str(dk.config.root) not in message
+    assert (
+        without_root(f'IO Error: "{duck.root}/a.duckdb" and "{duck.root}"', duck.root)
+        == 'IO Error: "a.duckdb" and "."'
+    )

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import base64
 import os
+import stat
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.services import confined
 from agentkernel.services.files import FilesService, FilesSettings
+from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.helpers.probes import probe_source
@@ -48,9 +51,17 @@ def kernel(project: Path) -> Kernel:
 @pytest.fixture
 def temp(kernel: Kernel) -> Path:
     """The session temp dir the probes write into."""
-    path = kernel.caller(session_id="s-1").temp_dir
+    path = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
     assert path is not None
     return path
+
+
+@pytest.fixture
+def shared(project: Path) -> Path:
+    """data/shared: a read root by default (S14.3), where the read tests put their files."""
+    folder = project / "data" / "shared"
+    folder.mkdir(parents=True)
+    return folder
 
 
 @pytest.fixture
@@ -71,18 +82,20 @@ class Probe:
     def __init__(self, kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
         self.kernel, self.make_tool, self.engine = kernel, make_tool, engine
 
-    def __call__(self, expr: str, session: str | None = "s-1", **args: JSONValue) -> JSONValue:
+    def __call__(
+        self, expr: str, session: str | None = "s-1", *, user: str = "u-1", **args: JSONValue
+    ) -> JSONValue:
         """The value, or {"error": message} when the helper threw (caught by the script)."""
         name = f"probe{next(_counter)}"
         self.make_tool(name, probe_source(self.engine, expr), ext=self.engine)
-        caller = self.kernel.caller(session_id=session, user_id="u-1") if session else self.kernel.caller()
+        caller = self.kernel.caller(session_id=session, user_id=user) if session else self.kernel.caller()
         result = self.kernel.dispatcher.call(name, args, caller)
         assert result.success, result.content
         assert isinstance(result.data, dict)
         return result.data.get("value") if result.content == "ok" else {"error": result.data["error"]}
 
-    def error(self, expr: str, session: str | None = "s-1", **args: JSONValue) -> str:
-        value = self(expr, session, **args)
+    def error(self, expr: str, session: str | None = "s-1", *, user: str = "u-1", **args: JSONValue) -> str:
+        value = self(expr, session, user=user, **args)
         assert isinstance(value, dict) and set(value) == {"error"}, f"expected an error, got {value!r}"
         return str(value["error"])
 
@@ -123,19 +136,25 @@ def test_s14_1_write_replaces_a_file(probe: Probe, temp: Path) -> None:
     assert [p.name for p in temp.iterdir()] == ["a.txt"]  # no temporary file left behind
 
 
-def test_s14_3_reading_is_not_confined(probe: Probe, kernel: Kernel, outside: Path) -> None:
-    """Relative reads start at the kernel root (server data); absolute ones go anywhere."""
-    data = kernel.config.root / "data" / "git"
-    data.mkdir(parents=True)
-    (data / "repos.json").write_text('{"repos": []}')
-    assert probe("fs_read(args.path)", path="data/git/repos.json") == '{"repos": []}'
-    assert probe("fs_read(args.path)", path=str(outside / "victim.txt")) == "original"
-    assert probe("fs_list(args.path)", path="data") == ["git/", "tmp/"]
-    assert probe("fs_read(args.path)", session=None, path=str(outside / "victim.txt")) == "original"
+def test_s14_3_reads_come_from_the_read_roots(probe: Probe, shared: Path) -> None:
+    """Relative reads start at the kernel root; they reach data/shared, the scripts folders, the temp dir."""
+    (shared / "git").mkdir()
+    (shared / "git" / "repos.json").write_text('{"repos": []}')
+    assert probe("fs_read(args.path)", path="data/shared/git/repos.json") == '{"repos": []}'
+    assert probe("fs_read(args.path)", path=str(shared / "git" / "repos.json")) == '{"repos": []}'
+    assert probe("fs_list(args.path)", path="data/shared") == ["git/"]
+    assert probe("fs_read(args.path)", session=None, path="data/shared/git/repos.json") == '{"repos": []}'
+    assert "probe" in str(probe("fs_list(args.path)", path="config/scripts/tools"))
+    probe.write("mine.txt", "kept")
+    assert probe('fs_read(caller().temp_dir + "/mine.txt")') == "kept"
+    assert probe("fs_read(args.path)", path="data/shared/git/../git/repos.json") == '{"repos": []}'
 
 
-def test_s14_1_list_marks_folders_and_links_to_folders(probe: Probe, outside: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "listing"
+def test_s14_1_list_marks_folders_not_links(
+    probe: Probe, outside: Path, shared: Path, tmp_path: Path
+) -> None:
+    """Reads never follow a link (S14.3), so a link to a folder is listed as a plain name."""
+    folder = shared / "listing"
     folder.mkdir()
     for name in ("b.txt", "a.txt", "Z.md"):
         (folder / name).write_text(name)
@@ -149,7 +168,7 @@ def test_s14_1_list_marks_folders_and_links_to_folders(probe: Probe, outside: Pa
         "b.txt",
         "dangling",
         "sub/",
-        "to_dir/",
+        "to_dir",
         "to_file",
     ]
     assert probe("fs_list(args.path)", path=str(folder) + "/") == probe(
@@ -157,10 +176,10 @@ def test_s14_1_list_marks_folders_and_links_to_folders(probe: Probe, outside: Pa
     )
 
 
-def test_s14_4_bytes_round_trip(probe: Probe, temp: Path, tmp_path: Path) -> None:
+def test_s14_4_bytes_round_trip(probe: Probe, temp: Path, shared: Path) -> None:
     blob = bytes(range(256)) * 3
-    (tmp_path / "photo.png").write_bytes(blob)
-    b64 = probe("fs_read_bytes(args.path)", path=str(tmp_path / "photo.png"))
+    (shared / "photo.png").write_bytes(blob)
+    b64 = probe("fs_read_bytes(args.path)", path="data/shared/photo.png")
     assert b64 == base64.b64encode(blob).decode()
     assert probe("fs_write_bytes(args.path, args.b64)", path="copy.png", b64=b64) == str(temp / "copy.png")
     assert (temp / "copy.png").read_bytes() == blob
@@ -173,19 +192,23 @@ def test_s14_4_bytes_round_trip(probe: Probe, temp: Path, tmp_path: Path) -> Non
 # -- S14.1 errors throw, name the helper and the path ----------------------------------------------
 
 
-def test_s14_1_errors_are_thrown_and_catchable(probe: Probe, tmp_path: Path) -> None:
-    missing = str(tmp_path / "missing.txt")
+def test_s14_1_errors_are_thrown_and_catchable(probe: Probe, shared: Path) -> None:
+    missing = "data/shared/missing.txt"
     assert (
         probe.error("fs_read(args.path)", path=missing)
         == f"fs_read: cannot open {missing!r}: No such file or directory"
     )
     assert probe.error("fs_list(args.path)", path=missing).startswith(f"fs_list: cannot open {missing!r}")
     assert (
-        probe.error("fs_read_bytes(args.path)", path=str(tmp_path))
-        == f"fs_read_bytes: {str(tmp_path)!r} is a folder, not a file"
+        probe.error("fs_read_bytes(args.path)", path=str(shared))
+        == f"fs_read_bytes: {str(shared)!r} is a folder, not a file"
     )
-    (tmp_path / "f.txt").write_text("x")
-    assert probe.error("fs_list(args.path)", path=str(tmp_path / "f.txt")).endswith("f.txt' is not a folder")
+    (shared / "f.txt").write_text("x")
+    assert probe.error("fs_list(args.path)", path=str(shared / "f.txt")).endswith("f.txt' is not a folder")
+    assert (
+        probe.error("fs_read(args.path)", path="data/shared/f.txt/x")
+        == "fs_read: 'data/shared/f.txt/x': 'f.txt' is not a folder"
+    )
 
 
 def test_s14_1_bad_arguments(probe: Probe) -> None:
@@ -198,9 +221,9 @@ def test_s14_1_bad_arguments(probe: Probe) -> None:
     assert probe.error('fs_write("a.txt")') == "fs_write: expected at least 2 argument(s), got 1"
 
 
-def test_s14_1_not_utf8(probe: Probe, tmp_path: Path) -> None:
-    (tmp_path / "bin.dat").write_bytes(b"ok\xff\xfe")
-    assert probe.error("fs_read(args.path)", path=str(tmp_path / "bin.dat")).endswith(
+def test_s14_1_not_utf8(probe: Probe, shared: Path) -> None:
+    (shared / "bin.dat").write_bytes(b"ok\xff\xfe")
+    assert probe.error("fs_read(args.path)", path=str(shared / "bin.dat")).endswith(
         "bin.dat' is not UTF-8 text (bad byte at offset 2); use fs_read_bytes"
     )
 
@@ -341,9 +364,10 @@ def test_s14_2_link_swapped_in_after_the_check_is_replaced(
     the link (rename never follows one) instead of writing through it."""
     check = confined._check_target
 
-    def check_then_swap(folder: int, name: str, path: str) -> None:
-        check(folder, name, path)
+    def check_then_swap(folder: int, name: str, path: str) -> int:
+        replaced = check(folder, name, path)
         os.symlink(outside / "victim.txt", name, dir_fd=folder)
+        return replaced
 
     monkeypatch.setattr(confined, "_check_target", check_then_swap)
     probe.write("target.txt", "mine")
@@ -388,26 +412,35 @@ while time.monotonic() < until:
 """
 
 
-def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
-    """Another process flips `sub` between a real folder and a link to outside while writes run:
-    some writes land, some are refused, none escapes."""
-    service = kernel.services.get("files")
-    assert isinstance(service, FilesService)
-    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(temp / "sub"), str(outside), "0.8"])
-    outcomes = {"written": 0, "refused": 0}
+def race_a_link_flipper(folder: Path, target: Path, attempt: Callable[[], object]) -> dict[str, int]:
+    """Run `attempt` again and again while another process flips `folder` between a real folder
+    and a link to `target`; how many attempts went through and how many were refused."""
+    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(folder), str(target), "0.8"])
+    outcomes = {"done": 0, "refused": 0}
     try:
         time.sleep(0.1)
         deadline = time.monotonic() + 0.6
         while time.monotonic() < deadline:
             try:
-                service.write_file(temp, "sub/victim.txt", b"pwned")
-                outcomes["written"] += 1
+                attempt()
+                outcomes["done"] += 1
             except confined.PathRefused:
                 outcomes["refused"] += 1
     finally:
         flipper.wait(5)
+    return outcomes
+
+
+def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
+    """Another process flips `sub` between a real folder and a link to outside while writes run:
+    some writes land, some are refused, none escapes."""
+    service = kernel.services.get("files")
+    assert isinstance(service, FilesService)
+    outcomes = race_a_link_flipper(
+        temp / "sub", outside, lambda: service.write_file(temp, "sub/victim.txt", b"pwned")
+    )
     assert tree(outside) == ["victim.txt"] and (outside / "victim.txt").read_text() == "original"
-    assert outcomes["written"] > 0 and outcomes["refused"] > 0, outcomes
+    assert outcomes["done"] > 0 and outcomes["refused"] > 0, outcomes
 
 
 # -- S14.2 odd paths -------------------------------------------------------------------------------
@@ -422,11 +455,11 @@ def test_nul_bytes_are_refused(probe: Probe, temp: Path) -> None:
     assert list(temp.iterdir()) == []
 
 
-def test_very_long_names_give_clean_errors(probe: Probe, temp: Path) -> None:
+def test_very_long_names_give_clean_errors(probe: Probe, temp: Path, shared: Path) -> None:
     long = "x" * 300
     assert probe.write_error(long).endswith(": File name too long")
     assert probe.write_error(f"{long}/y.txt").endswith(": File name too long")
-    assert probe.error("fs_read(args.path)", path=long).endswith(": File name too long")
+    assert probe.error("fs_read(args.path)", path=f"data/shared/{long}").endswith(": File name too long")
     huge = "a/" * 3000 + "f.txt"
     assert probe.write_error(huge) == "fs_write: path is too long (6,005 characters, at most 4,096)"
     assert (
@@ -442,37 +475,38 @@ def test_proc_is_not_readable(probe: Probe, temp: Path, monkeypatch: pytest.Monk
     """/proc/self/environ would show the secrets env_var hides; no spelling of it gets through."""
     monkeypatch.setenv("TEST_HIDDEN_KEY", "s3cr3t")
     (temp / "env").symlink_to("/proc/self/environ")
-    for path in (
-        "/proc/self/environ",
-        "/proc/self/mem",
-        "/dev/fd/../environ",
-        str(temp / "env"),
-        "/proc/self/cwd/x",
-    ):
-        assert probe.error("fs_read_bytes(args.path)", path=path) in (
-            f"fs_read_bytes: {path!r} is under /proc, which scripts may not read",
-            f"fs_read_bytes: cannot open {path!r}: No such file or directory",
-            f"fs_read_bytes: cannot open {path!r}: Permission denied",
+    for path in ("/proc/self/environ", "/proc/self/mem", "/dev/fd/../environ", "/proc/self/cwd/x"):
+        assert probe.error("fs_read_bytes(args.path)", path=path) == (
+            f"fs_read_bytes: {path!r} is outside the folders scripts may read (files.read_roots: "
+            "config/scripts/tools, config/scripts/hooks, data/shared; and the session temp dir)"
         )
+    link = str(temp / "env")
+    assert probe.error("fs_read_bytes(args.path)", path=link) == (
+        f"fs_read_bytes: {link!r}: 'env' is a symbolic link, and reads never follow links"
+    )
+    assert "outside the folders scripts may read" in probe.error("fs_list(args.path)", path="/proc/self/fd")
+
+
+def test_proc_stays_unreadable_under_a_read_root(project: Path, make_tool: ToolFactory) -> None:
+    """A read root on /proc's file system (an operator's mistake) still reads nothing there."""
+    probe = Probe(build_kernel(project, "files:\n  read_roots: [/proc/self]\n"), make_tool, ".js")
     assert probe.error("fs_read(args.path)", path="/proc/self/status").endswith(
         "is under /proc, which scripts may not read"
     )
-    assert probe.error("fs_list(args.path)", path="/proc/self/fd").endswith(
+    assert probe.error("fs_list(args.path)", path="/proc/self").endswith(
         "is under /proc, which scripts may not read"
     )
 
 
-def test_fifos_and_devices_do_not_hang(probe: Probe, temp: Path, tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
+def test_fifos_and_devices_do_not_hang(probe: Probe, temp: Path, shared: Path) -> None:
+    fifo = shared / "pipe"
     os.mkfifo(fifo)
     start = time.monotonic()
     assert (
         probe.error("fs_read(args.path)", path=str(fifo)) == f"fs_read: {str(fifo)!r} is not a regular file"
     )
-    assert (
-        probe.error("fs_read_bytes(args.path)", path="/dev/zero")
-        == "fs_read_bytes: '/dev/zero' is not a regular file"
-    )
+    os.mknod(temp / "pipe2", 0o600 | stat.S_IFIFO)
+    assert probe.error('fs_read_bytes(caller().temp_dir + "/pipe2")').endswith("pipe2' is not a regular file")
     os.mkfifo(temp / "planted")
     assert probe.write("planted", "replaced") == str(temp / "planted")  # replaced, never opened
     assert (temp / "planted").read_text() == "replaced"
@@ -482,13 +516,13 @@ def test_fifos_and_devices_do_not_hang(probe: Probe, temp: Path, tmp_path: Path)
 # -- limits ----------------------------------------------------------------------------------------
 
 
-def test_read_and_write_limits(project: Path, make_tool: ToolFactory, engine: str, tmp_path: Path) -> None:
+def test_read_and_write_limits(project: Path, make_tool: ToolFactory, engine: str, shared: Path) -> None:
     kernel = build_kernel(project, "files:\n  max_read_bytes: 100\n  max_write_bytes: 10\n")
     probe = Probe(kernel, make_tool, engine)
-    (tmp_path / "small").write_bytes(b"x" * 100)
-    (tmp_path / "big").write_bytes(b"x" * 101)
-    assert probe("fs_read(args.path)", path=str(tmp_path / "small")) == "x" * 100
-    assert probe.error("fs_read_bytes(args.path)", path=str(tmp_path / "big")).endswith(
+    (shared / "small").write_bytes(b"x" * 100)
+    (shared / "big").write_bytes(b"x" * 101)
+    assert probe("fs_read(args.path)", path=str(shared / "small")) == "x" * 100
+    assert probe.error("fs_read_bytes(args.path)", path=str(shared / "big")).endswith(
         "/big' is 101 bytes, over the 100-byte limit (files.max_read_bytes)"
     )
     assert probe.write("ten.txt", "0123456789") is not None
@@ -502,13 +536,13 @@ def test_read_and_write_limits(project: Path, make_tool: ToolFactory, engine: st
     )
 
 
-def test_list_limit(project: Path, make_tool: ToolFactory, tmp_path: Path) -> None:
+def test_list_limit(project: Path, make_tool: ToolFactory, shared: Path) -> None:
     probe = Probe(build_kernel(project, "files:\n  max_list_entries: 3\n"), make_tool, ".js")
     for name in "abc":
-        (tmp_path / "few" / name).mkdir(parents=True)
-    assert probe("fs_list(args.path)", path=str(tmp_path / "few")) == ["a/", "b/", "c/"]
-    (tmp_path / "few" / "d").touch()
-    assert probe.error("fs_list(args.path)", path=str(tmp_path / "few")).endswith(
+        (shared / "few" / name).mkdir(parents=True)
+    assert probe("fs_list(args.path)", path="data/shared/few") == ["a/", "b/", "c/"]
+    (shared / "few" / "d").touch()
+    assert probe.error("fs_list(args.path)", path="data/shared/few").endswith(
         "has more than 3 entries (files.max_list_entries)"
     )
 
@@ -548,7 +582,8 @@ def test_settings_defaults_and_config(project: Path) -> None:
         ("files:\n  max_list_entries: true", "files.max_list_entries: expected an integer >= 1, got True"),
         (
             "files:\n  root: /",
-            "files.root: unknown field (known: max_read_bytes, max_write_bytes, max_list_entries)",
+            "files.root: unknown field (known: read_roots, max_read_bytes, max_write_bytes, "
+            "max_list_entries, max_scratch_bytes, scratch_ttl_hours)",
         ),
     ],
 )
@@ -563,3 +598,258 @@ def test_a_section_that_is_not_a_mapping(project: Path) -> None:
     config = KernelConfig(root=project, tool_dirs=(), hook_dirs=(), raw={"files": "big"})
     with pytest.raises(ConfigError, match="files: expected a mapping, got str"):
         FilesSettings.from_config(config)
+
+
+# -- read roots: configuration (S14.3) -------------------------------------------------------------
+
+
+def test_read_roots_default_and_configured(project: Path) -> None:
+    config = load_kernel_config(write_kernel_yaml(project))
+    service = FilesService.from_config(config)
+    assert [root.shown for root in service.roots] == [
+        "config/scripts/tools",
+        "config/scripts/hooks",
+        "data/shared",
+    ]
+    config = load_kernel_config(
+        write_kernel_yaml(project, f"files:\n  read_roots: [docs, {project / 'pub'}]\n")
+    )
+    assert [root.path for root in FilesService.from_config(config).roots] == [
+        project / "docs",
+        project / "pub",
+    ]
+    config = load_kernel_config(write_kernel_yaml(project, "files:\n  read_roots: []\n"))
+    assert FilesService.from_config(config).roots == ()
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (
+            "files:\n  read_roots: [data]\nstate:\n  db_path: data/state.db\n",
+            "files.read_roots: 'data' holds every session's scratch folder (paths.temp_root: data/tmp), "
+            "which scripts may not read; keep the stores outside every read root",
+        ),
+        (
+            "files:\n  read_roots: [var]\nstate:\n  db_path: var/state.db\n",
+            "files.read_roots: 'var' holds the state store (state.db_path: var/state.db)",
+        ),
+        (
+            "files:\n  read_roots: [logs]\nlogging:\n  messages_db_path: logs/messages.db\n",
+            "files.read_roots: 'logs' holds the transcript (logging.messages_db_path: logs/messages.db)",
+        ),
+        (
+            "files:\n  read_roots: [db]\nduckdb:\n  dir: ../db\n",
+            "files.read_roots: 'db' holds the DuckDB folder (duckdb.dir: db)",
+        ),
+        (
+            "files:\n  read_roots: [data/tmp/x]\n",
+            "files.read_roots: 'data/tmp/x' lies inside every session's",
+        ),
+        (
+            "files:\n  read_roots: [data/duckdb/u]\n",
+            "files.read_roots: 'data/duckdb/u' lies inside the DuckDB",
+        ),
+        ("files:\n  read_roots: ['..']\n", "files.read_roots: '..' holds every session's scratch folder"),
+        (
+            "files:\n  read_roots: data\n",
+            "files.read_roots: expected a list of non-empty strings, got 'data'",
+        ),
+        ("files:\n  read_roots: ['']\n", "files.read_roots: expected a list of non-empty strings, got ['']"),
+        ("files:\n  max_scratch_bytes: 0\n", "files.max_scratch_bytes: expected an integer >= 1, got 0"),
+        (
+            "files:\n  scratch_ttl_hours: 0\n",
+            "files.scratch_ttl_hours: expected a number of hours > 0, got 0",
+        ),
+        (
+            "scripts:\n  tools: [data]\n",
+            "files.read_roots (by default the scripts folders and paths.data_dir/shared): 'data' holds",
+        ),
+    ],
+)
+def test_a_read_root_that_holds_a_store_stops_the_kernel(project: Path, section: str, message: str) -> None:
+    """Checked when the kernel starts (and by `agentkernel check`), not at the first read."""
+    config = load_kernel_config(write_kernel_yaml(project, section))
+    with pytest.raises(ConfigError) as info:
+        Kernel(config)
+    assert info.value.reason.startswith(message), info.value.reason
+
+
+def test_a_linked_read_root_is_checked_where_it_leads(project: Path) -> None:
+    (project / "data").mkdir()
+    (project / "innocent").symlink_to(project / "data")
+    config = load_kernel_config(write_kernel_yaml(project, "files:\n  read_roots: [innocent]\n"))
+    with pytest.raises(ConfigError, match="'innocent' holds every session's scratch folder"):
+        Kernel(config)
+
+
+def test_a_linked_read_root_is_read_through_its_link(project: Path, make_tool: ToolFactory) -> None:
+    """The operator's own link to a root is a way in (only links below a root are refused)."""
+    (project / "elsewhere").mkdir()
+    (project / "elsewhere" / "a.txt").write_text("via the link")
+    (project / "pub").symlink_to(project / "elsewhere")
+    probe = Probe(build_kernel(project, "files:\n  read_roots: [pub]\n"), make_tool, ".js")
+    assert probe("fs_read(args.path)", path="pub/a.txt") == "via the link"
+    assert "outside the folders" in probe.error("fs_read(args.path)", path="elsewhere/a.txt")
+
+
+def test_empty_read_roots_leave_only_the_temp_dir(project: Path, make_tool: ToolFactory, engine: str) -> None:
+    probe = Probe(build_kernel(project, "files:\n  read_roots: []\n"), make_tool, engine)
+    probe.write("a.txt", "mine")
+    assert probe('fs_read(caller().temp_dir + "/a.txt")') == "mine"
+    assert probe.error("fs_list(args.path)", path="config/scripts/tools") == (
+        "fs_list: 'config/scripts/tools' is outside the folders scripts may read "
+        "(files.read_roots: none; and the session temp dir)"
+    )
+
+
+# -- the quota of a temp dir (issue 9) -------------------------------------------------------------
+
+
+def test_a_temp_dir_holds_at_most_max_scratch_bytes(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    kernel = build_kernel(project, "files:\n  max_scratch_bytes: 1000\n")
+    probe = Probe(kernel, make_tool, engine)
+    probe.write("a.txt", "x" * 400)
+    probe.write("sub/b.txt", "x" * 400)
+    assert probe.write_error("c.txt", "x" * 400) == (
+        "fs_write: the session temp dir would hold 1,200 bytes, over its 1,000-byte quota "
+        "(files.max_scratch_bytes); it holds 800"
+    )
+    b64 = base64.b64encode(b"x" * 300).decode()
+    assert "quota (files.max_scratch_bytes)" in probe.error(
+        "fs_write_bytes(args.path, args.b64)", path="c.bin", b64=b64
+    )
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None and sorted(p.name for p in temp.rglob("*")) == ["a.txt", "b.txt", "sub"]
+    probe.write("a.txt", "x" * 500)  # replacing counts only the difference: 900 bytes
+    probe.write("a.txt", "small")  # a smaller version always fits
+    probe.write("c.txt", "x" * 500)  # 5 + 400 + 500
+    assert "would hold 1,001 bytes" in probe.write_error("d.txt", "x" * 96)
+    other = probe("fs_write(args.path, args.c)", "s-2", path="big.txt", c="x" * 1000)
+    assert isinstance(other, str)  # each temp dir has its own quota
+
+
+def nearly_full(project: Path, make_tool: ToolFactory) -> tuple[Kernel, Probe, Path]:
+    """A kernel whose temp dirs hold 1,000 bytes, and the probes' temp dir with 900 of them used."""
+    kernel = build_kernel(project, "files:\n  max_scratch_bytes: 1000\n")
+    probe = Probe(kernel, make_tool, ".js")
+    probe.write("a.txt", "x" * 900)
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    return kernel, probe, temp
+
+
+def test_the_quota_counts_again_before_refusing(project: Path, make_tool: ToolFactory) -> None:
+    """Files removed behind the service's back (by `shell`, or by hand) are not held against the dir."""
+    _, probe, temp = nearly_full(project, make_tool)
+    (temp / "a.txt").unlink()
+    assert probe.write("b.txt", "x" * 900) == str(temp / "b.txt")
+    (temp / "planted.bin").write_bytes(b"x" * 50)  # written by other means: counted when it matters
+    assert probe.write_error("c.txt", "x" * 150).endswith(
+        "would hold 1,100 bytes, over its 1,000-byte quota (files.max_scratch_bytes); it holds 950"
+    )
+
+
+def test_the_quota_holds_against_concurrent_writers(project: Path) -> None:
+    kernel = build_kernel(project, "files:\n  max_scratch_bytes: 10000\n")
+    service = kernel.services.get("files")
+    assert isinstance(service, FilesService)
+    temp = kernel.caller(session_id="s", user_id="u").temp_dir
+    assert temp is not None
+    refused: list[str] = []
+
+    def write(i: int) -> None:
+        try:
+            service.write_file(temp, f"f{i}.bin", b"x" * 1000)
+        except confined.PathRefused as exc:
+            refused.append(str(exc))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(refused) == 10 and sum(p.stat().st_size for p in temp.iterdir()) == 10_000
+
+
+# -- old scratch folders are removed (issue 9) -----------------------------------------------------
+
+DAY = 24 * 3600.0
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Set the time stamps of `path` and everything below it `seconds` in the past."""
+    when = time.time() - seconds
+    for item in [path, *path.rglob("*")]:
+        os.utime(item, (when, when), follow_symlinks=False)
+
+
+def test_clean_scratch_removes_only_folders_idle_past_the_ttl(project: Path) -> None:
+    kernel = build_kernel(project)
+    old = kernel.caller(user_id="a", session_id="old").temp_dir
+    fresh = kernel.caller(user_id="a", session_id="fresh").temp_dir
+    touched = kernel.caller(user_id="b", session_id="old").temp_dir
+    assert old is not None and fresh is not None and touched is not None
+    (old / "deep" / "deeper").mkdir(parents=True)
+    (old / "deep" / "deeper" / "f.txt").write_text("x")
+    (touched / "sub").mkdir()
+    (touched / "sub" / "new.txt").write_text("x")
+    _age(old, 2 * DAY)
+    _age(touched, 2 * DAY)
+    os.utime(touched / "sub" / "new.txt")  # one file written just now keeps its folder
+    root = kernel.config.temp_root
+    (root / "stray-file").write_text("not a folder")
+    (root / "link").symlink_to(project)
+    _age(root / "stray-file", 3 * DAY)
+    assert kernel.clean_scratch() == [old]
+    assert not old.exists() and fresh.is_dir() and touched.is_dir()
+    assert (root / "stray-file").exists() and (root / "link").is_symlink() and project.is_dir()
+    assert kernel.clean_scratch(now=time.time() + DAY - 60) == []  # not yet a day idle
+    assert sorted(kernel.clean_scratch(now=time.time() + DAY + 60)) == sorted([fresh, touched])
+
+
+def test_the_ttl_is_a_setting(project: Path) -> None:
+    kernel = build_kernel(project, "files:\n  scratch_ttl_hours: 0.5\n")
+    temp = kernel.caller(user_id="a", session_id="s").temp_dir
+    assert kernel.clean_scratch(now=time.time() + 1700) == []
+    assert kernel.clean_scratch(now=time.time() + 1900) == [temp]
+
+
+def test_the_kernel_cleans_when_it_hands_out_its_first_session_folder(project: Path) -> None:
+    first = build_kernel(project)
+    left = first.caller(user_id="a", session_id="yesterday").temp_dir
+    assert left is not None
+    _age(left, 2 * DAY)
+    second = build_kernel(project)  # a new kernel: a restart, or the next `tool run`
+    assert left.exists()  # nothing happens before a session asks for its folder
+    mine = second.caller(user_id="b", session_id="today").temp_dir
+    assert not left.exists() and mine is not None and mine.is_dir()
+
+
+def test_a_session_in_use_keeps_its_folder(project: Path, make_tool: ToolFactory) -> None:
+    """Using a session renews its folder's time: an old folder that is used again is not removed."""
+    kernel = build_kernel(project)
+    probe = Probe(kernel, make_tool, ".js")
+    probe.write("keep.txt", "x")
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    _age(temp, 2 * DAY)
+    assert probe('fs_read(caller().temp_dir + "/keep.txt")') == "x"  # the call renews it
+    assert kernel.clean_scratch() == [] and (temp / "keep.txt").exists()
+
+
+def test_passes_after_the_first_wait_for_the_interval(tmp_path: Path) -> None:
+    janitor = ScratchJanitor(tmp_path, ttl_secs=DAY, interval=3600)
+    assert janitor.due(1000.0)
+    assert not janitor.due(1000.0 + 3599)
+    assert janitor.due(1000.0 + 3600)
+    assert ScratchJanitor(tmp_path, ttl_secs=60).interval == 60  # never less often than the ttl
+
+
+def test_a_removed_folder_starts_its_quota_afresh(project: Path, make_tool: ToolFactory) -> None:
+    kernel, probe, temp = nearly_full(project, make_tool)
+    _age(temp, 2 * DAY)
+    assert kernel.clean_scratch() == [temp]
+    assert probe.write("b.txt", "x" * 900) == str(temp / "b.txt")

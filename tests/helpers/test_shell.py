@@ -90,7 +90,7 @@ def run_exec(
 
 
 def temp_dir(kernel: Kernel) -> Path:
-    temp = kernel.caller(session_id="s-1").temp_dir
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
     assert temp is not None
     return temp
 

@@ -478,6 +478,170 @@ def test_s11_2_keys_of_one_user_are_invisible_to_another(
 
 
 @pytest.mark.parametrize("ext", ENGINES)
+def test_s11_2_a_reused_session_id_is_another_users_session(
+    skernel: Kernel, make_tool: ToolFactory, ext: str
+) -> None:
+    """Issue 9: session keys were keyed by the session id alone, so Bob naming Alice's session id
+    read and overwrote her session's keys. A session is now the user's session."""
+    make_tool("scopes", source(ext, SCOPES_JS, SCOPES_RHAI), ext=ext)
+    alice = {"user_id": "alice", "session_id": "chat-1", "template": "t"}
+    bob = {"user_id": "bob", "session_id": "chat-1", "template": "t"}
+    assert run_tool(skernel, "scopes", {"write": "A"}, **alice) == [
+        "A:session",
+        "A:user",
+        "A:agent",
+        "A:global",
+    ]
+    assert run_tool(skernel, "scopes", **bob) == [None, None, "A:agent", "A:global"]
+    run_tool(skernel, "scopes", {"write": "B"}, **bob)
+    assert run_tool(skernel, "scopes", **alice)[:2] == ["A:session", "A:user"]
+
+
+QUOTA_YAML = STATE_YAML + "state:\n  max_user_bytes: 300\n"
+
+QUOTA_JS = """
+function run(args) {
+    const out = [];
+    for (const step of args.steps) {
+        try {
+            const [op, scope, key, value] = step;
+            if (op === "set") state_set(scope, key, value);
+            else if (op === "push") state_push(scope, key, value);
+            else if (op === "sadd") state_sadd(scope, key, value);
+            else if (op === "delete") state_delete(scope, key);
+            out.push("ok");
+        } catch (e) { out.push(e.message); }
+    }
+    return { content: "ok", data: out };
+}
+"""
+QUOTA_RHAI = """
+fn run(args) {
+    let out = [];
+    for step in args.steps {
+        try {
+            let op = step[0];
+            if op == "set" { state_set(step[1], step[2], step[3]); }
+            else if op == "push" { state_push(step[1], step[2], step[3]); }
+            else if op == "sadd" { state_sadd(step[1], step[2], step[3]); }
+            else if op == "delete" { state_delete(step[1], step[2]); }
+            out.push("ok");
+        } catch (e) { out.push(e); }
+    }
+    #{ content: "ok", data: out }
+}
+"""
+
+
+def over(helper: str, total: int, whose: str = "this user's keys") -> str:
+    return (
+        f"{helper}: {whose} would take {total:,} bytes, over the 300-byte quota "
+        "(state.max_user_bytes); delete keys to make room"
+    )
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_a_users_keys_are_held_to_max_user_bytes(project: Path, make_tool: ToolFactory, ext: str) -> None:
+    """Issue 9: a script could fill the disk through the state store. Every scope counts for the writer."""
+    kernel = build_kernel(project, QUOTA_YAML)
+    make_tool("quota", source(ext, QUOTA_JS, QUOTA_RHAI), ext=ext)
+    blob = "x" * 98  # 100 bytes of JSON; a one-letter key adds 1
+
+    def steps(user: str | None, *todo: list[Any]) -> Any:
+        who = {"user_id": user} if user else {}
+        return run_tool(kernel, "quota", {"steps": list(todo)}, session_id="s", template="t", **who)
+
+    assert steps("alice", ["set", "user", "a", blob], ["set", "session", "b", blob]) == ["ok", "ok"]
+    assert steps("alice", ["set", "global", "c", blob]) == [over("state_set", 303)]  # shared scopes count too
+    assert steps("alice", ["push", "agent", "l", blob]) == [over("state_push", 303)]
+    assert steps("alice", ["sadd", "user", "m", blob]) == [over("state_sadd", 303)]
+    assert steps("alice", ["set", "user", "a", "x" * 90]) == ["ok"]  # a smaller value always fits
+    assert steps("alice", ["set", "user", "c", "y" * 88]) == ["ok"]  # 93 + 101 + 91 = 285
+    assert steps("alice", ["sadd", "user", "d", "z" * 14]) == [over("state_sadd", 302)]
+    assert steps("bob", ["set", "user", "a", blob], ["set", "global", "g", blob]) == ["ok", "ok"]
+    assert steps(None, ["set", "session", "a", blob], ["push", "global", "h", blob]) == ["ok", "ok"]
+    assert steps(None, ["set", "global", "n", blob]) == [
+        over("state_set", 303, "the keys of callers without a user")
+    ]
+    assert steps("alice", ["delete", "user", "c"], ["push", "user", "l", blob]) == ["ok", "ok"]
+    assert steps("alice", ["delete", "user", "l"], ["delete", "session", "b"]) == ["ok", "ok"]
+    assert steps("alice", ["set", "global", "g", blob]) == ["ok"]  # Bob's global key is now Alice's
+    assert steps("bob", ["set", "session", "s", blob], ["set", "session", "t", blob]) == [
+        "ok",  # room freed when Alice took his global key over
+        over("state_set", 303),
+    ]
+    close_store(kernel)
+
+
+def test_the_quota_counts_every_kind_of_key(store: SqliteStateStore) -> None:
+    """Usage is kept by triggers in the write's own transaction: what goes in, and what comes out."""
+    store.max_user_bytes = 10_000
+    alice = Namespace("user", "alice", user="alice")
+    shared = Namespace("global", "", user="alice")
+
+    def usage() -> dict[str, int]:
+        with sqlite3.connect(store.path) as raw:
+            return dict(raw.execute("SELECT payer, bytes FROM state_usage WHERE bytes != 0").fetchall())
+
+    store.set(alice, "k", "v")  # "k" + '"v"'
+    assert usage() == {"alice": 4}
+    store.push(shared, "list", [1, 2])  # "list" + "[1,2]"
+    store.push(shared, "list", 3)
+    store.sadd(alice, "set", "a")
+    store.sadd(alice, "set", "a")  # already there: nothing more
+    assert usage() == {"alice": 4 + 4 + 5 + 1 + 3 + 3}
+    store.push(Namespace("global", "", user="bob"), "list", "bob's")
+    assert usage() == {"alice": 20, "bob": 7}
+    assert store.delete(Namespace("global", "", user="carol"), "list")  # frees what each had put there
+    assert usage() == {"alice": 10}
+    store.srem(alice, "set", "a")
+    store.set(alice, "k", None)
+    assert usage() == {"alice": 5}
+
+
+def test_a_version_1_store_is_upgraded_and_keeps_its_data(tmp_path: Path) -> None:
+    """Keys written before issue 9 stay; session keys, whose user is unknown, reach no caller."""
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE state_schema (version INTEGER NOT NULL)")
+        raw.execute("INSERT INTO state_schema VALUES (1)")
+        raw.execute(
+            "CREATE TABLE state_keys (scope TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, type TEXT "
+            "NOT NULL, value TEXT, size INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (scope, owner, key))"
+        )
+        raw.execute(
+            "CREATE TABLE state_list_items (scope TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, "
+            "pos INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (scope, owner, key, pos))"
+        )
+        raw.execute(
+            "CREATE TABLE state_set_members (id INTEGER PRIMARY KEY, scope TEXT NOT NULL, owner TEXT NOT "
+            "NULL, key TEXT NOT NULL, digest TEXT NOT NULL, value TEXT NOT NULL, "
+            "UNIQUE (scope, owner, key, digest))"
+        )
+        raw.execute("INSERT INTO state_keys VALUES ('user', 'alice', 'k', 'value', '\"kept\"', 0)")
+        raw.execute("INSERT INTO state_keys VALUES ('session', 's1', 'k', 'value', '\"orphan\"', 0)")
+        raw.execute("INSERT INTO state_keys VALUES ('global', '', 'l', 'list', NULL, 1)")
+        raw.execute("INSERT INTO state_list_items VALUES ('global', '', 'l', 0, '[1]')")
+    with SqliteStateStore(path, max_user_bytes=100) as store:
+        assert store.get(Namespace("user", "alice"), "k") == "kept"
+        assert store.range(Namespace("global", ""), "l", 0, -1) == [[1]]
+        for user in (None, "", "alice"):
+            owner = json.dumps([user, "s1"])
+            assert store.get(Namespace("session", owner), "k") is None
+        store.push(Namespace("global", "", user="alice"), "l", 2)
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT max(version) FROM state_schema").fetchone() == (2,)
+        assert raw.execute("SELECT owner FROM state_keys WHERE scope = 'session'").fetchall() == [
+            ('[0,"s1"]',)
+        ]
+        usage = dict(raw.execute("SELECT payer, bytes FROM state_usage").fetchall())
+    assert usage == {
+        "": len("k") + len('"kept"') + len("k") + len('"orphan"') + len("l") + len("[1]"),
+        "alice": 1,
+    }
+
+
+@pytest.mark.parametrize("ext", ENGINES)
 def test_s11_2_a_scope_without_an_id_is_an_error(skernel: Kernel, make_tool: ToolFactory, ext: str) -> None:
     js = """
     function run(args) {
@@ -895,7 +1059,7 @@ def test_the_store_path_in_both_places_is_an_error_naming_both(project: Path) ->
         (STATE_YAML + "state: {max_value_bytes: 1.5}\n", "state.max_value_bytes: expected an integer >= 1"),
         (
             STATE_YAML + "state: {path: x}\n",
-            "state.path: unknown field (known: db_path, max_value_bytes, max_result_bytes)",
+            "state.path: unknown field (known: db_path, max_value_bytes, max_result_bytes, max_user_bytes)",
         ),
         (STATE_YAML + "state: [1]\n", "state: [1] is not of type 'object'"),
         ("state: {max_value_bytes: -1}\n", "state.max_value_bytes: expected an integer >= 1, got -1"),

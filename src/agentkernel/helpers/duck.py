@@ -7,10 +7,13 @@ Paths (S12.4). A path is relative to the DuckDB folder and may hold
 `{user}`, `{session}`, `{template}` and `{agent}` (the same as `{template}`),
 each replaced by the caller's id made safe: `u@`, `s@` or `t@` followed by
 `safe_folder_name(id)` (readable part + hash, never a separator or `..`).
+`{session}` is the user's session (`session_folder_name(user, session)`):
+user B who reuses user A's session id gets a file of B's own.
 The `@` is reserved: the script's own text may not contain it, so the only
 way to name a folder like `u@alice-…` is to be alice — user B can neither
-guess nor list (S14.3 allows reading folders) their way into user A's
-database. A placeholder whose id this call does not have is an error.
+guess nor list their way into user A's database (and since issue 9 the
+file helpers cannot read the DuckDB folder at all, S14.3). A placeholder
+whose id this call does not have is an error.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
-from agentkernel.process import safe_folder_name
+from agentkernel.process import safe_folder_name, session_folder_name
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 
@@ -66,6 +69,8 @@ def _identity(name: str, call: ScriptCall, path: str, placeholder: str) -> str:
     identifier = getattr(call.caller, attribute)
     if not identifier:
         raise HelperError(f"{name}: path {path!r} uses {{{placeholder}}} but this call has no {placeholder}")
+    if placeholder == "session":
+        return f"{kind}{MARKER}{session_folder_name(call.caller.user_id, identifier)}"
     return f"{kind}{MARKER}{safe_folder_name(identifier)}"
 
 

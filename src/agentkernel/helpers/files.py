@@ -3,7 +3,9 @@
 All five throw on error (S14.1), a HelperError naming the helper and the
 path. Writes land only inside the caller's session temp dir, with the
 contract's texts (S14.2) `fs_write: path … outside the session temp dir` and
-`no temp dir …`; the identity comes from the Caller, never from the script.
+`no temp dir …`; reads come only from the read roots and that same temp dir
+(S14.3). The identity, and so the temp dir, comes from the Caller, never
+from the script.
 What may be read and written, and how, is the `FilesService`'s business
 (services/files.py, services/confined.py); this module checks the script's
 arguments and converts text and base64.
@@ -28,7 +30,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 
 def fs_read(call: ScriptCall, path: JSONValue) -> JSONValue:
-    """The UTF-8 text of a file; relative paths start at the kernel root."""
+    """The UTF-8 text of a file in a read root or the temp dir; relative paths start at the kernel root."""
     data = _read("fs_read", call, path)
     try:
         return data.decode("utf-8")
@@ -48,7 +50,7 @@ def fs_list(call: ScriptCall, path: JSONValue) -> JSONValue:
     """The entries of a folder, sorted by name; folders end in `/`."""
     service = _service("fs_list", call)
     with _refusals("fs_list"):
-        return list(service.list_folder(_path("fs_list", path)))
+        return list(service.list_folder(_path("fs_list", path), _temp_dir(call)))
 
 
 def fs_write(call: ScriptCall, path: JSONValue, content: JSONValue) -> JSONValue:
@@ -83,7 +85,7 @@ def fs_write_bytes(call: ScriptCall, path: JSONValue, b64: JSONValue) -> JSONVal
 def _read(helper: str, call: ScriptCall, path: JSONValue) -> bytes:
     service = _service(helper, call)
     with _refusals(helper):
-        return service.read_file(_path(helper, path))
+        return service.read_file(_path(helper, path), _temp_dir(call))
 
 
 def _write(helper: str, call: ScriptCall, path: JSONValue, data: bytes) -> str:
@@ -96,6 +98,11 @@ def _write(helper: str, call: ScriptCall, path: JSONValue, data: bytes) -> str:
         )
     with _refusals(helper):
         return service.write_file(Path(temp_dir), _path(helper, path), data)
+
+
+def _temp_dir(call: ScriptCall) -> Path | None:
+    temp_dir = call.caller.temp_dir
+    return Path(temp_dir) if temp_dir is not None else None
 
 
 def _service(helper: str, call: ScriptCall) -> FilesService:

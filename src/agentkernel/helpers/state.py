@@ -3,7 +3,10 @@
 A script names only a scope — `session`, `user`, `agent` (the caller's
 template) or `global` — never an id: the id comes from the `Caller` the
 kernel built (S11.2, DESIGN rule 3), so no script input can reach another
-user's or session's keys. The store is the named service `state`
+user's or session's keys. A `session` namespace is the user's session
+(`session_key`): user B who reuses user A's session id still gets B's own
+keys. Every write counts against the caller's user's quota
+(`state.max_user_bytes`, see services/state.py). The store is the named service `state`
 (`services/state.py`); without it every call throws (S11.3).
 
 Script input is checked here (scope, key, indexes); the store checks what
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agentkernel.errors import HelperError
-from agentkernel.process import Caller
+from agentkernel.process import Caller, session_key
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.services.state import Namespace, StateError, StateStore
 from agentkernel.types import JSONValue
@@ -27,8 +30,14 @@ from agentkernel.types import JSONValue
 SERVICE = "state"
 MAX_KEY_BYTES = 1024
 
+
+def _session_owner(caller: Caller) -> str | None:
+    """A session's keys belong to the user's session, never to the session id alone (`session_key`)."""
+    return session_key(caller.user_id, caller.session_id) if caller.session_id is not None else None
+
+
 _SCOPES: dict[str, Callable[[Caller], str | None]] = {
-    "session": lambda caller: caller.session_id,
+    "session": _session_owner,
     "user": lambda caller: caller.user_id,
     "agent": lambda caller: caller.template,
     "global": lambda caller: "",
@@ -56,7 +65,7 @@ def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:
     owner = _SCOPES[scope](call.caller)
     if owner is None or (scope != "global" and owner == ""):
         raise HelperError(f"{helper}: scope {scope!r} has no id for this caller")
-    return Namespace(scope, owner)
+    return Namespace(scope, owner, user=call.caller.user_id or "")
 
 
 def _key(helper: str, key: JSONValue) -> str:

@@ -32,6 +32,7 @@ from agentkernel.errors import (
 from agentkernel.scripting.engine import NO_VALUE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.scripting.js_hints import hint_for
+from agentkernel.scripting.js_modules import module_loader
 from agentkernel.types import JSONValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
@@ -127,7 +128,7 @@ class JsEngine:
     def compile(self, path: Path, source: str) -> JsScript:
         module = path.suffix == ".mjs"
         ctx = quickjs.Runtime().new_context()
-        ctx.set_module_loader(_load_module_source)
+        ctx.set_module_loader(module_loader(path, source))
         try:
             code = ctx.compile(source, filename=str(path), module=module)
         except quickjs.JSError as exc:
@@ -197,7 +198,6 @@ class JsEngine:
         runtime.set_max_stack_size(limits.stack_limit_bytes)
         runtime.set_interrupt_handler(budget)
         ctx = runtime.new_context()
-        ctx.set_module_loader(_load_module_source)
         ctx.set("__ak_call", _helper_trampoline(binding))
         ctx.set("__ak_log", binding.log_line)
         return ctx
@@ -205,10 +205,10 @@ class JsEngine:
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:
         """Bind helpers, then evaluate the script's top level; return `invoke`."""
         invoke = ctx.eval_function(ctx.read_object(self._prelude(binding.names)))
+        ctx.set_module_loader(module_loader(script.path, script.source))  # static imports and import() alike
         if script.bytecode is not None:
             ctx.eval_function(ctx.read_object(script.bytecode))
         else:
-            ctx.set_module_loader(_module_loader(script))
             exposed = ctx.eval(
                 f"import * as m from {json.dumps(str(script.path))}; globalThis.__ak_exports = m;",
                 filename="<agentkernel>",
@@ -250,30 +250,6 @@ def _member(holder: object, key: str) -> object:
     if isinstance(holder, quickjs.Value) and holder.is_object:
         return holder.get(key)
     return None
-
-
-def _module_loader(script: JsScript) -> Any:
-    """Serve the script itself from its cached source, its imports from disk."""
-    own = str(script.path)
-
-    def load(name: str) -> str | None:
-        return script.source if name == own else _load_module_source(name)
-
-    return load
-
-
-def _load_module_source(name: str) -> str | None:
-    """ES module imports: JS files by the path QuickJS resolved against the importer.
-
-    Reading is not confined (S14.3), but only `.js`/`.mjs` files are modules.
-    """
-    path = Path(name)
-    if path.suffix not in (".js", ".mjs") or not path.is_file():
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _settle(value: object) -> None:

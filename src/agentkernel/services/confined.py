@@ -1,4 +1,4 @@
-"""Writing a file strictly inside one folder (S14.2), race-free, whatever the path says.
+"""Writing and reading files strictly inside one folder (S14.2, S14.3), race-free, whatever the path says.
 
 The script's path is never handed to the operating system's path resolver.
 It is first reduced lexically to a list of names below the base folder (a
@@ -14,6 +14,11 @@ through one, so a link (or a hard link to a file outside) planted at the
 target between the check and the write is replaced, not followed, and a
 reader never sees half a file.
 
+Reading (`open_below`) takes the same walk: every name below the base
+folder, the last one too, is opened with `O_NOFOLLOW`, so a link never
+leads a read out of its folder, and the path is reduced lexically first
+(`absolute_names`), so `..` cannot climb out either.
+
 Linux's `openat2(RESOLVE_BENEATH)` would do the walk in the kernel, but it is
 not in Python's `os` and needs Linux 5.6; this works on any POSIX system.
 """
@@ -25,12 +30,14 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 #: Longest path text accepted (PATH_MAX on Linux); longer paths are refused before any walk.
 MAX_PATH_CHARS = 4096
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_LEAF_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -42,6 +49,10 @@ class OutsideBase(PathRefused):
     """The path leads outside the base folder (S14.2's error)."""
 
 
+class NotFound(PathRefused):
+    """A read found nothing at the path (or a folder on the way is missing)."""
+
+
 def names_below(base: Path, path: str) -> list[str]:
     """The names leading from `base` to the file `path` means, checked lexically.
 
@@ -49,12 +60,7 @@ def names_below(base: Path, path: str) -> list[str]:
     empty names are dropped and `..` goes up one name, but never above `base`.
     """
     shown = show_path(path)
-    if not path:
-        raise PathRefused("path is empty")
-    if "\x00" in path:
-        raise PathRefused(f"path {shown} contains a NUL byte")
-    if len(path) > MAX_PATH_CHARS:
-        raise PathRefused(f"path is too long ({len(path):,} characters, at most {MAX_PATH_CHARS:,})")
+    check_path_text(path)
     names = _normalised(base, path)
     if names is None:
         raise OutsideBase(f"path {shown} is outside the session temp dir")
@@ -66,21 +72,58 @@ def names_below(base: Path, path: str) -> list[str]:
     return names
 
 
-def _normalised(base: Path, path: str) -> list[str] | None:
-    """The names below `base`, or None when the path leaves it."""
+def check_path_text(path: str) -> None:
+    """Refuse an empty path, a NUL byte or a path over MAX_PATH_CHARS before anything is touched."""
+    if not path:
+        raise PathRefused("path is empty")
+    if "\x00" in path:
+        raise PathRefused(f"path {show_path(path)} contains a NUL byte")
+    if len(path) > MAX_PATH_CHARS:
+        raise PathRefused(f"path is too long ({len(path):,} characters, at most {MAX_PATH_CHARS:,})")
+
+
+def absolute_names(start: Path, path: str) -> list[str]:
+    """The names of the absolute path `path` means, `..` and `.` resolved by text alone.
+
+    A relative path starts at `start`. No link is looked at: the walks below
+    never follow one, so the text is what the walk will see.
+    """
     pure = PurePosixPath(path)
-    start = list(pure.parts[1:]) if pure.is_absolute() else [*base.parts[1:], *pure.parts]
+    names = list(pure.parts[1:]) if pure.is_absolute() else [*start.parts[1:], *pure.parts]
     stack: list[str] = []
-    for name in start:
+    for name in names:
         if name == "..":
             if stack:
                 stack.pop()
         elif name not in ("", "."):
             stack.append(name)
+    return stack
+
+
+def names_under(base: Path, names: list[str]) -> list[str] | None:
+    """The rest of `names` below `base` (an absolute path), or None when they are not under it."""
     prefix = list(base.parts[1:])
-    if stack[: len(prefix)] != prefix or (not pure.is_absolute() and _climbs(pure.parts)):
+    return names[len(prefix) :] if names[: len(prefix)] == prefix else None
+
+
+def below_one_of(bases: list[Path], start: Path, path: str) -> tuple[Path, list[str]] | None:
+    """The deepest of `bases` that holds what `path` means, with the names below it; None if none does.
+
+    The path's text is checked first (`check_path_text`); a relative path
+    starts at `start`; `..` is resolved by text (`absolute_names`).
+    """
+    check_path_text(path)
+    names = absolute_names(start, path)
+    found = [(base, below) for base in bases if (below := names_under(base, names)) is not None]
+    return min(found, key=lambda pair: len(pair[1])) if found else None
+
+
+def _normalised(base: Path, path: str) -> list[str] | None:
+    """The names below `base`, or None when the path leaves it."""
+    pure = PurePosixPath(path)
+    if not pure.is_absolute() and _climbs(pure.parts):
         return None
-    return stack[len(prefix) :]
+    return names_under(base, absolute_names(base, path))
 
 
 def _climbs(parts: tuple[str, ...]) -> bool:
@@ -93,8 +136,12 @@ def _climbs(parts: tuple[str, ...]) -> bool:
     return False
 
 
-def write_below(base: Path, path: str, data: bytes) -> Path:
-    """Write `data` to the file `path` means below `base`, creating folders; returns its path."""
+def write_below(base: Path, path: str, data: bytes, *, room: Callable[[int], None] | None = None) -> Path:
+    """Write `data` to the file `path` means below `base`, creating folders; returns its path.
+
+    `room`, when given, is called with the size of the file being replaced
+    (0 for a new one) just before writing, and may refuse (a quota).
+    """
     names = names_below(base, path)
     folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -102,7 +149,7 @@ def write_below(base: Path, path: str, data: bytes) -> Path:
             inner = _enter(folder, name, path, names[: depth + 1])
             os.close(folder)
             folder = inner
-        _replace(folder, names[-1], data, path)
+        _replace(folder, names[-1], data, path, room)
     finally:
         os.close(folder)
     return base.joinpath(*names)
@@ -147,9 +194,11 @@ def _refusal(folder: int, name: str, path: str, walked: list[str], exc: OSError)
     return PathRefused(f"cannot open folder {where}: {_why(exc)}")
 
 
-def _replace(folder: int, name: str, data: bytes, path: str) -> None:
+def _replace(folder: int, name: str, data: bytes, path: str, room: Callable[[int], None] | None) -> None:
     """Put `data` at `name` in `folder` by writing a new file and renaming it over the old entry."""
-    _check_target(folder, name, path)
+    replaced = _check_target(folder, name, path)
+    if room is not None:
+        room(replaced)
     temporary = f".fs_write-{secrets.token_hex(8)}.tmp"
     try:
         handle = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=folder)
@@ -166,18 +215,75 @@ def _replace(folder: int, name: str, data: bytes, path: str) -> None:
         raise PathRefused(f"cannot write {show_path(path)}: {_why(exc)}") from exc
 
 
-def _check_target(folder: int, name: str, path: str) -> None:
-    """Refuse a link or a folder already at the target, with the error S14.2 gives for links."""
+def _check_target(folder: int, name: str, path: str) -> int:
+    """Refuse a link or a folder already at the target (S14.2's error for links); the size replaced."""
     try:
         info = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        return
+        return 0
     except OSError as exc:
         raise PathRefused(f"cannot write {show_path(path)}: {_why(exc)}") from exc
     if stat.S_ISLNK(info.st_mode):
         raise OutsideBase(f"path {show_path(path)} is outside the session temp dir: it is a symbolic link")
     if stat.S_ISDIR(info.st_mode):
         raise PathRefused(f"path {show_path(path)} names a folder, not a file")
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def open_below(base: Path, names: list[str], path: str) -> int:
+    """A read-only descriptor for `base/names…`, never through a link below `base`.
+
+    `base` itself is the operator's folder and is opened as configured;
+    every name below it is opened with `O_NOFOLLOW` (folders on the way with
+    `O_DIRECTORY` too), the last one without blocking, so a FIFO cannot
+    hang the caller. The caller checks what kind of file it got.
+    """
+    try:
+        folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PathRefused(f"cannot open {show_path(path)}: {_why(exc)}") from exc
+    try:
+        for depth, name in enumerate(names):
+            last = depth == len(names) - 1
+            try:
+                inner = os.open(name, _LEAF_FLAGS if last else _DIR_FLAGS, dir_fd=folder)
+            except OSError as exc:
+                raise _read_refusal(folder, name, path, names[: depth + 1], exc) from exc
+            os.close(folder)
+            folder = inner
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def read_at_most(handle: int, count: int) -> bytes:
+    """Up to `count` bytes from an open file, fewer only at its end."""
+    chunks: list[bytes] = []
+    left = count
+    while left > 0:
+        chunk = os.read(handle, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_refusal(folder: int, name: str, path: str, walked: list[str], exc: OSError) -> PathRefused:
+    """Why a read stopped at `name`: a link (never followed), not a folder, or the OS's word."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        info = None
+    shown, where = show_path(path), show_path("/".join(walked))
+    place = shown if where == shown else f"{shown}: {where}"
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        return PathRefused(f"{place} is a symbolic link, and reads never follow links")
+    if info is not None and not stat.S_ISDIR(info.st_mode) and exc.errno == errno.ENOTDIR:
+        return PathRefused(f"{place} is not a folder")
+    missing = NotFound if exc.errno == errno.ENOENT else PathRefused
+    return missing(f"cannot open {shown}: {_why(exc)}")
 
 
 def _unlink_quietly(folder: int, name: str) -> None:
@@ -195,4 +301,18 @@ def show_path(path: str) -> str:
     return text if len(text) <= 120 else f"{text[:80]}...{text[-30:]} ({len(path):,} characters)"
 
 
-__all__ = ["MAX_PATH_CHARS", "OutsideBase", "PathRefused", "names_below", "show_path", "write_below"]
+__all__ = [
+    "MAX_PATH_CHARS",
+    "NotFound",
+    "OutsideBase",
+    "PathRefused",
+    "absolute_names",
+    "below_one_of",
+    "check_path_text",
+    "names_below",
+    "names_under",
+    "open_below",
+    "read_at_most",
+    "show_path",
+    "write_below",
+]

@@ -26,6 +26,11 @@ Decisions, and why:
   relative paths only, no `..`, no symlink out, names ending `.duckdb` or
   `.db`. The folder may not hold the sessions' scratch folders, which
   scripts can write.
+- **A quota per file** (`duckdb.max_file_bytes`), checked before each
+  statement that may write (services/duck_quota.py).
+- **No server paths in errors.** DuckDB's messages name files by their
+  absolute path; a script sees them relative to the DuckDB folder, as it
+  named them.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import duckdb
 
 from agentkernel.config import KernelConfig
 from agentkernel.errors import AgentKernelError
+from agentkernel.services.duck_quota import QuotaExceeded, check_room, frees_only
 from agentkernel.services.duck_settings import (
     SECTION,
     DuckSettings,
@@ -118,14 +124,17 @@ class _Database:
 class DuckPool:
     """Open database files by real path; a cursor per call, idle files closed when full."""
 
-    def __init__(self, settings: DuckSettings) -> None:
+    def __init__(self, settings: DuckSettings, root: Path | None = None) -> None:
         self.max_open = settings.max_open_files
+        self.root = root
         self._config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
             "memory_limit": f"{settings.memory_limit_mb}MB",
             "threads": settings.threads,
+            "max_temp_directory_size": f"{settings.max_file_bytes}B",  # spills of big sorts and joins
+            "enable_optimistic_write": False,  # an uncommitted write stays out of the file (duck_quota.py)
             "lock_configuration": True,  # last: nothing a script runs can change the above
         }
         self._open: dict[Path, _Database] = {}
@@ -167,7 +176,7 @@ class DuckPool:
         try:
             return duckdb.connect(str(path), config=self._config)
         except duckdb.Error as exc:
-            raise DuckError(f"cannot open the database: {exc}") from exc
+            raise DuckError(f"cannot open the database: {without_root(str(exc), self.root)}") from exc
 
     def _make_room(self) -> None:
         if len(self._open) < self.max_open:
@@ -256,7 +265,7 @@ class DuckService:
     def __init__(self, root: Path, settings: DuckSettings | None = None) -> None:
         self.settings = settings or DuckSettings()
         self.root = root.resolve()
-        self.pool = DuckPool(self.settings)
+        self.pool = DuckPool(self.settings, self.root)
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> DuckService:
@@ -306,7 +315,7 @@ class DuckService:
         statements = self._statements(sql, params)
         file = self.locate(relative, create=True)
         with self.pool.cursor(file) as (cursor, lock), _holding(lock, budget):
-            return self._run(cursor, statements, params, budget)
+            return self._run(cursor, file, statements, params, budget)
 
     def query(
         self, relative: str, sql: str, limit: int, params: Params = None, *, remaining: float | None = None
@@ -318,7 +327,7 @@ class DuckService:
         reads_only = all(s.kind in _READ_STATEMENTS for s in statements)
         file = self.locate(relative, create=False)
         with self.pool.cursor(file) as (cursor, lock), _holding(None if reads_only else lock, budget):
-            return self._fetch(cursor, statements, params, limit, budget)
+            return self._fetch(cursor, file, statements, params, limit, budget)
 
     def schema(self, relative: str, table: str | None = None, *, remaining: float | None = None) -> str:
         """Tables and views with their columns, as text for people and LLMs."""
@@ -327,7 +336,7 @@ class DuckService:
         with (
             self.pool.cursor(file) as (cursor, _),
             _Watchdog(cursor, budget) as watchdog,
-            _duck_errors(budget, watchdog),
+            _duck_errors(budget, watchdog, self.root),
         ):
             rows = cursor.execute(_SCHEMA_SQL).fetchall()
         return _schema_text(rows, table)
@@ -347,17 +356,26 @@ class DuckService:
                 raise DuckError(f"{kind} statements are not allowed: {statement.query.strip()[:80]!r}")
         return statements
 
+    def _execute(
+        self, cursor: duckdb.DuckDBPyConnection, file: Path, statement: Statement, params: Params
+    ) -> None:
+        """Run one statement; one that may grow the file first needs room under its quota."""
+        if not frees_only([statement.kind]):
+            check_room(cursor, file, self.settings.max_file_bytes)
+        cursor.execute(statement.query, params)
+
     def _run(
         self,
         cursor: duckdb.DuckDBPyConnection,
+        file: Path,
         statements: Sequence[Statement],
         params: Params,
         budget: Budget,
     ) -> int:
         affected = 0
-        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog):
+        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog, self.root):
             for statement in statements:
-                cursor.execute(statement.query, params)
+                self._execute(cursor, file, statement, params)
                 if statement.kind in _COUNTED_STATEMENTS:
                     affected += _changed_rows(cursor)
         return affected
@@ -365,14 +383,15 @@ class DuckService:
     def _fetch(
         self,
         cursor: duckdb.DuckDBPyConnection,
+        file: Path,
         statements: Sequence[Statement],
         params: Params,
         limit: int,
         budget: Budget,
     ) -> JSONObject:
-        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog):
+        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog, self.root):
             for statement in statements:
-                cursor.execute(statement.query, params)
+                self._execute(cursor, file, statement, params)
             description = cursor.description or []
             raw = cursor.fetchmany(limit + 1) if description else []
         names = unique_names([str(column[0]) for column in description])
@@ -448,14 +467,29 @@ def _holding(lock: threading.Lock | None, budget: Budget) -> Iterator[None]:
 
 
 @contextmanager
-def _duck_errors(budget: Budget, watchdog: _Watchdog) -> Iterator[None]:
-    """DuckDB's exceptions as DuckError with DuckDB's own message."""
+def _duck_errors(budget: Budget, watchdog: _Watchdog, root: Path) -> Iterator[None]:
+    """DuckDB's exceptions as DuckError with DuckDB's own message, minus the server's paths."""
     try:
         yield
     except duckdb.Error as exc:
         if watchdog.fired:
             raise budget.interrupted() from exc
+        if "max_temp_directory_size" in str(exc):  # DuckDB's text suggests a PRAGMA the lock forbids
+            raise DuckError(
+                "the statement needs more temporary space than a database may use; its temporary "
+                f"files are capped like the file itself ({SECTION}.max_file_bytes)"
+            ) from exc
+        raise DuckError(without_root(str(exc), root)) from exc
+    except QuotaExceeded as exc:
         raise DuckError(str(exc)) from exc
+
+
+def without_root(text: str, root: Path | None) -> str:
+    """`text` with the DuckDB folder's absolute path taken out: files appear as the script named them."""
+    if root is None:
+        return text
+    folder = str(root)
+    return text.replace(folder + "/", "").replace(folder, ".")
 
 
 def _check_relative(relative: str) -> list[str]:
@@ -509,4 +543,4 @@ def _schema_text(rows: Sequence[tuple[Any, ...]], table: str | None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DuckError", "DuckPool", "DuckService", "DuckSettings", "parse_settings"]
+__all__ = ["DuckError", "DuckPool", "DuckService", "DuckSettings", "parse_settings", "without_root"]

@@ -30,9 +30,17 @@ class DuckSettings:
     query_timeout_secs: float = 30.0
     memory_limit_mb: int = 256  # per open database
     threads: int = 2  # per open database
+    max_file_bytes: int = 1 << 30  # what one database file may hold (services/duck_quota.py)
 
 
-_INTEGER_FIELDS = ("max_rows", "max_result_bytes", "max_open_files", "memory_limit_mb", "threads")
+_INTEGER_FIELDS = (
+    "max_rows",
+    "max_result_bytes",
+    "max_open_files",
+    "memory_limit_mb",
+    "threads",
+    "max_file_bytes",
+)
 
 
 def parse_settings(section: object, where: Path | None) -> DuckSettings:

@@ -1,29 +1,63 @@
-"""The files service (S14): bounded reads anywhere, writes only inside a session's temp dir.
+"""The files service (S14): reads only from the read roots, writes only inside a session's temp dir.
 
-Reading is not confined (S14.3) — scripts may read the server's data and
-configs, relative paths starting at the kernel's root — but it is bounded:
-only regular files and folders, at most `max_read_bytes` per file and
-`max_list_entries` per folder, opened without blocking (a FIFO cannot hang a
-worker). Nothing under /proc is read: `/proc/self/environ` and
-`/proc/self/mem` would hand a script the secrets `env_var` keeps from it.
+Reading is confined (S14.3, a decision of issue 9: it used to reach
+anywhere under the kernel's root, so one user's scripts read another's
+DuckDB files, the state store and their scratch files). A script reads
+from the **read roots** — `files.read_roots`, by default the scripts folders
+and `data/shared` — and from its own session's temp dir, nothing else. A
+relative path starts at the project folder, as before. The path is reduced
+to names by text, matched against those folders, then opened by the same
+race-free walk writes use (`confined.open_below`): no link below a read
+root is followed, so neither `..` nor a link leads out. No read root may
+hold a store (the state and message databases, the DuckDB folder, the
+sessions' scratch folders): the kernel refuses to start with one
+(`read_roots`). Reads are also bounded: only regular files and folders, at
+most `max_read_bytes` per file and `max_list_entries` per folder, opened
+without blocking; nothing on /proc's file system is read.
 
 Writing goes through `confined.write_below` (race-free, see there), with at
-most `max_write_bytes` per file.
+most `max_write_bytes` per file and `max_scratch_bytes` per session temp
+dir. What a temp dir holds is counted once by walking it, then kept up to
+date by each write; a write the count would refuse walks the folder again
+first, so files removed meanwhile (by `shell`, say) are not held against
+it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from agentkernel.config import KernelConfig
-from agentkernel.services.confined import MAX_PATH_CHARS, PathRefused, show_path, write_below
+from agentkernel.errors import ConfigError
+from agentkernel.services.confined import (
+    PathRefused,
+    below_one_of,
+    open_below,
+    read_at_most,
+    show_path,
+    write_below,
+)
+from agentkernel.services.duck_settings import duck_root, parse_settings
+from agentkernel.services.scratch import folder_bytes
 from agentkernel.services.section import Section
+from agentkernel.services.state import state_db_path
 
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+SHARED_FOLDER = "shared"  # under paths.data_dir: the default read root for data every user may read
+
+_FIELDS = (
+    "read_roots",
+    "max_read_bytes",
+    "max_write_bytes",
+    "max_list_entries",
+    "max_scratch_bytes",
+    "scratch_ttl_hours",
+)
 
 
 @dataclass(frozen=True)
@@ -33,35 +67,114 @@ class FilesSettings:
     max_read_bytes: int = 16 << 20
     max_write_bytes: int = 16 << 20
     max_list_entries: int = 10_000
+    read_roots: tuple[str, ...] | None = None  # None: the scripts folders and data/shared
+    max_scratch_bytes: int = 256 << 20
+    scratch_ttl_hours: float = 24.0
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> FilesSettings:
-        section = Section(config, "files", ("max_read_bytes", "max_write_bytes", "max_list_entries"))
+        section = Section(config, "files", _FIELDS)
         return cls(
             max_read_bytes=section.integer("max_read_bytes", cls.max_read_bytes, 1),
             max_write_bytes=section.integer("max_write_bytes", cls.max_write_bytes, 1),
             max_list_entries=section.integer("max_list_entries", cls.max_list_entries, 1),
+            read_roots=section.strings("read_roots"),
+            max_scratch_bytes=section.integer("max_scratch_bytes", cls.max_scratch_bytes, 1),
+            scratch_ttl_hours=section.positive("scratch_ttl_hours", cls.scratch_ttl_hours, "hours"),
         )
+
+
+@dataclass(frozen=True)
+class ReadRoot:
+    """A folder scripts may read: its absolute path (by text, links kept) and how errors show it."""
+
+    path: Path
+    shown: str
+
+
+def read_roots(config: KernelConfig, settings: FilesSettings) -> tuple[ReadRoot, ...]:
+    """The read roots kernel.yaml asks for, refusing one that holds (or lies in) a kernel store.
+
+    Relative roots start at the project folder. A root is kept as written
+    (a link the operator made stays a way in); the check against the stores
+    compares real paths, so a link cannot hide a store inside a root.
+    """
+    if settings.read_roots is None:
+        folders = [*config.tool_dirs, *config.hook_dirs, config.data_dir / SHARED_FOLDER]
+        given = [(folder, _project_path(config, folder)) for folder in folders]
+        field = "files.read_roots (by default the scripts folders and paths.data_dir/shared)"
+    else:
+        given = [(config.root / root, root) for root in settings.read_roots]
+        field = "files.read_roots"
+    roots = tuple(ReadRoot(Path(os.path.normpath(path)), shown) for path, shown in given)
+    stores = _stores(config)
+    for root in roots:
+        _check_holds_no_store(config, field, root, stores)
+    return roots
+
+
+def _stores(config: KernelConfig) -> list[tuple[str, str, Path]]:
+    """What no script may read, the setting that places it, and where it is (a cron store will join)."""
+    duck = duck_root(config, parse_settings(config.raw.get("duckdb"), config.path))
+    stores = [
+        ("every session's scratch folder", "paths.temp_root", config.temp_root),
+        ("the DuckDB folder", "duckdb.dir", duck),
+        ("the transcript", "logging.messages_db_path", config.messages_db),
+    ]
+    state = state_db_path(config)
+    if state is not None:
+        stores.append(("the state store", "state.db_path", state))
+    return stores
+
+
+def _check_holds_no_store(
+    config: KernelConfig, field: str, root: ReadRoot, stores: list[tuple[str, str, Path]]
+) -> None:
+    real = root.path.resolve()
+    for what, setting, store in stores:
+        place = store.resolve()
+        if place.is_relative_to(real) or real.is_relative_to(place):
+            relation = "holds" if place.is_relative_to(real) else "lies inside"
+            raise ConfigError(
+                config.path,
+                f"{field}: {root.shown!r} {relation} {what} ({setting}: {_project_path(config, store)}), "
+                "which scripts may not read; keep the stores outside every read root",
+            )
+
+
+def _project_path(config: KernelConfig, path: Path) -> str:
+    return str(path.relative_to(config.root)) if path.is_relative_to(config.root) else str(path)
 
 
 class FilesService:
     """File access for scripts; every refusal is a PathRefused whose text names the path."""
 
-    def __init__(self, settings: FilesSettings | None = None, *, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: FilesSettings | None = None,
+        *,
+        root: Path | None = None,
+        roots: Iterable[ReadRoot] = (),
+    ) -> None:
         self.settings = settings or FilesSettings()
         self.root = (root or Path.cwd()).resolve()
+        self.roots = tuple(roots)
+        self._used: dict[Path, int] = {}  # bytes held by each temp dir this service wrote to
+        self._locks: dict[Path, threading.Lock] = {}  # one writer at a time per temp dir
+        self._guard = threading.Lock()
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> FilesService:
         """The service for kernel.yaml's `files:` section; relative reads start at the kernel root."""
-        return cls(FilesSettings.from_config(config), root=config.root)
+        settings = FilesSettings.from_config(config)
+        return cls(settings, root=config.root, roots=read_roots(config, settings))
 
-    # -- reading (not confined, S14.3) -------------------------------------------------------------
+    # -- reading (confined to the read roots and the caller's temp dir, S14.3) ---------------------
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, temp_dir: Path | None = None) -> bytes:
         """The bytes of a regular file, at most `max_read_bytes` of them."""
         limit = self.settings.max_read_bytes
-        handle = self._open(path)
+        handle = self._open(path, temp_dir)
         try:
             info = os.fstat(handle)
             if stat.S_ISDIR(info.st_mode):
@@ -70,16 +183,16 @@ class FilesService:
                 raise PathRefused(f"{show_path(path)} is not a regular file")
             if info.st_size > limit:
                 raise PathRefused(_too_big(path, info.st_size, limit))
-            data = _read_at_most(handle, limit + 1)
+            data = read_at_most(handle, limit + 1)
         finally:
             os.close(handle)
         if len(data) > limit:  # it grew while we read
             raise PathRefused(_too_big(path, len(data), limit))
         return data
 
-    def list_folder(self, path: str) -> list[str]:
-        """The folder's entry names, sorted; folders (and links to folders) end in `/`."""
-        handle = self._open(path)
+    def list_folder(self, path: str, temp_dir: Path | None = None) -> list[str]:
+        """The folder's entry names, sorted; folders end in `/` (links do not: reads never follow them)."""
+        handle = self._open(path, temp_dir)
         try:
             if not stat.S_ISDIR(os.fstat(handle).st_mode):
                 raise PathRefused(f"{show_path(path)} is not a folder")
@@ -99,22 +212,23 @@ class FilesService:
                 names.append(entry.name + "/" if _is_folder(entry) else entry.name)
         return names
 
-    def _open(self, path: str) -> int:
-        """A descriptor for what `path` names (links followed), refused under /proc."""
-        if not path:
-            raise PathRefused("path is empty")
-        if "\x00" in path:
-            raise PathRefused(f"path {show_path(path)} contains a NUL byte")
-        if len(path) > MAX_PATH_CHARS:
-            raise PathRefused(f"path is too long ({len(path):,} characters, at most {MAX_PATH_CHARS:,})")
-        try:
-            handle = os.open(self.root / path, _READ_FLAGS)
-        except OSError as exc:
-            raise PathRefused(f"cannot open {show_path(path)}: {exc.strerror or exc}") from exc
+    def _open(self, path: str, temp_dir: Path | None) -> int:
+        """A descriptor for what `path` names inside a read root or `temp_dir`, never through a link."""
+        bases = [root.path for root in self.roots] + ([temp_dir] if temp_dir is not None else [])
+        place = below_one_of(bases, self.root, path)
+        if place is None:
+            raise PathRefused(
+                f"{show_path(path)} is outside the folders scripts may read ({self._readable()})"
+            )
+        handle = open_below(*place, path)
         if os.fstat(handle).st_dev == _procfs_device():
             os.close(handle)
             raise PathRefused(f"{show_path(path)} is under /proc, which scripts may not read")
         return handle
+
+    def _readable(self) -> str:
+        shown = ", ".join(root.shown for root in self.roots) or "none"
+        return f"files.read_roots: {shown}; and the session temp dir"
 
     # -- writing (confined, S14.2) -----------------------------------------------------------------
 
@@ -125,26 +239,49 @@ class FilesService:
             raise PathRefused(
                 f"content is {len(data):,} bytes, over the {limit:,}-byte limit (files.max_write_bytes)"
             )
-        return str(write_below(temp_dir, path, data))
+        with self._writer(temp_dir):  # one write at a time per temp dir, so its count stays true
+            quota = _Quota(self._used.get(temp_dir), temp_dir, len(data), self.settings.max_scratch_bytes)
+            written = write_below(temp_dir, path, data, room=quota.check)
+            self._used[temp_dir] = quota.after
+        return str(written)
+
+    def _writer(self, temp_dir: Path) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(temp_dir, threading.Lock())
+
+    def forget(self, temp_dirs: Iterable[Path]) -> None:
+        """Drop the counts of temp dirs that were removed (the scratch clean-up)."""
+        with self._guard:
+            for folder in temp_dirs:
+                self._used.pop(folder, None)
+
+
+class _Quota:
+    """One write's check against `files.max_scratch_bytes`: what the temp dir holds after it."""
+
+    def __init__(self, known: int | None, temp_dir: Path, size: int, limit: int) -> None:
+        self.known, self.temp_dir, self.size, self.limit = known, temp_dir, size, limit
+        self.after = 0
+
+    def check(self, replaced: int) -> None:
+        used = self.known if self.known is not None else folder_bytes(self.temp_dir)
+        after = used - replaced + self.size
+        if after > self.limit and self.size > replaced and self.known is not None:
+            used = folder_bytes(self.temp_dir)  # the count may be stale: count again before refusing
+            after = used - replaced + self.size
+        if after > self.limit and self.size > replaced:
+            raise PathRefused(
+                f"the session temp dir would hold {after:,} bytes, over its "
+                f"{self.limit:,}-byte quota (files.max_scratch_bytes); it holds {used:,}"
+            )
+        self.after = max(after, 0)
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:
     try:
-        return entry.is_dir()
+        return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
-
-
-def _read_at_most(handle: int, count: int) -> bytes:
-    chunks: list[bytes] = []
-    left = count
-    while left > 0:
-        chunk = os.read(handle, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _too_big(path: str, size: int, limit: int) -> str:
@@ -160,4 +297,4 @@ def _procfs_device() -> int | None:
         return None
 
 
-__all__ = ["FilesService", "FilesSettings"]
+__all__ = ["FilesService", "FilesSettings", "ReadRoot", "read_roots"]

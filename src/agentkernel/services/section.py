@@ -56,10 +56,23 @@ class Section:
         return tuple(value)
 
     def seconds(self, field: str, default: float) -> float:
+        return self.positive(field, default, "seconds")
+
+    def positive(self, field: str, default: float, unit: str) -> float:
+        """A finite number above 0 (`unit` names what it counts, for the error)."""
         value = self.values.get(field, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-            raise self.fail(field, f"expected a number of seconds > 0, got {value!r}")
+            raise self.fail(field, f"expected a number of {unit} > 0, got {value!r}")
         return float(value)
+
+    def strings(self, field: str) -> tuple[str, ...] | None:
+        """A list of non-empty strings, or None when the field is not given."""
+        value = self.values.get(field)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.fail(field, f"expected a list of non-empty strings, got {value!r}")
+        return tuple(value)
 
 
 __all__ = ["Section"]

@@ -33,9 +33,22 @@ Decisions:
   `max_value_bytes` of UTF-8 JSON (default 1 MiB); one read (`range`,
   `smembers`, `keys`) returns at most `max_result_bytes` of JSON text
   (default 16 MiB), so a script cannot make the kernel load a huge list.
+- **Quota per user.** Every row records the user whose write put it there
+  (`payer`, "" for callers without a user) and its bytes (the UTF-8 JSON
+  of the value, plus the key's own bytes on the key's row); triggers keep
+  each user's total in `state_usage`, in the same transaction. A write
+  that would raise its user's total past `max_user_bytes` (default
+  64 MiB) is refused and rolled back. It counts what a user writes in
+  *every* scope, `global` and `agent` too, so a shared scope is no way
+  around it; a write that frees bytes (a smaller value, a delete) is
+  always allowed.
 - **Schema** is created on open inside a write transaction and versioned
   in a table of its own (`state_schema`), so the file may even be shared
-  with another store (e.g. the message store's ``user_version``).
+  with another store (e.g. the message store's ``user_version``). Version 2
+  (issue 9) added the quota's columns, and keys session namespaces by user
+  and session: a version 1 file's session keys, whose user is unknown, are
+  kept under the owner `[0, "<session id>"]`, which no caller's namespace
+  ever is, so no user inherits another's session keys.
 """
 
 from __future__ import annotations
@@ -59,8 +72,9 @@ from agentkernel.types import JSONValue
 
 MAX_VALUE_BYTES = 1024 * 1024
 MAX_RESULT_BYTES = 16 * 1024 * 1024
+MAX_USER_BYTES = 64 * 1024 * 1024
 BUSY_TIMEOUT_SECS = 10.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 VALUE, LIST, SET = "value", "list", "set"
 
@@ -72,6 +86,8 @@ _SCHEMA = (
         type TEXT NOT NULL CHECK (type IN ('value', 'list', 'set')),
         value TEXT,
         size INTEGER NOT NULL DEFAULT 0,
+        payer TEXT NOT NULL DEFAULT '',
+        bytes INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (scope, owner, key)
     ) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS state_list_items (
@@ -80,6 +96,8 @@ _SCHEMA = (
         key TEXT NOT NULL,
         pos INTEGER NOT NULL,
         value TEXT NOT NULL,
+        payer TEXT NOT NULL DEFAULT '',
+        bytes INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (scope, owner, key, pos)
     ) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS state_set_members (
@@ -89,11 +107,53 @@ _SCHEMA = (
         key TEXT NOT NULL,
         digest TEXT NOT NULL,
         value TEXT NOT NULL,
+        payer TEXT NOT NULL DEFAULT '',
+        bytes INTEGER NOT NULL DEFAULT 0,
         UNIQUE (scope, owner, key, digest)
     )""",
     "CREATE INDEX IF NOT EXISTS state_set_order ON state_set_members (scope, owner, key, id)",
 )
-"""Version 1. `state_set_members.id` is insertion order, which `smembers` returns."""
+"""Version 2. `state_set_members.id` is insertion order, which `smembers` returns."""
+
+_TABLES = ("state_keys", "state_list_items", "state_set_members")
+
+_FROM_V1 = (
+    *(f"ALTER TABLE {table} ADD COLUMN payer TEXT NOT NULL DEFAULT ''" for table in _TABLES),
+    *(f"ALTER TABLE {table} ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0" for table in _TABLES),
+    "UPDATE state_keys SET bytes = length(CAST(key AS BLOB)) + coalesce(length(CAST(value AS BLOB)), 0)",
+    "UPDATE state_list_items SET bytes = length(CAST(value AS BLOB))",
+    "UPDATE state_set_members SET bytes = length(CAST(value AS BLOB))",
+    *(f"UPDATE {table} SET owner = json_array(0, owner) WHERE scope = 'session'" for table in _TABLES),
+)
+"""Version 1 → 2: the quota's columns, and session keys set apart (see the module docstring)."""
+
+_USAGE = (
+    "CREATE TABLE IF NOT EXISTS state_usage (payer TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID",
+    """INSERT INTO state_usage (payer, bytes)
+        SELECT payer, sum(bytes) FROM (
+            SELECT payer, bytes FROM state_keys
+            UNION ALL SELECT payer, bytes FROM state_list_items
+            UNION ALL SELECT payer, bytes FROM state_set_members
+        ) GROUP BY payer
+        ON CONFLICT (payer) DO NOTHING""",
+)
+"""Each user's total bytes: counted once when made, then kept by the triggers below."""
+
+_ADD_USAGE = (
+    "INSERT INTO state_usage (payer, bytes) VALUES (NEW.payer, NEW.bytes) "
+    "ON CONFLICT (payer) DO UPDATE SET bytes = bytes + excluded.bytes;"
+)
+_SUB_USAGE = "UPDATE state_usage SET bytes = bytes - OLD.bytes WHERE payer = OLD.payer;"
+_TRIGGERS = tuple(
+    statement
+    for table in _TABLES
+    for statement in (
+        f"CREATE TRIGGER IF NOT EXISTS {table}_added AFTER INSERT ON {table} BEGIN {_ADD_USAGE} END",
+        f"CREATE TRIGGER IF NOT EXISTS {table}_removed AFTER DELETE ON {table} BEGIN {_SUB_USAGE} END",
+        f"CREATE TRIGGER IF NOT EXISTS {table}_changed AFTER UPDATE OF payer, bytes ON {table} "
+        f"BEGIN {_SUB_USAGE} {_ADD_USAGE} END",
+    )
+)
 
 _WHERE = "scope = ? AND owner = ? AND key = ?"
 
@@ -107,7 +167,7 @@ class WrongTypeError(StateError):
 
 
 class StateLimitError(StateError):
-    """A value or a result over the configured size limit."""
+    """A value, a result or a user's total over the configured size limit."""
 
 
 class StateBusyError(StateError):
@@ -119,10 +179,14 @@ class Namespace:
     """Where keys live: a scope name and its owner's id ("" for the global scope).
 
     Two namespaces never share a key: `user` "x" and `session` "x" differ.
+    `user` is not part of where keys live: it is who is writing, whose
+    quota (`max_user_bytes`) the bytes written count against ("" for a
+    caller without a user).
     """
 
     scope: str
     owner: str
+    user: str = ""
 
     def params(self, key: str) -> tuple[str, str, str]:
         return (self.scope, self.owner, key)
@@ -265,11 +329,13 @@ class SqliteStateStore:
         *,
         max_value_bytes: int = MAX_VALUE_BYTES,
         max_result_bytes: int = MAX_RESULT_BYTES,
+        max_user_bytes: int = MAX_USER_BYTES,
         busy_timeout_secs: float = BUSY_TIMEOUT_SECS,
     ) -> None:
         self.path = Path(path)
         self.max_value_bytes = max_value_bytes
         self.max_result_bytes = max_result_bytes
+        self.max_user_bytes = max_user_bytes
         self.busy_timeout_secs = busy_timeout_secs
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -361,6 +427,25 @@ class SqliteStateStore:
         finally:
             self._lock.release()
 
+    @contextmanager
+    def _writing(self, ns: Namespace, timeout: float | None) -> Iterator[sqlite3.Connection]:
+        """A write transaction that rolls back if it raised the writer's total past `max_user_bytes`."""
+        with self._transaction(timeout, write=True) as conn:
+            before = self._usage(conn, ns.user)
+            yield conn
+            after = self._usage(conn, ns.user)
+            if after > before and after > self.max_user_bytes:
+                whose = "this user's keys" if ns.user else "the keys of callers without a user"
+                raise StateLimitError(
+                    f"{whose} would take {after:,} bytes, over the {self.max_user_bytes:,}-byte "
+                    "quota (state.max_user_bytes); delete keys to make room"
+                )
+
+    @staticmethod
+    def _usage(conn: sqlite3.Connection, user: str) -> int:
+        row = conn.execute("SELECT bytes FROM state_usage WHERE payer = ?", (user,)).fetchone()
+        return int(row[0]) if row is not None else 0
+
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
         """The file's schema version, 0 for a file without our tables (a read: no write lock)."""
@@ -384,7 +469,7 @@ class SqliteStateStore:
             if version > SCHEMA_VERSION:
                 raise StateError(f"state store schema version {version} is newer than this kernel's")
             conn.execute("CREATE TABLE IF NOT EXISTS state_schema (version INTEGER NOT NULL)")
-            for statement in _SCHEMA:
+            for statement in (*_SCHEMA, *(_FROM_V1 if version == 1 else ()), *_USAGE, *_TRIGGERS):
                 conn.execute(statement)
             if version < SCHEMA_VERSION:
                 conn.execute("DELETE FROM state_schema")
@@ -447,14 +532,15 @@ class SqliteStateStore:
 
     def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
         text = encode_value(value, self.max_value_bytes)
-        with self._transaction(timeout, write=True) as conn:
+        with self._writing(ns, timeout) as conn:
             found = self._type_of(conn, ns, key)
             if found is not None and found[0] != VALUE:
                 self._drop(conn, ns, key)
             conn.execute(
-                "INSERT INTO state_keys (scope, owner, key, type, value) VALUES (?, ?, ?, 'value', ?) "
-                "ON CONFLICT (scope, owner, key) DO UPDATE SET value = excluded.value",
-                (*ns.params(key), text),
+                "INSERT INTO state_keys (scope, owner, key, type, value, payer, bytes) "
+                "VALUES (?, ?, ?, 'value', ?, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE "
+                "SET value = excluded.value, payer = excluded.payer, bytes = excluded.bytes",
+                (*ns.params(key), text, ns.user, _bytes(key) + _bytes(text)),
             )
 
     def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
@@ -472,16 +558,17 @@ class SqliteStateStore:
 
     def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
         text = encode_value(value, self.max_value_bytes)
-        with self._transaction(timeout, write=True) as conn:
+        with self._writing(ns, timeout) as conn:
             size = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
             conn.execute(
-                "INSERT INTO state_keys (scope, owner, key, type, size) VALUES (?, ?, ?, 'list', 1) "
-                "ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
-                ns.params(key),
+                "INSERT INTO state_keys (scope, owner, key, type, size, payer, bytes) VALUES "
+                "(?, ?, ?, 'list', 1, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
+                (*ns.params(key), ns.user, _bytes(key)),
             )
             conn.execute(
-                "INSERT INTO state_list_items (scope, owner, key, pos, value) VALUES (?, ?, ?, ?, ?)",
-                (*ns.params(key), size, text),
+                "INSERT INTO state_list_items (scope, owner, key, pos, value, payer, bytes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*ns.params(key), size, text, ns.user, _bytes(text)),
             )
         return size + 1
 
@@ -505,18 +592,18 @@ class SqliteStateStore:
     def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
         text = encode_value(value, self.max_value_bytes)
         digest = member_digest(text)
-        with self._transaction(timeout, write=True) as conn:
+        with self._writing(ns, timeout) as conn:
             self._expect(ns, key, self._type_of(conn, ns, key), SET)
             added = conn.execute(
-                "INSERT OR IGNORE INTO state_set_members (scope, owner, key, digest, value) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*ns.params(key), digest, text),
+                "INSERT OR IGNORE INTO state_set_members (scope, owner, key, digest, value, payer, bytes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*ns.params(key), digest, text, ns.user, _bytes(text)),
             ).rowcount
             if added:
                 conn.execute(
-                    "INSERT INTO state_keys (scope, owner, key, type, size) VALUES (?, ?, ?, 'set', 1) "
-                    "ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
-                    ns.params(key),
+                    "INSERT INTO state_keys (scope, owner, key, type, size, payer, bytes) VALUES "
+                    "(?, ?, ?, 'set', 1, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
+                    (*ns.params(key), ns.user, _bytes(key)),
                 )
         return added > 0
 
@@ -545,6 +632,11 @@ class SqliteStateStore:
         return removed > 0
 
 
+def _bytes(text: str) -> int:
+    """The UTF-8 size of a key or of a stored JSON text (lone surrogates counted as escaped)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def _decode(text: str) -> JSONValue:
     try:
         value: JSONValue = json.loads(text)
@@ -561,7 +653,7 @@ def _shown(key: str, limit: int = 60) -> str:
 # -- configuration --------------------------------------------------------------------------
 
 
-STATE_FIELDS = ("db_path", "max_value_bytes", "max_result_bytes")
+STATE_FIELDS = ("db_path", "max_value_bytes", "max_result_bytes", "max_user_bytes")
 
 
 def state_db_path(config: KernelConfig) -> Path | None:
@@ -592,22 +684,30 @@ def state_db_path(config: KernelConfig) -> Path | None:
 def from_config(config: KernelConfig) -> SqliteStateStore | None:
     """The store `kernel.yaml` asks for (`state.db_path` or `logging.state_db_path`), else None.
 
-    The `state:` section may also set `max_value_bytes` and `max_result_bytes`.
-    Without a path the `state_*` helpers throw (S11.3). Nothing is created
-    here: the file (and its folder) appear on the first operation.
+    The `state:` section may also set `max_value_bytes`, `max_result_bytes`
+    and `max_user_bytes`. Without a path the `state_*` helpers throw
+    (S11.3). Nothing is created here: the file (and its folder) appear on
+    the first operation.
     """
     section = Section(config, "state", STATE_FIELDS)  # checked even when no store is attached
     max_value_bytes = section.integer("max_value_bytes", MAX_VALUE_BYTES, minimum=1)
     max_result_bytes = section.integer("max_result_bytes", MAX_RESULT_BYTES, minimum=1)
+    max_user_bytes = section.integer("max_user_bytes", MAX_USER_BYTES, minimum=1)
     path = state_db_path(config)
     if path is None:
         return None
-    return SqliteStateStore(path, max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes)
+    return SqliteStateStore(
+        path,
+        max_value_bytes=max_value_bytes,
+        max_result_bytes=max_result_bytes,
+        max_user_bytes=max_user_bytes,
+    )
 
 
 __all__ = [
     "LIST",
     "MAX_RESULT_BYTES",
+    "MAX_USER_BYTES",
     "MAX_VALUE_BYTES",
     "SET",
     "VALUE",
