@@ -159,7 +159,11 @@ def test_log_lines_are_repaired(project: Path, make_tool: ToolFactory) -> None:
 
 HELPER_CALLS = [
     ("env_var", "env_var(s)", "env_var: an argument is not valid Unicode: it holds a lone surrogate"),
-    ("fs_read", "fs_read(s)", "fs_read: an argument is not valid Unicode: it holds a lone surrogate"),
+    (
+        "fs_read",
+        "fs_read(caller().temp_dir + '/' + s)",
+        "fs_read: an argument is not valid Unicode: it holds a lone surrogate",
+    ),
     ("shell", "shell('echo ' + s).stderr", "shell: cmd is not valid Unicode: it holds a lone surrogate"),
     ("exec", "exec('echo', [s]).stderr", "exec: args[0] is not valid Unicode: it holds a lone surrogate"),
     (

@@ -48,7 +48,7 @@ class Section:
             raise self.fail(field, f"expected an integer >= {minimum}, got {value!r}")
         return value
 
-    def strings(self, field: str) -> tuple[str, ...]:
+    def names(self, field: str) -> tuple[str, ...]:
         """A list of non-empty strings (names, globs); none when the field is absent."""
         value = self.values.get(field, [])
         if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):

@@ -80,7 +80,7 @@ class ShellSettings:
             default_timeout_secs=section.seconds("default_timeout_secs", cls.default_timeout_secs),
             max_output_bytes=section.integer("max_output_bytes", cls.max_output_bytes, 1),
             max_concurrent=section.integer("max_concurrent", cls.max_concurrent, 1),
-            env_allow=section.strings("env_allow"),
+            env_allow=section.names("env_allow"),
             non_dumpable=section.boolean("non_dumpable", cls.non_dumpable),
         )
 
