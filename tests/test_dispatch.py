@@ -12,8 +12,11 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
+from agentkernel.process import Caller
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.tools.history import ToolResultHistory
+from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
@@ -153,11 +156,39 @@ def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: Tool
     for n in range(3):
         kernel.dispatcher.call("echo", {"n": n}, alice)
     kernel.dispatcher.call("echo", {"n": 99}, bob)
-    assert [kernel.history.get("s-alice", "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
-    assert kernel.history.get("s-alice", "echo", 3) is None
-    assert kernel.history.get("s-bob", "echo").content == "99"  # type: ignore[union-attr]
+    assert [kernel.history.get(alice, "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
+    assert kernel.history.get(alice, "echo", 3) is None
+    assert kernel.history.get(bob, "echo").content == "99"  # type: ignore[union-attr]
     kernel.dispatcher.call("echo", {"n": 5}, kernel.caller())  # no session: nothing recorded
-    assert kernel.history.get("s-alice", "echo").content == "2"  # type: ignore[union-attr]
+    assert kernel.history.get(alice, "echo").content == "2"  # type: ignore[union-attr]
+
+
+def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """A session id is not a secret: B naming A's session id reads B's own results."""
+    make_tool("echo", "function run(a) { return String(a.n); }")
+    alice = kernel.caller(user_id="alice", session_id="shared")
+    bob = kernel.caller(user_id="bob", session_id="shared")
+    kernel.dispatcher.call("echo", {"n": 1}, alice)
+    assert kernel.history.get(bob, "echo") is None
+    kernel.dispatcher.call("echo", {"n": 2}, bob)
+    assert kernel.history.get(alice, "echo").content == "1"  # type: ignore[union-attr]
+    kernel.history.forget_session("alice", "shared")
+    assert kernel.history.get(alice, "echo") is None
+    assert kernel.history.get(bob, "echo").content == "2"  # type: ignore[union-attr]
+
+
+def test_history_holds_a_bounded_number_of_sessions() -> None:
+    """A kernel that runs for weeks meets sessions without end: the least recently used go."""
+    history = ToolResultHistory(per_tool=2, sessions=3)
+    callers = [Caller(user_id="u", session_id=f"s{n}") for n in range(5)]
+    for caller in callers[:3]:
+        history.record(caller, "t", ToolResult(content=caller.session_id or ""))
+    history.record(callers[0], "t", ToolResult(content="s0 again"))  # s0 is now the most recent
+    for caller in callers[3:]:
+        history.record(caller, "t", ToolResult(content=caller.session_id or ""))
+    assert len(history) == 3
+    assert history.get(callers[1], "t") is None and history.get(callers[2], "t") is None
+    assert history.get(callers[0], "t").content == "s0 again"  # type: ignore[union-attr]
 
 
 def test_history_is_bounded(project: Path, make_tool: ToolFactory) -> None:
@@ -168,8 +199,8 @@ def test_history_is_bounded(project: Path, make_tool: ToolFactory) -> None:
     caller = kernel.caller(session_id="s")
     for n in range(5):
         kernel.dispatcher.call("echo", {"n": n}, caller)
-    assert kernel.history.get("s", "echo", 1).content == "3"  # type: ignore[union-attr]
-    assert kernel.history.get("s", "echo", 2) is None
+    assert kernel.history.get(caller, "echo", 1).content == "3"  # type: ignore[union-attr]
+    assert kernel.history.get(caller, "echo", 2) is None
 
 
 class ExplodingEngine:

@@ -70,6 +70,7 @@ _KERNEL_SCHEMA: dict[str, Any] = {
                 "max_log_line_chars": {"type": "integer", "minimum": 100},
                 "max_log_chars": {"type": "integer", "minimum": 100},
                 "history_per_tool": {"type": "integer", "minimum": 1},
+                "history_sessions": {"type": "integer", "minimum": 1},
             },
         },
         "paths": {
@@ -172,6 +173,7 @@ class Limits:
     max_log_line_chars: int = 10_000
     max_log_chars: int = 200_000
     history_per_tool: int = 20
+    history_sessions: int = 1000
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     def ceiling(self, name: str) -> int | float | None:

@@ -108,7 +108,7 @@ class Kernel:
         self.host = ScriptHost(self.helpers)
         self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host, config.limits)
         self.tools = ToolRegistry(self.catalog, root=config.root)
-        self.history = ToolResultHistory(config.limits.history_per_tool)
+        self.history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
         self.llm_config: LLMConfig | None = (
             parse_llm_config(config.llm, config.path) if config.llm is not None else None
         )

@@ -97,7 +97,10 @@ class TerminalChat:
         out.print(Text(f"session {self.session_id} · /help for commands, /exit to quit", style="dim"))
 
     def close(self) -> None:
-        self.kernel.processes.terminate(self.session.process.pid)
+        process = self.session.process
+        self.kernel.processes.terminate(process.pid)
+        if process.session_id is not None:  # the chat is over: its tool results are not needed again
+            self.kernel.history.forget_session(process.user_id, process.session_id)
 
     # -- the conversation ---------------------------------------------------------------------------
 

@@ -72,8 +72,7 @@ class Dispatcher:
             result = ToolResult.failure(
                 f"tool {name!r} failed inside the kernel: {type(exc).__name__}: {exc}"
             )
-        if caller.session_id is not None:
-            self.history.record(caller.session_id, name, result)
+        self.history.record(caller, name, result)
         log.debug(
             "tool %s: success=%s in %.2f ms",
             name,
