@@ -22,9 +22,8 @@ from types import CodeType
 from typing import Any
 
 from agentkernel.scripting.rhai import engine_natives, ops
-from agentkernel.scripting.rhai.codegen import Visible
+from agentkernel.scripting.rhai.codegen import Visible, fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
-from agentkernel.scripting.rhai.compiler import CompiledModule, compile_script, fn_py_name
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.nesting import Jump
@@ -42,6 +41,7 @@ from agentkernel.scripting.rhai.runtime import (
     locate,
     wrap_call,
 )
+from agentkernel.scripting.rhai.script_module import CompiledModule, compile_script
 from agentkernel.scripting.rhai.stdlib import ANY, Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
 
