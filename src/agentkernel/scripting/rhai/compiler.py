@@ -338,6 +338,14 @@ class FunctionCompiler:
         same indentation, however long the chain.
         """
         step = self._store_step(target, value, pos)
+        if (
+            step is not None and isinstance(step[0], ast.Var | ast.This) and self.is_lvalue(step[0])
+        ):  # `a[i] = v`
+            parent, old, new = step
+            self.emit(f"if {new} is not {old}:")
+            with self.indented():
+                self._store_step(parent, new, pos)
+            return
         going = self.m.fresh("go")
         inside = False
         while step is not None and self.is_lvalue(step[0]):
