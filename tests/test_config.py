@@ -243,9 +243,9 @@ class RecordingHost(ScriptHost):
         super().__init__(default_helper_table())
         self.asked: list[str] = []
 
-    def compile(self, path: Path) -> tuple[Engine[Any], CompiledScript]:
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
         self.asked.append(path.name)
-        return super().compile(path)
+        return super().compile(path, deadline)
 
 
 def test_a_tool_by_name_compiles_only_its_own_script(make_tool: ToolFactory, tools_dir: Path) -> None:

@@ -208,7 +208,7 @@ class ExplodingEngine:
 
     name = "exploding"
 
-    def compile(self, path: Path, source: str) -> Path:
+    def compile(self, path: Path, source: str, deadline: float | None = None) -> Path:
         return path
 
     def call(

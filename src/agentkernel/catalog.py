@@ -11,6 +11,13 @@ every name must be known to find clashes); a script is compiled, and a
 hook's functions looked up, only when that file is asked for: `tool(name)`
 compiles one script, while listing tools, hooks or problems compiles all of
 them. A file whose script does not compile is never offered, in either case.
+
+The catalog's lock guards only its tables (the scan); scripts are compiled
+outside it (issue 9), so a slow compile never holds up another thread's
+lookup. Two threads may check one file at once: they reach the same
+verdict. A check's compile ends at the tool's (or hook's) own
+`timeout_secs`; a script cut short that way is a problem for now, and is
+tried again at the next lookup.
 """
 
 from __future__ import annotations
@@ -18,13 +25,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from agentkernel.config import YAML_SUFFIXES, HookSpec, Limits, ToolSpec, load_script_spec
-from agentkernel.errors import ConfigError, LoadProblem, ScriptError, name_clash
+from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
 from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
 
@@ -99,8 +107,9 @@ class ScriptCatalog:
         return spec
 
     def _check_script(self, yaml_path: Path, spec: ToolSpec | HookSpec) -> None:
+        deadline = time.monotonic() + spec.script_limits(self.limits).timeout_secs
         try:
-            self.host.compile(spec.script)
+            self.host.compile(spec.script, deadline)
         except ScriptError as exc:
             reason = f"script {spec.script.name}: {exc}"
             raise ConfigError(yaml_path, reason, spec.lines.of("script")) from exc
@@ -117,16 +126,20 @@ class ScriptCatalog:
             return _Entry(yaml_stamp, None, None, problem)
         return _Entry(yaml_stamp, _stamp(spec.script), spec, None)
 
-    def _checked(self, path: Path) -> _Entry:
-        """The entry of `path`, its script compiled first if it was not yet."""
-        entry = self._entries[path]
-        if entry.spec is not None and not entry.checked:
-            try:
-                self._check_script(path, entry.spec)
-            except ConfigError as exc:
-                entry.problem = LoadProblem.from_error(path, exc)
-                log.warning("not loaded: %s", entry.problem)
-            entry.checked = True
+    def _checked(self, path: Path, entry: _Entry) -> _Entry:
+        """`entry` (of `path`), its script compiled first if it was not yet; takes no lock."""
+        if entry.spec is None or entry.checked:
+            return entry
+        try:
+            self._check_script(path, entry.spec)
+        except ConfigError as exc:
+            entry.problem = LoadProblem.from_error(path, exc)
+            log.warning("not loaded: %s", entry.problem)
+            # a compile cut short by its deadline may finish another time
+            entry.checked = not isinstance(exc.__cause__, ScriptLimitError)
+            return entry
+        entry.problem = None
+        entry.checked = True
         return entry
 
     @staticmethod
@@ -158,23 +171,28 @@ class ScriptCatalog:
     def _line_of_name(entry: _Entry) -> int | None:
         return entry.spec.lines.of("name") if entry.spec is not None else None
 
-    def _lookup(self, kind: Kind, name: str) -> ToolSpec | HookSpec | None:
-        """The spec only file claiming `name` as a `kind`, if its script checks out."""
+    def _claimed(self, kind: Kind, name: str) -> tuple[Path, _Entry] | None:
+        """The only file claiming `name` as a `kind`, and its entry (under the lock)."""
         paths = self._claims.get((kind, name), [])
-        if len(paths) != 1:
+        return (paths[0], self._entries[paths[0]]) if len(paths) == 1 else None
+
+    def _usable(self, claimed: tuple[Path, _Entry] | None) -> ToolSpec | HookSpec | None:
+        """The claimed file's spec, if its script checks out (compiled outside the lock)."""
+        if claimed is None:
             return None
-        entry = self._checked(paths[0])
+        entry = self._checked(*claimed)
         return entry.spec if entry.problem is None else None
 
     def _every(self, kind: Kind, spec_type: type[SpecT]) -> dict[str, SpecT]:
         with self._lock:
             self._scan()
-            found: dict[str, SpecT] = {}
-            for claim_kind, name in sorted(self._claims):
-                spec = self._lookup(claim_kind, name) if claim_kind == kind else None
-                if isinstance(spec, spec_type):
-                    found[name] = spec
-            return found
+            claimed = [(name, self._claimed(kind, name)) for k, name in sorted(self._claims) if k == kind]
+        found: dict[str, SpecT] = {}
+        for name, claim in claimed:
+            spec = self._usable(claim)
+            if isinstance(spec, spec_type):
+                found[name] = spec
+        return found
 
     # -- reading ---------------------------------------------------------------
 
@@ -191,8 +209,9 @@ class ScriptCatalog:
             paths = self._claims.get(("tool", name), [])
             if len(paths) != 1 or not self._is_fresh(paths[0], self._entries[paths[0]]):
                 self._scan()
-            spec = self._lookup("tool", name)
-            return spec if isinstance(spec, ToolSpec) else None
+            claimed = self._claimed("tool", name)
+        spec = self._usable(claimed)
+        return spec if isinstance(spec, ToolSpec) else None
 
     def tools(self) -> dict[str, ToolSpec]:
         """Every loadable tool by name; compiles every tool script not compiled yet."""
@@ -206,9 +225,10 @@ class ScriptCatalog:
         """Every file that does not load, and why; compiles every script to know."""
         with self._lock:
             self._scan()
-            own = [self._checked(path).problem for path in self._entries]
-            found = [p for p in own if p is not None] + self._clashes
-            return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+            entries, clashes = list(self._entries.items()), list(self._clashes)
+        own = [self._checked(path, entry).problem for path, entry in entries]
+        found = [p for p in own if p is not None] + clashes
+        return sorted(found, key=lambda p: (str(p.path), p.line or 0))
 
 
 __all__ = ["LoadProblem", "ScriptCatalog"]

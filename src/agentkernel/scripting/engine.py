@@ -38,6 +38,15 @@ class NoValue:
 
 NO_VALUE: Final = NoValue()
 
+MAX_SCRIPT_SIZE: Final = 256 << 10
+"""The largest script: bytes of a script file, characters of a Rhai `eval` text (issue 9).
+
+Compiling a Rhai script takes time and memory in proportion to its size
+(CPython's `compile()` of the generated code needs about 1.5 KiB of memory
+per byte of Rhai at worst); this bound keeps both in check (a few seconds,
+a few hundred MiB) where no call's deadline does. Hand-written tools are a
+hundred times smaller."""
+
 
 class CompiledScript(Protocol):
     """An engine's compiled form of one file; `path` is the file it came from."""
@@ -54,8 +63,9 @@ class Engine(Protocol[S]):
 
     name: str
 
-    def compile(self, path: Path, source: str) -> S:
-        """Compile `source` (read from `path`); raise ScriptSyntaxError with file:line."""
+    def compile(self, path: Path, source: str, deadline: float | None = None) -> S:
+        """Compile `source` (read from `path`) by `deadline` (a `time.monotonic()` value);
+        raise ScriptSyntaxError with file:line, or ScriptLimitError past the deadline."""
         ...
 
     def call(
@@ -86,4 +96,4 @@ class Engine(Protocol[S]):
         ...
 
 
-__all__ = ["NO_VALUE", "CompiledScript", "Engine", "NoValue"]
+__all__ = ["MAX_SCRIPT_SIZE", "NO_VALUE", "CompiledScript", "Engine", "NoValue"]

@@ -1,7 +1,10 @@
 """ScriptHost: picks the engine, caches compiled scripts, runs one function per call.
 
 Compiled scripts are cached by path, modification time and size (S1.4): an
-edited file is recompiled on its next call, with no restart.
+edited file is recompiled on its next call, with no restart. Compiling holds
+no lock (issue 9): two threads may compile one file at once, and the last
+one's result stays in the cache. A script is at most `MAX_SCRIPT_SIZE`
+bytes, and a call's compile ends at the call's deadline.
 """
 
 from __future__ import annotations
@@ -16,12 +19,10 @@ from typing import Any
 
 from agentkernel.config import ScriptLimits
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine, NoValue
 from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
 from agentkernel.types import JSONValue
-
-MAX_SCRIPT_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ class ScriptHost:
             )
         return engine
 
-    def compile(self, path: Path) -> tuple[Engine[Any], CompiledScript]:
-        """The compiled script, from the cache unless the file changed."""
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+        """The compiled script, from the cache unless the file changed; a compile that
+        passes `deadline` (a `time.monotonic()` value) raises ScriptLimitError."""
         try:
             info = os.stat(path)
         except OSError as exc:
@@ -93,7 +95,7 @@ class ScriptHost:
         if cached is not None and cached.stamp == stamp:
             return cached.engine, cached.script
         engine = self.engine_for(path)
-        compiled = engine.compile(path, _read_source(path, info.st_size))
+        compiled = engine.compile(path, _read_source(path, info.st_size), deadline)
         with self._lock:
             self._cache[path] = _Compiled(stamp, engine, compiled)
         return engine, compiled
@@ -107,10 +109,12 @@ class ScriptHost:
         call: ScriptCall,
         limits: ScriptLimits,
     ) -> JSONValue | NoValue:
-        """Run `function` of the script at `path` for `call`; raises ScriptError."""
-        engine, compiled = self.compile(path)
+        """Run `function` of the script at `path` for `call`; raises ScriptError.
+
+        `timeout_secs` covers compiling the script (when it is not cached) and running it."""
         if call.deadline is None:
             call.deadline = time.monotonic() + limits.timeout_secs
+        engine, compiled = self.compile(path, call.deadline)
         binding = HelperBinding(self.helpers, call)
         return engine.call(compiled, function, args, optional, binding, limits)
 
@@ -123,8 +127,8 @@ class ScriptHost:
 
 
 def _read_source(path: Path, size: int) -> str:
-    if size > MAX_SCRIPT_BYTES:
-        raise ScriptError(f"{path}: script is {size:,} bytes, more than {MAX_SCRIPT_BYTES:,}")
+    if size > MAX_SCRIPT_SIZE:
+        raise ScriptError(f"{path}: script is {size:,} bytes, more than the maximum of {MAX_SCRIPT_SIZE:,}")
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:

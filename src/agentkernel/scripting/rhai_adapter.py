@@ -11,6 +11,7 @@ strings, arrays and maps.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -21,11 +22,11 @@ from typing import Any
 
 from agentkernel.config import ScriptLimits
 from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
-from agentkernel.scripting.engine import NoValue
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
-from agentkernel.scripting.rhai.runtime import Runtime
+from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
 from agentkernel.scripting.rhai_hints import EntryCall, hint_for
@@ -52,9 +53,10 @@ class _ToolRuntime(Runtime):
     deadline: float
     timeout_secs: float
 
-    def start_clock(self, timeout_secs: float) -> None:
+    def start_clock(self, timeout_secs: float, deadline: float | None = None) -> None:
+        """Run until `deadline` (the call's, which compiling the script already used)."""
         self.timeout_secs = timeout_secs
-        self.deadline = time.monotonic() + timeout_secs
+        self.deadline = deadline if deadline is not None else time.monotonic() + timeout_secs
         self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
 
     def sleep(self, seconds: float) -> None:
@@ -120,14 +122,19 @@ class RhaiEngine:
             max_array_size=MAX_ARRAY_ITEMS,
             max_map_size=MAX_MAP_ITEMS,
         )
-        return Engine(limits=rhai_limits, library=self._library)
+        return Engine(limits=rhai_limits, library=self._library, max_source_size=MAX_SCRIPT_SIZE)
 
-    def compile(self, path: Path, source: str) -> RhaiScript:
+    def compile(self, path: Path, source: str, deadline: float | None = None) -> RhaiScript:
+        """Compile by `deadline`; a script that fails fails alone, with a Rhai error (issue 9)."""
         try:
-            compiled = self._engine().compile(source, source_name=None)
+            compiled = self._engine().compile(source, source_name=None, deadline=deadline)
         except RhaiSyntaxError as exc:
             location = SourceLocation(str(path), exc.pos[0], exc.pos[1]) if exc.pos else None
             raise ScriptSyntaxError(f"Syntax error: {exc.message}", location) from None
+        except RhaiRuntimeError as exc:  # the deadline passed: `Script terminated`
+            raise ScriptLimitError(
+                "timeout_secs", f"script exceeded timeout_secs while being compiled: {exc}"
+            ) from None
         return RhaiScript(path, compiled)
 
     def _bind_helpers(self, names: tuple[str, ...]) -> None:
@@ -150,9 +157,9 @@ class RhaiEngine:
             functions=dict(script.compiled.functions),
             stdout=lambda text: binding.log_line("info", text),
         )
-        runtime.eval_hook = engine._eval_hook
         runtime.binding = binding
-        runtime.start_clock(limits.timeout_secs)
+        runtime.start_clock(limits.timeout_secs, binding.call.deadline)
+        runtime.eval_hook = engine.evaluator(deadline=runtime.deadline)  # eval's compile, too
         return runtime
 
     def call(
@@ -171,8 +178,10 @@ class RhaiEngine:
             raise ScriptError(f"{script.path.name} does not define a function {function}()")
         given = [*args, *optional][:count]
         try:
-            script.compiled.main(runtime, 0, None)
+            _run_top_level(runtime, script)
             result = functions[(function, count)].body(runtime, 1, None, *map(to_rhai, given))
+        except ExitScript as stop:  # `exit(v)` in the function: v is its result
+            result = stop.value
         except RhaiRuntimeError as exc:
             entry = EntryCall(script.compiled.module.functions, function, given)
             raise _script_error(exc, script.path, limits, entry) from None
@@ -188,6 +197,13 @@ class RhaiEngine:
 _LIMIT_KINDS = frozenset(
     {"ErrorTooManyOperations", "ErrorTerminated", "ErrorStackOverflow", "ErrorDataTooLarge"}
 )
+
+
+def _run_top_level(runtime: _ToolRuntime, script: RhaiScript) -> None:
+    """The script's top level, before the called function, as the reference's `call_fn` runs
+    it: an `exit()` there ends the top level only, and the function is still called."""
+    with contextlib.suppress(ExitScript):
+        script.compiled.main(runtime, 0, None)
 
 
 def _arity(functions: dict[tuple[str, int], Any], name: str, required: int, optional: int) -> int | None:

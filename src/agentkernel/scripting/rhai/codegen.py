@@ -6,10 +6,12 @@ size one can read: this module knows Python source text, not Rhai syntax.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import Pos
 from agentkernel.scripting.rhai.records import record_fields
 
@@ -49,23 +51,86 @@ class VarInfo:
         return f"{self.py}.v" if self.cell else self.py
 
 
+class Visible:
+    """One variable in sight at a point of the generated code, linked to those before it.
+
+    `eval` and `is_def_var` need the variables a call site can see. Each
+    declaration adds one link to the chain and each call site keeps the head
+    as a constant, so a script with many variables and many `eval` calls
+    compiles in linear time (issue 9); the values are read at run time from
+    the frame (see `engine.rt_scope`). A link with no `name` marks a frame
+    boundary: what follows lives in the calling function's frame (code
+    compiled apart, see `nesting.py`). `index` >= 0 reads slot `index` of the
+    list in local `local` instead of the local itself.
+    """
+
+    __slots__ = ("cell", "index", "local", "name", "parent")
+
+    def __init__(self, name: str | None, local: str, index: int, cell: bool, parent: Visible | None) -> None:
+        self.name = name
+        self.local = local
+        self.index = index
+        self.cell = cell
+        self.parent = parent
+
+    @staticmethod
+    def of(name: str, local: str, cell: bool, parent: Visible | None) -> Visible:
+        return Visible(name, local, -1, cell, parent)
+
+    def names(self) -> Iterator[str]:
+        """The names in sight, innermost first (a shadowed one more than once)."""
+        link: Visible | None = self
+        while link is not None:
+            if link.name is not None:
+                yield link.name
+            link = link.parent
+
+
+@dataclass
+class Chunk:
+    """One Python function's lines, kept apart while it is generated.
+
+    Every function (script fn, closure, top level, a part compiled apart)
+    is a function of the module itself, never nested in another: CPython
+    takes time quadratic in their number to compile nested functions, and
+    nesting would add up their indentation (issue 9).
+    """
+
+    lines: list[str] = field(default_factory=list)
+    positions: dict[int, Pos] = field(default_factory=dict)  # index in `lines` -> Rhai position
+    operator_lines: set[int] = field(default_factory=set)
+
+
 @dataclass
 class Module:
     """The Python source being generated, its line → position table and constants."""
 
-    lines: list[str] = field(default_factory=list)
-    positions: dict[int, Pos] = field(default_factory=dict)
-    operator_lines: set[int] = field(default_factory=set)
+    clock: CompileClock = field(default_factory=CompileClock)
+    function_names: frozenset[str] = frozenset()  # the script's functions, usable as pointers
     constants: list[Any] = field(default_factory=list)
     _constant_index: dict[tuple[type, Any], int] = field(default_factory=dict)
+    _open: list[Chunk] = field(default_factory=lambda: [Chunk()])
+    _done: list[Chunk] = field(default_factory=list)
     counter: int = 0
 
     def emit(self, indent: int, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
-        self.lines.append("    " * indent + text)
+        chunk = self._open[-1]
         if pos is not None:
-            self.positions[len(self.lines)] = pos
+            chunk.positions[len(chunk.lines)] = pos
         if operator:
-            self.operator_lines.add(len(self.lines))
+            chunk.operator_lines.add(len(chunk.lines))
+        chunk.lines.append("    " * indent + text)
+
+    def emit_module_level(self, text: str) -> None:
+        """A statement of the module itself, run once the functions are defined."""
+        self._open[0].lines.append(text)
+
+    def begin_function(self) -> None:
+        """Emit into a new function of the module until `end_function`."""
+        self._open.append(Chunk())
+
+    def end_function(self) -> None:
+        self._done.append(self._open.pop())
 
     def constant_object(self, value: Any) -> str:
         """A constant that is not hashable (an array or map switch pattern): never shared."""
@@ -84,8 +149,19 @@ class Module:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    def source(self) -> str:
-        return "\n".join(self.lines) + "\n"
+    def finish(self) -> tuple[list[str], dict[int, Pos], set[int]]:
+        """The module's source, one text per function (the module's own statements last),
+        and its 1-based line → position table and operator lines, counted across them."""
+        texts: list[str] = []
+        positions: dict[int, Pos] = {}
+        operator_lines: set[int] = set()
+        first = 1
+        for chunk in [*self._done, *self._open]:
+            positions.update((first + index, pos) for index, pos in chunk.positions.items())
+            operator_lines.update(first + index for index in chunk.operator_lines)
+            texts.append("".join(line + "\n" for line in chunk.lines))
+            first += len(chunk.lines)
+        return texts, positions, operator_lines
 
 
 @dataclass

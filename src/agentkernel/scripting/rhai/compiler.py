@@ -1,9 +1,13 @@
 """Rhai AST → Python source → one code object per script (RHAI-DESIGN.md "Why compile").
 
 Each Rhai script function becomes a Python function `f_<name>_<arity>(rt, d, th, *params)`,
-the top level becomes `main(rt, d, th)`, and closures become nested Python
-functions that receive their captured Cells as default arguments (so each
-`let` in a loop body gives each closure its own variable, as in Rhai).
+the top level becomes `main(rt, d, th)`, and closures become functions whose
+first parameters are their captured Cells, bound when the closure is made (so
+each `let` in a loop body gives each closure its own variable, as in Rhai).
+All of them are functions of the module, none nested in another, and code
+nested deeper than one Python function may hold is compiled apart
+(`nesting.py`): whatever a script's shape, the generated code stays within
+CPython's limits, and compile time grows linearly with the script.
 
 Expressions are compiled to three-address code: every operation that can fail
 sits on its own generated line, and `LINES` maps that line to the Rhai
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from keyword import iskeyword
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
@@ -32,6 +36,7 @@ from agentkernel.scripting.rhai.codegen import (
     LoopTarget,
     Module,
     VarInfo,
+    Visible,
     anon_for,
     count_ops,
     fn_py_name,
@@ -44,8 +49,17 @@ from agentkernel.scripting.rhai.codegen import (
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.scripting.rhai.int_types import int_locals
-from agentkernel.scripting.rhai.records import record_fields
-from agentkernel.scripting.rhai.resolver import Resolution, decl_key, resolve
+from agentkernel.scripting.rhai.nesting import (
+    BREAK,
+    CONTINUE,
+    FLAT_NODES,
+    MAX_BLOCKS,
+    MAX_INDENT,
+    RETURN,
+    Apart,
+    compile_apart,
+)
+from agentkernel.scripting.rhai.resolver import Resolution, decl_key
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
 
@@ -67,9 +81,12 @@ class FunctionCompiler:
         self.label = label
         self.top_level = top_level
         self.scopes: list[dict[str, VarInfo]] = [{}]
+        self.visible: Visible | None = None  # the variables in sight, for `eval` and `is_def_var`
         self.loops: list[LoopTarget] = []
         self.catch_vars: list[str] = []
         self.ind = 0
+        self.blocks = 0  # Python blocks (loops, try) open around the current line
+        self.apart: Apart | None = None  # set when this compiles a part of a function apart
         self.dynamic = False
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
@@ -83,16 +100,25 @@ class FunctionCompiler:
         self.m.emit(self.ind, text, pos, operator=operator)
 
     @contextmanager
-    def indented(self) -> Iterator[None]:
+    def indented(self, blocks: int = 0) -> Iterator[None]:
+        """One level deeper in Python; `blocks`: how many blocks CPython counts for it."""
         self.ind += 1
+        self.blocks += blocks
         yield
+        self.blocks -= blocks
         self.ind -= 1
 
     @contextmanager
     def scope(self) -> Iterator[None]:
         self.scopes.append({})
+        visible = self.visible
         yield
+        self.visible = visible
         self.scopes.pop()
+
+    def too_deep(self) -> bool:
+        """Whether code nested further must go to a function of its own (see `nesting.py`)."""
+        return self.blocks >= MAX_BLOCKS or self.ind >= MAX_INDENT
 
     def count(self, operations: int, pos: Pos | None) -> None:
         """Count operations inline; past the checkpoint the runtime decides (limit, clock).
@@ -117,8 +143,10 @@ class FunctionCompiler:
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
 
     def named(self, operand: str) -> str:
-        """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first."""
-        if operand.isidentifier() or (operand.endswith(".v") and operand[:-2].isidentifier()):
+        """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first
+        (`True[0]` would make CPython print a SyntaxWarning)."""
+        plain = operand[:-2] if operand.endswith(".v") else operand
+        if plain.isidentifier() and not iskeyword(plain):
             return operand
         held = self.temp()
         self.emit(f"{held} = {operand}")
@@ -126,6 +154,14 @@ class FunctionCompiler:
 
     def temp(self) -> str:
         return self.m.fresh("t")
+
+    def live_variables(self) -> int:
+        """How many variables are alive here (for `max_variables`), counting the enclosing
+        function's when this is a part compiled apart."""
+        own = sum(len(scope) for scope in self.scopes)
+        if self.apart is None:
+            return own
+        return self.apart.outer_variables + own - len(self.scopes[0])
 
     def lookup(self, name: str) -> VarInfo | None:
         for scope in reversed(self.scopes):
@@ -138,8 +174,13 @@ class FunctionCompiler:
         info = VarInfo(self.m.fresh("v") + "_" + name, const, key in self.resolution.captured)
         if key in self.int_keys and not info.cell:
             self.int_operands.add(info.py)
-        self.scopes[-1][name] = info
+        self.bind(name, info)
         return info
+
+    def bind(self, name: str, info: VarInfo) -> None:
+        """Put `name` in sight in the current scope."""
+        self.scopes[-1][name] = info
+        self.visible = Visible.of(name, info.py, info.cell, self.visible)
 
     # -- function shells -----------------------------------------------------------------
 
@@ -149,20 +190,25 @@ class FunctionCompiler:
         params: tuple[str, ...],
         body: ast.Block,
         owner: object,
-        defaults: str = "",
+        leading: tuple[str, ...] = (),
         wrap: str | None = None,
     ) -> None:
-        """Emit `def py_name(rt, d, th, params…):` with the error handler around the body."""
+        """Emit `def py_name(leading…, rt, d, th, params…):` with the error handler around the body.
+
+        `leading` are a closure's captured Cells, bound when the closure is made.
+        """
         self.int_keys = int_locals(params, body, owner)
         infos = [self.declare(p, owner, False) for p in params]
         plain = [i.py for i in infos]
-        signature = ", ".join(["rt", "d", "th", *plain]) + (f", {defaults}" if defaults else "")
-        self.emit(f"def {py_name}({signature}):")
+        self.m.begin_function()
+        self.emit(f"def {py_name}({', '.join([*leading, 'rt', 'd', 'th', *plain])}):")
         with self.indented():
             self.emit("rt.enter(d)")
             self.emit("rt.depth_hint = d")
+            if self.dynamic:
+                self.emit("dyn = rt.eval_scope")
             self.emit("try:")
-            with self.indented():
+            with self.indented(blocks=2):  # CPython counts try/finally and try/except
                 for info in infos:
                     if info.cell:
                         self.emit(f"{info.py} = Cell({info.py})")
@@ -178,6 +224,7 @@ class FunctionCompiler:
             self.emit("finally:")
             with self.indented():
                 self.emit("rt.depth_hint = d - 1  # natives calling back from the caller nest one level")
+        self.m.end_function()
 
     # -- statements ------------------------------------------------------------------------
 
@@ -188,6 +235,12 @@ class FunctionCompiler:
 
         `counted`: the enclosing statement's count already covers these (interpolations).
         """
+        if self.too_deep():
+            return compile_apart(
+                self,
+                stmts,
+                lambda inner: inner.block_body(stmts, want_value=want_value, counted=counted, pos=pos),
+            )
         kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
         operations = 0 if counted else sum(count_ops(s) for s in kept) + self.pending_ops
         if not counted:
@@ -214,6 +267,7 @@ class FunctionCompiler:
         return not is_result or unit_block
 
     def statement(self, stmt: ast.Stmt, *, want_value: bool) -> str:
+        self.m.clock.tick()
         if isinstance(stmt, ast.ExprStmt):
             value = self.expr(stmt.expr)
             return value if want_value else "None"
@@ -232,7 +286,7 @@ class FunctionCompiler:
     def let(self, stmt: ast.Let) -> None:
         value = self.value_copy(stmt.value) if stmt.value is not None else "None"
         info = self.declare(stmt.name, stmt, stmt.const)
-        live = sum(len(scope) for scope in self.scopes)
+        live = self.live_variables()
         self.emit(
             f"if rt.variable_limit and {live} > rt.variable_limit: raise rt_too_many_variables()", stmt.pos
         )
@@ -277,22 +331,54 @@ class FunctionCompiler:
         self.store(stmt.target, value, stmt.pos)
 
     def store(self, target: ast.Expr, value: str, pos: Pos) -> None:
-        """Write `value` into an lvalue chain, storing changed immutable parents back."""
+        """Write `value` into an lvalue chain, storing changed immutable parents back.
+
+        `a.b[0].c = v` sets `c`, then stores the changed object into `[0]` if
+        it is a new one, and so on up to `a`: one `if` per level, all at the
+        same indentation, however long the chain.
+        """
+        step = self._store_step(target, value, pos)
+        if (
+            step is not None and isinstance(step[0], ast.Var | ast.This) and self.is_lvalue(step[0])
+        ):  # `a[i] = v`
+            parent, old, new = step
+            self.emit(f"if {new} is not {old}:")
+            with self.indented():
+                self._store_step(parent, new, pos)
+            return
+        going = self.m.fresh("go")
+        inside = False
+        while step is not None and self.is_lvalue(step[0]):
+            parent, old, new = step
+            self.emit(f"{going} = {new} is not {old}")
+            if inside:
+                self.ind -= 1
+            self.emit(f"if {going}:")
+            self.ind += 1
+            inside = True
+            step = self._store_step(parent, new, pos)
+        if inside:
+            self.ind -= 1
+
+    def _store_step(self, target: ast.Expr, value: str, pos: Pos) -> tuple[ast.Expr, str, str] | None:
+        """Store into `target` itself; for a property or index, (parent, old object, new object)."""
         if isinstance(target, ast.Var):
             info = self.lookup(target.name)
             if info is None:
                 self.emit(f"raise rt_var_not_found({self.m.constant(target.name)})", target.pos)
-                return
-            self.emit(f"{info.py}.v = {value}" if info.cell else f"{info.py} = {value}")
-        elif isinstance(target, ast.This):
+            else:
+                self.emit(f"{info.py}.v = {value}" if info.cell else f"{info.py} = {value}")
+            return None
+        if isinstance(target, ast.This):
             self.emit(f"rt.this_value(th); th.v = {value}", target.pos)
-        elif isinstance(target, ast.Property):
+            return None
+        if isinstance(target, ast.Property):
             obj = self.expr(target.target)
             new = self.temp()
             self.emit(f"{new} = rt.set_prop({obj}, {self.m.constant(target.name)}, {value})", target.pos)
-            self.store_back(target.target, obj, new, pos)
-        elif isinstance(target, ast.Index):
-            obj = self.expr(target.target)
+            return target.target, obj, new
+        if isinstance(target, ast.Index):
+            obj = self.named(self.expr(target.target))
             index = self.expr(target.index)
             new = self.temp()
             fast = list_index_test(obj, index)
@@ -300,17 +386,8 @@ class FunctionCompiler:
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
             self.emit(f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index))
             self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
-            self.store_back(target.target, obj, new, pos)
-        else:
-            raise RhaiSyntaxError("Expression cannot be assigned to", pos)
-
-    def store_back(self, target: ast.Expr, old: str, new: str, pos: Pos) -> None:
-        if not self.is_lvalue(target):
-            return
-        self.emit(f"if {new} is not {old}:")
-        with self.indented():
-            self.store(target, new, pos)
-            self.emit("pass")
+            return target.target, obj, new
+        raise RhaiSyntaxError("Expression cannot be assigned to", pos)
 
     def is_lvalue(self, node: ast.Expr) -> bool:
         if isinstance(node, ast.Var):
@@ -337,12 +414,12 @@ class FunctionCompiler:
         self.emit("try:")
         # the optimizer drops pure statements of a try body, even the last one
         body = tuple(s for s in stmt.body.stmts if not (isinstance(s, ast.ExprStmt) and is_pure(s.expr)))
-        with self.indented(), self.scope():
+        with self.indented(blocks=1), self.scope():
             value = self.block_body(body, want_value=True)
             self.emit(f"{out} = {value}")
         caught = self.m.fresh("e")
         self.emit(f"except RhaiRuntimeError as {caught}_:")
-        with self.indented():
+        with self.indented(blocks=3):  # the handler, its cleanup of the name, and the try around both
             self.emit(f"{caught} = locate({caught}_, {caught}_.__traceback__, LINES, NOPOS)")
             self.emit(f"if not {caught}.catchable: raise {caught}")
             with self.scope():
@@ -359,6 +436,9 @@ class FunctionCompiler:
     # -- expressions --------------------------------------------------------------------------
 
     def expr(self, node: Any) -> str:
+        self.m.clock.tick()
+        if self.too_deep() and not isinstance(node, FLAT_NODES):
+            return compile_apart(self, node, lambda inner: inner.expr(node))
         method = getattr(self, "x_" + type(node).__name__)
         result: str = method(node)
         return result
@@ -399,7 +479,7 @@ class FunctionCompiler:
         info = self.lookup(node.name)
         if info is not None:
             return info.load
-        if any(name == node.name for name, _ in self.functions):
+        if node.name in self.m.function_names:
             out = self.temp()
             self.emit(f"{out} = FnPtr({self.m.constant(node.name)})")
             return out
@@ -464,7 +544,7 @@ class FunctionCompiler:
 
     def stable(self, operand: str, later: Any) -> str:
         """Snapshot a variable operand when evaluating `later` might rebind it."""
-        if operand.startswith("v") and not is_pure(later):
+        if operand.startswith(("v", "B")) and not is_pure(later):
             copy = self.temp()
             self.emit(f"{copy} = {operand}")
             if operand in self.int_operands:
@@ -532,18 +612,20 @@ class FunctionCompiler:
         links.reverse()
         out = self.temp()
         current = self.named(self.expr(base))
-        opened = 0
+        going: str | None = None  # after an optional link: whether the chain goes on
         for link in links:
-            if link.optional:
-                self.emit(f"if {current} is None:")
-                with self.indented():
-                    self.emit(f"{out} = None")
-                self.emit("else:")
-                self.ind += 1
-                opened += 1
-            current = self.link(link, current)
-        self.emit(f"{out} = {current}")
-        self.ind -= opened
+            if link.optional and going is None:
+                going = self.m.fresh("go")
+                self.emit(f"{going} = {current} is not None")
+            elif link.optional:
+                self.emit(f"if {going}: {going} = {current} is not None")
+            if going is None:
+                current = self.link(link, current)
+                continue
+            self.emit(f"if {going}:")  # each link one level in, however long the chain
+            with self.indented():
+                current = self.link(link, current)
+        self.emit(f"{out} = {current}" if going is None else f"{out} = {current} if {going} else None")
         return out
 
     def link(self, link: Any, current: str) -> str:
@@ -671,53 +753,47 @@ class FunctionCompiler:
         return out
 
     def scope_snapshot(self) -> str:
-        visible: dict[str, VarInfo] = {}
-        for scope in self.scopes:
-            visible.update(scope)
-        items = ", ".join(f"{self.m.constant(n)}: {i.load}" for n, i in visible.items())
-        return "{" + items + "}"
+        """The caller's variables for `eval`, read at run time through the chain of those in
+        sight here: one constant per call site, whatever the number of variables."""
+        return f"rt_scope({self.m.constant(self.visible)})"
 
     def is_def_var(self, arg: ast.Expr) -> str:
         if isinstance(arg, ast.Literal) and type(arg.value) is str:
             return "True" if self.lookup(arg.value) is not None else "False"
         value = self.expr(arg)
-        names: set[str] = set()
-        for scope in self.scopes:
-            names.update(scope)
-        return f"rt_is_def_var({value}, {self.m.constant(frozenset(names))})"
+        return f"rt_is_def_var({value}, {self.m.constant(self.visible)})"
 
     # -- closures -------------------------------------------------------------------------------------
 
     def x_Closure(self, node: ast.Closure) -> str:
-        captures = self.resolution.closure_captures.get(id(node), ())
+        """A closure is a function of the module whose first parameters are the Cells it
+        captures (RHAI.md §10), bound to them when the closure is made."""
         py_name = self.m.fresh("c")
-        cells: list[str] = []
-        for key in captures:
-            info = self._info_for_key(key)
-            if info is not None:
-                cells.append(info.py)
-        defaults = ", ".join(f"{c}={c}" for c in cells)
-        name = anon_for(node)
         inner = FunctionCompiler(self.m, self.functions, self.resolution, label="closure", top_level=False)
-        inner.ind = self.ind
-        inner.scopes = [dict(self._captured_scope(captures))]
-        inner.function(py_name, node.params, node.body, node, defaults=defaults, wrap="in closure call")
+        cells: list[str] = []
+        for name, info in self._captured(node):
+            cells.append(info.py)
+            inner.bind(name, VarInfo(self.m.fresh("v") + "_" + name, info.const, True))
+        leading = tuple(info.py for info in inner.scopes[0].values())
+        inner.function(py_name, node.params, node.body, node, leading=leading, wrap="in closure call")
+        arity = len(node.params)
         out = self.temp()
-        self.emit(f"{py_name}.rhai_arity = {len(node.params)}")
         for cell in cells:
             self.emit(f"{cell}.shared = True")
-        self.emit(f"{out} = FnPtr({self.m.constant(name)}, (), {py_name})")
+        target = f"bind_closure({py_name}, {arity}, {', '.join(cells)})" if cells else py_name
+        if not cells:
+            self.m.emit_module_level(f"{py_name}.rhai_arity = {arity}")
+        self.emit(f"{out} = FnPtr({self.m.constant(anon_for(node))}, (), {target})")
         return out
 
-    def _info_for_key(self, key: tuple[int, str]) -> VarInfo | None:
-        info = self.lookup(key[1])
-        return info if info is not None and info.cell else None
-
-    def _captured_scope(self, captures: tuple[tuple[int, str], ...]) -> Iterator[tuple[str, VarInfo]]:
-        for key in captures:
-            info = self._info_for_key(key)
-            if info is not None:
-                yield key[1], info
+    def _captured(self, node: ast.Closure) -> Iterator[tuple[str, VarInfo]]:
+        """The shared variables in sight that the closure (or one nested in it) uses."""
+        seen: set[str] = set()
+        for _, name in self.resolution.closure_captures.get(id(node), ()):
+            info = self.lookup(name)
+            if info is not None and info.cell and name not in seen:
+                seen.add(name)
+                yield name, info
 
     # -- blocks and control flow ------------------------------------------------------------------------
 
@@ -803,7 +879,7 @@ class FunctionCompiler:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
-        with self.indented():
+        with self.indented(blocks=1):
             self.pending_ops = 1
             condition = self.expr(node.cond)
             self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
@@ -814,7 +890,7 @@ class FunctionCompiler:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
-        with self.indented():
+        with self.indented(blocks=1):
             self.pending_ops = 1
             self.loop_body(node.body, loop)
         return loop.result
@@ -825,7 +901,7 @@ class FunctionCompiler:
         self.emit(f"{loop.result} = None")
         self.emit(f"{first} = True")
         self.emit("while True:")
-        with self.indented():
+        with self.indented(blocks=1):
             self.pending_ops = 1
             self.emit(f"if not {first}:")
             with self.indented():
@@ -852,7 +928,7 @@ class FunctionCompiler:
             index = self.m.fresh("i")
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
             self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
-            with self.indented():
+            with self.indented(blocks=1):
                 self.pending_ops = 1
                 over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
                 read_only = not may_change(node.body, node.var)
@@ -863,19 +939,25 @@ class FunctionCompiler:
         return loop.result
 
     def x_Break(self, node: ast.Break) -> str:
+        value = self.expr(node.value) if node.value is not None else "None"
+        if not self.loops and self.apart is not None:  # the loop is in the function this part came from
+            self.emit(self.apart.jump(BREAK, value))
+            return "None"
         if node.value is not None and self.loops:
-            value = self.expr(node.value)
             self.emit(f"{self.loops[-1].result} = {value}")
         self.emit("break")
         return "None"
 
     def x_Continue(self, node: ast.Continue) -> str:
-        self.emit("continue")
+        if not self.loops and self.apart is not None:
+            self.emit(self.apart.jump(CONTINUE, "None"))
+        else:
+            self.emit("continue")
         return "None"
 
     def x_Return(self, node: ast.Return) -> str:
         value = self.expr(node.value) if node.value is not None else "None"
-        self.emit(f"return {value}")
+        self.emit(f"return {value}" if self.apart is None else self.apart.jump(RETURN, value))
         return "None"
 
     def x_Throw(self, node: ast.Throw) -> str:
@@ -887,68 +969,4 @@ class FunctionCompiler:
         return "None"
 
 
-@dataclass
-class CompiledModule:
-    source: str
-    positions: dict[int, Pos]
-    operator_lines: set[int]
-    constants: list[Any]
-    functions: list[ast.FnDef]
-
-
-def compile_script(script: ast.Script, *, eval_mode: bool = False) -> CompiledModule:
-    """Generate the Python module for a parsed script.
-
-    In `eval_mode` (the text given to `eval`), unknown variables are read from
-    the caller's scope and top-level `let`s are exported back to it.
-    """
-    module = Module()
-    functions = {(f.name, len(f.params)): f for f in script.functions}
-    for fn in script.functions:
-        resolution = resolve(fn.params, fn.body, fn)
-        compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
-        compiler.function(
-            fn_py_name(fn.name, len(fn.params)),
-            fn.params,
-            fn.body,
-            fn,
-            wrap=f"in call to function '{fn.name}'",
-        )
-    body = ast.Block(script.stmts, (1, 1))
-    resolution = resolve((), body, script)
-    main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
-    main.dynamic = eval_mode or _uses_eval(script)
-    main.export_lets = eval_mode
-    main.function("main", (), body, script)
-    if main.dynamic:
-        _insert_dyn(module)
-    return CompiledModule(
-        module.source(), module.positions, module.operator_lines, module.constants, list(script.functions)
-    )
-
-
-def _uses_eval(script: ast.Script) -> bool:
-    def walk(node: Any) -> bool:
-        if isinstance(node, ast.Call) and node.name == "eval":
-            return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if record_fields(node):
-            return any(walk(getattr(node, f)) for f in record_fields(node))
-        return False
-
-    return walk(script.stmts)
-
-
-def _insert_dyn(module: Module) -> None:
-    """Give `main` a dict for variables that `eval` defines (RHAI.md §3)."""
-    for index, line in enumerate(module.lines):
-        if line.startswith("def main("):
-            module.lines.insert(index + 1, "    dyn = rt.eval_scope")
-            shifted = {(ln + 1 if ln > index + 1 else ln): pos for ln, pos in module.positions.items()}
-            module.positions = shifted
-            module.operator_lines = {ln + 1 if ln > index + 1 else ln for ln in module.operator_lines}
-            return
-
-
-__all__ = ["CompiledModule", "Module", "compile_script", "fn_py_name"]
+__all__ = ["FunctionCompiler"]

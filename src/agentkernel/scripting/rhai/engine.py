@@ -13,14 +13,21 @@ construction).
 from __future__ import annotations
 
 import inspect
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from types import CodeType
 from typing import Any
 
 from agentkernel.scripting.rhai import engine_natives, ops
-from agentkernel.scripting.rhai.compiler import CompiledModule, compile_script, fn_py_name
+from agentkernel.scripting.rhai.codegen import Visible, fn_py_name
+from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.nesting import Jump
+from agentkernel.scripting.rhai.parse_support import TOO_COMPLEX
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
 from agentkernel.scripting.rhai.runtime import (
     Cell,
@@ -34,6 +41,7 @@ from agentkernel.scripting.rhai.runtime import (
     locate,
     wrap_call,
 )
+from agentkernel.scripting.rhai.script_module import CompiledModule, compile_script
 from agentkernel.scripting.rhai.stdlib import ANY, Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
 
@@ -97,13 +105,46 @@ def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: boo
 
 
 def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
+    if type(name) is not str or type(arity) is not int:
+        raise rt.not_found("is_def_fn", [name, arity])
     return (name, arity) in rt.functions
 
 
-def rt_is_def_var(name: Any, visible: frozenset[str]) -> bool:
+def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
     if type(name) is not str:
         raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
-    return name in visible
+    return visible is not None and name in visible.names()
+
+
+_UNSET: Any = object()
+
+
+def rt_scope(visible: Visible | None) -> dict[str, Any]:
+    """The values of the variables in sight at an `eval` call site, read from the calling
+    frames (see `codegen.Visible`); a shadowed name gives its innermost value."""
+    frame = sys._getframe(1)
+    values: dict[str, Any] = {}
+    local_values = frame.f_locals
+    link = visible
+    while link is not None:
+        if link.name is None:
+            frame = frame.f_back  # type: ignore[assignment]
+            local_values = frame.f_locals
+        elif link.name not in values:
+            value = local_values.get(link.local, _UNSET)
+            if value is not _UNSET:
+                if link.index >= 0:
+                    value = value[link.index]
+                values[link.name] = value.v if link.cell else value
+        link = link.parent
+    return values
+
+
+def bind_closure(function: Callable[..., Any], arity: int, *cells: Cell) -> Callable[..., Any]:
+    """A closure's function with its captured Cells bound as its first arguments."""
+    bound = partial(function, *cells)
+    bound.rhai_arity = arity  # type: ignore[attr-defined]
+    return bound
 
 
 def switch_eq(value: Any, pattern: Any) -> bool:
@@ -134,6 +175,9 @@ def _globals() -> dict[str, Any]:
         "ThisBox": ThisBox,
         "ExitScript": ExitScript,
         "FnPtr": FnPtr,
+        "Jump": Jump,
+        "bind_closure": bind_closure,
+        "rt_scope": rt_scope,
         "Mutated": Mutated,
         "RhaiRuntimeError": RhaiRuntimeError,
         "copy_value": copy_value,
@@ -186,8 +230,11 @@ def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
     namespace["K"] = module.constants
     namespace["LINES"] = module.positions
     namespace["NOPOS"] = module.operator_lines
-    code = compile(module.source, f"<rhai {source_name or 'script'}>", "exec")
-    exec(code, namespace)
+    first_line = 1
+    for part in module.parts:  # one `compile()` per function: its memory is freed before the next
+        code = compile(part, _filename(source_name), "exec")
+        exec(_moved(code, first_line - 1) if first_line > 1 else code, namespace)
+        first_line += part.count("\n")
     functions = {
         (fn.name, len(fn.params)): ScriptFn(
             fn.name,
@@ -201,12 +248,91 @@ def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
     return CompiledScript(module, namespace, functions, source_name)
 
 
-class Engine:
-    """A Rhai engine: limits, the native library, and compile/run entry points."""
+def _filename(source_name: str | None) -> str:
+    return f"<rhai {source_name or 'script'}>"
 
-    def __init__(self, *, limits: Limits | None = None, library: Library | None = None) -> None:
+
+def _moved(code: CodeType, lines: int) -> CodeType:
+    """`code` (and the functions in it) as if compiled `lines` lines further down the module."""
+    consts = tuple(_moved(c, lines) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
+
+
+# The code generator never writes what CPython warns about (a literal subscripted,
+# `is` with a literal); should it ever, the warning is ours to fix, not the
+# script author's to read, so generated code prints none.
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=r"<rhai ")
+
+
+COMPILE_FRAMES = 1500  # Python frames compiling the deepest script the parser accepts takes (~1,100)
+
+
+def _stack_room() -> None:
+    """Make sure compiling has `COMPILE_FRAMES` of Python stack above the caller's.
+
+    Parsing and code generation recurse once per level of the script's
+    nesting, which the parser caps (HARD_DEPTH); with this room a script
+    compiles, or fails as too complex, the same way whoever calls — a test
+    runner deep in its own frames or a kernel worker thread. The recursion
+    limit is only ever raised, by what one compile needs.
+    """
+    depth = 0
+    frame: Any = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    if sys.getrecursionlimit() < depth + COMPILE_FRAMES:
+        sys.setrecursionlimit(depth + COMPILE_FRAMES)
+
+
+def _compile_checked(
+    source: str,
+    options: ParseOptions,
+    clock: CompileClock,
+    max_size: int,
+    *,
+    source_name: str | None = None,
+    eval_mode: bool = False,
+) -> CompiledScript:
+    """Parse, generate and load `source`; whatever goes wrong is a Rhai error (issue 9).
+
+    Too large a source is refused before any work, and the clock stops a
+    compile at its deadline (`Script terminated`). A Python exception here
+    would be a bug of ours: it still ends as a syntax error, never as a traceback.
+    """
+    if max_size and len(source) > max_size:
+        raise RhaiSyntaxError(
+            f"Script is too large: {len(source):,} characters, more than {max_size:,}", None
+        )
+    clock.check()
+    _stack_room()
+    try:
+        script = parse(source, options, clock)
+        return _load(compile_script(script, eval_mode=eval_mode, clock=clock), source_name)
+    except RhaiError:
+        raise
+    except RecursionError:
+        raise RhaiSyntaxError(TOO_COMPLEX, None) from None
+    except MemoryError:
+        raise RhaiSyntaxError("Script is too large to compile", None) from None
+    except Exception as exc:
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        raise RhaiSyntaxError(f"the script could not be compiled ({reason})", None) from None
+
+
+class Engine:
+    """A Rhai engine: limits, the native library, and compile/run entry points.
+
+    `max_source_size` (characters, 0 = unlimited) bounds what `compile` and
+    `eval(text)` accept, so that no text takes unbounded time to compile.
+    """
+
+    def __init__(
+        self, *, limits: Limits | None = None, library: Library | None = None, max_source_size: int = 0
+    ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
+        self.max_source_size = max_source_size
         if not self.library.has_function("parse_json", 1):
             engine_natives.register(self.library)
 
@@ -222,10 +348,14 @@ class Engine:
             source=source,
         )
 
-    def compile(self, source: str, *, source_name: str | None = None) -> CompiledScript:
-        """Parse and compile; raises RhaiSyntaxError with the reference's text."""
-        script = parse(source, self.parse_options(source=source_name))
-        return _load(compile_script(script), source_name)
+    def compile(
+        self, source: str, *, source_name: str | None = None, deadline: float | None = None
+    ) -> CompiledScript:
+        """Parse and compile; raises RhaiSyntaxError with the reference's text, or the
+        uncatchable `Script terminated` once past `deadline` (a `time.monotonic()` value)."""
+        options = self.parse_options(source=source_name)
+        clock = CompileClock(deadline)
+        return _compile_checked(source, options, clock, self.max_source_size, source_name=source_name)
 
     def register_fn(
         self, name: str, function: Callable[..., Any], params: Sequence[Any] | None = None
@@ -249,7 +379,7 @@ class Engine:
             stdout=stdout,
             source=script.source_name,
         )
-        rt.eval_hook = self._eval_hook
+        rt.eval_hook = self.evaluator()
         return rt
 
     def run(self, script: CompiledScript, stdout: Callable[[str], None] | None = None) -> Any:
@@ -285,14 +415,28 @@ class Engine:
         except BaseException as exc:  # never let Python leak out
             raise _as_rhai(exc) from None
 
-    def _eval_hook(self, rt: Runtime, text: str, scope: dict[str, Any]) -> Any:
+    def evaluator(self, deadline: float | None = None) -> Callable[[Runtime, str, dict[str, Any]], Any]:
+        """What a runtime's `eval(text)` calls: compiling the text stops at `deadline`
+        (the time left to the running call) and is bounded by `max_source_size`."""
+        return partial(self.eval_in_scope, deadline=deadline)
+
+    def eval_in_scope(
+        self, rt: Runtime, text: str, scope: dict[str, Any], *, deadline: float | None = None
+    ) -> Any:
         """`eval(text)`: compile and run `text` in the caller's scope (RHAI.md §3, §13)."""
+        options = self.parse_options(allow_functions=False)
         try:
-            parsed = parse(text, self.parse_options(allow_functions=False))
+            compiled = _compile_checked(
+                text,
+                options,
+                CompileClock(deadline),
+                self.max_source_size,
+                source_name=rt.source,
+                eval_mode=True,
+            )
         except RhaiSyntaxError as exc:
             inner = RhaiRuntimeError("ErrorParsing", f"Syntax error: {exc.message}", exc.pos)
             raise wrap_call(inner, "in call to function 'eval'") from None
-        compiled = _load(compile_script(parsed, eval_mode=True), rt.source)
         saved = rt.eval_scope
         combined = {**scope, **saved}
         rt.eval_scope = combined

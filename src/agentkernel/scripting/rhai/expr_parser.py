@@ -12,6 +12,7 @@ statements after `??` (`x ?? break`).
 from __future__ import annotations
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.lexer import (
     CALLABLE_RESERVED,
     METHOD_RESERVED,
@@ -52,7 +53,8 @@ JUMPS = frozenset(["break", "continue", "return", "throw"])
 class ExprParser:
     """The token cursor and every expression form; statement forms are hooks."""
 
-    def __init__(self, tokens: list[Token], options: ParseOptions) -> None:
+    def __init__(self, tokens: list[Token], options: ParseOptions, clock: CompileClock) -> None:
+        self.clock = clock
         self.toks = tokens
         self.k = 0
         self.opts = options
@@ -121,6 +123,7 @@ class ExprParser:
     # -- expressions -------------------------------------------------------------------
 
     def expr(self, s: Settings) -> ast.Expr:
+        self.clock.tick()
         s = s.at(self.peek().pos).up()
         return self._binary(s, 1, self._unary(s))
 
@@ -307,6 +310,7 @@ class ExprParser:
         opener = self.next()
         s = s.at(opener.pos)
         items: list[tuple[str, ast.Expr]] = []
+        keys: set[str] = set()  # the duplicate check stays O(1) however big the literal
         while True:
             token = self.peek()
             if token.kind == "}":
@@ -314,7 +318,8 @@ class ExprParser:
                 return ast.MapLit(tuple(items), opener.pos)
             if token.kind == "EOF":
                 missing("}", "to end this object map literal", token.pos)
-            name = self._map_key(items)
+            name = self._map_key(keys)
+            keys.add(name)
             colon = self.next()
             if colon.kind != ":":
                 if colon.kind == "LEXERR":
@@ -327,18 +332,18 @@ class ExprParser:
             items.append((name, self.expr(s.up())))
             self._map_separator()
 
-    def _map_key(self, items: list[tuple[str, ast.Expr]]) -> str:
+    def _map_key(self, keys: set[str]) -> str:
         token = self.next()
         if token.kind in ("IDENT", "STR"):
             name = str(token.value)
-            if any(key == name for key, _ in items):
+            if name in keys:
                 fail(f"Duplicated property for object map literal: {name}", token.pos)
             return name
         if token.kind == "RESERVED" and is_valid_identifier(str(token.value)):
             reserved(str(token.value), token.pos)
         if token.kind == "LEXERR":
             lex_error(token)
-        if token.kind == "EOF" or (not items and token.kind != "ISTR"):
+        if token.kind == "EOF" or (not keys and token.kind != "ISTR"):
             missing("}", "to end this object map literal", token.pos)
         fail("Expecting name of a property", token.pos)
 

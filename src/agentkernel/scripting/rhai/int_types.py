@@ -162,26 +162,30 @@ class _Walker:
                 self.facts.excluded.add(key)
 
 
-def _is_int(value: Any, ints: set[DeclKey], walker: _Walker, scopes_of: dict[int, DeclKey]) -> bool:
+def _int_dependencies(value: Any, bound: dict[int, DeclKey]) -> set[DeclKey] | None:
+    """The declarations `value` is an int through, or None when it is not an int expression
+    (an int literal, a variable, integer arithmetic on them, a `for` over an int range)."""
     if value is _UNKNOWN:
-        return False
-    if isinstance(value, tuple) and value[0] == "range":
-        bounds = value[1]
-        return _expr_int(bounds.left, ints, scopes_of) and _expr_int(bounds.right, ints, scopes_of)
-    return _expr_int(value, ints, scopes_of)
-
-
-def _expr_int(expr: Any, ints: set[DeclKey], scopes_of: dict[int, DeclKey]) -> bool:
-    if isinstance(expr, ast.Literal):
-        return type(expr.value) is int
-    if isinstance(expr, ast.Var):
-        key = scopes_of.get(id(expr))
-        return key is not None and key in ints
-    if isinstance(expr, ast.Unary) and expr.op in ("-", "+"):
-        return _expr_int(expr.operand, ints, scopes_of)
-    if isinstance(expr, ast.Binary) and expr.op in INT_RESULT_OPS:
-        return _expr_int(expr.left, ints, scopes_of) and _expr_int(expr.right, ints, scopes_of)
-    return False
+        return None
+    found: set[DeclKey] = set()
+    pending = [value[1].left, value[1].right] if isinstance(value, tuple) and value[0] == "range" else [value]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, ast.Literal):
+            if type(expr.value) is not int:
+                return None
+        elif isinstance(expr, ast.Var):
+            key = bound.get(id(expr))
+            if key is None:
+                return None
+            found.add(key)
+        elif isinstance(expr, ast.Unary) and expr.op in ("-", "+"):
+            pending.append(expr.operand)
+        elif isinstance(expr, ast.Binary) and expr.op in INT_RESULT_OPS:
+            pending += (expr.left, expr.right)
+        else:
+            return None
+    return found
 
 
 class _VarBinder(_Walker):
@@ -207,14 +211,34 @@ def int_locals(params: tuple[str, ...], body: ast.Block, owner: object) -> froze
     for stmt in body.stmts:
         walker.node(stmt)
     facts = walker.facts
-    ints = {key for key in facts.assigned if key not in facts.excluded}
-    changed = True
-    while changed:
-        changed = False
-        for key in list(ints):
-            if not all(_is_int(v, ints, walker, walker.bound) for v in facts.assigned[key]):
-                ints.discard(key)
-                changed = True
+    # A declaration is an int when all its values are int expressions of int declarations:
+    # "not an int" spreads from each failing declaration to those built from it, once each,
+    # so the pass is linear however long the chains of variables (issue 9).
+    dependents: dict[DeclKey, list[DeclKey]] = {}
+    failing: list[DeclKey] = []
+    ints: set[DeclKey] = set()
+    for key, values in facts.assigned.items():
+        needs: set[DeclKey] = set()
+        for value in values:
+            found = _int_dependencies(value, walker.bound)
+            if found is None:
+                needs = set()
+                failing.append(key)
+                break
+            needs |= found
+        else:
+            if key in facts.excluded:
+                failing.append(key)
+                continue
+            ints.add(key)
+            for need in needs:
+                dependents.setdefault(need, []).append(key)
+            failing += [need for need in needs if need not in facts.assigned]
+    while failing:
+        for dependent in dependents.get(failing.pop(), ()):
+            if dependent in ints:
+                ints.discard(dependent)
+                failing.append(dependent)
     return frozenset(ints)
 
 

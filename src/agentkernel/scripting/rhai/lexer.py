@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.values import Char
 
 Pos = tuple[int, int]
@@ -93,6 +94,8 @@ _RUST_WHITESPACE = frozenset(
 )
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _RADIX_DIGITS = {16: _HEX_DIGITS, 8: frozenset("01234567"), 2: frozenset("01")}
+_U64_DIGITS = {16: 16, 8: 22, 2: 64}  # the most digits (no leading zeros) a u64 can need
+_I64_DIGITS = 19  # len(str(2**63)): a decimal literal with more digits is not an i64
 
 
 class Token:
@@ -153,15 +156,16 @@ class _LexFail(Exception):
         self.pos = pos
 
 
-def tokenize(source: str, max_string_size: int = 0) -> list[Token]:
+def tokenize(source: str, max_string_size: int = 0, clock: CompileClock | None = None) -> list[Token]:
     """All tokens of `source`, ending with `EOF` (after a `LEXERR`, if any)."""
-    return _Lexer(source, max_string_size).run()
+    return _Lexer(source, max_string_size, clock or CompileClock()).run()
 
 
 class _Lexer:
     """A cursor over the source with the reference's position bookkeeping."""
 
-    def __init__(self, source: str, max_string_size: int) -> None:
+    def __init__(self, source: str, max_string_size: int, clock: CompileClock) -> None:
+        self.clock = clock
         self.src = source
         self.n = len(source)
         self.i = 0
@@ -184,6 +188,7 @@ class _Lexer:
                 tokens.append(Token("EOF", None, fail.pos))
                 return tokens
             tokens.append(token)
+            self.clock.tick()
             if token.kind == "EOF":
                 return tokens
             if token.kind == "LEXERR":
@@ -464,7 +469,9 @@ class _Lexer:
     @staticmethod
     def _radix_number(body: str, radix: int, pos: Pos) -> Token:
         """Hex/octal/binary literals are u64 bit patterns reinterpreted as i64."""
-        if body and all(ch in _RADIX_DIGITS[radix] for ch in body):
+        digits = body.lstrip("0")
+        short = len(digits) <= _U64_DIGITS[radix]  # longer is past 64 bits: no need to convert it
+        if body and short and all(ch in _RADIX_DIGITS[radix] for ch in body):
             value = int(body, radix)
             if value < 1 << 64:
                 return Token("INT", value - (1 << 64) if value >= 1 << 63 else value, pos)
@@ -472,9 +479,15 @@ class _Lexer:
 
     @staticmethod
     def _decimal_number(text: str, pos: Pos) -> Token:
-        """i64 when it fits, else f64 (as Rust's `from_str` does), else an error."""
-        if "." not in text and "e" not in text:
-            value = int(text)
+        """i64 when it fits, else f64 (as Rust's `from_str` does), else an error.
+
+        A literal of more than 19 significant digits is past i64 whatever its
+        digits: it goes straight to f64 (`inf` when huge, as in the reference),
+        never through Python's `int()`, which refuses 4,300 digits or more.
+        """
+        digits = text.lstrip("-").lstrip("0")
+        if "." not in text and "e" not in text and len(digits) <= _I64_DIGITS:
+            value = -int(digits or "0") if text.startswith("-") else int(digits or "0")
             if -(1 << 63) <= value < 1 << 63:
                 return Token("INT", value, pos)
         try:

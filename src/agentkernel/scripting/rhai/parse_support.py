@@ -98,6 +98,52 @@ class Settings:
         return bool(self.flags & flag)
 
 
+class Variables:
+    """The variables in sight while parsing, for `Cannot assign to constant X`.
+
+    A stack like the reference's scope (a block's variables end with it),
+    indexed by name so that declaring or looking up a name costs the same
+    however many variables came before (issue 9: compile time is linear).
+    """
+
+    __slots__ = ("_consts", "_names", "_where")
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._consts: list[bool] = []
+        self._where: dict[str, list[int]] = {}  # name -> its entries' indexes, innermost last
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def push(self, name: str, const: bool = False) -> None:
+        self._where.setdefault(name, []).append(len(self._names))
+        self._names.append(name)
+        self._consts.append(const)
+
+    def declare(self, name: str, const: bool, frame: int) -> None:
+        """A `let`/`const` in the current block (entries from `frame` on) reuses its entry."""
+        found = self._where.get(name)
+        if found and found[-1] >= frame:
+            self._consts[found[-1]] = const
+        else:
+            self.push(name, const)
+
+    def is_constant(self, name: str) -> bool:
+        found = self._where.get(name)
+        return self._consts[found[-1]] if found else False
+
+    def truncate(self, depth: int) -> None:
+        """Forget the entries from `depth` on (a block or loop ended)."""
+        while len(self._names) > depth:
+            name = self._names.pop()
+            self._consts.pop()
+            found = self._where[name]
+            found.pop()
+            if not found:
+                del self._where[name]
+
+
 def depth_limit(limit: int) -> int:
     """The effective nesting limit: 0 (unlimited) and huge values become HARD_DEPTH."""
     return min(limit, HARD_DEPTH) if limit > 0 else HARD_DEPTH
@@ -116,6 +162,7 @@ __all__ = [
     "TOO_COMPLEX",
     "ParseOptions",
     "Settings",
+    "Variables",
     "depth_limit",
     "fail",
     "lex_error",

@@ -21,6 +21,7 @@ an `EOF` token that is never consumed.
 from __future__ import annotations
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import RhaiSyntaxError
 from agentkernel.scripting.rhai.expr_parser import JUMPS, ExprParser, is_coalesce
 from agentkernel.scripting.rhai.lexer import STANDARD_KEYWORDS, Pos, Token, tokenize
@@ -43,6 +44,7 @@ from agentkernel.scripting.rhai.parse_support import (
     TOO_COMPLEX,
     ParseOptions,
     Settings,
+    Variables,
     depth_limit,
     fail,
     lex_error,
@@ -56,10 +58,12 @@ _OP_ASSIGN = {
 }  # fmt: skip
 
 
-def parse(source: str, options: ParseOptions | None = None) -> ast.Script:
-    """Parse a whole script; raises RhaiSyntaxError with the reference's text."""
+def parse(source: str, options: ParseOptions | None = None, clock: CompileClock | None = None) -> ast.Script:
+    """Parse a whole script; raises RhaiSyntaxError with the reference's text
+    (and `Script terminated` once past the clock's deadline)."""
     opts = options or ParseOptions()
-    parser = Parser(tokenize(source, opts.max_string_size), opts)
+    clock = clock or CompileClock()
+    parser = Parser(tokenize(source, opts.max_string_size, clock), opts, clock)
     try:
         return parser.script()
     except RecursionError:
@@ -70,9 +74,9 @@ class Parser(ExprParser):
     """One parse: expressions (inherited), statements, the variable stack for
     constant checks, and the functions (and closures) defined so far."""
 
-    def __init__(self, tokens: list[Token], options: ParseOptions) -> None:
-        super().__init__(tokens, options)
-        self.stack: list[list[str | bool]] = []  # [name, is_const] per visible variable
+    def __init__(self, tokens: list[Token], options: ParseOptions, clock: CompileClock) -> None:
+        super().__init__(tokens, options, clock)
+        self.stack = Variables()  # the visible variables, for the constant checks
         self.frame = 0  # where the current block's variables start in `stack`
         self.functions: list[ast.FnDef] = []
         self.fn_keys: set[tuple[str, int, str | None]] = set()
@@ -111,6 +115,7 @@ class Parser(ExprParser):
     def statement(self, settings: Settings) -> tuple[ast.Stmt | None, int]:
         """One statement and how it ends (a no-op, a self-terminated block form, or
         one that needs a `;` before the next statement)."""
+        self.clock.tick()
         token = self.peek()
         kind = token.kind
         if kind == "EOF":
@@ -212,7 +217,7 @@ class Parser(ExprParser):
                 stmts.append(stmt)
             if self._end_statement(ending, "}"):
                 break
-        del self.stack[self.frame :]
+        self.stack.truncate(self.frame)
         self.frame = outer_frame
         return ast.Block(tuple(stmts), brace.pos)
 
@@ -249,19 +254,10 @@ class Parser(ExprParser):
 
     def _declare(self, name: str, const: bool) -> None:
         """A `let`/`const` in the current block reuses its entry; else a new one."""
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index][0] == name:
-                if index >= self.frame:
-                    self.stack[index][1] = const
-                    return
-                break
-        self.stack.append([name, const])
+        self.stack.declare(name, const, self.frame)
 
     def _is_constant(self, name: str) -> bool:
-        for entry_name, const in reversed(self.stack):
-            if entry_name == name:
-                return bool(const)
-        return False
+        return self.stack.is_constant(name)
 
     def _let(self, s: Settings, const: bool) -> ast.Let:
         keyword = self.next()
@@ -290,13 +286,13 @@ class Parser(ExprParser):
 
     # -- functions and closures ---------------------------------------------------
 
-    def _enter_function(self) -> tuple[list[list[str | bool]], int, bool]:
+    def _enter_function(self) -> tuple[Variables, int, bool]:
         """A function body sees none of the enclosing variables."""
         saved = (self.stack, self.frame, self.pipe_ends_expr)
-        self.stack, self.frame, self.pipe_ends_expr = [], 0, False
+        self.stack, self.frame, self.pipe_ends_expr = Variables(), 0, False
         return saved
 
-    def _leave_function(self, saved: tuple[list[list[str | bool]], int, bool]) -> None:
+    def _leave_function(self, saved: tuple[Variables, int, bool]) -> None:
         self.stack, self.frame, self.pipe_ends_expr = saved
 
     def _fn_definition(self, s: Settings, first: Token) -> None:
@@ -363,7 +359,7 @@ class Parser(ExprParser):
             if token.kind == ")":
                 break
             params.append(self._param(token, params, f"function {name}", ")", f"function '{name}'"))
-            self.stack.append([params[-1], False])
+            self.stack.push(params[-1])
             separator = self.next()
             if separator.kind == ")":
                 break
@@ -400,7 +396,7 @@ class Parser(ExprParser):
                 if token.kind == "|":
                     break
                 params.append(self._param(token, params, "function ", "|", "anonymous function or closure"))
-                self.stack.append([params[-1], False])
+                self.stack.push(params[-1])
                 separator = self.next()
                 if separator.kind == "|":
                     break
@@ -474,10 +470,10 @@ class Parser(ExprParser):
             fail(f"Expecting an iterable value, not {kind}", ast.start_pos(iterable))
         depth = len(self.stack)
         if counter is not None:
-            self.stack.append([counter, False])
-        self.stack.append([var, False])
+            self.stack.push(counter)
+        self.stack.push(var)
         body = self.block(s.with_flags(s.flags | BREAKABLE))
-        del self.stack[depth:]
+        self.stack.truncate(depth)
         return ast.For(var, counter, iterable, body, keyword.pos)
 
     def _for_names(self) -> tuple[str, str | None]:
@@ -504,10 +500,10 @@ class Parser(ExprParser):
             var, _ = self.var_name()
             if not self.match(")"):
                 missing(")", "to enclose the catch variable", self.peek().pos)
-            self.stack.append([var, False])
+            self.stack.push(var)
         handler = self.block(s)
         if var is not None:
-            self.stack.pop()
+            self.stack.truncate(len(self.stack) - 1)
         return ast.TryCatch(body, var, handler, keyword.pos)
 
     def _switch(self, s: Settings) -> ast.Switch:

@@ -93,8 +93,12 @@ def error(kind: str, message: str, pos: Pos | None = None, **extras: Any) -> Rha
     return RhaiRuntimeError(kind, message, pos, extras=extras)
 
 
-class ExitScript(Exception):
-    """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it."""
+class ExitScript(BaseException):
+    """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it.
+
+    A BaseException, like SystemExit: a native's `except Exception` (which
+    turns a Python failure into a Rhai error) must let it through.
+    """
 
     def __init__(self, value: Any) -> None:
         self.value = value

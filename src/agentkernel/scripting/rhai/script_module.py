@@ -1,0 +1,82 @@
+"""A parsed script → its generated Python module: each function, then the top level.
+
+`compiler.FunctionCompiler` writes one Python function; this assembles the
+module from them (see compiler.py for what the code looks like) and hands it
+to the engine as a `CompiledModule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.codegen import Module, fn_py_name
+from agentkernel.scripting.rhai.compile_clock import CompileClock
+from agentkernel.scripting.rhai.compiler import FunctionCompiler
+from agentkernel.scripting.rhai.errors import Pos
+from agentkernel.scripting.rhai.records import record_fields
+from agentkernel.scripting.rhai.resolver import resolve
+
+
+@dataclass
+class CompiledModule:
+    """The generated Python: `parts` are its functions' texts, in order, each starting on
+    the line after the previous one ends (`positions` count lines across all of them)."""
+
+    parts: list[str]
+    positions: dict[int, Pos]
+    operator_lines: set[int]
+    constants: list[Any]
+    functions: list[ast.FnDef]
+
+    @property
+    def source(self) -> str:
+        return "".join(self.parts)
+
+
+def compile_script(
+    script: ast.Script, *, eval_mode: bool = False, clock: CompileClock | None = None
+) -> CompiledModule:
+    """Generate the Python module for a parsed script.
+
+    In `eval_mode` (the text given to `eval`), unknown variables are read from
+    the caller's scope and top-level `let`s are exported back to it.
+    """
+    module = Module(clock or CompileClock())
+    functions = {(f.name, len(f.params)): f for f in script.functions}
+    module.function_names = frozenset(name for name, _ in functions)
+    for fn in script.functions:
+        resolution = resolve(fn.params, fn.body, fn)
+        compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
+        compiler.function(
+            fn_py_name(fn.name, len(fn.params)),
+            fn.params,
+            fn.body,
+            fn,
+            wrap=f"in call to function '{fn.name}'",
+        )
+    body = ast.Block(script.stmts, (1, 1))
+    resolution = resolve((), body, script)
+    main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
+    main.dynamic = eval_mode or _uses_eval(script)
+    main.export_lets = eval_mode
+    main.function("main", (), body, script)
+    parts, positions, operator_lines = module.finish()
+    return CompiledModule(parts, positions, operator_lines, module.constants, list(script.functions))
+
+
+def _uses_eval(script: ast.Script) -> bool:
+    def walk(node: Any) -> bool:
+        if isinstance(node, ast.Call) and node.name == "eval":
+            return True
+        if isinstance(node, tuple):
+            return any(walk(n) for n in node)
+        if record_fields(node):
+            return any(walk(getattr(node, f)) for f in record_fields(node))
+        return False
+
+    return walk(script.stmts)
+
+
+__all__ = ["CompiledModule", "compile_script"]
