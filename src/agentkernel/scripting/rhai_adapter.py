@@ -5,8 +5,10 @@ the boundary (`()` ↔ None, i64 ↔ int, f64 ↔ float, char → 1-char str,
 map ↔ dict), `config` is passed when `run` declares two parameters, each
 call gets a fresh scope, and every helper of the table is a Rhai function.
 `max_operations` is Rhai's exact operation count; the wall-clock bound is
-checked as operations are counted; memory is bounded through the sizes of
-strings, arrays and maps.
+checked as operations are counted and by any work that grows with the size
+of its data (pacing.py); memory is bounded per value (the sizes of strings,
+arrays and maps) and per call (`memory_limit_mb` bounds all the data a call
+holds at once, data_size.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
+from agentkernel.scripting.rhai.pacing import Deadline, terminated
 from agentkernel.scripting.rhai.runtime import Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
@@ -49,25 +52,25 @@ class _ToolRuntime(Runtime):
     """A Runtime that also honours the call's wall-clock bound and reaches the helpers."""
 
     binding: HelperBinding
-    deadline: float
     timeout_secs: float
 
     def start_clock(self, timeout_secs: float) -> None:
         self.timeout_secs = timeout_secs
-        self.deadline = time.monotonic() + timeout_secs
+        self.deadline = Deadline(time.monotonic() + timeout_secs)
         self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
 
     def sleep(self, seconds: float) -> None:
         """`sleep` is bounded by the call's wall clock like everything else (S21.1)."""
-        remaining = self.deadline - time.monotonic()
+        assert self.deadline is not None
+        remaining = self.deadline.at - time.monotonic()
         time.sleep(max(0.0, min(seconds, remaining)))
         if seconds >= remaining:
-            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+            raise terminated()
 
     def reached_checkpoint(self) -> None:
         super().reached_checkpoint()
-        if time.monotonic() > self.deadline:
-            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+        if self.deadline is not None and self.deadline.passed():
+            raise terminated()
         limit = self.max_operations or float("inf")
         self.checkpoint = min(limit, self.operations + TIME_CHECK_EVERY)
 
@@ -119,6 +122,7 @@ class RhaiEngine:
             max_string_size=MAX_STRING_CHARS,
             max_array_size=MAX_ARRAY_ITEMS,
             max_map_size=MAX_MAP_ITEMS,
+            max_data_size=limits.memory_limit_bytes if limits else 0,
         )
         return Engine(limits=rhai_limits, library=self._library)
 
@@ -171,8 +175,8 @@ class RhaiEngine:
             raise ScriptError(f"{script.path.name} does not define a function {function}()")
         given = [*args, *optional][:count]
         try:
-            script.compiled.main(runtime, 0, None)
-            result = functions[(function, count)].body(runtime, 1, None, *map(to_rhai, given))
+            runtime.run(script.compiled.main, 0, None)
+            result = runtime.run(functions[(function, count)].body, 1, None, *map(to_rhai, given))
         except RhaiRuntimeError as exc:
             entry = EntryCall(script.compiled.module.functions, function, given)
             raise _script_error(exc, script.path, limits, entry) from None
@@ -226,6 +230,11 @@ def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry
     if exc.kind == "ErrorStackOverflow":
         return ScriptLimitError("stack", "Stack overflow: script functions nested too deeply")
     if exc.kind == "ErrorDataTooLarge":
+        if "limit" in exc.extras:  # the call's data as a whole, not one value
+            megabytes = limits.memory_limit_bytes >> 20
+            return ScriptLimitError(
+                "memory", f"script exceeded memory_limit_mb ({megabytes} MiB): {exc.message}"
+            )
         return ScriptLimitError("memory", exc.message)
     text = exc.display()
     location = None

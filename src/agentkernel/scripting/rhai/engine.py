@@ -21,6 +21,7 @@ from agentkernel.scripting.rhai import engine_natives, ops
 from agentkernel.scripting.rhai.compiler import CompiledModule, compile_script, fn_py_name
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.failures import mismatch, raw_type_name
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
 from agentkernel.scripting.rhai.runtime import (
     Cell,
@@ -97,6 +98,12 @@ def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: boo
 
 
 def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
+    """`is_def_fn(name, n)`: a string and an int, as the reference demands (a map there
+    once reached Python's hashing)."""
+    if type(name) is not str:
+        raise mismatch("string", raw_type_name(name))
+    if type(arity) is not int:
+        raise mismatch("i64", raw_type_name(arity))
     return (name, arity) in rt.functions
 
 
@@ -129,6 +136,7 @@ def _globals() -> dict[str, Any]:
         "dict": dict,
         "len": len,
         "CONTAINERS": frozenset({list, dict, bytearray}),
+        "SIZED": frozenset({str, list, dict, bytearray}),
         "enumerate": enumerate,
         "Cell": Cell,
         "ThisBox": ThisBox,
@@ -277,7 +285,7 @@ class Engine:
         if fn is None:
             raise rt.not_found(name, list(args))
         try:
-            return fn.body(rt, 1, None, *[copy_value(a) for a in args])
+            return rt.run(fn.body, 1, None, *[copy_value(a) for a in args])
         except ExitScript as stop:
             return stop.value
         except RhaiError:
@@ -307,7 +315,7 @@ class Engine:
 
 def _run_main(rt: Runtime, script: CompiledScript) -> Any:
     try:
-        return script.main(rt, 0, None)
+        return rt.run(script.main, 0, None)
     except ExitScript as stop:
         return stop.value
     except RhaiError:
