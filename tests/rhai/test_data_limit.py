@@ -85,6 +85,9 @@ HOLDING_TOO_MUCH = {
     "+= on an array": S + "let a = []; for i in 0..100 { a += s + i; }",
     "array +": "let a = []; a.pad(20000, 1); let b = []; for i in 0..20 { b = b + a; }",
     "split": 'let s = ""; s.pad(2000000, "x,"); let parts = s.split(",");',
+    # `this` is not copied, but each `for` walks its own copy of the array
+    "loops over this in a recursion": "fn walk(d) { for x in this { if d > 0 { this.walk(d - 1) } break; } } "
+    "let a = []; a.pad(20000, 1); a.walk(60);",
 }
 
 
@@ -165,3 +168,16 @@ def test_interpolation_checks_the_length_before_joining() -> None:
     finally:
         tracemalloc.stop()
     assert most < 16 * MIB
+
+
+def test_parse_json_reserves_what_the_text_may_build() -> None:
+    """Four megabytes of `[],` would be 1.3 million arrays, far more than 16 MiB: refused unparsed."""
+    source = 'let t = `{"a": [`; t.pad(4000000, "[],"); t += "[]]}"; parse_json(t).a.len()'
+    tracemalloc.start()
+    try:
+        too_large(source, data_mib=16)
+        _, most = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert most < 32 * MIB
+    assert engine(data_mib=16).eval('parse_json(`{"a": [1, 2, {"b": "c"}]}`)') == {"a": [1, 2, {"b": "c"}]}

@@ -9,9 +9,11 @@ serves one evaluation; the compiled code is shared between evaluations.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import FrameType, TracebackType
@@ -19,7 +21,7 @@ from typing import Any
 
 from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
-from agentkernel.scripting.rhai.data_size import LiveData, Walker
+from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.scripting.rhai.errors import NO_POS, Pos, RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, NativeFn, default_library
 from agentkernel.scripting.rhai.values import (
@@ -73,6 +75,12 @@ class ThisBox:
     def __init__(self, value: Any, const: bool = False) -> None:
         self.v = value
         self.const = const
+
+
+class _Snapshot(list):  # type: ignore[type-arg]
+    """A copy of an array for a `for` loop to walk; a weak reference tells when the loop is over."""
+
+    __slots__ = ("__weakref__",)
 
 
 _WALKER = Walker(
@@ -157,6 +165,8 @@ class Runtime:
         self.data_meter = 0  # bytes that may be live: the last measure, plus what was built since
         self.data_trigger = self.data_limit
         self.entry_frame: FrameType | None = None
+        # the arrays `for` loops are walking, each gone when its loop is over
+        self.iterating: weakref.WeakValueDictionary[int, _Snapshot] = weakref.WeakValueDictionary()
         # compiled code checks and counts what it builds only when some size limit is set
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
 
@@ -254,11 +264,12 @@ class Runtime:
         """
         if self.entry_frame is None:
             return
-        extra = (*self.global_consts.values(), *self.eval_scope.values())
+        snapshots = list(self.iterating.values())
+        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots))
         tally = _LIVE.measure(self.entry_frame, extra)
         if tally is None:
             return
-        live = tally.total + pending
+        live = tally.total + pending + LIST_SLOT * sum(map(len, snapshots))
         if live > self.data_limit:
             message = what if pending > tally.total else tally.largest()
             raise RhaiRuntimeError(
@@ -432,16 +443,24 @@ class Runtime:
         if kind is RangeVal:
             span: range = value.as_range()
             return span
-        if kind is list:
+        if kind is list or kind is bytearray:
+            if self.data_limit and len(value) >= pacing.POLL_SIZE:
+                return self._snapshot(value)
             return list(value)
         if kind is str:
             return map(Char, value)  # one char at a time: a string never changes under the loop
-        if kind is bytearray:
-            return list(value)
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             raise error("ErrorFor", "For loop expects iterable type")
         return iterator
+
+    def _snapshot(self, value: list[Any] | bytearray) -> _Snapshot:
+        """The copy a `for` walks, kept where the data limit sees it while the loop runs
+        (a loop over `this` in a recursion makes one per level, and nothing else holds them)."""
+        snapshot = _Snapshot(value)
+        self.iterating[id(snapshot)] = snapshot
+        self.charge_data(LIST_SLOT * len(snapshot))
+        return snapshot
 
     # -- functions and pointers -------------------------------------------------------------------------
 
