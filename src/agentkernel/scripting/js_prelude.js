@@ -77,16 +77,16 @@
   // A search for a long pattern in a long string compares up to both lengths
   // multiplied, in one call: it goes window by window instead.
   const windowed = (name, search) => {
-    const original = String.prototype[name];
+    const original = Function.prototype.call.bind(String.prototype[name]);
     String.prototype[name] = {
-      [name](pattern, ...rest) {
+      // two parameters: for these, a missing position and `undefined` mean the same
+      [name](pattern, from) {
         const n = sizeOf(this);
-        const m = typeof pattern === "string" ? pattern.length : 0;
-        if (typeof this !== "string" || n * m <= SEARCH_WINDOW) {
-          spend((n + m) >> 4);
-          return apply(original, this, [pattern, ...rest]);
+        if (typeof this === "string" && typeof pattern === "string" && n * pattern.length > SEARCH_WINDOW) {
+          return search(this, pattern, from);
         }
-        return search(this, pattern, rest[0]);
+        spend(n >> 4);
+        return original(this, pattern, from);
       },
     }[name];
   };
@@ -125,7 +125,7 @@
   guard(String.prototype, text, ["split", "replace", "replaceAll"]);
   guard(String.prototype, (self, args) => (sizeOf(self) * (Number(args[0]) || 0)) >> 4, ["repeat"]);
   windowed("indexOf", forward);
-  windowed("includes", (s, p, from) => forward(s, p, from) >= 0);
+  windowed("includes", (text, pattern, from) => forward(text, pattern, from) >= 0);
   windowed("lastIndexOf", backward);
 
   const emit = (level) => (...parts) => log(level, parts.map(show).join(" "));

@@ -23,7 +23,7 @@ from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.scripting.rhai.errors import NO_POS, Pos, RhaiRuntimeError
-from agentkernel.scripting.rhai.stdlib import Library, Mutated, NativeFn, default_library
+from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
     Char,
     FnPtr,
@@ -37,7 +37,16 @@ from agentkernel.scripting.rhai.values import (
 
 _CONTAINERS = (list, dict, bytearray)
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr})
+_LENGTHY = frozenset({str, list, dict, bytearray})
+_POLL_SIZE = pacing.POLL_SIZE
+_poll = pacing.poll
+_BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
 _log = logging.getLogger("agentkernel.rhai")
+
+
+def _big(value: Any) -> bool:
+    """Whether a native walking `value` is worth a look at the clock first."""
+    return type(value) in _LENGTHY and len(value) >= _POLL_SIZE
 
 
 @dataclass
@@ -165,8 +174,8 @@ class Runtime:
         self.data_meter = 0  # bytes that may be live: the last measure, plus what was built since
         self.data_trigger = self.data_limit
         self.entry_frame: FrameType | None = None
-        # the arrays `for` loops are walking, each gone when its loop is over
-        self.iterating: weakref.WeakValueDictionary[int, _Snapshot] = weakref.WeakValueDictionary()
+        # the arrays `for` loops are walking, each gone when its loop is over (made when first needed)
+        self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
         # compiled code checks and counts what it builds only when some size limit is set
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
 
@@ -264,7 +273,7 @@ class Runtime:
         """
         if self.entry_frame is None:
             return
-        snapshots = list(self.iterating.values())
+        snapshots = list(self.iterating.values()) if self.iterating is not None else []
         extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots))
         tally = _LIVE.measure(self.entry_frame, extra)
         if tally is None:
@@ -367,37 +376,15 @@ class Runtime:
     # -- natives ---------------------------------------------------------------------------------
 
     def call_native(self, name: str, args: list[Any]) -> Any:
-        native = self.library.resolve(name, args)
-        if native is None:
-            return self.library.call(self, name, args)  # raises Function not found
-        result = self.invoke(native, args)
+        result = self.call_native_ref(name, args, False)
         return result.result if type(result) is Mutated else result
-
-    def invoke(self, native: NativeFn, args: Sequence[Any]) -> Any:
-        """Run a native: a look at the clock first when its arguments are big (pacing.py),
-        and what it built counted toward the data limit."""
-        if args:
-            first = args[0]
-            kind = type(first)
-            if (kind is list or kind is str or kind is dict or kind is bytearray) and len(first) >= 256:
-                pacing.poll()
-            elif len(args) > 1:
-                pacing.poll_size(pacing.work_size(args[1]))
-        result = self.library.invoke(self, native, args)
-        if self.data_limit:
-            if type(result) is Mutated:
-                if type(result.receiver) is str:
-                    self.account(result.receiver)
-                self.account(result.result)
-            else:
-                self.account(result)
-        return result
 
     def call_native_ref(self, name: str, args: list[Any], const: bool) -> Any:
         """A native call whose first argument is a variable (passed by reference).
 
         Returns the result, or Mutated(new_first_argument, result) for the
-        compiled code to store back.
+        compiled code to store back. With big arguments it looks at the clock
+        first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
         if native is None:
@@ -407,7 +394,21 @@ class Runtime:
                 "ErrorNonPureMethodCallOnConstant",
                 f"Non-pure method '{name}' cannot be called on constant",
             )
-        return self.invoke(native, args)
+        if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
+            _poll()  # a big receiver or first argument: a look at the clock first
+        result = self.library.invoke(self, native, args)
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def _account_native(self, result: Any) -> None:
+        kind = type(result)
+        if kind is Mutated:
+            if type(result.receiver) is str:
+                self.account(result.receiver)
+            self.account(result.result)
+        elif kind in _SIZED:
+            self.charge_data(data_size_of(result))
 
     # -- properties and indexing --------------------------------------------------------------------
 
@@ -458,6 +459,8 @@ class Runtime:
         """The copy a `for` walks, kept where the data limit sees it while the loop runs
         (a loop over `this` in a recursion makes one per level, and nothing else holds them)."""
         snapshot = _Snapshot(value)
+        if self.iterating is None:
+            self.iterating = weakref.WeakValueDictionary()
         self.iterating[id(snapshot)] = snapshot
         self.charge_data(LIST_SLOT * len(snapshot))
         return snapshot
