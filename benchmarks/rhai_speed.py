@@ -1,6 +1,6 @@
 """Our Rhai against the reference Rhai, through CPython twins (issue: Rhai, speed).
 
-    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--only loop,fib]
+    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--only loop,fib] [--tool-limits]
 
 Each `benchmarks/rhai/X.rhai` runs through our interpreter (compile + run,
 the operation counter on) and its twin `X.py` runs in CPython, in the same
@@ -11,6 +11,9 @@ CPython was measured the same way on this kind of machine
     our multiple of the reference = (ours / CPython) / (reference / CPython)
 
 Below 1.0 we are faster than the Rust original; the target is ≤ 1.5.
+`--tool-limits` runs our side under the limits a kernel tool gets (sizes of
+strings, arrays and maps, and the data limit of `memory_limit_mb: 64`), to
+show what checking and counting sizes costs.
 """
 
 from __future__ import annotations
@@ -30,11 +33,18 @@ HERE = Path(__file__).resolve().parent / "rhai"
 REFERENCE_RATIO = {"loop": 5.05, "fib": 9.74, "sieve": 6.33, "objects": 5.03}
 TARGET = 1.5
 OPERATION_BUDGET = 10**12  # counted, never reached
+TOOL_LIMITS = {  # what rhai_adapter.py gives a tool with the default memory_limit_mb
+    "max_string_size": 16 << 20,
+    "max_array_size": 1 << 20,
+    "max_map_size": 1 << 20,
+    "max_data_size": 64 << 20,
+}
 
 
-def time_rhai(name: str) -> float:
+def time_rhai(name: str, tool_limits: bool = False) -> float:
     source = (HERE / f"{name}.rhai").read_text()
-    engine = Engine(limits=Limits(max_operations=OPERATION_BUDGET))
+    extra = TOOL_LIMITS if tool_limits else {}
+    engine = Engine(limits=Limits(max_operations=OPERATION_BUDGET, **extra))
     started = time.perf_counter()
     engine.run(engine.compile(source))
     return time.perf_counter() - started
@@ -51,11 +61,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", help="comma-separated subset of " + ",".join(REFERENCE_RATIO))
+    parser.add_argument("--tool-limits", action="store_true", help="run ours under a kernel tool's limits")
     options = parser.parse_args()
     names = options.only.split(",") if options.only else list(REFERENCE_RATIO)
     print(f"{'script':<8} {'ours s':>9} {'CPython s':>10} {'ours/Py':>8} {'ref/Py':>7} {'x reference':>12}")
     for name in names:
-        ours = statistics.median(time_rhai(name) for _ in range(options.repeat))
+        ours = statistics.median(time_rhai(name, options.tool_limits) for _ in range(options.repeat))
         python = statistics.median(time_python(name) for _ in range(options.repeat))
         multiple = (ours / python) / REFERENCE_RATIO[name]
         verdict = "ok" if multiple <= TARGET else "MISS"

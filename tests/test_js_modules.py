@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.host import MAX_SCRIPT_BYTES
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE
 from tests.conftest import ToolFactory
 
 ONLY_HERE = "modules are imported only from the script's own folder and below"
@@ -100,8 +100,8 @@ def test_what_is_not_a_small_module_is_refused(
     kernel: Kernel, make_tool: ToolFactory, tools_dir: Path, load: object
 ) -> None:
     assert callable(load)
-    (tools_dir / "big.mjs").write_text("//" + "x" * MAX_SCRIPT_BYTES)
-    assert f"module is {MAX_SCRIPT_BYTES + 2:,} bytes, more than {MAX_SCRIPT_BYTES:,}" in load(
+    (tools_dir / "big.mjs").write_text("//" + "x" * MAX_SCRIPT_SIZE)
+    assert f"module is {MAX_SCRIPT_SIZE + 2:,} bytes, more than {MAX_SCRIPT_SIZE:,}" in load(
         kernel, make_tool, "big", "./big.mjs"
     )
     (tools_dir / "notes.txt").write_text("export const x = 1;\n")

@@ -21,6 +21,7 @@ from agentkernel.scripting.rhai import ops
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.failures import function_not_found, too_large
+from agentkernel.scripting.rhai.runtime import data_size_of
 from agentkernel.scripting.rhai.stdlib import Mutated, default_library
 from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
 
@@ -53,6 +54,8 @@ class FakeContext:
         self.output: list[str] = []
         self._this: Any = NO_THIS
         self.calls = 0
+        self.accounted: list[Any] = []  # what natives counted toward the data limit
+        self.reserved: list[tuple[int, str]] = []
 
     def _target(self, fn: FnPtr) -> Callable[..., Any] | None:
         return fn.target or self.functions.get(fn.name)
@@ -105,6 +108,17 @@ class FakeContext:
     def check_map_size(self, value: dict[str, Any]) -> None:
         if self.limits.max_map_size and len(value) > self.limits.max_map_size:
             raise too_large("Size of object map")
+
+    def account(self, value: Any) -> Any:
+        self.accounted.append(value)
+        return value
+
+    def reserve_data(self, size: int, what: str) -> None:
+        self.reserved.append((size, what))
+
+    @staticmethod
+    def data_size(value: Any) -> int:
+        return data_size_of(value)
 
     def write_stdout(self, text: str) -> None:
         self.output.append(text)

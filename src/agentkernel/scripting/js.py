@@ -82,6 +82,13 @@ class _Budget:
             self.tripped = "timeout_secs"
         return self.tripped is not None
 
+    def past_deadline(self) -> bool:
+        """Asked by the prelude between builtin calls on big data (js_prelude.js): once
+        True, the script spins until the interrupt handler above stops it."""
+        if self.tripped is None and time.monotonic() > self.deadline:
+            self.tripped = "timeout_secs"
+        return self.tripped is not None
+
     def error(self) -> ScriptLimitError:
         if self.tripped == "max_operations":
             return ScriptLimitError(
@@ -201,6 +208,7 @@ class JsEngine:
         ctx = runtime.new_context()
         ctx.set("__ak_call", _helper_trampoline(binding))
         ctx.set("__ak_log", binding.log_line)
+        ctx.set("__ak_poll", budget.past_deadline)
         return ctx
 
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:

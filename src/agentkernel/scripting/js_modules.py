@@ -14,6 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE
 from agentkernel.services.confined import NotFound, PathRefused, below_one_of, open_below, read_at_most
 
 
@@ -43,8 +44,6 @@ def _load_module_source(folder: Path, name: str) -> str | None:
     None (QuickJS: `module '…' not found`) for a package name or a missing
     file; ModuleRefused, with the reason, for the rest.
     """
-    from agentkernel.scripting.host import MAX_SCRIPT_BYTES  # host → js → here: not at the top
-
     if not name.startswith("/"):
         return None  # `lodash`, `node:fs`: a package, which js_hints explains
     if PurePosixPath(name).suffix not in (".js", ".mjs"):
@@ -59,7 +58,7 @@ def _load_module_source(folder: Path, name: str) -> str | None:
     except PathRefused as exc:
         raise ModuleRefused(str(exc)) from None
     try:
-        return _module_text(handle, MAX_SCRIPT_BYTES)
+        return _module_text(handle, MAX_SCRIPT_SIZE)
     finally:
         os.close(handle)
 

@@ -36,6 +36,98 @@
   };
   for (const name of names) g[name] = bind(name);
 
+  // The wall clock inside builtins. QuickJS asks the kernel's interrupt
+  // handler only every ~10,000 calls and loop turns, and a builtin runs in C
+  // without asking: `for (;;) a.includes(5)` on a big array once ran for
+  // minutes past timeout_secs. So the builtins whose cost grows with their
+  // data first add that size to a count of work, and every WORK_STEP units
+  // the kernel reads its clock; past the deadline the script spins until the
+  // interrupt handler stops it, which no `catch` can prevent.
+  const poll = g.__ak_poll;
+  delete g.__ak_poll;
+  const apply = Reflect.apply;
+  const stringSearch = String.prototype.indexOf;
+  const stringLastSearch = String.prototype.lastIndexOf;
+  const slice = String.prototype.slice;
+  const WORK_STEP = 1 << 20;
+  const SEARCH_WINDOW = 1 << 24; // characters × pattern length one search may compare
+  let work = 0;
+  const spend = (units) => {
+    work += units;
+    if (work >= WORK_STEP) {
+      work = 0;
+      if (poll()) for (;;);
+    }
+  };
+  const sizeOf = (x) => (x != null && typeof x.length === "number" ? x.length : 0);
+  const linear = (self, args) => sizeOf(self) + sizeOf(args[0]);
+  const sorting = (self) => sizeOf(self) * (32 - Math.clz32(sizeOf(self)));
+  const text = (self, args) => (sizeOf(self) + sizeOf(args[0])) >> 4;
+  const guard = (proto, cost, names) => {
+    for (const name of names) {
+      const original = proto[name];
+      proto[name] = {
+        [name](...args) {
+          spend(cost(this, args));
+          return apply(original, this, args);
+        },
+      }[name];
+    }
+  };
+  // A search for a long pattern in a long string compares up to both lengths
+  // multiplied, in one call: it goes window by window instead.
+  const windowed = (name, search) => {
+    const original = Function.prototype.call.bind(String.prototype[name]);
+    String.prototype[name] = {
+      // two parameters: for these, a missing position and `undefined` mean the same
+      [name](pattern, from) {
+        const n = sizeOf(this);
+        if (typeof this === "string" && typeof pattern === "string" && n * pattern.length > SEARCH_WINDOW) {
+          return search(this, pattern, from);
+        }
+        spend(n >> 4);
+        return original(this, pattern, from);
+      },
+    }[name];
+  };
+  const forward = (s, p, from) => {
+    const step = Math.max(1, Math.floor(SEARCH_WINDOW / p.length));
+    const start = Math.min(Math.max(Math.trunc(Number(from)) || 0, 0), s.length);
+    for (let i = start; i + p.length <= s.length; i += step) {
+      spend(SEARCH_WINDOW >> 4);
+      const found = apply(stringSearch, apply(slice, s, [i, i + step + p.length - 1]), [p]);
+      if (found >= 0) return i + found;
+    }
+    return -1;
+  };
+  const backward = (s, p, from) => {
+    const step = Math.max(1, Math.floor(SEARCH_WINDOW / p.length));
+    const limit = Number(from);
+    let end = Number.isNaN(limit) ? s.length : Math.min(Math.max(Math.trunc(limit), 0), s.length);
+    for (; end >= 0; end -= step) {
+      spend(SEARCH_WINDOW >> 4);
+      const begin = Math.max(0, end - step + 1);
+      const found = apply(stringLastSearch, apply(slice, s, [begin, end + p.length]), [p]);
+      if (found >= 0) return begin + found;
+    }
+    return -1;
+  };
+  // The builtins that walk a whole array or string in C, with no callback
+  // through which QuickJS would ask the handler (`map`, or `sort` with a
+  // comparator, ask at every call of it). Each guard costs every call about
+  // two microseconds of start-up, so the list is kept to the usual ones.
+  const walking = ["includes", "indexOf", "lastIndexOf", "join", "fill"];
+  guard(Array.prototype, linear, [...walking, "slice"]);
+  guard(Object.getPrototypeOf(Int8Array.prototype), linear, walking);
+  for (const proto of [Array.prototype, Object.getPrototypeOf(Int8Array.prototype)]) {
+    guard(proto, sorting, ["sort"]);
+  }
+  guard(String.prototype, text, ["split", "replace", "replaceAll"]);
+  guard(String.prototype, (self, args) => (sizeOf(self) * (Number(args[0]) || 0)) >> 4, ["repeat"]);
+  windowed("indexOf", forward);
+  windowed("includes", (text, pattern, from) => forward(text, pattern, from) >= 0);
+  windowed("lastIndexOf", backward);
+
   const emit = (level) => (...parts) => log(level, parts.map(show).join(" "));
   g.console = {
     log: emit("info"),

@@ -5,8 +5,10 @@ the boundary (`()` ↔ None, i64 ↔ int, f64 ↔ float, char → 1-char str,
 map ↔ dict), `config` is passed when `run` declares two parameters, each
 call gets a fresh scope, and every helper of the table is a Rhai function.
 `max_operations` is Rhai's exact operation count; the wall-clock bound is
-checked as operations are counted; memory is bounded through the sizes of
-strings, arrays and maps.
+checked as operations are counted and by any work that grows with the size
+of its data (pacing.py); memory is bounded per value (the sizes of strings,
+arrays and maps) and per call (`memory_limit_mb` bounds all the data a call
+holds at once, data_size.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
+from agentkernel.scripting.rhai.pacing import Deadline, terminated
 from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
@@ -50,26 +53,27 @@ class _ToolRuntime(Runtime):
     """A Runtime that also honours the call's wall-clock bound and reaches the helpers."""
 
     binding: HelperBinding
-    deadline: float
     timeout_secs: float
 
-    def start_clock(self, timeout_secs: float, deadline: float | None = None) -> None:
+    def start_clock(self, timeout_secs: float, deadline: float | None = None) -> Deadline:
         """Run until `deadline` (the call's, which compiling the script already used)."""
         self.timeout_secs = timeout_secs
-        self.deadline = deadline if deadline is not None else time.monotonic() + timeout_secs
+        self.deadline = Deadline(deadline if deadline is not None else time.monotonic() + timeout_secs)
         self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
+        return self.deadline
 
     def sleep(self, seconds: float) -> None:
         """`sleep` is bounded by the call's wall clock like everything else (S21.1)."""
-        remaining = self.deadline - time.monotonic()
+        assert self.deadline is not None
+        remaining = self.deadline.at - time.monotonic()
         time.sleep(max(0.0, min(seconds, remaining)))
         if seconds >= remaining:
-            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+            raise terminated()
 
     def reached_checkpoint(self) -> None:
         super().reached_checkpoint()
-        if time.monotonic() > self.deadline:
-            raise RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+        if self.deadline is not None and self.deadline.passed():
+            raise terminated()
         limit = self.max_operations or float("inf")
         self.checkpoint = min(limit, self.operations + TIME_CHECK_EVERY)
 
@@ -121,6 +125,7 @@ class RhaiEngine:
             max_string_size=MAX_STRING_CHARS,
             max_array_size=MAX_ARRAY_ITEMS,
             max_map_size=MAX_MAP_ITEMS,
+            max_data_size=limits.memory_limit_bytes if limits else 0,
         )
         return Engine(limits=rhai_limits, library=self._library, max_source_size=MAX_SCRIPT_SIZE)
 
@@ -158,8 +163,8 @@ class RhaiEngine:
             stdout=lambda text: binding.log_line("info", text),
         )
         runtime.binding = binding
-        runtime.start_clock(limits.timeout_secs, binding.call.deadline)
-        runtime.eval_hook = engine.evaluator(deadline=runtime.deadline)  # eval's compile, too
+        deadline = runtime.start_clock(limits.timeout_secs, binding.call.deadline)
+        runtime.eval_hook = engine.evaluator(deadline=deadline.at)  # eval's compile, too
         return runtime
 
     def call(
@@ -179,7 +184,7 @@ class RhaiEngine:
         given = [*args, *optional][:count]
         try:
             _run_top_level(runtime, script)
-            result = functions[(function, count)].body(runtime, 1, None, *map(to_rhai, given))
+            result = runtime.run(functions[(function, count)].body, 1, None, *map(to_rhai, given))
         except ExitScript as stop:  # `exit(v)` in the function: v is its result
             result = stop.value
         except RhaiRuntimeError as exc:
@@ -203,7 +208,7 @@ def _run_top_level(runtime: _ToolRuntime, script: RhaiScript) -> None:
     """The script's top level, before the called function, as the reference's `call_fn` runs
     it: an `exit()` there ends the top level only, and the function is still called."""
     with contextlib.suppress(ExitScript):
-        script.compiled.main(runtime, 0, None)
+        runtime.run(script.compiled.main, 0, None)
 
 
 def _arity(functions: dict[tuple[str, int], Any], name: str, required: int, optional: int) -> int | None:
@@ -242,6 +247,11 @@ def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry
     if exc.kind == "ErrorStackOverflow":
         return ScriptLimitError("stack", "Stack overflow: script functions nested too deeply")
     if exc.kind == "ErrorDataTooLarge":
+        if "limit" in exc.extras:  # the call's data as a whole, not one value
+            megabytes = limits.memory_limit_bytes >> 20
+            return ScriptLimitError(
+                "memory", f"script exceeded memory_limit_mb ({megabytes} MiB): {exc.message}"
+            )
         return ScriptLimitError("memory", exc.message)
     text = exc.display()
     location = None

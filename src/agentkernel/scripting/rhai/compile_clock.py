@@ -12,14 +12,9 @@ from __future__ import annotations
 
 import time
 
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
+from agentkernel.scripting.rhai.pacing import terminated
 
 EVERY = 256  # ticks (tokens, statements, expressions) between two looks at the clock
-
-
-def terminated() -> RhaiRuntimeError:
-    """What a script stopped by its host's deadline ends with (RHAI.md §14, uncatchable)."""
-    return RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
 
 
 class CompileClock:

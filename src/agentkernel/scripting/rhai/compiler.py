@@ -311,7 +311,7 @@ class FunctionCompiler:
     @staticmethod
     def copied(operand: str) -> str:
         """Inline copy: only arrays, maps and BLOBs need one; everything else is immutable."""
-        return f"({operand} if type({operand}) not in CONTAINERS else copy_value({operand}))"
+        return f"({operand} if type({operand}) not in CONTAINERS else rt.copy({operand}))"
 
     def assign(self, stmt: ast.Assign) -> None:
         if stmt.op is None:
@@ -320,7 +320,7 @@ class FunctionCompiler:
             current = self.expr(stmt.target)
             right = self.expr(stmt.value)
             value = self.temp()
-            slow = f"rt.check_size(op_compound({self.m.constant(stmt.op)}, {current}, {right}))"
+            slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
             if stmt.op.rstrip("=") in INT_ARITHMETIC:
                 op = stmt.op.rstrip("=")
                 ints = self.int_checks(current, right)
@@ -384,7 +384,14 @@ class FunctionCompiler:
             fast = list_index_test(obj, index)
             if not int_literal(index):
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
-            self.emit(f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index))
+            counted = (
+                ""
+                if value in ("True", "False", "None") or int_literal(value)
+                else (f"; rt.data_limit and type({value}) in SIZED and rt.account({value})")
+            )
+            self.emit(
+                f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}{counted}", ast.expr_pos(target.index)
+            )
             self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
             return target.target, obj, new
         raise RhaiSyntaxError("Expression cannot be assigned to", pos)
@@ -456,7 +463,7 @@ class FunctionCompiler:
                     value = self.block_body(part.stmts, want_value=True, counted=True)
                 parts.append(f"to_string({value})")
         out = self.temp()
-        self.emit(f"{out} = rt.check_size(''.join(({', '.join(parts)},)))", node.pos)
+        self.emit(f"{out} = rt.interpolate(({', '.join(parts)},))", node.pos)
         return out
 
     def x_ArrayLit(self, node: ast.ArrayLit) -> str:
@@ -514,6 +521,8 @@ class FunctionCompiler:
         # arithmetic errors of binary operators carry no position (RHAI.md §5)
         if node.op in INT_ARITHMETIC:
             fast = f"{I64_MIN} <= ({out} := {left} {node.op} {right}) <= {I64_MAX}"
+            if node.op in ("+", "-"):  # strings, arrays, maps and BLOBs they build are checked and counted
+                slow += f"; rt.sizes_checked and type({out}) in SIZED and rt.built({out})"
             self.emit(f"if not ({ints} and {fast}): {out} = {slow}", node.pos, operator=True)
             if both_int:  # in range, or the slow path raised the overflow
                 self.int_operands.add(out)
@@ -538,8 +547,6 @@ class FunctionCompiler:
             self.emit(f"{out} = {left} {node.op} {right} if {ints} else {slow}", node.pos, operator=True)
         else:
             self.emit(f"{out} = {slow}", node.pos, operator=True)
-        if node.op == "+":
-            self.emit(f"if rt.string_limit and type({out}) is str: rt.check_string_size({out})", node.pos)
         return out
 
     def stable(self, operand: str, later: Any) -> str:
@@ -660,7 +667,7 @@ class FunctionCompiler:
             self.emit(f"if type({receiver}) is list and not rt.functions_named_push:")
             with self.indented():
                 self.emit(f"{receiver}.append({args[0]})")
-                self.emit(f"if rt.array_limit: rt.check_array_size({receiver})", node.pos)
+                self.emit(f"if rt.sizes_checked: rt.pushed({receiver})", node.pos)
                 self.emit(f"{out} = None")
             self.emit("else:")
             self.ind += 1

@@ -66,6 +66,20 @@ class NativeContext(Protocol):
         """Raise the uncatchable `Size of object map too large` past max_map_size."""
         ...
 
+    def account(self, value: Any) -> Any:
+        """Count `value`, just built or stored into a container, toward the evaluation's
+        data limit (data_size.py); returns it. Past the limit: `ErrorDataTooLarge`."""
+        ...
+
+    def reserve_data(self, size: int, what: str) -> None:
+        """`size` bytes of `what` (failures.STRING_TOO_LARGE…) are about to be built:
+        refuse them before building when they would pass the data limit."""
+        ...
+
+    def data_size(self, value: Any) -> int:
+        """The bytes `value` counts for toward the data limit, nested values included."""
+        ...
+
     def sleep(self, seconds: float) -> None:
         """`sleep`: the host may cut it short at its own deadline (and then stop the script)."""
         ...

@@ -105,6 +105,8 @@ def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: boo
 
 
 def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
+    """`is_def_fn(name, n)`: a string and an int, else not found, as in the reference
+    (a map there once reached Python's hashing)."""
     if type(name) is not str or type(arity) is not int:
         raise rt.not_found("is_def_fn", [name, arity])
     return (name, arity) in rt.functions
@@ -170,6 +172,7 @@ def _globals() -> dict[str, Any]:
         "dict": dict,
         "len": len,
         "CONTAINERS": frozenset({list, dict, bytearray}),
+        "SIZED": frozenset({str, list, dict, bytearray}),
         "enumerate": enumerate,
         "Cell": Cell,
         "ThisBox": ThisBox,
@@ -407,7 +410,7 @@ class Engine:
         if fn is None:
             raise rt.not_found(name, list(args))
         try:
-            return fn.body(rt, 1, None, *[copy_value(a) for a in args])
+            return rt.run(fn.body, 1, None, *[copy_value(a) for a in args])
         except ExitScript as stop:
             return stop.value
         except RhaiError:
@@ -451,7 +454,7 @@ class Engine:
 
 def _run_main(rt: Runtime, script: CompiledScript) -> Any:
     try:
-        return script.main(rt, 0, None)
+        return rt.run(script.main, 0, None)
     except ExitScript as stop:
         return stop.value
     except RhaiError:

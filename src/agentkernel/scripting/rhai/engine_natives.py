@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.scripting.rhai.data_size import LIST, LIST_SLOT, MAP, MAP_ENTRY, SCALAR, STRING
 from agentkernel.scripting.rhai.errors import NO_POS, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.failures import ARRAY_TOO_LARGE
 from agentkernel.scripting.rhai.stdlib import Library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, type_name
 
@@ -47,12 +49,20 @@ def _parse_error(message: str, line: int, column: int) -> RhaiRuntimeError:
     return RhaiRuntimeError("ErrorParsing", text, NO_POS)
 
 
+def _parsed_size(text: str) -> int:
+    """At most what parsing `text` builds: each bracket a container, each comma an item."""
+    containers = text.count("[") * (LIST + LIST_SLOT) + text.count("{") * (MAP + MAP_ENTRY)
+    return containers + (text.count(",") + text.count(":") + 1) * (SCALAR + STRING) + len(text)
+
+
 def parse_json(ctx: Runtime, text: str) -> Any:
     """`parse_json(text)`: a map from JSON text, `null` as `()` (RHAI.md §13).
 
-    Parsed as data, never run as code: it cannot print, loop or call anything,
-    and its size is bounded by the text's (itself under the string limit).
+    Parsed as data, never run as code: it cannot print, loop or call anything.
+    Short text can make many values (`[[],[],…]`), so what it may build is
+    reserved against the data limit before parsing.
     """
+    ctx.reserve_data(_parsed_size(text), ARRAY_TOO_LARGE)
     try:
         value = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
     except json.JSONDecodeError as exc:

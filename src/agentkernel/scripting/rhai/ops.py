@@ -11,6 +11,8 @@ false (or true for `!=`). What matches nothing is
 Errors carry no position: the runtime adds the call site's. Growing strings,
 arrays, BLOBs and maps is not size-checked here (there is no context); the
 runtime checks results, and only absurd sizes are refused (`HARD_MAX_SIZE`).
+Work that grows with the operands (comparing or searching big arrays, long
+strings) looks at the call's deadline as it goes (`pacing.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import operator
 from collections.abc import Callable, Sized
 from typing import Any
 
+from agentkernel.scripting.rhai import pacing
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.failures import (
     ARRAY_TOO_LARGE,
@@ -50,6 +53,7 @@ from agentkernel.scripting.rhai.values import Char, RangeVal, Timestamp, clone, 
 Binary = Callable[[Any, Any], Any]
 
 HARD_MAX_SIZE = 2**31  # no string, array or BLOB may grow past this, limits or not
+_LONG_TEXT = 1 << 16  # comparing strings this long looks at the clock first
 _CONTAINERS = frozenset({list, dict, bytearray})
 _NUMBERS = frozenset({int, float})
 
@@ -71,6 +75,7 @@ def utf8_lossy(blob: bytearray) -> str:
 def _concat(a: str, b: str) -> str:
     if len(a) + len(b) > HARD_MAX_SIZE:
         raise too_large(STRING_TOO_LARGE)
+    pacing.poll_size((len(a) + len(b)) // pacing.STRING_WORK)
     return a + b
 
 
@@ -199,6 +204,7 @@ def string_minus(a: str, b: str) -> str:
         return a
     if not a:
         return b
+    pacing.poll_size(len(a) // pacing.STRING_WORK)
     return a.replace(b, "")
 
 
@@ -277,6 +283,8 @@ _TEXT = frozenset({str, Char})
 def eq(a: Any, b: Any) -> bool:
     ta = type(a)
     if ta is type(b) and (ta is int or ta is str or ta is bool):
+        if ta is str and len(a) >= _LONG_TEXT:
+            pacing.poll()
         return bool(a == b)
     return _eq_slow(a, b)
 
@@ -309,6 +317,8 @@ def _eq_slow(a: Any, b: Any) -> bool:
 def ne(a: Any, b: Any) -> bool:
     ta = type(a)
     if ta is type(b) and (ta is int or ta is str or ta is bool):
+        if ta is str and len(a) >= _LONG_TEXT:
+            pacing.poll()
         return bool(a != b)
     return _ne_slow(a, b)
 
@@ -337,6 +347,8 @@ def _compare_slow(op: str, a: Any, b: Any, ints: Binary, floats: Binary) -> bool
     timestamps; unequal types give false; ranges, arrays, maps, BLOBs and Fn have no order."""
     ta, tb = type(a), type(b)
     if ta is tb and ta in _ORDERED:
+        if ta is str and len(a) >= _LONG_TEXT:
+            pacing.poll()
         return bool(ints(a, b))
     if ta in _NUMBERS and tb in _NUMBERS:
         return bool(floats(float(a), float(b)))
@@ -392,14 +404,14 @@ def element_equals(a: Any, b: Any) -> bool:
 def array_equals(a: list[Any], b: list[Any]) -> bool:
     if len(a) != len(b):
         return False
-    return all(element_equals(x, y) for x, y in zip(a, b, strict=True))
+    return all(element_equals(x, y) for x, y in zip(pacing.paced(a), b, strict=True))
 
 
 def map_equals(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Maps are equal when they have the same keys and `==` values (errors propagate)."""
     if len(a) != len(b):
         return False
-    return all(key in b and eq(value, b[key]) for key, value in a.items())
+    return all(key in b and eq(a[key], b[key]) for key in pacing.paced(list(a)))
 
 
 # -- ranges and membership ----------------------------------------------------------------------------
@@ -421,10 +433,11 @@ def contains(container: Any, item: Any) -> bool:
     """`contains(container, item)`, which `item in container` means (RHAI.md §4)."""
     kind, ik = type(container), type(item)
     if kind is list:
-        return any(element_equals(x, item) for x in container)
+        return any(element_equals(x, item) for x in pacing.paced(container))
     if kind is dict and ik is str:
         return item in container
     if kind is str and ik in _TEXT:
+        pacing.poll_size(len(container) // pacing.STRING_WORK)
         return item in container
     if kind is RangeVal and ik is int:
         if container.inclusive:

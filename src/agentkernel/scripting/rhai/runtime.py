@@ -9,14 +9,19 @@ serves one evaluation; the compiled code is shared between evaluations.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import logging
+import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
-from agentkernel.scripting.rhai import ops
+from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
+from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.scripting.rhai.errors import NO_POS, Pos, RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
@@ -31,6 +36,17 @@ from agentkernel.scripting.rhai.values import (
 )
 
 _CONTAINERS = (list, dict, bytearray)
+_SIZED = frozenset({str, list, dict, bytearray, FnPtr})
+_LENGTHY = frozenset({str, list, dict, bytearray})
+_POLL_SIZE = pacing.POLL_SIZE
+_poll = pacing.poll
+_BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+_log = logging.getLogger("agentkernel.rhai")
+
+
+def _big(value: Any) -> bool:
+    """Whether a native walking `value` is worth a look at the clock first."""
+    return type(value) in _LENGTHY and len(value) >= _POLL_SIZE
 
 
 @dataclass
@@ -46,6 +62,8 @@ class Limits:
     max_map_size: int = 0
     max_variables: int = 0
     max_functions: int = 0
+    # ours, not the reference's: bytes of data one evaluation may hold at once (data_size.py)
+    max_data_size: int = 0
 
 
 class Cell:
@@ -66,6 +84,23 @@ class ThisBox:
     def __init__(self, value: Any, const: bool = False) -> None:
         self.v = value
         self.const = const
+
+
+class _Snapshot(list):  # type: ignore[type-arg]
+    """A copy of an array for a `for` loop to walk; a weak reference tells when the loop is over."""
+
+    __slots__ = ("__weakref__",)
+
+
+_WALKER = Walker(
+    {
+        Cell: lambda cell: (cell.v,),
+        ThisBox: lambda box: (box.v,),
+        Mutated: lambda changed: (changed.receiver, changed.result),
+    }
+)
+_LIVE = LiveData(_WALKER)
+data_size_of = _WALKER.size_of
 
 
 @dataclass(frozen=True)
@@ -138,6 +173,29 @@ class Runtime:
         self.depth_hint = 0
         self.eval_scope: dict[str, Any] = {}
         self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
+        self.deadline: pacing.Deadline | None = None
+        self.data_limit = self.limits.max_data_size
+        self.data_meter = 0  # bytes that may be live: the last measure, plus what was built since
+        self.data_trigger = self.data_limit
+        self.entry_frame: FrameType | None = None
+        # the arrays `for` loops are walking, each gone when its loop is over (made when first needed)
+        self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
+        # compiled code checks and counts what it builds only when some size limit is set
+        self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
+
+    def run(self, body: Callable[..., Any], *args: Any) -> Any:
+        """Call compiled code (`main`, a function's body) as this evaluation.
+
+        For its length, this runtime's deadline is the one that long work polls
+        (pacing.py), and this frame is the bottom of the stack whose locals the
+        data limit counts.
+        """
+        self.entry_frame = sys._getframe()
+        try:
+            with pacing.deadline_scope(self.deadline):
+                return body(self, *args)
+        finally:
+            self.entry_frame = None
 
     # -- counting and limits ---------------------------------------------------------------
 
@@ -183,6 +241,113 @@ class Runtime:
             self.check_map_size(value)
         return value
 
+    # -- the data limit: bytes held by the whole evaluation (data_size.py) ---------------------
+
+    def charge_data(self, size: int) -> None:
+        """`size` bytes were just built or stored; past the trigger, measure what is live."""
+        self.data_meter += size
+        if self.data_meter > self.data_trigger:
+            self.measure_data()
+
+    def reserve_data(self, size: int, what: str) -> None:
+        """`size` bytes of `what` (failures.STRING_TOO_LARGE…) are about to be built: refuse
+        them now if they would not fit, rather than after building them."""
+        if self.data_limit:
+            self.data_meter += size
+            if self.data_meter > self.data_trigger:
+                self.measure_data(size, what)
+
+    def account(self, value: Any) -> Any:
+        """Count a value just built or stored toward the data limit; returns it."""
+        if self.data_limit and type(value) in _SIZED:
+            self.charge_data(data_size_of(value))
+        return value
+
+    @staticmethod
+    def data_size(value: Any) -> int:
+        return data_size_of(value)
+
+    def measure_data(self, pending: int = 0, what: str = failures.ARRAY_TOO_LARGE) -> None:
+        """Count what the evaluation holds now (plus `pending` bytes about to be built);
+        over the limit, stop it with the reference's `ErrorDataTooLarge`.
+
+        The next measure comes once as much again has been built as is left below
+        the limit, but at least an eighth of the limit later, so that measuring
+        costs little even close to the limit (which may then be passed by an eighth).
+        """
+        if self.entry_frame is None:
+            return
+        snapshots = list(self.iterating.values()) if self.iterating is not None else []
+        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots))
+        tally = _LIVE.measure(self.entry_frame, extra)
+        if tally is None:
+            return
+        live = tally.total + pending + LIST_SLOT * sum(map(len, snapshots))
+        if live > self.data_limit:
+            message = what if pending > tally.total else tally.largest()
+            raise RhaiRuntimeError(
+                "ErrorDataTooLarge",
+                f"{message} too large",
+                extras={"type": message, "limit": self.data_limit},
+                catchable=False,
+            )
+        self.data_meter = live
+        self.data_trigger = max(self.data_limit, live + self.data_limit // 8)
+
+    # -- what compiled code calls where values are built, copied and stored ------------------------
+
+    def copy(self, value: Any) -> Any:
+        """A container's copy for a second name (arrays, maps and BLOBs are values)."""
+        copied = clone(value)
+        if self.data_limit:
+            self.charge_data(data_size_of(copied))
+        return copied
+
+    def pushed(self, array: list[Any]) -> None:
+        """`array.push(x)` just appended `x` (compiled inline): check and count it."""
+        if self.array_limit:
+            self.check_array_size(array)
+        if self.data_limit:
+            item = array[-1]
+            self.data_meter += data_size_of(item) + 8 if type(item) in _SIZED else 24
+            if self.data_meter > self.data_trigger:
+                self.measure_data()
+
+    def built(self, value: Any) -> Any:
+        """A string, array, map or BLOB an operator just built (`a + b`): check and count it."""
+        self.check_size(value)
+        if self.data_limit and type(value) in _SIZED:
+            self.charge_data(data_size_of(value))
+        return value
+
+    def compound(self, op: str, current: Any, right: Any) -> Any:
+        """`x op= y` on anything but two ints; `+=` on an array, map or BLOB grows it in place."""
+        kind = type(current)
+        if op[0] == "+" and kind is str and self.string_limit:
+            added = len(right) if type(right) is str else 0
+            if len(current) + added > self.string_limit:
+                raise failures.too_large(failures.STRING_TOO_LARGE)
+        pacing.poll_size(max(pacing.work_size(current), pacing.work_size(right)))
+        result = self.check_size(ops.compound(op, current, right))
+        if self.data_limit:
+            grown = result is current and kind in _CONTAINERS
+            self.account(right if grown else result)
+        return result
+
+    def interpolate(self, parts: tuple[str, ...]) -> str:
+        """`` `a${x}b` ``, its parts already text: their total is checked before joining."""
+        if self.sizes_checked:
+            total = sum(map(len, parts))
+            if self.string_limit and total > self.string_limit:
+                raise failures.too_large(failures.STRING_TOO_LARGE)
+            if total > pacing.CHUNK:
+                pacing.poll_size(total // pacing.STRING_WORK)
+            if self.data_limit:
+                self.data_meter += total + 49
+                if self.data_meter > self.data_trigger:
+                    self.measure_data(total + 49, failures.STRING_TOO_LARGE)
+        return "".join(parts)
+
     # -- output ------------------------------------------------------------------------------
 
     def write_stdout(self, text: str) -> None:
@@ -215,14 +380,15 @@ class Runtime:
     # -- natives ---------------------------------------------------------------------------------
 
     def call_native(self, name: str, args: list[Any]) -> Any:
-        result = self.library.call(self, name, args)
+        result = self.call_native_ref(name, args, False)
         return result.result if type(result) is Mutated else result
 
     def call_native_ref(self, name: str, args: list[Any], const: bool) -> Any:
         """A native call whose first argument is a variable (passed by reference).
 
         Returns the result, or Mutated(new_first_argument, result) for the
-        compiled code to store back.
+        compiled code to store back. With big arguments it looks at the clock
+        first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
         if native is None:
@@ -232,7 +398,21 @@ class Runtime:
                 "ErrorNonPureMethodCallOnConstant",
                 f"Non-pure method '{name}' cannot be called on constant",
             )
-        return self.library.invoke(self, native, args)
+        if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
+            _poll()  # a big receiver or first argument: a look at the clock first
+        result = self.library.invoke(self, native, args)
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def _account_native(self, result: Any) -> None:
+        kind = type(result)
+        if kind is Mutated:
+            if type(result.receiver) is str:
+                self.account(result.receiver)
+            self.account(result.result)
+        elif kind in _SIZED:
+            self.charge_data(data_size_of(result))
 
     # -- properties and indexing --------------------------------------------------------------------
 
@@ -246,6 +426,7 @@ class Runtime:
         if type(obj) is dict:
             obj[name] = value
             self.check_map_size(obj)
+            self.account(value)
             return obj
         return self.library.set_property(self, obj, name, value)
 
@@ -254,7 +435,10 @@ class Runtime:
 
     def index_set(self, obj: Any, index: Any, value: Any) -> Any:
         """Set `obj[index] = value`; returns the container to store back."""
-        return self.library.index_set(self, obj, index, value)
+        result = self.library.index_set(self, obj, index, value)
+        if self.data_limit:
+            self.account(result if type(result) is str else value)
+        return result
 
     # -- iteration ---------------------------------------------------------------------------------------
 
@@ -264,16 +448,26 @@ class Runtime:
         if kind is RangeVal:
             span: range = value.as_range()
             return span
-        if kind is list:
+        if kind is list or kind is bytearray:
+            if self.data_limit and len(value) >= pacing.POLL_SIZE:
+                return self._snapshot(value)
             return list(value)
         if kind is str:
-            return [Char(c) for c in value]
-        if kind is bytearray:
-            return list(value)
+            return map(Char, value)  # one char at a time: a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             raise error("ErrorFor", "For loop expects iterable type")
         return iterator
+
+    def _snapshot(self, value: list[Any] | bytearray) -> _Snapshot:
+        """The copy a `for` walks, kept where the data limit sees it while the loop runs
+        (a loop over `this` in a recursion makes one per level, and nothing else holds them)."""
+        snapshot = _Snapshot(value)
+        if self.iterating is None:
+            self.iterating = weakref.WeakValueDictionary()
+        self.iterating[id(snapshot)] = snapshot
+        self.charge_data(LIST_SLOT * len(snapshot))
+        return snapshot
 
     # -- functions and pointers -------------------------------------------------------------------------
 
@@ -433,7 +627,8 @@ def _from_python(exc: BaseException) -> BaseException:
         return RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
     if isinstance(exc, MemoryError):
         return RhaiRuntimeError("ErrorDataTooLarge", "Length of string too large", catchable=False)
-    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: internal error: {type(exc).__name__}: {exc}")
+    _log.error("Rhai evaluation failed inside the interpreter", exc_info=exc)
+    return RhaiRuntimeError("ErrorRuntime", "Runtime error: internal error", value="internal error")
 
 
 _UNWRAPPED = frozenset(

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentkernel.scripting.rhai.pacing import CHUNK, POLL_SIZE, paced, poll, poll_size
+
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 
@@ -212,8 +214,20 @@ def _blob_hex(blob: bytearray) -> str:
 
 
 def _debug_str(text: str) -> str:
-    """Rust's `{:?}` for a string: quotes and escapes."""
+    """Rust's `{:?}` for a string: quotes and escapes (plain stretches of text copied whole)."""
     out = ['"']
+    for start in range(0, len(text), CHUNK):
+        piece = text[start : start + CHUNK]
+        poll_size(len(piece))
+        if piece.isprintable() and '"' not in piece and "\\" not in piece:
+            out.append(piece)
+        else:
+            _escape_into(out, piece)
+    out.append('"')
+    return "".join(out)
+
+
+def _escape_into(out: list[str], text: str) -> None:
     for ch in text:
         if ch == '"':
             out.append('\\"')
@@ -231,8 +245,6 @@ def _debug_str(text: str) -> str:
             out.append(ch)
         else:
             out.append(f"\\u{{{ord(ch):x}}}")
-    out.append('"')
-    return "".join(out)
 
 
 def _debug_char(ch: str) -> str:
@@ -260,10 +272,10 @@ def to_display(value: Any) -> str:
     but chars inside arrays and maps are quoted (`['h', 'é']`)."""
     kind = type(value)
     if kind is list:
-        return "[" + ", ".join(_displayed_element(v) for v in value) + "]"
+        return "[" + ", ".join(_displayed_element(v) for v in paced(value)) + "]"
     if kind is dict:
         items = sorted(value.items())
-        return "#{" + ", ".join(f"{_debug_str(k)}: {_displayed_element(v)}" for k, v in items) + "}"
+        return "#{" + ", ".join(f"{_debug_str(k)}: {_displayed_element(v)}" for k, v in paced(items)) + "}"
     return to_string(value)
 
 
@@ -311,10 +323,10 @@ def _shared_form(value: Any) -> str:
     if kind is float:
         return format_float(value)
     if kind is list:
-        return "[" + ", ".join(_element(v) for v in value) + "]"
+        return "[" + ", ".join(_element(v) for v in paced(value)) + "]"
     if kind is dict:
         items = sorted(value.items())
-        return "#{" + ", ".join(f"{_debug_str(k)}: {_element(v)}" for k, v in items) + "}"
+        return "#{" + ", ".join(f"{_debug_str(k)}: {_element(v)}" for k, v in paced(items)) + "}"
     if kind is RangeVal:
         return f"{value.start}..{'=' if value.inclusive else ''}{value.end}"
     if kind is FnPtr:
@@ -335,8 +347,12 @@ def clone(value: Any) -> Any:
     """A Rhai value copy: arrays, maps and blobs are values, so nested ones copy too."""
     kind = type(value)
     if kind is list:
+        if len(value) >= POLL_SIZE:
+            poll()
         return [clone(v) if type(v) in _CONTAINERS else v for v in value]
     if kind is dict:
+        if len(value) >= POLL_SIZE:
+            poll()
         return {k: clone(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
     if kind is bytearray:
         return bytearray(value)

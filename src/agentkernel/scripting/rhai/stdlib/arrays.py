@@ -10,6 +10,7 @@ rather than errors. Callback natives (`map`, `filter`, `sort(fn)`, …) are in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
@@ -18,7 +19,8 @@ from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.failures import not_found_text, raw_type_name
 from agentkernel.scripting.rhai.numeric import I64_MAX
-from agentkernel.scripting.rhai.stdlib.limits import HARD_MAX_SIZE, reserve_array
+from agentkernel.scripting.rhai.pacing import CHUNK, paced, poll
+from agentkernel.scripting.rhai.stdlib.limits import HARD_MAX_SIZE, reserve_array, reserve_copies
 from agentkernel.scripting.rhai.stdlib.registry import ANY, Library
 from agentkernel.scripting.rhai.stdlib.text import (
     exclusive_bounds,
@@ -74,6 +76,8 @@ def index_of_from(a: list[Any], value: Any, start: int) -> int:
         return -1
     begin, _ = offset_len(len(a), start, 0)
     for i in range(begin, len(a)):
+        if not i % CHUNK:
+            poll()
         if ops.element_equals(a[i], value):
             return i
     return -1
@@ -102,6 +106,7 @@ def push(ctx: NativeContext, a: list[Any], item: Any) -> None:
         reserve_array(ctx, len(a) + 1)
     a.append(item if type(item) not in _CONTAINERS else clone(item))
     ctx.check_array_size(a)
+    ctx.account(item)
 
 
 def append(ctx: NativeContext, a: list[Any], more: list[Any]) -> None:
@@ -109,12 +114,14 @@ def append(ctx: NativeContext, a: list[Any], more: list[Any]) -> None:
         reserve_array(ctx, len(a) + len(more))
         a.extend(clone(more))
         ctx.check_array_size(a)
+        ctx.account(more)
 
 
 def insert(ctx: NativeContext, a: list[Any], index: int, item: Any) -> None:
     at, _ = offset_len(len(a), index, 0)
     a.insert(at, own(item))
     ctx.check_array_size(a)
+    ctx.account(item)
 
 
 def pad(ctx: NativeContext, a: list[Any], target: int, item: Any) -> None:
@@ -122,29 +129,33 @@ def pad(ctx: NativeContext, a: list[Any], target: int, item: Any) -> None:
     if target <= len(a):
         return
     reserve_array(ctx, target)
+    reserve_copies(ctx, item, target - len(a))
     a.extend(own(item) for _ in range(target - len(a)))
     ctx.check_array_size(a)
 
 
-def set_item(a: list[Any], index: int, value: Any) -> None:
+def set_item(ctx: NativeContext, a: list[Any], index: int, value: Any) -> None:
     """`a.set(i, v)`: out of range does nothing."""
     if not a:
         return
     at, _ = offset_len(len(a), index, 0)
     if at < len(a):
         a[at] = own(value)
+        ctx.account(value)
 
 
-def splice(a: list[Any], start: int, count: int, replacement: list[Any]) -> None:
+def splice(ctx: NativeContext, a: list[Any], start: int, count: int, replacement: list[Any]) -> None:
     if not a:
         a[:] = clone(replacement)
-        return
-    begin, count = offset_len(len(a), start, count)
-    a[begin : begin + count] = clone(replacement)
+    else:
+        begin, count = offset_len(len(a), start, count)
+        a[begin : begin + count] = clone(replacement)
+    ctx.check_array_size(a)
+    ctx.account(replacement)
 
 
-def splice_range(a: list[Any], r: RangeVal, replacement: list[Any]) -> None:
-    splice(a, *bounds_of(r), replacement)
+def splice_range(ctx: NativeContext, a: list[Any], r: RangeVal, replacement: list[Any]) -> None:
+    splice(ctx, a, *bounds_of(r), replacement)
 
 
 # -- shrinking ----------------------------------------------------------------------------------------------
@@ -226,7 +237,7 @@ def reverse(a: list[Any]) -> None:
 def dedup(a: list[Any]) -> None:
     """`dedup()`: drop an element `==` to the one kept before it (a failing `==` means unequal)."""
     kept: list[Any] = []
-    for item in a:
+    for item in paced(a):
         if not kept or not _equal_or_false(kept[-1], item):
             kept.append(item)
     a[:] = kept
@@ -241,9 +252,19 @@ def _equal_or_false(x: Any, y: Any) -> bool:
         return False
 
 
-def _compare_floats(x: float, y: float) -> int:
-    """Rust's `partial_cmp(..).unwrap_or(Equal)`: NaN is equal to everything."""
-    return -1 if x < y else 1 if x > y else 0
+def _float_order() -> Callable[[float, float], int]:
+    """Rust's `partial_cmp(..).unwrap_or(Equal)` (NaN is equal to everything), looking at
+    the clock every `CHUNK` comparisons: a big sort is long work in one native."""
+    compared = 0
+
+    def compare(x: float, y: float) -> int:
+        nonlocal compared
+        compared += 1
+        if not compared % CHUNK:
+            poll()
+        return -1 if x < y else 1 if x > y else 0
+
+    return compare
 
 
 def _check_sortable(a: list[Any]) -> type | None:
@@ -272,7 +293,7 @@ def sort_desc(a: list[Any]) -> None:
 def _sort_builtin(a: list[Any], *, descending: bool) -> None:
     kind = _check_sortable(a)
     if kind is float:
-        a.sort(key=cmp_to_key(_compare_floats), reverse=descending)
+        a.sort(key=cmp_to_key(_float_order()), reverse=descending)
     elif kind is not type(None):
         a.sort(reverse=descending)
 
@@ -316,9 +337,9 @@ def _register_changing(lib: Library) -> None:
     lib.register("append", (list, list), append, pure=False, needs_context=True)
     lib.register("insert", (list, int, ANY), insert, pure=False, needs_context=True)
     lib.register("pad", (list, int, ANY), pad, pure=False, needs_context=True)
-    lib.register("set", (list, int, ANY), set_item, pure=False)
-    lib.register("splice", (list, int, int, list), splice, pure=False)
-    lib.register("splice", (list, RangeVal, list), splice_range, pure=False)
+    lib.register("set", (list, int, ANY), set_item, pure=False, needs_context=True)
+    lib.register("splice", (list, int, int, list), splice, pure=False, needs_context=True)
+    lib.register("splice", (list, RangeVal, list), splice_range, pure=False, needs_context=True)
     for name, fn in (("pop", pop), ("shift", shift), ("clear", clear), ("reverse", reverse)):
         lib.register(name, (list,), fn, pure=False)
     for name, fn in (("dedup", dedup), ("sort", sort), ("sort_desc", sort_desc)):

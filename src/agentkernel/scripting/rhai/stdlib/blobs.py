@@ -20,6 +20,7 @@ from agentkernel.scripting.rhai.stdlib.text import index_from_end, offset_len
 from agentkernel.scripting.rhai.values import Char, RangeVal
 
 Blob = bytearray
+_NOT_ASCII = bytes(range(0x80, 0x100))
 
 
 def new_blob() -> Blob:
@@ -244,7 +245,7 @@ def _write_text(b: Blob, start: int, count: int, s: str, ascii_only: bool) -> No
         return
     begin, size = window
     if ascii_only:
-        data = bytes(c for c in data if c < 0x80)
+        data = data.translate(None, _NOT_ASCII)
         size = min(size, len(data))
     b[begin : begin + size] = data[:size]
 

@@ -17,6 +17,11 @@ from agentkernel.scripting.rhai.stdlib.text import trim
 from agentkernel.scripting.rhai.values import to_debug, to_string
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+# the ASCII digits of each radix, either case (`c.lower() in _DIGITS[:radix]`)
+_RADIX_DIGITS = {
+    radix: re.compile(f"[{re.escape(_DIGITS[:radix] + _DIGITS[10:radix].upper())}]+")
+    for radix in range(2, 37)
+}
 _FLOAT = re.compile(
     r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)", re.IGNORECASE
 )
@@ -35,8 +40,7 @@ def parse_int_radix(s: str, radix: int) -> int:
         raise _int_failure(s, "cannot parse integer from empty string")
     negative = body[0] == "-"
     digits = body[1:] if body[0] in "+-" else body
-    allowed = _DIGITS[:radix]
-    if not digits or any(c.lower() not in allowed or not c.isascii() for c in digits):
+    if not digits or not _RADIX_DIGITS[radix].fullmatch(digits):
         raise _int_failure(s, "invalid digit found in string")
     significant = digits.lstrip("0")
     value = int(significant, radix) if 0 < len(significant) <= 64 else (0 if not significant else None)

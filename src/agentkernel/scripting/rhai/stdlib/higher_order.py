@@ -8,6 +8,10 @@ index. What a callback leaves in `this` is written back into the array.
 A callback may be a function-name string for the natives the reference
 accepts one for (map, filter, some, all, reduce, reduce_rev, dedup, sort,
 drain, retain, index_of).
+
+A result is built in a local list, never in a comprehension, so that while
+the callbacks run, what is built so far counts toward the data limit (the
+limit counts the locals of the frames on the stack, data_size.py).
 """
 
 from __future__ import annotations
@@ -46,12 +50,20 @@ def _items(a: list[Any], start: int = 0) -> range:
 
 def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     cb = _per_item(ctx, fn, "map")
-    return [own(_call_item(cb, a, i)) for i in _items(a) if i < len(a)]
+    mapped: list[Any] = []
+    for i in _items(a):
+        if i < len(a):
+            mapped.append(own(_call_item(cb, a, i)))
+    return mapped
 
 
 def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     cb = _per_item(ctx, fn, "filter")
-    return [own(a[i]) for i in _items(a) if i < len(a) and _call_item(cb, a, i) is True]
+    kept: list[Any] = []
+    for i in _items(a):
+        if i < len(a) and _call_item(cb, a, i) is True:
+            kept.append(own(a[i]))
+    return kept
 
 
 def some(ctx: NativeContext, a: list[Any], fn: FnPtr) -> bool:
@@ -176,7 +188,10 @@ def zip_with(ctx: NativeContext, a: list[Any], b: list[Any], fn: FnPtr) -> list[
     """`a.zip(b, |x, y| …)` (or `|x, y, i|`), as long as the shorter array."""
     cb = Callback(ctx, fn, "zip", nargs=2, nextras=1, with_this=False, move_at=None)
     pairs = list(zip(a, b, strict=False))
-    return [own(cb((own(x), own(y)), (i,))) for i, (x, y) in enumerate(pairs)]
+    zipped: list[Any] = []
+    for i, (x, y) in enumerate(pairs):
+        zipped.append(own(cb((own(x), own(y)), (i,))))
+    return zipped
 
 
 def _drain_where(ctx: NativeContext, a: list[Any], fn: FnPtr, caller: str, keep_matches: bool) -> list[Any]:

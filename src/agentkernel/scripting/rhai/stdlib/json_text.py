@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentkernel.scripting.rhai.pacing import paced
 from agentkernel.scripting.rhai.stdlib.registry import Library
 from agentkernel.scripting.rhai.values import Char, FnPtr, format_float_debug, to_debug
 
@@ -25,7 +26,7 @@ def char_debug(c: str) -> str:
 
 
 def map_to_json(m: dict[str, Any]) -> str:
-    return "{" + ",".join(f"{to_debug(key)}:{value_to_json(m[key])}" for key in sorted(m)) + "}"
+    return "{" + ",".join(f"{to_debug(key)}:{value_to_json(m[key])}" for key in paced(sorted(m))) + "}"
 
 
 def value_to_json(value: Any) -> str:
@@ -35,7 +36,7 @@ def value_to_json(value: Any) -> str:
     if kind is dict:
         return map_to_json(value)
     if kind is list:
-        return "[" + ",".join(value_to_json(v) for v in value) + "]"
+        return "[" + ",".join(value_to_json(v) for v in paced(value)) + "]"
     if kind is bytearray:
         return "[" + ",".join(str(b) for b in value) + "]"
     if kind is FnPtr:

@@ -40,6 +40,7 @@ def get(m: Map, key: str) -> Any:
 def set_value(ctx: NativeContext, m: Map, key: str, value: Any) -> None:
     m[key] = own(value)
     ctx.check_map_size(m)
+    ctx.account(value)
 
 
 def clear(m: Map) -> None:
@@ -54,6 +55,7 @@ def mixin(ctx: NativeContext, m: Map, other: Map) -> None:
     """`mixin(m2)` (= `m += m2`): every property of `m2`, overwriting."""
     m.update(clone(other))
     ctx.check_map_size(m)
+    ctx.account(other)
 
 
 def fill_with(ctx: NativeContext, m: Map, other: Map) -> None:
@@ -61,6 +63,7 @@ def fill_with(ctx: NativeContext, m: Map, other: Map) -> None:
     for key, value in other.items():
         if key not in m:
             m[key] = own(value)
+            ctx.account(value)
     ctx.check_map_size(m)
 
 
@@ -86,12 +89,19 @@ def _call_entry(cb: Callback, m: Map, key: str) -> Any:
 def map_values(ctx: NativeContext, m: Map, fn: FnPtr) -> Map:
     """`m.map(|k, v| …)`: a new map of the results. (The reference names its errors 'filter'.)"""
     cb = _per_entry(ctx, fn, "filter")
-    return {key: own(_call_entry(cb, m, key)) for key in sorted(m)}
+    mapped: Map = {}
+    for key in sorted(m):
+        mapped[key] = own(_call_entry(cb, m, key))
+    return mapped
 
 
 def filter_entries(ctx: NativeContext, m: Map, fn: FnPtr) -> Map:
     cb = _per_entry(ctx, fn, "filter")
-    return {key: own(m[key]) for key in sorted(m) if _call_entry(cb, m, key) is True}
+    kept: Map = {}
+    for key in sorted(m):
+        if _call_entry(cb, m, key) is True:
+            kept[key] = own(m[key])
+    return kept
 
 
 def _split_entries(ctx: NativeContext, m: Map, fn: FnPtr, caller: str, keep_matches: bool) -> Map:

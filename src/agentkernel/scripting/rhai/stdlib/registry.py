@@ -16,6 +16,7 @@ registered `pure=False`, which the runtime refuses on constants.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,6 +26,8 @@ from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import indexing
 from agentkernel.scripting.rhai.values import IterVal, RangeVal
+
+_log = logging.getLogger("agentkernel.rhai")
 
 
 class _Any:
@@ -201,7 +204,10 @@ class Library:
         return (name, arity) in self._arities or name in self._variadic
 
     def invoke(self, ctx: NativeContext, native: NativeFn, args: Sequence[Any]) -> Any:
-        """Run a resolved native; a Python failure inside becomes a Rhai error."""
+        """Run a resolved native; a Python failure inside becomes a Rhai error.
+
+        The script sees a catchable `Runtime error: internal error in 'name'`,
+        never Python's words; the Python exception goes to the log."""
         try:
             if native.needs_context:
                 return native.impl(ctx, *args)
@@ -212,8 +218,9 @@ class Library:
             raise RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False) from None
         except MemoryError:
             raise failures.too_large(failures.ARRAY_TOO_LARGE) from None
-        except Exception as exc:  # a native's (or a registered function's) bug is a catchable Rhai error
-            raise failures.runtime(f"{native.name}: {type(exc).__name__}: {exc}") from None
+        except Exception:  # a native's (or a registered function's) bug is a catchable Rhai error
+            _log.exception("Rhai native %s failed", native.name)
+            raise failures.runtime(f"internal error in '{native.name}'") from None
 
     def call(self, ctx: NativeContext, name: str, args: Sequence[Any]) -> Any:
         """Resolve and run `name(args)`: `Function not found: name (types…)` when nothing matches."""

@@ -2,7 +2,9 @@
 
 Strings are immutable Python values, so the natives that change their
 receiver (`trim`, `pad`, `crop`, `s.set(i, c)`, …) return
-`Mutated(new_string, result)`; they are registered `pure=False`.
+`Mutated(new_string, result)`; they are registered `pure=False`. A native
+whose result may be much bigger than its arguments (`replace`, `split`,
+`to_chars`) checks the size of what it will build first.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.scripting.rhai.context import NativeContext
+from agentkernel.scripting.rhai.data_size import LIST_SLOT, STRING
+from agentkernel.scripting.rhai.failures import ARRAY_TOO_LARGE
 from agentkernel.scripting.rhai.numeric import I64_MAX
 from agentkernel.scripting.rhai.ops import utf8_lossy
 from agentkernel.scripting.rhai.stdlib import text
-from agentkernel.scripting.rhai.stdlib.limits import reserve_string
+from agentkernel.scripting.rhai.stdlib.limits import reserve_array, reserve_string
 from agentkernel.scripting.rhai.stdlib.registry import ANY, Library, Mutated
 from agentkernel.scripting.rhai.values import Char, IterVal, RangeVal, to_string
 
@@ -104,7 +108,8 @@ def min_string(a: str, b: str) -> str:
     return a if a <= b else b
 
 
-def to_chars(s: str) -> list[Any]:
+def to_chars(ctx: NativeContext, s: str) -> list[Any]:
+    _reserve_pieces(ctx, len(s), len(s))
     return [Char(c) for c in s]
 
 
@@ -115,31 +120,50 @@ def to_blob(s: str) -> bytearray:
 # -- splitting ---------------------------------------------------------------------------------------
 
 
-def split_whitespace(s: str) -> list[Any]:
-    return [s] if not s else list(text.split_whitespace(s))
+def _reserve_pieces(ctx: NativeContext, pieces: int, chars: int) -> None:
+    """An array of `pieces` strings holding `chars` characters in all is about to be built."""
+    reserve_array(ctx, pieces)
+    ctx.reserve_data(pieces * (LIST_SLOT + STRING) + chars, ARRAY_TOO_LARGE)
 
 
-def split_on(s: str, sep: str) -> list[Any]:
+def _reserve_split(ctx: NativeContext, s: str, sep: str, segments: int = I64_MAX) -> None:
+    found = len(s) + 1 if not sep else s.count(sep)
+    _reserve_pieces(ctx, min(found + 1, max(segments, 1)), len(s))
+
+
+def split_whitespace(ctx: NativeContext, s: str) -> list[Any]:
+    if not s:
+        return [s]
+    pieces = text.split_whitespace(s)
+    ctx.check_array_size(pieces)
+    return pieces
+
+
+def split_on(ctx: NativeContext, s: str, sep: str) -> list[Any]:
     if not s or (sep and sep not in s):
         return [s]
+    _reserve_split(ctx, s, sep)
     return list(text.split(s, str(sep)))
 
 
-def split_on_n(s: str, sep: str, segments: int) -> list[Any]:
+def split_on_n(ctx: NativeContext, s: str, sep: str, segments: int) -> list[Any]:
     if segments <= 1 or not s or (sep and sep not in s):
         return [s]
+    _reserve_split(ctx, s, sep, segments)
     return list(text.split(s, str(sep), segments))
 
 
-def split_rev(s: str, sep: str) -> list[Any]:
+def split_rev(ctx: NativeContext, s: str, sep: str) -> list[Any]:
     if not s or (sep and sep not in s):
         return [s]
+    _reserve_split(ctx, s, sep)
     return list(text.rsplit(s, str(sep)))
 
 
-def split_rev_n(s: str, sep: str, segments: int) -> list[Any]:
+def split_rev_n(ctx: NativeContext, s: str, sep: str, segments: int) -> list[Any]:
     if segments <= 1 or not s or (sep and sep not in s):
         return [s]
+    _reserve_split(ctx, s, sep, segments)
     return list(text.rsplit(s, str(sep), segments))
 
 
@@ -210,7 +234,11 @@ def remove(s: str, find: str) -> Mutated:
 def replace(ctx: NativeContext, s: str, find: str, sub: str) -> Mutated:
     if not s:
         return _changed(s)
-    new = s.replace(str(find), str(sub))
+    find, sub = str(find), str(sub)
+    if len(sub) > len(find):
+        found = s.count(find) if find else len(s) + 1
+        reserve_string(ctx, len(s) + found * (len(sub) - len(find)))
+    new = s.replace(find, sub)
     ctx.check_string_size(new)
     return _changed(new)
 
@@ -302,7 +330,7 @@ def _register_reading(lib: Library) -> None:
     lib.register("to_lower", (str,), to_lower)
     lib.register("max", (str, str), max_string)
     lib.register("min", (str, str), min_string)
-    lib.register("to_chars", (str,), to_chars)
+    lib.register("to_chars", (str,), to_chars, needs_context=True)
     lib.register("to_blob", (str,), to_blob)
     lib.register("chars", (str,), chars)
     lib.register("chars", (str, int), chars_from)
@@ -311,13 +339,13 @@ def _register_reading(lib: Library) -> None:
 
 
 def _register_splitting(lib: Library) -> None:
-    lib.register("split", (str,), split_whitespace)
+    lib.register("split", (str,), split_whitespace, needs_context=True)
     lib.register("split", (str, int), split_at)
     for sep in _TEXT:
-        lib.register("split", (str, sep), split_on)
-        lib.register("split", (str, sep, int), split_on_n)
-        lib.register("split_rev", (str, sep), split_rev)
-        lib.register("split_rev", (str, sep, int), split_rev_n)
+        lib.register("split", (str, sep), split_on, needs_context=True)
+        lib.register("split", (str, sep, int), split_on_n, needs_context=True)
+        lib.register("split_rev", (str, sep), split_rev, needs_context=True)
+        lib.register("split_rev", (str, sep, int), split_rev_n, needs_context=True)
 
 
 def _register_changing(lib: Library) -> None:

@@ -4,6 +4,8 @@ code points, which are Rust `char`s)."""
 
 from __future__ import annotations
 
+import re
+
 from agentkernel.scripting.rhai.numeric import I64_MAX
 from agentkernel.scripting.rhai.values import RangeVal
 
@@ -12,7 +14,7 @@ WHITESPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-_WHITESPACE_SET = frozenset(WHITESPACE)
+_WORD = re.compile(f"[^{re.escape(WHITESPACE)}]+")
 
 
 def trim(text: str) -> str:
@@ -21,18 +23,7 @@ def trim(text: str) -> str:
 
 def split_whitespace(text: str) -> list[str]:
     """Rust's `split_whitespace`: runs of White_Space separate, empty pieces dropped."""
-    pieces: list[str] = []
-    start = None
-    for i, ch in enumerate(text):
-        if ch in _WHITESPACE_SET:
-            if start is not None:
-                pieces.append(text[start:i])
-                start = None
-        elif start is None:
-            start = i
-    if start is not None:
-        pieces.append(text[start:])
-    return pieces
+    return _WORD.findall(text)
 
 
 def split(text: str, sep: str, limit: int | None = None) -> list[str]:
