@@ -327,3 +327,12 @@ def test_a_bad_helper_section_is_refused_at_start_though_services_are_lazy(
     assert f"config/kernel.yaml:5: {reason}" in run.stderr, run.stderr
     assert f"config/kernel.yaml:5: {reason}" in check.stdout, check.stdout
     assert config.is_file() and not (tmp_path / "data").exists()
+
+
+def test_python_dash_m_is_the_same_command() -> None:
+    from agentkernel import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkernel", "--version"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, f"agentkernel {__version__}")

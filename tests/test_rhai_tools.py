@@ -239,3 +239,24 @@ def test_malformed_json_names_no_fake_position(kernel: Kernel, make_tool: ToolFa
     content = str(run(kernel, "badjson")["content"])
     assert content.startswith("Syntax error: Expecting name of a property (line 1, position 2)")
     assert ":0:0" not in content
+
+
+def test_helpers_are_registered_once_not_on_every_call(
+    kernel: Kernel, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registering ~250 helper natives per call cost ~2 ms a Rhai tool call (issue 10)."""
+    from agentkernel.scripting.rhai.stdlib import Library
+
+    make_tool("echo", 'fn run(args) { caller(); "none" }', ext=".rhai")
+    assert run(kernel, "echo")["content"] == "none"
+    registered: list[str] = []
+    original = Library.register
+
+    def counting(self: Library, name: str, *rest: object, **options: object) -> None:
+        registered.append(name)
+        original(self, name, *rest, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Library, "register", counting)
+    assert run(kernel, "echo")["content"] == "none"
+    assert run(kernel, "echo")["content"] == "none"
+    assert registered == []

@@ -116,7 +116,7 @@ class RhaiEngine:
 
     def __init__(self) -> None:
         self._library = build_library()
-        self._bound: tuple[str, ...] = ()
+        self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 
     def _engine(self, limits: ScriptLimits | None = None) -> Engine:
@@ -143,8 +143,9 @@ class RhaiEngine:
         return RhaiScript(path, compiled)
 
     def _bind_helpers(self, names: tuple[str, ...]) -> None:
-        """Register each helper once as a native that finds its binding on the runtime."""
-        if names == self._bound:
+        """Register each helper once as a native that finds its binding on the runtime
+        (a call whose helpers are all registered already does no work here)."""
+        if self._bound.issuperset(names):
             return
         with self._lock:
             for name in names:
@@ -152,6 +153,7 @@ class RhaiEngine:
                     native = _helper_native(name)
                     for arity in range(MAX_HELPER_ARGS + 1):
                         self._library.register(name, (ANY,) * arity, native, needs_context=True)
+            self._bound = self._bound.union(names)
 
     def _runtime(self, script: RhaiScript, binding: HelperBinding, limits: ScriptLimits) -> _ToolRuntime:
         self._bind_helpers(binding.names)
