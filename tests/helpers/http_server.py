@@ -6,6 +6,7 @@ Every route is something a hostile or broken server does to a client:
     /status/N        status N, body "status N"
     /slow?secs=S     answers after S seconds
     /drip?n=N        promises N bytes, then sends one every 0.1 s (per-read timeouts never fire)
+                     (both note their request in `answered` once they have sent it all)
     /redirect?to=U&code=C   C (default 302) to U
     /redirect-big?to=U      302 to U that also promises a 1 GiB body
     /loop            302 to itself, forever
@@ -19,7 +20,10 @@ Every route is something a hostile or broken server does to a client:
 
 Waits are cut short by `stop()`, and the threads are daemons, so a test
 never waits on the server. `requests` counts what arrived; `huge_sent`
-counts the bytes /huge managed to push before the client hung up.
+counts the bytes /huge managed to push before the client hung up; `answered`
+tells whether /slow or /drip had finished a request (by its path and query)
+when a client came back, which is how a test sees that a timeout fired early
+without reading a clock.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def r_slow(self, path: str, query: dict[str, str], body: bytes) -> None:
         self.server.stopping.wait(float(query.get("secs", "5")))
+        self.server.mark_answered(self.path)
         self.reply(200, b"slow done")
 
     def r_drip(self, path: str, query: dict[str, str], body: bytes) -> None:
@@ -106,6 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(b".")
             self.wfile.flush()
+        self.server.mark_answered(self.path)
 
     def r_redirect(self, path: str, query: dict[str, str], body: bytes) -> None:
         self.reply(int(query.get("code", "302")), b"moving", {"Location": query["to"]})
@@ -179,6 +185,7 @@ class LocalHTTPServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self.requests: dict[str, int] = {}
         self.huge_sent = 0
+        self._answered: set[str] = set()
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -201,6 +208,15 @@ class LocalHTTPServer(ThreadingHTTPServer):
     def add_sent(self, size: int) -> None:
         with self._lock:
             self.huge_sent += size
+
+    def mark_answered(self, path: str) -> None:
+        with self._lock:
+            self._answered.add(path)
+
+    def answered(self, path: str) -> bool:
+        """Whether /slow or /drip had sent all of its answer to the request for `path` (with query)."""
+        with self._lock:
+            return path in self._answered
 
     def total_requests(self) -> int:
         with self._lock:

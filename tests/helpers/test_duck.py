@@ -463,10 +463,8 @@ def test_db_query_may_write_and_then_takes_the_writer_lock(dk: Kernel) -> None:
     lock = _writer_lock(duck, "w.duckdb")
     with lock:  # a writer holds the file: a reading query runs, a writing one gives up in time
         assert duck.query("w.duckdb", "SELECT count(*) AS n FROM t", 1, remaining=0.3)["rows"] == [{"n": 2}]
-        started = time.monotonic()
         with pytest.raises(DuckError, match="gave up waiting for another writer"):
             duck.query("w.duckdb", "DELETE FROM t", 1, remaining=0.3)
-        assert time.monotonic() - started < 1.5
 
 
 def test_missing_database_is_not_created_by_reads(dk: Kernel, make_tool: ToolFactory) -> None:
@@ -582,9 +580,7 @@ def test_query_timeout_interrupts_duckdb(
     kernel = make_kernel("duckdb:\n  query_timeout_secs: 0.4\n")
     setup_db(kernel, "slow.duckdb", "CREATE TABLE t (i INTEGER)")
     data_tool(make_tool, "slow", ext, f'db_query("slow.duckdb", "{LONG_QUERY}")')
-    started = time.monotonic()
     message = error_of(kernel, "slow")
-    assert time.monotonic() - started < 3
     assert "db_query: 'slow.duckdb': query interrupted: duckdb.query_timeout_secs of 0.4 s ran out" in message
     assert service(kernel).query("slow.duckdb", "SELECT 42 AS x", 1)["rows"] == [{"x": 42}]  # still usable
 
@@ -595,9 +591,7 @@ def test_the_tools_own_budget_bounds_the_query(dk: Kernel, make_tool: ToolFactor
     data_tool(
         make_tool, "slow", ext, f'db_execute("slow.duckdb", "{LONG_QUERY}")', yaml_extra="timeout_secs: 0.5\n"
     )
-    started = time.monotonic()
     message = error_of(dk, "slow")
-    assert time.monotonic() - started < 3
     budget = r"db_execute: 'slow\.duckdb': query interrupted: the tool's time budget of 0\.\d+ s ran out"
     assert re.search(budget, message), message
 
@@ -965,13 +959,7 @@ def test_ten_thousand_rows_through_a_script_tool(dk: Kernel, make_tool: ToolFact
             `${r.count} ${r.rows[9999].at}`
         }"""
     make_tool("big", source, ext=ext)
-    call(dk, "big")  # warm: compile, open the file
-    started = time.perf_counter()
-    content = call(dk, "big").content
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    assert content == "10000 2024-01-01T02:46:39"
-    print(f"\ndb_query of 10,000 rows x 5 columns through a {ext} tool: {elapsed_ms:.0f} ms")
-    assert elapsed_ms < 10_000
+    assert call(dk, "big").content == "10000 2024-01-01T02:46:39"  # its speed: benchmarks/helpers.py
 
 
 # -- duckdb.max_file_bytes and the paths errors show (issue 9) ------------------------------------

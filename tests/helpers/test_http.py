@@ -13,7 +13,6 @@ import json
 import re
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -160,12 +159,12 @@ TIMEOUT_FORMS = [
 def test_s8_3_the_timeout_argument_is_where_the_forms_say(
     kernel: Kernel, make_tool: ToolFactory, engine: str, server: LocalHTTPServer, expr: str
 ) -> None:
-    start = time.monotonic()
-    result = probe(kernel, make_tool, engine, expr, server.base)
-    assert time.monotonic() - start < 1.5
+    path = f"/slow?secs=60&id={fresh_name('t')}"  # a minute: it cannot answer first, however loaded
+    result = probe(kernel, make_tool, engine, expr.replace("/slow?secs=3", path), server.base)
+    assert not server.answered(path)  # the call came back while the server still held its answer
     assert result["status"] == 0 and result["body"] == ""
     assert re.fullmatch(
-        r"http(_\w+)?: [A-Z]+ http://127\.0\.0\.1:\d+/slow\?secs=3: timed out after 0\.1 s",
+        r"http(_\w+)?: [A-Z]+ http://127\.0\.0\.1:\d+/slow\?secs=60&id=t\d+: timed out after 0\.1 s",
         str(result["error"]),
     ), result
 
@@ -183,12 +182,12 @@ def test_s8_3_the_scripts_time_limit_caps_the_timeout(
     kernel: Kernel, make_tool: ToolFactory, engine: str, server: LocalHTTPServer
 ) -> None:
     """A 20 s timeout in a tool allowed 0.5 s ends with the tool, not 20 s later."""
-    start = time.monotonic()
     name = fresh_name("capped")
-    source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", 'http_get(u + "/slow?secs=5", 20)')
+    path = f"/slow?secs=60&id={name}"
+    source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", f'http_get(u + "{path}", 20)')
     make_tool(name, source, ext=engine, yaml_extra="timeout_secs: 0.5\n")
     result = kernel.call_tool(name, {"base": server.base})
-    assert time.monotonic() - start < 1.5
+    assert not server.answered(path)
     if result.success:  # the script got its answer back before its own clock ran out
         assert isinstance(result.data, dict)
         assert str(result.data["error"]).endswith("(the script's time limit)"), result.data
@@ -200,9 +199,9 @@ def test_a_dripping_server_cannot_outlast_the_timeout(
     kernel: Kernel, make_tool: ToolFactory, engine: str, server: LocalHTTPServer
 ) -> None:
     """One byte every 0.1 s never trips a per-read timeout; the whole exchange still ends on time."""
-    start = time.monotonic()
-    result = probe(kernel, make_tool, engine, 'http_get(u + "/drip?n=100", 0.4)', server.base)
-    assert time.monotonic() - start < 1.2
+    path = f"/drip?n=600&id={fresh_name('t')}"  # a minute of dripping
+    result = probe(kernel, make_tool, engine, f'http_get(u + "{path}", 0.4)', server.base)
+    assert not server.answered(path)  # the client hung up long before the last byte
     assert result["status"] == 0 and str(result["error"]).endswith("timed out after 0.4 s"), result
 
 
@@ -250,19 +249,19 @@ def test_a_hanging_dns_lookup_is_bounded_by_the_timeout(
     kernels: Kernels, make_tool: ToolFactory, engine: str
 ) -> None:
     """getaddrinfo has no timeout of its own; the helper still answers on time."""
-    release = threading.Event()
+    release, returned = threading.Event(), threading.Event()
 
     def hanging(host: str, port: int) -> list[str]:
-        release.wait(10)
+        release.wait(60)
+        returned.set()
         return ["127.0.0.1"]
 
     kernel = kernels.build(resolver=hanging)
-    start = time.monotonic()
     try:
         result = probe(kernel, make_tool, engine, 'http_get("http://slow-dns.example/", 0.2)', "")
+        assert not returned.is_set()  # the helper answered while the lookup still hung
     finally:
         release.set()
-    assert time.monotonic() - start < 1
     assert result["error"] == "http_get: GET http://slow-dns.example/: timed out after 0.2 s"
 
 
@@ -396,9 +395,7 @@ def test_a_huge_body_is_cut_at_the_cap_while_streaming(
     """1 GiB offered, plain, declared or as a 20 KiB gzip bomb: the client stops near 64 KiB."""
     kernel = kernels.build("http:\n  max_response_bytes: 65536\n")
     sent_before = server.huge_sent
-    start = time.monotonic()
     result = probe(kernel, make_tool, engine, f'http_get(u + "{path}")', server.base)
-    assert time.monotonic() - start < 3
     assert result == {"status": 0, "body": "", "error": CAP_ERROR.format(base=server.base, path=path)}
     assert server.huge_sent - sent_before < 32 << 20  # what socket buffers absorb, not the gigabyte
 
@@ -435,9 +432,10 @@ def test_redirects_are_followed(
 def test_a_redirects_own_body_is_never_read(
     kernel: Kernel, make_tool: ToolFactory, engine: str, server: LocalHTTPServer
 ) -> None:
-    start = time.monotonic()
+    sent_before = server.huge_sent
     seen = echoed(probe(kernel, make_tool, engine, 'http_get(u + "/redirect-big?to=/echo")', server.base))
-    assert seen["path"] == "/echo" and time.monotonic() - start < 2
+    assert seen["path"] == "/echo"
+    assert server.huge_sent - sent_before < 32 << 20  # what socket buffers absorb, not the promised GiB
 
 
 def test_redirect_loops_stop_at_max_redirects(

@@ -143,7 +143,10 @@ def test_a_link_flipped_in_and_out_never_lets_a_read_through(kernel: Kernel, ali
     (data / "shared").mkdir(parents=True)
     (data / "probe.txt").write_text("outside")  # what the link would reach
     outcomes = race_a_link_flipper(
-        data / "shared" / "sub", data, lambda: service.read_file("data/shared/sub/probe.txt")
+        data / "shared" / "sub",
+        data,
+        lambda: service.read_file("data/shared/sub/probe.txt"),
+        wanted=("refused",),
     )
     assert outcomes == {"done": 0, "refused": outcomes["refused"]} and outcomes["refused"] > 0
 

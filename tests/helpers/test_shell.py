@@ -9,9 +9,10 @@ a shell would mangle, many calls at once.
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -95,18 +96,21 @@ def temp_dir(kernel: Kernel) -> Path:
     return temp
 
 
-def gone(pid: int, within: float = 3.0) -> bool:
-    """Whether the process is dead (absent, or a zombie waiting for init) within `within` seconds."""
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.02)
-    return False
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Whether the process is dead (absent, or a zombie waiting for init), waiting on its exit.
+
+    A pidfd becomes readable when the process ends, so this wakes at the exit
+    itself; `within` is only a safety net for a process that survived.
+    """
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([handle], [], [], within)
+        return bool(readable)
+    finally:
+        os.close(handle)
 
 
 # -- S13.1 shell: the result shape -----------------------------------------------------------------
@@ -144,9 +148,7 @@ def test_s13_1_exit_by_a_signal_is_128_plus_n(kernel: Kernel, make_tool: ToolFac
 
 
 def test_s13_1_shell_timeout(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
-    start = time.monotonic()
     result = run_shell(kernel, make_tool, engine, "echo started; sleep 30", timeout=0.5)
-    assert time.monotonic() - start < 3
     assert result["ok"] is False and result["exit_code"] == -1
     assert result["stdout"] == "started\n"  # what came before the timeout is kept
     assert result["stderr"] == "shell: timed out after 0.5s; the process group was killed"
@@ -170,9 +172,7 @@ def test_s13_1_timeout_is_capped_by_the_scripts_own_clock(
         ext=engine,
         yaml_extra="timeout_secs: 1\n",
     )
-    start = time.monotonic()
     result = kernel.dispatcher.call("capped", {}, kernel.caller(session_id="s-1"))
-    assert time.monotonic() - start < 2.5
     # the helper returns at the script's deadline; the engine may then end the script on its clock
     if result.success:
         stderr = json.loads(result.content)["stderr"]
@@ -288,18 +288,14 @@ def test_s13_3_background_jobs_do_not_outlive_the_call(
     kernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
     """`cmd &` returns at once (the job holds the pipes, yet the call does not wait) and the job dies."""
-    start = time.monotonic()
     result = run_shell(kernel, make_tool, engine, "sleep 300 & echo $!")
-    assert time.monotonic() - start < 2
-    assert result["ok"] is True
+    assert result["ok"] is True  # had the call waited for the job, the default timeout would have ended it
     assert gone(int(str(result["stdout"]).strip()))
 
 
 def test_s13_3_stdin_is_closed(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
-    start = time.monotonic()
     assert run_shell(kernel, make_tool, engine, 'cat; read line; echo "[$line]"')["stdout"] == "[]\n"
-    assert run_exec(kernel, make_tool, engine, "cat", [])["ok"] is True
-    assert time.monotonic() - start < 3
+    assert run_exec(kernel, make_tool, engine, "cat", [])["ok"] is True  # not a timeout waiting on stdin
 
 
 # -- output limits ---------------------------------------------------------------------------------
@@ -310,10 +306,8 @@ def test_floods_on_both_pipes_are_capped_without_deadlock(
 ) -> None:
     kernel = build_kernel(project, "shell:\n  max_output_bytes: 1000\n")
     cmd = "head -c 3000000 /dev/zero | tr '\\0' o; head -c 2000000 /dev/zero | tr '\\0' e >&2; echo done >&2"
-    start = time.monotonic()
     result = run_shell(kernel, make_tool, engine, cmd)
-    assert time.monotonic() - start < 5
-    assert result["ok"] is True
+    assert result["ok"] is True  # a deadlock would have ended in the timeout
     assert (
         result["stdout"] == "o" * 1000 + "\n[stdout truncated: 2,999,000 more bytes over the limit of 1,000]"
     )
@@ -452,39 +446,59 @@ def test_a_section_that_is_not_a_mapping(project: Path) -> None:
 # -- many at once ----------------------------------------------------------------------------------
 
 
-def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFactory) -> None:
+# Each call logs "+" when it starts and "-" before it ends (appends of a few bytes are atomic), and
+# the first four wait until four have started: a limit of fewer slots would stall them into the timeout.
+SLOT_CALL = (
+    'echo + >> "$LOG"; until [ "$(grep -c + "$LOG")" -ge 4 ]; do sleep 0.01; done; echo - >> "$LOG"; echo $I'
+)
+
+
+def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFactory, tmp_path: Path) -> None:
     """16 tools at once (JS and Rhai) with `max_concurrent: 4`: all finish, four at a time."""
     kernel = build_kernel(project, "shell:\n  max_concurrent: 4\n")
-    make_tool("js_sleep", "function run(args) { return shell(`sleep 0.25; echo ${args.i}`).stdout; }")
-    make_tool("rhai_sleep", "fn run(args) { shell(`sleep 0.25; echo ${args.i}`).stdout }", ext=".rhai")
+    make_tool("js_slot", "function run(args) { return shell(args.cmd, 20).stdout; }")
+    make_tool("rhai_slot", "fn run(args) { shell(args.cmd, 20).stdout }", ext=".rhai")
+    log = tmp_path / "slots.log"
     results: dict[int, str] = {}
 
     def one(i: int) -> None:
-        name = "js_sleep" if i % 2 else "rhai_sleep"
-        results[i] = kernel.dispatcher.call(name, {"i": i}, kernel.caller(session_id=f"s-{i}")).content
+        name = "js_slot" if i % 2 else "rhai_slot"
+        cmd = SLOT_CALL.replace("$LOG", str(log)).replace("$I", str(i))
+        results[i] = kernel.dispatcher.call(name, {"cmd": cmd}, kernel.caller(session_id=f"s-{i}")).content
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
-    start = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
-    elapsed = time.monotonic() - start
+        thread.join(60)  # a safety net: the calls' own timeout is 20 s
     assert results == {i: f"{i}\n" for i in range(16)}
-    assert 1.0 <= elapsed < 6, elapsed  # 16 / 4 slots x 0.25 s, not 16 x 0.25 s
+    running, most = 0, 0
+    for mark in log.read_text().split():
+        running += 1 if mark == "+" else -1
+        most = max(most, running)
+    assert most == 4  # four at once, never a fifth
 
 
-def test_waiting_for_a_slot_is_bounded_by_the_timeout(project: Path, make_tool: ToolFactory) -> None:
+def test_waiting_for_a_slot_is_bounded_by_the_timeout(
+    project: Path, make_tool: ToolFactory, tmp_path: Path
+) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
     service = kernel.services.get("shell")
     assert isinstance(service, ShellService)
+    started, release = tmp_path / "started", tmp_path / "release"
+    os.mkfifo(started)
+    os.mkfifo(release)
+    holder_argv = ["sh", "-c", f'echo up > "{started}"; read line < "{release}"']
     holder = threading.Thread(
-        target=service.run, args=(["sleep", "0.8"],), kwargs={"timeout": 5, "cwd": None, "env": {}}
+        target=service.run, args=(holder_argv,), kwargs={"timeout": 60, "cwd": None, "env": {}}
     )
     holder.start()
-    time.sleep(0.2)
-    result = run_shell(kernel, make_tool, ".js", "echo hi", timeout=0.3)
-    holder.join(5)
+    assert started.read_text() == "up\n"  # the holder runs: the only slot is taken
+    try:
+        result = run_shell(kernel, make_tool, ".js", "echo hi", timeout=0.3)
+    finally:
+        release.write_text("go\n")
+        holder.join(60)
     assert result == {
         "ok": False,
         "exit_code": -1,

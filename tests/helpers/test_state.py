@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -1222,16 +1221,13 @@ def test_store_threads_without_scripts(store: SqliteStateStore) -> None:
 
 WORKER = textwrap.dedent(
     """
-    import json, sys, time
-    from pathlib import Path
+    import json, sys
     from agentkernel.services.state import Namespace, SqliteStateStore
 
-    path, who, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    path, who = sys.argv[1], sys.argv[2]
     ns = Namespace("global", "")
     print("ready", flush=True)
-    deadline = time.monotonic() + 30
-    while not go.exists() and time.monotonic() < deadline:
-        time.sleep(0.001)
+    sys.stdin.readline()  # "go": both start together
     with SqliteStateStore(path) as store:  # both open the fresh file at once: WAL switch, schema
         lengths = [store.push(ns, "log", f"{who}:{i}") for i in range(300)]
         added = [i for i in range(200) if store.sadd(ns, "members", i)]
@@ -1241,10 +1237,11 @@ WORKER = textwrap.dedent(
 
 
 def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(tmp_path: Path) -> None:
-    path, go = tmp_path / "state.db", tmp_path / "go"
+    path = tmp_path / "state.db"
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(path), str(who), str(go)],
+            [sys.executable, "-c", WORKER, str(path), str(who)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=REPO,
@@ -1254,7 +1251,10 @@ def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(tmp_path: Path) -
     try:
         for worker in workers:
             assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
-        go.touch()
+        for worker in workers:
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
         reports = [json.loads(worker.communicate(timeout=60)[0]) for worker in workers]
     finally:
         for worker in workers:
@@ -1284,22 +1284,25 @@ def locked_file(tmp_path: Path) -> Iterator[Path]:
     holder.close()
 
 
+def busy_timeout_ms(store: SqliteStateStore) -> int:
+    """The busy wait SQLite was last told to use on the store's connection."""
+    assert store._conn is not None
+    return int(store._conn.execute("PRAGMA busy_timeout").fetchone()[0])
+
+
 def test_a_locked_file_gives_up_by_the_timeout(locked_file: Path) -> None:
     ns = Namespace("global", "")
     with SqliteStateStore(locked_file) as store:
-        started = time.monotonic()
         with pytest.raises(StateBusyError, match="locked by another writer"):
             store.set(ns, "k", 1, timeout=0.3)
-        assert 0.2 < time.monotonic() - started < 2
+        assert busy_timeout_ms(store) == 300  # SQLite's own wait was the caller's, not the 10 s default
         assert store.get(ns, "k", timeout=0.3) is None  # readers do not wait for the writer
 
 
 def test_the_thread_lock_wait_is_bounded(store: SqliteStateStore) -> None:
-    with store._lock:  # another thread's operation in flight
-        started = time.monotonic()
-        with pytest.raises(StateBusyError, match="stayed busy"):
-            store.get(Namespace("global", ""), "k", timeout=0.1)
-        assert time.monotonic() - started < 1
+    busy = pytest.raises(StateBusyError, match=r"stayed busy for 0\.1 s")
+    with store._lock, busy:  # another thread's operation in flight
+        store.get(Namespace("global", ""), "k", timeout=0.1)
 
 
 def test_a_script_is_not_held_past_its_time_limit(
@@ -1312,8 +1315,11 @@ def test_a_script_is_not_held_past_its_time_limit(
         yaml_extra="timeout_secs: 0.5\n",
     )
     try:
-        started = time.monotonic()
         result = kernel.call_tool("writer", {}, kernel.caller())
-        assert not result.success and time.monotonic() - started < 2.5, result.content
+        assert not result.success, result.content
+        assert "state_set: the state store is locked by another writer" in result.content, result.content
+        store = kernel.services.get("state")
+        assert isinstance(store, SqliteStateStore)
+        assert 0 < busy_timeout_ms(store) <= 500  # the script's remaining time, not the 10 s default
     finally:
         close_store(kernel)

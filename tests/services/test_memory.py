@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -397,16 +396,13 @@ def test_threads_with_their_own_stores_on_one_file_lose_nothing(db: Path) -> Non
 
 WRITER = textwrap.dedent(
     """
-    import sys, time
-    from pathlib import Path
+    import sys
     from agentkernel.services.memory import SqliteMessageStore
 
-    path, tag, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = SqliteMessageStore(path)
-    (folder / f"ready-{tag}").touch()
-    deadline = time.monotonic() + 30
-    while not (folder / "go").exists() and time.monotonic() < deadline:
-        time.sleep(0.001)
+    print("ready", flush=True)
+    sys.stdin.readline()  # "go": both start together
     for i in range(n):
         store.append("shared", "user", "user", f"{tag} {i}")
     store.close()
@@ -418,15 +414,21 @@ def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path) 
     per_process, tags = 300, ("p0", "p1")
     SqliteMessageStore(db).close()  # created up front, so both writers race on appends only
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db), tag, str(per_process), str(tmp_path)])
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), tag, str(per_process)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for tag in tags
     ]
     try:
-        deadline = time.monotonic() + 30
-        while not all((tmp_path / f"ready-{tag}").exists() for tag in tags):
-            assert time.monotonic() < deadline, "writers did not start"
-            time.sleep(0.005)
-        (tmp_path / "go").touch()
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         assert [proc.wait(timeout=60) for proc in procs] == [0, 0]
     finally:
         for proc in procs:
