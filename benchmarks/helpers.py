@@ -1,6 +1,6 @@
 """Helpers' speed from script tools (issue: helpers I, speed).
 
-    .venv/bin/python benchmarks/helpers.py [--calls 200] [--state-ops 5000]
+    .venv/bin/python benchmarks/helpers.py [--calls 200] [--state-ops 5000] [--smoke]
 
 1. `db_query` of 10,000 rows through a script tool (JS and Rhai), the whole
    dispatch path, warm; and the DuckDB service alone.
@@ -44,6 +44,7 @@ def project(root: Path) -> Kernel:
     (root / "config" / "scripts" / "hooks").mkdir(parents=True)
     (root / "config" / "kernel.yaml").write_text(
         "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
+        "http:\n  allow_private: true\n"  # the local server is on 127.0.0.1 (off by default, issue 8)
     )
     sources = {
         "q_js.js": 'function run(a) { return String(db_query("bench.duckdb", QUERY, 10000).count); }'.replace(
@@ -86,7 +87,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="tool calls per http figure")
     parser.add_argument("--query-calls", type=int, default=20, help="tool calls per db_query figure")
     parser.add_argument("--state-ops", type=int, default=5000, help="0 skips the state/Redis part")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.query_calls, options.state_ops = 2, 1, 20
     with tempfile.TemporaryDirectory() as folder, LocalHTTPServer() as server:
         kernel = project(Path(folder))
         setup = ScriptCall(kernel.caller(user_id="bench"), "benchmarks/helpers.py")
@@ -100,10 +106,12 @@ def main() -> None:
         print(line("Rhai tool", time_tool(kernel, "h_rhai", url, options.calls, "200")))
     if options.state_ops:
         print("state_set/state_get vs Redis (benchmarks/state_vs_redis.py):", flush=True)
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, str(REPO / "benchmarks" / "state_vs_redis.py"), "--ops", str(options.state_ops)],
             check=False,
         )
+        if done.returncode != 0:
+            raise SystemExit(f"benchmarks/state_vs_redis.py failed (exit status {done.returncode})")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The hook pipeline's cost per message, and whole-loop throughput (issue: the kernel, speed).
 
-    .venv/bin/python benchmarks/hooks.py [--messages 2000] [--sessions 50] [--turns 10]
+    .venv/bin/python benchmarks/hooks.py [--messages 2000] [--sessions 50] [--turns 10] [--smoke]
 
 1. Overhead of a turn's hooks: two script hooks, one JavaScript and one Rhai
    (the shipped `audit.rhai` and the same hook in JS), through the kernel's
@@ -104,7 +104,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=16, help="llm.max_concurrency")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.messages, options.sessions, options.turns = 5, 2, 2
     with FakeLLMServer(max_requests=10**9) as server, tempfile.TemporaryDirectory() as folder:
         server.respond_with(
             lambda request: Reply(text="Хорошо, готово.", prompt_tokens=30, completion_tokens=5)

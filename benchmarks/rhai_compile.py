@@ -1,6 +1,6 @@
 """How Rhai compile time grows with the size of a script (issue 9: compile must be linear).
 
-    .venv/bin/python benchmarks/rhai_compile.py [--sizes 1000,10000,100000] [--only lets,map]
+    .venv/bin/python benchmarks/rhai_compile.py [--sizes 1000,10000,100000] [--only lets,map] [--smoke]
 
 Each case generates a script with N of one construct (N `let`s, a map
 literal of N keys, N closures…) and times `Engine.compile` on it: the lexer,
@@ -112,7 +112,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--only", help="comma-separated subset of " + ",".join(CASES))
     parser.add_argument("--give-up", type=float, default=60.0, help="seconds; skip larger sizes after")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.sizes = "100"
     sizes = [int(s) for s in options.sizes.split(",")]
     names = options.only.split(",") if options.only else list(CASES)
     print(f"{'case':<12} {'N':>8} {'source KB':>10} {'compile s':>10} {'µs/item':>9}")

@@ -1,6 +1,6 @@
 """Start-up time of the command line, beside `python3 -c pass` (issue 8, point 1).
 
-    .venv/bin/python benchmarks/startup.py [--runs 10] [--bin DIR] [--project DIR]
+    .venv/bin/python benchmarks/startup.py [--runs 10] [--bin DIR] [--project DIR] [--smoke]
 
 Each round runs every command once, in turn (so a busy moment hurts all of
 them alike); the figures are medians over the rounds, and each command's
@@ -55,7 +55,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="rounds to take the median of")
     parser.add_argument("--bin", type=Path, default=BIN, help="the bin folder of the installation to time")
     parser.add_argument("--project", type=Path, default=REPO, help="where the tool commands run")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.runs = 1
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "AGENTKERNEL_CONFIG")}
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "print1.rhai"

@@ -32,6 +32,7 @@ Run it by hand:
 
     .venv/bin/python benchmarks/state_vs_redis.py
     .venv/bin/python benchmarks/state_vs_redis.py --ops 20000 --json
+    .venv/bin/python benchmarks/state_vs_redis.py --smoke   # 20 operations: does it run?
 
 The exit status is 0 when every measured operation returned what it should.
 """
@@ -333,7 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--ops", type=int, default=5000, help="operations per figure (default 5000)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     options = parser.parse_args(argv)
+    if options.smoke:
+        options.ops = 20
     problems: list[str] = []
     figures: dict[str, float] = {}
     why_no_redis: str | None = None

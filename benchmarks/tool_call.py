@@ -290,7 +290,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--node-calls", type=int, default=50, help="timed node-per-call runs; 0 skips them (default 50)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.calls, args.warmup, args.node_calls = 5, 1, 1
     if args.calls < 1:
         parser.error("--calls must be at least 1")
     if args.warmup < 0 or args.node_calls < 0:

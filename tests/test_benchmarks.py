@@ -1,0 +1,71 @@
+"""Every benchmark still runs: each once with `--smoke` (tiny counts), as CI runs the suite.
+
+A benchmark nobody runs rots (benchmarks/helpers.py once lost its HTTP figures
+to a default that changed under it). This runs each as a subprocess and checks
+it exits 0 and prints its figure lines; it never looks at the figures
+themselves, which a smoke run's tiny counts make meaningless.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+NUMBER = r"[\d,.]+"
+RHAI_SCRIPTS = ("loop", "fib", "sieve", "objects")
+
+# benchmark → the lines (regular expressions, multiline) its figures must show
+FIGURES: dict[str, list[str]] = {
+    "tool_call.py": [
+        rf"agentkernel dispatcher\.call\s+p50\s+{NUMBER}",
+        rf"same tool in Rhai \(text_stats_rhai\)\s+p50\s+{NUMBER}",
+        rf"node -e per call\s+p50\s+{NUMBER}|^node per call: skipped",  # node may be missing
+    ],
+    "rhai_speed.py": [
+        rf"^{name}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}" for name in ("loop", "fib", "sieve", "objects")
+    ],
+    "rhai_compile.py": [rf"^{case}\s+100\s+" for case in ("lets", "map", "closures", "statements", "deep")],
+    "startup.py": [
+        r"ratio to python -c pass",
+        rf"^\s+agentkernel --version\s+{NUMBER} ms\s+{NUMBER}x$",
+        rf"^\s+tool run text_stats \(JS\)\s+{NUMBER} ms\s+{NUMBER}x$",
+    ],
+    "state_vs_redis.py": [
+        rf"state_set\+state_get from one JS tool call\s+{NUMBER} ops/s",
+        rf"SqliteStateStore\.set\s+{NUMBER} ops/s",
+    ],
+    "hooks.py": [rf"^hook pipeline.* p50 {NUMBER} ms", rf"^agent loop: 4 turns in {NUMBER} s"],
+    "helpers.py": [
+        r"^db_query of 10,000 rows",
+        rf"^\s+JS tool\s+p50\s+{NUMBER} ms",
+        rf"^\s+Rhai tool\s+p50\s+{NUMBER} ms",
+        r"^http_get against ",
+        rf"SqliteStateStore\.get\s+{NUMBER} ops/s",
+    ],
+}
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    assert sorted(path.name for path in BENCHMARKS.glob("*.py")) == sorted(FIGURES)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_benchmark_runs_in_smoke_mode(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / name), "--smoke"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a safety net against a hang, not a speed check
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for figure in FIGURES[name]:
+        assert re.search(figure, done.stdout, re.MULTILINE), (
+            f"{name}: no line like {figure!r}:\n{done.stdout}"
+        )
