@@ -30,6 +30,7 @@ from tests.helpers.http_server import LocalHTTPServer  # noqa: E402
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
 from agentkernel.scripting.helpers import ScriptCall  # noqa: E402
+from agentkernel.types import JSONValue  # noqa: E402
 
 ROWS = 10_000
 DB_SETUP = (
@@ -63,7 +64,7 @@ def project(root: Path) -> Kernel:
     return Kernel(load_kernel_config(root / "config" / "kernel.yaml"))
 
 
-def time_tool(kernel: Kernel, tool: str, args: dict[str, object], calls: int, want: str) -> list[float]:
+def time_tool(kernel: Kernel, tool: str, args: dict[str, JSONValue], calls: int, want: str) -> list[float]:
     caller = kernel.caller(user_id="bench")
     timings = []
     for index in range(calls + 5):
@@ -101,7 +102,7 @@ def main() -> None:
         print(line("JS tool", time_tool(kernel, "q_js", {}, options.query_calls, str(ROWS))))
         print(line("Rhai tool", time_tool(kernel, "q_rhai", {}, options.query_calls, str(ROWS))))
         print(f"http_get against {server.base} (a small JSON echo), one tool call each:")
-        url = {"url": f"{server.base}/echo"}
+        url: dict[str, JSONValue] = {"url": f"{server.base}/echo"}
         print(line("JS tool", time_tool(kernel, "h_js", url, options.calls, "200")))
         print(line("Rhai tool", time_tool(kernel, "h_rhai", url, options.calls, "200")))
     if options.state_ops:

@@ -32,6 +32,7 @@ from tests.fakes import FakeLLMServer, Reply  # noqa: E402
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.agent.loop import LoopEvent  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
+from agentkernel.types import JSONValue  # noqa: E402
 
 JS_AUDIT = """
 function before_user_message(ctx, msg) {
@@ -67,8 +68,8 @@ def make_project(root: Path, base_url: str, concurrency: int) -> Path:
 def bench_pipeline(kernel: Kernel, messages: int) -> list[float]:
     hooks = list(kernel.catalog.hooks().values())
     caller = kernel.caller(user_id="bench", session_id="bench")
-    question = {"role": "user", "content": "Привет, как посчитать слова в тексте?"}
-    answer = {"role": "assistant", "content": "Воспользуйтесь инструментом text_stats."}
+    question: dict[str, JSONValue] = {"role": "user", "content": "Привет, как посчитать слова в тексте?"}
+    answer: dict[str, JSONValue] = {"role": "assistant", "content": "Воспользуйтесь инструментом text_stats."}
     timings = []
     for index in range(messages + 100):
         started = time.perf_counter_ns()

@@ -146,7 +146,8 @@ def test_s16_3_list_for_shows_name_description_parameters(kernel: Kernel, make_t
     make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
     (entry,) = kernel.tools.list_for(kernel.caller())
     assert entry["name"] == "stats" and entry["description"] == "test tool stats"
-    assert entry["parameters"]["required"] == ["text"]  # type: ignore[index]
+    parameters = entry["parameters"]
+    assert isinstance(parameters, dict) and parameters["required"] == ["text"]
 
 
 def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -229,7 +230,7 @@ class ExplodingEngine:
 def test_crash_protection_turns_kernel_bugs_into_failed_results(
     kernel: Kernel, make_tool: ToolFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    kernel.host.engines[".boom"] = ExplodingEngine()  # type: ignore[assignment]
+    kernel.host.engines[".boom"] = ExplodingEngine()
     make_tool("boom", "anything", ext=".boom")
     make_tool("fine", "function run() { return 'fine'; }")
     with caplog.at_level(logging.ERROR, logger="agentkernel.dispatch"):

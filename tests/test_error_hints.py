@@ -12,6 +12,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.scripting.rhai import Engine
+from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
 WHY = (
@@ -19,7 +20,7 @@ WHY = (
 )
 
 
-def failure(kernel: Kernel, name: str, args: object) -> str:
+def failure(kernel: Kernel, name: str, args: JSONValue) -> str:
     result = kernel.call_tool(name, args)
     assert result.success is False, result.content
     assert result.error == result.content
@@ -189,7 +190,7 @@ def rhai_tool(make_tool: ToolFactory, body: str) -> None:
     ],
 )
 def test_rhai_property_of_a_missing_argument(
-    kernel: Kernel, make_tool: ToolFactory, source: str, args: dict[str, object], expected: str
+    kernel: Kernel, make_tool: ToolFactory, source: str, args: dict[str, JSONValue], expected: str
 ) -> None:
     rhai_tool(make_tool, source)
     assert failure(kernel, "r", args) == expected
@@ -197,7 +198,7 @@ def test_rhai_property_of_a_missing_argument(
 
 def test_many_arguments_are_listed_up_to_ten(kernel: Kernel, make_tool: ToolFactory) -> None:
     rhai_tool(make_tool, "fn run(args) { args.t.len }")
-    args = {f"a{i}": i for i in range(12)}
+    args: dict[str, JSONValue] = {f"a{i}": i for i in range(12)}
     assert failure(kernel, "r", args).endswith(
         "args.t: the argument 't' is missing"
         " (args has: a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, … (12 in all))"

@@ -6,6 +6,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.types import JSONValue
 from tests.conftest import REPO
 
 WARNING = "Не удалось проанализировать текст"
@@ -66,7 +67,9 @@ def test_text_stats_counts_the_same_in_both_engines(shipped: Kernel, text: str, 
         ({"amount": 2.5, "from": "EUR", "to": "EUR"}, "2.5 EUR = 2.5 EUR"),
     ],
 )
-def test_currency_reads_rates_from_its_yaml(shipped: Kernel, args: dict[str, object], content: str) -> None:
+def test_currency_reads_rates_from_its_yaml(
+    shipped: Kernel, args: dict[str, JSONValue], content: str
+) -> None:
     result = shipped.call_tool("currency", args)
     assert (result.content, result.success) == (content, True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,16 @@ from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
 
-def content(kernel: Kernel, name: str, **caller: str) -> str:
-    return kernel.dispatcher.call(name, {}, kernel.caller(**caller)).content
+def content(
+    kernel: Kernel,
+    name: str,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    template: str | None = None,
+) -> str:
+    caller = kernel.caller(user_id=user_id, session_id=session_id, template=template)
+    return kernel.dispatcher.call(name, {}, caller).content
 
 
 # -- S15 caller() ------------------------------------------------------------------
@@ -141,7 +150,13 @@ def custom_table() -> HelperTable:
     def total(call: ScriptCall, *numbers: JSONValue) -> JSONValue:
         return sum(n for n in numbers if isinstance(n, int | float))
 
-    for name, function in {"echo": echo, "explode": explode, "nan": nan, "total": total}.items():
+    functions: dict[str, Callable[..., JSONValue]] = {
+        "echo": echo,
+        "explode": explode,
+        "nan": nan,
+        "total": total,
+    }
+    for name, function in functions.items():
         table.register(name, function)
     return table
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
 
-def run(kernel: Kernel, name: str, args: object = None) -> dict[str, object]:
+def run(kernel: Kernel, name: str, args: JSONValue = None) -> dict[str, JSONValue]:
     return kernel.call_tool(name, {} if args is None else args).to_json()
 
 

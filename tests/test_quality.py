@@ -34,6 +34,7 @@ def test_ruff_format_is_clean() -> None:
 
 
 def test_mypy_strict_is_clean() -> None:
+    """src, tests and benchmarks (pyproject.toml's `files`): a test's wrong type is a test's bug too."""
     done = run_tool("mypy")
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -66,7 +67,7 @@ def test_lazy_packages_export_what_they_list() -> None:
     import agentkernel.scripting.rhai
 
     for package in (agentkernel, agentkernel.llm, agentkernel.scripting.rhai):
-        exports = package._EXPORTS  # type: ignore[attr-defined]
+        exports = package._EXPORTS
         assert set(package.__all__) - {"__version__"} == set(exports), package.__name__
         for name, module in exports.items():
             assert getattr(package, name) is getattr(importlib.import_module(module), name)

@@ -144,7 +144,7 @@ def test_s6_1_single_block_or_list_and_bad_ones_dropped_with_warnings() -> None:
 
 
 def test_oversized_visual_is_dropped_whole() -> None:
-    block = {"type": "text", "text": "x" * 500}
+    block: JSONValue = {"type": "text", "text": "x" * 500}
     kept, warnings = validate_visual(block, 200)
     assert kept == [] and "more than 200" in warnings[0]
 

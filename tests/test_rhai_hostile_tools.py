@@ -12,13 +12,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.hooks import HookPipeline
 from agentkernel.config import HookSpec, load_script_spec
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent
@@ -162,7 +163,7 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
     entered, release = threading.Event(), threading.Event()
     original = kernel.host.compile
 
-    def slow_compile(path: Path, deadline: float | None = None) -> object:
+    def slow_compile(path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
         if threading.current_thread() is worker:  # the worker's compile takes as long as we like
             entered.set()
             release.wait(60)

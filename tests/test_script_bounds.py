@@ -15,6 +15,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
 CLOCK_ONLY = "timeout_secs: 0.5\nmax_operations: 1000000000000\n"
@@ -200,8 +201,18 @@ def test_js_long_searches_give_the_same_answers(kernel: Kernel, make_tool: ToolF
     )
     pattern = "ab" * 150 + "c"
     text = ("ab" * 40_000 + pattern + "ab" * 30_000) * 2 + "ab" * 150
-    starts = [0, 1, 80_000, 80_001, 200_000, len(text) - len(pattern), len(text), len(text) + 5, -3]
-    result = kernel.call_tool("search", {"text": text, "pattern": pattern, "starts": starts})
+    starts: list[int] = [
+        0,
+        1,
+        80_000,
+        80_001,
+        200_000,
+        len(text) - len(pattern),
+        len(text),
+        len(text) + 5,
+        -3,
+    ]
+    result = kernel.call_tool("search", {"text": text, "pattern": pattern, "starts": list[JSONValue](starts)})
 
     def expected(start: int | None) -> list[object]:
         if start is None:

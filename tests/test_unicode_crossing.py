@@ -28,6 +28,7 @@ from agentkernel.agent.verdicts import parse_before_user_message
 from agentkernel.config import load_kernel_config
 from agentkernel.tools.results import normalize
 from agentkernel.tools.visual import validate_visual
+from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent
@@ -251,7 +252,7 @@ def test_measuring_allocates_nothing_like_the_text() -> None:
     """The same in-process, with the memory it takes: a 200 MB JSON text is never built."""
     from agentkernel.agent.verdicts import received
 
-    many = ["y" * 1_000_000] * 200
+    many: list[JSONValue] = ["y" * 1_000_000] * 200
     tracemalloc.start()
     try:
         content = normalize(many, max_visual_chars=2_000_000, max_result_chars=50_000)

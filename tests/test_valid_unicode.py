@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentkernel.types import JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate, repair_text, repair_value, surrogate_warning
 
 
@@ -12,7 +13,7 @@ def test_text() -> None:
 
 
 def test_values_in_place_keys_included() -> None:
-    value = {"k\udc00": ["x\ud83d", {"y": "\udbff"}, 1, None, True], "ok": "fine"}
+    value: dict[str, JSONValue] = {"k\udc00": ["x\ud83d", {"y": "\udbff"}, 1, None, True], "ok": "fine"}
     repaired, changed = repair_value(value)
     assert changed and repaired is value
     assert value == {"k\ufffd": ["x\ufffd", {"y": "\ufffd"}, 1, None, True], "ok": "fine"}
@@ -23,7 +24,7 @@ def test_values_in_place_keys_included() -> None:
 def test_scalars_and_deep_values() -> None:
     assert repair_value("\ud800") == ("\ufffd", True)
     assert repair_value(5) == (5, False)
-    deep: list[object] = ["\ud800"]
+    deep: JSONValue = ["\ud800"]
     for _ in range(10_000):
         deep = [deep]
     assert repair_value(deep)[1] is True  # iterative: no recursion limit

@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
@@ -65,7 +66,7 @@ def ends(project: Path, session: str) -> list[str]:
     return [content for _, kind, content in transcript(project, session) if kind == "end"]
 
 
-def chat_requests(server: FakeLLMServer) -> list[dict[str, object]]:
+def chat_requests(server: FakeLLMServer) -> list[dict[str, Any]]:
     return [r.body for r in server.requests if r.path == CHAT_PATH]
 
 
@@ -147,7 +148,7 @@ def test_reset_starts_a_new_session_and_exit_stops_reading(
     assert [c for _, k, c in transcript(agent_project, "s-old") if k == "user"] == ["раз"]
     assert [c for _, k, c in transcript(agent_project, new[1]) if k == "user"] == ["/два"]  # `//` escapes
     second = chat_requests(llm_server)[1]["messages"]
-    assert [m["role"] for m in second] == ["system", "user"], "the new session starts a new conversation"  # type: ignore[index]
+    assert [m["role"] for m in second] == ["system", "user"], "the new session starts a new conversation"
     assert llm_server.unexpected == 0
 
 
@@ -370,7 +371,7 @@ def test_ctrl_c_while_streaming_stops_that_answer_and_the_chat_goes_on(
     records = transcript(agent_project, "s-int")
     assert ("assistant", "agent", "Раз ") in records  # what was shown is kept
     second = chat_requests(llm_server)[1]["messages"]
-    assert [(m["role"], m["content"]) for m in second][1:] == [  # type: ignore[index]
+    assert [(m["role"], m["content"]) for m in second][1:] == [
         ("user", "считай"),
         ("assistant", "Раз "),
         ("user", "ещё раз"),

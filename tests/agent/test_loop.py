@@ -38,7 +38,7 @@ def test_a_plain_answer_streams_and_is_recorded(kernel_for: Kernel, llm_server: 
     chat = kernel_for.open_chat("tester", user_id="u1", session_id="s1")
     result, events = send(chat, "привет")
     assert (result.answer, result.reason.value) == ("Привет! Чем помочь?", "job_done")
-    assert "".join(e.data["text"] for e in events if e.kind == "token") == "Привет! Чем помочь?"
+    assert "".join(str(e.data["text"]) for e in events if e.kind == "token") == "Привет! Чем помочь?"
     assert kinds(events) == ["notice", "answer", "notice", "end"]
     assert [e.data for e in events if e.kind == "notice"] == [
         {"text": "gate saw привет"},
@@ -138,7 +138,7 @@ def test_llm_down_ends_with_error(kernel_for: Kernel, llm_server: FakeLLMServer,
     llm_server.add(failure)
     result, events = send(kernel_for.open_chat("tester", session_id="s4"), "hello")
     assert result.reason.value == "error"
-    error = next(e for e in events if e.kind == "error").data["message"]
+    error = str(next(e for e in events if e.kind == "error").data["message"])
     assert error.startswith("the LLM is unavailable:")
     assert any("reason=error" in r.content for r in kernel_for.store.history("s4", 50))
 
@@ -148,7 +148,7 @@ def test_max_turns(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
         llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "x"}'),)))
     result, events = send(kernel_for.open_chat("tester"), "loop forever")
     assert result.reason.value == "max_turns"
-    assert "max_turns (3)" in next(e for e in events if e.kind == "error").data["message"]
+    assert "max_turns (3)" in str(next(e for e in events if e.kind == "error").data["message"])
 
 
 def test_budget_exhausted(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:

@@ -208,7 +208,9 @@ class Reply:
             deltas.append({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
             for piece in _pieces(call.arguments, self.chunk_chars):
                 deltas.append({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-        choices = [[{"index": 0, "delta": d, "finish_reason": None}] for d in deltas]
+        choices: list[list[dict[str, Any]]] = [
+            [{"index": 0, "delta": d, "finish_reason": None}] for d in deltas
+        ]
         choices.append([{"index": 0, "delta": {}, "finish_reason": self.finish}])
         head = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": self.model}
         chunks = [{**head, "choices": c} for c in choices]

@@ -36,6 +36,7 @@ from agentkernel.services import Services
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings, parse_settings, without_root
 from agentkernel.services.duck_values import plain, unique_names
 from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
 ENGINES = [".js", ".rhai"]
@@ -85,8 +86,17 @@ def service(kernel: Kernel) -> DuckService:
     return found
 
 
-def call(kernel: Kernel, name: str, args: object = None, **caller: str) -> ToolResult:
-    return kernel.call_tool(name, {} if args is None else args, kernel.caller(**caller))
+def call(
+    kernel: Kernel,
+    name: str,
+    args: JSONValue = None,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    template: str | None = None,
+) -> ToolResult:
+    caller = kernel.caller(user_id=user_id, session_id=session_id, template=template)
+    return kernel.call_tool(name, {} if args is None else args, caller)
 
 
 def data_tool(make_tool: ToolFactory, name: str, ext: str, expression: str, yaml_extra: str = "") -> None:
@@ -98,14 +108,30 @@ def data_tool(make_tool: ToolFactory, name: str, ext: str, expression: str, yaml
     make_tool(name, source, ext=ext, yaml_extra=yaml_extra)
 
 
-def data(kernel: Kernel, name: str, args: object = None, **caller: str) -> Any:
-    result = call(kernel, name, args, **caller)
+def data(
+    kernel: Kernel,
+    name: str,
+    args: JSONValue = None,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    template: str | None = None,
+) -> Any:
+    result = call(kernel, name, args, user_id=user_id, session_id=session_id, template=template)
     assert result.success, result.content
     return result.data
 
 
-def error_of(kernel: Kernel, name: str, args: object = None, **caller: str) -> str:
-    result = call(kernel, name, args, **caller)
+def error_of(
+    kernel: Kernel,
+    name: str,
+    args: JSONValue = None,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    template: str | None = None,
+) -> str:
+    result = call(kernel, name, args, user_id=user_id, session_id=session_id, template=template)
     assert not result.success, result.content
     return result.content
 
@@ -276,6 +302,7 @@ def test_s12_3_every_type_converts_from_js(dk: Kernel, make_tool: ToolFactory) -
     )
     result = call(dk, "types", {"sql": TYPES_SQL})
     assert result.success, result.content
+    assert isinstance(result.data, dict)
     assert result.data["columns"] == list(TYPES_EXPECTED)
     in_js = {**TYPES_EXPECTED, "big_min": -9223372036854776000}  # a JS number: 2**63 is not exact
     assert result.data["rows"] == [in_js]
@@ -564,7 +591,11 @@ def test_s12_2_readers_run_while_a_writer_writes(dk: Kernel, make_tool: ToolFact
             outcome = reader.result()
             assert outcome.success, outcome.content
             seen = outcome.data
-            assert seen == sorted(seen) and all(n % 100 == 0 for n in seen)  # whole statements, never torn
+            assert isinstance(seen, list) and all(isinstance(n, int) for n in seen), seen
+            counts = [n for n in seen if isinstance(n, int)]
+            assert counts == sorted(counts) and all(
+                n % 100 == 0 for n in counts
+            )  # whole statements, never torn
     assert service(dk).query("rw.duckdb", "SELECT count(*) AS n FROM t", 1)["rows"] == [{"n": 6000}]
 
 
@@ -780,7 +811,9 @@ def test_sql_cannot_reach_files_extensions_or_settings(
     outside = tmp_path / "outside"
     outside.mkdir()
     setup_db(dk, "db.duckdb", "CREATE TABLE t AS SELECT 1 AS i")
-    attacks = [[helper, sql.replace("{outside}", str(outside))] for helper, sql, _ in ATTACKS]
+    attacks: list[JSONValue] = [
+        [helper, sql.replace("{outside}", str(outside))] for helper, sql, _ in ATTACKS
+    ]
     if ext == ".js":
         source = """function run(args) {
             return {content: "ok", data: args.attacks.map(([helper, sql]) => {
@@ -817,7 +850,8 @@ def test_sql_cannot_reach_files_extensions_or_settings(
         "'autoinstall_known_extensions') ORDER BY name",
         10,
     )["rows"]
-    assert {row["name"]: row["value"] for row in settings} == {
+    assert isinstance(settings, list) and all(isinstance(row, dict) for row in settings)
+    assert {row["name"]: row["value"] for row in settings if isinstance(row, dict)} == {
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
         "enable_external_access": "false",

@@ -1184,7 +1184,8 @@ def test_concurrent_pushes_from_threads_lose_nothing(
     results = in_threads(8, lambda who: run_tool(skernel, "pusher", {"n": 200, "who": who}))
     lengths = sorted(length for lengths in results for length in lengths)
     assert lengths == list(range(1, 1601))  # every push saw a length of its own
-    store: SqliteStateStore = skernel.services.get("state")
+    store = skernel.services.get("state")
+    assert isinstance(store, SqliteStateStore)
     check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
 
 
@@ -1207,7 +1208,8 @@ def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFact
     make_tool("adder", source(ext, js, rhai), ext=ext)
     results = in_threads(8, lambda _: run_tool(skernel, "adder"))
     assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
-    store: SqliteStateStore = skernel.services.get("state")
+    store = skernel.services.get("state")
+    assert isinstance(store, SqliteStateStore)
     assert len(store.smembers(Namespace("global", ""), "members")) == 100
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 
 import pytest
@@ -103,7 +103,9 @@ def test_closing_a_stream_early_frees_its_slot() -> None:
     limited = LimitedProvider(inner, limit=1)
 
     async def main() -> str | None:
-        async with aclosing(limited.stream(HELLO)) as events:
+        stream = limited.stream(HELLO)
+        assert isinstance(stream, AsyncGenerator)  # what aclosing needs: an async generator's aclose
+        async with aclosing(stream) as events:
             async for _ in events:
                 break
         answer = await asyncio.wait_for(limited.complete(HELLO), timeout=2)

@@ -56,6 +56,7 @@ class FakeContext:
         self.calls = 0
         self.accounted: list[Any] = []  # what natives counted toward the data limit
         self.reserved: list[tuple[int, str]] = []
+        self.slept: list[float] = []
 
     def _target(self, fn: FnPtr) -> Callable[..., Any] | None:
         return fn.target or self.functions.get(fn.name)
@@ -122,6 +123,10 @@ class FakeContext:
 
     def write_stdout(self, text: str) -> None:
         self.output.append(text)
+
+    def sleep(self, seconds: float) -> None:
+        """Noted, not slept: the natives' part is deciding what to ask for."""
+        self.slept.append(seconds)
 
 
 _anon_ids = itertools.count(1)

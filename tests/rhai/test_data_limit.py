@@ -9,6 +9,8 @@ fit: a size is refused before the allocation, not after it.
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -57,7 +59,7 @@ def test_scalars_nested_values_and_closures_count() -> None:
     assert data_size_of(FnPtr("f", ("z" * 3000,))) > 3000
 
 
-def _closure_with(cell: Cell) -> object:
+def _closure_with(cell: Cell) -> Callable[..., Any]:
     """What the compiler makes of `|| captured`: the body with the captured cell bound first."""
 
     def body(cell: Cell, rt: object, d: int, th: object) -> None:

@@ -43,7 +43,7 @@ def test_frozen_and_slotted() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         point.x = 2  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del point.x  # type: ignore[misc]
+        del point.x
     assert not hasattr(point, "__dict__")
 
 
