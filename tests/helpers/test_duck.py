@@ -108,30 +108,15 @@ def data_tool(make_tool: ToolFactory, name: str, ext: str, expression: str, yaml
     make_tool(name, source, ext=ext, yaml_extra=yaml_extra)
 
 
-def data(
-    kernel: Kernel,
-    name: str,
-    args: JSONValue = None,
-    *,
-    user_id: str | None = None,
-    session_id: str | None = None,
-    template: str | None = None,
-) -> Any:
-    result = call(kernel, name, args, user_id=user_id, session_id=session_id, template=template)
+def data(kernel: Kernel, name: str, args: JSONValue = None, /, **who: str | None) -> Any:
+    """The tool's `data`, the call having succeeded; `who`: the caller's user_id, session_id, template."""
+    result = call(kernel, name, args, **who)
     assert result.success, result.content
     return result.data
 
 
-def error_of(
-    kernel: Kernel,
-    name: str,
-    args: JSONValue = None,
-    *,
-    user_id: str | None = None,
-    session_id: str | None = None,
-    template: str | None = None,
-) -> str:
-    result = call(kernel, name, args, user_id=user_id, session_id=session_id, template=template)
+def error_of(kernel: Kernel, name: str, args: JSONValue = None, /, **who: str | None) -> str:
+    result = call(kernel, name, args, **who)
     assert not result.success, result.content
     return result.content
 
