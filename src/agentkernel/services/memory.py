@@ -51,7 +51,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_wal import enable_wal
+from agentkernel.services.sqlite_db import Schema, connect, migrate, transaction
 from agentkernel.valid_unicode import repair_text
 
 KIND_USER = "user"
@@ -85,7 +85,7 @@ MAX_LABEL_CHARS = 64
 MAX_QUERY_WORDS = 32
 """Longer queries keep their first words: a bounded MATCH expression, a bounded cost."""
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_SECS = 10.0
 SCHEMA_VERSION = 1
 
 _FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
@@ -195,16 +195,10 @@ class SqliteMessageStore:
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # autocommit (isolation_level=None): transactions are explicit BEGIN IMMEDIATE, see _write
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._conn = connect(self.path, BUSY_TIMEOUT_SECS)
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            enable_wal(self._conn, BUSY_TIMEOUT_MS / 1000)
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
+            migrate(self._conn, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new))
         except BaseException:
             self._conn.close()
             raise
@@ -224,39 +218,19 @@ class SqliteMessageStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction holding both the thread lock and SQLite's write lock.
-
-        IMMEDIATE takes the write lock at BEGIN, where busy_timeout can wait for
-        another process; a deferred transaction that upgrades later may fail
-        with SQLITE_BUSY at once, since its snapshot may be stale.
-        """
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                if self._conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
-                    self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        """A write transaction (BEGIN IMMEDIATE, see sqlite_db) holding the thread lock too."""
+        with self._lock, transaction(self._conn, write=True) as conn:
+            yield conn
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
-    def _migrate(self) -> None:
-        """Bring the file to SCHEMA_VERSION; refuse a file written by a newer kernel."""
-        with self._write() as conn:
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                raise AgentKernelError(
-                    f"{self.path}: message store schema version {version} is newer than "
-                    f"this kernel's {SCHEMA_VERSION}"
-                )
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    def _too_new(self, version: int) -> AgentKernelError:
+        return AgentKernelError(
+            f"{self.path}: message store schema version {version} is newer than "
+            f"this kernel's {SCHEMA_VERSION}"
+        )
 
     def append(
         self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None

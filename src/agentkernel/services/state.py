@@ -58,7 +58,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -67,7 +67,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 from agentkernel.config import KernelConfig
 from agentkernel.errors import AgentKernelError, ConfigError
 from agentkernel.services.section import Section
-from agentkernel.services.sqlite_wal import enable_wal
+from agentkernel.services.sqlite_db import Schema, connect, migrate, set_busy_timeout, transaction
 from agentkernel.types import JSONValue
 
 MAX_VALUE_BYTES = 1024 * 1024
@@ -153,6 +153,14 @@ _TRIGGERS = tuple(
         f"CREATE TRIGGER IF NOT EXISTS {table}_changed AFTER UPDATE OF payer, bytes ON {table} "
         f"BEGIN {_SUB_USAGE} {_ADD_USAGE} END",
     )
+)
+
+_STATE_SCHEMA = Schema(
+    version=SCHEMA_VERSION,
+    fresh=(*_SCHEMA, *_USAGE, *_TRIGGERS),
+    upgrades={2: (*_SCHEMA, *_FROM_V1, *_USAGE, *_TRIGGERS)},
+    too_new=lambda found: StateError(f"state store schema version {found} is newer than this kernel's"),
+    version_table="state_schema",  # not user_version: the file may be shared with another store
 )
 
 _WHERE = "scope = ? AND owner = ? AND key = ?"
@@ -369,31 +377,28 @@ class SqliteStateStore:
         if self._closed:
             raise StateError("the state store is closed")
         if self._conn is None:
+            wait = self._busy_wait(timeout)
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = connect(self.path, wait)
             except OSError as exc:
                 raise StateError(f"cannot create the state store's folder: {exc.strerror or exc}") from exc
-            # autocommit (isolation_level=None): every transaction is an explicit BEGIN
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             try:
-                self._busy_ms = -1
-                self._bound_busy_wait(conn, timeout)
-                enable_wal(conn, self._busy_ms / 1000)
-                conn.execute("PRAGMA synchronous = NORMAL")
-                self._migrate(conn)
+                self._busy_ms = max(0, int(wait * 1000))
+                migrate(conn, _STATE_SCHEMA)
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
         return self._conn
 
+    def _busy_wait(self, timeout: float | None) -> float:
+        return self.busy_timeout_secs if timeout is None else min(timeout, self.busy_timeout_secs)
+
     def _bound_busy_wait(self, conn: sqlite3.Connection, timeout: float | None) -> None:
         """SQLite's busy wait no longer than the caller may wait (a PRAGMA only when it changes)."""
-        wanted = self.busy_timeout_secs if timeout is None else min(timeout, self.busy_timeout_secs)
-        wanted_ms = max(0, int(wanted * 1000))
-        if wanted_ms != self._busy_ms:
-            conn.execute(f"PRAGMA busy_timeout = {wanted_ms}")
-            self._busy_ms = wanted_ms
+        wanted = self._busy_wait(timeout)
+        if max(0, int(wanted * 1000)) != self._busy_ms:
+            self._busy_ms = set_busy_timeout(conn, wanted)
 
     @contextmanager
     def _transaction(self, timeout: float | None, *, write: bool) -> Iterator[sqlite3.Connection]:
@@ -409,15 +414,8 @@ class SqliteStateStore:
         try:
             conn = self._connection(timeout)
             self._bound_busy_wait(conn, timeout)
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
+            with transaction(conn, write=write):
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
-                    with suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                raise
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StateBusyError("the state store is locked by another writer; try again") from exc
@@ -445,39 +443,6 @@ class SqliteStateStore:
     def _usage(conn: sqlite3.Connection, user: str) -> int:
         row = conn.execute("SELECT bytes FROM state_usage WHERE payer = ?", (user,)).fetchone()
         return int(row[0]) if row is not None else 0
-
-    @staticmethod
-    def _schema_version(conn: sqlite3.Connection) -> int:
-        """The file's schema version, 0 for a file without our tables (a read: no write lock)."""
-        found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state_schema'")
-        if found.fetchone() is None:
-            return 0
-        row = conn.execute("SELECT max(version) FROM state_schema").fetchone()
-        return int(row[0]) if row[0] is not None else 0
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Create the tables of SCHEMA_VERSION; refuse a file written by a newer kernel.
-
-        An up-to-date file needs no write lock; otherwise the version is read
-        again under the lock, since another process may be migrating too.
-        """
-        if self._schema_version(conn) == SCHEMA_VERSION:
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = self._schema_version(conn)
-            if version > SCHEMA_VERSION:
-                raise StateError(f"state store schema version {version} is newer than this kernel's")
-            conn.execute("CREATE TABLE IF NOT EXISTS state_schema (version INTEGER NOT NULL)")
-            for statement in (*_SCHEMA, *(_FROM_V1 if version == 1 else ()), *_USAGE, *_TRIGGERS):
-                conn.execute(statement)
-            if version < SCHEMA_VERSION:
-                conn.execute("DELETE FROM state_schema")
-                conn.execute("INSERT INTO state_schema (version) VALUES (?)", (SCHEMA_VERSION,))
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     # -- shared steps ---------------------------------------------------------------------
 

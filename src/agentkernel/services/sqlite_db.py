@@ -1,0 +1,178 @@
+"""One way to open, write to and migrate the embedded SQLite files (the state and message stores).
+
+Both stores are one file shared by the kernel's threads and by other processes
+(two kernels, `hook_tool`, a CLI command), so they need the same four things,
+done once here:
+
+- **A connection** (`connect`): autocommit (``isolation_level=None``, every
+  transaction an explicit BEGIN), usable from any thread (the store's own lock
+  serialises them), a busy wait, the WAL journal (readers never block the
+  writer), ``synchronous=NORMAL`` (an application crash loses nothing; a power
+  loss may lose the last transactions) and foreign keys enforced.
+- **Transactions** (`transaction`): a write is ``BEGIN IMMEDIATE``, so the
+  write lock is taken at BEGIN, where the busy wait applies; a deferred
+  transaction that upgrades later may fail at once with SQLITE_BUSY, its
+  snapshot being stale. Whatever raises inside rolls it back.
+- **The busy wait** (`set_busy_timeout`): how long SQLite waits for another
+  writer; a store may bound it per operation.
+- **Migrations** (`Schema`, `migrate`): a schema version in the file, and the
+  statements that bring an older file up to date, run once, in one write
+  transaction, so two processes opening a fresh file at once do not both
+  create it, and a failed step leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+WAL_RETRY_SECS = 0.01
+MEMORY = ":memory:"
+
+
+def connect(path: Path | str, busy_timeout_secs: float) -> sqlite3.Connection:
+    """A configured connection to `path` (its folder made if missing); see the module docstring.
+
+    `busy_timeout_secs` bounds every wait of the opening too (the switch to
+    WAL while another process opens the same fresh file).
+    """
+    if str(path) != MEMORY:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        set_busy_timeout(conn, busy_timeout_secs)
+        enable_wal(conn, busy_timeout_secs)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def set_busy_timeout(conn: sqlite3.Connection, secs: float) -> int:
+    """Let SQLite wait up to `secs` for another writer; returns the wait in whole milliseconds."""
+    millis = max(0, int(secs * 1000))
+    conn.execute(f"PRAGMA busy_timeout = {millis}")
+    return millis
+
+
+def enable_wal(conn: sqlite3.Connection, wait_secs: float) -> None:
+    """Put the file in WAL mode, retrying for up to `wait_secs`.
+
+    A journal-mode change answers SQLITE_BUSY at once, without the busy
+    handler, while another process opens the same fresh file; once the file
+    is WAL (a lasting property of the file) this is a plain read. An
+    in-memory database stays in its own journal mode.
+    """
+    deadline = time.monotonic() + wait_secs
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_SECS)
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[sqlite3.Connection]:
+    """One transaction: committed when the block ends, rolled back when it raises.
+
+    A write transaction is IMMEDIATE (see the module docstring); a read one
+    is deferred, one snapshot that never waits for a writer. The caller keeps
+    other threads off the connection meanwhile.
+    """
+    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A store's tables by version, and how a file of an older version is brought up to date.
+
+    `upgrades[n]` takes a file from version n-1 to n; append, never edit.
+    `fresh` makes an empty file (version 0) at `version` in one go; when it is
+    empty, an empty file runs every upgrade from 1. The version lives in
+    ``PRAGMA user_version``, or, with `version_table`, in a one-row table of
+    that name, so two stores may share one file. `too_new(found)` is the error
+    for a file written by a newer kernel.
+    """
+
+    version: int
+    upgrades: Mapping[int, tuple[str, ...]]
+    too_new: Callable[[int], Exception]
+    fresh: tuple[str, ...] = ()
+    version_table: str | None = None
+
+    def __post_init__(self) -> None:
+        first = 1 if not self.fresh else min(self.upgrades, default=self.version + 1)
+        missing = sorted(set(range(first, self.version + 1)) - set(self.upgrades))
+        if missing:
+            raise ValueError(f"schema version {self.version} has no upgrade to version(s) {missing}")
+
+    def read_version(self, conn: sqlite3.Connection) -> int:
+        """The file's schema version; 0 for a file without it (a read: no write lock)."""
+        if self.version_table is None:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        table = (self.version_table,)
+        if (
+            conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).fetchone()
+            is None
+        ):
+            return 0
+        row = conn.execute(f"SELECT max(version) FROM {self.version_table}").fetchone()
+        return int(row[0]) if row[0] is not None else 0
+
+    def write_version(self, conn: sqlite3.Connection) -> None:
+        """Record `version` as the file's (inside the migration's transaction)."""
+        if self.version_table is None:
+            conn.execute(f"PRAGMA user_version = {self.version}")
+            return
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.version_table} (version INTEGER NOT NULL)")
+        conn.execute(f"DELETE FROM {self.version_table}")
+        conn.execute(f"INSERT INTO {self.version_table} (version) VALUES (?)", (self.version,))
+
+    def statements_from(self, found: int) -> Iterator[str]:
+        """What takes a file of version `found` to `version`."""
+        if found == 0 and self.fresh:
+            yield from self.fresh
+            return
+        for step in range(found + 1, self.version + 1):
+            yield from self.upgrades[step]
+
+
+def migrate(conn: sqlite3.Connection, schema: Schema) -> None:
+    """Bring the file to `schema.version` (nothing to do: no write lock taken); refuse a newer file.
+
+    The version is read again under the write lock, since another process
+    may have migrated meanwhile; every statement and the new version are one
+    transaction, so a failing step leaves the file at its old version.
+    """
+    if schema.read_version(conn) == schema.version:
+        return
+    with transaction(conn, write=True):
+        found = schema.read_version(conn)
+        if found > schema.version:
+            raise schema.too_new(found)
+        if found == schema.version:
+            return
+        for statement in schema.statements_from(found):
+            conn.execute(statement)
+        schema.write_version(conn)
+
+
+__all__ = ["Schema", "connect", "enable_wal", "migrate", "set_busy_timeout", "transaction"]
