@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from agentkernel.json_size import json_length, json_prefix, json_preview, json_within
+from agentkernel.json_size import json_length, json_prefix, json_within
+from agentkernel.short_text import json_preview
 
 VALUES = [
     None,

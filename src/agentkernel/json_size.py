@@ -104,10 +104,4 @@ def json_prefix(value: object, limit: int) -> tuple[str, bool]:
     return "".join(text), True
 
 
-def json_preview(value: object, width: int = 80) -> str:
-    """The start of `value`'s JSON text for a message, `...` marking a cut."""
-    text, cut = json_prefix(value, width)
-    return text[: width - 3] + "..." if cut else text
-
-
-__all__ = ["json_length", "json_prefix", "json_preview", "json_within"]
+__all__ = ["json_length", "json_prefix", "json_within"]

@@ -38,6 +38,7 @@ from agentkernel.llm.base import (
 )
 from agentkernel.process import BudgetExhausted, Caller, Process
 from agentkernel.services import Services
+from agentkernel.short_text import clip
 from agentkernel.templates import TemplateSpec
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
@@ -389,7 +390,7 @@ def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
     try:
         value: Any = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        return None, f"arguments are not valid JSON ({exc}): {text[:200]}"
+        return None, f"arguments are not valid JSON ({exc}): {clip(text, 200)}"
     return value, None
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agentkernel.json_size import json_length, json_preview
+from agentkernel.json_size import json_length
+from agentkernel.short_text import json_preview
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import repair_value, surrogate_warning
 

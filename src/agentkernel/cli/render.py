@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.short_text import clip
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import repair_text, repair_value
 
@@ -50,12 +51,12 @@ class ChatRenderer:
         self.console.print(Text(f"ℹ {data['text']}", style="yellow"))
 
     def _tool_call(self, data: JSONObject) -> None:
-        shown = _shorten(readable_json(str(data["arguments"])))
+        shown = clip(readable_json(str(data["arguments"])), SHOWN_CHARS)
         self.console.print(Text(f"→ {data['name']}({shown})", style="cyan"))
 
     def _tool_result(self, data: JSONObject) -> None:
         mark, style = ("✓", "green") if data.get("success") else ("✗", "red")
-        shown = _shorten(str(data.get("content", "")))
+        shown = clip(str(data.get("content", "")), SHOWN_CHARS)
         self.console.print(Text(f"{mark} {data['name']}: {shown}", style=style))
 
     def _warning(self, data: JSONObject) -> None:
@@ -101,10 +102,6 @@ def readable_json(text: str) -> str:
         return json.dumps(json.loads(text), ensure_ascii=False)
     except (ValueError, RecursionError):
         return text
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def _cell(value: JSONValue) -> str:

@@ -24,6 +24,7 @@ from agentkernel.errors import HelperError
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.services.files import FilesService
+from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
 _WHITESPACE = re.compile(r"\s+")
@@ -130,9 +131,7 @@ def _refusals(helper: str) -> Iterator[None]:
 def _kind(value: JSONValue) -> str:
     if value is None:
         return "null"
-    text = repr(value)
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    return f"{type(value).__name__} {shown}"
+    return f"{type(value).__name__} {shown_value(value)}"
 
 
 def register(table: HelperTable) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
+from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
 
@@ -86,12 +87,6 @@ class HttpCall:
 # -- arguments ------------------------------------------------------------------------------------------
 
 
-def short(value: JSONValue) -> str:
-    """A value for an error message, cut so a megabyte argument does not become the message."""
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def parse_url(value: JSONValue) -> str:
     # httpx and the service are imported by the first HTTP call, not by every kernel (issue 8: start-up)
     import httpx
@@ -99,25 +94,25 @@ def parse_url(value: JSONValue) -> str:
     from agentkernel.services.http import MAX_URL_CHARS, check_url
 
     if not isinstance(value, str) or not value:
-        raise BadArgument(f"url must be a non-empty string, got {short(value)}")
+        raise BadArgument(f"url must be a non-empty string, got {shown_value(value)}")
     if len(value) > MAX_URL_CHARS:
         raise BadArgument(f"url is {len(value)} characters long, more than {MAX_URL_CHARS}")
     if has_lone_surrogate(value):
-        raise BadArgument(f"url {short(value)} is not valid Unicode: it holds a lone surrogate")
+        raise BadArgument(f"url {shown_value(value)} is not valid Unicode: it holds a lone surrogate")
     try:
         parsed = httpx.URL(value)
     except httpx.InvalidURL as exc:
-        raise BadArgument(f"url {short(value)} is not a valid URL: {exc}") from None
+        raise BadArgument(f"url {shown_value(value)} is not a valid URL: {exc}") from None
     problem = check_url(parsed)
     if problem is not None:
-        raise BadArgument(f"url {short(value)}: {problem}")
+        raise BadArgument(f"url {shown_value(value)}: {problem}")
     return value
 
 
 def parse_method(value: JSONValue) -> str:
     method = value.upper() if isinstance(value, str) else None
     if method not in METHODS:
-        raise BadArgument(f"method must be one of {', '.join(METHODS)}, got {short(value)}")
+        raise BadArgument(f"method must be one of {', '.join(METHODS)}, got {shown_value(value)}")
     return method
 
 
@@ -137,7 +132,7 @@ def parse_content_type(value: JSONValue) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise BadArgument(f"content_type must be a non-empty string, got {short(value)}")
+        raise BadArgument(f"content_type must be a non-empty string, got {shown_value(value)}")
     check_header_value("content_type", value)
     return value
 
@@ -151,15 +146,15 @@ def parse_timeout(value: JSONValue) -> float | None:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise BadArgument(f"timeout must be a positive number of seconds, got {short(value)}")
+        raise BadArgument(f"timeout must be a positive number of seconds, got {shown_value(value)}")
     return float(value)
 
 
 def check_header_value(where: str, value: str) -> None:
     if _BAD_VALUE_CHAR.search(value):
-        raise BadArgument(f"{where} {short(value)} contains a control character (CR, LF, NUL, …)")
+        raise BadArgument(f"{where} {shown_value(value)} contains a control character (CR, LF, NUL, …)")
     if not value.isascii():
-        raise BadArgument(f"{where} {short(value)} is not ASCII")
+        raise BadArgument(f"{where} {shown_value(value)} is not ASCII")
     if len(value) > MAX_HEADER_CHARS:
         raise BadArgument(f"{where} is {len(value)} characters long, more than {MAX_HEADER_CHARS}")
 
@@ -167,17 +162,17 @@ def check_header_value(where: str, value: str) -> None:
 def parse_headers(value: JSONValue) -> dict[str, str]:
     """Names must be HTTP tokens and values plain ASCII lines: no header injection."""
     if not isinstance(value, dict):
-        raise BadArgument(f"headers must be an object, got {short(value)}")
+        raise BadArgument(f"headers must be an object, got {shown_value(value)}")
     if len(value) > MAX_HEADERS:
         raise BadArgument(f"headers has {len(value)} entries, more than {MAX_HEADERS}")
     headers: dict[str, str] = {}
     for name, raw in value.items():
         if not _TOKEN.match(name) or len(name) > 256:
-            raise BadArgument(f"header name {short(name)} is not a valid HTTP header name")
+            raise BadArgument(f"header name {shown_value(name)} is not a valid HTTP header name")
         if name.lower() in RESERVED_HEADERS:
             raise BadArgument(f"header {name!r} is set by the kernel and cannot be given")
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            raise BadArgument(f"header {name!r} must be a string or a number, got {short(raw)}")
+            raise BadArgument(f"header {name!r} must be a string or a number, got {shown_value(raw)}")
         text = raw if isinstance(raw, str) else str(raw)
         check_header_value(f"header {name!r}", text)
         headers[name] = text
@@ -197,7 +192,7 @@ def fixed(args: list[JSONValue], names: tuple[str, ...], given: int) -> list[JSO
         listed = ", ".join((*names, "headers"))
         raise BadArgument(f"expected at most {len(names) + 1} arguments ({listed}), got {given}")
     if len(args) > len(names):
-        raise BadArgument(f"the last argument must be the headers object, got {short(args[-1])}")
+        raise BadArgument(f"the last argument must be the headers object, got {shown_value(args[-1])}")
     return args + [None] * (len(names) - len(args))
 
 
@@ -268,7 +263,7 @@ def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONO
     )
     if result.error:
         where = shown_url(httpx.URL(request.url))
-        where = where if len(where) <= 200 else where[:197] + "..."
+        where = clip(where, 200)
         return error_result(f"{name}: {request.method} {where}: {result.error}")
     return result.to_json()
 

@@ -24,6 +24,7 @@ import os
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
 from agentkernel.services.shell import ProcessOutcome, ShellService
+from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
 
@@ -68,25 +69,25 @@ def exec_program(
 
 def check_command(cmd: JSONValue) -> str:
     if not isinstance(cmd, str) or not cmd.strip():
-        raise ArgumentProblem(f"shell: cmd must be a non-empty string, got {_show(cmd)}")
+        raise ArgumentProblem(f"shell: cmd must be a non-empty string, got {shown_value(cmd)}")
     _check_text("shell: cmd", cmd)
     return cmd
 
 
 def check_program(program: JSONValue) -> str:
     if not isinstance(program, str) or not program:
-        raise ArgumentProblem(f"exec: program must be a non-empty string, got {_show(program)}")
-    _check_text(f"exec: program {_show(program)}", program)
+        raise ArgumentProblem(f"exec: program must be a non-empty string, got {shown_value(program)}")
+    _check_text(f"exec: program {shown_value(program)}", program)
     return program
 
 
 def check_args(args: JSONValue) -> list[str]:
     """Each argument exactly as given: strings only, so nothing is converted behind the script's back."""
     if not isinstance(args, list):
-        raise ArgumentProblem(f"exec: args must be an array of strings, got {_show(args)}")
+        raise ArgumentProblem(f"exec: args must be an array of strings, got {shown_value(args)}")
     for index, arg in enumerate(args):
         if not isinstance(arg, str):
-            raise ArgumentProblem(f"exec: args[{index}] must be a string, got {_show(arg)}")
+            raise ArgumentProblem(f"exec: args[{index}] must be a string, got {shown_value(arg)}")
         _check_text(f"exec: args[{index}]", arg)
     return [str(arg) for arg in args]
 
@@ -97,11 +98,6 @@ def _check_text(what: str, text: str) -> None:
         raise ArgumentProblem(f"{what} contains a NUL byte")
     if has_lone_surrogate(text):
         raise ArgumentProblem(f"{what} is not valid Unicode: it holds a lone surrogate")
-
-
-def _show(value: JSONValue) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> JSONObject:

@@ -16,15 +16,15 @@ bounded by the script call's remaining time.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller, session_key
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
 from agentkernel.services.state import Namespace, StateError, StateStore
+from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
 SERVICE = "state"
@@ -61,7 +61,7 @@ def _store(helper: str, call: ScriptCall) -> StateStore:
 def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:
     """The caller's namespace for `scope`; an unknown scope or a missing id is an error."""
     if not isinstance(scope, str) or scope not in _SCOPES:
-        raise HelperError(f"{helper}: unknown scope {_shown(scope)} (expected one of: {_SCOPE_LIST})")
+        raise HelperError(f"{helper}: unknown scope {shown_value(scope)} (expected one of: {_SCOPE_LIST})")
     owner = _SCOPES[scope](call.caller)
     if owner is None or (scope != "global" and owner == ""):
         raise HelperError(f"{helper}: scope {scope!r} has no id for this caller")
@@ -71,7 +71,7 @@ def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:
 def _key(helper: str, key: JSONValue) -> str:
     """A key is any string of at most MAX_KEY_BYTES of UTF-8 (the empty one too, as in Redis)."""
     if not isinstance(key, str):
-        raise HelperError(f"{helper}: key must be a string, got {_shown(key)}")
+        raise HelperError(f"{helper}: key must be a string, got {shown_value(key)}")
     try:
         size = len(key.encode("utf-8"))
     except UnicodeEncodeError:
@@ -87,19 +87,7 @@ def _index(helper: str, name: str, value: JSONValue) -> int:
         return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    raise HelperError(f"{helper}: {name} must be an integer, got {_shown(value)}")
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """A script's value as an error shows it: a string quoted and escaped, anything else as JSON."""
-    if isinstance(value, str):
-        text = repr(value[: limit + 1])  # a huge string is cut before it is escaped
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=repr)
-        except (ValueError, RecursionError):  # nested too deeply to show
-            text = f"a deeply nested {type(value).__name__}"
-    return text if len(text) <= limit else text[:limit] + "…"
+    raise HelperError(f"{helper}: {name} must be an integer, got {shown_value(value)}")
 
 
 def _open(helper: str, call: ScriptCall, scope: JSONValue) -> tuple[StateStore, Namespace]:

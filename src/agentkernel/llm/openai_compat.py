@@ -47,6 +47,7 @@ from agentkernel.llm.base import (
     ToolSchema,
     Usage,
 )
+from agentkernel.short_text import clip
 
 T = TypeVar("T")
 
@@ -552,7 +553,7 @@ class OpenAICompatProvider:
         try:
             chunk = _mapping(json.loads(data), "stream chunk")
         except ValueError as exc:
-            raise self._error(f"malformed stream chunk: {data[:200]}") from exc
+            raise self._error(f"malformed stream chunk: {clip(data, 200)}") from exc
         if chunk.get("error") is not None:
             raise self._error(f"error in the stream: {server_error_message(chunk)}")
         return chunk
@@ -578,7 +579,7 @@ def describe_body(text: str) -> str:
     except ValueError:
         said = None
     shown = said if said is not None else (text.strip() or "(empty body)")
-    return shown if len(shown) <= _MAX_SERVER_MESSAGE else shown[:_MAX_SERVER_MESSAGE] + "…"
+    return clip(shown, _MAX_SERVER_MESSAGE + 1, "…")
 
 
 def _after_attempts(error: ProviderError, attempts: int) -> ProviderError:

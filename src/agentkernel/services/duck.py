@@ -57,6 +57,7 @@ from agentkernel.services.duck_settings import (
     parse_settings,
 )
 from agentkernel.services.duck_values import convert_rows, unique_names
+from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
 
 SUFFIXES = (".duckdb", ".db")
@@ -353,7 +354,7 @@ class DuckService:
         for statement in statements:
             if statement.kind not in _ALLOWED_STATEMENTS:
                 kind = statement.kind.name.replace("_", " ")
-                raise DuckError(f"{kind} statements are not allowed: {statement.query.strip()[:80]!r}")
+                raise DuckError(f"{kind} statements are not allowed: {shown_value(statement.query.strip())}")
         return statements
 
     def _execute(

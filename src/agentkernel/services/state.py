@@ -68,6 +68,7 @@ from agentkernel.config import KernelConfig
 from agentkernel.errors import AgentKernelError, ConfigError
 from agentkernel.services.section import Section
 from agentkernel.services.sqlite_db import Schema, connect, migrate, set_busy_timeout, transaction
+from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
 MAX_VALUE_BYTES = 1024 * 1024
@@ -610,9 +611,10 @@ def _decode(text: str) -> JSONValue:
     return value
 
 
-def _shown(key: str, limit: int = 60) -> str:
-    """A key as error messages show it: quoted, cut when long."""
-    return repr(key) if len(key) <= limit else repr(key[:limit]) + f"… ({len(key)} chars)"
+def _shown(key: str) -> str:
+    """A key as error messages show it: quoted, cut when long, with its length then."""
+    shown = shown_value(key)
+    return shown if shown == repr(key) else f"{shown} ({len(key)} chars)"
 
 
 # -- configuration --------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentkernel.config import Limits, WarningRule
-from agentkernel.json_size import json_length, json_prefix, json_preview
+from agentkernel.json_size import json_length, json_prefix
 from agentkernel.scripting.engine import NoValue
+from agentkernel.short_text import clip, json_preview
 from agentkernel.tools.visual import validate_visual
 from agentkernel.types import JSONObject, JSONValue, VisualBlock
 from agentkernel.valid_unicode import repair_text, repair_value, surrogate_warning
@@ -118,7 +119,7 @@ def _from_result_object(
         success = success_value
     else:
         success = bool(success_value)
-        shown = success_value[:80] if isinstance(success_value, str) else json_preview(success_value)
+        shown = clip(success_value, 80) if isinstance(success_value, str) else json_preview(success_value)
         warnings.append(f"`success` should be true or false, got {shown}")
     content_value = value.get("content")
     content_cut: str | None = None

@@ -11,7 +11,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from agentkernel.config import describe_validation_error
-from agentkernel.json_size import json_length, json_preview
+from agentkernel.json_size import json_length
+from agentkernel.short_text import json_preview
 from agentkernel.types import JSONValue, VisualBlock
 
 _CELL_LIST = {"type": "array"}
