@@ -25,7 +25,7 @@ RUNAWAY_SECONDS = 60  # far beyond any bound under test: reaching it means the b
 def call(kernel: Kernel, name: str) -> ToolResult:
     """The tool's result; fails the test if the call is still running after RUNAWAY_SECONDS."""
     results: list[ToolResult] = []
-    worker = threading.Thread(target=lambda: results.append(kernel.call_tool(name, {})), daemon=True)
+    worker = threading.Thread(target=lambda: results.append(kernel.run_tool(name, {})), daemon=True)
     worker.start()
     worker.join(RUNAWAY_SECONDS)
     assert results, f"{name} still running after {RUNAWAY_SECONDS} s: its limit did not hold"
@@ -201,7 +201,7 @@ def test_js_long_searches_give_the_same_answers(kernel: Kernel, make_tool: ToolF
     pattern = "ab" * 150 + "c"
     text = ("ab" * 40_000 + pattern + "ab" * 30_000) * 2 + "ab" * 150
     starts = [0, 1, 80_000, 80_001, 200_000, len(text) - len(pattern), len(text), len(text) + 5, -3]
-    result = kernel.call_tool("search", {"text": text, "pattern": pattern, "starts": starts})
+    result = kernel.run_tool("search", {"text": text, "pattern": pattern, "starts": starts})
 
     def expected(start: int | None) -> list[object]:
         if start is None:

@@ -52,7 +52,7 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel.services.get("duckdb")
+    service = kernel._services.get("duckdb")
     if service is not None:
         service.close()
 
@@ -80,13 +80,13 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel.services.get("duckdb")
+    found = kernel._services.get("duckdb")
     assert isinstance(found, DuckService)
     return found
 
 
 def call(kernel: Kernel, name: str, args: object = None, **caller: str) -> ToolResult:
-    return kernel.call_tool(name, {} if args is None else args, kernel.caller(**caller))
+    return kernel.run_tool(name, {} if args is None else args, kernel.caller(**caller))
 
 
 def data_tool(make_tool: ToolFactory, name: str, ext: str, expression: str, yaml_extra: str = "") -> None:

@@ -60,7 +60,7 @@ def probe(
     source = probe_source(engine, expr)
     make_tool(name, source, ext=engine, yaml_extra=yaml_extra)
     caller = kernel.caller(session_id=session, user_id="u-1") if session else kernel.caller()
-    result = kernel.dispatcher.call(name, args if args is not None else {}, caller)
+    result = kernel.run_tool(name, args if args is not None else {}, caller)
     assert result.success, result.content
     data = result.data
     assert isinstance(data, dict)
@@ -171,7 +171,7 @@ def test_s13_1_timeout_is_capped_by_the_scripts_own_clock(
         yaml_extra="timeout_secs: 1\n",
     )
     start = time.monotonic()
-    result = kernel.dispatcher.call("capped", {}, kernel.caller(session_id="s-1"))
+    result = kernel.run_tool("capped", {}, kernel.caller(session_id="s-1"))
     assert time.monotonic() - start < 2.5
     # the helper returns at the script's deadline; the engine may then end the script on its clock
     if result.success:
@@ -461,7 +461,7 @@ def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFac
 
     def one(i: int) -> None:
         name = "js_sleep" if i % 2 else "rhai_sleep"
-        results[i] = kernel.dispatcher.call(name, {"i": i}, kernel.caller(session_id=f"s-{i}")).content
+        results[i] = kernel.run_tool(name, {"i": i}, kernel.caller(session_id=f"s-{i}")).content
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
     start = time.monotonic()
@@ -476,7 +476,7 @@ def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFac
 
 def test_waiting_for_a_slot_is_bounded_by_the_timeout(project: Path, make_tool: ToolFactory) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
-    service = kernel.services.get("shell")
+    service = kernel._services.get("shell")
     assert isinstance(service, ShellService)
     holder = threading.Thread(
         target=service.run, args=(["sleep", "0.8"],), kwargs={"timeout": 5, "cwd": None, "env": {}}
@@ -495,7 +495,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(project: Path, make_tool: 
 
 def test_results_are_plain_json(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("plain", 'function run() { return JSON.stringify(shell("printf x")); }')
-    assert json.loads(kernel.dispatcher.call("plain", {}, kernel.caller()).content) == {
+    assert json.loads(kernel.run_tool("plain", {}, kernel.caller()).content) == {
         "ok": True,
         "exit_code": 0,
         "stdout": "x",
