@@ -336,6 +336,40 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
     assert http._client is None  # released on the loop that used it
 
 
+def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
+    config = load_kernel_config(
+        write_kernel_yaml(project, "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\n")
+    )
+
+    async def inside() -> None:
+        kernel = Kernel(config)
+        assert kernel._llm is not None
+        assert kernel._llm.inner is not None  # type: ignore[attr-defined]  # built: it closes on a loop
+        with pytest.raises(RuntimeError, match=r"use `await kernel.aclose\(\)`"):
+            kernel.close()
+        await kernel.aclose()
+        kernel.close()  # closed now: nothing left to do, inside a loop or not
+
+    asyncio.run(inside())
+
+
+class Refusing:
+    """A service whose close fails: the others still close, and the failure is raised."""
+
+    def close(self) -> None:
+        raise OSError("disk gone")
+
+
+@needs_proc
+def test_a_failing_close_does_not_keep_the_rest_open(stores_project: Path) -> None:
+    config = load_kernel_config(stores_project / "config" / "kernel.yaml")
+    kernel = Kernel(config, extra_services={"broken": Refusing()})
+    assert kernel.run_tool("keeper", {"text": "one"}).content == "1"
+    with pytest.raises(OSError, match="disk gone"):
+        kernel.close()
+    assert open_files_under(stores_project) == []
+
+
 # -- the command line leaves nothing open ----------------------------------------------------------
 
 

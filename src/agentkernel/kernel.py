@@ -448,13 +448,17 @@ class Kernel:
         event loop of its own, so from async code use `aclose` (or `async
         with`): RuntimeError here when an event loop is running.
         """
-        provider = self._open_provider()
-        if provider is not None:
-            import asyncio  # only when an LLM client was built: a tool run never pays for asyncio
+        if self._open_provider() is None:
+            _raise_all(self._close_local())
+            return
+        import asyncio  # only when an LLM client was built: a tool run never pays for asyncio
 
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop running here: the usual case
             asyncio.run(self.aclose())
             return
-        self._close_local()
+        raise RuntimeError("Kernel.close() inside a running event loop: use `await kernel.aclose()`")
 
     async def aclose(self) -> None:
         """`close` for async callers: the provider's connections are closed on the running loop."""
