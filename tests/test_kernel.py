@@ -19,6 +19,8 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config
 from agentkernel.errors import ConfigError
+from agentkernel.llm import LimitedProvider, OpenAICompatProvider
+from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -320,7 +322,7 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
             write_kernel_yaml(project, f"llm:\n  base_url: {server.base_url}\n  model: m\n  max_retries: 0\n")
         )
 
-        async def talk() -> Kernel:
+        async def talk() -> DeferredProvider:
             async with Kernel(config) as kernel:
 
                 async def quiet(event: object) -> None:
@@ -328,12 +330,14 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
                 result = await kernel.chat("talker", stream=False).send("hi", quiet)
                 assert result.answer == "hello"
-                assert kernel._llm is not None and kernel._llm.built  # type: ignore[attr-defined]
-            return kernel
+                llm = kernel._llm
+                assert isinstance(llm, DeferredProvider) and llm.built
+            return llm
 
-        kernel = asyncio.run(talk())
-    http = kernel._llm.inner.inner  # type: ignore[union-attr,attr-defined]
-    assert http._client is None  # released on the loop that used it
+        llm = asyncio.run(talk())
+    limited = llm.inner
+    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, OpenAICompatProvider)
+    assert limited.inner._client is None  # released on the loop that used it
 
 
 def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
