@@ -22,6 +22,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
+from agentkernel.templates import TemplateSpec
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 STORES_YAML = "state:\n  db_path: data/state.db\n"
@@ -263,6 +264,8 @@ def test_spawn_terminate_and_the_process_table(kernel: Kernel, project: Path) ->
     assert kernel.terminate(boss.pid) == []
     with pytest.raises(ConfigError, match="unknown template 'ghost'"):
         kernel.spawn("ghost")
+    made = kernel.spawn(TemplateSpec(name="adhoc", instructions="z", budget_tokens=7))  # built in code
+    assert (made.template_name, made.budget.remaining, made.session_id) == ("adhoc", 7, None)
 
 
 def test_end_chat_ends_its_process_and_forgets_its_tool_results(

@@ -115,6 +115,14 @@ class Kernel:
         live: bool = True,
         extra_services: Mapping[str, Any] | None = None,  # by name; None detaches one
     ) -> None:
+        """A kernel on `config`; nothing is built or opened until something needs it.
+
+        `helpers` replaces the helper table (`default_helper_table()` plus your
+        own); `provider` is an LLM backend used instead of kernel.yaml's
+        `llm:`; `live=False` attaches neither the LLM nor the message store
+        (`hook_tool` without `--live`); `extra_services` adds or replaces
+        services by name, handed over: the kernel closes them with its own.
+        """
         self._config = config
         self._helpers = helpers or default_helper_table()
         self._host = ScriptHost(self._helpers)
@@ -339,16 +347,20 @@ class Kernel:
 
     def spawn(
         self,
-        template: str,
+        template: str | TemplateSpec,
         *,
         user_id: str | None = None,
         session_id: str | None = None,
         parent: Process | None = None,
         name: str | None = None,
     ) -> Process:
-        """Start a process from a template (S23.2); a child (`parent`) shares its budget group (S17)."""
+        """Start a process from a template (S23.2); a child (`parent`) shares its budget group (S17).
+
+        `template` is a name (`template(name)` checks it), or a TemplateSpec
+        built in code, such as a sub-agent's made from its instructions.
+        """
         process = self._processes.spawn(
-            self.template(template),
+            template if isinstance(template, TemplateSpec) else self.template(template),
             user_id=user_id,
             session_id=session_id,
             parent=parent,

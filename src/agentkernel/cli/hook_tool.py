@@ -2,9 +2,9 @@
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
 and `after_loop` with `job_done`, each only when the hook handles it, through
-the kernel's hook pipeline (`Kernel.run_hooks`), and prints one JSON line per call: `{"event",
-"result"}` or `{"event", "error"}` (a part of a verdict the pipeline ignored
-is one more line with its `error`). With no LLM in the loop there is no real
+the kernel's hook pipeline (`Kernel.run_hooks`), and prints one JSON line
+per call: `{"event", "result"}` or `{"event", "error"}` (a part of a verdict
+the pipeline ignored is one more line with its `error`). With no LLM in the loop there is no real
 answer: `after_turn` gets the message (or its `replace_message`) as the
 question and `{role: "assistant", content: <the verdict's reply, or "">}` as
 the answer (null when the message was suppressed). A failing hook never stops
