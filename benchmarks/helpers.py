@@ -29,7 +29,6 @@ from tests.helpers.http_server import LocalHTTPServer  # noqa: E402
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.scripting.helpers import ScriptCall  # noqa: E402
 from agentkernel.types import JSONValue  # noqa: E402
 
 ROWS = 10_000
@@ -54,6 +53,7 @@ def project(root: Path) -> Kernel:
         "q_rhai.rhai": 'fn run(a) { db_query("bench.duckdb", "SELECT * FROM t", 10000).count }',
         "h_js.js": "function run(a) { return String(http_get(a.url).status); }",
         "h_rhai.rhai": "fn run(a) { http_get(a.url).status }",
+        "setup.js": 'function run(a) { db_execute("bench.duckdb", a.sql); return "ready"; }',
     }
     for file, source in sources.items():
         (tools / file).write_text(source)
@@ -69,7 +69,7 @@ def time_tool(kernel: Kernel, tool: str, args: dict[str, JSONValue], calls: int,
     timings = []
     for index in range(calls + 5):
         started = time.perf_counter()
-        result = kernel.dispatcher.call(tool, args, caller)
+        result = kernel.run_tool(tool, args, caller)
         elapsed = (time.perf_counter() - started) * 1000
         if result.content != want:
             raise SystemExit(f"{tool} returned {result.to_json()}, expected {want!r}")
@@ -94,10 +94,14 @@ def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         options.calls, options.query_calls, options.state_ops = 2, 1, 20
-    with tempfile.TemporaryDirectory() as folder, LocalHTTPServer() as server:
-        kernel = project(Path(folder))
-        setup = ScriptCall(kernel.caller(user_id="bench"), "benchmarks/helpers.py")
-        kernel.helpers.invoke("db_execute", setup, ["bench.duckdb", DB_SETUP])
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        LocalHTTPServer() as server,
+        project(Path(folder)) as kernel,
+    ):
+        ready = kernel.run_tool("setup", {"sql": DB_SETUP}, kernel.caller(user_id="bench"))
+        if ready.content != "ready":
+            raise SystemExit(f"the table was not made: {ready.to_json()}")
         print(f"db_query of {ROWS:,} rows (id, name, score, TIMESTAMP), warm:")
         print(line("JS tool", time_tool(kernel, "q_js", {}, options.query_calls, str(ROWS))))
         print(line("Rhai tool", time_tool(kernel, "q_rhai", {}, options.query_calls, str(ROWS))))

@@ -4,8 +4,9 @@
 
 1. Overhead of a turn's hooks: two script hooks, one JavaScript and one Rhai
    (the shipped `audit.rhai` and the same hook in JS), through the kernel's
-   HookPipeline — `before_user_message`, `after_turn` and `after_loop` for
-   one message, each hook in a fresh scope. Target: p50 ≤ 1 ms.
+   HookPipeline (`Kernel.run_hooks`) — `before_user_message`, `after_turn`
+   and `after_loop` for one message, each hook in a fresh scope; the caller
+   has no session, so nothing is written to the transcript. Target: p50 ≤ 1 ms.
 2. Turns per second through the whole agent loop — hooks, the real
    OpenAI-compatible provider over HTTP to the scripted server of the tests
    (tests/fakes) on 127.0.0.1, the transcript in SQLite — with `--sessions`
@@ -32,7 +33,7 @@ from tests.fakes import FakeLLMServer, Reply  # noqa: E402
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.agent.loop import LoopEvent  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.types import JSONValue  # noqa: E402
+from agentkernel.types import JSONObject  # noqa: E402
 
 JS_AUDIT = """
 function before_user_message(ctx, msg) {
@@ -66,25 +67,22 @@ def make_project(root: Path, base_url: str, concurrency: int) -> Path:
 
 
 def bench_pipeline(kernel: Kernel, messages: int) -> list[float]:
-    hooks = list(kernel.catalog.hooks().values())
-    caller = kernel.caller(user_id="bench", session_id="bench")
-    question: dict[str, JSONValue] = {"role": "user", "content": "Привет, как посчитать слова в тексте?"}
-    answer: dict[str, JSONValue] = {"role": "assistant", "content": "Воспользуйтесь инструментом text_stats."}
+    hooks = kernel.list_hooks()
+    caller = kernel.caller(user_id="bench")
+    question: JSONObject = {"role": "user", "content": "Привет, как посчитать слова в тексте?"}
     timings = []
     for index in range(messages + 100):
         started = time.perf_counter_ns()
-        outcome = kernel.hooks.before_user_message(hooks, caller, question)
-        notices, _ = kernel.hooks.after_turn(hooks, caller, outcome.message, answer)
-        kernel.hooks.after_loop(hooks, caller, "job_done")
+        run = kernel.run_hooks(hooks, question, caller)
         elapsed = time.perf_counter_ns() - started
-        assert len(outcome.notices) == 2 and len(notices) == 2, (outcome, notices)
+        assert len(run.before.notices) == 2 and len(run.after_notices) == 2, run
         if index >= 100:  # warm-up
             timings.append(elapsed / 1e6)
     return timings
 
 
 async def bench_loop(kernel: Kernel, sessions: int, turns: int) -> float:
-    chats = [kernel.open_chat("bench", user_id=f"u{i}", stream=False) for i in range(sessions)]
+    chats = [kernel.chat("bench", user_id=f"u{i}", stream=False) for i in range(sessions)]
 
     async def quiet(event: LoopEvent) -> None:
         return None
@@ -115,7 +113,13 @@ def main() -> None:
         server.respond_with(
             lambda request: Reply(text="Хорошо, готово.", prompt_tokens=30, completion_tokens=5)
         )
-        kernel = Kernel(load_kernel_config(make_project(Path(folder), server.base_url, options.concurrency)))
+        config = load_kernel_config(make_project(Path(folder), server.base_url, options.concurrency))
+        asyncio.run(run_benchmarks(Kernel(config), options))
+
+
+async def run_benchmarks(kernel: Kernel, options: argparse.Namespace) -> None:
+    """Both figures, on one kernel closed at the end (its LLM client on this event loop)."""
+    async with kernel:
         timings = bench_pipeline(kernel, options.messages)
         p50 = statistics.median(timings)
         p95 = statistics.quantiles(timings, n=20)[18]
@@ -125,12 +129,11 @@ def main() -> None:
             f"(n={len(timings)}); target p50 <= 1 ms: {verdict}"
         )
         total = options.sessions * options.turns
-        elapsed = asyncio.run(bench_loop(kernel, options.sessions, options.turns))
+        elapsed = await bench_loop(kernel, options.sessions, options.turns)
         print(
             f"agent loop: {total} turns in {elapsed:.2f} s with {options.sessions} concurrent sessions "
             f"= {total / elapsed:.0f} turns/s (hooks + HTTP to the scripted LLM + SQLite transcript)"
         )
-        asyncio.run(kernel.aclose())
 
 
 if __name__ == "__main__":

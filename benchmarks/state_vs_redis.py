@@ -147,12 +147,12 @@ def script_figures(root: Path, ops: int, problems: list[str]) -> dict[str, float
             ("bench_loop", "script_js_one_call"),
             ("bench_loop_rhai", "script_rhai_one_call"),
         ):
-            kernel.call_tool(tool, {"n": 200, "value": VALUE}, caller)  # warm-up
+            kernel.run_tool(tool, {"n": 200, "value": VALUE}, caller)  # warm-up
             result = None
 
             def call(tool: str = tool) -> None:
                 nonlocal result
-                result = kernel.call_tool(tool, {"n": ops, "value": VALUE}, caller)
+                result = kernel.run_tool(tool, {"n": ops, "value": VALUE}, caller)
 
             seconds = timed(call)
             if result is None or result.content != str(ops):
@@ -160,11 +160,11 @@ def script_figures(root: Path, ops: int, problems: list[str]) -> dict[str, float
             figures[label] = rate(2 * ops, seconds)
         pairs = max(ops // 5, 100)
         for _ in range(50):
-            kernel.call_tool("bench_pair", {"value": VALUE}, caller)
+            kernel.run_tool("bench_pair", {"value": VALUE}, caller)
 
         def pair_calls() -> None:
             for _ in range(pairs):
-                if kernel.call_tool("bench_pair", {"value": VALUE}, caller).content != "42":
+                if kernel.run_tool("bench_pair", {"value": VALUE}, caller).content != "42":
                     problems.append("bench_pair: wrong result")
                     return
 

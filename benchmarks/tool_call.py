@@ -10,7 +10,7 @@ millisecond, where the usual alternative (a shell-command hook that starts
 
 What it measures:
 
-1. `kernel.dispatcher.call("text_stats", {...}, caller)` on the repo's
+1. `kernel.run_tool("text_stats", {...}, caller)` on the repo's
    `config/kernel.yaml`, after a warm-up: p50, p95 and mean per call;
 2. the same `text_stats` logic (the very source of `text_stats.js`) run by
    starting `node -e` per call, arguments as JSON on stdin and the result as
@@ -50,6 +50,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.tools.dispatch import argument_problem
 from agentkernel.tools.results import ToolResult, finish, normalize
@@ -204,19 +205,16 @@ def bench_kernel(
     kernel: Kernel, args: dict[str, JSONValue], calls: int, warmup: int, tool: str = TOOL
 ) -> tuple[Stats, int]:
     caller = kernel.caller(user_id="bench", agent="benchmarks/tool_call.py")
-    dispatcher = kernel.dispatcher
 
     def one() -> bool:
-        return dispatcher.call(tool, args, caller).success
+        return kernel.run_tool(tool, args, caller).success
 
     return time_calls(one, calls, warmup)
 
 
 def bench_split(kernel: Kernel, args: dict[str, JSONValue], calls: int, warmup: int) -> dict[str, Stats]:
     """The pure-Python pieces of the dispatch path, each timed on its own."""
-    spec = kernel.tools.get(TOOL)
-    if spec is None:
-        raise RuntimeError(f"tool {TOOL!r} vanished from the registry")
+    spec = kernel.tool(TOOL)
     limits = kernel.config.limits
     returned: JSONValue = {"content": expected_content(SAMPLE_TEXT), "success": True}
 
@@ -261,9 +259,11 @@ def bench_node(node: str, source: str, args: dict[str, JSONValue], calls: int) -
 
 def build_kernel() -> Kernel:
     kernel = Kernel.from_config_file(CONFIG)
-    if kernel.tools.get(TOOL) is None:
-        problems = "; ".join(str(p) for p in kernel.catalog.problems()) or "no load problems reported"
-        raise SystemExit(f"tool {TOOL!r} is not loaded from {CONFIG}: {problems}")
+    try:
+        kernel.tool(TOOL)
+    except ConfigError as exc:
+        kernel.close()
+        raise SystemExit(f"tool {TOOL!r} is not loaded from {CONFIG}: {exc}") from exc
     return kernel
 
 
@@ -308,15 +308,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     node = shutil.which("node")
     host = machine(node)
     kernel = build_kernel()
-    spec = kernel.tools.get(TOOL)
-    assert spec is not None  # build_kernel checked
+    spec = kernel.tool(TOOL)  # build_kernel checked that it loads
     tool_args: dict[str, JSONValue] = {"text": SAMPLE_TEXT}
-    check_result(kernel.dispatcher.call(TOOL, tool_args, kernel.caller()))
+    check_result(kernel.run_tool(TOOL, tool_args, kernel.caller()))
 
     kernel_stats, kernel_failures = bench_kernel(kernel, tool_args, options.calls, options.warmup)
-    check_result(kernel.dispatcher.call(RHAI_TOOL, tool_args, kernel.caller()))
+    check_result(kernel.run_tool(RHAI_TOOL, tool_args, kernel.caller()))
     rhai_stats, rhai_failures = bench_kernel(kernel, tool_args, options.calls, options.warmup, RHAI_TOOL)
     split = bench_split(kernel, tool_args, options.calls, options.warmup)
+    kernel.close()
 
     node_stats: Stats | None = None
     node_failures = 0
@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"         quickjs-bindings {host.quickjs_bindings}; node {host.node or 'not found'}")
         print(f"tool:    {TOOL} on a {len(SAMPLE_TEXT)}-character text; all figures in ms per call")
         print()
-        print(row("agentkernel dispatcher.call", kernel_stats))
+        print(row("agentkernel run_tool", kernel_stats))
         print(row(f"  same tool in Rhai ({RHAI_TOOL})", rhai_stats))
         if kernel_failures:
             print(f"  !! {kernel_failures} kernel calls did not succeed")

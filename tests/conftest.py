@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -64,8 +64,9 @@ def tools_dir(project: Path) -> Path:
 
 
 @pytest.fixture
-def kernel(project: Path) -> Kernel:
-    return Kernel(load_kernel_config(project / "config" / "kernel.yaml"))
+def kernel(project: Path) -> Iterator[Kernel]:
+    with Kernel(load_kernel_config(project / "config" / "kernel.yaml")) as built:
+        yield built
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ RHAI_SCRIPTS = ("loop", "fib", "sieve", "objects")
 # benchmark → the lines (regular expressions, multiline) its figures must show
 FIGURES: dict[str, list[str]] = {
     "tool_call.py": [
-        rf"agentkernel dispatcher\.call\s+p50\s+{NUMBER}",
+        rf"agentkernel run_tool\s+p50\s+{NUMBER}",
         rf"same tool in Rhai \(text_stats_rhai\)\s+p50\s+{NUMBER}",
         rf"node -e per call\s+p50\s+{NUMBER}|^node per call: skipped",  # node may be missing
     ],

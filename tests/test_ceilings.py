@@ -49,7 +49,7 @@ def test_the_attack_a_tool_asking_for_a_terabyte_does_not_get_it(
     """The attack suite's tool: `memory_limit_mb: 1000000` once ran with 1.1 GiB against the kernel's 64."""
     make_tool("greedy", GREEDY_JS, yaml_extra="memory_limit_mb: 1000000\n")
     kernel = kernel_of(project)
-    result = kernel.call_tool("greedy", {})
+    result = kernel.run_tool("greedy", {})
     assert result.success is False
     assert result.content == (
         "tool 'greedy' is not available: config/scripts/tools/greedy.yaml:5 failed to load: "
@@ -85,10 +85,10 @@ def test_an_operators_ceiling_allows_raising_up_to_it_and_no_further(
     make_tool("greedier", GREEDY_JS, yaml_extra="memory_limit_mb: 257\n")
     make_tool("small", GREEDY_JS)
     kernel = kernel_of(project, extra)
-    assert kernel.call_tool("roomy", {}).content == "allocated 96 MiB"
-    small = kernel.call_tool("small", {})  # no value of its own: the kernel's 32 MiB
+    assert kernel.run_tool("roomy", {}).content == "allocated 96 MiB"
+    small = kernel.run_tool("small", {})  # no value of its own: the kernel's 32 MiB
     assert small.success is False and "out of memory (limit 32 MiB)" in small.content
-    assert kernel.call_tool("greedier", {}).content.endswith(
+    assert kernel.run_tool("greedier", {}).content.endswith(
         "memory_limit_mb: 257 is above the ceiling (limits.ceilings.memory_limit_mb: 256 in kernel.yaml)"
     )
 
@@ -102,14 +102,14 @@ def test_lowering_is_always_allowed_and_raising_max_operations_by_default_too(
     )
     make_tool("busy", "fn run(args) { 2 }", ext=".rhai", yaml_extra="max_operations: 100000000000\n")
     kernel = kernel_of(project)
-    assert kernel.call_tool("modest", {}).content == "1"
-    assert kernel.call_tool("busy", {}).content == "2"
+    assert kernel.run_tool("modest", {}).content == "1"
+    assert kernel.run_tool("busy", {}).content == "2"
 
 
 def test_a_ceiling_on_max_operations_holds(project: Path, make_tool: ToolFactory) -> None:
     make_tool("busy", "function run() { return 2; }", yaml_extra="max_operations: 100000001\n")
     kernel = kernel_of(project, "limits:\n  ceilings:\n    max_operations: 100000000\n")
-    assert kernel.call_tool("busy", {}).content.endswith(
+    assert kernel.run_tool("busy", {}).content.endswith(
         "max_operations: 100,000,001 is above the ceiling (limits.ceilings.max_operations: 100,000,000 "
         "in kernel.yaml)"
     )

@@ -315,6 +315,7 @@ def test_hook_tool_live_records_verdicts_in_the_transcript(tmp_path: Path, audit
     with SqliteMessageStore(tmp_path / "t.db") as store:
         records = store.history("s-live", 10)
     assert [r.kind for r in records] == ["hook", "hook"]
+    assert records[0].content == '{"notice": "🔍 audit: 2 символов"}'  # as the agent loop records it
     assert records[0].meta == {
         "hook": "audit",
         "event": "before_user_message",

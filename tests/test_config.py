@@ -146,14 +146,14 @@ def test_bad_files_are_reported_and_the_rest_serve(
     make_tool("good2", "function run() { return 'good too'; }")
     write(tools_dir / "zdup.yaml", "kind: script_tool\nname: good\nscript: good.js\n")
 
-    assert [s.name for s in kernel.tools.all()] == ["good2"]  # `good` is claimed twice: both refused
-    problems = {p.path.name: p.reason for p in kernel.catalog.problems()}
+    assert [s.name for s in kernel.list_tools()] == ["good2"]  # `good` is claimed twice: both refused
+    problems = {p.path.name: p.reason for p in kernel.problems()}
     assert set(problems) == {"syntax.yaml", "broken.yaml", "nokind.yml", "good.yaml", "zdup.yaml"}
     assert "SyntaxError" in problems["syntax.yaml"] and "syntax.js:2:" in problems["syntax.yaml"]
     assert problems["nokind.yml"] == "kind: expected 'script_tool' or 'script_hook', got None"
     assert problems["broken.yaml"].startswith("bad YAML")
-    assert kernel.call_tool("good2", {}).content == "good too"
-    assert kernel.call_tool("syntax", {}).content.startswith(
+    assert kernel.run_tool("good2", {}).content == "good too"
+    assert kernel.run_tool("syntax", {}).content.startswith(
         "tool 'syntax' is not available: config/scripts/tools/syntax.yaml:4 failed to load: "
         "script syntax.js: "
     )
@@ -161,24 +161,26 @@ def test_bad_files_are_reported_and_the_rest_serve(
 
 def test_duplicate_names_refuse_both_files(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
     make_tool("alpha", "function run() { return 'first'; }")
-    assert kernel.call_tool("alpha", {}).content == "first"
+    assert kernel.run_tool("alpha", {}).content == "first"
     write(tools_dir / "zeta.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\n")
-    assert kernel.tools.list_for(kernel.caller()) == []  # what an agent's next message is offered
-    problems = [(p.path.name, p.line, p.reason) for p in kernel.catalog.problems()]
+    assert kernel.list_tools(kernel.caller()) == []  # what an agent's next message is offered
+    problems = [(p.path.name, p.line, p.reason) for p in kernel.problems()]
     assert problems == [
         ("alpha.yaml", 2, "name: 'alpha' is also defined in zeta.yaml; rename one of them"),
         ("zeta.yaml", 2, "name: 'alpha' is also defined in alpha.yaml; rename one of them"),
     ]
-    assert kernel.tools.all() == [] and kernel.catalog.tool("alpha") is None
-    assert kernel.call_tool("alpha", {}).success is False  # even a running kernel stops offering it
+    assert kernel.list_tools() == []
+    with pytest.raises(ConfigError, match=r"tool 'alpha' is not available: .*alpha.yaml:2 failed to load"):
+        kernel.tool("alpha")
+    assert kernel.run_tool("alpha", {}).success is False  # even a running kernel stops offering it
 
 
 def test_hooks_are_catalogued_apart_from_tools(kernel: Kernel, project: Path) -> None:
     hooks = project / "config" / "scripts" / "hooks"
     write(hooks / "audit.js", "function before_user_message(ctx, msg) { return {notice: 'n'}; }")
     write(hooks / "audit.yaml", "kind: script_hook\nname: audit\nscript: audit.js\n")
-    assert list(kernel.catalog.hooks()) == ["audit"]
-    assert kernel.tools.all() == []
+    assert [h.name for h in kernel.list_hooks()] == ["audit"]
+    assert kernel.list_tools() == []
 
 
 # -- S1.4: edits take effect on the next call, no restart ------------------------------------
@@ -196,39 +198,39 @@ def test_editing_the_script_applies_on_next_call(
     kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
 ) -> None:
     make_tool("live", "function run() { return 'v1'; }")
-    assert kernel.call_tool("live", {}).content == "v1"
+    assert kernel.run_tool("live", {}).content == "v1"
     bump(tools_dir / "live.js", "function run() { return 'v2'; }")
-    assert kernel.call_tool("live", {}).content == "v2"
+    assert kernel.run_tool("live", {}).content == "v2"
 
 
 def test_editing_the_yaml_applies_on_next_call(
     kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
 ) -> None:
     make_tool("conf", "function run(a, c) { return c.greeting; }", yaml_extra="greeting: hi\n")
-    assert kernel.call_tool("conf", {}).content == "hi"
+    assert kernel.run_tool("conf", {}).content == "hi"
     yaml_path = tools_dir / "conf.yaml"
     bump(yaml_path, yaml_path.read_text().replace("greeting: hi", "greeting: привет"))
-    assert kernel.call_tool("conf", {}).content == "привет"
+    assert kernel.run_tool("conf", {}).content == "привет"
 
 
 def test_new_and_removed_files_are_noticed(kernel: Kernel, make_tool: ToolFactory, tools_dir: Path) -> None:
-    assert kernel.call_tool("later", {}).success is False
+    assert kernel.run_tool("later", {}).success is False
     make_tool("later", "function run() { return 'here'; }")
-    assert kernel.call_tool("later", {}).content == "here"
+    assert kernel.run_tool("later", {}).content == "here"
     (tools_dir / "later.yaml").unlink()
-    assert kernel.call_tool("later", {}).content == "unknown tool 'later'"
+    assert kernel.run_tool("later", {}).content == "unknown tool 'later'"
 
 
 def test_a_broken_edit_is_reported_then_a_fix_recovers(
     kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
 ) -> None:
     make_tool("fragile", "function run() { return 'ok'; }")
-    assert kernel.call_tool("fragile", {}).content == "ok"
+    assert kernel.run_tool("fragile", {}).content == "ok"
     bump(tools_dir / "fragile.js", "function run() { return 'ok' +; }")
-    assert kernel.call_tool("fragile", {}).success is False
-    assert any(p.path.name == "fragile.yaml" for p in kernel.catalog.problems())
+    assert kernel.run_tool("fragile", {}).success is False
+    assert any(p.path.name == "fragile.yaml" for p in kernel.problems())
     bump(tools_dir / "fragile.js", "function run() { return 'fixed'; }")
-    assert kernel.call_tool("fragile", {}).content == "fixed"
+    assert kernel.run_tool("fragile", {}).content == "fixed"
 
 
 # -- lazy compiling: `tool(name)` compiles one script, listings compile all --------------------------
@@ -264,7 +266,7 @@ def test_a_tool_by_name_compiles_only_its_own_script(make_tool: ToolFactory, too
 
 def test_a_broken_script_is_never_run_by_name(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("broken", "function run() { return 1 +; }")
-    result = kernel.call_tool("broken", {})
+    result = kernel.run_tool("broken", {})
     assert not result.success
     assert result.content.startswith(
         "tool 'broken' is not available: config/scripts/tools/broken.yaml:4 failed"

@@ -33,7 +33,7 @@ parameters:
 
 
 def test_unknown_tool(kernel: Kernel) -> None:
-    result = kernel.call_tool("nope", {})
+    result = kernel.run_tool("nope", {})
     assert (result.success, result.content) == (False, "unknown tool 'nope'")
 
 
@@ -45,7 +45,7 @@ def test_s2_5_a_tool_whose_file_failed_says_why(
 ) -> None:
     make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
     (tools_dir / "other.yaml").write_text("kind: script_tool\nname: other\nscript: gone.js\n")
-    result = kernel.dispatcher.call("stats", {"text": "x"}, kernel.caller())
+    result = kernel.run_tool("stats", {"text": "x"}, kernel.caller())
     assert (result.success, result.content) == (
         False,
         "tool 'stats' is not available: config/scripts/tools/stats.yaml:7 failed to load: "
@@ -56,9 +56,9 @@ def test_s2_5_a_tool_whose_file_failed_says_why(
 
 def test_s2_5_fixing_the_file_makes_the_tool_available(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
-    assert "is not available" in kernel.call_tool("stats", {"text": "x"}).content
+    assert "is not available" in kernel.run_tool("stats", {"text": "x"}).content
     make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
-    assert kernel.call_tool("stats", {"text": "abc"}).content == "3:0"
+    assert kernel.run_tool("stats", {"text": "abc"}).content == "3:0"
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_s2_5_which_file_declares_the_unavailable_tool(
     (tools_dir / file).write_text(yaml)
     if script is not None:
         (tools_dir / "wc.js").write_text(script)
-    content = kernel.call_tool("wc", {}).content
+    content = kernel.run_tool("wc", {}).content
     assert content.startswith(f"tool 'wc' is not available: config/scripts/tools/{file}{reason}")
     assert str(tools_dir) not in content  # the project's own paths, not the server's
 
@@ -90,7 +90,7 @@ def test_s2_5_which_file_declares_the_unavailable_tool(
 def test_a_failed_hook_of_the_same_name_is_not_the_tool(kernel: Kernel, project: Path) -> None:
     hooks = project / "config" / "scripts" / "hooks"
     (hooks / "audit.yaml").write_text("kind: script_hook\nname: audit\nscript: gone.rhai\n")
-    assert kernel.call_tool("audit", {}).content == "unknown tool 'audit'"
+    assert kernel.run_tool("audit", {}).content == "unknown tool 'audit'"
 
 
 def test_callers_outside_the_allow_list_learn_nothing_of_the_file(
@@ -98,9 +98,9 @@ def test_callers_outside_the_allow_list_learn_nothing_of_the_file(
 ) -> None:
     make_tool("stats", STATS, yaml_extra=BAD_PARAMETERS)
     outsider = kernel.caller(template="hello-agent", allowed_tools=frozenset({"other"}))
-    assert kernel.dispatcher.call("stats", {}, outsider).content == "unknown tool 'stats'"
+    assert kernel.run_tool("stats", {}, outsider).content == "unknown tool 'stats'"
     insider = kernel.caller(template="hello-agent", allowed_tools=frozenset({"stats"}))
-    assert kernel.dispatcher.call("stats", {}, insider).content.startswith("tool 'stats' is not available: ")
+    assert kernel.run_tool("stats", {}, insider).content.startswith("tool 'stats' is not available: ")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_s2_5_arguments_are_refused_before_the_script_runs(
 ) -> None:
     # The script would leave a trace if it ran; it must not.
     make_tool("stats", "function run() { throw new Error('script ran'); }", yaml_extra=STATS_PARAMS)
-    result = kernel.call_tool("stats", args)
+    result = kernel.run_tool("stats", args)
     assert result.success is False
     assert message in result.content
     assert "script ran" not in result.content
@@ -128,26 +128,26 @@ def test_s2_5_arguments_are_refused_before_the_script_runs(
 
 def test_valid_arguments_reach_the_script(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
-    assert kernel.call_tool("stats", {"text": "abc", "count": 2}).content == "3:2"
+    assert kernel.run_tool("stats", {"text": "abc", "count": 2}).content == "3:2"
 
 
 def test_access_check_refuses_tools_outside_the_allow_list(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("open", "function run() { return 'open'; }")
     make_tool("secret", "function run() { return 'secret'; }")
     caller = kernel.caller(template="hello-agent", allowed_tools=frozenset({"open"}))
-    assert kernel.dispatcher.call("open", {}, caller).content == "open"
-    refused = kernel.dispatcher.call("secret", {}, caller)
+    assert kernel.run_tool("open", {}, caller).content == "open"
+    refused = kernel.run_tool("secret", {}, caller)
     assert (refused.success, refused.content) == (False, "tool 'secret' is not allowed for hello-agent")
-    assert [t["name"] for t in kernel.tools.list_for(caller)] == ["open"]
-    assert [t["name"] for t in kernel.tools.list_for(kernel.caller())] == ["open", "secret"]
+    assert [t.name for t in kernel.list_tools(caller)] == ["open"]
+    assert [t.name for t in kernel.list_tools(kernel.caller())] == ["open", "secret"]
+    assert [t.name for t in kernel.list_tools()] == ["open", "secret"]
 
 
-def test_s16_3_list_for_shows_name_description_parameters(kernel: Kernel, make_tool: ToolFactory) -> None:
+def test_s16_3_list_tools_shows_name_description_parameters(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("stats", STATS, yaml_extra=STATS_PARAMS)
-    (entry,) = kernel.tools.list_for(kernel.caller())
-    assert entry["name"] == "stats" and entry["description"] == "test tool stats"
-    parameters = entry["parameters"]
-    assert isinstance(parameters, dict) and parameters["required"] == ["text"]
+    (entry,) = kernel.list_tools(kernel.caller())
+    assert entry.name == "stats" and entry.description == "test tool stats"
+    assert entry.parameters["required"] == ["text"]
 
 
 def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -155,13 +155,13 @@ def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: Tool
     alice = kernel.caller(session_id="s-alice")
     bob = kernel.caller(session_id="s-bob")
     for n in range(3):
-        kernel.dispatcher.call("echo", {"n": n}, alice)
-    kernel.dispatcher.call("echo", {"n": 99}, bob)
-    assert [kernel.history.get(alice, "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
-    assert kernel.history.get(alice, "echo", 3) is None
-    assert kernel.history.get(bob, "echo").content == "99"  # type: ignore[union-attr]
-    kernel.dispatcher.call("echo", {"n": 5}, kernel.caller())  # no session: nothing recorded
-    assert kernel.history.get(alice, "echo").content == "2"  # type: ignore[union-attr]
+        kernel.run_tool("echo", {"n": n}, alice)
+    kernel.run_tool("echo", {"n": 99}, bob)
+    assert [kernel._history.get(alice, "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
+    assert kernel._history.get(alice, "echo", 3) is None
+    assert kernel._history.get(bob, "echo").content == "99"  # type: ignore[union-attr]
+    kernel.run_tool("echo", {"n": 5}, kernel.caller())  # no session: nothing recorded
+    assert kernel._history.get(alice, "echo").content == "2"  # type: ignore[union-attr]
 
 
 def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -169,13 +169,13 @@ def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFac
     make_tool("echo", "function run(a) { return String(a.n); }")
     alice = kernel.caller(user_id="alice", session_id="shared")
     bob = kernel.caller(user_id="bob", session_id="shared")
-    kernel.dispatcher.call("echo", {"n": 1}, alice)
-    assert kernel.history.get(bob, "echo") is None
-    kernel.dispatcher.call("echo", {"n": 2}, bob)
-    assert kernel.history.get(alice, "echo").content == "1"  # type: ignore[union-attr]
-    kernel.history.forget_session("alice", "shared")
-    assert kernel.history.get(alice, "echo") is None
-    assert kernel.history.get(bob, "echo").content == "2"  # type: ignore[union-attr]
+    kernel.run_tool("echo", {"n": 1}, alice)
+    assert kernel._history.get(bob, "echo") is None
+    kernel.run_tool("echo", {"n": 2}, bob)
+    assert kernel._history.get(alice, "echo").content == "1"  # type: ignore[union-attr]
+    kernel._history.forget_session("alice", "shared")
+    assert kernel._history.get(alice, "echo") is None
+    assert kernel._history.get(bob, "echo").content == "2"  # type: ignore[union-attr]
 
 
 def test_history_holds_a_bounded_number_of_sessions() -> None:
@@ -199,9 +199,9 @@ def test_history_is_bounded(project: Path, make_tool: ToolFactory) -> None:
     make_tool("echo", "function run(a) { return String(a.n); }")
     caller = kernel.caller(session_id="s")
     for n in range(5):
-        kernel.dispatcher.call("echo", {"n": n}, caller)
-    assert kernel.history.get(caller, "echo", 1).content == "3"  # type: ignore[union-attr]
-    assert kernel.history.get(caller, "echo", 2) is None
+        kernel.run_tool("echo", {"n": n}, caller)
+    assert kernel._history.get(caller, "echo", 1).content == "3"  # type: ignore[union-attr]
+    assert kernel._history.get(caller, "echo", 2) is None
 
 
 class ExplodingEngine:
@@ -230,22 +230,22 @@ class ExplodingEngine:
 def test_crash_protection_turns_kernel_bugs_into_failed_results(
     kernel: Kernel, make_tool: ToolFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    kernel.host.engines[".boom"] = ExplodingEngine()
+    kernel._host.engines[".boom"] = ExplodingEngine()
     make_tool("boom", "anything", ext=".boom")
     make_tool("fine", "function run() { return 'fine'; }")
     with caplog.at_level(logging.ERROR, logger="agentkernel.dispatch"):
-        result = kernel.call_tool("boom", {})
+        result = kernel.run_tool("boom", {})
     assert result.success is False
     assert result.content == "tool 'boom' failed inside the kernel: ZeroDivisionError: engine bug"
     assert "Traceback" in caplog.text and "engine bug" in caplog.text
-    assert kernel.call_tool("fine", {}).content == "fine"
+    assert kernel.run_tool("fine", {}).content == "fine"
 
 
 def test_s1_1_any_other_extension_runs_on_rhai(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("txt", "fn run(args) { `rhai ${args.n + 1}` }", ext=".txt")
     make_tool("py", "print('hi')", ext=".py")  # not Rhai: a char literal holds one character
-    assert kernel.call_tool("txt", {"n": 41}).content == "rhai 42"
-    (problem,) = kernel.catalog.problems()
+    assert kernel.run_tool("txt", {"n": 41}).content == "rhai 42"
+    (problem,) = kernel.problems()
     assert problem.path.name == "py.yaml"
     assert "Syntax error: Invalid character: 'hi'" in problem.reason and "py.py:1:7" in problem.reason
 
@@ -255,9 +255,7 @@ def test_acall_runs_on_worker_threads_concurrently(kernel: Kernel, make_tool: To
     caller = kernel.caller()
 
     async def many() -> list[str]:
-        results = await asyncio.gather(
-            *(kernel.dispatcher.acall("square", {"n": n}, caller) for n in range(20))
-        )
+        results = await asyncio.gather(*(kernel.arun_tool("square", {"n": n}, caller) for n in range(20)))
         return [r.content for r in results]
 
     assert asyncio.run(many()) == [str(n * n) for n in range(20)]
@@ -265,7 +263,7 @@ def test_acall_runs_on_worker_threads_concurrently(kernel: Kernel, make_tool: To
 
 def test_results_serialise_to_the_cli_shape(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("shape", "function run() { return {content: 'c', error: 'e', success: false}; }")
-    assert json.loads(json.dumps(kernel.call_tool("shape", {}).to_json())) == {
+    assert json.loads(json.dumps(kernel.run_tool("shape", {}).to_json())) == {
         "content": "c",
         "success": False,
         "error": "e",

@@ -21,7 +21,7 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         `// TOOL ARGS [--user U] [--session S]`, where ARGS is a JSON value;
         the rest of the block is the expected `ToolResult.to_json()`. The call
         goes through the real kernel: `Kernel(load_kernel_config(...))
-        .call_tool(TOOL, ARGS, kernel.caller(user_id=U, session_id=S))`. The
+        .run_tool(TOOL, ARGS, kernel.caller(user_id=U, session_id=S))`. The
         block may leave out some of the result's five fields; every value it
         shows must match in full (nested objects with exactly these keys,
         arrays with these items), with the same JSON types (`1` is not `true`).
@@ -100,7 +100,6 @@ cannot silently skip an example.
 
 from __future__ import annotations
 
-import asyncio
 import doctest
 import json
 import os
@@ -405,6 +404,9 @@ class ExampleRunner:
                 actions[step.kind](step)
         finally:
             self._close_kernel()
+            for value in self.namespace.values():  # the kernels a python session built and left open
+                if isinstance(value, Kernel):
+                    value.close()
             if self.http is not None:
                 self.http.__exit__(None, None, None)
             if self.llm is not None:
@@ -420,7 +422,7 @@ class ExampleRunner:
         """Close the kernel's helper services (DuckDB files, the state store, HTTP pools)."""
         if self.kernel is not None:
             kernel, self.kernel = self.kernel, None
-            asyncio.run(kernel.aclose())
+            kernel.close()
 
     def _servers(self, text: str) -> dict[str, str]:
         """The test servers' base URLs by variable; the HTTP server starts when `text` first names it."""
@@ -477,10 +479,10 @@ class ExampleRunner:
             self.kernel = Kernel(load_kernel_config(self.root / KERNEL_YAML))
         kernel = self.kernel
         caller = kernel.caller(user_id=flags.get("user"), session_id=flags.get("session"))
-        actual = kernel.call_tool(call["tool"], args, caller).to_json()
+        actual = kernel.run_tool(call["tool"], args, caller).to_json()
         found = mismatches(json.loads(expected_text), actual)
         shown = json.dumps(actual, ensure_ascii=False, indent=2)
-        problems = [str(p) for p in kernel.catalog.problems()]
+        problems = [str(p) for p in kernel.problems()]
         assert not found, f"{where}:\n  " + "\n  ".join(found) + f"\nactual:\n{shown}\nnot loaded: {problems}"
 
     def step_cli(self, step: Step) -> None:

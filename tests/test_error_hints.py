@@ -1,6 +1,6 @@
 """Errors that say what to do (S4.4): the hints the kernel adds to script errors.
 
-Every call goes through the real dispatch path (`Kernel.call_tool`) on real
+Every call goes through the real dispatch path (`Kernel.run_tool`) on real
 QuickJS and our Rhai, so the text checked is exactly what an LLM reads.
 """
 
@@ -21,7 +21,7 @@ WHY = (
 
 
 def failure(kernel: Kernel, name: str, args: JSONValue) -> str:
-    result = kernel.call_tool(name, args)
+    result = kernel.run_tool(name, args)
     assert result.success is False, result.content
     assert result.error == result.content
     return result.content
@@ -95,7 +95,7 @@ def test_other_node_and_browser_globals_get_a_hint(
 
 def test_module_and_exports_exist_so_they_need_no_hint(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("t", "module.exports.run = (args) => `${typeof module} ${typeof exports}`;", ext=".cjs")
-    assert kernel.call_tool("t", {}).content == "object object"
+    assert kernel.run_tool("t", {}).content == "object object"
 
 
 def test_an_ordinary_reference_error_gets_no_hint(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -114,7 +114,7 @@ def test_importing_an_npm_package_says_what_to_do(
 ) -> None:
     make_tool("static", 'import _ from "lodash";\nexport function run(args) { return 1; }', ext=".mjs")
     make_tool("dynamic", 'export async function run(args) { await import("node:fs"); }', ext=".mjs")
-    (problem,) = kernel.catalog.problems()
+    (problem,) = kernel.problems()
     assert problem.path == tools_dir / "static.yaml"
     assert problem.reason.startswith(
         "script static.mjs: ReferenceError: module 'lodash' not found"
@@ -130,7 +130,7 @@ def test_a_missing_file_of_your_own_is_not_called_an_npm_module(
 ) -> None:
     source = 'import { f } from "./lib/gone.mjs";\nexport function run(args) { return f(); }'
     make_tool("t", source, ext=".mjs")
-    (problem,) = kernel.catalog.problems()
+    (problem,) = kernel.problems()
     assert problem.reason.endswith("gone.mjs' not found")
     assert "npm" not in problem.reason
 
@@ -344,10 +344,8 @@ def test_rhai_hint_reaches_the_hook_edge(kernel: Kernel, project: Path) -> None:
     hooks_dir = project / "config" / "scripts" / "hooks"
     (hooks_dir / "h.rhai").write_text("fn before_user_message(ctx, message) { message.txt.len; }")
     (hooks_dir / "h.yaml").write_text("kind: script_hook\nname: h\nscript: h.rhai\n")
-    outcome = kernel.hooks.before_user_message(
-        kernel.catalog.hooks().values(), kernel.caller(), {"role": "user", "content": "Привет"}
-    )
-    (record,) = outcome.records
+    run = kernel.run_hooks(kernel.list_hooks(), {"role": "user", "content": "Привет"})
+    (record,) = run.records
     assert record.error == (
         "Unknown property 'len' - a getter is not registered for type '()' (at h.rhai:1:52)"
         " — message.txt: the field 'txt' is missing (message has: role, content)"

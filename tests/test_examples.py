@@ -18,8 +18,10 @@ def shipped() -> Kernel:
 
 
 def test_every_shipped_file_loads(shipped: Kernel) -> None:
-    assert shipped.catalog.problems() == []
-    assert {"text_stats", "text_stats_rhai", "wordcount", "currency"} <= {s.name for s in shipped.tools.all()}
+    assert shipped.problems() == []
+    assert {"text_stats", "text_stats_rhai", "wordcount", "currency"} <= {
+        s.name for s in shipped.list_tools()
+    }
 
 
 EMPTY = "текст пуст"
@@ -49,8 +51,8 @@ EMPTY = "текст пуст"
 )
 def test_text_stats_counts_the_same_in_both_engines(shipped: Kernel, text: str, content: str) -> None:
     """S2.6: characters, words and sentences, as the description says; JS and Rhai agree."""
-    js = shipped.call_tool("text_stats", {"text": text}).to_json()
-    rhai = shipped.call_tool("text_stats_rhai", {"text": text}).to_json()
+    js = shipped.run_tool("text_stats", {"text": text}).to_json()
+    rhai = shipped.run_tool("text_stats_rhai", {"text": text}).to_json()
     assert js == rhai
     assert js["content"] == content
     if content == EMPTY:
@@ -70,18 +72,18 @@ def test_text_stats_counts_the_same_in_both_engines(shipped: Kernel, text: str, 
 def test_currency_reads_rates_from_its_yaml(
     shipped: Kernel, args: dict[str, JSONValue], content: str
 ) -> None:
-    result = shipped.call_tool("currency", args)
+    result = shipped.run_tool("currency", args)
     assert (result.content, result.success) == (content, True)
 
 
 def test_currency_unknown_code(shipped: Kernel) -> None:
-    result = shipped.call_tool("currency", {"amount": 1, "from": "XXX", "to": "RUB"})
+    result = shipped.run_tool("currency", {"amount": 1, "from": "XXX", "to": "RUB"})
     assert (result.content, result.success) == ("неизвестная валюта: XXX", False)
     assert result.warnings == ["Не удалось пересчитать валюту"]
 
 
 def test_text_stats_empty_text_fails_with_the_yaml_warning(shipped: Kernel) -> None:
-    result = shipped.call_tool("text_stats", {"text": "   "})
+    result = shipped.run_tool("text_stats", {"text": "   "})
     assert result.to_json() == {
         "content": "текст пуст",
         "success": False,
@@ -92,7 +94,7 @@ def test_text_stats_empty_text_fails_with_the_yaml_warning(shipped: Kernel) -> N
 
 
 def test_wordcount_summary_table_and_chart(shipped: Kernel) -> None:
-    result = shipped.call_tool(
+    result = shipped.run_tool(
         "wordcount", {"text": "Мама мыла раму, и мама пела. The end of the end", "top": 3}
     )
     assert result.success is True
@@ -109,11 +111,11 @@ def test_wordcount_summary_table_and_chart(shipped: Kernel) -> None:
 
 
 def test_wordcount_reads_stopwords_from_its_yaml(shipped: Kernel) -> None:
-    result = shipped.call_tool("wordcount", {"text": "и и и в на"})
+    result = shipped.run_tool("wordcount", {"text": "и и и в на"})
     assert (result.content, result.success) == ("текст пуст", False)
     assert result.warnings == ["Не удалось посчитать слова"]
 
 
 def test_wordcount_rejects_bad_top(shipped: Kernel) -> None:
-    result = shipped.call_tool("wordcount", {"text": "a", "top": 0})
+    result = shipped.run_tool("wordcount", {"text": "a", "top": 0})
     assert result.content == "invalid arguments for wordcount: top: 0 is less than the minimum of 1"

@@ -29,7 +29,7 @@ def content(
     template: str | None = None,
 ) -> str:
     caller = kernel.caller(user_id=user_id, session_id=session_id, template=template)
-    return kernel.dispatcher.call(name, {}, caller).content
+    return kernel.run_tool(name, {}, caller).content
 
 
 # -- S15 caller() ------------------------------------------------------------------
@@ -126,7 +126,7 @@ def test_helper_errors_are_catchable(kernel: Kernel, make_tool: ToolFactory) -> 
 
 def test_uncaught_helper_error_fails_the_tool(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("uncaught", "function run() { return env_var(''); }")
-    result = kernel.call_tool("uncaught", {})
+    result = kernel.run_tool("uncaught", {})
     assert result.success is False
     assert result.content.startswith("Error: env_var: name must be a non-empty string")
     assert "uncaught.js:1" in result.content
@@ -174,7 +174,7 @@ def test_registered_helper_is_callable_from_js_with_plain_values(
         "function run() { const r = echo({n: 1, f: 1.5, s: 'ы', l: [true, null]}, 3);"
         " return JSON.stringify([r, typeof r.value.n, Number.isInteger(r.value.f)]); }",
     )
-    result = custom_kernel.dispatcher.call("use_echo", {}, custom_kernel.caller(user_id="u7"))
+    result = custom_kernel.run_tool("use_echo", {}, custom_kernel.caller(user_id="u7"))
     assert json.loads(result.content) == [
         {"value": {"n": 1, "f": 1.5, "s": "ы", "l": [True, None]}, "times": 3, "user": "u7"},
         "number",

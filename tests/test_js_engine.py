@@ -13,7 +13,7 @@ from tests.conftest import ToolFactory
 
 
 def run(kernel: Kernel, name: str, args: JSONValue = None) -> dict[str, JSONValue]:
-    return kernel.call_tool(name, {} if args is None else args).to_json()
+    return kernel.run_tool(name, {} if args is None else args).to_json()
 
 
 # -- S1.1: .js, .cjs and .mjs -------------------------------------------------

@@ -33,14 +33,14 @@ def static_import(kernel: Kernel, make_tool: ToolFactory, name: str, spec: str) 
     """The result of a tool that imports `spec` at its top: its content (the value or the error)."""
     name = f"static_{name}"  # never the name of a module the test imports
     make_tool(name, f"import {{ x }} from {spec!r};\nexport function run() {{ return x; }}\n", ext=".mjs")
-    return kernel.call_tool(name, {}).content
+    return kernel.run_tool(name, {}).content
 
 
 def dynamic_import(kernel: Kernel, make_tool: ToolFactory, name: str, spec: str) -> str:
     """The same through `import()` in a classic script, which loads the module at call time."""
     name = f"dynamic_{name}"
     make_tool(name, f"async function run() {{ return (await import({spec!r})).x; }}\n", ext=".js")
-    return kernel.call_tool(name, {}).content
+    return kernel.run_tool(name, {}).content
 
 
 IMPORTERS = [static_import, dynamic_import]
@@ -116,6 +116,6 @@ def test_what_is_not_a_small_module_is_refused(
 def test_a_refused_import_fails_its_tool_alone(kernel: Kernel, make_tool: ToolFactory, secret: Path) -> None:
     static_import(kernel, make_tool, "bad", "../../../data/keys.mjs")
     make_tool("good", "export function run() { return 'still here'; }", ext=".mjs")
-    assert kernel.call_tool("good", {}).content == "still here"
-    problems = [str(p) for p in kernel.catalog.problems()]
+    assert kernel.run_tool("good", {}).content == "still here"
+    problems = [str(p) for p in kernel.problems()]
     assert len(problems) == 1 and "static_bad.yaml" in problems[0] and ONLY_HERE in problems[0]

@@ -43,18 +43,29 @@ def test_public_surface_is_what_we_mean() -> None:
     assert sorted(agentkernel.__all__) == [
         "AgentKernelError",
         "Caller",
+        "ChatSession",
         "ConfigError",
         "HelperError",
+        "HelperTable",  # the seam for a helper: HelperTable.register(name, function(call, *args))
+        "HookRecord",
+        "HookRun",
         "HookSpec",
         "Kernel",
         "KernelConfig",
         "Limits",
+        "LoadProblem",
+        "Process",
+        "Provider",  # the seam for an LLM backend: Kernel(config, provider=...)
+        "ScriptCall",
         "ScriptError",
         "ScriptLimitError",
         "ScriptSyntaxError",
+        "Services",  # the seam for a service: Kernel(config, extra_services={name: service})
+        "TemplateSpec",
         "ToolResult",
         "ToolSpec",
         "__version__",
+        "default_helper_table",
         "load_kernel_config",
     ]
     for name in agentkernel.__all__:

@@ -168,8 +168,8 @@ def test_visual_from_a_script_never_reaches_content(kernel: Kernel, make_tool: T
         }
         """,
     )
-    first = kernel.call_tool("pager", {"page": 1})
-    last = kernel.call_tool("pager", {"page": 3})
+    first = kernel.run_tool("pager", {"page": 1})
+    last = kernel.run_tool("pager", {"page": 3})
     assert first.content == "страница 1"
     assert first.visual[0]["continuation"] == {"args": {"page": 2}}
     assert "continuation" not in last.visual[0]
@@ -178,7 +178,7 @@ def test_visual_from_a_script_never_reaches_content(kernel: Kernel, make_tool: T
 
 def test_malformed_visual_from_a_script_is_a_warning(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("badvis", "function run() { return {content: 'ok', visual: [{type: 'table', rows: 5}]}; }")
-    result = kernel.call_tool("badvis", {})
+    result = kernel.run_tool("badvis", {})
     assert result.success is True and result.visual == []
     assert result.warnings and result.warnings[0].startswith("visual[0] dropped: table block:")
 
@@ -210,7 +210,7 @@ def test_s5_rules_apply_to_thrown_errors(kernel: Kernel, make_tool: ToolFactory)
         "function run() { throw new Error('down'); }",
         yaml_extra="warnings:\n  - failed: true\n    message: 'Сервис недоступен'\n",
     )
-    result = kernel.call_tool("thrower", {})
+    result = kernel.run_tool("thrower", {})
     assert result.warnings == ["Сервис недоступен"]
 
 
@@ -226,7 +226,7 @@ def test_truncate_marks_the_cut() -> None:
 
 def test_long_content_is_truncated_by_dispatch(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("long", "function run() { return 'x'.repeat(200000); }")
-    result = kernel.call_tool("long", {})
+    result = kernel.run_tool("long", {})
     assert result.success is True
     assert len(result.content) < 50_100
     assert result.warnings == ["content truncated from 200,000 to 50,000 characters"]

@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.agent.hooks import HookPipeline
-from agentkernel.config import HookSpec, load_script_spec
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -111,7 +109,7 @@ def test_eval_of_generated_text_stops_at_timeout_secs(kernel: Kernel, make_tool:
         ext=".rhai",
         yaml_extra="timeout_secs: 1\nmax_operations: 100000000\n",
     )
-    result = kernel.call_tool("evaluator", {})
+    result = kernel.run_tool("evaluator", {})
     assert (result.success, result.content) == (False, "script exceeded timeout_secs (1 s)")
 
 
@@ -119,7 +117,7 @@ def test_eval_text_has_a_maximum_size(kernel: Kernel, make_tool: ToolFactory) ->
     make_tool(
         "big_eval", f'fn run(args) {{ let s = ""; s.pad({MAX_SCRIPT_SIZE + 1}, "1"); eval(s) }}', ext=".rhai"
     )
-    result = kernel.call_tool("big_eval", {})
+    result = kernel.run_tool("big_eval", {})
     assert result.success is False
     too_large = f"{MAX_SCRIPT_SIZE + 1:,} characters, more than {MAX_SCRIPT_SIZE:,}"
     assert result.content.startswith(f"Syntax error: Script is too large: {too_large}")
@@ -127,7 +125,7 @@ def test_eval_text_has_a_maximum_size(kernel: Kernel, make_tool: ToolFactory) ->
 
 def test_a_script_file_has_a_maximum_size(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("huge", "fn run(args) { 1 }" + " " * MAX_SCRIPT_SIZE, ext=".rhai")
-    result = kernel.call_tool("huge", {})
+    result = kernel.run_tool("huge", {})
     assert result.success is False
     assert f"bytes, more than the maximum of {MAX_SCRIPT_SIZE:,}" in result.content
 
@@ -143,15 +141,15 @@ def test_compiling_a_tool_stops_at_its_timeout_and_is_tried_again(
         ext=".rhai",
         yaml_extra="timeout_secs: 0.2\n",
     )
-    result = kernel.call_tool("slow", {})
+    result = kernel.run_tool("slow", {})
     assert result.success is False
     assert (
         "failed to load: script slow.rhai: script exceeded timeout_secs while being compiled"
         in result.content
     )
-    (problem,) = kernel.catalog.problems()
+    (problem,) = kernel.problems()
     assert "timeout_secs" in problem.reason
-    entry = kernel.catalog._entries[problem.path]
+    entry = kernel._catalog._entries[problem.path]
     assert entry.checked is False  # a compile cut short is tried again at the next lookup
 
 
@@ -159,9 +157,9 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
     """While one thread compiles a script, another thread's lookup goes through the catalog."""
     make_tool("quick", 'fn run(args) { "quick" }', ext=".rhai")
     make_tool("blocked", 'fn run(args) { "blocked" }', ext=".rhai")
-    assert kernel.call_tool("quick", {}).content == "quick"
+    assert kernel.run_tool("quick", {}).content == "quick"
     entered, release = threading.Event(), threading.Event()
-    original = kernel.host.compile
+    original = kernel._host.compile
 
     def slow_compile(path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
         if threading.current_thread() is worker:  # the worker's compile takes as long as we like
@@ -169,14 +167,14 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
             release.wait(60)
         return original(path, deadline)
 
-    kernel.host.compile = slow_compile  # type: ignore[method-assign]
+    kernel._host.compile = slow_compile  # type: ignore[method-assign]
     results: list[str] = []
-    worker = threading.Thread(target=lambda: results.append(kernel.call_tool("blocked", {}).content))
+    worker = threading.Thread(target=lambda: results.append(kernel.run_tool("blocked", {}).content))
     worker.start()
     try:
         assert entered.wait(60)
-        assert kernel.call_tool("quick", {}).content == "quick"  # would wait for the worker under the lock
-        assert sorted(kernel.catalog.tools()) == ["blocked", "quick"]  # compiled here too: last one wins
+        assert kernel.run_tool("quick", {}).content == "quick"  # would wait for the worker under the lock
+        assert [t.name for t in kernel.list_tools()] == ["blocked", "quick"]  # compiled here too: last wins
     finally:
         release.set()
         worker.join(60)
@@ -204,7 +202,7 @@ def test_exit_ends_the_script_with_its_value(
     kernel: Kernel, make_tool: ToolFactory, source: str, content: str, success: bool
 ) -> None:
     make_tool("quitter", source, ext=".rhai")
-    result = kernel.call_tool("quitter", {"n": 21})
+    result = kernel.run_tool("quitter", {"n": 21})
     assert (result.content, result.success) == (content, success)
 
 
@@ -212,9 +210,6 @@ def test_exit_in_a_hook_is_its_verdict(kernel: Kernel, project: Path) -> None:
     hooks = project / "config" / "scripts" / "hooks"
     (hooks / "leaver.rhai").write_text('fn before_user_message(ctx, msg) { exit(#{ notice: "bye" }); 1 }')
     (hooks / "leaver.yaml").write_text("kind: script_hook\nname: leaver\nscript: leaver.rhai\n")
-    spec = load_script_spec(hooks / "leaver.yaml")
-    assert isinstance(spec, HookSpec)
-    pipeline = HookPipeline(kernel.host, kernel.config.limits)
-    outcome = pipeline.before_user_message([spec], kernel.caller(), {"role": "user", "content": "hi"})
-    assert outcome.notices == ["bye"]
-    assert [record.error for record in outcome.records] == [None]
+    run = kernel.run_hooks("leaver", {"role": "user", "content": "hi"})
+    assert run.before.notices == ["bye"]
+    assert [record.error for record in run.records] == [None]

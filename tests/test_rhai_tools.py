@@ -13,7 +13,7 @@ from tests.conftest import ToolFactory
 
 
 def run(kernel: Kernel, name: str, args: JSONValue = None) -> dict[str, JSONValue]:
-    return kernel.call_tool(name, {} if args is None else args).to_json()
+    return kernel.run_tool(name, {} if args is None else args).to_json()
 
 
 def test_run_with_args_only(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -42,7 +42,7 @@ def test_values_convert_at_the_boundary(kernel: Kernel, make_tool: ToolFactory) 
         """,
         ext=".rhai",
     )
-    result = kernel.call_tool("types", {"i": 41, "f": 1.25, "m": {"k": [True, None]}, "big": 2**70})
+    result = kernel.run_tool("types", {"i": 41, "f": 1.25, "m": {"k": [True, None]}, "big": 2**70})
     assert result.data == {
         "unit": None,
         "int": 42,
@@ -80,7 +80,7 @@ def test_s4_4_throw_and_runtime_errors_name_file_and_position(kernel: Kernel, ma
 
 def test_syntax_error_is_a_load_problem_with_file_line(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("broken", "fn run(args) {\n  let x = ;\n}", ext=".rhai")
-    (problem,) = kernel.catalog.problems()
+    (problem,) = kernel.problems()
     assert "Syntax error: Unexpected ';'" in problem.reason and "broken.rhai:2:11" in problem.reason
 
 
@@ -146,7 +146,7 @@ def test_helpers_from_rhai(kernel: Kernel, make_tool: ToolFactory, monkeypatch: 
         """,
         ext=".rhai",
     )
-    result = kernel.dispatcher.call("who", {}, kernel.caller(user_id="u1", session_id="s1"))
+    result = kernel.run_tool("who", {}, kernel.caller(user_id="u1", session_id="s1"))
     assert json.loads(result.content) == {
         "user": "u1",
         "session": "s1",
@@ -176,7 +176,7 @@ def test_visual_blocks_from_rhai(kernel: Kernel, make_tool: ToolFactory) -> None
         """,
         ext=".rhai",
     )
-    result = kernel.call_tool("table", {})
+    result = kernel.run_tool("table", {})
     assert result.visual == [{"type": "table", "columns": [{"key": "id"}], "rows": [{"id": 1}, {"id": 2}]}]
 
 
@@ -228,7 +228,7 @@ def test_parse_json_is_data_never_code(kernel: Kernel, make_tool: ToolFactory) -
         """,
         ext=".rhai",
     )
-    result = kernel.call_tool("parser", {})
+    result = kernel.run_tool("parser", {})
     assert result.data == {
         "ok": {"a": [1, 2.5, None, True], "big": 9.223372036854776e18},
         "code": "Syntax error: Script is incomplete (line 1, position 7)",

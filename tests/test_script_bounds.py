@@ -26,7 +26,7 @@ RUNAWAY_SECONDS = 60  # far beyond any bound under test: reaching it means the b
 def call(kernel: Kernel, name: str) -> ToolResult:
     """The tool's result; fails the test if the call is still running after RUNAWAY_SECONDS."""
     results: list[ToolResult] = []
-    worker = threading.Thread(target=lambda: results.append(kernel.call_tool(name, {})), daemon=True)
+    worker = threading.Thread(target=lambda: results.append(kernel.run_tool(name, {})), daemon=True)
     worker.start()
     worker.join(RUNAWAY_SECONDS)
     assert results, f"{name} still running after {RUNAWAY_SECONDS} s: its limit did not hold"
@@ -212,7 +212,7 @@ def test_js_long_searches_give_the_same_answers(kernel: Kernel, make_tool: ToolF
         len(text) + 5,
         -3,
     ]
-    result = kernel.call_tool("search", {"text": text, "pattern": pattern, "starts": list[JSONValue](starts)})
+    result = kernel.run_tool("search", {"text": text, "pattern": pattern, "starts": list[JSONValue](starts)})
 
     def expected(start: int | None) -> list[object]:
         if start is None:

@@ -85,7 +85,7 @@ def test_tool_run_prints_repaired_text_with_a_warning(
 def test_data_reaches_other_scripts_repaired(project: Path, make_tool: ToolFactory, ext: str) -> None:
     make_tool("odd", SURROGATE_TOOLS[ext], ext=ext)
     kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"))
-    result = kernel.call_tool("odd", {})
+    result = kernel.run_tool("odd", {})
     assert result.data == {f"k{FFFD}": FFFD}
     assert result.warnings == [WARNING]
 
@@ -232,7 +232,7 @@ def test_a_result_too_big_as_json_is_cut_or_dropped(
     """Content and error are cut at `max_result_chars`, data and visual dropped past their limits."""
     make_tool("bomb", SHARED_REFERENCES[ext], ext=ext)
     kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"))
-    result = kernel.call_tool("bomb", {"where": where})
+    result = kernel.run_tool("bomb", {"where": where})
     expected = {
         "content": "content truncated to 50,000 characters (its JSON text is longer)",
         "error": "error truncated to 50,000 characters (its JSON text is longer)",

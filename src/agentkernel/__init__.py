@@ -1,7 +1,11 @@
 """agentkernel — an agent runtime whose tools and hooks are scripts.
 
-The public surface is what this module exports; the engine room
-(`scripting`, `tools.dispatch`, `catalog`) is importable but not promised.
+The public surface is what this module exports: the `Kernel` and what its
+verbs take and return, and the extension seams — a helper (`HelperTable`,
+`ScriptCall`, `default_helper_table`), a service (`Services`, handed to the
+kernel as `extra_services`) and an LLM backend (`Provider`; its value types are
+in `agentkernel.llm`). The engine room (`scripting`, `tools.dispatch`,
+`catalog`) is importable but not promised.
 
 Names are imported on first use (PEP 562): `import agentkernel` — which every
 command line entry point does — costs nothing, so `agentkernel --version` and
@@ -21,39 +25,63 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "AgentKernelError": "agentkernel.errors",
     "Caller": "agentkernel.process",
+    "ChatSession": "agentkernel.agent.session",
     "ConfigError": "agentkernel.errors",
     "HelperError": "agentkernel.errors",
+    "HelperTable": "agentkernel.scripting.helpers",
+    "HookRecord": "agentkernel.agent.hooks",
+    "HookRun": "agentkernel.agent.hooks",
     "HookSpec": "agentkernel.config",
     "Kernel": "agentkernel.kernel",
     "KernelConfig": "agentkernel.config",
     "Limits": "agentkernel.config",
+    "LoadProblem": "agentkernel.errors",
+    "Process": "agentkernel.process",
+    "Provider": "agentkernel.llm.base",
+    "ScriptCall": "agentkernel.scripting.helpers",
     "ScriptError": "agentkernel.errors",
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
+    "Services": "agentkernel.services",
+    "TemplateSpec": "agentkernel.templates",
     "ToolResult": "agentkernel.tools.results",
     "ToolSpec": "agentkernel.config",
+    "default_helper_table": "agentkernel.helpers",
     "load_kernel_config": "agentkernel.config",
 }
 
 __all__ = [
     "AgentKernelError",
     "Caller",
+    "ChatSession",
     "ConfigError",
     "HelperError",
+    "HelperTable",
+    "HookRecord",
+    "HookRun",
     "HookSpec",
     "Kernel",
     "KernelConfig",
     "Limits",
+    "LoadProblem",
+    "Process",
+    "Provider",
+    "ScriptCall",
     "ScriptError",
     "ScriptLimitError",
     "ScriptSyntaxError",
+    "Services",
+    "TemplateSpec",
     "ToolResult",
     "ToolSpec",
     "__version__",
+    "default_helper_table",
     "load_kernel_config",
 ]  # literal, so type checkers see what is exported
 
 if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
+    from agentkernel.agent.hooks import HookRecord, HookRun
+    from agentkernel.agent.session import ChatSession
     from agentkernel.config import (
         HookSpec,
         KernelConfig,
@@ -65,12 +93,18 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         AgentKernelError,
         ConfigError,
         HelperError,
+        LoadProblem,
         ScriptError,
         ScriptLimitError,
         ScriptSyntaxError,
     )
+    from agentkernel.helpers import default_helper_table
     from agentkernel.kernel import Kernel
-    from agentkernel.process import Caller
+    from agentkernel.llm.base import Provider
+    from agentkernel.process import Caller, Process
+    from agentkernel.scripting.helpers import HelperTable, ScriptCall
+    from agentkernel.services import Services
+    from agentkernel.templates import TemplateSpec
     from agentkernel.tools.results import ToolResult
 
 

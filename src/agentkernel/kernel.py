@@ -1,8 +1,11 @@
-"""Kernel: owns the configuration, the services, the registry and the dispatch path.
+"""Kernel: the public face of the runtime, and the owner of everything behind it.
 
-It also owns the parts of the agent runtime (S23): templates, the process
-table, the LLM provider, the message store and the hook pipeline, and opens
-chat sessions that run the agent loop.
+It owns the configuration, the services, the catalog of tools and hooks, the
+dispatch path and the parts of the agent runtime (S23): templates, the
+process table, the LLM provider, the message store and the hook pipeline.
+Callers (the command line, the docs, an HTTP server) use its verbs only —
+`run_tool`, `run_hooks`, `list_tools`, `problems`, `spawn`, `chat`, `close` —
+so the engine room can change behind them.
 """
 
 from __future__ import annotations
@@ -10,19 +13,19 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.catalog import ScriptCatalog
-from agentkernel.config import KernelConfig, find_kernel_config, load_kernel_config
+from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig, build_provider, parse_llm_config
 from agentkernel.llm.deferred import DeferredProvider
-from agentkernel.process import Caller, ProcessTable, session_temp_dir
+from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, LazyServices, Services
@@ -36,12 +39,13 @@ from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a tool run
-    from agentkernel.agent.hooks import HookPipeline
+    from agentkernel.agent.hooks import HookPipeline, HookRun
     from agentkernel.agent.loop import AgentLoop
     from agentkernel.agent.session import ChatSession
+    from agentkernel.services.memory import Record
 
 
 def _http(config: KernelConfig) -> Any:
@@ -92,7 +96,15 @@ def _given(service: Any) -> Any:
 
 
 class Kernel:
-    """One kernel instance: build it from a KernelConfig, then call tools through it."""
+    """One kernel: build it from a KernelConfig (or `from_config_file`), use its verbs, close it.
+
+    The verbs are the whole public face: what the command line, the docs and
+    an HTTP server need (`run_tool`, `run_hooks`, `list_tools`, `problems`,
+    `spawn`, `chat`, …). The parts behind them (script host, catalog,
+    dispatcher, process table, services, message store) are private.
+    `with Kernel.from_config_file() as kernel:` (or `async with`) closes
+    every service built, the message store and the LLM provider at the end.
+    """
 
     def __init__(
         self,
@@ -103,26 +115,34 @@ class Kernel:
         live: bool = True,
         extra_services: Mapping[str, Any] | None = None,  # by name; None detaches one
     ) -> None:
-        self.config = config
-        self.helpers = helpers or default_helper_table()
-        self.host = ScriptHost(self.helpers)
-        self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host, config.limits)
-        self.tools = ToolRegistry(self.catalog, root=config.root)
-        self.history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
-        self.llm_config: LLMConfig | None = (
+        """A kernel on `config`; nothing is built or opened until something needs it.
+
+        `helpers` replaces the helper table (`default_helper_table()` plus your
+        own); `provider` is an LLM backend used instead of kernel.yaml's
+        `llm:`; `live=False` attaches neither the LLM nor the message store
+        (`hook_tool` without `--live`); `extra_services` adds or replaces
+        services by name, handed over: the kernel closes them with its own.
+        """
+        self._config = config
+        self._helpers = helpers or default_helper_table()
+        self._host = ScriptHost(self._helpers)
+        self._catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self._host, config.limits)
+        self._tools = ToolRegistry(self._catalog, root=config.root)
+        self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
+        self._llm_config: LLMConfig | None = (
             parse_llm_config(config.llm, config.path) if config.llm is not None else None
         )
         deny = config.env_deny
-        if self.llm_config is not None and self.llm_config.api_key_env:
-            deny = (*deny, self.llm_config.api_key_env)  # scripts never read the kernel's own key
+        if self._llm_config is not None and self._llm_config.api_key_env:
+            deny = (*deny, self._llm_config.api_key_env)  # scripts never read the kernel's own key
         self._provider = provider
-        self.store = LazyMessageStore(config.messages_db)
-        self.live = live
+        self._store = LazyMessageStore(config.messages_db)
+        self._live = live
         check_sections(config)  # a bad `http:`/`duckdb:`/… is refused now, not at its first use
-        self.services = Services(
+        self._services = Services(
             environment=Environment(deny=deny),
-            llm=self.provider if live else None,
-            messages=self.store if live else None,
+            llm=self._llm if live else None,
+            messages=self._store if live else None,
             extra=LazyServices(
                 {
                     **local_services(config),
@@ -130,18 +150,121 @@ class Kernel:
                 }
             ),
         )
-        self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
-        self.processes = ProcessTable()
+        self._given = [s for s in (extra_services or {}).values() if s is not None]  # closed with us
+        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history)
+        self._processes = ProcessTable()
         ttl_hours = FilesSettings.from_config(config).scratch_ttl_hours
         self._janitor = ScratchJanitor(config.temp_root, ttl_hours * 3600)
+        self._closed = False
 
     @classmethod
-    def from_config_file(cls, path: Path | None = None, *, start: Path | None = None) -> Kernel:
+    def from_config_file(
+        cls, path: Path | None = None, *, start: Path | None = None, live: bool = True
+    ) -> Kernel:
         """`path`, else $AGENTKERNEL_CONFIG, else the nearest config/kernel.yaml upward from `start`.
 
-        Raises ConfigError naming where it looked when there is no project.
+        Raises ConfigError naming where it looked when there is no project,
+        or the file, line and field of a kernel.yaml that does not load.
         """
-        return cls(load_kernel_config(find_kernel_config(path, start)))
+        return cls(load_kernel_config(find_kernel_config(path, start)), live=live)
+
+    # -- read-only views ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> KernelConfig:
+        """kernel.yaml as loaded (folders, limits, paths)."""
+        return self._config
+
+    @property
+    def llm_config(self) -> LLMConfig | None:
+        """kernel.yaml's `llm:` section, parsed; None without one."""
+        return self._llm_config
+
+    # -- what the project holds --------------------------------------------------------------------
+
+    def list_tools(self, caller: Caller | Process | None = None) -> list[ToolSpec]:
+        """The tools that load, by name; with a caller (or a process), only those it may call (S16.3)."""
+        if caller is None:
+            return self._tools.all()
+        return self._tools.visible_to(self._as_caller(caller))
+
+    def list_hooks(self) -> list[HookSpec]:
+        """The hooks that load, in the order they run: priority, then name (S7.6)."""
+        from agentkernel.agent.hooks import HookPipeline
+
+        return HookPipeline.ordered(self._catalog.hooks().values())
+
+    def list_templates(self) -> list[TemplateSpec]:
+        """The templates that load, by name; re-read from their folder on each call (S23.1)."""
+        templates, _ = self._templates()
+        return [templates[name] for name in sorted(templates)]
+
+    def problems(self, *, scripts: bool = True, templates: bool = True) -> list[LoadProblem]:
+        """Every file that did not load, by path and line: what `agentkernel check` prints (S2.5).
+
+        `scripts` are the tool and hook YAML files (one catalog holds both);
+        `templates` the template files, a template naming an unknown tool or
+        hook included. kernel.yaml itself has no problems here: a kernel.yaml
+        that does not load (a helper section included) raises ConfigError
+        when the kernel is built.
+        """
+        found = list(self._catalog.problems()) if scripts else []
+        if templates:
+            found += self._templates()[1]
+        return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+
+    def tool(self, name: str) -> ToolSpec:
+        """The tool called `name`; ConfigError saying why it is not there (its file's problem, or what is)."""
+        spec = self._tools.get(name)
+        if spec is not None:
+            return spec
+        unavailable = self._tools.unavailable(name)
+        if unavailable is not None:  # the file meant to declare it failed: say why, nothing else
+            raise ConfigError(None, unavailable)
+        known = ", ".join(s.name for s in self._tools.all()) or "none"
+        failed = len(self._catalog.problems())
+        files = "1 file" if failed == 1 else f"{failed} files"
+        more = f"; {files} failed to load, see `agentkernel tool list`" if failed else ""
+        raise ConfigError(None, f"unknown tool {name!r} (loaded: {known}{more})")
+
+    def hook(self, name: str) -> HookSpec:
+        """The hook called `name`; ConfigError naming the hooks that did load otherwise."""
+        spec = self._catalog.hooks().get(name)
+        if spec is None:
+            known = ", ".join(s.name for s in self.list_hooks()) or "none"
+            raise ConfigError(None, f"unknown hook {name!r} (loaded: {known})")
+        return spec
+
+    def template(self, name: str) -> TemplateSpec:
+        """A template that loads and names only known tools and hooks; ConfigError otherwise."""
+        templates, problems = self._templates()
+        spec = templates.get(name)
+        own = [p for p in problems if spec is not None and p.path == spec.yaml_path]
+        if spec is None:
+            known = ", ".join(sorted(templates)) or "none"
+            detail = "".join(f"\n  {p}" for p in problems)
+            raise ConfigError(
+                self._config.templates_dir, f"unknown template {name!r} (loaded: {known}){detail}"
+            )
+        if own:
+            raise ConfigError(spec.yaml_path, "; ".join(p.reason for p in own))
+        return spec
+
+    def load_spec(self, yaml_path: Path) -> ToolSpec | HookSpec:
+        """A tool or hook YAML file anywhere, loaded, its script checked; ConfigError if it does not load.
+
+        For `agentkernel tool run PATH.yaml` and `hook_tool PATH.yaml`: the
+        file need not be in the configured folders.
+        """
+        return self._catalog.load_file(yaml_path)
+
+    def _templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
+        """The templates and their problems, unknown tool and hook names included (S23.1)."""
+        templates, problems = load_templates(self._config.templates_dir)
+        problems += check_references(templates, self._catalog.tools(), self._catalog.hooks())
+        return templates, problems
+
+    # -- running tools and hooks -------------------------------------------------------------------
 
     def caller(
         self,
@@ -156,7 +279,7 @@ class Kernel:
         """A Caller for this kernel; a session gets its scratch folder (S14.2)."""
         temp_dir = None
         if session_id is not None:
-            temp_dir = session_temp_dir(self.config.temp_root, user_id=user_id, session_id=session_id)
+            temp_dir = session_temp_dir(self._config.temp_root, user_id=user_id, session_id=session_id)
             self._forget_scratch(self._janitor.maybe_clean(time.time()))
         return Caller(
             pid=pid or str(uuid.uuid4()),
@@ -166,8 +289,151 @@ class Kernel:
             template=template,
             temp_dir=temp_dir,
             allowed_tools=allowed_tools,
-            services=self.services,
+            services=self._services,
         )
+
+    def _as_caller(self, who: Caller | Process | None) -> Caller:
+        """A caller as given; a process's own (its template's tools only); None: the kernel, no session."""
+        if who is None:
+            return self.caller()
+        if isinstance(who, Process):
+            return who.caller(self._services)
+        return who
+
+    def run_tool(
+        self, tool: str | ToolSpec, args: JSONValue, caller: Caller | Process | None = None
+    ) -> ToolResult:
+        """One tool call through the one dispatch path (DESIGN rule 6); every failure is in the result.
+
+        `tool` is a name, or a spec from `load_spec` (a file outside the
+        configured folders). No caller means the kernel itself: every tool,
+        no session, no scratch folder.
+        """
+        who = self._as_caller(caller)
+        if isinstance(tool, ToolSpec):
+            return self._dispatcher.call_spec(tool, args, who)
+        return self._dispatcher.call(tool, args, who)
+
+    async def arun_tool(
+        self, name: str, args: JSONValue, caller: Caller | Process | None = None
+    ) -> ToolResult:
+        """`run_tool` from an event loop: the script runs on a worker thread (DESIGN rule 7)."""
+        return await self._dispatcher.acall(name, args, self._as_caller(caller))
+
+    def run_hooks(
+        self,
+        hooks: str | HookSpec | Iterable[str | HookSpec],
+        message: JSONObject,
+        caller: Caller | Process | None = None,
+    ) -> HookRun:
+        """One message through hooks, as a run of the loop takes it but with no LLM (S22.1).
+
+        `hooks` are names or specs (`load_spec`), run in priority order as
+        the loop runs a template's. A live kernel records every call in the
+        transcript of the caller's session exactly as the loop does (kind
+        `hook` or `error`, kernel.md 9); a kernel built with `live=False`
+        has no message store attached and records nothing.
+        """
+        given = [hooks] if isinstance(hooks, str | HookSpec) else list(hooks)
+        specs = [self.hook(h) if isinstance(h, str) else h for h in given]
+        who = self._as_caller(caller)
+        run = self._hooks.run_message(specs, who, message)
+        if self._live and who.session_id is not None:
+            for record in run.records:
+                self._store.append(who.session_id, *record.transcript_entry())
+        return run
+
+    # -- processes and chats -----------------------------------------------------------------------
+
+    def spawn(
+        self,
+        template: str | TemplateSpec,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        parent: Process | None = None,
+        name: str | None = None,
+    ) -> Process:
+        """Start a process from a template (S23.2); a child (`parent`) shares its budget group (S17).
+
+        `template` is a name (`template(name)` checks it), or a TemplateSpec
+        built in code, such as a sub-agent's made from its instructions.
+        """
+        process = self._processes.spawn(
+            template if isinstance(template, TemplateSpec) else self.template(template),
+            user_id=user_id,
+            session_id=session_id,
+            parent=parent,
+            name=name,
+            temp_root=self._config.temp_root,
+        )
+        if process.session_id is not None:
+            self._forget_scratch(self._janitor.maybe_clean(time.time()))
+        return process
+
+    def process(self, pid: str) -> Process | None:
+        """The running process `pid`; None when it is unknown or has ended."""
+        return self._processes.get(pid)
+
+    def list_processes(self) -> list[Process]:
+        """The running processes, oldest first."""
+        return self._processes.all()
+
+    def terminate(self, pid: str) -> list[Process]:
+        """End a process and all its descendants; the ones ended, the process first (none if unknown)."""
+        return self._processes.terminate(pid)
+
+    def chat(
+        self,
+        template: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        stream: bool = True,
+    ) -> ChatSession:
+        """Spawn a process from `template` and open a chat session with it (a new session id if none)."""
+        from agentkernel.agent.loop import LoopSettings
+        from agentkernel.agent.session import ChatSession
+
+        process = self.spawn(template, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
+        settings = LoopSettings.for_template(process.template, self._catalog)
+        return ChatSession(process, self._agent_loop(stream=stream), settings)
+
+    def end_chat(self, chat: ChatSession) -> None:
+        """The chat is over: its process (and sub-agents) end, its session's tool results are dropped."""
+        process = chat.process
+        self._processes.terminate(process.pid)
+        if process.session_id is not None:
+            self._history.forget_session(process.user_id, process.session_id)
+
+    def transcript(self, session_id: str, limit: int = 100) -> list[Record]:
+        """The last `limit` records of a session's transcript, oldest first (kernel.md 9)."""
+        return self._store.history(session_id, limit)
+
+    def _agent_loop(self, *, stream: bool = True) -> AgentLoop:
+        from agentkernel.agent.loop import AgentLoop
+
+        return AgentLoop(self._llm, self._dispatcher, self._hooks, self._services, self._store, stream=stream)
+
+    @cached_property
+    def _hooks(self) -> HookPipeline:
+        """The hook pipeline (S7), built when the first hook runs."""
+        from agentkernel.agent.hooks import HookPipeline
+
+        return HookPipeline(self._host, self._config.limits)
+
+    @cached_property
+    def _llm(self) -> Provider | None:
+        """The configured LLM (kernel.yaml `llm:`); None without one.
+
+        Built — and its HTTP stack imported — on the first request, not here.
+        """
+        if self._provider is None and self._llm_config is not None:
+            config = self._llm_config
+            self._provider = DeferredProvider(lambda: build_provider(config))
+        return self._provider
+
+    # -- scratch folders ---------------------------------------------------------------------------
 
     def clean_scratch(self, now: float | None = None) -> list[Path]:
         """Remove the session scratch folders idle for `files.scratch_ttl_hours`; the removed ones.
@@ -181,91 +447,98 @@ class Kernel:
         return removed
 
     def _forget_scratch(self, removed: list[Path]) -> None:
-        for service in self.services.built() if removed else ():
+        for service in self._services.built() if removed else ():
             if isinstance(service, FilesService):
                 service.forget(removed)
 
-    def call_tool(self, name: str, args: JSONValue, caller: Caller | None = None) -> ToolResult:
-        return self.dispatcher.call(name, args, caller or self.caller())
+    # -- closing -----------------------------------------------------------------------------------
 
-    # -- the agent runtime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every service built (and each one handed in), the message store and the provider.
 
-    @cached_property
-    def hooks(self) -> HookPipeline:
-        """The hook pipeline (S7), built when the first hook runs."""
-        from agentkernel.agent.hooks import HookPipeline
-
-        return HookPipeline(self.host, self.config.limits)
-
-    @cached_property
-    def provider(self) -> Provider | None:
-        """The configured LLM (kernel.yaml `llm:`); None without one.
-
-        Built — and its HTTP stack imported — on the first request, not here.
+        Closing twice is harmless. A provider that was used is closed on an
+        event loop of its own, so from async code use `aclose` (or `async
+        with`): RuntimeError here when an event loop is running.
         """
-        if self._provider is None and self.llm_config is not None:
-            config = self.llm_config
-            self._provider = DeferredProvider(lambda: build_provider(config))
-        return self._provider
+        if self._open_provider() is None:
+            _raise_all(self._close_local())
+            return
+        import asyncio  # only when an LLM client was built: a tool run never pays for asyncio
 
-    def templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
-        """The templates and their problems, unknown tool and hook names included (S23.1)."""
-        templates, problems = load_templates(self.config.templates_dir)
-        problems += check_references(templates, self.catalog.tools(), self.catalog.hooks())
-        return templates, problems
-
-    def template(self, name: str) -> TemplateSpec:
-        """A template that loads and names only known tools and hooks; ConfigError otherwise."""
-        templates, problems = self.templates()
-        spec = templates.get(name)
-        own = [p for p in problems if spec is not None and p.path == spec.yaml_path]
-        if spec is None:
-            known = ", ".join(sorted(templates)) or "none"
-            detail = "".join(f"\n  {p}" for p in problems)
-            raise ConfigError(
-                self.config.templates_dir, f"unknown template {name!r} (loaded: {known}){detail}"
-            )
-        if own:
-            raise ConfigError(spec.yaml_path, "; ".join(p.reason for p in own))
-        return spec
-
-    def agent_loop(self, *, stream: bool = True) -> AgentLoop:
-        from agentkernel.agent.loop import AgentLoop
-
-        return AgentLoop(self.provider, self.dispatcher, self.hooks, self.services, self.store, stream=stream)
-
-    def open_chat(
-        self,
-        template: str,
-        *,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        stream: bool = True,
-    ) -> ChatSession:
-        """Spawn a process from `template` and open a chat session with it."""
-        from agentkernel.agent.loop import LoopSettings
-        from agentkernel.agent.session import ChatSession
-
-        spec = self.template(template)
-        process = self.processes.spawn(
-            spec,
-            user_id=user_id,
-            session_id=session_id or str(uuid.uuid4()),
-            temp_root=self.config.temp_root,
-        )
-        self._forget_scratch(self._janitor.maybe_clean(time.time()))
-        settings = LoopSettings.for_template(spec, self.catalog)
-        return ChatSession(process, self.agent_loop(stream=stream), settings)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop running here: the usual case
+            asyncio.run(self.aclose())
+            return
+        raise RuntimeError("Kernel.close() inside a running event loop: use `await kernel.aclose()`")
 
     async def aclose(self) -> None:
-        """Close the provider's connections, the helper services and the message store."""
-        for service in self.services.built():
+        """`close` for async callers: the provider's connections are closed on the running loop."""
+        provider = self._open_provider()
+        errors = self._close_local()
+        if provider is not None:
+            try:
+                await provider.aclose()
+            except Exception as exc:
+                errors.append(exc)
+        _raise_all(errors)
+
+    def _open_provider(self) -> Provider | None:
+        """The provider still to close: None once closed, or when it was never built."""
+        provider = self._provider
+        if self._closed or provider is None:
+            return None
+        if isinstance(provider, DeferredProvider) and not provider.built:
+            return None
+        return provider
+
+    def _close_local(self) -> list[Exception]:
+        """Close the services and the store, each even when another fails; the failures."""
+        if self._closed:
+            return []
+        self._closed = True
+        errors: list[Exception] = []
+        for service in _unique([*self._services.built(), *self._given]):
             close = getattr(service, "close", None)
-            if callable(close):
+            if not callable(close):
+                continue
+            try:
                 close()
-        if self._provider is not None:
-            await self._provider.aclose()
-        self.store.close()
+            except Exception as exc:  # the rest must still close; the failure is raised at the end
+                errors.append(exc)
+        try:
+            self._store.close()
+        except Exception as exc:
+            errors.append(exc)
+        return errors
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Kernel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _unique(services: Iterable[Any]) -> list[Any]:
+    """Each service once (one handed in is also among the built ones), in order."""
+    seen: dict[int, Any] = {}
+    for service in services:
+        seen.setdefault(id(service), service)
+    return list(seen.values())
+
+
+def _raise_all(errors: list[Exception]) -> None:
+    """Raise what closing met: the one error, or all of them together."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ExceptionGroup("closing the kernel failed", errors)
 
 
 __all__ = ["Kernel"]

@@ -12,6 +12,8 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.agent.hooks import HookPipeline
 from agentkernel.config import HookSpec, load_kernel_config, load_script_spec
+from agentkernel.helpers import default_helper_table
+from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject
 from tests.conftest import REPO
 
@@ -25,7 +27,8 @@ def hooks_dir(project: Path) -> Path:
 
 @pytest.fixture
 def pipeline(kernel: Kernel) -> HookPipeline:
-    return HookPipeline(kernel.host, kernel.config.limits)
+    """The pipeline under test, on a script host of its own; `kernel` gives the callers."""
+    return HookPipeline(ScriptHost(default_helper_table()), kernel.config.limits)
 
 
 def make_hook(folder: Path, name: str, source: str, *, ext: str = ".js", extra: str = "") -> HookSpec:
@@ -188,18 +191,17 @@ def test_s7_2_after_turn_object_string_or_garbage(
     ]
 
 
-def test_shipped_hooks(kernel: Kernel) -> None:
-    shipped = Kernel(load_kernel_config(REPO / "config" / "kernel.yaml"))
-    hooks = shipped.catalog.hooks()
-    pipeline = HookPipeline(shipped.host, shipped.config.limits)
-    caller = shipped.caller()
-    calm = pipeline.before_user_message(hooks.values(), caller, {"role": "user", "content": "Привет, мир"})
-    assert calm.notices == ["🔍 audit: 11 символов"] and not calm.stops_turn
-    banned = pipeline.before_user_message(hooks.values(), caller, {"role": "user", "content": "Где КАЗИНО?"})
-    assert banned.reply == "Извините, эту тему я не обсуждаю."
-    assert banned.notices == ["🚫 moderation: «казино»"]  # moderation runs first and ends the chain
-    notices, _ = pipeline.after_turn(hooks.values(), caller, {"role": "user", "content": "abc"}, None)
-    assert notices == ["✅ audit: 3 → 0 символов"]
+def test_shipped_hooks() -> None:
+    with Kernel(load_kernel_config(REPO / "config" / "kernel.yaml"), live=False) as shipped:
+        hooks = shipped.list_hooks()
+        assert [h.name for h in hooks] == ["moderation", "audit"]  # priority order
+        calm = shipped.run_hooks(hooks, {"role": "user", "content": "Привет, мир"})
+        banned = shipped.run_hooks(hooks, {"role": "user", "content": "Где КАЗИНО?"})
+    assert calm.before.notices == ["🔍 audit: 11 символов"] and not calm.before.stops_turn
+    assert calm.after_notices == ["✅ audit: 11 → 0 символов"]  # no LLM: the answer is ""
+    assert banned.before.reply == "Извините, эту тему я не обсуждаю."
+    assert banned.before.notices == ["🚫 moderation: «казино»"]  # moderation runs first, ends the chain
+    assert banned.after_notices == ["✅ audit: 11 → 33 символов"]  # the reply is the answer
 
 
 def test_a_hook_that_stops_compiling_is_recorded(

@@ -35,7 +35,7 @@ def kinds(events: list[LoopEvent]) -> list[str]:
 
 def test_a_plain_answer_streams_and_is_recorded(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
     llm_server.add(Reply(text="Привет! Чем помочь?", prompt_tokens=12, completion_tokens=8))
-    chat = kernel_for.open_chat("tester", user_id="u1", session_id="s1")
+    chat = kernel_for.chat("tester", user_id="u1", session_id="s1")
     result, events = send(chat, "привет")
     assert (result.answer, result.reason.value) == ("Привет! Чем помочь?", "job_done")
     assert "".join(str(e.data["text"]) for e in events if e.kind == "token") == "Привет! Чем помочь?"
@@ -49,7 +49,7 @@ def test_a_plain_answer_streams_and_is_recorded(kernel_for: Kernel, llm_server: 
     assert body["messages"][-1] == {"role": "user", "content": "привет"}
     assert [t["function"]["name"] for t in body["tools"]] == ["upper"]  # the template's tools only
     assert chat.process.tokens_used == 20
-    records = kernel_for.store.history("s1", 50)
+    records = kernel_for.transcript("s1", 50)
     assert [(r.role, r.kind) for r in records][:3] == [
         ("user", "user"),
         ("hook", "hook"),
@@ -66,7 +66,7 @@ def test_tool_calls_go_through_dispatch_and_back_to_the_llm(
         Reply(tool_calls=(FakeToolCall("upper", '{"text": "abc"}', id="c1"),)),
         Reply(text="Готово: ABC"),
     )
-    chat = kernel_for.open_chat("tester", session_id="s2")
+    chat = kernel_for.chat("tester", session_id="s2")
     result, events = send(chat, "сделай громче abc")
     assert result.answer == "Готово: ABC"
     assert kinds(events) == ["notice", "tool_call", "tool_result", "visual", "answer", "notice", "end"]
@@ -75,7 +75,7 @@ def test_tool_calls_go_through_dispatch_and_back_to_the_llm(
     second = llm_server.bodies[1]["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "upper"
     assert (second[-1]["role"], second[-1]["tool_call_id"], second[-1]["content"]) == ("tool", "c1", "ABC")
-    kinds_recorded = [r.kind for r in kernel_for.store.history("s2", 50)]
+    kinds_recorded = [r.kind for r in kernel_for.transcript("s2", 50)]
     assert "tool_call" in kinds_recorded and "tool_result" in kinds_recorded
     # the conversation goes on with the tool exchange kept
     llm_server.add(Reply(text="ещё?"))
@@ -97,33 +97,33 @@ def test_bad_tool_calls_go_back_as_failed_results(
     kernel_for: Kernel, llm_server: FakeLLMServer, call: FakeToolCall, fragment: str
 ) -> None:
     llm_server.add(Reply(tool_calls=(call,)), Reply(text="sorry"))
-    result, _ = send(kernel_for.open_chat("tester"), "go")
+    result, _ = send(kernel_for.chat("tester"), "go")
     assert result.answer == "sorry"
     tool_message = llm_server.bodies[1]["messages"][-1]
     assert tool_message["role"] == "tool" and fragment in tool_message["content"]
 
 
 def test_hook_reply_skips_the_llm(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
-    result, events = send(kernel_for.open_chat("tester"), "ping")
+    result, events = send(kernel_for.chat("tester"), "ping")
     assert (result.answer, result.reason.value) == ("pong", "job_done")
     assert llm_server.bodies == []
     assert kinds(events) == ["answer", "notice", "end"]
 
 
 def test_hook_suppress_blocks_the_message(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
-    result, events = send(kernel_for.open_chat("tester", session_id="s3"), "stop")
+    result, events = send(kernel_for.chat("tester", session_id="s3"), "stop")
     assert (result.answer, result.reason.value) == (None, "blocked")
     assert llm_server.bodies == []
     assert [e.data for e in events if e.kind == "notice"] == [
         {"text": "suppressed"},
         {"text": "answered: nothing"},
     ]
-    assert any("reason=blocked" in r.content for r in kernel_for.store.history("s3", 50))
+    assert any("reason=blocked" in r.content for r in kernel_for.transcript("s3", 50))
 
 
 def test_replace_and_inject_reach_the_llm_for_one_turn(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
     llm_server.add(Reply(text="OK!"), Reply(text="ok"))
-    chat = kernel_for.open_chat("tester")
+    chat = kernel_for.chat("tester")
     send(chat, "shout")
     first = llm_server.bodies[0]["messages"]
     assert first[-2:] == [{"role": "system", "content": "be loud"}, {"role": "user", "content": "SHOUT"}]
@@ -136,17 +136,17 @@ def test_replace_and_inject_reach_the_llm_for_one_turn(kernel_for: Kernel, llm_s
 @pytest.mark.parametrize("failure", [HttpError(500, "upstream broke"), Drop()])
 def test_llm_down_ends_with_error(kernel_for: Kernel, llm_server: FakeLLMServer, failure: Any) -> None:
     llm_server.add(failure)
-    result, events = send(kernel_for.open_chat("tester", session_id="s4"), "hello")
+    result, events = send(kernel_for.chat("tester", session_id="s4"), "hello")
     assert result.reason.value == "error"
     error = str(next(e for e in events if e.kind == "error").data["message"])
     assert error.startswith("the LLM is unavailable:")
-    assert any("reason=error" in r.content for r in kernel_for.store.history("s4", 50))
+    assert any("reason=error" in r.content for r in kernel_for.transcript("s4", 50))
 
 
 def test_max_turns(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
     for _ in range(3):
         llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "x"}'),)))
-    result, events = send(kernel_for.open_chat("tester"), "loop forever")
+    result, events = send(kernel_for.chat("tester"), "loop forever")
     assert result.reason.value == "max_turns"
     assert "max_turns (3)" in str(next(e for e in events if e.kind == "error").data["message"])
 
@@ -155,15 +155,15 @@ def test_budget_exhausted(kernel_for: Kernel, llm_server: FakeLLMServer) -> None
     llm_server.add(
         Reply(tool_calls=(FakeToolCall("upper", '{"text": "x"}'),), prompt_tokens=900, completion_tokens=200)
     )
-    result, events = send(kernel_for.open_chat("tester"), "expensive")
+    result, events = send(kernel_for.chat("tester"), "expensive")
     assert result.reason.value == "budget_exhausted"
     assert next(e for e in events if e.kind == "error").data["message"] == "caller budget exhausted"
     assert len(llm_server.bodies) == 1
 
 
 def test_terminated_process(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
-    chat = kernel_for.open_chat("tester")
-    kernel_for.processes.terminate(chat.process.pid)
+    chat = kernel_for.chat("tester")
+    kernel_for.terminate(chat.process.pid)
     result, _ = send(chat, "anyone?")
     assert result.reason.value == "terminated"
     assert llm_server.bodies == []
@@ -171,7 +171,7 @@ def test_terminated_process(kernel_for: Kernel, llm_server: FakeLLMServer) -> No
 
 def test_concurrent_sessions_respect_the_kernel_limit(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
     llm_server.respond_with(lambda request: Reply(text="ok", delay=0.1))
-    chats = [kernel_for.open_chat("tester") for _ in range(6)]
+    chats = [kernel_for.chat("tester") for _ in range(6)]
 
     async def everyone() -> list[Any]:
         async def quiet(event: LoopEvent) -> None:
@@ -188,12 +188,12 @@ def test_unknown_template_and_bad_references(kernel_for: Kernel, agent_project: 
     from agentkernel.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown template 'nope'"):
-        kernel_for.open_chat("nope")
+        kernel_for.chat("nope")
     (agent_project / "config" / "templates" / "broken.yaml").write_text(
         "name: broken\ninstructions: x\ntools: [ghost]\n",
     )
     with pytest.raises(ConfigError, match="unknown tool 'ghost'"):
-        kernel_for.open_chat("broken")
+        kernel_for.chat("broken")
 
 
 def test_replace_message_keeps_its_role(
@@ -205,5 +205,5 @@ def test_replace_message_keeps_its_role(
         encoding="utf-8",
     )
     llm_server.add(Reply(text="ok"))
-    send(kernel_for.open_chat("tester"), "hi")
+    send(kernel_for.chat("tester"), "hi")
     assert llm_server.bodies[0]["messages"][-1] == {"role": "system", "content": "as system: hi"}

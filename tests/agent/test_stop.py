@@ -24,7 +24,7 @@ def kernel_for(agent_project: Path) -> Kernel:
 
 
 def records(kernel: Kernel, session: str) -> list[tuple[str, str, str]]:
-    return [(r.role, r.kind, r.content) for r in kernel.store.history(session, 200)]
+    return [(r.role, r.kind, r.content) for r in kernel.transcript(session, 200)]
 
 
 def send_stopping_at(chat: ChatSession, text: str, kind: str) -> tuple[LoopResult, list[LoopEvent]]:
@@ -42,14 +42,14 @@ def send_stopping_at(chat: ChatSession, text: str, kind: str) -> tuple[LoopResul
 def test_stop_while_streaming_keeps_what_was_shown(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
     # the model sends "Раз " and then hangs: only the stop can end this answer
     llm_server.add(Reply(text="Раз два три", chunk_chars=4, stall_after_chunks=2), Reply(text="Ладно"))
-    chat = kernel_for.open_chat("tester", session_id="s-stream")
+    chat = kernel_for.chat("tester", session_id="s-stream")
     result, events = send_stopping_at(chat, "считай", "token")
     assert (result.reason.value, result.answer) == ("terminated", "Раз ")
     assert events[-1] == LoopEvent("end", {"reason": "terminated"})
     assert "answer" not in [e.kind for e in events]
     kept = records(kernel_for, "s-stream")
     assert ("assistant", "agent", "Раз ") in kept and kept[-1] == ("system", "end", "terminated")
-    assert next(r for r in kernel_for.store.history("s-stream", 200) if r.kind == "agent").meta == {
+    assert next(r for r in kernel_for.transcript("s-stream", 200) if r.kind == "agent").meta == {
         "stopped": True
     }
     assert any("answered: Раз " in content for _, _, content in kept)  # after_turn saw the partial answer
@@ -73,7 +73,7 @@ def test_stop_while_the_server_is_silent(kernel_for: Kernel, llm_server: FakeLLM
         return Reply(text="поздно", stall_after_chunks=0) if stream else Reply(text="поздно", delay=10.0)
 
     llm_server.respond_with(hang)
-    chat = kernel_for.open_chat("tester", session_id="s-silent", stream=stream)
+    chat = kernel_for.chat("tester", session_id="s-silent", stream=stream)
 
     async def stop_once_asked() -> LoopResult:
         async def quiet(event: LoopEvent) -> None:
@@ -94,7 +94,7 @@ def test_stop_during_tool_calls_skips_the_rest(kernel_for: Kernel, llm_server: F
     """The running tool finishes; the next is not run, and no further LLM call is made."""
     calls = (FakeToolCall("upper", '{"text": "a"}', "c1"), FakeToolCall("upper", '{"text": "b"}', "c2"))
     llm_server.add(Reply(tool_calls=calls), Reply(text="после"))
-    chat = kernel_for.open_chat("tester", session_id="s-tools")
+    chat = kernel_for.chat("tester", session_id="s-tools")
     result, events = send_stopping_at(chat, "два вызова", "tool_call")
     assert result.reason.value == "terminated"
     assert [e.data["content"] for e in events if e.kind == "tool_result"] == ["A"]
@@ -109,7 +109,7 @@ def test_stop_during_tool_calls_skips_the_rest(kernel_for: Kernel, llm_server: F
 
 
 def test_stop_with_no_turn_running_does_nothing(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
-    chat = kernel_for.open_chat("tester", session_id="s-idle")
+    chat = kernel_for.chat("tester", session_id="s-idle")
     assert chat.stop() is False
     llm_server.add(Reply(text="ок"))
     result, _ = send_stopping_at(chat, "привет", "never")

@@ -78,7 +78,7 @@ def probe(
     name = fresh_name("probe")
     source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", expr)
     make_tool(name, source, ext=engine)
-    result = kernel.call_tool(name, {"base": base})
+    result = kernel.run_tool(name, {"base": base})
     assert result.success, result.content
     assert isinstance(result.data, dict), result.data
     assert "thrown" not in result.data, f"S8.2: the helper threw: {result.data}"

@@ -53,7 +53,7 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel.services.get("duckdb")
+    service = kernel._services.get("duckdb")
     if service is not None:
         service.close()
 
@@ -81,7 +81,7 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel.services.get("duckdb")
+    found = kernel._services.get("duckdb")
     assert isinstance(found, DuckService)
     return found
 
@@ -96,7 +96,7 @@ def call(
     template: str | None = None,
 ) -> ToolResult:
     caller = kernel.caller(user_id=user_id, session_id=session_id, template=template)
-    return kernel.call_tool(name, {} if args is None else args, caller)
+    return kernel.run_tool(name, {} if args is None else args, caller)
 
 
 def data_tool(make_tool: ToolFactory, name: str, ext: str, expression: str, yaml_extra: str = "") -> None:

@@ -89,7 +89,7 @@ class Probe:
         name = f"probe{next(_counter)}"
         self.make_tool(name, probe_source(self.engine, expr), ext=self.engine)
         caller = self.kernel.caller(session_id=session, user_id=user) if session else self.kernel.caller()
-        result = self.kernel.dispatcher.call(name, args, caller)
+        result = self.kernel.run_tool(name, args, caller)
         assert result.success, result.content
         assert isinstance(result.data, dict)
         return result.data.get("value") if result.content == "ok" else {"error": result.data["error"]}
@@ -452,7 +452,7 @@ def race_a_link_flipper(
 def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
     """Another process flips `sub` between a real folder and a link to outside while writes run:
     some writes land, some are refused, none escapes."""
-    service = kernel.services.get("files")
+    service = kernel._services.get("files")
     assert isinstance(service, FilesService)
     outcomes = race_a_link_flipper(
         temp / "sub", outside, lambda: service.write_file(temp, "sub/victim.txt", b"pwned")
@@ -564,7 +564,7 @@ def test_list_limit(project: Path, make_tool: ToolFactory, shared: Path) -> None
 
 
 def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> None:
-    service = kernel.services.get("files")
+    service = kernel._services.get("files")
     assert isinstance(service, FilesService)
     versions = [bytes([65 + i]) * 200_000 for i in range(8)]
     threads = [threading.Thread(target=service.write_file, args=(temp, "same.bin", v)) for v in versions]
@@ -770,7 +770,7 @@ def test_the_quota_counts_again_before_refusing(project: Path, make_tool: ToolFa
 
 def test_the_quota_holds_against_concurrent_writers(project: Path) -> None:
     kernel = build_kernel(project, "files:\n  max_scratch_bytes: 10000\n")
-    service = kernel.services.get("files")
+    service = kernel._services.get("files")
     assert isinstance(service, FilesService)
     temp = kernel.caller(session_id="s", user_id="u").temp_dir
     assert temp is not None

@@ -186,7 +186,7 @@ def test_s8_3_the_scripts_time_limit_caps_the_timeout(
     path = f"/slow?secs=60&id={name}"
     source = (JS_PROBE if engine == ".js" else RHAI_PROBE).replace("EXPR", f'http_get(u + "{path}", 20)')
     make_tool(name, source, ext=engine, yaml_extra="timeout_secs: 0.5\n")
-    result = kernel.call_tool(name, {"base": server.base})
+    result = kernel.run_tool(name, {"base": server.base})
     assert not server.answered(path)
     if result.success:  # the script got its answer back before its own clock ran out
         assert isinstance(result.data, dict)
@@ -714,7 +714,7 @@ def test_many_threads_share_the_service(
     )
 
     def one(n: int) -> str:
-        result = kernel.call_tool("par_js" if n % 2 else "par_rhai", {"base": server.base, "n": str(n)})
+        result = kernel.run_tool("par_js" if n % 2 else "par_rhai", {"base": server.base, "n": str(n)})
         assert isinstance(result.data, dict)
         return str(json.loads(str(result.data["body"]))["body"])
 

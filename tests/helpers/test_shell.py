@@ -61,7 +61,7 @@ def probe(
     source = probe_source(engine, expr)
     make_tool(name, source, ext=engine, yaml_extra=yaml_extra)
     caller = kernel.caller(session_id=session, user_id="u-1") if session else kernel.caller()
-    result = kernel.dispatcher.call(name, args if args is not None else {}, caller)
+    result = kernel.run_tool(name, args if args is not None else {}, caller)
     assert result.success, result.content
     data = result.data
     assert isinstance(data, dict)
@@ -172,7 +172,7 @@ def test_s13_1_timeout_is_capped_by_the_scripts_own_clock(
         ext=engine,
         yaml_extra="timeout_secs: 1\n",
     )
-    result = kernel.dispatcher.call("capped", {}, kernel.caller(session_id="s-1"))
+    result = kernel.run_tool("capped", {}, kernel.caller(session_id="s-1"))
     # the helper returns at the script's deadline; the engine may then end the script on its clock
     if result.success:
         stderr = json.loads(result.content)["stderr"]
@@ -464,7 +464,7 @@ def test_many_concurrent_calls_share_the_slots(project: Path, make_tool: ToolFac
     def one(i: int) -> None:
         name = "js_slot" if i % 2 else "rhai_slot"
         cmd = SLOT_CALL.replace("$LOG", str(log)).replace("$I", str(i))
-        results[i] = kernel.dispatcher.call(name, {"cmd": cmd}, kernel.caller(session_id=f"s-{i}")).content
+        results[i] = kernel.run_tool(name, {"cmd": cmd}, kernel.caller(session_id=f"s-{i}")).content
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
     for thread in threads:
@@ -483,7 +483,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(
     project: Path, make_tool: ToolFactory, tmp_path: Path
 ) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
-    service = kernel.services.get("shell")
+    service = kernel._services.get("shell")
     assert isinstance(service, ShellService)
     started, release = tmp_path / "started", tmp_path / "release"
     os.mkfifo(started)
@@ -509,7 +509,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(
 
 def test_results_are_plain_json(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("plain", 'function run() { return JSON.stringify(shell("printf x")); }')
-    assert json.loads(kernel.dispatcher.call("plain", {}, kernel.caller()).content) == {
+    assert json.loads(kernel.run_tool("plain", {}, kernel.caller()).content) == {
         "ok": True,
         "exit_code": 0,
         "stdout": "x",

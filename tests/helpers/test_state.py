@@ -62,7 +62,7 @@ def kernel_for(config: KernelConfig) -> Kernel:
 
 
 def close_store(kernel: Kernel) -> None:
-    store = kernel.services.get("state")
+    store = kernel._services.get("state")
     if store is not None:
         store.close()
 
@@ -82,8 +82,8 @@ def store(tmp_path: Path) -> Iterator[SqliteStateStore]:
 
 def run_tool(kernel: Kernel, name: str, args: Any = None, **caller: Any) -> Any:
     """Call a tool as the LLM would; return its `data`, failing the test when the tool failed."""
-    result = kernel.call_tool(name, {} if args is None else args, kernel.caller(**caller))
-    assert result.success, f"{result.content}; not loaded: {[str(p) for p in kernel.catalog.problems()]}"
+    result = kernel.run_tool(name, {} if args is None else args, kernel.caller(**caller))
+    assert result.success, f"{result.content}; not loaded: {[str(p) for p in kernel.problems()]}"
     return result.data
 
 
@@ -949,7 +949,7 @@ def test_deeply_nested_values_from_a_script_fail_cleanly(skernel: Kernel, make_t
         }
         """,
     )
-    result = skernel.call_tool("deep", {}, skernel.caller(user_id="u"))
+    result = skernel.run_tool("deep", {}, skernel.caller(user_id="u"))
     assert result.success and "state_set" in result.content and "internal error" not in result.content
 
 
@@ -959,7 +959,7 @@ def test_deeply_nested_values_from_a_script_fail_cleanly(skernel: Kernel, make_t
 @pytest.mark.parametrize("ext", ENGINES)
 def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolFactory, ext: str) -> None:
     kernel = build_kernel(project, extra_yaml="")
-    assert kernel.services.get("state") is None
+    assert kernel._services.get("state") is None
     js = """
     function run(args) {
         const calls = [
@@ -1131,7 +1131,7 @@ def test_a_broken_file_is_a_clear_script_error(project: Path, make_tool: ToolFac
         "broken", 'function run() { try { state_get("global", "k"); } catch (e) { return e.message; } }'
     )
     try:
-        result = kernel.call_tool("broken", {}, kernel.caller())
+        result = kernel.run_tool("broken", {}, kernel.caller())
         assert result.content == "state_get: the state store is unusable: file is not a database"
     finally:
         close_store(kernel)
@@ -1184,7 +1184,7 @@ def test_concurrent_pushes_from_threads_lose_nothing(
     results = in_threads(8, lambda who: run_tool(skernel, "pusher", {"n": 200, "who": who}))
     lengths = sorted(length for lengths in results for length in lengths)
     assert lengths == list(range(1, 1601))  # every push saw a length of its own
-    store = skernel.services.get("state")
+    store = skernel._services.get("state")
     assert isinstance(store, SqliteStateStore)
     check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
 
@@ -1208,7 +1208,7 @@ def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFact
     make_tool("adder", source(ext, js, rhai), ext=ext)
     results = in_threads(8, lambda _: run_tool(skernel, "adder"))
     assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
-    store = skernel.services.get("state")
+    store = skernel._services.get("state")
     assert isinstance(store, SqliteStateStore)
     assert len(store.smembers(Namespace("global", ""), "members")) == 100
 
@@ -1317,10 +1317,10 @@ def test_a_script_is_not_held_past_its_time_limit(
         yaml_extra="timeout_secs: 0.5\n",
     )
     try:
-        result = kernel.call_tool("writer", {}, kernel.caller())
+        result = kernel.run_tool("writer", {}, kernel.caller())
         assert not result.success, result.content
         assert "state_set: the state store is locked by another writer" in result.content, result.content
-        store = kernel.services.get("state")
+        store = kernel._services.get("state")
         assert isinstance(store, SqliteStateStore)
         assert 0 < busy_timeout_ms(store) <= 500  # the script's remaining time, not the 10 s default
     finally:

@@ -10,6 +10,7 @@ or returns garbage is logged and recorded as an error, and the turn goes on
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,17 @@ class HookRecord:
             entry["warnings"] = list(self.warnings)
         return entry
 
+    def transcript_entry(self) -> tuple[str, str, str, JSONObject]:
+        """`(role, kind, content, meta)` as the message store records this call (kernel.md 9).
+
+        Kind `hook` with the return value as JSON, or `error` with the
+        failure's text; the agent loop and `Kernel.run_hooks` both record
+        through this, so a transcript reads the same whoever ran the hook.
+        """
+        if self.error is not None:
+            return "hook", "error", self.error, self.to_json()
+        return "hook", "hook", json.dumps(self.result, ensure_ascii=False), self.to_json()
+
 
 @dataclass
 class BeforeOutcome:
@@ -68,6 +80,20 @@ class BeforeOutcome:
     def stops_turn(self) -> bool:
         """A reply or a suppression means the LLM is not asked (S7.1)."""
         return self.reply is not None or self.suppressed
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One message through hooks with no LLM to answer it (S22.1): `HookPipeline.run_message`.
+
+    `before` is what `before_user_message` decided; `after_notices` are the
+    notices of `after_turn`; `records` is every hook function call of the
+    three events, in the order they ran.
+    """
+
+    before: BeforeOutcome
+    after_notices: list[str]
+    records: list[HookRecord]
 
 
 def hook_ctx(caller: Caller, spec: HookSpec) -> JSONObject:
@@ -202,6 +228,23 @@ class HookPipeline:
         participants, records = self._participants(hooks, "after_loop", caller)
         return records + [self.call(spec, "after_loop", caller, [reason]) for spec in participants]
 
+    def run_message(self, hooks: Iterable[HookSpec], caller: Caller, message: JSONObject) -> HookRun:
+        """`message` through the three events as a run would take it, with no LLM (S22.1).
+
+        `after_turn` gets the message (or its `replace_message`) as the
+        question and `{role: "assistant", content: <the reply, or "">}` as the
+        answer, null when the message was suppressed; `after_loop` gets
+        `job_done`. What `hook_tool` shows, and `Kernel.run_hooks` returns.
+        """
+        hooks = list(hooks)
+        before = self.before_user_message(hooks, caller, message)
+        answer: JSONObject | None = (
+            None if before.suppressed else {"role": "assistant", "content": before.reply or ""}
+        )
+        after_notices, after_records = self.after_turn(hooks, caller, before.message, answer)
+        loop_records = self.after_loop(hooks, caller, "job_done")
+        return HookRun(before, after_notices, [*before.records, *after_records, *loop_records])
+
     @staticmethod
     def _problem(spec: HookSpec, event: str, problem: str) -> HookRecord:
         text = f"ignored part of the verdict: {problem}"
@@ -209,4 +252,4 @@ class HookPipeline:
         return HookRecord(spec.name, event, error=text)
 
 
-__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "hook_ctx"]
+__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "HookRun", "hook_ctx"]

@@ -153,9 +153,7 @@ class AgentLoop:
 
     def _record_hooks(self, caller: Caller, records: Sequence[HookRecord]) -> None:
         for record in records:
-            kind = "error" if record.failed else "hook"
-            text = record.error if record.failed else json.dumps(record.result, ensure_ascii=False)
-            self._record(caller, "hook", kind, text or "", record.to_json())
+            self._record(caller, *record.transcript_entry())
 
     # -- the run ---------------------------------------------------------------------------------
 

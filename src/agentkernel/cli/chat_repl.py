@@ -76,7 +76,7 @@ class TerminalChat:
     # -- what the chat is talking to ----------------------------------------------------------------
 
     def _open(self, session_id: str) -> ChatSession:
-        return self.kernel.open_chat(
+        return self.kernel.chat(
             self.template, user_id=self.user_id, session_id=session_id, stream=self.stream
         )
 
@@ -97,10 +97,8 @@ class TerminalChat:
         out.print(Text(f"session {self.session_id} · /help for commands, /exit to quit", style="dim"))
 
     def close(self) -> None:
-        process = self.session.process
-        self.kernel.processes.terminate(process.pid)
-        if process.session_id is not None:  # the chat is over: its tool results are not needed again
-            self.kernel.history.forget_session(process.user_id, process.session_id)
+        """The chat is over: its process ends and its tool results are not needed again."""
+        self.kernel.end_chat(self.session)
 
     # -- the conversation ---------------------------------------------------------------------------
 
@@ -160,8 +158,7 @@ class TerminalChat:
         return True
 
     def _tools(self) -> bool:
-        caller = self.session.process.caller(self.kernel.services)
-        specs = self.kernel.tools.visible_to(caller)
+        specs = self.kernel.list_tools(self.session.process)
         if not specs:
             self.console.print(Text("this agent may call no tools"))
         width = max((len(spec.name) for spec in specs), default=0)

@@ -81,16 +81,17 @@ def setup_logging(verbosity: int) -> None:
 def load_kernel(
     prog: str, config: Path | str | None, *, start: Path | None = None, live: bool = True
 ) -> Kernel:
-    """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong)."""
+    """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong).
+
+    The caller closes it: `with load_kernel(...) as kernel:`.
+    """
     from pathlib import Path
 
-    from agentkernel.config import find_kernel_config, load_kernel_config
     from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
 
     try:
-        path = find_kernel_config(Path(config) if config is not None else None, start)
-        return Kernel(load_kernel_config(path), live=live)
+        return Kernel.from_config_file(Path(config) if config is not None else None, start=start, live=live)
     except ConfigError as exc:
         from agentkernel.cli.project_view import config_problem, problem_text
 

@@ -2,9 +2,9 @@
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
 and `after_loop` with `job_done`, each only when the hook handles it, through
-the kernel's hook pipeline, and prints one JSON line per call: `{"event",
-"result"}` or `{"event", "error"}` (a part of a verdict the pipeline ignored
-is one more line with its `error`). With no LLM in the loop there is no real
+the kernel's hook pipeline (`Kernel.run_hooks`), and prints one JSON line
+per call: `{"event", "result"}` or `{"event", "error"}` (a part of a verdict
+the pipeline ignored is one more line with its `error`). With no LLM in the loop there is no real
 answer: `after_turn` gets the message (or its `replace_message`) as the
 question and `{role: "assistant", content: <the verdict's reply, or "">}` as
 the answer (null when the message was suppressed). A failing hook never stops
@@ -13,8 +13,9 @@ the others (S7.5).
 Without `--live` no live service is attached: helpers that need one throw
 the error the contract gives them (docs/contract.md). With `--live` the
 configured LLM and the message store are attached (DESIGN rule 4), and each
-verdict is also recorded in the transcript of the session (`--session`, or a
-new one).
+call is also recorded in the transcript of the session (`--session`, or a
+new one) as the agent loop records hooks. The kernel is closed at the end:
+every service a hook used, the message store and the LLM client.
 """
 
 from __future__ import annotations
@@ -58,27 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, caller_args: dict[str, str | None]) -> int:
-    """One message through this hook's functions, via the kernel's own pipeline."""
-    session = caller_args["session"] or (str(uuid.uuid4()) if kernel.live else None)
-    caller = kernel.caller(user_id=caller_args["user"], session_id=session)
-    pipeline = kernel.hooks
-    outcome = pipeline.before_user_message([spec], caller, message)
-    records = list(outcome.records)
-    answer: JSONObject | None = (
-        None if outcome.suppressed else {"role": "assistant", "content": outcome.reply or ""}
-    )
-    records += pipeline.after_turn([spec], caller, outcome.message, answer)[1]
-    records += pipeline.after_loop([spec], caller, "job_done")
-    for record in records:
+def show_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, options: argparse.Namespace) -> int:
+    """One message through this hook's functions (`Kernel.run_hooks`), one JSON line per call."""
+    session = options.session or (str(uuid.uuid4()) if options.live else None)
+    run = kernel.run_hooks(spec, message, kernel.caller(user_id=options.user, session_id=session))
+    for record in run.records:
         line = {k: v for k, v in record.to_json().items() if k != "hook"}
         print(json.dumps(line, ensure_ascii=False))
-        if kernel.live and session is not None:  # with --live the verdicts go to the transcript
-            kind = "error" if record.failed else "hook"
-            kernel.store.append(session, "hook", kind, json.dumps(line, ensure_ascii=False), record.to_json())
-    if kernel.live and session is not None:
+    if options.live and session is not None:  # the kernel recorded each call in the transcript
         print(f"recorded in session {session} of {kernel.config.messages_db}", file=sys.stderr)
-    kernel.store.close()
     return EXIT_OK
 
 
@@ -88,11 +77,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.verbose == 0:  # a failing hook is printed as its JSON line; its log line would repeat it
         logging.getLogger("agentkernel.hooks").setLevel(logging.ERROR)
     # the hook's own project: search upward from its file, wherever hook_tool runs
-    kernel = load_kernel("hook_tool", options.config, start=options.hook.resolve().parent, live=options.live)
+    with load_kernel(
+        "hook_tool", options.config, start=options.hook.resolve().parent, live=options.live
+    ) as kernel:
+        return _run(kernel, options)
+
+
+def _run(kernel: Kernel, options: argparse.Namespace) -> int:
     try:
         if options.live and kernel.llm_config is None:
             raise ConfigError(kernel.config.path, "llm: --live needs an LLM configured in kernel.yaml")
-        spec = kernel.catalog.load_file(options.hook)
+        spec = kernel.load_spec(options.hook)
     except ConfigError as exc:
         print(f"hook_tool: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
@@ -101,9 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_FOUND
     message: JSONObject = {"role": options.role, "content": options.text}
     try:
-        return quiet_broken_pipe(
-            lambda: run_hook(kernel, spec, message, {"user": options.user, "session": options.session})
-        )
+        return quiet_broken_pipe(lambda: show_hook(kernel, spec, message, options))
     except ScriptError as exc:
         print(f"hook_tool: {spec.script}: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND

@@ -74,22 +74,22 @@ class Listing:
 
 
 def _tool_listing(kernel: Kernel) -> Listing:
-    specs = kernel.tools.all()
+    specs = kernel.list_tools()
     items = [
         {"name": s.name, "description": s.description, "script": str(s.script), "parameters": s.parameters}
         for s in specs
     ]
     rows = [(s.name, s.script.name, s.description) for s in specs]
-    return Listing("tools", items, rows, kernel.catalog.problems(), kernel.config.tool_dirs)
+    return Listing("tools", items, rows, kernel.problems(templates=False), kernel.config.tool_dirs)
 
 
 def _hook_listing(kernel: Kernel) -> Listing:
-    specs = sorted(kernel.catalog.hooks().values(), key=lambda s: (s.priority, s.name))
+    specs = kernel.list_hooks()
     items = [
         {"name": s.name, "script": str(s.script), "events": s.events, "priority": s.priority} for s in specs
     ]
     rows = [(s.name, s.script.name, f"priority {s.priority}", _events(s.events)) for s in specs]
-    return Listing("hooks", items, rows, kernel.catalog.problems(), kernel.config.hook_dirs)
+    return Listing("hooks", items, rows, kernel.problems(templates=False), kernel.config.hook_dirs)
 
 
 def _events(events: tuple[str, ...] | None) -> str:
@@ -97,8 +97,7 @@ def _events(events: tuple[str, ...] | None) -> str:
 
 
 def _template_listing(kernel: Kernel) -> Listing:
-    templates, problems = kernel.templates()
-    specs = [templates[name] for name in sorted(templates)]
+    specs = kernel.list_templates()
     items = [
         {
             "name": t.name,
@@ -110,7 +109,7 @@ def _template_listing(kernel: Kernel) -> Listing:
         for t in specs
     ]
     rows = [(t.name, t.yaml_path.name if t.yaml_path else "", t.description) for t in specs]
-    return Listing("templates", items, rows, problems, [kernel.config.templates_dir])
+    return Listing("templates", items, rows, kernel.problems(scripts=False), [kernel.config.templates_dir])
 
 
 _LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
@@ -139,13 +138,11 @@ def config_problem(exc: ConfigError) -> LoadProblem:
 
 
 def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadProblem]]:
-    from agentkernel.config import find_kernel_config, load_kernel_config
     from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
 
     try:
-        path = find_kernel_config(Path(config) if config is not None else None)
-        return Kernel(load_kernel_config(path), live=False), []
+        return Kernel.from_config_file(Path(config) if config is not None else None, live=False), []
     except ConfigError as exc:
         return None, [config_problem(exc)]
 
@@ -154,8 +151,9 @@ def list_command(noun: str, config: Path | str | None, as_json: bool) -> int:
     """`tool list`, `hook list`, `template list`: exit 0 with the listing, 1 without a project."""
     from agentkernel.cli.common import load_kernel
 
-    kernel = load_kernel("agentkernel", config)  # exits 1, saying why, without a project
-    _LISTINGS[noun](kernel).print(as_json)
+    with load_kernel("agentkernel", config) as kernel:  # exits 1, saying why, without a project
+        listing = _LISTINGS[noun](kernel)
+    listing.print(as_json)
     return EXIT_OK
 
 
@@ -164,15 +162,13 @@ def check(config: Path | str | None, as_json: bool) -> int:
     kernel, problems = _load_project(config)
     counts = {"tools": 0, "hooks": 0, "templates": 0}
     if kernel is not None:
-        templates, template_problems = kernel.templates()
-        problems = sorted(
-            [*kernel.catalog.problems(), *template_problems], key=lambda p: (str(p.path), p.line or 0)
-        )
-        counts = {
-            "tools": len(kernel.catalog.tools()),
-            "hooks": len(kernel.catalog.hooks()),
-            "templates": len(templates),
-        }
+        with kernel:
+            problems = kernel.problems()
+            counts = {
+                "tools": len(kernel.list_tools()),
+                "hooks": len(kernel.list_hooks()),
+                "templates": len(kernel.list_templates()),
+            }
     if as_json:
         document = {"ok": not problems, "problems": [problem_json(p) for p in problems], **counts}
         print(json.dumps(document, ensure_ascii=False, indent=2))

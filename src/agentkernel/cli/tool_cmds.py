@@ -86,22 +86,12 @@ def _find_tool(kernel: Kernel, name_or_path: str) -> ToolSpec:
     from agentkernel.config import ToolSpec
     from agentkernel.errors import ConfigError
 
-    if _is_file(name_or_path):
-        spec = kernel.catalog.load_file(Path(name_or_path))
-        if not isinstance(spec, ToolSpec):
-            raise ConfigError(name_or_path, "kind: this is a script_hook; try hook_tool")
-        return spec
-    spec_found = kernel.tools.get(name_or_path)
-    if spec_found is not None:
-        return spec_found
-    unavailable = kernel.tools.unavailable(name_or_path)
-    if unavailable is not None:  # the file meant to declare it failed: say why, nothing else
-        raise ConfigError(None, unavailable)
-    known = ", ".join(s.name for s in kernel.tools.all()) or "none"
-    failed = len(kernel.catalog.problems())
-    files = "1 file" if failed == 1 else f"{failed} files"
-    more = f"; {files} failed to load, see `agentkernel tool list`" if failed else ""
-    raise ConfigError(None, f"unknown tool {name_or_path!r} (loaded: {known}{more})")
+    if not _is_file(name_or_path):
+        return kernel.tool(name_or_path)
+    spec = kernel.load_spec(Path(name_or_path))
+    if not isinstance(spec, ToolSpec):
+        raise ConfigError(name_or_path, "kind: this is a script_hook; try hook_tool")
+    return spec
 
 
 def tool_run(options: argparse.Namespace) -> int:
@@ -121,14 +111,14 @@ def tool_run(options: argparse.Namespace) -> int:
             print(f"agentkernel: {yaml_path}: no such file", file=sys.stderr)
             return EXIT_NOT_FOUND
         start = yaml_path.resolve().parent
-    kernel = load_kernel("agentkernel", options.config, start=start)
-    try:
-        spec = _find_tool(kernel, options.tool)
-    except ConfigError as exc:
-        print(f"agentkernel: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    caller = kernel.caller(user_id=options.user, session_id=options.session)
-    result = kernel.dispatcher.call_spec(spec, args, caller)
+    with load_kernel("agentkernel", options.config, start=start) as kernel:
+        try:
+            spec = _find_tool(kernel, options.tool)
+        except ConfigError as exc:
+            print(f"agentkernel: {exc}", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        caller = kernel.caller(user_id=options.user, session_id=options.session)
+        result = kernel.run_tool(spec, args, caller)
     if options.pretty:
         show_pretty(spec.name, result)
     else:

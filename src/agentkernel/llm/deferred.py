@@ -26,6 +26,11 @@ class DeferredProvider:
         return f"DeferredProvider({self._inner!r})"
 
     @property
+    def built(self) -> bool:
+        """Whether the real provider exists: closing one that was never built has nothing to do."""
+        return self._inner is not None
+
+    @property
     def inner(self) -> Provider:
         """The real provider, built now if it was not yet."""
         if self._inner is None:
