@@ -7,13 +7,11 @@ chat sessions that run the agent loop.
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
-from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import KernelConfig, find_kernel_config, load_kernel_config
@@ -25,9 +23,9 @@ from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import Environment, LazyServices, Services
+from agentkernel.services import AttachedServices, Environment
 from agentkernel.services.files import FilesService, FilesSettings
-from agentkernel.services.lazy import ServiceFactory
+from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.sections import check_sections
@@ -44,53 +42,6 @@ if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a 
     from agentkernel.agent.session import ChatSession
 
 
-def _http(config: KernelConfig) -> Any:
-    from agentkernel.services.http import HttpService
-
-    return HttpService.from_config(config)
-
-
-def _shell(config: KernelConfig) -> Any:
-    from agentkernel.services.shell import ShellService
-
-    return ShellService.from_config(config)
-
-
-def _files(config: KernelConfig) -> Any:
-    from agentkernel.services.files import FilesService
-
-    return FilesService.from_config(config)
-
-
-def _duckdb(config: KernelConfig) -> Any:
-    from agentkernel.services.duck import DuckService
-
-    return DuckService.from_config(config)
-
-
-def _state(config: KernelConfig) -> Any:
-    from agentkernel.services.state import from_config
-
-    return from_config(config)
-
-
-_LOCAL_SERVICES = {"http": _http, "shell": _shell, "files": _files, "duckdb": _duckdb, "state": _state}
-
-
-def local_services(config: KernelConfig) -> dict[str, ServiceFactory]:
-    """Factories of the helper services that live in this process (not "live" ones like the LLM).
-
-    Each imports its module and builds its service on first use, so a tool
-    run pays only for the services its script calls (issue 8: start-up).
-    """
-    return {name: functools.partial(build, config) for name, build in _LOCAL_SERVICES.items()}
-
-
-def _given(service: Any) -> Any:
-    """The factory of a service handed over already built (`extra_services`)."""
-    return service
-
-
 class Kernel:
     """One kernel instance: build it from a KernelConfig, then call tools through it."""
 
@@ -101,7 +52,7 @@ class Kernel:
         provider: Provider | None = None,
         *,
         live: bool = True,
-        extra_services: Mapping[str, Any] | None = None,  # by name; None detaches one
+        extra_services: AttachedServices | None = None,  # by name, built; None detaches one
     ) -> None:
         self.config = config
         self.helpers = helpers or default_helper_table()
@@ -119,16 +70,12 @@ class Kernel:
         self.store = LazyMessageStore(config.messages_db)
         self.live = live
         check_sections(config)  # a bad `http:`/`duckdb:`/… is refused now, not at its first use
-        self.services = Services(
+        self.services = kernel_services(
+            config,
             environment=Environment(deny=deny),
             llm=self.provider if live else None,
             messages=self.store if live else None,
-            extra=LazyServices(
-                {
-                    **local_services(config),
-                    **{name: functools.partial(_given, s) for name, s in (extra_services or {}).items()},
-                }
-            ),
+            given=extra_services,
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.processes = ProcessTable()

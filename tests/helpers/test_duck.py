@@ -53,7 +53,7 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel.services.get("duckdb")
+    service = kernel.services.duckdb
     if service is not None:
         service.close()
 
@@ -81,7 +81,7 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel.services.get("duckdb")
+    found = kernel.services.duckdb
     assert isinstance(found, DuckService)
     return found
 
@@ -939,7 +939,7 @@ def test_the_helpers_are_plain_python_functions(tmp_path: Path) -> None:
     """The table entry point with a hand-made caller: no engine needed, same errors."""
     duck = DuckService(tmp_path / "dbs")
     table = default_helper_table()
-    caller = Caller(user_id="u1", services=Services(extra={"duckdb": duck}))
+    caller = Caller(user_id="u1", services=Services(duckdb=duck))
     script_call = ScriptCall(caller, "test", deadline=time.monotonic() + 10)
     try:
         assert table.invoke(

@@ -239,8 +239,8 @@ def test_s14_2_no_temp_dir_outside_a_session(probe: Probe) -> None:
 
 def test_no_files_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
     probe = Probe(build_kernel(project, attach=False), make_tool, engine)
-    assert probe.error('fs_read("x")') == "fs_read: no files service attached"
-    assert probe.error('fs_write("x", "y")') == "fs_write: no files service attached"
+    assert probe.error('fs_read("x")') == "fs_read: no files service attached to this kernel"
+    assert probe.error('fs_write("x", "y")') == "fs_write: no files service attached to this kernel"
 
 
 # -- S14.2 confinement: lexical escapes ------------------------------------------------------------
@@ -452,7 +452,7 @@ def race_a_link_flipper(
 def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
     """Another process flips `sub` between a real folder and a link to outside while writes run:
     some writes land, some are refused, none escapes."""
-    service = kernel.services.get("files")
+    service = kernel.services.files
     assert isinstance(service, FilesService)
     outcomes = race_a_link_flipper(
         temp / "sub", outside, lambda: service.write_file(temp, "sub/victim.txt", b"pwned")
@@ -564,7 +564,7 @@ def test_list_limit(project: Path, make_tool: ToolFactory, shared: Path) -> None
 
 
 def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> None:
-    service = kernel.services.get("files")
+    service = kernel.services.files
     assert isinstance(service, FilesService)
     versions = [bytes([65 + i]) * 200_000 for i in range(8)]
     threads = [threading.Thread(target=service.write_file, args=(temp, "same.bin", v)) for v in versions]
@@ -770,7 +770,7 @@ def test_the_quota_counts_again_before_refusing(project: Path, make_tool: ToolFa
 
 def test_the_quota_holds_against_concurrent_writers(project: Path) -> None:
     kernel = build_kernel(project, "files:\n  max_scratch_bytes: 10000\n")
-    service = kernel.services.get("files")
+    service = kernel.services.files
     assert isinstance(service, FilesService)
     temp = kernel.caller(session_id="s", user_id="u").temp_dir
     assert temp is not None

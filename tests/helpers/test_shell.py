@@ -398,7 +398,7 @@ def test_enabled_by_config(project: Path, make_tool: ToolFactory, engine: str) -
 def test_no_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
     kernel = build_kernel(project, attach=False)
     result = run_exec(kernel, make_tool, engine, "echo", [])
-    assert result["stderr"] == "exec: no shell service attached" and result["exit_code"] == -1
+    assert result["stderr"] == "exec: no shell service attached to this kernel" and result["exit_code"] == -1
 
 
 def test_settings_defaults_and_config(project: Path) -> None:
@@ -483,7 +483,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(
     project: Path, make_tool: ToolFactory, tmp_path: Path
 ) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
-    service = kernel.services.get("shell")
+    service = kernel.services.shell
     assert isinstance(service, ShellService)
     started, release = tmp_path / "started", tmp_path / "release"
     os.mkfifo(started)
