@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -214,6 +215,32 @@ class ScriptLimits:
 
 
 @dataclass(frozen=True)
+class CallBudget(ScriptLimits):
+    """The limits of one script call and the moment it must end, fixed once when the call starts.
+
+    The dispatcher (or the hook runner) makes it; compiling the script, the
+    engine's clock and a helper's own timeout all read this one `deadline`
+    (a `time.monotonic()` value), so `timeout_secs` bounds the whole call.
+    """
+
+    deadline: float
+
+    @classmethod
+    def starting_now(cls, limits: ScriptLimits) -> CallBudget:
+        return cls(
+            max_operations=limits.max_operations,
+            timeout_secs=limits.timeout_secs,
+            memory_limit_bytes=limits.memory_limit_bytes,
+            stack_limit_bytes=limits.stack_limit_bytes,
+            deadline=time.monotonic() + limits.timeout_secs,
+        )
+
+    def remaining_secs(self) -> float:
+        """Seconds left before the deadline; 0 once it passed."""
+        return max(0.0, self.deadline - time.monotonic())
+
+
+@dataclass(frozen=True)
 class KernelConfig:
     """The kernel's settings (S2.4); relative paths are already resolved."""
 
@@ -271,6 +298,10 @@ class ScriptSpec:
             memory_limit_bytes=own("memory_limit_mb", self.memory_limit_mb) << 20,
             stack_limit_bytes=defaults.stack_limit_kb << 10,
         )
+
+    def call_budget(self, defaults: Limits) -> CallBudget:
+        """The budget of one call starting now: `script_limits`, and the deadline they give."""
+        return CallBudget.starting_now(self.script_limits(defaults))
 
 
 @dataclass(frozen=True)
@@ -571,6 +602,7 @@ def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any])
 
 __all__ = [
     "HOOK_EVENTS",
+    "CallBudget",
     "Ceilings",
     "HookSpec",
     "KernelConfig",

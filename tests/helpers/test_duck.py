@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.config import CallBudget, KernelConfig, ScriptLimits, load_kernel_config
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.process import Caller, safe_folder_name, session_folder_name
@@ -940,7 +940,9 @@ def test_the_helpers_are_plain_python_functions(tmp_path: Path) -> None:
     duck = DuckService(tmp_path / "dbs")
     table = default_helper_table()
     caller = Caller(user_id="u1", services=Services(duckdb=duck))
-    script_call = ScriptCall(caller, "test", deadline=time.monotonic() + 10)
+    script_call = ScriptCall(
+        caller, "test", budget=CallBudget.starting_now(ScriptLimits(10**8, 10.0, 64 << 20, 1 << 20))
+    )
     try:
         assert table.invoke(
             "db_execute", script_call, ["{user}.db", "CREATE TABLE t AS SELECT 1 AS one"]
