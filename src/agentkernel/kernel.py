@@ -18,17 +18,16 @@ from agentkernel.config import KernelConfig, find_kernel_config, load_kernel_con
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import Provider
-from agentkernel.llm.config import LLMConfig, build_provider, parse_llm_config
+from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment
-from agentkernel.services.files import FilesService, FilesSettings
+from agentkernel.services.files import FilesService
 from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
-from agentkernel.services.sections import check_sections
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -60,16 +59,13 @@ class Kernel:
         self.catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self.host, config.limits)
         self.tools = ToolRegistry(self.catalog, root=config.root)
         self.history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
-        self.llm_config: LLMConfig | None = (
-            parse_llm_config(config.llm, config.path) if config.llm is not None else None
-        )
+        self.llm_config: LLMConfig | None = config.llm
         deny = config.env_deny
         if self.llm_config is not None and self.llm_config.api_key_env:
             deny = (*deny, self.llm_config.api_key_env)  # scripts never read the kernel's own key
         self._provider = provider
         self.store = LazyMessageStore(config.messages_db)
         self.live = live
-        check_sections(config)  # a bad `http:`/`duckdb:`/… is refused now, not at its first use
         self.services = kernel_services(
             config,
             environment=Environment(deny=deny),
@@ -79,8 +75,7 @@ class Kernel:
         )
         self.dispatcher = Dispatcher(self.tools, self.host, config.limits, self.history)
         self.processes = ProcessTable()
-        ttl_hours = FilesSettings.from_config(config).scratch_ttl_hours
-        self._janitor = ScratchJanitor(config.temp_root, ttl_hours * 3600)
+        self._janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
 
     @classmethod
     def from_config_file(cls, path: Path | None = None, *, start: Path | None = None) -> Kernel:

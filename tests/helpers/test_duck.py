@@ -28,12 +28,13 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import CallBudget, KernelConfig, ScriptLimits, load_kernel_config
+from agentkernel.config.sections import parse_duck_settings
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.process import Caller, safe_folder_name, session_folder_name
 from agentkernel.scripting.helpers import ScriptCall
 from agentkernel.services import Services
-from agentkernel.services.duck import DuckError, DuckService, DuckSettings, parse_settings, without_root
+from agentkernel.services.duck import DuckError, DuckService, DuckSettings, without_root
 from agentkernel.services.duck_values import plain, unique_names
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
@@ -848,10 +849,10 @@ def test_sql_cannot_reach_files_extensions_or_settings(
 
 
 def test_settings_defaults_and_values(tmp_path: Path) -> None:
-    assert parse_settings(None, None) == DuckSettings()
-    with pytest.raises(ConfigError, match="duckdb: expected a mapping, got int"):
-        parse_settings(5, None)
-    settings = parse_settings({"max_rows": 7, "query_timeout_secs": 0.5, "dir": "db", "threads": 1}, None)
+    assert parse_duck_settings(None) == DuckSettings()
+    with pytest.raises(ConfigError, match="duckdb: 5 is not of type 'object'"):
+        parse_duck_settings(5)
+    settings = parse_duck_settings({"max_rows": 7, "query_timeout_secs": 0.5, "dir": "db", "threads": 1})
     assert (settings.max_rows, settings.query_timeout_secs, settings.dir, settings.threads) == (
         7,
         0.5,

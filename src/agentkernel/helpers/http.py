@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
-from agentkernel.short_text import clip, shown_value
 from agentkernel.services import MissingService
+from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
 
