@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from agentkernel.config.sections import (
     shell_settings,
     state_settings,
 )
-from agentkernel.config.stores import ReadRoot, duck_folder, read_roots
+from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
 from agentkernel.errors import ConfigError
 from agentkernel.yaml_source import load_yaml
 
@@ -103,7 +103,7 @@ class KernelConfig:
     @cached_property
     def read_roots(self) -> tuple[ReadRoot, ...]:
         """The folders scripts may read (ConfigError if one holds a store)."""
-        return read_roots(self, Where(self.path))
+        return read_roots_of(self, Where(self.path))
 
 
 def read_yaml(path: Path) -> object:
@@ -190,7 +190,7 @@ def load_kernel_config(path: Path | None) -> KernelConfig:
     low = config.limits.low_ceiling()
     if low is not None:
         raise ConfigError(path, low[1], lines.of("limits", "ceilings", low[0]))
-    read_roots(config, where)  # no read root may hold a store; the DuckDB folder none either
+    read_roots_of(config, where)  # no read root may hold a store; the DuckDB folder none either
     return config
 
 
@@ -215,7 +215,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         http=http_config(data.get("http", {}), where),
         shell=shell_settings(data.get("shell", {}), where),
         files=files_settings(data.get("files", {}), where),
-        state=StateSettings(**{**vars(state), "db_path": state_file}),
+        state=replace(state, db_path=state_file),
         duckdb=duck_settings(data.get("duckdb", {}), where),
     )
 

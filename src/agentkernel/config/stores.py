@@ -39,7 +39,7 @@ class ReadRoot:
     shown: str
 
 
-def read_roots(config: KernelConfig, where: Where) -> tuple[ReadRoot, ...]:
+def read_roots_of(config: KernelConfig, where: Where) -> tuple[ReadRoot, ...]:
     """The read roots kernel.yaml asks for, refusing one that holds (or lies in) a kernel store.
 
     Relative roots start at the project folder. A root is kept as written
@@ -92,4 +92,4 @@ def project_path(config: KernelConfig, path: Path) -> str:
     return str(path.relative_to(config.root)) if path.is_relative_to(config.root) else str(path)
 
 
-__all__ = ["SHARED_FOLDER", "ReadRoot", "duck_folder", "project_path", "read_roots"]
+__all__ = ["SHARED_FOLDER", "ReadRoot", "duck_folder", "project_path", "read_roots_of"]
