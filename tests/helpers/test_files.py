@@ -39,8 +39,8 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
     """A kernel with the file helpers registered and (unless `attach` is False) the service."""
     config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
     table = default_helper_table()
-    extra = {"files": FilesService.from_config(config) if attach else None}
-    return Kernel(config, helpers=table, extra_services=extra)
+    service = FilesService.from_config(config) if attach else None
+    return Kernel(config, helpers=table, extra_services={"files": service})
 
 
 @pytest.fixture

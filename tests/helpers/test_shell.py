@@ -34,8 +34,8 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
     """
     config = load_kernel_config(write_kernel_yaml(project, switched_on(kernel_yaml, "shell", "enabled")))
     table = default_helper_table()
-    extra = {"shell": ShellService.from_config(config) if attach else None}
-    return Kernel(config, helpers=table, extra_services=extra)
+    service = ShellService.from_config(config) if attach else None
+    return Kernel(config, helpers=table, extra_services={"shell": service})
 
 
 @pytest.fixture
