@@ -392,3 +392,48 @@ def test_shared_anchors_of_modest_size_still_load(tmp_path: Path) -> None:
         "kind: script_tool\nname: t\nscript: t.js\nbase: &base {retries: 3}\nprod: *base\nstage: *base\n",
     )
     assert load_script_spec(path).raw["stage"] == {"retries": 3}
+
+
+# -- one config model (issue 10): every section typed, checked at load, in one style -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "line"),
+    [
+        ("shell:\n  enabled: maybe\n", "shell.enabled: expected true or false, got 'maybe'", 2),
+        (
+            "http:\n  max_redirects: 2\n  tmeout: 1\n",
+            "http.tmeout: unknown field (known: max_response_bytes",
+            3,
+        ),
+        ("llm:\n  base_url: http://x\n", "llm.model: required", 1),
+        ("llm:\n  model: m\n  base_url: ftp://x\n", "llm.base_url: expected an http:// or https:// URL", 3),
+        ("duckdb:\n  threads: 0\n", "duckdb.threads: expected an integer of at least 1, got 0", 2),
+        # an int is an int: `64.0 << 20` failed every call; NaN passed every bound and never timed out
+        ("limits:\n  memory_limit_mb: 64.0\n", "limits.memory_limit_mb: 64.0 is not of type 'integer'", 2),
+        ("limits:\n  timeout_secs: .nan\n", "limits.timeout_secs: nan is not of type 'number'", 2),
+        ("state:\n  max_user_bytes: 1.0\n", "state.max_user_bytes: expected an integer >= 1, got 1.0", 2),
+    ],
+)
+def test_s2_4_every_section_is_checked_at_load_with_its_line(
+    tmp_path: Path, text: str, reason: str, line: int
+) -> None:
+    path = write(tmp_path / "config" / "kernel.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_kernel_config(path)
+    assert caught.value.reason.startswith(reason), caught.value.reason
+    assert (caught.value.path, caught.value.line) == (str(path), line)
+
+
+def test_each_service_is_built_from_its_own_section(tmp_path: Path) -> None:
+    from agentkernel.services.files import FilesService
+    from agentkernel.services.shell import ShellService
+
+    path = write_kernel_yaml(
+        tmp_path, "shell:\n  enabled: true\n  max_concurrent: 3\nfiles:\n  max_read_bytes: 7\n"
+    )
+    config = load_kernel_config(path)
+    assert (config.shell.enabled, config.shell.max_concurrent, config.files.max_read_bytes) == (True, 3, 7)
+    assert ShellService.from_config(config).settings is config.shell
+    assert FilesService.from_config(config).settings is config.files
+    assert not hasattr(config, "raw")  # no service reads the YAML itself any more

@@ -7,14 +7,17 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
+from agentkernel.helpers import default_helper_table
 from agentkernel.process import Caller
-from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
+from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
+from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
@@ -270,3 +273,50 @@ def test_results_serialise_to_the_cli_shape(kernel: Kernel, make_tool: ToolFacto
         "visual": None,
         "warnings": [],
     }
+
+
+# -- one budget per call (issue 10): compiling, the engine and the helpers share one deadline -----------
+
+
+class BudgetHost(ScriptHost):
+    """The real host, noting the deadline each compile was given."""
+
+    def __init__(self, table: HelperTable) -> None:
+        super().__init__(table)
+        self.compile_deadlines: list[float | None] = []
+
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+        self.compile_deadlines.append(deadline)
+        return super().compile(path, deadline)
+
+
+@pytest.mark.parametrize("ext", [".js", ".rhai"])
+def test_a_call_has_one_budget_from_compile_to_helper(
+    project: Path, make_tool: ToolFactory, ext: str
+) -> None:
+    seen: list[ScriptCall] = []
+
+    def probe(call: ScriptCall) -> float:
+        seen.append(call)
+        return call.remaining_secs() or 0.0
+
+    table = default_helper_table()
+    table.register("budget_probe", probe)
+    kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"), helpers=table)
+    host = BudgetHost(table)
+    kernel._dispatcher.host = host
+    source = (
+        "function run() { return String(budget_probe()); }"
+        if ext == ".js"
+        else "fn run(args) { `${budget_probe()}` }"
+    )
+    make_tool("limited", source, ext=ext, yaml_extra="timeout_secs: 7\nmax_operations: 123456\n")
+    first = kernel.run_tool("limited", {})
+    second = kernel.run_tool("limited", {})
+    assert first.success and second.success, (first.content, second.content)
+    budgets = [call.budget for call in seen]
+    assert all(b is not None for b in budgets) and budgets[0] is not budgets[1]  # one per call, made once
+    assert [(b.timeout_secs, b.max_operations) for b in budgets if b] == [(7, 123456)] * 2
+    # the first call compiled the script by its own deadline; the second found it cached
+    assert host.compile_deadlines[0] == budgets[0].deadline  # type: ignore[union-attr]
+    assert 0 < float(first.content) <= 7

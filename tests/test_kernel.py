@@ -370,7 +370,7 @@ class Refusing:
 @needs_proc
 def test_a_failing_close_does_not_keep_the_rest_open(stores_project: Path) -> None:
     config = load_kernel_config(stores_project / "config" / "kernel.yaml")
-    kernel = Kernel(config, extra_services={"broken": Refusing()})
+    kernel = Kernel(config, extensions={"broken": Refusing()})
     assert kernel.run_tool("keeper", {"text": "one"}).content == "1"
     with pytest.raises(OSError, match="disk gone"):
         kernel.close()

@@ -158,8 +158,8 @@ def test_every_store_is_attached_and_nothing_is_created_before_use(shipped: Path
     """The state store, DuckDB, the transcript and the scratch folders, all under data/, made lazily."""
     kernel = Kernel(load_kernel_config(shipped / "config" / "kernel.yaml"))
     data = shipped / "data"
-    state = kernel._services.get("state")
-    duck = kernel._services.get("duckdb")
+    state = kernel._services.state
+    duck = kernel._services.duckdb
     assert isinstance(state, SqliteStateStore) and state.path == data / "state.db"
     assert isinstance(duck, DuckService) and duck.root == (data / "duckdb").resolve()
     assert kernel._services.messages is not None and kernel.config.messages_db == data / "messages.db"

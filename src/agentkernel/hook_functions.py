@@ -57,9 +57,9 @@ def _hint(misses: Mapping[str, str], event: str | None = None) -> str:
 
 
 def _defined(host: ScriptHost, spec: HookSpec, names: tuple[str, ...], limits: Limits) -> frozenset[str]:
-    call = ScriptCall.limited(_NO_ONE, f"hook {spec.name}", limits)
+    call = ScriptCall.limited(_NO_ONE, f"hook {spec.name}", limits, spec.call_budget(limits))
     try:
-        return host.defined_functions(spec.script, names, call, spec.script_limits(limits))
+        return host.defined_functions(spec.script, names, call)
     except ScriptError as exc:
         reason = (
             f"script {spec.script.name}: its top level failed while looking for the hook functions"

@@ -10,7 +10,6 @@ so the engine room can change behind them.
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -23,17 +22,16 @@ from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_con
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import Provider
-from agentkernel.llm.config import LLMConfig, build_provider, parse_llm_config
+from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
 from agentkernel.scripting.helpers import HelperTable
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import Environment, LazyServices, Services
-from agentkernel.services.files import FilesService, FilesSettings
-from agentkernel.services.lazy import ServiceFactory
+from agentkernel.services import AttachedServices, Environment
+from agentkernel.services.files import FilesService
+from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
-from agentkernel.services.sections import check_sections
 from agentkernel.templates import TemplateSpec, check_references, load_templates
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -46,53 +44,6 @@ if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a 
     from agentkernel.agent.loop import AgentLoop
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.memory import Record
-
-
-def _http(config: KernelConfig) -> Any:
-    from agentkernel.services.http import HttpService
-
-    return HttpService.from_config(config)
-
-
-def _shell(config: KernelConfig) -> Any:
-    from agentkernel.services.shell import ShellService
-
-    return ShellService.from_config(config)
-
-
-def _files(config: KernelConfig) -> Any:
-    from agentkernel.services.files import FilesService
-
-    return FilesService.from_config(config)
-
-
-def _duckdb(config: KernelConfig) -> Any:
-    from agentkernel.services.duck import DuckService
-
-    return DuckService.from_config(config)
-
-
-def _state(config: KernelConfig) -> Any:
-    from agentkernel.services.state import from_config
-
-    return from_config(config)
-
-
-_LOCAL_SERVICES = {"http": _http, "shell": _shell, "files": _files, "duckdb": _duckdb, "state": _state}
-
-
-def local_services(config: KernelConfig) -> dict[str, ServiceFactory]:
-    """Factories of the helper services that live in this process (not "live" ones like the LLM).
-
-    Each imports its module and builds its service on first use, so a tool
-    run pays only for the services its script calls (issue 8: start-up).
-    """
-    return {name: functools.partial(build, config) for name, build in _LOCAL_SERVICES.items()}
-
-
-def _given(service: Any) -> Any:
-    """The factory of a service handed over already built (`extra_services`)."""
-    return service
 
 
 class Kernel:
@@ -113,15 +64,19 @@ class Kernel:
         provider: Provider | None = None,
         *,
         live: bool = True,
-        extra_services: Mapping[str, Any] | None = None,  # by name; None detaches one
+        extra_services: AttachedServices | None = None,  # by name, built; None detaches one
+        extensions: Mapping[str, object] | None = None,  # your own services, by name
     ) -> None:
         """A kernel on `config`; nothing is built or opened until something needs it.
 
         `helpers` replaces the helper table (`default_helper_table()` plus your
         own); `provider` is an LLM backend used instead of kernel.yaml's
         `llm:`; `live=False` attaches neither the LLM nor the message store
-        (`hook_tool` without `--live`); `extra_services` adds or replaces
-        services by name, handed over: the kernel closes them with its own.
+        (`hook_tool` without `--live`); `extra_services` replaces the kernel's
+        own services (`http`, `state`, `duckdb`, `files`, `shell`) by name,
+        built, or None to detach one; `extensions` are your own services, by
+        name, for your own helpers (`Services.extension`). The kernel closes
+        what it is handed with its own services.
         """
         self._config = config
         self._helpers = helpers or default_helper_table()
@@ -129,32 +84,26 @@ class Kernel:
         self._catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self._host, config.limits)
         self._tools = ToolRegistry(self._catalog, root=config.root)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
-        self._llm_config: LLMConfig | None = (
-            parse_llm_config(config.llm, config.path) if config.llm is not None else None
-        )
+        self._llm_config: LLMConfig | None = config.llm
         deny = config.env_deny
         if self._llm_config is not None and self._llm_config.api_key_env:
             deny = (*deny, self._llm_config.api_key_env)  # scripts never read the kernel's own key
         self._provider = provider
         self._store = LazyMessageStore(config.messages_db)
         self._live = live
-        check_sections(config)  # a bad `http:`/`duckdb:`/… is refused now, not at its first use
-        self._services = Services(
+        self._services = kernel_services(
+            config,
             environment=Environment(deny=deny),
             llm=self._llm if live else None,
             messages=self._store if live else None,
-            extra=LazyServices(
-                {
-                    **local_services(config),
-                    **{name: functools.partial(_given, s) for name, s in (extra_services or {}).items()},
-                }
-            ),
+            given=extra_services,
+            extensions=extensions,
         )
-        self._given = [s for s in (extra_services or {}).values() if s is not None]  # closed with us
+        handed = [*(extra_services or {}).values(), *(extensions or {}).values()]
+        self._given = [s for s in handed if s is not None]  # closed with us
         self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history)
         self._processes = ProcessTable()
-        ttl_hours = FilesSettings.from_config(config).scratch_ttl_hours
-        self._janitor = ScratchJanitor(config.temp_root, ttl_hours * 3600)
+        self._janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self._closed = False
 
     @classmethod

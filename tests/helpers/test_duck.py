@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,13 +26,14 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.config import CallBudget, KernelConfig, ScriptLimits, load_kernel_config
+from agentkernel.config.sections import parse_duck_settings
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.process import Caller, safe_folder_name, session_folder_name
 from agentkernel.scripting.helpers import ScriptCall
 from agentkernel.services import Services
-from agentkernel.services.duck import DuckError, DuckService, DuckSettings, parse_settings, without_root
+from agentkernel.services.duck import DuckError, DuckService, DuckSettings, without_root
 from agentkernel.services.duck_values import plain, unique_names
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
@@ -53,7 +53,7 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel._services.get("duckdb")
+    service = kernel._services.duckdb
     if service is not None:
         service.close()
 
@@ -81,7 +81,7 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel._services.get("duckdb")
+    found = kernel._services.duckdb
     assert isinstance(found, DuckService)
     return found
 
@@ -848,10 +848,10 @@ def test_sql_cannot_reach_files_extensions_or_settings(
 
 
 def test_settings_defaults_and_values(tmp_path: Path) -> None:
-    assert parse_settings(None, None) == DuckSettings()
-    with pytest.raises(ConfigError, match="duckdb: expected a mapping, got int"):
-        parse_settings(5, None)
-    settings = parse_settings({"max_rows": 7, "query_timeout_secs": 0.5, "dir": "db", "threads": 1}, None)
+    assert parse_duck_settings(None) == DuckSettings()
+    with pytest.raises(ConfigError, match="duckdb: 5 is not of type 'object'"):
+        parse_duck_settings(5)
+    settings = parse_duck_settings({"max_rows": 7, "query_timeout_secs": 0.5, "dir": "db", "threads": 1})
     assert (settings.max_rows, settings.query_timeout_secs, settings.dir, settings.threads) == (
         7,
         0.5,
@@ -939,8 +939,10 @@ def test_the_helpers_are_plain_python_functions(tmp_path: Path) -> None:
     """The table entry point with a hand-made caller: no engine needed, same errors."""
     duck = DuckService(tmp_path / "dbs")
     table = default_helper_table()
-    caller = Caller(user_id="u1", services=Services(extra={"duckdb": duck}))
-    script_call = ScriptCall(caller, "test", deadline=time.monotonic() + 10)
+    caller = Caller(user_id="u1", services=Services(duckdb=duck))
+    script_call = ScriptCall(
+        caller, "test", budget=CallBudget.starting_now(ScriptLimits(10**8, 10.0, 64 << 20, 1 << 20))
+    )
     try:
         assert table.invoke(
             "db_execute", script_call, ["{user}.db", "CREATE TABLE t AS SELECT 1 AS one"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.services import confined
@@ -39,8 +39,8 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
     """A kernel with the file helpers registered and (unless `attach` is False) the service."""
     config = load_kernel_config(write_kernel_yaml(project, kernel_yaml))
     table = default_helper_table()
-    extra = {"files": FilesService.from_config(config) if attach else None}
-    return Kernel(config, helpers=table, extra_services=extra)
+    service = FilesService.from_config(config) if attach else None
+    return Kernel(config, helpers=table, extra_services={"files": service})
 
 
 @pytest.fixture
@@ -239,8 +239,8 @@ def test_s14_2_no_temp_dir_outside_a_session(probe: Probe) -> None:
 
 def test_no_files_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
     probe = Probe(build_kernel(project, attach=False), make_tool, engine)
-    assert probe.error('fs_read("x")') == "fs_read: no files service attached"
-    assert probe.error('fs_write("x", "y")') == "fs_write: no files service attached"
+    assert probe.error('fs_read("x")') == "fs_read: no files service attached to this kernel"
+    assert probe.error('fs_write("x", "y")') == "fs_write: no files service attached to this kernel"
 
 
 # -- S14.2 confinement: lexical escapes ------------------------------------------------------------
@@ -452,7 +452,7 @@ def race_a_link_flipper(
 def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
     """Another process flips `sub` between a real folder and a link to outside while writes run:
     some writes land, some are refused, none escapes."""
-    service = kernel._services.get("files")
+    service = kernel._services.files
     assert isinstance(service, FilesService)
     outcomes = race_a_link_flipper(
         temp / "sub", outside, lambda: service.write_file(temp, "sub/victim.txt", b"pwned")
@@ -564,7 +564,7 @@ def test_list_limit(project: Path, make_tool: ToolFactory, shared: Path) -> None
 
 
 def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> None:
-    service = kernel._services.get("files")
+    service = kernel._services.files
     assert isinstance(service, FilesService)
     versions = [bytes([65 + i]) * 200_000 for i in range(8)]
     threads = [threading.Thread(target=service.write_file, args=(temp, "same.bin", v)) for v in versions]
@@ -580,13 +580,13 @@ def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> 
 
 
 def test_settings_defaults_and_config(project: Path) -> None:
-    assert FilesSettings.from_config(load_kernel_config(write_kernel_yaml(project))) == FilesSettings(
+    assert load_kernel_config(write_kernel_yaml(project)).files == FilesSettings(
         max_read_bytes=16 << 20, max_write_bytes=16 << 20, max_list_entries=10_000
     )
     config = load_kernel_config(
         write_kernel_yaml(project, "files:\n  max_read_bytes: 5\n  max_write_bytes: 6\n")
     )
-    assert FilesSettings.from_config(config) == FilesSettings(5, 6, 10_000)
+    assert config.files == FilesSettings(5, 6, 10_000)
     assert FilesService.from_config(config).root == project.resolve()
 
 
@@ -604,16 +604,17 @@ def test_settings_defaults_and_config(project: Path) -> None:
     ],
 )
 def test_bad_config_names_the_field(project: Path, section: str, message: str) -> None:
-    config = load_kernel_config(write_kernel_yaml(project, section + "\n"))
+    """Refused when kernel.yaml loads, at the key's line (S2.4), though the service is built later."""
+    path = write_kernel_yaml(project, section + "\n")
     with pytest.raises(ConfigError) as info:
-        FilesService.from_config(config)
-    assert str(info.value) == f"{config.path}: {message}"
+        load_kernel_config(path)
+    assert (info.value.path, info.value.reason) == (str(path), message)
+    assert info.value.line == path.read_text().splitlines().index(section.splitlines()[-1]) + 1
 
 
 def test_a_section_that_is_not_a_mapping(project: Path) -> None:
-    config = KernelConfig(root=project, tool_dirs=(), hook_dirs=(), raw={"files": "big"})
-    with pytest.raises(ConfigError, match="files: expected a mapping, got str"):
-        FilesSettings.from_config(config)
+    with pytest.raises(ConfigError, match="files: 'big' is not of type 'object'"):
+        load_kernel_config(write_kernel_yaml(project, "files: big\n"))
 
 
 # -- read roots: configuration (S14.3) -------------------------------------------------------------
@@ -684,19 +685,17 @@ def test_read_roots_default_and_configured(project: Path) -> None:
     ],
 )
 def test_a_read_root_that_holds_a_store_stops_the_kernel(project: Path, section: str, message: str) -> None:
-    """Checked when the kernel starts (and by `agentkernel check`), not at the first read."""
-    config = load_kernel_config(write_kernel_yaml(project, section))
+    """Checked when kernel.yaml loads (and by `agentkernel check`), not at the first read."""
     with pytest.raises(ConfigError) as info:
-        Kernel(config)
+        Kernel(load_kernel_config(write_kernel_yaml(project, section)))
     assert info.value.reason.startswith(message), info.value.reason
 
 
 def test_a_linked_read_root_is_checked_where_it_leads(project: Path) -> None:
     (project / "data").mkdir()
     (project / "innocent").symlink_to(project / "data")
-    config = load_kernel_config(write_kernel_yaml(project, "files:\n  read_roots: [innocent]\n"))
     with pytest.raises(ConfigError, match="'innocent' holds every session's scratch folder"):
-        Kernel(config)
+        load_kernel_config(write_kernel_yaml(project, "files:\n  read_roots: [innocent]\n"))
 
 
 def test_a_linked_read_root_is_read_through_its_link(project: Path, make_tool: ToolFactory) -> None:
@@ -770,7 +769,7 @@ def test_the_quota_counts_again_before_refusing(project: Path, make_tool: ToolFa
 
 def test_the_quota_holds_against_concurrent_writers(project: Path) -> None:
     kernel = build_kernel(project, "files:\n  max_scratch_bytes: 10000\n")
-    service = kernel._services.get("files")
+    service = kernel._services.files
     assert isinstance(service, FilesService)
     temp = kernel.caller(session_id="s", user_id="u").temp_dir
     assert temp is not None

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import KernelConfig, load_kernel_config
+from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.services.shell import ShellService, ShellSettings
@@ -34,8 +34,8 @@ def build_kernel(project: Path, kernel_yaml: str = "", *, attach: bool = True) -
     """
     config = load_kernel_config(write_kernel_yaml(project, switched_on(kernel_yaml, "shell", "enabled")))
     table = default_helper_table()
-    extra = {"shell": ShellService.from_config(config) if attach else None}
-    return Kernel(config, helpers=table, extra_services=extra)
+    service = ShellService.from_config(config) if attach else None
+    return Kernel(config, helpers=table, extra_services={"shell": service})
 
 
 @pytest.fixture
@@ -398,11 +398,11 @@ def test_enabled_by_config(project: Path, make_tool: ToolFactory, engine: str) -
 def test_no_service_attached(project: Path, make_tool: ToolFactory, engine: str) -> None:
     kernel = build_kernel(project, attach=False)
     result = run_exec(kernel, make_tool, engine, "echo", [])
-    assert result["stderr"] == "exec: no shell service attached" and result["exit_code"] == -1
+    assert result["stderr"] == "exec: no shell service attached to this kernel" and result["exit_code"] == -1
 
 
 def test_settings_defaults_and_config(project: Path) -> None:
-    assert ShellSettings.from_config(load_kernel_config(write_kernel_yaml(project))) == ShellSettings(
+    assert load_kernel_config(write_kernel_yaml(project)).shell == ShellSettings(
         enabled=False, default_timeout_secs=30.0, max_output_bytes=1 << 20, max_concurrent=8
     )
     config = load_kernel_config(
@@ -412,7 +412,7 @@ def test_settings_defaults_and_config(project: Path) -> None:
             "  max_output_bytes: 10\n  max_concurrent: 2\n",
         )
     )
-    assert ShellSettings.from_config(config) == ShellSettings(True, 5.0, 10, 2)
+    assert config.shell == ShellSettings(True, 5.0, 10, 2)
 
 
 @pytest.mark.parametrize(
@@ -431,16 +431,15 @@ def test_settings_defaults_and_config(project: Path) -> None:
     ],
 )
 def test_bad_config_names_the_field(project: Path, section: str, message: str) -> None:
-    config = load_kernel_config(write_kernel_yaml(project, section + "\n"))
+    path = write_kernel_yaml(project, section + "\n")
     with pytest.raises(ConfigError) as info:
-        ShellService.from_config(config)
-    assert message in str(info.value) and str(info.value).startswith(str(config.path))
+        load_kernel_config(path)  # refused at load, though the service is built at its first use
+    assert message in str(info.value) and str(info.value).startswith(f"{path}:{info.value.line}: ")
 
 
 def test_a_section_that_is_not_a_mapping(project: Path) -> None:
-    config = KernelConfig(root=project, tool_dirs=(), hook_dirs=(), raw={"shell": [1]})
-    with pytest.raises(ConfigError, match="shell: expected a mapping, got list"):
-        ShellSettings.from_config(config)
+    with pytest.raises(ConfigError, match=r"shell: \[1\] is not of type 'object'"):
+        load_kernel_config(write_kernel_yaml(project, "shell: [1]\n"))
 
 
 # -- many at once ----------------------------------------------------------------------------------
@@ -483,7 +482,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(
     project: Path, make_tool: ToolFactory, tmp_path: Path
 ) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
-    service = kernel._services.get("shell")
+    service = kernel._services.shell
     assert isinstance(service, ShellService)
     started, release = tmp_path / "started", tmp_path / "release"
     os.mkfifo(started)

@@ -62,7 +62,7 @@ def kernel_for(config: KernelConfig) -> Kernel:
 
 
 def close_store(kernel: Kernel) -> None:
-    store = kernel._services.get("state")
+    store = kernel._services.state
     if store is not None:
         store.close()
 
@@ -959,7 +959,7 @@ def test_deeply_nested_values_from_a_script_fail_cleanly(skernel: Kernel, make_t
 @pytest.mark.parametrize("ext", ENGINES)
 def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolFactory, ext: str) -> None:
     kernel = build_kernel(project, extra_yaml="")
-    assert kernel._services.get("state") is None
+    assert kernel._services.state is None
     js = """
     function run(args) {
         const calls = [
@@ -1184,7 +1184,7 @@ def test_concurrent_pushes_from_threads_lose_nothing(
     results = in_threads(8, lambda who: run_tool(skernel, "pusher", {"n": 200, "who": who}))
     lengths = sorted(length for lengths in results for length in lengths)
     assert lengths == list(range(1, 1601))  # every push saw a length of its own
-    store = skernel._services.get("state")
+    store = skernel._services.state
     assert isinstance(store, SqliteStateStore)
     check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
 
@@ -1208,7 +1208,7 @@ def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFact
     make_tool("adder", source(ext, js, rhai), ext=ext)
     results = in_threads(8, lambda _: run_tool(skernel, "adder"))
     assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
-    store = skernel._services.get("state")
+    store = skernel._services.state
     assert isinstance(store, SqliteStateStore)
     assert len(store.smembers(Namespace("global", ""), "members")) == 100
 
@@ -1320,7 +1320,7 @@ def test_a_script_is_not_held_past_its_time_limit(
         result = kernel.run_tool("writer", {}, kernel.caller())
         assert not result.success, result.content
         assert "state_set: the state store is locked by another writer" in result.content, result.content
-        store = kernel._services.get("state")
+        store = kernel._services.state
         assert isinstance(store, SqliteStateStore)
         assert 0 < busy_timeout_ms(store) <= 500  # the script's remaining time, not the 10 s default
     finally:

@@ -134,18 +134,16 @@ class HookPipeline:
         cached = self._defined.get(spec.script)
         if cached is not None and cached[0] is compiled:
             return cached[1]
-        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits)
-        names = self.host.defined_functions(spec.script, HOOK_EVENTS, call, spec.script_limits(self.limits))
+        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
+        names = self.host.defined_functions(spec.script, HOOK_EVENTS, call)
         self._defined[spec.script] = (compiled, names)
         return names
 
     def call(self, spec: HookSpec, event: str, caller: Caller, args: Sequence[JSONValue]) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception."""
-        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits)
+        call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
         try:
-            value = self.host.call(
-                spec.script, event, [hook_ctx(caller, spec), *args], [], call, spec.script_limits(self.limits)
-            )
+            value = self.host.call(spec.script, event, [hook_ctx(caller, spec), *args], [], call)
         except ScriptError as exc:
             text = repair_text(exc.describe(spec.yaml_path.parent))  # a thrown string is the script's text
             log.warning("hook %s.%s failed: %s", spec.name, event, text)

@@ -29,7 +29,6 @@ from agentkernel.types import JSONValue
 if TYPE_CHECKING:  # the service module imports duckdb: only a script that uses db_* pays for it
     from agentkernel.services.duck import DuckService, Params
 
-SERVICE = "duckdb"
 MARKER = "@"
 
 # placeholder → (kind letter, the Caller attribute holding the id)
@@ -44,12 +43,7 @@ _KNOWN = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
 
 
 def _service(name: str, call: ScriptCall) -> DuckService:
-    from agentkernel.services.duck import DuckService
-
-    service = call.caller.services.get(SERVICE)
-    if not isinstance(service, DuckService):
-        raise HelperError(f"{name}: no duckdb service attached (kernel.yaml needs a duckdb: section)")
-    return service
+    return call.caller.services.require("duckdb", name)
 
 
 def _literal(name: str, path: str, text: str) -> str:

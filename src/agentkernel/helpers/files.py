@@ -107,10 +107,7 @@ def _temp_dir(call: ScriptCall) -> Path | None:
 
 
 def _service(helper: str, call: ScriptCall) -> FilesService:
-    service = call.caller.services.get("files")
-    if not isinstance(service, FilesService):
-        raise HelperError(f"{helper}: no files service attached")
-    return service
+    return call.caller.services.require("files", helper)
 
 
 def _path(helper: str, path: JSONValue) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
+from agentkernel.services import MissingService
 from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
@@ -244,15 +245,16 @@ def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONO
     """Parse, find the service, send; every failure becomes the error shape (S8.2)."""
     import httpx
 
-    from agentkernel.services.http import HttpService, shown_url
+    from agentkernel.services.http import shown_url
 
     try:
         request = parse()
     except BadArgument as exc:
         return error_result(f"{name}: {exc}")
-    service = call.caller.services.get("http")
-    if not isinstance(service, HttpService):
-        return error_result(f"{name}: no http service attached to this kernel")
+    try:
+        service = call.caller.services.require("http", name)
+    except MissingService as exc:
+        return error_result(str(exc))
     result = service.request(
         request.method,
         request.url,

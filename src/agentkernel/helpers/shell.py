@@ -22,8 +22,9 @@ import math
 import os
 
 from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.services import MissingService
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
-from agentkernel.services.shell import ProcessOutcome, ShellService
+from agentkernel.services.shell import ProcessOutcome
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate
@@ -101,9 +102,10 @@ def _check_text(what: str, text: str) -> None:
 
 
 def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> JSONObject:
-    service = call.caller.services.get("shell")
-    if not isinstance(service, ShellService):
-        return _failed(f"{helper}: no shell service attached")
+    try:
+        service = call.caller.services.require("shell", helper)
+    except MissingService as exc:
+        return _failed(str(exc))
     if not service.settings.enabled:
         return _failed(f"{helper}: {DISABLED}")
     if os.name != "posix":  # pragma: no cover - this build runs on POSIX only

@@ -27,7 +27,6 @@ from agentkernel.services.state import Namespace, StateError, StateStore
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
-SERVICE = "state"
 MAX_KEY_BYTES = 1024
 
 
@@ -50,12 +49,7 @@ T = TypeVar("T")
 
 
 def _store(helper: str, call: ScriptCall) -> StateStore:
-    store: StateStore | None = call.caller.services.get(SERVICE)
-    if store is None:
-        raise HelperError(
-            f"{helper}: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
-        )
-    return store
+    return call.caller.services.require("state", helper)
 
 
 def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:
@@ -192,4 +186,4 @@ def register(table: HelperTable) -> None:
         table.register(name, function)
 
 
-__all__ = ["HELPERS", "MAX_KEY_BYTES", "SERVICE", "register"]
+__all__ = ["HELPERS", "MAX_KEY_BYTES", "register"]

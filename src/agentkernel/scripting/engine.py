@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
-from agentkernel.config import ScriptLimits
+from agentkernel.config import CallBudget
 from agentkernel.scripting.helpers import HelperBinding
 from agentkernel.types import JSONValue
 
@@ -75,9 +75,10 @@ class Engine(Protocol[S]):
         args: Sequence[JSONValue],
         optional: Sequence[JSONValue],
         binding: HelperBinding,
-        limits: ScriptLimits,
+        budget: CallBudget,
     ) -> JSONValue | NoValue:
-        """Run `function` in a fresh scope with the helpers bound.
+        """Run `function` in a fresh scope with the helpers bound, within `budget`
+        (its limits, and its deadline, which compiling may have used already).
 
         `optional` arguments are passed only as far as the function declares
         parameters for them (S3.2: `run(args, config)` gets config, `run(args)`
@@ -90,7 +91,7 @@ class Engine(Protocol[S]):
         script: S,
         names: Iterable[str],
         binding: HelperBinding,
-        limits: ScriptLimits,
+        budget: CallBudget,
     ) -> frozenset[str]:
         """Which of `names` the script defines as functions (for hooks' `events`)."""
         ...

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from agentkernel.config import Limits
+from agentkernel.config import CallBudget, Limits
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller
 from agentkernel.types import JSONValue
@@ -31,7 +30,11 @@ _LOG_LEVELS = {
 
 
 class ScriptCall:
-    """One run of one script function: who it runs for, what it is, until when.
+    """One run of one script function: who it runs for, what it is, what it may spend.
+
+    `budget` is the call's `CallBudget`, made once by whoever starts the call
+    (the dispatcher, the hook runner); None for a helper invoked outside any
+    script call, which then has no deadline.
 
     `log_line` is how `console.log`/`print` reach the kernel log. A script
     cannot flood it: one call keeps at most `max_log_lines` lines and
@@ -45,14 +48,14 @@ class ScriptCall:
         caller: Caller,
         script: str,
         *,
-        deadline: float | None = None,
+        budget: CallBudget | None = None,
         max_log_lines: int = 200,
         max_log_line_chars: int = 10_000,
         max_log_chars: int = 200_000,
     ) -> None:
         self.caller = caller
         self.script = script
-        self.deadline = deadline
+        self.budget = budget
         self.max_log_lines = max_log_lines
         self.max_log_line_chars = max_log_line_chars
         self.max_log_chars = max_log_chars
@@ -61,11 +64,12 @@ class ScriptCall:
         self._log_silenced = False
 
     @classmethod
-    def limited(cls, caller: Caller, script: str, limits: Limits) -> ScriptCall:
-        """A call whose log is bounded by the kernel's `limits:`."""
+    def limited(cls, caller: Caller, script: str, limits: Limits, budget: CallBudget) -> ScriptCall:
+        """A call spending `budget`, whose log is bounded by the kernel's `limits:`."""
         return cls(
             caller,
             script,
+            budget=budget,
             max_log_lines=limits.max_log_lines,
             max_log_line_chars=limits.max_log_line_chars,
             max_log_chars=limits.max_log_chars,
@@ -73,9 +77,7 @@ class ScriptCall:
 
     def remaining_secs(self) -> float | None:
         """Seconds left before the call's wall-clock bound, for helpers' own timeouts."""
-        if self.deadline is None:
-            return None
-        return max(0.0, self.deadline - time.monotonic())
+        return None if self.budget is None else self.budget.remaining_secs()
 
     def log_line(self, level: str, text: str) -> None:
         """Write one line of the script's output to the log, within the call's budgets."""

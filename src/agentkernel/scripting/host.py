@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentkernel.config import ScriptLimits
+from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine, NoValue
 from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
@@ -107,23 +106,27 @@ class ScriptHost:
         args: Sequence[JSONValue],
         optional: Sequence[JSONValue],
         call: ScriptCall,
-        limits: ScriptLimits,
     ) -> JSONValue | NoValue:
-        """Run `function` of the script at `path` for `call`; raises ScriptError.
+        """Run `function` of the script at `path` for `call`, within its budget; raises ScriptError.
 
         `timeout_secs` covers compiling the script (when it is not cached) and running it."""
-        if call.deadline is None:
-            call.deadline = time.monotonic() + limits.timeout_secs
-        engine, compiled = self.compile(path, call.deadline)
+        budget = _budget_of(call)
+        engine, compiled = self.compile(path, budget.deadline)
         binding = HelperBinding(self.helpers, call)
-        return engine.call(compiled, function, args, optional, binding, limits)
+        return engine.call(compiled, function, args, optional, binding, budget)
 
-    def defined_functions(
-        self, path: Path, names: Iterable[str], call: ScriptCall, limits: ScriptLimits
-    ) -> frozenset[str]:
+    def defined_functions(self, path: Path, names: Iterable[str], call: ScriptCall) -> frozenset[str]:
+        """Which of `names` the script defines; its top level runs within the call's budget."""
+        budget = _budget_of(call)
         engine, compiled = self.compile(path)
         binding = HelperBinding(self.helpers, call)
-        return engine.defined_functions(compiled, names, binding, limits)
+        return engine.defined_functions(compiled, names, binding, budget)
+
+
+def _budget_of(call: ScriptCall) -> CallBudget:
+    if call.budget is None:
+        raise ValueError(f"{call.script}: a script runs only within a CallBudget")
+    return call.budget
 
 
 def _read_source(path: Path, size: int) -> str:

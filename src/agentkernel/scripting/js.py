@@ -21,7 +21,7 @@ from typing import Any
 
 import quickjs
 
-from agentkernel.config import ScriptLimits
+from agentkernel.config import CallBudget, ScriptLimits
 from agentkernel.errors import (
     HelperError,
     ScriptError,
@@ -65,9 +65,9 @@ class _Budget:
     be swallowed by a `catch` further up the script's stack.
     """
 
-    def __init__(self, limits: ScriptLimits) -> None:
+    def __init__(self, limits: CallBudget) -> None:
         self.max_ticks = max(1, limits.max_operations // TICK_OPERATIONS)
-        self.deadline = time.monotonic() + limits.timeout_secs
+        self.deadline = limits.deadline  # the call's: compiling the script counted against it too
         self.limits = limits
         self.ticks = 0
         self.tripped: str | None = None
@@ -164,7 +164,7 @@ class JsEngine:
         args: Sequence[JSONValue],
         optional: Sequence[JSONValue],
         binding: HelperBinding,
-        limits: ScriptLimits,
+        limits: CallBudget,
     ) -> JSONValue | NoValue:
         budget = _Budget(limits)
         ctx = self._new_context(binding, limits, budget)
@@ -190,7 +190,7 @@ class JsEngine:
         script: JsScript,
         names: Iterable[str],
         binding: HelperBinding,
-        limits: ScriptLimits,
+        limits: CallBudget,
     ) -> frozenset[str]:
         budget = _Budget(limits)
         ctx = self._new_context(binding, limits, budget)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentkernel.config import ScriptLimits
+from agentkernel.config import CallBudget, ScriptLimits
 from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helpers import HelperBinding
@@ -55,10 +55,10 @@ class _ToolRuntime(Runtime):
     binding: HelperBinding
     timeout_secs: float
 
-    def start_clock(self, timeout_secs: float, deadline: float | None = None) -> Deadline:
-        """Run until `deadline` (the call's, which compiling the script already used)."""
-        self.timeout_secs = timeout_secs
-        self.deadline = Deadline(deadline if deadline is not None else time.monotonic() + timeout_secs)
+    def start_clock(self, budget: CallBudget) -> Deadline:
+        """Run until the call's deadline, which compiling the script already used."""
+        self.timeout_secs = budget.timeout_secs
+        self.deadline = Deadline(budget.deadline)
         self.checkpoint = min(self.checkpoint, TIME_CHECK_EVERY)
         return self.deadline
 
@@ -155,7 +155,7 @@ class RhaiEngine:
                         self._library.register(name, (ANY,) * arity, native, needs_context=True)
             self._bound = self._bound.union(names)
 
-    def _runtime(self, script: RhaiScript, binding: HelperBinding, limits: ScriptLimits) -> _ToolRuntime:
+    def _runtime(self, script: RhaiScript, binding: HelperBinding, limits: CallBudget) -> _ToolRuntime:
         self._bind_helpers(binding.names)
         engine = self._engine(limits)
         runtime = _ToolRuntime(
@@ -165,7 +165,7 @@ class RhaiEngine:
             stdout=lambda text: binding.log_line("info", text),
         )
         runtime.binding = binding
-        deadline = runtime.start_clock(limits.timeout_secs, binding.call.deadline)
+        deadline = runtime.start_clock(limits)
         runtime.eval_hook = engine.evaluator(deadline=deadline.at)  # eval's compile, too
         return runtime
 
@@ -176,7 +176,7 @@ class RhaiEngine:
         args: Sequence[JSONValue],
         optional: Sequence[JSONValue],
         binding: HelperBinding,
-        limits: ScriptLimits,
+        limits: CallBudget,
     ) -> JSONValue | NoValue:
         runtime = self._runtime(script, binding, limits)
         functions = script.compiled.functions
@@ -195,7 +195,7 @@ class RhaiEngine:
         return to_plain(result)
 
     def defined_functions(
-        self, script: RhaiScript, names: Iterable[str], binding: HelperBinding, limits: ScriptLimits
+        self, script: RhaiScript, names: Iterable[str], binding: HelperBinding, limits: CallBudget
     ) -> frozenset[str]:
         defined = {name for name, _ in script.compiled.functions}
         return frozenset(n for n in names if n in defined)

@@ -1,46 +1,161 @@
-"""The services helpers reach (DESIGN rule 4): optional, named, attached per kernel.
+"""The services helpers reach (DESIGN rule 4): optional, named, typed, attached per kernel.
 
-A helper whose service is not attached raises the contract's text for it; the
-`Services` bundle travels inside every `Caller` (DESIGN rule 3).
+A helper asks for its service with `Services.require`, which raises the
+contract's text when it is not attached; the `Services` bundle travels inside
+every `Caller` (DESIGN rule 3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, TypeVar, overload
 
+from agentkernel.errors import HelperError
 from agentkernel.services.environment import Environment
-from agentkernel.services.lazy import LazyServices
+from agentkernel.services.lazy import Later
 
-if TYPE_CHECKING:  # annotations only: importing the LLM layer costs a tool run ~100 ms
+if TYPE_CHECKING:  # annotations only: a service's module imports its library (httpx, DuckDB, the LLM layer)
     from agentkernel.llm.base import Provider
+    from agentkernel.services.duck import DuckService
+    from agentkernel.services.files import FilesService
+    from agentkernel.services.http import HttpService
     from agentkernel.services.memory import MessageStore
+    from agentkernel.services.shell import ShellService
+    from agentkernel.services.state import StateStore
+
+T = TypeVar("T")
+
+Attach: TypeAlias = T | Later[T] | None
+"""A local service as `Services` takes it: built, built on first use (`Later`), or None (not attached)."""
+
+LocalName = Literal["http", "state", "duckdb", "files", "shell"]
+
+MISSING: dict[LocalName, str] = {
+    "http": "no http service attached to this kernel",  # docs/scripts.md, the http_* errors (S8.2)
+    "state": "no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)",  # S11.3
+    "duckdb": "no duckdb service attached to this kernel",
+    "files": "no files service attached to this kernel",
+    "shell": "no shell service attached to this kernel",
+}
+"""What a helper says when its service is not attached, after its own name (`state_get: …`)."""
 
 
-@dataclass(frozen=True)
+class MissingService(HelperError):
+    """A helper's service is not attached; the text is the contract's (`MISSING`)."""
+
+
+class AttachedServices(TypedDict, total=False):
+    """Local services handed to a kernel already built (`extra_services`); None detaches one."""
+
+    http: HttpService | None
+    state: StateStore | None
+    duckdb: DuckService | None
+    files: FilesService | None
+    shell: ShellService | None
+
+
+def _later(service: Attach[T]) -> Later[T]:
+    return service if isinstance(service, Later) else Later.ready(service)
+
+
 class Services:
     """Everything a helper may use besides the caller's identity.
 
     The live ones (`llm`, `messages`) are None when not attached — e.g. in
-    `hook_tool` without `--live` — and helpers needing them raise the contract's
-    "no … attached" error.
+    `hook_tool` without `--live`. The local ones (`http`, `state`, `duckdb`,
+    `files`, `shell`) may be given as `Later`: built when first read, so a
+    tool run pays only for the services its script calls (issue 8).
     """
 
-    environment: Environment = field(default_factory=Environment)
-    llm: Provider | None = None
-    messages: MessageStore | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = (
+        "_duckdb",
+        "_extensions",
+        "_files",
+        "_http",
+        "_shell",
+        "_state",
+        "environment",
+        "llm",
+        "messages",
+    )
 
-    def get(self, name: str) -> Any | None:
-        """A named service of a helper area (`http`, `state`, `duckdb`, …), or None."""
-        return self.extra.get(name)
+    def __init__(
+        self,
+        environment: Environment | None = None,
+        llm: Provider | None = None,
+        messages: MessageStore | None = None,
+        *,
+        http: Attach[HttpService] = None,
+        state: Attach[StateStore] = None,
+        duckdb: Attach[DuckService] = None,
+        files: Attach[FilesService] = None,
+        shell: Attach[ShellService] = None,
+        extensions: Mapping[str, object] | None = None,
+    ) -> None:
+        self._extensions = dict(extensions or {})
+        self.environment = environment if environment is not None else Environment()
+        self.llm = llm
+        self.messages = messages
+        self._http = _later(http)
+        self._state = _later(state)
+        self._duckdb = _later(duckdb)
+        self._files = _later(files)
+        self._shell = _later(shell)
 
-    def built(self) -> list[Any]:
-        """The helper services that exist now; lazy ones never asked for are not built to be closed."""
-        if isinstance(self.extra, LazyServices):
-            return self.extra.built()
-        return list(self.extra.values())
+    @property
+    def http(self) -> HttpService | None:
+        return self._http.get()
+
+    @property
+    def state(self) -> StateStore | None:
+        return self._state.get()
+
+    @property
+    def duckdb(self) -> DuckService | None:
+        return self._duckdb.get()
+
+    @property
+    def files(self) -> FilesService | None:
+        return self._files.get()
+
+    @property
+    def shell(self) -> ShellService | None:
+        return self._shell.get()
+
+    @overload
+    def require(self, name: Literal["http"], helper: str) -> HttpService: ...
+    @overload
+    def require(self, name: Literal["state"], helper: str) -> StateStore: ...
+    @overload
+    def require(self, name: Literal["duckdb"], helper: str) -> DuckService: ...
+    @overload
+    def require(self, name: Literal["files"], helper: str) -> FilesService: ...
+    @overload
+    def require(self, name: Literal["shell"], helper: str) -> ShellService: ...
+
+    def require(self, name: LocalName, helper: str) -> object:
+        """The service `name`, built if need be; MissingService (`helper: no … attached`) without one."""
+        service: object = getattr(self, name)
+        if service is None:
+            raise MissingService(f"{helper}: {MISSING[name]}")
+        return service
+
+    def extension(self, name: str, kind: type[T]) -> T | None:
+        """Your own service handed to the kernel by name (`Kernel(extensions=…)`), or None.
+
+        The seam for helpers the kernel does not ship: they reach their
+        service here, typed, and say "no … attached" themselves on None.
+        A service of another type under that name is a programming error.
+        """
+        service = self._extensions.get(name)
+        if service is not None and not isinstance(service, kind):
+            raise TypeError(f"service {name!r} is a {type(service).__name__}, not a {kind.__name__}")
+        return service
+
+    def built(self) -> list[object]:
+        """The local services that exist now; lazy ones never asked for are not built to be closed."""
+        made = (later.built() for later in (self._http, self._state, self._duckdb, self._files, self._shell))
+        return [service for service in made if service is not None]
 
 
-__all__ = ["Environment", "LazyServices", "Services"]
+__all__ = ["MISSING", "Attach", "AttachedServices", "Environment", "Later", "MissingService", "Services"]

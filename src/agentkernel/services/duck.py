@@ -48,14 +48,9 @@ from typing import Any
 import duckdb
 
 from agentkernel.config import KernelConfig
+from agentkernel.config.sections import DuckSettings
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.duck_quota import QuotaExceeded, check_room, frees_only
-from agentkernel.services.duck_settings import (
-    SECTION,
-    DuckSettings,
-    duck_root,
-    parse_settings,
-)
+from agentkernel.services.duck_quota import SECTION, QuotaExceeded, check_room, frees_only
 from agentkernel.services.duck_values import convert_rows, unique_names
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
@@ -271,8 +266,7 @@ class DuckService:
     @classmethod
     def from_config(cls, config: KernelConfig) -> DuckService:
         """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`."""
-        settings = parse_settings(config.raw.get(SECTION), config.path)
-        return cls(duck_root(config, settings), settings)
+        return cls(config.duckdb_dir, config.duckdb)
 
     def close(self) -> None:
         self.pool.close()
@@ -544,4 +538,4 @@ def _schema_text(rows: Sequence[tuple[Any, ...]], table: str | None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DuckError", "DuckPool", "DuckService", "DuckSettings", "parse_settings", "without_root"]
+__all__ = ["DuckError", "DuckPool", "DuckService", "DuckSettings", "without_root"]

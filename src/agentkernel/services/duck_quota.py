@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from agentkernel.services.duck_settings import SECTION
+SECTION = "duckdb"  # kernel.yaml's section, as the errors name its settings
 
 _FREEING_STATEMENTS = frozenset(
     getattr(duckdb.StatementType, name)

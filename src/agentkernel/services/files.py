@@ -29,12 +29,10 @@ import os
 import stat
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from agentkernel.config import KernelConfig
-from agentkernel.errors import ConfigError
+from agentkernel.config import FilesSettings, KernelConfig, ReadRoot
 from agentkernel.services.confined import (
     PathRefused,
     below_one_of,
@@ -43,107 +41,7 @@ from agentkernel.services.confined import (
     show_path,
     write_below,
 )
-from agentkernel.services.duck_settings import duck_root, parse_settings
 from agentkernel.services.scratch import folder_bytes
-from agentkernel.services.section import Section
-from agentkernel.services.state import state_db_path
-
-SHARED_FOLDER = "shared"  # under paths.data_dir: the default read root for data every user may read
-
-_FIELDS = (
-    "read_roots",
-    "max_read_bytes",
-    "max_write_bytes",
-    "max_list_entries",
-    "max_scratch_bytes",
-    "scratch_ttl_hours",
-)
-
-
-@dataclass(frozen=True)
-class FilesSettings:
-    """The `files:` section of kernel.yaml."""
-
-    max_read_bytes: int = 16 << 20
-    max_write_bytes: int = 16 << 20
-    max_list_entries: int = 10_000
-    read_roots: tuple[str, ...] | None = None  # None: the scripts folders and data/shared
-    max_scratch_bytes: int = 256 << 20
-    scratch_ttl_hours: float = 24.0
-
-    @classmethod
-    def from_config(cls, config: KernelConfig) -> FilesSettings:
-        section = Section(config, "files", _FIELDS)
-        return cls(
-            max_read_bytes=section.integer("max_read_bytes", cls.max_read_bytes, 1),
-            max_write_bytes=section.integer("max_write_bytes", cls.max_write_bytes, 1),
-            max_list_entries=section.integer("max_list_entries", cls.max_list_entries, 1),
-            read_roots=section.strings("read_roots"),
-            max_scratch_bytes=section.integer("max_scratch_bytes", cls.max_scratch_bytes, 1),
-            scratch_ttl_hours=section.positive("scratch_ttl_hours", cls.scratch_ttl_hours, "hours"),
-        )
-
-
-@dataclass(frozen=True)
-class ReadRoot:
-    """A folder scripts may read: its absolute path (by text, links kept) and how errors show it."""
-
-    path: Path
-    shown: str
-
-
-def read_roots(config: KernelConfig, settings: FilesSettings) -> tuple[ReadRoot, ...]:
-    """The read roots kernel.yaml asks for, refusing one that holds (or lies in) a kernel store.
-
-    Relative roots start at the project folder. A root is kept as written
-    (a link the operator made stays a way in); the check against the stores
-    compares real paths, so a link cannot hide a store inside a root.
-    """
-    if settings.read_roots is None:
-        folders = [*config.tool_dirs, *config.hook_dirs, config.data_dir / SHARED_FOLDER]
-        given = [(folder, _project_path(config, folder)) for folder in folders]
-        field = "files.read_roots (by default the scripts folders and paths.data_dir/shared)"
-    else:
-        given = [(config.root / root, root) for root in settings.read_roots]
-        field = "files.read_roots"
-    roots = tuple(ReadRoot(Path(os.path.normpath(path)), shown) for path, shown in given)
-    stores = _stores(config)
-    for root in roots:
-        _check_holds_no_store(config, field, root, stores)
-    return roots
-
-
-def _stores(config: KernelConfig) -> list[tuple[str, str, Path]]:
-    """What no script may read, the setting that places it, and where it is (a cron store will join)."""
-    duck = duck_root(config, parse_settings(config.raw.get("duckdb"), config.path))
-    stores = [
-        ("every session's scratch folder", "paths.temp_root", config.temp_root),
-        ("the DuckDB folder", "duckdb.dir", duck),
-        ("the transcript", "logging.messages_db_path", config.messages_db),
-    ]
-    state = state_db_path(config)
-    if state is not None:
-        stores.append(("the state store", "state.db_path", state))
-    return stores
-
-
-def _check_holds_no_store(
-    config: KernelConfig, field: str, root: ReadRoot, stores: list[tuple[str, str, Path]]
-) -> None:
-    real = root.path.resolve()
-    for what, setting, store in stores:
-        place = store.resolve()
-        if place.is_relative_to(real) or real.is_relative_to(place):
-            relation = "holds" if place.is_relative_to(real) else "lies inside"
-            raise ConfigError(
-                config.path,
-                f"{field}: {root.shown!r} {relation} {what} ({setting}: {_project_path(config, store)}), "
-                "which scripts may not read; keep the stores outside every read root",
-            )
-
-
-def _project_path(config: KernelConfig, path: Path) -> str:
-    return str(path.relative_to(config.root)) if path.is_relative_to(config.root) else str(path)
 
 
 class FilesService:
@@ -166,8 +64,7 @@ class FilesService:
     @classmethod
     def from_config(cls, config: KernelConfig) -> FilesService:
         """The service for kernel.yaml's `files:` section; relative reads start at the kernel root."""
-        settings = FilesSettings.from_config(config)
-        return cls(settings, root=config.root, roots=read_roots(config, settings))
+        return cls(config.files, root=config.root, roots=config.read_roots)
 
     # -- reading (confined to the read roots and the caller's temp dir, S14.3) ---------------------
 
@@ -297,4 +194,4 @@ def _procfs_device() -> int | None:
         return None
 
 
-__all__ = ["FilesService", "FilesSettings", "ReadRoot", "read_roots"]
+__all__ = ["FilesService", "FilesSettings", "ReadRoot"]

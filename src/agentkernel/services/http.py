@@ -49,6 +49,8 @@ import httpcore
 import httpx
 
 from agentkernel.config import KernelConfig
+from agentkernel.config.hosts import HostList
+from agentkernel.config.sections import HttpConfig, parse_http_config
 from agentkernel.services.addresses import (
     IPAddress,
     classify,
@@ -56,11 +58,6 @@ from agentkernel.services.addresses import (
     embedded_ipv4,
     is_metadata_name,
     parse_numeric_host,
-)
-from agentkernel.services.http_config import (
-    HostList,
-    HttpConfig,
-    parse_http_config,
 )
 from agentkernel.types import JSONObject
 
@@ -435,9 +432,8 @@ class HttpService:
 
     @classmethod
     def from_config(cls, config: KernelConfig, *, resolver: Resolver = system_resolver) -> HttpService:
-        """The service for kernel.yaml's `http:` section (ConfigError names `http.<field>`)."""
-        path = str(config.path) if config.path is not None else None
-        return cls(parse_http_config(config.raw.get("http"), path), resolver=resolver)
+        """The service for kernel.yaml's `http:` section."""
+        return cls(config.http, resolver=resolver)
 
     def close(self) -> None:
         self._client.close()

@@ -1,48 +1,50 @@
-"""Named services built the first time a helper asks for one.
+"""A service built the first time a helper asks for it.
 
 A kernel attaches every embedded service, but building one imports its
 library (DuckDB, httpx, …) and may open files. A `tool run` of a script that
 only counts words should pay for none of that (issue 8: start-up time), so
-the kernel hands `Services` factories, and each service is built — once,
-whichever thread asks first — when a helper first reaches for it.
+the kernel hands `Services` a `Later` per local service, and each is built —
+once, whichever thread asks first — when a helper first reaches for it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
-ServiceFactory = Callable[[], Any]
+T = TypeVar("T")
 
 
-class LazyServices(Mapping[str, Any]):
-    """A read-only mapping name → service whose values are built on first access."""
+class Later(Generic[T]):
+    """A value made by `factory` on the first `get()`; None is a value too ("not attached").
 
-    def __init__(self, factories: Mapping[str, ServiceFactory]) -> None:
-        self._factories = dict(factories)
-        self._built: dict[str, Any] = {}
+    A factory that raises is asked again next time: a failure is not kept.
+    """
+
+    def __init__(self, factory: Callable[[], T | None]) -> None:
+        self._factory: Callable[[], T | None] | None = factory
+        self._value: T | None = None
         self._lock = threading.Lock()
 
-    def __getitem__(self, name: str) -> Any:
-        if name in self._built:
-            return self._built[name]
-        factory = self._factories[name]  # KeyError for an unknown name, as a Mapping should
-        with self._lock:
-            if name not in self._built:
-                self._built[name] = factory()
-            return self._built[name]
+    @classmethod
+    def ready(cls, value: T | None) -> Later[T]:
+        """A Later that holds `value` already (a service handed over built, or None)."""
+        later: Later[T] = cls(lambda: value)
+        later.get()
+        return later
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._factories)
+    def get(self) -> T | None:
+        if self._factory is not None:
+            with self._lock:
+                if self._factory is not None:
+                    self._value = self._factory()
+                    self._factory = None
+        return self._value
 
-    def __len__(self) -> int:
-        return len(self._factories)
-
-    def built(self) -> list[Any]:
-        """The services built so far: what there is to close, without building the rest."""
-        with self._lock:
-            return list(self._built.values())
+    def built(self) -> T | None:
+        """The value if it was made already; never makes it."""
+        return self._value
 
 
-__all__ = ["LazyServices", "ServiceFactory"]
+__all__ = ["Later"]

@@ -32,8 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkernel.config import KernelConfig
-from agentkernel.services.section import Section
+from agentkernel.config import KernelConfig, ShellSettings
 
 _READ_CHUNK = 65536
 #: How long output is still read after the group was killed: only processes that left the
@@ -43,46 +42,6 @@ _DRAIN_GRACE_SECS = 0.5
 _REAP_SECS = 5.0
 #: Poll interval where no pidfd exists (non-Linux POSIX).
 _POLL_SECS = 0.02
-
-
-@dataclass(frozen=True)
-class ShellSettings:
-    """The `shell:` section of kernel.yaml.
-
-    `enabled` is off unless the section turns it on: a program a script
-    starts runs with the kernel's own rights, which no script should get by
-    a config that merely forgot the section. `env_allow` names (or globs)
-    the variables a program gets beyond the few every program needs, and
-    `non_dumpable` keeps the kernel's memory from its programs (see
-    program_environment.py).
-    """
-
-    enabled: bool = False
-    default_timeout_secs: float = 30.0
-    max_output_bytes: int = 1 << 20
-    max_concurrent: int = 8
-    env_allow: tuple[str, ...] = ()
-    non_dumpable: bool = True
-
-    @classmethod
-    def from_config(cls, config: KernelConfig) -> ShellSettings:
-        fields = (
-            "enabled",
-            "default_timeout_secs",
-            "max_output_bytes",
-            "max_concurrent",
-            "env_allow",
-            "non_dumpable",
-        )
-        section = Section(config, "shell", fields)
-        return cls(
-            enabled=section.boolean("enabled", cls.enabled),
-            default_timeout_secs=section.seconds("default_timeout_secs", cls.default_timeout_secs),
-            max_output_bytes=section.integer("max_output_bytes", cls.max_output_bytes, 1),
-            max_concurrent=section.integer("max_concurrent", cls.max_concurrent, 1),
-            env_allow=section.names("env_allow"),
-            non_dumpable=section.boolean("non_dumpable", cls.non_dumpable),
-        )
 
 
 @dataclass(frozen=True)
@@ -162,7 +121,7 @@ class ShellService:
     @classmethod
     def from_config(cls, config: KernelConfig) -> ShellService:
         """The service for kernel.yaml's `shell:` section; outside a session commands run in `root`."""
-        return cls(ShellSettings.from_config(config), default_cwd=config.root)
+        return cls(config.shell, default_cwd=config.root)
 
     def run(
         self, argv: Sequence[str], *, timeout: float, cwd: Path | None, env: Mapping[str, str]

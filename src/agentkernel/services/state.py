@@ -64,16 +64,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from agentkernel.config import KernelConfig
-from agentkernel.errors import AgentKernelError, ConfigError
-from agentkernel.services.section import Section
+from agentkernel.config import KernelConfig, StateSettings
+from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, connect, migrate, set_busy_timeout, transaction
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
-MAX_VALUE_BYTES = 1024 * 1024
-MAX_RESULT_BYTES = 16 * 1024 * 1024
-MAX_USER_BYTES = 64 * 1024 * 1024
+MAX_VALUE_BYTES = StateSettings.max_value_bytes
+MAX_RESULT_BYTES = StateSettings.max_result_bytes
+MAX_USER_BYTES = StateSettings.max_user_bytes
 BUSY_TIMEOUT_SECS = 10.0
 SCHEMA_VERSION = 2
 
@@ -620,54 +619,20 @@ def _shown(key: str) -> str:
 # -- configuration --------------------------------------------------------------------------
 
 
-STATE_FIELDS = ("db_path", "max_value_bytes", "max_result_bytes", "max_user_bytes")
-
-
-def state_db_path(config: KernelConfig) -> Path | None:
-    """The state store's file: `state.db_path`, or the manual's `logging.state_db_path`; not both.
-
-    Relative paths resolve against the kernel's root. Two places for one
-    setting is how two files come to exist, so naming both is an error.
-    """
-    logging_section = config.raw.get("logging") or {}
-    given = {
-        "state.db_path": Section(config, "state", STATE_FIELDS).values.get("db_path"),
-        "logging.state_db_path": (
-            logging_section.get("state_db_path") if isinstance(logging_section, dict) else None
-        ),
-    }
-    named = {field: value for field, value in given.items() if value is not None}
-    if len(named) > 1:
-        shown = " and ".join(f"{field} ({value!r})" for field, value in named.items())
-        raise ConfigError(config.path, f"{shown} both name the state store's file; keep one of them")
-    if not named:
-        return None
-    ((field, value),) = named.items()
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(config.path, f"{field}: expected a non-empty string, got {value!r}")
-    return config.root / value
-
-
 def from_config(config: KernelConfig) -> SqliteStateStore | None:
-    """The store `kernel.yaml` asks for (`state.db_path` or `logging.state_db_path`), else None.
+    """The store kernel.yaml asks for (`state.db_path` or `logging.state_db_path`), else None.
 
-    The `state:` section may also set `max_value_bytes`, `max_result_bytes`
-    and `max_user_bytes`. Without a path the `state_*` helpers throw
-    (S11.3). Nothing is created here: the file (and its folder) appear on
-    the first operation.
+    Without a path the `state_*` helpers throw (S11.3). Nothing is created
+    here: the file (and its folder) appear on the first operation.
     """
-    section = Section(config, "state", STATE_FIELDS)  # checked even when no store is attached
-    max_value_bytes = section.integer("max_value_bytes", MAX_VALUE_BYTES, minimum=1)
-    max_result_bytes = section.integer("max_result_bytes", MAX_RESULT_BYTES, minimum=1)
-    max_user_bytes = section.integer("max_user_bytes", MAX_USER_BYTES, minimum=1)
-    path = state_db_path(config)
-    if path is None:
+    settings = config.state
+    if settings.db_path is None:
         return None
     return SqliteStateStore(
-        path,
-        max_value_bytes=max_value_bytes,
-        max_result_bytes=max_result_bytes,
-        max_user_bytes=max_user_bytes,
+        settings.db_path,
+        max_value_bytes=settings.max_value_bytes,
+        max_result_bytes=settings.max_result_bytes,
+        max_user_bytes=settings.max_user_bytes,
     )
 
 
@@ -690,5 +655,4 @@ __all__ = [
     "from_config",
     "lrange_bounds",
     "member_digest",
-    "state_db_path",
 ]

@@ -107,11 +107,9 @@ class Dispatcher:
         return finish(result, spec.warnings, self.limits)
 
     def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
-        call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits)
+        call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, spec.call_budget(self.limits))
         try:
-            value = self.host.call(
-                spec.script, "run", [args], [spec.raw], call, spec.script_limits(self.limits)
-            )
+            value = self.host.call(spec.script, "run", [args], [spec.raw], call)
         except ScriptLimitError as exc:
             log.warning("tool %s stopped: %s", spec.name, exc)
             return ToolResult.failure(str(exc))

@@ -1,0 +1,208 @@
+"""The one way kernel.yaml (and a tool or hook YAML) is checked: JSON Schema, and errors that name the field.
+
+Each section declares its fields as JSON Schema (`section`, `expect`);
+`Draft202012Validator`, with the stricter types below, checks the whole
+document in one pass, and `yaml_error` turns the first error into a
+ConfigError with the file, the line of the key and the key path.
+
+Two annotations, ignored by the validator, choose the wording:
+
+- `x-expected` on a field: any error inside it reads `field: expected
+  <text>, got <value>`, the field's whole value (`files.read_roots:
+  expected a list of non-empty strings, got ['']`); `x-message` gives the
+  whole text instead (`{value!r}` is the value).
+- `x-unknown: field` on a section: an unknown key reads `section.key:
+  unknown field (known: …)` and a missing one `section.key: required`, the
+  helper sections' wording; `x-refused` names keys refused with a reason of
+  their own (a secret pasted into `llm:`). Elsewhere an unknown key reads
+  `unknown key 'x' (allowed: …); did you mean …`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.validators import extend
+
+from agentkernel.errors import ConfigError
+from agentkernel.near_miss import did_you_mean
+from agentkernel.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
+
+Schema = dict[str, Any]
+
+
+def _integer(_: object, value: object) -> bool:
+    """An int, never a bool and never a float: `64.0 << 20` is a TypeError at the first call."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(_: object, value: object) -> bool:
+    """An int or a float, never a bool, never NaN (every comparison with NaN is false)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+_STRICT_TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _integer, "number": _number})
+StrictValidator: Any = extend(Draft202012Validator, type_checker=_STRICT_TYPES)  # type: ignore[no-untyped-call]
+"""The validator of the kernel's own YAML (not of a tool's `parameters`, which stay standard JSON Schema)."""
+
+
+def expect(text: str, **schema: Any) -> Schema:
+    """A field whose every error reads `expected <text>, got <value>`."""
+    return {**schema, "x-expected": text}
+
+
+def section(properties: Mapping[str, Schema], **extra: Any) -> Schema:
+    """A helper section: a mapping of these fields only, in the helper sections' wording."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "x-unknown": "field",
+        "properties": dict(properties),
+        **extra,
+    }
+
+
+def first_error(validator: Any, data: object) -> ValidationError | None:
+    """The shallowest error (then the first by path): the one nearest the cause."""
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    return errors[0] if errors else None
+
+
+def describe_validation_error(error: ValidationError | SchemaError) -> str:
+    """`field.sub[0]: message` — the field path first, so the culprit is obvious."""
+    where = dotted(error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _value_at(document: object, path: Sequence[str | int]) -> object:
+    for step in path:
+        document = document[step]  # type: ignore[index]
+    return document
+
+
+def _worded_field(schema: Mapping[str, Any], path: Sequence[str | int]) -> tuple[KeyPath, Schema] | None:
+    """The outermost field on `path` with its own wording (`x-expected`, `x-message`), and its path."""
+    node: object = schema
+    for depth in range(len(path) + 1):
+        if not isinstance(node, Mapping):
+            return None
+        if "x-expected" in node or "x-message" in node:
+            return tuple(path[:depth]), dict(node)
+        if depth < len(path):
+            step = path[depth]
+            node = node.get("items") if isinstance(step, int) else node.get("properties", {}).get(step)
+    return None
+
+
+def _field_text(where: KeyPath, schema: Schema, value: object) -> str:
+    if "x-message" in schema:
+        return f"{dotted(where)}: {str(schema['x-message']).format(value=value)}"
+    return f"{dotted(where)}: expected {schema['x-expected']}, got {value!r}"
+
+
+def _section_key_text(error: ValidationError) -> tuple[str, KeyPath] | None:
+    """An unknown or missing key of a helper section, in their wording (`x-unknown: field`)."""
+    schema, instance, where = error.schema, error.instance, tuple(error.absolute_path)
+    if (
+        not isinstance(schema, Mapping)
+        or schema.get("x-unknown") != "field"
+        or not isinstance(instance, Mapping)
+    ):
+        return None
+    known = list(schema.get("properties", {}))
+    if error.validator == "additionalProperties":
+        key = next(str(k) for k in instance if k not in known)
+        refused: Mapping[str, str] = schema.get("x-refused", {})
+        reason = refused.get(key) or f"unknown field (known: {', '.join(known)})"
+        return f"{dotted((*where, key))}: {reason}", (*where, key)
+    if error.validator == "required":
+        required: list[str] = schema.get("required", [])
+        missing = next(k for k in required if k not in instance)
+        return f"{dotted((*where, missing))}: required", where
+    return None
+
+
+def _unknown_keys(error: ValidationError) -> tuple[str, KeyPath] | None:
+    """`unknown key 'x' (allowed: …); did you mean …`, and the first unknown key's path."""
+    schema, instance = error.schema, error.instance
+    if error.validator != "additionalProperties" or not isinstance(schema, Mapping):
+        return None
+    if not isinstance(instance, Mapping):
+        return None
+    allowed = sorted(schema.get("properties", {}))
+    unknown = [k for k in sorted(map(str, instance)) if k not in allowed]
+    noun = "key" if len(unknown) == 1 else "keys"
+    text = f"unknown {noun} {', '.join(map(repr, unknown))} (allowed: {', '.join(allowed)})"
+    text += did_you_mean(unknown[0], set(allowed) - set(instance)) if unknown else ""
+    where = dotted(error.absolute_path)
+    return (f"{where}: {text}" if where else text), (*error.absolute_path, *unknown[:1])
+
+
+def error_text(
+    error: ValidationError, schema: Mapping[str, Any] | None = None, document: object = None
+) -> tuple[str, KeyPath]:
+    """The reason a schema error gives, in the wording its schema chose, and the key path it is about.
+
+    `schema` and `document` are the whole ones the error came from: a field's
+    own wording (`x-expected`) shows the field's whole value.
+    """
+    path = tuple(error.absolute_path)
+    worded = _worded_field(schema, path) if schema is not None else None
+    if worded is not None:
+        where, field_schema = worded
+        return _field_text(where, field_schema, _value_at(document, where)), where
+    keyed = _section_key_text(error) or _unknown_keys(error)
+    if keyed is not None:
+        return keyed
+    text = describe_validation_error(error)
+    names = error.validator_value
+    if error.validator == "enum" and isinstance(error.instance, str) and isinstance(names, list):
+        text += did_you_mean(error.instance, [str(v) for v in names])
+    return text, path
+
+
+@dataclass(frozen=True)
+class Where:
+    """The file a section came from and the lines of its keys, for the errors found after the schema."""
+
+    path: Path | str | None
+    lines: YamlLines = NO_LINES
+
+    def error(self, key_path: KeyPath, reason: str) -> ConfigError:
+        """`section.field: reason`, at the line of that key."""
+        return ConfigError(self.path, f"{dotted(key_path)}: {reason}", self.lines.of(*key_path))
+
+
+def yaml_error(
+    path: Path | str | None,
+    lines: YamlLines,
+    error: ValidationError,
+    schema: Mapping[str, Any] | None = None,
+    document: object = None,
+) -> ConfigError:
+    """A schema error in a YAML file as a ConfigError with the line of the key at fault.
+
+    Unknown keys of a closed mapping are listed with the allowed ones, and a
+    value outside an `enum` of names gets the closest name as a suggestion.
+    """
+    text, where = error_text(error, schema, document)
+    return ConfigError(path, text, lines.of(*where))
+
+
+__all__ = [
+    "Schema",
+    "StrictValidator",
+    "Where",
+    "describe_validation_error",
+    "error_text",
+    "expect",
+    "first_error",
+    "section",
+    "yaml_error",
+]

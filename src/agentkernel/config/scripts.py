@@ -1,0 +1,263 @@
+"""Tool and hook YAML (S2.1, S2.2) → typed, validated specs.
+
+Every error names the file, the line and the field at fault (S2.5). Specs
+keep the raw YAML mapping because a script receives it whole as `config`
+(S3.2, S7.4), and the line of each key, for the checks made after loading.
+
+Custom fields are legal in tool and hook YAML (S2.1, S2.2), but one that is
+a near miss of a known field (`paramaters`, `event`, `scirpt`) is taken for
+the typo it almost surely is: as written, the field would be silently unused.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, Limits, ScriptLimits
+from agentkernel.config.schema import StrictValidator, first_error, yaml_error
+from agentkernel.errors import ConfigError
+from agentkernel.near_miss import close_match, did_you_mean
+from agentkernel.parameters import describe as describe_parameters_problem
+from agentkernel.parameters import parameters_problem
+from agentkernel.types import JSONObject
+from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
+
+HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
+TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+YAML_SUFFIXES = (".yaml", ".yml")
+
+_WARNING_RULE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["message"],
+    "properties": {
+        "message": {"type": "string"},
+        "failed": {"type": "boolean"},
+        "contains": {"type": "string"},
+    },
+}
+
+_COMMON_SPEC_PROPERTIES: dict[str, Any] = {
+    "kind": {"enum": ["script_tool", "script_hook"]},
+    "name": {"type": "string", "pattern": TOOL_NAME_PATTERN},
+    "script": {"type": "string", "minLength": 1},
+    **LIMIT_FIELDS,
+}
+
+_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "name", "script"],
+    "properties": {
+        **_COMMON_SPEC_PROPERTIES,
+        "description": {"type": "string"},
+        "parameters": {"type": "object"},
+        "ui": {"type": "object"},
+        "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
+    },
+}
+
+_HOOK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "name", "script"],
+    "properties": {
+        **_COMMON_SPEC_PROPERTIES,
+        "events": {"type": "array", "items": {"enum": list(HOOK_EVENTS)}, "uniqueItems": True},
+        "priority": {"type": "integer"},
+    },
+}
+
+_TOOL_VALIDATOR = StrictValidator(_TOOL_SCHEMA)
+_HOOK_VALIDATOR = StrictValidator(_HOOK_SCHEMA)
+
+
+@dataclass(frozen=True)
+class WarningRule:
+    """One `warnings:` rule (S5.1): all given conditions must hold."""
+
+    message: str
+    failed: bool | None = None
+    contains: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """What tools and hooks share: a name, a script and per-call limits."""
+
+    name: str
+    script: Path
+    yaml_path: Path
+    raw: JSONObject
+    max_operations: int | None = None
+    timeout_secs: float | None = None
+    memory_limit_mb: int | None = None
+    lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
+
+    def script_limits(self, defaults: Limits) -> ScriptLimits:
+        """This spec's own limits where set, the kernel's defaults elsewhere, never above a ceiling.
+
+        Loading refuses a YAML over a ceiling (`ceiling_problem`); the cap here
+        keeps that promise for a spec that was built some other way.
+        """
+
+        def own(name: str, value: int | float | None) -> Any:
+            chosen = value or getattr(defaults, name)
+            top = defaults.ceiling(name)
+            return chosen if top is None else min(chosen, top)
+
+        return ScriptLimits(
+            max_operations=own("max_operations", self.max_operations),
+            timeout_secs=own("timeout_secs", self.timeout_secs),
+            memory_limit_bytes=own("memory_limit_mb", self.memory_limit_mb) << 20,
+            stack_limit_bytes=defaults.stack_limit_kb << 10,
+        )
+
+    def call_budget(self, defaults: Limits) -> CallBudget:
+        """The budget of one call starting now: `script_limits`, and the deadline they give."""
+        return CallBudget.starting_now(self.script_limits(defaults))
+
+
+@dataclass(frozen=True)
+class ToolSpec(ScriptSpec):
+    """A `kind: script_tool` YAML (S2.1)."""
+
+    description: str = ""
+    parameters: JSONObject = field(default_factory=lambda: {"type": "object"})
+    ui: JSONObject = field(default_factory=dict)
+    warnings: tuple[WarningRule, ...] = ()
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        """The compiled `parameters` schema, built once per loaded spec."""
+        return Draft202012Validator(self.parameters)
+
+
+@dataclass(frozen=True)
+class HookSpec(ScriptSpec):
+    """A `kind: script_hook` YAML (S2.2); `events` None means every defined one."""
+
+    events: tuple[str, ...] | None = None
+    priority: int = 0
+
+
+def _yaml_scalar_to_json(value: object) -> str:
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise TypeError(f"value {value!r} of type {type(value).__name__} has no JSON form")
+
+
+def json_safe_yaml(path: Path, data: object) -> Any:
+    """The YAML value as plain JSON: dates become ISO text; cycles are refused.
+
+    Scripts receive `config` as JSON (S3.2), so anything YAML can express and
+    JSON cannot (recursive aliases, NaN, binary) is settled here, at load.
+    """
+    try:
+        return json.loads(json.dumps(data, default=_yaml_scalar_to_json, allow_nan=False))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise ConfigError(path, f"value cannot be passed to a script as JSON: {exc}") from exc
+
+
+def _refuse_near_misses(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, known: set[str]) -> None:
+    """A custom field is fine; one a letter or two away from an absent known field is a typo."""
+    absent = known - set(data)
+    for key in data:
+        match = close_match(key, absent) if key not in known else None
+        if match is not None:
+            raise ConfigError(yaml_path, f"{key}: unknown field; did you mean {match!r}?", lines.of(key))
+
+
+def _refuse_over_ceilings(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, limits: Limits) -> None:
+    for name in LIMIT_FIELDS:
+        problem = limits.ceiling_problem(name, data.get(name))
+        if problem is not None:
+            raise ConfigError(yaml_path, problem, lines.of(name))
+
+
+def load_script_spec(yaml_path: Path, limits: Limits | None = None) -> ToolSpec | HookSpec:
+    """Load one `kind: script_tool|script_hook` YAML, validated, script found.
+
+    With the kernel's `limits`, a YAML that raises a limit over its ceiling
+    is refused too (`limits.ceilings`).
+    """
+    raw, lines = load_yaml(yaml_path)
+    data = json_safe_yaml(yaml_path, raw)
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(yaml_path, f"expected a mapping with `kind`, got {got}")
+    kind = data.get("kind")
+    if kind not in ("script_tool", "script_hook"):
+        reason = f"kind: expected 'script_tool' or 'script_hook', got {kind!r}"
+        if isinstance(kind, str):
+            reason += did_you_mean(kind, ("script_tool", "script_hook"))
+        raise ConfigError(yaml_path, reason, lines.of("kind"))
+    schema = _TOOL_SCHEMA if kind == "script_tool" else _HOOK_SCHEMA
+    _refuse_near_misses(yaml_path, data, lines, set(schema["properties"]))
+    error = first_error(_TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR, data)
+    if error is not None:
+        raise yaml_error(yaml_path, lines, error)
+    if limits is not None:
+        _refuse_over_ceilings(yaml_path, data, lines, limits)
+    script = (yaml_path.parent / data["script"]).resolve()
+    if not script.is_file():
+        reason = f"script: file {data['script']!r} not found (looked at {script})"
+        raise ConfigError(yaml_path, reason, lines.of("script"))
+    common: dict[str, Any] = {
+        "name": data["name"],
+        "script": script,
+        "yaml_path": yaml_path.resolve(),
+        "raw": data,
+        "max_operations": data.get("max_operations"),
+        "timeout_secs": data.get("timeout_secs"),
+        "memory_limit_mb": data.get("memory_limit_mb"),
+        "lines": lines,
+    }
+    if kind == "script_hook":
+        events = data.get("events")
+        return HookSpec(
+            **common,
+            events=tuple(events) if events is not None else None,
+            priority=data.get("priority", 0),
+        )
+    return _tool_spec(yaml_path, data, common)
+
+
+def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any]) -> ToolSpec:
+    parameters = data.get("parameters", {"type": "object"})
+    problem = parameters_problem(parameters)
+    if problem is not None:
+        line = common["lines"].of("parameters", *problem.path)
+        raise ConfigError(yaml_path, describe_parameters_problem(problem), line)
+    rules = tuple(
+        WarningRule(message=r["message"], failed=r.get("failed"), contains=r.get("contains"))
+        for r in data.get("warnings", [])
+    )
+    return ToolSpec(
+        **common,
+        description=data.get("description", ""),
+        parameters=parameters,
+        ui=data.get("ui", {}),
+        warnings=rules,
+    )
+
+
+__all__ = [
+    "HOOK_EVENTS",
+    "TOOL_NAME_PATTERN",
+    "YAML_SUFFIXES",
+    "HookSpec",
+    "ScriptSpec",
+    "ToolSpec",
+    "WarningRule",
+    "json_safe_yaml",
+    "load_script_spec",
+]

@@ -1,0 +1,88 @@
+"""The `Services` bundle: typed fields, built on first use, one accessor for a missing one (DESIGN rule 4)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentkernel.services import MISSING, Later, MissingService, Services
+from agentkernel.services.files import FilesService
+
+
+def test_a_missing_service_raises_the_contracts_text() -> None:
+    services = Services()
+    with pytest.raises(MissingService) as caught:
+        services.require("state", "state_get")
+    # S11.3 and docs/scripts.md give this text whole
+    assert str(caught.value) == (
+        "state_get: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
+    )
+    with pytest.raises(MissingService, match=r"^http_get: no http service attached to this kernel$"):
+        services.require("http", "http_get")  # S8.2, docs/scripts.md "no HTTP service"
+    for name in ("duckdb", "files", "shell"):  # one wording for the services the manual does not spell
+        assert MISSING[name] == f"no {name} service attached to this kernel"
+
+
+def test_a_later_service_is_built_once_on_first_read(tmp_path: Path) -> None:
+    made: list[FilesService] = []
+    go = threading.Barrier(8)
+
+    def build() -> FilesService:
+        made.append(FilesService(root=tmp_path))
+        return made[-1]
+
+    services = Services(files=Later(build))
+    assert services.built() == [] and made == []  # nothing is built to be closed unless it was used
+
+    seen: list[FilesService | None] = []
+
+    def read() -> None:
+        go.wait()
+        seen.append(services.files)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and seen == made * 8
+    assert services.require("files", "fs_read") is made[0]
+    assert services.built() == made
+
+
+def test_a_factory_that_fails_is_asked_again() -> None:
+    calls: list[int] = []
+
+    def build() -> FilesService | None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("not yet")
+        return None
+
+    later: Later[FilesService] = Later(build)
+    with pytest.raises(OSError, match="not yet"):
+        later.get()
+    assert later.get() is None and later.get() is None and len(calls) == 2
+
+
+def test_none_detaches_and_a_built_service_is_kept(tmp_path: Path) -> None:
+    files = FilesService(root=tmp_path)
+    services = Services(files=files, shell=None)
+    assert services.files is files and services.shell is None
+    assert services.built() == [files]
+
+
+def test_your_own_service_is_found_by_name_and_type() -> None:
+    """The seam for helpers the kernel does not ship (docs/kernel.md 10.1)."""
+
+    class Counter:
+        pass
+
+    counter = Counter()
+    services = Services(extensions={"counter": counter})
+    assert services.extension("counter", Counter) is counter
+    assert services.extension("missing", Counter) is None
+    with pytest.raises(TypeError, match="service 'counter' is a Counter, not a str"):
+        services.extension("counter", str)
