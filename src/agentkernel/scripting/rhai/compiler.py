@@ -214,7 +214,7 @@ class FunctionCompiler:
                         self.emit(f"{info.py} = Cell({info.py})")
                 value = self.block_body(body.stmts, want_value=True)
                 self.emit(f"return {value}")
-            self.emit("except BaseException as e:")
+            self.emit("except Exception as e:")
             with self.indented():
                 located = "locate(e, e.__traceback__, LINES, NOPOS)"
                 if wrap is None:

@@ -164,7 +164,7 @@ def switch_in_range(value: Any, start: int, end: int, inclusive: bool) -> bool:
 def _globals() -> dict[str, Any]:
     table: dict[str, Any] = {
         "__builtins__": {},
-        "BaseException": BaseException,
+        "Exception": Exception,
         "type": type,
         "str": str,
         "int": int,
@@ -415,8 +415,8 @@ class Engine:
             return stop.value
         except RhaiError:
             raise
-        except BaseException as exc:  # never let Python leak out
-            raise _as_rhai(exc) from None
+        except Exception as exc:  # never let Python leak out (Ctrl-C and SystemExit do)
+            raise locate(exc, None, {}) from None
 
     def evaluator(self, deadline: float | None = None) -> Callable[[Runtime, str, dict[str, Any]], Any]:
         """What a runtime's `eval(text)` calls: compiling the text stops at `deadline`
@@ -459,15 +459,8 @@ def _run_main(rt: Runtime, script: CompiledScript) -> Any:
         return stop.value
     except RhaiError:
         raise
-    except BaseException as exc:
-        raise _as_rhai(exc) from None
-
-
-def _as_rhai(exc: BaseException) -> RhaiError:
-    located = locate(exc, None, {})
-    if isinstance(located, RhaiError):
-        return located
-    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: {type(exc).__name__}")
+    except Exception as exc:  # KeyboardInterrupt and SystemExit are the host's, not the script's
+        raise locate(exc, None, {}) from None
 
 
 __all__ = ["CompiledScript", "Engine", "Limits", "RangeVal"]

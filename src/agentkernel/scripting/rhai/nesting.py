@@ -95,7 +95,7 @@ def compile_apart(outer: FunctionCompiler, node: Any, part: Callable[[FunctionCo
         with inner.indented(blocks=1):
             value = part(inner)
             inner.emit(f"return {value}")
-        inner.emit("except BaseException as e:")
+        inner.emit("except Exception as e:")
         with inner.indented():
             inner.emit("raise locate(e, e.__traceback__, LINES, NOPOS) from None")
     outer.m.end_function()

@@ -587,21 +587,22 @@ class Runtime:
 
 
 def locate(
-    exc: BaseException,
+    exc: Exception,
     tb: TracebackType | None,
     lines: dict[int, Pos],
     operator_lines: set[int] | None = None,
-) -> BaseException:
+) -> RhaiRuntimeError:
     """Give a Rhai error raised on a compiled line the position of that line's node.
 
     Arithmetic errors keep no position (RHAI.md §5); stack overflow takes the
     outermost call's position; everything else keeps the innermost one. A
     Python exception escaping a native becomes a Rhai error here, so nothing
-    of Python leaks out of a script.
+    of Python leaks out of a script. Compiled code catches `Exception` only:
+    `exit()` (ExitScript), Ctrl-C and SystemExit pass through untouched.
     """
     if not isinstance(exc, RhaiRuntimeError):
         exc = _from_python(exc)
-    if tb is None or not isinstance(exc, RhaiRuntimeError):
+    if tb is None:
         return exc
     line = tb.tb_lineno
     pos = lines.get(line)
@@ -620,9 +621,7 @@ def locate(
     return exc
 
 
-def _from_python(exc: BaseException) -> BaseException:
-    if isinstance(exc, ExitScript | KeyboardInterrupt | SystemExit | GeneratorExit):
-        return exc
+def _from_python(exc: Exception) -> RhaiRuntimeError:
     if isinstance(exc, RecursionError):
         return RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
     if isinstance(exc, MemoryError):
@@ -636,7 +635,7 @@ _UNWRAPPED = frozenset(
 )
 
 
-def wrap_call(exc: BaseException, label: str) -> BaseException:
+def wrap_call(exc: Exception, label: str) -> Exception:
     """A script function's error as its caller sees it: `…\\nin call to function 'f'`."""
     if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
         return exc
