@@ -21,7 +21,7 @@ from functools import partial
 from types import CodeType
 from typing import Any
 
-from agentkernel.scripting.rhai import engine_natives, ops
+from agentkernel.scripting.rhai import engine_natives, failures, ops
 from agentkernel.scripting.rhai.codegen import Visible, fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.context import NO_THIS
@@ -37,7 +37,6 @@ from agentkernel.scripting.rhai.runtime import (
     ScriptFn,
     ThisBox,
     copy_value,
-    error,
     locate,
     wrap_call,
 )
@@ -52,28 +51,20 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 # -- helpers the generated code calls by name -------------------------------------------------
 
 
-def rt_var_not_found(name: str) -> RhaiRuntimeError:
-    return error("ErrorVariableNotFound", f"Variable not found: {name}", variable=name)
-
-
-def rt_too_many_variables() -> RhaiRuntimeError:
-    return RhaiRuntimeError("ErrorTooManyVariables", "Too many variables defined", catchable=False)
-
-
 def rt_global_const(rt: Runtime, name: str) -> Any:
     if name in rt.global_consts:
         return rt.global_consts[name]
-    raise rt_var_not_found(f"global::{name}")
+    raise failures.variable_not_found(f"global::{name}")
 
 
 def rt_dyn_get(scope: dict[str, Any], name: str) -> Any:
     if name in scope:
         return scope[name]
-    raise rt_var_not_found(name)
+    raise failures.variable_not_found(name)
 
 
 def rt_module_not_found(path: Any) -> RhaiRuntimeError:
-    return error("ErrorModuleNotFound", f"Module not found: {to_string(path)}")
+    return failures.module_not_found(to_string(path))
 
 
 def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
@@ -86,7 +77,7 @@ def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
 
 def rt_curry(fn: Any, args: list[Any]) -> FnPtr:
     if type(fn) is not FnPtr:
-        raise error("ErrorFunctionNotFound", f"Function not found: curry ({type_name(fn)})")
+        raise failures.not_found_text(f"curry ({type_name(fn)})", keyed=False)
     return FnPtr(fn.name, (*fn.curried, *args), fn.target)
 
 
@@ -114,7 +105,7 @@ def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
 
 def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
     if type(name) is not str:
-        raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
+        raise failures.mismatch("string", type_name(name), keyed=False)
     return visible is not None and name in visible.names()
 
 
@@ -191,9 +182,9 @@ def _globals() -> dict[str, Any]:
         "cond": Runtime.condition,
         "op_unary": ops.unary,
         "op_compound": ops.compound,
-        "rt_var_not_found": rt_var_not_found,
+        "rt_var_not_found": failures.variable_not_found,
         "rt_global_const": rt_global_const,
-        "rt_too_many_variables": rt_too_many_variables,
+        "rt_too_many_variables": failures.too_many_variables,
         "rt_dyn_get": rt_dyn_get,
         "rt_module_not_found": rt_module_not_found,
         "rt_call": rt_call,
@@ -438,7 +429,7 @@ class Engine:
                 eval_mode=True,
             )
         except RhaiSyntaxError as exc:
-            inner = RhaiRuntimeError("ErrorParsing", f"Syntax error: {exc.message}", exc.pos)
+            inner = failures.parsing(f"Syntax error: {exc.message}", exc.pos)
             raise wrap_call(inner, "in call to function 'eval'") from None
         saved = rt.eval_scope
         combined = {**scope, **saved}
