@@ -58,7 +58,7 @@ class Visible:
     declaration adds one link to the chain and each call site keeps the head
     as a constant, so a script with many variables and many `eval` calls
     compiles in linear time (issue 9); the values are read at run time from
-    the frame (see `engine.rt_scope`). A link with no `name` marks a frame
+    the frame (see `abi.rt_scope`). A link with no `name` marks a frame
     boundary: what follows lives in the calling function's frame (code
     compiled apart, see `nesting.py`). `index` >= 0 reads slot `index` of the
     list in local `local` instead of the local itself.

@@ -17,7 +17,7 @@ path pays nothing for positions.
 
 The sandbox is by construction: Rhai names become `v<N>_<name>` locals, string
 constants go through the `K` table, and the module's globals are an explicit
-table with no builtins (see `engine.py`).
+table with no builtins (see `abi.py`: all that generated code may name).
 """
 
 from __future__ import annotations
