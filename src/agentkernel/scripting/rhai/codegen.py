@@ -13,7 +13,6 @@ from typing import Any, Final, Literal, NamedTuple
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import Pos
-from agentkernel.scripting.rhai.records import record_fields
 
 BINARY_NAMES = {
     "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
@@ -262,20 +261,22 @@ def is_pure(node: Any) -> bool:
 
 
 def count_ops(node: Any) -> int:
-    """The static operation count of a statement: its nodes, nested blocks excluded."""
+    """The static operation count of a statement: its nodes, nested blocks excluded.
+
+    A block that is an operand itself (`let x = { … }`, an `if`'s body) counts
+    nothing here (its statements count when it runs); one in a list
+    (`f({ … })`, `[{ … }]`) counts one.
+    """
     if isinstance(node, ast.Interpolated):
         return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
     if isinstance(node, ast.Block | ast.Closure):
         return 1
-    if isinstance(node, tuple):
-        return sum(count_ops(n) for n in node)
-    if not record_fields(node):
-        return 0
     total = 1
-    for name in record_fields(node):
-        value = getattr(node, name)
-        if isinstance(value, tuple | ast.Literal | ast.Var) or record_fields(value):
-            total += count_ops(value) if not isinstance(value, ast.Block) else 0
+    for value in ast.child_values(node):
+        if type(value) is tuple:
+            total += sum(count_ops(item) for item in ast.nodes_in(value))
+        elif not isinstance(value, ast.Block):
+            total += count_ops(value)
     return total
 
 
@@ -307,11 +308,7 @@ def may_change(body: Any, name: str) -> bool:
             return True
         if isinstance(node, ast.Closure):
             return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if record_fields(node):
-            return any(walk(getattr(node, f)) for f in record_fields(node))
-        return False
+        return any(walk(child) for child in ast.children(node))
 
     return walk(body)
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.resolver import DeclKey, decl_key
 
 INT_RESULT_OPS = frozenset({"+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^"})
@@ -88,16 +87,8 @@ class _Walker:
             self.children(node)
 
     def children(self, node: Any) -> None:
-        if isinstance(node, tuple):
-            for item in node:
-                self.node(item)
-        elif record_fields(node):
-            for name in record_fields(node):
-                value = getattr(node, name)
-                if isinstance(value, ast.Block):
-                    self.block(value.stmts)
-                elif isinstance(value, tuple) or record_fields(value):
-                    self.node(value)
+        for child in ast.children(node):
+            self.node(child)  # a Block: n_Block, its own scope
 
     def n_Block(self, node: ast.Block) -> None:
         self.block(node.stmts)

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.codegen import Operand, VarInfo, Visible
-from agentkernel.scripting.rhai.records import record_fields
 
 if TYPE_CHECKING:
     from agentkernel.scripting.rhai.compiler import FunctionCompiler
@@ -65,16 +64,14 @@ class Apart:
 def referenced_names(node: Any) -> set[str]:
     """The plain variable names a node (or a tuple of statements) mentions, at any depth."""
     names: set[str] = set()
-    pending: list[Any] = [node]
+    pending: list[Any] = list(node) if isinstance(node, tuple) else [node]
     while pending:
         item = pending.pop()
-        if isinstance(item, tuple):
-            pending.extend(item)
-        elif isinstance(item, ast.Var):
+        if isinstance(item, ast.Var):
             if item.namespace is None:
                 names.add(item.name)
         else:
-            pending.extend(getattr(item, name) for name in record_fields(item))
+            pending.extend(ast.children(item))
     return names
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.records import record_fields
 
 DeclKey = tuple[int, str]
 
@@ -136,20 +135,13 @@ class Resolver:
         self.result.closure_captures[id(node)] = tuple(level.needs)
 
     def _children(self, node: Any) -> None:
-        for name in record_fields(node):
-            self._visit(getattr(node, name))
-
-    def _visit(self, value: Any) -> None:
-        if isinstance(value, tuple):
-            for item in value:
-                self._visit(item)
-        elif isinstance(value, ast.Block):
-            self._scoped_block(value)
-        elif record_fields(value):
-            if isinstance(value, ast.Let | ast.TryCatch | ast.Assign | ast.ExprStmt | ast.Import):
-                self._stmt(value)
+        for child in ast.children(node):
+            if isinstance(child, ast.Block):
+                self._scoped_block(child)
+            elif isinstance(child, ast.Let | ast.TryCatch | ast.Assign | ast.ExprStmt | ast.Import):
+                self._stmt(child)
             else:
-                self._expr(value)
+                self._expr(child)
 
 
 def resolve(params: tuple[str, ...], body: ast.Block, owner: object) -> Resolution:

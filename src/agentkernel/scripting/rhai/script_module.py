@@ -15,7 +15,6 @@ from agentkernel.scripting.rhai.codegen import Module, fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.compiler import FunctionCompiler
 from agentkernel.scripting.rhai.errors import Pos
-from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.resolver import resolve
 
 
@@ -67,16 +66,14 @@ def compile_script(
 
 
 def _uses_eval(script: ast.Script) -> bool:
-    def walk(node: Any) -> bool:
+    """Whether the top level (functions aside) calls `eval`: its variables are then dynamic."""
+    pending: list[ast.Node] = list(script.stmts)
+    while pending:
+        node = pending.pop()
         if isinstance(node, ast.Call) and node.name == "eval":
             return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if record_fields(node):
-            return any(walk(getattr(node, f)) for f in record_fields(node))
-        return False
-
-    return walk(script.stmts)
+        pending.extend(ast.children(node))
+    return False
 
 
 __all__ = ["CompiledModule", "compile_script"]
