@@ -53,7 +53,6 @@ from agentkernel.scripting.rhai.codegen import (
     may_change,
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
-from agentkernel.scripting.rhai.int_types import int_locals
 from agentkernel.scripting.rhai.nesting import (
     BREAK,
     CONTINUE,
@@ -64,7 +63,7 @@ from agentkernel.scripting.rhai.nesting import (
     Apart,
     compile_apart,
 )
-from agentkernel.scripting.rhai.resolver import Resolution, decl_key
+from agentkernel.scripting.rhai.scopes import Scopes, decl_key
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
 
@@ -75,7 +74,7 @@ class FunctionCompiler:
         self,
         module: Module,
         functions: dict[tuple[str, int], ast.FnDef],
-        resolution: Resolution,
+        resolution: Scopes,
         *,
         label: str,
         top_level: bool,
@@ -201,7 +200,7 @@ class FunctionCompiler:
 
         `leading` are a closure's captured Cells, bound when the closure is made.
         """
-        self.int_keys = int_locals(params, body, owner)
+        self.int_keys = self.resolution.int_keys
         infos = [self.declare(p, owner, False) for p in params]
         plain = [i.py for i in infos]
         self.m.begin_function()

@@ -15,7 +15,7 @@ from agentkernel.scripting.rhai.codegen import Module, fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.compiler import FunctionCompiler
 from agentkernel.scripting.rhai.errors import Pos
-from agentkernel.scripting.rhai.resolver import resolve
+from agentkernel.scripting.rhai.scopes import analyse
 
 
 @dataclass
@@ -46,7 +46,7 @@ def compile_script(
     functions = {(f.name, len(f.params)): f for f in script.functions}
     module.function_names = frozenset(name for name, _ in functions)
     for fn in script.functions:
-        resolution = resolve(fn.params, fn.body, fn)
+        resolution = analyse(fn.params, fn.body, fn)
         compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
         compiler.function(
             fn_py_name(fn.name, len(fn.params)),
@@ -56,7 +56,7 @@ def compile_script(
             wrap=f"in call to function '{fn.name}'",
         )
     body = ast.Block(script.stmts, (1, 1))
-    resolution = resolve((), body, script)
+    resolution = analyse((), body, script)
     main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
     main.dynamic = eval_mode or _uses_eval(script)
     main.export_lets = eval_mode
