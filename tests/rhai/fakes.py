@@ -20,7 +20,7 @@ import pytest
 from agentkernel.scripting.rhai import ops
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
-from agentkernel.scripting.rhai.failures import function_not_found, too_large
+from agentkernel.scripting.rhai.failures import function_not_found, too_large, unbound_this
 from agentkernel.scripting.rhai.runtime import data_size_of
 from agentkernel.scripting.rhai.stdlib import Mutated, default_library
 from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
@@ -89,7 +89,7 @@ class FakeContext:
             self._this = this
             return target(*full)
         if this is NO_THIS:
-            raise RhaiRuntimeError("ErrorUnboundThis", "'this' not bound")
+            raise unbound_this()
         cell = ThisCell(this)
         result = target(cell, *full)
         self._this = cell.value

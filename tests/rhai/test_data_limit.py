@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.scripting.rhai.abi import bind_closure
 from agentkernel.scripting.rhai.data_size import SCALAR, STRING
-from agentkernel.scripting.rhai.engine import bind_closure
 from agentkernel.scripting.rhai.runtime import Cell, data_size_of
 from agentkernel.scripting.rhai.values import FnPtr
 

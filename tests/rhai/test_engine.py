@@ -132,3 +132,32 @@ def test_any_python_error_of_a_registered_function_is_catchable() -> None:
     assert (
         engine.eval("try { broken() } catch (e) { e }") == "internal error in 'broken'"
     )  # Python's words go to the log
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "stop()",
+        "fn f() { stop() } f()",  # through a script function's error handler
+        "try { stop() } catch (e) { 1 }",  # no `catch` sees it
+        "[1].map(|x| stop())",  # through a native calling back
+        "fn f() { if true { if true { stop() } } } f()",
+    ],
+)
+def test_ctrl_c_and_system_exit_pass_through_unchanged(stop: type[BaseException], source: str) -> None:
+    """Issue 10: Ctrl-C in a native was `Runtime error: KeyboardInterrupt`; it is the host's."""
+    raised = stop()
+    engine = Engine()
+
+    def halt() -> None:
+        raise raised
+
+    engine.register_fn("stop", halt)
+    with pytest.raises(stop) as caught:
+        engine.eval(source)
+    assert caught.value is raised
+    script = engine.compile("fn g() { stop() }")
+    with pytest.raises(stop) as caught:
+        engine.call_fn(script, "g", [])
+    assert caught.value is raised

@@ -1,4 +1,4 @@
-"""The int-typing speed pass (int_types.py): proven ints skip checks; anything doubtful does not."""
+"""The int-typing speed pass (int_types.py, fed by scopes.py): proven ints skip checks, others do not."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import pytest
 
 from agentkernel.scripting.rhai import Engine, RhaiRuntimeError
 from agentkernel.scripting.rhai import ast as rast
-from agentkernel.scripting.rhai.int_types import int_locals
 from agentkernel.scripting.rhai.parser import parse
+from agentkernel.scripting.rhai.scopes import analyse
 
 
 def ints_of(source: str) -> set[str]:
     script = parse(source)
     body = rast.Block(script.stmts, (1, 1))
-    return {name for _, name in int_locals((), body, script)}
+    return {name for _, name in analyse((), body, script).int_keys}
 
 
 @pytest.mark.parametrize(

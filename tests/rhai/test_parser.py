@@ -26,7 +26,6 @@ from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.errors import RhaiSyntaxError
 from agentkernel.scripting.rhai.lexer import tokenize
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
-from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.scripting.rhai.values import Char
 
 CASES_DIR = Path(__file__).resolve().parent / "conformance"
@@ -108,11 +107,10 @@ def _nodes(node: object) -> Iterator[Any]:
     if isinstance(node, tuple):
         for item in node:
             yield from _nodes(item)
-    elif record_fields(node):
+    else:
         yield node
-        for name in record_fields(node):
-            if name not in ("pos", "dot_pos"):
-                yield from _nodes(getattr(node, name))
+        for child in ast.children(node):  # checked against a type-blind walk in test_children.py
+            yield from _nodes(child)
 
 
 def _expected_positions(script: ast.Script, message: str) -> set[ast.Pos] | None:

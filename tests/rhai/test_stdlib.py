@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import ops
+from agentkernel.scripting.rhai import failures, ops
 from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import ANY, Library, build_library, default_library
@@ -712,7 +712,7 @@ def test_callback_by_name_errors_are_wrapped_in_the_caller() -> None:
 
 def test_closure_errors_are_not_wrapped() -> None:
     def bad(x: Any) -> Any:
-        raise RhaiRuntimeError("ErrorRuntime", "Runtime error: bad", value="bad")
+        raise failures.runtime("bad")
 
     with pytest.raises(RhaiRuntimeError) as info:
         call("map", [1, 2, 3], closure(bad))
@@ -777,7 +777,7 @@ def test_zip_dedup_sort_with_callbacks() -> None:
     assert call("order_by", [1, 3, 2], closure(lambda x, y: y - x), ctx=ctx) == [3, 2, 1]
 
     def failing(x: Any, y: Any) -> Any:
-        raise RhaiRuntimeError("ErrorRuntime", "Runtime error: no")
+        raise failures.thrown(None, "no")
 
     e = [2, "a", 1]
     call("sort", e, closure(failing), ctx=ctx)
@@ -786,7 +786,7 @@ def test_zip_dedup_sort_with_callbacks() -> None:
 
 def test_callbacks_respect_limits_errors() -> None:
     def stop(x: Any) -> Any:
-        raise RhaiRuntimeError("ErrorTooManyOperations", "Too many operations", catchable=False)
+        raise failures.too_many_operations()
 
     with pytest.raises(RhaiRuntimeError) as info:
         call("sort", [2, 1], closure(lambda x, y: stop(x)))
@@ -840,7 +840,7 @@ def test_map_callbacks() -> None:
 
     def fail_on_b(k: str, v: Any) -> bool:
         if k == "b":
-            raise RhaiRuntimeError("ErrorRuntime", "Runtime error: b")
+            raise failures.thrown(None, "b")
         return True
 
     p = {"a": 1, "b": 2, "c": 3}

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.errors import NO_POS, RhaiRuntimeError
-from agentkernel.scripting.rhai.records import record_fields
 from agentkernel.types import JSONValue
 
 UNIT = "()"
@@ -56,20 +55,11 @@ class _Found:
     function: ast.FnDef
 
 
-def _nodes_in(value: object) -> Iterator[object]:
-    if record_fields(value) and not isinstance(value, type):
-        yield value
-    elif isinstance(value, tuple):
-        for item in value:
-            yield from _nodes_in(item)
-
-
 def _walk(node: object) -> Iterator[object]:
-    """`node` and every node below it, whatever its kind (the tree is frozen records)."""
+    """`node` and every node below it, whatever its kind."""
     yield node
-    for name in record_fields(node):
-        for child in _nodes_in(getattr(node, name)):
-            yield from _walk(child)
+    for child in ast.children(node):
+        yield from _walk(child)
 
 
 def _find(call: EntryCall, pos: ast.Pos, kinds: tuple[type, ...], match: str | None) -> _Found | None:

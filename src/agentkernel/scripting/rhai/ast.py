@@ -42,9 +42,11 @@ the operator for other binary operators and calls.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from typing import TypeAlias
 
-from agentkernel.scripting.rhai.records import record
+from agentkernel.scripting.rhai.records import class_fields, record
 from agentkernel.scripting.rhai.values import Char
 
 Pos: TypeAlias = tuple[int, int]  # (line, position), both 1-based; (0, 0) = none
@@ -437,3 +439,59 @@ def start_pos(expr: Expr) -> Pos:
             expr = expr.left
         else:
             return expr.pos
+
+
+# -- walking -------------------------------------------------------------------
+
+Node: TypeAlias = Expr | Stmt | SwitchCase | FnDef
+
+
+def children(node: object) -> Iterator[Node]:
+    """The nodes directly inside `node`, in field order: the one visitor every walker uses.
+
+    A field holding a node gives it; a field holding a tuple gives the nodes in
+    it, at any depth (a map literal's `(name, value)` pairs, an interpolation's
+    text and blocks); names, operators, flags and positions are no children.
+    Anything that is not a node has none.
+    """
+    for name in _CHILD_FIELDS.get(type(node), ()):
+        value = getattr(node, name)
+        if type(value) is tuple:
+            yield from nodes_in(value)
+        elif value is not None:
+            yield value
+
+
+def child_values(node: object) -> Iterator[Node | tuple[object, ...]]:
+    """The fields of `node` that may hold nodes, as they are: a node, or a tuple of them
+    (see `nodes_in`); for the walker that counts a node in a tuple apart (codegen.count_ops)."""
+    for name in _CHILD_FIELDS.get(type(node), ()):
+        value = getattr(node, name)
+        if value is not None:
+            yield value
+
+
+def nodes_in(items: tuple[object, ...]) -> Iterator[Node]:
+    """The nodes in a tuple field, at any depth of tuples, in order (text parts skipped)."""
+    for item in items:
+        if type(item) is tuple:
+            yield from nodes_in(item)
+        elif type(item) in _CHILD_FIELDS:
+            yield item  # type: ignore[misc]  # a node: _CHILD_FIELDS has every node class
+
+
+def _child_fields() -> dict[type, tuple[str, ...]]:
+    """Per node class, the fields whose declared type names a node class (or Expr/Stmt)."""
+    classes = [kind for kind in globals().values() if isinstance(kind, type) and class_fields(kind)]
+    node_names = {kind.__name__ for kind in classes} | {"Expr", "Stmt"}
+    return {
+        kind: tuple(
+            name
+            for name in class_fields(kind)
+            if node_names.intersection(re.findall(r"\w+", kind.__annotations__[name]))
+        )
+        for kind in classes
+    }
+
+
+_CHILD_FIELDS = _child_fields()

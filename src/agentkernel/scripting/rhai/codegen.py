@@ -6,14 +6,13 @@ size one can read: this module knows Python source text, not Rhai syntax.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal, NamedTuple
 
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import Pos
-from agentkernel.scripting.rhai.records import record_fields
 
 BINARY_NAMES = {
     "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
@@ -40,15 +39,76 @@ SPECIAL_CALLS = frozenset(
 )
 
 
+Place = Literal["literal", "constant", "local", "boxed", "temp", "expr"]
+"""What kind of Python text an operand is: decides whether it may change under us,
+whether it can be subscripted as it is, whether its type is known. (Strings, not an
+Enum: operands are made and hashed for every node compiled, and these cost least.)"""
+
+LITERAL: Final = "literal"  # a Python literal: None, True, 5, (-2), 1.5
+CONSTANT: Final = "constant"  # an entry of the constants table: K[3]
+LOCAL: Final = "local"  # a Rhai variable's local, or its Cell's value: v1_x, v2_y.v
+BOXED: Final = "boxed"  # a variable of the enclosing function, in a part compiled apart: B3[0]
+TEMP: Final = "temp"  # a temporary of the generated code: t5
+EXPR: Final = "expr"  # any other Python expression: t5.receiver
+
+
+class Operand(NamedTuple):
+    """Where a compiled expression's value is: Python text and its kind of place.
+
+    Compile-time only: the generated code holds the text (`str(operand)`, or the
+    operand in an f-string), so it costs nothing at run time.
+    """
+
+    text: str
+    place: Place
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def is_variable(self) -> bool:
+        """A Rhai variable's storage: evaluating something else may rebind it."""
+        return self.place == LOCAL or self.place == BOXED
+
+    @property
+    def is_int_literal(self) -> bool:
+        """An int literal: no type check needed."""
+        return self.int_value is not None
+
+    @property
+    def int_value(self) -> int | None:
+        """The value of an int literal (`5`, `(-2)`), else None."""
+        if self.place != LITERAL:
+            return None
+        digits = self.text.strip("()")
+        return int(digits) if digits.lstrip("-").isdigit() else None
+
+    @property
+    def is_name(self) -> bool:
+        """Usable as `x.attr`/`x[i]` in Python as it is (a literal is not: `True[0]` warns)."""
+        return self.place == TEMP or self.place == LOCAL
+
+
+NONE = Operand("None", LITERAL)
+TRUE = Operand("True", LITERAL)
+FALSE = Operand("False", LITERAL)
+
+
+def joined(operands: Iterable[Operand | str]) -> str:
+    """`a, b, c`: operands as Python arguments or list items."""
+    return ", ".join(map(str, operands))
+
+
 @dataclass
 class VarInfo:
     py: str
     const: bool
     cell: bool
+    boxed: bool = False  # held in a part's box (nesting.py), not in a local of its own
 
     @property
-    def load(self) -> str:
-        return f"{self.py}.v" if self.cell else self.py
+    def load(self) -> Operand:
+        return Operand(f"{self.py}.v" if self.cell else self.py, BOXED if self.boxed else LOCAL)
 
 
 class Visible:
@@ -58,7 +118,7 @@ class Visible:
     declaration adds one link to the chain and each call site keeps the head
     as a constant, so a script with many variables and many `eval` calls
     compiles in linear time (issue 9); the values are read at run time from
-    the frame (see `engine.rt_scope`). A link with no `name` marks a frame
+    the frame (see `abi.rt_scope`). A link with no `name` marks a frame
     boundary: what follows lives in the calling function's frame (code
     compiled apart, see `nesting.py`). `index` >= 0 reads slot `index` of the
     list in local `local` instead of the local itself.
@@ -132,18 +192,18 @@ class Module:
     def end_function(self) -> None:
         self._done.append(self._open.pop())
 
-    def constant_object(self, value: Any) -> str:
+    def constant_object(self, value: Any) -> Operand:
         """A constant that is not hashable (an array or map switch pattern): never shared."""
         self.constants.append(value)
-        return f"K[{len(self.constants) - 1}]"
+        return Operand(f"K[{len(self.constants) - 1}]", CONSTANT)
 
-    def constant(self, value: Any) -> str:
+    def constant(self, value: Any) -> Operand:
         key = (type(value), value)
         index = self._constant_index.get(key)
         if index is None:
             index = self._constant_index[key] = len(self.constants)
             self.constants.append(value)
-        return f"K[{index}]"
+        return Operand(f"K[{index}]", CONSTANT)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -166,17 +226,17 @@ class Module:
 
 @dataclass
 class LoopTarget:
-    result: str
+    result: Operand
 
 
-def literal_operand(module: Module, value: Any) -> str:
+def literal_operand(module: Module, value: Any) -> Operand:
     kind = type(value)
     if value is None or kind is bool:
-        return repr(value)
+        return Operand(repr(value), LITERAL)
     if kind is int:
-        return repr(value) if value >= 0 else f"({value!r})"
+        return Operand(repr(value) if value >= 0 else f"({value!r})", LITERAL)
     if kind is float and value == value and value not in (float("inf"), float("-inf")):
-        return repr(value) if value >= 0 else f"({value!r})"
+        return Operand(repr(value) if value >= 0 else f"({value!r})", LITERAL)
     return module.constant(value)
 
 
@@ -201,20 +261,22 @@ def is_pure(node: Any) -> bool:
 
 
 def count_ops(node: Any) -> int:
-    """The static operation count of a statement: its nodes, nested blocks excluded."""
+    """The static operation count of a statement: its nodes, nested blocks excluded.
+
+    A block that is an operand itself (`let x = { … }`, an `if`'s body) counts
+    nothing here (its statements count when it runs); one in a list
+    (`f({ … })`, `[{ … }]`) counts one.
+    """
     if isinstance(node, ast.Interpolated):
         return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
     if isinstance(node, ast.Block | ast.Closure):
         return 1
-    if isinstance(node, tuple):
-        return sum(count_ops(n) for n in node)
-    if not record_fields(node):
-        return 0
     total = 1
-    for name in record_fields(node):
-        value = getattr(node, name)
-        if isinstance(value, tuple | ast.Literal | ast.Var) or record_fields(value):
-            total += count_ops(value) if not isinstance(value, ast.Block) else 0
+    for value in ast.child_values(node):
+        if type(value) is tuple:
+            total += sum(count_ops(item) for item in ast.nodes_in(value))
+        elif not isinstance(value, ast.Block):
+            total += count_ops(value)
     return total
 
 
@@ -246,29 +308,19 @@ def may_change(body: Any, name: str) -> bool:
             return True
         if isinstance(node, ast.Closure):
             return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if record_fields(node):
-            return any(walk(getattr(node, f)) for f in record_fields(node))
-        return False
+        return any(walk(child) for child in ast.children(node))
 
     return walk(body)
 
 
-def list_index_test(container: str, index: str) -> str:
+def list_index_test(container: Operand, index: Operand) -> str:
     """Python test for the fast path of `container[index]`: a list and an in-range int."""
-    if int_literal(index):
-        value = int(index.strip("()"))
+    value = index.int_value
+    if value is not None:
         bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
         return f"type({container}) is list and {bound}"
     in_range = f"-len({container}) <= {index} < len({container})"
     return f"type({container}) is list and type({index}) is int and {in_range}"
-
-
-def int_literal(operand: str) -> bool:
-    """Whether a generated operand is an int literal (no type check needed)."""
-    text = operand.strip("()")
-    return text.lstrip("-").isdigit()
 
 
 def fn_py_name(name: str, arity: int) -> str:

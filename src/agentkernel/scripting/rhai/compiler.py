@@ -17,38 +17,42 @@ path pays nothing for positions.
 
 The sandbox is by construction: Rhai names become `v<N>_<name>` locals, string
 constants go through the `K` table, and the module's globals are an explicit
-table with no builtins (see `engine.py`).
+table with no builtins (see `abi.py`: all that generated code may name).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from keyword import iskeyword
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.codegen import (
     BINARY_NAMES,
+    EXPR,
+    FALSE,
     INT_ARITHMETIC,
     INT_COMPARISONS,
+    NONE,
     SPECIAL_CALLS,
+    TEMP,
+    TRUE,
     LoopTarget,
     Module,
+    Operand,
     VarInfo,
     Visible,
     anon_for,
     count_ops,
     fn_py_name,
-    int_literal,
     is_mutable_pattern,
     is_pure,
+    joined,
     list_index_test,
     literal_operand,
     may_change,
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
-from agentkernel.scripting.rhai.int_types import int_locals
 from agentkernel.scripting.rhai.nesting import (
     BREAK,
     CONTINUE,
@@ -59,7 +63,7 @@ from agentkernel.scripting.rhai.nesting import (
     Apart,
     compile_apart,
 )
-from agentkernel.scripting.rhai.resolver import Resolution, decl_key
+from agentkernel.scripting.rhai.scopes import Scopes, decl_key
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN
 
 
@@ -70,7 +74,7 @@ class FunctionCompiler:
         self,
         module: Module,
         functions: dict[tuple[str, int], ast.FnDef],
-        resolution: Resolution,
+        resolution: Scopes,
         *,
         label: str,
         top_level: bool,
@@ -91,8 +95,8 @@ class FunctionCompiler:
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
         self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
-        self.int_operands: set[str] = set()  # Python operands known to hold an int
-        self.bool_operands: set[str] = set()  # Python operands known to hold a bool
+        self.int_operands: set[Operand] = set()  # operands known to hold an int
+        self.bool_operands: set[Operand] = set()  # operands known to hold a bool
 
     # -- emitting ------------------------------------------------------------------
 
@@ -128,32 +132,31 @@ class FunctionCompiler:
         self.emit(f"rt.operations += {operations}")
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
 
-    def test(self, operand: str) -> str:
+    def test(self, operand: Operand) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
         if operand in self.bool_operands:
-            return operand
+            return operand.text
         return f"({operand} is True or ({operand} is not False and cond({operand})))"
 
-    def known_int(self, operand: str) -> bool:
+    def known_int(self, operand: Operand) -> bool:
         """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
-        return int_literal(operand) or operand in self.int_operands
+        return operand.is_int_literal or operand in self.int_operands
 
-    def int_checks(self, *operands: str) -> str:
+    def int_checks(self, *operands: Operand) -> str:
         """`type(x) is int and …` for the operands not already known to be ints."""
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
 
-    def named(self, operand: str) -> str:
+    def named(self, operand: Operand) -> Operand:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first
         (`True[0]` would make CPython print a SyntaxWarning)."""
-        plain = operand[:-2] if operand.endswith(".v") else operand
-        if plain.isidentifier() and not iskeyword(plain):
+        if operand.is_name:
             return operand
         held = self.temp()
         self.emit(f"{held} = {operand}")
         return held
 
-    def temp(self) -> str:
-        return self.m.fresh("t")
+    def temp(self) -> Operand:
+        return Operand(self.m.fresh("t"), TEMP)
 
     def live_variables(self) -> int:
         """How many variables are alive here (for `max_variables`), counting the enclosing
@@ -173,7 +176,7 @@ class FunctionCompiler:
         key = decl_key(node, name)
         info = VarInfo(self.m.fresh("v") + "_" + name, const, key in self.resolution.captured)
         if key in self.int_keys and not info.cell:
-            self.int_operands.add(info.py)
+            self.int_operands.add(info.load)
         self.bind(name, info)
         return info
 
@@ -197,7 +200,7 @@ class FunctionCompiler:
 
         `leading` are a closure's captured Cells, bound when the closure is made.
         """
-        self.int_keys = int_locals(params, body, owner)
+        self.int_keys = self.resolution.int_keys
         infos = [self.declare(p, owner, False) for p in params]
         plain = [i.py for i in infos]
         self.m.begin_function()
@@ -214,7 +217,7 @@ class FunctionCompiler:
                         self.emit(f"{info.py} = Cell({info.py})")
                 value = self.block_body(body.stmts, want_value=True)
                 self.emit(f"return {value}")
-            self.emit("except BaseException as e:")
+            self.emit("except Exception as e:")
             with self.indented():
                 located = "locate(e, e.__traceback__, LINES, NOPOS)"
                 if wrap is None:
@@ -230,7 +233,7 @@ class FunctionCompiler:
 
     def block_body(
         self, stmts: tuple[ast.Stmt, ...], *, want_value: bool, counted: bool = False, pos: Pos | None = None
-    ) -> str:
+    ) -> Operand:
         """Compile statements in the current scope; return the operand holding their value.
 
         `counted`: the enclosing statement's count already covers these (interpolations).
@@ -247,12 +250,12 @@ class FunctionCompiler:
             self.pending_ops = 0
         if operations:
             self.count(operations, kept[0].pos if kept else pos)
-        value = "None"
+        value = NONE
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
             value = self.statement(stmt, want_value=want_value and last)
         if not kept or not want_value:
-            return "None"
+            return NONE
         return value
 
     @staticmethod
@@ -266,25 +269,25 @@ class FunctionCompiler:
         )
         return not is_result or unit_block
 
-    def statement(self, stmt: ast.Stmt, *, want_value: bool) -> str:
+    def statement(self, stmt: ast.Stmt, *, want_value: bool) -> Operand:
         self.m.clock.tick()
         if isinstance(stmt, ast.ExprStmt):
             value = self.expr(stmt.expr)
-            return value if want_value else "None"
+            return value if want_value else NONE
         if isinstance(stmt, ast.Let):
             self.let(stmt)
         elif isinstance(stmt, ast.Assign):
             self.assign(stmt)
         elif isinstance(stmt, ast.TryCatch):
             value = self.try_catch(stmt)
-            return value if want_value else "None"
+            return value if want_value else NONE
         elif isinstance(stmt, ast.Import):
             path = self.expr(stmt.path)
             self.emit(f"raise rt_module_not_found({path})", ast.start_pos(stmt.path))
-        return "None"
+        return NONE
 
     def let(self, stmt: ast.Let) -> None:
-        value = self.value_copy(stmt.value) if stmt.value is not None else "None"
+        value = self.value_copy(stmt.value) if stmt.value is not None else NONE
         info = self.declare(stmt.name, stmt, stmt.const)
         live = self.live_variables()
         self.emit(
@@ -299,7 +302,7 @@ class FunctionCompiler:
         if self.export_lets and len(self.scopes) == 1:
             self.emit(f"dyn[{self.m.constant(stmt.name)}] = {info.load}")
 
-    def value_copy(self, node: ast.Expr) -> str:
+    def value_copy(self, node: ast.Expr) -> Operand:
         """An expression's value for a second owner: copied when it may alias a variable."""
         operand = self.expr(node)
         if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This):
@@ -309,7 +312,7 @@ class FunctionCompiler:
         return operand
 
     @staticmethod
-    def copied(operand: str) -> str:
+    def copied(operand: Operand) -> str:
         """Inline copy: only arrays, maps and BLOBs need one; everything else is immutable."""
         return f"({operand} if type({operand}) not in CONTAINERS else rt.copy({operand}))"
 
@@ -330,7 +333,7 @@ class FunctionCompiler:
                 self.emit(f"{value} = {slow}", stmt.pos)
         self.store(stmt.target, value, stmt.pos)
 
-    def store(self, target: ast.Expr, value: str, pos: Pos) -> None:
+    def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
         """Write `value` into an lvalue chain, storing changed immutable parents back.
 
         `a.b[0].c = v` sets `c`, then stores the changed object into `[0]` if
@@ -360,7 +363,9 @@ class FunctionCompiler:
         if inside:
             self.ind -= 1
 
-    def _store_step(self, target: ast.Expr, value: str, pos: Pos) -> tuple[ast.Expr, str, str] | None:
+    def _store_step(
+        self, target: ast.Expr, value: Operand, pos: Pos
+    ) -> tuple[ast.Expr, Operand, Operand] | None:
         """Store into `target` itself; for a property or index, (parent, old object, new object)."""
         if isinstance(target, ast.Var):
             info = self.lookup(target.name)
@@ -382,11 +387,11 @@ class FunctionCompiler:
             index = self.expr(target.index)
             new = self.temp()
             fast = list_index_test(obj, index)
-            if not int_literal(index):
+            if not index.is_int_literal:
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
             counted = (
                 ""
-                if value in ("True", "False", "None") or int_literal(value)
+                if value in (TRUE, FALSE, NONE) or value.is_int_literal
                 else (f"; rt.data_limit and type({value}) in SIZED and rt.account({value})")
             )
             self.emit(
@@ -416,7 +421,7 @@ class FunctionCompiler:
             return "th.const"
         return "False"
 
-    def try_catch(self, stmt: ast.TryCatch) -> str:
+    def try_catch(self, stmt: ast.TryCatch) -> Operand:
         out = self.temp()
         self.emit("try:")
         # the optimizer drops pure statements of a try body, even the last one
@@ -442,43 +447,43 @@ class FunctionCompiler:
 
     # -- expressions --------------------------------------------------------------------------
 
-    def expr(self, node: Any) -> str:
+    def expr(self, node: Any) -> Operand:
         self.m.clock.tick()
         if self.too_deep() and not isinstance(node, FLAT_NODES):
             return compile_apart(self, node, lambda inner: inner.expr(node))
         method = getattr(self, "x_" + type(node).__name__)
-        result: str = method(node)
+        result: Operand = method(node)
         return result
 
-    def x_Literal(self, node: ast.Literal) -> str:
+    def x_Literal(self, node: ast.Literal) -> Operand:
         return literal_operand(self.m, node.value)
 
-    def x_Interpolated(self, node: ast.Interpolated) -> str:
+    def x_Interpolated(self, node: ast.Interpolated) -> Operand:
         parts = []
         for part in node.parts:
             if isinstance(part, str):
-                parts.append(self.m.constant(part))
+                parts.append(self.m.constant(part).text)
             else:
                 with self.scope():
                     value = self.block_body(part.stmts, want_value=True, counted=True)
                 parts.append(f"to_string({value})")
         out = self.temp()
-        self.emit(f"{out} = rt.interpolate(({', '.join(parts)},))", node.pos)
+        self.emit(f"{out} = rt.interpolate(({joined(parts)},))", node.pos)
         return out
 
-    def x_ArrayLit(self, node: ast.ArrayLit) -> str:
+    def x_ArrayLit(self, node: ast.ArrayLit) -> Operand:
         items = [self.value_copy(i) for i in node.items]
         out = self.temp()
-        self.emit(f"{out} = [{', '.join(items)}]")
+        self.emit(f"{out} = [{joined(items)}]")
         return out
 
-    def x_MapLit(self, node: ast.MapLit) -> str:
+    def x_MapLit(self, node: ast.MapLit) -> Operand:
         items = [f"{self.m.constant(k)}: {self.value_copy(v)}" for k, v in node.items]
         out = self.temp()
         self.emit(f"{out} = {{{', '.join(items)}}}")
         return out
 
-    def x_Var(self, node: ast.Var) -> str:
+    def x_Var(self, node: ast.Var) -> Operand:
         if node.namespace == "global":
             out = self.temp()
             self.emit(f"{out} = rt_global_const(rt, {self.m.constant(node.name)})", node.pos)
@@ -498,18 +503,18 @@ class FunctionCompiler:
             self.emit(f"{out} = None")
         return out
 
-    def x_This(self, node: ast.This) -> str:
+    def x_This(self, node: ast.This) -> Operand:
         out = self.temp()
         self.emit(f"{out} = rt.this_value(th)", node.pos)
         return out
 
-    def x_Unary(self, node: ast.Unary) -> str:
+    def x_Unary(self, node: ast.Unary) -> Operand:
         operand = self.expr(node.operand)
         out = self.temp()
         self.emit(f"{out} = op_unary({self.m.constant(node.op)}, {operand})", node.pos)
         return out
 
-    def x_Binary(self, node: ast.Binary) -> str:
+    def x_Binary(self, node: ast.Binary) -> Operand:
         if node.op == "??":
             return self.coalesce(node)
         left = self.stable(self.expr(node.left), node.right)
@@ -529,12 +534,11 @@ class FunctionCompiler:
         elif node.op in ("%", "/"):
             python_op = "%" if node.op == "%" else "//"
             positive = " and ".join(
-                [f"{left} >= 0"] * (not int_literal(left)) + [f"{right} > 0"] * (not int_literal(right))
+                [f"{left} >= 0"] * (not left.is_int_literal) + [f"{right} > 0"] * (not right.is_int_literal)
             )
             guard = " and ".join(x for x in (ints, positive) if x and x != "True") or "True"
-            if (int_literal(right) and int(right.strip("()")) <= 0) or (
-                int_literal(left) and int(left.strip("()")) < 0
-            ):
+            right_value, left_value = right.int_value, left.int_value
+            if (right_value is not None and right_value <= 0) or (left_value is not None and left_value < 0):
                 self.emit(f"{out} = {slow}", node.pos, operator=True)
             else:
                 self.emit(
@@ -549,9 +553,9 @@ class FunctionCompiler:
             self.emit(f"{out} = {slow}", node.pos, operator=True)
         return out
 
-    def stable(self, operand: str, later: Any) -> str:
+    def stable(self, operand: Operand, later: Any) -> Operand:
         """Snapshot a variable operand when evaluating `later` might rebind it."""
-        if operand.startswith(("v", "B")) and not is_pure(later):
+        if operand.is_variable and not is_pure(later):
             copy = self.temp()
             self.emit(f"{copy} = {operand}")
             if operand in self.int_operands:
@@ -559,7 +563,7 @@ class FunctionCompiler:
             return copy
         return operand
 
-    def coalesce(self, node: ast.Binary) -> str:
+    def coalesce(self, node: ast.Binary) -> Operand:
         out = self.temp()
         left = self.expr(node.left)
         self.emit(f"{out} = {left}")
@@ -569,13 +573,13 @@ class FunctionCompiler:
             self.emit(f"{out} = {right}")
         return out
 
-    def x_And(self, node: ast.And) -> str:
+    def x_And(self, node: ast.And) -> Operand:
         return self.short_circuit(node, "True")
 
-    def x_Or(self, node: ast.Or) -> str:
+    def x_Or(self, node: ast.Or) -> Operand:
         return self.short_circuit(node, "False")
 
-    def short_circuit(self, node: ast.And | ast.Or, go_on: str) -> str:
+    def short_circuit(self, node: ast.And | ast.Or, go_on: str) -> Operand:
         folded = self.fold_identity(node, go_on == "True")
         if folded is not None:
             return folded
@@ -588,28 +592,28 @@ class FunctionCompiler:
             self.emit(f"{out} = cond({right})", node.right.pos)
         return out
 
-    def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> str | None:
+    def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> Operand | None:
         """The reference's optimizer folds boolean identities (RHAI.md §16):
         `c && true` and `true && c` are c, `c || true` is true, `c || false` is c."""
         for literal, other in ((node.right, node.left), (node.left, node.right)):
             if isinstance(literal, ast.Literal) and type(literal.value) is bool:
                 if literal.value is is_and:
                     return self.expr(other)
-                return "False" if is_and else "True"
+                return FALSE if is_and else TRUE
         return None
 
     # -- chains: properties, indexing, method calls ------------------------------------------------
 
-    def x_Property(self, node: ast.Property) -> str:
+    def x_Property(self, node: ast.Property) -> Operand:
         return self.chain(node)
 
-    def x_Index(self, node: ast.Index) -> str:
+    def x_Index(self, node: ast.Index) -> Operand:
         return self.chain(node)
 
-    def x_MethodCall(self, node: ast.MethodCall) -> str:
+    def x_MethodCall(self, node: ast.MethodCall) -> Operand:
         return self.chain(node)
 
-    def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> str:
+    def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> Operand:
         """Compile `a.b[c].d()`; an optional link that meets `()` skips the rest (RHAI.md §4)."""
         links: list[Any] = []
         base: Any = node
@@ -635,7 +639,7 @@ class FunctionCompiler:
         self.emit(f"{out} = {current}" if going is None else f"{out} = {current} if {going} else None")
         return out
 
-    def link(self, link: Any, current: str) -> str:
+    def link(self, link: Any, current: Operand) -> Operand:
         out = self.temp()
         if isinstance(link, ast.Property):
             name = self.m.constant(link.name)
@@ -645,7 +649,7 @@ class FunctionCompiler:
             index = self.expr(link.index)
             fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
-            if not int_literal(index):
+            if not index.is_int_literal:
                 slow = (
                     f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
                 )
@@ -654,10 +658,10 @@ class FunctionCompiler:
             return self.method_call(link, current)
         return out
 
-    def method_call(self, node: ast.MethodCall, receiver: str) -> str:
+    def method_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
         args = [self.value_copy(a) for a in node.args]
         out = self.temp()
-        arg_list = "[" + ", ".join(args) + "]"
+        arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)
         if node.name in ("type_of", "is_shared") and not args:
             self.emit(f"{out} = type_name({receiver})" if node.name == "type_of" else f"{out} = False")
@@ -678,13 +682,13 @@ class FunctionCompiler:
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             if self.is_lvalue(node.target):
-                self.store(node.target, f"{out}.receiver", node.pos)
+                self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
             self.emit(f"{out} = {out}.result")
         return out
 
     # -- calls ----------------------------------------------------------------------------------------
 
-    def x_Call(self, node: ast.Call) -> str:
+    def x_Call(self, node: ast.Call) -> Operand:
         if node.namespace is None and node.name in SPECIAL_CALLS:
             special = self.special_call(node)
             if special is not None:
@@ -696,30 +700,30 @@ class FunctionCompiler:
             fn = self.functions[(node.name, arity)]
             if fn.this_type is None:
                 self.emit(
-                    f"{out} = {fn_py_name(node.name, arity)}(rt, d + 1, None, {', '.join(args)})", node.pos
+                    f"{out} = {fn_py_name(node.name, arity)}(rt, d + 1, None, {joined(args)})", node.pos
                 )
                 return out
-        arg_list = "[" + ", ".join(args) + "]"
+        arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)
         first = node.args[0] if node.args else None
         if first is not None and isinstance(first, ast.Var) and self.is_lvalue(first):
             # a variable first argument is passed by reference to natives (they may change it)
             reference = self.expr(first)
-            args_ref = "[" + ", ".join([reference, *args[1:]]) + "]"
+            args_ref = f"[{joined([reference, *args[1:]])}]"
             self.emit(f"{out} = rt.call_native_ref({name}, {args_ref}, {self.is_const(first)})", node.pos)
             self.emit(f"if type({out}) is Mutated:")
             with self.indented():
-                self.store(first, f"{out}.receiver", node.pos)
+                self.store(first, Operand(f"{out}.receiver", EXPR), node.pos)
                 self.emit(f"{out} = {out}.result")
         else:
             self.emit(f"{out} = rt.call_native({name}, {arg_list})", node.pos)
         return out
 
-    def special_call(self, node: ast.Call) -> str | None:
+    def special_call(self, node: ast.Call) -> Operand | None:
         name, args, out = node.name, node.args, self.temp()
         count = len(args)
         if name == "print" and count <= 1:
-            value = self.expr(args[0]) if args else "None"
+            value = self.expr(args[0]) if args else NONE
             self.emit(f"rt.print_value({value})", node.pos)
             self.emit(f"{out} = None")
         elif name == "debug" and count <= 1:
@@ -734,10 +738,10 @@ class FunctionCompiler:
             self.emit(f"{out} = rt.make_fn_ptr({self.expr(args[0])})", args[0].pos)
         elif name == "call" and count >= 1:
             values = [self.value_copy(a) for a in args]
-            self.emit(f"{out} = rt_call(rt, {values[0]}, [{', '.join(values[1:])}], d + 1)", node.pos)
+            self.emit(f"{out} = rt_call(rt, {values[0]}, [{joined(values[1:])}], d + 1)", node.pos)
         elif name == "curry" and count >= 1:
             values = [self.value_copy(a) for a in args]
-            self.emit(f"{out} = rt_curry({values[0]}, [{', '.join(values[1:])}])", node.pos)
+            self.emit(f"{out} = rt_curry({values[0]}, [{joined(values[1:])}])", node.pos)
         elif name == "eval" and count == 1:
             text = self.expr(args[0])
             scope = self.scope_snapshot()
@@ -752,7 +756,7 @@ class FunctionCompiler:
             info = self.lookup(arg.name) if isinstance(arg, ast.Var) else None
             self.emit(f"{out} = {info.py}.shared" if info is not None and info.cell else f"{out} = False")
         elif name == "exit" and count <= 1:
-            value = self.expr(args[0]) if args else "None"
+            value = self.expr(args[0]) if args else NONE
             self.emit(f"raise ExitScript({value})")
             self.emit(f"{out} = None")
         else:
@@ -772,7 +776,7 @@ class FunctionCompiler:
 
     # -- closures -------------------------------------------------------------------------------------
 
-    def x_Closure(self, node: ast.Closure) -> str:
+    def x_Closure(self, node: ast.Closure) -> Operand:
         """A closure is a function of the module whose first parameters are the Cells it
         captures (RHAI.md §10), bound to them when the closure is made."""
         py_name = self.m.fresh("c")
@@ -804,14 +808,14 @@ class FunctionCompiler:
 
     # -- blocks and control flow ------------------------------------------------------------------------
 
-    def x_Block(self, node: ast.Block) -> str:
+    def x_Block(self, node: ast.Block) -> Operand:
         out = self.temp()
         with self.scope():
             value = self.block_body(node.stmts, want_value=True)
         self.emit(f"{out} = {value}")
         return out
 
-    def x_If(self, node: ast.If) -> str:
+    def x_If(self, node: ast.If) -> Operand:
         out = self.temp()
         condition = self.expr(node.cond)
         self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
@@ -827,7 +831,7 @@ class FunctionCompiler:
                 self.emit(f"{out} = {value}")
         return out
 
-    def x_Switch(self, node: ast.Switch) -> str:
+    def x_Switch(self, node: ast.Switch) -> Operand:
         out = self.temp()
         subject = self.expr(node.subject)
         self.emit(f"{out} = None")
@@ -853,7 +857,7 @@ class FunctionCompiler:
                 self.emit(f"{out} = {value}")
         return out
 
-    def pattern_test(self, subject: str, pattern: Any) -> str:
+    def pattern_test(self, subject: Operand, pattern: Any) -> str:
         if isinstance(pattern, ast.Binary) and pattern.op in ("..", "..="):
             start = self.constant_value(pattern.left)
             end = self.constant_value(pattern.right)
@@ -882,7 +886,7 @@ class FunctionCompiler:
             self.emit("pass")
         self.loops.pop()
 
-    def x_While(self, node: ast.While) -> str:
+    def x_While(self, node: ast.While) -> Operand:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
@@ -893,7 +897,7 @@ class FunctionCompiler:
             self.loop_body(node.body, loop)
         return loop.result
 
-    def x_Loop(self, node: ast.Loop) -> str:
+    def x_Loop(self, node: ast.Loop) -> Operand:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
         self.emit("while True:")
@@ -902,7 +906,7 @@ class FunctionCompiler:
             self.loop_body(node.body, loop)
         return loop.result
 
-    def x_DoLoop(self, node: ast.DoLoop) -> str:
+    def x_DoLoop(self, node: ast.DoLoop) -> Operand:
         loop = LoopTarget(self.temp())
         first = self.m.fresh("first")
         self.emit(f"{loop.result} = None")
@@ -919,13 +923,13 @@ class FunctionCompiler:
             self.loop_body(node.body, loop)
         return loop.result
 
-    def x_For(self, node: ast.For) -> str:
+    def x_For(self, node: ast.For) -> Operand:
         loop = LoopTarget(self.temp())
         iterable = self.expr(node.iterable)
         self.emit(f"{loop.result} = None")
         if not node.body.stmts:  # the reference's optimizer drops a loop with an empty body
             return loop.result
-        item = self.m.fresh("item")
+        item = Operand(self.m.fresh("item"), TEMP)
         with self.scope():
             var = self.declare(node.var, node, False)
             counter = self.declare(node.counter, node, False) if node.counter else None
@@ -945,35 +949,35 @@ class FunctionCompiler:
                 self.loop_body(node.body, loop)
         return loop.result
 
-    def x_Break(self, node: ast.Break) -> str:
-        value = self.expr(node.value) if node.value is not None else "None"
+    def x_Break(self, node: ast.Break) -> Operand:
+        value = self.expr(node.value) if node.value is not None else NONE
         if not self.loops and self.apart is not None:  # the loop is in the function this part came from
             self.emit(self.apart.jump(BREAK, value))
-            return "None"
+            return NONE
         if node.value is not None and self.loops:
             self.emit(f"{self.loops[-1].result} = {value}")
         self.emit("break")
-        return "None"
+        return NONE
 
-    def x_Continue(self, node: ast.Continue) -> str:
+    def x_Continue(self, node: ast.Continue) -> Operand:
         if not self.loops and self.apart is not None:
-            self.emit(self.apart.jump(CONTINUE, "None"))
+            self.emit(self.apart.jump(CONTINUE, NONE))
         else:
             self.emit("continue")
-        return "None"
+        return NONE
 
-    def x_Return(self, node: ast.Return) -> str:
-        value = self.expr(node.value) if node.value is not None else "None"
+    def x_Return(self, node: ast.Return) -> Operand:
+        value = self.expr(node.value) if node.value is not None else NONE
         self.emit(f"return {value}" if self.apart is None else self.apart.jump(RETURN, value))
-        return "None"
+        return NONE
 
-    def x_Throw(self, node: ast.Throw) -> str:
+    def x_Throw(self, node: ast.Throw) -> Operand:
         if node.value is None and self.catch_vars:
             self.emit(f"raise {self.catch_vars[-1]}")
         else:
-            value = self.expr(node.value) if node.value is not None else "None"
+            value = self.expr(node.value) if node.value is not None else NONE
             self.emit(f"raise rt.throw({value})", node.pos)
-        return "None"
+        return NONE
 
 
 __all__ = ["FunctionCompiler"]

@@ -70,7 +70,7 @@ def _function_parts(fn: types.FunctionType) -> tuple[Any, ...]:
 
 def _bound_parts(bound: functools.partial[Any]) -> tuple[Any, ...]:
     """A compiled closure is its function with the captured variables' cells bound first
-    (engine.bind_closure)."""
+    (abi.bind_closure)."""
     return (*bound.args, *bound.keywords.values())
 
 

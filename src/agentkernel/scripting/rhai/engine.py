@@ -6,8 +6,7 @@
     engine.call_fn(script, "add", [2, 3])   # -> 5
 
 Compiled code runs with an explicit globals table and no Python builtins:
-a script reaches only what is listed in `_GLOBALS` (DESIGN: sandbox by
-construction).
+a script reaches only what `abi.py` lists (DESIGN: sandbox by construction).
 """
 
 from __future__ import annotations
@@ -21,197 +20,28 @@ from functools import partial
 from types import CodeType
 from typing import Any
 
-from agentkernel.scripting.rhai import engine_natives, ops
-from agentkernel.scripting.rhai.codegen import Visible, fn_py_name
+from agentkernel.scripting.rhai import engine_natives, failures
+from agentkernel.scripting.rhai.abi import GLOBALS
+from agentkernel.scripting.rhai.codegen import fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
-from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai.nesting import Jump
 from agentkernel.scripting.rhai.parse_support import TOO_COMPLEX
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
 from agentkernel.scripting.rhai.runtime import (
-    Cell,
     ExitScript,
     Limits,
     Runtime,
     ScriptFn,
-    ThisBox,
     copy_value,
-    error,
     locate,
     wrap_call,
 )
 from agentkernel.scripting.rhai.script_module import CompiledModule, compile_script
-from agentkernel.scripting.rhai.stdlib import ANY, Library, Mutated, default_library
-from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
+from agentkernel.scripting.rhai.stdlib import ANY, Library, default_library
+from agentkernel.scripting.rhai.values import RangeVal
 
 _TYPE_ALIASES = {"int": "i64", "float": "f64"}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-# -- helpers the generated code calls by name -------------------------------------------------
-
-
-def rt_var_not_found(name: str) -> RhaiRuntimeError:
-    return error("ErrorVariableNotFound", f"Variable not found: {name}", variable=name)
-
-
-def rt_too_many_variables() -> RhaiRuntimeError:
-    return RhaiRuntimeError("ErrorTooManyVariables", "Too many variables defined", catchable=False)
-
-
-def rt_global_const(rt: Runtime, name: str) -> Any:
-    if name in rt.global_consts:
-        return rt.global_consts[name]
-    raise rt_var_not_found(f"global::{name}")
-
-
-def rt_dyn_get(scope: dict[str, Any], name: str) -> Any:
-    if name in scope:
-        return scope[name]
-    raise rt_var_not_found(name)
-
-
-def rt_module_not_found(path: Any) -> RhaiRuntimeError:
-    return error("ErrorModuleNotFound", f"Module not found: {to_string(path)}")
-
-
-def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
-    if type(fn) is str:
-        fn = FnPtr(fn)
-    if type(fn) is not FnPtr:
-        raise rt.not_found("call", [fn, *args])
-    return rt.call_fn_ptr(fn, args, NO_THIS, depth)
-
-
-def rt_curry(fn: Any, args: list[Any]) -> FnPtr:
-    if type(fn) is not FnPtr:
-        raise error("ErrorFunctionNotFound", f"Function not found: curry ({type_name(fn)})")
-    return FnPtr(fn.name, (*fn.curried, *args), fn.target)
-
-
-def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
-    """`x.name(args)`, including the pointer methods `call` and `curry`."""
-    if name == "call":
-        if type(receiver) is FnPtr:
-            return rt.call_fn_ptr(receiver, args, NO_THIS, depth)
-        if args and type(args[0]) is FnPtr:
-            result = rt.call_fn_ptr(args[0], args[1:], receiver, depth)
-            after = rt.last_this()
-            return Mutated(after, result) if after is not receiver else result
-    if name == "curry" and type(receiver) is FnPtr:
-        return rt_curry(receiver, args)
-    return rt.method(name, receiver, args, const, depth)
-
-
-def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
-    """`is_def_fn(name, n)`: a string and an int, else not found, as in the reference
-    (a map there once reached Python's hashing)."""
-    if type(name) is not str or type(arity) is not int:
-        raise rt.not_found("is_def_fn", [name, arity])
-    return (name, arity) in rt.functions
-
-
-def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
-    if type(name) is not str:
-        raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
-    return visible is not None and name in visible.names()
-
-
-_UNSET: Any = object()
-
-
-def rt_scope(visible: Visible | None) -> dict[str, Any]:
-    """The values of the variables in sight at an `eval` call site, read from the calling
-    frames (see `codegen.Visible`); a shadowed name gives its innermost value."""
-    frame = sys._getframe(1)
-    values: dict[str, Any] = {}
-    local_values = frame.f_locals
-    link = visible
-    while link is not None:
-        if link.name is None:
-            frame = frame.f_back  # type: ignore[assignment]
-            local_values = frame.f_locals
-        elif link.name not in values:
-            value = local_values.get(link.local, _UNSET)
-            if value is not _UNSET:
-                if link.index >= 0:
-                    value = value[link.index]
-                values[link.name] = value.v if link.cell else value
-        link = link.parent
-    return values
-
-
-def bind_closure(function: Callable[..., Any], arity: int, *cells: Cell) -> Callable[..., Any]:
-    """A closure's function with its captured Cells bound as its first arguments."""
-    bound = partial(function, *cells)
-    bound.rhai_arity = arity  # type: ignore[attr-defined]
-    return bound
-
-
-def switch_eq(value: Any, pattern: Any) -> bool:
-    """Switch cases match by type and value: `switch 4.0 { 4 => … }` does not match."""
-    return type(value) is type(pattern) and ops.equals(value, pattern)
-
-
-def switch_in_range(value: Any, start: int, end: int, inclusive: bool) -> bool:
-    kind = type(value)
-    if kind is not int and kind is not float:
-        return False
-    return bool(start <= value <= end if inclusive else start <= value < end)
-
-
-def _globals() -> dict[str, Any]:
-    table: dict[str, Any] = {
-        "__builtins__": {},
-        "BaseException": BaseException,
-        "type": type,
-        "str": str,
-        "int": int,
-        "list": list,
-        "dict": dict,
-        "len": len,
-        "CONTAINERS": frozenset({list, dict, bytearray}),
-        "SIZED": frozenset({str, list, dict, bytearray}),
-        "enumerate": enumerate,
-        "Cell": Cell,
-        "ThisBox": ThisBox,
-        "ExitScript": ExitScript,
-        "FnPtr": FnPtr,
-        "Jump": Jump,
-        "bind_closure": bind_closure,
-        "rt_scope": rt_scope,
-        "Mutated": Mutated,
-        "RhaiRuntimeError": RhaiRuntimeError,
-        "copy_value": copy_value,
-        "to_string": to_string,
-        "type_name": type_name,
-        "locate": locate,
-        "wrap_call": wrap_call,
-        "cond": Runtime.condition,
-        "op_unary": ops.unary,
-        "op_compound": ops.compound,
-        "rt_var_not_found": rt_var_not_found,
-        "rt_global_const": rt_global_const,
-        "rt_too_many_variables": rt_too_many_variables,
-        "rt_dyn_get": rt_dyn_get,
-        "rt_module_not_found": rt_module_not_found,
-        "rt_call": rt_call,
-        "rt_curry": rt_curry,
-        "rt_method": rt_method,
-        "rt_is_def_fn": rt_is_def_fn,
-        "rt_is_def_var": rt_is_def_var,
-        "switch_eq": switch_eq,
-        "switch_in_range": switch_in_range,
-    }
-    from agentkernel.scripting.rhai.codegen import BINARY_NAMES
-
-    for symbol, py_name in BINARY_NAMES.items():
-        table[py_name] = ops.BINARY[symbol]
-    return table
-
-
-_GLOBALS = _globals()
 
 
 @dataclass
@@ -229,7 +59,7 @@ class CompiledScript:
 
 
 def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
-    namespace = dict(_GLOBALS)
+    namespace = dict(GLOBALS)
     namespace["K"] = module.constants
     namespace["LINES"] = module.positions
     namespace["NOPOS"] = module.operator_lines
@@ -415,8 +245,8 @@ class Engine:
             return stop.value
         except RhaiError:
             raise
-        except BaseException as exc:  # never let Python leak out
-            raise _as_rhai(exc) from None
+        except Exception as exc:  # never let Python leak out (Ctrl-C and SystemExit do)
+            raise locate(exc, None, {}) from None
 
     def evaluator(self, deadline: float | None = None) -> Callable[[Runtime, str, dict[str, Any]], Any]:
         """What a runtime's `eval(text)` calls: compiling the text stops at `deadline`
@@ -438,7 +268,7 @@ class Engine:
                 eval_mode=True,
             )
         except RhaiSyntaxError as exc:
-            inner = RhaiRuntimeError("ErrorParsing", f"Syntax error: {exc.message}", exc.pos)
+            inner = failures.parsing(f"Syntax error: {exc.message}", exc.pos)
             raise wrap_call(inner, "in call to function 'eval'") from None
         saved = rt.eval_scope
         combined = {**scope, **saved}
@@ -459,15 +289,8 @@ def _run_main(rt: Runtime, script: CompiledScript) -> Any:
         return stop.value
     except RhaiError:
         raise
-    except BaseException as exc:
-        raise _as_rhai(exc) from None
-
-
-def _as_rhai(exc: BaseException) -> RhaiError:
-    located = locate(exc, None, {})
-    if isinstance(located, RhaiError):
-        return located
-    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: {type(exc).__name__}")
+    except Exception as exc:  # KeyboardInterrupt and SystemExit are the host's, not the script's
+        raise locate(exc, None, {}) from None
 
 
 __all__ = ["CompiledScript", "Engine", "Limits", "RangeVal"]

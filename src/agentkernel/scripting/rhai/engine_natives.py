@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.scripting.rhai import failures
 from agentkernel.scripting.rhai.data_size import LIST, LIST_SLOT, MAP, MAP_ENTRY, SCALAR, STRING
 from agentkernel.scripting.rhai.errors import NO_POS, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.failures import ARRAY_TOO_LARGE
@@ -46,7 +47,7 @@ def _integer(text: str) -> int | float:
 
 def _parse_error(message: str, line: int, column: int) -> RhaiRuntimeError:
     text = RhaiSyntaxError(message, (line, column)).display()
-    return RhaiRuntimeError("ErrorParsing", text, NO_POS)
+    return failures.parsing(text, NO_POS)
 
 
 def _parsed_size(text: str) -> int:
@@ -72,9 +73,7 @@ def parse_json(ctx: Runtime, text: str) -> Any:
     except RecursionError:
         raise _parse_error("Expression exceeds maximum complexity", 1, 1) from None
     if type(value) is not dict:
-        raise RhaiRuntimeError(
-            "ErrorMismatchOutputType", f"Output type incorrect: {type_name(value)} (expecting map)"
-        )
+        raise failures.mismatch_output(type_name(value), "map")
     return value
 
 

@@ -7,6 +7,7 @@ escape the interpreter. `display()` is what hosts print:
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 Pos = tuple[int, int]
@@ -17,6 +18,37 @@ def with_position(message: str, pos: Pos | None) -> str:
     if pos is None or pos == NO_POS:
         return message
     return f"{message} (line {pos[0]}, position {pos[1]})"
+
+
+class ErrorKind(StrEnum):
+    """The reference's `EvalAltResult` variants that our run-time errors take.
+
+    A str enum: `err.kind == "ErrorArithmetic"` holds, and a `catch` map shows the
+    plain name (`str(kind)`). Errors are built in `failures.py`, one constructor each.
+    """
+
+    ARITHMETIC = "ErrorArithmetic"
+    ARRAY_BOUNDS = "ErrorArrayBounds"
+    BIT_FIELD_BOUNDS = "ErrorBitFieldBounds"
+    DATA_TOO_LARGE = "ErrorDataTooLarge"
+    DOT_EXPR = "ErrorDotExpr"
+    FOR = "ErrorFor"
+    FUNCTION_NOT_FOUND = "ErrorFunctionNotFound"
+    IN_FUNCTION_CALL = "ErrorInFunctionCall"
+    INDEXING_TYPE = "ErrorIndexingType"
+    MISMATCH_DATA_TYPE = "ErrorMismatchDataType"
+    MISMATCH_OUTPUT_TYPE = "ErrorMismatchOutputType"
+    MODULE_NOT_FOUND = "ErrorModuleNotFound"
+    NON_PURE_METHOD_CALL_ON_CONSTANT = "ErrorNonPureMethodCallOnConstant"
+    PARSING = "ErrorParsing"
+    RUNTIME = "ErrorRuntime"
+    STACK_OVERFLOW = "ErrorStackOverflow"
+    STRING_BOUNDS = "ErrorStringBounds"
+    TERMINATED = "ErrorTerminated"
+    TOO_MANY_OPERATIONS = "ErrorTooManyOperations"
+    TOO_MANY_VARIABLES = "ErrorTooManyVariables"
+    UNBOUND_THIS = "ErrorUnboundThis"
+    VARIABLE_NOT_FOUND = "ErrorVariableNotFound"
 
 
 class RhaiError(Exception):
@@ -41,8 +73,8 @@ class RhaiSyntaxError(RhaiError):
 class RhaiRuntimeError(RhaiError):
     """A run-time error.
 
-    `kind` is the reference's variant name (`ErrorArithmetic`,
-    `ErrorFunctionNotFound`, `ErrorRuntime` for `throw`, …); `message` is the
+    `kind` is the reference's variant (`ErrorKind.ARITHMETIC`,
+    `FUNCTION_NOT_FOUND`, `RUNTIME` for `throw`, …); `message` is the
     text without position; `pos` may be None (arithmetic errors have none);
     `extras` are the additional keys a `catch` map carries (`function`,
     `index`, `length`, …); `value` is the thrown value for `throw v`;
@@ -52,7 +84,7 @@ class RhaiRuntimeError(RhaiError):
 
     def __init__(
         self,
-        kind: str,
+        kind: ErrorKind,
         message: str,
         pos: Pos | None = None,
         *,
@@ -87,4 +119,4 @@ class RhaiRuntimeError(RhaiError):
         return self.display()
 
 
-__all__ = ["NO_POS", "Pos", "RhaiError", "RhaiRuntimeError", "RhaiSyntaxError", "with_position"]
+__all__ = ["NO_POS", "ErrorKind", "Pos", "RhaiError", "RhaiRuntimeError", "RhaiSyntaxError", "with_position"]

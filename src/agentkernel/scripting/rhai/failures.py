@@ -1,8 +1,10 @@
 """The reference's run-time errors, built with its exact texts (RHAI.md §12, §15).
 
-Operators and natives raise these without a position; the runtime adds the
-call site's. Each constructor names one `EvalAltResult` variant of Rhai 1.25
-and fills the extra keys a `catch` map shows for it.
+Every `RhaiRuntimeError` of the interpreter is built here, so that the texts,
+the kinds (`errors.ErrorKind`) and the extra keys a `catch` map shows live in
+one place. Operators and natives raise these without a position; the runtime
+adds the call site's. Each constructor names one `EvalAltResult` variant of
+Rhai 1.25. Limits (operations, stack, data size, deadline) are uncatchable.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
+from agentkernel.scripting.rhai.errors import ErrorKind, Pos, RhaiRuntimeError
 from agentkernel.scripting.rhai.values import IterVal, RangeVal, signature_type_name, type_name
 
 STRING_TOO_LARGE = "Length of string"
@@ -39,26 +41,35 @@ def function_not_found(name: str, args: Sequence[Any]) -> RhaiRuntimeError:
     return not_found_text(signature(name, args))
 
 
-def not_found_text(text: str) -> RhaiRuntimeError:
-    """`Function not found: <text>`, for the few cases whose text is not a signature."""
-    return RhaiRuntimeError("ErrorFunctionNotFound", f"Function not found: {text}", extras={"function": text})
+def not_found_text(text: str, *, keyed: bool = True) -> RhaiRuntimeError:
+    """`Function not found: <text>`, for the few cases whose text is not a signature
+    (`keyed=False`: without the `function` key, as `curry` on a non-pointer has it)."""
+    extras = {"function": text} if keyed else None
+    return RhaiRuntimeError(ErrorKind.FUNCTION_NOT_FOUND, f"Function not found: {text}", extras=extras)
 
 
 def arithmetic(message: str) -> RhaiRuntimeError:
     """ErrorArithmetic: overflow, division by zero, parse failures."""
-    return RhaiRuntimeError("ErrorArithmetic", message)
+    return RhaiRuntimeError(ErrorKind.ARITHMETIC, message)
 
 
-def mismatch(expected: str, actual: str) -> RhaiRuntimeError:
-    """`Data type incorrect: <actual> (expecting <expected>)`."""
+def mismatch(expected: str, actual: str, *, keyed: bool = True) -> RhaiRuntimeError:
+    """`Data type incorrect: <actual> (expecting <expected>)` (`keyed=False`: without the
+    `requested`/`actual` keys, as a condition, `Fn(…)` and `is_def_var` have it)."""
+    extras = {"requested": expected, "actual": actual} if keyed else None
     return RhaiRuntimeError(
-        "ErrorMismatchDataType",
-        f"Data type incorrect: {actual} (expecting {expected})",
-        extras={"requested": expected, "actual": actual},
+        ErrorKind.MISMATCH_DATA_TYPE, f"Data type incorrect: {actual} (expecting {expected})", extras=extras
     )
 
 
-def _bounds(kind: str, message: str, length: int, index: int) -> RhaiRuntimeError:
+def mismatch_output(actual: str, expected: str) -> RhaiRuntimeError:
+    """`Output type incorrect: <actual> (expecting <expected>)`."""
+    return RhaiRuntimeError(
+        ErrorKind.MISMATCH_OUTPUT_TYPE, f"Output type incorrect: {actual} (expecting {expected})"
+    )
+
+
+def _bounds(kind: ErrorKind, message: str, length: int, index: int) -> RhaiRuntimeError:
     return RhaiRuntimeError(kind, message, extras={"length": length, "index": index})
 
 
@@ -70,7 +81,7 @@ def array_bounds(length: int, index: int) -> RhaiRuntimeError:
         tail = "only 1 element in array"
     else:
         tail = f"only {length} elements in array"
-    return _bounds("ErrorArrayBounds", f"Array index {index} out of bounds: {tail}", length, index)
+    return _bounds(ErrorKind.ARRAY_BOUNDS, f"Array index {index} out of bounds: {tail}", length, index)
 
 
 def string_bounds(length: int, index: int) -> RhaiRuntimeError:
@@ -81,23 +92,82 @@ def string_bounds(length: int, index: int) -> RhaiRuntimeError:
         tail = "only 1 character in string"
     else:
         tail = f"only {length} characters in string"
-    return _bounds("ErrorStringBounds", f"String index {index} out of bounds: {tail}", length, index)
+    return _bounds(ErrorKind.STRING_BOUNDS, f"String index {index} out of bounds: {tail}", length, index)
 
 
 def bit_bounds(index: int) -> RhaiRuntimeError:
     """`Bit-field index 64 out of bounds: only 64 bits in bit-field`."""
     message = f"Bit-field index {index} out of bounds: only 64 bits in bit-field"
-    return _bounds("ErrorBitFieldBounds", message, 64, index)
+    return _bounds(ErrorKind.BIT_FIELD_BOUNDS, message, 64, index)
 
 
-def too_large(what: str) -> RhaiRuntimeError:
-    """`Length of string too large` and friends: uncatchable, like every limit."""
-    return RhaiRuntimeError("ErrorDataTooLarge", f"{what} too large", extras={"type": what}, catchable=False)
+def too_large(what: str, *, keyed: bool = True) -> RhaiRuntimeError:
+    """`Length of string too large` and friends: uncatchable, like every limit
+    (`keyed=False`: without the `type` key, as the size checks of the runtime have it)."""
+    extras = {"type": what} if keyed else None
+    return RhaiRuntimeError(ErrorKind.DATA_TOO_LARGE, f"{what} too large", extras=extras, catchable=False)
+
+
+def data_limit(what: str, limit: int) -> RhaiRuntimeError:
+    """The evaluation's data as a whole passed `max_data_size`: `limit` tells the host so."""
+    return RhaiRuntimeError(
+        ErrorKind.DATA_TOO_LARGE,
+        f"{what} too large",
+        extras={"type": what, "limit": limit},
+        catchable=False,
+    )
+
+
+def too_many_operations() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.TOO_MANY_OPERATIONS, "Too many operations", catchable=False)
+
+
+def stack_overflow() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.STACK_OVERFLOW, "Stack overflow", catchable=False)
+
+
+def terminated() -> RhaiRuntimeError:
+    """`Script terminated`: the deadline passed (pacing.py, compile_clock.py)."""
+    return RhaiRuntimeError(ErrorKind.TERMINATED, "Script terminated", catchable=False)
+
+
+def too_many_variables() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.TOO_MANY_VARIABLES, "Too many variables defined", catchable=False)
+
+
+def variable_not_found(name: str) -> RhaiRuntimeError:
+    return RhaiRuntimeError(
+        ErrorKind.VARIABLE_NOT_FOUND, f"Variable not found: {name}", extras={"variable": name}
+    )
+
+
+def module_not_found(path: str) -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.MODULE_NOT_FOUND, f"Module not found: {path}")
+
+
+def unbound_this() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.UNBOUND_THIS, "'this' not bound")
+
+
+def not_iterable() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.FOR, "For loop expects iterable type")
+
+
+def non_pure_on_constant(name: str) -> RhaiRuntimeError:
+    return RhaiRuntimeError(
+        ErrorKind.NON_PURE_METHOD_CALL_ON_CONSTANT, f"Non-pure method '{name}' cannot be called on constant"
+    )
+
+
+def parsing(text: str, pos: Pos | None) -> RhaiRuntimeError:
+    """ErrorParsing: `eval`'s text or `parse_json`'s input did not parse (`pos` NO_POS:
+    the text carries the position, and the call site must not add its own)."""
+    return RhaiRuntimeError(ErrorKind.PARSING, text, pos)
 
 
 def dot_expr(message: str) -> RhaiRuntimeError:
     """ErrorDotExpr; the catch map repeats the message as `property`."""
-    return RhaiRuntimeError("ErrorDotExpr", message, extras={"property": message})
+    return RhaiRuntimeError(ErrorKind.DOT_EXPR, message, extras={"property": message})
 
 
 def no_getter(obj: Any, prop: str) -> RhaiRuntimeError:
@@ -116,23 +186,38 @@ def no_indexer(obj: Any, index: Any, *value: Any) -> RhaiRuntimeError:
     text = f"{type_name(obj)} [{type_name(index)}]"
     if value:
         text += f" = {type_name(value[0])}"
-    return RhaiRuntimeError("ErrorIndexingType", f"Indexer unavailable: {text}", extras={"type": text})
+    return RhaiRuntimeError(ErrorKind.INDEXING_TYPE, f"Indexer unavailable: {text}", extras={"type": text})
 
 
 def in_function_call(caller: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
     """`…\\nin call to function 'map'`: a native's callback failed (uncatchable stays uncatchable)."""
+    return call_level(f"in call to function '{caller}'", inner)
+
+
+def call_level(label: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
+    """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`;
+    a closure's label names no function, so its level has no `function` key)."""
+    prefix = "in call to function '"
+    extras = {"function": label[len(prefix) : -1]} if label.startswith(prefix) else None
     return RhaiRuntimeError(
-        "ErrorInFunctionCall",
-        f"in call to function '{caller}'",
-        extras={"function": caller},
-        inner=inner,
-        catchable=inner.catchable,
+        ErrorKind.IN_FUNCTION_CALL, label, extras=extras, inner=inner, catchable=inner.catchable
     )
 
 
 def runtime(text: str) -> RhaiRuntimeError:
     """`Runtime error: <text>`: what a Rust `Err("…".into())` becomes (a thrown string)."""
-    return RhaiRuntimeError("ErrorRuntime", f"Runtime error: {text}", value=text)
+    return RhaiRuntimeError(ErrorKind.RUNTIME, f"Runtime error: {text}", value=text)
+
+
+def thrown(value: Any, text: str) -> RhaiRuntimeError:
+    """`throw value`; `text` is the value as a string (`Runtime error` alone when empty)."""
+    message = f"Runtime error: {text}" if text else "Runtime error"
+    return RhaiRuntimeError(ErrorKind.RUNTIME, message, value=value)
+
+
+def host_failure(text: str) -> RhaiRuntimeError:
+    """An `ErrorRuntime` of the host's (`eval is not available`): a map to `catch`, not a value."""
+    return RhaiRuntimeError(ErrorKind.RUNTIME, text)
 
 
 __all__ = [
@@ -143,17 +228,32 @@ __all__ = [
     "arithmetic",
     "array_bounds",
     "bit_bounds",
+    "call_level",
+    "data_limit",
     "dot_expr",
     "function_not_found",
+    "host_failure",
     "in_function_call",
     "mismatch",
+    "mismatch_output",
+    "module_not_found",
     "no_getter",
     "no_indexer",
     "no_setter",
+    "non_pure_on_constant",
     "not_found_text",
+    "not_iterable",
+    "parsing",
     "raw_type_name",
     "runtime",
     "signature",
+    "stack_overflow",
     "string_bounds",
+    "terminated",
+    "thrown",
     "too_large",
+    "too_many_operations",
+    "too_many_variables",
+    "unbound_this",
+    "variable_not_found",
 ]

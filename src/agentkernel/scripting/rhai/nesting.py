@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.codegen import VarInfo, Visible
-from agentkernel.scripting.rhai.records import record_fields
+from agentkernel.scripting.rhai.codegen import Operand, VarInfo, Visible
 
 if TYPE_CHECKING:
     from agentkernel.scripting.rhai.compiler import FunctionCompiler
@@ -57,7 +56,7 @@ class Apart:
     jumps: set[int] = field(default_factory=set)  # the kinds of Jump the part may return
     outer_variables: int = 0  # variables alive around it, for `max_variables`
 
-    def jump(self, kind: int, value: str) -> str:
+    def jump(self, kind: int, value: Operand) -> str:
         self.jumps.add(kind)
         return f"return Jump({kind}, {value})"
 
@@ -65,20 +64,18 @@ class Apart:
 def referenced_names(node: Any) -> set[str]:
     """The plain variable names a node (or a tuple of statements) mentions, at any depth."""
     names: set[str] = set()
-    pending: list[Any] = [node]
+    pending: list[Any] = list(node) if isinstance(node, tuple) else [node]
     while pending:
         item = pending.pop()
-        if isinstance(item, tuple):
-            pending.extend(item)
-        elif isinstance(item, ast.Var):
+        if isinstance(item, ast.Var):
             if item.namespace is None:
                 names.add(item.name)
         else:
-            pending.extend(getattr(item, name) for name in record_fields(item))
+            pending.extend(ast.children(item))
     return names
 
 
-def compile_apart(outer: FunctionCompiler, node: Any, part: Callable[[FunctionCompiler], str]) -> str:
+def compile_apart(outer: FunctionCompiler, node: Any, part: Callable[[FunctionCompiler], Operand]) -> Operand:
     """Compile `part(inner)` (a block's statements or an expression, `node`) as a new function
     of the module; emit its call in `outer` and return the operand holding its value."""
     shared = [(name, info) for name in sorted(referenced_names(node)) if (info := outer.lookup(name))]
@@ -95,7 +92,7 @@ def compile_apart(outer: FunctionCompiler, node: Any, part: Callable[[FunctionCo
         with inner.indented(blocks=1):
             value = part(inner)
             inner.emit(f"return {value}")
-        inner.emit("except BaseException as e:")
+        inner.emit("except Exception as e:")
         with inner.indented():
             inner.emit("raise locate(e, e.__traceback__, LINES, NOPOS) from None")
     outer.m.end_function()
@@ -115,16 +112,16 @@ def _inner_compiler(outer: FunctionCompiler, shared: list[tuple[str, VarInfo]]) 
     inner.pending_ops, outer.pending_ops = outer.pending_ops, 0
     inner.visible = Visible(None, "", -1, False, outer.visible)  # the rest is in the caller's frame
     for index, (name, info) in enumerate(shared):
-        boxed = VarInfo(f"{box}[{index}]", info.const, info.cell)
+        boxed = VarInfo(f"{box}[{index}]", info.const, info.cell, boxed=True)
         inner.scopes[0][name] = boxed
         inner.visible = Visible(name, box, index, info.cell, inner.visible)
-        if info.py in outer.int_operands:
-            inner.int_operands.add(boxed.py)
+        if info.load in outer.int_operands:
+            inner.int_operands.add(boxed.load)
     inner.scopes.append({})
     return inner
 
 
-def _call(outer: FunctionCompiler, call_text: str, box: str, shared: list[tuple[str, VarInfo]]) -> str:
+def _call(outer: FunctionCompiler, call_text: str, box: str, shared: list[tuple[str, VarInfo]]) -> Operand:
     """`r = h(…)`, the shared variables boxed before and copied back after."""
     result = outer.temp()
     call = f"{result} = {call_text}"
@@ -143,7 +140,7 @@ def _call(outer: FunctionCompiler, call_text: str, box: str, shared: list[tuple[
     return result
 
 
-def _act_on_jumps(outer: FunctionCompiler, result: str, kinds: set[int]) -> None:
+def _act_on_jumps(outer: FunctionCompiler, result: Operand, kinds: set[int]) -> None:
     """Make the `break`/`continue`/`return` the part asked for, or pass it further out."""
     if not kinds:
         return
@@ -153,7 +150,7 @@ def _act_on_jumps(outer: FunctionCompiler, result: str, kinds: set[int]) -> None
             outer.emit(f"if {result}.kind == {kind}: {_action(outer, kind, result)}")
 
 
-def _action(outer: FunctionCompiler, kind: int, result: str) -> str:
+def _action(outer: FunctionCompiler, kind: int, result: Operand) -> str:
     if kind == BREAK and outer.loops:
         return f"{outer.loops[-1].result} = {result}.value; break"
     if kind == CONTINUE and outer.loops:

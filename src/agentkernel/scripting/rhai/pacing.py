@@ -49,8 +49,14 @@ _CURRENT: ContextVar[Deadline | None] = ContextVar("rhai_deadline", default=None
 
 
 def terminated() -> RhaiRuntimeError:
-    """The reference's `ErrorTerminated`: what a host's stop looks like; nothing can catch it."""
-    return RhaiRuntimeError("ErrorTerminated", "Script terminated", catchable=False)
+    """The reference's `ErrorTerminated`: what a host's stop looks like; nothing can catch it.
+
+    Built by `failures.terminated`, imported here when needed: `values` imports this
+    module and `failures` imports `values`.
+    """
+    from agentkernel.scripting.rhai import failures
+
+    return failures.terminated()
 
 
 def poll() -> None:

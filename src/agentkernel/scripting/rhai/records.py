@@ -82,8 +82,13 @@ def record(cls: type[T]) -> type[T]:
 
 def record_fields(node: object) -> tuple[str, ...]:
     """The field names of a record instance, in order; () for anything else."""
-    fields: tuple[str, ...] = getattr(type(node), _FIELDS, ())
+    return class_fields(type(node))
+
+
+def class_fields(kind: type) -> tuple[str, ...]:
+    """The field names of a record class, in order; () for any other class."""
+    fields: tuple[str, ...] = getattr(kind, _FIELDS, ())
     return fields
 
 
-__all__ = ["record", "record_fields"]
+__all__ = ["class_fields", "record", "record_fields"]

@@ -22,14 +22,13 @@ from typing import Any
 from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
-from agentkernel.scripting.rhai.errors import NO_POS, Pos, RhaiRuntimeError
+from agentkernel.scripting.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
     Char,
     FnPtr,
     RangeVal,
     clone,
-    signature_type_name,
     to_debug,
     to_string,
     type_name,
@@ -124,10 +123,6 @@ def anon_name(key: str) -> str:
     return "anon$" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def error(kind: str, message: str, pos: Pos | None = None, **extras: Any) -> RhaiRuntimeError:
-    return RhaiRuntimeError(kind, message, pos, extras=extras)
-
-
 class ExitScript(BaseException):
     """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it.
 
@@ -208,27 +203,27 @@ class Runtime:
     def reached_checkpoint(self) -> None:
         """The operation count passed `checkpoint`: the limit, or a subclass's periodic check."""
         if self.max_operations and self.operations > self.max_operations:
-            raise RhaiRuntimeError("ErrorTooManyOperations", "Too many operations", catchable=False)
+            raise failures.too_many_operations()
 
     def enter(self, depth: int) -> None:
         """A script function is being entered at nesting `depth` (1 = called from the top)."""
         if depth > self.max_depth:
-            raise RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
+            raise failures.stack_overflow()
 
     def check_string_size(self, value: str) -> None:
         limit = self.limits.max_string_size
         if limit and len(value) > limit:
-            raise RhaiRuntimeError("ErrorDataTooLarge", "Length of string too large", catchable=False)
+            raise failures.too_large(failures.STRING_TOO_LARGE, keyed=False)
 
     def check_array_size(self, value: list[Any] | bytearray) -> None:
         limit = self.limits.max_array_size
         if limit and len(value) > limit:
-            raise RhaiRuntimeError("ErrorDataTooLarge", "Size of array/BLOB too large", catchable=False)
+            raise failures.too_large(failures.ARRAY_TOO_LARGE, keyed=False)
 
     def check_map_size(self, value: dict[str, Any]) -> None:
         limit = self.limits.max_map_size
         if limit and len(value) > limit:
-            raise RhaiRuntimeError("ErrorDataTooLarge", "Size of object map too large", catchable=False)
+            raise failures.too_large(failures.MAP_TOO_LARGE, keyed=False)
 
     def check_size(self, value: Any) -> Any:
         """Check any value that may have grown; returns it for chaining."""
@@ -285,12 +280,7 @@ class Runtime:
         live = tally.total + pending + LIST_SLOT * sum(map(len, snapshots))
         if live > self.data_limit:
             message = what if pending > tally.total else tally.largest()
-            raise RhaiRuntimeError(
-                "ErrorDataTooLarge",
-                f"{message} too large",
-                extras={"type": message, "limit": self.data_limit},
-                catchable=False,
-            )
+            raise failures.data_limit(message, self.data_limit)
         self.data_meter = live
         self.data_trigger = max(self.data_limit, live + self.data_limit // 8)
 
@@ -375,7 +365,7 @@ class Runtime:
             return True
         if value is False:
             return False
-        raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(value)} (expecting bool)")
+        raise failures.mismatch("bool", type_name(value), keyed=False)
 
     # -- natives ---------------------------------------------------------------------------------
 
@@ -394,10 +384,7 @@ class Runtime:
         if native is None:
             return self.library.call(self, name, args)  # raises Function not found
         if const and not native.pure:
-            raise error(
-                "ErrorNonPureMethodCallOnConstant",
-                f"Non-pure method '{name}' cannot be called on constant",
-            )
+            raise failures.non_pure_on_constant(name)
         if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
             _poll()  # a big receiver or first argument: a look at the clock first
         result = self.library.invoke(self, native, args)
@@ -456,7 +443,7 @@ class Runtime:
             return map(Char, value)  # one char at a time: a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
-            raise error("ErrorFor", "For loop expects iterable type")
+            raise failures.not_iterable()
         return iterator
 
     def _snapshot(self, value: list[Any] | bytearray) -> _Snapshot:
@@ -474,9 +461,9 @@ class Runtime:
     def make_fn_ptr(self, name: Any) -> FnPtr:
         """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
         if type(name) is not str:
-            raise error("ErrorMismatchDataType", f"Data type incorrect: {type_name(name)} (expecting string)")
+            raise failures.mismatch("string", type_name(name), keyed=False)
         if not _is_identifier(name):
-            raise error("ErrorFunctionNotFound", f"Function not found: {name}", function=name)
+            raise failures.not_found_text(name)
         return FnPtr(name)
 
     def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
@@ -526,12 +513,11 @@ class Runtime:
         return script.body(self, depth, box, *args)
 
     def not_found(self, name: str, args: Sequence[Any]) -> RhaiRuntimeError:
-        signature = f"{name} ({', '.join(signature_type_name(a) for a in args)})"
-        return error("ErrorFunctionNotFound", f"Function not found: {signature}", function=signature)
+        return failures.function_not_found(name, args)
 
     def this_value(self, box: ThisBox | None) -> Any:
         if box is None:
-            raise error("ErrorUnboundThis", "'this' not bound")
+            raise failures.unbound_this()
         return box.v
 
     def method(self, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
@@ -557,17 +543,15 @@ class Runtime:
 
     @staticmethod
     def throw(value: Any) -> RhaiRuntimeError:
-        text = to_string(value)
-        message = f"Runtime error: {text}" if text else "Runtime error"
-        return RhaiRuntimeError("ErrorRuntime", message, value=value)
+        return failures.thrown(value, to_string(value))
 
     @staticmethod
     def catch_value(exc: RhaiRuntimeError) -> Any:
         """What `catch (e)` binds: the thrown value, or a map describing the error."""
-        if exc.kind == "ErrorRuntime" and exc.message.startswith("Runtime error"):
+        if exc.kind == ErrorKind.RUNTIME and exc.message.startswith("Runtime error"):
             return exc.value
-        value: dict[str, Any] = {"error": exc.kind}
-        if exc.kind == "ErrorInFunctionCall":
+        value: dict[str, Any] = {"error": str(exc.kind)}  # the plain name, not the enum
+        if exc.kind == ErrorKind.IN_FUNCTION_CALL:
             inner = exc.inner
             value["message"] = f"{inner.display()}\n{exc.message}" if inner else exc.message
             value["source"] = ""
@@ -582,68 +566,64 @@ class Runtime:
         if type(text) is not str:
             raise self.not_found("eval", [text])
         if self.eval_hook is None:
-            raise error("ErrorRuntime", "eval is not available")
+            raise failures.host_failure("eval is not available")
         return self.eval_hook(self, text, scope)
 
 
 def locate(
-    exc: BaseException,
+    exc: Exception,
     tb: TracebackType | None,
     lines: dict[int, Pos],
     operator_lines: set[int] | None = None,
-) -> BaseException:
+) -> RhaiRuntimeError:
     """Give a Rhai error raised on a compiled line the position of that line's node.
 
     Arithmetic errors keep no position (RHAI.md §5); stack overflow takes the
     outermost call's position; everything else keeps the innermost one. A
     Python exception escaping a native becomes a Rhai error here, so nothing
-    of Python leaks out of a script.
+    of Python leaks out of a script. Compiled code catches `Exception` only:
+    `exit()` (ExitScript), Ctrl-C and SystemExit pass through untouched.
     """
     if not isinstance(exc, RhaiRuntimeError):
         exc = _from_python(exc)
-    if tb is None or not isinstance(exc, RhaiRuntimeError):
+    if tb is None:
         return exc
     line = tb.tb_lineno
     pos = lines.get(line)
     if pos is None:
         return exc
-    if exc.kind == "ErrorStackOverflow":
+    if exc.kind == ErrorKind.STACK_OVERFLOW:
         exc.pos = pos
     elif exc.pos is None:
-        if exc.kind == "ErrorArithmetic" and operator_lines is not None and line in operator_lines:
+        if exc.kind == ErrorKind.ARITHMETIC and operator_lines is not None and line in operator_lines:
             return exc
         exc.pos = pos
         inner = exc.inner
-        while inner is not None and inner.pos is None and inner.kind != "ErrorArithmetic":
+        while inner is not None and inner.pos is None and inner.kind != ErrorKind.ARITHMETIC:
             inner.pos = pos  # a native's own wrapper: both levels point at its call
             inner = inner.inner
     return exc
 
 
-def _from_python(exc: BaseException) -> BaseException:
-    if isinstance(exc, ExitScript | KeyboardInterrupt | SystemExit | GeneratorExit):
-        return exc
+def _from_python(exc: Exception) -> RhaiRuntimeError:
     if isinstance(exc, RecursionError):
-        return RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False)
+        return failures.stack_overflow()
     if isinstance(exc, MemoryError):
-        return RhaiRuntimeError("ErrorDataTooLarge", "Length of string too large", catchable=False)
+        return failures.too_large(failures.STRING_TOO_LARGE, keyed=False)
     _log.error("Rhai evaluation failed inside the interpreter", exc_info=exc)
-    return RhaiRuntimeError("ErrorRuntime", "Runtime error: internal error", value="internal error")
+    return failures.runtime("internal error")
 
 
 _UNWRAPPED = frozenset(
-    {"ErrorStackOverflow", "ErrorTooManyOperations", "ErrorDataTooLarge", "ErrorTerminated"}
+    {ErrorKind.STACK_OVERFLOW, ErrorKind.TOO_MANY_OPERATIONS, ErrorKind.DATA_TOO_LARGE, ErrorKind.TERMINATED}
 )
 
 
-def wrap_call(exc: BaseException, label: str) -> BaseException:
+def wrap_call(exc: Exception, label: str) -> Exception:
     """A script function's error as its caller sees it: `…\\nin call to function 'f'`."""
     if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
         return exc
-    extras = {"function": label[len("in call to function '") : -1]} if label.startswith("in call") else {}
-    return RhaiRuntimeError(
-        "ErrorInFunctionCall", label, None, inner=exc, catchable=exc.catchable, extras=extras
-    )
+    return failures.call_level(label, exc)
 
 
 def _is_identifier(name: str) -> bool:

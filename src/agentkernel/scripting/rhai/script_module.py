@@ -15,8 +15,7 @@ from agentkernel.scripting.rhai.codegen import Module, fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.compiler import FunctionCompiler
 from agentkernel.scripting.rhai.errors import Pos
-from agentkernel.scripting.rhai.records import record_fields
-from agentkernel.scripting.rhai.resolver import resolve
+from agentkernel.scripting.rhai.scopes import analyse
 
 
 @dataclass
@@ -47,7 +46,7 @@ def compile_script(
     functions = {(f.name, len(f.params)): f for f in script.functions}
     module.function_names = frozenset(name for name, _ in functions)
     for fn in script.functions:
-        resolution = resolve(fn.params, fn.body, fn)
+        resolution = analyse(fn.params, fn.body, fn)
         compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
         compiler.function(
             fn_py_name(fn.name, len(fn.params)),
@@ -57,7 +56,7 @@ def compile_script(
             wrap=f"in call to function '{fn.name}'",
         )
     body = ast.Block(script.stmts, (1, 1))
-    resolution = resolve((), body, script)
+    resolution = analyse((), body, script)
     main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
     main.dynamic = eval_mode or _uses_eval(script)
     main.export_lets = eval_mode
@@ -67,16 +66,14 @@ def compile_script(
 
 
 def _uses_eval(script: ast.Script) -> bool:
-    def walk(node: Any) -> bool:
+    """Whether the top level (functions aside) calls `eval`: its variables are then dynamic."""
+    pending: list[ast.Node] = list(script.stmts)
+    while pending:
+        node = pending.pop()
         if isinstance(node, ast.Call) and node.name == "eval":
             return True
-        if isinstance(node, tuple):
-            return any(walk(n) for n in node)
-        if record_fields(node):
-            return any(walk(getattr(node, f)) for f in record_fields(node))
-        return False
-
-    return walk(script.stmts)
+        pending.extend(ast.children(node))
+    return False
 
 
 __all__ = ["CompiledModule", "compile_script"]

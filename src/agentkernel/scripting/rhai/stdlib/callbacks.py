@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentkernel.scripting.rhai.context import NO_THIS, NativeContext
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
+from agentkernel.scripting.rhai.errors import ErrorKind, RhaiRuntimeError
 from agentkernel.scripting.rhai.failures import in_function_call, not_found_text
 from agentkernel.scripting.rhai.values import FnPtr, clone
 
@@ -56,7 +56,7 @@ def _copy(value: Any) -> Any:
 def _missing(err: RhaiRuntimeError, fn: FnPtr) -> bool:
     """Whether `err` says that `fn` itself was not found (so another layout is worth trying)."""
     prefix = "Function not found: "
-    return err.kind == "ErrorFunctionNotFound" and err.message.startswith(prefix + fn.name)
+    return err.kind == ErrorKind.FUNCTION_NOT_FOUND and err.message.startswith(prefix + fn.name)
 
 
 class Callback:

@@ -21,7 +21,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from agentkernel.scripting.rhai.context import NO_THIS, NativeContext
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
+from agentkernel.scripting.rhai.errors import ErrorKind, RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import arrays
 from agentkernel.scripting.rhai.stdlib.callbacks import Callback, call_plain, fn_from_name, is_identifier
 from agentkernel.scripting.rhai.stdlib.registry import ANY, Library
@@ -106,8 +106,10 @@ def index_of_name_from(ctx: NativeContext, a: list[Any], name: str, start: int) 
 
 
 def _names_missing(err: RhaiRuntimeError, name: str) -> bool:
-    inner = err.inner if err.kind == "ErrorInFunctionCall" and err.inner is not None else err
-    return inner.kind == "ErrorFunctionNotFound" and inner.message.startswith(f"Function not found: {name}")
+    inner = err.inner if err.kind == ErrorKind.IN_FUNCTION_CALL and err.inner is not None else err
+    return inner.kind == ErrorKind.FUNCTION_NOT_FOUND and inner.message.startswith(
+        f"Function not found: {name}"
+    )
 
 
 def index_of_name(ctx: NativeContext, a: list[Any], name: str) -> int:

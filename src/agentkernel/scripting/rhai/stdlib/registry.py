@@ -215,7 +215,7 @@ class Library:
         except RhaiRuntimeError:
             raise
         except RecursionError:
-            raise RhaiRuntimeError("ErrorStackOverflow", "Stack overflow", catchable=False) from None
+            raise failures.stack_overflow() from None
         except MemoryError:
             raise failures.too_large(failures.ARRAY_TOO_LARGE) from None
         except Exception:  # a native's (or a registered function's) bug is a catchable Rhai error
