@@ -21,12 +21,14 @@ PACKAGE = Path(rhai.__file__).resolve().parent
 
 def test_kinds_are_the_reference_names_and_compare_as_strings() -> None:
     assert all(kind.value.startswith("Error") for kind in ErrorKind)
-    assert ErrorKind.ARITHMETIC == "ErrorArithmetic"
+    plain: str = "ErrorArithmetic"  # typed as a plain str: what a caller holding a name compares
+    assert plain == ErrorKind.ARITHMETIC
     assert "ErrorDataTooLarge" in {ErrorKind.DATA_TOO_LARGE}
     with pytest.raises(RhaiRuntimeError) as stopped:
         Engine(limits=Limits(max_operations=50)).eval("loop {}")
     assert stopped.value.kind is ErrorKind.TOO_MANY_OPERATIONS
-    assert stopped.value.kind == "ErrorTooManyOperations"  # what rhai_adapter.py compares
+    name: str = "ErrorTooManyOperations"
+    assert stopped.value.kind == name  # what rhai_adapter.py compares
 
 
 def test_a_catch_map_shows_the_plain_name() -> None:
