@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import Limits, load_kernel_config
+from agentkernel.config import KernelLimits, load_kernel_config
 from agentkernel.errors import ConfigError
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -151,5 +151,5 @@ def test_script_limits_are_capped_even_for_a_spec_built_by_hand(
     from agentkernel.config import load_script_spec
 
     spec = load_script_spec(make_tool("t", GREEDY_JS, yaml_extra="memory_limit_mb: 4096\ntimeout_secs: 99\n"))
-    limits = spec.script_limits(Limits())
+    limits = spec.script_limits(KernelLimits())
     assert (limits.memory_limit_bytes, limits.timeout_secs) == (64 << 20, 30.0)

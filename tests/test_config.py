@@ -14,7 +14,7 @@ from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_scri
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.near_miss import close_match, did_you_mean
-from agentkernel.scripting.engine import CompiledScript, Engine
+from agentkernel.scripting.engine import LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -243,7 +243,7 @@ class RecordingHost(ScriptHost):
         super().__init__(default_helper_table())
         self.asked: list[str] = []
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
         self.asked.append(path.name)
         return super().compile(path, deadline)
 

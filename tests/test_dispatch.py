@@ -15,8 +15,8 @@ from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
 from agentkernel.helpers import default_helper_table
 from agentkernel.process import Caller
-from agentkernel.scripting.engine import CompiledScript, Engine, NoValue
-from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
+from agentkernel.scripting.engine import LoadedScript, NoValue, ScriptEngine
+from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
@@ -285,7 +285,7 @@ class BudgetHost(ScriptHost):
         super().__init__(table)
         self.compile_deadlines: list[float | None] = []
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
         self.compile_deadlines.append(deadline)
         return super().compile(path, deadline)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel.process import Caller
-from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.helper_table import ScriptCall
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent

@@ -52,7 +52,7 @@ def test_public_surface_is_what_we_mean() -> None:
         "HookSpec",
         "Kernel",
         "KernelConfig",
-        "Limits",
+        "KernelLimits",
         "LoadProblem",
         "Process",
         "Provider",  # the seam for an LLM backend: Kernel(config, provider=...)
@@ -60,7 +60,7 @@ def test_public_surface_is_what_we_mean() -> None:
         "ScriptError",
         "ScriptLimitError",
         "ScriptSyntaxError",
-        "Services",  # the seam for a service: Kernel(config, extra_services={name: service})
+        "Services",  # the seam for a service: Kernel(config, extensions={name: service})
         "TemplateSpec",
         "ToolResult",
         "ToolSpec",

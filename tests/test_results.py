@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import Limits, WarningRule
+from agentkernel.config import KernelLimits, WarningRule
 from agentkernel.scripting.engine import NO_VALUE
 from agentkernel.tools.results import ToolResult, finish, normalize, rule_matches, truncate
 from agentkernel.tools.visual import block_problem, validate_visual
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
-LIMITS = Limits()
+LIMITS = KernelLimits()
 
 
 def norm(value: JSONValue) -> ToolResult:

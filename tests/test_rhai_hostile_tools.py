@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent
@@ -161,7 +161,7 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
     entered, release = threading.Event(), threading.Event()
     original = kernel._host.compile
 
-    def slow_compile(path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+    def slow_compile(path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
         if threading.current_thread() is worker:  # the worker's compile takes as long as we like
             entered.set()
             release.wait(60)

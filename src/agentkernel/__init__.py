@@ -28,17 +28,17 @@ _EXPORTS: dict[str, str] = {
     "ChatSession": "agentkernel.agent.session",
     "ConfigError": "agentkernel.errors",
     "HelperError": "agentkernel.errors",
-    "HelperTable": "agentkernel.scripting.helpers",
+    "HelperTable": "agentkernel.scripting.helper_table",
     "HookRecord": "agentkernel.agent.hooks",
     "HookRun": "agentkernel.agent.hooks",
     "HookSpec": "agentkernel.config",
     "Kernel": "agentkernel.kernel",
     "KernelConfig": "agentkernel.config",
-    "Limits": "agentkernel.config",
+    "KernelLimits": "agentkernel.config",
     "LoadProblem": "agentkernel.errors",
     "Process": "agentkernel.process",
     "Provider": "agentkernel.llm.base",
-    "ScriptCall": "agentkernel.scripting.helpers",
+    "ScriptCall": "agentkernel.scripting.helper_table",
     "ScriptError": "agentkernel.errors",
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
@@ -62,7 +62,7 @@ __all__ = [
     "HookSpec",
     "Kernel",
     "KernelConfig",
-    "Limits",
+    "KernelLimits",
     "LoadProblem",
     "Process",
     "Provider",
@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.config import (
         HookSpec,
         KernelConfig,
-        Limits,
+        KernelLimits,
         ToolSpec,
         load_kernel_config,
     )
@@ -102,7 +102,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
     from agentkernel.process import Caller, Process
-    from agentkernel.scripting.helpers import HelperTable, ScriptCall
+    from agentkernel.scripting.helper_table import HelperTable, ScriptCall
     from agentkernel.services import Services
     from agentkernel.templates import TemplateSpec
     from agentkernel.tools.results import ToolResult

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from agentkernel.config import YAML_SUFFIXES, HookSpec, Limits, ToolSpec, load_script_spec
+from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, load_script_spec
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
 from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
@@ -89,10 +89,10 @@ class ScriptCatalog:
     hook_functions.py).
     """
 
-    def __init__(self, folders: Iterable[Path], host: ScriptHost, limits: Limits | None = None) -> None:
+    def __init__(self, folders: Iterable[Path], host: ScriptHost, limits: KernelLimits | None = None) -> None:
         self.folders = tuple(folders)
         self.host = host
-        self.limits = limits if limits is not None else Limits()
+        self.limits = limits if limits is not None else KernelLimits()
         self._entries: dict[Path, _Entry] = {}
         self._claims: dict[tuple[Kind, str], list[Path]] = {}
         self._clashes: list[LoadProblem] = []

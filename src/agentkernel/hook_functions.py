@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agentkernel.config import HOOK_EVENTS, HookSpec, Limits
+from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ConfigError, ScriptError
 from agentkernel.near_miss import close_match
 from agentkernel.process import Caller
-from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
 
@@ -56,7 +56,9 @@ def _hint(misses: Mapping[str, str], event: str | None = None) -> str:
     return ""
 
 
-def _defined(host: ScriptHost, spec: HookSpec, names: tuple[str, ...], limits: Limits) -> frozenset[str]:
+def _defined(
+    host: ScriptHost, spec: HookSpec, names: tuple[str, ...], limits: KernelLimits
+) -> frozenset[str]:
     call = ScriptCall.limited(_NO_ONE, f"hook {spec.name}", limits, spec.call_budget(limits))
     try:
         return host.defined_functions(spec.script, names, call)
@@ -68,7 +70,7 @@ def _defined(host: ScriptHost, spec: HookSpec, names: tuple[str, ...], limits: L
         raise ConfigError(spec.yaml_path, reason, spec.lines.of("script")) from exc
 
 
-def check_hook_functions(host: ScriptHost, spec: HookSpec, limits: Limits) -> None:
+def check_hook_functions(host: ScriptHost, spec: HookSpec, limits: KernelLimits) -> None:
     """Raise ConfigError, at the `script:` line or the `events:` item, when a hook function is missing."""
     candidates = _near_misses(spec)
     defined = _defined(host, spec, (*HOOK_EVENTS, *sorted(candidates)), limits)

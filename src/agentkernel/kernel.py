@@ -25,7 +25,7 @@ from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
-from agentkernel.scripting.helpers import HelperTable
+from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment
 from agentkernel.services.files import FilesService

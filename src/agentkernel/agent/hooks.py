@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message, received
-from agentkernel.config import HOOK_EVENTS, HookSpec, Limits
+from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ScriptError
 from agentkernel.process import Caller
 from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.valid_unicode import repair_text
@@ -111,7 +111,7 @@ def hook_ctx(caller: Caller, spec: HookSpec) -> JSONObject:
 class HookPipeline:
     """Runs the hooks of a process around each turn; see the module docstring."""
 
-    def __init__(self, host: ScriptHost, limits: Limits) -> None:
+    def __init__(self, host: ScriptHost, limits: KernelLimits) -> None:
         self.host = host
         self.limits = limits
         self._defined: dict[Path, tuple[object, frozenset[str]]] = {}

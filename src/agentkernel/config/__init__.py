@@ -42,7 +42,7 @@ from agentkernel.config.kernel_yaml import (
     load_kernel_config,
     read_yaml,
 )
-from agentkernel.config.limits import CallBudget, Ceilings, Limits, ScriptLimits
+from agentkernel.config.limits import CallBudget, Ceilings, KernelLimits, ScriptLimits
 from agentkernel.config.schema import describe_validation_error, yaml_error
 from agentkernel.config.scripts import (
     HOOK_EVENTS,
@@ -79,8 +79,8 @@ __all__ = [
     "HookSpec",
     "HttpConfig",
     "KernelConfig",
+    "KernelLimits",
     "LLMConfig",
-    "Limits",
     "ReadRoot",
     "ScriptLimits",
     "ScriptSpec",

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from agentkernel.config.limits import LIMITS_SCHEMA, Limits
+from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
 from agentkernel.config.sections import (
     SECTIONS,
@@ -81,7 +81,7 @@ class KernelConfig:
     root: Path
     tool_dirs: tuple[Path, ...]
     hook_dirs: tuple[Path, ...]
-    limits: Limits = field(default_factory=Limits)
+    limits: KernelLimits = field(default_factory=KernelLimits)
     temp_root: Path = Path("data/tmp")
     data_dir: Path = Path("data")
     templates_dir: Path = Path("config/templates")
@@ -204,7 +204,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         root=root,
         tool_dirs=tuple(root / d for d in scripts.get("tools", ["config/scripts/tools"])),
         hook_dirs=tuple(root / d for d in scripts.get("hooks", ["config/scripts/hooks"])),
-        limits=Limits.from_section(data.get("limits", {})),
+        limits=KernelLimits.from_section(data.get("limits", {})),
         temp_root=root / paths.get("temp_root", "data/tmp"),
         data_dir=root / paths.get("data_dir", "data"),
         templates_dir=root / paths.get("templates", "config/templates"),

@@ -56,7 +56,7 @@ def shown_number(value: int | float) -> str:
 
 
 @dataclass(frozen=True)
-class Limits:
+class KernelLimits:
     """Bounds on one script call and on what its result may carry."""
 
     max_operations: int = 100_000_000
@@ -73,8 +73,8 @@ class Limits:
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @classmethod
-    def from_section(cls, section: dict[str, Any]) -> Limits:
-        """The validated `limits:` mapping as Limits."""
+    def from_section(cls, section: dict[str, Any]) -> KernelLimits:
+        """The validated `limits:` mapping as KernelLimits."""
         own = dict(section)
         ceilings = Ceilings(**own.pop("ceilings", {}))
         return cls(**own, ceilings=ceilings)
@@ -156,7 +156,7 @@ __all__ = [
     "LIMIT_FIELDS",
     "CallBudget",
     "Ceilings",
-    "Limits",
+    "KernelLimits",
     "ScriptLimits",
     "shown_number",
 ]

@@ -21,7 +21,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, Limits, ScriptLimits
+from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.errors import ConfigError
 from agentkernel.near_miss import close_match, did_you_mean
@@ -100,7 +100,7 @@ class ScriptSpec:
     memory_limit_mb: int | None = None
     lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
 
-    def script_limits(self, defaults: Limits) -> ScriptLimits:
+    def script_limits(self, defaults: KernelLimits) -> ScriptLimits:
         """This spec's own limits where set, the kernel's defaults elsewhere, never above a ceiling.
 
         Loading refuses a YAML over a ceiling (`ceiling_problem`); the cap here
@@ -119,7 +119,7 @@ class ScriptSpec:
             stack_limit_bytes=defaults.stack_limit_kb << 10,
         )
 
-    def call_budget(self, defaults: Limits) -> CallBudget:
+    def call_budget(self, defaults: KernelLimits) -> CallBudget:
         """The budget of one call starting now: `script_limits`, and the deadline they give."""
         return CallBudget.starting_now(self.script_limits(defaults))
 
@@ -176,14 +176,16 @@ def _refuse_near_misses(yaml_path: Path, data: Mapping[str, Any], lines: YamlLin
             raise ConfigError(yaml_path, f"{key}: unknown field; did you mean {match!r}?", lines.of(key))
 
 
-def _refuse_over_ceilings(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, limits: Limits) -> None:
+def _refuse_over_ceilings(
+    yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, limits: KernelLimits
+) -> None:
     for name in LIMIT_FIELDS:
         problem = limits.ceiling_problem(name, data.get(name))
         if problem is not None:
             raise ConfigError(yaml_path, problem, lines.of(name))
 
 
-def load_script_spec(yaml_path: Path, limits: Limits | None = None) -> ToolSpec | HookSpec:
+def load_script_spec(yaml_path: Path, limits: KernelLimits | None = None) -> ToolSpec | HookSpec:
     """Load one `kind: script_tool|script_hook` YAML, validated, script found.
 
     With the kernel's `limits`, a YAML that raises a limit over its ceiling

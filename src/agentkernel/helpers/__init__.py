@@ -7,7 +7,7 @@ is the table every engine binds.
 from __future__ import annotations
 
 from agentkernel.helpers import duck, files, http, identity, shell, state
-from agentkernel.scripting.helpers import HelperTable
+from agentkernel.scripting.helper_table import HelperTable
 
 
 def default_helper_table() -> HelperTable:

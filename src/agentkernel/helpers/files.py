@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.services.files import FilesService
 from agentkernel.short_text import shown_value

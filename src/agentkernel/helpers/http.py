@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentkernel.scripting.helpers import HelperFunction, HelperTable, ScriptCall
+from agentkernel.scripting.helper_table import HelperFunction, HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONObject, JSONValue

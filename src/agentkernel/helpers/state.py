@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller, session_key
-from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.state import Namespace, StateError, StateStore
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue

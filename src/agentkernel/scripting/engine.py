@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
 from agentkernel.config import CallBudget
-from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.types import JSONValue
 
 
@@ -48,17 +48,17 @@ a few hundred MiB) where no call's deadline does. Hand-written tools are a
 hundred times smaller."""
 
 
-class CompiledScript(Protocol):
+class LoadedScript(Protocol):
     """An engine's compiled form of one file; `path` is the file it came from."""
 
     @property
     def path(self) -> Path: ...
 
 
-S = TypeVar("S", bound=CompiledScript)
+S = TypeVar("S", bound=LoadedScript)
 
 
-class Engine(Protocol[S]):
+class ScriptEngine(Protocol[S]):
     """A script language: compile once, then call functions in a fresh scope each time."""
 
     name: str
@@ -97,4 +97,4 @@ class Engine(Protocol[S]):
         ...
 
 
-__all__ = ["MAX_SCRIPT_SIZE", "NO_VALUE", "CompiledScript", "Engine", "NoValue"]
+__all__ = ["MAX_SCRIPT_SIZE", "NO_VALUE", "LoadedScript", "NoValue", "ScriptEngine"]

@@ -18,8 +18,8 @@ from typing import Any
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, CompiledScript, Engine, NoValue
-from agentkernel.scripting.helpers import HelperBinding, HelperTable, ScriptCall
+from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, LoadedScript, NoValue, ScriptEngine
+from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
 from agentkernel.types import JSONValue
 
@@ -27,17 +27,17 @@ from agentkernel.types import JSONValue
 @dataclass(frozen=True)
 class _Compiled:
     stamp: tuple[int, int]
-    engine: Engine[Any]
-    script: CompiledScript
+    engine: ScriptEngine[Any]
+    script: LoadedScript
 
 
-def default_engines() -> dict[str, Engine[Any]]:
+def default_engines() -> dict[str, ScriptEngine[Any]]:
     """Extension → engine for the JS files (S1.1); every other extension is Rhai's."""
     js = JsEngine()
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
-def rhai_engine() -> Engine[Any]:
+def rhai_engine() -> ScriptEngine[Any]:
     """The Rhai engine, imported when a kernel first meets a Rhai script.
 
     Our interpreter takes ~100 ms to import; a kernel that only runs
@@ -54,8 +54,8 @@ class ScriptHost:
     def __init__(
         self,
         helpers: HelperTable,
-        engines: Mapping[str, Engine[Any]] | None = None,
-        fallback: Engine[Any] | None = None,
+        engines: Mapping[str, ScriptEngine[Any]] | None = None,
+        fallback: ScriptEngine[Any] | None = None,
     ) -> None:
         self.helpers = helpers
         self.engines = dict(engines) if engines is not None else default_engines()
@@ -64,7 +64,7 @@ class ScriptHost:
         self._lock = threading.Lock()
 
     @property
-    def fallback(self) -> Engine[Any]:
+    def fallback(self) -> ScriptEngine[Any]:
         """The engine of every extension not in `engines`: Rhai unless one was given (S1.1)."""
         if self._fallback is None:
             with self._lock:
@@ -72,7 +72,7 @@ class ScriptHost:
                     self._fallback = rhai_engine()
         return self._fallback
 
-    def engine_for(self, path: Path) -> Engine[Any]:
+    def engine_for(self, path: Path) -> ScriptEngine[Any]:
         engine = self.engines.get(path.suffix.lower()) or self.fallback
         if engine is None:
             known = ", ".join(sorted(self.engines))
@@ -82,7 +82,7 @@ class ScriptHost:
             )
         return engine
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[Engine[Any], CompiledScript]:
+    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
         """The compiled script, from the cache unless the file changed; a compile that
         passes `deadline` (a `time.monotonic()` value) raises ScriptLimitError."""
         try:

@@ -30,7 +30,7 @@ from agentkernel.errors import (
     SourceLocation,
 )
 from agentkernel.scripting.engine import NO_VALUE, NoValue
-from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.js_hints import hint_for
 from agentkernel.scripting.js_modules import module_loader
 from agentkernel.types import JSONValue

@@ -25,7 +25,7 @@ from typing import Any
 from agentkernel.config import CallBudget, ScriptLimits
 from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
-from agentkernel.scripting.helpers import HelperBinding
+from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
 from agentkernel.scripting.rhai.pacing import Deadline, terminated

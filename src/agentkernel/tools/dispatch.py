@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
-from agentkernel.config import Limits, ToolSpec, describe_validation_error
+from agentkernel.config import KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.process import Caller
-from agentkernel.scripting.helpers import ScriptCall
+from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
@@ -45,7 +45,7 @@ class Dispatcher:
         self,
         registry: ToolRegistry,
         host: ScriptHost,
-        limits: Limits,
+        limits: KernelLimits,
         history: ToolResultHistory,
         executor: Executor | None = None,
     ) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentkernel.config import Limits, WarningRule
+from agentkernel.config import KernelLimits, WarningRule
 from agentkernel.json_size import json_length, json_prefix
 from agentkernel.scripting.engine import NoValue
 from agentkernel.short_text import clip, json_preview
@@ -83,7 +83,7 @@ def normalize(
     value: JSONValue | NoValue,
     *,
     max_visual_chars: int,
-    max_result_chars: int = Limits.max_result_chars,
+    max_result_chars: int = KernelLimits.max_result_chars,
     function: str = "run",
 ) -> ToolResult:
     """Any script return → ToolResult (S4.1–S4.5).
@@ -178,7 +178,7 @@ def truncate(text: str, max_chars: int) -> tuple[str, str | None]:
     return text[:max_chars] + note, f"content truncated from {len(text):,} to {max_chars:,} characters"
 
 
-def finish(result: ToolResult, rules: Sequence[WarningRule], limits: Limits) -> ToolResult:
+def finish(result: ToolResult, rules: Sequence[WarningRule], limits: KernelLimits) -> ToolResult:
     """Repair invalid Unicode, apply the `warnings:` rules, then truncate: the result as delivered."""
     if repair_unicode(result):
         result.warnings.append(surrogate_warning("the result"))

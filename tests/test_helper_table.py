@@ -15,7 +15,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.errors import HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.process import safe_folder_name
-from agentkernel.scripting.helpers import HelperTable, ScriptCall
+from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 

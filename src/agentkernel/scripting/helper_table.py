@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from agentkernel.config import CallBudget, Limits
+from agentkernel.config import CallBudget, KernelLimits
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller
 from agentkernel.types import JSONValue
@@ -64,7 +64,7 @@ class ScriptCall:
         self._log_silenced = False
 
     @classmethod
-    def limited(cls, caller: Caller, script: str, limits: Limits, budget: CallBudget) -> ScriptCall:
+    def limited(cls, caller: Caller, script: str, limits: KernelLimits, budget: CallBudget) -> ScriptCall:
         """A call spending `budget`, whose log is bounded by the kernel's `limits:`."""
         return cls(
             caller,
