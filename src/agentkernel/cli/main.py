@@ -5,6 +5,8 @@
     agentkernel tool run NAME|PATH.yaml 'JSON'|-|@FILE [--user U] [--session S] [--pretty]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
+    agentkernel serve [--host 127.0.0.1] [--port 8765]
+    agentkernel token new USER
 
 `-v` and `--config FILE` may come before or after the subcommand. Each
 command imports only what it needs, when it runs: building this parser loads
@@ -36,6 +38,8 @@ COMMANDS = {
     "check": "agentkernel.cli.project_cmds",
     "hook": "agentkernel.cli.project_cmds",
     "template": "agentkernel.cli.project_cmds",
+    "serve": "agentkernel.cli.serve_cmds",
+    "token": "agentkernel.cli.serve_cmds",
 }
 
 

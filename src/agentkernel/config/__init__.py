@@ -2,7 +2,7 @@
 
 One model: every section of kernel.yaml is one frozen dataclass
 (`KernelConfig.limits`, `.http`, `.shell`, `.files`, `.state`, `.duckdb`,
-`.llm`; the kernel's own `scripts`, `paths` and `logging` are its resolved
+`.llm`, `.server`; the kernel's own `scripts`, `paths` and `logging` are its resolved
 fields), and each service is built from its own section's value, never
 from the raw YAML. One parsing style: each section states its fields as
 JSON Schema beside its dataclass; the whole file is validated in one pass
@@ -26,7 +26,7 @@ with `python -X importtime`, a busy 2-core machine, medians of 5):
 
 Modules: schema.py (the validator and the wording of errors), limits.py
 (`limits:`, a script's own limits, the per-call `CallBudget`), sections.py
-and hosts.py (the helper sections and `llm:`), stores.py (the checks
+and hosts.py (the helper sections and `llm:`), server.py (`server:`), stores.py (the checks
 across sections), kernel_yaml.py (finding and loading kernel.yaml),
 scripts.py (tool and hook YAML).
 """
@@ -63,6 +63,7 @@ from agentkernel.config.sections import (
     ShellSettings,
     StateSettings,
 )
+from agentkernel.config.server import ServerSettings
 from agentkernel.config.stores import ReadRoot
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "ReadRoot",
     "ScriptLimits",
     "ScriptSpec",
+    "ServerSettings",
     "ShellSettings",
     "StateSettings",
     "ToolSpec",

@@ -30,6 +30,7 @@ from agentkernel.config.sections import (
     shell_settings,
     state_settings,
 )
+from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
 from agentkernel.errors import ConfigError
 from agentkernel.yaml_source import load_yaml
@@ -65,7 +66,7 @@ KERNEL_SCHEMA: Schema = {
             "additionalProperties": False,
             "properties": {"messages_db_path": _PLACE, "state_db_path": _PLACE},
         },
-        "server": {"type": "object"},  # read by nothing yet: there is no server (S23.6)
+        "server": SERVER_SCHEMA,
         **SECTIONS,
     },
 }
@@ -94,6 +95,7 @@ class KernelConfig:
     files: FilesSettings = field(default_factory=FilesSettings)
     state: StateSettings = field(default_factory=StateSettings)
     duckdb: DuckSettings = field(default_factory=DuckSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -217,6 +219,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         files=files_settings(data.get("files", {}), where),
         state=replace(state, db_path=state_file),
         duckdb=duck_settings(data.get("duckdb", {}), where),
+        server=server_settings(data.get("server", {}), where),
     )
 
 

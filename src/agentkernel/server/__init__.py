@@ -1,1 +1,16 @@
-"""The HTTP server: the API, the web chat, continuations (S6.3, S23.6)."""
+"""`agentkernel serve`: the HTTP API over one Kernel, the web chat, continuations (S6.3, S23.6, issue 11).
+
+The package imports FastAPI, so nothing on the other commands' paths
+imports it; `agentkernel serve` loads it when it runs. Modules:
+
+- app.py: `create_app(kernel, settings)`, the FastAPI app (routers per area in routes/);
+- identity.py: who is calling (bearer tokens, or everyone `local` on loopback);
+- sessions.py: which sessions exist and whose they are (SQLite beside the transcript);
+- turns.py: a session's running turn, the 409 rule, a turn that outlives its client;
+- events.py: the loop's events as server-sent events;
+- failures.py: request ids, 500s that are logged and never show a traceback, 422 wording;
+- serving.py: binding (the loopback rule), uvicorn, the graceful stop;
+- continuations.py: table pages kept server-side behind opaque ids (S6.3);
+- charts.py: chart blocks drawn as safe SVG on the server;
+- static/: the web page, with vendored JS (static/vendor/README.md).
+"""

@@ -1,0 +1,74 @@
+"""`agentkernel serve` and `agentkernel token new USER`: the HTTP API, and the tokens it accepts.
+
+Building the parser imports nothing beyond argparse; FastAPI and uvicorn
+are imported when `serve` runs (issue 8: start-up time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser("serve", help="serve the HTTP API (docs/server.md)")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
+    )
+    token = commands.add_parser("token", help="make a bearer token for the server")
+    actions = token.add_subparsers(dest="action", required=True, metavar="ACTION")
+    new = actions.add_parser("new", help="print a fresh token and the kernel.yaml line for it")
+    new.add_argument("user", metavar="USER", help="the user id the token stands for")
+
+
+def run_command(options: argparse.Namespace) -> int:
+    if options.command == "token":
+        return _new_token(options.user)
+    return _serve(options)
+
+
+def _new_token(user: str) -> int:
+    import re
+    import secrets
+
+    from agentkernel.config.server import USER_ID, token_hash
+
+    if not re.fullmatch(USER_ID, user):
+        print(
+            f"agentkernel token new: {user!r} is not a user id (1-128 of letters, digits, _ . @ -)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    token = secrets.token_urlsafe(32)
+    print(f"token for {user} (give it to them; it is shown only now):\n  {token}")
+    print("add this line under `server: tokens:` in kernel.yaml:")
+    print(f'    "{token_hash(token)}": {user}')
+    return EXIT_OK
+
+
+def _serve(options: argparse.Namespace) -> int:
+    import asyncio
+
+    from agentkernel.server.serving import ServeRefused, bind, check_binding, serve, url_of
+
+    kernel = load_kernel("agentkernel serve", options.config)
+    settings = kernel.config.server
+    try:
+        check_binding(options.host, settings)
+        sock = bind(options.host, options.port)
+    except ServeRefused as exc:
+        kernel.close()
+        print(f"agentkernel serve: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+
+    def ready() -> None:
+        print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
+
+    with sock:
+        asyncio.run(serve(kernel, settings, sock, ready))
+    return EXIT_OK

@@ -1,0 +1,70 @@
+"""kernel.yaml's `server:` section (S23.6): who may call `agentkernel serve`, and how much they may send.
+
+`tokens` maps the SHA-256 (hex) of a bearer token to a user id: the file
+never holds a token itself, so it can sit in a repository and be read by
+scripts' authors. `agentkernel token new USER` prints a fresh token and the
+line to paste here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkernel.config.schema import Where, expect, section
+
+TOKEN_HASH = "^[0-9a-f]{64}$"
+USER_ID = r"^[A-Za-z0-9_.@-]{1,128}$"
+LOCAL_USER = "local"  # everyone, when no tokens are configured (the server then binds to loopback only)
+TOKEN_HINT = (
+    "the token never sits in YAML: `agentkernel token new USER` prints a token "
+    "and its SHA-256 line for `tokens`"
+)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The `server:` section, validated; every field has a default, so the section may be absent."""
+
+    tokens: Mapping[str, str] = field(default_factory=dict)  # sha256 hex of a bearer token -> user id
+    max_message_chars: int = 100_000
+    shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
+    transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
+
+    def user_of(self, token: str) -> str | None:
+        """The user a bearer token belongs to; None for a token not configured."""
+        return self.tokens.get(token_hash(token))
+
+
+def token_hash(token: str) -> str:
+    """The form a token takes in kernel.yaml: its SHA-256, hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+SERVER_SCHEMA = section(
+    {
+        "tokens": {  # the value is never echoed: someone may have pasted a token itself as a key
+            "type": "object",
+            "propertyNames": {"pattern": TOKEN_HASH},
+            "additionalProperties": {"type": "string", "pattern": USER_ID},
+            "x-message": "expected a mapping of a token's SHA-256 (64 lowercase hex digits) to a user id "
+            "(1-128 of letters, digits, _ . @ -); " + TOKEN_HINT,
+        },
+        "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
+        "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
+        "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
+    },
+    **{"x-refused": dict.fromkeys(("token", "api_key", "password"), TOKEN_HINT)},
+)
+
+
+def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
+    grace = float(values.get("shutdown_grace_secs", ServerSettings.shutdown_grace_secs))
+    return ServerSettings(
+        **{**values, "tokens": dict(values.get("tokens", {})), "shutdown_grace_secs": grace}
+    )
+
+
+__all__ = ["LOCAL_USER", "SERVER_SCHEMA", "ServerSettings", "server_settings", "token_hash"]

@@ -1,0 +1,66 @@
+"""`create_app(kernel, settings)`: the FastAPI app over one loaded Kernel.
+
+The app only uses the Kernel's public verbs. It owns the sessions table
+and the running turns; the kernel stays the caller's to close. At shutdown
+(Ctrl-C, SIGTERM) the running turns get `settings.shutdown_grace_secs` to
+finish and be recorded, then are stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from agentkernel import __version__
+from agentkernel.agent.session import ChatSession
+from agentkernel.config import ServerSettings
+from agentkernel.kernel import Kernel
+from agentkernel.server import failures
+from agentkernel.server.parts import ServerParts
+from agentkernel.server.routes import health, sessions, tools
+from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.turns import TurnRunner
+
+SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
+
+
+def sessions_path(kernel: Kernel) -> Path:
+    return kernel.config.messages_db.with_name(SESSIONS_FILE)
+
+
+def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAPI:
+    """The app; `settings` default to kernel.yaml's `server:` section."""
+    chosen = settings or kernel.config.server
+
+    def open_chat(info: SessionInfo) -> ChatSession:
+        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id)
+
+    parts = ServerParts(
+        kernel, chosen, SessionDirectory(sessions_path(kernel)), TurnRunner(open_chat, kernel.end_chat)
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await parts.turns.drain(chosen.shutdown_grace_secs)
+            parts.sessions.close()
+
+    app = FastAPI(
+        title="agentkernel",
+        version=__version__,
+        description="Agents whose tools are scripts: sessions, streamed turns, tools (docs/server.md).",
+        lifespan=lifespan,
+    )
+    app.state.parts = parts
+    failures.install(app)
+    for area in (health, sessions, tools):
+        app.include_router(area.router)
+    return app
+
+
+__all__ = ["create_app", "sessions_path"]

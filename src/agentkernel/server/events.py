@@ -1,0 +1,75 @@
+"""The agent loop's events as the API's server-sent events (docs/server.md, "The events").
+
+The loop speaks `LoopEvent(kind, data)`; a client of the API reads
+`event: TYPE` + `data: JSON`. The mapping is one table, so it is the same
+everywhere and documented once:
+
+| loop kind     | SSE type      | data                                                  |
+|---------------|---------------|-------------------------------------------------------|
+| `notice`      | `notice`      | `{text}`                                              |
+| `token`       | `token`       | `{text}`                                              |
+| `tool_call`   | `tool_call`   | `{id, tool, args}` (args parsed from the model's JSON |
+|               |               | text; the raw text when it is not JSON)               |
+| `tool_result` | `tool_result` | `{id, tool, content, success, error, visual, warnings}` |
+| `visual`      | (none)        | its block is already in `tool_result.visual`          |
+| `warning`     | `warning`     | `{tool, message}`                                     |
+| `answer`      | `reply`       | `{content, streamed}`                                 |
+| `error`       | `error`       | `{message}`                                           |
+| `end`         | `done`        | `{reason}`: job_done, terminated, blocked, …          |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final
+
+from agentkernel.agent.loop import LoopEvent
+from agentkernel.types import JSONObject, JSONValue
+
+EVENT_TYPES: Final = ("notice", "token", "tool_call", "tool_result", "warning", "reply", "error", "done")
+_RENAMED: Final = {"answer": "reply", "end": "done"}
+_DROPPED: Final = frozenset({"visual"})
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One server-sent event: its type (one of EVENT_TYPES) and its JSON data."""
+
+    type: str
+    data: JSONObject
+
+    def frame(self) -> bytes:
+        """`event: TYPE` + `data: JSON` + a blank line; json.dumps escapes every newline in the data."""
+        return f"event: {self.type}\ndata: {json.dumps(self.data, ensure_ascii=False)}\n\n".encode()
+
+
+def stream_event(event: LoopEvent) -> StreamEvent | None:
+    """The SSE form of a loop event; None for a kind the stream leaves out (see the module docstring)."""
+    if event.kind in _DROPPED:
+        return None
+    data = dict(event.data)
+    if event.kind in ("tool_call", "tool_result"):
+        data["tool"] = data.pop("name", None)
+    if event.kind == "tool_call":
+        data["args"] = _arguments(data.pop("arguments", None))
+    return StreamEvent(_RENAMED.get(event.kind, event.kind), data)
+
+
+def _arguments(raw: JSONValue) -> JSONValue:
+    """The model's argument text as JSON when it parses; as the text it was otherwise."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        parsed: JSONValue = json.loads(raw)
+    except ValueError:
+        return raw
+    return parsed
+
+
+def failed_turn(message: str) -> list[StreamEvent]:
+    """What a client sees when the server itself failed to run a turn: an error, then the end."""
+    return [StreamEvent("error", {"message": message}), StreamEvent("done", {"reason": "error"})]
+
+
+__all__ = ["EVENT_TYPES", "StreamEvent", "failed_turn", "stream_event"]

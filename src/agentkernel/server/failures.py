@@ -1,0 +1,98 @@
+"""Request ids and errors that never show a traceback: every 500 is logged with an id the client also sees.
+
+`RequestIds` is a plain ASGI middleware (it must not buffer a streamed
+response): it gives each request an id, sends it back in `X-Request-Id`, and
+turns any exception a route lets escape into a logged 500 whose body
+carries the same id. The handlers give every other error the same shape,
+`{"detail": …, "request_id": …}`; a 422 also lists each field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentkernel.server.parts import request_id
+
+log = logging.getLogger("agentkernel.server")
+HEADER = "X-Request-Id"
+
+
+class RequestIds:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                MutableHeaders(scope=message).append(HEADER, rid)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            log.exception("request %s: %s %s failed", rid, scope.get("method"), scope.get("path"))
+            if started:  # a stream already under way: the client sees it end early; the log has why
+                return
+            body = json.dumps({"detail": "internal server error", "request_id": rid}).encode()
+            await send_with_id(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", b"%d" % len(body)),
+                    ],
+                }
+            )
+            await send_with_id({"type": "http.response.body", "body": body})
+
+
+def _field(location: tuple[object, ...] | list[object]) -> str:
+    """`body.content`, `query.template`: where FastAPI found the problem, dotted."""
+    return ".".join(str(part) for part in location) or "body"
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [{"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
+    text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return JSONResponse(
+        {"detail": text, "errors": problems, "request_id": request_id(request)}, status_code=422
+    )
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(
+        {"detail": exc.detail, "request_id": request_id(request)},
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+def install(app: FastAPI) -> None:
+    """The middleware and the handlers, on `app`."""
+    app.add_middleware(RequestIds)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _http)
+
+
+__all__ = ["HEADER", "RequestIds", "install"]

@@ -1,0 +1,34 @@
+"""What every route needs, in one typed place on the app: the kernel, the settings, sessions, turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from agentkernel.config import ServerSettings
+from agentkernel.kernel import Kernel
+from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.turns import TurnRunner
+
+
+@dataclass(frozen=True)
+class ServerParts:
+    kernel: Kernel
+    settings: ServerSettings
+    sessions: SessionDirectory
+    turns: TurnRunner
+
+
+def server_parts(request: Request) -> ServerParts:
+    """The app's parts (a FastAPI dependency)."""
+    parts: ServerParts = request.app.state.parts
+    return parts
+
+
+def request_id(request: Request) -> str:
+    """The id of this request, also in its `X-Request-Id` header (failures.py)."""
+    return str(request.scope.get("state", {}).get("request_id", "-"))
+
+
+__all__ = ["ServerParts", "request_id", "server_parts"]

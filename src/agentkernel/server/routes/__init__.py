@@ -1,0 +1,1 @@
+"""The API's routers, one module per area: health, sessions (and their messages), tools."""

@@ -1,0 +1,102 @@
+"""Sessions and their messages: create, list the caller's, read a transcript, send a message (SSE).
+
+Another user's session is answered exactly as an unknown one (404), so ids
+cannot be probed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from agentkernel.errors import ConfigError
+from agentkernel.server.identity import Parts, User
+from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.sessions import SessionInfo
+from agentkernel.server.turns import Turn, TurnBusy
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+
+class NewSession(BaseModel):
+    template: str = Field(min_length=1, description="the agent's template, e.g. hello-agent")
+
+
+class NewMessage(BaseModel):
+    content: str = Field(description="the user's message (at most server.max_message_chars characters)")
+
+
+def owned_session(parts: ServerParts, session_id: str, user: str) -> SessionInfo:
+    """The caller's session; 404 when it is unknown or someone else's (one answer for both)."""
+    info = parts.sessions.owned(session_id, user)
+    if info is None:
+        raise HTTPException(404, f"no session {session_id!r}")
+    return info
+
+
+@router.post("", status_code=201)
+def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
+    """A new session with `template`; 422 naming `body.template` when it does not load."""
+    try:
+        parts.kernel.template(body.template)
+    except ConfigError as exc:
+        known = ", ".join(t.name for t in parts.kernel.list_templates()) or "none"
+        loads = body.template in known.split(", ")
+        why = "does not load (see `agentkernel check`)" if loads else f"is unknown (loaded: {known})"
+        raise HTTPException(422, f"body.template: template {body.template!r} {why}") from exc
+    return parts.sessions.create(user, body.template).to_json()
+
+
+@router.get("")
+def list_sessions(user: User, parts: Parts) -> list[dict[str, str]]:
+    """The caller's sessions, oldest first."""
+    return [info.to_json() for info in parts.sessions.of_user(user)]
+
+
+@router.get("/{session_id}/messages")
+def transcript(
+    session_id: str,
+    user: User,
+    parts: Parts,
+    limit: Annotated[int | None, Query(ge=1, description="the last N records")] = None,
+) -> list[dict[str, Any]]:
+    """The session's transcript, oldest first: the last `limit` records (default server.transcript_limit)."""
+    info = owned_session(parts, session_id, user)
+    most = parts.settings.transcript_limit
+    return [record.to_json() for record in parts.kernel.transcript(info.id, min(limit or most, most))]
+
+
+@router.post(
+    "/{session_id}/messages",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "the turn's events"}},
+)
+async def send_message(
+    session_id: str, body: NewMessage, request: Request, user: User, parts: Parts
+) -> StreamingResponse:
+    """Answer `content` as a stream of events; the turn goes on if the client goes away.
+
+    413 past server.max_message_chars; 409 while the session answers its previous message.
+    """
+    info = owned_session(parts, session_id, user)
+    most = parts.settings.max_message_chars
+    if len(body.content) > most:
+        raise HTTPException(413, f"body.content: {len(body.content):,} characters; at most {most:,}")
+    try:
+        turn = parts.turns.start(info, body.content, request_id(request))
+    except TurnBusy as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return StreamingResponse(
+        _frames(turn),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _frames(turn: Turn) -> AsyncIterator[bytes]:
+    async for event in turn.events():
+        yield event.frame()

@@ -1,0 +1,74 @@
+"""The tools: list them (all, or a template's), and run one through the one dispatch path.
+
+A run takes the caller's identity: their user id and, given `session`, that
+session (it must be theirs) and its template's access list, exactly as the
+agent would call the tool there. This works with no LLM configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from agentkernel.errors import ConfigError
+from agentkernel.process import Caller
+from agentkernel.server.identity import Parts, User
+from agentkernel.server.parts import ServerParts
+from agentkernel.server.routes.sessions import owned_session
+
+router = APIRouter(prefix="/v1/tools", tags=["tools"])
+
+
+class ToolRun(BaseModel):
+    args: Any = Field(default_factory=dict, description="the tool's arguments (its `parameters` schema)")
+    session: str | None = Field(default=None, description="run as in this session of yours")
+
+
+def _template_tools(parts: ServerParts, template: str) -> frozenset[str]:
+    try:
+        return frozenset(parts.kernel.template(template).tools)
+    except ConfigError as exc:
+        raise HTTPException(404, f"no template {template!r} that loads") from exc
+
+
+def _caller(parts: ServerParts, user: str, session: str | None, template: str | None) -> Caller:
+    """The identity a listing or a run uses; a session sets the template (and is checked to be the user's)."""
+    if session is not None:
+        info = owned_session(parts, session, user)
+        allowed = _template_tools(parts, info.template)
+        return parts.kernel.caller(
+            user_id=user, session_id=info.id, template=info.template, allowed_tools=allowed
+        )
+    if template is not None:
+        return parts.kernel.caller(
+            user_id=user, template=template, allowed_tools=_template_tools(parts, template)
+        )
+    return parts.kernel.caller(user_id=user)
+
+
+@router.get("")
+def list_tools(
+    user: User,
+    parts: Parts,
+    template: Annotated[str | None, Query(description="only the tools this template may call")] = None,
+) -> list[dict[str, Any]]:
+    """`[{name, description, parameters, ui}]`, by name."""
+    caller = _caller(parts, user, None, template)
+    return [
+        {"name": s.name, "description": s.description, "parameters": s.parameters, "ui": s.ui}
+        for s in parts.kernel.list_tools(caller)
+    ]
+
+
+@router.post("/{name}/run")
+async def run_tool(name: str, body: ToolRun, user: User, parts: Parts) -> dict[str, Any]:
+    """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see."""
+    caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
+    visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
+    if name not in {spec.name for spec in visible}:
+        raise HTTPException(404, f"no tool {name!r}")
+    result = await parts.kernel.arun_tool(name, body.args, caller)
+    return result.to_json()

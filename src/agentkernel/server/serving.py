@@ -1,0 +1,101 @@
+"""Running the app: the loopback rule, the socket, uvicorn, and a graceful stop that exits 0.
+
+The socket is bound before uvicorn starts, so a port in use is a clear
+error, `--port 0` picks a free port, and the URL printed is the one that
+answers. Ctrl-C or SIGTERM: uvicorn stops accepting, waits for open
+responses (bounded by `server.shutdown_grace_secs`), then the app's
+shutdown lets the remaining turns finish (bounded too) and records them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+from collections.abc import Callable, Iterator
+
+import uvicorn
+
+from agentkernel.config import ServerSettings
+from agentkernel.kernel import Kernel
+from agentkernel.server.app import create_app
+from agentkernel.server.identity import is_loopback
+
+
+class ServeRefused(Exception):
+    """The server must not start as asked (and the message says why and what to do)."""
+
+
+def check_binding(host: str, settings: ServerSettings) -> None:
+    """No tokens configured means everyone is `local`: only loopback may reach that."""
+    if not settings.tokens and not is_loopback(host):
+        raise ServeRefused(
+            f"refusing to listen on {host}: kernel.yaml has no server.tokens, so anyone who can reach "
+            "the port would be user `local`; add a token (`agentkernel token new USER`) "
+            "or listen on 127.0.0.1"
+        )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (0: a free port); ServeRefused naming the address otherwise."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeRefused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn's server, minus re-raising the signal at the end: a graceful stop exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+def server_for(kernel: Kernel, settings: ServerSettings) -> GracefulServer:
+    """A uvicorn server for the app; logging goes through the kernel's (`-v` shows uvicorn's INFO)."""
+    config = uvicorn.Config(
+        create_app(kernel, settings),
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_secs) or None,
+        lifespan="on",
+    )
+    return GracefulServer(config)
+
+
+async def serve(
+    kernel: Kernel, settings: ServerSettings, sock: socket.socket, ready: Callable[[], None]
+) -> None:
+    """Serve until a signal (or `server.should_exit`); the kernel is closed at the end."""
+    async with kernel:
+        server = server_for(kernel, settings)
+        ready()
+        await server.serve(sockets=[sock])
+
+
+__all__ = ["GracefulServer", "ServeRefused", "bind", "check_binding", "serve", "server_for", "url_of"]

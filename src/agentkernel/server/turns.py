@@ -1,0 +1,136 @@
+"""A session's running turn: one at a time (a second message is 409), and independent of its client.
+
+Each user message runs as an asyncio task of its own, not inside the HTTP
+response: the response only reads the task's events from a queue. A client
+that disconnects therefore stops nothing; the turn finishes and the loop
+records it in the transcript. Scripts never run on the event loop: the agent
+loop hands every tool and hook call to a worker thread (DESIGN rule 7).
+
+Why 409 and not a queue: a second message sent while the first is still
+being answered was typed without seeing the answer; queueing it would answer
+a question the user may no longer ask, and a queue per session is memory a
+client can grow. The client waits for `done` (or stops the turn) and sends
+again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.session import ChatSession
+from agentkernel.server.events import StreamEvent, failed_turn, stream_event
+from agentkernel.server.sessions import SessionInfo
+
+log = logging.getLogger("agentkernel.server")
+
+OpenChat = Callable[[SessionInfo], ChatSession]
+EndChat = Callable[[ChatSession], None]
+
+
+class TurnBusy(Exception):
+    """The session is still answering its previous message (HTTP 409)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id} is still answering the previous message; wait for its `done` event"
+        )
+
+
+@dataclass
+class Turn:
+    """One running turn: the events it emitted so far, in order, then None when it is over."""
+
+    session_id: str
+    request_id: str
+    _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[None] | None = None
+
+    async def emit(self, event: LoopEvent) -> None:
+        """The loop's emit: never waits for the client (the queue is unbounded; a turn's events are few)."""
+        shown = stream_event(event)
+        if shown is not None:
+            self._events.put_nowait(shown)
+
+    def fail(self, message: str) -> None:
+        for event in failed_turn(message):
+            self._events.put_nowait(event)
+
+    def close(self) -> None:
+        self._events.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[StreamEvent]:
+        """The events as they come, until the turn is over; one reader only."""
+        while (event := await self._events.get()) is not None:
+            yield event
+
+
+class TurnRunner:
+    """The server's open chats (one per session, opened on its first message) and their running turns.
+
+    Everything here runs on the server's event loop, so the 409 check and
+    the start of a turn cannot interleave with another request's.
+    """
+
+    def __init__(self, open_chat: OpenChat, end_chat: EndChat) -> None:
+        self._open_chat = open_chat
+        self._end_chat = end_chat
+        self._chats: dict[str, ChatSession] = {}
+        self._running: dict[str, Turn] = {}
+
+    def running(self, session_id: str) -> bool:
+        return session_id in self._running
+
+    def start(self, session: SessionInfo, text: str, request_id: str) -> Turn:
+        """Start answering `text` in `session`; TurnBusy when it is answering already."""
+        if session.id in self._running:
+            raise TurnBusy(session.id)
+        turn = Turn(session.id, request_id)
+        self._running[session.id] = turn
+        turn.task = asyncio.create_task(self._run(session, text, turn), name=f"turn {session.id}")
+        return turn
+
+    async def _run(self, session: SessionInfo, text: str, turn: Turn) -> None:
+        try:
+            chat = await self._chat(session)
+            await chat.send(text, turn.emit)
+        except Exception:  # the client sees an id to quote, the log has the traceback
+            log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
+            turn.fail(f"internal error while answering (request id {turn.request_id})")
+        finally:
+            del self._running[session.id]
+            turn.close()
+
+    async def _chat(self, session: SessionInfo) -> ChatSession:
+        chat = self._chats.get(session.id)
+        if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
+            chat = await asyncio.to_thread(self._open_chat, session)
+            self._chats[session.id] = chat
+        return chat
+
+    async def drain(self, grace_secs: float) -> None:
+        """Let running turns finish for up to `grace_secs`, then stop the rest; end every chat."""
+        tasks = [t.task for t in self._running.values() if t.task is not None]
+        if tasks:
+            log.warning("waiting up to %ss for %d running turn(s)", grace_secs, len(tasks))
+            _, late = await asyncio.wait(tasks, timeout=grace_secs)
+            if late:
+                for session_id in list(self._running):
+                    chat = self._chats.get(session_id)
+                    if chat is not None:
+                        chat.stop()  # ends with `terminated`: recorded, a running tool call waited for
+                await asyncio.wait(late, timeout=grace_secs)
+                for task in late:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+        for chat in self._chats.values():
+            self._end_chat(chat)
+        self._chats.clear()
+
+
+__all__ = ["Turn", "TurnBusy", "TurnRunner"]
