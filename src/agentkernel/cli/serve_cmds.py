@@ -54,7 +54,7 @@ def _new_token(user: str) -> int:
 def _serve(options: argparse.Namespace) -> int:
     import asyncio
 
-    from agentkernel.server.serving import ServeRefused, bind, check_binding, serve, url_of
+    from agentkernel.server.serving import ServeRefused, bind, check_binding, run_server, server_for, url_of
 
     kernel = load_kernel("agentkernel serve", options.config)
     settings = kernel.config.server
@@ -65,10 +65,8 @@ def _serve(options: argparse.Namespace) -> int:
         kernel.close()
         print(f"agentkernel serve: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
-
-    def ready() -> None:
-        print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
-
     with sock:
-        asyncio.run(serve(kernel, settings, sock, ready))
+        server = server_for(kernel, settings)
+        print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
+        asyncio.run(run_server(server, kernel, sock))
     return EXIT_OK

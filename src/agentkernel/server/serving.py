@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -88,14 +88,10 @@ def server_for(kernel: Kernel, settings: ServerSettings) -> GracefulServer:
     return GracefulServer(config)
 
 
-async def serve(
-    kernel: Kernel, settings: ServerSettings, sock: socket.socket, ready: Callable[[], None]
-) -> None:
-    """Serve until a signal (or `server.should_exit`); the kernel is closed at the end."""
+async def run_server(server: uvicorn.Server, kernel: Kernel, sock: socket.socket) -> None:
+    """Serve on `sock` until a signal (or `server.should_exit`); the kernel is closed at the end."""
     async with kernel:
-        server = server_for(kernel, settings)
-        ready()
         await server.serve(sockets=[sock])
 
 
-__all__ = ["GracefulServer", "ServeRefused", "bind", "check_binding", "serve", "server_for", "url_of"]
+__all__ = ["GracefulServer", "ServeRefused", "bind", "check_binding", "run_server", "server_for", "url_of"]

@@ -1,0 +1,174 @@
+"""The real server on 127.0.0.1 (uvicorn in a thread, a free port), a project wired to the scripted LLM.
+
+`LiveServer` binds its socket before uvicorn starts, so the first request
+simply waits in the socket's backlog until the server answers: start-up is
+waited for by `GET /healthz`, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from agentkernel import Kernel
+from agentkernel.config import ServerSettings, load_kernel_config
+from agentkernel.server.serving import GracefulServer, bind, run_server, server_for, url_of
+from tests.conftest import write_kernel_yaml
+from tests.fakes import FakeLLMServer, Reply
+from tests.fakes.openai_server import Exchange
+
+ROW_SECRET = "row-only-the-user-sees"  # a table cell: must never reach the LLM (S6)
+
+
+class LiveServer:
+    """`agentkernel serve` in-process: the same app, uvicorn and shutdown, on a thread of its own."""
+
+    def __init__(self, kernel: Kernel, settings: ServerSettings | None = None) -> None:
+        self.kernel = kernel
+        self.settings = settings or kernel.config.server
+        self.server: GracefulServer | None = None
+        self.url = ""
+        self._thread: threading.Thread | None = None
+        self.failure: BaseException | None = None
+
+    def __enter__(self) -> LiveServer:
+        sock = bind("127.0.0.1", 0)
+        self.url = url_of(sock)
+        self.server = server = server_for(self.kernel, self.settings)
+
+        def main() -> None:
+            try:
+                with sock:
+                    asyncio.run(run_server(server, self.kernel, sock))
+            except BaseException as exc:  # surfaced by stop()
+                self.failure = exc
+
+        self._thread = threading.Thread(target=main, name="agentkernel-serve", daemon=True)
+        self._thread.start()
+        assert httpx.get(f"{self.url}/healthz", timeout=60).status_code == 200
+        return self
+
+    def stop(self) -> None:
+        """Ctrl-C, as uvicorn's signal handler would: stop accepting, let turns finish, close."""
+        if self.server is not None:
+            self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+            assert not self._thread.is_alive(), "the server did not stop"
+        if self.failure is not None:
+            raise self.failure
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A scripted LLM answer that waits until the test opens `gate` (a turn held running, on purpose)."""
+
+    gate: threading.Event
+    reply: Reply = field(default_factory=lambda: Reply(text="after the gate"))
+
+    def answer(self, exchange: Exchange) -> None:
+        self.gate.wait(60)
+        self.reply.answer(exchange)
+
+
+def sse_events(text: str) -> list[tuple[str, Any]]:
+    """`event: TYPE` + `data: JSON` frames → [(type, data)], checking every frame has both."""
+    events = []
+    for frame in text.strip().split("\n\n"):
+        lines = frame.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
+        events.append((lines[0].removeprefix("event: "), json.loads(lines[1].removeprefix("data: "))))
+    return events
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def script_tool(folder: Path, name: str, source: str, **fields: object) -> None:
+    """`name.yaml` (with `fields`) and `name.js` in `folder`."""
+    spec = {"kind": "script_tool", "name": name, "script": f"{name}.js", **fields}
+    write(folder / f"{name}.yaml", yaml.safe_dump(spec, allow_unicode=True))
+    write(folder / f"{name}.js", source)
+
+
+def make_project(root: Path, llm: FakeLLMServer | None, extra: str = "") -> Path:
+    """A project: tools `upper` and `table` (a visual table), `other` (in no template), template `tester`."""
+    llm_yaml = (
+        f"llm:\n  base_url: {llm.base_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 30\n"
+        "  max_concurrency: 32\n"
+        if llm is not None
+        else ""
+    )
+    write_kernel_yaml(root, llm_yaml + extra)
+    tools = root / "config" / "scripts" / "tools"
+    text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    script_tool(
+        tools,
+        "upper",
+        "function run(args) { return args.text.toUpperCase(); }",
+        description="Upper-case a text.",
+        parameters=text,
+        ui={"icon": "🔠"},
+    )
+    script_tool(
+        tools,
+        "table",
+        f"""
+        function run(args) {{
+          var rows = [];
+          for (var i = 0; i < args.n; i++) rows.push({{id: i, secret: '{ROW_SECRET}'}});
+          return {{content: args.n + ' rows shown to the user',
+                   visual: {{type: 'table', columns: [{{key: 'id', title: 'ID'}}, {{key: 'secret'}}],
+                            rows: rows}}}};
+        }}
+        """,
+        description="Rows as a table.",
+        parameters={"type": "object", "properties": {"n": {"type": "integer"}}},
+    )
+    script_tool(tools, "other", "function run() { return 'other'; }")
+    write(
+        root / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: You are a test agent.\ntools: [upper, table]\nmax_turns: 4\n",
+    )
+    return root / "config" / "kernel.yaml"
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(max_requests=2000) as server:
+        yield server
+
+
+@pytest.fixture
+def kernel_yaml(tmp_path: Path, llm_server: FakeLLMServer) -> Path:
+    return make_project(tmp_path, llm_server)
+
+
+@pytest.fixture
+def live(kernel_yaml: Path) -> Iterator[LiveServer]:
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as server:
+        yield server
+
+
+@pytest.fixture
+def client(live: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        yield http

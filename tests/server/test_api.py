@@ -1,0 +1,327 @@
+"""The HTTP API through the real server on 127.0.0.1 against the scripted LLM (issue 11 §2, §5; S23.6)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.server.events import EVENT_TYPES
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project, sse_events
+
+JSON = {"content-type": "application/json"}
+
+
+def new_session(client: httpx.Client, template: str = "tester") -> str:
+    made = client.post("/v1/sessions", json={"template": template})
+    assert made.status_code == 201, made.text
+    assert made.json()["template"] == template
+    return str(made.json()["id"])
+
+
+def send(client: httpx.Client, session: str, content: str) -> list[tuple[str, Any]]:
+    answer = client.post(f"/v1/sessions/{session}/messages", json={"content": content})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    return sse_events(answer.text)
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    """Wait for a condition another thread brings about (bounded; the test never measures time)."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def kinds(client: httpx.Client, session: str) -> list[str]:
+    records = client.get(f"/v1/sessions/{session}/messages")
+    assert records.status_code == 200, records.text
+    return [r["kind"] for r in records.json()]
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def test_healthz_openapi_and_request_ids(client: httpx.Client) -> None:
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
+    assert len(health.headers["x-request-id"]) == 32
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/sessions", "/v1/sessions/{session_id}/messages", "/v1/tools", "/v1/tools/{name}/run"} <= set(
+        paths
+    )
+
+
+# -- a streamed turn (S23.6) -------------------------------------------------------------------
+
+
+def test_streamed_turn_with_a_tool_call_and_a_visual_table(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("table", '{"n": 2}', id="c1"),)), Reply(text="two rows, see the table")
+    )
+    session = new_session(client)
+    events = send(client, session, "show me")
+    types = [t for t, _ in events]
+    assert set(types) <= set(EVENT_TYPES)
+    assert types[0] == "tool_call" and types[-2:] == ["reply", "done"]
+    call = dict(events)["tool_call"]
+    assert call == {"id": "c1", "tool": "table", "args": {"n": 2}}
+    result = dict(events)["tool_result"]
+    assert result["id"] == "c1" and result["tool"] == "table" and result["success"] is True
+    assert result["content"] == "2 rows shown to the user"
+    (table,) = result["visual"]
+    assert table["type"] == "table" and [r["id"] for r in table["rows"]] == [0, 1]
+    tokens = "".join(d["text"] for t, d in events if t == "token")
+    assert tokens == "two rows, see the table" == dict(events)["reply"]["content"]
+    assert dict(events)["done"] == {"reason": "job_done"}
+    # the LLM never sees visual data (issue 11 §2, S6)
+    assert ROW_SECRET not in json.dumps(llm_server.bodies)
+    assert kinds(client, session) == ["user", "tool_call", "tool_result", "agent", "end"]
+
+
+def test_the_conversation_goes_on_in_the_same_session(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(text="first"), Reply(text="second"))
+    session = new_session(client)
+    send(client, session, "one")
+    assert dict(send(client, session, "two"))["reply"]["content"] == "second"
+    contents = [m["content"] for m in llm_server.bodies[1]["messages"]]
+    assert contents[1:] == ["one", "first", "two"]
+
+
+def test_no_llm_configured_is_an_error_event_not_a_failure(tmp_path: Path) -> None:
+    with (
+        LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        events = send(client, new_session(client), "hello")
+    assert [t for t, _ in events] == ["error", "done"]
+    assert "no LLM provider is configured" in events[0][1]["message"]
+    assert events[1][1] == {"reason": "error"}
+
+
+def test_a_client_that_disconnects_does_not_stop_the_turn(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}'),)), Gated(gate))
+    session = new_session(client)
+    with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}) as stream:
+        first = next(stream.iter_lines())
+        assert first == "event: tool_call"
+    gate.set()  # the client is gone; the LLM now answers
+    wait_until(lambda: "end" in kinds(client, session), "the turn to be recorded")
+    records = client.get(f"/v1/sessions/{session}/messages").json()
+    assert records[-2]["content"] == "after the gate" and records[-1]["content"] == "job_done"
+
+
+def test_many_concurrent_streams(live: LiveServer, llm_server: FakeLLMServer) -> None:
+    llm_server.respond_with(
+        lambda request: Reply(text="answer to " + request.body["messages"][-1]["content"])
+    )
+
+    async def one(client: httpx.AsyncClient, n: int) -> list[tuple[str, Any]]:
+        made = await client.post("/v1/sessions", json={"template": "tester"})
+        answer = await client.post(f"/v1/sessions/{made.json()['id']}/messages", json={"content": f"q{n}"})
+        assert answer.status_code == 200, answer.text
+        return sse_events(answer.text)
+
+    async def all_of_them() -> list[list[tuple[str, Any]]]:
+        limits = httpx.Limits(max_connections=40)
+        async with httpx.AsyncClient(base_url=live.url, timeout=120, limits=limits) as client:
+            return await asyncio.gather(*(one(client, n) for n in range(20)))
+
+    for n, events in enumerate(asyncio.run(all_of_them())):
+        assert dict(events)["reply"]["content"] == f"answer to q{n}"
+        assert dict(events)["done"] == {"reason": "job_done"}
+
+
+def test_stopping_the_server_lets_a_running_turn_finish_and_records_it(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="finished anyway")))
+    live = LiveServer(Kernel(load_kernel_config(kernel_yaml))).__enter__()
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        session = new_session(client)
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}) as stream:
+            wait_until(lambda: llm_server.requests != [], "the turn to reach the LLM")
+            stopping = threading.Thread(target=live.stop)
+            stopping.start()  # Ctrl-C while the turn waits for the LLM
+            gate.set()
+            events = sse_events(stream.read().decode())
+        stopping.join(timeout=120)
+    assert dict(events)["done"] == {"reason": "job_done"}
+    with Kernel(load_kernel_config(kernel_yaml)) as kernel:
+        assert [r.content for r in kernel.transcript(session)][-2:] == ["finished anyway", "job_done"]
+
+
+# -- sessions and who may see them (§3) ---------------------------------------------------------
+
+
+def test_sessions_lists_and_transcripts_belong_to_their_user(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    from agentkernel.config.server import token_hash
+
+    tokens = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
+    extra = "server:\n  tokens:\n" + "".join(f'    "{h}": {user}\n' for h, user in tokens.items())
+    kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, extra)))
+    llm_server.add(Reply(text="hi alice"))
+    with LiveServer(kernel) as live:
+        alice = httpx.Client(base_url=live.url, timeout=60, headers={"Authorization": "Bearer alice-token"})
+        bob = httpx.Client(base_url=live.url, timeout=60, headers={"authorization": "bearer bob-token"})
+        anonymous = httpx.Client(base_url=live.url, timeout=60)
+        with alice, bob, anonymous:
+            session = new_session(alice)
+            send(alice, session, "hello")
+            assert [s["id"] for s in alice.get("/v1/sessions").json()] == [session]
+            assert bob.get("/v1/sessions").json() == []
+            for answer in (
+                bob.get(f"/v1/sessions/{session}/messages"),
+                bob.post(f"/v1/sessions/{session}/messages", json={"content": "mine now"}),
+                bob.post("/v1/tools/upper/run", json={"args": {"text": "x"}, "session": session}),
+                alice.get("/v1/sessions/no-such-session/messages"),
+            ):
+                assert answer.status_code == 404, answer.text
+            assert bob.get(f"/v1/sessions/{session}/messages").json()["detail"] == (
+                alice.get("/v1/sessions/no-such-session/messages")
+                .json()["detail"]
+                .replace("no-such-session", session)
+            )
+            for request in (
+                anonymous.get("/v1/sessions"),
+                anonymous.get("/v1/tools"),
+                anonymous.post("/v1/sessions", json={"template": "tester"}),
+                anonymous.get("/v1/sessions", headers={"Authorization": "Bearer wrong"}),
+                anonymous.get("/v1/sessions", headers={"Authorization": "alice-token"}),
+            ):
+                assert request.status_code == 401, request.text
+                assert request.headers["www-authenticate"] == "Bearer"
+            assert anonymous.get("/healthz").status_code == 200
+            assert len(alice.get(f"/v1/sessions/{session}/messages").json()) >= 3
+    assert llm_server.remaining == 0
+
+
+def test_unknown_template_is_named(client: httpx.Client) -> None:
+    answer = client.post("/v1/sessions", json={"template": "nope"})
+    assert answer.status_code == 422
+    assert answer.json()["detail"] == "body.template: template 'nope' is unknown (loaded: tester)"
+
+
+# -- tools (§2) ---------------------------------------------------------------------------------
+
+
+def test_tools_list_and_run_with_no_llm_configured(tmp_path: Path) -> None:
+    with (
+        LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        every = client.get("/v1/tools").json()
+        assert [t["name"] for t in every] == ["other", "table", "upper"]
+        upper = next(t for t in every if t["name"] == "upper")
+        assert upper["description"] == "Upper-case a text." and upper["ui"] == {"icon": "🔠"}
+        assert upper["parameters"]["required"] == ["text"]
+        assert [t["name"] for t in client.get("/v1/tools", params={"template": "tester"}).json()] == [
+            "table",
+            "upper",
+        ]
+        assert client.get("/v1/tools", params={"template": "nope"}).status_code == 404
+        ran = client.post("/v1/tools/upper/run", json={"args": {"text": "abc"}})
+        assert ran.status_code == 200
+        assert ran.json() == {
+            "content": "ABC",
+            "success": True,
+            "error": None,
+            "visual": None,
+            "warnings": [],
+        }
+        table = client.post("/v1/tools/table/run", json={"args": {"n": 1}}).json()
+        assert table["visual"][0]["rows"] == [{"id": 0, "secret": ROW_SECRET}]
+        bad = client.post("/v1/tools/upper/run", json={"args": {"text": 1}}).json()
+        assert bad["success"] is False and "text" in bad["error"]
+        assert client.post("/v1/tools/nope/run", json={"args": {}}).status_code == 404
+        session = new_session(client)
+        in_session = client.post("/v1/tools/other/run", json={"args": {}, "session": session})
+        assert in_session.status_code == 404  # `other` is not among the template's tools
+        ok = client.post("/v1/tools/upper/run", json={"args": {"text": "s"}, "session": session})
+        assert ok.json()["content"] == "S"
+
+
+# -- bad input (§5) -----------------------------------------------------------------------------
+
+
+def test_bad_input_gets_the_codes_and_names_the_field(client: httpx.Client) -> None:
+    session = new_session(client)
+    url = f"/v1/sessions/{session}/messages"
+    malformed = client.post(url, content=b'{"content": ', headers=JSON)
+    assert malformed.status_code == 422 and malformed.json()["errors"][0]["field"].startswith("body")
+    wrong_type = client.post(url, json={"content": 5})
+    assert wrong_type.status_code == 422 and wrong_type.json()["errors"][0]["field"] == "body.content"
+    missing = client.post("/v1/sessions", json={})
+    assert missing.status_code == 422 and missing.json()["detail"] == "body.template: Field required"
+    assert client.post("/v1/sessions/nope/messages", json={"content": "x"}).status_code == 404
+    bad_limit = client.get(url, params={"limit": 0})
+    assert bad_limit.status_code == 422 and bad_limit.json()["errors"][0]["field"] == "query.limit"
+    for answer in (malformed, wrong_type, missing):
+        assert answer.json()["request_id"] == answer.headers["x-request-id"]
+        assert "Traceback" not in answer.text
+
+
+def test_a_message_over_the_limit_is_413(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel = Kernel(
+        load_kernel_config(make_project(tmp_path, llm_server, "server:\n  max_message_chars: 10\n"))
+    )
+    with LiveServer(kernel) as live, httpx.Client(base_url=live.url, timeout=60) as client:
+        session = new_session(client)
+        too_long = client.post(f"/v1/sessions/{session}/messages", json={"content": "x" * 11})
+        assert too_long.status_code == 413
+        assert too_long.json()["detail"] == "body.content: 11 characters; at most 10"
+    assert llm_server.requests == []
+
+
+def test_a_second_message_while_the_turn_runs_is_409(client: httpx.Client, llm_server: FakeLLMServer) -> None:
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="done at last")), Reply(text="next"))
+    session = new_session(client)
+    url = f"/v1/sessions/{session}/messages"
+    with client.stream("POST", url, json={"content": "slow"}) as stream:
+        wait_until(lambda: llm_server.requests != [], "the turn to reach the LLM")
+        busy = client.post(url, json={"content": "again"})
+        assert busy.status_code == 409
+        assert "still answering" in busy.json()["detail"]
+        gate.set()
+        assert dict(sse_events(stream.read().decode()))["reply"]["content"] == "done at last"
+    assert dict(send(client, session, "again"))["reply"]["content"] == "next"
+
+
+def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
+    tmp_path: Path, llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "logging:\n  messages_db_path: data/store/messages.db\n")
+    (tmp_path / "data" / "store" / "messages.db").mkdir(parents=True)  # a folder where the file should be
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        session = new_session(client)
+        failed = client.get(f"/v1/sessions/{session}/messages")
+    assert failed.status_code == 500
+    rid = failed.headers["x-request-id"]
+    assert failed.json() == {"detail": "internal server error", "request_id": rid}
+    logged = [r for r in caplog.records if r.name == "agentkernel.server" and rid in r.getMessage()]
+    assert logged and logged[0].exc_info is not None

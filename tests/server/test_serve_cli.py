@@ -1,0 +1,75 @@
+"""`agentkernel serve` and `agentkernel token new` as people run them (issue 11 §1, §3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import yaml
+
+from agentkernel.config import load_kernel_config
+from tests.server.conftest import make_project
+
+BIN = Path(sys.executable).parent
+
+
+def agentkernel(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
+    return subprocess.Popen(
+        [str(BIN / "agentkernel"), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_prints_its_url_answers_and_exits_0_on_sigterm(tmp_path: Path) -> None:
+    make_project(tmp_path, None)
+    server = agentkernel("serve", "--port", "0", cwd=tmp_path)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("agentkernel: serving on http://127.0.0.1:"), line
+        url = line.split()[3]
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
+        ran = httpx.post(f"{url}/v1/tools/upper/run", json={"args": {"text": "cli"}}, timeout=60)
+        assert ran.json()["content"] == "CLI"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert "Traceback" not in (server.stderr.read() if server.stderr else "")
+
+
+def test_serving_beyond_loopback_without_tokens_is_refused(tmp_path: Path) -> None:
+    make_project(tmp_path, None)
+    server = agentkernel("serve", "--host", "0.0.0.0", "--port", "0", cwd=tmp_path)
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 1 and out == ""
+    assert "refusing to listen on 0.0.0.0" in err and "server.tokens" in err and "token new" in err
+
+
+def test_token_new_prints_a_token_and_the_line_kernel_yaml_accepts(tmp_path: Path) -> None:
+    made = subprocess.run(
+        [str(BIN / "agentkernel"), "token", "new", "carol"], capture_output=True, text=True, timeout=120
+    )
+    assert made.returncode == 0, made.stderr
+    lines = made.stdout.splitlines()
+    token, pasted = lines[1].strip(), lines[-1]
+    assert token not in pasted
+    kernel_yaml = make_project(tmp_path, None, "server:\n  tokens:\n" + pasted + "\n")
+    settings = load_kernel_config(kernel_yaml).server
+    assert settings.user_of(token) == "carol" and settings.user_of(token + "x") is None
+    assert token not in kernel_yaml.read_text() and yaml.safe_load(kernel_yaml.read_text())["server"]
+    bad = subprocess.run(
+        [str(BIN / "agentkernel"), "token", "new", "no spaces"], capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2 and "not a user id" in bad.stderr

@@ -1,0 +1,78 @@
+"""kernel.yaml's `server:` section (issue 11 §3) and the loop-event → SSE mapping (§2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentkernel.agent.loop import LoopEvent
+from agentkernel.config import ServerSettings, load_kernel_config
+from agentkernel.config.server import token_hash
+from agentkernel.errors import ConfigError
+from agentkernel.server.events import stream_event
+from agentkernel.server.serving import ServeRefused, check_binding
+from tests.conftest import write_kernel_yaml
+
+
+def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
+    assert load_kernel_config(write_kernel_yaml(tmp_path)).server == ServerSettings()
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("tokens: {not-a-hash: alice}", "server.tokens: expected a mapping of a token's SHA-256"),
+        (f"tokens: {{{'a' * 64}: 'two words'}}", "server.tokens: expected a mapping of a token's SHA-256"),
+        ("token: s3cret", "server.token: the token never sits in YAML"),
+        ("max_message_chars: 0", "server.max_message_chars: expected an integer >= 1, got 0"),
+        ("shutdown_grace_secs: -1", "server.shutdown_grace_secs: expected a number of seconds >= 0, got -1"),
+        ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
+    ],
+)
+def test_mistakes_name_the_field(tmp_path: Path, section: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_kernel_config(write_kernel_yaml(tmp_path, f"server:\n  {section}\n"))
+    assert expected in str(raised.value)
+
+
+def test_a_token_pasted_as_a_key_is_never_echoed(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_kernel_config(write_kernel_yaml(tmp_path, "server:\n  tokens: {pasted-token-value: alice}\n"))
+    assert "pasted-token-value" not in str(raised.value)
+
+
+def test_tokens_are_looked_up_by_their_hash(tmp_path: Path) -> None:
+    text = f"server:\n  tokens: {{{token_hash('t0k')}: alice}}\n  max_message_chars: 5\n"
+    settings = load_kernel_config(write_kernel_yaml(tmp_path, text)).server
+    assert settings.user_of("t0k") == "alice" and settings.user_of(token_hash("t0k")) is None
+    assert settings.max_message_chars == 5
+
+
+def test_only_loopback_without_tokens() -> None:
+    for host in ("127.0.0.1", "::1", "localhost", "127.1.2.3"):
+        check_binding(host, ServerSettings())
+    for host in ("0.0.0.0", "192.168.1.5", "::", "example.org"):
+        with pytest.raises(ServeRefused, match=r"no server\.tokens"):
+            check_binding(host, ServerSettings())
+    check_binding("0.0.0.0", ServerSettings(tokens={token_hash("t"): "alice"}))
+
+
+def test_loop_events_map_to_the_documented_sse_types() -> None:
+    def shown(kind: str, data: dict[str, object]) -> tuple[str, object] | None:
+        event = stream_event(LoopEvent(kind, data))  # type: ignore[arg-type]
+        return None if event is None else (event.type, event.data)
+
+    assert shown("answer", {"content": "hi", "streamed": True}) == (
+        "reply",
+        {"content": "hi", "streamed": True},
+    )
+    assert shown("end", {"reason": "blocked"}) == ("done", {"reason": "blocked"})
+    assert shown("tool_call", {"id": "1", "name": "t", "arguments": "{bad"}) == (
+        "tool_call",
+        {"id": "1", "tool": "t", "args": "{bad"},
+    )
+    assert shown("visual", {"tool": "t", "block": {"type": "text", "text": "x"}}) is None
+    assert shown("warning", {"tool": "t", "message": "m"}) == ("warning", {"tool": "t", "message": "m"})
+    frame = stream_event(LoopEvent("token", {"text": "a\nb"}))
+    assert frame is not None and frame.frame() == b'event: token\ndata: {"text": "a\\nb"}\n\n'
