@@ -20,7 +20,7 @@ from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
-from agentkernel.server.routes import health, sessions, tools
+from agentkernel.server.routes import health, page, sessions, tools
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 
@@ -60,6 +60,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     failures.install(app)
     for area in (health, sessions, tools):
         app.include_router(area.router)
+    page.install(app)
     return app
 
 

@@ -1,0 +1,84 @@
+"""The web page (issue 11 section 4): `GET /`, its static files, and the two small reads only it needs.
+
+- `GET /` is static/index.html with a strict Content-Security-Policy: scripts
+  and styles only from this server, images also as `data:` (the charts), no
+  inline script, no plugins, no framing. The answer is Markdown written by a
+  model that a script's result can steer; marked's HTML goes through
+  DOMPurify, and the policy is the second wall if something slips through.
+- `/static/…` serves the page's files (app.js, app.css, vendor/) from the
+  package: nothing is fetched from the network at run time.
+- `GET /v1/templates` lists the templates that load, for the new-chat picker.
+- `POST /v1/charts/svg` draws a `chart` block as SVG on the server (charts.py,
+  which says why server-side); the page shows it as an `<img>` from a
+  `data:` URL, so nothing in it can run.
+
+The page itself needs no token to load (it is where the token is typed);
+every API call it makes does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Body, FastAPI, HTTPException
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from agentkernel.server.charts import render_chart
+from agentkernel.server.identity import Parts, User
+
+STATIC: Final = Path(__file__).resolve().parent.parent / "static"
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+SVG_MEDIA_TYPE: Final = "image/svg+xml"
+
+ChartBlock = Annotated[dict[str, Any], Body(description="a `chart` visual block (S6.2)")]
+
+router = APIRouter(tags=["page"])
+
+
+@router.get("/", include_in_schema=False)
+def index() -> FileResponse:
+    """The web chat."""
+    return FileResponse(
+        STATIC / "index.html",
+        media_type="text/html; charset=utf-8",
+        headers={
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-cache",
+        },
+    )
+
+
+@router.get("/v1/templates")
+def list_templates(_: User, parts: Parts) -> list[dict[str, str]]:
+    """`[{name, description}]`: the templates that load, by name (a session's `template`)."""
+    return [{"name": t.name, "description": t.description} for t in parts.kernel.list_templates()]
+
+
+@router.post(
+    "/v1/charts/svg",
+    response_class=Response,
+    responses={200: {"content": {SVG_MEDIA_TYPE: {}}, "description": "the chart as SVG"}},
+)
+def chart_svg(_: User, block: ChartBlock) -> Response:
+    """A `chart` block drawn as a self-contained SVG (no script, no external reference); 422 if no chart."""
+    try:
+        svg = render_chart(block)
+    except ValueError as exc:
+        raise HTTPException(422, f"body: {exc}") from exc
+    return Response(svg, media_type=SVG_MEDIA_TYPE, headers={"X-Content-Type-Options": "nosniff"})
+
+
+def install(app: FastAPI) -> None:
+    """The page's routes and its static files, on `app`."""
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+
+__all__ = ["CONTENT_SECURITY_POLICY", "install", "router"]

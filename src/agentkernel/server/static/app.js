@@ -1,0 +1,493 @@
+// The agentkernel web chat (issue 11 section 4). Plain browser JavaScript, no build step.
+// Everything from the server or a model is put in the page as text (textContent), except the
+// answer's Markdown, which goes marked -> DOMPurify.sanitize -> innerHTML, and charts, which are
+// server-drawn SVG shown as an <img> from a data: URL (nothing in an image runs).
+"use strict";
+
+const TOKEN_KEY = "agentkernel.token";
+const NO_LLM_HELP =
+  "No LLM provider is reachable. Configure one in kernel.yaml under `llm:` (base_url, model and " +
+  "the environment variable holding its API key), then restart `agentkernel serve`. " +
+  "The Tools panel works without one.";
+
+const state = { session: null, sessions: [], tools: [], busy: false };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+function status(text) {
+  $("status").textContent = text;
+}
+
+// -- the API -----------------------------------------------------------------------------------
+
+function headers(json) {
+  const out = {};
+  if (json) out["Content-Type"] = "application/json";
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) out.Authorization = "Bearer " + token;
+  return out;
+}
+
+class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail);
+    this.status = status;
+  }
+}
+
+async function failure(response) {
+  let detail = response.statusText;
+  try {
+    const body = await response.json();
+    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    if (body.request_id) detail += " (request id " + body.request_id + ")";
+  } catch (_) {
+    /* not JSON: keep the status text */
+  }
+  if (response.status === 401) detail = "The server wants a bearer token: paste yours above and press Save.";
+  return new ApiError(response.status, detail);
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: headers(body !== undefined),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!response.ok) throw await failure(response);
+  return response;
+}
+
+const getJSON = async (path) => (await api("GET", path)).json();
+const postJSON = async (path, body) => (await api("POST", path, body)).json();
+
+// -- visual blocks (S6.2) ------------------------------------------------------------------------
+
+function cellText(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+function tableRows(tbody, columns, rows) {
+  for (const row of rows) {
+    tbody.append(el("tr", {}, ...columns.map((c) => el("td", { text: cellText(row[c.key]) }))));
+  }
+}
+
+function renderTable(block) {
+  const columns = block.columns || [];
+  const tbody = el("tbody");
+  tableRows(tbody, columns, block.rows || []);
+  const table = el(
+    "table",
+    {},
+    block.title ? el("caption", { text: block.title }) : null,
+    el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", { scope: "col", text: c.title || c.key })))),
+    tbody,
+  );
+  const figure = el("figure", { class: "v-table" }, el("div", { class: "scroll", tabindex: "0" }, table));
+  if (block.continuation && block.continuation.id) figure.append(moreControl(block.continuation.id, tbody, columns));
+  return figure;
+}
+
+// "More": the next page through POST /v1/continuations, its rows added to the same table.
+function moreControl(id, tbody, columns) {
+  const note = el("span", { class: "quiet", role: "status" });
+  const button = el("button", { type: "button", class: "more", text: "More" });
+  let current = id;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    note.textContent = "loading…";
+    try {
+      const page = await postJSON("/v1/continuations", { id: current });
+      const blocks = page.visual || [];
+      const next = blocks.find((b) => b.type === "table");
+      if (next) tableRows(tbody, columns, next.rows || []);
+      const extra = blocks.filter((b) => b !== next);
+      if (extra.length) wrap.append(renderVisual(extra));
+      if (page.error) wrap.append(el("p", { class: "error", text: page.error }));
+      for (const w of page.warnings || []) wrap.append(el("p", { class: "warning", text: "⚠ " + w }));
+      const more = next && next.continuation && next.continuation.id;
+      note.textContent = more ? "" : "no more rows";
+      if (more) {
+        current = more;
+        button.disabled = false;
+      } else {
+        button.remove();
+      }
+    } catch (err) {
+      note.textContent = err.status === 404 ? "these rows are no longer available" : err.message;
+      button.disabled = err.status === 404;
+    }
+  });
+  const wrap = el("div", { class: "more-row" }, button, note);
+  return wrap;
+}
+
+function renderChart(block) {
+  const figure = el("figure", { class: "v-chart" }, el("p", { class: "quiet", text: "drawing the chart…" }));
+  api("POST", "/v1/charts/svg", block)
+    .then((r) => r.text())
+    .then((svg) => {
+      const alt = block.title ? block.chart + " chart: " + block.title : block.chart + " chart";
+      const img = el("img", { src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg), alt });
+      figure.replaceChildren(img);
+    })
+    .catch((err) => figure.replaceChildren(el("p", { class: "error", text: "chart: " + err.message })));
+  return figure;
+}
+
+function renderFile(block) {
+  const label = block.name + (block.mime ? " (" + block.mime + ")" : "");
+  let safe = null;
+  try {
+    const url = new URL(block.url, location.href);
+    if (url.protocol === "https:" || url.protocol === "http:") safe = url.href;
+  } catch (_) {
+    /* no url, or not one */
+  }
+  if (safe) {
+    return el("p", { class: "v-file" }, el("a", { href: safe, download: block.name, rel: "noopener noreferrer", text: "⬇ " + label }));
+  }
+  return el("p", { class: "v-file", text: "📄 " + label + " — kept on the server (no download link for a file path yet)" });
+}
+
+function renderVisual(blocks) {
+  const box = el("div", { class: "visual" });
+  for (const block of blocks || []) {
+    if (block.type === "text") box.append(el("div", { class: "v-text", text: block.text }));
+    else if (block.type === "table") box.append(renderTable(block));
+    else if (block.type === "chart") box.append(renderChart(block));
+    else if (block.type === "file") box.append(renderFile(block));
+  }
+  return box;
+}
+
+function renderResult(result) {
+  const box = el("div", { class: "result" });
+  if (result.content) box.append(el("pre", { class: "content", text: result.content }));
+  if (result.success === false) box.append(el("p", { class: "error", text: "✖ " + (result.error || "the tool failed") }));
+  for (const w of result.warnings || []) box.append(el("p", { class: "warning", text: "⚠ " + w }));
+  if (result.visual && result.visual.length) box.append(renderVisual(result.visual));
+  return box;
+}
+
+// -- the chat log --------------------------------------------------------------------------------
+
+function markdown(text) {
+  return DOMPurify.sanitize(marked.parse(text || ""));
+}
+
+function line(kind, text) {
+  const node = el("p", { class: kind, text });
+  $("log").append(node);
+  return node;
+}
+
+function userMessage(text) {
+  $("log").append(el("div", { class: "msg user" }, el("span", { class: "who", text: "You" }), el("p", { text })));
+}
+
+function answerBox() {
+  const body = el("div", { class: "md" });
+  $("log").append(el("div", { class: "msg agent" }, el("span", { class: "who", text: "Agent" }), body));
+  return body;
+}
+
+function toolIcon(name) {
+  const tool = state.tools.find((t) => t.name === name);
+  return (tool && tool.ui && tool.ui.icon) || "🔧";
+}
+
+function toolRow(name, args) {
+  const details = el(
+    "details",
+    { class: "tool-call" },
+    el("summary", {}, el("span", { "aria-hidden": "true", text: toolIcon(name) + " " }), "tool ", el("code", { text: name }), el("span", { class: "state quiet", text: " running…" })),
+    el("p", { class: "label", text: "Arguments" }),
+    el("pre", { text: typeof args === "string" ? args : JSON.stringify(args, null, 2) }),
+  );
+  $("log").append(details);
+  return details;
+}
+
+function fillToolRow(details, result) {
+  details.querySelector(".state").textContent = result.success === false ? " failed" : " done";
+  details.classList.toggle("failed", result.success === false);
+  details.append(el("p", { class: "label", text: "Result" }), renderResult({ ...result, visual: null }));
+  if (result.visual && result.visual.length) details.after(renderVisual(result.visual));
+}
+
+function errorLine(message, beforeAnyAnswer) {
+  line("error", "✖ " + message);
+  if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) line("help", NO_LLM_HELP);
+}
+
+// One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
+async function sendMessage(text) {
+  const session = state.session;
+  userMessage(text);
+  setBusy(true);
+  let answer = null;
+  let buffer = "";
+  let answered = false;
+  const rows = new Map();
+  const handle = (type, data) => {
+    if (type === "token") {
+      if (!answer) answer = answerBox();
+      buffer += data.text;
+      answer.innerHTML = markdown(buffer);
+      answered = true;
+    } else if (type === "reply") {
+      if (!answer) answer = answerBox();
+      buffer = data.content;
+      answer.innerHTML = markdown(buffer);
+      answered = true;
+      answer = null;
+      buffer = "";
+    } else if (type === "notice") {
+      line("notice", data.text);
+    } else if (type === "tool_call") {
+      answer = null;
+      buffer = "";
+      rows.set(data.id, toolRow(data.tool, data.args));
+    } else if (type === "tool_result") {
+      const row = rows.get(data.id) || toolRow(data.tool, "");
+      fillToolRow(row, data);
+    } else if (type === "warning") {
+      line("warning", "⚠ " + (data.tool ? data.tool + ": " : "") + data.message);
+    } else if (type === "error") {
+      errorLine(data.message, !answered);
+    } else if (type === "done") {
+      if (data.reason !== "job_done") line("notice", "turn ended: " + data.reason);
+    }
+  };
+  try {
+    const response = await api("POST", "/v1/sessions/" + encodeURIComponent(session.id) + "/messages", { content: text });
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let pending = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      pending += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = pending.indexOf("\n\n")) >= 0) {
+        const frame = pending.slice(0, cut);
+        pending = pending.slice(cut + 2);
+        const type = /^event: (.*)$/m.exec(frame);
+        const data = /^data: (.*)$/m.exec(frame);
+        if (type && data) handle(type[1], JSON.parse(data[1]));
+      }
+    }
+  } catch (err) {
+    errorLine(err.message, !answered);
+  } finally {
+    setBusy(false);
+    $("message").focus();
+  }
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("send").disabled = busy || !state.session;
+  $("message").disabled = !state.session;
+  $("log").setAttribute("aria-busy", busy ? "true" : "false");
+}
+
+// A transcript read: what was said, the tool calls and their results (visuals are not recorded).
+function showTranscript(records) {
+  const rows = new Map();
+  for (const r of records) {
+    const meta = r.meta || {};
+    if (r.kind === "user") userMessage(r.content);
+    else if (r.kind === "agent") answerBox().innerHTML = markdown(r.content);
+    else if (r.kind === "tool_call") rows.set(meta.id, toolRow(meta.tool, r.content));
+    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success });
+    else if (r.kind === "notice") line("notice", r.content);
+    else if (r.kind === "warning") line("warning", "⚠ " + r.content);
+    else if (r.kind === "error") line("error", "✖ " + r.content);
+  }
+}
+
+// -- sessions ------------------------------------------------------------------------------------
+
+async function loadSessions() {
+  state.sessions = await getJSON("/v1/sessions");
+  const list = $("session-list");
+  list.replaceChildren();
+  for (const s of state.sessions.slice().reverse()) {
+    const current = state.session && state.session.id === s.id;
+    const label = s.template + " · " + new Date(s.created_at).toLocaleString();
+    list.append(el("li", {}, el("button", { type: "button", "aria-current": current ? "true" : null, text: label, onclick: () => openSession(s) })));
+  }
+}
+
+async function openSession(session) {
+  state.session = session;
+  $("chat-title").textContent = "Chat with " + session.template;
+  $("log").replaceChildren();
+  setBusy(false);
+  await Promise.all([loadSessions(), loadTools()]);
+  try {
+    showTranscript(await getJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/messages"));
+  } catch (err) {
+    line("error", "✖ " + err.message);
+  }
+  $("message").focus();
+}
+
+async function loadTemplates() {
+  const templates = await getJSON("/v1/templates");
+  const select = $("template");
+  select.replaceChildren(...templates.map((t) => el("option", { value: t.name, text: t.name + (t.description ? " — " + t.description : "") })));
+  if (!templates.length) select.append(el("option", { value: "", text: "no templates load (see agentkernel check)" }));
+}
+
+// -- the tools panel -----------------------------------------------------------------------------
+
+async function loadTools() {
+  const query = state.session ? "?template=" + encodeURIComponent(state.session.template) : "";
+  state.tools = await getJSON("/v1/tools" + query);
+  const list = $("tool-list");
+  list.replaceChildren();
+  for (const tool of state.tools) {
+    const icon = (tool.ui && tool.ui.icon) || "🔧";
+    list.append(el("li", {}, el("button", { type: "button", class: "tool-pick", "data-tool": tool.name, onclick: () => showToolForm(tool) }, el("span", { "aria-hidden": "true", text: icon + " " }), tool.name)));
+  }
+  if (!state.tools.length) list.append(el("li", { class: "quiet", text: "no tools" }));
+}
+
+// One form field per property of the tool's JSON Schema; `read` gives its value back as JSON.
+function schemaField(name, schema, required) {
+  const id = "arg-" + name;
+  const label = el("label", { for: id, text: name + (required ? " *" : "") });
+  const hint = schema.description ? el("small", { class: "quiet", id: id + "-hint", text: schema.description }) : null;
+  const described = hint ? id + "-hint" : null;
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
+  let input;
+  let read;
+  if (Array.isArray(schema.enum)) {
+    input = el("select", { id, "aria-describedby": described }, ...(required ? [] : [el("option", { value: "", text: "—" })]),
+      ...schema.enum.map((v, i) => el("option", { value: String(i), text: cellText(v) })));
+    read = () => (input.value === "" ? undefined : schema.enum[Number(input.value)]);
+  } else if (type === "boolean") {
+    input = el("input", { id, type: "checkbox", "aria-describedby": described, checked: schema.default === true });
+    read = () => input.checked;
+  } else if (type === "integer" || type === "number") {
+    input = el("input", { id, type: "number", step: type === "integer" ? "1" : "any", required, "aria-describedby": described, value: schema.default });
+    read = () => (input.value === "" ? undefined : Number(input.value));
+  } else if (type === "array" && schema.items && schema.items.type === "string") {
+    input = el("textarea", { id, rows: "3", placeholder: "one per line", required, "aria-describedby": described });
+    read = () => input.value.split("\n").filter((s) => s !== "");
+  } else if (type === "string" || type === undefined) {
+    input = el("input", { id, type: "text", required, "aria-describedby": described, value: schema.default });
+    read = () => (input.value === "" && !required ? undefined : input.value);
+  } else {
+    input = el("textarea", { id, rows: "3", placeholder: "JSON " + type, required, "aria-describedby": described });
+    read = () => (input.value.trim() === "" ? undefined : JSON.parse(input.value));
+  }
+  const box = type === "boolean" ? el("div", { class: "field check" }, input, label, hint) : el("div", { class: "field" }, label, input, hint);
+  return { box, read, name };
+}
+
+function showToolForm(tool) {
+  const schema = tool.parameters || {};
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, s]) => schemaField(name, s || {}, required.has(name)));
+  const form = $("tool-form");
+  const output = $("tool-output");
+  $("tool-run").hidden = false;
+  $("tool-run-title").textContent = ((tool.ui && tool.ui.icon) || "🔧") + " " + tool.name;
+  $("tool-description").textContent = tool.description || "";
+  output.replaceChildren();
+  const run = el("button", { type: "submit", text: "Run " + tool.name });
+  form.replaceChildren(...fields.map((f) => f.box), run);
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const args = {};
+    try {
+      for (const f of fields) {
+        const value = f.read();
+        if (value !== undefined) args[f.name] = value;
+      }
+    } catch (err) {
+      output.replaceChildren(el("p", { class: "error", text: "✖ " + err.message }));
+      return;
+    }
+    run.disabled = true;
+    output.replaceChildren(el("p", { class: "quiet", text: "running…" }));
+    try {
+      const body = { args };
+      if (state.session) body.session = state.session.id;
+      output.replaceChildren(renderResult(await postJSON("/v1/tools/" + encodeURIComponent(tool.name) + "/run", body)));
+    } catch (err) {
+      output.replaceChildren(el("p", { class: "error", text: "✖ " + err.message }));
+    } finally {
+      run.disabled = false;
+    }
+  };
+  (fields.length ? form.querySelector("input, select, textarea") : run).focus();
+}
+
+// -- start ---------------------------------------------------------------------------------------
+
+async function start() {
+  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
+  $("token-form").onsubmit = (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (token) localStorage.setItem(TOKEN_KEY, token);
+    else localStorage.removeItem(TOKEN_KEY);
+    status(token ? "token saved in this browser" : "token removed");
+    start();
+  };
+  $("tools-toggle").onclick = () => {
+    const open = $("tools").hidden;
+    $("tools").hidden = !open;
+    $("tools-toggle").setAttribute("aria-expanded", String(open));
+  };
+  $("new-chat").onsubmit = async (event) => {
+    event.preventDefault();
+    try {
+      const made = await postJSON("/v1/sessions", { template: $("template").value });
+      await openSession(made);
+    } catch (err) {
+      status(err.message);
+    }
+  };
+  $("compose").onsubmit = (event) => {
+    event.preventDefault();
+    const text = $("message").value.trim();
+    if (!text || state.busy || !state.session) return;
+    $("message").value = "";
+    sendMessage(text);
+  };
+  $("message").onkeydown = (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("compose").requestSubmit();
+    }
+  };
+  try {
+    await Promise.all([loadTemplates(), loadSessions(), loadTools()]);
+    status("");
+  } catch (err) {
+    status(err.message);
+    if (err.status === 401) $("token").focus();
+  }
+}
+
+document.addEventListener("DOMContentLoaded", start);
