@@ -32,6 +32,7 @@ class ServerSettings:
     max_message_chars: int = 100_000
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
     transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
+    continuation_ttl_secs: float = 24 * 3600.0  # how long a table's "more" id answers (S6.3)
 
     def user_of(self, token: str) -> str | None:
         """The user a bearer token belongs to; None for a token not configured."""
@@ -55,6 +56,7 @@ SERVER_SCHEMA = section(
         "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
+        "continuation_ttl_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
     },
     **{"x-refused": dict.fromkeys(("token", "api_key", "password"), TOKEN_HINT)},
 )
@@ -62,8 +64,14 @@ SERVER_SCHEMA = section(
 
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
     grace = float(values.get("shutdown_grace_secs", ServerSettings.shutdown_grace_secs))
+    ttl = float(values.get("continuation_ttl_secs", ServerSettings.continuation_ttl_secs))
     return ServerSettings(
-        **{**values, "tokens": dict(values.get("tokens", {})), "shutdown_grace_secs": grace}
+        **{
+            **values,
+            "tokens": dict(values.get("tokens", {})),
+            "shutdown_grace_secs": grace,
+            "continuation_ttl_secs": ttl,
+        }
     )
 
 

@@ -20,7 +20,8 @@ from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
-from agentkernel.server.routes import health, page, sessions, tools
+from agentkernel.server.routes import continuations, health, page, sessions, tools
+from agentkernel.server.sealing import Continuations, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 
@@ -38,9 +39,10 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     def open_chat(info: SessionInfo) -> ChatSession:
         return kernel.chat(info.template, user_id=info.user_id, session_id=info.id)
 
-    parts = ServerParts(
-        kernel, chosen, SessionDirectory(sessions_path(kernel)), TurnRunner(open_chat, kernel.end_chat)
-    )
+    # S6.3: beside the transcript, in the message store's file (continuations.py says why)
+    store = Continuations(kernel.config.messages_db, chosen.continuation_ttl_secs)
+    turns = TurnRunner(open_chat, kernel.end_chat, TurnSealer(store))
+    parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -49,6 +51,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         finally:
             await parts.turns.drain(chosen.shutdown_grace_secs)
             parts.sessions.close()
+            store.close()
 
     app = FastAPI(
         title="agentkernel",
@@ -57,8 +60,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         lifespan=lifespan,
     )
     app.state.parts = parts
+    app.state.continuations = store
     failures.install(app)
-    for area in (health, sessions, tools):
+    for area in (health, sessions, tools, continuations):
         app.include_router(area.router)
     page.install(app)
     return app

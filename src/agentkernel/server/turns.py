@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
@@ -30,6 +31,8 @@ log = logging.getLogger("agentkernel.server")
 
 OpenChat = Callable[[SessionInfo], ChatSession]
 EndChat = Callable[[ChatSession], None]
+# what an event becomes before it leaves the server (sealing.py: tables' continuation args become ids)
+Seal = Callable[[SessionInfo, StreamEvent], Awaitable[StreamEvent]]
 
 
 class TurnBusy(Exception):
@@ -49,12 +52,13 @@ class Turn:
     request_id: str
     _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
+    seal: Callable[[StreamEvent], Awaitable[StreamEvent]] | None = None
 
     async def emit(self, event: LoopEvent) -> None:
         """The loop's emit: never waits for the client (the queue is unbounded; a turn's events are few)."""
         shown = stream_event(event)
         if shown is not None:
-            self._events.put_nowait(shown)
+            self._events.put_nowait(shown if self.seal is None else await self.seal(shown))
 
     def fail(self, message: str) -> None:
         for event in failed_turn(message):
@@ -76,9 +80,10 @@ class TurnRunner:
     the start of a turn cannot interleave with another request's.
     """
 
-    def __init__(self, open_chat: OpenChat, end_chat: EndChat) -> None:
+    def __init__(self, open_chat: OpenChat, end_chat: EndChat, seal: Seal | None = None) -> None:
         self._open_chat = open_chat
         self._end_chat = end_chat
+        self._seal = seal
         self._chats: dict[str, ChatSession] = {}
         self._running: dict[str, Turn] = {}
 
@@ -90,6 +95,8 @@ class TurnRunner:
         if session.id in self._running:
             raise TurnBusy(session.id)
         turn = Turn(session.id, request_id)
+        if self._seal is not None:
+            turn.seal = functools.partial(self._seal, session)
         self._running[session.id] = turn
         turn.task = asyncio.create_task(self._run(session, text, turn), name=f"turn {session.id}")
         return turn

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
 from agentkernel.errors import ConfigError
 from agentkernel.process import Caller
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
+from agentkernel.server.routes.continuations import continuation_store
 from agentkernel.server.routes.sessions import owned_session
+from agentkernel.server.sealing import seal_result
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -64,11 +66,19 @@ def list_tools(
 
 
 @router.post("/{name}/run")
-async def run_tool(name: str, body: ToolRun, user: User, parts: Parts) -> dict[str, Any]:
+async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see."""
     caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
     visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
     if name not in {spec.name for spec in visible}:
         raise HTTPException(404, f"no tool {name!r}")
     result = await parts.kernel.arun_tool(name, body.args, caller)
-    return result.to_json()
+    return await seal_result(
+        continuation_store(request),
+        result.to_json(),
+        owner=user,
+        tool=name,
+        session_id=caller.session_id,
+        pid=caller.pid,
+        template=caller.template,
+    )

@@ -1,0 +1,45 @@
+"""`POST /v1/continuations {id}`: a table's next page (S6.3), run as the table's owner.
+
+The id is the opaque one a sealed table carries (sealing.py); the args
+behind it never leave the server. Unknown, expired and another user's ids
+get the same 404, so an id says nothing about anyone else's tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from agentkernel.server.continuations import arun_continuation
+from agentkernel.server.identity import Parts, User
+from agentkernel.server.sealing import Continuations
+
+router = APIRouter(prefix="/v1/continuations", tags=["continuations"])
+NOT_FOUND = "no such continuation (unknown, expired, or not yours)"
+
+
+class NextPage(BaseModel):
+    id: str = Field(min_length=1, max_length=200, description="a table's `continuation.id`")
+
+
+def continuation_store(request: Request) -> Continuations:
+    """The app's continuation store (app.py puts it on `app.state`)."""
+    store: Continuations = request.app.state.continuations
+    return store
+
+
+@router.post("")
+async def next_page(body: NextPage, request: Request, user: User, parts: Parts) -> dict[str, Any]:
+    """`{visual, success, error, warnings}`: the page's blocks, their tables sealed with fresh ids."""
+    store = await asyncio.to_thread(continuation_store(request).store)
+    result = await arun_continuation(parts.kernel, store, body.id, user)
+    if result is None:
+        raise HTTPException(404, NOT_FOUND)
+    shown = result.to_json()
+    return {key: shown[key] for key in ("visual", "success", "error", "warnings")}
+
+
+__all__ = ["NOT_FOUND", "continuation_store", "router"]
