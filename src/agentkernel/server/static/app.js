@@ -193,6 +193,7 @@ function markdown(text) {
 function line(kind, text) {
   const node = el("p", { class: kind, text });
   $("log").append(node);
+  follow(node);
   return node;
 }
 
@@ -227,7 +228,11 @@ function fillToolRow(details, result) {
   details.querySelector(".state").textContent = result.success === false ? " failed" : " done";
   details.classList.toggle("failed", result.success === false);
   details.append(el("p", { class: "label", text: "Result" }), renderResult({ ...result, visual: null }));
-  if (result.visual && result.visual.length) details.after(renderVisual(result.visual));
+  if (result.visual && result.visual.length) {
+    const visual = renderVisual(result.visual);
+    details.after(visual);
+    follow(visual);
+  }
 }
 
 function errorLine(message, beforeAnyAnswer) {
@@ -249,6 +254,7 @@ async function sendMessage(text) {
       if (!answer) answer = answerBox();
       buffer += data.text;
       answer.innerHTML = markdown(buffer);
+      follow(answer);
       answered = true;
     } else if (type === "reply") {
       if (!answer) answer = answerBox();
@@ -300,6 +306,11 @@ async function sendMessage(text) {
   }
 }
 
+// Keep the newest part of the chat in view as it grows.
+function follow(node) {
+  node.scrollIntoView({ block: "nearest" });
+}
+
 function setBusy(busy) {
   state.busy = busy;
   $("send").disabled = busy || !state.session;
@@ -335,17 +346,24 @@ async function loadSessions() {
   }
 }
 
+// The compose box opens only once the transcript is shown, so a message cannot race its own history.
 async function openSession(session) {
   state.session = session;
   $("chat-title").textContent = "Chat with " + session.template;
   $("log").replaceChildren();
-  setBusy(false);
-  await Promise.all([loadSessions(), loadTools()]);
+  setBusy(true);
   try {
-    showTranscript(await getJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/messages"));
+    const [records] = await Promise.all([
+      getJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/messages"),
+      loadSessions(),
+      loadTools(),
+    ]);
+    if (state.session !== session) return; // another chat was opened meanwhile
+    showTranscript(records);
   } catch (err) {
     line("error", "✖ " + err.message);
   }
+  setBusy(false);
   $("message").focus();
 }
 

@@ -1,0 +1,165 @@
+"""The web page in a real browser (issue 11 §4, §6): Playwright for Python driving Debian's Chromium.
+
+The real server (LiveServer) runs a project whose template calls a tool
+returning a paged table and another returning a chart; the scripted LLM
+answers. The test opens the page, chats, sees the table, clicks "More" and
+sees the second page, sees the chart, and runs a tool from the panel. It
+waits on the page's elements, never on time.
+
+Chromium comes from the distribution (`apt-get install chromium`, as
+`.ci/run` does), never from `playwright install`. The screenshot is taken
+every run; with AGENTKERNEL_UPDATE_SCREENSHOT=1 it also replaces
+docs/img/web-chat.png (so an ordinary run leaves the working tree clean).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from tests.conftest import REPO
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.server.conftest import LiveServer, make_project, script_tool, write
+from tests.server.test_continuations_api import PAGED_JS
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOT = REPO / "docs" / "img" / "web-chat.png"
+WAIT_MS = 60_000  # an upper bound for any one element to appear, not a measured time
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"
+)
+
+CHART_JS = """
+function run(args) {
+  return {content: 'a chart of sales',
+          visual: {type: 'chart', chart: 'bar', title: 'Sales by quarter', labels: ['Q1', 'Q2', 'Q3', 'Q4'],
+                   series: [{name: '2025', data: [12, 19, 7, 15]}, {name: '2026', data: [14, 21, 11, 18]}]}};
+}
+"""
+
+
+def page_project(root: Path, llm: FakeLLMServer | None) -> Path:
+    """make_project's, plus `paged` (a table in pages of two rows) and `sales` (a bar chart) in `tester`."""
+    kernel_yaml = make_project(root, llm)
+    tools = root / "config" / "scripts" / "tools"
+    script_tool(
+        tools,
+        "paged",
+        PAGED_JS,
+        description="Numbers, two per page.",
+        parameters={"type": "object", "properties": {"page": {"type": "integer"}}},
+        ui={"icon": "🔢"},
+    )
+    script_tool(tools, "sales", CHART_JS, description="Sales as a chart.", ui={"icon": "📊"})
+    write(
+        root / "config" / "templates" / "tester.yaml",
+        "name: tester\ndescription: A test agent.\ninstructions: You are a test agent.\n"
+        "tools: [upper, paged, sales]\nmax_turns: 4\n",
+    )
+    return kernel_yaml
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> tuple[Any, list[str]]:
+    """A fresh page on `url`, and the list its console errors and uncaught exceptions go to."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(WAIT_MS)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(url)
+    page.wait_for_selector("#template option[value=tester]", state="attached")
+    return page, problems
+
+
+def test_chat_table_more_chart_and_a_tool_run(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("paged", "{}", id="c1"), FakeToolCall("sales", "{}", id="c2"))),
+        Reply(text="Here are **the numbers** and the chart.\n\n- first\n- second"),
+    )
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+        page, problems = open_page(browser, live.url)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")  # the chat is open (its transcript shown)
+        page.fill("#message", "Show me the numbers and the sales")
+        page.keyboard.press("Enter")  # Enter sends
+
+        # the streamed answer, as Markdown (sanitised): bold and a list
+        page.wait_for_selector(".msg.agent strong:has-text('the numbers')")
+        assert page.locator(".msg.agent li").all_inner_texts() == ["first", "second"]
+        # each tool call is a collapsible row with its arguments and result
+        assert page.locator("details.tool-call").count() == 2
+        page.locator("details.tool-call summary", has_text="paged").click()
+        page.wait_for_selector("details.tool-call[open] pre:has-text('page 1')")
+
+        # the table, then its second page in place
+        table = page.locator(".v-table table")
+        table.locator("td", has_text="1").first.wait_for()
+        assert table.locator("tbody tr").count() == 2
+        page.get_by_role("button", name="More").click()
+        table.locator("tbody tr:nth-child(4)").wait_for()
+        assert table.locator("tbody td:first-child").all_inner_texts() == ["0", "1", "2", "3"]
+
+        # the chart: server-drawn SVG in an <img>, so nothing in it runs
+        chart = page.locator(".v-chart img")
+        chart.wait_for()
+        assert chart.get_attribute("src").startswith("data:image/svg+xml")
+        assert chart.get_attribute("alt") == "bar chart: Sales by quarter"
+        page.wait_for_function("() => document.querySelector('.v-chart img').naturalWidth > 0")
+
+        # a tool from the panel, with a form generated from its schema
+        page.locator("button.tool-pick", has_text="upper").click()
+        page.get_by_label("text *").fill("hello from the panel")
+        page.get_by_role("button", name="Run upper").click()
+        page.wait_for_selector("#tool-output pre:has-text('HELLO FROM THE PANEL')")
+
+        shot = tmp_path / "web-chat.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        if os.environ.get("AGENTKERNEL_UPDATE_SCREENSHOT") == "1":
+            shutil.copyfile(shot, SCREENSHOT)
+        assert problems == []
+
+
+def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, browser: Any) -> None:
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, None)))) as live:
+        page, problems = open_page(browser, live.url, width=390, height=844)  # a phone
+        # keyboard alone: focus the picker, Tab to "New chat", Enter
+        page.focus("#template")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "New chat"
+        page.keyboard.press("Enter")
+        page.locator("#message:focus").wait_for()  # the new chat takes the focus
+        page.keyboard.type("hello")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".error:has-text('no LLM provider is configured')")
+        page.wait_for_selector(".help:has-text('kernel.yaml under `llm:`')")
+
+        page.locator("button.tool-pick", has_text="paged").click()
+        page.get_by_label("page", exact=True).fill("2")
+        page.get_by_role("button", name="Run paged").click()
+        page.wait_for_selector("#tool-output td:text-is('3')")
+        # nothing wider than the phone's screen
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert problems == []
