@@ -163,3 +163,26 @@ def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, br
         # nothing wider than the phone's screen
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         assert problems == []
+
+
+def test_a_hostile_answer_is_shown_as_harmless_markup(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """The answer is model output a script can steer: marked's HTML goes through DOMPurify (and the CSP)."""
+    hostile = (
+        "**Hi** <img src=x onerror=\"document.title='pwned'\"> <script>document.title='pwned'</script> "
+        "[click](javascript:document.title='pwned') <iframe src=\"/\"></iframe>"
+    )
+    llm_server.add(Reply(text=hostile))
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+        page, _ = open_page(browser, live.url)  # the <img src=x> is a harmless 404 in the console
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.fill("#message", "say hi")
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".msg.agent strong:has-text('Hi')")
+        page.wait_for_selector("#send:enabled")  # the turn is over
+        answer = page.locator(".msg.agent .md")
+        assert answer.locator("script, iframe, [onerror]").count() == 0
+        assert answer.locator("a[href^='javascript']").count() == 0
+        assert page.title() == "agentkernel"
