@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +325,41 @@ def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
     assert failed.json() == {"detail": "internal server error", "request_id": rid}
     logged = [r for r in caplog.records if r.name == "agentkernel.server" and rid in r.getMessage()]
     assert logged and logged[0].exc_info is not None
+
+
+def test_a_body_over_the_limit_is_413_before_it_is_read(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  max_body_bytes: 100\n")
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        declared = client.post("/v1/tools/upper/run", json={"args": {"text": "x" * 200}})
+        assert declared.status_code == 413
+        assert declared.json()["detail"] == "the request body is over server.max_body_bytes (100 bytes)"
+        assert declared.json()["request_id"] == declared.headers["x-request-id"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: sent chunked
+            yield b'{"args": {"text": "'
+            yield b"x" * 200
+            yield b'"}}'
+
+        chunked = client.post("/v1/tools/upper/run", content=chunks(), headers=JSON)
+        assert chunked.status_code == 413
+        assert client.post("/v1/tools/upper/run", json={"args": {"text": "ok"}}).json()["content"] == "OK"
+
+
+def test_a_quiet_stream_gets_keepalive_comments(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  keepalive_secs: 0.01\n")
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="late")))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        session = new_session(client)
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "wait"}) as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == ": keep-alive"  # nothing else can come before the gate opens
+            gate.set()
+            rest = [line for line in lines if line != ": keep-alive"]
+    assert sse_events("\n".join(rest))[-1] == ("done", {"reason": "job_done"})

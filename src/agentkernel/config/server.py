@@ -30,6 +30,8 @@ class ServerSettings:
 
     tokens: Mapping[str, str] = field(default_factory=dict)  # sha256 hex of a bearer token -> user id
     max_message_chars: int = 100_000
+    max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
+    keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
     transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
 
@@ -53,6 +55,8 @@ SERVER_SCHEMA = section(
             "(1-128 of letters, digits, _ . @ -); " + TOKEN_HINT,
         },
         "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
+        "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
+        "keepalive_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
     },
@@ -61,10 +65,11 @@ SERVER_SCHEMA = section(
 
 
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
-    grace = float(values.get("shutdown_grace_secs", ServerSettings.shutdown_grace_secs))
-    return ServerSettings(
-        **{**values, "tokens": dict(values.get("tokens", {})), "shutdown_grace_secs": grace}
-    )
+    seconds = {
+        key: float(values.get(key, getattr(ServerSettings, key)))
+        for key in ("shutdown_grace_secs", "keepalive_secs")
+    }
+    return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
 
 
 __all__ = ["LOCAL_USER", "SERVER_SCHEMA", "ServerSettings", "server_settings", "token_hash"]

@@ -9,5 +9,6 @@ imports it; `agentkernel serve` loads it when it runs. Modules:
 - turns.py: a session's running turn, the 409 rule, a turn that outlives its client;
 - events.py: the loop's events as server-sent events;
 - failures.py: request ids, 500s that are logged and never show a traceback, 422 wording;
+- body_limit.py: a request body past server.max_body_bytes is 413 before it is all read;
 - serving.py: binding (the loopback rule), uvicorn, the graceful stop.
 """

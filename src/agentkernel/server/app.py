@@ -57,7 +57,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         lifespan=lifespan,
     )
     app.state.parts = parts
-    failures.install(app)
+    failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, tools):
         app.include_router(area.router)
     return app

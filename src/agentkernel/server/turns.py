@@ -63,9 +63,19 @@ class Turn:
     def close(self) -> None:
         self._events.put_nowait(None)
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
-        """The events as they come, until the turn is over; one reader only."""
-        while (event := await self._events.get()) is not None:
+    async def events(self, idle_secs: float) -> AsyncIterator[StreamEvent | None]:
+        """The events as they come, until the turn is over; None after each `idle_secs` without one.
+
+        One reader only. (A `get` cut short by the timeout takes nothing off the queue.)
+        """
+        while True:
+            try:
+                event = await asyncio.wait_for(self._events.get(), idle_secs)
+            except TimeoutError:
+                yield None
+                continue
+            if event is None:
+                return
             yield event
 
 
