@@ -363,3 +363,28 @@ def test_a_quiet_stream_gets_keepalive_comments(tmp_path: Path, llm_server: Fake
             gate.set()
             rest = [line for line in lines if line != ": keep-alive"]
     assert sse_events("\n".join(rest))[-1] == ("done", {"reason": "job_done"})
+
+
+def test_a_session_goes_on_with_its_conversation_after_a_restart(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    """`Kernel.chat(resume=True)`: the conversation is read back from the transcript (S23.5)."""
+    llm_server.add(Reply(text="first answer"), Reply(text="second answer"))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        session = new_session(client)
+        send(client, session, "first question")
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        assert [s["id"] for s in client.get("/v1/sessions").json()] == [session]
+        assert dict(send(client, session, "second question"))["reply"]["content"] == "second answer"
+    sent = [(m["role"], m["content"]) for m in llm_server.bodies[1]["messages"]]
+    assert sent[1:] == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]

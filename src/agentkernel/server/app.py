@@ -36,7 +36,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     chosen = settings or kernel.config.server
 
     def open_chat(info: SessionInfo) -> ChatSession:
-        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id)
+        # resume: a session opened again after a restart goes on with its conversation
+        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=True)
 
     parts = ServerParts(
         kernel, chosen, SessionDirectory(sessions_path(kernel)), TurnRunner(open_chat, kernel.end_chat)
