@@ -388,3 +388,22 @@ def test_a_session_goes_on_with_its_conversation_after_a_restart(
         ("assistant", "first answer"),
         ("user", "second question"),
     ]
+
+
+def test_idle_chats_past_max_open_chats_reopen_with_their_conversation(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  max_open_chats: 1\n")
+    llm_server.respond_with(lambda request: Reply(text="re: " + request.body["messages"][-1]["content"]))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        httpx.Client(base_url=live.url, timeout=60) as client,
+    ):
+        first, second = new_session(client), new_session(client)
+        send(client, first, "a")
+        assert [p.session_id for p in live.kernel.list_processes()] == [first]
+        send(client, second, "b")  # closes `first`, idle
+        assert [p.session_id for p in live.kernel.list_processes()] == [second]
+        assert dict(send(client, first, "c"))["reply"]["content"] == "re: c"
+    sent = [m["content"] for m in llm_server.bodies[-1]["messages"][1:]]
+    assert sent == ["a", "re: a", "c"]

@@ -39,9 +39,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         # resume: a session opened again after a restart goes on with its conversation
         return kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=True)
 
-    parts = ServerParts(
-        kernel, chosen, SessionDirectory(sessions_path(kernel)), TurnRunner(open_chat, kernel.end_chat)
-    )
+    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats)
+    parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -86,10 +86,11 @@ class TurnRunner:
     the start of a turn cannot interleave with another request's.
     """
 
-    def __init__(self, open_chat: OpenChat, end_chat: EndChat) -> None:
+    def __init__(self, open_chat: OpenChat, end_chat: EndChat, max_open_chats: int = 256) -> None:
         self._open_chat = open_chat
         self._end_chat = end_chat
-        self._chats: dict[str, ChatSession] = {}
+        self._max_open = max_open_chats
+        self._chats: dict[str, ChatSession] = {}  # least recently used first
         self._running: dict[str, Turn] = {}
 
     def running(self, session_id: str) -> bool:
@@ -116,11 +117,22 @@ class TurnRunner:
             turn.close()
 
     async def _chat(self, session: SessionInfo) -> ChatSession:
-        chat = self._chats.get(session.id)
+        chat = self._chats.pop(session.id, None)
         if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
             chat = await asyncio.to_thread(self._open_chat, session)
-            self._chats[session.id] = chat
+        self._chats[session.id] = chat  # now the most recently used
+        self._close_idle()
         return chat
+
+    def _close_idle(self) -> None:
+        """Past `max_open_chats`, end the least recently used chats not answering now.
+
+        An ended chat loses nothing: its session opens again, its conversation
+        read back from the transcript, with the next message.
+        """
+        idle = [sid for sid in self._chats if sid not in self._running]
+        for session_id in idle[: max(0, len(self._chats) - self._max_open)]:
+            self._end_chat(self._chats.pop(session_id))
 
     async def drain(self, grace_secs: float) -> None:
         """Let running turns finish for up to `grace_secs`, then stop the rest; end every chat."""
