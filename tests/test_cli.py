@@ -333,3 +333,14 @@ def test_hook_tool_without_live_leaves_no_transcript(tmp_path: Path, audit_hook:
     config = write_kernel_yaml(tmp_path, "logging:\n  messages_db_path: t.db\n")
     done = cli("hook_tool", str(audit_hook), "user", "hi", "--config", str(config))
     assert done.returncode == 0 and not (tmp_path / "t.db").exists()
+
+
+def test_hook_tool_takes_a_hooks_name_in_the_project(audit_hook: Path) -> None:
+    """As `agentkernel tool run NAME`: the project found from the working directory."""
+    by_path = cli("hook_tool", str(audit_hook), "user", "Привет, мир")
+    by_name = cli("hook_tool", "audit", "user", "Привет, мир", cwd=audit_hook.parents[3])
+    assert by_name.returncode == 0, by_name.stderr
+    assert by_name.stdout == by_path.stdout
+    unknown = cli("hook_tool", "audti", "user", "x", cwd=audit_hook.parents[3])
+    assert unknown.returncode != 0
+    assert "unknown hook 'audti' (loaded: audit)" in unknown.stderr

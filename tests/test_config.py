@@ -406,6 +406,12 @@ def test_shared_anchors_of_modest_size_still_load(tmp_path: Path) -> None:
             "http.tmeout: unknown field (known: max_response_bytes",
             3,
         ),
+        (
+            "shell:\n  enabeld: true\n",
+            "shell.enabeld: unknown field (known: enabled, default_timeout_secs, max_output_bytes, "
+            "max_concurrent, env_allow, non_dumpable); did you mean 'enabled'?",
+            2,
+        ),
         ("llm:\n  base_url: http://x\n", "llm.model: required", 1),
         ("llm:\n  model: m\n  base_url: ftp://x\n", "llm.base_url: expected an http:// or https:// URL", 3),
         ("duckdb:\n  threads: 0\n", "duckdb.threads: expected an integer of at least 1, got 0", 2),

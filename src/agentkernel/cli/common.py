@@ -144,6 +144,11 @@ def quiet_broken_pipe(command: Callable[[], int]) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def names_a_file(name_or_path: str) -> bool:
+    """Whether a command's TOOL/HOOK argument is a YAML file's path rather than a name in the project."""
+    return name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
+
+
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_NOT_FOUND",
@@ -152,6 +157,7 @@ __all__ = [
     "add_global_flags",
     "leaf_parsers",
     "load_kernel",
+    "names_a_file",
     "path_argument",
     "quiet_broken_pipe",
     "setup_logging",

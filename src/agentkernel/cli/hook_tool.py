@@ -1,4 +1,7 @@
-"""`hook_tool PATH.yaml ROLE TEXT [--live]`: run a script hook on one message (S22.1).
+"""`hook_tool PATH.yaml|NAME ROLE TEXT [--live]`: run a script hook on one message (S22.1).
+
+The hook is a YAML file (its project found upward from the file), or the
+name of a hook of the project found from the working directory.
 
 Runs `before_user_message` on `{role, content: TEXT}`, then `after_turn`
 and `after_loop` with `job_done`, each only when the hook handles it, through
@@ -34,6 +37,7 @@ from agentkernel.cli.common import (
     EXIT_OK,
     add_global_flags,
     load_kernel,
+    names_a_file,
     quiet_broken_pipe,
     setup_logging,
 )
@@ -47,7 +51,7 @@ if TYPE_CHECKING:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hook_tool", description=__doc__.split("\n\n")[0])
-    parser.add_argument("hook", type=Path, help="the hook's YAML file")
+    parser.add_argument("hook", help="the hook's YAML file, or its name in the project")
     parser.add_argument("role", help="the message's role, e.g. user")
     parser.add_argument("text", help="the message's text")
     parser.add_argument("--user", help="user id put in ctx")
@@ -77,9 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.verbose == 0:  # a failing hook is printed as its JSON line; its log line would repeat it
         logging.getLogger("agentkernel.hooks").setLevel(logging.ERROR)
     # the hook's own project: search upward from its file, wherever hook_tool runs
-    with load_kernel(
-        "hook_tool", options.config, start=options.hook.resolve().parent, live=options.live
-    ) as kernel:
+    start = Path(options.hook).resolve().parent if names_a_file(options.hook) else None
+    with load_kernel("hook_tool", options.config, start=start, live=options.live) as kernel:
         return _run(kernel, options)
 
 
@@ -87,7 +90,9 @@ def _run(kernel: Kernel, options: argparse.Namespace) -> int:
     try:
         if options.live and kernel.llm_config is None:
             raise ConfigError(kernel.config.path, "llm: --live needs an LLM configured in kernel.yaml")
-        spec = kernel.load_spec(options.hook)
+        spec = (
+            kernel.load_spec(Path(options.hook)) if names_a_file(options.hook) else kernel.hook(options.hook)
+        )
     except ConfigError as exc:
         print(f"hook_tool: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, names_a_file
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
@@ -76,17 +76,13 @@ def read_args(raw: str) -> JSONValue:
     return value
 
 
-def _is_file(name_or_path: str) -> bool:
-    return name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
-
-
 def _find_tool(kernel: Kernel, name_or_path: str) -> ToolSpec:
     from pathlib import Path
 
     from agentkernel.config import ToolSpec
     from agentkernel.errors import ConfigError
 
-    if not _is_file(name_or_path):
+    if not names_a_file(name_or_path):
         return kernel.tool(name_or_path)
     spec = kernel.load_spec(Path(name_or_path))
     if not isinstance(spec, ToolSpec):
@@ -105,7 +101,7 @@ def tool_run(options: argparse.Namespace) -> int:
         print(f"agentkernel: {exc}", file=sys.stderr)
         return EXIT_USAGE
     start = None
-    if _is_file(options.tool):  # a YAML path brings its own project: search upward from the file
+    if names_a_file(options.tool):  # a YAML path brings its own project: search upward from the file
         yaml_path = Path(options.tool)
         if not yaml_path.is_file():
             print(f"agentkernel: {yaml_path}: no such file", file=sys.stderr)

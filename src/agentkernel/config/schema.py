@@ -119,7 +119,7 @@ def _section_key_text(error: ValidationError) -> tuple[str, KeyPath] | None:
     if error.validator == "additionalProperties":
         key = next(str(k) for k in instance if k not in known)
         refused: Mapping[str, str] = schema.get("x-refused", {})
-        reason = refused.get(key) or f"unknown field (known: {', '.join(known)})"
+        reason = refused.get(key) or f"unknown field (known: {', '.join(known)}){did_you_mean(key, known)}"
         return f"{dotted((*where, key))}: {reason}", (*where, key)
     if error.validator == "required":
         required: list[str] = schema.get("required", [])

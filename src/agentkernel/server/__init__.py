@@ -1,4 +1,4 @@
-"""`agentkernel serve`: the HTTP API over one Kernel (S23.6, issue 11).
+"""The HTTP server: the API, the web chat, continuations (S6.3, S23.6); `agentkernel serve`.
 
 The package imports FastAPI, so nothing on the other commands' paths
 imports it; `agentkernel serve` loads it when it runs. Modules:
@@ -10,5 +10,7 @@ imports it; `agentkernel serve` loads it when it runs. Modules:
 - events.py: the loop's events as server-sent events;
 - failures.py: request ids, 500s that are logged and never show a traceback, 422 wording;
 - body_limit.py: a request body past server.max_body_bytes is 413 before it is all read;
-- serving.py: binding (the loopback rule), uvicorn, the graceful stop.
+- serving.py: binding (the loopback rule), uvicorn, the graceful stop;
+- continuations.py: a table's next page kept on the server behind an opaque id (S6.3);
+- charts.py: chart blocks as server-side SVG; static/: the web page's files (vendored JS).
 """

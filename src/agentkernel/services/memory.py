@@ -40,18 +40,14 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_db import Schema, connect, migrate, transaction
+from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.valid_unicode import repair_text
 
 KIND_USER = "user"
@@ -187,44 +183,14 @@ class MessageStore(Protocol):
         ...
 
 
-class SqliteMessageStore:
+class SqliteMessageStore(SqliteStore):
     """The embedded message store: one SQLite file (or ":memory:"), safe across threads and processes.
 
     See the module docstring for the concurrency, size and search decisions.
     """
 
     def __init__(self, path: Path | str) -> None:
-        self.path = str(path)
-        self._lock = threading.Lock()
-        self._conn = connect(self.path, BUSY_TIMEOUT_SECS)
-        try:
-            migrate(self._conn, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new))
-        except BaseException:
-            self._conn.close()
-            raise
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the connection, after any operation in flight (the lock); closing twice is harmless."""
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE, see sqlite_db) holding the thread lock too."""
-        with self._lock, transaction(self._conn, write=True) as conn:
-            yield conn
-
-    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
 
     def _too_new(self, version: int) -> AgentKernelError:
         return AgentKernelError(

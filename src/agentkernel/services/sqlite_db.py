@@ -24,11 +24,14 @@ done once here:
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
 
 WAL_RETRY_SECS = 0.01
 MEMORY = ":memory:"
@@ -175,4 +178,45 @@ def migrate(conn: sqlite3.Connection, schema: Schema) -> None:
         schema.write_version(conn)
 
 
-__all__ = ["Schema", "connect", "enable_wal", "migrate", "set_busy_timeout", "transaction"]
+class SqliteStore:
+    """A store on one file: one connection shared by the kernel's threads under a lock, migrated on open.
+
+    Subclasses add their operations on `_write` (a write transaction, the
+    lock held) and `_read`.
+    """
+
+    def __init__(self, path: Path | str, schema: Schema, busy_timeout_secs: float) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn = connect(self.path, busy_timeout_secs)
+        try:
+            migrate(self._conn, schema)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection, after any operation in flight (the lock); closing twice is harmless."""
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE, see `transaction`) holding the thread lock too."""
+        with self._lock, transaction(self._conn, write=True) as conn:
+            yield conn
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+
+__all__ = ["Schema", "SqliteStore", "connect", "enable_wal", "migrate", "set_busy_timeout", "transaction"]

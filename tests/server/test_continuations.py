@@ -1,0 +1,303 @@
+"""Continuations (S6.3): opaque ids kept in SQLite, run as their owner through the one dispatch path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.server.continuations import (
+    ContinuationStore,
+    arun_continuation,
+    run_continuation,
+    seal_visual,
+)
+from agentkernel.services.memory import SqliteMessageStore
+from agentkernel.types import JSONObject, JSONValue, VisualBlock
+from tests.conftest import ToolFactory
+
+# page N of rows; the next page's args while N < 3; and who ran it, as caller() says
+PAGES_JS = """
+function run(args) {
+    const page = args.page ?? 1;
+    const blocks = [
+        {
+            type: "table",
+            title: "page " + page,
+            columns: [{ key: "n", title: "N" }],
+            rows: [{ n: page * 10 + 1 }, { n: page * 10 + 2 }],
+            continuation: page < 3 ? { args: { page: page + 1 } } : undefined,
+        },
+        { type: "text", text: JSON.stringify(caller()) },
+    ];
+    return { content: "page " + page, visual: blocks };
+}
+"""
+PAGES_YAML = """\
+parameters:
+  type: object
+  properties:
+    page: { type: integer, minimum: 1 }
+"""
+TEMPLATE = "name: pager\ninstructions: page through tables\ntools: [pages]\n"
+
+
+@pytest.fixture
+def pager(make_tool: ToolFactory, project: Path) -> Path:
+    make_tool("pages", PAGES_JS, yaml_extra=PAGES_YAML)
+    make_tool("secret", 'function run(args) { return "the secret"; }')
+    templates = project / "config" / "templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    (templates / "pager.yaml").write_text(TEMPLATE, encoding="utf-8")
+    return project
+
+
+@pytest.fixture
+def pager_kernel(pager: Path) -> Iterator[Kernel]:
+    with Kernel(load_kernel_config(pager / "config" / "kernel.yaml")) as built:
+        yield built
+
+
+@pytest.fixture
+def store(pager_kernel: Kernel) -> Iterator[ContinuationStore]:
+    with ContinuationStore(pager_kernel.config.messages_db) as opened:
+        yield opened
+
+
+def first_page(kernel: Kernel, store: ContinuationStore, *, owner: str = "ann") -> str:
+    """Run `pages` as `owner` in a session of the `pager` template; the id its table leaves with."""
+    who = kernel.caller(user_id=owner, session_id="s1", pid="p1", template="pager")
+    result = kernel.run_tool("pages", {}, who)
+    assert result.success, result.content
+    sealed = seal_visual(
+        result.visual, store, owner=owner, tool="pages", session_id="s1", pid="p1", template="pager"
+    )
+    return continuation_id(sealed)
+
+
+def continuation_id(visual: list[VisualBlock]) -> str:
+    continuation = visual[0]["continuation"]
+    assert isinstance(continuation, dict) and set(continuation) == {"id"}
+    found = continuation["id"]
+    assert isinstance(found, str)
+    return found
+
+
+def rows(visual: list[VisualBlock]) -> list[JSONValue]:
+    table = visual[0]
+    assert table["type"] == "table"
+    assert isinstance(table["rows"], list)
+    return table["rows"]
+
+
+def identity(visual: list[VisualBlock]) -> JSONObject:
+    text = visual[1]["text"]
+    assert isinstance(text, str)
+    found = json.loads(text)
+    assert isinstance(found, dict)
+    return found
+
+
+# -- seal_visual ---------------------------------------------------------------------------------
+
+
+def test_seal_replaces_the_args_with_an_opaque_id_and_leaves_other_blocks(store: ContinuationStore) -> None:
+    """S6.3: the block carries `continuation: {id}`, never the args; the args stay on the server."""
+    args: JSONObject = {"page": 2, "cursor": "after-row-20-secret-marker"}
+    visual: list[VisualBlock] = [
+        {"type": "text", "text": "hello"},
+        {"type": "table", "columns": [{"key": "a"}], "rows": [{"a": 1}], "continuation": {"args": args}},
+        {"type": "table", "columns": [{"key": "a"}], "rows": [{"a": 2}]},
+    ]
+    original = json.dumps(visual)
+    sealed = seal_visual(visual, store, owner="ann", tool="pages", session_id="s1", pid="p1")
+    assert json.dumps(visual) == original  # the caller's blocks are untouched
+    assert sealed[0] == visual[0] and sealed[2] == visual[2]
+    assert {k: v for k, v in sealed[1].items() if k != "continuation"} == {
+        k: v for k, v in visual[1].items() if k != "continuation"
+    }
+    new_id = continuation_id(sealed[1:])
+    assert "secret-marker" not in json.dumps(sealed) and "page" not in new_id
+    kept = store.get(new_id, "ann")
+    assert kept is not None
+    assert (kept.owner, kept.session_id, kept.pid, kept.tool, kept.args) == ("ann", "s1", "p1", "pages", args)
+
+
+def test_a_continuation_without_object_args_is_dropped_not_passed_on(store: ContinuationStore) -> None:
+    visual: list[VisualBlock] = [
+        {"type": "table", "columns": [], "rows": [], "continuation": {"args": [1, 2]}},
+        {"type": "table", "columns": [], "rows": [], "continuation": {"id": "forged-by-a-script"}},
+    ]
+    sealed = seal_visual(visual, store, owner="ann", tool="pages")
+    assert all("continuation" not in block for block in sealed)
+    assert store.count() == 0
+
+
+def test_ids_are_random_url_safe_and_never_derived_from_the_args(store: ContinuationStore) -> None:
+    args: JSONObject = {"page": 2}
+    ids = {store.put(owner="ann", tool="pages", args=args) for _ in range(50)}
+    assert len(ids) == 50  # the same args never give the same id
+    for new_id in ids:
+        assert len(new_id) >= 22  # ≥ 128 bits in base64url
+        assert set(new_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    with sqlite3.connect(store.path) as raw:
+        keys = [row[0] for row in raw.execute("SELECT key FROM continuations")]
+    assert not set(keys) & ids  # the file keeps a hash of each id, not the id
+
+
+# -- get: one None for unknown, expired and another user's ---------------------------------------
+
+
+def test_unknown_expired_and_another_users_ids_all_answer_none(tmp_path: Path) -> None:
+    clock = [1000.0]
+    with ContinuationStore(tmp_path / "m.db", ttl_secs=60, clock=lambda: clock[0]) as store:
+        mine = store.put(owner="ann", tool="pages", args={"page": 2})
+        assert store.get(mine, "ann") is not None
+        assert store.get(mine, "bob") is None  # another user's
+        assert store.get("x" * 32, "ann") is None  # unknown
+        assert store.get("", "ann") is None and store.get(None, "ann") is None
+        assert store.get("x" * 10_000, "ann") is None
+        clock[0] += 59.5
+        assert store.get(mine, "ann") is not None
+        clock[0] += 1
+        assert store.get(mine, "ann") is None  # expired
+        assert store.get(mine, "ann", now=1001.0) is not None  # `now` given wins over the clock
+
+
+def test_expired_rows_are_purged(tmp_path: Path) -> None:
+    with ContinuationStore(tmp_path / "m.db", ttl_secs=60, clock=lambda: 0.0) as store:
+        store.put(owner="ann", tool="pages", args={}, now=0.0)
+        store.put(owner="ann", tool="pages", args={}, now=30.0)
+        assert store.count() == 2
+        store.put(owner="ann", tool="pages", args={}, now=61.0)  # the first is gone with this write
+        assert store.count() == 2
+        assert store.purge(now=1000.0) == 2
+        assert store.count() == 0
+
+
+def test_a_continuation_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "messages.db"
+    with ContinuationStore(path) as store:
+        kept = store.put(owner="ann", tool="pages", args={"page": 2}, session_id="s1")
+    with ContinuationStore(path) as reopened:
+        found = reopened.get(kept, "ann")
+    assert found is not None and found.args == {"page": 2} and found.session_id == "s1"
+
+
+def test_it_shares_the_transcript_file_with_the_message_store(pager_kernel: Kernel) -> None:
+    """Beside the transcript: one SQLite file, each store with its own schema version, in either order."""
+    path = pager_kernel.config.messages_db
+    with ContinuationStore(path) as store:
+        kept = store.put(owner="ann", tool="pages", args={"page": 2})
+    with SqliteMessageStore(path) as messages:
+        messages.append("s1", "user", "message", "hi")
+    with ContinuationStore(path) as store:
+        assert store.get(kept, "ann") is not None
+    assert [r.content for r in pager_kernel.transcript("s1")] == ["hi"]
+
+
+def test_bad_input_to_put_is_refused_with_the_reason(store: ContinuationStore) -> None:
+    with pytest.raises(ValueError, match="args must be a JSON object, got list"):
+        store.put(owner="ann", tool="pages", args=[1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="owner must be a non-empty string"):
+        store.put(owner="", tool="pages", args={})
+    with pytest.raises(ValueError, match="not plain JSON"):
+        store.put(owner="ann", tool="pages", args={"x": float("nan")})
+    with pytest.raises(ValueError, match="ttl_secs must be positive"):
+        ContinuationStore(store.path, ttl_secs=0)
+
+
+def test_concurrent_puts_from_threads_all_land(store: ContinuationStore) -> None:
+    per_thread = 40
+    made: dict[int, list[str]] = {}
+    start = threading.Barrier(8)
+
+    def work(n: int) -> None:
+        start.wait()
+        made[n] = [store.put(owner=f"u{n}", tool="pages", args={"page": i}) for i in range(per_thread)]
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    everything = [i for ids in made.values() for i in ids]
+    assert len(set(everything)) == 8 * per_thread == store.count()
+    for n, ids in made.items():
+        found = [store.get(i, f"u{n}") for i in ids]
+        assert [c.args["page"] for c in found if c is not None] == list(range(per_thread))
+        assert all(store.get(i, f"u{(n + 1) % 8}") is None for i in ids)
+
+
+# -- running a continuation through the kernel -----------------------------------------------------
+
+
+def test_paging_through_a_table_as_its_owner(pager_kernel: Kernel, store: ContinuationStore) -> None:
+    """S6.3: the stored call runs through dispatch with the owner's identity; new pages get fresh ids."""
+    page2_id = first_page(pager_kernel, store)
+    page2 = run_continuation(pager_kernel, store, page2_id, "ann")
+    assert page2 is not None and page2.success
+    assert rows(page2.visual) == [{"n": 21}, {"n": 22}]
+    who = identity(page2.visual)
+    assert (who["user_id"], who["session_id"], who["pid"], who["template"]) == ("ann", "s1", "p1", "pager")
+    page3_id = continuation_id(page2.visual)
+    assert page3_id != page2_id
+    page3 = run_continuation(pager_kernel, store, page3_id, "ann")
+    assert page3 is not None and rows(page3.visual) == [{"n": 31}, {"n": 32}]
+    assert "continuation" not in page3.visual[0]  # the last page
+    again = run_continuation(pager_kernel, store, page2_id, "ann")  # an id may be asked again (a reload)
+    assert again is not None and rows(again.visual) == [{"n": 21}, {"n": 22}]
+
+
+def test_another_user_cannot_run_it(pager_kernel: Kernel, store: ContinuationStore) -> None:
+    page2_id = first_page(pager_kernel, store, owner="ann")
+    assert run_continuation(pager_kernel, store, page2_id, "bob") is None
+    assert run_continuation(pager_kernel, store, "no-such-id", "ann") is None
+
+
+def test_the_rerun_keeps_the_templates_rights(pager_kernel: Kernel, store: ContinuationStore) -> None:
+    """The rerun may call only the tools of the template it was made under: `secret` is not in its list."""
+    kept = store.put(owner="ann", tool="secret", args={}, session_id="s1", template="pager")
+    refused = run_continuation(pager_kernel, store, kept, "ann")
+    assert refused is not None and not refused.success
+    assert refused.content == "tool 'secret' is not allowed for pager"
+    without_template = store.put(owner="ann", tool="secret", args={})  # a run with no tool list
+    allowed = run_continuation(pager_kernel, store, without_template, "ann")
+    assert allowed is not None and allowed.content == "the secret"
+
+
+def test_a_template_gone_ends_its_continuations(pager: Path, pager_kernel: Kernel) -> None:
+    with ContinuationStore(pager_kernel.config.messages_db) as store:
+        page2_id = first_page(pager_kernel, store)
+        (pager / "config" / "templates" / "pager.yaml").unlink()
+        assert run_continuation(pager_kernel, store, page2_id, "ann") is None
+
+
+def test_a_restarted_kernel_runs_a_stored_continuation(pager: Path) -> None:
+    config = load_kernel_config(pager / "config" / "kernel.yaml")
+    with Kernel(config) as kernel, ContinuationStore(kernel.config.messages_db) as store:
+        page2_id = first_page(kernel, store)
+    with Kernel(config) as kernel, ContinuationStore(kernel.config.messages_db) as store:
+        page2 = run_continuation(kernel, store, page2_id, "ann")
+    assert page2 is not None and rows(page2.visual) == [{"n": 21}, {"n": 22}]
+
+
+def test_the_async_face_gives_the_same_page(pager_kernel: Kernel, store: ContinuationStore) -> None:
+    page2_id = first_page(pager_kernel, store)
+
+    async def both() -> tuple[object, object]:
+        return (
+            await arun_continuation(pager_kernel, store, page2_id, "ann"),
+            await arun_continuation(pager_kernel, store, page2_id, "bob"),
+        )
+
+    page2, refused = asyncio.run(both())
+    assert refused is None
+    assert page2 is not None and rows(page2.visual) == [{"n": 21}, {"n": 22}]  # type: ignore[attr-defined]
