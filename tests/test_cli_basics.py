@@ -238,12 +238,23 @@ def modules_after(argv: list[str], cwd: Path) -> set[str]:
     return set(loaded)
 
 
-HEAVY = {"httpx", "duckdb", "rich", "jsonschema", "yaml", "sqlite3", "asyncio", "quickjs"}
+HEAVY = {
+    "httpx",
+    "duckdb",
+    "rich",
+    "jsonschema",
+    "yaml",
+    "sqlite3",
+    "asyncio",
+    "quickjs",
+    "fastapi",
+    "uvicorn",
+}
 KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.catalog"}
 
 
 def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:
-    for argv in (["--version"], ["--help"], ["tool", "run", "--help"]):
+    for argv in (["--version"], ["--help"], ["tool", "run", "--help"], ["serve", "--help"]):
         loaded = modules_after(argv, tmp_path)
         assert not loaded & (HEAVY | KERNEL), (argv, loaded & (HEAVY | KERNEL))
         assert "agentkernel.scripting.rhai.engine" not in loaded

@@ -1,4 +1,4 @@
-"""Executes the examples of docs/tutorial.md, scripts.md, rhai.md and kernel.md, so the guides cannot drift.
+"""Executes the examples of docs/tutorial, scripts, rhai, kernel and server.md, so the guides cannot drift.
 
 The marker scheme
 -----------------
@@ -38,6 +38,20 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         its text goes to the command's stdin (a chat reading from a pipe
         shows no prompt and echoes nothing), so a block reads like the
         terminal session.
+
+    <!-- example: NAME serve -->
+        The next fenced block (console) is `$ agentkernel serve ...` and the
+        line it prints. The server runs as a real subprocess in the project
+        folder until the example ends (then SIGTERM, and it must exit 0).
+        The guide shows it on http://127.0.0.1:8765, the default; the test
+        runs it on a free port (`--port 0`), and in this block and in cli
+        commands and their output, that URL stands for the real one.
+
+    <!-- example: NAME cli: set.VAR=FIELD -->
+        As a cli step; afterwards `$VAR` is the field FIELD of the JSON the
+        command printed (`set.SESSION=id` after creating a session). A cli
+        block may also start with `$ curl ...` (curl against the server of a
+        serve step).
 
     <!-- example: NAME llm -->
         The next fenced block (jsonc) scripts the LLM: one JSON object per
@@ -106,6 +120,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -125,28 +140,31 @@ GUIDES = {
     "scripts": DOCS / "scripts.md",
     "rhai": DOCS / "rhai.md",
     "kernel": DOCS / "kernel.md",
+    "server": DOCS / "server.md",
 }
-FROM_SHIPPED_PROJECT = {"tutorial"}  # guides whose examples start in a copy of the shipped config/
+FROM_SHIPPED_PROJECT = {"tutorial", "server"}  # guides whose examples start in a copy of the shipped config/
 REPO = DOCS.parent
 TOOLS_DIR = Path("config/scripts/tools")
 KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
 CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
 WILDCARD = "..."
-MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6}
+MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6, "server": 2}
 STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
     "tutorial": {"shipped", "file", "cli", "llm"},
     "scripts": {"file", "run", "cli"},
     "rhai": {"python", "cli"},
     "kernel": {"python", "cli", "llm", "shipped"},
+    "server": {"serve", "cli", "llm"},
 }
+DOC_SERVER_URL = "http://127.0.0.1:8765"  # where docs/server.md shows the server; the test's is elsewhere
 TYPED = "› "  # a console line the user types (a chat's prompt)
 MIN_RHAI_TOOL_EXAMPLES = 6  # examples of docs/scripts.md that write a .rhai script
 SERVER_URLS = ("HTTP_URL", "LLM_URL")  # `$NAME` in a run block: a test server's base URL
 
 _COMMENT = re.compile(r"^<!--(?P<body>.*)-->\s*$")
 _MARKER = re.compile(
-    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+(?:,[A-Za-z0-9_-]+)*)\s+(?P<kind>file|run|cli|python|llm|shipped)\b:?\s*(?P<rest>.*?)\s*$"
+    r"^\s*example:\s*(?P<name>[A-Za-z0-9_-]+(?:,[A-Za-z0-9_-]+)*)\s+(?P<kind>file|run|cli|python|llm|shipped|serve)\b:?\s*(?P<rest>.*?)\s*$"
 )
 _NOT_RUN = "not-run"
 _FENCE = re.compile(r"^```(?P<info>[^`]*)$")
@@ -323,8 +341,13 @@ def _parse_flags(tokens: list[str], where: str) -> dict[str, str]:
     return flags
 
 
-def _options(tokens: list[str], allowed: set[str], where: str) -> tuple[dict[str, str], dict[str, str]]:
-    """`key=value` tokens → (options, env) where env holds the `env.VAR=VALUE` ones."""
+def _options(
+    tokens: list[str], allowed: set[str], where: str, *, settable: bool = False
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`key=value` tokens → (options, env) where env holds the `env.VAR=VALUE` ones.
+
+    `settable` also admits `set.VAR=FIELD` options (cli steps).
+    """
     options: dict[str, str] = {}
     env: dict[str, str] = {}
     for token in tokens:
@@ -333,7 +356,7 @@ def _options(tokens: list[str], allowed: set[str], where: str) -> tuple[dict[str
             raise AssertionError(f"{where}: expected key=value, got {token!r}")
         if key.startswith("env."):
             env[key[4:]] = value
-        elif key in allowed:
+        elif key in allowed or (settable and key.startswith("set.")):
             options[key] = value
         else:
             raise AssertionError(f"{where}: unknown option {key!r}")
@@ -377,6 +400,8 @@ class ExampleRunner:
         self.kernel: Kernel | None = None
         self.llm: FakeLLMServer | None = None  # started by the first llm step
         self.http: LocalHTTPServer | None = None  # started by the first step naming $HTTP_URL
+        self.server: subprocess.Popen[str] | None = None  # started by a serve step
+        self.server_url = DOC_SERVER_URL
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
         if example.guide in FROM_SHIPPED_PROJECT:
@@ -398,6 +423,7 @@ class ExampleRunner:
             "python": self.step_python,
             "llm": self.step_llm,
             "shipped": self.step_shipped,
+            "serve": self.step_serve,
         }
         try:
             for step in self.example.steps:
@@ -409,6 +435,7 @@ class ExampleRunner:
                     value.close()
             if self.http is not None:
                 self.http.__exit__(None, None, None)
+            self._stop_server()
             if self.llm is not None:
                 self.llm.stop()
         if self.llm is not None:
@@ -485,20 +512,63 @@ class ExampleRunner:
         problems = [str(p) for p in kernel.problems()]
         assert not found, f"{where}:\n  " + "\n  ".join(found) + f"\nactual:\n{shown}\nnot loaded: {problems}"
 
-    def step_cli(self, step: Step) -> None:
-        where = self.where(step)
-        options, env = _options(shlex.split(step.rest), {"exit"}, where)
-        first, _, output = step.block.partition("\n")
+    def _command(self, first: str, env: dict[str, str], where: str) -> tuple[list[str], dict[str, str]]:
+        """A `$ command` line → (argv, environment): `$VAR` expanded, the guide's server URL the real one."""
         assert first.startswith("$ "), f"{where}: a cli block starts with `$ command`"
         self._servers(first)
         environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
         environment.update(env, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
-        argv = [_expand(token, environment) for token in shlex.split(first[2:])]
+        argv = [
+            _expand(token, environment).replace(DOC_SERVER_URL, self.server_url)
+            for token in shlex.split(first[2:])
+        ]
+        if argv[:1] == ["curl"]:
+            assert self.server is not None, f"{where}: curl before a serve step"
+            return argv, environment
         assert argv and argv[0] in CLI_MODULES, f"{where}: unknown command {argv[:1]}"
+        return [sys.executable, "-m", CLI_MODULES[argv[0]], *argv[1:]], environment
+
+    def step_serve(self, step: Step) -> None:
+        where = self.where(step)
+        assert not step.rest and self.server is None, f"{where}: one serve step, no options"
+        first, _, expected = step.block.partition("\n")
+        argv, environment = self._command(first, {}, where)
+        assert argv[3:4] == ["serve"] and "--port" not in argv, (
+            f"{where}: `$ agentkernel serve`, default port"
+        )
+        self.server = subprocess.Popen(
+            [*argv, "--port", "0"], cwd=self.root, env=environment, stdout=subprocess.PIPE, text=True
+        )
+        assert self.server.stdout is not None
+        printed = self.server.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", printed)
+        assert found, f"{where}: the server printed {printed!r}"
+        self.server_url = found[0]
+        shown = printed.replace(self.server_url, DOC_SERVER_URL)
+        assert output_matches(expected, shown), f"{where}: the server printed {printed!r}"
+
+    def _stop_server(self) -> None:
+        if self.server is None:
+            return
+        server, self.server = self.server, None
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=120)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        assert code == 0, f"example {self.example.name!r}: the server exited {code} on SIGTERM"
+
+    def step_cli(self, step: Step) -> None:
+        where = self.where(step)
+        options, env = _options(shlex.split(step.rest), {"exit"}, where, settable=True)
+        first, _, output = step.block.partition("\n")
+        command, environment = self._command(first, env, where)
         typed = "".join(line[len(TYPED) :] + "\n" for line in output.splitlines() if line.startswith(TYPED))
         expected = "".join(line + "\n" for line in output.splitlines() if not line.startswith(TYPED))
         done = subprocess.run(
-            [sys.executable, "-m", CLI_MODULES[argv[0]], *argv[1:]],
+            command,
             cwd=self.root,
             env=environment,
             input=typed,
@@ -510,9 +580,13 @@ class ExampleRunner:
             check=False,
         )
         wanted = int(options.get("exit", "0"))
-        report = f"{where}: `{first[2:]}` exited {done.returncode}, output:\n{done.stdout}"
+        printed = done.stdout.replace(self.server_url, DOC_SERVER_URL)
+        report = f"{where}: `{first[2:]}` exited {done.returncode}, output:\n{printed}"
         assert done.returncode == wanted, f"expected exit {wanted}; " + report
-        assert output_matches(expected, done.stdout), "output differs from the guide; " + report
+        assert output_matches(expected, printed), "output differs from the guide; " + report
+        for name, field_name in options.items():
+            if name.startswith("set."):
+                self.monkeypatch.setenv(name[4:], str(json.loads(printed)[field_name]))
 
     def step_python(self, step: Step) -> None:
         where = self.where(step)

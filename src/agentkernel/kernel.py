@@ -21,7 +21,7 @@ from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
-from agentkernel.llm.base import Provider
+from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
@@ -38,6 +38,8 @@ from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+
+RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
 
 if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a tool run
     from agentkernel.agent.hooks import HookPipeline, HookRun
@@ -339,14 +341,33 @@ class Kernel:
         user_id: str | None = None,
         session_id: str | None = None,
         stream: bool = True,
+        resume: bool = False,
     ) -> ChatSession:
-        """Spawn a process from `template` and open a chat session with it (a new session id if none)."""
+        """Spawn a process from `template` and open a chat session with it (a new session id if none).
+
+        `resume`: the conversation so far is read back from the session's
+        transcript (its last RESUME_RECORDS records: the user's messages and
+        the answers; tool calls are not replayed), so a session goes on
+        after a restart of the program that holds it (`agentkernel serve`).
+        """
         from agentkernel.agent.loop import LoopSettings
         from agentkernel.agent.session import ChatSession
 
         process = self.spawn(template, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
         settings = LoopSettings.for_template(process.template, self._catalog)
-        return ChatSession(process, self._agent_loop(stream=stream), settings)
+        history = self._conversation(process.session_id) if resume and process.session_id else []
+        return ChatSession(process, self._agent_loop(stream=stream), settings, history)
+
+    def _conversation(self, session_id: str) -> list[ChatMessage]:
+        """The user's messages and the answers of a session's transcript, as the loop's history."""
+        from agentkernel.services.memory import KIND_AGENT, KIND_USER
+
+        records = self._store.history(session_id, RESUME_RECORDS)
+        return [
+            ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
+            for r in records
+            if r.kind in (KIND_USER, KIND_AGENT)
+        ]
 
     def end_chat(self, chat: ChatSession) -> None:
         """The chat is over: its process (and sub-agents) end, its session's tool results are dropped."""

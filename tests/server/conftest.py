@@ -59,6 +59,11 @@ class LiveServer:
         assert httpx.get(f"{self.url}/healthz", timeout=60).status_code == 200
         return self
 
+    def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
+        """A client of this server; idle connections dropped before uvicorn's keep-alive (5 s) ends them."""
+        limits = httpx.Limits(keepalive_expiry=1.0)
+        return httpx.Client(base_url=self.url, timeout=60, headers=headers, limits=limits)
+
     def stop(self) -> None:
         """Ctrl-C, as uvicorn's signal handler would: stop accepting, let turns finish, close."""
         if self.server is not None:
@@ -170,5 +175,5 @@ def live(kernel_yaml: Path) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def client(live: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live.url, timeout=60) as http:
+    with live.client() as http:
         yield http

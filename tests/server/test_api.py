@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ def test_the_conversation_goes_on_in_the_same_session(
 def test_no_llm_configured_is_an_error_event_not_a_failure(tmp_path: Path) -> None:
     with (
         LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
-        httpx.Client(base_url=live.url, timeout=60) as client,
+        live.client() as client,
     ):
         events = send(client, new_session(client), "hello")
     assert [t for t, _ in events] == ["error", "done"]
@@ -141,9 +141,10 @@ def test_many_concurrent_streams(live: LiveServer, llm_server: FakeLLMServer) ->
         return sse_events(answer.text)
 
     async def all_of_them() -> list[list[tuple[str, Any]]]:
-        limits = httpx.Limits(max_connections=40)
+        # idle connections dropped before uvicorn's keep-alive (5 s) can close one being reused
+        limits = httpx.Limits(max_connections=120, keepalive_expiry=1.0)
         async with httpx.AsyncClient(base_url=live.url, timeout=120, limits=limits) as client:
-            return await asyncio.gather(*(one(client, n) for n in range(20)))
+            return await asyncio.gather(*(one(client, n) for n in range(100)))
 
     for n, events in enumerate(asyncio.run(all_of_them())):
         assert dict(events)["reply"]["content"] == f"answer to q{n}"
@@ -156,7 +157,7 @@ def test_stopping_the_server_lets_a_running_turn_finish_and_records_it(
     gate = threading.Event()
     llm_server.add(Gated(gate, Reply(text="finished anyway")))
     live = LiveServer(Kernel(load_kernel_config(kernel_yaml))).__enter__()
-    with httpx.Client(base_url=live.url, timeout=60) as client:
+    with live.client() as client:
         session = new_session(client)
         with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}) as stream:
             wait_until(lambda: llm_server.requests != [], "the turn to reach the LLM")
@@ -183,9 +184,9 @@ def test_sessions_lists_and_transcripts_belong_to_their_user(
     kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, extra)))
     llm_server.add(Reply(text="hi alice"))
     with LiveServer(kernel) as live:
-        alice = httpx.Client(base_url=live.url, timeout=60, headers={"Authorization": "Bearer alice-token"})
-        bob = httpx.Client(base_url=live.url, timeout=60, headers={"authorization": "bearer bob-token"})
-        anonymous = httpx.Client(base_url=live.url, timeout=60)
+        alice = live.client(headers={"Authorization": "Bearer alice-token"})
+        bob = live.client(headers={"authorization": "bearer bob-token"})
+        anonymous = live.client()
         with alice, bob, anonymous:
             session = new_session(alice)
             send(alice, session, "hello")
@@ -229,7 +230,7 @@ def test_unknown_template_is_named(client: httpx.Client) -> None:
 def test_tools_list_and_run_with_no_llm_configured(tmp_path: Path) -> None:
     with (
         LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
-        httpx.Client(base_url=live.url, timeout=60) as client,
+        live.client() as client,
     ):
         every = client.get("/v1/tools").json()
         assert [t["name"] for t in every] == ["other", "table", "upper"]
@@ -286,7 +287,7 @@ def test_a_message_over_the_limit_is_413(tmp_path: Path, llm_server: FakeLLMServ
     kernel = Kernel(
         load_kernel_config(make_project(tmp_path, llm_server, "server:\n  max_message_chars: 10\n"))
     )
-    with LiveServer(kernel) as live, httpx.Client(base_url=live.url, timeout=60) as client:
+    with LiveServer(kernel) as live, live.client() as client:
         session = new_session(client)
         too_long = client.post(f"/v1/sessions/{session}/messages", json={"content": "x" * 11})
         assert too_long.status_code == 413
@@ -316,7 +317,7 @@ def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
     (tmp_path / "data" / "store" / "messages.db").mkdir(parents=True)  # a folder where the file should be
     with (
         LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
-        httpx.Client(base_url=live.url, timeout=60) as client,
+        live.client() as client,
     ):
         session = new_session(client)
         failed = client.get(f"/v1/sessions/{session}/messages")
@@ -325,3 +326,85 @@ def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
     assert failed.json() == {"detail": "internal server error", "request_id": rid}
     logged = [r for r in caplog.records if r.name == "agentkernel.server" and rid in r.getMessage()]
     assert logged and logged[0].exc_info is not None
+
+
+def test_a_body_over_the_limit_is_413_before_it_is_read(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  max_body_bytes: 100\n")
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        live.client() as client,
+    ):
+        declared = client.post("/v1/tools/upper/run", json={"args": {"text": "x" * 200}})
+        assert declared.status_code == 413
+        assert declared.json()["detail"] == "the request body is over server.max_body_bytes (100 bytes)"
+        assert declared.json()["request_id"] == declared.headers["x-request-id"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: sent chunked
+            yield b'{"args": {"text": "'
+            yield b"x" * 200
+            yield b'"}}'
+
+        chunked = client.post("/v1/tools/upper/run", content=chunks(), headers=JSON)
+        assert chunked.status_code == 413
+        assert client.post("/v1/tools/upper/run", json={"args": {"text": "ok"}}).json()["content"] == "OK"
+
+
+def test_a_quiet_stream_gets_keepalive_comments(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  keepalive_secs: 0.01\n")
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="late")))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        live.client() as client,
+    ):
+        session = new_session(client)
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "wait"}) as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == ": keep-alive"  # nothing else can come before the gate opens
+            gate.set()
+            rest = [line for line in lines if line != ": keep-alive"]
+    assert sse_events("\n".join(rest))[-1] == ("done", {"reason": "job_done"})
+
+
+def test_a_session_goes_on_with_its_conversation_after_a_restart(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    """`Kernel.chat(resume=True)`: the conversation is read back from the transcript (S23.5)."""
+    llm_server.add(Reply(text="first answer"), Reply(text="second answer"))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        live.client() as client,
+    ):
+        session = new_session(client)
+        send(client, session, "first question")
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        live.client() as client,
+    ):
+        assert [s["id"] for s in client.get("/v1/sessions").json()] == [session]
+        assert dict(send(client, session, "second question"))["reply"]["content"] == "second answer"
+    sent = [(m["role"], m["content"]) for m in llm_server.bodies[1]["messages"]]
+    assert sent[1:] == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+
+
+def test_idle_chats_past_max_open_chats_reopen_with_their_conversation(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    kernel_yaml = make_project(tmp_path, llm_server, "server:\n  max_open_chats: 1\n")
+    llm_server.respond_with(lambda request: Reply(text="re: " + request.body["messages"][-1]["content"]))
+    with (
+        LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live,
+        live.client() as client,
+    ):
+        first, second = new_session(client), new_session(client)
+        send(client, first, "a")
+        assert [p.session_id for p in live.kernel.list_processes()] == [first]
+        send(client, second, "b")  # closes `first`, idle
+        assert [p.session_id for p in live.kernel.list_processes()] == [second]
+        assert dict(send(client, first, "c"))["reply"]["content"] == "re: c"
+    sent = [m["content"] for m in llm_server.bodies[-1]["messages"][1:]]
+    assert sent == ["a", "re: a", "c"]

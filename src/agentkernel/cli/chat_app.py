@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import logging
 import sys
-from dataclasses import asdict, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -27,10 +26,10 @@ from rich.text import Text
 
 from agentkernel.cli.chat_input import LineReader, PipedLines, PromptLines
 from agentkernel.cli.chat_repl import AnswerAbandoned, TerminalChat
+from agentkernel.cli.common import with_llm
 from agentkernel.config import find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
-from agentkernel.llm.config import parse_llm_config
 from agentkernel.llm.probe import LLMCheckFailed, LLMServer, check_llm
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -39,14 +38,7 @@ HISTORY_FILE = "chat_history"  # in the data folder (paths.data_dir)
 
 def _kernel(options: argparse.Namespace) -> Kernel:
     config = load_kernel_config(find_kernel_config(Path(options.config) if options.config else None))
-    if options.llm_url or options.model:
-        llm = asdict(config.llm) if config.llm is not None else {}
-        if options.llm_url:
-            llm["base_url"] = options.llm_url
-        if options.model:
-            llm["model"] = options.model
-        config = replace(config, llm=parse_llm_config(llm, config.path))
-    return Kernel(config)
+    return Kernel(with_llm(config, options.llm_url, options.model))
 
 
 def _check(kernel: Kernel, loop: asyncio.AbstractEventLoop) -> LLMServer:

@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agentkernel.config import KernelConfig
     from agentkernel.kernel import Kernel
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -79,25 +80,51 @@ def setup_logging(verbosity: int) -> None:
 
 
 def load_kernel(
-    prog: str, config: Path | str | None, *, start: Path | None = None, live: bool = True
+    prog: str,
+    config: Path | str | None,
+    *,
+    start: Path | None = None,
+    live: bool = True,
+    llm_url: str | None = None,
+    model: str | None = None,
 ) -> Kernel:
     """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong).
+
+    `llm_url` and `model` override kernel.yaml's `llm:` (`--llm-url`, `--model`).
 
     The caller closes it: `with load_kernel(...) as kernel:`.
     """
     from pathlib import Path
 
+    from agentkernel.config import find_kernel_config, load_kernel_config
     from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
 
     try:
-        return Kernel.from_config_file(Path(config) if config is not None else None, start=start, live=live)
+        found = load_kernel_config(find_kernel_config(Path(config) if config is not None else None, start))
+        return Kernel(with_llm(found, llm_url, model), live=live)
     except ConfigError as exc:
         from agentkernel.cli.project_view import config_problem, problem_text
 
         shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
         print(f"{prog}: {shown}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_FOUND) from exc
+
+
+def with_llm(config: KernelConfig, llm_url: str | None, model: str | None) -> KernelConfig:
+    """`config` with `llm.base_url` and/or `llm.model` replaced; ConfigError naming a bad value."""
+    if not llm_url and not model:
+        return config
+    from dataclasses import asdict, replace
+
+    from agentkernel.config.sections import parse_llm_config
+
+    llm = asdict(config.llm) if config.llm is not None else {}
+    if llm_url:
+        llm["base_url"] = llm_url
+    if model:
+        llm["model"] = model
+    return replace(config, llm=parse_llm_config(llm, config.path))
 
 
 def quiet_broken_pipe(command: Callable[[], int]) -> int:
@@ -134,4 +161,5 @@ __all__ = [
     "path_argument",
     "quiet_broken_pipe",
     "setup_logging",
+    "with_llm",
 ]

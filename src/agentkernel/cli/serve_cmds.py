@@ -20,6 +20,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
     )
+    serve.add_argument("--llm-url", help="override llm.base_url, e.g. http://127.0.0.1:8000/v1")
+    serve.add_argument("--model", help="override llm.model")
     token = commands.add_parser("token", help="make a bearer token for the server")
     actions = token.add_subparsers(dest="action", required=True, metavar="ACTION")
     new = actions.add_parser("new", help="print a fresh token and the kernel.yaml line for it")
@@ -56,7 +58,7 @@ def _serve(options: argparse.Namespace) -> int:
 
     from agentkernel.server.serving import ServeRefused, bind, check_binding, run_server, server_for, url_of
 
-    kernel = load_kernel("agentkernel serve", options.config)
+    kernel = load_kernel("agentkernel serve", options.config, llm_url=options.llm_url, model=options.model)
     settings = kernel.config.server
     try:
         check_binding(options.host, settings)

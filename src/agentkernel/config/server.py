@@ -30,6 +30,9 @@ class ServerSettings:
 
     tokens: Mapping[str, str] = field(default_factory=dict)  # sha256 hex of a bearer token -> user id
     max_message_chars: int = 100_000
+    max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
+    max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
+    keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
     transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
     continuation_ttl_secs: float = 24 * 3600.0  # how long a table's "more" id answers (S6.3)
@@ -54,6 +57,9 @@ SERVER_SCHEMA = section(
             "(1-128 of letters, digits, _ . @ -); " + TOKEN_HINT,
         },
         "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
+        "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
+        "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
+        "keepalive_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
         "continuation_ttl_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
@@ -63,16 +69,11 @@ SERVER_SCHEMA = section(
 
 
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
-    grace = float(values.get("shutdown_grace_secs", ServerSettings.shutdown_grace_secs))
-    ttl = float(values.get("continuation_ttl_secs", ServerSettings.continuation_ttl_secs))
-    return ServerSettings(
-        **{
-            **values,
-            "tokens": dict(values.get("tokens", {})),
-            "shutdown_grace_secs": grace,
-            "continuation_ttl_secs": ttl,
-        }
-    )
+    seconds = {
+        key: float(values.get(key, getattr(ServerSettings, key)))
+        for key in ("shutdown_grace_secs", "keepalive_secs", "continuation_ttl_secs")
+    }
+    return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
 
 
 __all__ = ["LOCAL_USER", "SERVER_SCHEMA", "ServerSettings", "server_settings", "token_hash"]

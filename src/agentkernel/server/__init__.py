@@ -9,8 +9,9 @@ imports it; `agentkernel serve` loads it when it runs. Modules:
 - turns.py: a session's running turn, the 409 rule, a turn that outlives its client;
 - events.py: the loop's events as server-sent events;
 - failures.py: request ids, 500s that are logged and never show a traceback, 422 wording;
+- body_limit.py: a request body past server.max_body_bytes is 413 before it is all read;
 - serving.py: binding (the loopback rule), uvicorn, the graceful stop;
-- continuations.py: table pages kept server-side behind opaque ids (S6.3);
-- charts.py: chart blocks drawn as safe SVG on the server;
+- continuations.py: a table's next page kept on the server behind an opaque id (S6.3);
+- charts.py: chart blocks as server-side SVG;
 - static/: the web page, with vendored JS (static/vendor/README.md).
 """

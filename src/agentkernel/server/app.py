@@ -37,11 +37,12 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     chosen = settings or kernel.config.server
 
     def open_chat(info: SessionInfo) -> ChatSession:
-        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id)
+        # resume: a session opened again after a restart goes on with its conversation
+        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=True)
 
     # S6.3: beside the transcript, in the message store's file (continuations.py says why)
     store = Continuations(kernel.config.messages_db, chosen.continuation_ttl_secs)
-    turns = TurnRunner(open_chat, kernel.end_chat, TurnSealer(store))
+    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(store))
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager
@@ -61,7 +62,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     )
     app.state.parts = parts
     app.state.continuations = store
-    failures.install(app)
+    failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, tools, continuations):
         app.include_router(area.router)
     page.install(app)

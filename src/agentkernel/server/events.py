@@ -49,8 +49,8 @@ def stream_event(event: LoopEvent) -> StreamEvent | None:
     if event.kind in _DROPPED:
         return None
     data = dict(event.data)
-    if event.kind in ("tool_call", "tool_result"):
-        data["tool"] = data.pop("name", None)
+    if event.kind in ("tool_call", "tool_result"):  # `{id, tool, ...}`, in that order
+        data = {"id": data.pop("id", None), "tool": data.pop("name", None), **data}
     if event.kind == "tool_call":
         data["args"] = _arguments(data.pop("arguments", None))
     return StreamEvent(_RENAMED.get(event.kind, event.kind), data)

@@ -20,6 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentkernel.server.body_limit import BodyLimit
 from agentkernel.server.parts import request_id
 
 log = logging.getLogger("agentkernel.server")
@@ -88,9 +89,10 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-def install(app: FastAPI) -> None:
-    """The middleware and the handlers, on `app`."""
-    app.add_middleware(RequestIds)
+def install(app: FastAPI, max_body_bytes: int) -> None:
+    """The middleware and the handlers, on `app`: request ids outermost, then the body limit."""
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RequestIds)  # added last: runs first
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http)
 

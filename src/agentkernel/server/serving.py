@@ -10,6 +10,7 @@ shutdown lets the remaining turns finish (bounded too) and records them.
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import socket
 from collections.abc import Iterator
@@ -82,7 +83,7 @@ def server_for(kernel: Kernel, settings: ServerSettings) -> GracefulServer:
         create_app(kernel, settings),
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_secs) or None,
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_secs),
         lifespan="on",
     )
     return GracefulServer(config)

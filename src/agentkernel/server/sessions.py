@@ -8,16 +8,13 @@ restarted server still knows its sessions.
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_db import Schema, connect, migrate, transaction
+from agentkernel.services.sqlite_db import Schema, SqliteStore
 
 BUSY_TIMEOUT_SECS = 10.0
 
@@ -54,17 +51,15 @@ class SessionInfo:
         return {"id": self.id, "template": self.template, "created_at": self.created_at}
 
 
-class SessionDirectory:
+class SessionDirectory(SqliteStore):
     """The sessions table; safe to use from any thread (one lock around one connection)."""
 
     def __init__(self, path: Path | str) -> None:
-        self._conn = connect(path, BUSY_TIMEOUT_SECS)
-        self._lock = threading.Lock()
-        migrate(self._conn, _SCHEMA)
+        super().__init__(path, _SCHEMA, BUSY_TIMEOUT_SECS)
 
     def create(self, user_id: str, template: str) -> SessionInfo:
         info = SessionInfo(str(uuid.uuid4()), user_id, template, datetime.now(UTC).isoformat())
-        with self._lock, transaction(self._conn, write=True) as conn:
+        with self._write() as conn:
             conn.execute(
                 "INSERT INTO sessions (id, user_id, template, created_at) VALUES (?, ?, ?, ?)",
                 (info.id, info.user_id, info.template, info.created_at),
@@ -87,15 +82,6 @@ class SessionDirectory:
             (user_id,),
         )
         return [SessionInfo(*row) for row in rows]
-
-    def _read(self, sql: str, params: tuple[str, ...]) -> list[tuple[str, str, str, str]]:
-        with self._lock:
-            return [tuple(row) for row in self._conn.execute(sql, params).fetchall()]
-
-    def close(self) -> None:
-        # closing twice, or a file gone: nothing is lost
-        with self._lock, contextlib.suppress(sqlite3.Error):
-            self._conn.close()
 
 
 __all__ = ["SessionDirectory", "SessionInfo"]

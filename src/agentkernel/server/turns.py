@@ -67,9 +67,19 @@ class Turn:
     def close(self) -> None:
         self._events.put_nowait(None)
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
-        """The events as they come, until the turn is over; one reader only."""
-        while (event := await self._events.get()) is not None:
+    async def events(self, idle_secs: float) -> AsyncIterator[StreamEvent | None]:
+        """The events as they come, until the turn is over; None after each `idle_secs` without one.
+
+        One reader only. (A `get` cut short by the timeout takes nothing off the queue.)
+        """
+        while True:
+            try:
+                event = await asyncio.wait_for(self._events.get(), idle_secs)
+            except TimeoutError:
+                yield None
+                continue
+            if event is None:
+                return
             yield event
 
 
@@ -80,11 +90,14 @@ class TurnRunner:
     the start of a turn cannot interleave with another request's.
     """
 
-    def __init__(self, open_chat: OpenChat, end_chat: EndChat, seal: Seal | None = None) -> None:
+    def __init__(
+        self, open_chat: OpenChat, end_chat: EndChat, max_open_chats: int = 256, seal: Seal | None = None
+    ) -> None:
         self._open_chat = open_chat
         self._end_chat = end_chat
+        self._max_open = max_open_chats
         self._seal = seal
-        self._chats: dict[str, ChatSession] = {}
+        self._chats: dict[str, ChatSession] = {}  # least recently used first
         self._running: dict[str, Turn] = {}
 
     def running(self, session_id: str) -> bool:
@@ -113,11 +126,22 @@ class TurnRunner:
             turn.close()
 
     async def _chat(self, session: SessionInfo) -> ChatSession:
-        chat = self._chats.get(session.id)
+        chat = self._chats.pop(session.id, None)
         if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
             chat = await asyncio.to_thread(self._open_chat, session)
-            self._chats[session.id] = chat
+        self._chats[session.id] = chat  # now the most recently used
+        self._close_idle()
         return chat
+
+    def _close_idle(self) -> None:
+        """Past `max_open_chats`, end the least recently used chats not answering now.
+
+        An ended chat loses nothing: its session opens again, its conversation
+        read back from the transcript, with the next message.
+        """
+        idle = [sid for sid in self._chats if sid not in self._running]
+        for session_id in idle[: max(0, len(self._chats) - self._max_open)]:
+            self._end_chat(self._chats.pop(session_id))
 
     async def drain(self, grace_secs: float) -> None:
         """Let running turns finish for up to `grace_secs`, then stop the rest; end every chat."""

@@ -91,12 +91,15 @@ async def send_message(
     except TurnBusy as exc:
         raise HTTPException(409, str(exc)) from exc
     return StreamingResponse(
-        _frames(turn),
+        _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _frames(turn: Turn) -> AsyncIterator[bytes]:
-    async for event in turn.events():
-        yield event.frame()
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies see traffic
+
+
+async def _frames(turn: Turn, keepalive_secs: float) -> AsyncIterator[bytes]:
+    async for event in turn.events(keepalive_secs):
+        yield KEEPALIVE if event is None else event.frame()
