@@ -20,8 +20,17 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_readme_main_job(tmp_path: Path) -> None:
-    """The README's first command prints what the README shows, character for character."""
+def readme_commands() -> list[str]:
+    """The README's shell lines, in order: install+serve, install+tests, then the tool run."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in readme.split("```sh\n")[1:]]
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_readme_tool_run_prints_what_the_readme_shows() -> None:
+    """The README's terminal example prints what the README shows, character for character."""
+    command = readme_commands()[2]
+    assert command == 'agentkernel tool run text_stats \'{"text": "Привет, мир"}\'', command
     done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "Привет, мир"}')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {

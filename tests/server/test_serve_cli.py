@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import yaml
 
 from agentkernel.config import load_kernel_config
+from tests.conftest import REPO
 from tests.server.conftest import make_project
 
 BIN = Path(sys.executable).parent
@@ -29,24 +33,47 @@ def agentkernel(*args: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def test_serve_prints_its_url_answers_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    make_project(tmp_path, None)
-    server = agentkernel("serve", "--port", "0", cwd=tmp_path)
+@contextmanager
+def serving(cwd: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`agentkernel serve --port 0` in `cwd`: the process and the URL it printed; killed if still running."""
+    server = agentkernel("serve", "--port", "0", cwd=cwd)
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
         assert line.startswith("agentkernel: serving on http://127.0.0.1:"), line
-        url = line.split()[3]
-        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
-        ran = httpx.post(f"{url}/v1/tools/upper/run", json={"args": {"text": "cli"}}, timeout=60)
-        assert ran.json()["content"] == "CLI"
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=120) == 0
+        assert line.endswith(" (Ctrl-C stops)\n"), line
+        yield server, line.split()[3]
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
     assert "Traceback" not in (server.stderr.read() if server.stderr else "")
+
+
+def test_serve_prints_its_url_answers_and_exits_0_on_sigterm(tmp_path: Path) -> None:
+    make_project(tmp_path, None)
+    with serving(tmp_path) as (server, url):
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
+        ran = httpx.post(f"{url}/v1/tools/upper/run", json={"args": {"text": "cli"}}, timeout=60)
+        assert ran.json()["content"] == "CLI"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 0
+
+
+def test_readme_main_job_serves_the_shipped_project(tmp_path: Path) -> None:
+    """The README's first command starts the server on the shipped project and prints what the README says."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].splitlines()[0]
+    assert first.endswith(" && agentkernel serve"), first
+    assert "`agentkernel: serving on\nhttp://127.0.0.1:8765 (Ctrl-C stops)`" in readme
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    with serving(tmp_path) as (server, url):  # --port 0: the README's 8765 may be taken here
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
+        assert "<html" in httpx.get(f"{url}/", timeout=60).text.lower()
+        tools = {t["name"] for t in httpx.get(f"{url}/v1/tools", timeout=60).json()}
+        assert {"text_stats", "text_stats_rhai", "currency", "wordcount"} <= tools
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        assert server.wait(timeout=120) == 0
 
 
 def test_serving_beyond_loopback_without_tokens_is_refused(tmp_path: Path) -> None:
