@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -43,8 +43,13 @@ sys.path.insert(0, str(REPO))
 
 from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply  # noqa: E402
 
+if TYPE_CHECKING:
+    from agentkernel import Kernel
+
 TARGET_P99_MS = 50.0
 TARGET_CLIENTS = 100
+# idle connections are dropped before uvicorn's keep-alive (5 s) ends them, which a request could race
+KEEPALIVE_SECS = 1.0
 TABLE_WORD = "table"  # a message with this word asks for the `paged` tool, any other for `upper`
 UPPER_JS = "function run(args) { return args.text.toUpperCase(); }"
 PAGED_JS = """
@@ -79,6 +84,9 @@ def llm_turn(request: RecordedRequest) -> Reply:
 
 def serve_llm() -> None:
     """`--llm`: the scripted server until stdin closes; its base URL is the first line printed."""
+    import socketserver
+
+    socketserver.TCPServer.request_queue_size = 1024
     with FakeLLMServer(max_requests=10**9) as server:
         server.respond_with(llm_turn)
         print(server.base_url, flush=True)
@@ -242,7 +250,7 @@ async def clients_level(url: str, clients: int, turns: int, session_turns: int) 
     """`clients` clients at once, `turns` timed turns each: their timings and the turns per second."""
     timings = Timings()
     start = asyncio.Barrier(clients + 1)
-    limits = httpx.Limits(max_connections=clients + 8, max_keepalive_connections=clients + 8)
+    limits = httpx.Limits(max_connections=clients + 8, keepalive_expiry=KEEPALIVE_SECS)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         talking = asyncio.gather(
             *(talk(client, turns, session_turns, timings, start) for _ in range(clients))
@@ -256,7 +264,8 @@ async def clients_level(url: str, clients: int, turns: int, session_turns: int) 
 
 async def continuation_pages(url: str, pages: int) -> list[float]:
     """Milliseconds per POST /v1/continuations, for the id of a table that left a turn, `pages` times."""
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECS)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         session = await new_session(client)
         _, _, seen = await send(client, session, f"a {TABLE_WORD}, please")
         if len(seen.continuation_ids) != 1:
@@ -274,22 +283,40 @@ async def continuation_pages(url: str, pages: int) -> list[float]:
     return timings
 
 
-async def kernel_alone(kernel_yaml: Path, turns: int, warmup: int, session_turns: int) -> list[float]:
+async def kernel_alone(
+    kernel_yaml: Path, levels: list[int], options: argparse.Namespace
+) -> dict[int, tuple[list[float], float]]:
     """The same turns through `Kernel.chat(...).send` in this process: the agent loop without HTTP or SSE.
 
-    A session's first turn includes opening its chat, as the server's does.
+    For each number of clients: the turns' milliseconds and the turns per second.
     """
     from agentkernel import Kernel
-    from agentkernel.agent.loop import LoopEvent
     from agentkernel.config import load_kernel_config
+
+    timings: dict[int, tuple[list[float], float]] = {}
+    async with Kernel(load_kernel_config(kernel_yaml)) as kernel:
+        await kernel_level(kernel, 1, options.warmup, options.session_turns)
+        for clients in levels:
+            turns = max(options.session_turns, math.ceil(options.samples / clients))
+            timings[clients] = await kernel_level(kernel, clients, turns, options.session_turns)
+    return timings
+
+
+async def kernel_level(
+    kernel: Kernel, clients: int, turns: int, session_turns: int
+) -> tuple[list[float], float]:
+    """`clients` chats at once, as clients_level's but in this process; a session's first turn opens it."""
+    from agentkernel.agent.loop import LoopEvent
 
     async def quiet(event: LoopEvent) -> None:
         return None
 
-    timings = []
-    async with Kernel(load_kernel_config(kernel_yaml)) as kernel:
+    timings: list[float] = []
+
+    async def chat_turns(start: asyncio.Barrier) -> None:
+        await start.wait()
         chat = None
-        for number in range(warmup + turns):
+        for number in range(turns):
             started = time.perf_counter()
             if number % session_turns == 0:
                 if chat is not None:
@@ -297,12 +324,18 @@ async def kernel_alone(kernel_yaml: Path, turns: int, warmup: int, session_turns
                 chat = kernel.chat("bench", user_id="bench")
             assert chat is not None
             result = await chat.send(f"message {number}", quiet)
-            elapsed = (time.perf_counter() - started) * 1000
+            timings.append((time.perf_counter() - started) * 1000)
             if result.reason.value != "job_done":
                 raise SystemExit(f"a turn through the kernel alone went wrong: {result}")
-            if number >= warmup:
-                timings.append(elapsed)
-    return timings
+        if chat is not None:
+            kernel.end_chat(chat)
+
+    start = asyncio.Barrier(clients + 1)
+    chats = asyncio.gather(*(chat_turns(start) for _ in range(clients)))
+    await start.wait()
+    started = time.perf_counter()
+    await chats
+    return timings, clients * turns / (time.perf_counter() - started)
 
 
 # -- the figures -------------------------------------------------------------------------------
@@ -333,18 +366,23 @@ async def run_benchmarks(url: str, kernel_yaml: Path, options: argparse.Namespac
         print(figure("first event", timings.first_event), flush=True)
     pages = await continuation_pages(url, options.pages)
     print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
-    alone = await kernel_alone(kernel_yaml, options.samples, options.warmup, options.session_turns)
-    print("the same turn through the kernel alone (Kernel.chat(...).send here, no HTTP), 1 client:")
-    print(figure("kernel turn", alone))
+    compared = sorted({1, max(levels)})
+    alone = await kernel_alone(kernel_yaml, compared, options)
+    for clients, (turns, rate) in alone.items():
+        print(
+            f"kernel alone (Kernel.chat(...).send, no HTTP), {clients} chat(s) at once, {rate:.0f} turns/s:"
+        )
+        print(figure("kernel turn", turns))
     print_ratios(levels, alone)
 
 
-def print_ratios(levels: dict[int, Timings], alone: list[float]) -> None:
+def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float], float]]) -> None:
     """What the server adds to the kernel; how the round trip grows with the clients; the target."""
     one = levels.get(1)
-    if one is not None:
-        added = percentile(one.round_trip, 50) / percentile(alone, 50)
-        print(f"round trip p50 at 1 client / kernel turn p50: {added:.2f}x")
+    for clients, (turns, _) in alone.items():
+        if clients in levels:
+            added = percentile(levels[clients].round_trip, 50) / percentile(turns, 50)
+            print(f"round trip p50 / kernel turn p50, {clients} client(s): {added:.2f}x")
     for clients, timings in levels.items():
         if one is not None and clients != 1:
             grown = percentile(timings.round_trip, 50) / percentile(one.round_trip, 50)

@@ -47,7 +47,7 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+first event\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms",
         rf"^continuation page \(20 rows\), 1 client: p50 {NUMBER} ms",
         rf"^\s+kernel turn\s+p50\s+{NUMBER} ms",
-        rf"^round trip p50 at 1 client / kernel turn p50: {NUMBER}x$",
+        rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
     ],
     "helpers.py": [
