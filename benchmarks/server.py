@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -124,14 +125,14 @@ def make_project(root: Path, llm_url: str, clients: int) -> Path:
 
 
 @contextlib.contextmanager
-def process(command: list[str], first_line: str) -> Iterator[str]:
-    """Start `command`, wait for a stdout line starting with `first_line`, yield it; stop it at the end."""
+def process(command: list[str], first_line: str) -> Iterator[tuple[str, int]]:
+    """Start `command`, wait for a stdout line starting with `first_line`; yield it and the pid; stop it."""
     child = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         for line in child.stdout:
             if line.startswith(first_line):
-                yield line.strip()
+                yield line.strip(), child.pid
                 break
         else:
             raise SystemExit(
@@ -153,6 +154,29 @@ def serve_command(kernel_yaml: Path, profile: Path | None) -> list[str]:
     profiled = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
     serve = ["-m", "agentkernel", "serve", "--port", "0", "--config", str(kernel_yaml)]
     return [sys.executable, *profiled, *serve]
+
+
+@dataclass(frozen=True)
+class CpuClock:
+    """CPU seconds (user + system) used so far by the server, the scripted LLM and this process (/proc)."""
+
+    server_pid: int
+    llm_pid: int
+
+    def read(self) -> tuple[float, float, float]:
+        return cpu_seconds(self.server_pid), cpu_seconds(self.llm_pid), time.process_time()
+
+    def per_turn(self, before: tuple[float, float, float], turns: int, mine: str = "clients") -> str:
+        """`server X ms, scripted LLM Y ms, clients Z ms`: each process's CPU since `before`, per turn."""
+        spent = [(now - then) * 1000 / turns for then, now in zip(before, self.read(), strict=True)]
+        who = ("server", "scripted LLM", mine)
+        return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=True))
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- the clients -------------------------------------------------------------------------------
@@ -284,21 +308,23 @@ async def continuation_pages(url: str, pages: int) -> list[float]:
 
 
 async def kernel_alone(
-    kernel_yaml: Path, levels: list[int], options: argparse.Namespace
-) -> dict[int, tuple[list[float], float]]:
+    kernel_yaml: Path, levels: list[int], cpu: CpuClock, options: argparse.Namespace
+) -> dict[int, tuple[list[float], float, str]]:
     """The same turns through `Kernel.chat(...).send` in this process: the agent loop without HTTP or SSE.
 
-    For each number of clients: the turns' milliseconds and the turns per second.
+    For each number of clients: the turns' milliseconds, the turns per second, the CPU per turn.
     """
     from agentkernel import Kernel
     from agentkernel.config import load_kernel_config
 
-    timings: dict[int, tuple[list[float], float]] = {}
+    timings: dict[int, tuple[list[float], float, str]] = {}
     async with Kernel(load_kernel_config(kernel_yaml)) as kernel:
         await kernel_level(kernel, 1, options.warmup, options.session_turns)
         for clients in levels:
             turns = max(options.session_turns, math.ceil(options.samples / clients))
-            timings[clients] = await kernel_level(kernel, clients, turns, options.session_turns)
+            before = cpu.read()
+            done, rate = await kernel_level(kernel, clients, turns, options.session_turns)
+            timings[clients] = done, rate, cpu.per_turn(before, clients * turns, mine="kernel")
     return timings
 
 
@@ -353,33 +379,37 @@ def figure(label: str, values: list[float]) -> str:
     return f"  {label:<22} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   (n={len(values)})"
 
 
-async def run_benchmarks(url: str, kernel_yaml: Path, options: argparse.Namespace) -> None:
+async def run_benchmarks(url: str, kernel_yaml: Path, cpu: CpuClock, options: argparse.Namespace) -> None:
     """Every figure; the server's first, then the kernel alone's (this process then being idle)."""
     await clients_level(url, 1, options.warmup, options.session_turns)
     levels: dict[int, Timings] = {}
     for clients in options.clients:
         turns = max(options.session_turns, math.ceil(options.samples / clients))
+        before = cpu.read()
         timings, rate = await clients_level(url, clients, turns, options.session_turns)
+        spent = cpu.per_turn(before, clients * turns)
         levels[clients] = timings
         print(f"{clients} concurrent client(s), {turns} turns each, {rate:.0f} turns/s:")
         print(figure("message round trip", timings.round_trip))
-        print(figure("first event", timings.first_event), flush=True)
+        print(figure("first event", timings.first_event))
+        print(f"  CPU per turn: {spent}")
     pages = await continuation_pages(url, options.pages)
     print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
     compared = sorted({1, max(levels)})
-    alone = await kernel_alone(kernel_yaml, compared, options)
-    for clients, (turns, rate) in alone.items():
+    alone = await kernel_alone(kernel_yaml, compared, cpu, options)
+    for clients, (turns, rate, spent) in alone.items():
         print(
             f"kernel alone (Kernel.chat(...).send, no HTTP), {clients} chat(s) at once, {rate:.0f} turns/s:"
         )
         print(figure("kernel turn", turns))
+        print(f"  CPU per turn: {spent}")
     print_ratios(levels, alone)
 
 
-def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float], float]]) -> None:
+def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float], float, str]]) -> None:
     """What the server adds to the kernel; how the round trip grows with the clients; the target."""
     one = levels.get(1)
-    for clients, (turns, _) in alone.items():
+    for clients, (turns, _, _) in alone.items():
         if clients in levels:
             added = percentile(levels[clients].round_trip, 50) / percentile(turns, 50)
             print(f"round trip p50 / kernel turn p50, {clients} client(s): {added:.2f}x")
@@ -420,14 +450,15 @@ def main() -> None:
     if options.smoke:
         vars(options).update(clients=[1, 3], session_turns=2, samples=2, pages=2, warmup=1)
     with (
-        process([sys.executable, __file__, "--llm"], "http://") as llm_url,
+        process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid),
         tempfile.TemporaryDirectory() as folder,
     ):
         kernel_yaml = make_project(Path(folder), llm_url, max(options.clients))
-        with process(serve_command(kernel_yaml, options.profile), "agentkernel: serving on ") as line:
+        command = serve_command(kernel_yaml, options.profile)
+        with process(command, "agentkernel: serving on ") as (line, server_pid):
             url = line.split()[3]
             print(f"server {url} (agentkernel serve), scripted LLM {llm_url}; one script tool call a turn")
-            asyncio.run(run_benchmarks(url, kernel_yaml, options))
+            asyncio.run(run_benchmarks(url, kernel_yaml, CpuClock(server_pid, llm_pid), options))
 
 
 if __name__ == "__main__":
