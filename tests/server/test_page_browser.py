@@ -139,6 +139,17 @@ def test_chat_table_more_chart_and_a_tool_run(
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         if os.environ.get("AGENTKERNEL_UPDATE_SCREENSHOT") == "1":
             shutil.copyfile(shot, SCREENSHOT)
+
+        # opened again later, the chat shows its table and chart from the transcript, and More still pages
+        page.reload()
+        page.locator("#session-list button").first.click()
+        page.wait_for_selector("#send:enabled")
+        table = page.locator(".v-table table")
+        table.locator("tbody tr:nth-child(2)").wait_for()
+        assert table.locator("tbody td:first-child").all_inner_texts() == ["0", "1"]
+        page.get_by_role("button", name="More").click()
+        table.locator("tbody tr:nth-child(4)").wait_for()
+        page.locator(".v-chart img").wait_for()
         assert problems == []
 
 

@@ -318,7 +318,7 @@ function setBusy(busy) {
   $("log").setAttribute("aria-busy", busy ? "true" : "false");
 }
 
-// A transcript read: what was said, the tool calls and their results (visuals are not recorded).
+// A transcript read: what was said, the tool calls and their results with their visual blocks.
 function showTranscript(records) {
   const rows = new Map();
   for (const r of records) {
@@ -326,7 +326,7 @@ function showTranscript(records) {
     if (r.kind === "user") userMessage(r.content);
     else if (r.kind === "agent") answerBox().innerHTML = markdown(r.content);
     else if (r.kind === "tool_call") rows.set(meta.id, toolRow(meta.tool, r.content));
-    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success });
+    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success, visual: meta.visual });
     else if (r.kind === "notice") line("notice", r.content);
     else if (r.kind === "warning") line("warning", "⚠ " + r.content);
     else if (r.kind === "error") line("error", "✖ " + r.content);
