@@ -104,6 +104,18 @@ async def send_message(
     )
 
 
+@router.post("/{session_id}/stop")
+async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool]:
+    """`{stopped}`: stop the answer being made now; it ends with `done` reason `terminated`, recorded.
+
+    A running tool call is waited for; no further LLM or tool call is made.
+    `stopped` is false when the session was not answering. (On the event
+    loop: the turn's stop signal belongs to it.)
+    """
+    info = owned_session(parts, session_id, user)
+    return {"stopped": parts.turns.stop(info.id)}
+
+
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies see traffic
 
 

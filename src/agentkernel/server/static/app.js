@@ -10,7 +10,7 @@ const NO_LLM_HELP =
   "the environment variable holding its API key), then restart `agentkernel serve`. " +
   "The Tools panel works without one.";
 
-const state = { session: null, sessions: [], tools: [], busy: false };
+const state = { session: null, sessions: [], tools: [], busy: false, turning: null };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -245,6 +245,8 @@ async function sendMessage(text) {
   const session = state.session;
   userMessage(text);
   setBusy(true);
+  state.turning = session;
+  $("stop").hidden = false;
   let answer = null;
   let buffer = "";
   let answered = false;
@@ -301,8 +303,21 @@ async function sendMessage(text) {
   } catch (err) {
     errorLine(err.message, !answered);
   } finally {
+    $("stop").hidden = true;
+    state.turning = null;
     setBusy(false);
     $("message").focus();
+  }
+}
+
+// Stop the answer being made (the button, or Esc): it ends `terminated`, what was shown is kept.
+async function stopTurn() {
+  const session = state.turning;
+  if (!session) return;
+  try {
+    await postJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/stop", {});
+  } catch (err) {
+    status(err.message);
   }
 }
 
@@ -492,6 +507,10 @@ async function start() {
     if (!text || state.busy || !state.session) return;
     $("message").value = "";
     sendMessage(text);
+  };
+  $("stop").onclick = stopTurn;
+  document.onkeydown = (event) => {
+    if (event.key === "Escape" && state.turning) stopTurn();
   };
   $("message").onkeydown = (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
