@@ -340,7 +340,7 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
         llm = asyncio.run(talk())
     limited = llm.inner
     assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, OpenAICompatProvider)
-    assert limited.inner._client is None  # released on the loop that used it
+    assert limited.inner._clients == {}  # released on the loop that used it
 
 
 def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:

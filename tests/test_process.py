@@ -294,6 +294,7 @@ def test_caller_carries_the_process_identity_and_allowed_tools(table: ProcessTab
         temp_dir=proc.temp_dir,
         allowed_tools=frozenset({"text_stats", "wordcount"}),
         services=services,
+        process=proc,  # what llm() charges (S9.2)
     )
     assert caller.identity() == {
         "pid": proc.pid,

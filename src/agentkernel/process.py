@@ -13,6 +13,8 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -37,6 +39,9 @@ class Caller:
 
     Identity travels explicitly (DESIGN rule 3): nothing about who is calling
     is ever taken from script input. `allowed_tools` None means every tool.
+    `process` is the running process itself when the caller is one (an
+    agent's tool call): what `llm()` charges its tokens to (S9.2); None for
+    a bare caller (`tool run`, a tool called over HTTP), which spends no budget.
     """
 
     pid: str | None = None
@@ -47,6 +52,7 @@ class Caller:
     temp_dir: Path | None = None
     allowed_tools: frozenset[str] | None = None
     services: Services = field(default_factory=Services)
+    process: Process | None = field(default=None, repr=False)
 
     def identity(self) -> JSONObject:
         """The `caller()` object of S15; null where unknown."""
@@ -129,12 +135,16 @@ def _tighter(a: int | None, b: int | None) -> int | None:
 
 
 class BudgetGroup:
-    """Tokens a process tree may spend: a limit (None = unlimited) and what is used.
+    """Tokens a process tree may spend: a limit (None = unlimited), what is used, what is held.
 
     Charging never refuses: the tokens of an answer already received are
     spent whatever the limit, and are always counted. Refusal happens before
-    the next inference, in `check()`. So a group overshoots its limit only
-    by what the calls already under way when it ran out went on to use.
+    the next inference, in `check()` or `reserve()`. The agent loop checks
+    only, so it overshoots by what its call under way goes on to use. A
+    script's `llm()` reserves first (S9.2): it holds an upper bound of what
+    its call can cost until the answer is charged, so any number of scripts
+    in parallel never spend past the limit, unless a server reports more
+    tokens than the bound allowed for.
 
     A group may sit inside an `outer` one (a child whose own template sets a
     budget): charges count in both, and it is exhausted when either is.
@@ -147,6 +157,7 @@ class BudgetGroup:
         self.limit = limit
         self.outer = outer
         self._used = 0
+        self._held = 0
         self._lock = threading.Lock()
 
     @property
@@ -156,10 +167,21 @@ class BudgetGroup:
             return self._used
 
     @property
+    def held(self) -> int:
+        """Tokens reserved by inferences under way and not yet charged (`reserve`)."""
+        with self._lock:
+            return self._held
+
+    @property
     def remaining(self) -> int | None:
-        """Tokens left here and in every enclosing group; None when nothing limits."""
-        own = None if self.limit is None else max(self.limit - self.used, 0)
+        """Tokens neither used nor held, here and in every enclosing group; None when nothing limits."""
+        own = None if self.limit is None else max(self._free(), 0)
         return _tighter(own, self.outer.remaining if self.outer is not None else None)
+
+    def _free(self) -> int:
+        assert self.limit is not None
+        with self._lock:
+            return self.limit - self._used - self._held
 
     @property
     def exhausted(self) -> bool:
@@ -169,6 +191,42 @@ class BudgetGroup:
         """Raise BudgetExhausted if no token is left; call it before each inference."""
         if self.exhausted:
             raise BudgetExhausted()
+
+    def reserve(self, least: int, most: int) -> int:
+        """Hold between `least` and `most` tokens for one inference; how many were held.
+
+        As many as are free up to `most`, here and in every enclosing group,
+        atomically per group; BudgetExhausted when fewer than `least` are.
+        The caller must `release` exactly what it got, once the answer is
+        charged (or the call failed).
+        """
+        if not 0 <= least <= most:
+            raise ValueError(f"reserve needs 0 <= least <= most, got {least} and {most}")
+        with self._lock:
+            free = None if self.limit is None else self.limit - self._used - self._held
+            if free is not None and free < least:
+                raise BudgetExhausted()
+            granted = most if free is None else min(most, free)
+            self._held += granted
+        if self.outer is None:
+            return granted
+        try:
+            outer_granted = self.outer.reserve(least, granted)
+        except BudgetExhausted:
+            self._unhold(granted)
+            raise
+        self._unhold(granted - outer_granted)
+        return outer_granted
+
+    def release(self, tokens: int) -> None:
+        """Give back tokens held by `reserve`, here and in every enclosing group."""
+        self._unhold(tokens)
+        if self.outer is not None:
+            self.outer.release(tokens)
+
+    def _unhold(self, tokens: int) -> None:
+        with self._lock:
+            self._held -= tokens
 
     def charge(self, tokens: int) -> None:
         """Count tokens spent, here and in every enclosing group; safe from any thread."""
@@ -180,7 +238,10 @@ class BudgetGroup:
             self.outer.charge(tokens)
 
     def __repr__(self) -> str:
-        return f"BudgetGroup(limit={self.limit}, used={self.used}, outer={self.outer is not None})"
+        return (
+            f"BudgetGroup(limit={self.limit}, used={self.used}, held={self.held}, "
+            f"outer={self.outer is not None})"
+        )
 
 
 # -- processes -------------------------------------------------------------------------
@@ -248,7 +309,22 @@ class Process:
             temp_dir=self.temp_dir,
             allowed_tools=frozenset(self.template.tools),
             services=services,
+            process=self,
         )
+
+    @contextmanager
+    def tokens_held(self, least: int, most: int) -> Iterator[int]:
+        """Hold between `least` and `most` tokens of the budget group for one inference (S9.2).
+
+        Yields how many are held; charge the answer's usage inside the
+        block, so the tokens are always counted as held or as used.
+        BudgetExhausted (`caller budget exhausted`) when fewer than `least` are left.
+        """
+        granted = self.budget.reserve(least, most)
+        try:
+            yield granted
+        finally:
+            self.budget.release(granted)
 
     def _mark_terminated(self) -> None:
         self._stopped.set()

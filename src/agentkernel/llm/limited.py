@@ -3,12 +3,18 @@
 Composition rather than a flag on each provider: every backend gets the same
 limit by being wrapped once, and the agent loop, the `llm()` helpers and
 sub-agents all share the one wrapped provider, hence the one limit.
+
+The slots are an `aiologic.Semaphore`, not an `asyncio.Semaphore`: the agent
+loop calls from the server's event loop while scripts' `llm()` calls come
+from the helpers' own loop (llm/blocking.py), and an asyncio semaphore
+belongs to one loop (waiting on it from a second raises RuntimeError).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from agentkernel.llm.base import Completion, CompletionRequest, Provider, StreamDone, StreamEvent
 
@@ -22,11 +28,14 @@ class LimitedProvider:
     that stops there does not keep others waiting.
     """
 
-    def __init__(self, inner: Provider, limit: asyncio.Semaphore | int) -> None:
+    def __init__(self, inner: Provider, limit: AbstractAsyncContextManager[Any] | int) -> None:
+        """`limit` is a count, or slots to share with other providers (any async context manager)."""
         if isinstance(limit, int):
             if limit < 1:
                 raise ValueError(f"limit must be at least 1, got {limit}")
-            limit = asyncio.Semaphore(limit)
+            import aiologic  # only a kernel that talks to an LLM builds one of these
+
+            limit = aiologic.Semaphore(limit)
         self.inner = inner
         self._slots = limit
 

@@ -27,6 +27,7 @@ import asyncio
 import email.utils
 import json
 import random
+import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -357,9 +358,10 @@ def _is_retryable_status(status: int) -> bool:
 class OpenAICompatProvider:
     """`Provider` for any server with an OpenAI-style `POST {base_url}/chat/completions`.
 
-    The HTTP client is made on first use, inside the running event loop, and
-    belongs to that loop (a later loop gets a new one); `aclose()` (or
-    `async with`) releases it.
+    An HTTP client is made on first use inside each event loop that calls,
+    and belongs to that loop: the server's loop and the loop of scripts'
+    `llm()` calls (llm/blocking.py) each keep their own connections.
+    `aclose()` (or `async with`) releases them all, each on its own loop.
     """
 
     def __init__(
@@ -386,8 +388,8 @@ class OpenAICompatProvider:
         self._api_key = api_key or None
         self._url = f"{self.base_url}/chat/completions"
         self._shown_url = shown_url(self.base_url)
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._clients_lock = threading.Lock()  # loops on several threads make and drop clients
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -400,14 +402,19 @@ class OpenAICompatProvider:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Release the client; one made in an event loop that has since closed is just dropped."""
-        if self._client is None:
-            return
-        client, loop = self._client, self._client_loop
-        self._client, self._client_loop = None, None
-        if loop is not None and loop is not asyncio.get_running_loop() and loop.is_closed():
-            return  # its sockets went with that loop; closing here would touch the dead loop
-        await client.aclose()
+        """Release every client, each on its own loop; one of a loop no longer running is just dropped.
+
+        A client's connections belong to its loop: closing them from another
+        would touch that loop's transports from the wrong thread.
+        """
+        with self._clients_lock:
+            clients, self._clients = self._clients, {}
+        here = asyncio.get_running_loop()
+        for loop, client in clients.items():
+            if loop is here:
+                await client.aclose()
+            elif loop.is_running() and not loop.is_closed():
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(client.aclose(), loop))
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self._encode(request, stream=False)
@@ -488,16 +495,21 @@ class OpenAICompatProvider:
     # -- helpers --
 
     def _http(self) -> httpx.AsyncClient:
-        """The client of the running event loop; one left from a finished loop is dropped, not reused."""
+        """The client of the running event loop; those of closed loops are dropped, not reused."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client_loop = loop
-            headers = {"Content-Type": "application/json", "Accept": "application/json"}
-            headers["User-Agent"] = USER_AGENT
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_secs))
-        return self._client
+        with self._clients_lock:
+            client = self._clients.get(loop)
+            if client is None:
+                self._clients = {seen: c for seen, c in self._clients.items() if not seen.is_closed()}
+                client = self._clients[loop] = self._new_client()
+        return client
+
+    def _new_client(self) -> httpx.AsyncClient:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers["User-Agent"] = USER_AGENT
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_secs))
 
     async def _with_retries(self, attempt_once: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
