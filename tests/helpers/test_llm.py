@@ -7,6 +7,7 @@ budget group) or as a bare caller, against `FakeLLMServer` on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from agentkernel.process import BudgetExhausted, BudgetGroup, Process
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
-from tests.fakes import FakeLLMServer, HttpError, RecordedRequest, Reply
+from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, RecordedRequest, Reply
 from tests.fakes.openai_server import Turn
 from tests.helpers.probes import probe_source
 
@@ -473,3 +474,32 @@ def test_llm_json_keeps_the_system_text_and_options(
 
 def test_prompt_bound_counts_bytes_and_a_margin_a_message() -> None:
     assert prompt_bound([ChatMessage.user("ab"), ChatMessage.system("щ")]) == 2 + 2 + MESSAGE_MARGIN * 3
+
+
+def test_a_tool_the_agent_calls_asks_the_llm_as_that_agent(
+    project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
+) -> None:
+    """The agent loop's event loop and the helpers' loop share the provider, its limit and the budget."""
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("summarize", "{}", id="c1"),), prompt_tokens=10, completion_tokens=5),
+        Reply(text="коротко", prompt_tokens=7, completion_tokens=3),
+        Reply(text="Итог: коротко", prompt_tokens=20, completion_tokens=4),
+    )
+    probe(make_tool, engine, 'llm("Сократи текст")', name="summarize")
+    with llm_kernel(project, llm_server, "  max_concurrency: 1\n") as kernel:
+        spawn(kernel, project, ["summarize"], budget=10_000)
+        chat = kernel.chat("asker", session_id="s1")
+
+        async def quiet(event: object) -> None:
+            return None
+
+        result = asyncio.run(chat.send("сократи", quiet))
+        assert result.answer == "Итог: коротко"
+        assert chat.process.tokens_used == 15 + 10 + 24 and chat.process.budget.used == 49
+    assert llm_server.bodies[1]["messages"] == [{"role": "user", "content": "Сократи текст"}]
+    assert llm_server.bodies[2]["messages"][-1] == {
+        "role": "tool",
+        "content": "ok",
+        "tool_call_id": "c1",
+        "name": "summarize",
+    }
