@@ -15,6 +15,8 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         markers are invisible, still says which file is which. Writing a file
         again later replaces it (hot reload). `NAME1,NAME2,...` makes the
         step one of each of those examples (a kernel.yaml several share).
+        In config/kernel.yaml, `$LLM_URL` is the scripted LLM's base URL
+        (below; an llm step must come first), for `llm.base_url`.
 
     <!-- example: NAME run[: env.VAR=VALUE ...] -->
         The next fenced block (jsonc) starts with a comment naming the call,
@@ -479,7 +481,11 @@ class ExampleRunner:
         assert first in (f"# {relative.as_posix()}", f"// {relative.as_posix()}"), (
             f"{where}: the block must start with a comment naming {relative.as_posix()}, got {first!r}"
         )
-        self._write(relative, step.block)
+        text = step.block
+        if relative == KERNEL_YAML and "$LLM_URL" in text:  # `llm.base_url: $LLM_URL`: the scripted LLM
+            assert self.llm is not None, f"{where}: $LLM_URL in kernel.yaml needs an llm step before it"
+            text = _expand(text, self._servers(text))
+        self._write(relative, text)
         if relative == KERNEL_YAML:
             self._close_kernel()  # the next run reads the new settings
 
