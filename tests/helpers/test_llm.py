@@ -503,3 +503,16 @@ def test_a_tool_the_agent_calls_asks_the_llm_as_that_agent(
         "tool_call_id": "c1",
         "name": "summarize",
     }
+
+
+def test_a_kernel_that_is_not_live_attaches_no_llm(
+    project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
+) -> None:
+    """`hook_tool` without --live: the LLM of kernel.yaml is not attached, so the call throws (S22.1)."""
+    config = load_kernel_config(
+        write_kernel_yaml(project, f"llm:\n  base_url: {llm_server.base_url}\n  model: m\n")
+    )
+    with Kernel(config, live=False) as kernel:
+        message = error(kernel.run_tool(probe(make_tool, engine, 'llm("q")'), {}))
+    assert message.startswith("llm: no LLM attached to this kernel")
+    assert llm_server.requests == []
