@@ -16,10 +16,11 @@ from pydantic import BaseModel, Field
 from agentkernel.errors import ConfigError
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnBusy
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=documented(*CALLER))
 
 
 class NewSession(BaseModel):
@@ -38,7 +39,7 @@ def owned_session(parts: ServerParts, session_id: str, user: str) -> SessionInfo
     return info
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=documented(413))
 def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
     """A new session with `template`; 422 naming `body.template` when it does not load."""
     try:
@@ -57,7 +58,7 @@ def list_sessions(user: User, parts: Parts) -> list[dict[str, str]]:
     return [info.to_json() for info in parts.sessions.of_user(user)]
 
 
-@router.get("/{session_id}/messages")
+@router.get("/{session_id}/messages", responses=documented(404))
 def transcript(
     session_id: str,
     user: User,
@@ -73,7 +74,10 @@ def transcript(
 @router.post(
     "/{session_id}/messages",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "the turn's events"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "the turn's events"},
+        **documented(404, 409, 413),
+    },
 )
 async def send_message(
     session_id: str, body: NewMessage, request: Request, user: User, parts: Parts
