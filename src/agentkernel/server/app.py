@@ -42,7 +42,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
 
     # S6.3: beside the transcript, in the message store's file (continuations.py says why)
     store = Continuations(kernel.config.messages_db, chosen.continuation_ttl_secs)
-    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(store))
+    turns = TurnRunner(
+        open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(store), chosen.max_stream_backlog_bytes
+    )
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
@@ -46,41 +46,91 @@ class TurnBusy(Exception):
 
 @dataclass
 class Turn:
-    """One running turn: the events it emitted so far, in order, then None when it is over."""
+    """One running turn: the events it emitted so far, in order, then None when it is over.
+
+    The events wait in a queue for the one reader, the HTTP response, which
+    takes the next only when the client has taken the last (uvicorn's flow
+    control). The turn never waits for its reader, so the queue holds what a
+    slow client has yet to read: its backlog, in bytes of frames. A reader
+    with more than `max_backlog_bytes` waiting when the next event comes is
+    cut off: nothing more is queued for it, and after what waits it reads an
+    `error` saying why, then `done`. A reader that leaves drops the queue at
+    once. Either way the turn goes on and is recorded (docs/server.md, "A
+    slow client").
+    """
 
     session_id: str
     request_id: str
-    _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
+    max_backlog_bytes: int = 8 << 20
     task: asyncio.Task[None] | None = None
     seal: Callable[[StreamEvent], Awaitable[StreamEvent]] | None = None
+    _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
+    _backlog: int = 0  # bytes of the frames in _events
+    _reading: bool = True  # False once the reader fell behind or left: nothing more is queued
+
+    @property
+    def streaming(self) -> bool:
+        """Whether events still go to a reader: False once it fell too far behind or left."""
+        return self._reading
 
     async def emit(self, event: LoopEvent) -> None:
-        """The loop's emit: never waits for the client (the queue is unbounded; a turn's events are few)."""
+        """The loop's emit: never waits for the client (see the class docstring for the bound)."""
         shown = stream_event(event)
-        if shown is not None:
-            self._events.put_nowait(shown if self.seal is None else await self.seal(shown))
+        if shown is not None and self._reading:  # sealed only when it leaves the server
+            self._put(shown if self.seal is None else await self.seal(shown))
+
+    def _put(self, event: StreamEvent) -> None:
+        if self._backlog > self.max_backlog_bytes:  # so one event bigger than the bound still goes out
+            self._reading = False  # what waits is still read; after it, why the rest is not
+            for notice in failed_turn(
+                f"this client fell more than {self.max_backlog_bytes:,} bytes behind the answer, so the "
+                f"rest is not streamed to it; the answer goes on and is recorded: read it with "
+                f"GET /v1/sessions/{self.session_id}/messages"
+            ):
+                self._queue(notice)
+            self._queue(None)
+        else:
+            self._queue(event)
+
+    def _queue(self, event: StreamEvent | None) -> None:
+        self._backlog += 0 if event is None else len(event.frame())
+        self._events.put_nowait(event)
+
+    def _stop_reading(self) -> None:
+        """Queue no more, and drop what waits (a reader waiting on the queue keeps waiting on it)."""
+        self._reading = False
+        while not self._events.empty():
+            self._events.get_nowait()
+        self._backlog = 0
 
     def fail(self, message: str) -> None:
-        for event in failed_turn(message):
-            self._events.put_nowait(event)
+        if self._reading:
+            for event in failed_turn(message):
+                self._queue(event)
 
     def close(self) -> None:
-        self._events.put_nowait(None)
+        if self._reading:
+            self._queue(None)
 
-    async def events(self, idle_secs: float) -> AsyncIterator[StreamEvent | None]:
+    async def events(self, idle_secs: float) -> AsyncGenerator[StreamEvent | None, None]:
         """The events as they come, until the turn is over; None after each `idle_secs` without one.
 
         One reader only. (A `get` cut short by the timeout takes nothing off the queue.)
+        When the reader stops early (its client went away), the queue is dropped.
         """
-        while True:
-            try:
-                event = await asyncio.wait_for(self._events.get(), idle_secs)
-            except TimeoutError:
-                yield None
-                continue
-            if event is None:
-                return
-            yield event
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(self._events.get(), idle_secs)
+                except TimeoutError:
+                    yield None
+                    continue
+                if event is None:
+                    return
+                self._backlog -= len(event.frame())
+                yield event
+        finally:
+            self._stop_reading()
 
 
 class TurnRunner:
@@ -91,9 +141,15 @@ class TurnRunner:
     """
 
     def __init__(
-        self, open_chat: OpenChat, end_chat: EndChat, max_open_chats: int = 256, seal: Seal | None = None
+        self,
+        open_chat: OpenChat,
+        end_chat: EndChat,
+        max_open_chats: int = 256,
+        seal: Seal | None = None,
+        max_backlog_bytes: int = 8 << 20,
     ) -> None:
         self._open_chat = open_chat
+        self._max_backlog = max_backlog_bytes
         self._end_chat = end_chat
         self._max_open = max_open_chats
         self._seal = seal
@@ -107,7 +163,7 @@ class TurnRunner:
         """Start answering `text` in `session`; TurnBusy when it is answering already."""
         if session.id in self._running:
             raise TurnBusy(session.id)
-        turn = Turn(session.id, request_id)
+        turn = Turn(session.id, request_id, self._max_backlog)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         self._running[session.id] = turn

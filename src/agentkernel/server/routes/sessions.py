@@ -6,6 +6,7 @@ cannot be probed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -105,5 +106,7 @@ KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies se
 
 
 async def _frames(turn: Turn, keepalive_secs: float) -> AsyncIterator[bytes]:
-    async for event in turn.events(keepalive_secs):
-        yield KEEPALIVE if event is None else event.frame()
+    # closed with the response, so a client gone drops the turn's queue at once (turns.py)
+    async with contextlib.aclosing(turn.events(keepalive_secs)) as events:
+        async for event in events:
+            yield KEEPALIVE if event is None else event.frame()
