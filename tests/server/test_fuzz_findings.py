@@ -6,11 +6,14 @@ All through the real server on 127.0.0.1 (issue 11 section 5: no traceback, no
 
 from __future__ import annotations
 
+import logging
+
 import httpx
+import pytest
 
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import sse_events
-from tests.server.test_api import JSON, new_session
+from tests.server.conftest import LiveServer, sse_events
+from tests.server.test_api import JSON, new_session, send
 
 
 def test_a_session_id_with_a_lone_surrogate_is_an_unknown_session_not_a_500(client: httpx.Client) -> None:
@@ -72,3 +75,29 @@ def test_the_spec_documents_the_error_bodies_the_server_sends(client: httpx.Clie
     assert problem["required"] == ["detail", "request_id"]
     unknown = client.get("/v1/sessions/nope/messages")
     assert set(unknown.json()) == set(problem["properties"])
+
+
+def test_a_session_whose_template_no_longer_loads_says_so_not_internal_error(
+    live: LiveServer, client: httpx.Client, llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It was `internal error while answering` and a traceback logged as a fault of the server."""
+    template = live.kernel.config.templates_dir / "tester.yaml"
+    kept = template.read_text(encoding="utf-8")
+    session = new_session(client)
+    template.write_text("name: tester\ninstructions: [unclosed\n", encoding="utf-8")
+    events = send(client, session, "hello")
+    assert events == [
+        (
+            "error",
+            {
+                "message": f"session {session}: its template 'tester' does not load now "
+                "(see `agentkernel check`); nothing was sent"
+            },
+        ),
+        ("done", {"reason": "error"}),
+    ]
+    logged = [r for r in caplog.records if r.name == "agentkernel.server" and session in r.getMessage()]
+    assert [r.levelno for r in logged] == [logging.WARNING] and logged[0].exc_info is None
+    template.write_text(kept, encoding="utf-8")  # mended: the session goes on
+    llm_server.add(Reply(text="back"))
+    assert dict(send(client, session, "again"))["reply"]["content"] == "back"

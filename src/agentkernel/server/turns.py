@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.session import ChatSession
+from agentkernel.errors import ConfigError
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
 
@@ -41,6 +42,16 @@ class TurnBusy(Exception):
     def __init__(self, session_id: str) -> None:
         super().__init__(
             f"session {session_id} is still answering the previous message; wait for its `done` event"
+        )
+
+
+class TemplateGone(Exception):
+    """The session's template no longer loads (edited or removed since): the message says so, not where."""
+
+    def __init__(self, session: SessionInfo) -> None:
+        super().__init__(
+            f"session {session.id}: its template {session.template!r} does not load now "
+            "(see `agentkernel check`); nothing was sent"
         )
 
 
@@ -174,6 +185,9 @@ class TurnRunner:
         try:
             chat = await self._chat(session)
             await chat.send(text, turn.emit)
+        except TemplateGone as exc:  # the project changed under the session: no fault of the server's
+            log.warning("request %s: %s: %s", turn.request_id, exc, exc.__cause__)
+            turn.fail(str(exc))
         except Exception:  # the client sees an id to quote, the log has the traceback
             log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
             turn.fail(f"internal error while answering (request id {turn.request_id})")
@@ -184,7 +198,10 @@ class TurnRunner:
     async def _chat(self, session: SessionInfo) -> ChatSession:
         chat = self._chats.pop(session.id, None)
         if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
-            chat = await asyncio.to_thread(self._open_chat, session)
+            try:
+                chat = await asyncio.to_thread(self._open_chat, session)
+            except ConfigError as exc:
+                raise TemplateGone(session) from exc
         self._chats[session.id] = chat  # now the most recently used
         self._close_idle()
         return chat
@@ -220,4 +237,4 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["Turn", "TurnBusy", "TurnRunner"]
+__all__ = ["TemplateGone", "Turn", "TurnBusy", "TurnRunner"]
