@@ -101,3 +101,17 @@ def test_a_session_whose_template_no_longer_loads_says_so_not_internal_error(
     template.write_text(kept, encoding="utf-8")  # mended: the session goes on
     llm_server.add(Reply(text="back"))
     assert dict(send(client, session, "again"))["reply"]["content"] == "back"
+
+
+def test_a_method_not_allowed_lists_every_method_the_path_answers(client: httpx.Client) -> None:
+    """`Allow` named only the first route's methods: `DELETE /v1/sessions` said POST, though GET is served."""
+    for method, path, allowed in [
+        ("DELETE", "/v1/sessions", "GET, POST"),
+        ("OPTIONS", "/v1/sessions/some-id/messages", "GET, POST"),
+        ("PUT", "/v1/tools", "GET"),
+        ("GET", "/v1/tools/upper/run", "POST"),
+    ]:
+        refused = client.request(method, path)
+        assert refused.status_code == 405, (method, path)
+        assert refused.headers["allow"] == allowed, (method, path)
+        assert refused.json()["request_id"] == refused.headers["x-request-id"]

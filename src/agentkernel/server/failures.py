@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentkernel.server.body_limit import BodyLimit
@@ -27,6 +28,7 @@ from agentkernel.server.parts import request_id
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class RequestIds:
@@ -112,15 +114,32 @@ def _unreadable(exc: StarletteHTTPException) -> str | None:
     return None
 
 
+def _allowed(request: Request) -> str:
+    """Every method the path answers, for a 405's `Allow` (RFC 9110 section 15.5.6).
+
+    Starlette names only the methods of the first route whose path matched,
+    so `DELETE /v1/sessions` said `Allow: POST` though GET is served too.
+    """
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    )
+
+
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     unreadable = _unreadable(exc)
     if unreadable is not None:
         return _invalid_body(request, [{"field": "body", "message": unreadable}])
+    headers = exc.headers
+    if exc.status_code == 405 and (allowed := _allowed(request)):  # (a mount, /static, answers for itself)
+        headers = {**(headers or {}), "Allow": allowed}
     return JSONResponse(
         {"detail": exc.detail, "request_id": request_id(request)},
         status_code=exc.status_code,
-        headers=exc.headers,
+        headers=headers,
     )
 
 

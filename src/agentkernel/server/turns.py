@@ -91,6 +91,8 @@ class Turn:
             self._put(shown if self.seal is None else await self.seal(shown))
 
     def _put(self, event: StreamEvent) -> None:
+        if not self._reading:  # the reader left while the event was being sealed
+            return
         if self._backlog > self.max_backlog_bytes:  # so one event bigger than the bound still goes out
             self._reading = False  # what waits is still read; after it, why the rest is not
             for notice in failed_turn(
