@@ -20,6 +20,9 @@ the same every time.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,3 +142,23 @@ def test_every_operation_answers_as_documented_and_never_500(api: Api) -> None:
     # the streamed turn ran for real with the caller's session: the transcript has its turns
     records = httpx.get(f"{api.url}/v1/sessions/{api.session}/messages", timeout=60).json()
     assert {"user", "tool_call", "tool_result", "agent", "end"} <= {r["kind"] for r in records}
+
+
+def test_the_coverage_phase_finds_nothing(api: Api, tmp_path: Path) -> None:
+    """schemathesis' CLI, its coverage phase alone: boundary values, every wrong type, unlisted methods.
+
+    That phase is the CLI's (not `as_strategy`'s); it found the 405 whose
+    `Allow` left out methods (test_fuzz_findings.py). Every check but
+    positive_data_acceptance, which the test above runs where it applies.
+    """
+    st = Path(sys.executable).parent / "st"
+    options = ["--phases", "coverage", "--checks", "all", "--exclude-checks", "positive_data_acceptance"]
+    run = subprocess.run(
+        [str(st), "run", f"{api.url}/openapi.json", *options, "--seed", "1", "--no-color"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,  # where it keeps its own files (.schemathesis/); and no schemathesis.toml above it
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert re.search(r"(\d+) generated, \1 passed", run.stdout), run.stdout[-3000:]
