@@ -72,7 +72,7 @@ def test_the_spec_documents_the_error_bodies_the_server_sends(client: httpx.Clie
     assert refs.pop("422") == "#/components/schemas/InvalidRequest"
     assert set(refs.values()) == {"#/components/schemas/Problem"}
     problem = spec["components"]["schemas"]["Problem"]
-    assert problem["required"] == ["detail", "request_id"]
+    assert problem["required"] == ["detail", "request_id", "error"]
     unknown = client.get("/v1/sessions/nope/messages")
     assert set(unknown.json()) == set(problem["properties"])
 

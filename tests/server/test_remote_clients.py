@@ -53,7 +53,8 @@ def test_without_tokens_a_client_beyond_loopback_is_refused(tmp_path: Path) -> N
     health = refused.pop("health")
     for what, answer in refused.items():
         assert answer.status_code == 403, (what, answer.text)
-        assert answer.json() == {"detail": NO_TOKENS, "request_id": answer.headers["x-request-id"]}
+        assert answer.json()["detail"] == NO_TOKENS
+        assert answer.json()["request_id"] == answer.headers["x-request-id"]
     assert health.status_code == 200  # it says nothing about anyone
     for loopback in (("127.0.0.1", 1234), ("::1", 1234)):
         served = answers(kernel_yaml, loopback, {})

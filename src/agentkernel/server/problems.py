@@ -15,11 +15,19 @@ from typing import Any, Final
 from pydantic import BaseModel, Field
 
 
+class ErrorObject(BaseModel):
+    """OpenAI's error object, so OpenAI SDKs show the message (failures.error_body)."""
+
+    message: str
+    type: str = Field(description="authentication_error, not_found_error, invalid_request_error, …")
+
+
 class Problem(BaseModel):
     """Every error's body (docs/server.md, "Errors")."""
 
     detail: str = Field(description="what went wrong, naming the field or the thing at fault")
     request_id: str = Field(description="also in the X-Request-Id header; a 500 is logged under it")
+    error: ErrorObject
 
 
 class FieldProblem(BaseModel):
@@ -43,6 +51,7 @@ _WHEN: Final = {
     413: "the body is over server.max_body_bytes (or the message over server.max_message_chars)",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",
     500: "a fault of the server; never a traceback, the log has it under the request id",
+    502: "the agent ended in error without an answer (no LLM reachable, say)",
 }
 CALLER: Final = (401, 403, 422, 500)  # what any route that checks the caller may answer
 
@@ -55,4 +64,4 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
-__all__ = ["CALLER", "FieldProblem", "InvalidRequest", "Problem", "documented"]
+__all__ = ["CALLER", "ErrorObject", "FieldProblem", "InvalidRequest", "Problem", "documented"]

@@ -7,9 +7,9 @@ knows the exits and who owns what leaves by each:
   and its template (`TurnSealer`, which turns.py calls for every event);
 - a tool run (`POST /v1/tools/{name}/run`): the caller's identity
   (`seal_result`);
-- the transcript: it records no visual blocks today (the loop records a
-  tool result's content only), so nothing of a continuation can leave that
-  way; should it start recording them, they must pass through here.
+- the transcript: a `tool_result` record keeps its visual blocks in
+  `meta.visual` (so a session opened again shows its tables and charts);
+  a read seals them for the session's owner (`seal_records`).
 
 Sealing writes a row to SQLite, so it runs on a worker thread, and only
 when a block actually carries a continuation (most events carry none). The
@@ -89,6 +89,37 @@ async def seal_result(
     return {**result, "visual": await asyncio.to_thread(seal)}
 
 
+def seal_records(
+    continuations: Continuations, records: list[JSONObject], session: SessionInfo
+) -> list[JSONObject]:
+    """Transcript records (`Record.to_json()` shape) with their tool results' tables sealed for the owner.
+
+    Blocking (SQLite): call it from a worker thread. Each read seals afresh,
+    so every id a reader gets is live for the whole TTL.
+    """
+    sealed = []
+    for record in records:
+        meta = record.get("meta")
+        visual = meta.get("visual") if isinstance(meta, dict) else None
+        tool = meta.get("tool") if isinstance(meta, dict) else None
+        if record.get("kind") != "tool_result" or not has_continuation(visual) or not isinstance(tool, str):
+            sealed.append(record)
+            continue
+        assert isinstance(meta, dict) and isinstance(visual, list)
+        blocks = [block for block in visual if isinstance(block, dict)]
+        shown = seal_visual(
+            blocks,
+            continuations.store(),
+            owner=session.user_id,
+            tool=tool,
+            session_id=session.id,
+            pid=None,
+            template=session.template,
+        )
+        sealed.append({**record, "meta": {**meta, "visual": list(shown)}})
+    return sealed
+
+
 @dataclass(frozen=True)
 class TurnSealer:
     """Seals the tables of a streamed turn's `tool_result` events, as the session's owner."""
@@ -111,4 +142,4 @@ class TurnSealer:
         return event if data is event.data else StreamEvent(event.type, data)
 
 
-__all__ = ["Continuations", "TurnSealer", "has_continuation", "seal_result"]
+__all__ = ["Continuations", "TurnSealer", "has_continuation", "seal_records", "seal_result"]
