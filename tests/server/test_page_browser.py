@@ -186,3 +186,37 @@ def test_a_hostile_answer_is_shown_as_harmless_markup(
         assert answer.locator("script, iframe, [onerror]").count() == 0
         assert answer.locator("a[href^='javascript']").count() == 0
         assert page.title() == "agentkernel"
+
+
+def test_a_file_block_downloads_with_the_token(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """A sealed `file` block (S6.2): fetched with the bearer token, saved through a Blob URL."""
+    from tests.server.test_files_api import CSV, files_project
+
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("report", '{"name": "отчёт.csv"}', id="c1"),)),
+        Reply(text="Your report is ready."),
+    )
+    with LiveServer(Kernel(load_kernel_config(files_project(tmp_path, llm_server)))) as live:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(live.url)
+        page.fill("#token", "alice-token")  # tokens are configured: without one, every call is 401
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#template option[value=tester]", state="attached")
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.fill("#message", "a report please")
+        page.keyboard.press("Enter")
+
+        button = page.get_by_role("button", name="⬇ отчёт.csv (text/csv)")
+        with page.expect_download() as started:
+            button.click()
+        download = started.value
+        assert download.suggested_filename == "отчёт.csv"
+        assert Path(download.path()).read_bytes() == CSV.encode()
+        assert page.locator(".v-file [role=status]").inner_text() == ""  # no error shown
+        assert problems == []

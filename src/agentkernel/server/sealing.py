@@ -1,49 +1,69 @@
-"""Where visual blocks leave the server, their tables' continuation args are swapped for opaque ids (S6.3).
+"""Where visual blocks leave the server, what a script wrote for the server alone is sealed (S6.2, S6.3).
 
-continuations.py keeps the args and runs them; this is the one place that
-knows the exits and who owns what leaves by each:
+Two things in a block are the server's business, never a client's: a
+table's `continuation.args` (continuations.py keeps them and runs them) and
+a file's `path` (downloads.py keeps it and serves the file). Each becomes
+an opaque id where the block leaves. This is the one place that knows the
+exits and who owns what leaves by each:
 
 - a streamed turn's `tool_result` event: the session's owner, the session
-  and its template (`TurnSealer`, which turns.py calls for every event);
+  and its template (`TurnSealer`, which turns.py calls for every event;
+  the OpenAI-compatible endpoint's turns pass there too);
 - a tool run (`POST /v1/tools/{name}/run`): the caller's identity
   (`seal_result`);
+- a table's next page (`POST /v1/continuations`): the table's owner and
+  session (`Sealing.seal_page`, run after continuations.py sealed the
+  page's tables);
 - the transcript: it records no visual blocks today (the loop records a
-  tool result's content only), so nothing of a continuation can leave that
-  way; should it start recording them, they must pass through here.
+  tool result's content only), so nothing of either can leave that way;
+  should it start recording them, they must pass through here.
 
-Sealing writes a row to SQLite, so it runs on a worker thread, and only
-when a block actually carries a continuation (most events carry none). The
-store is opened at its first use (`Continuations`), so a server whose
-message store cannot be opened still starts, and says why on the request
-that needs it (a logged 500 with a request id, failures.py).
+Sealing writes rows to SQLite and checks files, so it runs on a worker
+thread, and only when a block needs it (most events carry none). A file
+that may not be offered is not sealed: the block loses its path, with a
+warning in the result's `warnings` (downloads.py). The stores are opened
+at their first use (`LazyStore`), so a server whose message store cannot be
+opened still starts, and says why on the request that needs it (a logged
+500 with a request id, failures.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from agentkernel.server.continuations import ContinuationStore, seal_visual
+from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
+from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
 from agentkernel.server.events import StreamEvent
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.types import JSONObject, JSONValue
+from agentkernel.services.sqlite_db import SqliteStore
+from agentkernel.types import JSONObject, JSONValue, VisualBlock
+
+if TYPE_CHECKING:
+    from agentkernel.kernel import Kernel
+    from agentkernel.tools.results import ToolResult
+
+S = TypeVar("S", bound=SqliteStore)
+# (owner, session id) → that session's scratch folder (the one its tools write to), None without one
+Scratch = Callable[[str, str], "Path | None"]
 
 
-@dataclass
-class Continuations:
-    """The server's continuation store, opened at first use (from a worker thread: it is file I/O)."""
+class LazyStore(Generic[S]):
+    """A store opened at its first use (from a worker thread: it is file I/O), closed once."""
 
-    path: Path
-    ttl_secs: float
-    _store: ContinuationStore | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, opener: Callable[[], S]) -> None:
+        self._opener = opener
+        self._store: S | None = None
+        self._lock = threading.Lock()
 
-    def store(self) -> ContinuationStore:
+    def store(self) -> S:
         with self._lock:
             if self._store is None:
-                self._store = ContinuationStore(self.path, ttl_secs=self.ttl_secs)
+                self._store = self._opener()
             return self._store
 
     def close(self) -> None:
@@ -51,6 +71,63 @@ class Continuations:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+class Continuations(LazyStore[ContinuationStore]):
+    """The server's continuation store (continuations.py)."""
+
+    def __init__(self, path: Path, ttl_secs: float) -> None:
+        super().__init__(lambda: ContinuationStore(path, ttl_secs=ttl_secs))
+        self.path, self.ttl_secs = path, ttl_secs
+
+
+class Downloads(LazyStore[DownloadStore]):
+    """The server's download store (downloads.py), and where each session's scratch folder is."""
+
+    def __init__(self, path: Path, ttl_secs: float, scratch: Scratch) -> None:
+        super().__init__(lambda: DownloadStore(path, ttl_secs=ttl_secs))
+        self.path, self.ttl_secs, self.scratch = path, ttl_secs, scratch
+
+    def seal(
+        self, visual: list[VisualBlock], *, owner: str, session_id: str | None
+    ) -> tuple[list[VisualBlock], list[str]]:
+        """`seal_files` for what `owner` made in `session_id` (on a worker thread)."""
+        folder = self.scratch(owner, session_id) if session_id else None
+        return seal_files(visual, self.store(), owner=owner, session_id=session_id, folder=folder)
+
+
+def session_scratch(kernel: Kernel) -> Scratch:
+    """The scratch folder the kernel gives a session's callers (`Kernel.caller`, S14.2)."""
+
+    def folder(owner: str, session_id: str) -> Path | None:
+        return kernel.caller(user_id=owner, session_id=session_id).temp_dir
+
+    return folder
+
+
+@dataclass(frozen=True)
+class Sealing:
+    """Both stores: what every exit needs."""
+
+    continuations: Continuations
+    downloads: Downloads
+
+    @classmethod
+    def for_kernel(cls, kernel: Kernel, ttl_secs: float) -> Sealing:
+        """Beside the transcript, in the message store's file (continuations.py says why)."""
+        path = kernel.config.messages_db
+        return cls(Continuations(path, ttl_secs), Downloads(path, ttl_secs, session_scratch(kernel)))
+
+    def close(self) -> None:
+        self.continuations.close()
+        self.downloads.close()
+
+    def seal_page(self, result: ToolResult, found: Continuation) -> ToolResult:
+        """A continuation's page, its tables sealed already: its files too, as the table's owner."""
+        if not has_file_block(result.visual):
+            return result
+        visual, warnings = self.downloads.seal(result.visual, owner=found.owner, session_id=found.session_id)
+        return replace(result, visual=visual, warnings=[*result.warnings, *warnings])
 
 
 def has_continuation(visual: JSONValue) -> bool:
@@ -62,7 +139,7 @@ def has_continuation(visual: JSONValue) -> bool:
 
 
 async def seal_result(
-    continuations: Continuations,
+    sealing: Sealing,
     result: JSONObject,
     *,
     owner: str,
@@ -71,36 +148,45 @@ async def seal_result(
     pid: str | None,
     template: str | None,
 ) -> JSONObject:
-    """A tool result's JSON (`ToolResult.to_json()` shape) with its tables sealed for `owner`."""
+    """A tool result's JSON (`ToolResult.to_json()` shape) with its tables and files sealed for `owner`."""
     visual = result.get("visual")
-    if not has_continuation(visual):
+    tables, files = has_continuation(visual), has_file_block(visual)
+    if not tables and not files:
         return result
     assert isinstance(visual, list)
     blocks = [block for block in visual if isinstance(block, dict)]
 
-    def seal() -> list[JSONValue]:
-        store = continuations.store()
-        return list(
-            seal_visual(
-                blocks, store, owner=owner, tool=tool, session_id=session_id, pid=pid, template=template
+    def seal() -> tuple[list[VisualBlock], list[str]]:
+        sealed = blocks
+        if tables:
+            store = sealing.continuations.store()
+            sealed = seal_visual(
+                sealed, store, owner=owner, tool=tool, session_id=session_id, pid=pid, template=template
             )
-        )
+        if not files:
+            return sealed, []
+        return sealing.downloads.seal(sealed, owner=owner, session_id=session_id)
 
-    return {**result, "visual": await asyncio.to_thread(seal)}
+    sealed, warnings = await asyncio.to_thread(seal)
+    shown: JSONObject = {**result, "visual": list[JSONValue](sealed) if sealed else None}
+    if warnings:
+        before = result.get("warnings")
+        shown["warnings"] = [*(before if isinstance(before, list) else []), *warnings]
+    return shown
 
 
 @dataclass(frozen=True)
 class TurnSealer:
-    """Seals the tables of a streamed turn's `tool_result` events, as the session's owner."""
+    """Seals the blocks of a streamed turn's `tool_result` events, as the session's owner."""
 
-    continuations: Continuations
+    sealing: Sealing
 
     async def __call__(self, session: SessionInfo, event: StreamEvent) -> StreamEvent:
         tool = event.data.get("tool")
         if event.type != "tool_result" or not isinstance(tool, str):
             return event
         data = await seal_result(
-            self.continuations,
+            self.sealing,
             event.data,
             owner=session.user_id,
             tool=tool,
@@ -111,4 +197,13 @@ class TurnSealer:
         return event if data is event.data else StreamEvent(event.type, data)
 
 
-__all__ = ["Continuations", "TurnSealer", "has_continuation", "seal_result"]
+__all__ = [
+    "Continuations",
+    "Downloads",
+    "LazyStore",
+    "Sealing",
+    "TurnSealer",
+    "has_continuation",
+    "seal_result",
+    "session_scratch",
+]
