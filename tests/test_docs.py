@@ -125,6 +125,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -321,6 +322,13 @@ def mismatches(expected: object, actual: object, where: str = "result", *, subse
     if _json_type(expected) != _json_type(actual) or expected != actual:
         return [f"{where}: expected {expected!r}, got {actual!r}"]
     return []
+
+
+def json_field(value: Any, path: str) -> Any:
+    """`visual.0.continuation.id` of a parsed JSON answer: keys, and list indexes as numbers."""
+    for key in path.split("."):
+        value = value[int(key)] if isinstance(value, list) else value[key]
+    return value
 
 
 def output_matches(expected: str, actual: str) -> bool:
@@ -586,7 +594,7 @@ class ExampleRunner:
         assert output_matches(expected, printed), "output differs from the guide; " + report
         for name, field_name in options.items():
             if name.startswith("set."):
-                self.monkeypatch.setenv(name[4:], str(json.loads(printed)[field_name]))
+                self.monkeypatch.setenv(name[4:], str(json_field(json.loads(printed), field_name)))
 
     def step_python(self, step: Step) -> None:
         where = self.where(step)

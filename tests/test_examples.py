@@ -110,6 +110,20 @@ def test_wordcount_summary_table_and_chart(shipped: Kernel) -> None:
     ]
 
 
+def test_wordcount_table_pages_through_continuations(shipped: Kernel) -> None:
+    """S6.3: more words than `top` → the table's continuation args ask this tool for the next page."""
+    text = "x x x x y y y z z w"
+    first = shipped.run_tool("wordcount", {"text": text, "top": 2})
+    table = first.visual[0]
+    assert table["rows"] == [{"word": "x", "count": 4}, {"word": "y", "count": 3}]
+    assert table["continuation"] == {"args": {"text": text, "top": 2, "offset": 2}}
+    second = shipped.run_tool("wordcount", table["continuation"]["args"])
+    assert second.content == "Слова 3–4 из 4: z: 2, w: 1"
+    (page,) = second.visual  # a next page is its rows only, no second chart
+    assert page["rows"] == [{"word": "z", "count": 2}, {"word": "w", "count": 1}]
+    assert "continuation" not in page
+
+
 def test_wordcount_reads_stopwords_from_its_yaml(shipped: Kernel) -> None:
     result = shipped.run_tool("wordcount", {"text": "и и и в на"})
     assert (result.content, result.success) == ("текст пуст", False)

@@ -323,7 +323,11 @@ def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
         failed = client.get(f"/v1/sessions/{session}/messages")
     assert failed.status_code == 500
     rid = failed.headers["x-request-id"]
-    assert failed.json() == {"detail": "internal server error", "request_id": rid}
+    assert failed.json() == {
+        "detail": "internal server error",
+        "request_id": rid,
+        "error": {"message": "internal server error", "type": "server_error"},
+    }
     logged = [r for r in caplog.records if r.name == "agentkernel.server" and rid in r.getMessage()]
     assert logged and logged[0].exc_info is not None
 

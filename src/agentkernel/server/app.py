@@ -18,9 +18,10 @@ from agentkernel import __version__
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
+from agentkernel.llm.base import ChatMessage
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
-from agentkernel.server.routes import continuations, files, health, page, sessions, tools
+from agentkernel.server.routes import continuations, files, health, openai, page, sessions, tools
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
@@ -36,9 +37,12 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     """The app; `settings` default to kernel.yaml's `server:` section."""
     chosen = settings or kernel.config.server
 
-    def open_chat(info: SessionInfo) -> ChatSession:
+    def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
         # resume: a session opened again after a restart goes on with its conversation
-        return kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=True)
+        chat = kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=history is None)
+        if history is not None:  # a stateless client's turn: the conversation is the one it sent
+            chat.history = list(history)
+        return chat
 
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
@@ -63,7 +67,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     app.state.parts = parts
     app.state.sealing = sealing
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, tools, continuations, files):
+    for area in (health, sessions, tools, continuations, openai, files):
         app.include_router(area.router)
     page.install(app)
     return app

@@ -4,7 +4,9 @@
 response): it gives each request an id, sends it back in `X-Request-Id`, and
 turns any exception a route lets escape into a logged 500 whose body
 carries the same id. The handlers give every other error the same shape,
-`{"detail": …, "request_id": …}`; a 422 also lists each field at fault.
+`{"detail": …, "request_id": …, "error": {message, type}}`; a 422 also
+lists each field at fault. `error` is the OpenAI error object, so OpenAI
+SDKs talking to `/v1/chat/completions` show our message, not a bare code.
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ from agentkernel.server.parts import request_id
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"
+_ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    500: "server_error",
+    502: "agent_error",
+}
+
+
+def error_body(status: int, detail: object, request_id: str, **more: object) -> dict[str, object]:
+    """Every error's body: `detail`, `request_id`, then `more`, and the OpenAI `error` object."""
+    kind = _ERROR_TYPES.get(status, "invalid_request_error")
+    message = detail if isinstance(detail, str) else json.dumps(detail)
+    return {"detail": detail, "request_id": request_id, **more, "error": {"message": message, "type": kind}}
 
 
 class RequestIds:
@@ -52,7 +69,7 @@ class RequestIds:
             log.exception("request %s: %s %s failed", rid, scope.get("method"), scope.get("path"))
             if started:  # a stream already under way: the client sees it end early; the log has why
                 return
-            body = json.dumps({"detail": "internal server error", "request_id": rid}).encode()
+            body = json.dumps(error_body(500, "internal server error", rid)).encode()
             await send_with_id(
                 {
                     "type": "http.response.start",
@@ -75,15 +92,13 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = [{"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
     text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-    return JSONResponse(
-        {"detail": text, "errors": problems, "request_id": request_id(request)}, status_code=422
-    )
+    return JSONResponse(error_body(422, text, request_id(request), errors=problems), status_code=422)
 
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     return JSONResponse(
-        {"detail": exc.detail, "request_id": request_id(request)},
+        error_body(exc.status_code, exc.detail, request_id(request)),
         status_code=exc.status_code,
         headers=exc.headers,
     )
@@ -97,4 +112,4 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
     app.add_exception_handler(StarletteHTTPException, _http)
 
 
-__all__ = ["HEADER", "RequestIds", "install"]
+__all__ = ["HEADER", "RequestIds", "error_body", "install"]

@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.session import ChatSession
+from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
 
 log = logging.getLogger("agentkernel.server")
 
-OpenChat = Callable[[SessionInfo], ChatSession]
+# a session's chat: resumed from its transcript (history None), or a one-off over the given history
+OpenChat = Callable[[SessionInfo, list[ChatMessage] | None], ChatSession]
 EndChat = Callable[[ChatSession], None]
 # what an event becomes before it leaves the server (sealing.py: tables' continuation args become ids)
 Seal = Callable[[SessionInfo, StreamEvent], Awaitable[StreamEvent]]
@@ -98,20 +100,34 @@ class TurnRunner:
         self._max_open = max_open_chats
         self._seal = seal
         self._chats: dict[str, ChatSession] = {}  # least recently used first
+        self._once: dict[str, ChatSession] = {}  # one-off chats, ended with their turn
         self._running: dict[str, Turn] = {}
 
     def running(self, session_id: str) -> bool:
         return session_id in self._running
 
-    def start(self, session: SessionInfo, text: str, request_id: str) -> Turn:
-        """Start answering `text` in `session`; TurnBusy when it is answering already."""
+    def start(
+        self, session: SessionInfo, text: str, request_id: str, history: list[ChatMessage] | None = None
+    ) -> Turn:
+        """Start answering `text` in `session`; TurnBusy when it is answering already.
+
+        With `history`, the chat is a one-off: it starts from that history
+        (not the session's transcript) and ends with the turn. That is a
+        stateless client's turn, which sends the whole conversation each
+        time (`POST /v1/chat/completions`).
+        """
         if session.id in self._running:
             raise TurnBusy(session.id)
         turn = Turn(session.id, request_id)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         self._running[session.id] = turn
-        turn.task = asyncio.create_task(self._run(session, text, turn), name=f"turn {session.id}")
+        work = (
+            self._run(session, text, turn)
+            if history is None
+            else self._run_once(session, text, turn, history)
+        )
+        turn.task = asyncio.create_task(work, name=f"turn {session.id}")
         return turn
 
     async def _run(self, session: SessionInfo, text: str, turn: Turn) -> None:
@@ -119,16 +135,35 @@ class TurnRunner:
             chat = await self._chat(session)
             await chat.send(text, turn.emit)
         except Exception:  # the client sees an id to quote, the log has the traceback
-            log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
-            turn.fail(f"internal error while answering (request id {turn.request_id})")
+            self._failed(session, turn)
         finally:
             del self._running[session.id]
             turn.close()
 
+    async def _run_once(
+        self, session: SessionInfo, text: str, turn: Turn, history: list[ChatMessage]
+    ) -> None:
+        try:
+            self._once[session.id] = chat = await asyncio.to_thread(self._open_chat, session, history)
+            await chat.send(text, turn.emit)
+        except Exception:
+            self._failed(session, turn)
+        finally:
+            del self._running[session.id]
+            once = self._once.pop(session.id, None)
+            if once is not None:
+                self._end_chat(once)
+            turn.close()
+
+    @staticmethod
+    def _failed(session: SessionInfo, turn: Turn) -> None:
+        log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
+        turn.fail(f"internal error while answering (request id {turn.request_id})")
+
     async def _chat(self, session: SessionInfo) -> ChatSession:
         chat = self._chats.pop(session.id, None)
         if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
-            chat = await asyncio.to_thread(self._open_chat, session)
+            chat = await asyncio.to_thread(self._open_chat, session, None)
         self._chats[session.id] = chat  # now the most recently used
         self._close_idle()
         return chat
@@ -151,7 +186,7 @@ class TurnRunner:
             _, late = await asyncio.wait(tasks, timeout=grace_secs)
             if late:
                 for session_id in list(self._running):
-                    chat = self._chats.get(session_id)
+                    chat = self._chats.get(session_id) or self._once.get(session_id)
                     if chat is not None:
                         chat.stop()  # ends with `terminated`: recorded, a running tool call waited for
                 await asyncio.wait(late, timeout=grace_secs)

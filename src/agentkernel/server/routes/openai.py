@@ -1,0 +1,119 @@
+"""`POST /v1/chat/completions` and `GET /v1/models`: an agent for any OpenAI client (openai_shapes.py).
+
+Each completion is a turn of a one-off session of the caller's (a fresh
+session id, not in `GET /v1/sessions`: the client keeps the conversation,
+and sends it whole each time). It runs like any turn — a task of its own,
+the template's hooks and tools, recorded in the transcript, tables sealed
+(S6.3) — so a client that goes away stops nothing. The session id is in
+the extension field, to find the turn in the transcript and the logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from agentkernel.errors import ConfigError
+from agentkernel.server.failures import error_body
+from agentkernel.server.identity import Parts, User
+from agentkernel.server.openai_shapes import ChunkStream, Completion, CompletionRequest, Refused, conversation
+from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.routes.sessions import KEEPALIVE
+from agentkernel.server.sessions import SessionInfo
+from agentkernel.server.turns import Turn
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+AGENT_ERROR_STATUS = 502  # the agent (its LLM, most often) could not answer: a bad gateway, not a bad request
+
+
+@router.get("/models")
+def list_models(user: User, parts: Parts) -> dict[str, Any]:
+    """The templates that load, as OpenAI models (`{object: list, data: [{id, object, owned_by, …}]}`)."""
+    models = [
+        {"id": t.name, "object": "model", "created": 0, "owned_by": "agentkernel"}
+        for t in parts.kernel.list_templates()
+    ]
+    return {"object": "list", "data": models}
+
+
+@router.post(
+    "/chat/completions",
+    responses={200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"}},
+)
+async def chat_completions(body: CompletionRequest, request: Request, user: User, parts: Parts) -> Any:
+    """A `chat.completion` (or, with `stream`, its chunks then `[DONE]`) answering the last user message.
+
+    404 for an unknown `model`; 422 naming a field the agent cannot honour;
+    413 when the last message is over server.max_message_chars; 502 when
+    the agent ends in error without an answer (no LLM reachable, say).
+    """
+    try:
+        history, text = conversation(body)
+    except Refused as exc:
+        raise HTTPException(422, str(exc)) from exc
+    most = parts.settings.max_message_chars
+    if len(text) > most:
+        raise HTTPException(
+            413, f"body.messages: the last message has {len(text):,} characters; at most {most:,}"
+        )
+    session = await asyncio.to_thread(_one_off_session, parts, user, body.model)
+    turn = parts.turns.start(session, text, request_id(request), history)
+    completion = Completion(body.model, session.id)
+    if body.stream:
+        return StreamingResponse(
+            _chunks(turn, ChunkStream(completion), parts.settings.keepalive_secs),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    async for event in turn.events(parts.settings.keepalive_secs):
+        if event is not None:
+            completion.take(event)
+    if completion.failed:
+        error = completion.error_body()
+        shown = error_body(
+            AGENT_ERROR_STATUS, error["message"], request_id(request), **_extension(completion)
+        )
+        return JSONResponse({**shown, "error": error}, status_code=AGENT_ERROR_STATUS)
+    return completion.body()
+
+
+def _one_off_session(parts: ServerParts, user: str, model: str) -> SessionInfo:
+    """A fresh session of `user` with template `model`; 404 (the protocol's answer) when it does not load."""
+    try:
+        parts.kernel.template(model)
+    except ConfigError as exc:
+        known = ", ".join(t.name for t in parts.kernel.list_templates()) or "none"
+        raise HTTPException(404, f"body.model: no model {model!r} (the templates: {known})") from exc
+    return SessionInfo(str(uuid.uuid4()), user, model, datetime.now(UTC).isoformat())
+
+
+def _extension(completion: Completion) -> dict[str, Any]:
+    return {"agentkernel": completion.body()["agentkernel"]}
+
+
+def _data(payload: object) -> bytes:
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+async def _chunks(turn: Turn, stream: ChunkStream, keepalive_secs: float) -> AsyncIterator[bytes]:
+    """The chunks as the turn goes; an agent that failed without an answer ends with an error object."""
+    yield _data(stream.opening())
+    async for event in turn.events(keepalive_secs):
+        if event is None:
+            yield KEEPALIVE
+            continue
+        for chunk in stream.chunks(event):
+            yield _data(chunk)
+    if stream.completion.failed:  # what OpenAI SDKs raise from, mid-stream
+        yield _data({"error": stream.completion.error_body()})
+    yield b"data: [DONE]\n\n"
+
+
+__all__ = ["AGENT_ERROR_STATUS", "router"]

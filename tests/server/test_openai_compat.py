@@ -1,0 +1,240 @@
+"""The OpenAI-compatible endpoint with the `openai` package as the client (issue 11 §2; S23.6; S6).
+
+`POST /v1/chat/completions` and `GET /v1/models` through the real server on
+127.0.0.1 against the scripted LLM: the standard fields stay standard, and
+notices, tool calls and visuals travel in the `agentkernel` extension field.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.config.server import token_hash
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project
+from tests.server.test_api import wait_until
+from tests.server.test_continuations_api import ARGS_SECRET, paged_project
+
+
+@pytest.fixture
+def sdk(live: LiveServer) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused-on-loopback", max_retries=0) as client:
+        yield client
+
+
+def extension(reply: Any) -> dict[str, Any]:
+    """The `agentkernel` extension field of an SDK object (pydantic keeps unknown fields)."""
+    extra = reply.model_extra or {}
+    found: dict[str, Any] = extra["agentkernel"]
+    return found
+
+
+def table_turn(llm_server: FakeLLMServer) -> None:
+    llm_server.add(
+        Reply(text="Let me look.", tool_calls=(FakeToolCall("table", '{"n": 2}', id="c1"),)),
+        Reply(text="two rows, see the table"),
+    )
+
+
+def test_models_are_the_templates(sdk: openai.OpenAI) -> None:
+    assert [m.id for m in sdk.models.list()] == ["tester"]
+
+
+def test_a_completion_answers_the_last_message_over_the_clients_history(
+    sdk: openai.OpenAI, live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    table_turn(llm_server)
+    done = sdk.chat.completions.create(
+        model="tester",
+        messages=[
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": "one"},
+            {"role": "assistant", "content": "first"},
+            {"role": "user", "content": [{"type": "text", "text": "show"}, {"type": "text", "text": "me"}]},
+        ],
+        temperature=0.2,  # accepted, not used: the template chooses
+    )
+    assert done.object == "chat.completion" and done.model == "tester"
+    assert done.choices[0].message.content == "two rows, see the table"
+    assert done.choices[0].finish_reason == "stop"
+    ext = extension(done)
+    assert ext["reason"] == "job_done"
+    kinds = [e["type"] for e in ext["events"]]
+    assert kinds == ["tool_call", "tool_result"]
+    result = ext["events"][1]["data"]
+    assert result["tool"] == "table" and [r["id"] for r in result["visual"][0]["rows"]] == [0, 1]
+    # the template's instructions first, then the client's conversation, then the new message
+    sent = [(m["role"], m["content"]) for m in llm_server.bodies[0]["messages"]]
+    assert sent[1:] == [
+        ("system", "Answer briefly."),
+        ("user", "one"),
+        ("assistant", "first"),
+        ("user", "show\nme"),
+    ]
+    assert sent[0] == ("system", sent[0][1]) and "test agent" in sent[0][1]
+    # the LLM never sees visual data (S6): the rows only went to the client
+    assert ROW_SECRET not in json.dumps(llm_server.bodies)
+    # recorded in the transcript under the one-off session, which is not in the caller's session list
+    records = live.kernel.transcript(ext["session"])
+    assert [r.kind for r in records] == ["user", "tool_call", "tool_result", "agent", "end"]
+    with live.client() as client:
+        assert client.get("/v1/sessions").json() == []
+
+
+def test_a_stream_sends_tokens_as_content_and_the_rest_in_the_extension(
+    sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    table_turn(llm_server)
+    stream = sdk.chat.completions.create(
+        model="tester", messages=[{"role": "user", "content": "show me"}], stream=True
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == "Let me look.\n\ntwo rows, see the table"  # parted where the tool ran
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "session" in extension(chunks[0])
+    events = [extension(c) for c in chunks[1:] if (c.model_extra or {}).get("agentkernel")]
+    assert [e["type"] for e in events] == ["tool_call", "tool_result", "done"]
+    assert events[1]["data"]["visual"][0]["type"] == "table"
+    assert events[-1]["data"] == {"reason": "job_done"}
+    assert [c.choices[0].finish_reason for c in chunks][-1] == "stop"
+    assert {c.id for c in chunks} == {chunks[0].id} and chunks[0].object == "chat.completion.chunk"
+
+
+def test_a_table_with_more_pages_is_sealed_and_pages_as_its_owner(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """S6.3: the continuation's args never leave the server, whichever endpoint the table left by."""
+    kernel = Kernel(load_kernel_config(paged_project(tmp_path, llm_server)))
+    llm_server.add(Reply(tool_calls=(FakeToolCall("paged", "{}"),)), Reply(text="page one shown"))
+    with LiveServer(kernel) as live:
+        with openai.OpenAI(base_url=f"{live.url}/v1", api_key="alice-token", max_retries=0) as alice:
+            raw = alice.chat.completions.with_raw_response.create(
+                model="tester", messages=[{"role": "user", "content": "numbers"}]
+            )
+        assert ARGS_SECRET not in raw.http_response.text
+        result = extension(raw.parse())["events"][1]["data"]
+        continuation = result["visual"][0]["continuation"]
+        assert set(continuation) == {"id"}
+        with live.client(headers={"Authorization": "Bearer alice-token"}) as client:
+            page = client.post("/v1/continuations", json={"id": continuation["id"]})
+        assert page.status_code == 200, page.text
+        assert [r["page"] for r in page.json()["visual"][0]["rows"]] == [2, 2]
+        with live.client(headers={"Authorization": "Bearer bob-token"}) as bob:
+            assert bob.post("/v1/continuations", json={"id": continuation["id"]}).status_code == 404
+
+
+def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    extra = f'server:\n  tokens:\n    "{token_hash("alice-token")}": alice\n'
+    kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, extra)))
+    llm_server.add(Reply(text="hi alice"))
+    with LiveServer(kernel) as live:
+        with openai.OpenAI(base_url=f"{live.url}/v1", api_key="wrong", max_retries=0) as stranger:
+            with pytest.raises(openai.AuthenticationError):
+                stranger.models.list()
+            with pytest.raises(openai.AuthenticationError):
+                stranger.chat.completions.create(model="tester", messages=[{"role": "user", "content": "x"}])
+        with openai.OpenAI(base_url=f"{live.url}/v1", api_key="alice-token", max_retries=0) as alice:
+            done = alice.chat.completions.create(model="tester", messages=[{"role": "user", "content": "hi"}])
+        assert done.choices[0].message.content == "hi alice"
+        assert {r.meta.get("user_id") for r in kernel.transcript(extension(done)["session"])} <= {
+            "alice",
+            None,
+        }
+    assert llm_server.remaining == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "body.tools"),
+        ({"n": 2}, "body.n"),
+        (
+            {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
+            "body.messages.1.role",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "tool", "content": "r", "tool_call_id": "x"},
+                    {"role": "user", "content": "a"},
+                ]
+            },
+            "body.messages.0.role",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+            "body.messages.0.content.0.type",
+        ),
+        ({"messages": []}, "body.messages"),
+        ({"messages": [{"role": "narrator", "content": "a"}]}, "body.messages.0.role"),
+    ],
+)
+def test_what_an_agent_cannot_honour_is_422_naming_the_field(
+    client: httpx.Client, body: dict[str, Any], field: str
+) -> None:
+    request = {"model": "tester", "messages": [{"role": "user", "content": "hi"}], **body}
+    answer = client.post("/v1/chat/completions", json=request)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"].startswith(field), answer.json()["detail"]
+
+
+def test_unknown_model_is_404_naming_the_templates(sdk: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        sdk.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
+    assert "body.model: no model 'gpt-9' (the templates: tester)" in str(caught.value)
+
+
+def test_a_last_message_over_the_limit_is_413(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    kernel = Kernel(
+        load_kernel_config(make_project(tmp_path, llm_server, "server:\n  max_message_chars: 10\n"))
+    )
+    with LiveServer(kernel) as live, live.client() as client:
+        answer = client.post(
+            "/v1/chat/completions",
+            json={"model": "tester", "messages": [{"role": "user", "content": "x" * 11}]},
+        )
+    assert answer.status_code == 413 and "at most 10" in answer.json()["detail"]
+    assert llm_server.requests == []
+
+
+def test_no_llm_is_an_error_the_sdk_raises_streamed_or_not(tmp_path: Path) -> None:
+    with (
+        LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        question: Any = [{"role": "user", "content": "hello"}]
+        with pytest.raises(openai.APIStatusError) as caught:
+            sdk.chat.completions.create(model="tester", messages=question)
+        assert caught.value.status_code == 502
+        assert "no LLM provider is configured" in str(caught.value)
+        assert caught.value.body["type"] == "agent_error"  # type: ignore[index]
+        with pytest.raises(openai.APIError, match="no LLM provider is configured"):
+            list(sdk.chat.completions.create(model="tester", messages=question, stream=True))
+
+
+def test_a_client_that_goes_away_does_not_stop_the_turn(
+    live: LiveServer, llm_server: FakeLLMServer, sdk: openai.OpenAI
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}'),)), Gated(gate))
+    stream = sdk.chat.completions.create(
+        model="tester", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    session = extension(next(iter(stream)))["session"]
+    stream.close()
+    gate.set()
+    wait_until(
+        lambda: any(r.kind == "end" for r in live.kernel.transcript(session)), "the turn to be recorded"
+    )
+    assert [r.content for r in live.kernel.transcript(session)][-2:] == ["after the gate", "job_done"]
