@@ -309,3 +309,17 @@ def test_ids_survive_a_restart(tmp_path: Path) -> None:
         url = the_download(run_report(c, {}, new_session(c)))
     with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as again, user_client(again, "alice-token") as c:
         assert c.get(url).content == CSV.encode()
+
+
+def test_the_openai_endpoint_offers_the_file_in_its_extension(
+    live_files: LiveServer, llm_server: FakeLLMServer, alice: httpx.Client, tmp_path: Path
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall("report", "{}", id="c1"),)), Reply(text="ready"))
+    request = {"model": "tester", "messages": [{"role": "user", "content": "a report please"}]}
+    answer = alice.post("/v1/chat/completions", json=request)
+    assert answer.status_code == 200, answer.text
+    shows_no_server_path(answer.text, tmp_path)
+    assert '"path"' not in answer.text
+    events = answer.json()["agentkernel"]["events"]
+    (result,) = [event["data"] for event in events if event["type"] == "tool_result"]
+    assert alice.get(the_download(result)).content == CSV.encode()
