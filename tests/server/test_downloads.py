@@ -239,6 +239,7 @@ def test_bad_rows_are_refused_with_the_reason(store: DownloadStore, place: Path)
     with pytest.raises(ValueError, match="an owner"):
         store.put(owner="", session_id="s", folder=place, names=["x"], name="x")
     assert store.get("x" * 101, "ann") is None and store.get(None, "ann") is None
+    assert store.get("\ud800", "ann") is None and store.get("é" * 32, "ann") is None  # not ours: no error
 
 
 # -- the response's headers ---------------------------------------------------------------------------

@@ -323,3 +323,13 @@ def test_the_openai_endpoint_offers_the_file_in_its_extension(
     events = answer.json()["agentkernel"]["events"]
     (result,) = [event["data"] for event in events if event["type"] == "tool_result"]
     assert alice.get(the_download(result)).content == CSV.encode()
+
+
+def test_ids_that_cannot_be_ours_are_refused_not_500(alice: httpx.Client) -> None:
+    """A lone surrogate in JSON (422, naming the field), or bytes that are not UTF-8 in the URL (404)."""
+    lone = alice.post(
+        "/v1/continuations", content=b'{"id": "\\ud800"}', headers={"content-type": "application/json"}
+    )
+    assert lone.status_code == 422 and lone.json()["detail"].startswith("body.id: "), lone.text
+    for raw in ("%ED%A0%80", "%FF", "%C3%A9" * 32):
+        assert alice.get("/v1/files/" + raw).status_code == 404, raw

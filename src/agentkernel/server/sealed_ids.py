@@ -114,8 +114,12 @@ class SealedIdStore(SqliteStore):
         self, sealed_id: object, owner: str, columns: Sequence[str], now: float | None
     ) -> tuple[Any, ...] | None:
         """`columns` of `owner`'s live row `sealed_id`, then its `created_at`; None otherwise (see above)."""
-        if not isinstance(sealed_id, str) or not 0 < len(sealed_id) <= MAX_ID_CHARS:
-            return None
+        if (
+            not isinstance(sealed_id, str)
+            or not 0 < len(sealed_id) <= MAX_ID_CHARS
+            or not sealed_id.isascii()
+        ):
+            return None  # no id of ours (they are ASCII): a lone surrogate from JSON never reaches the hash
         rows = self._read(
             f"SELECT owner, {', '.join(columns)}, created_at FROM {self.table} WHERE key = ?",
             (sealed_key(sealed_id),),
