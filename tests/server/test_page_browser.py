@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,4 +220,10 @@ def test_a_file_block_downloads_with_the_token(
         assert download.suggested_filename == "отчёт.csv"
         assert Path(download.path()).read_bytes() == CSV.encode()
         assert page.locator(".v-file [role=status]").inner_text() == ""  # no error shown
+
+        # the scratch folder cleaned up (files.scratch_ttl_hours): the page says so, plainly
+        ttl = live.kernel.config.files.scratch_ttl_hours * 3600
+        assert live.kernel.clean_scratch(now=time.time() + 2 * ttl)
+        button.click()
+        page.wait_for_selector(".v-file [role=status]:has-text('this file is no longer available')")
         assert problems == []
