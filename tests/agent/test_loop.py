@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.loop import MAX_RECORDED_VISUAL_BYTES, LoopEvent
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import load_kernel_config
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
@@ -77,11 +78,36 @@ def test_tool_calls_go_through_dispatch_and_back_to_the_llm(
     assert (second[-1]["role"], second[-1]["tool_call_id"], second[-1]["content"]) == ("tool", "c1", "ABC")
     kinds_recorded = [r.kind for r in kernel_for.transcript("s2", 50)]
     assert "tool_call" in kinds_recorded and "tool_result" in kinds_recorded
+    # the record keeps the visual blocks for a person reading it again; the LLM never gets them (S6.1)
+    (recorded,) = [r for r in kernel_for.transcript("s2", 50) if r.kind == "tool_result"]
+    assert recorded.meta == {"tool": "upper", "id": "c1", "success": True, "visual": [
+        {"type": "text", "text": "done: abc"}
+    ]}  # fmt: skip
     # the conversation goes on with the tool exchange kept
     llm_server.add(Reply(text="ещё?"))
     send(chat, "и всё")
     third = llm_server.bodies[2]["messages"]
     assert [m["role"] for m in third] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    # nor does a chat resumed from the transcript
+    llm_server.add(Reply(text="снова"))
+    send(kernel_for.chat("tester", session_id="s2", resume=True), "снова")
+    assert "done: abc" not in str(llm_server.bodies)
+
+
+def test_visual_blocks_too_big_for_the_transcript_leave_the_record_whole(
+    kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    big = "x" * (MAX_RECORDED_VISUAL_BYTES + 1)
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", json.dumps({"text": big}), id="c1"),), chunk_chars=1 << 20),
+        Reply(text="done"),
+    )
+    _, events = send(kernel_for.chat("tester", session_id="s-big"), "go")
+    (shown,) = [e.data for e in events if e.kind == "visual"]
+    assert shown["block"] == {"type": "text", "text": "done: " + big}  # the person still sees it now
+    (recorded,) = [r for r in kernel_for.transcript("s-big", 50) if r.kind == "tool_result"]
+    assert recorded.content.startswith("XXXX")  # the content as the LLM got it (cut to its limit)
+    assert recorded.meta["visual_omitted_bytes"] > MAX_RECORDED_VISUAL_BYTES and "visual" not in recorded.meta
 
 
 @pytest.mark.parametrize(

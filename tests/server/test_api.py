@@ -310,6 +310,26 @@ def test_a_second_message_while_the_turn_runs_is_409(client: httpx.Client, llm_s
     assert dict(send(client, session, "again"))["reply"]["content"] == "next"
 
 
+def test_stop_ends_the_running_turn_terminated_and_recorded(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Gated(gate))
+    session = new_session(client)
+    try:
+        assert client.post(f"/v1/sessions/{session}/stop").json() == {"stopped": False}  # nothing runs yet
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}) as stream:
+            wait_until(lambda: len(llm_server.requests) == 1, "the LLM to be asked")
+            assert client.post(f"/v1/sessions/{session}/stop").json() == {"stopped": True}
+            events = sse_events("".join(stream.iter_text()))
+    finally:
+        gate.set()
+    assert events[-1] == ("done", {"reason": "terminated"})
+    assert kinds(client, session)[-1] == "end"
+    assert client.get(f"/v1/sessions/{session}/messages").json()[-1]["content"] == "terminated"
+    assert client.post("/v1/sessions/no-such/stop").status_code == 404
+
+
 def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
     tmp_path: Path, llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -147,8 +147,13 @@ def test_a_streamed_table_pages_one_two_three(
 
         # the same id asks for the same page again (ids are capabilities, not one-shot)
         assert numbers(next_page(alice, first_id)["visual"][0]) == [2, 3]
+        # the transcript keeps the table for a reader who opens the session again, sealed afresh
         transcript = alice.get(f"/v1/sessions/{session}/messages")
         assert transcript.status_code == 200
+        (result,) = [r for r in transcript.json() if r["kind"] == "tool_result"]
+        (recorded,) = result["meta"]["visual"]
+        assert numbers(recorded) == [0, 1] and set(recorded["continuation"]) == {"id"}
+        assert numbers(next_page(alice, recorded["continuation"]["id"])["visual"][0]) == [2, 3]
     # the LLM saw neither the rows' pages nor the args (S6)
     assert ARGS_SECRET not in json.dumps(llm_server.bodies)
     seen.check()

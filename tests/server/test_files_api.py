@@ -171,9 +171,24 @@ def test_a_streamed_tool_result_offers_its_file(
     shows_no_server_path(stream.text, tmp_path)
     result = dict(sse_events(stream.text))["tool_result"]
     assert alice.get(the_download(result)).content == CSV.encode()
-    transcript = alice.get(f"/v1/sessions/{session}/messages").text
-    shows_no_server_path(transcript, tmp_path)
     assert '"path"' not in json.dumps(llm_server.bodies)  # the LLM saw the content only (S6.1)
+
+    # the transcript keeps the block (meta.visual): each read seals it anew, for the owner
+    transcript = alice.get(f"/v1/sessions/{session}/messages")
+    shows_no_server_path(transcript.text, tmp_path)
+    assert '"path"' not in transcript.text
+    (record,) = [r for r in transcript.json() if r["kind"] == "tool_result"]
+    assert alice.get(the_download({"visual": record["meta"]["visual"]})).content == CSV.encode()
+    # once the scratch folder is cleaned up, a read drops the block and says why
+    ttl = live_files.kernel.config.files.scratch_ttl_hours * 3600
+    assert live_files.kernel.clean_scratch(now=time.time() + 2 * ttl)
+    (record,) = [
+        r for r in alice.get(f"/v1/sessions/{session}/messages").json() if r["kind"] == "tool_result"
+    ]
+    assert record["meta"]["visual"] == []
+    assert record["meta"]["visual_warnings"] == [
+        "visual[0] dropped: file block 'report.csv': there is no such file in the session's scratch folder"
+    ]
 
 
 def test_paths_that_lead_out_of_the_scratch_folder_are_refused(

@@ -178,6 +178,10 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
         ),
         ({"messages": []}, "body.messages"),
         ({"messages": [{"role": "narrator", "content": "a"}]}, "body.messages.0.role"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+            "body.messages.0.content.0.text",
+        ),
     ],
 )
 def test_what_an_agent_cannot_honour_is_422_naming_the_field(

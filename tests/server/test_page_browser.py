@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +26,10 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.config.server import token_hash
 from tests.conftest import REPO
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import LiveServer, make_project, script_tool, write
+from tests.server.conftest import Gated, LiveServer, make_project, script_tool, write
 from tests.server.test_continuations_api import PAGED_JS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -140,6 +142,17 @@ def test_chat_table_more_chart_and_a_tool_run(
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         if os.environ.get("AGENTKERNEL_UPDATE_SCREENSHOT") == "1":
             shutil.copyfile(shot, SCREENSHOT)
+
+        # opened again later, the chat shows its table and chart from the transcript, and More still pages
+        page.reload()
+        page.locator("#session-list button").first.click()
+        page.wait_for_selector("#send:enabled")
+        table = page.locator(".v-table table")
+        table.locator("tbody tr:nth-child(2)").wait_for()
+        assert table.locator("tbody td:first-child").all_inner_texts() == ["0", "1"]
+        page.get_by_role("button", name="More").click()
+        table.locator("tbody tr:nth-child(4)").wait_for()
+        page.locator(".v-chart img").wait_for()
         assert problems == []
 
 
@@ -187,6 +200,47 @@ def test_a_hostile_answer_is_shown_as_harmless_markup(
         assert answer.locator("script, iframe, [onerror]").count() == 0
         assert answer.locator("a[href^='javascript']").count() == 0
         assert page.title() == "agentkernel"
+
+
+def test_stop_ends_the_answer_being_made(tmp_path: Path, llm_server: FakeLLMServer, browser: Any) -> None:
+    gate = threading.Event()
+    llm_server.add(Gated(gate))
+    try:
+        with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+            page, problems = open_page(browser, live.url)
+            page.get_by_role("button", name="New chat").click()
+            page.wait_for_selector("#send:enabled")
+            page.fill("#message", "take your time")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#stop:visible")
+            page.keyboard.press("Escape")  # the keyboard alone; the button does the same
+            page.wait_for_selector(".notice:has-text('turn ended: terminated')")
+            page.wait_for_selector("#stop", state="hidden")
+            page.wait_for_selector("#send:enabled")
+            assert problems == []
+    finally:
+        gate.set()
+
+
+def test_with_tokens_the_page_asks_for_one_and_keeps_it(tmp_path: Path, browser: Any) -> None:
+    """§3: a page without a token gets 401 and says so; the token typed is kept in the browser."""
+    kernel_yaml = page_project(tmp_path, None)
+    with kernel_yaml.open("a", encoding="utf-8") as config:
+        config.write(f'server:\n  tokens:\n    "{token_hash("alice-token")}": alice\n')
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page = browser.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(live.url)
+        page.wait_for_selector("#status:has-text('token')")
+        page.locator("#token:focus").wait_for()  # the token box takes the focus
+        page.keyboard.type("alice-token")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#template option[value=tester]", state="attached")
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.reload()  # kept in this browser
+        page.wait_for_selector("#session-list button:has-text('tester')")
+        assert page.evaluate("localStorage.length") == 1
 
 
 def test_a_file_block_downloads_with_the_token(

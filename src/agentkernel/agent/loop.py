@@ -50,6 +50,8 @@ T = TypeVar("T")
 # the tool message for a call the model asked for but the user stopped first: the
 # conversation must answer every tool call, or the next request is refused
 NOT_RUN = "not run: the user stopped the turn"
+# visual blocks a tool_result record keeps, within the transcript's 256 KiB meta cap (services/memory.py)
+MAX_RECORDED_VISUAL_BYTES = 200 * 1024
 
 
 class EndReason(StrEnum):
@@ -317,8 +319,7 @@ class AgentLoop:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
             result = await self.dispatcher.acall(call.name, args, caller)
-        meta: JSONObject = {"tool": call.name, "id": call.id, "success": result.success}
-        self._record(caller, "tool", "tool_result", result.content, meta)
+        self._record(caller, "tool", "tool_result", result.content, _result_meta(call, result))
         await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
         for block in result.visual:
             await emit(LoopEvent("visual", {"tool": call.name, "block": block}))
@@ -361,6 +362,23 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         self._record(caller, "system", "error", text)
         await emit(LoopEvent("error", {"message": text}))
+
+
+def _result_meta(call: ToolCall, result: ToolResult) -> JSONObject:
+    """A tool result's transcript meta: its visual blocks too, for a person reading the session again.
+
+    They are never replayed to the LLM (S6.1). Blocks too big for a record's
+    meta (the transcript caps it, services/memory.py) are left out and their
+    size noted, so the record itself is never lost.
+    """
+    meta: JSONObject = {"tool": call.name, "id": call.id, "success": result.success}
+    if result.visual:
+        size = len(json.dumps(result.visual, ensure_ascii=False).encode())
+        if size <= MAX_RECORDED_VISUAL_BYTES:
+            meta["visual"] = list(result.visual)
+        else:
+            meta["visual_omitted_bytes"] = size
+    return meta
 
 
 async def _unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:

@@ -112,8 +112,10 @@ def _text(where: str, message: RequestMessage) -> str:
     texts = []
     for i, part in enumerate(content):
         kind, text = part.get("type"), part.get("text")
-        if kind != "text" or not isinstance(text, str):
+        if kind != "text":
             raise Refused(f"{where}.content.{i}.type", f"{kind!r}: only text parts are supported")
+        if not isinstance(text, str):
+            raise Refused(f"{where}.content.{i}.text", "a text part's `text` must be a string")
         texts.append(text)
     return "\n".join(texts)
 

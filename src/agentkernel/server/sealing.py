@@ -14,9 +14,10 @@ exits and who owns what leaves by each:
 - a table's next page (`POST /v1/continuations`): the table's owner and
   session (`Sealing.seal_page`, run after continuations.py sealed the
   page's tables);
-- the transcript: it records no visual blocks today (the loop records a
-  tool result's content only), so nothing of either can leave that way;
-  should it start recording them, they must pass through here.
+- the transcript: a `tool_result` record keeps its visual blocks in
+  `meta.visual` (so a session opened again shows its tables, charts and
+  files); a read seals them for the session's owner (`seal_records`), anew
+  each time, so every id a reader gets is live for the whole TTL.
 
 Sealing writes rows to SQLite and checks files, so it runs on a worker
 thread, and only when a block needs it (most events carry none). A file
@@ -30,8 +31,9 @@ opened still starts, and says why on the request that needs it (a logged
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -130,12 +132,34 @@ class Sealing:
         return replace(result, visual=visual, warnings=[*result.warnings, *warnings])
 
 
-def has_continuation(visual: JSONValue) -> bool:
+def has_continuation(visual: JSONValue | Sequence[VisualBlock]) -> bool:
     """True when some table block in `visual` carries a `continuation` (to seal, or to drop)."""
     return isinstance(visual, list) and any(
         isinstance(block, dict) and block.get("type") == "table" and "continuation" in block
         for block in visual
     )
+
+
+def seal_blocks(
+    sealing: Sealing,
+    blocks: list[VisualBlock],
+    *,
+    owner: str,
+    tool: str,
+    session_id: str | None,
+    pid: str | None,
+    template: str | None,
+) -> tuple[list[VisualBlock], list[str]]:
+    """`blocks` with their tables and files sealed for `owner`, and the warnings (blocking: SQLite, files)."""
+    sealed = blocks
+    if has_continuation(blocks):
+        store = sealing.continuations.store()
+        sealed = seal_visual(
+            sealed, store, owner=owner, tool=tool, session_id=session_id, pid=pid, template=template
+        )
+    if not has_file_block(sealed):
+        return sealed, []
+    return sealing.downloads.seal(sealed, owner=owner, session_id=session_id)
 
 
 async def seal_result(
@@ -150,29 +174,61 @@ async def seal_result(
 ) -> JSONObject:
     """A tool result's JSON (`ToolResult.to_json()` shape) with its tables and files sealed for `owner`."""
     visual = result.get("visual")
-    tables, files = has_continuation(visual), has_file_block(visual)
-    if not tables and not files:
+    if not has_continuation(visual) and not has_file_block(visual):
         return result
     assert isinstance(visual, list)
     blocks = [block for block in visual if isinstance(block, dict)]
-
-    def seal() -> tuple[list[VisualBlock], list[str]]:
-        sealed = blocks
-        if tables:
-            store = sealing.continuations.store()
-            sealed = seal_visual(
-                sealed, store, owner=owner, tool=tool, session_id=session_id, pid=pid, template=template
-            )
-        if not files:
-            return sealed, []
-        return sealing.downloads.seal(sealed, owner=owner, session_id=session_id)
-
+    seal = functools.partial(
+        seal_blocks,
+        sealing,
+        blocks,
+        owner=owner,
+        tool=tool,
+        session_id=session_id,
+        pid=pid,
+        template=template,
+    )
     sealed, warnings = await asyncio.to_thread(seal)
     shown: JSONObject = {**result, "visual": list[JSONValue](sealed) if sealed else None}
     if warnings:
         before = result.get("warnings")
         shown["warnings"] = [*(before if isinstance(before, list) else []), *warnings]
     return shown
+
+
+def seal_records(sealing: Sealing, records: list[JSONObject], session: SessionInfo) -> list[JSONObject]:
+    """Transcript records (`Record.to_json()` shape) with their tool results' blocks sealed for the owner.
+
+    Blocking (SQLite, files): call it from a worker thread. A file that can
+    no longer be offered (its scratch folder cleaned up, say) is dropped
+    from the record's `meta.visual`, and the warning saying so is in its
+    `meta.visual_warnings`.
+    """
+    sealed = []
+    for record in records:
+        meta = record.get("meta")
+        visual = meta.get("visual") if isinstance(meta, dict) else None
+        tool = meta.get("tool") if isinstance(meta, dict) else None
+        needs = has_continuation(visual) or has_file_block(visual)
+        if record.get("kind") != "tool_result" or not needs or not isinstance(tool, str):
+            sealed.append(record)
+            continue
+        assert isinstance(meta, dict) and isinstance(visual, list)
+        blocks = [block for block in visual if isinstance(block, dict)]
+        shown, warnings = seal_blocks(
+            sealing,
+            blocks,
+            owner=session.user_id,
+            tool=tool,
+            session_id=session.id,
+            pid=None,
+            template=session.template,
+        )
+        new_meta: JSONObject = {**meta, "visual": list[JSONValue](shown)}
+        if warnings:
+            new_meta["visual_warnings"] = list[JSONValue](warnings)
+        sealed.append({**record, "meta": new_meta})
+    return sealed
 
 
 @dataclass(frozen=True)
@@ -204,6 +260,8 @@ __all__ = [
     "Sealing",
     "TurnSealer",
     "has_continuation",
+    "seal_blocks",
+    "seal_records",
     "seal_result",
     "session_scratch",
 ]

@@ -106,6 +106,11 @@ class TurnRunner:
     def running(self, session_id: str) -> bool:
         return session_id in self._running
 
+    def stop(self, session_id: str) -> bool:
+        """Stop the session's running turn (it ends `terminated`, recorded); False when none runs."""
+        chat = self._chats.get(session_id) or self._once.get(session_id)
+        return session_id in self._running and chat is not None and chat.stop()
+
     def start(
         self, session: SessionInfo, text: str, request_id: str, history: list[ChatMessage] | None = None
     ) -> Turn:

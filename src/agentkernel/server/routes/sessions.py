@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field
 from agentkernel.errors import ConfigError
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.routes.continuations import sealing_of
+from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnBusy
 
@@ -60,14 +62,20 @@ def list_sessions(user: User, parts: Parts) -> list[dict[str, str]]:
 @router.get("/{session_id}/messages")
 def transcript(
     session_id: str,
+    request: Request,
     user: User,
     parts: Parts,
     limit: Annotated[int | None, Query(ge=1, description="the last N records")] = None,
 ) -> list[dict[str, Any]]:
-    """The session's transcript, oldest first: the last `limit` records (default server.transcript_limit)."""
+    """The session's transcript, oldest first: the last `limit` records (default server.transcript_limit).
+
+    A tool result's visual blocks are in its `meta.visual`, tables and files sealed as everywhere
+    (S6.2, S6.3).
+    """
     info = owned_session(parts, session_id, user)
     most = parts.settings.transcript_limit
-    return [record.to_json() for record in parts.kernel.transcript(info.id, min(limit or most, most))]
+    records = [record.to_json() for record in parts.kernel.transcript(info.id, min(limit or most, most))]
+    return seal_records(sealing_of(request), records, info)
 
 
 @router.post(
@@ -95,6 +103,18 @@ async def send_message(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.post("/{session_id}/stop")
+async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool]:
+    """`{stopped}`: stop the answer being made now; it ends with `done` reason `terminated`, recorded.
+
+    A running tool call is waited for; no further LLM or tool call is made.
+    `stopped` is false when the session was not answering. (On the event
+    loop: the turn's stop signal belongs to it.)
+    """
+    info = owned_session(parts, session_id, user)
+    return {"stopped": parts.turns.stop(info.id)}
 
 
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies see traffic

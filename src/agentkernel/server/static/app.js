@@ -10,7 +10,7 @@ const NO_LLM_HELP =
   "the environment variable holding its API key), then restart `agentkernel serve`. " +
   "The Tools panel works without one.";
 
-const state = { session: null, sessions: [], tools: [], busy: false };
+const state = { session: null, sessions: [], tools: [], busy: false, turning: null };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -278,6 +278,8 @@ async function sendMessage(text) {
   const session = state.session;
   userMessage(text);
   setBusy(true);
+  state.turning = session;
+  $("stop").hidden = false;
   let answer = null;
   let buffer = "";
   let answered = false;
@@ -334,8 +336,21 @@ async function sendMessage(text) {
   } catch (err) {
     errorLine(err.message, !answered);
   } finally {
+    $("stop").hidden = true;
+    state.turning = null;
     setBusy(false);
     $("message").focus();
+  }
+}
+
+// Stop the answer being made (the button, or Esc): it ends `terminated`, what was shown is kept.
+async function stopTurn() {
+  const session = state.turning;
+  if (!session) return;
+  try {
+    await postJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/stop", {});
+  } catch (err) {
+    status(err.message);
   }
 }
 
@@ -351,7 +366,7 @@ function setBusy(busy) {
   $("log").setAttribute("aria-busy", busy ? "true" : "false");
 }
 
-// A transcript read: what was said, the tool calls and their results (visuals are not recorded).
+// A transcript read: what was said, the tool calls and their results with their visual blocks.
 function showTranscript(records) {
   const rows = new Map();
   for (const r of records) {
@@ -359,7 +374,7 @@ function showTranscript(records) {
     if (r.kind === "user") userMessage(r.content);
     else if (r.kind === "agent") answerBox().innerHTML = markdown(r.content);
     else if (r.kind === "tool_call") rows.set(meta.id, toolRow(meta.tool, r.content));
-    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success });
+    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success, visual: meta.visual, warnings: meta.visual_warnings });
     else if (r.kind === "notice") line("notice", r.content);
     else if (r.kind === "warning") line("warning", "⚠ " + r.content);
     else if (r.kind === "error") line("error", "✖ " + r.content);
@@ -525,6 +540,10 @@ async function start() {
     if (!text || state.busy || !state.session) return;
     $("message").value = "";
     sendMessage(text);
+  };
+  $("stop").onclick = stopTurn;
+  document.onkeydown = (event) => {
+    if (event.key === "Escape" && state.turning) stopTurn();
   };
   $("message").onkeydown = (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
