@@ -186,6 +186,7 @@ def test_a_streamed_tool_result_offers_its_file(
         r for r in alice.get(f"/v1/sessions/{session}/messages").json() if r["kind"] == "tool_result"
     ]
     assert record["meta"]["visual"] == []
+    assert not any(live_files.kernel.config.temp_root.iterdir())  # the read did not make the folder again
     assert record["meta"]["visual_warnings"] == [
         "visual[0] dropped: file block 'report.csv': there is no such file in the session's scratch folder"
     ]

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from agentkernel.process import session_folder_name
 from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
 from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
 from agentkernel.server.events import StreamEvent
@@ -99,10 +100,15 @@ class Downloads(LazyStore[DownloadStore]):
 
 
 def session_scratch(kernel: Kernel) -> Scratch:
-    """The scratch folder the kernel gives a session's callers (`Kernel.caller`, S14.2)."""
+    """The scratch folder the kernel gives a session's callers (S14.2), found without making it.
+
+    The same folder `Kernel.caller` hands a tool (process.session_temp_dir),
+    but neither created nor touched: a transcript read of a session whose
+    folder was cleaned up must not bring it back, nor keep it alive.
+    """
 
     def folder(owner: str, session_id: str) -> Path | None:
-        return kernel.caller(user_id=owner, session_id=session_id).temp_dir
+        return kernel.config.temp_root.resolve() / session_folder_name(owner, session_id)
 
     return folder
 
