@@ -307,6 +307,24 @@ def test_a_big_file_streams_whole(alice: httpx.Client) -> None:
     assert b"".join(chunks) == expected
 
 
+def test_a_file_cut_short_while_sent_ends_the_download_at_once(
+    live_files: LiveServer, alice: httpx.Client
+) -> None:
+    """Not a hang until the client's timeout: the connection closes, the transfer is seen incomplete."""
+    session = new_session(alice)
+    big = scratch(live_files, "alice", session) / "big.bin"
+    big.write_bytes(os.urandom(32 << 20))  # far more than the sockets' buffers hold
+    url = the_download(run_report(alice, {"nowrite": True, "path": "big.bin"}, session))
+    with alice.stream("GET", url) as got:
+        chunks = got.iter_raw()
+        next(chunks)
+        os.truncate(big, 1 << 20)
+        with pytest.raises(httpx.RemoteProtocolError):
+            for _ in chunks:
+                pass
+    assert alice.get("/healthz").status_code == 200  # the server goes on
+
+
 def test_a_continuation_page_offers_its_files(alice: httpx.Client, bob: httpx.Client) -> None:
     session = new_session(alice)
     ran = alice.post("/v1/tools/paged_file/run", json={"args": {}, "session": session})

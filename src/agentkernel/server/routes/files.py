@@ -13,7 +13,9 @@ media type (else `application/octet-stream`), `X-Content-Type-Options:
 nosniff`, and a Content-Security-Policy that sandboxes the response and
 allows it nothing, should a browser show it anyway. The file is streamed
 in chunks from the descriptor that was checked, never read whole, and no
-more than the size it had when opened is sent (its `Content-Length`).
+more than the size it had when opened is sent (its `Content-Length`); a
+file cut short meanwhile ends the connection, so the client sees the
+download incomplete at once.
 """
 
 from __future__ import annotations
@@ -72,14 +74,23 @@ def _open(sealing: Sealing, download_id: str, user: str) -> tuple[Download, io.F
     return found, io.FileIO(handle, "rb", closefd=True), size
 
 
+class FileShrank(Exception):
+    """The file got shorter while it was sent: the response cannot be whole, so it is cut off."""
+
+
 def _chunks(file: io.FileIO, size: int) -> Iterator[bytes]:
-    """At most `size` bytes of `file`, a chunk at a time; the file is closed when they end."""
+    """`size` bytes of `file`, a chunk at a time; the file is closed when they end.
+
+    A file cut short meanwhile raises FileShrank: the server then closes the
+    connection, so the client sees an incomplete download at once, rather
+    than waiting for bytes its `Content-Length` promised.
+    """
     try:
         left = size
         while left > 0:
             chunk = file.read(min(CHUNK_BYTES, left))
             if not chunk:
-                break
+                raise FileShrank(f"a download's file lost {left:,} of its {size:,} bytes while being sent")
             left -= len(chunk)
             yield chunk
     finally:
