@@ -41,6 +41,15 @@ FIGURES: dict[str, list[str]] = {
         rf"SqliteStateStore\.set\s+{NUMBER} ops/s",
     ],
     "hooks.py": [rf"^hook pipeline.* p50 {NUMBER} ms", rf"^agent loop: 4 turns in {NUMBER} s"],
+    "server.py": [
+        rf"^1 concurrent client\(s\), \d+ turns each, {NUMBER} turns/s:$",
+        rf"^\s+message round trip\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms",
+        rf"^\s+first event\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms",
+        rf"^continuation page \(20 rows\), 1 client: p50 {NUMBER} ms",
+        rf"^\s+kernel turn\s+p50\s+{NUMBER} ms",
+        rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
+        rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -18,7 +18,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.problems import CALLER, documented
-from agentkernel.server.routes.continuations import continuation_store
+from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnBusy
@@ -71,12 +71,13 @@ def transcript(
 ) -> list[dict[str, Any]]:
     """The session's transcript, oldest first: the last `limit` records (default server.transcript_limit).
 
-    A tool result's visual blocks are in its `meta.visual`, tables sealed as everywhere (S6.3).
+    A tool result's visual blocks are in its `meta.visual`, tables and files sealed as everywhere
+    (S6.2, S6.3).
     """
     info = owned_session(parts, session_id, user)
     most = parts.settings.transcript_limit
     records = [record.to_json() for record in parts.kernel.transcript(info.id, min(limit or most, most))]
-    return seal_records(continuation_store(request), records, info)
+    return seal_records(sealing_of(request), records, info)
 
 
 @router.post(

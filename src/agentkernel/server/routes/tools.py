@@ -18,7 +18,7 @@ from agentkernel.process import Caller
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.problems import CALLER, documented
-from agentkernel.server.routes.continuations import continuation_store
+from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.routes.sessions import owned_session
 from agentkernel.server.sealing import seal_result
 
@@ -75,7 +75,7 @@ async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts
         raise HTTPException(404, f"no tool {name!r}")
     result = await parts.kernel.arun_tool(name, body.args, caller)
     return await seal_result(
-        continuation_store(request),
+        sealing_of(request),
         result.to_json(),
         owner=user,
         tool=name,

@@ -1,0 +1,476 @@
+"""`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
+
+    .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--samples 200] [--pages 200] [--smoke]
+
+Three processes, as in use: the server (`python -m agentkernel serve --port 0`
+on a temporary project), the scripted OpenAI-compatible LLM of the tests
+(tests/fakes, answering at once, in a process of its own so it does not
+share this one's GIL), and this one, the clients (httpx, async).
+
+Each turn is one message: the LLM asks for one script tool call (`upper`, a
+one-line JavaScript tool), the server runs it, the LLM answers in 8 streamed
+pieces; the client reads the event stream to `event: done`. For each number
+of concurrent clients (each sending its messages one after the other, a new
+session every `--session-turns`), it prints the round trip (POST
+/v1/sessions/{id}/messages until `done`) and the time to the first event,
+p50 and p99, the turns per second, and the CPU each process spent per turn
+(Linux /proc). Then one client pages a table: POST /v1/continuations with
+the id a `paged` tool's table carried out of a turn, p50 over `--pages`
+calls. Last, the same turns through the kernel alone (`Kernel.chat(...).send`
+in this process, no HTTP), at 1 and at the most clients: the ratio is what
+the server adds. The target, p99 <= 50 ms at 100 clients, is printed with
+PASS or MISS. `--profile FILE` runs the server under cProfile.
+Run from the project folder (it imports tests.fakes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply  # noqa: E402
+
+if TYPE_CHECKING:
+    from agentkernel import Kernel
+
+TARGET_P99_MS = 50.0
+TARGET_CLIENTS = 100
+# idle connections are dropped before uvicorn's keep-alive (5 s) ends them, which a request could race
+KEEPALIVE_SECS = 1.0
+TABLE_WORD = "table"  # a message with this word asks for the `paged` tool, any other for `upper`
+UPPER_JS = "function run(args) { return args.text.toUpperCase(); }"
+PAGED_JS = """
+function run(args) {
+  var page = args.page || 1;
+  var rows = [];
+  for (var i = 0; i < 20; i++) rows.push({n: (page - 1) * 20 + i, page: page});
+  return {content: 'page ' + page,
+          visual: {type: 'table', title: 'Numbers', columns: [{key: 'n', title: 'N'}, {key: 'page'}],
+                   rows: rows, continuation: {args: {page: page + 1}}}};
+}
+"""
+TOOL_YAML = (
+    "kind: script_tool\nname: {name}\nscript: {name}.js\ndescription: {description}\n"
+    "parameters:\n  type: object\n  properties:\n    {field}: {{type: {type}}}\n"
+)
+
+
+# -- the scripted LLM, in a process of its own ------------------------------------------------
+
+
+def llm_turn(request: RecordedRequest) -> Reply:
+    """One script tool call, then (once its result is in the conversation) the final answer."""
+    messages = request.body["messages"]
+    if messages[-1]["role"] == "tool":
+        return Reply(text="Done: the tool answered.", prompt_tokens=40, completion_tokens=5)
+    asked = str(messages[-1]["content"])
+    if TABLE_WORD in asked:
+        return Reply(tool_calls=(FakeToolCall("paged", "{}"),))
+    return Reply(tool_calls=(FakeToolCall("upper", json.dumps({"text": asked})),))
+
+
+def serve_llm() -> None:
+    """`--llm`: the scripted server until stdin closes; its base URL is the first line printed."""
+    import socketserver
+
+    socketserver.TCPServer.request_queue_size = 1024
+    with FakeLLMServer(max_requests=10**9) as server:
+        server.respond_with(llm_turn)
+        print(server.base_url, flush=True)
+        sys.stdin.read()  # the benchmark closes our stdin when it is done (or dies)
+
+
+# -- the project and the two servers ----------------------------------------------------------
+
+
+def make_project(root: Path, llm_url: str, clients: int) -> Path:
+    """A project with tools `upper` and `paged` and a template `bench` using both."""
+    config = root / "config"
+    tools = config / "scripts" / "tools"
+    tools.mkdir(parents=True)
+    (config / "scripts" / "hooks").mkdir(parents=True)
+    (tools / "upper.js").write_text(UPPER_JS)
+    (tools / "upper.yaml").write_text(
+        TOOL_YAML.format(name="upper", description="Upper-case a text.", field="text", type="string")
+    )
+    (tools / "paged.js").write_text(PAGED_JS)
+    (tools / "paged.yaml").write_text(
+        TOOL_YAML.format(name="paged", description="Numbers, 20 per page.", field="page", type="integer")
+    )
+    (config / "templates").mkdir()
+    (config / "templates" / "bench.yaml").write_text(
+        "name: bench\ninstructions: Answer briefly.\ntools: [upper, paged]\nmax_turns: 4\n"
+    )
+    # llm.max_concurrency above the clients: the figures are the server's, not a throttle's
+    (config / "kernel.yaml").write_text(
+        "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
+        f"llm:\n  base_url: {llm_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 60\n"
+        f"  max_concurrency: {max(16, clients + 8)}\n"
+    )
+    return config / "kernel.yaml"
+
+
+@contextlib.contextmanager
+def process(command: list[str], first_line: str) -> Iterator[tuple[str, int]]:
+    """Start `command`, wait for a stdout line starting with `first_line`; yield it and the pid; stop it."""
+    child = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line.startswith(first_line):
+                yield line.strip(), child.pid
+                break
+        else:
+            raise SystemExit(
+                f"{' '.join(command)} ended (status {child.wait()}) before printing {first_line!r}"
+            )
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.terminate()  # SIGTERM: the server stops gracefully (running turns finish)
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def serve_command(kernel_yaml: Path, profile: Path | None) -> list[str]:
+    """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread)."""
+    profiled = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
+    serve = ["-m", "agentkernel", "serve", "--port", "0", "--config", str(kernel_yaml)]
+    return [sys.executable, *profiled, *serve]
+
+
+@dataclass(frozen=True)
+class CpuClock:
+    """CPU seconds (user + system) used so far by the server, the scripted LLM and this process (/proc)."""
+
+    server_pid: int
+    llm_pid: int
+
+    def read(self) -> tuple[float, float, float]:
+        return cpu_seconds(self.server_pid), cpu_seconds(self.llm_pid), time.process_time()
+
+    def per_turn(self, before: tuple[float, float, float], turns: int, mine: str = "clients") -> str:
+        """`server X ms, scripted LLM Y ms, clients Z ms`: each process's CPU since `before`, per turn."""
+        spent = [(now - then) * 1000 / turns for then, now in zip(before, self.read(), strict=True)]
+        who = ("server", "scripted LLM", mine)
+        return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=True))
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the clients -------------------------------------------------------------------------------
+
+
+@dataclass
+class Timings:
+    """Milliseconds per timed turn: the whole round trip, and until the first event; turns per second."""
+
+    round_trip: list[float] = field(default_factory=list)
+    first_event: list[float] = field(default_factory=list)
+    rate: float = 0.0
+
+
+@dataclass
+class TurnSeen:
+    """What one turn's stream showed: event types in order, the `done` reason, sealed table ids."""
+
+    types: list[str] = field(default_factory=list)
+    reason: str | None = None
+    tools_failed: int = 0
+    continuation_ids: list[str] = field(default_factory=list)
+
+    def read(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "done":
+            self.reason = data["reason"]
+        elif kind == "tool_result":
+            self.tools_failed += data["success"] is not True
+            for block in data.get("visual") or []:
+                if isinstance(block.get("continuation"), dict):
+                    self.continuation_ids.append(block["continuation"]["id"])
+
+    def check(self) -> None:
+        """A timed turn must be what it claims: one tool call that worked, a reply, `done: job_done`."""
+        ran = [kind for kind in self.types if kind in ("tool_call", "tool_result")]
+        if self.reason != "job_done" or ran != ["tool_call", "tool_result"] or self.tools_failed:
+            raise SystemExit(f"a turn went wrong: events {self.types}, done reason {self.reason!r}")
+        if "reply" not in self.types:
+            raise SystemExit(f"a turn ended without a reply: events {self.types}")
+
+
+async def send(client: httpx.AsyncClient, session: str, text: str) -> tuple[float, float, TurnSeen]:
+    """One message: (ms until `event: done`, ms until the first event, what the stream showed).
+
+    The stream is read to its end (untimed), so the connection goes back to
+    the pool: a body left unread would close it, and the next message would
+    time a new connection too.
+    """
+    seen = TurnSeen()
+    started = time.perf_counter()
+    first = done = math.nan
+    async with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": text}) as answer:
+        if answer.status_code != 200:
+            await answer.aread()
+            raise SystemExit(f"message to {session}: HTTP {answer.status_code} {answer.text}")
+        kind = ""
+        async for line in answer.aiter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+                first = time.perf_counter() if math.isnan(first) else first
+                done = time.perf_counter() if kind == "done" else done
+                seen.types.append(kind)
+            elif line.startswith("data: "):
+                seen.read(kind, json.loads(line.removeprefix("data: ")))
+    seen.check()
+    return (done - started) * 1000, (first - started) * 1000, seen
+
+
+async def new_session(client: httpx.AsyncClient) -> str:
+    answer = await client.post("/v1/sessions", json={"template": "bench"})
+    if answer.status_code != 201:
+        raise SystemExit(f"POST /v1/sessions: HTTP {answer.status_code} {answer.text}")
+    session: str = answer.json()["id"]
+    return session
+
+
+async def talk(
+    client: httpx.AsyncClient, turns: int, session_turns: int, timings: Timings, start: asyncio.Barrier
+) -> None:
+    """One client: `turns` timed messages, one after the other, a new session every `session_turns`.
+
+    A session's first message opens its chat on the server, as a user's
+    does; that turn is timed like the others. Making a session is not.
+    """
+    session = await new_session(client)
+    await start.wait()
+    for number in range(turns):
+        if number and number % session_turns == 0:
+            session = await new_session(client)
+        round_trip, first_event, _ = await send(client, session, f"message {number} of {session[:8]}")
+        timings.round_trip.append(round_trip)
+        timings.first_event.append(first_event)
+
+
+async def clients_level(url: str, clients: int, turns: int, session_turns: int) -> Timings:
+    """`clients` clients at once, `turns` timed turns each: their timings and the turns per second."""
+    timings = Timings()
+    start = asyncio.Barrier(clients + 1)
+    limits = httpx.Limits(max_connections=clients + 8, keepalive_expiry=KEEPALIVE_SECS)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        talking = asyncio.gather(
+            *(talk(client, turns, session_turns, timings, start) for _ in range(clients))
+        )
+        await start.wait()
+        started = time.perf_counter()
+        await talking
+        timings.rate = clients * turns / (time.perf_counter() - started)
+    return timings
+
+
+async def continuation_pages(url: str, pages: int) -> list[float]:
+    """Milliseconds per POST /v1/continuations, for the id of a table that left a turn, `pages` times."""
+    limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECS)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        session = await new_session(client)
+        _, _, seen = await send(client, session, f"a {TABLE_WORD}, please")
+        if len(seen.continuation_ids) != 1:
+            raise SystemExit(f"the paged tool's table carried no continuation id: {seen}")
+        timings = []
+        for index in range(pages + 5):
+            started = time.perf_counter()
+            answer = await client.post("/v1/continuations", json={"id": seen.continuation_ids[0]})
+            elapsed = (time.perf_counter() - started) * 1000
+            (table,) = answer.json()["visual"] if answer.status_code == 200 else (None,)
+            if table is None or table["rows"][0]["n"] != 20 or "id" not in table["continuation"]:
+                raise SystemExit(f"POST /v1/continuations: HTTP {answer.status_code} {answer.text[:300]}")
+            if index >= 5:  # warm-up
+                timings.append(elapsed)
+    return timings
+
+
+async def kernel_alone(
+    kernel_yaml: Path, levels: list[int], cpu: CpuClock, options: argparse.Namespace
+) -> dict[int, tuple[list[float], float, str]]:
+    """The same turns through `Kernel.chat(...).send` in this process: the agent loop without HTTP or SSE.
+
+    For each number of clients: the turns' milliseconds, the turns per second, the CPU per turn.
+    """
+    from agentkernel import Kernel
+    from agentkernel.config import load_kernel_config
+
+    timings: dict[int, tuple[list[float], float, str]] = {}
+    async with Kernel(load_kernel_config(kernel_yaml)) as kernel:
+        await kernel_level(kernel, 1, options.warmup, options.session_turns)
+        for clients in levels:
+            turns = max(options.session_turns, math.ceil(options.samples / clients))
+            before = cpu.read()
+            done, rate = await kernel_level(kernel, clients, turns, options.session_turns)
+            timings[clients] = done, rate, cpu.per_turn(before, clients * turns, mine="kernel")
+    return timings
+
+
+async def kernel_level(
+    kernel: Kernel, clients: int, turns: int, session_turns: int
+) -> tuple[list[float], float]:
+    """`clients` chats at once, as clients_level's but in this process; a session's first turn opens it."""
+    from agentkernel.agent.loop import LoopEvent
+
+    async def quiet(event: LoopEvent) -> None:
+        return None
+
+    timings: list[float] = []
+
+    async def chat_turns(start: asyncio.Barrier) -> None:
+        await start.wait()
+        chat = None
+        for number in range(turns):
+            started = time.perf_counter()
+            if number % session_turns == 0:
+                if chat is not None:
+                    kernel.end_chat(chat)
+                chat = kernel.chat("bench", user_id="bench")
+            assert chat is not None
+            result = await chat.send(f"message {number}", quiet)
+            timings.append((time.perf_counter() - started) * 1000)
+            if result.reason.value != "job_done":
+                raise SystemExit(f"a turn through the kernel alone went wrong: {result}")
+        if chat is not None:
+            kernel.end_chat(chat)
+
+    start = asyncio.Barrier(clients + 1)
+    chats = asyncio.gather(*(chat_turns(start) for _ in range(clients)))
+    await start.wait()
+    started = time.perf_counter()
+    await chats
+    return timings, clients * turns / (time.perf_counter() - started)
+
+
+# -- the figures -------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], which: int) -> float:
+    """The `which`th percentile (inclusive method: defined for any number of values >= 1)."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[which - 1]
+
+
+def figure(label: str, values: list[float]) -> str:
+    p50, p99 = percentile(values, 50), percentile(values, 99)
+    return f"  {label:<22} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   (n={len(values)})"
+
+
+async def run_benchmarks(url: str, kernel_yaml: Path, cpu: CpuClock, options: argparse.Namespace) -> None:
+    """Every figure; the server's first, then the kernel alone's (this process then being idle)."""
+    await clients_level(url, 1, options.warmup, options.session_turns)
+    levels: dict[int, Timings] = {}
+    for clients in options.clients:
+        turns = max(options.session_turns, math.ceil(options.samples / clients))
+        before = cpu.read()
+        timings = await clients_level(url, clients, turns, options.session_turns)
+        spent = cpu.per_turn(before, clients * turns)
+        levels[clients] = timings
+        print(f"{clients} concurrent client(s), {turns} turns each, {timings.rate:.0f} turns/s:")
+        print(figure("message round trip", timings.round_trip))
+        print(figure("first event", timings.first_event))
+        print(f"  CPU per turn: {spent}")
+    pages = await continuation_pages(url, options.pages)
+    print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
+    compared = sorted({1, max(levels)})
+    alone = await kernel_alone(kernel_yaml, compared, cpu, options)
+    for clients, (turns, rate, spent) in alone.items():
+        print(
+            f"kernel alone (Kernel.chat(...).send, no HTTP), {clients} chat(s) at once, {rate:.0f} turns/s:"
+        )
+        print(figure("kernel turn", turns))
+        print(f"  CPU per turn: {spent}")
+    print_ratios(levels, alone)
+
+
+def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float], float, str]]) -> None:
+    """What the server adds to the kernel; how the round trip grows with the clients; the target."""
+    one = levels.get(1)
+    for clients, (turns, _, _) in alone.items():
+        if clients in levels:
+            added = percentile(levels[clients].round_trip, 50) / percentile(turns, 50)
+            print(f"round trip p50 / kernel turn p50, {clients} client(s): {added:.2f}x")
+    for clients, timings in levels.items():
+        if one is not None and clients != 1:
+            grown = percentile(timings.round_trip, 50) / percentile(one.round_trip, 50)
+            print(f"round trip p50 at {clients} clients / at 1 client: {grown:.1f}x")
+    most = max(levels)  # the target's verdict only at its own number of clients
+    p99 = percentile(levels[most].round_trip, 99)
+    verdict = ("PASS" if p99 <= TARGET_P99_MS else "MISS") if most == TARGET_CLIENTS else "no verdict"
+    print(
+        f"target round trip p99 <= {TARGET_P99_MS:.0f} ms at {TARGET_CLIENTS} clients; at {most}: "
+        f"{p99:.1f} ms = {p99 / TARGET_P99_MS:.1f}x the target: {verdict}"
+    )
+    # each client waits for its answer before it sends again: clients = turns/s x mean round trip
+    needed = TARGET_CLIENTS / (TARGET_P99_MS / 1000)
+    print(
+        f"{TARGET_CLIENTS} clients, each waiting for its answer, at a mean round trip under "
+        f"{TARGET_P99_MS:.0f} ms means over {needed:.0f} turns/s; measured at {most}: {levels[most].rate:.0f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--clients",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1, 10, 100],
+        help="numbers of concurrent clients, comma-separated (default 1,10,100)",
+    )
+    parser.add_argument("--session-turns", type=int, default=5, help="messages per session (default 5)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed turns before the first level")
+    parser.add_argument("--samples", type=int, default=200, help="timed turns per level, at least")
+    parser.add_argument("--pages", type=int, default=200, help="timed continuation pages")
+    parser.add_argument("--profile", type=Path, help="run the server under cProfile, writing this file")
+    parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
+    )
+    options = parser.parse_args()
+    if options.llm:
+        serve_llm()
+        return
+    if options.smoke:
+        vars(options).update(clients=[1, 3], session_turns=2, samples=2, pages=2, warmup=1)
+    with (
+        process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid),
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients))
+        command = serve_command(kernel_yaml, options.profile)
+        with process(command, "agentkernel: serving on ") as (line, server_pid):
+            url = line.split()[3]
+            print(f"server {url} (agentkernel serve), scripted LLM {llm_url}; one script tool call a turn")
+            asyncio.run(run_benchmarks(url, kernel_yaml, CpuClock(server_pid, llm_pid), options))
+
+
+if __name__ == "__main__":
+    main()
