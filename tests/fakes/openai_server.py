@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -295,8 +296,16 @@ Responder: TypeAlias = Callable[[RecordedRequest], Turn]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as real servers do
-    timeout = 5  # an idle kept-alive connection ends by itself
+    # an idle kept-alive connection ends by itself; later than the client lets one idle (httpx: 5 s),
+    # so a client never sends on a connection being closed under it
+    timeout = 30
     server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        # as real servers do: a reused connection's small writes go at once, not after a delayed ACK
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.fake.connected()
 
     def do_POST(self) -> None:
         self.server.fake.handle(self)
@@ -326,6 +335,7 @@ class _State:
     in_flight: int = 0
     max_in_flight: int = 0
     unexpected: int = 0
+    connections: int = 0
 
 
 class FakeLLMServer:
@@ -403,6 +413,16 @@ class FakeLLMServer:
         """Scripted turns not yet used; 0 at the end of a test that went as planned."""
         with self._lock:
             return len(self._state.turns)
+
+    def connected(self) -> None:
+        with self._lock:
+            self._state.connections += 1
+
+    @property
+    def connections(self) -> int:
+        """The TCP connections clients opened (kept-alive ones are reused, not counted again)."""
+        with self._lock:
+            return self._state.connections
 
     @property
     def max_in_flight(self) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
@@ -25,6 +26,7 @@ from agentkernel.llm import (
 )
 from agentkernel.llm.openai_compat import RetryPolicy
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, RawResponse, Reply
+from tests.fakes.openai_server import Exchange
 
 T = TypeVar("T")
 KEY = "sk-test-0123456789SECRET"
@@ -317,6 +319,42 @@ def test_stream_text_and_usage(llm_server: FakeLLMServer) -> None:
     assert done(events) == Completion("Hello, streaming world", (), Usage(7, 4), "stop", "fake-model")
     body = llm_server.bodies[0]
     assert (body["stream"], body["stream_options"]) == (True, {"include_usage": True})
+
+
+def test_streamed_calls_reuse_their_connection(llm_server: FakeLLMServer) -> None:
+    """The body is read to its end after [DONE], so the next call needs no new TCP (or TLS) handshake."""
+    llm_server.add(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    provider = make(llm_server)
+
+    async def three_calls() -> list[str]:
+        return [texts([e async for e in provider.stream(HELLO)]) for _ in range(3)]
+
+    assert run(provider, three_calls()) == ["one", "two", "three"]
+    assert llm_server.connections == 1
+
+
+@dataclass(frozen=True)
+class GoesOnAfterDone:
+    """A server that sends [DONE] and then keeps the body open (until it stops, at most 10 s)."""
+
+    def answer(self, exchange: Exchange) -> None:
+        exchange.start_events()
+        for chunk in Reply(text="kept").chunks(include_usage=False):
+            exchange.event(json.dumps(chunk))
+        exchange.event("[DONE]")
+        exchange.sleep(10.0)
+        exchange.end_events()
+
+
+def test_a_body_left_open_after_done_is_given_up_and_the_answer_kept(llm_server: FakeLLMServer) -> None:
+    llm_server.add(GoesOnAfterDone(), Reply(text="next"))
+    provider = make(llm_server)
+
+    async def two_calls() -> list[str]:
+        return [texts([e async for e in provider.stream(HELLO)]) for _ in range(2)]
+
+    assert run(provider, two_calls()) == ["kept", "next"]
+    assert llm_server.connections == 2  # the open one was closed, not reused
 
 
 def test_stream_assembles_tool_calls(llm_server: FakeLLMServer) -> None:

@@ -147,6 +147,7 @@ def test_many_concurrent_streams(live: LiveServer, llm_server: FakeLLMServer) ->
             return await asyncio.gather(*(one(client, n) for n in range(100)))
 
     for n, events in enumerate(asyncio.run(all_of_them())):
+        assert "reply" in dict(events), events  # an error event says why
         assert dict(events)["reply"]["content"] == f"answer to q{n}"
         assert dict(events)["done"] == {"reason": "job_done"}
 

@@ -203,8 +203,9 @@ def test_the_ttl_comes_from_the_server_section(tmp_path: Path) -> None:
     with Kernel(load_kernel_config(kernel_yaml)) as kernel:
         assert kernel.config.server.continuation_ttl_secs == 24 * 3600
         app = create_app(kernel, ServerSettings(continuation_ttl_secs=5))
-        assert app.state.continuations.store().ttl_secs == 5
-        app.state.continuations.close()
+        assert app.state.sealing.continuations.store().ttl_secs == 5
+        assert app.state.sealing.downloads.store().ttl_secs == 5  # a download id lives as long
+        app.state.sealing.close()
     write(kernel_yaml, kernel_yaml.read_text() + "  continuation_ttl_secs: 60\n")
     assert load_kernel_config(kernel_yaml).server.continuation_ttl_secs == 60.0
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,43 @@ def test_with_tokens_the_page_asks_for_one_and_keeps_it(tmp_path: Path, browser:
         page.reload()  # kept in this browser
         page.wait_for_selector("#session-list button:has-text('tester')")
         assert page.evaluate("localStorage.length") == 1
+
+
+def test_a_file_block_downloads_with_the_token(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """A sealed `file` block (S6.2): fetched with the bearer token, saved through a Blob URL."""
+    from tests.server.test_files_api import CSV, files_project
+
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("report", '{"name": "отчёт.csv"}', id="c1"),)),
+        Reply(text="Your report is ready."),
+    )
+    with LiveServer(Kernel(load_kernel_config(files_project(tmp_path, llm_server)))) as live:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(live.url)
+        page.fill("#token", "alice-token")  # tokens are configured: without one, every call is 401
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#template option[value=tester]", state="attached")
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.fill("#message", "a report please")
+        page.keyboard.press("Enter")
+
+        button = page.get_by_role("button", name="⬇ отчёт.csv (text/csv)")
+        with page.expect_download() as started:
+            button.click()
+        download = started.value
+        assert download.suggested_filename == "отчёт.csv"
+        assert Path(download.path()).read_bytes() == CSV.encode()
+        assert page.locator(".v-file [role=status]").inner_text() == ""  # no error shown
+
+        # the scratch folder cleaned up (files.scratch_ttl_hours): the page says so, plainly
+        ttl = live.kernel.config.files.scratch_ttl_hours * 3600
+        assert live.kernel.clean_scratch(now=time.time() + 2 * ttl)
+        button.click()
+        page.wait_for_selector(".v-file [role=status]:has-text('this file is no longer available')")
+        assert problems == []

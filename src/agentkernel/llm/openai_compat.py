@@ -301,6 +301,31 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             yield line[5:].strip()
 
 
+DRAIN_SECS = 1.0
+DRAIN_EVENTS = 64
+"""How long, and how many events, a stream is read past `[DONE]` for its end (`_read_to_the_end`)."""
+
+
+async def _read_to_the_end(events: AsyncIterator[str]) -> None:
+    """Read what follows `[DONE]` until the body ends, so its connection goes back to the pool.
+
+    A body left unread makes httpx close the connection: against a real
+    provider, every streamed call would pay a new TCP and TLS handshake
+    (benchmarks/server.py counted two connects a turn). Servers end the body
+    right after `[DONE]`; one that does not is given up on after
+    DRAIN_SECS or DRAIN_EVENTS, its connection closed, the answer kept.
+    """
+    try:
+        async with asyncio.timeout(DRAIN_SECS):
+            drained = 0
+            async for _ in events:
+                drained += 1
+                if drained >= DRAIN_EVENTS:
+                    return
+    except (TimeoutError, httpx.TransportError):
+        return
+
+
 # -- retries ------------------------------------------------------------------------------------------
 
 
@@ -481,9 +506,11 @@ class OpenAICompatProvider:
         self, response: httpx.Response, assembler: StreamAssembler
     ) -> AsyncGenerator[str, None]:
         """The text deltas of an SSE body, feeding every chunk to `assembler`."""
-        async for data in sse_data(response.aiter_lines()):
+        events = sse_data(response.aiter_lines())
+        async for data in events:
             if data == "[DONE]":
                 assembler.done = True
+                await _read_to_the_end(events)
                 return
             try:
                 text = assembler.feed(self._parse_chunk(data))

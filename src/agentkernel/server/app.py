@@ -21,8 +21,8 @@ from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
-from agentkernel.server.routes import continuations, health, openai, page, sessions, tools
-from agentkernel.server.sealing import Continuations, TurnSealer
+from agentkernel.server.routes import continuations, files, health, openai, page, sessions, tools
+from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 
@@ -44,9 +44,10 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
             chat.history = list(history)
         return chat
 
-    # S6.3: beside the transcript, in the message store's file (continuations.py says why)
-    store = Continuations(kernel.config.messages_db, chosen.continuation_ttl_secs)
-    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(store))
+    # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
+    sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
+    backlog = chosen.max_stream_backlog_bytes
+    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(sealing), backlog)
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager
@@ -56,7 +57,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         finally:
             await parts.turns.drain(chosen.shutdown_grace_secs)
             parts.sessions.close()
-            store.close()
+            sealing.close()
 
     app = FastAPI(
         title="agentkernel",
@@ -65,9 +66,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         lifespan=lifespan,
     )
     app.state.parts = parts
-    app.state.continuations = store
+    app.state.sealing = sealing
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, tools, continuations, openai):
+    for area in (health, sessions, tools, continuations, openai, files):
         app.include_router(area.router)
     page.install(app)
     return app

@@ -10,15 +10,10 @@ session, pid, template, tool, args}` and the block carries `continuation:
 one dispatch path with the owner's identity and rights (`run_continuation`),
 and the new page's tables are sealed the same way.
 
-Decisions:
+Decisions (the rules every sealed id follows, its randomness, its SHA-256
+kept instead of it, one 404 for unknown, expired and another user's, the
+expiry, are sealed_ids.py's):
 
-- **The id is a capability**: 192 random bits (`secrets.token_urlsafe`),
-  never derived from the args, so it says nothing and cannot be guessed. The
-  file keeps only its SHA-256, as the server keeps its tokens' (issue 11
-  section 3): a copy of the file is no key to anyone's pages.
-- **One answer for unknown, expired and another user's ids**: `get` returns
-  None for all three, so the endpoint answers 404 alike and an id reveals
-  nothing about whether it exists for someone else.
 - **Rights are the owner's**: the record keeps the template of the process
   that made the table, and the rerun gets that template's tool list, so a
   script's `call_tool` can do on page 2 exactly what it could on page 1. A
@@ -26,30 +21,23 @@ Decisions:
   with the rights it was given.
 - **Beside the transcript**: the table lives in the message store's SQLite
   file (kernel.yaml's `logging.messages_db_path`), versioned in its own
-  `continuations_schema` table, so it survives a restart, and the checks
-  that keep scripts away from the transcript (config/stores.py) keep them
-  away from it too. One connection per store, its lock serialising threads
-  (services/sqlite_db.py).
-- **Expiry**: a continuation lives `ttl_secs` from its creation; expired
-  rows answer None at once and are deleted by the next `put` (an indexed
-  range delete, nothing to do most of the time) or by `purge`.
+  `continuations_schema` table. One connection per store, its lock
+  serialising threads (services/sqlite_db.py).
+- **What else the page holds**: a rerun's result may carry blocks that must
+  be sealed too (a `file` block's path, downloads.py); the caller passes
+  that step as `seal_more`, so this module knows tables only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import secrets
-import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentkernel.errors import AgentKernelError, ConfigError
-from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.errors import ConfigError
+from agentkernel.server.sealed_ids import DEFAULT_TTL_SECS, SealedIdStore, sealed_schema
 from agentkernel.types import JSONObject, VisualBlock
 
 if TYPE_CHECKING:
@@ -57,35 +45,14 @@ if TYPE_CHECKING:
     from agentkernel.process import Caller
     from agentkernel.tools.results import ToolResult
 
-DEFAULT_TTL_SECS = 24 * 3600.0
-BUSY_TIMEOUT_SECS = 5.0
-ID_BYTES = 24  # 192 bits; token_urlsafe makes 32 characters of [A-Za-z0-9_-]
-MAX_ID_CHARS = 100  # anything longer is no id of ours: refused before hashing
-
-_SCHEMA = Schema(
-    version=1,
-    upgrades={
-        1: (
-            "CREATE TABLE continuations ("
-            " key TEXT PRIMARY KEY,"  # SHA-256 of the id, hex
-            " owner TEXT NOT NULL,"
-            " session_id TEXT,"
-            " pid TEXT,"
-            " template TEXT,"
-            " tool TEXT NOT NULL,"
-            " args TEXT NOT NULL,"  # a JSON object
-            " created_at REAL NOT NULL"  # seconds since the epoch
-            ") WITHOUT ROWID",
-            "CREATE INDEX continuations_created ON continuations (created_at)",
-        )
-    },
-    too_new=lambda found: AgentKernelError(
-        f"continuation store schema version {found} is newer than this kernel's"
-    ),
-    version_table="continuations_schema",  # the file is the message store's, which uses user_version
+_COLUMNS = (
+    "session_id TEXT",
+    "pid TEXT",
+    "template TEXT",
+    "tool TEXT NOT NULL",
+    "args TEXT NOT NULL",  # a JSON object
 )
-
-_FIELDS = "owner, session_id, pid, template, tool, args, created_at"
+_FIELDS = tuple(column.split()[0] for column in _COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -101,21 +68,16 @@ class Continuation:
     created_at: float
 
 
-class ContinuationStore(SqliteStore):
+# what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
+SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
+
+
+class ContinuationStore(SealedIdStore):
     """Continuations in an SQLite file, safe across threads and processes; see the module docstring."""
 
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        ttl_secs: float = DEFAULT_TTL_SECS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if not ttl_secs > 0:
-            raise ValueError(f"continuation ttl_secs must be positive, got {ttl_secs!r}")
-        super().__init__(path, _SCHEMA, BUSY_TIMEOUT_SECS)
-        self.ttl_secs = ttl_secs
-        self._clock = clock
+    table = "continuations"
+    what = "continuation"
+    schema = sealed_schema(table, what, _COLUMNS)
 
     def put(
         self,
@@ -142,46 +104,16 @@ class ContinuationStore(SqliteStore):
             args_text = json.dumps(args, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"continuation args for tool {tool!r} are not plain JSON: {exc}") from exc
-        at = self._clock() if now is None else now
-        new_id = secrets.token_urlsafe(ID_BYTES)
-        with self._write() as conn:
-            self._delete_expired(conn, at)
-            conn.execute(
-                f"INSERT INTO continuations (key, {_FIELDS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (_key(new_id), owner, session_id, pid, template, tool, args_text, at),
-            )
-        return new_id
+        row = dict(zip(_FIELDS, (session_id, pid, template, tool, args_text), strict=True))
+        return self._insert(owner, row, now)
 
     def get(self, continuation_id: object, owner: str, now: float | None = None) -> Continuation | None:
         """The continuation `continuation_id` of `owner`; None when unknown, expired or another user's."""
-        if not isinstance(continuation_id, str) or not 0 < len(continuation_id) <= MAX_ID_CHARS:
+        found = self._lookup(continuation_id, owner, _FIELDS, now)
+        if found is None:
             return None
-        rows = self._read(f"SELECT {_FIELDS} FROM continuations WHERE key = ?", (_key(continuation_id),))
-        if not rows or rows[0][0] != owner:
-            return None
-        owner_id, session_id, pid, template, tool, args_text, created_at = rows[0]
-        found = Continuation(owner_id, session_id, pid, template, tool, json.loads(args_text), created_at)
-        at = self._clock() if now is None else now
-        return found if found.created_at > at - self.ttl_secs else None
-
-    def purge(self, now: float | None = None) -> int:
-        """Delete the expired continuations; how many."""
-        at = self._clock() if now is None else now
-        with self._write() as conn:
-            return self._delete_expired(conn, at)
-
-    def _delete_expired(self, conn: sqlite3.Connection, now: float) -> int:
-        return conn.execute(
-            "DELETE FROM continuations WHERE created_at <= ?", (now - self.ttl_secs,)
-        ).rowcount
-
-    def count(self) -> int:
-        """How many rows the file holds, expired ones included (for tests and the benchmark)."""
-        return int(self._read("SELECT count(*) FROM continuations", ())[0][0])
-
-
-def _key(continuation_id: str) -> str:
-    return hashlib.sha256(continuation_id.encode("utf-8")).hexdigest()
+        session_id, pid, template, tool, args_text, created_at = found
+        return Continuation(owner, session_id, pid, template, tool, json.loads(args_text), created_at)
 
 
 def seal_visual(
@@ -220,24 +152,33 @@ def seal_visual(
 
 
 def run_continuation(
-    kernel: Kernel, store: ContinuationStore, continuation_id: object, user_id: str
+    kernel: Kernel,
+    store: ContinuationStore,
+    continuation_id: object,
+    user_id: str,
+    seal_more: SealMore | None = None,
 ) -> ToolResult | None:
     """The next page: the stored tool call run as its owner, its tables sealed anew; None means 404.
 
     None when the id is unknown, expired or not `user_id`'s (`get`), or
     when the template it ran under no longer loads. Otherwise the tool's
     ToolResult, whatever it is (a failure included): the endpoint answers
-    with its `visual`, and may pass on `error` and `warnings`.
+    with its `visual`, and may pass on `error` and `warnings`. `seal_more`
+    then seals what else its blocks hold (see the module docstring).
     """
     found = store.get(continuation_id, user_id)
     caller = None if found is None else _owner_caller(kernel, found)
     if found is None or caller is None:
         return None
-    return _sealed(kernel.run_tool(found.tool, found.args, caller), store, found)
+    return _sealed(kernel.run_tool(found.tool, found.args, caller), store, found, seal_more)
 
 
 async def arun_continuation(
-    kernel: Kernel, store: ContinuationStore, continuation_id: object, user_id: str
+    kernel: Kernel,
+    store: ContinuationStore,
+    continuation_id: object,
+    user_id: str,
+    seal_more: SealMore | None = None,
 ) -> ToolResult | None:
     """`run_continuation` from an event loop: SQLite and the script run on worker threads."""
     found = await asyncio.to_thread(store.get, continuation_id, user_id)
@@ -245,7 +186,7 @@ async def arun_continuation(
     if found is None or caller is None:
         return None
     result = await kernel.arun_tool(found.tool, found.args, caller)
-    return await asyncio.to_thread(_sealed, result, store, found)
+    return await asyncio.to_thread(_sealed, result, store, found, seal_more)
 
 
 def _owner_caller(kernel: Kernel, found: Continuation) -> Caller | None:
@@ -265,7 +206,9 @@ def _owner_caller(kernel: Kernel, found: Continuation) -> Caller | None:
     )
 
 
-def _sealed(result: ToolResult, store: ContinuationStore, found: Continuation) -> ToolResult:
+def _sealed(
+    result: ToolResult, store: ContinuationStore, found: Continuation, seal_more: SealMore | None
+) -> ToolResult:
     visual = seal_visual(
         result.visual,
         store,
@@ -275,13 +218,15 @@ def _sealed(result: ToolResult, store: ContinuationStore, found: Continuation) -
         pid=found.pid,
         template=found.template,
     )
-    return replace(result, visual=visual)
+    sealed = replace(result, visual=visual)
+    return sealed if seal_more is None else seal_more(sealed, found)
 
 
 __all__ = [
     "DEFAULT_TTL_SECS",
     "Continuation",
     "ContinuationStore",
+    "SealMore",
     "arun_continuation",
     "run_continuation",
     "seal_visual",

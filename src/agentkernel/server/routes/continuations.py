@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field
 
 from agentkernel.server.continuations import arun_continuation
 from agentkernel.server.identity import Parts, User
-from agentkernel.server.sealing import Continuations
+from agentkernel.server.problems import CALLER, documented
+from agentkernel.server.sealing import Sealing
 
-router = APIRouter(prefix="/v1/continuations", tags=["continuations"])
+router = APIRouter(prefix="/v1/continuations", tags=["continuations"], responses=documented(*CALLER))
 NOT_FOUND = "no such continuation (unknown, expired, or not yours)"
 
 
@@ -25,21 +26,22 @@ class NextPage(BaseModel):
     id: str = Field(min_length=1, max_length=200, description="a table's `continuation.id`")
 
 
-def continuation_store(request: Request) -> Continuations:
-    """The app's continuation store (app.py puts it on `app.state`)."""
-    store: Continuations = request.app.state.continuations
-    return store
+def sealing_of(request: Request) -> Sealing:
+    """The app's sealed-id stores (app.py puts them on `app.state`)."""
+    sealing: Sealing = request.app.state.sealing
+    return sealing
 
 
-@router.post("")
+@router.post("", responses=documented(404, 413))
 async def next_page(body: NextPage, request: Request, user: User, parts: Parts) -> dict[str, Any]:
-    """`{visual, success, error, warnings}`: the page's blocks, their tables sealed with fresh ids."""
-    store = await asyncio.to_thread(continuation_store(request).store)
-    result = await arun_continuation(parts.kernel, store, body.id, user)
+    """`{visual, success, error, warnings}`: the page's blocks, their tables and files sealed anew."""
+    sealing = sealing_of(request)
+    store = await asyncio.to_thread(sealing.continuations.store)
+    result = await arun_continuation(parts.kernel, store, body.id, user, sealing.seal_page)
     if result is None:
         raise HTTPException(404, NOT_FOUND)
     shown = result.to_json()
     return {key: shown[key] for key in ("visual", "success", "error", "warnings")}
 
 
-__all__ = ["NOT_FOUND", "continuation_store", "router"]
+__all__ = ["NOT_FOUND", "router", "sealing_of"]

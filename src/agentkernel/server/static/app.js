@@ -149,8 +149,20 @@ function renderChart(block) {
   return figure;
 }
 
+// A file a tool made. `download.url` is this server's (a sealed id, GET /v1/files/{id}): it needs the
+// bearer token, which a plain <a href> cannot send, so the file is fetched with it and saved through a
+// Blob URL. The token never goes to a block's `url`, which is wherever a script said (a plain link).
+const DOWNLOAD_URL = /^\/v1\/files\/[A-Za-z0-9_-]+$/;
+
 function renderFile(block) {
   const label = block.name + (block.mime ? " (" + block.mime + ")" : "");
+  const own = block.download && typeof block.download.url === "string" && DOWNLOAD_URL.test(block.download.url);
+  if (own) {
+    const note = el("span", { class: "quiet", role: "status" });
+    const button = el("button", { type: "button", class: "download", text: "⬇ " + label });
+    button.addEventListener("click", () => saveDownload(block.download.url, block.name, button, note));
+    return el("p", { class: "v-file" }, button, " ", note);
+  }
   let safe = null;
   try {
     const url = new URL(block.url, location.href);
@@ -161,7 +173,28 @@ function renderFile(block) {
   if (safe) {
     return el("p", { class: "v-file" }, el("a", { href: safe, download: block.name, rel: "noopener noreferrer", text: "⬇ " + label }));
   }
-  return el("p", { class: "v-file", text: "📄 " + label + " — kept on the server (no download link for a file path yet)" });
+  return el("p", { class: "v-file", text: "📄 " + label + " (no download offered)" });
+}
+
+async function saveDownload(url, name, button, note) {
+  button.disabled = true;
+  note.textContent = "downloading…";
+  try {
+    const response = await api("GET", url);
+    // always a plain byte stream: whatever the file says it is, nothing of it runs in this page
+    const blob = (await response.blob()).slice(0, undefined, "application/octet-stream");
+    const href = URL.createObjectURL(blob);
+    const link = el("a", { href, download: name || "download", hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 60_000); // the download has its own copy by then
+    note.textContent = "";
+  } catch (err) {
+    note.textContent = err.status === 404 ? "this file is no longer available" : err.message;
+  } finally {
+    button.disabled = false;
+  }
 }
 
 function renderVisual(blocks) {
@@ -341,7 +374,7 @@ function showTranscript(records) {
     if (r.kind === "user") userMessage(r.content);
     else if (r.kind === "agent") answerBox().innerHTML = markdown(r.content);
     else if (r.kind === "tool_call") rows.set(meta.id, toolRow(meta.tool, r.content));
-    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success, visual: meta.visual });
+    else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success, visual: meta.visual, warnings: meta.visual_warnings });
     else if (r.kind === "notice") line("notice", r.content);
     else if (r.kind === "warning") line("warning", "⚠ " + r.content);
     else if (r.kind === "error") line("error", "✖ " + r.content);
