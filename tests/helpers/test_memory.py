@@ -208,6 +208,18 @@ def test_one_call_returns_at_most_max_records(
     assert len(probe(mkernel, make_tool, ".js", 'memory_search("слово", 1000000)', alice)["value"]) == 3
 
 
+def test_search_ranks_the_latest_search_window_matches(
+    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory_helpers, "SEARCH_WINDOW", 2)
+    records.append("s1", "user", KIND_USER, "счёт счёт счёт, старый", user_id="alice")
+    for i in range(3):
+        records.append("s1", "user", KIND_USER, f"счёт {i}", user_id="alice")
+    alice = mkernel.caller(user_id="alice", session_id="s1")
+    got = probe(mkernel, make_tool, ".js", 'memory_search("счет", 2)', alice)["value"]
+    assert sorted(r["content"] for r in got) == ["счёт 1", "счёт 2"]
+
+
 def test_one_call_returns_at_most_max_result_bytes(
     mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -187,6 +187,24 @@ def test_a_version_1_file_is_upgraded_and_its_records_keep_no_user(db: Path) -> 
         conn.close()
 
 
+def test_a_window_ranks_only_the_latest_matches(store: SqliteMessageStore) -> None:
+    """`window` bounds the ranking's cost: the latest N matches of the session (and owner) are ranked."""
+    store.append("s1", "user", KIND_USER, "apple apple apple apple", user_id="alice")  # the best, but old
+    for i in range(5):
+        store.append("s1", "user", KIND_USER, f"apple {i}", user_id="alice")
+        store.append("s1", "user", KIND_USER, "apple apple apple apple apple", user_id="bob")  # not alice's
+        store.append("s2", "user", KIND_USER, "apple apple apple apple apple", user_id="alice")
+    alice = Owner("alice")
+    exact = store.search("s1", "apple", 3, owner=alice)
+    assert exact[0].content == "apple apple apple apple"
+    assert store.search("s1", "apple", 3, owner=alice, window=6) == exact  # every match fits the window
+    recent = store.search("s1", "apple", 3, owner=alice, window=3)
+    assert sorted(r.content for r in recent) == ["apple 2", "apple 3", "apple 4"]
+    assert all(r.score is not None and r.score > 0 for r in recent)
+    assert store.search("s1", "pear", 3, owner=alice, window=3) == []
+    assert len(store.search("s1", "apple", 5, owner=alice, window=2)) == 5  # the window is at least k
+
+
 def test_max_bytes_keeps_the_newest_or_best_records_that_fit(store: SqliteMessageStore) -> None:
     for i in range(4):
         store.append("s1", "tool", "tool_result", f"part {i} " + "x" * 1000)

@@ -11,7 +11,11 @@ hooks do).
 What one call returns is bounded, whatever the session holds: at most
 `MAX_RECORDS` records (a larger `n` or `k` is capped, not refused, as
 `llm`'s `max_tokens` is) and at most `MAX_RESULT_BYTES` of content and meta
-(the newest, or the best, records that fit). The store is the live service
+(the newest, or the best, records that fit). A search ranks the latest
+`SEARCH_WINDOW` records that hold a word of the query, not every one: bm25
+costs about a microsecond per matching record, and a common word may match
+most of a 100,000-record session (benchmarks/memory_search.py); a word in
+fewer records than that is ranked over all of them. The store is the live service
 `messages`; without it, or without a session, each call throws the manual's
 `memory: no message store…` / `memory: no session id…`.
 """
@@ -32,6 +36,8 @@ MAX_RECORDS = 1000
 MAX_RESULT_BYTES = 8 * 1024 * 1024
 """The most content and meta (UTF-8) one call returns; records past it are left out."""
 MAX_QUERY_CHARS = 4096
+SEARCH_WINDOW = 1000
+"""`memory_search` ranks the latest this many records holding a word of the query (a bounded cost)."""
 DEFAULT_K = 10
 
 NO_SESSION = (
@@ -87,7 +93,8 @@ def memory_search(call: ScriptCall, query: JSONValue, k: JSONValue = DEFAULT_K) 
     text = _query(query)
     count = _count_arg("memory_search", "k", k)
     store, session, owner = _open("memory_search", call)
-    return _records(store.search(session, text, count, owner=owner, max_bytes=MAX_RESULT_BYTES))
+    found = store.search(session, text, count, owner=owner, max_bytes=MAX_RESULT_BYTES, window=SEARCH_WINDOW)
+    return _records(found)
 
 
 def memory_count(call: ScriptCall) -> JSONValue:
@@ -109,4 +116,12 @@ def register(table: HelperTable) -> None:
         table.register(name, function)
 
 
-__all__ = ["DEFAULT_K", "HELPERS", "MAX_QUERY_CHARS", "MAX_RECORDS", "MAX_RESULT_BYTES", "register"]
+__all__ = [
+    "DEFAULT_K",
+    "HELPERS",
+    "MAX_QUERY_CHARS",
+    "MAX_RECORDS",
+    "MAX_RESULT_BYTES",
+    "SEARCH_WINDOW",
+    "register",
+]

@@ -222,9 +222,19 @@ class MessageStore(Protocol):
         ...
 
     def search(
-        self, session_id: str, query: str, k: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
     ) -> list[Record]:
-        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above."""
+        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
+
+        With `window`, only the latest `window` matching records are ranked (a bounded cost).
+        """
         ...
 
     def count(self, session_id: str, *, owner: Owner | None = None) -> int:
@@ -298,20 +308,45 @@ class SqliteMessageStore(SqliteStore):
         return [_record(row) for row in reversed(rows)]
 
     def search(
-        self, session_id: str, query: str, k: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
     ) -> list[Record]:
-        """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises."""
+        """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises.
+
+        Ranking costs about a microsecond per matching record, so a word in
+        most of a long session's records costs a lot; `window` bounds it:
+        the latest `window` matching records are found first (cheap: rowid
+        order, no ranking), and only those are ranked. Without it, every
+        match is ranked.
+        """
         where, params = _scope(session_id, owner)
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        # bm25() is lower-is-better; S18's score is higher-is-better
+        since = 0
+        if window is not None:
+            (found,) = self._read(
+                "SELECT min(id) FROM (SELECT m.id FROM messages_fts "
+                "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+                f"WHERE messages_fts MATCH ? AND {where} ORDER BY messages_fts.rowid DESC LIMIT ?)",
+                (match, *params, max(window, k)),
+            )[0]
+            if found is None:
+                return []
+            since = found
+        # bm25() is lower-is-better; S18's score is higher-is-better. CROSS JOIN: the index drives
         rows = self._read_within(
             f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
-            "JOIN messages m ON m.id = messages_fts.rowid "
-            f"WHERE messages_fts MATCH ? AND {where} "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND {where} "
             "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
-            (match, *params, k),
+            (match, since, *params, k),
             max_bytes,
         )
         return [_record(row) for row in rows]
@@ -475,9 +510,16 @@ class LazyMessageStore:
         return self.store.history(session_id, n, owner=owner, max_bytes=max_bytes)
 
     def search(
-        self, session_id: str, query: str, k: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
     ) -> list[Record]:
-        return self.store.search(session_id, query, k, owner=owner, max_bytes=max_bytes)
+        return self.store.search(session_id, query, k, owner=owner, max_bytes=max_bytes, window=window)
 
     def count(self, session_id: str, *, owner: Owner | None = None) -> int:
         return self.store.count(session_id, owner=owner)
