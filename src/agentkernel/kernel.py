@@ -404,7 +404,7 @@ class Kernel:
         """
         from agentkernel.services.memory import Owner
 
-        owner = Owner(user_id, unrecorded=True) if user_id else None
+        owner = Owner(user_id, unrecorded=True) if user_id is not None else None
         return self._store.history(session_id, limit, owner=owner)
 
     def _agent_loop(self, *, stream: bool = True) -> AgentLoop:
