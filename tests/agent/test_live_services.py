@@ -144,3 +144,20 @@ def test_hook_tool_attaches_the_transcript_only_with_live(agent_project: Path) -
 
 async def _ignore(event: LoopEvent) -> None:
     del event
+
+
+def test_resuming_another_users_session_id_replays_nothing_of_theirs(
+    agent_project: Path, llm_server: FakeLLMServer
+) -> None:
+    """`chat(resume=True)` replays the records of the process's user only (kernel.md 9)."""
+    llm_server.add(Reply(text="noted"), Reply(text="bob's answer"), Reply(text="alice again"))
+    with Kernel(load_kernel_config(agent_project / "config" / "kernel.yaml")) as kernel:
+        asyncio.run(kernel.chat("tester", user_id="alice", session_id="s1").send("my PIN is 1234", _ignore))
+        asyncio.run(kernel.chat("tester", user_id="bob", session_id="s1", resume=True).send("PIN?", _ignore))
+        asyncio.run(
+            kernel.chat("tester", user_id="alice", session_id="s1", resume=True).send("and?", _ignore)
+        )
+        assert len(kernel.transcript("s1", 100, user_id="bob")) < len(kernel.transcript("s1", 100))
+    bob_saw, alice_saw = (json.dumps(body["messages"], ensure_ascii=False) for body in llm_server.bodies[1:])
+    assert "1234" not in bob_saw and "noted" not in bob_saw
+    assert "my PIN is 1234" in alice_saw and "noted" in alice_saw and "bob" not in alice_saw
