@@ -50,6 +50,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
     ],
+    "memory_search.py": [
+        rf"^word in ~1 % of records\s+p50\s+{NUMBER} ms\s+p95\s+{NUMBER} ms",
+        rf"^every class\s+p50\s+{NUMBER} ms",
+        rf"^JS tool calling memory_search \(1 %\)\s+p50\s+{NUMBER} ms",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

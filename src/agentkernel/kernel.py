@@ -27,7 +27,7 @@ from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
 from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import AttachedServices, Environment
+from agentkernel.services import AttachedServices, Environment, LiveServices
 from agentkernel.services.files import FilesService
 from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
@@ -93,20 +93,31 @@ class Kernel:
         self._provider = provider
         self._store = LazyMessageStore(config.messages_db)
         self._live = live
-        self._services = kernel_services(
+        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history)
+        self._processes = ProcessTable()
+        self._services = kernel_services(  # last: the live services may use any part above
             config,
             environment=Environment(deny=deny),
-            llm=self._llm if live else None,
-            messages=self._store if live else None,
+            live=self._live_services() if live else None,
             given=extra_services,
             extensions=extensions,
         )
         handed = [*(extra_services or {}).values(), *(extensions or {}).values()]
         self._given = [s for s in handed if s is not None]  # closed with us
-        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history)
-        self._processes = ProcessTable()
         self._janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self._closed = False
+
+    def _live_services(self) -> LiveServices:
+        """The live services, the one place they are attached (issue 12 §6, `LiveServices`).
+
+        Every script this kernel runs — a tool the agent loop calls, `agentkernel
+        tool run`, `hook_tool --live`, a server turn — gets these through the
+        kernel's one `Services`, so a tool tried from the terminal runs exactly
+        as the agent would run it. Not called for `live=False`. A new live
+        service is one more key here (and in `LiveServices`), built cheaply or
+        lazily: this runs in `__init__`, after every other part exists.
+        """
+        return {"llm": self._llm, "messages": self._store}
 
     @classmethod
     def from_config_file(
@@ -291,7 +302,7 @@ class Kernel:
         run = self._hooks.run_message(specs, who, message)
         if self._live and who.session_id is not None:
             for record in run.records:
-                self._store.append(who.session_id, *record.transcript_entry())
+                self._store.append(who.session_id, *record.transcript_entry(), user_id=who.user_id)
         return run
 
     # -- processes and chats -----------------------------------------------------------------------
@@ -355,14 +366,21 @@ class Kernel:
 
         process = self.spawn(template, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
         settings = LoopSettings.for_template(process.template, self._catalog)
-        history = self._conversation(process.session_id) if resume and process.session_id else []
+        history = self._conversation(process) if resume else []
         return ChatSession(process, self._agent_loop(stream=stream), settings, history)
 
-    def _conversation(self, session_id: str) -> list[ChatMessage]:
-        """The user's messages and the answers of a session's transcript, as the loop's history."""
-        from agentkernel.services.memory import KIND_AGENT, KIND_USER
+    def _conversation(self, process: Process) -> list[ChatMessage]:
+        """The user's messages and the answers of the process's session, as the loop's history.
 
-        records = self._store.history(session_id, RESUME_RECORDS)
+        Only the records of the process's user (and those from before the
+        store recorded users): naming another user's session id resumes nothing of theirs.
+        """
+        from agentkernel.services.memory import KIND_AGENT, KIND_USER, Owner
+
+        if process.session_id is None:
+            return []
+        owner = Owner(process.user_id, unrecorded=True)
+        records = self._store.history(process.session_id, RESUME_RECORDS, owner=owner)
         return [
             ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
             for r in records
@@ -376,9 +394,18 @@ class Kernel:
         if process.session_id is not None:
             self._history.forget_session(process.user_id, process.session_id)
 
-    def transcript(self, session_id: str, limit: int = 100) -> list[Record]:
-        """The last `limit` records of a session's transcript, oldest first (kernel.md 9)."""
-        return self._store.history(session_id, limit)
+    def transcript(self, session_id: str, limit: int = 100, *, user_id: str | None = None) -> list[Record]:
+        """The last `limit` records of a session's transcript, oldest first (kernel.md 9).
+
+        Every record under the session id, unless `user_id` names its owner:
+        then only that user's (and those from before the store recorded
+        users). Whoever calls this has checked who owns the session (the
+        server does, through its sessions table); scripts never reach it.
+        """
+        from agentkernel.services.memory import Owner
+
+        owner = Owner(user_id, unrecorded=True) if user_id is not None else None
+        return self._store.history(session_id, limit, owner=owner)
 
     def _agent_loop(self, *, stream: bool = True) -> AgentLoop:
         from agentkernel.agent.loop import AgentLoop

@@ -16,6 +16,7 @@ import pytest
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.memory import (
+    _MIGRATIONS,
     KIND_AGENT,
     KIND_ERROR,
     KIND_TOOL_CALL,
@@ -24,6 +25,7 @@ from agentkernel.services.memory import (
     MAX_CONTENT_BYTES,
     SCHEMA_VERSION,
     MessageStore,
+    Owner,
     Record,
     SqliteMessageStore,
     fts_query,
@@ -129,6 +131,86 @@ def test_sessions_never_see_each_other(store: SqliteMessageStore) -> None:
     assert store.search("bob", "swordfish", 10) == []
     assert [r.content for r in store.search("bob", "password", 10)] == ["what is the password"]
     assert store.count("bob") == 1
+
+
+def test_s18_an_owner_reads_only_its_users_records_of_the_session(store: SqliteMessageStore) -> None:
+    """A session id is not a secret: user B naming user A's session reads B's records only."""
+    store.append("shared", "user", KIND_USER, "alice: the password is swordfish", user_id="alice")
+    store.append("shared", "user", KIND_USER, "bob: what is the password", user_id="bob")
+    store.append("shared", "user", KIND_USER, "nobody: password?")  # no user
+    bob, nobody = Owner("bob"), Owner(None)
+    assert [r.content for r in store.history("shared", 10, owner=bob)] == ["bob: what is the password"]
+    assert store.search("shared", "swordfish", 10, owner=bob) == []
+    assert [r.content for r in store.search("shared", "password", 10, owner=bob)] == [
+        "bob: what is the password"
+    ]
+    assert store.count("shared", owner=bob) == 1
+    assert [r.content for r in store.history("shared", 10, owner=nobody)] == ["nobody: password?"]
+    assert store.count("shared", owner=Owner("")) == 1  # "" is no user, as None
+    assert store.count("shared") == 3  # no owner: the kernel's read of the whole session
+    with pytest.raises(ValueError, match="user_id must be a string"):
+        store.append("shared", "user", KIND_USER, "x", user_id=5)  # type: ignore[arg-type]
+
+
+def test_a_version_1_file_is_upgraded_and_its_records_keep_no_user(db: Path) -> None:
+    """Records from before users were recorded: every reader of the whole session, or `unrecorded`."""
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    try:
+        for statement in _MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO messages (session_id, role, kind, content, meta, created_at) "
+            "VALUES ('s1', 'user', 'user', 'старое поступление', '{}', '2026-01-01T00:00:00.000Z')"
+        )
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+    finally:
+        conn.close()
+    with SqliteMessageStore(db) as store:
+        store.append("s1", "user", KIND_USER, "новое поступление", user_id="alice")
+        assert [r.content for r in store.search("s1", "поступление", 5)] == [
+            "новое поступление",
+            "старое поступление",
+        ]
+        assert [r.content for r in store.history("s1", 5, owner=Owner("alice"))] == ["новое поступление"]
+        assert store.count("s1", owner=Owner(None)) == 0
+        assert [r.content for r in store.history("s1", 5, owner=Owner("alice", unrecorded=True))] == [
+            "старое поступление",
+            "новое поступление",
+        ]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert conn.execute("SELECT user_id FROM messages ORDER BY id").fetchall() == [(None,), ("alice",)]
+    finally:
+        conn.close()
+
+
+def test_a_window_ranks_only_the_latest_matches(store: SqliteMessageStore) -> None:
+    """`window` bounds the ranking's cost: the latest N matches of the session (and owner) are ranked."""
+    store.append("s1", "user", KIND_USER, "apple apple apple apple", user_id="alice")  # the best, but old
+    for i in range(5):
+        store.append("s1", "user", KIND_USER, f"apple {i}", user_id="alice")
+        store.append("s1", "user", KIND_USER, "apple apple apple apple apple", user_id="bob")  # not alice's
+        store.append("s2", "user", KIND_USER, "apple apple apple apple apple", user_id="alice")
+    alice = Owner("alice")
+    exact = store.search("s1", "apple", 3, owner=alice)
+    assert exact[0].content == "apple apple apple apple"
+    assert store.search("s1", "apple", 3, owner=alice, window=6) == exact  # every match fits the window
+    recent = store.search("s1", "apple", 3, owner=alice, window=3)
+    assert sorted(r.content for r in recent) == ["apple 2", "apple 3", "apple 4"]
+    assert all(r.score is not None and r.score > 0 for r in recent)
+    assert store.search("s1", "pear", 3, owner=alice, window=3) == []
+    assert len(store.search("s1", "apple", 5, owner=alice, window=2)) == 5  # the window is at least k
+
+
+def test_max_bytes_keeps_the_newest_or_best_records_that_fit(store: SqliteMessageStore) -> None:
+    for i in range(4):
+        store.append("s1", "tool", "tool_result", f"part {i} " + "x" * 1000)
+    assert [r.content[:6] for r in store.history("s1", 4, max_bytes=2100)] == ["part 2", "part 3"]
+    assert len(store.search("s1", "part", 4, max_bytes=2100)) == 2
+    assert len(store.history("s1", 4, max_bytes=10)) == 1  # one record at least
 
 
 def test_delete_session(store: SqliteMessageStore) -> None:

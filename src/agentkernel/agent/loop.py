@@ -75,10 +75,17 @@ Emit = Callable[[LoopEvent], Awaitable[None]]
 
 
 class Transcript(Protocol):
-    """Where the loop records events (the message store, S23.5)."""
+    """Where the loop records events (the message store, S23.5), each with the caller's user (S18)."""
 
     def append(
-        self, session_id: str, role: str, kind: str, content: str, meta: JSONObject | None = None
+        self,
+        session_id: str,
+        role: str,
+        kind: str,
+        content: str,
+        meta: JSONObject | None = None,
+        *,
+        user_id: str | None = None,
     ) -> int: ...
 
 
@@ -149,7 +156,7 @@ class AgentLoop:
         if self.transcript is None or caller.session_id is None:
             return
         try:
-            self.transcript.append(caller.session_id, role, kind, content, meta)
+            self.transcript.append(caller.session_id, role, kind, content, meta, user_id=caller.user_id)
         except Exception:  # the transcript must never break a turn
             log.exception("could not record a %s event", kind)
 

@@ -29,13 +29,17 @@ Attach: TypeAlias = T | Later[T] | None
 """A local service as `Services` takes it: built, built on first use (`Later`), or None (not attached)."""
 
 LocalName = Literal["http", "state", "duckdb", "files", "shell"]
+LiveName = Literal["messages"]
+"""The live services a helper `require`s: those that reach the kernel itself (`LiveServices`)."""
 
-MISSING: dict[LocalName, str] = {
+MISSING: dict[LocalName | LiveName, str] = {
     "http": "no http service attached to this kernel",  # docs/scripts.md, the http_* errors (S8.2)
     "state": "no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)",  # S11.3
     "duckdb": "no duckdb service attached to this kernel",
     "files": "no files service attached to this kernel",
     "shell": "no shell service attached to this kernel",
+    # S18: the transcript helpers speak as `memory: …`
+    "messages": "no message store attached to this kernel (hook_tool attaches it with --live)",
 }
 """What a helper says when its service is not attached, after its own name (`state_get: …`)."""
 
@@ -52,6 +56,21 @@ class AttachedServices(TypedDict, total=False):
     duckdb: DuckService | None
     files: FilesService | None
     shell: ShellService | None
+
+
+class LiveServices(TypedDict, total=False):
+    """The live services: what reaches the kernel itself, not the machine (issue 12 §6).
+
+    `Kernel._live_services` fills this, the one place a live service is
+    attached: the agent loop, `agentkernel tool run`, `hook_tool --live` and
+    the server all run scripts on that kernel's `Services`, so a service
+    added there reaches every script; a kernel built with `live=False`
+    (`hook_tool` without `--live`) attaches none, and each helper throws its
+    "no … attached". A key here is a keyword of `Services`.
+    """
+
+    llm: Provider | None
+    messages: MessageStore | None
 
 
 def _later(service: Attach[T]) -> Later[T]:
@@ -132,8 +151,10 @@ class Services:
     def require(self, name: Literal["files"], helper: str) -> FilesService: ...
     @overload
     def require(self, name: Literal["shell"], helper: str) -> ShellService: ...
+    @overload
+    def require(self, name: Literal["messages"], helper: str) -> MessageStore: ...
 
-    def require(self, name: LocalName, helper: str) -> object:
+    def require(self, name: LocalName | LiveName, helper: str) -> object:
         """The service `name`, built if need be; MissingService (`helper: no … attached`) without one."""
         service: object = getattr(self, name)
         if service is None:
@@ -158,4 +179,13 @@ class Services:
         return [service for service in made if service is not None]
 
 
-__all__ = ["MISSING", "Attach", "AttachedServices", "Environment", "Later", "MissingService", "Services"]
+__all__ = [
+    "MISSING",
+    "Attach",
+    "AttachedServices",
+    "Environment",
+    "Later",
+    "LiveServices",
+    "MissingService",
+    "Services",
+]

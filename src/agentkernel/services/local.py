@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from agentkernel.services import AttachedServices, Environment, Later, Services
+from agentkernel.services import AttachedServices, Environment, Later, LiveServices, Services
 
 if TYPE_CHECKING:
     from agentkernel.config import KernelConfig
-    from agentkernel.llm.base import Provider
     from agentkernel.services.duck import DuckService
     from agentkernel.services.files import FilesService
     from agentkernel.services.http import HttpService
-    from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
 
@@ -57,17 +55,18 @@ def kernel_services(
     config: KernelConfig,
     *,
     environment: Environment,
-    llm: Provider | None = None,
-    messages: MessageStore | None = None,
+    live: LiveServices | None = None,
     given: AttachedServices | None = None,
     extensions: Mapping[str, object] | None = None,
 ) -> Services:
-    """Every local service built from `config` on first use, except those `given` (built, or None)."""
+    """Every local service built from `config` on first use, except those `given` (built, or None).
+
+    `live` are the live services (`LiveServices`), attached as given.
+    """
     given = given or {}
     return Services(
         environment,
-        llm,
-        messages,
+        **(live or {}),
         http=given["http"] if "http" in given else Later(lambda: _http(config)),
         state=given["state"] if "state" in given else Later(lambda: _state(config)),
         duckdb=given["duckdb"] if "duckdb" in given else Later(lambda: _duckdb(config)),

@@ -2,9 +2,11 @@
 
 Every event of a session -- user and agent messages, tool calls and results,
 hook verdicts, notices, warnings, errors -- is appended as one record
-``{id, role, kind, content, meta, created_at}``. The transcript helpers
-(`memory_history`, `memory_search`, `memory_count`) read it back, scoped to the
-caller's session, so sessions never see each other's records.
+``{id, role, kind, content, meta, created_at}``, with the user it was written
+for. The transcript helpers (`memory_history`, `memory_search`, `memory_count`)
+read it back scoped to the caller's user *and* session (an `Owner`): a session
+id is not a secret (a client may choose one: ``agentkernel tool run --session``),
+so user B naming user A's session id reads B's records, never A's.
 
 `MessageStore` is the small interface the kernel and helpers depend on
 (DESIGN rule 8); `SqliteMessageStore` is the embedded default. Decisions:
@@ -33,7 +35,10 @@ caller's session, so sessions never see each other's records.
   more of the words, and with them adjacent, rank first.
 - **Schema** is created on open inside a write transaction (two processes
   may open a fresh file at once) and versioned with ``PRAGMA user_version``;
-  `_MIGRATIONS` lists the steps to each version.
+  `_MIGRATIONS` lists the steps to each version. Version 2 added the user of
+  each record: records written before it have none (NULL) and are read only
+  by the kernel's own reads of a whole session (`Kernel.transcript`), never
+  by a script, whose user they cannot be shown to belong to.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ MAX_QUERY_WORDS = 32
 """Longer queries keep their first words: a bounded MATCH expression, a bounded cost."""
 
 BUSY_TIMEOUT_SECS = 10.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
 _HAS_WORD = re.compile(r"\w")
@@ -116,6 +121,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             VALUES ('delete', old.id, {_FOLD_SQL.format("old.content")});
         END""",
     ),
+    2: (
+        # the user each record was written for; '' is no user, NULL a record from before version 2
+        "ALTER TABLE messages ADD COLUMN user_id TEXT",
+        "CREATE INDEX messages_owner ON messages (session_id, user_id, id)",
+    ),
 }
 """Version N's statements take a file from version N-1 to N; append, never edit."""
 
@@ -148,30 +158,87 @@ class Record:
         }
 
 
+@dataclass(frozen=True)
+class Owner:
+    """Whose records of a session a read returns: one user's, not everything under the session id.
+
+    A session id alone is not a boundary (see the module docstring), so the
+    transcript helpers read with the caller's `Owner`. `user_id` None and ""
+    are the same: no user (as `process.session_key` has it). `unrecorded`
+    adds the records written before the store recorded users (schema version
+    1, user unknown): for the kernel's own reads of a session whose owner it
+    has checked (resuming a server session), never for a script.
+    """
+
+    user_id: str | None
+    unrecorded: bool = False
+
+    def condition(self) -> tuple[str, tuple[str, ...]]:
+        """The SQL condition on ``m.user_id`` and its parameter."""
+        if self.unrecorded:
+            return "(m.user_id = ? OR m.user_id IS NULL)", (self.user_id or "",)
+        return "m.user_id = ?", (self.user_id or "",)
+
+
+def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition of a read: the session, and the owner's records only when one is given."""
+    _check_session(session_id)
+    if owner is None:
+        return "m.session_id = ?", (session_id,)
+    condition, params = owner.condition()
+    return f"m.session_id = ? AND {condition}", (session_id, *params)
+
+
 @runtime_checkable
 class MessageStore(Protocol):
     """What the kernel and the transcript helpers need of a message store (DESIGN rule 8).
 
     Small on purpose, so a shared store (Postgres, …) can replace the embedded one.
-    Every read is scoped to one session id.
+    Every read is scoped to one session id and, given an `owner`, to that
+    user's records in it; without one, to every record of the session id
+    (the kernel's own reads, after it has checked who owns the session).
     """
 
     def append(
-        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        role: str,
+        kind: str,
+        content: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
     ) -> int:
-        """Record one event; return its id (ids only increase)."""
+        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase)."""
         ...
 
-    def history(self, session_id: str, n: int) -> list[Record]:
-        """The last `n` records of the session, oldest first."""
+    def history(
+        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+    ) -> list[Record]:
+        """The last `n` records of the session (of `owner`'s, when given), oldest first.
+
+        With `max_bytes`, the newest records whose content and meta fit in it (one at least).
+        """
         ...
 
-    def search(self, session_id: str, query: str, k: int) -> list[Record]:
-        """Up to `k` records matching the words of `query`, best first, `score` filled."""
+    def search(
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
+    ) -> list[Record]:
+        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
+
+        With `window`, only the latest `window` matching records are ranked (a bounded cost).
+        """
         ...
 
-    def count(self, session_id: str) -> int:
-        """How many records the session has."""
+    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
+        """How many records the session has (of `owner`'s, when given)."""
         ...
 
     def delete_session(self, session_id: str) -> int:
@@ -199,7 +266,14 @@ class SqliteMessageStore(SqliteStore):
         )
 
     def append(
-        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        role: str,
+        kind: str,
+        content: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
     ) -> int:
         """Record one event; content over the cap is truncated, bad labels or meta raise ValueError."""
         _check_session(session_id)
@@ -207,47 +281,99 @@ class SqliteMessageStore(SqliteStore):
         _check_label("kind", kind)
         if not isinstance(content, str):
             raise ValueError(f"content must be a string, not {type(content).__name__}")
+        if user_id is not None and not isinstance(user_id, str):
+            raise ValueError(f"user_id must be a string or None, not {type(user_id).__name__}")
         content, meta_text = _fit(content, meta)
         with self._write() as conn:
             cursor = conn.execute(
-                "INSERT INTO messages (session_id, role, kind, content, meta, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, role, kind, content, meta_text, _now()),
+                "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, user_id or "", role, kind, content, meta_text, _now()),
             )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def history(self, session_id: str, n: int) -> list[Record]:
+    def history(
+        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+    ) -> list[Record]:
         """The last `n` records, oldest first; ordered by id, which is commit order."""
-        _check_session(session_id)
+        where, params = _scope(session_id, owner)
         if n <= 0:
             return []
-        rows = self._read(
-            f"SELECT {_FIELDS} FROM messages m WHERE m.session_id = ? ORDER BY m.id DESC LIMIT ?",
-            (session_id, n),
+        rows = self._read_within(
+            f"SELECT {_FIELDS} FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT ?",
+            (*params, n),
+            max_bytes,
         )
         return [_record(row) for row in reversed(rows)]
 
-    def search(self, session_id: str, query: str, k: int) -> list[Record]:
-        """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises."""
-        _check_session(session_id)
+    def search(
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
+    ) -> list[Record]:
+        """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises.
+
+        Ranking costs about a microsecond per matching record, so a word in
+        most of a long session's records costs a lot; `window` bounds it:
+        the latest `window` matching records are found first (cheap: rowid
+        order, no ranking), and only those are ranked. Without it, every
+        match is ranked.
+        """
+        where, params = _scope(session_id, owner)
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        # bm25() is lower-is-better; S18's score is higher-is-better
-        rows = self._read(
+        since = 0
+        if window is not None:
+            (found,) = self._read(
+                "SELECT min(id) FROM (SELECT m.id FROM messages_fts "
+                "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+                f"WHERE messages_fts MATCH ? AND {where} ORDER BY messages_fts.rowid DESC LIMIT ?)",
+                (match, *params, max(window, k)),
+            )[0]
+            if found is None:
+                return []
+            since = found
+        # bm25() is lower-is-better; S18's score is higher-is-better. CROSS JOIN: the index drives
+        rows = self._read_within(
             f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
-            "JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.session_id = ? "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND {where} "
             "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
-            (match, session_id, k),
+            (match, since, *params, k),
+            max_bytes,
         )
         return [_record(row) for row in rows]
 
-    def count(self, session_id: str) -> int:
-        """How many records the session has (served by the (session_id, id) index)."""
-        _check_session(session_id)
-        rows = self._read("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
+    def _read_within(self, sql: str, params: tuple[Any, ...], max_bytes: int | None) -> list[tuple[Any, ...]]:
+        """The rows in order, stopping before one whose content and meta would pass `max_bytes`.
+
+        Rows are fetched one at a time, so a read never holds more than the
+        bound (plus one record) however big the records are; the first row is
+        always kept, so a bound below one record's size still returns one.
+        """
+        if max_bytes is None:
+            return self._read(sql, params)
+        rows: list[tuple[Any, ...]] = []
+        total = 0
+        with self._lock:
+            for row in self._conn.execute(sql, params):
+                total += len(row[3].encode("utf-8")) + len(row[4].encode("utf-8"))
+                if rows and total > max_bytes:
+                    break
+                rows.append(row)
+        return rows
+
+    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
+        """How many records the session has (served by the session's indexes)."""
+        where, params = _scope(session_id, owner)
+        rows = self._read(f"SELECT count(*) FROM messages m WHERE {where}", params)
         return int(rows[0][0])
 
     def delete_session(self, session_id: str) -> int:
@@ -339,6 +465,7 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_META_BYTES",
     "MessageStore",
+    "Owner",
     "Record",
     "SqliteMessageStore",
     "fts_query",
@@ -366,18 +493,36 @@ class LazyMessageStore:
         return self._store is not None
 
     def append(
-        self, session_id: str, role: str, kind: str, content: str, meta: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        role: str,
+        kind: str,
+        content: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
     ) -> int:
-        return self.store.append(session_id, role, kind, content, meta)
+        return self.store.append(session_id, role, kind, content, meta, user_id=user_id)
 
-    def history(self, session_id: str, n: int) -> list[Record]:
-        return self.store.history(session_id, n)
+    def history(
+        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+    ) -> list[Record]:
+        return self.store.history(session_id, n, owner=owner, max_bytes=max_bytes)
 
-    def search(self, session_id: str, query: str, k: int) -> list[Record]:
-        return self.store.search(session_id, query, k)
+    def search(
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
+    ) -> list[Record]:
+        return self.store.search(session_id, query, k, owner=owner, max_bytes=max_bytes, window=window)
 
-    def count(self, session_id: str) -> int:
-        return self.store.count(session_id)
+    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
+        return self.store.count(session_id, owner=owner)
 
     def delete_session(self, session_id: str) -> int:
         return self.store.delete_session(session_id)

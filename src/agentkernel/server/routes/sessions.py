@@ -76,7 +76,8 @@ def transcript(
     """
     info = owned_session(parts, session_id, user)
     most = parts.settings.transcript_limit
-    records = [record.to_json() for record in parts.kernel.transcript(info.id, min(limit or most, most))]
+    shown = parts.kernel.transcript(info.id, min(limit or most, most), user_id=info.user_id)
+    records = [record.to_json() for record in shown]
     return seal_records(sealing_of(request), records, info)
 
 
