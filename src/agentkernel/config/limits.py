@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentkernel.config.schema import Schema
@@ -29,6 +29,8 @@ LIMITS_SCHEMA: Schema = {
         "max_log_chars": {"type": "integer", "minimum": 100},
         "history_per_tool": {"type": "integer", "minimum": 1},
         "history_sessions": {"type": "integer", "minimum": 1},
+        "max_call_depth": {"type": "integer", "minimum": 0},
+        "max_subagent_depth": {"type": "integer", "minimum": 0},
     },
 }
 
@@ -70,6 +72,8 @@ class KernelLimits:
     max_log_chars: int = 200_000
     history_per_tool: int = 20
     history_sessions: int = 1000
+    max_call_depth: int = 8  # tool calls nested through call_tool (S16.2): ends recursion early
+    max_subagent_depth: int = 3  # sub-agents started by sub-agents (S17)
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @classmethod
@@ -149,6 +153,23 @@ class CallBudget(ScriptLimits):
     def remaining_secs(self) -> float:
         """Seconds left before the deadline; 0 once it passed."""
         return max(0.0, self.deadline - time.monotonic())
+
+    def within(self, deadline: float | None) -> CallBudget:
+        """This budget, ending no later than `deadline` (its calling script's), or itself.
+
+        Cut short, its `timeout_secs` is the time it has left (to the
+        millisecond), so "exceeded timeout_secs" names the time it was given.
+        """
+        if deadline is None or deadline >= self.deadline:
+            return self
+        left = max(deadline - time.monotonic(), 0.001)
+        return replace(self, deadline=deadline, timeout_secs=round(left, 3))
+
+    def nested(self, stack_limit_bytes: int) -> CallBudget:
+        """This budget with the JS stack of a call nested in another: at most `stack_limit_bytes`."""
+        if stack_limit_bytes >= self.stack_limit_bytes:
+            return self
+        return replace(self, stack_limit_bytes=stack_limit_bytes)
 
 
 __all__ = [

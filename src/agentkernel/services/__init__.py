@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # annotations only: a service's module imports its library (h
     from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
+    from agentkernel.services.subagents import SubagentService
+    from agentkernel.tools.calls import ToolCallService
+    from agentkernel.tools.history import ToolResultHistory
 
 T = TypeVar("T")
 
@@ -29,13 +32,20 @@ Attach: TypeAlias = T | Later[T] | None
 """A local service as `Services` takes it: built, built on first use (`Later`), or None (not attached)."""
 
 LocalName = Literal["http", "state", "duckdb", "files", "shell"]
+KernelName = Literal["tools", "tool_results", "subagents"]
+"""Services made of the kernel's own parts (S16, S17): attached by a live kernel, never built lazily."""
 
-MISSING: dict[LocalName, str] = {
+_LIVE_ONLY = "(hook_tool attaches it with --live)"
+
+MISSING: dict[LocalName | KernelName, str] = {
     "http": "no http service attached to this kernel",  # docs/scripts.md, the http_* errors (S8.2)
     "state": "no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)",  # S11.3
     "duckdb": "no duckdb service attached to this kernel",
     "files": "no files service attached to this kernel",
     "shell": "no shell service attached to this kernel",
+    "tools": f"no tool-call service attached to this kernel {_LIVE_ONLY}",  # S16.2
+    "tool_results": f"no tool-result history attached to this kernel {_LIVE_ONLY}",  # S16.4
+    "subagents": f"no subagent service attached to this kernel {_LIVE_ONLY}",  # S17
 }
 """What a helper says when its service is not attached, after its own name (`state_get: …`)."""
 
@@ -61,7 +71,8 @@ def _later(service: Attach[T]) -> Later[T]:
 class Services:
     """Everything a helper may use besides the caller's identity.
 
-    The live ones (`llm`, `messages`) are None when not attached — e.g. in
+    The live ones (`llm`, `messages`, and the kernel's own `tools`,
+    `tool_results` and `subagents`) are None when not attached — e.g. in
     `hook_tool` without `--live`. The local ones (`http`, `state`, `duckdb`,
     `files`, `shell`) may be given as `Later`: built when first read, so a
     tool run pays only for the services its script calls (issue 8).
@@ -77,6 +88,9 @@ class Services:
         "environment",
         "llm",
         "messages",
+        "subagents",
+        "tool_results",
+        "tools",
     )
 
     def __init__(
@@ -91,8 +105,14 @@ class Services:
         files: Attach[FilesService] = None,
         shell: Attach[ShellService] = None,
         extensions: Mapping[str, object] | None = None,
+        tools: ToolCallService | None = None,
+        tool_results: ToolResultHistory | None = None,
+        subagents: SubagentService | None = None,
     ) -> None:
         self._extensions = dict(extensions or {})
+        self.tools = tools
+        self.tool_results = tool_results
+        self.subagents = subagents
         self.environment = environment if environment is not None else Environment()
         self.llm = llm
         self.messages = messages
@@ -132,8 +152,14 @@ class Services:
     def require(self, name: Literal["files"], helper: str) -> FilesService: ...
     @overload
     def require(self, name: Literal["shell"], helper: str) -> ShellService: ...
+    @overload
+    def require(self, name: Literal["tools"], helper: str) -> ToolCallService: ...
+    @overload
+    def require(self, name: Literal["tool_results"], helper: str) -> ToolResultHistory: ...
+    @overload
+    def require(self, name: Literal["subagents"], helper: str) -> SubagentService: ...
 
-    def require(self, name: LocalName, helper: str) -> object:
+    def require(self, name: LocalName | KernelName, helper: str) -> object:
         """The service `name`, built if need be; MissingService (`helper: no … attached`) without one."""
         service: object = getattr(self, name)
         if service is None:
@@ -158,4 +184,13 @@ class Services:
         return [service for service in made if service is not None]
 
 
-__all__ = ["MISSING", "Attach", "AttachedServices", "Environment", "Later", "MissingService", "Services"]
+__all__ = [
+    "MISSING",
+    "Attach",
+    "AttachedServices",
+    "Environment",
+    "KernelName",
+    "Later",
+    "MissingService",
+    "Services",
+]

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
+    from agentkernel.services.subagents import SubagentService
+    from agentkernel.tools.calls import ToolCallService
+    from agentkernel.tools.history import ToolResultHistory
 
 
 def _http(config: KernelConfig) -> HttpService:
@@ -61,8 +64,16 @@ def kernel_services(
     messages: MessageStore | None = None,
     given: AttachedServices | None = None,
     extensions: Mapping[str, object] | None = None,
+    tools: ToolCallService | None = None,
+    tool_results: ToolResultHistory | None = None,
+    subagents: SubagentService | None = None,
 ) -> Services:
-    """Every local service built from `config` on first use, except those `given` (built, or None)."""
+    """Every local service built from `config` on first use, except those `given` (built, or None).
+
+    `tools`, `tool_results` and `subagents` are made of the kernel's own parts
+    (its dispatch path, its history of results, its processes and agent loop),
+    so the kernel hands them over built; a kernel that is not live passes none.
+    """
     given = given or {}
     return Services(
         environment,
@@ -74,6 +85,9 @@ def kernel_services(
         files=given["files"] if "files" in given else Later(lambda: _files(config)),
         shell=given["shell"] if "shell" in given else Later(lambda: _shell(config)),
         extensions=extensions,
+        tools=tools,
+        tool_results=tool_results,
+        subagents=subagents,
     )
 
 
