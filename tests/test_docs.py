@@ -26,7 +26,9 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         shows must match in full (nested objects with exactly these keys,
         arrays with these items), with the same JSON types (`1` is not `true`).
         `$HTTP_URL` and `$LLM_URL` in the block (the call line and the
-        expected result) are replaced by the test servers' base URLs (below).
+        expected result) are replaced by the test servers' base URLs (below);
+        so are they in a file step's block (`base_url: $LLM_URL` in a
+        kernel.yaml, after the llm step that starts that server).
 
     <!-- example: NAME cli[: exit=N] [env.VAR=VALUE ...] -->
         The next fenced block (console) starts with `$ agentkernel ...` or
@@ -479,7 +481,7 @@ class ExampleRunner:
         assert first in (f"# {relative.as_posix()}", f"// {relative.as_posix()}"), (
             f"{where}: the block must start with a comment naming {relative.as_posix()}, got {first!r}"
         )
-        self._write(relative, step.block)
+        self._write(relative, _expand(step.block, self._servers(step.block)))
         if relative == KERNEL_YAML:
             self._close_kernel()  # the next run reads the new settings
 

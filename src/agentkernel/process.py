@@ -57,6 +57,21 @@ class Caller:
     call_depth: int = 0
     deadline: float | None = None
 
+    def one_deeper(self, deadline: float | None) -> Caller:
+        """This caller for a call nested in one of its own: one deeper, never past `deadline`."""
+        return Caller(
+            self.pid,
+            self.agent,
+            self.session_id,
+            self.user_id,
+            self.template,
+            self.temp_dir,
+            self.allowed_tools,
+            self.services,
+            self.call_depth + 1,
+            earlier(self.deadline, deadline),
+        )
+
     def identity(self) -> JSONObject:
         """The `caller()` object of S15; null where unknown."""
         return {

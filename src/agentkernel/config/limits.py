@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.config.schema import Schema
@@ -154,22 +154,24 @@ class CallBudget(ScriptLimits):
         """Seconds left before the deadline; 0 once it passed."""
         return max(0.0, self.deadline - time.monotonic())
 
-    def within(self, deadline: float | None) -> CallBudget:
-        """This budget, ending no later than `deadline` (its calling script's), or itself.
+    def bounded(self, deadline: float | None, stack_limit_bytes: int) -> CallBudget:
+        """This budget, ending no later than `deadline` (its calling script's), its JS stack at most
+        `stack_limit_bytes` (a call nested in another's); itself when neither bounds it.
 
         Cut short, its `timeout_secs` is the time it has left (to the
         millisecond), so "exceeded timeout_secs" names the time it was given.
         """
-        if deadline is None or deadline >= self.deadline:
+        cut = deadline if deadline is not None and deadline < self.deadline else None
+        if cut is None and stack_limit_bytes >= self.stack_limit_bytes:
             return self
-        left = max(deadline - time.monotonic(), 0.001)
-        return replace(self, deadline=deadline, timeout_secs=round(left, 3))
-
-    def nested(self, stack_limit_bytes: int) -> CallBudget:
-        """This budget with the JS stack of a call nested in another: at most `stack_limit_bytes`."""
-        if stack_limit_bytes >= self.stack_limit_bytes:
-            return self
-        return replace(self, stack_limit_bytes=stack_limit_bytes)
+        timeout = self.timeout_secs if cut is None else round(max(cut - time.monotonic(), 0.001), 3)
+        return CallBudget(
+            max_operations=self.max_operations,
+            timeout_secs=timeout,
+            memory_limit_bytes=self.memory_limit_bytes,
+            stack_limit_bytes=min(stack_limit_bytes, self.stack_limit_bytes),
+            deadline=self.deadline if cut is None else cut,
+        )
 
 
 __all__ = [

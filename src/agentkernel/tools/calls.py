@@ -11,10 +11,8 @@ tool can never reach through another tool what its template does not allow.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from agentkernel.config import CallBudget
-from agentkernel.process import Caller, earlier
+from agentkernel.process import Caller
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -28,11 +26,7 @@ class ToolCallService:
 
     def call(self, name: str, args: JSONValue, caller: Caller, budget: CallBudget | None) -> ToolResult:
         """Run tool `name` for `caller`, from a script spending `budget` (None: no deadline)."""
-        nested = replace(
-            caller,
-            call_depth=caller.call_depth + 1,
-            deadline=earlier(caller.deadline, budget.deadline if budget is not None else None),
-        )
+        nested = caller.one_deeper(budget.deadline if budget is not None else None)
         return self.dispatcher.call(name, args, nested)
 
     def visible(self, caller: Caller) -> list[JSONObject]:

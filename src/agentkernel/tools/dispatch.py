@@ -140,9 +140,9 @@ class Dispatcher:
         return finish(result, spec.warnings, self.limits)
 
     def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
-        budget = spec.call_budget(self.limits).within(caller.deadline)
-        if caller.call_depth:
-            budget = budget.nested(nested_stack_bytes(self.limits, caller.call_depth))
+        budget = spec.call_budget(self.limits)
+        if caller.call_depth or caller.deadline is not None:
+            budget = budget.bounded(caller.deadline, nested_stack_bytes(self.limits, caller.call_depth))
         call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)
         try:
             value = self.host.call(spec.script, "run", [args], [spec.raw], call)
