@@ -252,22 +252,26 @@ def test_s17_a_child_cannot_outlive_the_scripts_deadline(
 def test_s17_depth_limit_for_subagents_starting_subagents(
     project: Path, server: FakeLLMServer, tools: ToolFactory
 ) -> None:
-    write_project(project, server, "limits:\n  max_subagent_depth: 1\n")
+    """A sub-agent starts one (it runs), which tries to start another: refused past max_subagent_depth."""
+    write_project(project, server, "limits:\n  max_subagent_depth: 2\n")
+    deeper = FakeToolCall("delegate", '{"task": "deeper", "instructions": "again"}')
     server.add(
-        Reply(tool_calls=(FakeToolCall("delegate", '{"task": "deeper", "instructions": "again"}'),)),
-        Reply(text="could not go deeper"),
+        Reply(tool_calls=(deeper,)),  # the child (depth 1) starts a grandchild
+        Reply(tool_calls=(deeper,)),  # the grandchild (depth 2) tries too
+        Reply(text="could not go deeper"),  # the grandchild's answer
+        Reply(text="the grandchild said so"),  # the child's
     )
     with Kernel(load_kernel_config(project / "config" / "kernel.yaml")) as kernel:
         root = kernel.spawn("all-in", session_id="s-1")
         got = delegate(kernel, root, task="go", instructions="start one more", tools=["delegate"])
-        assert got["answer"] == "could not go deeper"
+        assert got["answer"] == "the grandchild said so"
         assert kernel.list_processes() == [root]
-    tool_message = server.bodies[1]["messages"][-1]
-    assert tool_message["role"] == "tool"
-    assert tool_message["content"] == (
-        "run_subagent: sub-agents nested 2 deep, more than limits.max_subagent_depth (1); "
+    refused, answered = (server.bodies[i]["messages"][-1] for i in (2, 3))
+    assert refused["role"] == "tool" and refused["content"] == (
+        "run_subagent: sub-agents nested 3 deep, more than limits.max_subagent_depth (2); "
         "does a sub-agent start sub-agents of itself?"
     )
+    assert (answered["role"], answered["content"]) == ("tool", "could not go deeper")
 
 
 def test_s17_budgets_shared_by_parent_and_subagents_under_20_parallel_scripts(
