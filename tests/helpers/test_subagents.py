@@ -339,3 +339,37 @@ def test_s17_from_the_terminal_a_subagent_is_a_process_of_its_own(
     got = delegate(kernel, None, task="t", template="reviewer")
     assert got["answer"] == "hi" and kernel.list_processes() == []
     assert [t["function"]["name"] for t in server.bodies[0]["tools"]] == ["secret", "upper"]
+
+
+def test_s17_a_hook_starts_a_subagent_on_the_chats_loop(
+    project: Path, server: FakeLLMServer, tools: ToolFactory
+) -> None:
+    """Before any tool runs: the hook's sub-agent runs on the chat's event loop, not on a loop of its own."""
+    write_project(project, server)
+    hooks = project / "config" / "scripts" / "hooks"
+    (hooks / "second_opinion.yaml").write_text(
+        "kind: script_hook\nname: second_opinion\nscript: second_opinion.js\n", encoding="utf-8"
+    )
+    (hooks / "second_opinion.js").write_text(
+        "function before_user_message(ctx, msg) {\n"
+        "  const r = run_subagent({task: msg.content, instructions: 'Оцени.', tools: []});\n"
+        "  return {notice: 'мнение: ' + r.answer};\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    (project / "config" / "templates" / "hooked.yaml").write_text(
+        "name: hooked\ninstructions: Ты помощник.\ntools: [upper]\nhooks: [second_opinion]\n",
+        encoding="utf-8",
+    )
+    server.add(Reply(text="годится"), Reply(text="Ответ."))
+    with Kernel(load_kernel_config(project / "config" / "kernel.yaml")) as kernel:
+        chat = kernel.chat("hooked", session_id="s-hook")
+        events: list[LoopEvent] = []
+
+        async def collect(event: LoopEvent) -> None:
+            events.append(event)
+
+        result = asyncio.run(chat.send("вопрос", collect))
+        assert result.answer == "Ответ."
+        assert kernel._home.owns_loop is False
+    assert [e.data["text"] for e in events if e.kind == "notice"] == ["мнение: годится"]

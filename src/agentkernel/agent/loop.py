@@ -187,6 +187,8 @@ class AgentLoop:
         or tool call is made.
         """
         stop = stop or asyncio.Event()
+        if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
+            self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = process.caller(self.services)
         message: JSONObject = {"role": "user", "content": text}
         self._record(caller, "user", "user", text)
