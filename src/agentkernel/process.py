@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -58,19 +58,12 @@ class Caller:
     deadline: float | None = None
 
     def one_deeper(self, deadline: float | None) -> Caller:
-        """This caller for a call nested in one of its own: one deeper, never past `deadline`."""
-        return Caller(
-            self.pid,
-            self.agent,
-            self.session_id,
-            self.user_id,
-            self.template,
-            self.temp_dir,
-            self.allowed_tools,
-            self.services,
-            self.call_depth + 1,
-            earlier(self.deadline, deadline),
-        )
+        """This caller for a call nested in one of its own: one deeper, never past `deadline`.
+
+        Every other field is copied as it is (`replace`), whatever fields a
+        Caller gains later: a nested call is the same caller.
+        """
+        return replace(self, call_depth=self.call_depth + 1, deadline=earlier(self.deadline, deadline))
 
     def identity(self) -> JSONObject:
         """The `caller()` object of S15; null where unknown."""

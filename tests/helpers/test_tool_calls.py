@@ -10,6 +10,7 @@ script's deadline. The agent-loop cases run against the scripted LLM server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -398,3 +399,13 @@ def test_history_results_carry_data_for_scripts(kernel: Kernel, tools: ToolFacto
     kernel.run_tool("upper", {"text": "ab"}, session)
     got = probe(kernel, tools, ".js", 'JSON.stringify(get_tool_result("upper").data)', caller=session)
     assert json.loads(got["value"]) == {"length": 2}
+
+
+def test_a_nested_caller_is_the_same_caller_one_deeper(kernel: Kernel) -> None:
+    """Every field but the depth and the deadline is copied, including any a Caller gains later."""
+    caller = kernel.caller(user_id="anna", session_id="s-1", template="t", allowed_tools=frozenset({"a"}))
+    nested = caller.one_deeper(123.0).one_deeper(456.0)
+    assert (nested.call_depth, nested.deadline) == (2, 123.0)
+    for field in dataclasses.fields(caller):
+        if field.name not in ("call_depth", "deadline"):
+            assert getattr(nested, field.name) is getattr(caller, field.name), field.name
