@@ -78,7 +78,8 @@ class Kernel:
 
         `helpers` replaces the helper table (`default_helper_table()` plus your
         own); `provider` is an LLM backend used instead of kernel.yaml's
-        `llm:`; `live=False` attaches neither the LLM nor the message store
+        `llm:`; `live=False` attaches neither the LLM nor the message store,
+        nor the tool-call, tool-result and sub-agent services of S16 and S17
         (`hook_tool` without `--live`); `extra_services` replaces the kernel's
         own services (`http`, `state`, `duckdb`, `files`, `shell`) by name,
         built, or None to detach one; `extensions` are your own services, by
