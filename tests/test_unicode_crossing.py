@@ -289,3 +289,20 @@ def test_a_hook_verdict_too_big_is_an_error_record_not_a_display_of_it(project: 
         "event": "before_user_message",
         "error": "returned more than 50,000 characters of JSON (max_result_chars); its verdict is ignored",
     }
+
+
+ECHO_LENGTH = {
+    ".js": "function run(args) { return 'chars ' + args.text.length; }",
+    ".rhai": "fn run(args) { `chars ${args.text.len()}` }",
+}
+
+
+@pytest.mark.parametrize("ext", [".js", ".rhai"])
+def test_arguments_with_a_lone_surrogate_reach_the_script(
+    project: Path, make_tool: ToolFactory, ext: str
+) -> None:
+    """JSON can spell `"\\ud800"` (a model's tool call, a POST body): the script gets it, no failure."""
+    make_tool("echo", ECHO_LENGTH[ext], ext=ext)
+    kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"))
+    result = kernel.run_tool("echo", {"text": "a\ud800"})
+    assert (result.content, result.success) == ("chars 2", True)

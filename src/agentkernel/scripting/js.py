@@ -175,7 +175,8 @@ class JsEngine:
                 raise ScriptError(f"{script.path.name} does not define a function {function}()")
             declared = target.get("length")
             extra = list(optional[: max(0, int(declared) - len(args))])
-            argv = ctx.parse_json(json.dumps([*args, *extra], ensure_ascii=False, allow_nan=False))
+            # ASCII JSON: a lone surrogate (JSON may spell one) crosses as an escape, not as bad UTF-8
+            argv = ctx.parse_json(json.dumps([*args, *extra], allow_nan=False))
             result = invoke.call(target, argv)
             if isinstance(result, quickjs.Value) and result.is_promise:
                 result = result.result()
@@ -277,7 +278,7 @@ def _helper_trampoline(binding: HelperBinding) -> Any:
         try:
             args = json.loads(payload)
             value = binding.invoke(name, args)
-            return "v" + json.dumps(value, ensure_ascii=False, allow_nan=False)
+            return "v" + json.dumps(value, allow_nan=False)  # ASCII, as the arguments (see above)
         except HelperError as exc:
             return "e" + str(exc)
         except (ValueError, TypeError, RecursionError) as exc:

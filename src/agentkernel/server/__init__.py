@@ -6,9 +6,10 @@ imports it; `agentkernel serve` loads it when it runs. Modules:
 - app.py: `create_app(kernel, settings)`, the FastAPI app (routers per area in routes/);
 - identity.py: who is calling (bearer tokens, or everyone `local` on loopback);
 - sessions.py: which sessions exist and whose they are (SQLite beside the transcript);
-- turns.py: a session's running turn, the 409 rule, a turn that outlives its client;
+- turns.py: a session's running turn, the 409 rule, a turn that outlives its client, a slow client's bound;
 - events.py: the loop's events as server-sent events;
 - failures.py: request ids, 500s that are logged and never show a traceback, 422 wording;
+- problems.py: the error bodies as OpenAPI models, so the spec says what each route answers;
 - body_limit.py: a request body past server.max_body_bytes is 413 before it is all read;
 - serving.py: binding (the loopback rule), uvicorn, the graceful stop;
 - sealed_ids.py: rows kept on the server behind opaque random ids, for their owner only;

@@ -46,7 +46,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
 
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
-    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(sealing))
+    backlog = chosen.max_stream_backlog_bytes
+    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(sealing), backlog)
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
 
     @asynccontextmanager

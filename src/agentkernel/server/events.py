@@ -20,12 +20,14 @@ everywhere and documented once:
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Final
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import repair_text
 
 EVENT_TYPES: Final = ("notice", "token", "tool_call", "tool_result", "warning", "reply", "error", "done")
 _RENAMED: Final = {"answer": "reply", "end": "done"}
@@ -41,7 +43,19 @@ class StreamEvent:
 
     def frame(self) -> bytes:
         """`event: TYPE` + `data: JSON` + a blank line; json.dumps escapes every newline in the data."""
-        return f"event: {self.type}\ndata: {json.dumps(self.data, ensure_ascii=False)}\n\n".encode()
+        return self._frame
+
+    @functools.cached_property
+    def _frame(self) -> bytes:
+        """Made once: a turn counts its size (turns.py) and then sends it.
+
+        The model's text or arguments may hold a lone surrogate (JSON can
+        spell `"\\ud800"`), which has no UTF-8 form: it becomes U+FFFD, as
+        everywhere text leaves the kernel (valid_unicode.py), rather than cut
+        the stream short.
+        """
+        data = repair_text(json.dumps(self.data, ensure_ascii=False))
+        return f"event: {self.type}\ndata: {data}\n\n".encode()
 
 
 def stream_event(event: LoopEvent) -> StreamEvent | None:

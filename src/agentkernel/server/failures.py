@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentkernel.server.body_limit import BodyLimit
@@ -27,6 +30,7 @@ from agentkernel.server.parts import request_id
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -84,23 +88,73 @@ class RequestIds:
 
 
 def _field(location: tuple[object, ...] | list[object]) -> str:
-    """`body.content`, `query.template`: where FastAPI found the problem, dotted."""
+    """`body.content`, `query.limit`: where FastAPI found the problem, dotted."""
     return ".".join(str(part) for part in location) or "body"
 
 
-async def _invalid(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    problems = [{"field": _field(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
+def _problem(error: Mapping[str, Any]) -> dict[str, str]:
+    """One `{field, message}`; JSON that does not parse is the body's fault, at a character (not `body.0`)."""
+    if error.get("type") == "json_invalid":
+        at = error.get("loc", ("body", "?"))[-1]
+        why = error.get("ctx", {}).get("error", "JSON decode error")
+        return {"field": "body", "message": f"not valid JSON: {why} (at character {at})"}
+    return {"field": _field(error.get("loc", ())), "message": str(error.get("msg", ""))}
+
+
+def _invalid_body(request: Request, problems: list[dict[str, str]]) -> JSONResponse:
     text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return JSONResponse(error_body(422, text, request_id(request), errors=problems), status_code=422)
 
 
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return _invalid_body(request, [_problem(e) for e in exc.errors()])
+
+
+def _unreadable(exc: StarletteHTTPException) -> str | None:
+    """Why FastAPI could not read a body as JSON where it answers a bare 400; None for any other error.
+
+    FastAPI turns what json.loads raises besides JSONDecodeError into
+    `400 There was an error parsing the body`, naming no field: bytes that
+    are not UTF-8, or arrays nested too deep to parse. Both are malformed
+    JSON, which the API answers with 422 naming `body` (issue 11, section 5).
+    """
+    cause = exc.__cause__
+    if exc.status_code != 400 or cause is None:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not valid JSON: not UTF-8 text (byte {cause.object[cause.start]:#04x} at {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "not valid JSON: nested too deeply to read"
+    return None
+
+
+def _allowed(request: Request) -> str:
+    """Every method the path answers, for a 405's `Allow` (RFC 9110 section 15.5.6).
+
+    Starlette names only the methods of the first route whose path matched,
+    so `DELETE /v1/sessions` said `Allow: POST` though GET is served too.
+    """
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    )
+
+
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    unreadable = _unreadable(exc)
+    if unreadable is not None:
+        return _invalid_body(request, [{"field": "body", "message": unreadable}])
+    headers = exc.headers
+    if exc.status_code == 405 and (allowed := _allowed(request)):  # (a mount, /static, answers for itself)
+        headers = {**(headers or {}), "Allow": allowed}
     return JSONResponse(
         error_body(exc.status_code, exc.detail, request_id(request)),
         status_code=exc.status_code,
-        headers=exc.headers,
+        headers=headers,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.valid_unicode import has_lone_surrogate
 
 BUSY_TIMEOUT_SECS = 10.0
 
@@ -67,7 +68,13 @@ class SessionDirectory(SqliteStore):
         return info
 
     def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
-        """The session if `user_id` owns it; None when it is unknown or someone else's (the same 404)."""
+        """The session if `user_id` owns it; None when it is unknown or someone else's (the same 404).
+
+        An id with a lone surrogate (a JSON body may spell one, `"\\ud800"`)
+        has no UTF-8 form, so SQLite cannot even look it up: no session has it.
+        """
+        if has_lone_surrogate(session_id):
+            return None
         rows = self._read(
             "SELECT id, user_id, template, created_at FROM sessions WHERE id = ? AND user_id = ?",
             (session_id, user_id),

@@ -19,11 +19,12 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.session import ChatSession
+from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
@@ -46,43 +47,105 @@ class TurnBusy(Exception):
         )
 
 
+class TemplateGone(Exception):
+    """The session's template no longer loads (edited or removed since): the message says so, not where."""
+
+    def __init__(self, session: SessionInfo) -> None:
+        super().__init__(
+            f"session {session.id}: its template {session.template!r} does not load now "
+            "(see `agentkernel check`); nothing was sent"
+        )
+
+
 @dataclass
 class Turn:
-    """One running turn: the events it emitted so far, in order, then None when it is over."""
+    """One running turn: the events it emitted so far, in order, then None when it is over.
+
+    The events wait in a queue for the one reader, the HTTP response, which
+    takes the next only when the client has taken the last (uvicorn's flow
+    control). The turn never waits for its reader, so the queue holds what a
+    slow client has yet to read: its backlog, in bytes of frames. A reader
+    with more than `max_backlog_bytes` waiting when the next event comes is
+    cut off: nothing more is queued for it, and after what waits it reads an
+    `error` saying why, then `done`. A reader that leaves drops the queue at
+    once. Either way the turn goes on and is recorded (docs/server.md, "A
+    slow client").
+    """
 
     session_id: str
     request_id: str
-    _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
+    max_backlog_bytes: int = 8 << 20
     task: asyncio.Task[None] | None = None
     seal: Callable[[StreamEvent], Awaitable[StreamEvent]] | None = None
+    _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
+    _backlog: int = 0  # bytes of the frames in _events
+    _reading: bool = True  # False once the reader fell behind or left: nothing more is queued
+
+    @property
+    def streaming(self) -> bool:
+        """Whether events still go to a reader: False once it fell too far behind or left."""
+        return self._reading
 
     async def emit(self, event: LoopEvent) -> None:
-        """The loop's emit: never waits for the client (the queue is unbounded; a turn's events are few)."""
+        """The loop's emit: never waits for the client (see the class docstring for the bound)."""
         shown = stream_event(event)
-        if shown is not None:
-            self._events.put_nowait(shown if self.seal is None else await self.seal(shown))
+        if shown is not None and self._reading:  # sealed only when it leaves the server
+            self._put(shown if self.seal is None else await self.seal(shown))
+
+    def _put(self, event: StreamEvent) -> None:
+        if not self._reading:  # the reader left while the event was being sealed
+            return
+        if self._backlog > self.max_backlog_bytes:  # so one event bigger than the bound still goes out
+            self._reading = False  # what waits is still read; after it, why the rest is not
+            for notice in failed_turn(
+                f"this client fell more than {self.max_backlog_bytes:,} bytes behind the answer, so the "
+                f"rest is not streamed to it; the answer goes on and is recorded: read it with "
+                f"GET /v1/sessions/{self.session_id}/messages"
+            ):
+                self._queue(notice)
+            self._queue(None)
+        else:
+            self._queue(event)
+
+    def _queue(self, event: StreamEvent | None) -> None:
+        self._backlog += 0 if event is None else len(event.frame())
+        self._events.put_nowait(event)
+
+    def _stop_reading(self) -> None:
+        """Queue no more, and drop what waits (a reader waiting on the queue keeps waiting on it)."""
+        self._reading = False
+        while not self._events.empty():
+            self._events.get_nowait()
+        self._backlog = 0
 
     def fail(self, message: str) -> None:
-        for event in failed_turn(message):
-            self._events.put_nowait(event)
+        if self._reading:
+            for event in failed_turn(message):
+                self._queue(event)
 
     def close(self) -> None:
-        self._events.put_nowait(None)
+        if self._reading:
+            self._queue(None)
 
-    async def events(self, idle_secs: float) -> AsyncIterator[StreamEvent | None]:
+    async def events(self, idle_secs: float) -> AsyncGenerator[StreamEvent | None, None]:
         """The events as they come, until the turn is over; None after each `idle_secs` without one.
 
         One reader only. (A `get` cut short by the timeout takes nothing off the queue.)
+        When the reader stops early (its client went away), the queue is dropped.
         """
-        while True:
-            try:
-                event = await asyncio.wait_for(self._events.get(), idle_secs)
-            except TimeoutError:
-                yield None
-                continue
-            if event is None:
-                return
-            yield event
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(self._events.get(), idle_secs)
+                except TimeoutError:
+                    yield None
+                    continue
+                if event is None:
+                    return
+                self._backlog -= len(event.frame())
+                yield event
+        finally:
+            self._stop_reading()
 
 
 class TurnRunner:
@@ -93,9 +156,15 @@ class TurnRunner:
     """
 
     def __init__(
-        self, open_chat: OpenChat, end_chat: EndChat, max_open_chats: int = 256, seal: Seal | None = None
+        self,
+        open_chat: OpenChat,
+        end_chat: EndChat,
+        max_open_chats: int = 256,
+        seal: Seal | None = None,
+        max_backlog_bytes: int = 8 << 20,
     ) -> None:
         self._open_chat = open_chat
+        self._max_backlog = max_backlog_bytes
         self._end_chat = end_chat
         self._max_open = max_open_chats
         self._seal = seal
@@ -123,7 +192,7 @@ class TurnRunner:
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
-        turn = Turn(session.id, request_id)
+        turn = Turn(session.id, request_id, self._max_backlog)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         self._running[session.id] = turn
@@ -139,8 +208,8 @@ class TurnRunner:
         try:
             chat = await self._chat(session)
             await chat.send(text, turn.emit)
-        except Exception:  # the client sees an id to quote, the log has the traceback
-            self._failed(session, turn)
+        except Exception as exc:
+            self._failed(session, turn, exc)
         finally:
             del self._running[session.id]
             turn.close()
@@ -149,10 +218,10 @@ class TurnRunner:
         self, session: SessionInfo, text: str, turn: Turn, history: list[ChatMessage]
     ) -> None:
         try:
-            self._once[session.id] = chat = await asyncio.to_thread(self._open_chat, session, history)
+            self._once[session.id] = chat = await self._open(session, history)
             await chat.send(text, turn.emit)
-        except Exception:
-            self._failed(session, turn)
+        except Exception as exc:
+            self._failed(session, turn, exc)
         finally:
             del self._running[session.id]
             once = self._once.pop(session.id, None)
@@ -161,14 +230,26 @@ class TurnRunner:
             turn.close()
 
     @staticmethod
-    def _failed(session: SessionInfo, turn: Turn) -> None:
+    def _failed(session: SessionInfo, turn: Turn, exc: Exception) -> None:
+        """Called in the `except`: the client sees why, or an id to quote while the log has the traceback."""
+        if isinstance(exc, TemplateGone):  # the project changed under the session: no fault of the server's
+            log.warning("request %s: %s: %s", turn.request_id, exc, exc.__cause__)
+            turn.fail(str(exc))
+            return
         log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
         turn.fail(f"internal error while answering (request id {turn.request_id})")
 
+    async def _open(self, session: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
+        """Opening loads the template's hooks: file reads, kept off the event loop."""
+        try:
+            return await asyncio.to_thread(self._open_chat, session, history)
+        except ConfigError as exc:
+            raise TemplateGone(session) from exc
+
     async def _chat(self, session: SessionInfo) -> ChatSession:
         chat = self._chats.pop(session.id, None)
-        if chat is None:  # opening loads the template's hooks: file reads, kept off the event loop
-            chat = await asyncio.to_thread(self._open_chat, session, None)
+        if chat is None:
+            chat = await self._open(session, None)
         self._chats[session.id] = chat  # now the most recently used
         self._close_idle()
         return chat
@@ -204,4 +285,4 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["Turn", "TurnBusy", "TurnRunner"]
+__all__ = ["TemplateGone", "Turn", "TurnBusy", "TurnRunner"]

@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field
 
 from agentkernel.server.continuations import arun_continuation
 from agentkernel.server.identity import Parts, User
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.sealing import Sealing
 
-router = APIRouter(prefix="/v1/continuations", tags=["continuations"])
+router = APIRouter(prefix="/v1/continuations", tags=["continuations"], responses=documented(*CALLER))
 NOT_FOUND = "no such continuation (unknown, expired, or not yours)"
 
 
@@ -31,7 +32,7 @@ def sealing_of(request: Request) -> Sealing:
     return sealing
 
 
-@router.post("")
+@router.post("", responses=documented(404, 413))
 async def next_page(body: NextPage, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """`{visual, success, error, warnings}`: the page's blocks, their tables and files sealed anew."""
     sealing = sealing_of(request)

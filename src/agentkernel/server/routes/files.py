@@ -33,11 +33,12 @@ from starlette.background import BackgroundTask
 
 from agentkernel.server.downloads import Download, FileRefused, open_download
 from agentkernel.server.identity import User
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.sealing import Sealing
 from agentkernel.short_text import clip
 
-router = APIRouter(prefix="/v1/files", tags=["files"])
+router = APIRouter(prefix="/v1/files", tags=["files"], responses=documented(*CALLER))
 NOT_FOUND: Final = "no such file (unknown, expired, gone, or not yours)"
 OCTET_STREAM: Final = "application/octet-stream"
 DOWNLOAD_POLICY: Final = "default-src 'none'; sandbox"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-router = APIRouter(tags=["health"])
+from agentkernel.server.problems import documented
+
+router = APIRouter(tags=["health"], responses=documented(500))
 
 
 @router.get("/healthz")

@@ -25,11 +25,12 @@ from agentkernel.server.failures import error_body
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.openai_shapes import ChunkStream, Completion, CompletionRequest, Refused, conversation
 from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.sessions import KEEPALIVE
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], responses=documented(*CALLER))
 AGENT_ERROR_STATUS = 502  # the agent (its LLM, most often) could not answer: a bad gateway, not a bad request
 
 
@@ -45,7 +46,10 @@ def list_models(user: User, parts: Parts) -> dict[str, Any]:
 
 @router.post(
     "/chat/completions",
-    responses={200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"},
+        **documented(404, 413, 502),
+    },
 )
 async def chat_completions(body: CompletionRequest, request: Request, user: User, parts: Parts) -> Any:
     """A `chat.completion` (or, with `stream`, its chunks then `[DONE]`) answering the last user message.

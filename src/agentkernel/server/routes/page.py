@@ -27,6 +27,7 @@ from fastapi.staticfiles import StaticFiles
 
 from agentkernel.server.charts import render_chart
 from agentkernel.server.identity import Parts, User
+from agentkernel.server.problems import CALLER, documented
 
 STATIC: Final = Path(__file__).resolve().parent.parent / "static"
 CONTENT_SECURITY_POLICY: Final = (
@@ -37,7 +38,7 @@ SVG_MEDIA_TYPE: Final = "image/svg+xml"
 
 ChartBlock = Annotated[dict[str, Any], Body(description="a `chart` visual block (S6.2)")]
 
-router = APIRouter(tags=["page"])
+router = APIRouter(tags=["page"], responses=documented(*CALLER))
 
 
 @router.get("/", include_in_schema=False)
@@ -64,7 +65,7 @@ def list_templates(_: User, parts: Parts) -> list[dict[str, str]]:
 @router.post(
     "/v1/charts/svg",
     response_class=Response,
-    responses={200: {"content": {SVG_MEDIA_TYPE: {}}, "description": "the chart as SVG"}},
+    responses={200: {"content": {SVG_MEDIA_TYPE: {}}, "description": "the chart as SVG"}, **documented(413)},
 )
 def chart_svg(_: User, block: ChartBlock) -> Response:
     """A `chart` block drawn as a self-contained SVG (no script, no external reference); 422 if no chart."""

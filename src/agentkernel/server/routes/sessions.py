@@ -6,6 +6,7 @@ cannot be probed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -16,12 +17,13 @@ from pydantic import BaseModel, Field
 from agentkernel.errors import ConfigError
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnBusy
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=documented(*CALLER))
 
 
 class NewSession(BaseModel):
@@ -40,7 +42,7 @@ def owned_session(parts: ServerParts, session_id: str, user: str) -> SessionInfo
     return info
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=documented(413))
 def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
     """A new session with `template`; 422 naming `body.template` when it does not load."""
     try:
@@ -59,7 +61,7 @@ def list_sessions(user: User, parts: Parts) -> list[dict[str, str]]:
     return [info.to_json() for info in parts.sessions.of_user(user)]
 
 
-@router.get("/{session_id}/messages")
+@router.get("/{session_id}/messages", responses=documented(404))
 def transcript(
     session_id: str,
     request: Request,
@@ -81,7 +83,10 @@ def transcript(
 @router.post(
     "/{session_id}/messages",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "the turn's events"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "the turn's events"},
+        **documented(404, 409, 413),
+    },
 )
 async def send_message(
     session_id: str, body: NewMessage, request: Request, user: User, parts: Parts
@@ -105,7 +110,7 @@ async def send_message(
     )
 
 
-@router.post("/{session_id}/stop")
+@router.post("/{session_id}/stop", responses=documented(404))
 async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool]:
     """`{stopped}`: stop the answer being made now; it ends with `done` reason `terminated`, recorded.
 
@@ -121,5 +126,7 @@ KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies se
 
 
 async def _frames(turn: Turn, keepalive_secs: float) -> AsyncIterator[bytes]:
-    async for event in turn.events(keepalive_secs):
-        yield KEEPALIVE if event is None else event.frame()
+    # closed with the response, so a client gone drops the turn's queue at once (turns.py)
+    async with contextlib.aclosing(turn.events(keepalive_secs)) as events:
+        async for event in events:
+            yield KEEPALIVE if event is None else event.frame()

@@ -17,11 +17,12 @@ from agentkernel.errors import ConfigError
 from agentkernel.process import Caller
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
+from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.routes.sessions import owned_session
 from agentkernel.server.sealing import seal_result
 
-router = APIRouter(prefix="/v1/tools", tags=["tools"])
+router = APIRouter(prefix="/v1/tools", tags=["tools"], responses=documented(*CALLER))
 
 
 class ToolRun(BaseModel):
@@ -51,7 +52,7 @@ def _caller(parts: ServerParts, user: str, session: str | None, template: str | 
     return parts.kernel.caller(user_id=user)
 
 
-@router.get("")
+@router.get("", responses=documented(404))
 def list_tools(
     user: User,
     parts: Parts,
@@ -65,7 +66,7 @@ def list_tools(
     ]
 
 
-@router.post("/{name}/run")
+@router.post("/{name}/run", responses=documented(404, 413))
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see."""
     caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
