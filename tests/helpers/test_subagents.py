@@ -10,7 +10,10 @@ the answer as llm_json does, depth and the script's deadline bound it all.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -373,3 +376,33 @@ def test_s17_a_hook_starts_a_subagent_on_the_chats_loop(
         assert result.answer == "Ответ."
         assert kernel._home.owns_loop is False
     assert [e.data["text"] for e in events if e.kind == "notice"] == ["мнение: годится"]
+
+
+def test_s17_from_agentkernel_tool_run(project: Path, server: FakeLLMServer, tools: ToolFactory) -> None:
+    """The terminal: a sub-agent on the kernel's own loop, its connections closed there, the command exits."""
+    write_project(project, server)
+    server.add(Reply(text="из терминала"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkernel.cli.main",
+            "tool",
+            "run",
+            "delegate",
+            '{"task": "t", "template": "reviewer"}',
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,  # a safety net against a hang, not a speed check
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["content"], shown["success"]) == ("из терминала", True)
+
+
+def test_s17_tools_from_the_terminal_must_be_loaded(kernel: Kernel, server: FakeLLMServer) -> None:
+    got = delegate(kernel, None, task="t", instructions="i", tools=["upper", "ghost"])
+    assert got == {"error": "run_subagent: tools[1]: 'ghost' is not a tool loaded"}
+    assert server.requests == []
