@@ -22,6 +22,9 @@ RHAI_SCRIPTS = ("loop", "fib", "sieve", "objects")
 
 # benchmark → the lines (regular expressions, multiline) its figures must show
 FIGURES: dict[str, list[str]] = {
+    "call_tool.py": [
+        rf"^\s+{engine}: overhead beyond the inner tool\s+-?{NUMBER} ms" for engine in ("JavaScript", "Rhai")
+    ],
     "tool_call.py": [
         rf"agentkernel run_tool\s+p50\s+{NUMBER}",
         rf"same tool in Rhai \(text_stats_rhai\)\s+p50\s+{NUMBER}",

@@ -28,7 +28,9 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         shows must match in full (nested objects with exactly these keys,
         arrays with these items), with the same JSON types (`1` is not `true`).
         `$HTTP_URL` and `$LLM_URL` in the block (the call line and the
-        expected result) are replaced by the test servers' base URLs (below).
+        expected result) are replaced by the test servers' base URLs (below);
+        so are they in a file step's block (`base_url: $LLM_URL` in a
+        kernel.yaml, after the llm step that starts that server).
 
     <!-- example: NAME cli[: exit=N] [env.VAR=VALUE ...] -->
         The next fenced block (console) starts with `$ agentkernel ...` or
@@ -481,11 +483,7 @@ class ExampleRunner:
         assert first in (f"# {relative.as_posix()}", f"// {relative.as_posix()}"), (
             f"{where}: the block must start with a comment naming {relative.as_posix()}, got {first!r}"
         )
-        text = step.block
-        if relative == KERNEL_YAML and "$LLM_URL" in text:  # `llm.base_url: $LLM_URL`: the scripted LLM
-            assert self.llm is not None, f"{where}: $LLM_URL in kernel.yaml needs an llm step before it"
-            text = _expand(text, self._servers(text))
-        self._write(relative, text)
+        self._write(relative, _expand(step.block, self._servers(step.block)))
         if relative == KERNEL_YAML:
             self._close_kernel()  # the next run reads the new settings
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Executor
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,13 @@ from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices
 from agentkernel.services.files import FilesService
+from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
+from agentkernel.services.subagents import SubagentService
 from agentkernel.templates import TemplateSpec, check_references, load_templates
+from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
@@ -40,10 +44,11 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
+CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
 
 if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a tool run
     from agentkernel.agent.hooks import HookPipeline, HookRun
-    from agentkernel.agent.loop import AgentLoop
+    from agentkernel.agent.loop import AgentLoop, LoopSettings
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.memory import Record
 
@@ -73,7 +78,8 @@ class Kernel:
 
         `helpers` replaces the helper table (`default_helper_table()` plus your
         own); `provider` is an LLM backend used instead of kernel.yaml's
-        `llm:`; `live=False` attaches neither the LLM nor the message store
+        `llm:`; `live=False` attaches neither the LLM nor the message store,
+        nor the tool-call, tool-result and sub-agent services of S16 and S17
         (`hook_tool` without `--live`); `extra_services` replaces the kernel's
         own services (`http`, `state`, `duckdb`, `files`, `shell`) by name,
         built, or None to detach one; `extensions` are your own services, by
@@ -93,7 +99,8 @@ class Kernel:
         self._provider = provider
         self._store = LazyMessageStore(config.messages_db)
         self._live = live
-        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history)
+        self._home = KernelLoop()
+        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history, home=self._home)
         self._processes = ProcessTable()
         self._services = kernel_services(  # last: the live services may use any part above
             config,
@@ -117,7 +124,13 @@ class Kernel:
         service is one more key here (and in `LiveServices`), built cheaply or
         lazily: this runs in `__init__`, after every other part exists.
         """
-        return {"llm": self._llm, "messages": self._store}
+        return {
+            "llm": self._llm,
+            "messages": self._store,
+            "tools": ToolCallService(self._dispatcher),
+            "tool_results": self._history,
+            "subagents": self._subagent_service(),
+        }
 
     @classmethod
     def from_config_file(
@@ -412,6 +425,39 @@ class Kernel:
 
         return AgentLoop(self._llm, self._dispatcher, self._hooks, self._services, self._store, stream=stream)
 
+    def _subagent_service(self) -> SubagentService:
+        """`run_subagent`'s service (S17), made of this kernel's parts, not of its face."""
+
+        def settings(template: TemplateSpec) -> LoopSettings:
+            from agentkernel.agent.loop import LoopSettings
+
+            return LoopSettings.for_template(template, self._catalog)
+
+        def agent_loop(executor: Executor) -> AgentLoop:
+            from agentkernel.agent.loop import AgentLoop
+
+            # not streamed, and not in the session's transcript: the script gets the answer
+            return AgentLoop(
+                self._llm,
+                self._dispatcher,
+                self._hooks,
+                self._services,
+                None,
+                stream=False,
+                executor=executor,
+            )
+
+        return SubagentService(
+            processes=self._processes,
+            temp_root=self._config.temp_root,
+            limits=self._config.limits,
+            home=self._home,
+            template=self.template,
+            tool_names=lambda: set(self._catalog.tools()),
+            settings=settings,
+            agent_loop=agent_loop,
+        )
+
     @cached_property
     def _hooks(self) -> HookPipeline:
         """The hook pipeline (S7), built when the first hook runs."""
@@ -457,8 +503,16 @@ class Kernel:
         event loop of its own, so from async code use `aclose` (or `async
         with`): RuntimeError here when an event loop is running.
         """
-        if self._open_provider() is None:
-            _raise_all(self._close_local())
+        provider = self._open_provider()
+        if provider is None or self._home.owns_loop:
+            errors = self._close_local()
+            if provider is not None:  # its connections were made on the kernel's own loop: closed there
+                try:
+                    self._home.run(provider.aclose, timeout=CLOSE_TIMEOUT_SECS)
+                except Exception as exc:
+                    errors.append(exc)
+            self._home.close()
+            _raise_all(errors)
             return
         import asyncio  # only when an LLM client was built: a tool run never pays for asyncio
 
@@ -478,6 +532,7 @@ class Kernel:
                 await provider.aclose()
             except Exception as exc:
                 errors.append(exc)
+        self._home.close()
         _raise_all(errors)
 
     def _open_provider(self) -> Provider | None:

@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -42,6 +42,13 @@ class Caller:
     `process` is the running process itself when the caller is one (an
     agent's tool call): what `llm()` charges its tokens to (S9.2); None for
     a bare caller (`tool run`, a tool called over HTTP), which spends no budget.
+
+    Two fields say where in a chain of calls the caller stands, not who it
+    is: `call_depth` counts tool calls nested through `call_tool` (0 for the
+    LLM's own call, S16), and `deadline` (a `time.monotonic()` value, or
+    None) is the moment by which anything run for it must end: a nested
+    call's is its calling script's, a sub-agent's is the deadline of the
+    script that started it (S17).
     """
 
     pid: str | None = None
@@ -53,6 +60,16 @@ class Caller:
     allowed_tools: frozenset[str] | None = None
     services: Services = field(default_factory=Services)
     process: Process | None = field(default=None, repr=False)
+    call_depth: int = 0
+    deadline: float | None = None
+
+    def one_deeper(self, deadline: float | None) -> Caller:
+        """This caller for a call nested in one of its own: one deeper, never past `deadline`.
+
+        Every other field is copied as it is (`replace`), whatever fields a
+        Caller gains later: a nested call is the same caller.
+        """
+        return replace(self, call_depth=self.call_depth + 1, deadline=earlier(self.deadline, deadline))
 
     def identity(self) -> JSONObject:
         """The `caller()` object of S15; null where unknown."""
@@ -125,6 +142,13 @@ class BudgetExhausted(HelperError):
 
 class ProcessError(AgentKernelError):
     """A process operation that cannot be done, e.g. a child of a terminated parent."""
+
+
+def earlier(a: float | None, b: float | None) -> float | None:
+    """The earlier of two deadlines, where None means none."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def _tighter(a: int | None, b: int | None) -> int | None:
@@ -269,6 +293,8 @@ class Process:
     user_id: str | None = None
     parent_pid: str | None = None
     temp_dir: Path | None = None
+    depth: int = 0  # 0 for an agent started by a person; a sub-agent is one deeper than its parent
+    deadline: float | None = None  # a sub-agent's: its starting script's (time.monotonic()); inherited
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _tokens: int = field(default=0, init=False, repr=False)
@@ -310,6 +336,7 @@ class Process:
             allowed_tools=frozenset(self.template.tools),
             services=services,
             process=self,
+            deadline=self.deadline,
         )
 
     @contextmanager
@@ -366,11 +393,18 @@ class ProcessTable:
         parent: Process | None = None,
         name: str | None = None,
         temp_root: Path,
+        deadline: float | None = None,
     ) -> Process:
-        """Start a process from `template`; a child inherits session and user unless given."""
+        """Start a process from `template`; a child inherits session, user and deadline unless given.
+
+        `deadline` (a `time.monotonic()` value) is the moment the process
+        must be over by: a sub-agent's is its script's. A child keeps the
+        earlier of its own and its parent's.
+        """
         if parent is not None:
             session_id = session_id if session_id is not None else parent.session_id
             user_id = user_id if user_id is not None else parent.user_id
+            deadline = earlier(deadline, parent.deadline)
         process = Process(
             pid=str(uuid.uuid4()),
             name=name or template.name,
@@ -379,6 +413,8 @@ class ProcessTable:
             session_id=session_id,
             user_id=user_id,
             parent_pid=parent.pid if parent is not None else None,
+            depth=parent.depth + 1 if parent is not None else 0,
+            deadline=deadline,
             temp_dir=(
                 session_temp_dir(temp_root, user_id=user_id, session_id=session_id)
                 if session_id is not None
@@ -438,6 +474,7 @@ __all__ = [
     "ProcessError",
     "ProcessState",
     "ProcessTable",
+    "earlier",
     "safe_folder_name",
     "session_folder_name",
     "session_key",

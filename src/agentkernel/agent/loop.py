@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
@@ -140,6 +142,7 @@ class AgentLoop:
         transcript: Transcript | None = None,
         *,
         stream: bool = True,
+        executor: Executor | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = dispatcher
@@ -147,6 +150,14 @@ class AgentLoop:
         self.services = services
         self.transcript = transcript
         self.stream = stream
+        # where tools and hooks run; None: the event loop's default threads. A sub-agent's loop
+        # has threads of its own, so a script waiting for it never holds the threads it needs.
+        self.executor = executor
+
+    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` on a worker thread of this loop's executor (DESIGN rule 7)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(function, *args))
 
     # -- recording -------------------------------------------------------------------------------
 
@@ -183,10 +194,12 @@ class AgentLoop:
         or tool call is made.
         """
         stop = stop or asyncio.Event()
+        if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
+            self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = process.caller(self.services)
         message: JSONObject = {"role": "user", "content": text}
         self._record(caller, "user", "user", text)
-        before = await asyncio.to_thread(self.hooks.before_user_message, settings.hooks, caller, message)
+        before = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, message)
         self._record_hooks(caller, before.records)
         for notice in before.notices:
             await self._notice(caller, notice, emit)
@@ -325,7 +338,7 @@ class AgentLoop:
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            result = await self.dispatcher.acall(call.name, args, caller)
+            result = await self.dispatcher.acall(call.name, args, caller, self.executor)
         self._record(caller, "tool", "tool_result", result.content, _result_meta(call, result))
         await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
         for block in result.visual:
@@ -349,13 +362,13 @@ class AgentLoop:
         answer_message: JSONObject | None = (
             {"role": "assistant", "content": answer} if answer is not None else None
         )
-        notices, records = await asyncio.to_thread(
+        notices, records = await self._in_thread(
             self.hooks.after_turn, settings.hooks, caller, question, answer_message
         )
         self._record_hooks(caller, records)
         for notice in notices:
             await self._notice(caller, notice, emit)
-        loop_records = await asyncio.to_thread(self.hooks.after_loop, settings.hooks, caller, reason.value)
+        loop_records = await self._in_thread(self.hooks.after_loop, settings.hooks, caller, reason.value)
         self._record_hooks(caller, loop_records)
         self._record(caller, "system", "end", reason.value)
         await emit(LoopEvent("end", {"reason": reason.value}))

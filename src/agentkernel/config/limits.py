@@ -29,6 +29,8 @@ LIMITS_SCHEMA: Schema = {
         "max_log_chars": {"type": "integer", "minimum": 100},
         "history_per_tool": {"type": "integer", "minimum": 1},
         "history_sessions": {"type": "integer", "minimum": 1},
+        "max_call_depth": {"type": "integer", "minimum": 0},
+        "max_subagent_depth": {"type": "integer", "minimum": 0},
     },
 }
 
@@ -70,6 +72,8 @@ class KernelLimits:
     max_log_chars: int = 200_000
     history_per_tool: int = 20
     history_sessions: int = 1000
+    max_call_depth: int = 8  # tool calls nested through call_tool (S16.2): ends recursion early
+    max_subagent_depth: int = 3  # sub-agents started by sub-agents (S17)
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @classmethod
@@ -149,6 +153,25 @@ class CallBudget(ScriptLimits):
     def remaining_secs(self) -> float:
         """Seconds left before the deadline; 0 once it passed."""
         return max(0.0, self.deadline - time.monotonic())
+
+    def bounded(self, deadline: float | None, stack_limit_bytes: int) -> CallBudget:
+        """This budget, ending no later than `deadline` (its calling script's), its JS stack at most
+        `stack_limit_bytes` (a call nested in another's); itself when neither bounds it.
+
+        Cut short, its `timeout_secs` is the time it has left (to the
+        millisecond), so "exceeded timeout_secs" names the time it was given.
+        """
+        cut = deadline if deadline is not None and deadline < self.deadline else None
+        if cut is None and stack_limit_bytes >= self.stack_limit_bytes:
+            return self
+        timeout = self.timeout_secs if cut is None else round(max(cut - time.monotonic(), 0.001), 3)
+        return CallBudget(
+            max_operations=self.max_operations,
+            timeout_secs=timeout,
+            memory_limit_bytes=self.memory_limit_bytes,
+            stack_limit_bytes=min(stack_limit_bytes, self.stack_limit_bytes),
+            deadline=self.deadline if cut is None else cut,
+        )
 
 
 __all__ = [

@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # annotations only: a service's module imports its library (h
     from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
+    from agentkernel.services.subagents import SubagentService
+    from agentkernel.tools.calls import ToolCallService
+    from agentkernel.tools.history import ToolResultHistory
 
 T = TypeVar("T")
 
@@ -29,8 +32,10 @@ Attach: TypeAlias = T | Later[T] | None
 """A local service as `Services` takes it: built, built on first use (`Later`), or None (not attached)."""
 
 LocalName = Literal["http", "state", "duckdb", "files", "shell"]
-LiveName = Literal["messages"]
+LiveName = Literal["messages", "tools", "tool_results", "subagents"]
 """The live services a helper `require`s: those that reach the kernel itself (`LiveServices`)."""
+
+_LIVE_ONLY = "(hook_tool attaches it with --live)"
 
 MISSING: dict[LocalName | LiveName, str] = {
     "http": "no http service attached to this kernel",  # docs/scripts.md, the http_* errors (S8.2)
@@ -39,7 +44,10 @@ MISSING: dict[LocalName | LiveName, str] = {
     "files": "no files service attached to this kernel",
     "shell": "no shell service attached to this kernel",
     # S18: the transcript helpers speak as `memory: …`
-    "messages": "no message store attached to this kernel (hook_tool attaches it with --live)",
+    "messages": f"no message store attached to this kernel {_LIVE_ONLY}",
+    "tools": f"no tool-call service attached to this kernel {_LIVE_ONLY}",  # S16.2
+    "tool_results": f"no tool-result history attached to this kernel {_LIVE_ONLY}",  # S16.4
+    "subagents": f"no subagent service attached to this kernel {_LIVE_ONLY}",  # S17
 }
 """What a helper says when its service is not attached, after its own name (`state_get: …`)."""
 
@@ -71,6 +79,9 @@ class LiveServices(TypedDict, total=False):
 
     llm: Provider | None
     messages: MessageStore | None
+    tools: ToolCallService | None  # S16: the one dispatch path, one call deeper
+    tool_results: ToolResultHistory | None  # S16.4
+    subagents: SubagentService | None  # S17
 
 
 def _later(service: Attach[T]) -> Later[T]:
@@ -80,7 +91,8 @@ def _later(service: Attach[T]) -> Later[T]:
 class Services:
     """Everything a helper may use besides the caller's identity.
 
-    The live ones (`llm`, `messages`) are None when not attached — e.g. in
+    The live ones (`llm`, `messages`, and the kernel's own `tools`,
+    `tool_results` and `subagents`) are None when not attached — e.g. in
     `hook_tool` without `--live`. The local ones (`http`, `state`, `duckdb`,
     `files`, `shell`) may be given as `Later`: built when first read, so a
     tool run pays only for the services its script calls (issue 8).
@@ -96,6 +108,9 @@ class Services:
         "environment",
         "llm",
         "messages",
+        "subagents",
+        "tool_results",
+        "tools",
     )
 
     def __init__(
@@ -110,8 +125,14 @@ class Services:
         files: Attach[FilesService] = None,
         shell: Attach[ShellService] = None,
         extensions: Mapping[str, object] | None = None,
+        tools: ToolCallService | None = None,
+        tool_results: ToolResultHistory | None = None,
+        subagents: SubagentService | None = None,
     ) -> None:
         self._extensions = dict(extensions or {})
+        self.tools = tools
+        self.tool_results = tool_results
+        self.subagents = subagents
         self.environment = environment if environment is not None else Environment()
         self.llm = llm
         self.messages = messages
@@ -153,6 +174,12 @@ class Services:
     def require(self, name: Literal["shell"], helper: str) -> ShellService: ...
     @overload
     def require(self, name: Literal["messages"], helper: str) -> MessageStore: ...
+    @overload
+    def require(self, name: Literal["tools"], helper: str) -> ToolCallService: ...
+    @overload
+    def require(self, name: Literal["tool_results"], helper: str) -> ToolResultHistory: ...
+    @overload
+    def require(self, name: Literal["subagents"], helper: str) -> SubagentService: ...
 
     def require(self, name: LocalName | LiveName, helper: str) -> object:
         """The service `name`, built if need be; MissingService (`helper: no … attached`) without one."""

@@ -19,6 +19,7 @@ from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.process import Caller
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
@@ -26,6 +27,31 @@ from agentkernel.types import JSONValue
 
 log = logging.getLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3
+MIN_NESTED_STACK_BYTES = 64 << 10  # the least JS stack a nested call gets (limits.stack_limit_kb's minimum)
+
+
+def depth_refusal(name: str, caller: Caller, limits: KernelLimits) -> str | None:
+    """Why a call nested through `call_tool` is not run: too deep (S16.2), or None.
+
+    Counted apart from `max_operations`, which is per call: a tool calling
+    itself would otherwise nest until its deadline or the thread's stack.
+    """
+    if caller.call_depth <= limits.max_call_depth:
+        return None
+    return (
+        f"tool {name!r} not run: calls nested {caller.call_depth} deep through call_tool, more than "
+        f"limits.max_call_depth ({limits.max_call_depth}); does a tool call itself?"
+    )
+
+
+def nested_stack_bytes(limits: KernelLimits, depth: int) -> int:
+    """The JS stack of a call nested `depth` deep: half its caller's, at least MIN_NESTED_STACK_BYTES.
+
+    Nested calls run on their caller's thread, each on top of the one that
+    called it, so the whole chain fits in about twice `stack_limit_kb` plus
+    MIN_NESTED_STACK_BYTES a level, far inside a thread's stack, whatever the depth limit.
+    """
+    return max(MIN_NESTED_STACK_BYTES, (limits.stack_limit_kb << 10) >> depth)
 
 
 def argument_problem(spec: ToolSpec, args: JSONValue) -> str | None:
@@ -48,12 +74,14 @@ class Dispatcher:
         limits: KernelLimits,
         history: ToolResultHistory,
         executor: Executor | None = None,
+        home: KernelLoop | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
         self.limits = limits
         self.history = history
         self.executor = executor
+        self.home = home  # told which event loop runs the kernel's async work (services/kernel_loop.py)
 
     def call(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         """Dispatch a registered tool synchronously (scripts are sync: DESIGN rule 7)."""
@@ -81,12 +109,17 @@ class Dispatcher:
         )
         return result
 
-    async def acall(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
-        """Dispatch from the event loop on a worker thread (S21.3)."""
+    async def acall(
+        self, name: str, args: JSONValue, caller: Caller, executor: Executor | None = None
+    ) -> ToolResult:
+        """Dispatch from the event loop on a worker thread (S21.3): `executor`'s, else the dispatcher's."""
         import asyncio  # only the agent loop dispatches asynchronously; `tool run` never needs it
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(self.call, name, args, caller))
+        if self.home is not None:
+            self.home.adopt(loop)
+        work = functools.partial(self.call, name, args, caller)
+        return await loop.run_in_executor(executor or self.executor, work)
 
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         spec = self.registry.get(name)
@@ -96,7 +129,7 @@ class Dispatcher:
 
     def _dispatch_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
         name = spec.name
-        refusal = self.registry.access.refusal(caller, spec)
+        refusal = depth_refusal(name, caller, self.limits) or self.registry.access.refusal(caller, spec)
         if refusal is not None:
             return ToolResult.failure(refusal)
         problem = argument_problem(spec, args)
@@ -107,7 +140,10 @@ class Dispatcher:
         return finish(result, spec.warnings, self.limits)
 
     def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
-        call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, spec.call_budget(self.limits))
+        budget = spec.call_budget(self.limits)
+        if caller.call_depth or caller.deadline is not None:
+            budget = budget.bounded(caller.deadline, nested_stack_bytes(self.limits, caller.call_depth))
+        call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)
         try:
             value = self.host.call(spec.script, "run", [args], [spec.raw], call)
         except ScriptLimitError as exc:
@@ -123,4 +159,4 @@ class Dispatcher:
         )
 
 
-__all__ = ["Dispatcher", "argument_problem"]
+__all__ = ["Dispatcher", "argument_problem", "depth_refusal", "nested_stack_bytes"]

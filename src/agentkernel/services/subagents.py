@@ -1,0 +1,244 @@
+"""The sub-agent service (S17): what `run_subagent` reaches to start a child agent and wait for it.
+
+A sub-agent is a process like any other (process.py): a child of the
+calling process, spending from its budget group, in its session, with the
+tools its template (or the script) gives it, never more than the parent
+may use. It runs the agent loop once on its task and is terminated at
+the end, whatever the end was: an answer, a failure, the script's deadline.
+
+The script waits on its worker thread; the child's loop runs on the
+kernel's event loop (services/kernel_loop.py), where the LLM provider's
+connections live, with worker threads of its own for its tools and hooks,
+so a script waiting for a sub-agent never holds the threads the sub-agent
+needs. The wait ends at the script's deadline: the child's loop is then
+cancelled and the process terminated, and every tool call it makes is
+bounded by that deadline too (`Process.deadline`).
+
+The service knows the kernel only through the parts it is handed (no
+import of the `Kernel` face): the process table, a template lookup, a
+maker of loop settings and of agent loops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentkernel.config import KernelLimits
+from agentkernel.errors import ConfigError, HelperError
+from agentkernel.llm.base import ChatMessage
+from agentkernel.process import BUDGET_EXHAUSTED, Caller, Process, ProcessError, ProcessTable, earlier
+from agentkernel.services.kernel_loop import KernelLoop
+from agentkernel.services.structured import answer_problem
+from agentkernel.templates import TemplateSpec
+from agentkernel.types import JSONObject, JSONValue
+
+if TYPE_CHECKING:  # the agent runtime is imported when a sub-agent first runs
+    from agentkernel.agent.loop import AgentLoop, LoopEvent, LoopResult, LoopSettings
+
+log = logging.getLogger("agentkernel.subagents")
+
+HELPER = "run_subagent"
+ATTEMPTS = 3  # answers asked for in all when `output_schema` is given, as llm_json (S9.3)
+SUBAGENT_TEMPLATE = "subagent"  # the template name of a sub-agent made from `instructions`
+WORKER_THREADS = 2  # a sub-agent's own threads for its tools and hooks (one call at a time, plus a hook)
+
+
+@dataclass(frozen=True)
+class SubagentRequest:
+    """`run_subagent`'s argument, checked for shape by the helper (helpers/delegation.py)."""
+
+    task: str
+    template: str | None = None
+    instructions: str | None = None
+    name: str | None = None
+    tools: tuple[str, ...] | None = None
+    output_schema: JSONObject | None = None
+
+
+@dataclass(frozen=True)
+class SubagentResult:
+    pid: str
+    answer: str
+    data: JSONValue = None
+
+    def for_script(self) -> JSONObject:
+        """`{pid, answer, data}` (S17)."""
+        return {"pid": self.pid, "answer": self.answer, "data": self.data}
+
+
+def _error(text: str) -> HelperError:
+    return HelperError(f"{HELPER}: {text}")
+
+
+class SubagentService:
+    """Starts sub-agents for callers and waits for their answers; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        processes: ProcessTable,
+        temp_root: Path,
+        limits: KernelLimits,
+        home: KernelLoop,
+        template: Callable[[str], TemplateSpec],
+        tool_names: Callable[[], set[str]],
+        settings: Callable[[TemplateSpec], LoopSettings],
+        agent_loop: Callable[[Executor], AgentLoop],
+    ) -> None:
+        self.processes = processes
+        self.temp_root = temp_root
+        self.limits = limits
+        self.home = home
+        self._template = template
+        self._tool_names = tool_names
+        self._settings = settings
+        self._agent_loop = agent_loop
+
+    # -- before the child starts ---------------------------------------------------------------
+
+    def _parent(self, caller: Caller) -> Process | None:
+        """The caller's process; None for the kernel itself (a tool run from the terminal: every tool).
+
+        A caller limited to some tools whose process is not running (it
+        ended, or never was) gets no sub-agent: a child without a parent
+        would spend from no one's budget.
+        """
+        parent = self.processes.get(caller.pid) if caller.pid is not None else None
+        if parent is None and caller.allowed_tools is not None:
+            raise _error(f"the calling process {caller.pid} is not running")
+        if parent is not None and parent.depth >= self.limits.max_subagent_depth:
+            raise _error(
+                f"sub-agents nested {parent.depth + 1} deep, more than limits.max_subagent_depth "
+                f"({self.limits.max_subagent_depth}); does a sub-agent start sub-agents of itself?"
+            )
+        if parent is not None and parent.budget.exhausted:
+            raise _error(BUDGET_EXHAUSTED)
+        return parent
+
+    def _tools(
+        self, request: SubagentRequest, caller: Caller, template: TemplateSpec | None
+    ) -> tuple[str, ...]:
+        """The child's tools: `tools`, else the template's (or the parent's); never beyond the parent's."""
+        allowed = caller.allowed_tools
+        if request.tools is not None:
+            known = self._tool_names() if allowed is None else allowed
+            for index, name in enumerate(request.tools):
+                if name not in known:
+                    whose = "loaded" if allowed is None else f"that {caller.template or 'the caller'} may use"
+                    raise _error(f"tools[{index}]: {name!r} is not a tool {whose}")
+            return request.tools
+        if template is not None:
+            return tuple(t for t in template.tools if allowed is None or t in allowed)
+        return tuple(sorted(allowed if allowed is not None else self._tool_names()))
+
+    def _child_template(self, request: SubagentRequest, caller: Caller) -> TemplateSpec:
+        if request.template is None:
+            assert request.instructions is not None  # the helper makes sure of one or the other
+            spec = TemplateSpec(name=SUBAGENT_TEMPLATE, instructions=request.instructions)
+            return replace(spec, tools=self._tools(request, caller, None))
+        try:
+            spec = self._template(request.template)
+        except ConfigError as exc:
+            raise _error(f"template: {exc.reason}") from None
+        return replace(spec, tools=self._tools(request, caller, spec))
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, caller: Caller, request: SubagentRequest, deadline: float | None) -> SubagentResult:
+        """Start the child, wait for its answer until `deadline` (time.monotonic()), end it in any case."""
+        parent = self._parent(caller)
+        template = self._child_template(request, caller)
+        settings = self._settings(template)
+        deadline = earlier(deadline, caller.deadline)
+        try:
+            child = self.processes.spawn(
+                template,
+                user_id=caller.user_id,
+                session_id=caller.session_id,
+                parent=parent,
+                name=request.name,
+                temp_root=self.temp_root,
+                deadline=deadline,
+            )
+        except ProcessError as exc:
+            raise _error(str(exc)) from None
+        try:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            return self.home.run(lambda: self._converse(child, settings, request), timeout)
+        except TimeoutError:
+            raise _error(
+                f"sub-agent {child.name} ({child.pid}) was stopped at the script's deadline (timeout_secs)"
+            ) from None
+        finally:
+            self.processes.terminate(child.pid)
+
+    async def _converse(
+        self, child: Process, settings: LoopSettings, request: SubagentRequest
+    ) -> SubagentResult:
+        """The child's run on its task; with `output_schema`, up to ATTEMPTS answers until one validates."""
+        errors: list[str] = []
+
+        async def emit(event: LoopEvent) -> None:
+            if event.kind == "error":
+                errors.append(str(event.data.get("message")))
+
+        executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix=f"subagent-{child.name}")
+        loop = self._agent_loop(executor)
+        try:
+            history: list[ChatMessage] = []  # the child's conversation so far
+            text = _task_text(request)
+            problem = ""
+            for _ in range(ATTEMPTS if request.output_schema is not None else 1):
+                result = await loop.run(child, settings, history, text, emit)
+                answer = _answer(child, result, errors)
+                if request.output_schema is None:
+                    return SubagentResult(child.pid, answer)
+                data, problem_now = answer_problem(answer, request.output_schema)
+                if problem_now is None:
+                    return SubagentResult(child.pid, answer, data)
+                problem = problem_now
+                history, text = result.history, _retry_text(problem)
+            raise _error(
+                f"structured output did not validate against output_schema "
+                f"after {ATTEMPTS} attempts: {problem}"
+            )
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _task_text(request: SubagentRequest) -> str:
+    if request.output_schema is None:
+        return request.task
+    schema = json.dumps(request.output_schema, ensure_ascii=False)
+    return (
+        f"{request.task}\n\nAnswer with one JSON value and nothing else, valid against this JSON Schema:\n"
+        f"{schema}"
+    )
+
+
+def _retry_text(problem: str) -> str:
+    return (
+        f"Your answer did not validate against the JSON Schema: {problem}. Answer again with the JSON only."
+    )
+
+
+def _answer(child: Process, result: LoopResult, errors: list[str]) -> str:
+    """The run's answer; a run that ended without one is the script's error, saying why."""
+    from agentkernel.agent.loop import EndReason
+
+    if result.reason is EndReason.JOB_DONE and result.answer is not None:
+        return result.answer
+    if result.reason is EndReason.BUDGET_EXHAUSTED:
+        raise _error(BUDGET_EXHAUSTED)
+    why = f": {errors[-1]}" if errors else ""
+    raise _error(f"sub-agent {child.name} ended with {result.reason.value}{why}")
+
+
+__all__ = ["ATTEMPTS", "SUBAGENT_TEMPLATE", "SubagentRequest", "SubagentResult", "SubagentService"]
