@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -34,9 +35,18 @@ ROW_SECRET = "row-only-the-user-sees"  # a table cell: must never reach the LLM 
 class LiveServer:
     """`agentkernel serve` in-process: the same app, uvicorn and shutdown, on a thread of its own."""
 
-    def __init__(self, kernel: Kernel, settings: ServerSettings | None = None) -> None:
+    def __init__(
+        self, kernel: Kernel, settings: ServerSettings | None = None, send_buffer: int | None = None
+    ) -> None:
+        """`send_buffer` fixes SO_SNDBUF of every accepted connection (Linux copies it from the listener).
+
+        Without it the kernel grows a connection's send buffer on its own (up to
+        net.ipv4.tcp_wmem, 4 MiB by default), so how much a client that stops
+        reading leaves in the sockets depends on the machine.
+        """
         self.kernel = kernel
         self.settings = settings or kernel.config.server
+        self.send_buffer = send_buffer
         self.server: GracefulServer | None = None
         self.url = ""
         self._thread: threading.Thread | None = None
@@ -44,6 +54,8 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         sock = bind("127.0.0.1", 0)
+        if self.send_buffer is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         self.url = url_of(sock)
         self.server = server = server_for(self.kernel, self.settings)
 

@@ -186,7 +186,10 @@ def test_a_client_too_far_behind_is_cut_off_and_the_turn_goes_on(
     bound = 64 * 1024
     kernel_yaml = make_project(tmp_path, llm_server, f"server:\n  max_stream_backlog_bytes: {bound}\n")
     llm_server.respond_with(answer)
-    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live, live.client() as client:
+    kernel = Kernel(load_kernel_config(kernel_yaml))
+    # the sockets between hold a fixed 128 KiB or so, far less than the 1.5 MB table frame: whatever
+    # the machine's TCP autotuning, the tokens after it pile up in the turn's backlog and pass the bound
+    with LiveServer(kernel, send_buffer=64 * 1024) as live, live.client() as client:
         session = new_session(client)
         behind = RawStream(live.url, f"/v1/sessions/{session}/messages", {"content": "slow"})
         try:
