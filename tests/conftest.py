@@ -1,4 +1,4 @@
-"""Shared fixtures: a kernel on a temporary config, and a factory for script tools."""
+"""Shared fixtures: a kernel on a temporary config, a factory for script tools, the scripted LLM server."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from tests.fakes import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -85,3 +86,10 @@ def make_tool(tools_dir: Path) -> ToolFactory:
         return spec
 
     return make
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """The scripted OpenAI-compatible server on 127.0.0.1, one per test."""
+    with FakeLLMServer() as server:
+        yield server

@@ -31,6 +31,7 @@ from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
+from agentkernel.services.llm import KernelLLM
 from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
@@ -125,7 +126,7 @@ class Kernel:
         lazily: this runs in `__init__`, after every other part exists.
         """
         return {
-            "llm": self._llm,
+            "llm": None if self._llm is None else KernelLLM(self._llm, self._home),
             "messages": self._store,
             "tools": ToolCallService(self._dispatcher),
             "tool_results": self._history,

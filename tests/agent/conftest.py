@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer
-
-
-@pytest.fixture
-def llm_server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
 
 
 def write(path: Path, text: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,12 +38,6 @@ PERSON_RHAI = (
     '#{ type: "object", properties: #{ name: #{ type: "string" }, price: #{ type: "number" } }, '
     'required: ["name", "price"] }'
 )
-
-
-@pytest.fixture
-def llm_server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
 
 
 def llm_kernel(project: Path, server: FakeLLMServer | None, extra: str = "") -> Kernel:
@@ -479,7 +472,7 @@ def test_prompt_bound_counts_bytes_and_a_margin_a_message() -> None:
 def test_a_tool_the_agent_calls_asks_the_llm_as_that_agent(
     project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
 ) -> None:
-    """The agent loop's event loop and the helpers' loop share the provider, its limit and the budget."""
+    """The script's `llm()` runs on the agent loop's event loop: one provider, its limit and the budget."""
     llm_server.add(
         Reply(tool_calls=(FakeToolCall("summarize", "{}", id="c1"),), prompt_tokens=10, completion_tokens=5),
         Reply(text="коротко", prompt_tokens=7, completion_tokens=3),

@@ -158,17 +158,17 @@ def test_s17_output_schema_validates_like_llm_json(kernel: Kernel, server: FakeL
     assert third["data"] == {"score": 4}
     retries = [body["messages"][-1]["content"] for body in server.bodies[2:]]
     assert retries[0].startswith(
-        "Your answer did not validate against the JSON Schema: the answer is not JSON"
+        "That answer did not validate against the JSON Schema: the answer is not JSON"
     )
     assert retries[1] == (
-        "Your answer did not validate against the JSON Schema: score: '4' is not of type 'integer'. "
-        "Answer again with the JSON only."
+        "That answer did not validate against the JSON Schema: '4' is not of type 'integer' (at $.score). "
+        "Answer again with only the corrected JSON."
     )
     server.add(Reply(text="no"), Reply(text="[]"), Reply(text='{"score": null}'))
     failed = delegate(kernel, boss, task="Оцени", instructions="i", output_schema=schema)
     assert failed == {
-        "error": "run_subagent: structured output did not validate against output_schema after 3 attempts: "
-        "score: None is not of type 'integer'"
+        "error": "run_subagent: structured output did not validate after 3 attempts: "
+        "None is not of type 'integer' (at $.score)"
     }
     assert kernel.list_processes() == [boss]
 
@@ -195,12 +195,12 @@ TASK = {"task": "t", "instructions": "i"}
         ({**TASK, "tools": [1]}, "run_subagent: tools[0] must be a tool's name (a non-empty string), got 1"),
         (
             {**TASK, "output_schema": "json"},
-            "run_subagent: output_schema must be a JSON Schema (an object), got 'json'",
+            "run_subagent: output_schema must be a JSON Schema object, got 'json'",
         ),
         (
             {**TASK, "output_schema": {"type": "thing"}},
             "run_subagent: output_schema is not a valid JSON Schema: "
-            "type: 'thing' is not valid under any of the given schemas",
+            "'thing' is not valid under any of the given schemas (at type)",
         ),
         ({**TASK, "model": "gpt"}, f"run_subagent: unknown key 'model' (expected: {KEYS})"),
     ],

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 from agentkernel.errors import HelperError
+from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services.structured import schema_problem
 from agentkernel.services.subagents import SubagentRequest
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
@@ -105,14 +105,10 @@ def _tools(value: JSONValue) -> tuple[str, ...] | None:
 def _schema(value: JSONValue) -> JSONObject | None:
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise HelperError(
-            f"run_subagent: output_schema must be a JSON Schema (an object), got {shown_value(value)}"
-        )
-    problem = schema_problem(value)
-    if problem is not None:
-        raise HelperError(f"run_subagent: output_schema is not a valid JSON Schema: {problem}")
-    return value
+    try:
+        return check_output_schema(value)
+    except SchemaInvalid as exc:  # the words llm_json uses for the same mistake
+        raise HelperError(f"run_subagent: output_schema {exc}") from None
 
 
 def subagent_request(options: JSONValue) -> SubagentRequest:

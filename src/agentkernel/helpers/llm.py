@@ -2,9 +2,9 @@
 
 The request goes through the kernel's provider (the named service `llm`),
 so the kernel-wide concurrency limit applies (llm/limited.py), on the
-helpers' own event loop (llm/blocking.py): the script's worker thread
-blocks, nothing else does (S21.3), and the wait ends with the script's
-time (its `CallBudget`).
+kernel's event loop (services/llm.py): the script's worker thread blocks,
+nothing else does (S21.3), and the wait ends with the script's time (its
+`CallBudget`).
 
 Tokens: a caller that is a process (an agent's tool call) spends its budget
 group (S9.2). Before asking, the helper holds an upper bound of what the
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel.errors import HelperError
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
-from agentkernel.llm.blocking import HELPER_LOOP
 from agentkernel.llm.structured import (
     SchemaInvalid,
     StructuredOutputInvalid,
@@ -42,7 +41,7 @@ from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
 if TYPE_CHECKING:
-    from agentkernel.llm.base import Provider
+    from agentkernel.services.llm import KernelLLM
 
 DEFAULT_MAX_TOKENS = 1024
 MAX_TOKENS_CAP = 4096
@@ -148,17 +147,17 @@ def prompt_bound(messages: Sequence[ChatMessage], json_schema: dict[str, Any] | 
     return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) + MESSAGE_MARGIN * (len(messages) + 1)
 
 
-def _provider(call: ScriptCall, helper: str) -> Provider:
+def _provider(call: ScriptCall, helper: str) -> KernelLLM:
     provider = call.caller.services.llm
     if provider is None:
         raise MissingService(f"{helper}: {NO_LLM}")
     return provider
 
 
-def _complete(call: ScriptCall, helper: str, provider: Provider, request: CompletionRequest) -> Completion:
-    """The provider's answer, waited for on the helpers' loop no longer than the script may run."""
+def _complete(call: ScriptCall, helper: str, provider: KernelLLM, request: CompletionRequest) -> Completion:
+    """The provider's answer, waited for no longer than the script may run."""
     try:
-        return HELPER_LOOP.run(lambda: provider.complete(request), call.remaining_secs())
+        return provider.complete(request, call.remaining_secs())
     except TimeoutError:
         limit = call.budget.timeout_secs if call.budget is not None else None
         shown = f" ({limit:g} s)" if limit is not None else ""

@@ -4,10 +4,11 @@ Composition rather than a flag on each provider: every backend gets the same
 limit by being wrapped once, and the agent loop, the `llm()` helpers and
 sub-agents all share the one wrapped provider, hence the one limit.
 
-The slots are an `aiologic.Semaphore`, not an `asyncio.Semaphore`: the agent
-loop calls from the server's event loop while scripts' `llm()` calls come
-from the helpers' own loop (llm/blocking.py), and an asyncio semaphore
-belongs to one loop (waiting on it from a second raises RuntimeError).
+The slots are an `aiologic.Semaphore`, not an `asyncio.Semaphore`: one
+provider may be called from several event loops — the server's, a chat's,
+the loop a kernel starts for itself when it has none (services/
+kernel_loop.py), another kernel's — and an asyncio semaphore belongs to one
+loop (waiting on it from a second raises RuntimeError).
 """
 
 from __future__ import annotations

@@ -384,8 +384,8 @@ class OpenAICompatProvider:
     """`Provider` for any server with an OpenAI-style `POST {base_url}/chat/completions`.
 
     An HTTP client is made on first use inside each event loop that calls,
-    and belongs to that loop: the server's loop and the loop of scripts'
-    `llm()` calls (llm/blocking.py) each keep their own connections.
+    and belongs to that loop: the server's loop, a chat's, and a kernel's
+    own loop (services/kernel_loop.py) each keep their own connections.
     `aclose()` (or `async with`) releases them all, each on its own loop.
     """
 

@@ -106,15 +106,17 @@ def schema_instruction(schema: dict[str, Any]) -> str:
     return f"Answer with only a JSON value, no other text, that validates against this JSON Schema: {shown}"
 
 
+def correction_request(problem: str) -> str:
+    """What the model is asked after an answer that failed with `problem` (llm_json and sub-agents alike)."""
+    return (
+        f"That answer did not validate against the JSON Schema: {problem}. "
+        "Answer again with only the corrected JSON."
+    )
+
+
 def correction(answer: str | None, problem: str) -> list[ChatMessage]:
     """The turn that feeds one failed answer's problem into the next attempt."""
-    return [
-        ChatMessage.assistant(answer or ""),
-        ChatMessage.user(
-            f"That answer did not validate against the JSON Schema: {problem}. "
-            "Answer again with only the corrected JSON."
-        ),
-    ]
+    return [ChatMessage.assistant(answer or ""), ChatMessage.user(correction_request(problem))]
 
 
 def structured_answer(
@@ -149,6 +151,7 @@ __all__ = [
     "StructuredOutputInvalid",
     "check_output_schema",
     "correction",
+    "correction_request",
     "parse_valid",
     "schema_instruction",
     "structured_answer",

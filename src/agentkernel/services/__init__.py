@@ -15,10 +15,10 @@ from agentkernel.services.environment import Environment
 from agentkernel.services.lazy import Later
 
 if TYPE_CHECKING:  # annotations only: a service's module imports its library (httpx, DuckDB, the LLM layer)
-    from agentkernel.llm.base import Provider
     from agentkernel.services.duck import DuckService
     from agentkernel.services.files import FilesService
     from agentkernel.services.http import HttpService
+    from agentkernel.services.llm import KernelLLM
     from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
@@ -77,7 +77,7 @@ class LiveServices(TypedDict, total=False):
     "no … attached". A key here is a keyword of `Services`.
     """
 
-    llm: Provider | None
+    llm: KernelLLM | None
     messages: MessageStore | None
     tools: ToolCallService | None  # S16: the one dispatch path, one call deeper
     tool_results: ToolResultHistory | None  # S16.4
@@ -116,7 +116,7 @@ class Services:
     def __init__(
         self,
         environment: Environment | None = None,
-        llm: Provider | None = None,
+        llm: KernelLLM | None = None,
         messages: MessageStore | None = None,
         *,
         http: Attach[HttpService] = None,

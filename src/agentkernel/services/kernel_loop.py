@@ -73,6 +73,8 @@ class KernelLoop:
         """
         import asyncio
 
+        if timeout is not None and timeout <= 0:
+            raise TimeoutError("no time left")
         loop = self._loop()
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -85,7 +87,7 @@ class KernelLoop:
             return future.result(timeout)
         except TimeoutError:
             future.cancel()
-            raise
+            raise TimeoutError(f"no answer within {timeout:g} s") from None
 
     def close(self) -> None:
         """Stop the kernel's own loop, if one was started; an adopted loop belongs to its owner."""

@@ -21,7 +21,6 @@ maker of loop settings and of agent loops.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -33,9 +32,16 @@ from typing import TYPE_CHECKING
 from agentkernel.config import KernelLimits
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.llm.base import ChatMessage
+from agentkernel.llm.structured import (
+    ATTEMPTS,
+    AnswerInvalid,
+    StructuredOutputInvalid,
+    correction_request,
+    parse_valid,
+    schema_instruction,
+)
 from agentkernel.process import BUDGET_EXHAUSTED, Caller, Process, ProcessError, ProcessTable, earlier
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.services.structured import answer_problem
 from agentkernel.templates import TemplateSpec
 from agentkernel.types import JSONObject, JSONValue
 
@@ -45,7 +51,6 @@ if TYPE_CHECKING:  # the agent runtime is imported when a sub-agent first runs
 log = logging.getLogger("agentkernel.subagents")
 
 HELPER = "run_subagent"
-ATTEMPTS = 3  # answers asked for in all when `output_schema` is given, as llm_json (S9.3)
 SUBAGENT_TEMPLATE = "subagent"  # the template name of a sub-agent made from `instructions`
 WORKER_THREADS = 2  # a sub-agent's own threads for its tools and hooks (one call at a time, plus a hook)
 
@@ -200,15 +205,12 @@ class SubagentService:
                 answer = _answer(child, result, errors)
                 if request.output_schema is None:
                     return SubagentResult(child.pid, answer)
-                data, problem_now = answer_problem(answer, request.output_schema)
-                if problem_now is None:
-                    return SubagentResult(child.pid, answer, data)
-                problem = problem_now
-                history, text = result.history, _retry_text(problem)
-            raise _error(
-                f"structured output did not validate against output_schema "
-                f"after {ATTEMPTS} attempts: {problem}"
-            )
+                try:
+                    return SubagentResult(child.pid, answer, parse_valid(answer, request.output_schema))
+                except AnswerInvalid as exc:  # asked again as llm_json asks, the problem fed back
+                    problem = str(exc)
+                history, text = result.history, correction_request(problem)
+            raise _error(str(StructuredOutputInvalid(ATTEMPTS, problem)))
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
 
@@ -216,17 +218,7 @@ class SubagentService:
 def _task_text(request: SubagentRequest) -> str:
     if request.output_schema is None:
         return request.task
-    schema = json.dumps(request.output_schema, ensure_ascii=False)
-    return (
-        f"{request.task}\n\nAnswer with one JSON value and nothing else, valid against this JSON Schema:\n"
-        f"{schema}"
-    )
-
-
-def _retry_text(problem: str) -> str:
-    return (
-        f"Your answer did not validate against the JSON Schema: {problem}. Answer again with the JSON only."
-    )
+    return f"{request.task}\n\n{schema_instruction(request.output_schema)}"
 
 
 def _answer(child: Process, result: LoopResult, errors: list[str]) -> str:
@@ -241,4 +233,4 @@ def _answer(child: Process, result: LoopResult, errors: list[str]) -> str:
     raise _error(f"sub-agent {child.name} ended with {result.reason.value}{why}")
 
 
-__all__ = ["ATTEMPTS", "SUBAGENT_TEMPLATE", "SubagentRequest", "SubagentResult", "SubagentService"]
+__all__ = ["SUBAGENT_TEMPLATE", "SubagentRequest", "SubagentResult", "SubagentService"]

@@ -1,19 +1,10 @@
-"""The helpers' event loop (llm/blocking.py) and one provider shared by several loops (S9.2, S21.3).
-
-Scripts' `llm()` calls run on a loop of their own while the agent loop uses
-the server's: the concurrency limit and the HTTP clients must hold across both.
-"""
+"""llm/structured.py: what llm_json and run_subagent's output_schema share (S9.3, S17)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
-from agentkernel.llm import ChatMessage, CompletionRequest, LimitedProvider, OpenAICompatProvider
-from agentkernel.llm.blocking import LoopThread
+from agentkernel.llm import ChatMessage
 from agentkernel.llm.structured import (
     AnswerInvalid,
     SchemaInvalid,
@@ -23,55 +14,6 @@ from agentkernel.llm.structured import (
     structured_answer,
 )
 from agentkernel.types import JSONValue
-from tests.fakes import FakeLLMServer, RecordedRequest, Reply
-
-HELLO = CompletionRequest((ChatMessage.user("hi"),))
-
-
-def slowly(request: RecordedRequest) -> Reply:
-    return Reply(text="ok", delay=0.05)
-
-
-def test_an_int_limit_holds_across_event_loops_and_threads(llm_server: FakeLLMServer) -> None:
-    llm_server.respond_with(slowly)
-    inner = OpenAICompatProvider(llm_server.base_url, "m", max_retries=0)
-    limited = LimitedProvider(inner, 2)
-    helpers = LoopThread("test-helpers")
-
-    async def three() -> None:
-        await asyncio.gather(*(limited.complete(HELLO) for _ in range(3)))
-
-    with ThreadPoolExecutor(4) as pool:
-        answers = [pool.submit(helpers.run, lambda: limited.complete(HELLO), 10) for _ in range(4)]
-        loops = [pool.submit(asyncio.run, three()) for _ in range(2)]
-        assert all(a.result().text == "ok" for a in answers)
-        for done in loops:
-            done.result()
-    assert llm_server.max_in_flight == 2 and len(llm_server.requests) == 10
-    assert len(inner._clients) >= 1
-    asyncio.run(inner.aclose())  # the helpers' loop's client closed on that loop, the dead loops' dropped
-    assert inner._clients == {}
-
-
-def test_a_wait_past_its_timeout_cancels_the_request() -> None:
-    helpers = LoopThread("test-timeout")
-    cancelled = threading.Event()
-
-    async def forever() -> None:
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    with pytest.raises(TimeoutError, match=r"no answer within 0\.05 s"):
-        helpers.run(forever, 0.05)
-    assert cancelled.wait(5)
-    with pytest.raises(TimeoutError, match="no time left"):
-        helpers.run(forever, 0)
-
-
-# -- llm/structured.py: what llm_json and run_subagent's output_schema share (S9.3, S17) ----------------
 
 SCHEMA: dict[str, JSONValue] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
