@@ -204,10 +204,10 @@ def test_parent_and_child_spend_one_budget(table: ProcessTable, tmp_path: Path) 
     assert (parent.tokens_used, child.tokens_used) == (30, 50)
     child.charge(20)
     with pytest.raises(BudgetExhausted) as caught:
-        parent.budget.check()
+        parent.budget.reserve(1, 1)
     assert str(caught.value) == "caller budget exhausted"
     with pytest.raises(BudgetExhausted, match=r"^caller budget exhausted$"):
-        child.budget.check()
+        child.budget.reserve(1, 1)
 
 
 def test_budget_exhausted_is_a_helper_error_with_the_exact_text() -> None:
@@ -218,17 +218,17 @@ def test_budget_exhausted_is_a_helper_error_with_the_exact_text() -> None:
 
 def test_charging_never_refuses_tokens_already_spent() -> None:
     group = BudgetGroup(10)
-    group.check()
+    group.release(group.reserve(1, 10))
     group.charge(25)  # an answer that came back bigger than what was left still counts
     assert group.used == 25 and group.remaining == 0 and group.exhausted
     with pytest.raises(BudgetExhausted):
-        group.check()
+        group.reserve(1, 10)
 
 
 def test_an_unlimited_group_never_runs_out() -> None:
     group = BudgetGroup()
     group.charge(10**9)
-    group.check()
+    assert group.reserve(1, 10**6) == 10**6
     assert group.remaining is None and not group.exhausted
 
 
@@ -250,9 +250,9 @@ def test_a_child_template_budget_is_a_group_inside_the_parents(table: ProcessTab
     assert child.budget.remaining == 5  # and to what the parent has left
     child.charge(10)
     with pytest.raises(BudgetExhausted):
-        child.budget.check()
+        child.budget.reserve(1, 1)
     with pytest.raises(BudgetExhausted):
-        parent.budget.check()
+        parent.budget.reserve(1, 1)
 
 
 def test_a_root_from_an_unbudgeted_template_is_unlimited(table: ProcessTable, tmp_path: Path) -> None:

@@ -13,8 +13,6 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -22,11 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import AgentKernelError, HelperError
+from agentkernel.llm.token_bound import PromptTokens
 from agentkernel.services import Services
 from agentkernel.types import JSONObject
 
-if TYPE_CHECKING:  # only for annotations: templates → catalog → scripting imports this module
-    from agentkernel.templates import TemplateSpec
+if TYPE_CHECKING:
+    from aiologic import Event
+
+    from agentkernel.templates import (
+        TemplateSpec,  # annotations only: templates → catalog → scripting import us
+    )
 
 BUDGET_EXHAUSTED = "caller budget exhausted"
 
@@ -163,12 +166,11 @@ class BudgetGroup:
 
     Charging never refuses: the tokens of an answer already received are
     spent whatever the limit, and are always counted. Refusal happens before
-    the next inference, in `check()` or `reserve()`. The agent loop checks
-    only, so it overshoots by what its call under way goes on to use. A
-    script's `llm()` reserves first (S9.2): it holds an upper bound of what
-    its call can cost until the answer is charged, so any number of scripts
-    in parallel never spend past the limit, unless a server reports more
-    tokens than the bound allowed for.
+    the next inference, in `reserve()`: every inference — the agent loop's,
+    a sub-agent's, a script's `llm()` — holds an upper bound of what it can
+    cost until its answer is charged (llm/token_bound.py), so any number of
+    them in parallel never spend past the limit, unless a server reports
+    more tokens than the bound allowed for.
 
     A group may sit inside an `outer` one (a child whose own template sets a
     budget): charges count in both, and it is exhausted when either is.
@@ -183,6 +185,7 @@ class BudgetGroup:
         self._used = 0
         self._held = 0
         self._lock = threading.Lock()
+        self._signal: Event | None = None  # the outermost group's: set by the next release in the tree
 
     @property
     def used(self) -> int:
@@ -210,11 +213,6 @@ class BudgetGroup:
     @property
     def exhausted(self) -> bool:
         return self.remaining == 0
-
-    def check(self) -> None:
-        """Raise BudgetExhausted if no token is left; call it before each inference."""
-        if self.exhausted:
-            raise BudgetExhausted()
 
     def reserve(self, least: int, most: int) -> int:
         """Hold between `least` and `most` tokens for one inference; how many were held.
@@ -251,6 +249,35 @@ class BudgetGroup:
     def _unhold(self, tokens: int) -> None:
         with self._lock:
             self._held -= tokens
+            signal, self._signal = self._signal, None
+        if signal is not None:
+            signal.set()
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether tokens are held anywhere in this group's tree: a release will come, freeing some."""
+        return self._outermost().held > 0
+
+    def release_signal(self) -> Event:
+        """An event (sync `wait(timeout)` and `await`) set by the next release anywhere in the tree.
+
+        Take it before trying to reserve: a release between a failed attempt
+        and the wait then still wakes the waiter. Every release reaches the
+        outermost group, which hands out the signal.
+        """
+        root = self._outermost()
+        with root._lock:
+            if root._signal is None:
+                from aiologic import Event  # only a limited budget under contention pays for it
+
+                root._signal = Event()
+            return root._signal
+
+    def _outermost(self) -> BudgetGroup:
+        group = self
+        while group.outer is not None:
+            group = group.outer
+        return group
 
     def charge(self, tokens: int) -> None:
         """Count tokens spent, here and in every enclosing group; safe from any thread."""
@@ -299,6 +326,8 @@ class Process:
     _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _tokens: int = field(default=0, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    prompt_tokens: PromptTokens = field(default_factory=PromptTokens, init=False, repr=False, compare=False)
+    """What the agent loop knows of its conversation's cost: the bound of its next prompt (S9.2)."""
 
     @property
     def template_name(self) -> str:
@@ -338,20 +367,6 @@ class Process:
             process=self,
             deadline=self.deadline,
         )
-
-    @contextmanager
-    def tokens_held(self, least: int, most: int) -> Iterator[int]:
-        """Hold between `least` and `most` tokens of the budget group for one inference (S9.2).
-
-        Yields how many are held; charge the answer's usage inside the
-        block, so the tokens are always counted as held or as used.
-        BudgetExhausted (`caller budget exhausted`) when fewer than `least` are left.
-        """
-        granted = self.budget.reserve(least, most)
-        try:
-            yield granted
-        finally:
-            self.budget.release(granted)
 
     def _mark_terminated(self) -> None:
         self._stopped.set()

@@ -13,6 +13,8 @@ from agentkernel import Kernel
 from agentkernel.agent.loop import MAX_RECORDED_VISUAL_BYTES, LoopEvent
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import load_kernel_config
+from agentkernel.llm import ChatMessage
+from agentkernel.llm.token_bound import MESSAGE_MARGIN, message_bound
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
 
 
@@ -185,6 +187,31 @@ def test_budget_exhausted(kernel_for: Kernel, llm_server: FakeLLMServer) -> None
     assert result.reason.value == "budget_exhausted"
     assert next(e for e in events if e.kind == "error").data["message"] == "caller budget exhausted"
     assert len(llm_server.bodies) == 1
+
+
+def test_each_call_holds_its_bound_and_the_second_bound_is_the_servers_count(
+    kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    """S9.2 with a limited budget: the loop asks for at most what its budget has left beyond the prompt's
+    bound; after one answer the bound is what the server counted plus the bytes added since."""
+    llm_server.add(
+        Reply(
+            tool_calls=(FakeToolCall("upper", '{"text": "x"}', id="c1"),),
+            prompt_tokens=100,
+            completion_tokens=20,
+        ),
+        Reply(text="готово", prompt_tokens=150, completion_tokens=5),
+    )
+    chat = kernel_for.chat("tester")
+    result, _ = send(chat, "go")
+    assert result.reason.value == "job_done" and chat.process.budget.used == 275
+    first, second = llm_server.bodies
+    assert 0 < first["max_tokens"] < 1000 - len("You are a test agent.go")  # the tools' definitions count too
+    tool_message = ChatMessage.tool("c1", "X", "upper")
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "X", "name": "upper"}
+    bound = 120 + message_bound(tool_message) + MESSAGE_MARGIN
+    assert second["max_tokens"] == 1000 - 120 - bound
+    assert chat.process.budget.held == 0
 
 
 def test_terminated_process(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:

@@ -280,8 +280,9 @@ def test_s17_depth_limit_for_subagents_starting_subagents(
 def test_s17_budgets_shared_by_parent_and_subagents_under_20_parallel_scripts(
     kernel: Kernel, server: FakeLLMServer
 ) -> None:
-    """Each child answer costs 100 tokens of the boss's 1000: every token is counted, and once the
-    group is spent no sub-agent asks the LLM again."""
+    """Each child answer costs 100 tokens of the boss's 1000: every token is counted, the limit is never
+    passed (each call holds its bound first, llm/token_bound.py), and once what is left cannot cover a
+    call's bound no sub-agent asks the LLM again."""
     server.respond_with(
         lambda request: Reply(text="готово", prompt_tokens=60, completion_tokens=40, delay=0.02)
     )
@@ -293,7 +294,7 @@ def test_s17_budgets_shared_by_parent_and_subagents_under_20_parallel_scripts(
     assert all(r["answer"] == "готово" for r in answers)
     assert all(r == {"error": "run_subagent: caller budget exhausted"} for r in refused)
     assert boss.budget.used == 100 * len(server.requests) == 100 * len(answers)  # nothing lost, nothing twice
-    assert len(answers) >= 10 and boss.budget.exhausted
+    assert 5 <= len(answers) <= 10 and boss.budget.used <= 1000 and boss.budget.held == 0
     before = len(server.requests)
     assert delegate(kernel, boss, task="one more", instructions="i") == {
         "error": "run_subagent: caller budget exhausted"

@@ -38,6 +38,7 @@ from agentkernel.llm.base import (
     ToolCall,
     ToolSchema,
 )
+from agentkernel.llm.token_bound import held_for_async
 from agentkernel.process import BudgetExhausted, Caller, Process
 from agentkernel.services import Services
 from agentkernel.short_text import clip
@@ -252,27 +253,21 @@ class AgentLoop:
         for _ in range(settings.max_turns):
             if process.terminated or stop.is_set():
                 return last_text, EndReason.TERMINATED, messages
-            if process.budget.exhausted:
-                await self._error(caller, str(BudgetExhausted()), emit)
-                return last_text, EndReason.BUDGET_EXHAUSTED, messages
-            request = CompletionRequest(
-                messages=tuple(messages),
-                tools=tools,
-                max_tokens=settings.max_tokens,
-                temperature=settings.temperature,
-                model=settings.model,
-            )
             streamed: list[str] = []
+            asked = self._inference(process, settings, messages, tools, emit, streamed)
             try:
-                completion = await _unless_stopped(self._complete(request, emit, streamed), stop)
+                completion = await _unless_stopped(asked, stop)
+            except BudgetExhausted as exc:
+                await self._error(caller, str(exc), emit)
+                return last_text, EndReason.BUDGET_EXHAUSTED, messages
             except ProviderError as exc:
                 await self._error(caller, f"the LLM is unavailable: {exc}", emit)
                 return last_text, EndReason.ERROR, messages
             if completion is None:
                 partial = self._keep_partial(caller, "".join(streamed), messages)
                 return partial or last_text, EndReason.TERMINATED, messages
-            process.charge(completion.usage.total_tokens)  # never refuses: checked before each call
             messages.append(ChatMessage.assistant(completion.text, completion.tool_calls))
+            process.prompt_tokens.learn(messages, completion.usage)
             last_text = completion.text
             if not completion.tool_calls:
                 answer = completion.text or ""
@@ -282,6 +277,36 @@ class AgentLoop:
             await self._run_tools(caller, completion, messages, emit, stop)
         await self._error(caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit)
         return last_text, EndReason.MAX_TURNS, messages
+
+    async def _inference(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        messages: list[ChatMessage],
+        tools: tuple[ToolSchema, ...],
+        emit: Emit,
+        streamed: list[str],
+    ) -> Completion:
+        """One LLM call, its cost's bound held in the budget group meanwhile (llm/token_bound.py).
+
+        Sub-agents and scripts spending one group in parallel thus never
+        spend past its limit; near the limit this waits for their calls to
+        settle; BudgetExhausted when the bound does not fit even so. A stop
+        cancels it: the hold is released and nothing is charged (the server
+        reports no usage for a stream cut short).
+        """
+        bound = process.prompt_tokens.bound(messages, tools)
+        async with held_for_async(process, bound, settings.max_tokens) as max_tokens:
+            request = CompletionRequest(
+                messages=tuple(messages),
+                tools=tools,
+                max_tokens=max_tokens,
+                temperature=settings.temperature,
+                model=settings.model,
+            )
+            completion = await self._complete(request, emit, streamed)
+            process.charge(completion.usage.total_tokens)
+        return completion
 
     async def _run_tools(
         self,

@@ -21,7 +21,6 @@ process and its group. A bare caller (`agentkernel tool run`) has no budget.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from agentkernel.llm.structured import (
     schema_instruction,
     structured_answer,
 )
+from agentkernel.llm.token_bound import held_for, prompt_bound
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.short_text import shown_value
@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = 1024
 MAX_TOKENS_CAP = 4096
 MAX_TEMPERATURE = 2.0
-MESSAGE_MARGIN = 16
-"""Tokens allowed per message beyond its text's bytes: the chat template's role and separator tokens."""
 
 NO_LLM = "no LLM attached to this kernel (set `llm:` in kernel.yaml; hook_tool needs --live)"
 _OPTIONS = ("user", "system", "max_tokens", "temperature")
@@ -125,26 +123,14 @@ def ask_once(
     if process is not None and process.terminated:
         raise HelperError(f"{helper}: the calling process has ended")
     bound = prompt_bound(messages, json_schema)
-
-    def request(max_tokens: int) -> CompletionRequest:
-        return CompletionRequest(
+    with held_for(process, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
+        request = CompletionRequest(
             tuple(messages), json_schema=json_schema, max_tokens=max_tokens, temperature=question.temperature
         )
-
-    if process is None:
-        return _complete(call, helper, provider, request(question.max_tokens))
-    with process.tokens_held(bound + 1, bound + question.max_tokens) as held:
-        completion = _complete(call, helper, provider, request(held - bound))
-        process.charge(completion.usage.total_tokens)
+        completion = _complete(call, helper, provider, request)
+        if process is not None:
+            process.charge(completion.usage.total_tokens)
     return completion
-
-
-def prompt_bound(messages: Sequence[ChatMessage], json_schema: dict[str, Any] | None = None) -> int:
-    """Most tokens the prompt can cost: every text's UTF-8 bytes, a margin a message, the schema's bytes."""
-    texts = [m.content or "" for m in messages]
-    if json_schema is not None:
-        texts.append(json.dumps(json_schema, ensure_ascii=False))
-    return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) + MESSAGE_MARGIN * (len(messages) + 1)
 
 
 def _provider(call: ScriptCall, helper: str) -> KernelLLM:
@@ -268,6 +254,5 @@ __all__ = [
     "LLMFailed",
     "Question",
     "ask_once",
-    "prompt_bound",
     "register",
 ]
