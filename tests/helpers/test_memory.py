@@ -233,6 +233,40 @@ def test_one_call_returns_at_most_max_result_bytes(
     assert len(probe(mkernel, make_tool, ".js", 'memory_search("часть", 5)', alice)["value"]) == 2
 
 
+def test_reads_do_not_queue_behind_the_stores_writes(
+    mkernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    """WAL readers never wait for a writer: a write held up (here: its lock held) leaves reads free."""
+    store = mkernel._store.store  # the kernel's own store, opened here
+    store.append("s1", "user", KIND_USER, "первое", user_id="alice")
+    alice = mkernel.caller(user_id="alice", session_id="s1")
+    with store._lock:  # the writer's lock, as a write waiting on another process's lock holds it
+        assert probe(mkernel, make_tool, engine, "memory_count()", alice) == {"value": 1}
+
+
+def test_a_read_waits_for_the_store_no_longer_than_the_script_may_run(
+    mkernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    store = mkernel._store.store  # the kernel's own store, opened here
+    store.append("s1", "user", KIND_USER, "первое", user_id="alice")
+    alice = mkernel.caller(user_id="alice", session_id="s1")
+    make_tool(
+        "probe",
+        probe_source(engine, 'memory_search("первое", 5)'),
+        ext=engine,
+        yaml_extra="timeout_secs: 1\n",
+    )
+    with store._read_lock:  # another read that does not end: without the bound, run_tool never returns
+        result = mkernel.run_tool("probe", {}, alice)
+    busy = "memory_search: the transcript store was busy past the script's time limit"
+    # the script catches the error, unless its own 1 s ran out in the same instant (a loaded machine)
+    assert result.data == {"error": busy} or (not result.success and "1 s" in result.content), result
+    assert (
+        probe(mkernel, make_tool, engine, 'memory_search("первое", 5)', alice)["value"][0]["content"]
+        == "первое"
+    )
+
+
 def test_s18_the_helpers_only_read(
     mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, engine: str
 ) -> None:

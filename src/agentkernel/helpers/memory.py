@@ -23,11 +23,13 @@ fewer records than that is ranked over all of them. The store is the live servic
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from agentkernel.errors import HelperError
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.memory import MessageStore, Owner, Record
+from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
 
@@ -81,11 +83,22 @@ def _records(records: list[Record]) -> JSONValue:
     return [record.to_json() for record in records]
 
 
+@contextmanager
+def _within_time(helper: str, call: ScriptCall) -> Iterator[float | None]:
+    """The seconds the call has left, to bound the wait for the store; its being busy past them, named."""
+    try:
+        yield call.remaining_secs()
+    except StoreBusy:
+        raise HelperError(f"{helper}: the transcript store was busy past the script's time limit") from None
+
+
 def memory_history(call: ScriptCall, n: JSONValue) -> JSONValue:
     """The last `n` records of the caller's session, oldest first."""
     count = _count_arg("memory_history", "n", n)
     store, session, owner = _open("memory_history", call)
-    return _records(store.history(session, count, owner=owner, max_bytes=MAX_RESULT_BYTES))
+    with _within_time("memory_history", call) as left:
+        found = store.history(session, count, owner=owner, max_bytes=MAX_RESULT_BYTES, timeout=left)
+    return _records(found)
 
 
 def memory_search(call: ScriptCall, query: JSONValue, k: JSONValue = DEFAULT_K) -> JSONValue:
@@ -93,14 +106,18 @@ def memory_search(call: ScriptCall, query: JSONValue, k: JSONValue = DEFAULT_K) 
     text = _query(query)
     count = _count_arg("memory_search", "k", k)
     store, session, owner = _open("memory_search", call)
-    found = store.search(session, text, count, owner=owner, max_bytes=MAX_RESULT_BYTES, window=SEARCH_WINDOW)
+    with _within_time("memory_search", call) as left:
+        found = store.search(
+            session, text, count, owner=owner, max_bytes=MAX_RESULT_BYTES, window=SEARCH_WINDOW, timeout=left
+        )
     return _records(found)
 
 
 def memory_count(call: ScriptCall) -> JSONValue:
     """How many records the caller's session has."""
     store, session, owner = _open("memory_count", call)
-    return store.count(session, owner=owner)
+    with _within_time("memory_count", call) as left:
+        return store.count(session, owner=owner, timeout=left)
 
 
 HELPERS: dict[str, Callable[..., JSONValue]] = {

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -213,11 +214,18 @@ class MessageStore(Protocol):
         ...
 
     def history(
-        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
         """The last `n` records of the session (of `owner`'s, when given), oldest first.
 
         With `max_bytes`, the newest records whose content and meta fit in it (one at least).
+        With `timeout`, StoreBusy when the store cannot be read within that many seconds.
         """
         ...
 
@@ -230,6 +238,7 @@ class MessageStore(Protocol):
         owner: Owner | None = None,
         max_bytes: int | None = None,
         window: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
         """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
 
@@ -237,7 +246,7 @@ class MessageStore(Protocol):
         """
         ...
 
-    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
+    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
         """How many records the session has (of `owner`'s, when given)."""
         ...
 
@@ -294,17 +303,25 @@ class SqliteMessageStore(SqliteStore):
         return cursor.lastrowid
 
     def history(
-        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
         """The last `n` records, oldest first; ordered by id, which is commit order."""
         where, params = _scope(session_id, owner)
         if n <= 0:
             return []
-        rows = self._read_within(
-            f"SELECT {_FIELDS} FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT ?",
-            (*params, n),
-            max_bytes,
-        )
+        with self._reading(timeout) as conn:
+            rows = _rows_within(
+                conn,
+                f"SELECT {_FIELDS} FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT ?",
+                (*params, n),
+                max_bytes,
+            )
         return [_record(row) for row in reversed(rows)]
 
     def search(
@@ -316,6 +333,7 @@ class SqliteMessageStore(SqliteStore):
         owner: Owner | None = None,
         max_bytes: int | None = None,
         window: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
         """Best first by bm25 (ties: newest first); a query without words finds nothing, never raises.
 
@@ -329,51 +347,34 @@ class SqliteMessageStore(SqliteStore):
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        since = 0
-        if window is not None:
-            (found,) = self._read(
-                "SELECT min(id) FROM (SELECT m.id FROM messages_fts "
+        with self._reading(timeout) as conn:
+            since = 0
+            if window is not None:
+                (found,) = conn.execute(
+                    "SELECT min(id) FROM (SELECT m.id FROM messages_fts "
+                    "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+                    f"WHERE messages_fts MATCH ? AND {where} ORDER BY messages_fts.rowid DESC LIMIT ?)",
+                    (match, *params, max(window, k)),
+                ).fetchone()
+                if found is None:
+                    return []
+                since = found
+            # bm25() is lower-is-better; S18's score is higher-is-better. CROSS JOIN: the index drives
+            rows = _rows_within(
+                conn,
+                f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
                 "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-                f"WHERE messages_fts MATCH ? AND {where} ORDER BY messages_fts.rowid DESC LIMIT ?)",
-                (match, *params, max(window, k)),
-            )[0]
-            if found is None:
-                return []
-            since = found
-        # bm25() is lower-is-better; S18's score is higher-is-better. CROSS JOIN: the index drives
-        rows = self._read_within(
-            f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
-            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND {where} "
-            "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
-            (match, since, *params, k),
-            max_bytes,
-        )
+                f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND {where} "
+                "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
+                (match, since, *params, k),
+                max_bytes,
+            )
         return [_record(row) for row in rows]
 
-    def _read_within(self, sql: str, params: tuple[Any, ...], max_bytes: int | None) -> list[tuple[Any, ...]]:
-        """The rows in order, stopping before one whose content and meta would pass `max_bytes`.
-
-        Rows are fetched one at a time, so a read never holds more than the
-        bound (plus one record) however big the records are; the first row is
-        always kept, so a bound below one record's size still returns one.
-        """
-        if max_bytes is None:
-            return self._read(sql, params)
-        rows: list[tuple[Any, ...]] = []
-        total = 0
-        with self._lock:
-            for row in self._conn.execute(sql, params):
-                total += len(row[3].encode("utf-8")) + len(row[4].encode("utf-8"))
-                if rows and total > max_bytes:
-                    break
-                rows.append(row)
-        return rows
-
-    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
+    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
         """How many records the session has (served by the session's indexes)."""
         where, params = _scope(session_id, owner)
-        rows = self._read(f"SELECT count(*) FROM messages m WHERE {where}", params)
+        rows = self._read(f"SELECT count(*) FROM messages m WHERE {where}", params, timeout)
         return int(rows[0][0])
 
     def delete_session(self, session_id: str) -> int:
@@ -382,6 +383,28 @@ class SqliteMessageStore(SqliteStore):
         with self._write() as conn:
             cursor = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
         return cursor.rowcount
+
+
+def _rows_within(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], max_bytes: int | None
+) -> list[tuple[Any, ...]]:
+    """The rows in order, stopping before one whose content and meta would pass `max_bytes`.
+
+    Rows are fetched one at a time, so a read never holds more than the
+    bound (plus one record) however big the records are; the first row is
+    always kept, so a bound below one record's size still returns one.
+    """
+    cursor = conn.execute(sql, params)
+    if max_bytes is None:
+        return cursor.fetchall()
+    rows: list[tuple[Any, ...]] = []
+    total = 0
+    for row in cursor:
+        total += len(row[3].encode("utf-8")) + len(row[4].encode("utf-8"))
+        if rows and total > max_bytes:
+            break
+        rows.append(row)
+    return rows
 
 
 def fts_query(text: str) -> str | None:
@@ -505,9 +528,15 @@ class LazyMessageStore:
         return self.store.append(session_id, role, kind, content, meta, user_id=user_id)
 
     def history(
-        self, session_id: str, n: int, *, owner: Owner | None = None, max_bytes: int | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
-        return self.store.history(session_id, n, owner=owner, max_bytes=max_bytes)
+        return self.store.history(session_id, n, owner=owner, max_bytes=max_bytes, timeout=timeout)
 
     def search(
         self,
@@ -518,11 +547,14 @@ class LazyMessageStore:
         owner: Owner | None = None,
         max_bytes: int | None = None,
         window: int | None = None,
+        timeout: float | None = None,
     ) -> list[Record]:
-        return self.store.search(session_id, query, k, owner=owner, max_bytes=max_bytes, window=window)
+        return self.store.search(
+            session_id, query, k, owner=owner, max_bytes=max_bytes, window=window, timeout=timeout
+        )
 
-    def count(self, session_id: str, *, owner: Owner | None = None) -> int:
-        return self.store.count(session_id, owner=owner)
+    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
+        return self.store.count(session_id, owner=owner, timeout=timeout)
 
     def delete_session(self, session_id: str) -> int:
         return self.store.delete_session(session_id)

@@ -5,10 +5,11 @@ Both stores are one file shared by the kernel's threads and by other processes
 done once here:
 
 - **A connection** (`connect`): autocommit (``isolation_level=None``, every
-  transaction an explicit BEGIN), usable from any thread (the store's own lock
-  serialises them), a busy wait, the WAL journal (readers never block the
-  writer), ``synchronous=NORMAL`` (an application crash loses nothing; a power
-  loss may lose the last transactions) and foreign keys enforced.
+  transaction an explicit BEGIN), usable from any thread (the store's own
+  lock serialises them; `SqliteStore` reads through a second one), a busy
+  wait, the WAL journal (readers never block the writer),
+  ``synchronous=NORMAL`` (an application crash loses nothing; a power loss
+  may lose the last transactions) and foreign keys enforced.
 - **Transactions** (`transaction`): a write is ``BEGIN IMMEDIATE``, so the
   write lock is taken at BEGIN, where the busy wait applies; a deferred
   transaction that upgrades later may fail at once with SQLITE_BUSY, its
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+from agentkernel.errors import AgentKernelError
 
 WAL_RETRY_SECS = 0.01
 MEMORY = ":memory:"
@@ -178,15 +181,25 @@ def migrate(conn: sqlite3.Connection, schema: Schema) -> None:
         schema.write_version(conn)
 
 
+class StoreBusy(AgentKernelError):
+    """A read waited for the store past the time its caller had left."""
+
+
 class SqliteStore:
-    """A store on one file: one connection shared by the kernel's threads under a lock, migrated on open.
+    """A store on one file: a writing connection and a reading one, each under a lock; migrated on open.
 
     Subclasses add their operations on `_write` (a write transaction, the
-    lock held) and `_read`.
+    writer's lock held) and `_read` / `_reading`. In WAL mode readers never
+    wait for a writer, so reads go through a connection of their own: a
+    script's read is not queued behind the kernel's writes, nor behind a
+    write that waits on another process's lock (the busy timeout). An
+    in-memory store has one database per connection, so it reads through
+    the writing one.
     """
 
     def __init__(self, path: Path | str, schema: Schema, busy_timeout_secs: float) -> None:
         self.path = str(path)
+        self._busy_timeout_secs = busy_timeout_secs
         self._lock = threading.Lock()
         self._conn = connect(self.path, busy_timeout_secs)
         try:
@@ -194,6 +207,8 @@ class SqliteStore:
         except BaseException:
             self._conn.close()
             raise
+        self._read_lock = self._lock if self.path == MEMORY else threading.Lock()
+        self._reader: sqlite3.Connection | None = self._conn if self.path == MEMORY else None
 
     def __enter__(self) -> Self:
         return self
@@ -204,7 +219,10 @@ class SqliteStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connection, after any operation in flight (the lock); closing twice is harmless."""
+        """Close the connections, after any operation in flight (the locks); closing twice is harmless."""
+        with self._read_lock:
+            if self._reader is not None and self._reader is not self._conn:
+                self._reader.close()
         with self._lock:
             self._conn.close()
 
@@ -214,9 +232,31 @@ class SqliteStore:
         with self._lock, transaction(self._conn, write=True) as conn:
             yield conn
 
-    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+    @contextmanager
+    def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
+        """The reading connection, held by this thread; StoreBusy when not free within `timeout` s."""
+        if not self._read_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            raise StoreBusy(f"{self.path}: the store was busy with other reads for more than {timeout:g} s")
+        try:
+            if self._reader is None:
+                self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                set_busy_timeout(self._reader, self._busy_timeout_secs)
+            yield self._reader
+        finally:
+            self._read_lock.release()
+
+    def _read(self, sql: str, params: tuple[Any, ...], timeout: float | None = None) -> list[tuple[Any, ...]]:
+        with self._reading(timeout) as conn:
+            return conn.execute(sql, params).fetchall()
 
 
-__all__ = ["Schema", "SqliteStore", "connect", "enable_wal", "migrate", "set_busy_timeout", "transaction"]
+__all__ = [
+    "Schema",
+    "SqliteStore",
+    "StoreBusy",
+    "connect",
+    "enable_wal",
+    "migrate",
+    "set_busy_timeout",
+    "transaction",
+]
