@@ -233,13 +233,18 @@ def test_one_call_returns_at_most_max_result_bytes(
     assert len(probe(mkernel, make_tool, ".js", 'memory_search("часть", 5)', alice)["value"]) == 2
 
 
+def one_record(kernel: Kernel) -> tuple[SqliteMessageStore, Caller]:
+    """The kernel's own store (opened here) holding one record of alice's, and alice as the caller."""
+    store = kernel._store.store
+    store.append("s1", "user", KIND_USER, "первое", user_id="alice")
+    return store, kernel.caller(user_id="alice", session_id="s1")
+
+
 def test_reads_do_not_queue_behind_the_stores_writes(
     mkernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
     """WAL readers never wait for a writer: a write held up (here: its lock held) leaves reads free."""
-    store = mkernel._store.store  # the kernel's own store, opened here
-    store.append("s1", "user", KIND_USER, "первое", user_id="alice")
-    alice = mkernel.caller(user_id="alice", session_id="s1")
+    store, alice = one_record(mkernel)
     with store._lock:  # the writer's lock, as a write waiting on another process's lock holds it
         assert probe(mkernel, make_tool, engine, "memory_count()", alice) == {"value": 1}
 
@@ -247,9 +252,7 @@ def test_reads_do_not_queue_behind_the_stores_writes(
 def test_a_read_waits_for_the_store_no_longer_than_the_script_may_run(
     mkernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
-    store = mkernel._store.store  # the kernel's own store, opened here
-    store.append("s1", "user", KIND_USER, "первое", user_id="alice")
-    alice = mkernel.caller(user_id="alice", session_id="s1")
+    store, alice = one_record(mkernel)
     make_tool(
         "probe",
         probe_source(engine, 'memory_search("первое", 5)'),
