@@ -417,6 +417,24 @@ def test_llm_json_throws_after_three_invalid_answers_with_the_last_error(
     assert len(llm_server.requests) == 3
 
 
+def test_llm_json_a_hostile_pattern_stops_at_the_scripts_time(
+    project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
+) -> None:
+    """Python's `re` would backtrack for hours holding the GIL; the kernel's match ends with the script."""
+    schema = '{"type": "string", "pattern": "^(a|aa)+$"}'
+    expr = f'llm_json({{user: "say a lot of a", output_schema: {schema}}})'
+    if engine == ".rhai":
+        expr = 'llm_json(#{user: "say a lot of a", output_schema: #{type: "string", pattern: "^(a|aa)+$"}})'
+    llm_server.add(Reply(text=json.dumps("a" * 80 + "!")))
+    with llm_kernel(project, llm_server) as kernel:
+        result = kernel.run_tool(probe(make_tool, engine, expr, yaml_extra="timeout_secs: 2\n"), {})
+    expected = (
+        "llm_json: output_schema: the pattern '^(a|aa)+$' was still matching when the script's time ran out"
+    )
+    # the script catches the error, unless its own 2 s ran out in the same instant (a loaded machine)
+    assert result.data == {"error": expected} or (not result.success and "2 s" in result.content), result
+
+
 def test_llm_json_takes_a_fenced_answer_and_charges_every_attempt(
     project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
 ) -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agentkernel.llm import ChatMessage
 from agentkernel.llm.structured import (
     AnswerInvalid,
+    PatternFailed,
     SchemaInvalid,
     StructuredOutputInvalid,
     check_output_schema,
     parse_valid,
     structured_answer,
+    validation_problem,
 )
 from agentkernel.types import JSONValue
 
@@ -65,3 +69,52 @@ def test_structured_answer_feeds_each_problem_into_the_next_ask() -> None:
     assert str(failed.value) == (
         "structured output did not validate after 2 attempts: 'n' is a required property (at $)"
     )
+
+
+# -- patterns: matched with a deadline, never by Python's backtracking `re` (llm/bounded_patterns.py) ----
+
+EVIL = "^(a|aa)+$"  # exponential backtracking on "aaaa…!"
+
+
+def test_a_pattern_that_backtracks_forever_stops_at_the_deadline() -> None:
+    schema: dict[str, JSONValue] = {"type": "string", "pattern": EVIL}
+    with pytest.raises(PatternFailed, match=r"the pattern '\^\(a\|aa\)\+\$' was still matching"):
+        validation_problem("a" * 60 + "!", schema, time.monotonic() + 0.2)
+    keys: dict[str, JSONValue] = {
+        "type": "object",
+        "patternProperties": {EVIL: {}},
+        "additionalProperties": False,
+    }
+    with pytest.raises(PatternFailed):
+        validation_problem({"a" * 60 + "!": 1}, keys, time.monotonic() + 0.2)
+
+
+def test_patterns_keep_their_meaning() -> None:
+    date: dict[str, JSONValue] = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
+    assert validation_problem("2026-12-01", date) is None
+    assert (
+        validation_problem("1 декабря", date) == r"'1 декабря' does not match '^\\d{4}-\\d{2}-\\d{2}$' (at $)"
+    )
+    prices: dict[str, JSONValue] = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "patternProperties": {"^price_": {"type": "number"}},
+        "additionalProperties": False,
+    }
+    assert validation_problem({"name": "x", "price_rub": 5}, prices) is None
+    assert validation_problem({"price_rub": "5"}, prices) == "'5' is not of type 'number' (at $.price_rub)"
+    assert validation_problem({"name": "x", "size": 1, "colour": 2}, prices) == (
+        "Additional properties are not allowed ('colour', 'size' were unexpected) (at $)"
+    )
+    typed: dict[str, JSONValue] = {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert validation_problem({"n": "x"}, typed) == "'x' is not of type 'integer' (at $.n)"
+
+
+def test_a_schema_whose_patterns_cannot_be_bounded_is_refused() -> None:
+    schema: dict[str, JSONValue] = {
+        "type": "object",
+        "patternProperties": {"^a": {}},
+        "unevaluatedProperties": False,
+    }
+    with pytest.raises(SchemaInvalid, match="unevaluatedProperties together with patternProperties"):
+        check_output_schema(schema)

@@ -21,6 +21,7 @@ process and its group. A bare caller (`agentkernel tool run`) has no budget.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.errors import HelperError
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
 from agentkernel.llm.structured import (
+    PatternFailed,
     SchemaInvalid,
     StructuredOutputInvalid,
     check_output_schema,
@@ -101,10 +103,16 @@ def llm_json(call: ScriptCall, options: JSONValue) -> JSONValue:
     def ask(conversation: Sequence[ChatMessage]) -> str | None:
         return structured.ask(call, conversation, question)
 
+    left = call.remaining_secs()
+    deadline = None if left is None else time.monotonic() + left
     try:
-        return structured_answer(ask, question.messages(schema_instruction(schema)), schema)
+        return structured_answer(
+            ask, question.messages(schema_instruction(schema)), schema, deadline=deadline
+        )
     except StructuredOutputInvalid as exc:
         raise HelperError(f"llm: {exc}") from None
+    except PatternFailed as exc:
+        raise HelperError(f"llm_json: output_schema: {exc}") from None
 
 
 # -- one inference ------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage
+from agentkernel.llm.bounded_patterns import PatternFailed, bounded_validator, pattern_problem
 from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONValue
 
@@ -64,14 +65,18 @@ def check_output_schema(schema: JSONValue) -> dict[str, Any]:
         where = "/".join(str(part) for part in exc.absolute_path)
         at = f" (at {where})" if where else ""
         raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
+    problem = pattern_problem(schema)
+    if problem is not None:
+        raise SchemaInvalid(f"cannot be used: {problem}")
     return schema
 
 
-def parse_valid(text: str | None, schema: dict[str, Any]) -> JSONValue:
+def parse_valid(text: str | None, schema: dict[str, Any], deadline: float | None = None) -> JSONValue:
     """The answer `text` parsed as JSON and valid against `schema`; AnswerInvalid saying why not.
 
     A Markdown code fence around the JSON (```json … ```), which models add
-    unasked, is taken off first.
+    unasked, is taken off first. The schema's patterns match until
+    `deadline` (time.monotonic()) at most: PatternFailed past it.
     """
     if text is None or not text.strip():
         raise AnswerInvalid("the answer was empty, not JSON")
@@ -83,17 +88,21 @@ def parse_valid(text: str | None, schema: dict[str, Any]) -> JSONValue:
         value: JSONValue = json.loads(body)
     except ValueError as exc:
         raise AnswerInvalid(f"the answer is not JSON ({exc}): {clip(body, _SHOWN_ANSWER)}") from None
-    problem = validation_problem(value, schema)
+    problem = validation_problem(value, schema, deadline)
     if problem is not None:
         raise AnswerInvalid(problem)
     return value
 
 
-def validation_problem(value: JSONValue, schema: dict[str, Any]) -> str | None:
-    """Why `value` does not validate against `schema` (the most relevant error, with its path), or None."""
-    from jsonschema import exceptions, validators
+def validation_problem(value: JSONValue, schema: dict[str, Any], deadline: float | None = None) -> str | None:
+    """Why `value` does not validate against `schema` (the most relevant error, with its path), or None.
 
-    validator = validators.validator_for(schema, default=validators.Draft202012Validator)(schema)
+    Patterns are matched with a bound (llm/bounded_patterns.py): a hostile
+    schema cannot hold the kernel past `deadline`.
+    """
+    from jsonschema import exceptions
+
+    validator = bounded_validator(schema, deadline)
     error = exceptions.best_match(validator.iter_errors(value))
     if error is None:
         return None
@@ -124,6 +133,7 @@ def structured_answer(
     messages: Sequence[ChatMessage],
     schema: dict[str, Any],
     attempts: int = ATTEMPTS,
+    deadline: float | None = None,
 ) -> JSONValue:
     """Ask with `ask(conversation) -> answer text` until an answer validates; the parsed value.
 
@@ -137,7 +147,7 @@ def structured_answer(
     for _ in range(attempts):
         answer = ask(conversation)
         try:
-            return parse_valid(answer, schema)
+            return parse_valid(answer, schema, deadline)
         except AnswerInvalid as exc:
             problem = str(exc)
             conversation += correction(answer, problem)
@@ -147,6 +157,7 @@ def structured_answer(
 __all__ = [
     "ATTEMPTS",
     "AnswerInvalid",
+    "PatternFailed",
     "SchemaInvalid",
     "StructuredOutputInvalid",
     "check_output_schema",

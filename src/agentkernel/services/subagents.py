@@ -35,6 +35,7 @@ from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.structured import (
     ATTEMPTS,
     AnswerInvalid,
+    PatternFailed,
     StructuredOutputInvalid,
     correction_request,
     parse_valid,
@@ -206,9 +207,12 @@ class SubagentService:
                 if request.output_schema is None:
                     return SubagentResult(child.pid, answer)
                 try:
-                    return SubagentResult(child.pid, answer, parse_valid(answer, request.output_schema))
+                    data = parse_valid(answer, request.output_schema, child.deadline)
+                    return SubagentResult(child.pid, answer, data)
                 except AnswerInvalid as exc:  # asked again as llm_json asks, the problem fed back
                     problem = str(exc)
+                except PatternFailed as exc:
+                    raise _error(f"output_schema: {exc}") from None
                 history, text = result.history, correction_request(problem)
             raise _error(str(StructuredOutputInvalid(ATTEMPTS, problem)))
         finally:
