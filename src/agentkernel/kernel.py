@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a 
     from agentkernel.agent.hooks import HookPipeline, HookRun
     from agentkernel.agent.loop import AgentLoop, LoopSettings
     from agentkernel.agent.session import ChatSession
+    from agentkernel.services.cron import CronScheduler, CronService
     from agentkernel.services.memory import Record
 
 
@@ -131,6 +132,7 @@ class Kernel:
             "tools": ToolCallService(self._dispatcher),
             "tool_results": self._history,
             "subagents": self._subagent_service(),
+            "cron": self._cron,
         }
 
     @classmethod
@@ -466,6 +468,78 @@ class Kernel:
 
         return HookPipeline(self._host, self._config.limits)
 
+    # -- cron (S10) ---------------------------------------------------------------------------------
+
+    @cached_property
+    def _cron(self) -> CronService:
+        """The live service `cron` (its store opened on first use)."""
+        from agentkernel.services.cron import CronChecks, CronService
+
+        checks = CronChecks(self._template_problem, self._webhook_problem, self._session_problem)
+        return CronService(self._config.cron, checks)
+
+    def cron_scheduler(self) -> CronScheduler:
+        """A scheduler of this kernel's cron store: `await scheduler.run(stop)` fires jobs until `stop`.
+
+        `agentkernel serve` runs one on its event loop, `agentkernel cron run`
+        one alone. Jobs run with their owner's identity, each run a process
+        of the job's template (services/cron.py, agent/cron_runs.py).
+        """
+        from agentkernel.agent.cron_runs import CronRuns
+        from agentkernel.services.cron import CronScheduler
+
+        runs = CronRuns(
+            open_chat=self.chat,
+            end_chat=self.end_chat,
+            messages=lambda: self._store,
+            http=lambda: self._services.require("http", "cron"),
+            webhook_attempts=self._config.cron.webhook_attempts,
+        )
+        return CronScheduler(self._cron, runs.run, runs.deliver)
+
+    def cron_jobs(self, user_id: str | None = None) -> list[JSONObject]:
+        """The jobs of `user_id` (every user's when None) as `list_cron` shows them, each with its `owner`."""
+        return [{"owner": s.owner, **s.to_json()} for s in self._cron.store.statuses(user_id)]
+
+    def cancel_cron_job(self, user_id: str, name: str) -> bool:
+        """Remove `user_id`'s job `name`; whether there was one."""
+        return self._cron.cancel(self.caller(user_id=user_id), name)
+
+    def _template_problem(self, name: str) -> str | None:
+        try:
+            self.template(name)
+        except ConfigError as exc:
+            return exc.reason
+        return None
+
+    def _webhook_problem(self, url: str) -> str | None:
+        """Why `url` can never be a webhook: not http(s), or a host the `http:` rules deny by name."""
+        import httpx
+
+        from agentkernel.services.http import HostPolicy, HostRefused, check_url
+
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, ValueError) as exc:
+            return f"not a URL ({exc})"
+        problem = check_url(parsed)
+        if problem is not None:
+            return problem
+        rules = self._config.http
+        try:
+            HostPolicy(rules.allow_hosts, rules.deny_hosts, rules.allow_private).check_name(parsed.host)
+        except HostRefused as exc:
+            return str(exc)
+        return None
+
+    def _session_problem(self, owner: str | None, session_id: str) -> str | None:
+        """Why a job of `owner` may not post into `session_id`: it holds none of their messages."""
+        from agentkernel.services.memory import Owner
+
+        if self._store.count(session_id, owner=Owner(owner)) == 0:
+            return f"{session_id!r} is not a session of {owner!r} (it holds none of their messages)"
+        return None
+
     @cached_property
     def _llm(self) -> Provider | None:
         """The configured LLM (kernel.yaml `llm:`); None without one.
@@ -561,6 +635,8 @@ class Kernel:
                 errors.append(exc)
         try:
             self._store.close()
+            if "_cron" in self.__dict__:  # built: its store may be open
+                self._cron.close()
         except Exception as exc:
             errors.append(exc)
         return errors

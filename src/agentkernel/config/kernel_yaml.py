@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from agentkernel.config.cron import CRON_SCHEMA, CronSettings, cron_settings
 from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
 from agentkernel.config.sections import (
@@ -67,6 +68,7 @@ KERNEL_SCHEMA: Schema = {
             "properties": {"messages_db_path": _PLACE, "state_db_path": _PLACE},
         },
         "server": SERVER_SCHEMA,
+        "cron": CRON_SCHEMA,
         **SECTIONS,
     },
 }
@@ -96,6 +98,7 @@ class KernelConfig:
     state: StateSettings = field(default_factory=StateSettings)
     duckdb: DuckSettings = field(default_factory=DuckSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    cron: CronSettings = field(default_factory=CronSettings)
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -220,6 +223,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         state=replace(state, db_path=state_file),
         duckdb=duck_settings(data.get("duckdb", {}), where),
         server=server_settings(data.get("server", {}), where),
+        cron=cron_settings(data.get("cron", {}), root, where),
     )
 
 

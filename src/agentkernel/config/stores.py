@@ -61,11 +61,12 @@ def read_roots_of(config: KernelConfig, where: Where) -> tuple[ReadRoot, ...]:
 
 
 def _stores(config: KernelConfig, where: Where) -> list[tuple[str, str, Path]]:
-    """What no script may read, the setting that places it, and where it is (a cron store will join)."""
+    """What no script may read, the setting that places it, and where it is."""
     stores = [
         ("every session's scratch folder", "paths.temp_root", config.temp_root),
         ("the DuckDB folder", "duckdb.dir", duck_folder(config, where)),
         ("the transcript", "logging.messages_db_path", config.messages_db),
+        ("the cron store", "cron.db_path", config.cron.db_path),
     ]
     if config.state.db_path is not None:
         stores.append(("the state store", "state.db_path", config.state.db_path))

@@ -6,14 +6,14 @@ is the table every engine binds.
 
 from __future__ import annotations
 
-from agentkernel.helpers import delegation, duck, files, http, identity, llm, memory, shell, state
+from agentkernel.helpers import cron, delegation, duck, files, http, identity, llm, memory, shell, state
 from agentkernel.scripting.helper_table import HelperTable
 
 
 def default_helper_table() -> HelperTable:
     """A fresh table holding every built-in helper."""
     table = HelperTable()
-    for area in (identity, http, shell, files, state, duck, llm, memory, delegation):
+    for area in (identity, http, shell, files, state, duck, llm, memory, delegation, cron):
         area.register(table)
     return table
 

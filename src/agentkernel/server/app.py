@@ -8,6 +8,8 @@ finish and be recorded, then are stopped.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -52,10 +54,14 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
+        cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         try:
             yield
         finally:
+            stop.set()
             await parts.turns.drain(chosen.shutdown_grace_secs)
+            await _ended(cron)
             parts.sessions.close()
             sealing.close()
 
@@ -72,6 +78,14 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         app.include_router(area.router)
     page.install(app)
     return app
+
+
+async def _ended(cron: asyncio.Task[None]) -> None:
+    """The scheduler's end; its failure (a static job kernel.yaml got wrong) is logged, not raised."""
+    try:
+        await cron
+    except Exception:
+        logging.getLogger("agentkernel.cron").exception("the cron scheduler stopped")
 
 
 __all__ = ["create_app", "sessions_path"]

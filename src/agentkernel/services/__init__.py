@@ -15,6 +15,7 @@ from agentkernel.services.environment import Environment
 from agentkernel.services.lazy import Later
 
 if TYPE_CHECKING:  # annotations only: a service's module imports its library (httpx, DuckDB, the LLM layer)
+    from agentkernel.services.cron import CronService
     from agentkernel.services.duck import DuckService
     from agentkernel.services.files import FilesService
     from agentkernel.services.http import HttpService
@@ -32,7 +33,7 @@ Attach: TypeAlias = T | Later[T] | None
 """A local service as `Services` takes it: built, built on first use (`Later`), or None (not attached)."""
 
 LocalName = Literal["http", "state", "duckdb", "files", "shell"]
-LiveName = Literal["messages", "tools", "tool_results", "subagents"]
+LiveName = Literal["messages", "tools", "tool_results", "subagents", "cron"]
 """The live services a helper `require`s: those that reach the kernel itself (`LiveServices`)."""
 
 _LIVE_ONLY = "(hook_tool attaches it with --live)"
@@ -48,6 +49,7 @@ MISSING: dict[LocalName | LiveName, str] = {
     "tools": f"no tool-call service attached to this kernel {_LIVE_ONLY}",  # S16.2
     "tool_results": f"no tool-result history attached to this kernel {_LIVE_ONLY}",  # S16.4
     "subagents": f"no subagent service attached to this kernel {_LIVE_ONLY}",  # S17
+    "cron": f"no cron service attached to this kernel {_LIVE_ONLY}",  # S10.3
 }
 """What a helper says when its service is not attached, after its own name (`state_get: …`)."""
 
@@ -82,6 +84,7 @@ class LiveServices(TypedDict, total=False):
     tools: ToolCallService | None  # S16: the one dispatch path, one call deeper
     tool_results: ToolResultHistory | None  # S16.4
     subagents: SubagentService | None  # S17
+    cron: CronService | None  # S10
 
 
 def _later(service: Attach[T]) -> Later[T]:
@@ -105,6 +108,7 @@ class Services:
         "_http",
         "_shell",
         "_state",
+        "cron",
         "environment",
         "llm",
         "messages",
@@ -128,11 +132,13 @@ class Services:
         tools: ToolCallService | None = None,
         tool_results: ToolResultHistory | None = None,
         subagents: SubagentService | None = None,
+        cron: CronService | None = None,
     ) -> None:
         self._extensions = dict(extensions or {})
         self.tools = tools
         self.tool_results = tool_results
         self.subagents = subagents
+        self.cron = cron
         self.environment = environment if environment is not None else Environment()
         self.llm = llm
         self.messages = messages
@@ -180,6 +186,8 @@ class Services:
     def require(self, name: Literal["tool_results"], helper: str) -> ToolResultHistory: ...
     @overload
     def require(self, name: Literal["subagents"], helper: str) -> SubagentService: ...
+    @overload
+    def require(self, name: Literal["cron"], helper: str) -> CronService: ...
 
     def require(self, name: LocalName | LiveName, helper: str) -> object:
         """The service `name`, built if need be; MissingService (`helper: no … attached`) without one."""

@@ -1,0 +1,318 @@
+"""The cron store (S10.2): jobs, their statuses, and the claims that make each due time run once.
+
+One SQLite file (WAL; `cron.db_path`, `logs/cron.db` by default) shared by
+every kernel that runs a scheduler on it. A job is keyed by its owner (the
+user who scheduled it) and its name. Its row keeps the definition (JSON),
+`next_run` (UTC epoch seconds; NULL once a oneshot has fired) and the
+status `list_cron` shows.
+
+**Exactly once.** A scheduler takes due times with `claim_due`: in one
+write transaction (BEGIN IMMEDIATE, so two kernels queue) it picks the jobs
+whose `next_run` has come, records the claim (`claimed_due`, by whom, until
+when) and moves `next_run` past now. Another kernel's transaction then sees
+the job not due, so one due time is claimed once. Due times missed while no
+scheduler ran are coalesced: the job runs once for them, then its next due
+time is the first after now (`misfire: skip` skips that one run when it is
+later than the grace). A clock that jumps forward does the same: one run,
+not a burst.
+
+**A kernel that dies mid-run.** Its claim holds until `claim_until` (the
+longest a run may take, plus a minute). A claim past that is a dead
+kernel's: the next scheduler to look runs that due time again, under a
+claim of its own. So a due time is run once among live kernels, and once
+more after a crash that interrupted it; the run's `scheduled_at` tells a
+webhook receiver which due time it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.cron_jobs import JobSpec, rfc3339, spec_from_json
+from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.types import JSONObject
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECS = 10.0
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE jobs (
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            definition TEXT NOT NULL,
+            scheduled_by TEXT NOT NULL DEFAULT '',
+            static INTEGER NOT NULL DEFAULT 0,
+            generation INTEGER NOT NULL DEFAULT 1,
+            created_at REAL NOT NULL,
+            next_run REAL,
+            claimed_by TEXT,
+            claimed_due REAL,
+            claim_until REAL,
+            last_run REAL,
+            last_ok INTEGER,
+            last_error TEXT,
+            runs INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (owner, name)
+        )""",
+        "CREATE INDEX jobs_next_run ON jobs (next_run)",
+        "CREATE INDEX jobs_claim_until ON jobs (claim_until)",
+    ),
+}
+
+
+class TooManyJobs(AgentKernelError):
+    """The owner already has `cron.max_jobs_per_user` jobs."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One due time of one job, claimed by a scheduler: run it, then `finish` it."""
+
+    owner: str
+    name: str
+    generation: int
+    spec: JobSpec
+    scheduled_at: float
+    misfired: bool  # later than the grace and `misfire: skip`: recorded as skipped, not run
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as `list_cron` shows it."""
+
+    owner: str
+    spec: JobSpec
+    scheduled_by: str
+    static: bool
+    next_run: float | None
+    last_run: float | None
+    last_ok: bool | None
+    last_error: str | None
+    runs: int
+    running: bool
+
+    def to_json(self) -> JSONObject:
+        return {
+            "name": self.spec.name,
+            "template": self.spec.template,
+            "timing": self.spec.timing.to_json(),
+            "prompt": self.spec.prompt,
+            "notify": [sink.to_json() for sink in self.spec.notify],
+            "misfire": self.spec.misfire,
+            "static": self.static,
+            "next_run": rfc3339(self.next_run),
+            "last_run": rfc3339(self.last_run),
+            "last_ok": self.last_ok,
+            "last_error": self.last_error,
+            "runs": self.runs,
+            "running": self.running,
+            "done": self.next_run is None and not self.running,
+        }
+
+
+_STATUS = "owner, definition, scheduled_by, static, next_run, last_run, last_ok, last_error, runs, claimed_by"
+
+
+class CronStore(SqliteStore):
+    """The jobs of every user in one file; every change is one transaction."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+
+    def _too_new(self, version: int) -> AgentKernelError:
+        return AgentKernelError(
+            f"{self.path}: cron store schema version {version} is newer than this kernel's {SCHEMA_VERSION}"
+        )
+
+    # -- definitions -------------------------------------------------------------------------------
+
+    def put(
+        self,
+        owner: str,
+        spec: JobSpec,
+        first_due: float | None,
+        *,
+        by: str,
+        now: float,
+        most: int,
+        static: bool = False,
+    ) -> None:
+        """Create the job, or replace the owner's job of that name (its status starts afresh).
+
+        TooManyJobs when a new job would pass `most` jobs of this owner. A run
+        of the replaced definition still under way finishes without touching
+        the new one (`generation`).
+        """
+        definition = json.dumps(spec.to_json(), ensure_ascii=False)
+        with self._write() as conn:
+            (exists,) = conn.execute(
+                "SELECT count(*) FROM jobs WHERE owner = ? AND name = ?", (owner, spec.name)
+            ).fetchone()
+            if not exists:
+                (count,) = conn.execute("SELECT count(*) FROM jobs WHERE owner = ?", (owner,)).fetchone()
+                if count >= most:
+                    raise TooManyJobs(
+                        f"{owner!r} already has {count} jobs, the most cron.max_jobs_per_user allows"
+                    )
+            conn.execute(
+                """INSERT INTO jobs (owner, name, definition, scheduled_by, static, created_at, next_run)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (owner, name) DO UPDATE SET
+                     definition = excluded.definition, scheduled_by = excluded.scheduled_by,
+                     static = excluded.static, generation = generation + 1, created_at = excluded.created_at,
+                     next_run = excluded.next_run, claimed_by = NULL, claimed_due = NULL, claim_until = NULL,
+                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0""",
+                (owner, spec.name, definition, by, int(static), now, first_due),
+            )
+
+    def delete(self, owner: str, name: str) -> bool:
+        """Remove the owner's job; whether there was one."""
+        with self._write() as conn:
+            return conn.execute("DELETE FROM jobs WHERE owner = ? AND name = ?", (owner, name)).rowcount > 0
+
+    def statuses(self, owner: str | None = None) -> list[JobStatus]:
+        """The jobs of `owner` (every owner's when None), by name."""
+        if owner is None:
+            rows = self._read(f"SELECT {_STATUS} FROM jobs ORDER BY owner, name", ())
+        else:
+            rows = self._read(f"SELECT {_STATUS} FROM jobs WHERE owner = ? ORDER BY name", (owner,))
+        return [_status(row) for row in rows]
+
+    def static_names(self, owner: str) -> list[str]:
+        rows = self._read("SELECT name FROM jobs WHERE owner = ? AND static = 1", (owner,))
+        return [str(name) for (name,) in rows]
+
+    def definition(self, owner: str, name: str) -> str | None:
+        rows = self._read("SELECT definition FROM jobs WHERE owner = ? AND name = ?", (owner, name))
+        return str(rows[0][0]) if rows else None
+
+    # -- scheduling --------------------------------------------------------------------------------
+
+    def claim_due(self, scheduler: str, now: float, lease_secs: float, grace_secs: float) -> list[Claim]:
+        """Claim every due time that has come (and every dead scheduler's claim), in one transaction."""
+        claims: list[Claim] = []
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT owner, name, generation, definition, next_run, claimed_due, claim_until FROM jobs "
+                "WHERE (next_run <= ? AND claimed_by IS NULL) OR claim_until < ?",
+                (now, now),
+            ).fetchall()
+            for owner, name, generation, definition, next_run, claimed_due, claim_until in rows:
+                spec = spec_from_json(definition)
+                taken_over = claim_until is not None and claim_until < now
+                due = float(claimed_due if taken_over else next_run)
+                following = next_run if taken_over else spec.timing.due_after(max(now, float(next_run)))
+                misfired = spec.misfire == "skip" and now - due > grace_secs
+                conn.execute(
+                    "UPDATE jobs SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ? "
+                    "WHERE owner = ? AND name = ? AND generation = ?",
+                    (scheduler, due, now + lease_secs, following, owner, name, generation),
+                )
+                claims.append(Claim(owner, name, generation, spec, due, misfired))
+        return claims
+
+    def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool:
+        """Record a claimed run's outcome and release the claim; False when the claim was lost meanwhile."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, last_run = ?, "
+                "last_ok = ?, last_error = ?, runs = runs + 1 "
+                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ? AND claimed_due = ?",
+                (
+                    ran_at,
+                    int(ok),
+                    error,
+                    claim.owner,
+                    claim.name,
+                    claim.generation,
+                    scheduler,
+                    claim.scheduled_at,
+                ),
+            )
+            return cursor.rowcount > 0
+
+    def release(self, claim: Claim, scheduler: str) -> None:
+        """Give a claim back unrun (a misfire skipped): the status shows the skip as the last error."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, last_error = ? "
+                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?",
+                (
+                    f"skipped the run due at {rfc3339(claim.scheduled_at)} (misfire: skip)",
+                    claim.owner,
+                    claim.name,
+                    claim.generation,
+                    scheduler,
+                ),
+            )
+
+    def abandon(self, claim: Claim, scheduler: str) -> None:
+        """Give a claim back unfinished (the scheduler is stopping): its due time runs again next time."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
+                "next_run = min(coalesce(next_run, claimed_due), claimed_due) "
+                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?",
+                (claim.owner, claim.name, claim.generation, scheduler),
+            )
+
+    def next_wake(self) -> float | None:
+        """The earliest moment anything is due: a next run, or a claim that may have been a dead kernel's."""
+        rows = self._read(
+            "SELECT min(m) FROM (SELECT min(next_run) AS m FROM jobs WHERE claimed_by IS NULL "
+            "UNION ALL SELECT min(claim_until) FROM jobs)",
+            (),
+        )
+        value = rows[0][0]
+        return None if value is None else float(value)
+
+    def rewind(self, now: float) -> int:
+        """After the clock went back: a next run further ahead than its job could ask is brought in.
+
+        An interval job's next run is at most one interval after now, a
+        schedule's at most its next due time after now; a stored one beyond
+        that was computed from a clock that has since been set back.
+        """
+        changed = 0
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT owner, name, generation, definition, next_run FROM jobs "
+                "WHERE claimed_by IS NULL AND next_run > ?",
+                (now,),
+            ).fetchall()
+            for owner, name, generation, definition, next_run in rows:
+                spec = spec_from_json(definition)
+                if spec.timing.kind == "oneshot":
+                    continue
+                soonest = spec.timing.due_after(now)
+                if soonest is not None and soonest < next_run:
+                    conn.execute(
+                        "UPDATE jobs SET next_run = ? WHERE owner = ? AND name = ? AND generation = ?",
+                        (soonest, owner, name, generation),
+                    )
+                    changed += 1
+        return changed
+
+
+def _status(row: tuple[Any, ...]) -> JobStatus:
+    owner, definition, by, static, next_run, last_run, last_ok, last_error, runs, claimed_by = row
+    return JobStatus(
+        owner=str(owner),
+        spec=spec_from_json(definition),
+        scheduled_by=str(by),
+        static=bool(static),
+        next_run=None if next_run is None else float(next_run),
+        last_run=None if last_run is None else float(last_run),
+        last_ok=None if last_ok is None else bool(last_ok),
+        last_error=last_error,
+        runs=int(runs),
+        running=claimed_by is not None,
+    )
+
+
+__all__ = ["Claim", "CronStore", "JobStatus", "TooManyJobs"]
