@@ -200,9 +200,9 @@ class CronService:
                 most=max(self.settings.max_jobs_per_user, len(wanted)),
                 static=True,
             )
-        for name in self.store.static_names(owner):
-            if name not in wanted:
-                self.store.delete(owner, name)
+        for was_owner, name in self.store.static_jobs():
+            if was_owner != owner or name not in wanted:  # gone from kernel.yaml, or `cron.user` changed
+                self.store.delete(was_owner, name)
 
     def close(self) -> None:
         if self._store is not None:

@@ -183,9 +183,10 @@ class CronStore(SqliteStore):
             rows = self._read(f"SELECT {_STATUS} FROM jobs WHERE owner = ? ORDER BY name", (owner,))
         return [_status(row) for row in rows]
 
-    def static_names(self, owner: str) -> list[str]:
-        rows = self._read("SELECT name FROM jobs WHERE owner = ? AND static = 1", (owner,))
-        return [str(name) for (name,) in rows]
+    def static_jobs(self) -> list[tuple[str, str]]:
+        """The (owner, name) of every job kernel.yaml declared, whichever user owned them then."""
+        rows = self._read("SELECT owner, name FROM jobs WHERE static = 1", ())
+        return [(str(owner), str(name)) for owner, name in rows]
 
     def definition(self, owner: str, name: str) -> str | None:
         rows = self._read("SELECT definition FROM jobs WHERE owner = ? AND name = ?", (owner, name))

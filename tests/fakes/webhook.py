@@ -1,0 +1,75 @@
+"""A webhook receiver on 127.0.0.1: keeps every JSON body POSTed to it, and lets a test wait for them.
+
+`status` is what it answers (200 by default; a test sets 500 to see
+retries); `wait_for(n)` returns once `n` bodies have arrived, on a
+condition, never by polling.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: WebhookReceiver
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the tests assert on the bodies."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status = self.server.status
+        self.server.keep(json.loads(body), dict(self.headers), status)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class WebhookReceiver(ThreadingHTTPServer):
+    """`with WebhookReceiver() as hook:` … `hook.url`, `hook.bodies`, `hook.wait_for(n)`."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.status = 200
+        self.bodies: list[dict[str, Any]] = []  # the accepted ones (2xx)
+        self.attempts: list[dict[str, Any]] = []  # every POST, refused ones too
+        self.headers: list[dict[str, str]] = []
+        self._arrived = threading.Condition()
+        self._thread = threading.Thread(target=self.serve_forever, name="webhook", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+    def keep(self, body: dict[str, Any], headers: dict[str, str], status: int) -> None:
+        with self._arrived:
+            self.attempts.append(body)
+            self.headers.append(headers)
+            if 200 <= status < 300:
+                self.bodies.append(body)
+            self._arrived.notify_all()
+
+    def wait_for(self, count: int, *, attempts: bool = False, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """The first `count` bodies (accepted, or every attempt); AssertionError if they do not come."""
+        with self._arrived:
+            seen = self.attempts if attempts else self.bodies
+            assert self._arrived.wait_for(lambda: len(seen) >= count, timeout), (
+                f"waited for {count} webhook calls, got {len(seen)}"
+            )
+            return list(seen[:count])
+
+    def __enter__(self) -> WebhookReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+        self.server_close()
