@@ -475,7 +475,12 @@ class Kernel:
         """The live service `cron` (its store opened on first use)."""
         from agentkernel.services.cron import CronChecks, CronService
 
-        checks = CronChecks(self._template_problem, self._webhook_problem, self._session_problem)
+        checks = CronChecks(
+            self._template_problem,
+            lambda name: frozenset(self.template(name).tools),
+            self._webhook_problem,
+            self._session_problem,
+        )
         return CronService(self._config.cron, checks)
 
     def cron_scheduler(self) -> CronScheduler:

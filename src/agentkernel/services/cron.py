@@ -61,6 +61,7 @@ class CronChecks:
     """What the kernel knows that a job's fields are checked against; each returns why not, or None."""
 
     template: Callable[[str], str | None]
+    tools_of: Callable[[str], frozenset[str]]  # a (known) template's tools
     webhook: Callable[[str], str | None]
     session: Callable[[str | None, str], str | None]  # (owner, session id)
 
@@ -147,10 +148,26 @@ class CronService:
         problem = self.checks.template(spec.template)
         if problem is not None:
             raise HelperError(f"{prefix}template: {problem}")
+        self._no_wider(prefix, spec.template, caller)
         sinks = []
         for index, sink in enumerate(spec.notify):
             sinks.append(self._sink(prefix, f"notify[{index}]", sink, caller, owner))
         return JobSpec(spec.name, spec.template, spec.timing, spec.prompt, tuple(sinks), spec.misfire)
+
+    def _no_wider(self, prefix: str, template: str, caller: Caller | None) -> None:
+        """A job may not use a tool its scheduling agent may not: a hostile tool plants no stronger agent.
+
+        As `run_subagent`'s `tools` only narrow (S17). A caller outside any
+        agent (a person at the terminal, kernel.yaml) may use every tool.
+        """
+        if caller is None or caller.allowed_tools is None:
+            return
+        wider = sorted(self.checks.tools_of(template) - caller.allowed_tools)
+        if wider:
+            raise HelperError(
+                f"{prefix}template: {template!r} may use tools the calling agent may not "
+                f"({', '.join(wider)}); a job can do no more than the agent that schedules it"
+            )
 
     def _sink(self, prefix: str, where: str, sink: Sink, caller: Caller | None, owner: str) -> Sink:
         if sink.type == "webhook":
