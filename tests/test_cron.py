@@ -488,3 +488,11 @@ def test_an_agents_script_cannot_schedule_a_stronger_agent(
     assert statuses(kernel) == []
     at_the_terminal = kernel.run_tool("probe", {}, kernel.caller(user_id="anna"))
     assert at_the_terminal.data == {"value": {"name": "watch", "ok": True}}
+
+
+def test_agentkernel_check_reports_a_static_job_with_a_mistake(project: Path, llm: FakeLLMServer) -> None:
+    bad = "cron:\n  jobs:\n    - {name: n, template: watcher, schedule: '0 9 * * *', prompt: p}\n"
+    with make_kernel(project, llm, bad) as kernel:
+        (problem,) = kernel.problems()
+    assert problem.path == project / "config" / "kernel.yaml"
+    assert problem.reason.startswith("cron.jobs[0].schedule: must be a cron expression of six fields")

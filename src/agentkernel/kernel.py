@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
-from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
@@ -189,7 +189,18 @@ class Kernel:
         found = list(self._catalog.problems()) if scripts else []
         if templates:
             found += self._templates()[1]
+            found += self._static_job_problems()
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+
+    def _static_job_problems(self) -> list[LoadProblem]:
+        """kernel.yaml's `cron.jobs` checked as a scheduler will check them (a template they name, …)."""
+        if not self._config.cron.jobs or self._config.path is None:
+            return []
+        try:
+            self._cron.check_static()
+        except HelperError as exc:
+            return [LoadProblem(self._config.path, str(exc))]
+        return []
 
     def tool(self, name: str) -> ToolSpec:
         """The tool called `name`; ConfigError saying why it is not there (its file's problem, or what is)."""

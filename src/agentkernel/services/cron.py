@@ -198,10 +198,7 @@ class CronService:
         """
         owner = self.settings.user
         now = time.time()
-        wanted: dict[str, JobSpec] = {}
-        for index, options in enumerate(self.settings.jobs):
-            spec = self._checked(options, None, owner, f"cron.jobs[{index}].")
-            wanted[spec.name] = spec
+        wanted = self.check_static()
         import json
 
         for name, spec in wanted.items():
@@ -220,6 +217,14 @@ class CronService:
         for was_owner, name in self.store.static_jobs():
             if was_owner != owner or name not in wanted:  # gone from kernel.yaml, or `cron.user` changed
                 self.store.delete(was_owner, name)
+
+    def check_static(self) -> dict[str, JobSpec]:
+        """kernel.yaml's `cron.jobs`, checked, by name; HelperError naming `cron.jobs[i].field`."""
+        wanted: dict[str, JobSpec] = {}
+        for index, options in enumerate(self.settings.jobs):
+            spec = self._checked(options, None, self.settings.user, f"cron.jobs[{index}].")
+            wanted[spec.name] = spec
+        return wanted
 
     def close(self) -> None:
         if self._store is not None:
