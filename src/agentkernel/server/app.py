@@ -9,6 +9,7 @@ finish and be recorded, then are stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
+        cron.add_done_callback(_report_failure)
         try:
             yield
         finally:
@@ -80,12 +82,16 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     return app
 
 
+def _report_failure(cron: asyncio.Task[None]) -> None:
+    """A scheduler that stopped by itself (a static job kernel.yaml got wrong) is said at once."""
+    if not cron.cancelled() and cron.exception() is not None:
+        logging.getLogger("agentkernel.cron").error("cron jobs will not fire: %s", cron.exception())
+
+
 async def _ended(cron: asyncio.Task[None]) -> None:
-    """The scheduler's end; its failure (a static job kernel.yaml got wrong) is logged, not raised."""
-    try:
+    """The scheduler's end; its failure was reported when it happened."""
+    with contextlib.suppress(Exception):
         await cron
-    except Exception:
-        logging.getLogger("agentkernel.cron").exception("the cron scheduler stopped")
 
 
 __all__ = ["create_app", "sessions_path"]
