@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a 
     from agentkernel.agent.hooks import HookPipeline, HookRun
     from agentkernel.agent.loop import AgentLoop, LoopSettings
     from agentkernel.agent.session import ChatSession
-    from agentkernel.services.cron import CronScheduler, CronService
+    from agentkernel.services.cron import CronService
+    from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.memory import Record
 
 
@@ -502,7 +503,7 @@ class Kernel:
         of the job's template (services/cron.py, agent/cron_runs.py).
         """
         from agentkernel.agent.cron_runs import CronRuns
-        from agentkernel.services.cron import CronScheduler
+        from agentkernel.services.cron_scheduler import CronScheduler
 
         runs = CronRuns(
             open_chat=self.chat,

@@ -1,0 +1,154 @@
+"""The cron scheduler (S10): fires the store's due times, each once, on the running event loop.
+
+`CronScheduler` sleeps until the store's next due time (or a change made
+in this process, or a minute at most, for other kernels' changes), claims
+what is due, and fires each claim as a task of its own: the kernel's
+`run` (a process of the job's template, the agent loop on the prompt, with
+the owner's identity and the run's own budget) and then the `deliver` of
+each sink. A run that fails is recorded in the job's status and never
+stops its schedule; a webhook that keeps failing never holds up another
+job. The store is read and written on worker threads, never on the event
+loop (S21.3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+from agentkernel.services.cron import CronService, RunOutcome
+from agentkernel.services.cron_jobs import Sink
+from agentkernel.services.cron_store import Claim
+
+log = logging.getLogger("agentkernel.cron")
+
+RESCAN_SECS = 60.0
+"""The longest the scheduler sleeps: jobs other kernels add are noticed within it."""
+CLOCK_JUMP_SECS = 2.0
+"""A wall clock that moved back more than this against the monotonic one was set back."""
+
+
+Run = Callable[[Claim], Awaitable[RunOutcome]]
+Deliver = Callable[[Claim, Sink, RunOutcome, float], Awaitable[None]]
+
+
+class CronScheduler:
+    """Fires the store's due times, each once, on the running event loop (see the module docstring)."""
+
+    def __init__(self, service: CronService, run: Run, deliver: Deliver) -> None:
+        self.service = service
+        self.settings = service.settings
+        self.run_job = run
+        self.deliver = deliver
+        self.id = f"{uuid.uuid4()}"
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        service.on_change(self._poke)
+
+    def _poke(self) -> None:
+        """A job changed in this process: look again now (from any thread)."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake.set)
+
+    async def run(self, stop: asyncio.Event, grace: float | None = None) -> None:
+        """Schedule until `stop` is set; then runs under way get `grace` s to finish (default: their timeout).
+
+        Runs still going after that are stopped, and their due times given
+        back to the store, to run again at the next start.
+        """
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        await asyncio.to_thread(self.service.sync_static)
+        wall, mono = time.time(), time.monotonic()
+        try:
+            while not stop.is_set():
+                now = time.time()
+                if (now - wall) - (time.monotonic() - mono) < -CLOCK_JUMP_SECS:  # the clock was set back
+                    await asyncio.to_thread(self.service.store.rewind, now)
+                wall, mono = now, time.monotonic()
+                await self._claim(now)
+                await self._sleep(stop)
+        finally:
+            await self._drain(self.settings.run_timeout_secs if grace is None else grace)
+
+    async def _claim(self, now: float) -> None:
+        store, settings = self.service.store, self.settings
+        claims = await asyncio.to_thread(
+            store.claim_due, self.id, now, settings.lease_secs, settings.misfire_grace_secs
+        )
+        for claim in claims:
+            task = asyncio.create_task(self._fire(claim), name=f"cron {claim.owner}/{claim.name}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _sleep(self, stop: asyncio.Event) -> None:
+        assert self._wake is not None
+        wake_at = await asyncio.to_thread(self.service.store.next_wake)
+        delay = RESCAN_SECS if wake_at is None else min(max(wake_at - time.time(), 0.0), RESCAN_SECS)
+        self._wake.clear()
+        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waits, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    async def _fire(self, claim: Claim) -> None:
+        """One due time: run it (or skip a misfire), record the outcome, deliver it to every sink."""
+        store = self.service.store
+        if claim.misfired:
+            await asyncio.to_thread(store.release, claim, self.id)
+            self._free_again()
+            log.info(
+                "cron %s/%s: skipped the run due at %s (misfire: skip)",
+                claim.owner,
+                claim.name,
+                claim.scheduled_at,
+            )
+            return
+        fired_at = time.time()
+        try:
+            outcome = await asyncio.wait_for(self.run_job(claim), self.settings.run_timeout_secs)
+        except TimeoutError:
+            outcome = RunOutcome(
+                False,
+                error=f"the run took longer than cron.run_timeout_secs "
+                f"({self.settings.run_timeout_secs:g} s) and was stopped",
+            )
+        except asyncio.CancelledError:
+            await asyncio.shield(asyncio.to_thread(store.abandon, claim, self.id))
+            raise
+        except Exception as exc:  # a bug of the run must not end the scheduler
+            log.exception("cron %s/%s: the run failed", claim.owner, claim.name)
+            outcome = RunOutcome(False, error=f"the run failed: {exc}")
+        await asyncio.to_thread(
+            store.finish, claim, self.id, ran_at=fired_at, ok=outcome.ok, error=outcome.error
+        )
+        self._free_again()
+        for sink in claim.spec.notify:
+            task: asyncio.Task[None] = asyncio.ensure_future(self.deliver(claim, sink, outcome, fired_at))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _free_again(self) -> None:
+        """A claim ended: the job's next due time may be sooner than the sleep under way."""
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _drain(self, grace: float) -> None:
+        """Wait for runs and deliveries under way up to `grace` seconds; cancel the rest."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+
+__all__ = ["CronScheduler"]
