@@ -88,7 +88,7 @@ class CronScheduler:
 
     async def _sleep(self, stop: asyncio.Event) -> None:
         assert self._wake is not None
-        wake_at = await asyncio.to_thread(self.service.store.next_wake)
+        wake_at = await asyncio.to_thread(self.service.store.next_wake, time.time())
         delay = RESCAN_SECS if wake_at is None else min(max(wake_at - time.time(), 0.0), RESCAN_SECS)
         self._wake.clear()
         waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]

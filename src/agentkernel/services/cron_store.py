@@ -262,12 +262,20 @@ class CronStore(SqliteStore):
                 (claim.owner, claim.name, claim.generation, scheduler),
             )
 
-    def next_wake(self) -> float | None:
-        """The earliest moment anything is due: a next run, or a claim that may have been a dead kernel's."""
+    def next_wake(self, now: float) -> float | None:
+        """The earliest moment anything is due: a next run, or a claim that may have been a dead kernel's.
+
+        A job claimed (running, here or in another kernel) still counts with
+        its next run when that is ahead of `now`, so every kernel on the store
+        wakes for each due time and contends for it, not only the one that
+        ran the last; a next run already passed under a claim waits for the
+        claim to end (the runner's kernel is told; others look at the lease's
+        end, or the rescan), never a busy loop.
+        """
         rows = self._read(
-            "SELECT min(m) FROM (SELECT min(next_run) AS m FROM jobs WHERE claimed_by IS NULL "
-            "UNION ALL SELECT min(claim_until) FROM jobs)",
-            (),
+            "SELECT min(m) FROM (SELECT min(next_run) AS m FROM jobs "
+            "WHERE claimed_by IS NULL OR next_run > ? UNION ALL SELECT min(claim_until) FROM jobs)",
+            (now,),
         )
         value = rows[0][0]
         return None if value is None else float(value)
