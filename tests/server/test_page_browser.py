@@ -48,6 +48,13 @@ function run(args) {
 }
 """
 
+HOURLY_JS = """
+function run(args) {
+  const made = schedule_cron({name: 'report', template: 'tester', interval_secs: 3600, prompt: 'Report.'});
+  return 'scheduled ' + made.name;
+}
+"""
+
 
 def page_project(root: Path, llm: FakeLLMServer | None) -> Path:
     """make_project's, plus `paged` (a table in pages of two rows) and `sales` (a bar chart) in `tester`."""
@@ -280,4 +287,26 @@ def test_a_file_block_downloads_with_the_token(
         assert live.kernel.clean_scratch(now=time.time() + 2 * ttl)
         button.click()
         page.wait_for_selector(".v-file [role=status]:has-text('this file is no longer available')")
+        assert problems == []
+
+
+def test_the_jobs_panel_lists_a_job_and_cancels_it(tmp_path: Path, browser: Any) -> None:
+    """Issue 13 §7: the user's cron jobs (GET /v1/cron) with a Cancel button (DELETE /v1/cron/{name})."""
+    page_project(tmp_path, None)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    script_tool(tools, "hourly", HOURLY_JS, description="Schedule an hourly report.", ui={"icon": "⏰"})
+    with LiveServer(Kernel(load_kernel_config(tmp_path / "config" / "kernel.yaml"))) as live:
+        page, problems = open_page(browser, live.url)
+        page.wait_for_selector("#job-list li:has-text('no scheduled jobs')")
+        page.locator("button.tool-pick", has_text="hourly").click()
+        page.get_by_role("button", name="Run hourly").click()
+        page.wait_for_selector("#tool-output pre:has-text('scheduled report')")
+        job = page.locator("#job-list li[data-job=report]")  # listed once the tool has run
+        job.wait_for()
+        assert job.locator("strong").inner_text() == "report"
+        assert "tester · every 3600 s" in job.inner_text() and "last: never · runs: 0" in job.inner_text()
+        assert live.kernel.cron_jobs("local")[0]["name"] == "report"
+        page.get_by_role("button", name="Cancel report").click()
+        page.wait_for_selector("#job-list li:has-text('no scheduled jobs')")
+        assert live.kernel.cron_jobs("local") == []
         assert problems == []

@@ -340,6 +340,7 @@ async function sendMessage(text) {
     state.turning = null;
     setBusy(false);
     $("message").focus();
+    loadJobs().catch((err) => status(err.message)); // the agent's tools may have scheduled a job
   }
 }
 
@@ -420,6 +421,53 @@ async function loadTemplates() {
   const select = $("template");
   select.replaceChildren(...templates.map((t) => el("option", { value: t.name, text: t.name + (t.description ? " — " + t.description : "") })));
   if (!templates.length) select.append(el("option", { value: "", text: "no templates load (see agentkernel check)" }));
+}
+
+// -- scheduled jobs (cron) -------------------------------------------------------------------------
+
+// A moment of the API (RFC 3339, UTC) in the reader's own time; "—" for none.
+const when = (moment) => (moment ? new Date(moment).toLocaleString() : "—");
+
+function timingText(timing) {
+  if (timing.interval_secs !== undefined) return "every " + timing.interval_secs + " s";
+  if (timing.oneshot_at !== undefined) return "once, at " + when(timing.oneshot_at);
+  return "on " + timing.schedule + " (" + timing.timezone + ")";
+}
+
+function jobItem(job) {
+  const next = job.done ? "done" : job.running ? "running now" : when(job.next_run);
+  const last = job.last_run ? when(job.last_run) + (job.last_ok ? " ✓ ok" : " ✖ failed") : "never";
+  const cancel = el("button", { type: "button", class: "cancel-job", "aria-label": "Cancel " + job.name, text: "Cancel" });
+  cancel.addEventListener("click", () => cancelJob(job.name, cancel));
+  return el(
+    "li",
+    { class: "job" + (job.last_ok === false ? " failed" : ""), "data-job": job.name },
+    el("strong", { text: job.name }),
+    el("span", { class: "quiet", text: job.template + " · " + timingText(job.timing) }),
+    el("span", { class: "next", text: "next: " + next }),
+    el("span", { class: "last", text: "last: " + last + " · runs: " + job.runs }),
+    job.last_error ? el("span", { class: "error", text: job.last_error }) : null,
+    cancel,
+  );
+}
+
+// The user's jobs (GET /v1/cron): made by scripts, so looked at again after each tool run and turn.
+async function loadJobs() {
+  const jobs = await getJSON("/v1/cron");
+  const list = $("job-list");
+  list.replaceChildren(...jobs.map(jobItem));
+  if (!jobs.length) list.append(el("li", { class: "quiet", text: "no scheduled jobs" }));
+}
+
+async function cancelJob(name, button) {
+  button.disabled = true;
+  try {
+    await api("DELETE", "/v1/cron/" + encodeURIComponent(name));
+    status("cancelled " + name);
+  } catch (err) {
+    status(err.status === 404 ? name + " was already gone" : err.message);
+  }
+  await loadJobs().catch((err) => status(err.message));
 }
 
 // -- the tools panel -----------------------------------------------------------------------------
@@ -504,6 +552,7 @@ function showToolForm(tool) {
     } finally {
       run.disabled = false;
     }
+    loadJobs().catch((err) => status(err.message)); // the tool may have scheduled or cancelled a job
   };
   (fields.length ? form.querySelector("input, select, textarea") : run).focus();
 }
@@ -542,6 +591,7 @@ async function start() {
     sendMessage(text);
   };
   $("stop").onclick = stopTurn;
+  $("jobs-refresh").onclick = () => loadJobs().catch((err) => status(err.message));
   document.onkeydown = (event) => {
     if (event.key === "Escape" && state.turning) stopTurn();
   };
@@ -552,7 +602,7 @@ async function start() {
     }
   };
   try {
-    await Promise.all([loadTemplates(), loadSessions(), loadTools()]);
+    await Promise.all([loadTemplates(), loadSessions(), loadTools(), loadJobs()]);
     status("");
   } catch (err) {
     status(err.message);
