@@ -1,14 +1,15 @@
 """A webhook receiver on 127.0.0.1: keeps every JSON body POSTed to it, and lets a test wait for them.
 
 `status` is what it answers (200 by default; a test sets 500 to see
-retries); `wait_for(n)` returns once `n` bodies have arrived, on a
-condition, never by polling.
+retries); `wait_for(n)` returns once `n` bodies have arrived, `wait_until(check)`
+once `check` holds for them: on a condition, never by polling.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -63,6 +64,16 @@ class WebhookReceiver(ThreadingHTTPServer):
                 f"waited for {count} webhook calls, got {len(seen)}"
             )
             return list(seen[:count])
+
+    def wait_until(
+        self, check: Callable[[list[dict[str, Any]]], bool], what: str, timeout: float = 60.0
+    ) -> list[dict[str, Any]]:
+        """The accepted bodies once `check` holds for them; AssertionError naming `what` if it never does."""
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: check(self.bodies), timeout), (
+                f"waited for {what}, got {self.bodies}"
+            )
+            return list(self.bodies)
 
     def __enter__(self) -> WebhookReceiver:
         self._thread.start()

@@ -3,10 +3,11 @@
 Each server is `agentkernel serve --port 0` in a subprocess, on a project
 wired to the scripted LLM (every run answers `price is 42`). A script tool
 run through `POST /v1/tools/{name}/run` schedules the jobs; their webhook
-sink posts to a receiver on 127.0.0.1 in this process, which wakes the
-test on each POST. Nothing sleeps: the test waits on the receiver (bounded
-by generous timeouts), and absence is shown by waiting for a later firing
-of another job, never by a pause.
+sink posts to a receiver on 127.0.0.1 in this process
+(tests/fakes/webhook.py), which wakes the test on each POST. Nothing
+sleeps: the test waits on the receiver (bounded by generous timeouts), and
+absence is shown by waiting for a later firing of another job, never by a
+pause. Numbers such as S10 point to docs/contract.md.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import pytest
 
 from agentkernel.config.server import token_hash
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
+from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, script_tool, write
 
 BIN = Path(sys.executable).parent
@@ -41,62 +41,28 @@ ALICE = {"Authorization": "Bearer alice-token"}
 BOB = {"Authorization": "Bearer bob-token"}
 
 
-class Receiver:
-    """A webhook receiver on 127.0.0.1: keeps each POST's JSON and Idempotency-Key, and wakes waiters."""
+def of(hook: WebhookReceiver, job: str) -> list[dict[str, Any]]:
+    """The POSTs of `job` so far (a snapshot taken under the receiver's lock)."""
+    return [post for post in hook.wait_until(lambda _: True, "a snapshot") if post["job"] == job]
 
-    def __init__(self) -> None:
-        self.posts: list[dict[str, Any]] = []
-        self.changed = threading.Condition()
-        receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                self.send_response(204)
-                self.end_headers()
-                with receiver.changed:
-                    receiver.posts.append({**body, "key": self.headers.get("Idempotency-Key")})
-                    receiver.changed.notify_all()
+def wait_job(
+    hook: WebhookReceiver, job: str, check: Callable[[list[dict[str, Any]]], bool], what: str
+) -> list[dict[str, Any]]:
+    """The POSTs of `job` once `check` holds for them; fails after WAIT_SECS."""
+    posts = hook.wait_until(lambda bodies: check([b for b in bodies if b["job"] == job]), what, WAIT_SECS)
+    return [post for post in posts if post["job"] == job]
 
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True, name="webhook")
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/hook"
+def count(hook: WebhookReceiver, job: str, least: int) -> list[dict[str, Any]]:
+    return wait_job(hook, job, lambda posts: len(posts) >= least, f"{least} POSTs of {job!r}")
 
-    def __enter__(self) -> Receiver:
-        self._thread.start()
-        return self
 
-    def __exit__(self, *_: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def of(self, job: str) -> list[dict[str, Any]]:
-        with self.changed:
-            return [post for post in self.posts if post["job"] == job]
-
-    def wait_for(
-        self, job: str, check: Callable[[list[dict[str, Any]]], bool], what: str
-    ) -> list[dict[str, Any]]:
-        """The POSTs of `job` once `check` holds for them; fails after WAIT_SECS."""
-        deadline = time.monotonic() + WAIT_SECS
-        with self.changed:
-            while not check(posts := [post for post in self.posts if post["job"] == job]):
-                left = deadline - time.monotonic()
-                assert left > 0, f"gave up waiting for {what}; received {self.posts}"
-                self.changed.wait(left)
-            return posts
-
-    def count(self, job: str, least: int) -> list[dict[str, Any]]:
-        return self.wait_for(job, lambda posts: len(posts) >= least, f"{least} POSTs of {job!r}")
-
-    def after(self, job: str, moment: float) -> list[dict[str, Any]]:
-        """Wait for a POST of `job` whose due time is later than `moment` (epoch seconds)."""
-        return self.wait_for(
-            job, lambda posts: any(due(p) > moment for p in posts), f"{job!r} due after {moment}"
-        )
+def due_after(hook: WebhookReceiver, job: str, moment: float) -> list[dict[str, Any]]:
+    """Wait for a POST of `job` whose due time is later than `moment` (epoch seconds)."""
+    return wait_job(
+        hook, job, lambda posts: any(due(p) > moment for p in posts), f"{job!r} due after {moment}"
+    )
 
 
 def due(post: dict[str, Any]) -> float:
@@ -163,8 +129,8 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as started:
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as started:
         yield started
 
 
@@ -206,7 +172,7 @@ def run_tool(client: httpx.Client, name: str, args: dict[str, Any]) -> str:
     return str(ran.json()["content"])
 
 
-def schedule(client: httpx.Client, receiver: Receiver, name: str, **timing: object) -> None:
+def schedule(client: httpx.Client, receiver: WebhookReceiver, name: str, **timing: object) -> None:
     job = {"name": name, "template": "watcher", "prompt": "How is the price?", **timing}
     job["notify"] = [{"type": "log"}, {"type": "webhook", "url": receiver.url}]  # logged before posted
     assert json.loads(run_tool(client, "cron_set", job)) == {"name": name, "ok": True}
@@ -218,45 +184,51 @@ def listed(client: httpx.Client) -> dict[str, dict[str, Any]]:
     return {job["name"]: job for job in jobs.json()}
 
 
-def test_a_job_fires_into_a_webhook_and_again_after_kill_9(
-    project: Path, receiver: Receiver, servers: Callable[[Path], Served]
+def test_s10_2_a_job_fires_into_a_webhook_and_again_after_kill_9(
+    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
 ) -> None:
+    """Scheduled by a script in a running server, it fires; killed and started again, it goes on."""
     server = servers(project)
     with server.client() as client:
         schedule(client, receiver, "tick", interval_secs=1)
-        first = receiver.count("tick", 2)[0]
-        assert set(first) == {"job", "scheduled_at", "fired_at", "ok", "answer", "error", "key"}
+        first = count(receiver, "tick", 2)[0]
+        assert set(first) == {"job", "scheduled_at", "fired_at", "ok", "answer", "error"}
         assert (first["job"], first["ok"], first["answer"], first["error"]) == ("tick", True, ANSWER, None)
-        assert first["key"] == f"alice/tick@{first['scheduled_at']}"  # the same for every retry of it
+        key = receiver.headers[receiver.bodies.index(first)]["Idempotency-Key"]
+        assert key == f"alice/tick@{first['scheduled_at']}"  # the same for every retry of it
         status = listed(client)["tick"]
         assert status["timing"] == {"interval_secs": 1.0} and status["last_ok"] is True
         assert status["runs"] >= 1 and status["last_error"] is None and status["done"] is False
 
     server.kill()
-    before = receiver.of("tick")
+    before = of(receiver, "tick")
     latest = max(due(post) for post in before)
     again = servers(project)  # the same project: the same logs/cron.db
-    after = receiver.after("tick", latest)
-    assert after[-1]["ok"] is True and after[-1]["answer"] == ANSWER
+    fired = due_after(receiver, "tick", latest)
+    assert fired[-1]["ok"] is True and fired[-1]["answer"] == ANSWER
     assert again.alive()
-    dues = [post["scheduled_at"] for post in receiver.of("tick")]
+    dues = [post["scheduled_at"] for post in of(receiver, "tick")]
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
 
 
 def test_two_servers_on_one_store_fire_each_due_time_once(
-    project: Path, receiver: Receiver, servers: Callable[[Path], Served]
+    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
 ) -> None:
+    """S10 decision: each due time claimed in one transaction, so two live kernels never both run it."""
     one = servers(project)
     with one.client() as client:
         schedule(client, receiver, "shared", interval_secs=1)
-    receiver.count("shared", 1)
+    count(receiver, "shared", 1)
     two = servers(project)  # started with the job in the store: it wakes at each due time too
     both_up = time.time()
-    receiver.wait_for(
-        "shared", lambda posts: sum(due(p) > both_up for p in posts) >= 5, "5 due times with both up"
+    wait_job(
+        receiver,
+        "shared",
+        lambda posts: sum(due(p) > both_up for p in posts) >= 5,
+        "5 due times with both up",
     )
     assert one.alive() and two.alive()  # both schedulers were running throughout
-    posts = receiver.of("shared")
+    posts = of(receiver, "shared")
     dues = [post["scheduled_at"] for post in posts]
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
     moments = sorted(due(post) for post in posts)
@@ -269,9 +241,10 @@ def test_two_servers_on_one_store_fire_each_due_time_once(
     assert set(dues) <= by_one | by_two
 
 
-def test_a_oneshot_fires_once_and_cancelled_jobs_stop(
-    project: Path, receiver: Receiver, servers: Callable[[Path], Served]
+def test_s10_2_a_oneshot_fires_once_and_cancelled_jobs_stop(
+    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
 ) -> None:
+    """A oneshot is kept as done; cancelled by DELETE /v1/cron/{name} or by cancel_cron, a job stops."""
     server = servers(project)
     with server.client() as client:
         schedule(client, receiver, "clock", interval_secs=1)  # shows the scheduler went on
@@ -280,14 +253,14 @@ def test_a_oneshot_fires_once_and_cancelled_jobs_stop(
         schedule(client, receiver, "by-api", interval_secs=1)
         schedule(client, receiver, "by-script", interval_secs=1)
 
-        (fired,) = receiver.count("once", 1)
+        (fired,) = count(receiver, "once", 1)
         assert fired["scheduled_at"] == at[:23] + "Z" and fired["ok"] is True
         jobs = listed(client)
         assert jobs["once"]["done"] is True and jobs["once"]["next_run"] is None and jobs["once"]["runs"] == 1
         assert jobs["once"]["timing"] == {"oneshot_at": at[:23] + "Z"}
 
-        receiver.count("by-api", 1)
-        receiver.count("by-script", 1)
+        count(receiver, "by-api", 1)
+        count(receiver, "by-script", 1)
         gone = client.delete("/v1/cron/by-api")
         assert gone.status_code == 204 and gone.content == b""
         assert run_tool(client, "cron_cancel", {"name": "by-script"}) == "true"
@@ -298,17 +271,18 @@ def test_a_oneshot_fires_once_and_cancelled_jobs_stop(
         assert run_tool(client, "cron_cancel", {"name": "by-script"}) == "false"
 
         # three due times of `clock` later, neither cancelled job has a due time after the cancel
-        receiver.after("clock", cancelled + 3)
+        due_after(receiver, "clock", cancelled + 3)
         for name in ("by-api", "by-script"):
-            late = [post["scheduled_at"] for post in receiver.of(name) if due(post) > cancelled]
+            late = [post["scheduled_at"] for post in of(receiver, name) if due(post) > cancelled]
             assert late == [], f"{name} fired after it was cancelled: {late}"
-        assert len(receiver.of("once")) == 1
+        assert len(of(receiver, "once")) == 1
         assert listed(client)["once"]["runs"] == 1
 
 
 def test_another_user_can_neither_list_nor_cancel_a_job(
-    project: Path, receiver: Receiver, servers: Callable[[Path], Served]
+    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
 ) -> None:
+    """S10 decision, S23.6: a job is its user's, over HTTP and from scripts; another's is a 404."""
     server = servers(project)
     with server.client(ALICE) as alice, server.client(BOB) as bob:
         schedule(alice, receiver, "mine", interval_secs=3600)
