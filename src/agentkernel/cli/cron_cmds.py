@@ -56,11 +56,13 @@ def _run(options: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from agentkernel.cli.project_view import shown_path
     from agentkernel.errors import HelperError
 
     logging.getLogger("agentkernel.cron").setLevel(min(logging.INFO, logging.getLogger().level))
     kernel = load_kernel("agentkernel cron run", options.config, llm_url=options.llm_url, model=options.model)
-    print(f"agentkernel: scheduling the jobs of {kernel.config.cron.db_path} (Ctrl-C stops)", flush=True)
+    store = shown_path(kernel.config.cron.db_path)
+    print(f"agentkernel: scheduling the jobs of {store} (Ctrl-C stops)", flush=True)
     try:
         asyncio.run(_schedule(kernel))
     except HelperError as exc:  # a static job of kernel.yaml: `cron.jobs[0].schedule: …`
@@ -86,15 +88,17 @@ async def _schedule(kernel: Kernel) -> None:
 
 
 def _list(options: argparse.Namespace) -> int:
+    from agentkernel.cli.project_view import shown_path
+
     with load_kernel("agentkernel cron list", options.config, live=False) as kernel:
-        store = kernel.config.cron.db_path
-        jobs = kernel.cron_jobs(options.user) if store.is_file() else []  # listing makes no store
+        path = kernel.config.cron.db_path
+        jobs = kernel.cron_jobs(options.user) if path.is_file() else []  # listing makes no store
     if options.json:
         print(json.dumps(jobs, ensure_ascii=False, indent=2))
         return EXIT_OK
     if not jobs:
         whose = f" of {options.user!r}" if options.user else ""
-        print(f"no cron jobs{whose} in {store}")
+        print(f"no cron jobs{whose} in {shown_path(path)}")
         return EXIT_OK
     rows = [COLUMNS, *(_row(job) for job in jobs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
@@ -128,12 +132,15 @@ def _timing(timing: object) -> str:
 
 
 def _cancel(options: argparse.Namespace) -> int:
+    from agentkernel.cli.project_view import shown_path
+
     with load_kernel("agentkernel cron cancel", options.config, live=False) as kernel:
-        store = kernel.config.cron.db_path
-        gone = store.is_file() and kernel.cancel_cron_job(options.user, options.name)
+        path = kernel.config.cron.db_path
+        gone = path.is_file() and kernel.cancel_cron_job(options.user, options.name)
     if not gone:
         print(
-            f"agentkernel cron cancel: {options.user!r} has no job named {options.name!r} in {store}",
+            f"agentkernel cron cancel: {options.user!r} has no job named {options.name!r} "
+            f"in {shown_path(path)}",
             file=sys.stderr,
         )
         return EXIT_NOT_FOUND
