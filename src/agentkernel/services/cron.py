@@ -20,7 +20,6 @@ loop (S21.3).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import math
@@ -38,6 +37,8 @@ from agentkernel.services.cron_store import Claim, CronStore, TooManyJobs
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
+    import asyncio
+
     from agentkernel.process import Caller
 
 log = logging.getLogger("agentkernel.cron")
@@ -241,6 +242,8 @@ class CronScheduler:
         Runs still going after that are stopped, and their due times given
         back to the store, to run again at the next start.
         """
+        import asyncio  # here, not at the top: a kernel that never schedules never loads it (issue 8)
+
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         await asyncio.to_thread(self.service.sync_static)
@@ -259,6 +262,8 @@ class CronScheduler:
             await self._drain(self.settings.run_timeout_secs if grace is None else grace)
 
     async def _claim(self, now: float) -> None:
+        import asyncio
+
         store, settings = self.service.store, self.settings
         claims = await asyncio.to_thread(
             store.claim_due, self.id, now, settings.lease_secs, settings.misfire_grace_secs
@@ -269,6 +274,8 @@ class CronScheduler:
             task.add_done_callback(self._tasks.discard)
 
     async def _sleep(self, stop: asyncio.Event) -> None:
+        import asyncio
+
         assert self._wake is not None
         wake_at = await asyncio.to_thread(self.service.store.next_wake)
         now = time.time()
@@ -283,6 +290,8 @@ class CronScheduler:
 
     async def _fire(self, claim: Claim) -> None:
         """One due time: run it (or skip a misfire), record the outcome, deliver it to every sink."""
+        import asyncio
+
         store = self.service.store
         if claim.misfired:
             await asyncio.to_thread(store.release, claim, self.id)
@@ -331,6 +340,8 @@ class CronScheduler:
 
     async def _drain(self, grace: float) -> None:
         """Wait for runs and deliveries under way up to `grace` seconds; cancel the rest."""
+        import asyncio
+
         if not self._tasks:
             return
         _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
