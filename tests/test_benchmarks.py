@@ -58,6 +58,12 @@ FIGURES: dict[str, list[str]] = {
         rf"^every class\s+p50\s+{NUMBER} ms",
         rf"^JS tool calling memory_search \(1 %\)\s+p50\s+{NUMBER} ms",
     ],
+    "cron.py": [
+        rf"^\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms\s+max\s+{NUMBER} ms$",
+        r"^\s+target p99 <= 100 ms: (PASS|MISS)$",
+        rf"^idle scheduler, \d+ jobs due in an hour, over {NUMBER} s:$",
+        rf"^\s+CPU {NUMBER} ms \({NUMBER} % of one core\)$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -6,6 +6,8 @@
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
     agentkernel serve [--host 127.0.0.1] [--port 8765]
+    agentkernel cron run [--llm-url URL] [--model M]
+    agentkernel cron list [--user U] [--json] | cron cancel NAME --user U
     agentkernel token new USER
 
 `-v` and `--config FILE` may come before or after the subcommand. Each
@@ -40,6 +42,7 @@ COMMANDS = {
     "template": "agentkernel.cli.project_cmds",
     "serve": "agentkernel.cli.serve_cmds",
     "token": "agentkernel.cli.serve_cmds",
+    "cron": "agentkernel.cli.cron_cmds",
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ class CronScheduler:
         self.deliver = deliver
         self.id = f"{uuid.uuid4()}"
         self._wake: asyncio.Event | None = None
+        self._asleep_until = math.inf  # while it sleeps, when it wakes; inf while it looks at the store
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         service.on_change(self._poke)
@@ -67,6 +69,8 @@ class CronScheduler:
         wall, mono = time.time(), time.monotonic()
         try:
             while not stop.is_set():
+                self._wake.clear()  # before looking: a change made while it looks wakes the sleep after
+                self._asleep_until = math.inf
                 now = time.time()
                 if (now - wall) - (time.monotonic() - mono) < -CLOCK_JUMP_SECS:  # the clock was set back
                     await asyncio.to_thread(self.service.store.rewind, now)
@@ -89,8 +93,9 @@ class CronScheduler:
     async def _sleep(self, stop: asyncio.Event) -> None:
         assert self._wake is not None
         wake_at = await asyncio.to_thread(self.service.store.next_wake, time.time())
-        delay = RESCAN_SECS if wake_at is None else min(max(wake_at - time.time(), 0.0), RESCAN_SECS)
-        self._wake.clear()
+        now = time.time()
+        delay = RESCAN_SECS if wake_at is None else min(max(wake_at - now, 0.0), RESCAN_SECS)
+        self._asleep_until = now + delay
         waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
         try:
             await asyncio.wait(waits, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
@@ -103,7 +108,7 @@ class CronScheduler:
         store = self.service.store
         if claim.misfired:
             await asyncio.to_thread(store.release, claim, self.id)
-            self._free_again()
+            self._free_again(claim)
             log.info(
                 "cron %s/%s: skipped the run due at %s (misfire: skip)",
                 claim.owner,
@@ -129,15 +134,21 @@ class CronScheduler:
         await asyncio.to_thread(
             store.finish, claim, self.id, ran_at=fired_at, ok=outcome.ok, error=outcome.error
         )
-        self._free_again()
+        self._free_again(claim)
         for sink in claim.spec.notify:
             task: asyncio.Task[None] = asyncio.ensure_future(self.deliver(claim, sink, outcome, fired_at))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def _free_again(self) -> None:
-        """A claim ended: the job's next due time may be sooner than the sleep under way."""
-        if self._wake is not None:
+    def _free_again(self, claim: Claim) -> None:
+        """A claim ended: wake the scheduler if the job's next due time comes before its sleep ends.
+
+        A claimed job's next run may not be among those the sleep was planned
+        on; one due later than the sleep's end is found by the look after it,
+        so the wake (a pass: two store calls) is spared. With many jobs that
+        is one pass per firing less.
+        """
+        if self._wake is not None and claim.next_run is not None and claim.next_run < self._asleep_until:
             self._wake.set()
 
     async def _drain(self, grace: float) -> None:

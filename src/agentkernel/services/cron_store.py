@@ -79,6 +79,7 @@ class Claim:
     spec: JobSpec
     scheduled_at: float
     misfired: bool  # later than the grace and `misfire: skip`: recorded as skipped, not run
+    next_run: float | None = None  # the job's next due time once this claim ends (None: no more)
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ class CronStore(SqliteStore):
                     "WHERE owner = ? AND name = ? AND generation = ?",
                     (scheduler, due, now + lease_secs, following, owner, name, generation),
                 )
-                claims.append(Claim(owner, name, generation, spec, due, misfired))
+                claims.append(Claim(owner, name, generation, spec, due, misfired, following))
         return claims
 
     def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool:
