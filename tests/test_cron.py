@@ -496,3 +496,15 @@ def test_agentkernel_check_reports_a_static_job_with_a_mistake(project: Path, ll
         (problem,) = kernel.problems()
     assert problem.path == project / "config" / "kernel.yaml"
     assert problem.reason.startswith("cron.jobs[0].schedule: must be a cron expression of six fields")
+
+
+def test_an_interval_keeps_its_grid_when_a_firing_is_late(tmp_path: Path) -> None:
+    store, spec = store_with(tmp_path / "cron.db", interval_secs=60)
+    start = 1_000_000.0
+    store.put("anna", spec, start, by="", now=start - 60, most=10)
+    (claim,) = store.claim_due("k1", start + 7, 360, 60)  # claimed 7 s late
+    assert claim.next_run == start + 60  # not start + 67: lateness does not add up
+    store.finish(claim, "k1", ran_at=start + 7, ok=True, error=None)
+    (status,) = store.statuses("anna")
+    assert status.next_run == start + 60
+    assert spec.timing.following(start, start + 150) == start + 180  # missed ones skipped over, on the grid

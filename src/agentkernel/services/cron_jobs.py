@@ -73,6 +73,20 @@ class Timing:
             return self.oneshot_at if self.oneshot_at > moment else None
         return _cron_after(self.schedule or "", self.timezone, moment)
 
+    def following(self, due: float, now: float) -> float | None:
+        """The next due time after the run due at `due`, claimed at `now`: the first one after now.
+
+        An interval keeps its grid (`due` plus whole intervals), so a late
+        firing does not push every later one back; due times passed while
+        no scheduler ran are skipped over, not queued (they ran once, as
+        this one).
+        """
+        if self.kind == "interval":
+            assert self.interval_secs is not None
+            passed = max(0, math.floor((now - due) / self.interval_secs)) + 1
+            return due + passed * self.interval_secs
+        return self.due_after(max(now, due))
+
     def to_json(self) -> JSONObject:
         """The timing as `list_cron` shows it: the field the job was given, and its timezone."""
         if self.kind == "interval":

@@ -208,7 +208,7 @@ class CronStore(SqliteStore):
                 spec = spec_from_json(definition)
                 taken_over = claim_until is not None and claim_until < now
                 due = float(claimed_due if taken_over else next_run)
-                following = next_run if taken_over else spec.timing.due_after(max(now, float(next_run)))
+                following = next_run if taken_over else spec.timing.following(float(next_run), now)
                 misfired = spec.misfire == "skip" and now - due > grace_secs
                 conn.execute(
                     "UPDATE jobs SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ? "
