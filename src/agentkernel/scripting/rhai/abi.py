@@ -45,7 +45,7 @@ RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
         "operations", "checkpoint", "reached_checkpoint", "enter", "depth_hint",
-        "variable_limit", "map_limit", "data_limit", "sizes_checked",
+        "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "account", "built", "pushed", "compound", "interpolate", "functions_named_push",
         # natives, properties, indexing, iteration

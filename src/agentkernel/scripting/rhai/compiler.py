@@ -317,6 +317,8 @@ class FunctionCompiler:
         return f"({operand} if type({operand}) not in CONTAINERS else rt.copy({operand}))"
 
     def assign(self, stmt: ast.Assign) -> None:
+        if stmt.op in ("+", "+=") and self._append_to_local(stmt):
+            return
         if stmt.op is None:
             value = self.value_copy(stmt.value)
         else:
@@ -332,6 +334,33 @@ class FunctionCompiler:
             else:
                 self.emit(f"{value} = {slow}", stmt.pos)
         self.store(stmt.target, value, stmt.pos)
+
+    def _append_to_local(self, stmt: ast.Assign) -> bool:
+        """`s += x` on a local string: Python's own `+=`, which CPython extends in place.
+
+        `rt.compound` would get the string as an argument, a second reference,
+        and CPython then copies it: building a string in a loop would take
+        time quadratic in its length. Emitted as `s += x` on the local itself,
+        the string's one reference lets CPython grow it where it lies. Only
+        for two strings within `max_string_size`; anything else (an array, a
+        char, a string that would pass the limit) takes `rt.compound`, which
+        raises the reference's error.
+        """
+        if not isinstance(stmt.target, ast.Var):
+            return False
+        info = self.lookup(stmt.target.name)
+        if info is None or info.cell or info.const or info.load in self.int_operands:
+            return False  # a variable known to hold an int keeps the int fast path
+        name, right = info.py, self.expr(stmt.value)
+        fits = f"not (rt.string_limit and len({name}) + len({right}) > rt.string_limit)"
+        self.emit(f"if type({name}) is str and type({right}) is str and {fits}:", stmt.pos)
+        with self.indented():
+            self.emit(f"{name} += {right}")
+            self.emit(f"if rt.data_limit: rt.charge_data(len({right}))")
+        self.emit("else:")
+        with self.indented():
+            self.emit(f"{name} = rt.compound({self.m.constant(stmt.op)}, {name}, {right})", stmt.pos)
+        return True
 
     def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
         """Write `value` into an lvalue chain, storing changed immutable parents back.
