@@ -238,6 +238,10 @@ def test_a_webhook_the_http_rules_deny_is_refused(
         options = job(interval_secs=5, notify=[{"type": "webhook", "url": "https://evil.example/hook"}])
         got = run(kernel, make_tool, js(options), kernel.caller(user_id="anna"))
     assert got == {"error": "schedule_cron: notify[0].url: host 'evil.example' is denied by http.deny_hosts"}
+    metadata = job(interval_secs=5, notify=[{"type": "webhook", "url": "http://169.254.169.254/latest"}])
+    with make_kernel(project, llm) as kernel:
+        got = run(kernel, make_tool, js(metadata), kernel.caller(user_id="anna"))
+    assert got["error"].startswith("schedule_cron: notify[0].url: address 169.254.169.254 is"), got
 
 
 def test_more_than_max_jobs_per_user_is_refused(

@@ -543,8 +543,11 @@ class Kernel:
         if problem is not None:
             return problem
         rules = self._config.http
+        policy = HostPolicy(rules.allow_hosts, rules.deny_hosts, rules.allow_private)
         try:
-            HostPolicy(rules.allow_hosts, rules.deny_hosts, rules.allow_private).check_name(parsed.host)
+            policy.check_name(parsed.host)
+            if _is_address(parsed.host):  # an address in the URL is judged now; a name when it resolves
+                policy.check_addresses(parsed.host, [parsed.host])
         except HostRefused as exc:
             return str(exc)
         return None
@@ -685,6 +688,16 @@ def _raise_all(errors: list[Exception]) -> None:
         raise errors[0]
     if errors:
         raise ExceptionGroup("closing the kernel failed", errors)
+
+
+def _is_address(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 __all__ = ["Kernel"]
