@@ -47,7 +47,8 @@ RUNTIME_MEMBERS = frozenset(
         "operations", "checkpoint", "reached_checkpoint", "enter", "depth_hint",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
-        "copy", "account", "built", "pushed", "compound", "interpolate", "functions_named_push",
+        "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
+        "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
         "call_native", "call_native_ref", "get_prop", "set_prop", "index_get", "index_set", "iterate",
         # functions, `this`, errors, output, eval

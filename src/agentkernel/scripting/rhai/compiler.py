@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentkernel.scripting.rhai import ast
+from agentkernel.scripting.rhai.appends import append_in_place
 from agentkernel.scripting.rhai.codegen import (
     BINARY_NAMES,
     EXPR,
@@ -97,6 +98,7 @@ class FunctionCompiler:
         self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
+        self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
 
     # -- emitting ------------------------------------------------------------------
 
@@ -317,50 +319,59 @@ class FunctionCompiler:
         return f"({operand} if type({operand}) not in CONTAINERS else rt.copy({operand}))"
 
     def assign(self, stmt: ast.Assign) -> None:
-        if stmt.op in ("+", "+=") and self._append_to_local(stmt):
-            return
+        """`target = value` / `target op= value`: the value first, then the target's indices,
+        each evaluated once (as the reference does), however many steps the store takes."""
         if stmt.op is None:
             value = self.value_copy(stmt.value)
+            with self.evaluated_once(stmt.target):
+                self.store(stmt.target, value, stmt.pos)
+            return
+        right = self.expr(stmt.value)
+        with self.evaluated_once(stmt.target):
+            if stmt.op in ("+", "+=") and append_in_place(
+                self, stmt.target, right, lambda current: self.compound(stmt, current, right)
+            ):
+                return
+            self.compound(stmt, self.expr(stmt.target), right)
+
+    def compound(self, stmt: ast.Assign, current: Operand, right: Operand) -> None:
+        """`target op= right`, the target's value in `current`: the general path."""
+        assert stmt.op is not None
+        value = self.temp()
+        slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
+        if stmt.op.rstrip("=") in INT_ARITHMETIC:
+            op = stmt.op.rstrip("=")
+            ints = self.int_checks(current, right)
+            fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
+            self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
         else:
-            current = self.expr(stmt.target)
-            right = self.expr(stmt.value)
-            value = self.temp()
-            slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
-            if stmt.op.rstrip("=") in INT_ARITHMETIC:
-                op = stmt.op.rstrip("=")
-                ints = self.int_checks(current, right)
-                fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
-                self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
-            else:
-                self.emit(f"{value} = {slow}", stmt.pos)
+            self.emit(f"{value} = {slow}", stmt.pos)
         self.store(stmt.target, value, stmt.pos)
 
-    def _append_to_local(self, stmt: ast.Assign) -> bool:
-        """`s += x` on a local string: Python's own `+=`, which CPython extends in place.
+    @contextmanager
+    def evaluated_once(self, target: ast.Expr) -> Iterator[None]:
+        """Evaluate the indices of an lvalue chain once, outermost first: reading the
+        target and storing back into each level then reuse them (`a[f()] += 1` calls f once)."""
+        keys = []
+        node = target
+        chain = []
+        while isinstance(node, ast.Property | ast.Index):
+            chain.append(node)
+            node = node.target
+        for link in reversed(chain):
+            if isinstance(link, ast.Index) and not isinstance(link.index, ast.Literal | ast.Var):
+                self.once[id(link)] = self.named(self.expr(link.index))
+                keys.append(id(link))
+        try:
+            yield
+        finally:
+            for key in keys:
+                del self.once[key]
 
-        `rt.compound` would get the string as an argument, a second reference,
-        and CPython then copies it: building a string in a loop would take
-        time quadratic in its length. Emitted as `s += x` on the local itself,
-        the string's one reference lets CPython grow it where it lies. Only
-        for two strings within `max_string_size`; anything else (an array, a
-        char, a string that would pass the limit) takes `rt.compound`, which
-        raises the reference's error.
-        """
-        if not isinstance(stmt.target, ast.Var):
-            return False
-        info = self.lookup(stmt.target.name)
-        if info is None or info.cell or info.const or info.load in self.int_operands:
-            return False  # a variable known to hold an int keeps the int fast path
-        name, right = info.py, self.expr(stmt.value)
-        fits = f"not (rt.string_limit and len({name}) + len({right}) > rt.string_limit)"
-        self.emit(f"if type({name}) is str and type({right}) is str and {fits}:", stmt.pos)
-        with self.indented():
-            self.emit(f"{name} += {right}")
-            self.emit(f"if rt.data_limit: rt.charge_data(len({right}))")
-        self.emit("else:")
-        with self.indented():
-            self.emit(f"{name} = rt.compound({self.m.constant(stmt.op)}, {name}, {right})", stmt.pos)
-        return True
+    def index_of(self, node: ast.Index) -> Operand:
+        """The operand of `node`'s index: evaluated once for an assignment, else here."""
+        held = self.once.get(id(node))
+        return held if held is not None else self.expr(node.index)
 
     def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
         """Write `value` into an lvalue chain, storing changed immutable parents back.
@@ -413,18 +424,21 @@ class FunctionCompiler:
             return target.target, obj, new
         if isinstance(target, ast.Index):
             obj = self.named(self.expr(target.target))
-            index = self.expr(target.index)
+            index = self.index_of(target)
             new = self.temp()
             fast = list_index_test(obj, index)
             if not index.is_int_literal:
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
+            # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
             counted = (
                 ""
                 if value in (TRUE, FALSE, NONE) or value.is_int_literal
-                else (f"; rt.data_limit and type({value}) in SIZED and rt.account({value})")
+                else (
+                    f"rt.data_limit and type({value}) in SIZED and rt.account_slot({obj}, {index}, {value}); "
+                )
             )
             self.emit(
-                f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}{counted}", ast.expr_pos(target.index)
+                f"if {fast}: {counted}{obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index)
             )
             self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
             return target.target, obj, new
@@ -640,7 +654,29 @@ class FunctionCompiler:
         return self.chain(node)
 
     def x_MethodCall(self, node: ast.MethodCall) -> Operand:
+        if node.name == "append" and len(node.args) == 1 and not node.optional:
+            return self.append_call(node)
         return self.chain(node)
+
+    def append_call(self, node: ast.MethodCall) -> Operand:
+        """`x.append(y)`: on a string held by a variable, property or element, grown in
+        place (appends.py) unless the script defines its own `append(y)` method."""
+        out = self.temp()
+        with self.evaluated_once(node.target):
+            item = self.value_copy(node.args[0])
+            self.emit(f"{out} = None")
+
+            def general(receiver: Operand) -> None:
+                self.emit(f"{out} = {self.method_call(node, receiver, [item])}")
+
+            self.emit("if rt.functions_named_append:")
+            with self.indented():
+                general(self.named(self.expr(node.target)))
+            self.emit("else:")
+            with self.indented():
+                if not append_in_place(self, node.target, item, general):
+                    general(self.named(self.expr(node.target)))
+        return out
 
     def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> Operand:
         """Compile `a.b[c].d()`; an optional link that meets `()` skips the rest (RHAI.md §4)."""
@@ -675,7 +711,7 @@ class FunctionCompiler:
             fast = f"{current}.get({name}) if type({current}) is dict"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
-            index = self.expr(link.index)
+            index = self.index_of(link)
             fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
             if not index.is_int_literal:
@@ -687,8 +723,12 @@ class FunctionCompiler:
             return self.method_call(link, current)
         return out
 
-    def method_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
-        args = [self.value_copy(a) for a in node.args]
+    def method_call(
+        self, node: ast.MethodCall, receiver: Operand, args: list[Operand] | None = None
+    ) -> Operand:
+        """`receiver.name(args)`; `args` when already evaluated (`append_call`)."""
+        if args is None:
+            args = [self.value_copy(a) for a in node.args]
         out = self.temp()
         arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)

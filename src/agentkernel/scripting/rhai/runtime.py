@@ -43,6 +43,16 @@ _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts towar
 _log = logging.getLogger("agentkernel.rhai")
 
 
+def _holds(container: Any, index: Any, value: Any) -> bool:
+    """Whether `container[index]` is `value` itself (a list or a map; anything else: no)."""
+    kind = type(container)
+    if kind is dict:
+        return container.get(index) is value
+    if kind is list and type(index) is int and -len(container) <= index < len(container):
+        return container[index] is value
+    return False
+
+
 def _big(value: Any) -> bool:
     """Whether a native walking `value` is worth a look at the clock first."""
     return type(value) in _LENGTHY and len(value) >= _POLL_SIZE
@@ -152,6 +162,7 @@ class Runtime:
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
         # `x.push(v)` takes a fast path unless a script defines its own push(v) method
         self.functions_named_push = ("push", 1) in self.functions
+        self.functions_named_append = ("append", 1) in self.functions  # `s.append(x)` likewise
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
@@ -411,6 +422,8 @@ class Runtime:
     def set_prop(self, obj: Any, name: str, value: Any) -> Any:
         """Set `obj.name = value`; returns the object to store back (maps change in place)."""
         if type(obj) is dict:
+            if obj.get(name) is value:
+                return obj  # stored back after growing in place (`o.a += x`): counted as it grew
             obj[name] = value
             self.check_map_size(obj)
             self.account(value)
@@ -422,10 +435,22 @@ class Runtime:
 
     def index_set(self, obj: Any, index: Any, value: Any) -> Any:
         """Set `obj[index] = value`; returns the container to store back."""
+        if self.data_limit and _holds(obj, index, value):
+            return obj  # stored back after growing in place (`a[i] += x`): counted as it grew
         result = self.library.index_set(self, obj, index, value)
         if self.data_limit:
             self.account(result if type(result) is str else value)
         return result
+
+    def account_slot(self, container: Any, index: Any, value: Any) -> None:
+        """Count `value`, about to be stored at `container[index]`, unless it is there already."""
+        if not _holds(container, index, value):
+            self.account(value)
+
+    @staticmethod
+    def append_text(value: Any) -> str:
+        """What `s += value` and `s.append(value)` add to a string: a BLOB as UTF-8 text."""
+        return ops.utf8_lossy(value) if type(value) is bytearray else to_string(value)
 
     # -- iteration ---------------------------------------------------------------------------------------
 
