@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RARE_PATHS = [
     'import "x" as y;',  # Module not found
     'let x = 1; eval("x + 1"); is_def_var("x") && is_def_var(x.to_string())',
+    'eval("let s = 1;"); s = 2; s',  # a variable only eval defined, assigned
     "fn f() { this.n += 1 } let m = #{n: 1}; m.f(); m.n",
     "let t = 0; for (x, i) in [1, 2] { t += x * i; if i > 5 { break } } t",
     "try { throw 1 } catch (e) { try { throw } catch { 0 } } exit(3);",

@@ -34,6 +34,7 @@ from agentkernel.scripting.rhai import failures, ops
 from agentkernel.scripting.rhai.codegen import BINARY_NAMES, Visible
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
+from agentkernel.scripting.rhai.eval_frames import read_scope, write_scope
 from agentkernel.scripting.rhai.nesting import Jump
 from agentkernel.scripting.rhai.runtime import Cell, ExitScript, Runtime, locate, wrap_call
 from agentkernel.scripting.rhai.stdlib import Mutated
@@ -53,7 +54,7 @@ RUNTIME_MEMBERS = frozenset(
         "call_native", "call_native_ref", "get_prop", "set_prop", "index_get", "index_set", "iterate",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",
-        "print_value", "debug_value", "debug_text", "eval_text", "eval_scope",
+        "print_value", "debug_value", "debug_text", "eval_scope",
     }
 )  # fmt: skip
 
@@ -136,28 +137,27 @@ def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
     return visible is not None and name in visible.names()
 
 
-_UNSET: Any = object()
-
-
-def rt_scope(visible: Visible | None) -> dict[str, Any]:
-    """The values of the variables in sight at an `eval` call site, read from the calling
-    frames (see `codegen.Visible`); a shadowed name gives its innermost value."""
+def rt_eval(rt: Runtime, text: Any, visible: Visible | None) -> Any:
+    """`eval(text)`: the variables in sight go in, and those the text assigned come back
+    into the caller's frames, even when it failed half-way (RHAI.md §3; eval_frames.py)."""
     frame = sys._getframe(1)
-    values: dict[str, Any] = {}
-    local_values = frame.f_locals
-    link = visible
-    while link is not None:
-        if link.name is None:
-            frame = frame.f_back  # type: ignore[assignment]
-            local_values = frame.f_locals
-        elif link.name not in values:
-            value = local_values.get(link.local, _UNSET)
-            if value is not _UNSET:
-                if link.index >= 0:
-                    value = value[link.index]
-                values[link.name] = value.v if link.cell else value
-        link = link.parent
-    return values
+    scope, consts = read_scope(frame, visible)
+    before = dict(scope)
+    try:
+        return rt.eval_text(text, scope, consts)
+    finally:
+        changed = {name: value for name, value in scope.items() if value is not before[name]}
+        if changed:
+            write_scope(frame, visible, changed)
+
+
+def rt_dyn_set(rt: Runtime, scope: dict[str, Any], name: str, value: Any) -> None:
+    """Assign a variable only `eval` knows: defined by an earlier `eval`, or the caller's."""
+    if name not in scope:
+        raise failures.variable_not_found(name)
+    if name in rt.eval_consts:
+        raise failures.constant_assigned(name)
+    scope[name] = value
 
 
 def bind_closure(function: Callable[..., Any], arity: int, *cells: Cell) -> Callable[..., Any]:
@@ -211,7 +211,7 @@ def _runtime_types() -> dict[str, Any]:
 def _helpers() -> dict[str, Callable[..., Any]]:
     return {
         "bind_closure": bind_closure,
-        "rt_scope": rt_scope,
+        "rt_eval": rt_eval,
         "to_string": to_string,
         "type_name": type_name,
         "locate": locate,
@@ -222,6 +222,7 @@ def _helpers() -> dict[str, Callable[..., Any]]:
         "rt_global_const": rt_global_const,
         "rt_too_many_variables": failures.too_many_variables,
         "rt_dyn_get": rt_dyn_get,
+        "rt_dyn_set": rt_dyn_set,
         "rt_module_not_found": rt_module_not_found,
         "rt_call": rt_call,
         "rt_curry": rt_curry,

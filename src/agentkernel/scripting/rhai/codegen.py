@@ -121,21 +121,31 @@ class Visible:
     the frame (see `abi.rt_scope`). A link with no `name` marks a frame
     boundary: what follows lives in the calling function's frame (code
     compiled apart, see `nesting.py`). `index` >= 0 reads slot `index` of the
-    list in local `local` instead of the local itself.
+    list in local `local` instead of the local itself. `const`: `eval` may
+    not assign it.
     """
 
-    __slots__ = ("cell", "index", "local", "name", "parent")
+    __slots__ = ("cell", "const", "index", "local", "name", "parent")
 
-    def __init__(self, name: str | None, local: str, index: int, cell: bool, parent: Visible | None) -> None:
+    def __init__(
+        self,
+        name: str | None,
+        local: str,
+        index: int,
+        cell: bool,
+        parent: Visible | None,
+        const: bool = False,
+    ) -> None:
         self.name = name
         self.local = local
         self.index = index
         self.cell = cell
         self.parent = parent
+        self.const = const
 
     @staticmethod
-    def of(name: str, local: str, cell: bool, parent: Visible | None) -> Visible:
-        return Visible(name, local, -1, cell, parent)
+    def of(name: str, local: str, cell: bool, parent: Visible | None, const: bool = False) -> Visible:
+        return Visible(name, local, -1, cell, parent, const)
 
     def names(self) -> Iterator[str]:
         """The names in sight, innermost first (a shadowed one more than once)."""

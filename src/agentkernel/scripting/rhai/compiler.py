@@ -185,7 +185,7 @@ class FunctionCompiler:
     def bind(self, name: str, info: VarInfo) -> None:
         """Put `name` in sight in the current scope."""
         self.scopes[-1][name] = info
-        self.visible = Visible.of(name, info.py, info.cell, self.visible)
+        self.visible = Visible.of(name, info.py, info.cell, self.visible, info.const)
 
     # -- function shells -----------------------------------------------------------------
 
@@ -409,7 +409,9 @@ class FunctionCompiler:
         """Store into `target` itself; for a property or index, (parent, old object, new object)."""
         if isinstance(target, ast.Var):
             info = self.lookup(target.name)
-            if info is None:
+            if info is None and self.dynamic:  # one `eval` defined, or the caller's eval scope holds
+                self.emit(f"rt_dyn_set(rt, dyn, {self.m.constant(target.name)}, {value})", target.pos)
+            elif info is None:
                 self.emit(f"raise rt_var_not_found({self.m.constant(target.name)})", target.pos)
             else:
                 self.emit(f"{info.py}.v = {value}" if info.cell else f"{info.py} = {value}")
@@ -813,8 +815,7 @@ class FunctionCompiler:
             self.emit(f"{out} = rt_curry({values[0]}, [{joined(values[1:])}])", node.pos)
         elif name == "eval" and count == 1:
             text = self.expr(args[0])
-            scope = self.scope_snapshot()
-            self.emit(f"{out} = rt.eval_text({text}, {scope})", args[0].pos)
+            self.emit(f"{out} = rt_eval(rt, {text}, {self.m.constant(self.visible)})", args[0].pos)
         elif name == "is_def_var" and count == 1:
             self.emit(f"{out} = {self.is_def_var(args[0])}", args[0].pos)
         elif name == "is_def_fn" and count == 2:
@@ -831,11 +832,6 @@ class FunctionCompiler:
         else:
             return None
         return out
-
-    def scope_snapshot(self) -> str:
-        """The caller's variables for `eval`, read at run time through the chain of those in
-        sight here: one constant per call site, whatever the number of variables."""
-        return f"rt_scope({self.m.constant(self.visible)})"
 
     def is_def_var(self, arg: ast.Expr) -> str:
         if isinstance(arg, ast.Literal) and type(arg.value) is str:

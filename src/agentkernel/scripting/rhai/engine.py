@@ -272,6 +272,7 @@ class Engine:
             raise wrap_call(inner, "in call to function 'eval'") from None
         saved = rt.eval_scope
         combined = {**scope, **saved}
+        initial = dict(combined)
         rt.eval_scope = combined
         try:
             return compiled.main(rt, rt.depth_hint, None)
@@ -279,7 +280,11 @@ class Engine:
             raise wrap_call(exc, "in call to function 'eval'") from None
         finally:
             rt.eval_scope = saved
-            saved.update({k: v for k, v in combined.items() if k not in scope})
+            for name, value in combined.items():
+                if name not in scope:
+                    saved[name] = value  # defined here: the caller's eval scope keeps it
+                elif value is not initial[name]:
+                    scope[name] = value  # assigned: back to the caller's variable
 
 
 def _run_main(rt: Runtime, script: CompiledScript) -> Any:

@@ -29,6 +29,7 @@ class ErrorKind(StrEnum):
 
     ARITHMETIC = "ErrorArithmetic"
     ARRAY_BOUNDS = "ErrorArrayBounds"
+    ASSIGNMENT_TO_CONSTANT = "ErrorAssignmentToConstant"
     BIT_FIELD_BOUNDS = "ErrorBitFieldBounds"
     DATA_TOO_LARGE = "ErrorDataTooLarge"
     DOT_EXPR = "ErrorDotExpr"

@@ -159,6 +159,11 @@ def non_pure_on_constant(name: str) -> RhaiRuntimeError:
     )
 
 
+def constant_assigned(name: str) -> RhaiRuntimeError:
+    """`eval("X = 1")` where the caller's X is a constant (a script's own is a syntax error)."""
+    return RhaiRuntimeError(ErrorKind.ASSIGNMENT_TO_CONSTANT, f"Cannot modify constant {name}")
+
+
 def parsing(text: str, pos: Pos | None) -> RhaiRuntimeError:
     """ErrorParsing: `eval`'s text or `parse_json`'s input did not parse (`pos` NO_POS:
     the text carries the position, and the call site must not add its own)."""
@@ -229,6 +234,7 @@ __all__ = [
     "array_bounds",
     "bit_bounds",
     "call_level",
+    "constant_assigned",
     "data_limit",
     "dot_expr",
     "function_not_found",

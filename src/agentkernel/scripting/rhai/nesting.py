@@ -114,7 +114,7 @@ def _inner_compiler(outer: FunctionCompiler, shared: list[tuple[str, VarInfo]]) 
     for index, (name, info) in enumerate(shared):
         boxed = VarInfo(f"{box}[{index}]", info.const, info.cell, boxed=True)
         inner.scopes[0][name] = boxed
-        inner.visible = Visible(name, box, index, info.cell, inner.visible)
+        inner.visible = Visible(name, box, index, info.cell, inner.visible, info.const)
         if info.load in outer.int_operands:
             inner.int_operands.add(boxed.load)
     inner.scopes.append({})

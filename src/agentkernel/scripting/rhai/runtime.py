@@ -178,6 +178,7 @@ class Runtime:
         self._this_after: Any = None
         self.depth_hint = 0
         self.eval_scope: dict[str, Any] = {}
+        self.eval_consts: frozenset[str] = frozenset()  # the caller's constants a running `eval` sees
         self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
         self.deadline: pacing.Deadline | None = None
         self.data_limit = self.limits.max_data_size
@@ -587,12 +588,18 @@ class Runtime:
         value.update(exc.extras)
         return value
 
-    def eval_text(self, text: Any, scope: dict[str, Any]) -> Any:
+    def eval_text(self, text: Any, scope: dict[str, Any], consts: frozenset[str] = frozenset()) -> Any:
+        """`eval(text)` in `scope` (the caller's variables, `consts` among them read-only);
+        what the text assigns is written back into `scope`."""
         if type(text) is not str:
             raise self.not_found("eval", [text])
         if self.eval_hook is None:
             raise failures.host_failure("eval is not available")
-        return self.eval_hook(self, text, scope)
+        saved, self.eval_consts = self.eval_consts, consts
+        try:
+            return self.eval_hook(self, text, scope)
+        finally:
+            self.eval_consts = saved
 
 
 def locate(
