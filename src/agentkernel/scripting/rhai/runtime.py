@@ -104,13 +104,18 @@ data_size_of = _WALKER.size_of
 
 @dataclass(frozen=True)
 class ScriptFn:
-    """A compiled script function: its Rhai name, parameters and Python body."""
+    """A compiled script function: its Rhai name, parameters and Python body.
+
+    `this_type` is set for a typed method (`fn int.calc(x)`: "i64"), which
+    only a method call on a value of that type reaches.
+    """
 
     name: str
     arity: int
     body: Callable[..., Any]
     this_type: str | None = None
     private: bool = False
+    params: tuple[str, ...] = ()
 
 
 def copy_value(value: Any) -> Any:
@@ -144,14 +149,20 @@ class Runtime:
         limits: Limits | None = None,
         library: Library | None = None,
         functions: dict[tuple[str, int], ScriptFn] | None = None,
+        methods: dict[tuple[str, int, str], ScriptFn] | None = None,
         stdout: Callable[[str], None] | None = None,
         source: str | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
+        # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
+        # method call costs them one test
+        self.methods: dict[tuple[str, int, str], ScriptFn] = methods or {}
         # `x.push(v)` takes a fast path unless a script defines its own push(v) method
-        self.functions_named_push = ("push", 1) in self.functions
+        self.functions_named_push = ("push", 1) in self.functions or any(
+            key[:2] == ("push", 1) for key in self.methods
+        )
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
@@ -494,7 +505,7 @@ class Runtime:
                 raise self.not_found(fn.name, full)
             result = fn.target(self, depth, box, *full)
         else:
-            script = self.functions.get((fn.name, len(full)))
+            script = self.script_for(fn.name, len(full), box)
             if script is not None:
                 result = script.body(self, depth, box, *full)
             elif box is not None:
@@ -505,6 +516,15 @@ class Runtime:
         if box is not None:
             self._this_after = box.v
         return result
+
+    def script_for(self, name: str, arity: int, box: ThisBox | None) -> ScriptFn | None:
+        """The script function a call by name reaches: with a `this` (a method call), the
+        typed method for its type first, then the catch-all; without, the catch-all only."""
+        if box is not None and self.methods:
+            typed = self.methods.get((name, arity, type_name(box.v)))
+            if typed is not None:
+                return typed
+        return self.functions.get((name, arity))
 
     def call_script(self, name: str, args: list[Any], depth: int, box: ThisBox | None) -> Any:
         script = self.functions.get((name, len(args)))
@@ -532,8 +552,13 @@ class Runtime:
                 box = ThisBox(receiver, const)
                 result = self.call_fn_ptr(member, args, receiver, depth)
                 return Mutated(self._this_after, result) if self._this_after is not receiver else result
-        script = self.functions.get((name, len(args)))
-        if script is not None and (script.this_type is None or script.this_type == type_name(receiver)):
+        if self.methods:
+            script = self.methods.get((name, len(args), type_name(receiver))) or self.functions.get(
+                (name, len(args))
+            )
+        else:
+            script = self.functions.get((name, len(args)))
+        if script is not None:
             box = ThisBox(receiver, const)
             result = script.body(self, depth, box, *args)
             return Mutated(box.v, result) if box.v is not receiver else result
