@@ -23,6 +23,7 @@ from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.scripting.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
+from agentkernel.scripting.rhai.lexer import is_reserved, is_valid_function_name, reserved_message
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
     Char,
@@ -473,7 +474,9 @@ class Runtime:
         """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
         if type(name) is not str:
             raise failures.mismatch("string", type_name(name), keyed=False)
-        if not _is_identifier(name):
+        if not is_valid_function_name(name):
+            if is_reserved(name):  # the reference's parse error, raised where `Fn` is called
+                raise failures.parsing(f"Syntax error: {reserved_message(name)}", None)
             raise failures.not_found_text(name)
         return FnPtr(name)
 
@@ -649,14 +652,6 @@ def wrap_call(exc: Exception, label: str) -> Exception:
     if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
         return exc
     return failures.call_level(label, exc)
-
-
-def _is_identifier(name: str) -> bool:
-    return (
-        bool(name)
-        and (name[0].isascii() and (name[0].isalpha() or name[0] == "_"))
-        and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
-    )
 
 
 __all__ = [
