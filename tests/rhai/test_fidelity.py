@@ -52,3 +52,43 @@ def test_fn_of_other_names() -> None:
         "line": 1,
         "position": 10,
     }
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        # a character, bit or byte of the wrong type: at the `=` (the reference's write-back)
+        (
+            'let s = "abc"; s[1] = "X"; s',
+            "Data type incorrect: string (expecting char) (line 1, position 21)",
+        ),
+        (
+            'let s = "abc"; s[1] += "X"; s',
+            "Data type incorrect: string (expecting char) (line 1, position 21)",
+        ),
+        ('let x = 5; x[3] = "a"; x', "Data type incorrect: string (expecting bool) (line 1, position 17)"),
+        (
+            'let x = 5; x[1..3] = "a"; x',
+            "Data type incorrect: string (expecting integer) (line 1, position 20)",
+        ),
+        (
+            'let b = blob(3); b[1] = "a"; b',
+            "Data type incorrect: string (expecting INT) (line 1, position 23)",
+        ),
+        # no indexer for the value: at its `[`
+        ('let x = #{}; x["a"]["b"] = 1; x', "Indexer unavailable: () [string] = i64 (line 1, position 20)"),
+        ('let x = (); x["a"] = 1;', "Indexer unavailable: () [string] = i64 (line 1, position 14)"),
+        # the index itself: at the index
+        (
+            'let s = "abc"; s[10] = "X"; s',
+            "String index 10 out of bounds: only 3 characters in string (line 1, position 18)",
+        ),
+        (
+            "let a = [1,2]; a[2] = 3",
+            "Array index 2 out of bounds: only 2 elements in array (line 1, position 18)",
+        ),
+        ('let a = [1]; a["x"] = 1', "Data type incorrect: string (expecting i64) (line 1, position 16)"),
+    ],
+)
+def test_an_indexed_assignment_fails_where_the_reference_says(source: str, error: str) -> None:
+    assert error_of(source) == error

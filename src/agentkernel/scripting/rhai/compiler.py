@@ -426,7 +426,10 @@ class FunctionCompiler:
             self.emit(
                 f"if {fast}: {obj}[{index}] = {value}; {new} = {obj}{counted}", ast.expr_pos(target.index)
             )
-            self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
+            where = self.m.constant((target.pos, pos))
+            self.emit(
+                f"else: {new} = rt.index_set({obj}, {index}, {value}, {where})", ast.expr_pos(target.index)
+            )
             return target.target, obj, new
         raise RhaiSyntaxError("Expression cannot be assigned to", pos)
 

@@ -432,9 +432,23 @@ class Runtime:
     def index_get(self, obj: Any, index: Any) -> Any:
         return self.library.index_get(self, obj, index)
 
-    def index_set(self, obj: Any, index: Any, value: Any) -> Any:
-        """Set `obj[index] = value`; returns the container to store back."""
-        result = self.library.index_set(self, obj, index, value)
+    def index_set(self, obj: Any, index: Any, value: Any, where: tuple[Pos, Pos] | None = None) -> Any:
+        """Set `obj[index] = value`; returns the container to store back.
+
+        `where` is the `[` and the `=` of the assignment: the reference reports a
+        value that has no indexer at the `[`, a value of the wrong type for a
+        character, bit or byte at the `=`, and anything about the index at the index
+        (the position of the compiled line).
+        """
+        try:
+            result = self.library.index_set(self, obj, index, value)
+        except RhaiRuntimeError as exc:
+            if where is not None and exc.pos is None:
+                if exc.kind is ErrorKind.INDEXING_TYPE:
+                    exc.pos = where[0]
+                elif isinstance(exc, failures.AssignedMismatch):
+                    exc.pos = where[1]
+            raise
         if self.data_limit:
             self.account(result if type(result) is str else value)
         return result
