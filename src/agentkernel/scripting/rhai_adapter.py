@@ -162,6 +162,7 @@ class RhaiEngine:
             limits=engine.limits,
             library=self._library,
             functions=dict(script.compiled.functions),
+            methods=script.compiled.methods,
             stdout=lambda text: binding.log_line("info", text),
         )
         runtime.binding = binding

@@ -123,9 +123,14 @@ def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: boo
     return rt.method(name, receiver, args, const, depth)
 
 
-def rt_is_def_fn(rt: Runtime, name: Any, arity: Any) -> bool:
+def rt_is_def_fn(rt: Runtime, name: Any, arity: Any, this_type: Any = None) -> bool:
     """`is_def_fn(name, n)`: a string and an int, else not found, as in the reference
-    (a map there once reached Python's hashing)."""
+    (a map there once reached Python's hashing). `is_def_fn(type, name, n)` asks for a
+    typed method; the type is the stored one ("i64", not "int"), as in the reference."""
+    if this_type is not None:
+        if type(this_type) is not str or type(name) is not str or type(arity) is not int:
+            raise rt.not_found("is_def_fn", [this_type, name, arity])
+        return (name, arity, this_type) in rt.methods
     if type(name) is not str or type(arity) is not int:
         raise rt.not_found("is_def_fn", [name, arity])
     return (name, arity) in rt.functions

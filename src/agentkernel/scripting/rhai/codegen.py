@@ -333,7 +333,10 @@ def list_index_test(container: Operand, index: Operand) -> str:
     return f"type({container}) is list and type({index}) is int and {in_range}"
 
 
-def fn_py_name(name: str, arity: int) -> str:
+def fn_py_name(name: str, arity: int, this_type: str | None = None) -> str:
+    """The generated function's name; a typed method's carries its type (any text: hex)."""
+    if this_type is not None:
+        return f"m_{name}_{arity}_{this_type.encode().hex()}"
     return f"f_{name}_{arity}"
 
 

@@ -442,7 +442,10 @@ class FunctionCompiler:
             self.emit(
                 f"if {fast}: {counted}{obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index)
             )
-            self.emit(f"else: {new} = rt.index_set({obj}, {index}, {value})", ast.expr_pos(target.index))
+            where = self.m.constant((target.pos, pos))
+            self.emit(
+                f"else: {new} = rt.index_set({obj}, {index}, {value}, {where})", ast.expr_pos(target.index)
+            )
             return target.target, obj, new
         raise RhaiSyntaxError("Expression cannot be assigned to", pos)
 
@@ -821,6 +824,9 @@ class FunctionCompiler:
         elif name == "is_def_fn" and count == 2:
             fn_name, arity = self.expr(args[0]), self.expr(args[1])
             self.emit(f"{out} = rt_is_def_fn(rt, {fn_name}, {arity})", node.pos)
+        elif name == "is_def_fn" and count == 3:  # is_def_fn(this_type, name, arity): a typed method
+            this_type, fn_name, arity = (self.expr(arg) for arg in args)
+            self.emit(f"{out} = rt_is_def_fn(rt, {fn_name}, {arity}, {this_type})", node.pos)
         elif name == "is_shared" and count == 1:
             arg = args[0]
             info = self.lookup(arg.name) if isinstance(arg, ast.Var) else None

@@ -40,7 +40,6 @@ from agentkernel.scripting.rhai.script_module import CompiledModule, compile_scr
 from agentkernel.scripting.rhai.stdlib import ANY, Library, default_library
 from agentkernel.scripting.rhai.values import RangeVal
 
-_TYPE_ALIASES = {"int": "i64", "float": "f64"}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -52,6 +51,8 @@ class CompiledScript:
     namespace: dict[str, Any]
     functions: dict[tuple[str, int], ScriptFn] = field(default_factory=dict)
     source_name: str | None = None
+    # typed methods (`fn int.calc(x)`) by name, arity and `this` type: method calls only
+    methods: dict[tuple[str, int, str], ScriptFn] = field(default_factory=dict)
 
     @property
     def main(self) -> Callable[..., Any]:
@@ -68,17 +69,17 @@ def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
         code = compile(part, _filename(source_name), "exec")
         exec(_moved(code, first_line - 1) if first_line > 1 else code, namespace)
         first_line += part.count("\n")
-    functions = {
-        (fn.name, len(fn.params)): ScriptFn(
-            fn.name,
-            len(fn.params),
-            namespace[fn_py_name(fn.name, len(fn.params))],
-            _TYPE_ALIASES.get(fn.this_type, fn.this_type) if fn.this_type else None,
-            fn.private,
-        )
-        for fn in module.functions
-    }
-    return CompiledScript(module, namespace, functions, source_name)
+    functions: dict[tuple[str, int], ScriptFn] = {}
+    methods: dict[tuple[str, int, str], ScriptFn] = {}
+    for fn in module.functions:
+        arity = len(fn.params)
+        body = namespace[fn_py_name(fn.name, arity, fn.this_type)]
+        compiled = ScriptFn(fn.name, arity, body, fn.this_type, fn.private, fn.params)
+        if fn.this_type is None:
+            functions[(fn.name, arity)] = compiled
+        else:
+            methods[(fn.name, arity, fn.this_type)] = compiled
+    return CompiledScript(module, namespace, functions, source_name, methods)
 
 
 def _filename(source_name: str | None) -> str:
@@ -209,6 +210,7 @@ class Engine:
             limits=self.limits,
             library=self.library,
             functions=dict(script.functions),
+            methods=script.methods,
             stdout=stdout,
             source=script.source_name,
         )
@@ -236,7 +238,7 @@ class Engine:
         rt = self.new_runtime(script, stdout)
         if run_top_level:
             _run_main(rt, script)
-        fn = script.functions.get((name, len(args)))
+        fn = script.functions.get((name, len(args))) or _typed_method(script, name, len(args))
         if fn is None:
             raise rt.not_found(name, list(args))
         try:
@@ -285,6 +287,12 @@ class Engine:
                     saved[name] = value  # defined here: the caller's eval scope keeps it
                 elif value is not initial[name]:
                     scope[name] = value  # assigned: back to the caller's variable
+
+
+def _typed_method(script: CompiledScript, name: str, arity: int) -> ScriptFn | None:
+    """What `call_fn` calls when no plain function has the name and arity: the first typed
+    method that has them, `this` unbound (the reference takes whichever its table yields)."""
+    return next((fn for (n, a, _), fn in script.methods.items() if (n, a) == (name, arity)), None)
 
 
 def _run_main(rt: Runtime, script: CompiledScript) -> Any:

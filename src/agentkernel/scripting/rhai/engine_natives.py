@@ -13,7 +13,7 @@ from agentkernel.scripting.rhai.stdlib import Library
 from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, type_name
 
 if TYPE_CHECKING:
-    from agentkernel.scripting.rhai.runtime import Runtime
+    from agentkernel.scripting.rhai.runtime import Runtime, ScriptFn
 
 # JSON's complaints in the words of the reference, which reads JSON as a map literal
 _MESSAGES = {
@@ -77,16 +77,31 @@ def parse_json(ctx: Runtime, text: str) -> Any:
     return value
 
 
-def fn_metadata(ctx: Runtime, name: str | None = None) -> list[dict[str, Any]]:
-    """`get_fn_metadata_list([name])`: the script's functions, one map each."""
+def fn_metadata(ctx: Runtime, name: str | None = None, arity: int | None = None) -> list[dict[str, Any]]:
+    """`get_fn_metadata_list([name[, arity]])`: the script's functions, typed methods
+    included (with their `this_type`), one map each, with the reference's keys."""
+    functions = [*ctx.functions.values(), *ctx.methods.values()]
     return [
-        {"name": fn.name, "params": fn.arity, "access": "private" if fn.private else "public"}
-        for (fn_name, _), fn in sorted(ctx.functions.items())
-        if name is None or fn_name == name
+        _metadata(fn)
+        for fn in sorted(functions, key=lambda fn: (fn.name, fn.arity, fn.this_type or ""))
+        if (name is None or fn.name == name) and (arity is None or fn.arity == arity)
     ]
+
+
+def _metadata(fn: ScriptFn) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "access": "private" if fn.private else "public",
+        "is_anonymous": False,
+        "name": fn.name,
+        "params": list(fn.params),
+    }
+    if fn.this_type is not None:
+        entry["this_type"] = fn.this_type
+    return entry
 
 
 def register(library: Library) -> None:
     library.register("parse_json", (str,), parse_json, needs_context=True)
     library.register("get_fn_metadata_list", (), lambda ctx: fn_metadata(ctx), needs_context=True)
     library.register("get_fn_metadata_list", (str,), fn_metadata, needs_context=True)
+    library.register("get_fn_metadata_list", (str, int), fn_metadata, needs_context=True)

@@ -62,6 +62,18 @@ def mismatch(expected: str, actual: str, *, keyed: bool = True) -> RhaiRuntimeEr
     )
 
 
+class AssignedMismatch(RhaiRuntimeError):
+    """A value of the wrong type stored into a string's character, an int's bit or a BLOB's
+    byte. The reference finds out as it writes the value back, so it reports the `=`
+    (`runtime.Runtime.index_set` moves it there), not the index."""
+
+
+def assigned_mismatch(expected: str, actual: str) -> RhaiRuntimeError:
+    """`s[1] = "X"`: `Data type incorrect: string (expecting char)`, at the `=`."""
+    plain = mismatch(expected, actual)
+    return AssignedMismatch(plain.kind, plain.message, extras=plain.extras)
+
+
 def mismatch_output(actual: str, expected: str) -> RhaiRuntimeError:
     """`Output type incorrect: <actual> (expecting <expected>)`."""
     return RhaiRuntimeError(

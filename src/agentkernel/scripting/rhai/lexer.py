@@ -50,6 +50,16 @@ METHOD_RESERVED = frozenset([
     "curry", "is_shared", "call", "type_of",
 ])  # fmt: skip
 
+#: Every symbol the reference knows, as a token or reserved: `Fn("+")` is refused as
+#: "'+' is a reserved symbol" (its `Token::lookup_symbol_from_syntax` and reserved list).
+SYMBOLS = frozenset([
+    "+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^", "!", "=", "==", "!=", "<", ">", "<=",
+    ">=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", "&=", "|=", "^=", "&&", "||", "!in", ".",
+    "..", "..=", "?.", "?[", "??", "::", "=>", ";", ":", ",", "(", ")", "()", "{", "}", "[", "]", "#{",
+    "?", "#", "===", "!==", "#!", "~", "!.", ":=", "...", "@", "<-", "--", "<|", "$", "->", "|>", "::<",
+    "++", ":;", "*)", "(*",
+])  # fmt: skip
+
 #: Keywords that can never name a parameter ("Expecting name of a variable").
 STANDARD_KEYWORDS = frozenset([
     "fn", "private", "import", "export", "as", "true", "false", "let", "const", "if", "else", "do",
@@ -140,6 +150,16 @@ def is_valid_identifier(name: str) -> bool:
         elif not seen_letter or not (ch.isascii() and ch.isalnum()):
             return False
     return seen_letter
+
+
+def reserved_message(word: str) -> str:
+    """The reference's text for a reserved keyword or symbol where a name belongs."""
+    return f"'{word}' is a reserved {'keyword' if is_valid_identifier(word) else 'symbol'}"
+
+
+def is_reserved(text: str) -> bool:
+    """A keyword, reserved word or symbol: what `Fn(text)` refuses as a syntax error."""
+    return text in KEYWORDS or text in RESERVED_WORDS or text in SYMBOLS
 
 
 def is_valid_function_name(name: str) -> bool:
@@ -733,9 +753,12 @@ __all__ = [
     "NO_POS",
     "RESERVED_WORDS",
     "STANDARD_KEYWORDS",
+    "SYMBOLS",
     "Pos",
     "Token",
+    "is_reserved",
     "is_valid_function_name",
     "is_valid_identifier",
+    "reserved_message",
     "tokenize",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from agentkernel.scripting.rhai.errors import RhaiSyntaxError
-from agentkernel.scripting.rhai.lexer import Pos, Token, is_valid_identifier
+from agentkernel.scripting.rhai.lexer import Pos, Token, reserved_message
 
 HARD_DEPTH = 256  # used when a depth limit is 0 (unlimited): Python's stack is not
 
@@ -55,8 +55,7 @@ def missing(token: str, context: str, pos: Pos) -> NoReturn:
 
 def reserved(word: str, pos: Pos) -> NoReturn:
     """A reserved keyword or symbol used where a name or expression belongs."""
-    kind = "keyword" if is_valid_identifier(word) else "symbol"
-    fail(f"'{word}' is a reserved {kind}", pos)
+    fail(reserved_message(word), pos)
 
 
 def lex_error(token: Token) -> NoReturn:

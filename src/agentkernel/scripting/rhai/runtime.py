@@ -23,6 +23,7 @@ from agentkernel.scripting.rhai import failures, ops, pacing
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.scripting.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
+from agentkernel.scripting.rhai.lexer import is_reserved, is_valid_function_name, reserved_message
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
     Char,
@@ -114,13 +115,18 @@ data_size_of = _WALKER.size_of
 
 @dataclass(frozen=True)
 class ScriptFn:
-    """A compiled script function: its Rhai name, parameters and Python body."""
+    """A compiled script function: its Rhai name, parameters and Python body.
+
+    `this_type` is set for a typed method (`fn int.calc(x)`: "i64"), which
+    only a method call on a value of that type reaches.
+    """
 
     name: str
     arity: int
     body: Callable[..., Any]
     this_type: str | None = None
     private: bool = False
+    params: tuple[str, ...] = ()
 
 
 def copy_value(value: Any) -> Any:
@@ -154,15 +160,19 @@ class Runtime:
         limits: Limits | None = None,
         library: Library | None = None,
         functions: dict[tuple[str, int], ScriptFn] | None = None,
+        methods: dict[tuple[str, int, str], ScriptFn] | None = None,
         stdout: Callable[[str], None] | None = None,
         source: str | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
-        # `x.push(v)` takes a fast path unless a script defines its own push(v) method
-        self.functions_named_push = ("push", 1) in self.functions
-        self.functions_named_append = ("append", 1) in self.functions  # `s.append(x)` likewise
+        # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
+        # method call costs them one test
+        self.methods: dict[tuple[str, int, str], ScriptFn] = methods or {}
+        # `x.push(v)` and `s.append(x)` take fast paths unless a script defines its own
+        self.functions_named_push = self._defines_method("push")
+        self.functions_named_append = self._defines_method("append")
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
@@ -189,6 +199,10 @@ class Runtime:
         self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
         # compiled code checks and counts what it builds only when some size limit is set
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
+
+    def _defines_method(self, name: str) -> bool:
+        """Whether the script defines a method `name(x)`, typed or not."""
+        return (name, 1) in self.functions or any(key[:2] == (name, 1) for key in self.methods)
 
     def run(self, body: Callable[..., Any], *args: Any) -> Any:
         """Call compiled code (`main`, a function's body) as this evaluation.
@@ -434,11 +448,25 @@ class Runtime:
     def index_get(self, obj: Any, index: Any) -> Any:
         return self.library.index_get(self, obj, index)
 
-    def index_set(self, obj: Any, index: Any, value: Any) -> Any:
-        """Set `obj[index] = value`; returns the container to store back."""
+    def index_set(self, obj: Any, index: Any, value: Any, where: tuple[Pos, Pos] | None = None) -> Any:
+        """Set `obj[index] = value`; returns the container to store back.
+
+        `where` is the `[` and the `=` of the assignment: the reference reports a
+        value that has no indexer at the `[`, a value of the wrong type for a
+        character, bit or byte at the `=`, and anything about the index at the index
+        (the position of the compiled line).
+        """
         if self.data_limit and _holds(obj, index, value):
             return obj  # stored back after growing in place (`a[i] += x`): counted as it grew
-        result = self.library.index_set(self, obj, index, value)
+        try:
+            result = self.library.index_set(self, obj, index, value)
+        except RhaiRuntimeError as exc:
+            if where is not None and exc.pos is None:
+                if exc.kind is ErrorKind.INDEXING_TYPE:
+                    exc.pos = where[0]
+                elif isinstance(exc, failures.AssignedMismatch):
+                    exc.pos = where[1]
+            raise
         if self.data_limit:
             self.account(result if type(result) is str else value)
         return result
@@ -488,7 +516,9 @@ class Runtime:
         """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
         if type(name) is not str:
             raise failures.mismatch("string", type_name(name), keyed=False)
-        if not _is_identifier(name):
+        if not is_valid_function_name(name):
+            if is_reserved(name):  # the reference's parse error, raised where `Fn` is called
+                raise failures.parsing(f"Syntax error: {reserved_message(name)}", None)
             raise failures.not_found_text(name)
         return FnPtr(name)
 
@@ -520,7 +550,7 @@ class Runtime:
                 raise self.not_found(fn.name, full)
             result = fn.target(self, depth, box, *full)
         else:
-            script = self.functions.get((fn.name, len(full)))
+            script = self.script_for(fn.name, len(full), box)
             if script is not None:
                 result = script.body(self, depth, box, *full)
             elif box is not None:
@@ -531,6 +561,15 @@ class Runtime:
         if box is not None:
             self._this_after = box.v
         return result
+
+    def script_for(self, name: str, arity: int, box: ThisBox | None) -> ScriptFn | None:
+        """The script function a call by name reaches: with a `this` (a method call), the
+        typed method for its type first, then the catch-all; without, the catch-all only."""
+        if box is not None and self.methods:
+            typed = self.methods.get((name, arity, type_name(box.v)))
+            if typed is not None:
+                return typed
+        return self.functions.get((name, arity))
 
     def call_script(self, name: str, args: list[Any], depth: int, box: ThisBox | None) -> Any:
         script = self.functions.get((name, len(args)))
@@ -558,8 +597,13 @@ class Runtime:
                 box = ThisBox(receiver, const)
                 result = self.call_fn_ptr(member, args, receiver, depth)
                 return Mutated(self._this_after, result) if self._this_after is not receiver else result
-        script = self.functions.get((name, len(args)))
-        if script is not None and (script.this_type is None or script.this_type == type_name(receiver)):
+        if self.methods:
+            script = self.methods.get((name, len(args), type_name(receiver))) or self.functions.get(
+                (name, len(args))
+            )
+        else:
+            script = self.functions.get((name, len(args)))
+        if script is not None:
             box = ThisBox(receiver, const)
             result = script.body(self, depth, box, *args)
             return Mutated(box.v, result) if box.v is not receiver else result
@@ -656,14 +700,6 @@ def wrap_call(exc: Exception, label: str) -> Exception:
     if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
         return exc
     return failures.call_level(label, exc)
-
-
-def _is_identifier(name: str) -> bool:
-    return (
-        bool(name)
-        and (name[0].isascii() and (name[0].isalpha() or name[0] == "_"))
-        and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
-    )
 
 
 __all__ = [

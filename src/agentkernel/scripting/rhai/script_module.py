@@ -43,13 +43,15 @@ def compile_script(
     the caller's scope and top-level `let`s are exported back to it.
     """
     module = Module(clock or CompileClock())
-    functions = {(f.name, len(f.params)): f for f in script.functions}
-    module.function_names = frozenset(name for name, _ in functions)
+    # a plain call `f(x)` reaches only functions without a `this` type (typed methods are
+    # reached through method calls: runtime.Runtime.method)
+    functions = {(f.name, len(f.params)): f for f in script.functions if f.this_type is None}
+    module.function_names = frozenset(f.name for f in script.functions)
     for fn in script.functions:
         resolution = analyse(fn.params, fn.body, fn)
         compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
         compiler.function(
-            fn_py_name(fn.name, len(fn.params)),
+            fn_py_name(fn.name, len(fn.params), fn.this_type),
             fn.params,
             fn.body,
             fn,

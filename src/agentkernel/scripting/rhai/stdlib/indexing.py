@@ -17,6 +17,7 @@ from typing import Any
 from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.failures import (
     array_bounds,
+    assigned_mismatch,
     bit_bounds,
     mismatch,
     no_indexer,
@@ -78,7 +79,7 @@ def index_set(ctx: NativeContext, obj: Any, index: Any, value: Any) -> Any:
     if kind is bytearray:
         at = _position(len(obj), index)
         if type(value) is not int:
-            raise mismatch("INT", raw_type_name(value))
+            raise assigned_mismatch("INT", raw_type_name(value))
         obj[at] = value & 0xFF
         return obj
     raise no_indexer(obj, index, value)
@@ -124,7 +125,7 @@ def _string_set(s: str, index: Any, value: Any) -> str:
     if kind is int:
         at = _char_position(s, index)
         if type(value) is not Char:
-            raise mismatch("char", raw_type_name(value))
+            raise assigned_mismatch("char", raw_type_name(value))
         if index < 0:
             at = -index  # the reference writes at |index| from the start (its quirk)
             if at >= len(s):
@@ -197,11 +198,11 @@ def _bits_set(value: int, index: Any, new: Any) -> int:
     if type(index) is RangeVal:
         shift, mask = _bit_span(index)
         if type(new) is not int:
-            raise mismatch("integer", raw_type_name(new))
+            raise assigned_mismatch("integer", raw_type_name(new))
         return wrap_i64((value & ~mask) | ((new << shift) & mask))
     bit = _bit(index)
     if type(new) is not bool:
-        raise mismatch("bool", raw_type_name(new))
+        raise assigned_mismatch("bool", raw_type_name(new))
     return wrap_i64(value | (1 << bit) if new else value & ~(1 << bit))
 
 
