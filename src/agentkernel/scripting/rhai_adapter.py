@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
+from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
 from agentkernel.scripting.rhai.pacing import Deadline, terminated
 from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
@@ -118,6 +120,7 @@ class RhaiEngine:
         self._library = build_library()
         self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
+        self._resolvers: dict[Path, FileModuleResolver] = {}  # per script folder: its compiled modules
 
     def _engine(self, limits: ScriptLimits | None = None) -> Engine:
         rhai_limits = Limits(
@@ -167,7 +170,25 @@ class RhaiEngine:
         runtime.binding = binding
         deadline = runtime.start_clock(limits)
         runtime.eval_hook = engine.evaluator(deadline=deadline.at)  # eval's compile, too
+        runtime.module_loader = self._module_loader(script.path)
         return runtime
+
+    def _module_loader(self, path: Path) -> ModuleLoader:
+        """`import "lib"` in a tool or hook: `.rhai` files of the script's own folder and below,
+        the same confinement as an `.mjs` script's imports (S1.1) and the file helpers'; each
+        module compiled once per change of its file (S1.4)."""
+        folder = Path(os.path.abspath(path)).parent
+        resolver = self._resolvers.get(folder)
+        if resolver is None:
+            resolver = self._resolvers.setdefault(
+                folder, FileModuleResolver(folder, max_bytes=MAX_SCRIPT_SIZE)
+            )
+        engine = self._engine()
+
+        def compile_module(text: str, name: str, deadline: float | None) -> CompiledScript:
+            return engine.compile(text, source_name=name, deadline=deadline)
+
+        return ModuleLoader(compile_module, resolver, str(folder / path.name))
 
     def call(
         self,
@@ -236,6 +257,8 @@ def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry
     at the innermost position, with a hint when the cause was a `()` value."""
     innermost = exc
     while innermost.inner is not None:
+        if innermost.kind == "ErrorInModule":  # the innermost position is in the module's file
+            path = (path.parent / innermost.extras["module"]).with_suffix(MODULE_EXTENSION)
         innermost = innermost.inner
     if innermost.kind in _LIMIT_KINDS:
         exc = innermost
