@@ -1,4 +1,4 @@
-"""Rhai modules: `import "lib" as m;`, then `m::f()` and `m::X` (RHAI.md §13; docs/rhai.md 13).
+"""Rhai modules: `import "lib" as m;`, then `m::f()` and `m::X` (docs/rhai.md 15).
 
 A module is a script file. Importing it runs its top level once per
 evaluation, in a scope of its own; what it leaves behind is the module:
@@ -87,7 +87,7 @@ class FileModuleResolver:
     """Modules are `.rhai` files below `root`, found relative to the importing script's folder.
 
     `import "lib"` in `root/tools/t.rhai` reads `root/tools/lib.rhai`;
-    `import "../shared/util"` reads `root/shared/util.rhai`; a script that
+    `import "../common/util"` reads `root/common/util.rhai`; a script that
     is no file imports relative to `root` itself. Whatever the path says,
     nothing outside `root` is read: an absolute path, a `..` climbing out
     and a symbolic link anywhere below `root` are refused with the reason.
