@@ -83,3 +83,20 @@ def test_the_attack_list_is_refused(
     assert "the secret" not in result.content
     make_tool("fine", 'fn run(args) { "still here" }', ext=".rhai")
     assert kernel.run_tool("fine", {}).content == "still here"  # the refusal failed its tool alone
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [
+        ("max_operations: 5000", "script exceeded max_operations (5,000): Too many operations"),
+        ("timeout_secs: 0.2", "script exceeded timeout_secs (0.2 s)"),
+    ],
+)
+def test_the_call_limits_count_module_code(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path, limit: str, expected: str
+) -> None:
+    """S21.1: a module's code runs within the importing call's limits, uncatchable as ever."""
+    (tools_dir / "spin.rhai").write_text("fn forever() { loop { } }\nexport let started = true;\n")
+    source = 'import "spin" as s;\nfn run(args) { try { s::forever() } catch { "caught" } }'
+    make_tool("spinner", source, ext=".rhai", yaml_extra=f"{limit}\n")
+    assert kernel.run_tool("spinner", {}).content == expected

@@ -175,3 +175,21 @@ def test_the_runner_resolves_relative_to_the_file(folder: Path, tmp_path: Path) 
     command = [sys.executable, "-m", "agentkernel", "rhai", "run", str(main)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path.parent, check=False)
     assert (done.returncode, done.stdout) == (0, "5\n"), done.stderr
+
+
+def test_a_chain_of_imports_is_bounded_like_calls(folder: Path) -> None:
+    for n in range(20):
+        (folder / f"chain{n}.rhai").write_text(f'import "chain{n + 1}";')
+    (folder / "chain20.rhai").write_text("export const END = 1;")
+    assert run_in(folder, 'import "chain0";') is None
+    error = error_of(folder, 'import "chain0";', max_call_levels=10)
+    assert error.message == "Stack overflow" and not error.catchable
+
+
+def test_the_data_limit_counts_what_modules_hold(folder: Path) -> None:
+    for n in range(4):
+        (folder / f"big{n}.rhai").write_text('let data = "x"; data.pad(300000, "x"); export data;')
+    imports = "".join(f'import "big{n}";' for n in range(4))
+    assert run_in(folder, imports, max_data_size=2_000_000) is None
+    error = error_of(folder, imports, max_data_size=1_000_000)
+    assert error.kind == "ErrorDataTooLarge" and not error.catchable

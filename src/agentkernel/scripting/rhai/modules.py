@@ -180,19 +180,19 @@ class RhaiModule:
         self.variables = variables
         self.sub_modules = sub_modules
         self.constants = constants
-        self._env: tuple[int, int, dict[tuple[str, int], ScriptFn], dict[str, RhaiModule]] | None = None
+        self._env: tuple[Any, Any, dict[tuple[str, int], ScriptFn], dict[str, RhaiModule]] | None = None
 
     def environment(
         self, functions: dict[tuple[str, int], ScriptFn], imports: dict[str, RhaiModule]
     ) -> tuple[dict[tuple[str, int], ScriptFn], dict[str, RhaiModule]]:
         """The functions and imports in sight inside this module's functions: its own first,
         then the caller's (a pointer to a caller's function still calls it), kept while the
-        caller's are the same."""
+        caller's are the same dicts."""
         env = self._env
-        if env is None or env[0] != id(functions) or env[1] != id(imports):
+        if env is None or env[0] is not functions or env[1] is not imports:
             env = (
-                id(functions),
-                id(imports),
+                functions,
+                imports,
                 {**functions, **self.functions},
                 {**imports, **self.sub_modules},
             )
@@ -236,6 +236,15 @@ class ModuleLoader:
             self.loaded[found.key] = module
         return module
 
+    def held(self) -> list[Any]:
+        """The values the loaded modules hold (exported variables, constants): the data limit
+        counts them with the rest of the evaluation's data."""
+        return [
+            value
+            for module in self.loaded.values()
+            for value in (*module.variables.values(), *module.constants.values())
+        ]
+
     def importer_name(self) -> str:
         return Path(self.importer).stem if self.importer is not None else "script"
 
@@ -255,7 +264,7 @@ class ModuleLoader:
         rt.global_consts, rt.imports, rt.exports = {}, {}, {}
         self.importing.append((found.key, path))
         try:
-            compiled.main(rt, rt.depth_hint, None)
+            compiled.main(rt, rt.depth_hint + 1, None)  # a chain of imports is bounded like calls
             variables = {alias: cell.v for alias, cell in rt.exports.items()}
             return RhaiModule(path, compiled.functions, variables, rt.imports, rt.global_consts)
         except RhaiRuntimeError as exc:

@@ -279,7 +279,8 @@ class Runtime:
         if self.entry_frame is None:
             return
         snapshots = list(self.iterating.values()) if self.iterating is not None else []
-        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots))
+        held = self.module_loader.held() if self.module_loader is not None else ()
+        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots), *held)
         tally = _LIVE.measure(self.entry_frame, extra)
         if tally is None:
             return
