@@ -53,6 +53,11 @@ def test_an_error_in_a_module_names_the_module_file(
     result = kernel.run_tool("user", {})
     assert not result.success
     assert "Variable not found: nope" in result.content and "broken.rhai:2:9" in result.content
+    (tools_dir / "lib").mkdir()
+    (tools_dir / "lib" / "calc.rhai").write_text("fn half(x) {\n  x / 2\n}\nfn name(x) { x.nope }\n")
+    make_tool("halver", 'import "lib/calc" as c;\nfn run(args) { c::name(1) }', ext=".rhai")
+    content = kernel.run_tool("halver", {}).content
+    assert content.endswith("@ 'lib/calc' (at lib/calc.rhai:4:16)"), content
 
 
 @pytest.mark.parametrize(

@@ -193,3 +193,15 @@ def test_the_data_limit_counts_what_modules_hold(folder: Path) -> None:
     assert run_in(folder, imports, max_data_size=2_000_000) is None
     error = error_of(folder, imports, max_data_size=1_000_000)
     assert error.kind == "ErrorDataTooLarge" and not error.catchable
+
+
+def test_an_error_in_a_module_function_names_its_source(folder: Path) -> None:
+    """As the reference shows a script function's error when its AST has a source (the module's path)."""
+    (folder / "err.rhai").write_text("fn f() { g() }\nfn g() { x }")
+    assert str(error_of(folder, 'import "err" as m;\nm::f()')) == (
+        "Variable not found: x @ 'err' (line 2, position 10)\n"
+        "in call to function 'g' (from 'err') @ 'err' (line 1, position 10)\n"
+        "in call to function 'f' (from 'err') (line 2, position 4)"
+    )
+    caught = run_in(folder, 'import "err" as m; try { m::f() } catch (e) { [e.function, e.source] }')
+    assert caught == ["f", "err"]

@@ -255,10 +255,11 @@ def _helper_native(name: str) -> Any:
 def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry: EntryCall) -> ScriptError:
     """The kernel's error for a Rhai failure: a limit by name, else the reference's text
     at the innermost position, with a hint when the cause was a `()` value."""
-    innermost = exc
-    while innermost.inner is not None:
-        if innermost.kind == "ErrorInModule":  # the innermost position is in the module's file
-            path = (path.parent / innermost.extras["module"]).with_suffix(MODULE_EXTENSION)
+    innermost, module = exc, None
+    while innermost.inner is not None:  # below a module's level, positions are in the module's file
+        level = innermost.extras.get("module" if innermost.kind == "ErrorInModule" else "source")
+        if level and level != module:
+            path, module = (path.parent / level).with_suffix(MODULE_EXTENSION), level
         innermost = innermost.inner
     if innermost.kind in _LIMIT_KINDS:
         exc = innermost

@@ -104,12 +104,13 @@ class RhaiRuntimeError(RhaiError):
         self.inner = inner
         super().__init__(message)
 
-    def display(self) -> str:
-        """The reference's text: nested levels first, each with its own position."""
-        own = with_position(self.message, self.pos)
+    def display(self, call_src: str = "") -> str:
+        """The reference's text: nested levels first, each with its own position; a level
+        inside a function of a script with a source (a module) says so: `… @ 'lib'`."""
+        own = with_position(f"{self.message} @ '{call_src}'" if call_src else self.message, self.pos)
         if self.inner is None:
             return own
-        return f"{self.inner.display()}\n{own}"
+        return f"{self.inner.display(self.extras.get('source', ''))}\n{own}"
 
     def at(self, pos: Pos) -> RhaiRuntimeError:
         """This error positioned at `pos` unless it already has a position."""

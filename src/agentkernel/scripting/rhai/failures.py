@@ -222,8 +222,11 @@ def in_function_call(caller: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
 def call_level(label: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
     """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`;
     a closure's label names no function, so its level has no `function` key)."""
-    prefix = "in call to function '"
-    extras = {"function": label[len(prefix) : -1]} if label.startswith(prefix) else None
+    prefix, source = "in call to function '", " (from '"
+    extras = None
+    if label.startswith(prefix):  # `in call to function 'f'`, ` (from 'lib')` when the script has a source
+        name, _, rest = label[len(prefix) :].partition("'")
+        extras = {"function": name, **({"source": rest[len(source) : -2]} if rest.startswith(source) else {})}
     return RhaiRuntimeError(
         ErrorKind.IN_FUNCTION_CALL, label, extras=extras, inner=inner, catchable=inner.catchable
     )

@@ -560,7 +560,9 @@ class Runtime:
         value: dict[str, Any] = {"error": str(exc.kind)}  # the plain name, not the enum
         if exc.kind == ErrorKind.IN_FUNCTION_CALL or (exc.kind == ErrorKind.IN_MODULE and exc.inner):
             inner = exc.inner
-            value["message"] = f"{inner.display()}\n{exc.message}" if inner else exc.message
+            value["message"] = (
+                f"{inner.display(exc.extras.get('source', ''))}\n{exc.message}" if inner else exc.message
+            )
             if exc.kind == ErrorKind.IN_FUNCTION_CALL:
                 value["source"] = ""
         else:
