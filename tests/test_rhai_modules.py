@@ -33,6 +33,17 @@ def test_two_tools_share_a_module(kernel: Kernel, make_tool: ToolFactory, shared
     assert kernel.run_tool("b", {}).content == "2"
 
 
+def test_tools_and_hooks_share_the_scripts_folders(
+    kernel: Kernel, make_tool: ToolFactory, project: Path, tools_dir: Path
+) -> None:
+    """The kernel's tools and hooks folders are where modules may come from (kernel.yaml `scripts`)."""
+    hooks = project / "config" / "scripts" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    (hooks / "words.rhai").write_text('fn banned() { ["спам"] }\n')
+    make_tool("checker", 'import "../hooks/words" as w;\nfn run(args) { w::banned()[0] }', ext=".rhai")
+    assert kernel.run_tool("checker", {}).content == "спам"
+
+
 def test_an_edited_module_applies_from_the_next_call(
     kernel: Kernel, make_tool: ToolFactory, shared: Path
 ) -> None:

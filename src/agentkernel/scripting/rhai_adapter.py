@@ -116,7 +116,8 @@ class RhaiEngine:
 
     name = "rhai"
 
-    def __init__(self) -> None:
+    def __init__(self, script_folders: Sequence[Path] = ()) -> None:
+        self._script_folders = [Path(os.path.abspath(folder)) for folder in script_folders]
         self._library = build_library()
         self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
@@ -174,15 +175,18 @@ class RhaiEngine:
         return runtime
 
     def _module_loader(self, path: Path) -> ModuleLoader:
-        """`import "lib"` in a tool or hook: `.rhai` files of the script's own folder and below,
-        the same confinement as an `.mjs` script's imports (S1.1) and the file helpers'; each
-        module compiled once per change of its file (S1.4)."""
+        """`import "lib"` in a tool or hook: `.rhai` files below the kernel's scripts folders
+        (its tools and hooks folders), or below its own folder for a script outside them, read
+        as the file helpers and an `.mjs` script's imports read (S1.1); each module compiled
+        once per change of its file (S1.4)."""
         folder = Path(os.path.abspath(path)).parent
-        resolver = self._resolvers.get(folder)
+        inside = any(folder == root or root in folder.parents for root in self._script_folders)
+        key = self._script_folders[0] if inside else folder
+        resolver = self._resolvers.get(key)
         if resolver is None:
-            resolver = self._resolvers.setdefault(
-                folder, FileModuleResolver(folder, max_bytes=MAX_SCRIPT_SIZE)
-            )
+            roots = self._script_folders if inside else [folder]
+            built = FileModuleResolver(roots[0], also=roots[1:], max_bytes=MAX_SCRIPT_SIZE)
+            resolver = self._resolvers.setdefault(key, built)
         engine = self._engine()
 
         def compile_module(text: str, name: str, deadline: float | None) -> CompiledScript:

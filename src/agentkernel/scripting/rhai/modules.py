@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
@@ -91,20 +91,25 @@ class FileModuleResolver:
     is no file imports relative to `root` itself. Whatever the path says,
     nothing outside `root` is read: an absolute path, a `..` climbing out
     and a symbolic link anywhere below `root` are refused with the reason.
+    `also` are more folders that may hold modules (a kernel's tools and hooks
+    folders), with the same rules.
     """
 
-    def __init__(self, root: str | Path, *, max_bytes: int = MAX_MODULE_BYTES) -> None:
+    def __init__(
+        self, root: str | Path, *, also: Sequence[str | Path] = (), max_bytes: int = MAX_MODULE_BYTES
+    ) -> None:
         self.root = Path(os.path.abspath(root))
+        self.roots = [self.root, *(Path(os.path.abspath(folder)) for folder in also)]
         self.max_bytes = max_bytes
         self._cache: dict[str, tuple[tuple[int, int], CompiledScript]] = {}
 
     def resolve(
         self, compile: Compile, path: str, importer: str | None, deadline: float | None
     ) -> ModuleFile:
-        names = self._names(path, importer)
-        key = str(self.root.joinpath(*names))
+        base, names = self._names(path, importer)
+        key = str(base.joinpath(*names))
         try:
-            handle = open_below(self.root, names, "/".join(names))
+            handle = open_below(base, names, "/".join(names))
         except NotFound:
             raise failures.module_not_found(path) from None
         except PathRefused as exc:
@@ -119,8 +124,8 @@ class FileModuleResolver:
         self._cache[key] = (stamp, compiled)
         return ModuleFile(key, compiled)
 
-    def _names(self, path: str, importer: str | None) -> list[str]:
-        """The names below `root` of the file `path` means, checked by text alone."""
+    def _names(self, path: str, importer: str | None) -> tuple[Path, list[str]]:
+        """The folder holding the file `path` means, and the names below it, checked by text alone."""
         if PurePosixPath(path).is_absolute():
             raise failures.module_not_found(path, "an absolute path: import by a path relative to the script")
         try:
@@ -129,14 +134,14 @@ class FileModuleResolver:
             raise failures.module_not_found(path) from None
         start = Path(importer).parent if importer is not None else self.root
         try:
-            place = below_one_of([self.root], start, file_name)
+            place = below_one_of(self.roots, start, file_name)
         except PathRefused as exc:
             raise failures.module_not_found(path, str(exc)) from None
         if place is None or not place[1]:
             raise failures.module_not_found(
                 path, "outside the scripts' folder: modules are read only below it"
             )
-        return place[1]
+        return place
 
     def _read(self, handle: int, path: str, key: str) -> tuple[tuple[int, int], str | None]:
         """The file's stamp, and its text unless the cache holds it compiled at that stamp."""
