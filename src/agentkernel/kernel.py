@@ -91,8 +91,9 @@ class Kernel:
         """
         self._config = config
         self._helpers = helpers or default_helper_table()
-        self._host = ScriptHost(self._helpers)
-        self._catalog = ScriptCatalog((*config.tool_dirs, *config.hook_dirs), self._host, config.limits)
+        folders = (*config.tool_dirs, *config.hook_dirs)
+        self._host = ScriptHost(self._helpers, script_folders=folders)
+        self._catalog = ScriptCatalog(folders, self._host, config.limits)
         self._tools = ToolRegistry(self._catalog, root=config.root)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
         self._llm_config: LLMConfig | None = config.llm

@@ -28,6 +28,8 @@ from tests.rhai.conformance import CASE_FILES, HERE
 ROOT = Path(__file__).resolve().parents[2]
 RARE_PATHS = [
     'import "x" as y;',  # Module not found
+    'import "x"; import "y" as m; export const Z = m::X; let w = 1; export w as v; m::f(1); m::s::g();',
+    "fn h() { q::f() }",  # a module the top level imported, found at run time
     'let x = 1; eval("x + 1"); is_def_var("x") && is_def_var(x.to_string())',
     'eval("let s = 1;"); s = 2; s',  # a variable only eval defined, assigned
     "fn f() { this.n += 1 } let m = #{n: 1}; m.f(); m.n",

@@ -604,7 +604,9 @@ def test_import_and_export() -> None:
     assert isinstance(first, ast.Import) and first.alias == "m"
     second = script.stmts[1]
     assert isinstance(second, ast.Import) and second.alias is None
-    assert [type(s).__name__ for s in script.stmts] == ["Import", "Import", "Let", "Let"]
+    assert [type(s).__name__ for s in script.stmts] == ["Import", "Import", "Export", "Export", "Export"]
+    exports = [(s.name, s.alias, s.decl is not None) for s in script.stmts if isinstance(s, ast.Export)]
+    assert exports == [("y", "y", True), ("Z", "Z", True), ("y", "w", False)]
 
 
 def test_source_name_is_kept() -> None:

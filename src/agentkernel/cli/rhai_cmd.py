@@ -19,6 +19,7 @@ LIMITS_HELP: dict[str, tuple[str, str]] = {
     "--max-call-levels": ("max_call_levels", "deepest function-call nesting (default 64)"),
     "--max-variables": ("max_variables", "most variables in scope at once (0 = no limit)"),
     "--max-functions": ("max_functions", "most script functions defined (0 = no limit)"),
+    "--max-modules": ("max_modules", "most `import` statements run (0 = no limit)"),
 }
 
 
@@ -55,7 +56,10 @@ def run_command(options: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"agentkernel rhai: cannot read {options.file}: {exc}", file=sys.stderr)
         return 2
-    outcome = run_source(source, limits_from_flags(flags), echo=lambda line: print(line, flush=False))
+    path = None if options.file == "-" else Path(options.file)
+    outcome = run_source(
+        source, limits_from_flags(flags), echo=lambda line: print(line, flush=False), path=path
+    )
     if outcome.error is not None:
         sys.stdout.flush()
         print(outcome.error, file=sys.stderr)

@@ -37,15 +37,16 @@ def default_engines() -> dict[str, ScriptEngine[Any]]:
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
-def rhai_engine() -> ScriptEngine[Any]:
-    """The Rhai engine, imported when a kernel first meets a Rhai script.
+def rhai_engine(script_folders: Sequence[Path] = ()) -> ScriptEngine[Any]:
+    """The Rhai engine, imported when a kernel first meets a Rhai script; its scripts import
+    modules from `script_folders` (the kernel's tools and hooks folders).
 
     Our interpreter takes ~100 ms to import; a kernel that only runs
     JavaScript never pays for it (issue 8: start-up time).
     """
     from agentkernel.scripting.rhai_adapter import RhaiEngine
 
-    return RhaiEngine()
+    return RhaiEngine(script_folders)
 
 
 class ScriptHost:
@@ -56,8 +57,10 @@ class ScriptHost:
         helpers: HelperTable,
         engines: Mapping[str, ScriptEngine[Any]] | None = None,
         fallback: ScriptEngine[Any] | None = None,
+        script_folders: Sequence[Path] = (),
     ) -> None:
         self.helpers = helpers
+        self.script_folders = tuple(script_folders)
         self.engines = dict(engines) if engines is not None else default_engines()
         self._fallback = fallback
         self._cache: dict[Path, _Compiled] = {}
@@ -69,7 +72,7 @@ class ScriptHost:
         if self._fallback is None:
             with self._lock:
                 if self._fallback is None:
-                    self._fallback = rhai_engine()
+                    self._fallback = rhai_engine(self.script_folders)
         return self._fallback
 
     def engine_for(self, path: Path) -> ScriptEngine[Any]:

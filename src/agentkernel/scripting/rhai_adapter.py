@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.engine import CompiledScript
+from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
 from agentkernel.scripting.rhai.pacing import Deadline, terminated
 from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
@@ -114,10 +116,12 @@ class RhaiEngine:
 
     name = "rhai"
 
-    def __init__(self) -> None:
+    def __init__(self, script_folders: Sequence[Path] = ()) -> None:
+        self._script_folders = [Path(os.path.abspath(folder)) for folder in script_folders]
         self._library = build_library()
         self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
+        self._resolvers: dict[Path, FileModuleResolver] = {}  # per script folder: its compiled modules
 
     def _engine(self, limits: ScriptLimits | None = None) -> Engine:
         rhai_limits = Limits(
@@ -168,7 +172,28 @@ class RhaiEngine:
         runtime.binding = binding
         deadline = runtime.start_clock(limits)
         runtime.eval_hook = engine.evaluator(deadline=deadline.at)  # eval's compile, too
+        runtime.module_loader = self._module_loader(script.path)
         return runtime
+
+    def _module_loader(self, path: Path) -> ModuleLoader:
+        """`import "lib"` in a tool or hook: `.rhai` files below the kernel's scripts folders
+        (its tools and hooks folders), or below its own folder for a script outside them, read
+        as the file helpers and an `.mjs` script's imports read (S1.1); each module compiled
+        once per change of its file (S1.4)."""
+        folder = Path(os.path.abspath(path)).parent
+        inside = any(folder == root or root in folder.parents for root in self._script_folders)
+        key = self._script_folders[0] if inside else folder
+        resolver = self._resolvers.get(key)
+        if resolver is None:
+            roots = self._script_folders if inside else [folder]
+            built = FileModuleResolver(roots[0], also=roots[1:], max_bytes=MAX_SCRIPT_SIZE)
+            resolver = self._resolvers.setdefault(key, built)
+        engine = self._engine()
+
+        def compile_module(text: str, name: str, deadline: float | None) -> CompiledScript:
+            return engine.compile(text, source_name=name, deadline=deadline)
+
+        return ModuleLoader(compile_module, resolver, str(folder / path.name))
 
     def call(
         self,
@@ -235,8 +260,11 @@ def _helper_native(name: str) -> Any:
 def _script_error(exc: RhaiRuntimeError, path: Path, limits: ScriptLimits, entry: EntryCall) -> ScriptError:
     """The kernel's error for a Rhai failure: a limit by name, else the reference's text
     at the innermost position, with a hint when the cause was a `()` value."""
-    innermost = exc
-    while innermost.inner is not None:
+    innermost, module = exc, None
+    while innermost.inner is not None:  # below a module's level, positions are in the module's file
+        level = innermost.extras.get("module" if innermost.kind == "ErrorInModule" else "source")
+        if level and level != module:
+            path, module = (path.parent / level).with_suffix(MODULE_EXTENSION), level
         innermost = innermost.inner
     if innermost.kind in _LIMIT_KINDS:
         exc = innermost

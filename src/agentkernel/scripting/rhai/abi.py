@@ -35,6 +35,7 @@ from agentkernel.scripting.rhai.codegen import BINARY_NAMES, Visible
 from agentkernel.scripting.rhai.context import NO_THIS
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.eval_frames import read_scope, write_scope
+from agentkernel.scripting.rhai.modules import HELPERS as MODULE_HELPERS
 from agentkernel.scripting.rhai.nesting import Jump
 from agentkernel.scripting.rhai.runtime import Cell, ExitScript, Runtime, locate, wrap_call
 from agentkernel.scripting.rhai.stdlib import Mutated
@@ -89,10 +90,6 @@ def rt_dyn_get(scope: dict[str, Any], name: str) -> Any:
     if name in scope:
         return scope[name]
     raise failures.variable_not_found(name)
-
-
-def rt_module_not_found(path: Any) -> RhaiRuntimeError:
-    return failures.module_not_found(to_string(path))
 
 
 def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
@@ -228,7 +225,6 @@ def _helpers() -> dict[str, Callable[..., Any]]:
         "rt_too_many_variables": failures.too_many_variables,
         "rt_dyn_get": rt_dyn_get,
         "rt_dyn_set": rt_dyn_set,
-        "rt_module_not_found": rt_module_not_found,
         "rt_call": rt_call,
         "rt_curry": rt_curry,
         "rt_method": rt_method,
@@ -236,6 +232,7 @@ def _helpers() -> dict[str, Callable[..., Any]]:
         "rt_is_def_var": rt_is_def_var,
         "switch_eq": switch_eq,
         "switch_in_range": switch_in_range,
+        **MODULE_HELPERS,
     }
 
 

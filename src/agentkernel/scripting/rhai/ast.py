@@ -21,7 +21,8 @@ cases of the conformance suite, the rules are:
 | Block | `{` | |
 | If, Switch, While, Loop, DoLoop, For | the keyword | |
 | Break, Continue, Return, Throw | the keyword | Runtime error: <thrown> |
-| Let, TryCatch, Import | the keyword | |
+| Let, TryCatch, Import | the keyword | Too many modules imported |
+| Export | the variable's name | Variable not found |
 | Assign | the `=` / `op=` operator | compound-assign overflow, s[i] = "X" type errors |
 | ExprStmt | `start_pos(expr)` | |
 | FnDef | the `fn` keyword | |
@@ -380,7 +381,19 @@ class Import:
     pos: Pos
 
 
-Stmt: TypeAlias = Let | Assign | ExprStmt | TryCatch | Import
+@record
+class Export:
+    """`export name [as alias];`, or `export let/const name = …;` (then `decl` is that
+    declaration): at the end of a module's top level, `alias` names the variable's value
+    for the importer (`m::alias`). `pos` is the variable's name (Variable not found)."""
+
+    name: str
+    alias: str
+    pos: Pos
+    decl: Let | None = None
+
+
+Stmt: TypeAlias = Let | Assign | ExprStmt | TryCatch | Import | Export
 
 
 @record

@@ -281,6 +281,8 @@ def count_ops(node: Any) -> int:
         return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
     if isinstance(node, ast.Block | ast.Closure):
         return 1
+    if isinstance(node, ast.Export) and node.decl is not None:
+        return count_ops(node.decl)  # `export let x = …` is one statement
     total = 1
     for value in ast.child_values(node):
         if type(value) is tuple:

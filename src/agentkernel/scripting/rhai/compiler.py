@@ -86,6 +86,7 @@ class FunctionCompiler:
         self.label = label
         self.top_level = top_level
         self.scopes: list[dict[str, VarInfo]] = [{}]
+        self.module_scopes: list[dict[str, str]] = [{}]  # per scope: import alias → its local
         self.visible: Visible | None = None  # the variables in sight, for `eval` and `is_def_var`
         self.loops: list[LoopTarget] = []
         self.catch_vars: list[str] = []
@@ -117,9 +118,11 @@ class FunctionCompiler:
     @contextmanager
     def scope(self) -> Iterator[None]:
         self.scopes.append({})
+        self.module_scopes.append({})
         visible = self.visible
         yield
         self.visible = visible
+        self.module_scopes.pop()
         self.scopes.pop()
 
     def too_deep(self) -> bool:
@@ -284,9 +287,46 @@ class FunctionCompiler:
             value = self.try_catch(stmt)
             return value if want_value else NONE
         elif isinstance(stmt, ast.Import):
-            path = self.expr(stmt.path)
-            self.emit(f"raise rt_module_not_found({path})", ast.start_pos(stmt.path))
+            self.import_module(stmt)
+        elif isinstance(stmt, ast.Export):
+            self.export(stmt)
         return NONE
+
+    # -- modules (modules.py) ----------------------------------------------------------------
+
+    def import_module(self, stmt: ast.Import) -> None:
+        """`import path [as m];`: the module in a local, in sight until the block ends."""
+        self.emit("rt_check_modules(rt)", stmt.pos)
+        path = self.expr(stmt.path)
+        top = self.top_level and len(self.scopes) == 1 and self.apart is None
+        if stmt.alias is None:
+            self.emit(f"rt_import(rt, {path}, None, False)", ast.start_pos(stmt.path))
+            return
+        local = f"{self.m.fresh('m')}_{stmt.alias}"
+        alias = self.m.constant(stmt.alias)
+        self.emit(f"{local} = rt_import(rt, {path}, {alias}, {top})", ast.start_pos(stmt.path))
+        self.module_scopes[-1][stmt.alias] = local
+
+    def module_of(self, namespace: str, pos: Pos) -> Operand:
+        """The module `namespace` (`m`, `m::sub`) starts from: an import in sight, else one
+        the top level imported (functions see those), else `Module not found`."""
+        root = namespace.split("::", 1)[0]
+        for scope in reversed(self.module_scopes):
+            if root in scope:
+                return Operand(scope[root], EXPR)
+        out = self.temp()
+        self.emit(f"{out} = rt_module(rt, {self.m.constant(namespace)})", pos)
+        return out
+
+    def export(self, stmt: ast.Export) -> None:
+        """`export x as y`: the variable's Cell, whose value the importer sees at the end."""
+        if stmt.decl is not None:
+            self.let(stmt.decl)
+        info = self.lookup(stmt.name)
+        if info is None:
+            self.emit(f"raise rt_var_not_found({self.m.constant(stmt.name)})", stmt.pos)
+            return
+        self.emit(f"rt_export(rt, {self.m.constant(stmt.alias)}, {info.py})")
 
     def let(self, stmt: ast.Let) -> None:
         value = self.value_copy(stmt.value) if stmt.value is not None else NONE
@@ -536,6 +576,12 @@ class FunctionCompiler:
             out = self.temp()
             self.emit(f"{out} = rt_global_const(rt, {self.m.constant(node.name)})", node.pos)
             return out
+        if node.namespace is not None:
+            module = self.module_of(node.namespace, node.pos)
+            out = self.temp()
+            namespace, name = self.m.constant(node.namespace), self.m.constant(node.name)
+            self.emit(f"{out} = rt_module_var({module}, {namespace}, {name})", node.pos)
+            return out
         info = self.lookup(node.name)
         if info is not None:
             return info.load
@@ -779,6 +825,13 @@ class FunctionCompiler:
                 return out
         arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)
+        if node.namespace is not None and node.namespace != "global":
+            module = self.module_of(node.namespace, node.pos)
+            namespace = self.m.constant(node.namespace)
+            self.emit(
+                f"{out} = rt_module_call(rt, {module}, {namespace}, {name}, {arg_list}, d + 1)", node.pos
+            )
+            return out
         first = node.args[0] if node.args else None
         if first is not None and isinstance(first, ast.Var) and self.is_lvalue(first):
             # a variable first argument is passed by reference to natives (they may change it)

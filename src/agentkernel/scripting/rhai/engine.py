@@ -12,11 +12,13 @@ a script reaches only what `abi.py` lists (DESIGN: sandbox by construction).
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from types import CodeType
 from typing import Any
 
@@ -25,6 +27,7 @@ from agentkernel.scripting.rhai.abi import GLOBALS
 from agentkernel.scripting.rhai.codegen import fn_py_name
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.modules import ModuleLoader, ModuleResolver
 from agentkernel.scripting.rhai.parse_support import TOO_COMPLEX
 from agentkernel.scripting.rhai.parser import ParseOptions, parse
 from agentkernel.scripting.rhai.runtime import (
@@ -53,6 +56,7 @@ class CompiledScript:
     source_name: str | None = None
     # typed methods (`fn int.calc(x)`) by name, arity and `this` type: method calls only
     methods: dict[tuple[str, int, str], ScriptFn] = field(default_factory=dict)
+    path: str | None = None  # the file it was read from (`compile_file`): its imports are relative to it
 
     @property
     def main(self) -> Callable[..., Any]:
@@ -159,14 +163,24 @@ class Engine:
 
     `max_source_size` (characters, 0 = unlimited) bounds what `compile` and
     `eval(text)` accept, so that no text takes unbounded time to compile.
+
+    `module_resolver` finds what `import "lib"` names (modules.py); without one,
+    every import fails with `Module not found`: an embedded engine reads no file
+    unless its host gives it a folder, `FileModuleResolver(folder)`.
     """
 
     def __init__(
-        self, *, limits: Limits | None = None, library: Library | None = None, max_source_size: int = 0
+        self,
+        *,
+        limits: Limits | None = None,
+        library: Library | None = None,
+        max_source_size: int = 0,
+        module_resolver: ModuleResolver | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.max_source_size = max_source_size
+        self.module_resolver = module_resolver
         if not self.library.has_function("parse_json", 1):
             engine_natives.register(self.library)
 
@@ -190,6 +204,22 @@ class Engine:
         options = self.parse_options(source=source_name)
         clock = CompileClock(deadline)
         return _compile_checked(source, options, clock, self.max_source_size, source_name=source_name)
+
+    def compile_file(self, path: str | Path, *, deadline: float | None = None) -> CompiledScript:
+        """Compile a script file; its imports are found relative to its folder."""
+        compiled = self.compile(Path(path).read_text(encoding="utf-8"), deadline=deadline)
+        compiled.path = os.path.abspath(path)
+        return compiled
+
+    def module_loader(self, importer: str | None) -> ModuleLoader | None:
+        """What a run's `import`s load with: this engine's resolver and compiler (None: none)."""
+        if self.module_resolver is None:
+            return None
+
+        def compile_module(text: str, name: str, deadline: float | None) -> CompiledScript:
+            return self.compile(text, source_name=name, deadline=deadline)
+
+        return ModuleLoader(compile_module, self.module_resolver, importer)
 
     def register_fn(
         self, name: str, function: Callable[..., Any], params: Sequence[Any] | None = None
@@ -215,6 +245,7 @@ class Engine:
             source=script.source_name,
         )
         rt.eval_hook = self.evaluator()
+        rt.module_loader = self.module_loader(script.path)
         return rt
 
     def run(self, script: CompiledScript, stdout: Callable[[str], None] | None = None) -> Any:

@@ -36,6 +36,7 @@ class ErrorKind(StrEnum):
     FOR = "ErrorFor"
     FUNCTION_NOT_FOUND = "ErrorFunctionNotFound"
     IN_FUNCTION_CALL = "ErrorInFunctionCall"
+    IN_MODULE = "ErrorInModule"
     INDEXING_TYPE = "ErrorIndexingType"
     MISMATCH_DATA_TYPE = "ErrorMismatchDataType"
     MISMATCH_OUTPUT_TYPE = "ErrorMismatchOutputType"
@@ -46,6 +47,7 @@ class ErrorKind(StrEnum):
     STACK_OVERFLOW = "ErrorStackOverflow"
     STRING_BOUNDS = "ErrorStringBounds"
     TERMINATED = "ErrorTerminated"
+    TOO_MANY_MODULES = "ErrorTooManyModules"
     TOO_MANY_OPERATIONS = "ErrorTooManyOperations"
     TOO_MANY_VARIABLES = "ErrorTooManyVariables"
     UNBOUND_THIS = "ErrorUnboundThis"
@@ -103,12 +105,13 @@ class RhaiRuntimeError(RhaiError):
         self.inner = inner
         super().__init__(message)
 
-    def display(self) -> str:
-        """The reference's text: nested levels first, each with its own position."""
-        own = with_position(self.message, self.pos)
+    def display(self, call_src: str = "") -> str:
+        """The reference's text: nested levels first, each with its own position; a level
+        inside a function of a script with a source (a module) says so: `… @ 'lib'`."""
+        own = with_position(f"{self.message} @ '{call_src}'" if call_src else self.message, self.pos)
         if self.inner is None:
             return own
-        return f"{self.inner.display()}\n{own}"
+        return f"{self.inner.display(self.extras.get('source', ''))}\n{own}"
 
     def at(self, pos: Pos) -> RhaiRuntimeError:
         """This error positioned at `pos` unless it already has a position."""

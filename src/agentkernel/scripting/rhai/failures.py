@@ -153,8 +153,33 @@ def variable_not_found(name: str) -> RhaiRuntimeError:
     )
 
 
-def module_not_found(path: str) -> RhaiRuntimeError:
-    return RhaiRuntimeError(ErrorKind.MODULE_NOT_FOUND, f"Module not found: {path}")
+def module_not_found(path: str, reason: str | None = None) -> RhaiRuntimeError:
+    """`Module not found: lib`; `reason` says why a file that may exist was refused
+    (an absolute path, `..` out of the folder, a symbolic link: modules.py)."""
+    text = f"Module not found: {path}" if reason is None else f"Module not found: {path} ({reason})"
+    return RhaiRuntimeError(ErrorKind.MODULE_NOT_FOUND, text, extras={"module": path})
+
+
+def in_module(path: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
+    """`…\nin module 'lib'`: the module failed to compile or its top level failed."""
+    return RhaiRuntimeError(
+        ErrorKind.IN_MODULE,
+        f"in module '{path}'",
+        extras={"module": path},
+        inner=inner,
+        catchable=inner.catchable,
+    )
+
+
+def module_cycle(chain: Sequence[str]) -> RhaiRuntimeError:
+    """A module imports itself, directly or through others: `a -> b -> a` (the reference recurses
+    until its stack overflows; we name the cycle)."""
+    cycle = " -> ".join(chain)
+    return RhaiRuntimeError(ErrorKind.IN_MODULE, f"Cyclic import: {cycle}", extras={"module": chain[-1]})
+
+
+def too_many_modules() -> RhaiRuntimeError:
+    return RhaiRuntimeError(ErrorKind.TOO_MANY_MODULES, "Too many modules imported", catchable=False)
 
 
 def unbound_this() -> RhaiRuntimeError:
@@ -214,8 +239,11 @@ def in_function_call(caller: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
 def call_level(label: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
     """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`;
     a closure's label names no function, so its level has no `function` key)."""
-    prefix = "in call to function '"
-    extras = {"function": label[len(prefix) : -1]} if label.startswith(prefix) else None
+    prefix, source = "in call to function '", " (from '"
+    extras = None
+    if label.startswith(prefix):  # `in call to function 'f'`, ` (from 'lib')` when the script has a source
+        name, _, rest = label[len(prefix) :].partition("'")
+        extras = {"function": name, **({"source": rest[len(source) : -2]} if rest.startswith(source) else {})}
     return RhaiRuntimeError(
         ErrorKind.IN_FUNCTION_CALL, label, extras=extras, inner=inner, catchable=inner.catchable
     )
@@ -252,8 +280,10 @@ __all__ = [
     "function_not_found",
     "host_failure",
     "in_function_call",
+    "in_module",
     "mismatch",
     "mismatch_output",
+    "module_cycle",
     "module_not_found",
     "no_getter",
     "no_indexer",
@@ -270,6 +300,7 @@ __all__ = [
     "terminated",
     "thrown",
     "too_large",
+    "too_many_modules",
     "too_many_operations",
     "too_many_variables",
     "unbound_this",

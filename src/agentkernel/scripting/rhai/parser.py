@@ -273,16 +273,17 @@ class Parser(ExprParser):
         alias = self.var_name()[0] if self.match("as") else None
         return ast.Import(path, alias, keyword.pos)
 
-    def _export(self, s: Settings) -> ast.Stmt | None:
-        """`export let/const …` is a plain declaration here; `export x [as y]` is a no-op."""
+    def _export(self, s: Settings) -> ast.Export:
+        """`export let/const x = …` (the declaration, exported under its own name) or
+        `export x [as y]` (a variable in sight, exported under `y`)."""
         keyword = self.next()
         s = s.at(keyword.pos)
         if self.peek().kind in ("let", "const"):
-            return self._let(s.up(), self.peek().kind == "const")
-        self.var_name()
-        if self.match("as"):
-            self.var_name()
-        return None
+            decl = self._let(s.up(), self.peek().kind == "const")
+            return ast.Export(decl.name, decl.name, decl.pos, decl)
+        name, pos = self.var_name()
+        alias = self.var_name()[0] if self.match("as") else name
+        return ast.Export(name, alias, pos)
 
     # -- functions and closures ---------------------------------------------------
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agentkernel.scripting.rhai.engine import Engine
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.modules import FileModuleResolver
 from agentkernel.scripting.rhai.runtime import Limits
 from agentkernel.scripting.rhai.values import to_display, type_name
 
@@ -24,6 +26,7 @@ LIMIT_FLAGS = {
     "--max-call-levels": "max_call_levels",
     "--max-variables": "max_variables",
     "--max-functions": "max_functions",
+    "--max-modules": "max_modules",
 }
 
 
@@ -55,8 +58,14 @@ def strip_shebang(source: str) -> str:
 
 
 def run_source(
-    source: str, limits: Limits | None = None, *, echo: Callable[[str], None] | None = None
+    source: str,
+    limits: Limits | None = None,
+    *,
+    echo: Callable[[str], None] | None = None,
+    path: Path | None = None,
 ) -> RunOutcome:
+    """Run `source`; read from the file `path`, its `import`s are `.rhai` files of that file's
+    folder and below (modules.FileModuleResolver); from standard input, it imports nothing."""
     outcome = RunOutcome()
 
     def write(text: str) -> None:
@@ -64,9 +73,11 @@ def run_source(
         if echo is not None:
             echo(text)
 
-    engine = Engine(limits=limits)
+    resolver = FileModuleResolver(path.resolve().parent) if path is not None else None
+    engine = Engine(limits=limits, module_resolver=resolver)
     try:
         script = engine.compile(strip_shebang(source))
+        script.path = str(path.resolve()) if path is not None else None
         value = engine.run(script, stdout=write)
     except RhaiSyntaxError as exc:
         outcome.error, outcome.exit_code = exc.display(), 2

@@ -72,6 +72,7 @@ class Limits:
     max_map_size: int = 0
     max_variables: int = 0
     max_functions: int = 0
+    max_modules: int = 0  # `import` statements one evaluation may run
     # ours, not the reference's: bytes of data one evaluation may hold at once (data_size.py)
     max_data_size: int = 0
 
@@ -190,6 +191,11 @@ class Runtime:
         self.eval_scope: dict[str, Any] = {}
         self.eval_consts: frozenset[str] = frozenset()  # the caller's constants a running `eval` sees
         self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
+        # `import`: what finds and loads modules (modules.ModuleLoader; None = no module can be found),
+        # the modules in sight by name (the top level's imports), and the running module's exports
+        self.module_loader: Any = None
+        self.imports: dict[str, Any] = {}
+        self.exports: dict[str, Cell] = {}
         self.deadline: pacing.Deadline | None = None
         self.data_limit = self.limits.max_data_size
         self.data_meter = 0  # bytes that may be live: the last measure, plus what was built since
@@ -299,7 +305,8 @@ class Runtime:
         if self.entry_frame is None:
             return
         snapshots = list(self.iterating.values()) if self.iterating is not None else []
-        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots))
+        held = self.module_loader.held() if self.module_loader is not None else ()
+        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots), *held)
         tally = _LIVE.measure(self.entry_frame, extra)
         if tally is None:
             return
@@ -621,10 +628,13 @@ class Runtime:
         if exc.kind == ErrorKind.RUNTIME and exc.message.startswith("Runtime error"):
             return exc.value
         value: dict[str, Any] = {"error": str(exc.kind)}  # the plain name, not the enum
-        if exc.kind == ErrorKind.IN_FUNCTION_CALL:
+        if exc.kind == ErrorKind.IN_FUNCTION_CALL or (exc.kind == ErrorKind.IN_MODULE and exc.inner):
             inner = exc.inner
-            value["message"] = f"{inner.display()}\n{exc.message}" if inner else exc.message
-            value["source"] = ""
+            value["message"] = (
+                f"{inner.display(exc.extras.get('source', ''))}\n{exc.message}" if inner else exc.message
+            )
+            if exc.kind == ErrorKind.IN_FUNCTION_CALL:
+                value["source"] = ""
         else:
             value["message"] = exc.message
         if exc.pos is not None and exc.pos != NO_POS:

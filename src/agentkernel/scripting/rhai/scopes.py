@@ -139,6 +139,15 @@ class _Analysis:
             self._node(node.value)
         self._declare(node.name, node, node.value if node.value is not None else UNKNOWN)
 
+    def _export(self, node: ast.Export) -> None:
+        """An exported variable is held in a Cell: the importer reads its value as the
+        module's top level leaves it, whatever way that ends (modules.py)."""
+        if node.decl is not None:
+            self._let(node.decl)
+        key = self._lookup(node.name)
+        if key is not None:
+            self.scopes.captured.add(key)
+
     def _assign(self, node: ast.Assign) -> None:
         self._children(node)
         root = node.target
@@ -201,6 +210,7 @@ _HANDLERS: dict[type, Any] = {
     ast.Var: _Analysis._var,
     ast.Block: _Analysis._block,
     ast.Let: _Analysis._let,
+    ast.Export: _Analysis._export,
     ast.Assign: _Analysis._assign,
     ast.MethodCall: _Analysis._method_call,
     ast.Call: _Analysis._call,

@@ -55,7 +55,7 @@ def compile_script(
             fn.params,
             fn.body,
             fn,
-            wrap=f"in call to function '{fn.name}'",
+            wrap=f"in call to function '{fn.name}'" + (f" (from '{script.source}')" if script.source else ""),
         )
     body = ast.Block(script.stmts, (1, 1))
     resolution = analyse((), body, script)
