@@ -154,7 +154,8 @@ METHODS = [
     "[x, x].sort()", "[x].contains(x)", "[x] == [x]", "#{k: x} == #{k: x}", "x.max(3)", "x.bits().len()",
     "switch x { 5 => 1, \"héllo\" => 2, 'c' => 3, 2.5 => 4, _ => 0 }", "switch x { 1..9 => 1, _ => 0 }",
     "{ let n = 0; for c in x { n += 1 } n }", "#{\"héllo\": 1, \"5\": 2}[x]", "[1, 2, 3, 4, 5, 6][x]",
-    "x.parse_int()", "x.to_chars()", "print(x)", "x.pad(8, \"-\")",
+    "x.parse_int()", "x.to_chars()", "print(x)", "x.pad(8, \"-\")", "to_json(#{k: x, l: [x]})",
+    "{ let b = blob(); b += x; b }", "{ let a = [1]; a += x; a.insert(0, x); a }", "[x].map(|v| v)",
 ]  # fmt: skip
 
 

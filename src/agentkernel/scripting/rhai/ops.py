@@ -597,6 +597,8 @@ def _blob_append(a: bytearray, b: Any) -> bytearray | None:
         data = str(b).encode()
         _joined(a, data)
         a.extend(data)
+    elif kind in TAGGED:
+        return _blob_append(a, plain(b))
     else:
         return None
     return a
