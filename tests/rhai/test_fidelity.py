@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, RhaiRuntimeError
+from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.scripting.rhai.values import type_name
 
 
 def run(source: str) -> Any:
@@ -92,3 +94,115 @@ def test_fn_of_other_names() -> None:
 )
 def test_an_indexed_assignment_fails_where_the_reference_says(source: str, error: str) -> None:
     assert error_of(source) == error
+
+
+# -- value tags ------------------------------------------------------------------------------------
+
+TAGGABLE = ["5", "-3", "2.5", '"héllo"', '"5"', "'c'"]
+OTHERS = ["7", "0.5", '"lo"', "'h'", "[1, 2]", "#{a: 1}", "true", "()"]
+BINARY = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "**",
+    "<<",
+    ">>",
+    "&",
+    "|",
+    "^",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "in",
+    "!in",
+]
+
+
+def outcome(source: str) -> tuple[str, Any]:
+    """A script's value and type, or its error text: what a tag must not change."""
+    try:
+        value = Engine().eval(source)
+    except RhaiRuntimeError as exc:
+        return "error", re.sub(r" \(line \d+, position \d+\)", "", str(exc))  # the scripts differ in length
+    return type_name(value), value  # the Rhai type: a tagged value is still an i64, a string…
+
+
+@pytest.mark.parametrize("value", TAGGABLE)
+@pytest.mark.parametrize("op", BINARY)
+def test_an_operator_sees_a_tagged_value_as_its_value(value: str, op: str) -> None:
+    """Operators on a tagged value compute what they compute on the value, untagged."""
+    for other in OTHERS:
+        for left, right in (("x", other), (other, "x"), ("x", "x")):
+            expr = f"{left} {op} {right}"
+            plain = outcome(f"let x = {value}; {expr}")
+            tagged = outcome(f"let x = {value}; x.set_tag(7); let r = {expr}; [r, tag(r)]")
+            if plain[0] == "error":
+                assert tagged == plain, expr
+            else:
+                assert tagged[1] == [plain[1], 0], expr
+
+
+METHODS = [
+    "x.to_string()", "x.to_debug()", "`<${x}>`", "type_of(x)", "x.len()", "x.len", "x.abs()",
+    "x.to_float()", "x.to_int()", "x.is_odd", "x[0]", "x[1..3]", "x.contains(\"l\")", "x.to_upper()",
+    "x.sub_string(1)", "x.index_of('l')", "x.split(\"l\")", "x.floor()", "-x", "!x", "x ?? 1",
+    "[x, x].sort()", "[x].contains(x)", "[x] == [x]", "#{k: x} == #{k: x}", "x.max(3)", "x.bits().len()",
+    "switch x { 5 => 1, \"héllo\" => 2, 'c' => 3, 2.5 => 4, _ => 0 }", "switch x { 1..9 => 1, _ => 0 }",
+    "{ let n = 0; for c in x { n += 1 } n }", "#{\"héllo\": 1, \"5\": 2}[x]", "[1, 2, 3, 4, 5, 6][x]",
+    "x.parse_int()", "x.to_chars()", "print(x)", "x.pad(8, \"-\")", "to_json(#{k: x, l: [x]})",
+    "{ let b = blob(); b += x; b }", "{ let a = [1]; a += x; a.insert(0, x); a }", "[x].map(|v| v)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", TAGGABLE)
+def test_natives_indexing_and_switch_see_a_tagged_value_as_its_value(value: str) -> None:
+    for expr in METHODS:
+        plain = outcome(f"let x = {value}; {expr}")
+        tagged = outcome(f"let x = {value}; x.set_tag(-2); {expr}")
+        assert tagged == plain, expr
+
+
+def test_a_tag_is_kept_by_copies_and_lost_by_operations() -> None:
+    """The reference's Dynamic tag: `let y = x`, arguments, elements and properties copy it;
+    an operator or function builds a new, untagged value."""
+    source = """
+        fn tag_in(v) { v.tag }
+        let x = 40; x.set_tag(42);
+        let y = x;
+        let m = #{a: 1}; m.a.tag = 5;
+        let s = "s"; set_tag(s, -7);
+        [x.tag(), y.tag, tag_in(x), [x][0].tag, #{k: x}.k.tag, m.a.tag, tag(s), (x + 2).tag, x + 2, s + "!"]
+    """
+    assert run(source) == [42, 42, 42, 42, 42, 5, -7, 0, 42, "s!"]
+    # a string changed in place keeps its tag; a new tag of 0 is no tag
+    assert run('let s = "ab"; s.tag = 3; s.pad(4, "-"); [s, s.tag]') == ["ab--", 3]
+    assert run("let x = 5; x.tag = 3; x.set_tag(0); [x.tag, type_of(x)]") == [0, "i64"]
+
+
+def test_tags_of_other_types_and_wrong_tags() -> None:
+    """Arrays, maps, bools, () and the rest keep no tag here (the reference's do); a map's
+    `.tag` is its property, as in the reference."""
+    assert run("let a = [1]; a.set_tag(5); [a.tag(), a]") == [0, [1]]
+    assert run("let m = #{}; m.tag = 12; let n = m; [n.tag, tag(n)]") == [12, 0]
+    assert (
+        error_of("let x = 1; x.set_tag(1.5); x")
+        == "Function not found: set_tag (i64, f64) (line 1, position 14)"
+    )
+    assert error_of("let x = 1; x.set_tag(2147483648)") == (
+        "2147483648 is too large to fit into a tag (must be between -2147483648 and 2147483647)"
+        " (line 1, position 14)"
+    )
+
+
+def test_a_tagged_string_counts_toward_the_data_limit() -> None:
+    """Each tagged copy is a string of its own: storing them cannot slip past `max_data_size`."""
+    engine = Engine(limits=Limits(max_data_size=1_000_000))
+    source = 'let s = "x"; s.pad(300000, "y"); let a = [];'
+    source += " for i in 0..5 { let t = s; t.set_tag(i + 1); a.push(t) }"
+    with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
+        engine.eval(source)

@@ -33,7 +33,7 @@ from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResol
 from agentkernel.scripting.rhai.pacing import Deadline, terminated
 from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
 from agentkernel.scripting.rhai.stdlib import ANY, build_library
-from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, Char, to_string
+from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, TAGGED, Char, plain, to_string
 from agentkernel.scripting.rhai_hints import EntryCall, hint_for
 from agentkernel.types import JSONValue
 
@@ -108,6 +108,8 @@ def to_plain(value: Any) -> JSONValue:
         return {k: to_plain(v) for k, v in value.items()}
     if kind is bytearray:
         return list(value)
+    if kind in TAGGED:  # a tagged i64, f64, string or char: its value
+        return to_plain(plain(value))
     return to_string(value)
 
 

@@ -39,7 +39,7 @@ from agentkernel.scripting.rhai.modules import HELPERS as MODULE_HELPERS
 from agentkernel.scripting.rhai.nesting import Jump
 from agentkernel.scripting.rhai.runtime import Cell, ExitScript, Runtime, locate, wrap_call
 from agentkernel.scripting.rhai.stdlib import Mutated
-from agentkernel.scripting.rhai.values import FnPtr, to_string, type_name
+from agentkernel.scripting.rhai.values import TAGGED, FnPtr, TaggedStr, plain, to_string, type_name
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
 
@@ -171,13 +171,15 @@ def bind_closure(function: Callable[..., Any], arity: int, *cells: Cell) -> Call
 
 def switch_eq(value: Any, pattern: Any) -> bool:
     """Switch cases match by type and value: `switch 4.0 { 4 => … }` does not match."""
-    return type(value) is type(pattern) and ops.equals(value, pattern)
+    if type(value) is type(pattern):
+        return ops.equals(value, pattern)
+    return type(value) in TAGGED and switch_eq(plain(value), pattern)
 
 
 def switch_in_range(value: Any, start: int, end: int, inclusive: bool) -> bool:
     kind = type(value)
     if kind is not int and kind is not float:
-        return False
+        return kind in TAGGED and switch_in_range(plain(value), start, end, inclusive)
     return bool(start <= value <= end if inclusive else start <= value < end)
 
 
@@ -194,7 +196,7 @@ def _builtins() -> dict[str, Any]:
         "len": len,
         "enumerate": enumerate,
         "CONTAINERS": frozenset({list, dict, bytearray}),
-        "SIZED": frozenset({str, list, dict, bytearray}),
+        "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
     }
 
 

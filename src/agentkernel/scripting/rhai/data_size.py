@@ -26,7 +26,7 @@ from typing import Any
 
 from agentkernel.scripting.rhai import pacing
 from agentkernel.scripting.rhai.failures import ARRAY_TOO_LARGE, MAP_TOO_LARGE, STRING_TOO_LARGE
-from agentkernel.scripting.rhai.values import FnPtr
+from agentkernel.scripting.rhai.values import FnPtr, TaggedStr
 
 SCALAR = 16  # an element that is a number, bool, char or `()`: its object, shared or not
 LIST, LIST_SLOT = 56, 8  # an empty list, and each slot (a pointer)
@@ -81,6 +81,7 @@ class Walker:
         self.holders: Holders = {
             **holders,
             FnPtr: lambda ptr: (*ptr.curried, ptr.target),
+            TaggedStr: lambda text: (),  # a tagged string: counted in `_walk`, as rare as tags
             types.FunctionType: _function_parts,
             functools.partial: _bound_parts,
         }
@@ -147,6 +148,8 @@ class Walker:
             else:
                 if kind is FnPtr:
                     arrays += FN_PTR
+                elif kind is TaggedStr:
+                    strings += string_size(value)
                 items = self.holders[kind](value)
             if len(items) > _SMALL:
                 pacing.poll_size(len(items))

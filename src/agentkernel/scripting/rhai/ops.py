@@ -48,7 +48,16 @@ from agentkernel.scripting.rhai.numeric import (
     shift_left,
     shift_right,
 )
-from agentkernel.scripting.rhai.values import Char, RangeVal, Timestamp, clone, format_float_rust, to_string
+from agentkernel.scripting.rhai.values import (
+    TAGGED,
+    Char,
+    RangeVal,
+    Timestamp,
+    clone,
+    format_float_rust,
+    plain,
+    to_string,
+)
 
 Binary = Callable[[Any, Any], Any]
 
@@ -63,8 +72,19 @@ def _own(value: Any) -> Any:
     return clone(value) if type(value) in _CONTAINERS else value
 
 
-def _no_such(op: str, a: Any, b: Any) -> RhaiRuntimeError:
-    return function_not_found(op, [a, b])
+def _unmatched(op: str, a: Any, b: Any) -> Any:
+    """No operator for these types: `Function not found`, unless a tagged value made
+    the difference (values.py, "value tags"): then the operator on the plain values."""
+    if type(a) in TAGGED or type(b) in TAGGED:
+        return BINARY[op](plain(a), plain(b))
+    raise function_not_found(op, [a, b])
+
+
+def _types_differ(op: str, a: Any, b: Any, result: bool) -> bool:
+    """`result` for values of different types, which a tag alone does not make."""
+    if type(a) in TAGGED or type(b) in TAGGED:
+        return bool(BINARY[op](plain(a), plain(b)))
+    return result
 
 
 def utf8_lossy(blob: bytearray) -> str:
@@ -150,7 +170,7 @@ def _add_slow(a: Any, b: Any) -> Any:
             return a + str(b).encode()
     if ta is Timestamp and tb in _NUMBERS:
         return _ts_shift(a, b, 1)
-    raise _no_such("+", a, b)
+    return _unmatched("+", a, b)
 
 
 def _add_to_string(a: str, b: Any) -> str:
@@ -195,7 +215,7 @@ def _sub_slow(a: Any, b: Any) -> Any:
             return a.seconds - b.seconds
         if tb in _NUMBERS:
             return _ts_shift(a, b, -1)
-    raise _no_such("-", a, b)
+    return _unmatched("-", a, b)
 
 
 def string_minus(a: str, b: str) -> str:
@@ -216,7 +236,7 @@ def mul(a: Any, b: Any) -> Any:
         raise overflow("*", a, b)
     if type(a) in _NUMBERS and type(b) in _NUMBERS:
         return float(a) * float(b)
-    raise _no_such("*", a, b)
+    return _unmatched("*", a, b)
 
 
 def _numeric(symbol: str, on_ints: Binary, on_floats: Callable[[float, float], Any]) -> Binary:
@@ -227,7 +247,7 @@ def _numeric(symbol: str, on_ints: Binary, on_floats: Callable[[float, float], A
             return on_ints(a, b)
         if type(a) in _NUMBERS and type(b) in _NUMBERS:
             return on_floats(float(a), float(b))
-        raise _no_such(symbol, a, b)
+        return _unmatched(symbol, a, b)
 
     operator.__name__ = f"op {symbol}"
     return operator
@@ -244,34 +264,34 @@ power = _numeric("**", int_pow, powf)
 def shl(a: Any, b: Any) -> Any:
     if type(a) is int and type(b) is int:
         return shift_left(a, b)
-    raise _no_such("<<", a, b)
+    return _unmatched("<<", a, b)
 
 
 def shr(a: Any, b: Any) -> Any:
     if type(a) is int and type(b) is int:
         return shift_right(a, b)
-    raise _no_such(">>", a, b)
+    return _unmatched(">>", a, b)
 
 
 def bit_and(a: Any, b: Any) -> Any:
     ta = type(a)
     if ta is type(b) and (ta is int or ta is bool):
         return a & b
-    raise _no_such("&", a, b)
+    return _unmatched("&", a, b)
 
 
 def bit_or(a: Any, b: Any) -> Any:
     ta = type(a)
     if ta is type(b) and (ta is int or ta is bool):
         return a | b
-    raise _no_such("|", a, b)
+    return _unmatched("|", a, b)
 
 
 def bit_xor(a: Any, b: Any) -> Any:
     ta = type(a)
     if ta is type(b) and (ta is int or ta is bool):
         return a ^ b
-    raise _no_such("^", a, b)
+    return _unmatched("^", a, b)
 
 
 # -- comparisons -------------------------------------------------------------------------------------
@@ -296,7 +316,7 @@ def _eq_slow(a: Any, b: Any) -> bool:
     if ta in _TEXT and tb in _TEXT:
         return bool(a == b)
     if ta is not tb:
-        return False
+        return False if a is None or b is None else _types_differ("==", a, b, False)
     if a is None:
         return True
     if ta is list:
@@ -307,11 +327,11 @@ def _eq_slow(a: Any, b: Any) -> bool:
         return bool(a == b)
     if ta is RangeVal:
         if a.inclusive is not b.inclusive:
-            raise _no_such("==", a, b)
+            return bool(_unmatched("==", a, b))
         return bool(a.start == b.start and a.end == b.end)
     if ta is Timestamp:
         return bool(a.seconds == b.seconds)
-    raise _no_such("==", a, b)
+    return bool(_unmatched("==", a, b))
 
 
 def ne(a: Any, b: Any) -> bool:
@@ -330,7 +350,7 @@ def _ne_slow(a: Any, b: Any) -> bool:
     if ta in _TEXT and tb in _TEXT:
         return bool(a != b)
     if ta is not tb or a is None:
-        return a is not None or b is not None
+        return _types_differ("!=", a, b, a is not None or b is not None)
     if ta is list:
         return not array_equals(a, b)
     if ta is dict:
@@ -339,7 +359,7 @@ def _ne_slow(a: Any, b: Any) -> bool:
         return bool(a != b)
     if ta is Timestamp:
         return bool(a.seconds != b.seconds)
-    raise _no_such("!=", a, b)
+    return bool(_unmatched("!=", a, b))
 
 
 def _compare_slow(op: str, a: Any, b: Any, ints: Binary, floats: Binary) -> bool:
@@ -355,10 +375,10 @@ def _compare_slow(op: str, a: Any, b: Any, ints: Binary, floats: Binary) -> bool
     if ta in _TEXT and tb in _TEXT:
         return bool(ints(a, b))
     if ta is not tb or a is None:
-        return False
+        return _types_differ(op, a, b, False)
     if ta is Timestamp:
         return bool(ints(a.seconds, b.seconds))
-    raise _no_such(op, a, b)
+    return bool(_unmatched(op, a, b))
 
 
 def lt(a: Any, b: Any) -> bool:
@@ -420,13 +440,15 @@ def map_equals(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def make_range(a: Any, b: Any) -> RangeVal:
     if type(a) is int and type(b) is int:
         return RangeVal(a, b)
-    raise _no_such("..", a, b)
+    range_: RangeVal = _unmatched("..", a, b)
+    return range_
 
 
 def make_inclusive_range(a: Any, b: Any) -> RangeVal:
     if type(a) is int and type(b) is int:
         return RangeVal(a, b, True)
-    raise _no_such("..=", a, b)
+    range_: RangeVal = _unmatched("..=", a, b)
+    return range_
 
 
 def contains(container: Any, item: Any) -> bool:
@@ -445,6 +467,8 @@ def contains(container: Any, item: Any) -> bool:
         return bool(container.start <= item < container.end)
     if kind is bytearray and ik is int:
         return (item & 0xFF) in container
+    if kind in TAGGED or ik in TAGGED:
+        return contains(plain(container), plain(item))
     raise function_not_found("contains", [container, item])
 
 
@@ -465,18 +489,24 @@ def negate(value: Any) -> Any:
         return int_neg(value)
     if kind is float:
         return -value
+    if type(value) in TAGGED:
+        return negate(plain(value))
     raise function_not_found("-", [value])
 
 
 def plus(value: Any) -> Any:
     if type(value) in _NUMBERS:
         return value
+    if type(value) in TAGGED:
+        return plus(plain(value))
     raise function_not_found("+", [value])
 
 
 def logical_not(value: Any) -> bool:
     if type(value) is bool:
         return not value
+    if type(value) in TAGGED:
+        return logical_not(plain(value))
     raise function_not_found("!", [value])
 
 
@@ -567,6 +597,8 @@ def _blob_append(a: bytearray, b: Any) -> bytearray | None:
         data = str(b).encode()
         _joined(a, data)
         a.extend(data)
+    elif kind in TAGGED:
+        return _blob_append(a, plain(b))
     else:
         return None
     return a

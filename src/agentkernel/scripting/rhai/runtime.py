@@ -26,18 +26,23 @@ from agentkernel.scripting.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntim
 from agentkernel.scripting.rhai.lexer import is_reserved, is_valid_function_name, reserved_message
 from agentkernel.scripting.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.scripting.rhai.values import (
+    TAGGED,
     Char,
     FnPtr,
     RangeVal,
+    TaggedStr,
     clone,
+    has_tagged,
+    plain,
     to_debug,
     to_string,
     type_name,
+    with_tag,
 )
 
 _CONTAINERS = (list, dict, bytearray)
-_SIZED = frozenset({str, list, dict, bytearray, FnPtr})
-_LENGTHY = frozenset({str, list, dict, bytearray})
+_SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
+_LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
@@ -415,6 +420,8 @@ class Runtime:
         """
         native = self.library.resolve(name, args)
         if native is None:
+            if has_tagged(args):  # natives take a tagged value as its plain value
+                return self._call_untagged(name, args, const)
             return self.library.call(self, name, args)  # raises Function not found
         if const and not native.pure:
             raise failures.non_pure_on_constant(name)
@@ -423,6 +430,14 @@ class Runtime:
         result = self.library.invoke(self, native, args)
         if self.data_limit and type(result) in _BUILT:
             self._account_native(result)
+        return result
+
+    def _call_untagged(self, name: str, args: list[Any], const: bool) -> Any:
+        """A native called with the plain values of tagged arguments; a receiver it changes
+        in place (`s.pad(5, "-")`) keeps its tag, as the reference's does."""
+        result = self.call_native_ref(name, [plain(a) for a in args], const)
+        if type(result) is Mutated and type(args[0]) in TAGGED:
+            return Mutated(with_tag(result.receiver, args[0].tag), result.result)
         return result
 
     def _account_native(self, result: Any) -> None:
@@ -439,7 +454,12 @@ class Runtime:
     def get_prop(self, obj: Any, name: str) -> Any:
         if type(obj) is dict:
             return obj.get(name)
-        return self.library.get_property(self, obj, name)
+        try:
+            return self.library.get_property(self, obj, name)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED:
+                return self.get_prop(plain(obj), name)
+            raise
 
     def set_prop(self, obj: Any, name: str, value: Any) -> Any:
         """Set `obj.name = value`; returns the object to store back (maps change in place)."""
@@ -450,10 +470,20 @@ class Runtime:
             self.check_map_size(obj)
             self.account(value)
             return obj
-        return self.library.set_property(self, obj, name, value)
+        try:
+            return self.library.set_property(self, obj, name, value)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED or type(value) in TAGGED:
+                return self.set_prop(plain(obj), name, plain(value))
+            raise
 
     def index_get(self, obj: Any, index: Any) -> Any:
-        return self.library.index_get(self, obj, index)
+        try:
+            return self.library.index_get(self, obj, index)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED or type(index) in TAGGED:
+                return self.index_get(plain(obj), plain(index))
+            raise
 
     def index_set(self, obj: Any, index: Any, value: Any, where: tuple[Pos, Pos] | None = None) -> Any:
         """Set `obj[index] = value`; returns the container to store back.
@@ -468,6 +498,10 @@ class Runtime:
         try:
             result = self.library.index_set(self, obj, index, value)
         except RhaiRuntimeError as exc:
+            if type(obj) in TAGGED or type(index) in TAGGED:  # the value keeps its tag if it can
+                return self.index_set(plain(obj), plain(index), value, where)
+            if type(value) in TAGGED:
+                return self.index_set(obj, index, plain(value), where)
             if where is not None and exc.pos is None:
                 if exc.kind is ErrorKind.INDEXING_TYPE:
                     exc.pos = where[0]
@@ -504,6 +538,8 @@ class Runtime:
             return map(Char, value)  # one char at a time: a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
+            if kind in TAGGED:
+                return self.iterate(plain(value))
             raise failures.not_iterable()
         return iterator
 

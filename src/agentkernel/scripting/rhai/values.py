@@ -91,6 +91,74 @@ class IterVal:
         return self.source()
 
 
+# -- value tags ---------------------------------------------------------------------------
+#
+# The reference keeps a 32-bit tag in every value (`set_tag`, `tag`, `x.tag = n`): copies
+# keep it (`let y = x`, arguments, array elements), operations make untagged values. Here
+# only a tagged value pays: `set_tag` makes an instance of a subclass of its type holding
+# the tag (an i64, f64, string or char; other types keep no tag). Untagged values stay the
+# plain Python values every fast path tests with `type(x) is int`; a tagged value fails
+# those tests, and the slow paths treat it as its plain value where they fail to match
+# (`plain`), so whatever it meets computes as the reference does, and the result is untagged.
+
+
+class TaggedInt(int):
+    """An i64 with a tag."""
+
+    tag: int
+
+
+class TaggedFloat(float):
+    """An f64 with a tag."""
+
+    tag: int
+
+
+class TaggedStr(str):
+    """A string with a tag."""
+
+    tag: int
+
+
+class TaggedChar(Char):
+    """A char with a tag."""
+
+    tag: int
+
+
+#: each tagged type and its plain type
+TAGGED: dict[type, type] = {TaggedInt: int, TaggedFloat: float, TaggedStr: str, TaggedChar: Char}
+_TAGGABLE: dict[type, type] = {plain: tagged for tagged, plain in TAGGED.items()}
+
+
+def plain(value: Any) -> Any:
+    """A tagged value as its plain value (an untagged one as it is)."""
+    base = TAGGED.get(type(value))
+    return value if base is None else base(value)
+
+
+def has_tagged(values: Any) -> bool:
+    """Whether any of `values` carries a tag (the slow paths then retry with plain values)."""
+    return any(type(v) in TAGGED for v in values)
+
+
+def tag_of(value: Any) -> int:
+    return value.tag if type(value) in TAGGED else 0
+
+
+def with_tag(value: Any, tag: int) -> Any:
+    """`value` with `tag` (0: untagged); a type that keeps no tag is returned as it is."""
+    base = TAGGED.get(type(value), type(value))
+    tagged_type = _TAGGABLE.get(base)
+    if tagged_type is None:
+        return value
+    if tag == 0:
+        return base(value)
+    tagged = tagged_type(value)
+    tagged.tag = tag
+    return tagged
+
+
 _TYPE_NAMES: dict[type, str] = {
     type(None): "()",
     bool: "bool",
@@ -103,6 +171,10 @@ _TYPE_NAMES: dict[type, str] = {
     FnPtr: "Fn",
     Timestamp: "timestamp",
     bytearray: "blob",
+    TaggedInt: "i64",
+    TaggedFloat: "f64",
+    TaggedStr: "string",
+    TaggedChar: "char",
 }
 
 
@@ -118,7 +190,7 @@ def type_name(value: Any) -> str:
 
 def signature_type_name(value: Any) -> str:
     """A type as `Function not found: f (…)` lists it: strings read `&str | ImmutableString | String`."""
-    if type(value) is str:
+    if type(value) is str or type(value) is TaggedStr:
         return "&str | ImmutableString | String"
     return type_name(value)
 
@@ -280,6 +352,7 @@ def to_display(value: Any) -> str:
 
 
 def _displayed_element(value: Any) -> str:
+    value = plain(value)
     kind = type(value)
     if kind is Char:
         return _debug_char(value)
@@ -311,10 +384,10 @@ def to_debug(value: Any) -> str:
         return "()"
     if kind is float:
         return format_float_debug(value)
-    return _shared_form(value)
+    return _shared_form(value, to_debug)
 
 
-def _shared_form(value: Any) -> str:
+def _shared_form(value: Any, form: Callable[[Any], str] = to_string) -> str:
     kind = type(value)
     if kind is bool:
         return "true" if value else "false"
@@ -337,6 +410,8 @@ def _shared_form(value: Any) -> str:
         return "[" + _blob_hex(value) + "]"
     if kind is IterVal:
         return str(value.rust_name)
+    if kind in TAGGED:
+        return form(plain(value))
     return repr(value)
 
 
@@ -364,18 +439,27 @@ _CONTAINERS = frozenset({list, dict, bytearray})
 __all__ = [
     "I64_MAX",
     "I64_MIN",
+    "TAGGED",
     "Char",
     "FnPtr",
     "IterVal",
     "RangeVal",
+    "TaggedChar",
+    "TaggedFloat",
+    "TaggedInt",
+    "TaggedStr",
     "Timestamp",
     "clone",
     "format_float",
     "format_float_debug",
     "format_float_rust",
+    "has_tagged",
+    "plain",
     "signature_type_name",
+    "tag_of",
     "to_debug",
     "to_display",
     "to_string",
     "type_name",
+    "with_tag",
 ]

@@ -28,7 +28,7 @@ from agentkernel.scripting.rhai.stdlib.text import (
     index_from_end,
     offset_len,
 )
-from agentkernel.scripting.rhai.values import Char, RangeVal, clone
+from agentkernel.scripting.rhai.values import TAGGED, Char, RangeVal, clone, has_tagged, plain
 
 _CONTAINERS = frozenset({list, dict, bytearray})
 _SORTABLE = frozenset({int, Char, str, bool})
@@ -273,9 +273,13 @@ def _check_sortable(a: list[Any]) -> type | None:
     kind = type(first)
     for item in a:
         if type(item) is not kind or (kind is RangeVal and item.inclusive is not first.inclusive):
+            if has_tagged(a):  # a tag does not make another type: sort as the plain values
+                return _check_sortable([plain(v) for v in a])
             raise not_found_text("elements of different types cannot be sorted")
     if kind in _SORTABLE or kind is float or first is None:
         return kind
+    if kind in TAGGED:
+        return _check_sortable([plain(v) for v in a])
     raise not_found_text(f"elements of {raw_type_name(first)} cannot be sorted")
 
 

@@ -1,8 +1,8 @@
 """Language-core natives (Rhai 1.25 `lang_core.rs`) that are plain functions:
 `take` and the value tag. (`exit`, `parse_json`, `print`, … are the compiler's.)
 
-Tags: our values carry no tag, so `tag(x)` is always 0 and `set_tag` only
-checks its argument. This differs from the reference once a tag is set.
+Tags (values.py, "value tags"): an i64, f64, string or char keeps its tag in
+a tagged subclass of its type; any other value keeps none (`tag(x)` stays 0).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from agentkernel.scripting.rhai.failures import arithmetic
 from agentkernel.scripting.rhai.stdlib.registry import ANY, Library, Mutated
+from agentkernel.scripting.rhai.values import TAGGED, tag_of, with_tag
 
 _TAG_MIN, _TAG_MAX = -(2**31), 2**31 - 1
 
@@ -21,7 +22,7 @@ def take(value: Any) -> Mutated:
 
 
 def tag(value: Any) -> int:
-    return 0
+    return tag_of(value)
 
 
 def _check_tag(new: int) -> None:
@@ -33,12 +34,12 @@ def _check_tag(new: int) -> None:
 
 def set_tag(value: Any, new: int) -> Mutated:
     _check_tag(new)
-    return Mutated(value)
+    return Mutated(with_tag(value, new))
 
 
 def set_tag_property(value: Any, new: int) -> Any:
     _check_tag(new)
-    return value
+    return with_tag(value, new)
 
 
 def register(lib: Library) -> None:
@@ -46,6 +47,9 @@ def register(lib: Library) -> None:
     lib.register("tag", (ANY,), tag)
     lib.getter(ANY, "tag", tag)
     lib.register("set_tag", (ANY, int), set_tag, pure=False)
+    for tagged in TAGGED:  # a tagged value reaches no loose (ANY) overload: these see its tag
+        lib.register("tag", (tagged,), tag)
+        lib.register("set_tag", (tagged, int), set_tag, pure=False)
     lib.setter(ANY, "tag", int, set_tag_property)
 
 

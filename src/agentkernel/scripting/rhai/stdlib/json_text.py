@@ -12,7 +12,7 @@ from typing import Any
 
 from agentkernel.scripting.rhai.pacing import paced
 from agentkernel.scripting.rhai.stdlib.registry import Library
-from agentkernel.scripting.rhai.values import Char, FnPtr, format_float_debug, to_debug
+from agentkernel.scripting.rhai.values import TAGGED, Char, FnPtr, format_float_debug, plain, to_debug
 
 
 def char_debug(c: str) -> str:
@@ -47,6 +47,8 @@ def value_to_json(value: Any) -> str:
         return char_debug(value)
     if kind is float:
         return format_float_debug(value)
+    if kind in TAGGED:
+        return value_to_json(plain(value))
     return to_debug(value)
 
 

@@ -25,7 +25,7 @@ from agentkernel.scripting.rhai import failures
 from agentkernel.scripting.rhai.context import NativeContext
 from agentkernel.scripting.rhai.errors import RhaiRuntimeError
 from agentkernel.scripting.rhai.stdlib import indexing
-from agentkernel.scripting.rhai.values import IterVal, RangeVal
+from agentkernel.scripting.rhai.values import TAGGED, IterVal, RangeVal
 
 _log = logging.getLogger("agentkernel.rhai")
 
@@ -77,6 +77,9 @@ class NativeFn:
 
     def accepts(self, kinds: Sequence[Any]) -> bool:
         return all(p is ANY or p is k for p, k in zip(self.params, kinds, strict=True))
+
+
+_TAGGED_KINDS = frozenset(TAGGED)
 
 
 def kind_of(value: Any) -> Any:
@@ -193,7 +196,13 @@ class Library:
         return found
 
     def _resolve_loose(self, name: str, kinds: tuple[Any, ...]) -> NativeFn | None:
-        """An overload with wildcards, fewest first; else a variadic host function."""
+        """An overload with wildcards, fewest first; else a variadic host function.
+
+        None for tagged values (values.py, "value tags") unless registered for
+        them exactly: the runtime calls again with the plain values.
+        """
+        if not _TAGGED_KINDS.isdisjoint(kinds):
+            return None
         for overload in self._loose.get((name, len(kinds)), ()):
             if overload.accepts(kinds):
                 return overload
