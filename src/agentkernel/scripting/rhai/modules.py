@@ -291,7 +291,7 @@ def rt_check_modules(rt: Runtime) -> None:
         raise failures.too_many_modules()
 
 
-def rt_import(rt: Runtime, path: Any, alias: str | None, top_level: bool) -> RhaiModule | None:
+def rt_import(rt: Runtime, path: Any, alias: str | None, top_level: bool) -> RhaiModule:
     """`import path [as alias];`: the module; at a top level its alias is in sight of the
     functions called from there (the reference's imports are a stack they see)."""
     if type(path) is not str:
