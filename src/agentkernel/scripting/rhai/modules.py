@@ -41,7 +41,6 @@ from agentkernel.scripting.rhai import failures
 from agentkernel.scripting.rhai.errors import NO_POS, ErrorKind, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.runtime import Cell, Runtime, ScriptFn, copy_value
 from agentkernel.scripting.rhai.values import type_name
-from agentkernel.services.confined import NotFound, PathRefused, below_one_of, open_below, read_at_most
 
 if TYPE_CHECKING:
     from agentkernel.scripting.rhai.engine import CompiledScript
@@ -106,6 +105,9 @@ class FileModuleResolver:
     def resolve(
         self, compile: Compile, path: str, importer: str | None, deadline: float | None
     ) -> ModuleFile:
+        # imported here: `agentkernel rhai run` leaves the kernel's services package unloaded (issue 8)
+        from agentkernel.services.confined import NotFound, PathRefused, open_below
+
         base, names = self._names(path, importer)
         key = str(base.joinpath(*names))
         try:
@@ -126,6 +128,8 @@ class FileModuleResolver:
 
     def _names(self, path: str, importer: str | None) -> tuple[Path, list[str]]:
         """The folder holding the file `path` means, and the names below it, checked by text alone."""
+        from agentkernel.services.confined import PathRefused, below_one_of
+
         if PurePosixPath(path).is_absolute():
             raise failures.module_not_found(path, "an absolute path: import by a path relative to the script")
         try:
@@ -145,6 +149,8 @@ class FileModuleResolver:
 
     def _read(self, handle: int, path: str, key: str) -> tuple[tuple[int, int], str | None]:
         """The file's stamp, and its text unless the cache holds it compiled at that stamp."""
+        from agentkernel.services.confined import read_at_most
+
         info = os.fstat(handle)
         if not stat.S_ISREG(info.st_mode):
             raise failures.module_not_found(path, "not a regular file")
@@ -291,7 +297,7 @@ def rt_check_modules(rt: Runtime) -> None:
         raise failures.too_many_modules()
 
 
-def rt_import(rt: Runtime, path: Any, alias: str | None, top_level: bool) -> RhaiModule | None:
+def rt_import(rt: Runtime, path: Any, alias: str | None, top_level: bool) -> RhaiModule:
     """`import path [as alias];`: the module; at a top level its alias is in sight of the
     functions called from there (the reference's imports are a stack they see)."""
     if type(path) is not str:
