@@ -249,7 +249,7 @@ class _Lexer:
         match, append, clock = _FAST_TOKEN.match, tokens.append, self.clock
         while (found := match(src, i)) is not None:
             kind = found.lastgroup
-            start = found.start(kind)
+            start = found.start(found.lastindex or 0)
             if start > i:  # the space before the token
                 lines = src.count("\n", i, start)
                 if lines:
