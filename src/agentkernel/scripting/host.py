@@ -37,15 +37,16 @@ def default_engines() -> dict[str, ScriptEngine[Any]]:
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
-def rhai_engine() -> ScriptEngine[Any]:
+def rhai_engine(compile_cache: Path | None = None) -> ScriptEngine[Any]:
     """The Rhai engine, imported when a kernel first meets a Rhai script.
 
     Our interpreter takes ~100 ms to import; a kernel that only runs
-    JavaScript never pays for it (issue 8: start-up time).
+    JavaScript never pays for it (issue 8: start-up time). `compile_cache`
+    is the folder where compiled scripts outlive a restart (None: nowhere).
     """
     from agentkernel.scripting.rhai_adapter import RhaiEngine
 
-    return RhaiEngine()
+    return RhaiEngine(compile_cache)
 
 
 class ScriptHost:
@@ -56,8 +57,11 @@ class ScriptHost:
         helpers: HelperTable,
         engines: Mapping[str, ScriptEngine[Any]] | None = None,
         fallback: ScriptEngine[Any] | None = None,
+        *,
+        rhai_compile_cache: Path | None = None,
     ) -> None:
         self.helpers = helpers
+        self._rhai_compile_cache = rhai_compile_cache
         self.engines = dict(engines) if engines is not None else default_engines()
         self._fallback = fallback
         self._cache: dict[Path, _Compiled] = {}
@@ -69,7 +73,7 @@ class ScriptHost:
         if self._fallback is None:
             with self._lock:
                 if self._fallback is None:
-                    self._fallback = rhai_engine()
+                    self._fallback = rhai_engine(self._rhai_compile_cache)
         return self._fallback
 
     def engine_for(self, path: Path) -> ScriptEngine[Any]:

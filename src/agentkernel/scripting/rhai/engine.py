@@ -14,15 +14,16 @@ from __future__ import annotations
 import inspect
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import CodeType
 from typing import Any
 
-from agentkernel.scripting.rhai import engine_natives, failures
+from agentkernel.scripting.rhai import ast, engine_natives, failures
 from agentkernel.scripting.rhai.abi import GLOBALS
 from agentkernel.scripting.rhai.codegen import fn_py_name
+from agentkernel.scripting.rhai.compile_cache import CachedModule, CompileCache, signatures_of
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.parse_support import TOO_COMPLEX
@@ -58,27 +59,38 @@ class CompiledScript:
         return self.namespace["main"]  # type: ignore[no-any-return]
 
 
-def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
+def _load(
+    module: CompiledModule, source_name: str | None, codes: Sequence[CodeType] | None = None
+) -> CompiledScript:
+    """Run the module's parts (compiled here, or `codes` already compiled) into a namespace."""
     namespace = dict(GLOBALS)
     namespace["K"] = module.constants
     namespace["LINES"] = module.positions
     namespace["NOPOS"] = module.operator_lines
-    first_line = 1
-    for part in module.parts:  # one `compile()` per function: its memory is freed before the next
-        code = compile(part, _filename(source_name), "exec")
-        exec(_moved(code, first_line - 1) if first_line > 1 else code, namespace)
-        first_line += part.count("\n")
+    for code in codes if codes is not None else _compiled_parts(module, source_name):
+        exec(code, namespace)
+    signatures = module.signatures if isinstance(module, CachedModule) else signatures_of(module.functions)
     functions = {
-        (fn.name, len(fn.params)): ScriptFn(
-            fn.name,
-            len(fn.params),
-            namespace[fn_py_name(fn.name, len(fn.params))],
-            _TYPE_ALIASES.get(fn.this_type, fn.this_type) if fn.this_type else None,
-            fn.private,
+        (name, arity): ScriptFn(
+            name,
+            arity,
+            namespace[fn_py_name(name, arity)],
+            _TYPE_ALIASES.get(this_type, this_type) if this_type else None,
+            private,
         )
-        for fn in module.functions
+        for name, arity, this_type, private in signatures
     }
     return CompiledScript(module, namespace, functions, source_name)
+
+
+def _compiled_parts(module: CompiledModule, source_name: str | None) -> Iterator[CodeType]:
+    """Each part's bytecode, lines numbered across the module: one `compile()` per function,
+    so that the memory CPython needs to compile one is freed before the next."""
+    first_line = 1
+    for part in module.parts:
+        code = compile(part, _filename(source_name), "exec")
+        yield _moved(code, first_line - 1) if first_line > 1 else code
+        first_line += part.count("\n")
 
 
 def _filename(source_name: str | None) -> str:
@@ -126,22 +138,34 @@ def _compile_checked(
     *,
     source_name: str | None = None,
     eval_mode: bool = False,
+    cache: CompileCache | None = None,
 ) -> CompiledScript:
     """Parse, generate and load `source`; whatever goes wrong is a Rhai error (issue 9).
 
     Too large a source is refused before any work, and the clock stops a
     compile at its deadline (`Script terminated`). A Python exception here
     would be a bug of ours: it still ends as a syntax error, never as a traceback.
+    With a `cache`, an unchanged script is loaded from it, and a compiled one stored.
     """
     if max_size and len(source) > max_size:
         raise RhaiSyntaxError(
             f"Script is too large: {len(source):,} characters, more than {max_size:,}", None
         )
     clock.check()
+    key = cache.key(source, options, source_name) if cache is not None else ""
+    if cache is not None:
+        hit = cache.load(key, partial(_functions_of, source, options))
+        if hit is not None:
+            return _load(hit.module, source_name, hit.codes)
     _stack_room()
     try:
         script = parse(source, options, clock)
-        return _load(compile_script(script, eval_mode=eval_mode, clock=clock), source_name)
+        module = compile_script(script, eval_mode=eval_mode, clock=clock)
+        if cache is None:
+            return _load(module, source_name)
+        codes = list(_compiled_parts(module, source_name))
+        cache.store(key, module, codes)
+        return _load(module, source_name, codes)
     except RhaiError:
         raise
     except RecursionError:
@@ -153,19 +177,34 @@ def _compile_checked(
         raise RhaiSyntaxError(f"the script could not be compiled ({reason})", None) from None
 
 
+def _functions_of(source: str, options: ParseOptions) -> list[ast.FnDef]:
+    """A cached script's functions, parsed again (only a failed call's hint needs them)."""
+    _stack_room()
+    return list(parse(source, options).functions)
+
+
 class Engine:
     """A Rhai engine: limits, the native library, and compile/run entry points.
 
     `max_source_size` (characters, 0 = unlimited) bounds what `compile` and
     `eval(text)` accept, so that no text takes unbounded time to compile.
+    `compile_cache` (off by default) keeps compiled scripts on disk, so that
+    `compile` of an unchanged script in a later process skips compiling
+    (compile_cache.py: keyed by text, options and version; signed entries).
     """
 
     def __init__(
-        self, *, limits: Limits | None = None, library: Library | None = None, max_source_size: int = 0
+        self,
+        *,
+        limits: Limits | None = None,
+        library: Library | None = None,
+        max_source_size: int = 0,
+        compile_cache: CompileCache | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.max_source_size = max_source_size
+        self.compile_cache = compile_cache
         if not self.library.has_function("parse_json", 1):
             engine_natives.register(self.library)
 
@@ -188,7 +227,9 @@ class Engine:
         uncatchable `Script terminated` once past `deadline` (a `time.monotonic()` value)."""
         options = self.parse_options(source=source_name)
         clock = CompileClock(deadline)
-        return _compile_checked(source, options, clock, self.max_source_size, source_name=source_name)
+        return _compile_checked(
+            source, options, clock, self.max_source_size, source_name=source_name, cache=self.compile_cache
+        )
 
     def register_fn(
         self, name: str, function: Callable[..., Any], params: Sequence[Any] | None = None
