@@ -12,6 +12,7 @@ from __future__ import annotations
 import marshal
 import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from agentkernel.scripting.rhai import Engine, Limits, RhaiSyntaxError, engine
 from agentkernel.scripting.rhai.compile_cache import (
     FORMAT,
     SECRET_FILE,
+    UNUSED_DAYS,
     CachedModule,
     CompileCache,
     compiler_fingerprint,
@@ -188,6 +190,19 @@ def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path: Path) -> None:
     rhai = cached_engine(blocked / "cache")
     assert rhai.run(rhai.compile(SOURCE)) == "sum: 42"
     assert rhai.run(rhai.compile(SOURCE)) == "sum: 42"
+
+
+def test_entries_unused_for_a_month_are_pruned_by_the_next_store(folder: Path) -> None:
+    cached_engine(folder).compile(SOURCE)
+    (old,) = entries(folder)
+    long_ago = time.time() - (UNUSED_DAYS + 1) * 86_400
+    os.utime(old, (long_ago, long_ago))
+    cached_engine(folder).compile(SOURCE)  # a hit: used again, so kept
+    assert old.stat().st_mtime > long_ago
+    os.utime(old, (long_ago, long_ago))
+    cached_engine(folder).compile("40 + 2")  # a store: prunes
+    assert not old.exists() and len(entries(folder)) == 1
+    assert (folder / SECRET_FILE).exists()
 
 
 def test_syntax_errors_are_not_cached_and_still_reported(folder: Path) -> None:

@@ -22,7 +22,8 @@ folder out of their read and write roots (config/stores.py).
 
 Every failure of the cache (no space, a read-only disk, a foreign file) is
 a miss or a skipped write: the cache can only save time, never change what a
-script does. The folder may be deleted at any time.
+script does. An entry unused for `UNUSED_DAYS` is removed when a later
+compile stores one; the folder may be deleted at any time.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import marshal
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -50,6 +52,7 @@ from agentkernel.scripting.rhai.script_module import CompiledModule
 FORMAT = b"agentkernel-rhai-compiled 1\n"  # the first bytes of every entry
 _DIGEST = hashlib.sha256().digest_size
 SECRET_FILE = "secret"
+UNUSED_DAYS = 30  # an entry no compile has used for this long is removed
 _COMPILER_PACKAGE = Path(__file__).resolve().parent
 
 # (name, number of parameters, typed-method type, private) of each script function
@@ -130,6 +133,7 @@ class CompileCache:
             return None
         try:
             data = (self.folder / key).read_bytes()
+            os.utime(self.folder / key)  # in use: not pruned (`_prune`)
         except OSError:
             return None
         payload = _verified(data, secret)
@@ -161,8 +165,19 @@ class CompileCache:
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
             _write_atomically(self.folder / key, FORMAT + _sign(payload, secret) + payload)
+            self._prune()
         except Exception:  # no space, a read-only disk, a constant pickle refuses: no entry
             return
+
+    def _prune(self) -> None:
+        """Remove entries unused for `UNUSED_DAYS` (every edit of a script leaves its old
+        entry behind) and files left by writers that died; at a store, i.e. a compile."""
+        now = time.time()
+        for path in self.folder.iterdir():
+            age = now - path.lstat().st_mtime
+            stale = age > UNUSED_DAYS * 86_400 or (path.name.startswith(".new-") and age > 3_600)
+            if stale and path.name != SECRET_FILE:
+                path.unlink(missing_ok=True)
 
     def _secret(self, *, create: bool) -> bytes | None:
         """This installation's key, made on first use; None if missing (and not `create`)
