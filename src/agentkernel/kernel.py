@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
+from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import ChatMessage, Provider
@@ -92,7 +93,9 @@ class Kernel:
         self._config = config
         self._helpers = helpers or default_helper_table()
         folders = (*config.tool_dirs, *config.hook_dirs)
-        self._host = ScriptHost(self._helpers, script_folders=folders)
+        self._host = ScriptHost(
+            self._helpers, script_folders=folders, rhai_compile_cache=rhai_cache_folder(config)
+        )
         self._catalog = ScriptCatalog(folders, self._host, config.limits)
         self._tools = ToolRegistry(self._catalog, root=config.root)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)

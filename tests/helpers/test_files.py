@@ -112,8 +112,13 @@ def probe(kernel: Kernel, make_tool: ToolFactory, engine: str) -> Probe:
 
 
 def tree(folder: Path) -> list[str]:
-    """Everything below `folder` but the probes' own tool files."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "scripts" not in p.parts)
+    """Everything below `folder` but the probes' own tool files and their compiled copies."""
+    cache = ("data", "cache")
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if "scripts" not in p.parts and p.relative_to(folder).parts[:2] != cache
+    )
 
 
 # -- S14.1 the five helpers, round trips -----------------------------------------------------------

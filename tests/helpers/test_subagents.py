@@ -50,10 +50,14 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 def write_project(project: Path, server: FakeLLMServer, extra: str = "") -> None:
+    """The kernel's YAML; `extra`: more keys of its `limits:` section."""
     write_kernel_yaml(
         project,
         f"llm:\n  base_url: {server.base_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 10\n"
-        "  max_concurrency: 4\n" + extra,
+        "  max_concurrency: 4\n"
+        # 20 tools run at once in a test, waiting on each other's budget: on a loaded machine that
+        # passed the default 30 s, so the scripts' limit here is a hang's safety net, not a speed check
+        "limits:\n  timeout_secs: 300\n" + extra,
     )
     folder = project / "config" / "templates"
     folder.mkdir(parents=True, exist_ok=True)
@@ -256,7 +260,7 @@ def test_s17_depth_limit_for_subagents_starting_subagents(
     project: Path, server: FakeLLMServer, tools: ToolFactory
 ) -> None:
     """A sub-agent starts one (it runs), which tries to start another: refused past max_subagent_depth."""
-    write_project(project, server, "limits:\n  max_subagent_depth: 2\n")
+    write_project(project, server, "  max_subagent_depth: 2\n")
     deeper = FakeToolCall("delegate", '{"task": "deeper", "instructions": "again"}')
     server.add(
         Reply(tool_calls=(deeper,)),  # the child (depth 1) starts a grandchild

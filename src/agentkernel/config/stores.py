@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from agentkernel.config.kernel_yaml import KernelConfig
 
 SHARED_FOLDER = "shared"  # under paths.data_dir: the default read root for data every user may read
+RHAI_CACHE_FOLDER = Path("cache", "rhai")  # under paths.data_dir: compiled Rhai scripts, kept across restarts
+
+
+def rhai_cache_folder(config: KernelConfig) -> Path | None:
+    """Where compiled Rhai scripts outlive a restart (scripting/rhai/compile_cache.py): under
+    `paths.data_dir`; None (no cache) when that lies in `paths.temp_root`, which scripts write."""
+    folder = config.data_dir / RHAI_CACHE_FOLDER
+    return None if folder.resolve().is_relative_to(config.temp_root.resolve()) else folder
 
 
 def duck_folder(config: KernelConfig, where: Where) -> Path:
@@ -67,6 +75,7 @@ def _stores(config: KernelConfig, where: Where) -> list[tuple[str, str, Path]]:
         ("the DuckDB folder", "duckdb.dir", duck_folder(config, where)),
         ("the transcript", "logging.messages_db_path", config.messages_db),
         ("the cron store", "cron.db_path", config.cron.db_path),
+        ("the Rhai compile cache", "paths.data_dir", config.data_dir / RHAI_CACHE_FOLDER),
     ]
     if config.state.db_path is not None:
         stores.append(("the state store", "state.db_path", config.state.db_path))
@@ -93,4 +102,12 @@ def project_path(config: KernelConfig, path: Path) -> str:
     return str(path.relative_to(config.root)) if path.is_relative_to(config.root) else str(path)
 
 
-__all__ = ["SHARED_FOLDER", "ReadRoot", "duck_folder", "project_path", "read_roots_of"]
+__all__ = [
+    "RHAI_CACHE_FOLDER",
+    "SHARED_FOLDER",
+    "ReadRoot",
+    "duck_folder",
+    "project_path",
+    "read_roots_of",
+    "rhai_cache_folder",
+]

@@ -37,16 +37,17 @@ def default_engines() -> dict[str, ScriptEngine[Any]]:
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
-def rhai_engine(script_folders: Sequence[Path] = ()) -> ScriptEngine[Any]:
+def rhai_engine(script_folders: Sequence[Path] = (), compile_cache: Path | None = None) -> ScriptEngine[Any]:
     """The Rhai engine, imported when a kernel first meets a Rhai script; its scripts import
     modules from `script_folders` (the kernel's tools and hooks folders).
 
     Our interpreter takes ~100 ms to import; a kernel that only runs
-    JavaScript never pays for it (issue 8: start-up time).
+    JavaScript never pays for it (issue 8: start-up time). `compile_cache`
+    is the folder where compiled scripts outlive a restart (None: nowhere).
     """
     from agentkernel.scripting.rhai_adapter import RhaiEngine
 
-    return RhaiEngine(script_folders)
+    return RhaiEngine(script_folders, compile_cache)
 
 
 class ScriptHost:
@@ -58,9 +59,12 @@ class ScriptHost:
         engines: Mapping[str, ScriptEngine[Any]] | None = None,
         fallback: ScriptEngine[Any] | None = None,
         script_folders: Sequence[Path] = (),
+        *,
+        rhai_compile_cache: Path | None = None,
     ) -> None:
         self.helpers = helpers
         self.script_folders = tuple(script_folders)
+        self._rhai_compile_cache = rhai_compile_cache
         self.engines = dict(engines) if engines is not None else default_engines()
         self._fallback = fallback
         self._cache: dict[Path, _Compiled] = {}
@@ -72,7 +76,7 @@ class ScriptHost:
         if self._fallback is None:
             with self._lock:
                 if self._fallback is None:
-                    self._fallback = rhai_engine(self.script_folders)
+                    self._fallback = rhai_engine(self.script_folders, self._rhai_compile_cache)
         return self._fallback
 
     def engine_for(self, path: Path) -> ScriptEngine[Any]:

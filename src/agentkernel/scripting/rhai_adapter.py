@@ -28,6 +28,7 @@ from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, Scrip
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.scripting.rhai.compile_cache import CompileCache
 from agentkernel.scripting.rhai.engine import CompiledScript
 from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
 from agentkernel.scripting.rhai.pacing import Deadline, terminated
@@ -118,8 +119,11 @@ class RhaiEngine:
 
     name = "rhai"
 
-    def __init__(self, script_folders: Sequence[Path] = ()) -> None:
+    def __init__(self, script_folders: Sequence[Path] = (), compile_cache: Path | None = None) -> None:
+        """`script_folders`: where tools and hooks import modules from; `compile_cache`: the
+        folder of compiled scripts kept across restarts (None: none)."""
         self._script_folders = [Path(os.path.abspath(folder)) for folder in script_folders]
+        self._cache = CompileCache(compile_cache) if compile_cache is not None else None
         self._library = build_library()
         self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
@@ -133,7 +137,12 @@ class RhaiEngine:
             max_map_size=MAX_MAP_ITEMS,
             max_data_size=limits.memory_limit_bytes if limits else 0,
         )
-        return Engine(limits=rhai_limits, library=self._library, max_source_size=MAX_SCRIPT_SIZE)
+        return Engine(
+            limits=rhai_limits,
+            library=self._library,
+            max_source_size=MAX_SCRIPT_SIZE,
+            compile_cache=self._cache,
+        )
 
     def compile(self, path: Path, source: str, deadline: float | None = None) -> RhaiScript:
         """Compile by `deadline`; a script that fails fails alone, with a Rhai error (issue 9)."""

@@ -11,20 +11,23 @@ a script reaches only what `abi.py` lists (DESIGN: sandbox by construction).
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from agentkernel.scripting.rhai import engine_natives, failures
+from agentkernel.scripting.rhai import ast, engine_natives, failures
 from agentkernel.scripting.rhai.abi import GLOBALS
 from agentkernel.scripting.rhai.codegen import fn_py_name
+from agentkernel.scripting.rhai.compile_cache import CachedModule, CompileCache, signatures_of
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.scripting.rhai.modules import ModuleLoader, ModuleResolver
@@ -63,27 +66,37 @@ class CompiledScript:
         return self.namespace["main"]  # type: ignore[no-any-return]
 
 
-def _load(module: CompiledModule, source_name: str | None) -> CompiledScript:
+def _load(
+    module: CompiledModule, source_name: str | None, codes: Sequence[CodeType] | None = None
+) -> CompiledScript:
+    """Run the module's parts (compiled here, or `codes` already compiled) into a namespace."""
     namespace = dict(GLOBALS)
     namespace["K"] = module.constants
     namespace["LINES"] = module.positions
     namespace["NOPOS"] = module.operator_lines
-    first_line = 1
-    for part in module.parts:  # one `compile()` per function: its memory is freed before the next
-        code = compile(part, _filename(source_name), "exec")
-        exec(_moved(code, first_line - 1) if first_line > 1 else code, namespace)
-        first_line += part.count("\n")
+    for code in codes if codes is not None else _compiled_parts(module, source_name):
+        exec(code, namespace)
+    signatures = module.signatures if isinstance(module, CachedModule) else signatures_of(module.functions)
     functions: dict[tuple[str, int], ScriptFn] = {}
     methods: dict[tuple[str, int, str], ScriptFn] = {}
-    for fn in module.functions:
-        arity = len(fn.params)
-        body = namespace[fn_py_name(fn.name, arity, fn.this_type)]
-        compiled = ScriptFn(fn.name, arity, body, fn.this_type, fn.private, fn.params)
-        if fn.this_type is None:
-            functions[(fn.name, arity)] = compiled
+    for name, arity, this_type, private, params in signatures:
+        body = namespace[fn_py_name(name, arity, this_type)]
+        compiled = ScriptFn(name, arity, body, this_type, private, params)
+        if this_type is None:
+            functions[(name, arity)] = compiled
         else:
-            methods[(fn.name, arity, fn.this_type)] = compiled
+            methods[(name, arity, this_type)] = compiled
     return CompiledScript(module, namespace, functions, source_name, methods)
+
+
+def _compiled_parts(module: CompiledModule, source_name: str | None) -> Iterator[CodeType]:
+    """Each part's bytecode, lines numbered across the module: one `compile()` per function,
+    so that the memory CPython needs to compile one is freed before the next."""
+    first_line = 1
+    for part in module.parts:
+        code = compile(part, _filename(source_name), "exec")
+        yield _moved(code, first_line - 1) if first_line > 1 else code
+        first_line += part.count("\n")
 
 
 def _filename(source_name: str | None) -> str:
@@ -131,22 +144,34 @@ def _compile_checked(
     *,
     source_name: str | None = None,
     eval_mode: bool = False,
+    cache: CompileCache | None = None,
 ) -> CompiledScript:
     """Parse, generate and load `source`; whatever goes wrong is a Rhai error (issue 9).
 
     Too large a source is refused before any work, and the clock stops a
     compile at its deadline (`Script terminated`). A Python exception here
     would be a bug of ours: it still ends as a syntax error, never as a traceback.
+    With a `cache`, an unchanged script is loaded from it, and a compiled one stored.
     """
     if max_size and len(source) > max_size:
         raise RhaiSyntaxError(
             f"Script is too large: {len(source):,} characters, more than {max_size:,}", None
         )
     clock.check()
+    key = cache.key(source, options, source_name) if cache is not None else ""
+    if cache is not None:
+        hit = cache.load(key, partial(_functions_of, source, options))
+        if hit is not None:
+            return _load(hit.module, source_name, hit.codes)
     _stack_room()
     try:
-        script = parse(source, options, clock)
-        return _load(compile_script(script, eval_mode=eval_mode, clock=clock), source_name)
+        with _collector_paused():
+            script = parse(source, options, clock)
+            module = compile_script(script, eval_mode=eval_mode, clock=clock)
+            codes = list(_compiled_parts(module, source_name))
+            if cache is not None:
+                cache.store(key, module, codes)
+            return _load(module, source_name, codes)
     except RhaiError:
         raise
     except RecursionError:
@@ -158,6 +183,33 @@ def _compile_checked(
         raise RhaiSyntaxError(f"the script could not be compiled ({reason})", None) from None
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while compiling (issue 14 §4).
+
+    A compile allocates some hundred thousand objects (tokens, the tree, the
+    generated lines) that all live until it ends; each full collection they
+    trigger walks them, and the whole heap of a long-running server, in vain
+    (a third of a compile's time in a server-sized heap). They hold no
+    cycles: reference counting frees them. A collector that was off (the
+    host's choice, or another thread compiling) is left off.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _functions_of(source: str, options: ParseOptions) -> list[ast.FnDef]:
+    """A cached script's functions, parsed again (only a failed call's hint needs them)."""
+    _stack_room()
+    return list(parse(source, options).functions)
+
+
 class Engine:
     """A Rhai engine: limits, the native library, and compile/run entry points.
 
@@ -167,6 +219,10 @@ class Engine:
     `module_resolver` finds what `import "lib"` names (modules.py); without one,
     every import fails with `Module not found`: an embedded engine reads no file
     unless its host gives it a folder, `FileModuleResolver(folder)`.
+
+    `compile_cache` (off by default) keeps compiled scripts on disk, so that
+    `compile` of an unchanged script in a later process skips compiling
+    (compile_cache.py: keyed by text, options and version; signed entries).
     """
 
     def __init__(
@@ -176,11 +232,13 @@ class Engine:
         library: Library | None = None,
         max_source_size: int = 0,
         module_resolver: ModuleResolver | None = None,
+        compile_cache: CompileCache | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.max_source_size = max_source_size
         self.module_resolver = module_resolver
+        self.compile_cache = compile_cache
         if not self.library.has_function("parse_json", 1):
             engine_natives.register(self.library)
 
@@ -203,7 +261,9 @@ class Engine:
         uncatchable `Script terminated` once past `deadline` (a `time.monotonic()` value)."""
         options = self.parse_options(source=source_name)
         clock = CompileClock(deadline)
-        return _compile_checked(source, options, clock, self.max_source_size, source_name=source_name)
+        return _compile_checked(
+            source, options, clock, self.max_source_size, source_name=source_name, cache=self.compile_cache
+        )
 
     def compile_file(self, path: str | Path, *, deadline: float | None = None) -> CompiledScript:
         """Compile a script file; its imports are found relative to its folder."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from agentkernel.scripting.rhai.compile_clock import CompileClock
+from agentkernel.scripting.rhai.compile_clock import EVERY, CompileClock
 from agentkernel.scripting.rhai.values import Char
 
 Pos = tuple[int, int]
@@ -106,6 +106,26 @@ _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _RADIX_DIGITS = {16: _HEX_DIGITS, 8: frozenset("01234567"), 2: frozenset("01")}
 _U64_DIGITS = {16: 16, 8: 22, 2: 64}  # the most digits (no leading zeros) a u64 can need
 _I64_DIGITS = 19  # len(str(2**63)): a decimal literal with more digits is not an i64
+_I64_OVER = 1 << 63
+
+
+# The lexer's fast path (`_Lexer._fast_tokens`): a common token and the space before it.
+_FAST_TOKEN = re.compile(
+    r"[ \t\r\n\x0c]*(?:"
+    r"(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<op>[-+*/%&|^<>]=|=>|&&|\|\||\?[.?\[]|\#\{|\(\)|[=!]=(?!=)|\.\.(?![.=])|::(?!<))"
+    r"|(?P<symbol>[{}()\[\];:,.=<>!|&^%*+-]|/(?![/*]))"
+    r"|(?P<int>[0-9]+)(?![0-9_.eExXoObB])"
+    r'|(?P<string>"[^"\\\r\n]*")(?!")'
+    r"|(?P<comment>//[^\r\n]*(?:\r\n|\r|\n)?)"
+    r")"
+)
+# A one-character symbol followed by one of these is (or may be) a longer token: not fast.
+_FAST_PAIRS = frozenset(
+    ["++", "--", "->", "<-", "<|", "|>", "!.", "(*", "*)", ":=", ":;", "!i", "//", "/*"]
+    + [op[:2] for op in _OPERATORS_3]
+    + list(_OPERATORS_2)
+)
 
 
 class Token:
@@ -201,6 +221,7 @@ class _Lexer:
     def run(self) -> list[Token]:
         tokens: list[Token] = []
         while True:
+            self._fast_tokens(tokens)
             try:
                 token = self._next_token()
             except _LexFail as fail:
@@ -229,6 +250,76 @@ class _Lexer:
                 if self.open_interpolations[-1] == 0:
                     self.open_interpolations.pop()
                     self.resume_text = True
+
+    def _fast_tokens(self, tokens: list[Token]) -> None:
+        """Append the common tokens ahead, up to the first that needs `_next_token`.
+
+        Most of a script is whitespace, names, small integers, plain strings,
+        plain operators and `//` comments: one regular expression takes each
+        token whole, with the space before it, instead of a Python step per
+        character (issue 14 §4). Whatever is near a quirk (`-1`, `1.`,
+        `"a""b"`, `**`, `${`, an error) stops the loop with the cursor at it,
+        and `_next_token` decides it exactly as before. Positions advance and
+        saturate as `_next_token` advances them; one long loop with locals,
+        because this runs once per token of every script.
+        """
+        if self.resume_text or self.open_interpolations:
+            return
+        src, i, line, col, unary_ok = self.src, self.i, self.line, self.col, self.unary_ok
+        match, append, clock = _FAST_TOKEN.match, tokens.append, self.clock
+        while (found := match(src, i)) is not None:
+            kind = found.lastgroup
+            start = found.start(found.lastindex or 0)
+            if start > i:  # the space before the token
+                lines = src.count("\n", i, start)
+                if lines:
+                    line = min(line + lines, _POS_MAX)
+                    col = start - src.rindex("\n", i, start) - 1
+                else:
+                    col += start - i
+                i = start
+            end = found.end()
+            text = src[start:end]
+            pos = (line, col + 1 if col < _POS_MAX else _POS_MAX)
+            if kind == "word":
+                if text in KEYWORDS:
+                    token = Token(text, None, pos)
+                elif text in RESERVED_WORDS:
+                    token = Token("RESERVED", text, pos)
+                elif text[0] == "_" and not is_valid_identifier(text):
+                    break
+                else:
+                    token = Token("IDENT", text, pos)
+            elif kind == "symbol":
+                after = src[end : end + 1]
+                if text + after in _FAST_PAIRS or (text == "-" and unary_ok and "0" <= after <= "9"):
+                    break
+                token = Token("u" + text if unary_ok and text in "+-" else text, None, pos)
+            elif kind == "op":
+                token = Token(text, None, pos)
+            elif kind == "int":
+                value = int(text) if len(text) <= _I64_DIGITS else _I64_OVER
+                if value >= _I64_OVER:
+                    break
+                token = Token("INT", value, pos)
+            elif kind == "string":
+                if self.max_string and _utf8_len(text) - 2 > self.max_string:
+                    break
+                token = Token("STR", text[1:-1], pos)
+            else:  # a `//` comment and the line end it takes (CR, LF or CR LF, as `_line_comment`)
+                i = end
+                if text[-1] in "\r\n":
+                    line, col = min(line + 1, _POS_MAX), 0
+                else:  # the comment ends the source
+                    col = min(col + len(text), _POS_MAX)
+                continue
+            col += end - i  # saturates when used: `pos` above, the cursor below
+            i = end
+            unary_ok = token.kind in _UNARY_AFTER
+            append(token)
+            if len(tokens) % EVERY == 0:
+                clock.check()
+        self.i, self.line, self.col, self.unary_ok = i, line, min(col, _POS_MAX), unary_ok
 
     # -- position bookkeeping -----------------------------------------------------
 
