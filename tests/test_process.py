@@ -225,6 +225,20 @@ def test_charging_never_refuses_tokens_already_spent() -> None:
         group.reserve(1, 10)
 
 
+def test_tokens_held_by_calls_in_flight_do_not_exhaust_a_budget() -> None:
+    """A call holding everything left makes `remaining` 0, yet the budget is only busy: a new
+    sub-agent must wait for the hold to come back, not be refused (S17)."""
+    outer = BudgetGroup(100)
+    inner = BudgetGroup(None, outer=outer)
+    held = inner.reserve(1, 100)
+    assert outer.remaining == 0 and not outer.exhausted and not inner.exhausted
+    inner.charge(30)
+    inner.release(held)
+    assert outer.remaining == 70 and not outer.exhausted
+    outer.charge(70)
+    assert outer.exhausted and inner.exhausted  # spent, in the group or one around it
+
+
 def test_an_unlimited_group_never_runs_out() -> None:
     group = BudgetGroup()
     group.charge(10**9)

@@ -212,7 +212,13 @@ class BudgetGroup:
 
     @property
     def exhausted(self) -> bool:
-        return self.remaining == 0
+        """Whether the tokens are spent, here or in an enclosing group. Tokens merely held by
+        calls in flight do not count: most come back when their answers are charged, so a
+        new call (a sub-agent starting) waits its turn for them (`reserve` via token_bound.py)
+        instead of being refused while the budget is only busy."""
+        with self._lock:
+            spent = self.limit is not None and self._used >= self.limit
+        return spent or (self.outer is not None and self.outer.exhausted)
 
     def reserve(self, least: int, most: int) -> int:
         """Hold between `least` and `most` tokens for one inference; how many were held.
