@@ -749,6 +749,8 @@ class FunctionCompiler:
             self.emit(f"if {going}:")  # each link one level in, however long the chain
             with self.indented():
                 current = self.link(link, current)
+        if going is None and current.place == TEMP:
+            return current  # the last link's own temporary: no copy of it
         self.emit(f"{out} = {current}" if going is None else f"{out} = {current} if {going} else None")
         return out
 
@@ -1091,14 +1093,18 @@ class FunctionCompiler:
                 if info is not None and info.cell:
                     self.emit(f"{info.py} = Cell(None)")
             index = self.m.fresh("i")
+            over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
+            read_only = not may_change(node.body, node.var)
+            direct = (over_range or read_only) and not var.cell and str(var.load) == var.py
+            if direct:  # `for v_x in …`: the item needs no copy and goes straight to the variable
+                item = var.load
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
             with self.counted_locally(node):
                 self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
-                    over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
-                    read_only = not may_change(node.body, node.var)
-                    self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
+                    if not direct:
+                        self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
                     if counter is not None:
                         self.emit(f"{counter.load} = {index}")
                     self.loop_body(node.body, loop)
