@@ -1,6 +1,7 @@
 """Our Rhai against the reference Rhai, through CPython twins (issue: Rhai, speed).
 
-    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--best] [--only loop,fib] [--tool-limits] [--smoke]
+    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--best] [--only loop,fib]
+                                              [--tool-limits] [--smoke]
 
 Each `benchmarks/rhai/X.rhai` runs through our interpreter (compile + run,
 the operation counter on) and its twin `X.py` runs in CPython, in the same
