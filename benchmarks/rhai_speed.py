@@ -1,6 +1,7 @@
 """Our Rhai against the reference Rhai, through CPython twins (issue: Rhai, speed).
 
-    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--only loop,fib] [--tool-limits] [--smoke]
+    .venv/bin/python benchmarks/rhai_speed.py [--repeat 7] [--best] [--only loop,fib]
+                                              [--tool-limits] [--smoke]
 
 Each `benchmarks/rhai/X.rhai` runs through our interpreter (compile + run,
 the operation counter on) and its twin `X.py` runs in CPython, in the same
@@ -10,7 +11,9 @@ CPython was measured the same way on this kind of machine
 
     our multiple of the reference = (ours / CPython) / (reference / CPython)
 
-Below 1.0 we are faster than the Rust original; the target is ≤ 1.5.
+Below 1.0 we are faster than the Rust original; the target (issue 14) is
+≤ 0.5, twice its speed. `--best` takes the fastest of the runs instead of the
+median: on a shared machine, the run least disturbed by the others.
 `--tool-limits` runs our side under the limits a kernel tool gets (sizes of
 strings, arrays and maps, and the data limit of `memory_limit_mb: 64`), to
 show what checking and counting sizes costs. `--smoke` runs each pair once
@@ -34,7 +37,7 @@ HERE = Path(__file__).resolve().parent / "rhai"
 # reference Rhai (Rust) time / CPython time, from benchmarks/rhai/README.md
 REFERENCE_RATIO = {"loop": 5.05, "fib": 9.74, "sieve": 6.33, "objects": 5.03}
 OURS_ONLY = ("strings", "appends")  # our own cases (issue 14: building strings): no reference
-TARGET = 1.5
+TARGET = 0.5
 OPERATION_BUDGET = 10**12  # counted, never reached
 TOOL_LIMITS = {  # what rhai_adapter.py gives a tool with the default memory_limit_mb
     "max_string_size": 16 << 20,
@@ -72,6 +75,7 @@ def time_python(name: str, smoke: bool = False) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--best", action="store_true", help="the fastest run of each, not the median")
     parser.add_argument("--only", help="comma-separated subset of " + ",".join(REFERENCE_RATIO))
     parser.add_argument("--tool-limits", action="store_true", help="run ours under a kernel tool's limits")
     parser.add_argument(
@@ -81,12 +85,11 @@ def main() -> None:
     if options.smoke:
         options.repeat = 1
     names = options.only.split(",") if options.only else [*REFERENCE_RATIO, *OURS_ONLY]
+    pick = min if options.best else statistics.median
     print(f"{'script':<8} {'ours s':>9} {'CPython s':>10} {'ours/Py':>8} {'ref/Py':>7} {'x reference':>12}")
     for name in names:
-        ours = statistics.median(
-            time_rhai(name, options.tool_limits, options.smoke) for _ in range(options.repeat)
-        )
-        python = statistics.median(time_python(name, options.smoke) for _ in range(options.repeat))
+        ours = pick([time_rhai(name, options.tool_limits, options.smoke) for _ in range(options.repeat)])
+        python = pick([time_python(name, options.smoke) for _ in range(options.repeat)])
         if name not in REFERENCE_RATIO:
             print(f"{name:<8} {ours:9.3f} {python:10.3f} {ours / python:8.2f} {'-':>7} {'-':>12}")
             continue

@@ -98,6 +98,9 @@ class FakeContext:
     def last_this(self) -> Any:
         return self._this
 
+    def reading_callback(self, fn: Any) -> None:
+        return None  # the fake's callbacks go through call_fn_ptr, with their copies
+
     def check_string_size(self, value: str) -> None:
         if self.limits.max_string_size and len(value) > self.limits.max_string_size:
             raise too_large("Length of string")

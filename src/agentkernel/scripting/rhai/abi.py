@@ -46,7 +46,7 @@ PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
 RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
-        "operations", "checkpoint", "reached_checkpoint", "enter", "depth_hint",
+        "operations", "checkpoint", "reached_checkpoint", "settle", "enter", "max_depth", "depth_hint",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
@@ -71,8 +71,10 @@ VALUE_ATTRIBUTES = frozenset(
         "catchable",  # RhaiRuntimeError
         "__traceback__",  # an exception being located
         "rhai_arity",  # a closure's function: its Rhai arity
+        "rhai_reads_only",  # a closure's function: it cannot change its argument (codegen.only_reads)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
+        "join",  # str: an interpolation's parts joined inline when no size limit is set
     }
 )
 

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, NamedTuple
 from agentkernel.scripting.rhai import ast
 from agentkernel.scripting.rhai.compile_clock import CompileClock
 from agentkernel.scripting.rhai.errors import Pos
+from agentkernel.scripting.rhai.folding import NOT_CONSTANT, fold
 
 BINARY_NAMES = {
     "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
@@ -267,7 +268,7 @@ def is_pure(node: Any) -> bool:
         return all(is_pure(i) for i in node.items)
     if isinstance(node, ast.MapLit):
         return all(is_pure(v) for _, v in node.items)
-    return False
+    return fold(node) is not NOT_CONSTANT  # `1 + 2`: the reference folds it, then drops it
 
 
 def count_ops(node: Any) -> int:
@@ -277,8 +278,18 @@ def count_ops(node: Any) -> int:
     nothing here (its statements count when it runs); one in a list
     (`f({ … })`, `[{ … }]`) counts one.
     """
+    return _count_ops(node, {})
+
+
+def _count_ops(node: Any, memo: dict[int, Any]) -> int:
+    """`count_ops`, with the folds of the tree's nodes remembered (folding.py): an
+    expression the reference's optimizer folds to a constant counts one."""
+    if fold(node, memo) is not NOT_CONSTANT:
+        return 1
     if isinstance(node, ast.Interpolated):
-        return 1 + sum(count_ops(s) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts)
+        return 1 + sum(
+            _count_ops(s, memo) for part in node.parts if isinstance(part, ast.Block) for s in part.stmts
+        )
     if isinstance(node, ast.Block | ast.Closure):
         return 1
     if isinstance(node, ast.Export) and node.decl is not None:
@@ -286,9 +297,9 @@ def count_ops(node: Any) -> int:
     total = 1
     for value in ast.child_values(node):
         if type(value) is tuple:
-            total += sum(count_ops(item) for item in ast.nodes_in(value))
+            total += sum(_count_ops(item, memo) for item in ast.nodes_in(value))
         elif not isinstance(value, ast.Block):
-            total += count_ops(value)
+            total += _count_ops(value, memo)
     return total
 
 
@@ -325,13 +336,41 @@ def may_change(body: Any, name: str) -> bool:
     return walk(body)
 
 
-def list_index_test(container: Operand, index: Operand) -> str:
-    """Python test for the fast path of `container[index]`: a list and an in-range int."""
+_READING_NODES = (
+    ast.Literal, ast.Var, ast.Property, ast.Index, ast.Unary, ast.Binary, ast.And, ast.Or,
+    ast.Interpolated, ast.Block, ast.If, ast.ExprStmt,
+)  # fmt: skip
+
+
+def only_reads(closure: ast.Closure) -> bool:
+    """Whether a closure's body only reads: no call, method call, assignment, `let` or
+    nested closure, so nothing it does can change or keep its arguments.
+
+    A native that calls such a closure for each item of an array (`filter`, `map`) may
+    pass the item itself instead of a copy (`higher_order.py`): the copy protects the
+    array from a callback that changes its argument, which this one cannot do, and what
+    it returns is copied by the native anyway.
+    """
+    pending: list[Any] = list(closure.body.stmts)
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, _READING_NODES):
+            return False
+        pending.extend(ast.children(node))
+    return True
+
+
+def list_index_test(container: Operand, index: Operand, index_is_int: bool = False) -> str:
+    """Python test for the fast path of `container[index]`: a list and an in-range int
+    (`index_is_int`: the index is proven to hold an int, int_types.py)."""
     value = index.int_value
     if value is not None:
         bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
         return f"type({container}) is list and {bound}"
-    in_range = f"-len({container}) <= {index} < len({container})"
+    # a negative index (from the end) takes the slow path: one `len` a test, not two
+    in_range = f"0 <= {index} < len({container})"
+    if index_is_int:
+        return f"type({container}) is list and {in_range}"
     return f"type({container}) is list and type({index}) is int and {in_range}"
 
 

@@ -52,6 +52,7 @@ from agentkernel.scripting.rhai.codegen import (
     list_index_test,
     literal_operand,
     may_change,
+    only_reads,
 )
 from agentkernel.scripting.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.scripting.rhai.nesting import (
@@ -100,6 +101,7 @@ class FunctionCompiler:
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
+        self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
 
     # -- emitting ------------------------------------------------------------------
 
@@ -134,8 +136,40 @@ class FunctionCompiler:
 
         `Too many operations` is reported at the first statement of the block.
         """
+        if self.counter is not None:
+            self.emit(f"{self.counter} += {operations}")
+            # the local is zeroed as the runtime takes its count, before the check may raise
+            local, taken = self.counter, f"{self.counter} - ({self.counter} := 0)"
+            self.emit(f"if {local} > {local}_room: {local}_room = rt.settle({taken})", pos)
+            return
         self.emit(f"rt.operations += {operations}")
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+
+    @contextmanager
+    def counted_locally(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> Iterator[None]:
+        """Count a loop's operations in a local rather than in `rt.operations`, when
+        nothing in it can count on its own (no call of any kind).
+
+        The local holds what was counted since the runtime last saw it, beside the room
+        left to the checkpoint: past that room the runtime takes the count and decides
+        (`Runtime.settle`), so the limit trips at the very same block as counting inline
+        would; the rest is added when the loop ends, however it ends.
+        """
+        if self.counter is not None or not _without_calls(loop):
+            yield
+            return
+        counter = self.m.fresh("o")
+        self.emit(f"{counter} = 0; {counter}_room = rt.checkpoint - rt.operations")
+        self.emit("try:")
+        with self.indented(blocks=2):
+            self.counter = counter
+            try:
+                yield
+            finally:
+                self.counter = None
+        self.emit("finally:")
+        with self.indented():
+            self.emit(f"rt.operations += {counter}")
 
     def test(self, operand: Operand) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
@@ -150,6 +184,20 @@ class FunctionCompiler:
     def int_checks(self, *operands: Operand) -> str:
         """`type(x) is int and …` for the operands not already known to be ints."""
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
+
+    def int_result(self, out: Operand, left: Operand, op: str, right: Operand) -> str:
+        """The condition of integer arithmetic's fast path: both operands ints, and
+        `out := left op right` within the i64 range. Adding a non-negative literal can
+        only pass the top of the range, subtracting one only the bottom: one comparison."""
+        value = f"({out} := {left} {op} {right})"
+        step = right.int_value
+        if step is not None and op in ("+", "-") and step != 0:
+            upward = (op == "+") == (step > 0)
+            in_range = f"{value} <= {I64_MAX}" if upward else f"{I64_MIN} <= {value}"
+        else:
+            in_range = f"{I64_MIN} <= {value} <= {I64_MAX}"
+        ints = self.int_checks(left, right)
+        return in_range if ints == "True" else f"{ints} and {in_range}"
 
     def named(self, operand: Operand) -> Operand:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first
@@ -210,9 +258,11 @@ class FunctionCompiler:
         plain = [i.py for i in infos]
         self.m.begin_function()
         self.emit(f"def {py_name}({', '.join([*leading, 'rt', 'd', 'th', *plain])}):")
+        hinted = self.calls_natives(body)
         with self.indented():
-            self.emit("rt.enter(d)")
-            self.emit("rt.depth_hint = d")
+            self.emit("if d > rt.max_depth: rt.enter(d)")
+            if hinted:
+                self.emit("rt.depth_hint = d")
             if self.dynamic:
                 self.emit("dyn = rt.eval_scope")
             self.emit("try:")
@@ -229,28 +279,57 @@ class FunctionCompiler:
                     self.emit(f"raise {located} from None")
                 else:
                     self.emit(f"raise wrap_call({located}, {self.m.constant(wrap)}) from None")
-            self.emit("finally:")
-            with self.indented():
-                self.emit("rt.depth_hint = d - 1  # natives calling back from the caller nest one level")
+            if hinted:
+                self.emit("finally:")
+                with self.indented():
+                    self.emit("rt.depth_hint = d - 1  # natives calling back from the caller nest one level")
         self.m.end_function()
+
+    def calls_natives(self, body: ast.Block) -> bool:
+        """Whether `body` may call a native (which reads `rt.depth_hint` to call back into
+        the script at the right depth); calls of script functions pass their depth."""
+        if self.dynamic or self.apart is not None:
+            return True
+        pending: list[Any] = [body]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.MethodCall | ast.Import):  # an import runs the module at depth + 1
+                return True
+            if isinstance(node, ast.Call):
+                script = self.functions.get((node.name, len(node.args)))
+                if node.namespace is not None or node.name in SPECIAL_CALLS or script is None:
+                    return True
+                if script.this_type is not None:
+                    return True
+            pending.extend(ast.children(node))
+        return False
 
     # -- statements ------------------------------------------------------------------------
 
     def block_body(
-        self, stmts: tuple[ast.Stmt, ...], *, want_value: bool, counted: bool = False, pos: Pos | None = None
+        self,
+        stmts: tuple[ast.Stmt, ...],
+        *,
+        want_value: bool,
+        counted: bool = False,
+        pos: Pos | None = None,
+        at_least: int = 0,
     ) -> Operand:
         """Compile statements in the current scope; return the operand holding their value.
 
         `counted`: the enclosing statement's count already covers these (interpolations).
+        `at_least`: the fewest operations to count (a loop's body: 1, so no loop runs free).
         """
         if self.too_deep():
             return compile_apart(
                 self,
                 stmts,
-                lambda inner: inner.block_body(stmts, want_value=want_value, counted=counted, pos=pos),
+                lambda inner: inner.block_body(
+                    stmts, want_value=want_value, counted=counted, pos=pos, at_least=at_least
+                ),
             )
         kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
-        operations = 0 if counted else sum(count_ops(s) for s in kept) + self.pending_ops
+        operations = 0 if counted else max(sum(count_ops(s) for s in kept) + self.pending_ops, at_least)
         if not counted:
             self.pending_ops = 0
         if operations:
@@ -347,7 +426,7 @@ class FunctionCompiler:
     def value_copy(self, node: ast.Expr) -> Operand:
         """An expression's value for a second owner: copied when it may alias a variable."""
         operand = self.expr(node)
-        if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This):
+        if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This) and not self.known_int(operand):
             copy = self.temp()
             self.emit(f"{copy} = {self.copied(operand)}")
             return copy
@@ -380,10 +459,8 @@ class FunctionCompiler:
         value = self.temp()
         slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
         if stmt.op.rstrip("=") in INT_ARITHMETIC:
-            op = stmt.op.rstrip("=")
-            ints = self.int_checks(current, right)
-            fast = f"{I64_MIN} <= ({value} := {current} {op} {right}) <= {I64_MAX}"
-            self.emit(f"if not ({ints or 'True'} and {fast}): {value} = {slow}", stmt.pos)
+            fast = self.int_result(value, current, stmt.op.rstrip("="), right)
+            self.emit(f"if not ({fast}): {value} = {slow}", stmt.pos)
         else:
             self.emit(f"{value} = {slow}", stmt.pos)
         self.store(stmt.target, value, stmt.pos)
@@ -468,8 +545,8 @@ class FunctionCompiler:
             obj = self.named(self.expr(target.target))
             index = self.index_of(target)
             new = self.temp()
-            fast = list_index_test(obj, index)
-            if not index.is_int_literal:
+            fast = list_index_test(obj, index, self.known_int(index))
+            if not self.known_int(index):
                 fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
             # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
             counted = (
@@ -554,9 +631,15 @@ class FunctionCompiler:
             else:
                 with self.scope():
                     value = self.block_body(part.stmts, want_value=True, counted=True)
-                parts.append(f"to_string({value})")
+                if self.known_int(value):
+                    parts.append(f"str({value})")
+                else:
+                    parts.append(f"(str({value}) if type({value}) is int else to_string({value}))")
         out = self.temp()
-        self.emit(f"{out} = rt.interpolate(({joined(parts)},))", node.pos)
+        # no size limit to check: the parts joined inline
+        inline = " + ".join(parts) if len(parts) == 2 else f"''.join(({joined(parts)},))"
+        checked = f"rt.interpolate(({joined(parts)},))"
+        self.emit(f"{out} = {inline} if not rt.sizes_checked else {checked}", node.pos)
         return out
 
     def x_ArrayLit(self, node: ast.ArrayLit) -> Operand:
@@ -619,10 +702,10 @@ class FunctionCompiler:
         both_int = ints == "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)
         if node.op in INT_ARITHMETIC:
-            fast = f"{I64_MIN} <= ({out} := {left} {node.op} {right}) <= {I64_MAX}"
             if node.op in ("+", "-"):  # strings, arrays, maps and BLOBs they build are checked and counted
                 slow += f"; rt.sizes_checked and type({out}) in SIZED and rt.built({out})"
-            self.emit(f"if not ({ints} and {fast}): {out} = {slow}", node.pos, operator=True)
+            fast = self.int_result(out, left, node.op, right)
+            self.emit(f"if not ({fast}): {out} = {slow}", node.pos, operator=True)
             if both_int:  # in range, or the slow path raised the overflow
                 self.int_operands.add(out)
         elif node.op in ("%", "/"):
@@ -752,6 +835,8 @@ class FunctionCompiler:
             self.emit(f"if {going}:")  # each link one level in, however long the chain
             with self.indented():
                 current = self.link(link, current)
+        if going is None and current.place == TEMP:
+            return current  # the last link's own temporary: no copy of it
         self.emit(f"{out} = {current}" if going is None else f"{out} = {current} if {going} else None")
         return out
 
@@ -765,7 +850,7 @@ class FunctionCompiler:
             index = self.index_of(link)
             fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
-            if not index.is_int_literal:
+            if not self.known_int(index):
                 slow = (
                     f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
                 )
@@ -918,6 +1003,8 @@ class FunctionCompiler:
         target = f"bind_closure({py_name}, {arity}, {', '.join(cells)})" if cells else py_name
         if not cells:
             self.m.emit_module_level(f"{py_name}.rhai_arity = {arity}")
+            if arity == 1 and only_reads(node):
+                self.m.emit_module_level(f"{py_name}.rhai_reads_only = True")
         self.emit(f"{out} = FnPtr({self.m.constant(anon_for(node))}, (), {target})")
         return out
 
@@ -941,8 +1028,12 @@ class FunctionCompiler:
 
     def x_If(self, node: ast.If) -> Operand:
         out = self.temp()
-        condition = self.expr(node.cond)
-        self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
+        inline = self.inline_comparison(node.cond)
+        if inline is not None:  # `if n < 2`: compared and tested on one line
+            self.emit(f"if {inline}:", node.cond.pos, operator=True)
+        else:
+            condition = self.expr(node.cond)
+            self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
         with self.indented(), self.scope():
             value = self.block_body(node.then.stmts, want_value=True)
             self.emit(f"{out} = {value}")
@@ -1006,28 +1097,62 @@ class FunctionCompiler:
     def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
         self.loops.append(loop)
         with self.scope():
-            self.block_body(body.stmts, want_value=False, pos=body.pos)
+            # an empty body still counts 1 an iteration, as the reference's does
+            self.block_body(body.stmts, want_value=False, pos=body.pos, at_least=1)
             self.emit("pass")
         self.loops.pop()
 
     def x_While(self, node: ast.While) -> Operand:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
-        self.emit("while True:")
-        with self.indented(blocks=1):
-            self.pending_ops = 1
-            condition = self.expr(node.cond)
-            self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
-            self.loop_body(node.body, loop)
+        head = self.inline_comparison(node.cond)
+        with self.counted_locally(node):
+            if head is None:
+                self.emit("while True:")
+            else:
+                self.emit(f"while {head}:", node.cond.pos, operator=True)
+            self.indented_while(node, loop, head)
         return loop.result
+
+    def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
+        with self.indented(blocks=1):
+            self.pending_ops = count_ops(node.cond)  # the condition, at each iteration (as the reference)
+            if head is None:
+                condition = self.expr(node.cond)
+                self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
+            self.loop_body(node.body, loop)
+
+    def inline_comparison(self, node: ast.Expr) -> str | None:
+        """A comparison of plain local variables and number literals as one Python test:
+        ints compared directly, anything else through the operator and `cond`."""
+        if not (isinstance(node, ast.Binary) and node.op in INT_COMPARISONS) or self.dynamic:
+            return None
+        sides = []
+        for side in (node.left, node.right):
+            if isinstance(side, ast.Literal) and type(side.value) is int:
+                sides.append(literal_operand(self.m, side.value))
+            elif isinstance(side, ast.Var) and side.namespace is None:
+                info = self.lookup(side.name)
+                if info is None or info.cell:
+                    return None
+                sides.append(info.load)
+            else:
+                return None
+        left, right = sides
+        ints = self.int_checks(left, right)
+        fast = f"{left} {node.op} {right}"
+        if ints == "True":
+            return fast
+        return f"({fast} if {ints} else cond({BINARY_NAMES[node.op]}({left}, {right})))"
 
     def x_Loop(self, node: ast.Loop) -> Operand:
         loop = LoopTarget(self.temp())
         self.emit(f"{loop.result} = None")
-        self.emit("while True:")
-        with self.indented(blocks=1):
-            self.pending_ops = 1
-            self.loop_body(node.body, loop)
+        with self.counted_locally(node):
+            self.emit("while True:")
+            with self.indented(blocks=1):
+                self.pending_ops = 0  # the reference counts only the body at each iteration
+                self.loop_body(node.body, loop)
         return loop.result
 
     def x_DoLoop(self, node: ast.DoLoop) -> Operand:
@@ -1035,16 +1160,17 @@ class FunctionCompiler:
         first = self.m.fresh("first")
         self.emit(f"{loop.result} = None")
         self.emit(f"{first} = True")
-        self.emit("while True:")
-        with self.indented(blocks=1):
-            self.pending_ops = 1
-            self.emit(f"if not {first}:")
-            with self.indented():
-                condition = self.expr(node.cond)
-                test = "" if node.until else "not "
-                self.emit(f"if {test}{self.test(condition)}: break", ast.expr_pos(node.cond))
-            self.emit(f"{first} = False")
-            self.loop_body(node.body, loop)
+        with self.counted_locally(node):
+            self.emit("while True:")
+            with self.indented(blocks=1):
+                self.pending_ops = count_ops(node.cond)  # the condition, at each iteration
+                self.emit(f"if not {first}:")
+                with self.indented():
+                    condition = self.expr(node.cond)
+                    test = "" if node.until else "not "
+                    self.emit(f"if {test}{self.test(condition)}: break", ast.expr_pos(node.cond))
+                self.emit(f"{first} = False")
+                self.loop_body(node.body, loop)
         return loop.result
 
     def x_For(self, node: ast.For) -> Operand:
@@ -1061,16 +1187,21 @@ class FunctionCompiler:
                 if info is not None and info.cell:
                     self.emit(f"{info.py} = Cell(None)")
             index = self.m.fresh("i")
+            over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
+            read_only = not may_change(node.body, node.var)
+            direct = (over_range or read_only) and not var.cell and str(var.load) == var.py
+            if direct:  # `for v_x in …`: the item needs no copy and goes straight to the variable
+                item = var.load
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
-            self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
-            with self.indented(blocks=1):
-                self.pending_ops = 1
-                over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
-                read_only = not may_change(node.body, node.var)
-                self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
-                if counter is not None:
-                    self.emit(f"{counter.load} = {index}")
-                self.loop_body(node.body, loop)
+            with self.counted_locally(node):
+                self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
+                with self.indented(blocks=1):
+                    self.pending_ops = 0  # the reference counts only the body at each iteration
+                    if not direct:
+                        self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
+                    if counter is not None:
+                        self.emit(f"{counter.load} = {index}")
+                    self.loop_body(node.body, loop)
         return loop.result
 
     def x_Break(self, node: ast.Break) -> Operand:
@@ -1102,6 +1233,18 @@ class FunctionCompiler:
             value = self.expr(node.value) if node.value is not None else NONE
             self.emit(f"raise rt.throw({value})", node.pos)
         return NONE
+
+
+def _without_calls(loop: ast.Expr) -> bool:
+    """Whether nothing in `loop` calls a function, a method or a closure (which would
+    count operations of their own while the loop holds its count in a local)."""
+    pending: list[Any] = [loop]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call | ast.MethodCall | ast.Closure):
+            return False
+        pending.extend(ast.children(node))
+    return True
 
 
 __all__ = ["FunctionCompiler"]

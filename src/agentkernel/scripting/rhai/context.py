@@ -7,7 +7,7 @@ see anything else of the interpreter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from agentkernel.scripting.rhai.values import FnPtr
@@ -52,6 +52,11 @@ class NativeContext(Protocol):
 
     def last_this(self) -> Any:
         """The value of `this` after the last `call_fn_ptr` that bound one."""
+        ...
+
+    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
+        """`fn` as a function of one item, when it is a closure of one parameter that only
+        reads it (no copy of the item needed, no argument layouts to try); else None."""
         ...
 
     def check_string_size(self, value: str) -> None:

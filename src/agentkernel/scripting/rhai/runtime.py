@@ -16,6 +16,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -241,6 +242,14 @@ class Runtime:
         """The operation count passed `checkpoint`: the limit, or a subclass's periodic check."""
         if self.max_operations and self.operations > self.max_operations:
             raise failures.too_many_operations()
+
+    def settle(self, pending: int) -> float:
+        """A loop counting in a local (compiler.py `counted_locally`) passed the room it had:
+        add its `pending` operations and check them; returns the room left now."""
+        self.operations += pending
+        if self.operations > self.checkpoint:
+            self.reached_checkpoint()
+        return self.checkpoint - self.operations
 
     def enter(self, depth: int) -> None:
         """A script function is being entered at nesting `depth` (1 = called from the top)."""
@@ -575,6 +584,14 @@ class Runtime:
 
     def last_this(self) -> Any:
         return self._this_after
+
+    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
+        """A closure of one parameter that only reads it (`codegen.only_reads`), bound to this
+        evaluation: `filter` and `map` call it with each item itself, not a copy."""
+        target = fn.target
+        if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
+            return None
+        return partial(target, self, self.depth_hint + 1, None)
 
     def call_fn_ptr(
         self, fn: FnPtr | str, args: Sequence[Any], this: Any = NO_THIS, depth: int | None = None

@@ -130,7 +130,11 @@ def pad(ctx: NativeContext, a: list[Any], target: int, item: Any) -> None:
         return
     reserve_array(ctx, target)
     reserve_copies(ctx, item, target - len(a))
-    a.extend(own(item) for _ in range(target - len(a)))
+    missing = target - len(a)
+    if type(item) in _CONTAINERS:
+        a.extend(own(item) for _ in range(missing))
+    else:  # an immutable value: one list of references to it, built at C speed
+        a.extend([item] * missing)
     ctx.check_array_size(a)
 
 

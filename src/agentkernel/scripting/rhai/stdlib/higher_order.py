@@ -49,8 +49,13 @@ def _items(a: list[Any], start: int = 0) -> range:
 
 
 def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
-    cb = _per_item(ctx, fn, "map")
     mapped: list[Any] = []
+    reader = ctx.reading_callback(fn)
+    if reader is not None:  # it cannot change the items: no copies, no write-back
+        for item in a:
+            mapped.append(own(reader(item)))
+        return mapped
+    cb = _per_item(ctx, fn, "map")
     for i in _items(a):
         if i < len(a):
             mapped.append(own(_call_item(cb, a, i)))
@@ -58,8 +63,14 @@ def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
 
 
 def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
-    cb = _per_item(ctx, fn, "filter")
     kept: list[Any] = []
+    reader = ctx.reading_callback(fn)
+    if reader is not None:  # it cannot change the items: no copies, no write-back
+        for item in a:
+            if reader(item) is True:
+                kept.append(own(item))
+        return kept
+    cb = _per_item(ctx, fn, "filter")
     for i in _items(a):
         if i < len(a) and _call_item(cb, a, i) is True:
             kept.append(own(a[i]))

@@ -1,0 +1,105 @@
+"""The run-time fast paths of issue 14 §5 keep Rhai's semantics (values, errors, limits).
+
+Each fast path here skips work the general path does (a copy, a type test, a
+call layer); these check that what a script can see is unchanged: arrays and
+maps stay values, overflow and type errors are still the reference's, limits
+still hold. The shapes of the generated code are asserted, never its speed
+(benchmarks/rhai_speed.py measures that).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.scripting.rhai import ast as rhai_ast
+from agentkernel.scripting.rhai.codegen import only_reads
+from agentkernel.scripting.rhai.parse_support import ParseOptions
+from agentkernel.scripting.rhai.parser import parse
+
+
+def closure(source: str) -> rhai_ast.Closure:
+    stmt = parse(source, ParseOptions()).stmts[0]
+    assert isinstance(stmt, rhai_ast.ExprStmt) and isinstance(stmt.expr, rhai_ast.Closure)
+    return stmt.expr
+
+
+@pytest.mark.parametrize(
+    ("source", "reads"),
+    [
+        ("|r| r.value > 90", True),
+        ("|r| r.id", True),
+        ("|r| if r.a { r.b[0] } else { `${r.c}` }", True),
+        ("|r| r.items.push(1)", False),
+        ("|r| { r.x = 1; true }", False),
+        ("|r| f(r)", False),
+        ("|r| { let y = r; y }", False),
+        ("|r| || r", False),
+    ],
+)
+def test_only_a_closure_that_reads_passes_items_uncopied(source: str, reads: bool) -> None:
+    assert only_reads(closure(source)) is reads
+
+
+def test_map_and_filter_with_a_reading_closure_keep_arrays_values() -> None:
+    engine = Engine()
+    assert engine.eval("let a = [#{x: [1]}]; let b = a.map(|r| r.x); b[0].push(2); [a[0].x, b[0]]") == [
+        [1],
+        [1, 2],
+    ]
+    assert engine.eval("let a = [[1], [2, 3]]; let b = a.filter(|v| v.len() > 1); b[0].push(4); a") == [
+        [1],
+        [2, 3],
+    ]
+    assert engine.eval("let a = [#{v: 1}, #{v: 2}]; let b = a.filter(|r| r.v > 1); b[0].v = 9; a[1].v") == 2
+    assert engine.eval("[1, 2, 3].map(|x| x * 2)") == [2, 4, 6]
+    with pytest.raises(RhaiRuntimeError, match="Unknown property 'nope' - a getter"):
+        engine.eval("[1].map(|x| x.nope)")
+
+
+def test_integer_overflow_is_caught_on_either_side() -> None:
+    engine = Engine()
+    for source in (
+        "let x = 9223372036854775807; x += 1",
+        "let x = -9223372036854775807; x -= 2",
+        "let x = 9223372036854775807; x + 1",
+        "let x = -9223372036854775807; x - 2",
+        "let x = 9223372036854775807; x - -1",
+        "let x = 3037000500; x * x",
+    ):
+        with pytest.raises(RhaiRuntimeError, match="overflow"):
+            engine.eval(source)
+    assert engine.eval("let x = 9223372036854775806; x += 1; x") == 9223372036854775807
+
+
+def test_a_comparison_tested_inline_keeps_its_types_and_errors() -> None:
+    engine = Engine()
+    script = engine.compile('fn f(n) { if n < 2 { "small" } else { "big" } } [f(1), f(2.5), f(1.5)]')
+    assert "if (v1_n < 2 if type(v1_n) is int else cond(op_lt(v1_n, 2))):" in script.module.source
+    assert engine.run(script) == ["small", "big", "small"]
+    assert engine.eval('fn f(n) { if n < 2 { 1 } else { 2 } } f("a")') == 2  # two types: never less
+    with pytest.raises(RhaiRuntimeError, match="Variable not found: y"):
+        engine.eval("let x = 1; while x < y { x += 1 }")
+    assert engine.eval("let x = 5; let n = 0; while x > 0 { x -= 1; n += 1 } n") == 5
+
+
+def test_interpolation_joins_inline_and_still_checks_sizes() -> None:
+    assert Engine().eval('let x = 5; `a${x}b${1.5}${[1, ()]}${"s"}${()}`') == "a5b1.5[1, ()]s"
+    with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
+        Engine(limits=Limits(max_string_size=5)).eval("let x = 12345; `ab${x}`")
+
+
+def test_pad_copies_containers_and_shares_plain_values() -> None:
+    engine = Engine()
+    assert engine.eval("let a = []; a.pad(3, [1]); a[0].push(2); a") == [[1, 2], [1], [1]]
+    assert engine.eval("let a = [0]; a.pad(4, true); a") == [0, True, True, True]
+
+
+def test_a_function_without_native_calls_still_nests_callbacks_at_its_depth() -> None:
+    engine = Engine(limits=Limits(max_call_levels=5))
+    source = (
+        "fn down(n) { if n == 0 { [1].map(|x| deeper(x)) } else { down(n - 1) } } fn deeper(x) { x } down(N)"
+    )
+    assert engine.eval(source.replace("N", "1")) == [1]
+    with pytest.raises(RhaiRuntimeError, match="Stack overflow"):
+        engine.eval(source.replace("N", "4"))

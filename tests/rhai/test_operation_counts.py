@@ -1,0 +1,87 @@
+"""Operation counts (S21.1, docs/rhai.md §10): exact and deterministic, and close to the reference's.
+
+The counts of the reference Rhai 1.25 on 927 scripts are in
+`conformance/ops.jsonl`; `python -m tests.rhai.operation_counts` prints how
+many we match. Loops without calls count in a local (compiler.py
+`counted_locally`): here the limit must trip at the very same count as when
+counting inline in the runtime.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.scripting.rhai import compiler as compiler_module
+from tests.rhai.operation_counts import count_all, our_count
+
+# at the time of writing 410 exact and 433 within 10% of 927 (272 and 312 before
+# constant folding was counted as the reference's optimizer does)
+EXACT_FLOOR = 400
+CLOSE_FLOOR = 425
+
+LOOPS = [
+    "let x = 0; while x < 1000 { x += 1 } x",
+    "let s = 0; for i in 0..300 { if i % 3 == 0 { s += i } else { s -= 1 } } s",
+    "let n = 0; loop { n += 1; if n > 250 { break } } n",
+    "let n = 0; do { n += 2 } while n < 400; n",
+    "let t = 0; for i in 0..40 { let k = 0; while k < i { k += 1; t += k } } t",
+    "let n = 0; for i in 0..100 { if i == 50 { continue } n += 1 } n",
+    "fn f() { let n = 0; while true { n += 1; if n == 77 { return n } } } f()",
+    "let n = 0; try { while true { n += 1; if n == 90 { throw n } } } catch (e) { n = e * 2 } n",
+    "let a = [1, 2, 3]; let s = 0; for x in a { s += x } for i in 0..0 { s += 1 } s",
+]
+
+
+def smallest_limit(source: str) -> int:
+    """The smallest `max_operations` that lets `source` finish."""
+    low, high = 1, 1 << 24
+    while low < high:
+        middle = (low + high) // 2
+        try:
+            Engine(limits=Limits(max_operations=middle)).eval(source, stdout=lambda line: None)
+            high = middle
+        except RhaiRuntimeError as error:
+            assert error.kind == "ErrorTooManyOperations"
+            low = middle + 1
+    return low
+
+
+def test_counts_stay_as_close_to_the_reference_as_recorded() -> None:
+    counts = count_all()
+    assert len(counts) == 927
+    assert sum(c.exact for c in counts) >= EXACT_FLOOR
+    assert sum(c.close for c in counts) >= CLOSE_FLOOR
+
+
+def test_a_folded_constant_counts_one_as_in_the_reference() -> None:
+    assert our_count("40 + 2") == our_count("42") == 2
+    assert our_count("let x = 1 + 2 * 3; x") == our_count("let x = 7; x") == 4
+    assert our_count("`a${1 + 1}b`") == 2
+    # not folded: the reference has no built-in `+` of a string and a number, nor folds an error
+    assert our_count('"a" + 1') > 2
+    with pytest.raises(RhaiRuntimeError, match="Division by zero"):
+        Engine().eval("1 / 0; 2")
+
+
+@pytest.mark.parametrize("source", LOOPS)
+def test_a_loop_counting_in_a_local_stops_where_inline_counting_does(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "rt.settle(" in Engine().compile(source).module.source
+    local = (our_count(source), smallest_limit(source))
+    monkeypatch.setattr(compiler_module, "_without_calls", lambda loop: False)
+    assert "rt.settle(" not in Engine().compile(source).module.source
+    assert (our_count(source), smallest_limit(source)) == local
+    assert local[0] == local[1]  # the count is the smallest limit that lets the script finish
+
+
+def test_a_loop_with_a_call_counts_inline() -> None:
+    source = Engine().compile("let a = []; for i in 0..3 { a.push(i) } a").module.source
+    assert "rt.settle(" not in source and "rt.operations +=" in source
+
+
+def test_an_empty_loop_is_still_stopped() -> None:
+    for source in ("loop {}", "while true {}", "for i in 0..1_000_000_000 { i }", "loop { 1; }"):
+        with pytest.raises(RhaiRuntimeError, match="Too many operations"):
+            Engine(limits=Limits(max_operations=10_000)).eval(source)
