@@ -497,15 +497,14 @@ class FunctionCompiler:
         it is a new one, and so on up to `a`: one `if` per level, all at the
         same indentation, however long the chain.
         """
-        step = self._store_step(target, value, pos)
         if (
-            step is not None and isinstance(step[0], ast.Var | ast.This) and self.is_lvalue(step[0])
-        ):  # `a[i] = v`
-            parent, old, new = step
-            self.emit(f"if {new} is not {old}:")
-            with self.indented():
-                self._store_step(parent, new, pos)
+            isinstance(target, ast.Index)
+            and isinstance(target.target, ast.Var | ast.This)
+            and self.is_lvalue(target.target)
+        ):  # `a[i] = v`: only the slow path may give a new container to store back
+            self._store_step(target, value, pos, store_back=True)
             return
+        step = self._store_step(target, value, pos)
         going = self.m.fresh("go")
         inside = False
         while step is not None and self.is_lvalue(step[0]):
@@ -521,9 +520,13 @@ class FunctionCompiler:
             self.ind -= 1
 
     def _store_step(
-        self, target: ast.Expr, value: Operand, pos: Pos
+        self, target: ast.Expr, value: Operand, pos: Pos, *, store_back: bool = False
     ) -> tuple[ast.Expr, Operand, Operand] | None:
-        """Store into `target` itself; for a property or index, (parent, old object, new object)."""
+        """Store into `target` itself; for a property or index, (parent, old object, new object).
+
+        `store_back` (an index into a variable): store a new container back into the
+        variable here, on the slow path only — the fast path changes the list in place.
+        """
         if isinstance(target, ast.Var):
             info = self.lookup(target.name)
             if info is None and self.dynamic:  # one `eval` defined, or the caller's eval scope holds
@@ -556,13 +559,21 @@ class FunctionCompiler:
                     f"rt.data_limit and type({value}) in SIZED and rt.account_slot({obj}, {index}, {value}); "
                 )
             )
+            where = self.m.constant((target.pos, pos))
+            slow = f"{new} = rt.index_set({obj}, {index}, {value}, {where})"
+            if store_back:
+                self.emit(f"if {fast}: {counted}{obj}[{index}] = {value}", ast.expr_pos(target.index))
+                self.emit("else:")
+                with self.indented():
+                    self.emit(slow, ast.expr_pos(target.index))
+                    self.emit(f"if {new} is not {obj}:")
+                    with self.indented():
+                        self._store_step(target.target, new, pos)
+                return None
             self.emit(
                 f"if {fast}: {counted}{obj}[{index}] = {value}; {new} = {obj}", ast.expr_pos(target.index)
             )
-            where = self.m.constant((target.pos, pos))
-            self.emit(
-                f"else: {new} = rt.index_set({obj}, {index}, {value}, {where})", ast.expr_pos(target.index)
-            )
+            self.emit(f"else: {slow}", ast.expr_pos(target.index))
             return target.target, obj, new
         raise RhaiSyntaxError("Expression cannot be assigned to", pos)
 
