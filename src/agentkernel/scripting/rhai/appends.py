@@ -35,17 +35,20 @@ Slow = Callable[[Operand], None]
 """Emits the general path, given the operand holding the target's current value."""
 
 
-def append_in_place(c: FunctionCompiler, target: ast.Expr, right: Operand, slow: Slow) -> bool:
+def append_in_place(
+    c: FunctionCompiler, target: ast.Expr, right: Operand, slow: Slow, also: str = "True"
+) -> bool:
     """Compile `target += right` (or `target.append(right)`) growing a string in place.
 
-    Returns False, having emitted nothing, when the target is not a kind this
-    can take (`this`, a constant, a variable proven to hold an int); the
-    caller then compiles its general path alone.
+    `also`: one more run-time condition of the fast path. Returns False,
+    having emitted nothing, when the target is not a kind this can take
+    (`this`, a constant, a variable proven to hold an int); the caller then
+    compiles its general path alone.
     """
     if isinstance(target, ast.Var):
-        return _to_variable(c, target, right, slow)
+        return _to_variable(c, target, right, slow, also)
     if isinstance(target, ast.Property | ast.Index) and c.is_lvalue(target) and not _optional(target):
-        _to_member(c, target, right, slow)
+        _to_member(c, target, right, slow, also)
         return True
     return False
 
@@ -58,20 +61,20 @@ def _optional(node: ast.Expr) -> bool:
     return False
 
 
-def _to_variable(c: FunctionCompiler, target: ast.Var, right: Operand, slow: Slow) -> bool:
+def _to_variable(c: FunctionCompiler, target: ast.Var, right: Operand, slow: Slow, also: str) -> bool:
     info = c.lookup(target.name)
     if target.namespace is not None or info is None or info.const or info.load in c.int_operands:
         return False  # a variable known to hold an int keeps the int fast path
     if not info.cell:
         current = info.load
-        text = _text(c, current, right)
+        text = _text(c, current, right, also)
         c.emit(f"{current} += {text}")
         _charge(c, text)
         _otherwise(c, current, slow)
         return True
     current = c.temp()
     c.emit(f"{current} = {info.py}.v")
-    text = _text(c, current, right)
+    text = _text(c, current, right, also)
     c.emit(f"{info.py}.v = None")  # the Cell lets go: `current` is the string's one reference
     c.emit(f"{current} += {text}")
     c.emit(f"{info.py}.v = {current}")
@@ -80,7 +83,9 @@ def _to_variable(c: FunctionCompiler, target: ast.Var, right: Operand, slow: Slo
     return True
 
 
-def _to_member(c: FunctionCompiler, target: ast.Property | ast.Index, right: Operand, slow: Slow) -> None:
+def _to_member(
+    c: FunctionCompiler, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str
+) -> None:
     holder = c.named(c.expr(target.target))
     current = c.link(target, holder)
     if isinstance(target, ast.Property):
@@ -90,7 +95,7 @@ def _to_member(c: FunctionCompiler, target: ast.Property | ast.Index, right: Ope
         key = c.index_of(target)
         dict_slot = f"type({holder}) is dict and type({key}) is str"
         plain_slot = f"(({list_index_test(holder, key)}) or ({dict_slot}))"
-    text = _text(c, current, right, also=plain_slot)
+    text = _text(c, current, right, f"{also} and {plain_slot}")
     c.emit(f"{holder}[{key}] = None")  # the container lets go: `current` is the string's one reference
     c.emit(f"{current} += {text}")
     c.emit(f"{holder}[{key}] = {current}")
@@ -98,7 +103,7 @@ def _to_member(c: FunctionCompiler, target: ast.Property | ast.Index, right: Ope
     _otherwise(c, current, slow)
 
 
-def _text(c: FunctionCompiler, current: Operand, right: Operand, also: str = "True") -> Operand:
+def _text(c: FunctionCompiler, current: Operand, right: Operand, also: str) -> Operand:
     """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
     text = c.temp()
     c.emit(f"{text} = None")

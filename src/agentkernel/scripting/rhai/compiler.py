@@ -814,13 +814,8 @@ class FunctionCompiler:
             def general(receiver: Operand) -> None:
                 self.emit(f"{out} = {self.method_call(node, receiver, [item])}")
 
-            self.emit("if rt.functions_named_append:")
-            with self.indented():
+            if not append_in_place(self, node.target, item, general, also="not rt.functions_named_append"):
                 general(self.named(self.expr(node.target)))
-            self.emit("else:")
-            with self.indented():
-                if not append_in_place(self, node.target, item, general):
-                    general(self.named(self.expr(node.target)))
         return out
 
     def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> Operand:
