@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_project_config
 
 if TYPE_CHECKING:
     from agentkernel.config import ToolSpec
@@ -75,11 +75,11 @@ def _summary(
     return text
 
 
-def _collect(specs: list[ToolSpec]) -> tuple[list[tuple[ToolSpec, ToolCase]], list[LoadProblem], list[str]]:
+def _collect(specs: list[ToolSpec]) -> tuple[list[ToolCase], list[LoadProblem], list[str]]:
     """The cases to run, the problems of blocks that cannot run, the tools without a block."""
     from agentkernel.testing.cases import read_cases
 
-    cases: list[tuple[ToolSpec, ToolCase]] = []
+    cases: list[ToolCase] = []
     problems: list[LoadProblem] = []
     untested: list[str] = []
     for spec in specs:
@@ -87,7 +87,7 @@ def _collect(specs: list[ToolSpec]) -> tuple[list[tuple[ToolSpec, ToolCase]], li
         problems += block.problems
         if block.problems:
             continue
-        cases += [(spec, case) for case in block.cases]
+        cases += block.cases
         if not block.cases:
             untested.append(spec.name)
     return cases, problems, untested
@@ -95,23 +95,26 @@ def _collect(specs: list[ToolSpec]) -> tuple[list[tuple[ToolSpec, ToolCase]], li
 
 def run(options: argparse.Namespace) -> int:
     from agentkernel.cli.project_view import problem_text
-    from agentkernel.testing.runner import run_cases
+    from agentkernel.testing.runner import ToolTestRun
 
     started = time.perf_counter()
-    with load_kernel("agentkernel", options.config, live=False) as kernel:  # exits 1 without a project
+    config = load_project_config("agentkernel", options.config)  # exits 1 without a project
+    outcomes: list[CaseOutcome] = []
+    with ToolTestRun(config) as run:
         try:
-            specs = chosen_tools(kernel, options.names)
+            specs = chosen_tools(run.kernel, options.names)
         except UnknownTool as exc:
             print(f"agentkernel: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        config, broken = kernel.config, len(kernel.problems(templates=False))
-    cases, problems, untested = _collect(specs)
-    for problem in problems:
-        print(f"ERROR {problem_text(problem)}", flush=True)
-    outcomes: list[CaseOutcome] = []
-    for outcome in run_cases(config, cases):
-        outcomes.append(outcome)
-        print(outcome_line(outcome), flush=True)
+        broken = len(run.kernel.problems(templates=False))
+        cases, problems, untested = _collect(specs)
+        for problem in problems:
+            print(f"ERROR {problem_text(problem)}", flush=True)
+        if any(case.llm for case in cases):
+            run.use_llm()
+        for case in cases:
+            outcomes.append(run.case(case))
+            print(outcome_line(outcomes[-1]), flush=True)
     print(_summary(outcomes, problems, untested, time.perf_counter() - started))
     if broken and not options.names:
         print(f"note: {broken} tool or hook file(s) did not load; see `agentkernel check`", file=sys.stderr)

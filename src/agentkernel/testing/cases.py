@@ -163,9 +163,9 @@ def read_cases(spec: ToolSpec) -> CaseBlock:
         found = _case_problems(data, name, seen)
         if not found:
             cases.append(_case(spec, index, name, data))  # type: ignore[arg-type]  # checked: a mapping
-        for reason, path in found:
+        located = [(spec.lines.of(TESTS_FIELD, index, *path), reason, path) for reason, path in found]
+        for line, reason, path in sorted(located, key=lambda item: item[0] or 0):  # in the file's order
             where = dotted((TESTS_FIELD, index, *path))
-            line = spec.lines.of(TESTS_FIELD, index, *path)
             problems.append(LoadProblem(spec.yaml_path, f"{where} (case {name!r}): {reason}", line))
         seen.setdefault(name, index)
     return CaseBlock(tuple(cases), tuple(problems))

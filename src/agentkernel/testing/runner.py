@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from agentkernel.short_text import shown_value
 
 if TYPE_CHECKING:
-    from agentkernel.config import KernelConfig, ToolSpec
+    from agentkernel.config import KernelConfig
     from agentkernel.kernel import Kernel
     from agentkernel.testing.cases import Expectation, ToolCase
     from agentkernel.testing.openai_server import FakeLLMServer
@@ -98,48 +98,68 @@ def mismatches(expect: Expectation, result: ToolResult) -> list[str]:
 
 
 class ToolTestRun:
-    """A run of cases on one project: `with ToolTestRun(config, needs_llm) as run: run.case(spec, case)`."""
+    """A run of cases on one project: `with ToolTestRun(config) as run: run.case(case)`.
 
-    def __init__(self, config: KernelConfig, *, needs_llm: bool) -> None:
-        self._config = config
-        self._needs_llm = needs_llm
+    `kernel` is there from the start, with no LLM, for choosing the tools;
+    `use_llm()` starts the scripted server and rebuilds the kernel with its
+    `llm:` pointed there (the compile cache of the first kernel is reused).
+    """
+
+    def __init__(self, config: KernelConfig) -> None:
+        self._project = config
         self._stack = ExitStack()
         self._sessions = itertools.count(1)
+        self._folder: Path | None = None
         self.server: FakeLLMServer | None = None
-        self.kernel: Kernel | None = None
+        self._kernel: Kernel | None = None
+
+    @property
+    def kernel(self) -> Kernel:
+        assert self._kernel is not None, "ToolTestRun is not entered"
+        return self._kernel
 
     def __enter__(self) -> ToolTestRun:
-        from agentkernel.kernel import Kernel
-        from agentkernel.testing.openai_server import FakeLLMServer
-        from agentkernel.testing.project import throwaway_config
-
         with self._stack:  # on a failure here, what was started is stopped
-            folder = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="agentkernel-test-")))
-            url = None
-            if self._needs_llm:
-                self.server = self._stack.enter_context(FakeLLMServer())
-                url = self.server.base_url
-            config = throwaway_config(self._config, folder, llm_url=url)
-            if url is None:
-                config = replace(config, llm=None)  # no case scripts the LLM: none is reachable
-            self.kernel = self._stack.enter_context(Kernel(config))
+            folder = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="agentkernel-test-"))
+            self._folder = Path(folder)
+            self._kernel = self._build(None)
+            self._stack.callback(lambda: self.kernel.close())
             self._stack = self._stack.pop_all()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def case(self, spec: ToolSpec, case: ToolCase) -> CaseOutcome:
-        """Run one case in a fresh session; its verdict."""
-        assert self.kernel is not None, "ToolTestRun is not entered"
-        server = self.server
+    def _build(self, llm_url: str | None) -> Kernel:
+        """A kernel whose stores are in the run's folder; with no `llm_url`, none is reachable."""
+        from agentkernel.kernel import Kernel
+        from agentkernel.testing.project import throwaway_config
+
+        assert self._folder is not None
+        config = throwaway_config(self._project, self._folder, llm_url=llm_url)
+        return Kernel(config if llm_url is not None else replace(config, llm=None))
+
+    def use_llm(self) -> FakeLLMServer:
+        """Start the scripted server (once) and point the kernel's `llm:` at it."""
+        if self.server is None:
+            from agentkernel.testing.openai_server import FakeLLMServer
+
+            self.server = self._stack.enter_context(FakeLLMServer())
+            old, self._kernel = self._kernel, self._build(self.server.base_url)
+            if old is not None:
+                old.close()
+        return self.server
+
+    def case(self, case: ToolCase) -> CaseOutcome:
+        """Run one case in a fresh session, by the tool's name as an LLM calls it; its verdict."""
+        server = self.use_llm() if case.llm else self.server
         unexpected = server.unexpected if server is not None else 0
         if server is not None:
             server.clear()
             server.add(*case.llm_turns())
         caller = self.kernel.caller(user_id=case.user, session_id=f"tool-test-{next(self._sessions)}")
         started = time.perf_counter()
-        result = self.kernel.run_tool(spec, case.args, caller)
+        result = self.kernel.run_tool(case.tool, case.args, caller)
         secs = time.perf_counter() - started
         failures = mismatches(case.expect, result)
         if server is not None:
@@ -156,12 +176,14 @@ def _llm_failures(scripted: int, unused: int, extra: int) -> list[str]:
     return found
 
 
-def run_cases(config: KernelConfig, cases: Iterable[tuple[ToolSpec, ToolCase]]) -> Iterator[CaseOutcome]:
-    """Each case's outcome, in order, as it finishes (a run of its own, started once)."""
+def run_cases(config: KernelConfig, cases: Iterable[ToolCase]) -> Iterator[CaseOutcome]:
+    """Each case's outcome, in order, as it finishes: one run; the server started if a case scripts it."""
     todo = list(cases)
-    with ToolTestRun(config, needs_llm=any(case.llm for _, case in todo)) as run:
-        for spec, case in todo:
-            yield run.case(spec, case)
+    with ToolTestRun(config) as run:
+        if any(case.llm for case in todo):
+            run.use_llm()
+        for case in todo:
+            yield run.case(case)
 
 
 __all__ = ["CaseOutcome", "ToolTestRun", "mismatches", "run_cases"]
