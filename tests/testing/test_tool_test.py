@@ -8,10 +8,8 @@ unknown tool is exit 2. `--junit` writes XML that parses.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -19,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_kernel_yaml
-
-BIN = Path(sys.executable).parent
+from tests.test_cli_basics import cli
 
 ECHO_JS = """
 function run(args) {
@@ -44,15 +41,7 @@ parameters:
 
 
 def agentkernel(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
-    return subprocess.run(
-        [str(BIN / "agentkernel"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-    )
+    return cli("agentkernel", *args, cwd=cwd)
 
 
 def tool(project: Path, name: str, yaml_text: str, script: str, ext: str = ".js") -> Path:
