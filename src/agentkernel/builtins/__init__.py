@@ -1,0 +1,1 @@
+"""Built-in tools and hooks shipped with agentkernel (issue 15)."""
