@@ -39,6 +39,13 @@ MAX_CONTENT_CHARS = 1_000_000  # make_docx's `content`, unless the YAML's max_co
 MAX_UNPACKED_BYTES = 64 << 20  # a template's files, unzipped, unless max_template_unpacked_bytes says so
 TEMPLATES_DIR = "data/shared/docx_templates"  # fill_contract's templates, unless templates_dir says so
 _MAX_NAME_CHARS = 200
+# the main part's content types python-docx opens: .docx, .docm, .dotx, .dotm
+_WORD_MAIN_TYPES = (
+    b"wordprocessingml.document.main+xml",
+    b"wordprocessingml.template.main+xml",
+    b"ms-word.document.macroEnabled.main+xml",
+    b"ms-word.template.macroEnabledTemplate.main+xml",
+)
 
 
 def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONValue:
@@ -211,12 +218,18 @@ def _open_docx(data: bytes, shown: str, config: JSONObject) -> Document:
             f"fill_contract: template {shown} unpacks to {unpacked:,} bytes, over the {limit:,}-byte "
             "limit (max_template_unpacked_bytes in fill_contract.yaml)"
         )
-    if "word/document.xml" not in {member.filename for member in members}:
-        raise ScriptError(f"{not_docx} (a zip archive without word/document.xml)")
+    names = {member.filename for member in members}
+    if "[Content_Types].xml" not in names or "word/document.xml" not in names:
+        raise ScriptError(f"{not_docx} (a zip archive without [Content_Types].xml and word/document.xml)")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        types = archive.read("[Content_Types].xml")
+    if not any(kind in types for kind in _WORD_MAIN_TYPES):
+        raise ScriptError(f"{not_docx} (no Word document inside: an .xlsx or .pptx renamed?)")
     try:
         return open_document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises KeyError, ValueError, lxml and zip errors alike
-        raise ScriptError(f"{not_docx} ({type(exc).__name__}: {shown_value(str(exc))})") from None
+        reason = f"{type(exc).__name__}: {exc}"
+        raise ScriptError(f"{not_docx} (python-docx cannot read it: {shown_value(reason)})") from None
 
 
 __all__ = ["DOCX_MIME", "fill_contract", "make_docx"]
