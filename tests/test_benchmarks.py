@@ -69,6 +69,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^idle scheduler, \d+ jobs due in an hour, over {NUMBER} s:$",
         rf"^\s+CPU {NUMBER} ms \({NUMBER} % of one core\)$",
     ],
+    "office.py": [
+        rf"^\s+make_docx \(parse, build, save, write\)\s+CPU p50\s+{NUMBER} ms",
+        rf"^\s+parse and build only\s+CPU p50\s+{NUMBER} ms",
+        r"^target CPU p50 <= 200 ms: (PASS|MISS)$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

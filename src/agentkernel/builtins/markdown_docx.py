@@ -14,35 +14,43 @@ its own first number; tables → "Table Grid" with a bold header row; code
 blocks → a "Code" paragraph style (monospace), inline code → a "Code Char"
 character style; quotes → "Quote"; links → real hyperlinks; images → their
 alt text (nothing is fetched). The heavy imports stay inside the functions
-(issue 8: start-up time).
+(issue 8: start-up time). The elements are appended by docx_xml.py.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentkernel.builtins.docx_xml import (
+    CODE_CHAR_STYLE,
+    CODE_FONT,
+    CODE_STYLE,
+    LINK_STYLE,
+    DocxWriter,
+    Node,
+)
 
 if TYPE_CHECKING:
     from docx.document import Document
-    from docx.text.paragraph import Paragraph
     from markdown_it.token import Token
 
-CODE_STYLE = "Code"
-CODE_CHAR_STYLE = "Code Char"
-LINK_STYLE = "Hyperlink"
-CODE_FONT = "Courier New"
 _DEEPEST_LIST_STYLE = 3  # the default template has "List Bullet", "List Bullet 2", "List Bullet 3"
+# what XML 1.0 cannot hold (a Word file is XML): C0 controls but tab, newline and return; U+FFFE, U+FFFF
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def markdown_document(text: str) -> Document:
-    """A new document holding `text` rendered from Markdown."""
+    """A new document holding `text` rendered from Markdown (characters XML cannot hold become U+FFFD)."""
     from docx import Document as new_document
     from markdown_it import MarkdownIt
 
     parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-    writer = _Writer(new_document())
-    writer.write(parser.parse(text))
-    return writer.document
+    writer = _Walk(DocxWriter(new_document()))
+    writer.write(parser.parse(_NOT_IN_XML.sub("\ufffd", text)))
+    writer.out.finish()
+    return writer.out.document
 
 
 @dataclass
@@ -55,17 +63,6 @@ class _List:
 
 
 @dataclass
-class _Format:
-    """The inline formatting in force while walking an `inline` token's children."""
-
-    bold: int = 0
-    italic: int = 0
-    strike: int = 0
-    document: Any = None  # where the character styles live
-    link: Any = None  # the open <w:hyperlink> element, if any
-
-
-@dataclass
 class _Table:
     """A table being read: its rows of cells, each cell an `inline` token."""
 
@@ -74,16 +71,16 @@ class _Table:
     in_head: bool = False
 
 
-class _Writer:
-    """Walks the token stream once and appends to `document`."""
+class _Walk:
+    """Walks the token stream once and appends to the document through `out`."""
 
-    def __init__(self, document: Document) -> None:
-        self.document = document
+    def __init__(self, out: DocxWriter) -> None:
+        self.out = out
         self.lists: list[_List] = []
         self.quote_depth = 0
         self.item_fresh = False  # the next paragraph is the first of a list item
         self.table: _Table | None = None
-        self.paragraph: Paragraph | None = None
+        self.paragraph: Node | None = None
 
     def write(self, tokens: list[Token]) -> None:
         for token in tokens:
@@ -94,17 +91,22 @@ class _Writer:
     # -- blocks ------------------------------------------------------------------------------------
 
     def _heading_open(self, token: Token) -> None:
-        self.paragraph = self.document.add_heading("", level=int(token.tag[1:]))
+        self.paragraph = self.out.paragraph(f"Heading {int(token.tag[1:])}")
 
     def _paragraph_open(self, token: Token) -> None:
         if self.table is None:
-            self.paragraph = self.document.add_paragraph(style=self._paragraph_style())
+            self.paragraph = self._new_paragraph()
+
+    def _paragraph_close(self, token: Token) -> None:
+        self.paragraph = None
+
+    _heading_close = _paragraph_close
 
     def _inline(self, token: Token) -> None:
         if self.table is not None:
             self.table.rows[-1].append(token)
         elif self.paragraph is not None:
-            add_inline(self.document, self.paragraph, token.children or [])
+            add_inline(self.out, self.paragraph, token.children or [])
 
     def _bullet_list_open(self, token: Token) -> None:
         self.lists.append(_List(ordered=False, start=1))
@@ -129,32 +131,30 @@ class _Writer:
 
     def _fence(self, token: Token) -> None:
         code = token.content[:-1] if token.content.endswith("\n") else token.content
-        paragraph = self.document.add_paragraph(style=code_style(self.document))
-        paragraph.add_run(code)  # python-docx writes each "\n" as a line break, "\t" as a tab
+        self.out.run(self.out.paragraph(CODE_STYLE), code)
         self.item_fresh = False
 
     _code_block = _fence
 
     def _hr(self, token: Token) -> None:
-        add_rule(self.document.add_paragraph())
+        self.out.rule()
 
-    def _paragraph_style(self) -> str | None:
+    def _new_paragraph(self) -> Node:
         """A list item's first paragraph is the item; later ones continue it; a quote is a Quote."""
-        if self.lists:
-            depth = min(len(self.lists), _DEEPEST_LIST_STYLE)
-            suffix = "" if depth == 1 else f" {depth}"
-            if not self.item_fresh:
-                return "List Continue" + suffix
-            self.item_fresh = False
-            return ("List Number" if self.lists[-1].ordered else "List Bullet") + suffix
-        return "Quote" if self.quote_depth else None
-
-    def _paragraph_close(self, token: Token) -> None:
-        if self.paragraph is not None and self.lists and self.lists[-1].ordered:
-            style = self.paragraph.style
-            if style is not None and (style.name or "").startswith("List Number"):
-                number_item(self.document, self.paragraph, self.lists[-1])
-        self.paragraph = None
+        if not self.lists:
+            return self.out.paragraph("Quote" if self.quote_depth else None)
+        depth = min(len(self.lists), _DEEPEST_LIST_STYLE)
+        suffix = "" if depth == 1 else f" {depth}"
+        if not self.item_fresh:
+            return self.out.paragraph("List Continue" + suffix)
+        self.item_fresh = False
+        innermost = self.lists[-1]
+        if not innermost.ordered:
+            return self.out.paragraph("List Bullet" + suffix)
+        style = "List Number" + suffix
+        if innermost.num_id is None:
+            innermost.num_id = self.out.new_numbering(style, innermost.start)
+        return self.out.paragraph(style, numbered=(innermost.num_id, 0))
 
     # -- tables ------------------------------------------------------------------------------------
 
@@ -177,154 +177,57 @@ class _Writer:
 
     def _table_close(self, token: Token) -> None:
         assert self.table is not None
-        add_table(self.document, self.table)
-        self.table = None
-
-
-def add_table(document: Document, table: _Table) -> None:
-    """The rows read as a "Table Grid" table; header cells bold; short rows padded."""
-    columns = max(len(row) for row in table.rows)
-    made = document.add_table(rows=len(table.rows), cols=columns)
-    made.style = document.styles["Table Grid"]
-    for row_index, (row, cells) in enumerate(zip(table.rows, made.rows, strict=True)):
-        for token, cell in zip(row, cells.cells, strict=False):
-            add_inline(document, cell.paragraphs[0], token.children or [], bold=row_index < table.header_rows)
+        table, self.table = self.table, None
+        cells = self.out.table(len(table.rows), max(len(row) for row in table.rows))
+        for index, (row, paragraphs) in enumerate(zip(table.rows, cells, strict=True)):
+            for token, paragraph in zip(row, paragraphs, strict=False):  # a short row's last cells stay empty
+                add_inline(self.out, paragraph, token.children or [], bold=index < table.header_rows)
 
 
 # -- inline ----------------------------------------------------------------------------------------
 
-
-def add_inline(
-    document: Document, paragraph: Paragraph, children: list[Token], *, bold: bool = False
-) -> None:
-    """The runs of one `inline` token: text with bold/italic/strikethrough, code, links, breaks."""
-    state = _Format(bold=int(bold), document=document)
-    for child in children:
-        kind = child.type
-        if kind in ("text", "code_inline", "image", "html_inline"):
-            text = f"[{child.content}]" if kind == "image" else child.content
-            _add_run(paragraph, text, state, code=kind == "code_inline")
-        elif kind == "softbreak":
-            _add_run(paragraph, " ", state)
-        elif kind == "hardbreak":
-            paragraph.add_run().add_break()
-        elif kind == "link_open":
-            state.link = _open_link(paragraph, str(child.attrGet("href") or ""))
-        elif kind == "link_close":
-            state.link = None
-        elif kind.endswith(("_open", "_close")):
-            _toggle(state, kind)
-
-
 _TOGGLES = {"strong": "bold", "em": "italic", "s": "strike"}
 
 
-def _toggle(state: _Format, kind: str) -> None:
-    what, _, edge = kind.rpartition("_")
-    name = _TOGGLES.get(what)
-    if name is not None:
-        setattr(state, name, getattr(state, name) + (1 if edge == "open" else -1))
+@dataclass
+class _Format:
+    """The inline formatting in force while walking an `inline` token's children."""
+
+    bold: int = 0
+    italic: int = 0
+    strike: int = 0
+    link: Node | None = None  # the open <w:hyperlink>, if any
 
 
-def _add_run(paragraph: Paragraph, text: str, state: _Format, *, code: bool = False) -> None:
+def add_inline(out: DocxWriter, paragraph: Node, children: list[Token], *, bold: bool = False) -> None:
+    """The runs of one `inline` token: text with bold/italic/strikethrough, code, links, breaks."""
+    state = _Format(bold=int(bold))
+    for child in children:
+        kind = child.type
+        if kind in ("text", "code_inline", "image", "html_inline"):
+            text = f"[{child.content}]" if kind == "image" else child.content  # an image is never fetched
+            _add_run(out, paragraph, text, state, code=kind == "code_inline")
+        elif kind == "softbreak":
+            _add_run(out, paragraph, " ", state)
+        elif kind == "hardbreak":
+            out.line_break(paragraph)
+        elif kind == "link_open":  # markdown-it already refused `javascript:` and such
+            state.link = out.hyperlink(paragraph, str(child.attrGet("href") or ""))
+        elif kind == "link_close":
+            state.link = None
+        elif kind.endswith(("_open", "_close")):
+            what, _, edge = kind.rpartition("_")
+            name = _TOGGLES.get(what)
+            if name is not None:
+                setattr(state, name, getattr(state, name) + (1 if edge == "open" else -1))
+
+
+def _add_run(out: DocxWriter, paragraph: Node, text: str, state: _Format, *, code: bool = False) -> None:
     if not text:
         return
-    run = paragraph.add_run(text)
-    if state.bold:
-        run.bold = True
-    if state.italic:
-        run.italic = True
-    if state.strike:
-        run.font.strike = True
-    if code:
-        run.style = code_char_style(state.document)
-    if state.link is not None:
-        run.style = link_style(state.document)
-        state.link.append(run._r)  # moves the run into the hyperlink
-
-
-def _open_link(paragraph: Paragraph, href: str) -> Any:
-    """A <w:hyperlink> to `href` ending `paragraph` (markdown-it already refused `javascript:` and such)."""
-    from docx.opc.constants import RELATIONSHIP_TYPE
-    from docx.oxml import OxmlElement
-    from docx.oxml.ns import qn
-
-    link = OxmlElement("w:hyperlink")
-    link.set(qn("r:id"), paragraph.part.relate_to(href, RELATIONSHIP_TYPE.HYPERLINK, is_external=True))
-    paragraph._p.append(link)
-    return link
-
-
-# -- numbering, rules and styles -------------------------------------------------------------------
-
-
-def number_item(document: Document, paragraph: Paragraph, open_list: _List) -> None:
-    """Number `paragraph` in `open_list`'s own numbering instance, so each list restarts at its start.
-
-    A "List Number" style carries one numbering shared by every paragraph of
-    that style, which would make the second list of a document go on from
-    the first; a new <w:num> over the same definition with a start override
-    is how Word itself restarts a list.
-    """
-    if open_list.num_id is None:
-        numbering = document.part.numbering_part.element
-        style_num = paragraph.style.element.pPr.numPr.numId.val  # type: ignore[union-attr]
-        definition = numbering.num_having_numId(style_num).abstractNumId.val
-        num = numbering.add_num(definition)
-        num.add_lvlOverride(ilvl=0).add_startOverride(open_list.start)
-        open_list.num_id = num.numId
-    properties = paragraph._p.get_or_add_pPr().get_or_add_numPr()
-    properties.get_or_add_ilvl().val = 0
-    properties.get_or_add_numId().val = open_list.num_id
-
-
-def add_rule(paragraph: Paragraph) -> None:
-    """A horizontal rule: an empty paragraph with a bottom border."""
-    from docx.oxml import OxmlElement
-    from docx.oxml.ns import qn
-
-    borders = OxmlElement("w:pBdr")
-    bottom = OxmlElement("w:bottom")
-    for key, value in (("w:val", "single"), ("w:sz", "6"), ("w:space", "1"), ("w:color", "auto")):
-        bottom.set(qn(key), value)
-    borders.append(bottom)
-    paragraph._p.get_or_add_pPr().append(borders)
-
-
-def code_style(document: Document) -> Any:
-    """The "Code" paragraph style (monospace, no spacing between lines), added on first use."""
-    return _style(document, CODE_STYLE, paragraph=True)
-
-
-def code_char_style(document: Document) -> Any:
-    """The "Code Char" character style for inline code, added on first use."""
-    return _style(document, CODE_CHAR_STYLE, paragraph=False)
-
-
-def link_style(document: Document) -> Any:
-    """The "Hyperlink" character style (blue, underlined), added on first use."""
-    return _style(document, LINK_STYLE, paragraph=False)
-
-
-def _style(document: Document, name: str, *, paragraph: bool) -> Any:
-    from docx.enum.style import WD_STYLE_TYPE
-    from docx.shared import Pt, RGBColor
-
-    styles = document.styles
-    if name in styles:
-        return styles[name]
-    style: Any = styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH if paragraph else WD_STYLE_TYPE.CHARACTER)
-    if name == LINK_STYLE:
-        style.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
-        style.font.underline = True
-        return style
-    style.font.name = CODE_FONT
-    style.font.size = Pt(9)
-    if paragraph:
-        style.base_style = styles["Normal"]
-        style.paragraph_format.space_after = Pt(6)
-        style.paragraph_format.line_spacing = 1.0
-    return style
+    style = LINK_STYLE if state.link is not None else CODE_CHAR_STYLE if code else None
+    parent = paragraph if state.link is None else state.link
+    out.run(parent, text, style=style, bold=state.bold > 0, italic=state.italic > 0, strike=state.strike > 0)
 
 
 __all__ = ["CODE_CHAR_STYLE", "CODE_FONT", "CODE_STYLE", "LINK_STYLE", "markdown_document"]
