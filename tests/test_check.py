@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.builtins import HOOKS_FOLDER, TOOLS_FOLDER
 from agentkernel.cli.main import main
-from tests.conftest import REPO
+from tests.conftest import REPO, write_kernel_yaml
 
 TOOL_JS = "function run(args) { return 'ok'; }\n"
 HOOK_RHAI = "fn before_user_message(ctx, msg) { () }\n"
@@ -57,7 +58,12 @@ def run_check(
 
 @pytest.fixture
 def check(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Check:
-    """`agentkernel check FLAGS…` in the project: its exit status and its lines of output."""
+    """`agentkernel check FLAGS…` in the project: its exit status and its lines of output.
+
+    The package's built-ins are switched off: these tests count the project's
+    own files (tests/test_builtins.py checks the built-ins' counts).
+    """
+    write_kernel_yaml(project, "scripts:\n  builtins: false\n")
     return lambda *flags: run_check(project, monkeypatch, capsys, *flags)
 
 
@@ -79,9 +85,14 @@ def test_the_shipped_project_passes(
     tools = len(list((config / "scripts" / "tools").glob("*.yaml")))
     hooks = len(list((config / "scripts" / "hooks").glob("*.yaml")))
     templates = len(list((config / "templates").glob("*.yaml")))
+    builtin_tools = len(list(TOOLS_FOLDER.glob("*.yaml")))
+    builtin_hooks = len(list(HOOKS_FOLDER.glob("*.yaml")))
+    shipped = (
+        f"; built-in: {builtin_tools} tools, {builtin_hooks} hooks" if builtin_tools + builtin_hooks else ""
+    )
     assert run_check(REPO, monkeypatch, capsys) == (
         0,
-        [f"ok: {tools} tools, {hooks} hooks, {templates} templates"],
+        [f"ok: {tools} tools, {hooks} hooks, {templates} templates{shipped}"],
     )
 
 
@@ -517,6 +528,7 @@ def test_hook_list_shows_hooks_in_run_order(
 def test_template_list_shows_templates_and_their_problems(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    write_kernel_yaml(project, "scripts:\n  builtins: false\n")  # "known:" lists the project's tools
     tool_yaml(project, "t")
     write(
         project, "config/templates/b.yaml", "name: beta\ndescription: second\ninstructions: x\ntools: [t]\n"
