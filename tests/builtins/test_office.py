@@ -191,6 +191,18 @@ def test_html_and_unsafe_links_are_text_never_markup(call: ScriptCall, scratch: 
     assert not document.inline_shapes  # nothing fetched
 
 
+def test_characters_a_word_file_cannot_hold_are_replaced_not_fatal(call: ScriptCall, scratch: Path) -> None:
+    text = "a\x01b\x0c **c\ufffe** `x\x00` \ud800"
+    result = make_docx({"name": "c.docx", "content": text}, {}, call)
+    assert [p.text for p in result_file(result, scratch, "c.docx").paragraphs] == [
+        "a\ufffdb\ufffd c\ufffd x\ufffd \ufffd"
+    ]
+    assert isinstance(result, dict)
+    assert result["content"] == (
+        "c.docx is ready: a Word document of 1 paragraph and 0 tables; the user can download it."
+    )
+
+
 def test_an_empty_document_is_still_a_document(call: ScriptCall, scratch: Path) -> None:
     document = result_file(make_docx({"name": "e.docx", "content": ""}, {}, call), scratch, "e.docx")
     assert [p.text for p in document.paragraphs] == []

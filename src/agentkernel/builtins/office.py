@@ -64,9 +64,10 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONVal
 
     document = markdown_document(content)
     path = _save("make_docx", call, name, document)
+    paragraphs, tables = len(document.paragraphs), len(document.tables)
     summary = (
-        f"{name} is ready: a Word document of {len(document.paragraphs):,} paragraphs "
-        f"and {len(document.tables):,} tables; the user can download it."
+        f"{name} is ready: a Word document of {_counted(paragraphs, 'paragraph')} "
+        f"and {_counted(tables, 'table')}; the user can download it."
     )
     return _result(summary, name, path)
 
@@ -116,6 +117,10 @@ def _docx_name(tool: str, value: JSONValue, field: str) -> str:
     if len(value) > _MAX_NAME_CHARS:
         raise ScriptError(f"{tool}: {field} is {len(value):,} characters long, over {_MAX_NAME_CHARS}")
     return value
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 def _setting(config: JSONObject, key: str, default: int) -> int:
