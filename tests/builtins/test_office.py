@@ -231,20 +231,20 @@ def test_an_empty_document_is_still_a_document(call: ScriptCall, scratch: Path) 
 def test_a_bad_name_is_refused_and_nothing_is_written(
     name: JSONValue, reason: str, call: ScriptCall, project: Path
 ) -> None:
-    before = all_files(project.parent)
+    before = all_files(project)
     message = failure(make_docx, {"name": name, "content": "# x"}, call)
     assert message.startswith("make_docx: ") and reason in message
-    assert all_files(project.parent) == before
+    assert all_files(project) == before
 
 
 def test_fifty_megabytes_of_markdown_are_refused_before_any_work(call: ScriptCall, project: Path) -> None:
-    before = all_files(project.parent)
+    before = all_files(project)
     message = failure(make_docx, {"name": "big.docx", "content": "# x\n" * (50 << 18)}, call)
     assert message == (
         "make_docx: content is 52,428,800 characters, over the 1,000,000-character limit "
         "(max_content_chars in make_docx.yaml); split the document"
     )
-    assert all_files(project.parent) == before
+    assert all_files(project) == before
 
 
 def test_the_yaml_sets_the_content_limit(call: ScriptCall) -> None:
@@ -349,13 +349,13 @@ def test_fields_split_across_runs_in_headers_footers_and_tables_are_filled(
 
 
 def test_missing_fields_are_named_all_of_them(call: ScriptCall, project: Path) -> None:
-    before = all_files(project.parent)
+    before = all_files(project)
     message = failure(fill_contract, {"name": "d.docx", "data": {"client": "x"}}, call)
     assert message == (
         "fill_contract: template dogovor.docx (the default contract): "
         "data has no value for the template's field(s): date, amount"
     )
-    assert all_files(project.parent) == before
+    assert all_files(project) == before
 
 
 @pytest.mark.parametrize(

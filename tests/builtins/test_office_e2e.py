@@ -66,7 +66,7 @@ def test_run_tool_writes_the_docx_in_the_callers_scratch_folder(kernel: Kernel) 
 
 def test_bad_input_is_a_failed_result_through_dispatch(kernel: Kernel, project: Path) -> None:
     caller = kernel.caller(user_id="u-1", session_id="s-1")
-    before = sorted(project.parent.rglob("*"))
+    before = sorted(project.rglob("*"))
     named = kernel.run_tool("make_docx", {"name": "../x.docx", "content": "# x"}, caller)
     assert named.success is False and "has a path in it" in str(named.error)
     huge = kernel.run_tool("make_docx", {"name": "x.docx", "content": "x" * (50 << 20)}, caller)
@@ -75,7 +75,7 @@ def test_bad_input_is_a_failed_result_through_dispatch(kernel: Kernel, project: 
     assert not_object.success is False and "data" in str(not_object.error)
     missing = kernel.run_tool("fill_contract", {"name": "d.docx", "data": {"client": "x"}}, caller)
     assert missing.success is False and "field(s): date, amount" in str(missing.error)
-    assert sorted(project.parent.rglob("*")) == before
+    assert sorted(project.rglob("*")) == before
 
 
 def test_a_script_forwards_the_file_block_from_call_tool(kernel: Kernel) -> None:
