@@ -18,7 +18,7 @@ import pytest
 
 from agentkernel.builtins import HOOKS_FOLDER, TOOLS_FOLDER
 from agentkernel.cli.main import main
-from tests.conftest import REPO, write_kernel_yaml
+from tests.conftest import REPO
 
 TOOL_JS = "function run(args) { return 'ok'; }\n"
 HOOK_RHAI = "fn before_user_message(ctx, msg) { () }\n"
@@ -58,12 +58,7 @@ def run_check(
 
 @pytest.fixture
 def check(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Check:
-    """`agentkernel check FLAGS…` in the project: its exit status and its lines of output.
-
-    The package's built-ins are switched off: these tests count the project's
-    own files (tests/test_builtins.py checks the built-ins' counts).
-    """
-    write_kernel_yaml(project, "scripts:\n  builtins: false\n")
+    """`agentkernel check FLAGS…` in the project: its exit status and its lines of output."""
     return lambda *flags: run_check(project, monkeypatch, capsys, *flags)
 
 
@@ -528,7 +523,6 @@ def test_hook_list_shows_hooks_in_run_order(
 def test_template_list_shows_templates_and_their_problems(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_kernel_yaml(project, "scripts:\n  builtins: false\n")  # "known:" lists the project's tools
     tool_yaml(project, "t")
     write(
         project, "config/templates/b.yaml", "name: beta\ndescription: second\ninstructions: x\ntools: [t]\n"

@@ -25,7 +25,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from agentkernel.server.routes.files import NOT_FOUND
 from agentkernel.types import JSONObject
-from tests.conftest import write_kernel_yaml
+from tests.conftest import BUILTINS_ON, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
 
@@ -40,6 +40,7 @@ function run(args) {
 
 @pytest.fixture
 def kernel(project: Path) -> Iterator[Kernel]:
+    write_kernel_yaml(project, BUILTINS_ON)
     tools = project / "config" / "scripts" / "tools"
     script_tool(tools, "forward", FORWARD_JS, description="make_docx through call_tool")
     with Kernel(load_kernel_config(project / "config" / "kernel.yaml")) as built:
@@ -106,7 +107,9 @@ TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
 
 @pytest.fixture
 def live(tmp_path: Path, llm_server: FakeLLMServer) -> Iterator[LiveServer]:
-    extra = "server:\n  tokens:\n" + "".join(f'    "{h}": {user}\n' for h, user in TOKENS.items())
+    extra = (
+        BUILTINS_ON + "server:\n  tokens:\n" + "".join(f'    "{h}": {user}\n' for h, user in TOKENS.items())
+    )
     kernel_yaml = make_project(tmp_path, llm_server, extra)
     write(
         tmp_path / "config" / "templates" / "office.yaml",

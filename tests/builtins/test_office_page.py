@@ -16,6 +16,7 @@ from docx import Document as open_docx
 from agentkernel import Kernel
 from agentkernel.builtins.office import DOCX_MIME
 from agentkernel.config import load_kernel_config
+from tests.conftest import BUILTINS_ON
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, make_project, write
 from tests.server.test_page_browser import CHROMIUM, WAIT_MS, browser
@@ -29,7 +30,7 @@ __all__ = ["browser"]  # the fixture, shared with the page's own browser tests
 def test_the_page_downloads_the_docx_a_turn_made(
     tmp_path: Path, llm_server: FakeLLMServer, browser: Any
 ) -> None:
-    kernel_yaml = make_project(tmp_path, llm_server)
+    kernel_yaml = make_project(tmp_path, llm_server, BUILTINS_ON)
     write(
         tmp_path / "config" / "templates" / "tester.yaml",
         "name: tester\ninstructions: You write documents.\ntools: [make_docx]\nmax_turns: 4\n",

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
-from tests.conftest import write_kernel_yaml
+from tests.conftest import BUILTINS_ON, write_kernel_yaml
 
 TOOLS = Path(__file__).resolve().parents[2] / "src" / "agentkernel" / "builtins" / "tools"
 NAMES = ("make_docx", "fill_contract")
@@ -51,7 +51,7 @@ def test_the_yaml_names_its_function_and_a_valid_schema(name: str) -> None:
 
 @pytest.mark.parametrize(("name", "case"), cases())
 def test_each_yaml_case_passes(name: str, case: dict[str, Any], tmp_path: Path) -> None:
-    with Kernel(load_kernel_config(write_kernel_yaml(tmp_path))) as kernel:
+    with Kernel(load_kernel_config(write_kernel_yaml(tmp_path, BUILTINS_ON))) as kernel:
         caller = kernel.caller(session_id="case", user_id=case.get("user", "test-user"))
         result = kernel.run_tool(name, case["args"], caller)
     text = str(result.content if result.success else result.error)

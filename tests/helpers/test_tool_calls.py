@@ -258,9 +258,7 @@ def test_s16_3_list_tools_is_what_the_callers_llm_sees(
         "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     }
     everything = probe(kernel, tools, engine, "list_tools()")  # the kernel itself: every tool
-    builtins = [spec.name for spec in kernel.list_tools() if spec.origin == "builtin"]  # the package's too
-    expected = sorted(["plain", "probe", "secret", "upper", "whoami", *builtins])
-    assert [t["name"] for t in everything["value"]] == expected
+    assert [t["name"] for t in everything["value"]] == ["plain", "probe", "secret", "upper", "whoami"]
 
 
 def test_s16_3_list_tools_takes_no_arguments(kernel: Kernel, tools: ToolFactory, engine: str) -> None:
