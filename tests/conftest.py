@@ -18,14 +18,18 @@ REPO = Path(__file__).resolve().parent.parent
 ToolFactory = Callable[..., Path]
 
 
-SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"]}
+SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"], "builtins": False}
+BUILTINS_ON = "scripts:\n  builtins: true\n"  # `extra` for a test of the package's built-ins
 
 
 def write_kernel_yaml(root: Path, extra: str = "") -> Path:
     """config/kernel.yaml scanning the usual script folders, plus `extra` (YAML text).
 
     A `scripts:` mapping in `extra` is merged into the folders' one, since a
-    key given twice is a load error.
+    key given twice is a load error. The package's built-in tools and hooks
+    are off (`scripts.builtins: false`), so a test sees the project it made
+    and nothing else, however many built-ins ship; a test of the built-ins
+    turns them on with `BUILTINS_ON` (or its own `scripts: {builtins: true}`).
     """
     config = root / "config" / "kernel.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
@@ -34,7 +38,11 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
         more["scripts"] = {**SCRIPT_FOLDERS, **(more["scripts"] or {})}
         text = yaml.safe_dump(more, sort_keys=False, allow_unicode=True)
     else:
-        text = "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n" + extra
+        # three lines, as before built-ins existed, so the line numbers of `extra` in errors stay put
+        text = (
+            "scripts:\n  {tools: [config/scripts/tools], builtins: false,\n"
+            "   hooks: [config/scripts/hooks]}\n" + extra
+        )
     config.write_text(text, encoding="utf-8")
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
     (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+tool list \(start-up, load\)\s+{NUMBER} ms$",
         rf"^in process, per case \(\d+ calls\): p50 {NUMBER} ms, max {NUMBER} ms$",
     ],
+    "office.py": [
+        rf"^\s+make_docx \(parse, build, save, write\)\s+CPU p50\s+{NUMBER} ms",
+        rf"^\s+parse and build only\s+CPU p50\s+{NUMBER} ms",
+        r"^target CPU p50 <= 200 ms: (PASS|MISS)$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

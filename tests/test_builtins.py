@@ -20,7 +20,7 @@ from agentkernel import Kernel, builtins
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config, load_script_spec
 from agentkernel.errors import ConfigError
-from tests.conftest import write_kernel_yaml
+from tests.conftest import BUILTINS_ON, write_kernel_yaml
 
 TOOL_JS = "function run(args) { return '{said}'; }\n"
 MODULE = "agentkernel.builtins.test_only_tool"
@@ -50,7 +50,7 @@ def shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    write_kernel_yaml(root)
+    write_kernel_yaml(root, BUILTINS_ON)
     return root
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.builtins import HOOKS_FOLDER, TOOLS_FOLDER
 from agentkernel.cli.main import main
 from tests.conftest import REPO
 
@@ -79,9 +80,14 @@ def test_the_shipped_project_passes(
     tools = len(list((config / "scripts" / "tools").glob("*.yaml")))
     hooks = len(list((config / "scripts" / "hooks").glob("*.yaml")))
     templates = len(list((config / "templates").glob("*.yaml")))
+    builtin_tools = len(list(TOOLS_FOLDER.glob("*.yaml")))
+    builtin_hooks = len(list(HOOKS_FOLDER.glob("*.yaml")))
+    shipped = (
+        f"; built-in: {builtin_tools} tools, {builtin_hooks} hooks" if builtin_tools + builtin_hooks else ""
+    )
     assert run_check(REPO, monkeypatch, capsys) == (
         0,
-        [f"ok: {tools} tools, {hooks} hooks, {templates} templates"],
+        [f"ok: {tools} tools, {hooks} hooks, {templates} templates{shipped}"],
     )
 
 

@@ -62,7 +62,7 @@ def fs_write(call: ScriptCall, path: JSONValue, content: JSONValue) -> JSONValue
         data = content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise HelperError(f"fs_write: content is not valid Unicode (lone surrogate at {exc.start})") from exc
-    return _write("fs_write", call, path, data)
+    return write_scratch_file("fs_write", call, path, data)
 
 
 def fs_write_bytes(call: ScriptCall, path: JSONValue, b64: JSONValue) -> JSONValue:
@@ -80,7 +80,7 @@ def fs_write_bytes(call: ScriptCall, path: JSONValue, b64: JSONValue) -> JSONVal
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise HelperError(f"fs_write_bytes: b64 is not valid base64: {exc}") from exc
-    return _write("fs_write_bytes", call, path, data)
+    return write_scratch_file("fs_write_bytes", call, path, data)
 
 
 def _read(helper: str, call: ScriptCall, path: JSONValue) -> bytes:
@@ -89,7 +89,14 @@ def _read(helper: str, call: ScriptCall, path: JSONValue) -> bytes:
         return service.read_file(_path(helper, path), _temp_dir(call))
 
 
-def _write(helper: str, call: ScriptCall, path: JSONValue, data: bytes) -> str:
+def write_scratch_file(helper: str, call: ScriptCall, path: JSONValue, data: bytes) -> str:
+    """Write `data` below the caller's session temp dir; the absolute path written.
+
+    Public so that the built-in Python tools (builtins/office.py) write their
+    files by exactly the rules of `fs_write_bytes`: the confinement, the
+    per-file limit and the scratch quota. A refusal is a HelperError whose
+    text starts with `helper`.
+    """
     service = _service(helper, call)
     temp_dir = call.caller.temp_dir
     if temp_dir is None:
@@ -139,4 +146,12 @@ def register(table: HelperTable) -> None:
     table.register("fs_write_bytes", fs_write_bytes)
 
 
-__all__ = ["fs_list", "fs_read", "fs_read_bytes", "fs_write", "fs_write_bytes", "register"]
+__all__ = [
+    "fs_list",
+    "fs_read",
+    "fs_read_bytes",
+    "fs_write",
+    "fs_write_bytes",
+    "register",
+    "write_scratch_file",
+]

@@ -1,0 +1,204 @@
+"""The body of a Word document written as WordprocessingML text, parsed once (for markdown_docx.py).
+
+Why not python-docx's `add_paragraph`/`add_run`/`run.bold`: each resolves a
+style by walking every style of the document, places each child by
+searching its siblings, and (`add_table`) searches the whole document for
+the page width, so a 20-page report took seconds; making each element with
+lxml from Python still cost ~10 µs an element. Issue 15's target is 200 ms.
+So the blocks are collected as text (`Node`s: an opening tag, the pieces
+inside, a closing tag), every piece of user text escaped, and `finish`
+parses the whole body once with python-docx's own parser and moves it
+into the document before its section properties. python-docx still opens
+the package, owns the styles, numbering and relationships parts, and
+saves; the XML is the one its `add_*` methods would have made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from docx.document import Document
+
+CODE_STYLE = "Code"
+CODE_CHAR_STYLE = "Code Char"
+LINK_STYLE = "Hyperlink"
+CODE_FONT = "Courier New"
+_OUR_STYLES = {CODE_STYLE: True, CODE_CHAR_STYLE: False, LINK_STYLE: False}  # name → a paragraph style?
+_NAMESPACES = (
+    'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+)
+_TABLE_LOOK = (
+    '<w:tblLook w:firstColumn="1" w:firstRow="1" w:lastColumn="0" w:lastRow="0" '
+    'w:noHBand="0" w:noVBand="1" w:val="04A0"/>'
+)
+
+
+@dataclass
+class Node:
+    """An element being written: its opening tag (with its properties), what is inside, its closing tag."""
+
+    open: str
+    close: str
+    inner: list[str | Node] = field(default_factory=list)
+
+    def render(self, out: list[str]) -> None:
+        out.append(self.open)
+        for piece in self.inner:
+            if isinstance(piece, str):
+                out.append(piece)
+            else:
+                piece.render(out)
+        out.append(self.close)
+
+
+class DocxWriter:
+    """Collects blocks for the end of `document`'s body; `finish` puts them there.
+
+    Style ids are looked up (or our styles added) once per name (`id`).
+    """
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.ids: dict[str, str] = {}
+        self.blocks: list[Node] = []
+        self._width: int | None = None
+
+    def id(self, name: str) -> str:
+        """The id of the style called `name` (the template's, or ours added on first use)."""
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = _style(self.document, name).style_id
+        return found
+
+    def paragraph(self, style: str | None = None, *, numbered: tuple[int, int] | None = None) -> Node:
+        """A new paragraph at the end of the body; `numbered` is (numId, level) for a list item."""
+        paragraph = Node(self._paragraph_open(style, numbered), "</w:p>")
+        self.blocks.append(paragraph)
+        return paragraph
+
+    def _paragraph_open(self, style: str | None, numbered: tuple[int, int] | None) -> str:
+        if style is None and numbered is None:
+            return "<w:p>"
+        properties = "" if style is None else f'<w:pStyle w:val="{escape(self.id(style))}"/>'
+        if numbered is not None:
+            properties += (
+                f'<w:numPr><w:ilvl w:val="{numbered[1]}"/><w:numId w:val="{numbered[0]}"/></w:numPr>'
+            )
+        return f"<w:p><w:pPr>{properties}</w:pPr>"
+
+    def run(
+        self, parent: Node, text: str, *, style: str | None = None, bold: bool = False,
+        italic: bool = False, strike: bool = False,
+    ) -> None:  # fmt: skip
+        """A run of `text` at the end of `parent` (a paragraph or a hyperlink); newlines and tabs kept."""
+        properties = "" if style is None else f'<w:rStyle w:val="{escape(self.id(style))}"/>'
+        if bold:
+            properties += "<w:b/>"
+        if italic:
+            properties += "<w:i/>"
+        if strike:
+            properties += "<w:strike/>"
+        content = escape(text, quote=False)
+        if "\n" in content or "\t" in content:
+            content = content.replace("\n", '</w:t><w:br/><w:t xml:space="preserve">')
+            content = content.replace("\t", '</w:t><w:tab/><w:t xml:space="preserve">')
+        properties = f"<w:rPr>{properties}</w:rPr>" if properties else ""
+        parent.inner.append(f'<w:r>{properties}<w:t xml:space="preserve">{content}</w:t></w:r>')
+
+    def line_break(self, parent: Node) -> None:
+        parent.inner.append("<w:r><w:br/></w:r>")
+
+    def hyperlink(self, paragraph: Node, href: str) -> Node:
+        """A <w:hyperlink> to the external `href` at the end of `paragraph`; runs go inside it."""
+        from docx.opc.constants import RELATIONSHIP_TYPE
+
+        relation = self.document.part.relate_to(href, RELATIONSHIP_TYPE.HYPERLINK, is_external=True)
+        link = Node(f'<w:hyperlink r:id="{escape(relation)}">', "</w:hyperlink>")
+        paragraph.inner.append(link)
+        return link
+
+    def rule(self) -> None:
+        """A horizontal rule: an empty paragraph with a bottom border."""
+        border = '<w:bottom w:val="single" w:sz="6" w:space="1" w:color="auto"/>'
+        self.blocks.append(Node(f"<w:p><w:pPr><w:pBdr>{border}</w:pBdr></w:pPr>", "</w:p>"))
+
+    def new_numbering(self, style: str, start: int) -> int:
+        """A numbering instance over `style`'s list definition that starts at `start`; its numId.
+
+        A "List Number" style carries one numbering shared by every paragraph
+        of that style, which would make the second list of a document go on
+        from the first; a new <w:num> over the same definition with a start
+        override is how Word itself restarts a list.
+        """
+        numbering = self.document.part.numbering_part.element
+        shared = self.document.styles[style].element.pPr.numPr.numId.val
+        num = numbering.add_num(numbering.num_having_numId(shared).abstractNumId.val)
+        num.add_lvlOverride(ilvl=0).add_startOverride(start)
+        return int(num.numId)
+
+    def table(self, rows: int, columns: int) -> list[list[Node]]:
+        """A "Table Grid" table at the end of the body (as `add_table` makes it); each cell's paragraph."""
+        if self._width is None:
+            self._width = int(self.document._block_width)  # found by searching the document: once
+        twips = self._width // columns // 635  # EMU → twentieths of a point
+        grid = f'<w:gridCol w:w="{twips}"/>' * columns
+        style = escape(self.id("Table Grid"))
+        table = Node(
+            f'<w:tbl><w:tblPr><w:tblStyle w:val="{style}"/><w:tblW w:type="auto" w:w="0"/>{_TABLE_LOOK}'
+            f"</w:tblPr><w:tblGrid>{grid}</w:tblGrid>",
+            "</w:tbl>",
+        )
+        cell = f'<w:tc><w:tcPr><w:tcW w:type="dxa" w:w="{twips}"/></w:tcPr><w:p>'
+        paragraphs = [[Node(cell, "</w:p></w:tc>") for _ in range(columns)] for _ in range(rows)]
+        table.inner = [Node("<w:tr>", "</w:tr>", list(row)) for row in paragraphs]
+        self.blocks.append(table)
+        return paragraphs
+
+    def finish(self) -> None:
+        """Parse what was written, once, and put it at the end of the body, before its section properties."""
+        from docx.oxml import parse_xml
+        from docx.oxml.ns import qn
+
+        out = [f"<w:body {_NAMESPACES}>"]
+        for block in self.blocks:
+            block.render(out)
+        out.append("</w:body>")
+        parsed = parse_xml("".join(out))
+        body = self.document.element.body
+        end = body.find(qn("w:sectPr"))
+        for element in list(parsed):
+            if end is not None:
+                end.addprevious(element)
+            else:
+                body.append(element)
+        self.blocks = []
+
+
+def _style(document: Document, name: str) -> Any:
+    """The style `name`: the template's, or one of ours added on first use."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.shared import Pt, RGBColor
+
+    styles = document.styles
+    if name not in _OUR_STYLES or name in styles:
+        return styles[name]
+    paragraph = _OUR_STYLES[name]
+    style: Any = styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH if paragraph else WD_STYLE_TYPE.CHARACTER)
+    if name == LINK_STYLE:
+        style.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
+        style.font.underline = True
+        return style
+    style.font.name = CODE_FONT
+    style.font.size = Pt(9)
+    if paragraph:
+        style.base_style = styles["Normal"]
+        style.paragraph_format.space_after = Pt(6)
+        style.paragraph_format.line_spacing = 1.0
+    return style
+
+
+__all__ = ["CODE_CHAR_STYLE", "CODE_FONT", "CODE_STYLE", "LINK_STYLE", "DocxWriter", "Node"]

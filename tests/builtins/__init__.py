@@ -1,0 +1,1 @@
+"""Tests of the built-in tools and hooks (issue 15)."""
