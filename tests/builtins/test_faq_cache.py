@@ -108,7 +108,7 @@ def test_an_answer_past_its_ttl_is_asked_again(kernel: Kernel, llm_server: FakeL
     with state_store(kernel) as store:  # the clock: the stored answer is made a day and a second old
         where, key = Namespace(AGENT, "shop"), "faq_cache:q:когда вы открыты"
         entry = store.get(where, key)
-        assert isinstance(entry, dict) and entry["answer"] == "old hours"
+        assert isinstance(entry, dict) and entry["answer"] == "old hours" and isinstance(entry["at"], int)
         store.set(where, key, {**entry, "at": entry["at"] - (86400 + 1) * 1000})
     assert ask(kernel, "shop", "Когда вы открыты?").answer == "new hours"
     assert ask(kernel, "shop", "когда вы открыты").answer == "new hours"  # stored afresh

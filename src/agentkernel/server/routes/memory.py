@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from agentkernel.errors import ConfigError
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.problems import CALLER, documented
+from agentkernel.types import JSONObject
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"], responses=documented(*CALLER))
 HOOK = "memory"
@@ -36,7 +37,10 @@ def forget(user: User, parts: Parts) -> Forgotten:
     except ConfigError:
         raise HTTPException(404, f"no {HOOK!r} hook is loaded") from None
     command = hook.raw.get("forget_command", DEFAULT_COMMAND)
-    message = {"role": "user", "content": command if isinstance(command, str) else DEFAULT_COMMAND}
+    message: JSONObject = {
+        "role": "user",
+        "content": command if isinstance(command, str) else DEFAULT_COMMAND,
+    }
     run = parts.kernel.run_hooks([hook], message, parts.kernel.caller(user_id=user))
     failed = [record.error for record in run.records if record.error is not None]
     if failed or run.before.reply is None:
