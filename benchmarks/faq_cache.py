@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/faq_cache.py [--turns 2000] [--entries 500] [--smoke]
 
-A temporary project whose template `faq` uses the built-in hook (the
-package's builtins folder listed in kernel.yaml), its state store in SQLite
+A temporary project whose template `faq` uses the built-in hook (loaded
+with the kernel's other built-ins), its state store in SQLite
 holding `--entries` cached answers (the YAML's default bound), one of them
 asked by the measured turns:
 
@@ -38,7 +38,6 @@ from agentkernel.config import load_kernel_config  # noqa: E402
 from agentkernel.services.state import Namespace, SqliteStateStore  # noqa: E402
 from agentkernel.types import JSONObject  # noqa: E402
 
-BUILTIN_HOOKS = REPO / "src" / "agentkernel" / "builtins" / "hooks"
 QUESTION = "Когда вы открыты?"
 ANSWER = "Мы открыты с 9 до 18, без выходных. " * 10
 WARM_UP = 50
@@ -52,7 +51,7 @@ def make_project(root: Path, base_url: str) -> Path:
     )
     kernel_yaml = root / "config" / "kernel.yaml"
     kernel_yaml.write_text(
-        f"scripts:\n  tools: [config/scripts/tools]\n  hooks: [{BUILTIN_HOOKS}]\n"
+        "scripts:\n  tools: [config/scripts/tools]\n  hooks: []\n"  # the built-in hooks load by themselves
         f"llm:\n  base_url: {base_url}\n  model: fake\n  max_retries: 0\n"
         "state:\n  db_path: data/state.db\n",
         encoding="utf-8",

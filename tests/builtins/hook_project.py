@@ -1,9 +1,8 @@
 """A project whose templates use the built-in hooks, a kernel on it, and one turn at a time.
 
-Until the kernel loads the package's builtins folder by itself (issue 15,
-the lead's part), the project's kernel.yaml lists it by absolute path
-beside the project's own hooks folder. `variant` copies a built-in under
-another name with other settings, as a user would to tune one.
+The kernel loads the package's built-in hooks by itself (origin `builtin`);
+`variant` copies one into the project under another name with other
+settings, as a user would to tune one.
 """
 
 from __future__ import annotations
@@ -20,12 +19,11 @@ import yaml
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent, LoopResult
 from agentkernel.agent.session import ChatSession
+from agentkernel.builtins import HOOKS_FOLDER as BUILTIN_HOOKS
 from agentkernel.config import load_kernel_config
 from agentkernel.services.state import Namespace, SqliteStateStore
-from tests.conftest import REPO, write_kernel_yaml
+from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer
-
-BUILTIN_HOOKS = REPO / "src" / "agentkernel" / "builtins" / "hooks"
 
 UPPER_TOOL = {
     "kind": "script_tool",
@@ -45,7 +43,6 @@ def make_project(root: Path, llm: FakeLLMServer, templates: dict[str, list[str]]
     """kernel.yaml (the LLM, a state store, the built-in hooks), tool `upper`, `templates` (name: hooks)."""
     write_kernel_yaml(
         root,
-        f"scripts:\n  hooks: [config/scripts/hooks, {BUILTIN_HOOKS}]\n"
         f"llm:\n  base_url: {llm.base_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 10\n"
         "state:\n  db_path: data/state.db\n",
     )

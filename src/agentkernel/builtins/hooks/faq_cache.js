@@ -34,7 +34,8 @@ function before_user_message(ctx, msg) {
     const question = questionOf(ctx, msg);
     if (question === null) return;
     const entry = state_get("agent", entryKey(ctx, question));
-    if (entry === null || Date.now() - entry.at > setting(ctx, "ttl_secs", "number") * 1000) return;
+    if (entry === null || typeof entry.answer !== "string") return;
+    if (!(Date.now() - entry.at <= setting(ctx, "ttl_secs", "number") * 1000)) return;  // expired
     return { reply: entry.answer, notice: setting(ctx, "notice", "string") };
 }
 
