@@ -43,6 +43,7 @@ def make_project(root: Path, llm: FakeLLMServer, templates: dict[str, list[str]]
     """kernel.yaml (the LLM, a state store, the built-in hooks), tool `upper`, `templates` (name: hooks)."""
     write_kernel_yaml(
         root,
+        "scripts:\n  builtins: true\n"
         f"llm:\n  base_url: {llm.base_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 10\n"
         "state:\n  db_path: data/state.db\n",
     )

@@ -88,7 +88,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with FakeLLMServer(max_requests=100_000) as llm:
         llm.respond_with(answer)
         # a state store, so the built-in memory hook's DELETE /v1/memory can forget for real
-        config = make_project(root, llm, "state:\n  db_path: data/state.db\n")
+        config = make_project(root, llm, "scripts:\n  builtins: true\nstate:\n  db_path: data/state.db\n")
         with LiveServer(Kernel(load_kernel_config(config))) as live:
             made = httpx.post(f"{live.url}/v1/sessions", json={"template": "tester"}, timeout=60)
             assert made.status_code == 201, made.text
