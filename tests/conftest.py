@@ -36,9 +36,11 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
         more["scripts"] = {**SCRIPT_FOLDERS, **(more["scripts"] or {})}
         text = yaml.safe_dump(more, sort_keys=False, allow_unicode=True)
     else:
+        # three lines, as before built-ins existed: tests name the lines of `extra` by number
         text = (
-            "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n  builtins: false\n"
-            + extra
+            "scripts: {tools: [config/scripts/tools],\n"
+            "  hooks: [config/scripts/hooks],\n"
+            "  builtins: false}\n" + extra
         )
     config.write_text(text, encoding="utf-8")
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
