@@ -18,12 +18,14 @@ REPO = Path(__file__).resolve().parent.parent
 ToolFactory = Callable[..., Path]
 
 
+# A test project leaves the package's built-ins out (`scripts.builtins: false`): what it lists and
+# checks is its own, whatever built-ins ship. Tests of built-ins turn them on (`builtins: true`).
 SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"], "builtins": False}
 BUILTINS_ON = "scripts:\n  builtins: true\n"  # `extra` for a test of the package's built-ins
 
 
 def write_kernel_yaml(root: Path, extra: str = "") -> Path:
-    """config/kernel.yaml scanning the usual script folders, plus `extra` (YAML text).
+    """config/kernel.yaml scanning the usual script folders, no built-ins, plus `extra` (YAML text).
 
     A `scripts:` mapping in `extra` is merged into the folders' one, since a
     key given twice is a load error. The package's built-in tools and hooks
@@ -38,10 +40,11 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
         more["scripts"] = {**SCRIPT_FOLDERS, **(more["scripts"] or {})}
         text = yaml.safe_dump(more, sort_keys=False, allow_unicode=True)
     else:
-        # three lines, as before built-ins existed, so the line numbers of `extra` in errors stay put
+        # three lines, as before built-ins existed: tests name the lines of `extra` by number
         text = (
-            "scripts:\n  {tools: [config/scripts/tools], builtins: false,\n"
-            "   hooks: [config/scripts/hooks]}\n" + extra
+            "scripts: {tools: [config/scripts/tools],\n"
+            "  hooks: [config/scripts/hooks],\n"
+            "  builtins: false}\n" + extra
         )
     config.write_text(text, encoding="utf-8")
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)

@@ -79,6 +79,10 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+parse and build only\s+CPU p50\s+{NUMBER} ms",
         r"^target CPU p50 <= 200 ms: (PASS|MISS)$",
     ],
+    "faq_cache.py": [
+        rf"^faq_cache hit, hooks of one turn .* p50 {NUMBER} ms, p95 {NUMBER} ms",
+        rf"^faq_cache hit, whole turn of the agent loop .* p50 {NUMBER} ms",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -17,7 +17,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.process import safe_folder_name
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
-from tests.conftest import ToolFactory
+from tests.conftest import ToolFactory, write_kernel_yaml
 
 
 def content(
@@ -90,8 +90,7 @@ def test_s8_4_unset_variable_is_empty_with_a_warning(
 def test_denied_variables_read_as_empty(
     project: Path, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = project / "config" / "kernel.yaml"
-    config.write_text(config.read_text().replace("hooks]\n", "hooks]\n  env_deny: ['*_SECRET']\n"))
+    config = write_kernel_yaml(project, "scripts:\n  env_deny: ['*_SECRET']\n")
     kernel = Kernel(load_kernel_config(config))
     monkeypatch.setenv("DB_SECRET", "hunter2")
     make_tool("env", "function run() { return `[${env_var('DB_SECRET')}]`; }")

@@ -122,13 +122,13 @@ def test_help_tools_session_and_unknown_commands(agent_project: Path, llm_server
     done = chat(agent_project, "/help\n/tools\n/session\n/nope\n", "--session", "s-cmd", "--user", "anna")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    for command in ("/help", "/reset", "/tools", "/session", "/exit"):
+    for command in ("/help", "/reset", "/tools", "/session", "/forget", "/exit"):
         assert re.search(rf"^{command} +\S", out, re.M), command
     assert "upper  Upper-case a text." in out  # the template's tool, with its description
     assert "secret" not in out  # loaded, but not this agent's
     assert re.search(r"^session +s-cmd$", out, re.M) and re.search(r"^user +anna$", out, re.M)
     assert re.search(r"^template +tester$", out, re.M) and re.search(r"^pid +[0-9a-f-]{36}$", out, re.M)
-    assert "unknown command /nope; the commands are /help, /reset, /tools, /session, /exit" in out
+    assert "unknown command /nope; the commands are /help, /reset, /tools, /session, /forget, /exit" in out
     assert transcript(agent_project, "s-cmd") == []  # commands never reach the agent
     assert chat_requests(llm_server) == []
 

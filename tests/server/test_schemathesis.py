@@ -64,6 +64,7 @@ EVERY_OPERATION = {
     "POST /v1/chat/completions",
     "GET /v1/models",
     "GET /v1/files/{download_id}",
+    "DELETE /v1/memory",
 }
 
 
@@ -86,7 +87,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     root: Path = tmp_path_factory.mktemp("schemathesis")
     with FakeLLMServer(max_requests=100_000) as llm:
         llm.respond_with(answer)
-        with LiveServer(Kernel(load_kernel_config(make_project(root, llm)))) as live:
+        # a state store, so the built-in memory hook's DELETE /v1/memory can forget for real
+        config = make_project(root, llm, "scripts:\n  builtins: true\nstate:\n  db_path: data/state.db\n")
+        with LiveServer(Kernel(load_kernel_config(config))) as live:
             made = httpx.post(f"{live.url}/v1/sessions", json={"template": "tester"}, timeout=60)
             assert made.status_code == 201, made.text
             schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")

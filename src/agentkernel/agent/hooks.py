@@ -96,9 +96,38 @@ class HookRun:
     records: list[HookRecord]
 
 
-def hook_ctx(caller: Caller, spec: HookSpec) -> JSONObject:
-    """S7.4: `{pid, agent, template, session_id, user_id, config}`; unknown values are null."""
-    return {
+@dataclass(frozen=True)
+class TurnFacts:
+    """How a turn went, as `after_turn` sees it in `ctx.turn` (S7.4).
+
+    A hook cannot learn these from the two messages it gets, and a hook
+    that keeps answers (faq_cache) or facts (memory) must not keep what a
+    tool, an injected message, an earlier message or another hook's reply
+    made: the answer would not be the question's alone.
+    """
+
+    reason: str
+    tool_calls: int = 0
+    replied_by_hook: bool = False
+    history_messages: int = 0
+    injected_messages: int = 0
+
+    def to_json(self) -> JSONObject:
+        return {
+            "reason": self.reason,
+            "tool_calls": self.tool_calls,
+            "replied_by_hook": self.replied_by_hook,
+            "history_messages": self.history_messages,
+            "injected_messages": self.injected_messages,
+        }
+
+
+def hook_ctx(caller: Caller, spec: HookSpec, turn: TurnFacts | None = None) -> JSONObject:
+    """S7.4: `{pid, agent, template, session_id, user_id, config}`; unknown values are null.
+
+    `after_turn` also gets `turn`, the turn's `TurnFacts`.
+    """
+    ctx: JSONObject = {
         "pid": caller.pid,
         "agent": caller.agent,
         "template": caller.template,
@@ -106,6 +135,9 @@ def hook_ctx(caller: Caller, spec: HookSpec) -> JSONObject:
         "user_id": caller.user_id,
         "config": spec.raw,
     }
+    if turn is not None:
+        ctx["turn"] = turn.to_json()
+    return ctx
 
 
 class HookPipeline:
@@ -139,11 +171,18 @@ class HookPipeline:
         self._defined[spec.script] = (compiled, names)
         return names
 
-    def call(self, spec: HookSpec, event: str, caller: Caller, args: Sequence[JSONValue]) -> HookRecord:
+    def call(
+        self,
+        spec: HookSpec,
+        event: str,
+        caller: Caller,
+        args: Sequence[JSONValue],
+        turn: TurnFacts | None = None,
+    ) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception."""
         call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
         try:
-            value = self.host.call(spec.script, event, [hook_ctx(caller, spec), *args], [], call)
+            value = self.host.call(spec.script, event, [hook_ctx(caller, spec, turn), *args], [], call)
         except ScriptError as exc:
             text = repair_text(exc.describe(spec.yaml_path.parent))  # a thrown string is the script's text
             log.warning("hook %s.%s failed: %s", spec.name, event, text)
@@ -207,11 +246,12 @@ class HookPipeline:
         caller: Caller,
         question: JSONObject | None,
         answer: JSONObject | None,
+        turn: TurnFacts | None = None,
     ) -> tuple[list[str], list[HookRecord]]:
         notices: list[str] = []
         participants, records = self._participants(hooks, "after_turn", caller)
         for spec in participants:
-            record = self.call(spec, "after_turn", caller, [question, answer])
+            record = self.call(spec, "after_turn", caller, [question, answer], turn)
             records.append(record)
             if record.failed:
                 continue
@@ -232,14 +272,20 @@ class HookPipeline:
         `after_turn` gets the message (or its `replace_message`) as the
         question and `{role: "assistant", content: <the reply, or "">}` as the
         answer, null when the message was suppressed; `after_loop` gets
-        `job_done`. What `hook_tool` shows, and `Kernel.run_hooks` returns.
+        `job_done`; `ctx.turn` says no tool ran and no earlier message was
+        there, and whether a hook replied. What `hook_tool` shows, and `Kernel.run_hooks` returns.
         """
         hooks = list(hooks)
         before = self.before_user_message(hooks, caller, message)
         answer: JSONObject | None = (
             None if before.suppressed else {"role": "assistant", "content": before.reply or ""}
         )
-        after_notices, after_records = self.after_turn(hooks, caller, before.message, answer)
+        turn = TurnFacts(
+            reason="blocked" if before.suppressed else "job_done",
+            replied_by_hook=before.reply is not None,
+            injected_messages=len(before.inject),
+        )
+        after_notices, after_records = self.after_turn(hooks, caller, before.message, answer, turn)
         loop_records = self.after_loop(hooks, caller, "job_done")
         return HookRun(before, after_notices, [*before.records, *after_records, *loop_records])
 
@@ -250,4 +296,4 @@ class HookPipeline:
         return HookRecord(spec.name, event, error=text)
 
 
-__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "HookRun", "hook_ctx"]
+__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "HookRun", "TurnFacts", "hook_ctx"]

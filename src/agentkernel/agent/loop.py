@@ -20,11 +20,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from agentkernel.agent.hooks import HookPipeline, HookRecord
+from agentkernel.agent.hooks import HookPipeline, HookRecord, TurnFacts
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
 from agentkernel.llm.base import (
@@ -205,9 +205,10 @@ class AgentLoop:
         for notice in before.notices:
             await self._notice(caller, notice, emit)
         question = before.message
+        shape = TurnFacts("", history_messages=len(history), injected_messages=len(before.inject))
         if before.suppressed:
             return await self._finish(
-                process, settings, caller, question, None, EndReason.BLOCKED, history, emit
+                process, settings, caller, question, None, EndReason.BLOCKED, history, emit, shape
             )
         if before.reply is not None:
             answer_text = before.reply
@@ -218,8 +219,9 @@ class AgentLoop:
                 ChatMessage(str(question["role"]), str(question["content"])),
                 ChatMessage.assistant(answer_text),
             ]
+            shape = replace(shape, replied_by_hook=True)
             return await self._finish(
-                process, settings, caller, question, answer_text, EndReason.JOB_DONE, new_history, emit
+                process, settings, caller, question, answer_text, EndReason.JOB_DONE, new_history, emit, shape
             )
         messages = [
             ChatMessage.system(settings.instructions),
@@ -231,7 +233,9 @@ class AgentLoop:
         # injected messages serve this turn only; the conversation keeps the rest
         start = 1 + len(history)
         kept = messages[1:start] + messages[start + len(before.inject) :]
-        return await self._finish(process, settings, caller, question, answer, reason, kept, emit)
+        calls = sum(len(m.tool_calls) for m in messages[start + len(before.inject) :])
+        shape = replace(shape, tool_calls=calls)
+        return await self._finish(process, settings, caller, question, answer, reason, kept, emit, shape)
 
     async def _converse(
         self,
@@ -383,12 +387,15 @@ class AgentLoop:
         reason: EndReason,
         history: list[ChatMessage],
         emit: Emit,
+        shape: TurnFacts,
     ) -> LoopResult:
+        """`after_turn` (with how the turn went, `ctx.turn`), `after_loop`, the end record."""
         answer_message: JSONObject | None = (
             {"role": "assistant", "content": answer} if answer is not None else None
         )
+        turn = replace(shape, reason=reason.value)
         notices, records = await self._in_thread(
-            self.hooks.after_turn, settings.hooks, caller, question, answer_message
+            self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
         )
         self._record_hooks(caller, records)
         for notice in notices:

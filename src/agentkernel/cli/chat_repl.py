@@ -2,7 +2,8 @@
 
 Each line is one user message through the agent loop (`ChatSession.send`),
 shown as it happens by the `ChatRenderer`; a line starting with `/` is a
-command (`/help` lists them) and `//text` sends `/text` as a message.
+command (`/help` lists them) and `//text` sends `/text` as a message;
+`/forget` is sent as a message, for the `memory` hook to answer.
 Ctrl-C while the agent answers stops that answer: the run ends `terminated`
 and is recorded like any other, and the next line is read. A second Ctrl-C
 in the same answer stops waiting (for a tool still running) and quits
@@ -36,6 +37,8 @@ from agentkernel.kernel import Kernel
 FAILED = frozenset({EndReason.ERROR, EndReason.BUDGET_EXHAUSTED, EndReason.MAX_TURNS})
 
 Command = Callable[[], bool]  # False: quit
+MEMORY_HOOK = "memory"  # the built-in hook that answers `/forget` (builtins/hooks/memory.yaml)
+FORGET = "/forget"
 
 
 class AnswerAbandoned(Exception):
@@ -70,6 +73,7 @@ class TerminalChat:
             "/reset": ("start over: a new session, a new process, an empty conversation", self._reset),
             "/tools": ("the tools this agent may call", self._tools),
             "/session": ("the session id, user, template and pid", self._session),
+            "/forget": ("the memory hook forgets what it keeps about you (sent to the agent)", self._forget),
             "/exit": ("quit (so do Ctrl-D and Ctrl-C on an empty line)", lambda: False),
         }
 
@@ -155,6 +159,16 @@ class TerminalChat:
         self.close()
         self.session = self._open(str(uuid.uuid4()))
         self.console.print(Text(f"new session {self.session_id}", style="dim"))
+        return True
+
+    def _forget(self) -> bool:
+        """`/forget` goes to the agent as a message: the `memory` hook answers it (in every client alike)."""
+        hook = next((h for h in self.session.settings.hooks if h.name == MEMORY_HOOK), None)
+        if hook is None:
+            self.console.print(Text(f"this agent has no {MEMORY_HOOK} hook; //forget sends /forget as text"))
+            return True
+        command = hook.raw.get("forget_command", FORGET)
+        self._send(command if isinstance(command, str) else FORGET)
         return True
 
     def _tools(self) -> bool:

@@ -24,7 +24,17 @@ from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
-from agentkernel.server.routes import continuations, cron, files, health, openai, page, sessions, tools
+from agentkernel.server.routes import (
+    continuations,
+    cron,
+    files,
+    health,
+    memory,
+    openai,
+    page,
+    sessions,
+    tools,
+)
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
@@ -76,7 +86,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     app.state.parts = parts
     app.state.sealing = sealing
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, tools, continuations, openai, files, cron):
+    for area in (health, sessions, tools, continuations, openai, files, cron, memory):
         app.include_router(area.router)
     page.install(app)
     return app

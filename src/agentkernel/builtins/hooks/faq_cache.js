@@ -1,0 +1,65 @@
+// Built-in hook faq_cache: answers a question asked before in this template from the state store.
+// Keys (state scope "agent", so one cache per template):
+//   "<name>:q:<question>" -> {answer, at}    one answer; <question> is the normalised text
+//   "<name>:order"        -> set of questions, oldest first (state sets keep the order of adding)
+// A normalised question holds no ":", so no message can name the order key or another hook's key.
+
+// The question as a key: Unicode-normalised, lower case, ё as е, and every run of anything
+// but letters and digits (punctuation, spaces, symbols) as one space.
+function normalise(text) {
+    return text.normalize("NFKC").toLowerCase().replace(/ё/g, "е")
+        .replace(/[^\p{L}\p{M}\p{N}]+/gu, " ").trim();
+}
+
+// A setting of faq_cache.yaml, checked: a typo there should say so, not turn the cache off.
+function setting(ctx, name, type) {
+    const value = ctx.config[name];
+    if (typeof value !== type || (type === "number" && !(value > 0))) {
+        throw new Error(`${ctx.config.name}.yaml: ${name} must be a ${type}${type === "number" ? " > 0" : ""}, got ${JSON.stringify(value)}`);
+    }
+    return value;
+}
+
+// The message's key, or null when it is not one the cache keeps.
+function questionOf(ctx, msg) {
+    if (ctx.template === null || !msg || typeof msg.content !== "string") return null;  // no cache to use
+    if (msg.content.length > setting(ctx, "max_question_chars", "number")) return null;
+    return normalise(msg.content) || null;
+}
+
+const entryKey = (ctx, question) => `${ctx.config.name}:q:${question}`;
+const orderKey = (ctx) => `${ctx.config.name}:order`;
+
+function before_user_message(ctx, msg) {
+    const question = questionOf(ctx, msg);
+    if (question === null) return;
+    const entry = state_get("agent", entryKey(ctx, question));
+    if (entry === null || typeof entry.answer !== "string") return;
+    if (!(Date.now() - entry.at <= setting(ctx, "ttl_secs", "number") * 1000)) return;  // expired
+    return { reply: entry.answer, notice: setting(ctx, "notice", "string") };
+}
+
+// Whether the answer is the question's alone, from what the kernel says of the turn (ctx.turn).
+function keepable(ctx, answer) {
+    const turn = ctx.turn;
+    if (!turn || turn.reason !== "job_done" || turn.replied_by_hook) return false;  // failed, or no LLM
+    if (turn.tool_calls > 0 && !setting(ctx, "cache_tool_turns", "boolean")) return false;
+    if (turn.injected_messages > 0) return false;  // e.g. memory's facts: the answer is this user's
+    if (turn.history_messages > 0 && setting(ctx, "only_first_message", "boolean")) return false;
+    return answer !== null && typeof answer.content === "string" && answer.content.trim() !== ""
+        && answer.content.length <= setting(ctx, "max_answer_chars", "number");
+}
+
+function after_turn(ctx, question, answer) {
+    const key = questionOf(ctx, question);
+    if (key === null || !keepable(ctx, answer)) return;
+    state_set("agent", entryKey(ctx, key), { answer: answer.content, at: Date.now() });
+    state_srem("agent", orderKey(ctx), key);  // asked again after it expired: now the newest
+    state_sadd("agent", orderKey(ctx), key);
+    const order = state_smembers("agent", orderKey(ctx));
+    const extra = order.length - setting(ctx, "max_entries", "number");
+    for (const old of order.slice(0, Math.max(0, extra))) {
+        state_delete("agent", entryKey(ctx, old));
+        state_srem("agent", orderKey(ctx), old);
+    }
+}
