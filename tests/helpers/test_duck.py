@@ -479,6 +479,50 @@ def test_db_query_may_write_and_then_takes_the_writer_lock(dk: Kernel) -> None:
             duck.query("w.duckdb", "DELETE FROM t", 1, remaining=0.3)
 
 
+@pytest.mark.parametrize("ext", ENGINES)
+def test_read_only_option_reads_and_refuses_writes(dk: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    """`db_query(…, {read_only: true})`: statement kinds checked first, then a READ ONLY transaction."""
+    setup_db(dk, "ro.duckdb", "CREATE TABLE t (i INTEGER); CREATE SEQUENCE seq; INSERT INTO t VALUES (1)")
+    options = "#{ read_only: true }" if ext == ".rhai" else "{read_only: true}"
+    nothing = "()" if ext == ".rhai" else "null"
+    tries = {
+        "read": ("SELECT i FROM t", None),
+        "insert": ("INSERT INTO t VALUES (2)", "read-only: INSERT statements are not allowed"),
+        "second": ("SELECT 1; DELETE FROM t", "read-only: DELETE statements are not allowed"),
+        "commit": ("COMMIT; INSERT INTO t VALUES (2)", "read-only: TRANSACTION statements are not allowed"),
+        "pragma": ("PRAGMA enable_checkpoint_on_shutdown", "read-only: PRAGMA statements are not allowed"),
+        "sequence": ("SELECT nextval('seq')", "read-only: the SQL tried to write"),
+        "analyze": ("EXPLAIN ANALYZE INSERT INTO t VALUES (2)", "read-only: the SQL tried to write"),
+        "copy": ("COPY t TO 'out.csv'", "COPY statements are not allowed"),  # refused for everyone
+    }
+    for name, (sql, _) in tries.items():
+        data_tool(make_tool, name, ext, f'db_query("ro.duckdb", "{sql}", {nothing}, {nothing}, {options})')
+    for name, (_, refusal) in tries.items():
+        if refusal is None:
+            assert data(dk, name)["rows"] == [{"i": 1}]
+        else:
+            assert f"db_query: 'ro.duckdb': {refusal}" in error_of(dk, name), name
+    duck = service(dk)
+    assert duck.query("ro.duckdb", "SELECT count(*) AS n, nextval('seq') AS s FROM t", 1)["rows"] == [
+        {"n": 1, "s": 1}  # nothing was written, the sequence never moved
+    ]
+    # the default still lets db_query write
+    assert duck.query("ro.duckdb", "INSERT INTO t VALUES (2)", 1, read_only=False)["rows"] == [{"Count": 1}]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ('"yes"', "db_query: options must be an object, got 'yes'"),
+        ("{readonly: true}", "db_query: unknown option 'readonly' (known: read_only)"),
+        ('{read_only: "true"}', "db_query: option 'read_only' must be true or false, got 'true'"),
+    ],
+)
+def test_bad_query_options_are_named(dk: Kernel, make_tool: ToolFactory, options: str, message: str) -> None:
+    data_tool(make_tool, "bad", ".js", f'db_query("a.duckdb", "SELECT 1", 1, null, {options})')
+    assert message in error_of(dk, "bad")
+
+
 def test_missing_database_is_not_created_by_reads(dk: Kernel, make_tool: ToolFactory) -> None:
     data_tool(make_tool, "db_query", ".js", 'db_query("none/here.duckdb", "SELECT 1")')
     data_tool(make_tool, "db_schema", ".rhai", 'db_schema("none/here.duckdb")')

@@ -313,16 +313,33 @@ class DuckService:
             return self._run(cursor, file, statements, params, budget)
 
     def query(
-        self, relative: str, sql: str, limit: int, params: Params = None, *, remaining: float | None = None
+        self,
+        relative: str,
+        sql: str,
+        limit: int,
+        params: Params = None,
+        *,
+        remaining: float | None = None,
+        read_only: bool = False,
     ) -> JSONObject:
-        """`{columns, rows, count, has_more}`: at most `limit` rows (capped by `max_rows`)."""
+        """`{columns, rows, count, has_more}`: at most `limit` rows (capped by `max_rows`).
+
+        `read_only` refuses, before anything runs, every statement that is not
+        a SELECT or an EXPLAIN, and runs the rest in a READ ONLY transaction,
+        so what the statement kind cannot tell (`SELECT nextval(…)`, `EXPLAIN
+        ANALYZE INSERT …`) fails in DuckDB itself and changes nothing.
+        """
         budget = Budget.start(self.settings.query_timeout_secs, remaining)
         limit = min(limit, self.settings.max_rows)
         statements = self._statements(sql, params)
+        if read_only:
+            _refuse_writes(statements)
         reads_only = all(s.kind in _READ_STATEMENTS for s in statements)
         file = self.locate(relative, create=False)
         with self.pool.cursor(file) as (cursor, lock), _holding(None if reads_only else lock, budget):
-            return self._fetch(cursor, file, statements, params, limit, budget)
+            if read_only:
+                cursor.execute("BEGIN TRANSACTION READ ONLY")  # closing the cursor rolls it back
+            return self._fetch(cursor, file, statements, params, limit, budget, read_only=read_only)
 
     def schema(self, relative: str, table: str | None = None, *, remaining: float | None = None) -> str:
         """Tables and views with their columns, as text for people and LLMs."""
@@ -383,8 +400,10 @@ class DuckService:
         params: Params,
         limit: int,
         budget: Budget,
+        *,
+        read_only: bool = False,
     ) -> JSONObject:
-        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog, self.root):
+        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog, self.root, read_only):
             for statement in statements:
                 self._execute(cursor, file, statement, params)
             description = cursor.description or []
@@ -461,14 +480,27 @@ def _holding(lock: threading.Lock | None, budget: Budget) -> Iterator[None]:
         lock.release()
 
 
+def _refuse_writes(statements: Sequence[Statement]) -> None:
+    """A read-only call runs SELECT and EXPLAIN statements only; the first other one is named."""
+    for statement in statements:
+        if statement.kind not in _READ_STATEMENTS:
+            kind = statement.kind.name.replace("_", " ")
+            raise DuckError(
+                f"read-only: {kind} statements are not allowed, only SELECT (with WITH, FROM, VALUES, "
+                f"DESCRIBE, SHOW, SUMMARIZE) and EXPLAIN: {shown_value(statement.query.strip())}"
+            )
+
+
 @contextmanager
-def _duck_errors(budget: Budget, watchdog: _Watchdog, root: Path) -> Iterator[None]:
+def _duck_errors(budget: Budget, watchdog: _Watchdog, root: Path, read_only: bool = False) -> Iterator[None]:
     """DuckDB's exceptions as DuckError with DuckDB's own message, minus the server's paths."""
     try:
         yield
     except duckdb.Error as exc:
         if watchdog.fired:
             raise budget.interrupted() from exc
+        if read_only and isinstance(exc, duckdb.TransactionException) and "read-only mode" in str(exc):
+            raise DuckError(f"read-only: the SQL tried to write ({without_root(str(exc), root)})") from exc
         if "max_temp_directory_size" in str(exc):  # DuckDB's text suggests a PRAGMA the lock forbids
             raise DuckError(
                 "the statement needs more temporary space than a database may use; its temporary "
