@@ -1,4 +1,4 @@
-"""Executes the examples of docs/tutorial, scripts, rhai, kernel and server.md, so the guides cannot drift.
+"""Executes the examples of the guides in docs/ (GUIDES below), so the guides cannot drift.
 
 The marker scheme
 -----------------
@@ -146,6 +146,7 @@ GUIDES = {
     "rhai": DOCS / "rhai.md",
     "kernel": DOCS / "kernel.md",
     "server": DOCS / "server.md",
+    "builtins": DOCS / "builtins.md",
 }
 FROM_SHIPPED_PROJECT = {"tutorial", "server"}  # guides whose examples start in a copy of the shipped config/
 REPO = DOCS.parent
@@ -154,13 +155,14 @@ KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
 CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
 WILDCARD = "..."
-MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6, "server": 2}
+MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6, "server": 2, "builtins": 2}
 STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
     "tutorial": {"shipped", "file", "cli", "llm"},
     "scripts": {"file", "run", "cli"},
     "rhai": {"python", "cli"},
     "kernel": {"python", "cli", "llm", "shipped"},
     "server": {"serve", "cli", "llm"},
+    "builtins": {"shipped", "file", "run"},
 }
 DOC_SERVER_URL = "http://127.0.0.1:8765"  # where docs/server.md shows the server; the test's is elsewhere
 TYPED = "› "  # a console line the user types (a chat's prompt)
