@@ -1080,6 +1080,37 @@ def test_a_database_is_held_to_max_file_bytes(
     assert on_disk < 3 * 300_000  # over by at most a block and one statement, never by much
 
 
+@pytest.mark.parametrize("helper", ["query", "execute"])
+def test_a_write_inside_explain_analyze_is_held_to_the_quota(make_kernel: KernelFactory, helper: str) -> None:
+    """`EXPLAIN ANALYZE INSERT …` is an EXPLAIN by its kind but runs the INSERT: it used to skip the
+    quota check (and, in db_query, the writer lock), so it could grow a file without bound."""
+    duck = service(make_kernel("duckdb:\n  max_file_bytes: 300000\n"))
+    duck.execute("ea.duckdb", "CREATE TABLE t (x BIGINT)")
+    sql = "EXPLAIN ANALYZE INSERT INTO t SELECT * FROM range(1000000)"
+
+    def run() -> object:
+        return duck.query("ea.duckdb", sql, 1) if helper == "query" else duck.execute("ea.duckdb", sql)
+
+    run()  # the first fits under the quota as any write would: checked before, not during
+    duck.execute("ea.duckdb", "CHECKPOINT")
+    with pytest.raises(DuckError, match=r"at or over its 300,000-byte quota \(duckdb.max_file_bytes\)"):
+        run()
+    assert duck.query("ea.duckdb", "SELECT count(*) AS n FROM t", 1)["rows"] == [{"n": 1_000_000}]
+    assert duck.query("ea.duckdb", "EXPLAIN SELECT * FROM t", 1)["count"] == 1  # reads still run at quota
+
+
+def test_a_select_that_writes_runs_again_as_the_writer(dk: Kernel) -> None:
+    """A lock-free read is a READ ONLY transaction; `nextval` fails there unchanged, then takes the lock."""
+    duck = service(dk)
+    duck.execute("nv.duckdb", "CREATE SEQUENCE s")
+    assert duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1)["rows"] == [{"n": 1}]
+    with _writer_lock(duck, "nv.duckdb"):
+        assert duck.query("nv.duckdb", "SELECT currval('s') AS c", 1, remaining=0.3)["count"] == 1
+        with pytest.raises(DuckError, match="gave up waiting for another writer"):
+            duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1, remaining=0.3)
+    assert duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1)["rows"] == [{"n": 2}]  # once per call
+
+
 @pytest.mark.parametrize("ext", ENGINES)
 def test_one_huge_statement_cannot_pass_the_quota(
     make_kernel: KernelFactory, make_tool: ToolFactory, ext: str
