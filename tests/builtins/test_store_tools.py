@@ -367,6 +367,40 @@ def test_duckdb_tool_sql_cannot_touch_files(tmp_path: Path, sql: str, error: str
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("read_only", "yes", "duckdb_tool.yaml: read_only must be true or false, got yes"),
+        ("page_rows", 0, "duckdb_tool.yaml: page_rows must be a whole number of at least 1, got 0"),
+        ("summary_rows", 2.5, "duckdb_tool.yaml: summary_rows must be a whole number of at least 1, got 2.5"),
+        ("database", 7, 'duckdb_tool.yaml: database must be a path such as "{user}/main.duckdb", got 7'),
+        ("database", "../x.duckdb", "db_query: '../x.duckdb': may not contain '..'"),
+    ],
+)
+def test_duckdb_tool_names_a_bad_field_of_its_yaml(
+    tmp_path: Path, field: str, value: object, error: str
+) -> None:
+    tools = copied_tool(tmp_path, "duckdb_tool", **{field: value})
+    with Kernel(load_kernel_config(project(tmp_path, tools))) as kernel:
+        result = run(kernel, "duckdb_tool", {"sql": "SELECT 1"})
+    assert not result.success and error in (result.error or ""), result.error
+
+
+def test_duckdb_tool_small_settings(tmp_path: Path) -> None:
+    tools = copied_tool(tmp_path, "duckdb_tool", page_rows=3, summary_rows=1, database="{session}/s.duckdb")
+    with Kernel(load_kernel_config(project(tmp_path, tools))) as kernel:
+        first = run(kernel, "duckdb_tool", {"sql": "FROM range(5)"})
+        assert first.content == (
+            "3 rows shown; the result has more rows:\nrange\n0\n… 2 more rows in the table shown to the user"
+        )
+        assert table_of(first)["continuation"] == {"args": {"sql": "FROM range(5)", "offset": 3}}
+        made = run(kernel, "duckdb_tool", {"sql": "CREATE TABLE here (x INTEGER)"})
+        assert made.success, made.content
+        assert (
+            rows_of(run(kernel, "duckdb_tool", {"sql": "SHOW TABLES"}, session="s2")) == []
+        )  # a file per session
+
+
 def read_only_kernel(root: Path) -> Kernel:
     """The built-in with `read_only: true`, on a database alice already has (made by the writable one)."""
     with Kernel(load_kernel_config(project(root / "rw"))) as writable:
