@@ -478,6 +478,7 @@ def test_json_lists_every_problem_with_path_line_and_reason(project: Path, check
         "tools": 1,
         "hooks": 0,
         "templates": 1,
+        "builtin": {"tools": 0, "hooks": 0},
     }
     bad.unlink()
     code, lines = check("--json")
@@ -497,8 +498,8 @@ def test_hook_list_shows_hooks_in_run_order(
     assert main(["hook", "list"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "early  early.rhai  priority -5  every hook function it defines",
-        "late   late.rhai   priority 0   before_user_message",
+        "early  project  early.rhai  priority -5  every hook function it defines",
+        "late   project  late.rhai   priority 0   before_user_message",
     ]
     assert err.splitlines() == [
         "not loaded: config/scripts/hooks/broken.yaml:3: script: broken.rhai defines none of the hook"

@@ -6,6 +6,14 @@ both refused, each problem naming the other file. Entries are keyed by the
 YAML's and the script's modification stamps, so edits apply on the next use
 (S1.4).
 
+The package's built-in tools and hooks (agentkernel/builtins) are scanned
+after the project's folders, as files of origin "builtin". A project file
+that claims a built-in's name is refused with a problem naming both, and
+the built-in is not served either (a name silently meaning another tool
+mid-chat is what the clash rule prevents), unless the project file says
+`overrides: builtin`: then it alone is served. `overrides: builtin` with no
+built-in of that name is refused too, as the typo or stale intent it is.
+
 Loading has two stages. Every YAML is parsed on each scan (it is small, and
 every name must be known to find clashes); a script is compiled, and a
 hook's functions looked up, only when that file is asked for: `tool(name)`
@@ -35,6 +43,7 @@ from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, 
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
 from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.tools.python_tools import python_function
 
 log = logging.getLogger("agentkernel.catalog")
 
@@ -89,8 +98,15 @@ class ScriptCatalog:
     hook_functions.py).
     """
 
-    def __init__(self, folders: Iterable[Path], host: ScriptHost, limits: KernelLimits | None = None) -> None:
+    def __init__(
+        self,
+        folders: Iterable[Path],
+        host: ScriptHost,
+        limits: KernelLimits | None = None,
+        builtin_folders: Iterable[Path] = (),
+    ) -> None:
         self.folders = tuple(folders)
+        self.builtin_folders = tuple(f.resolve() for f in builtin_folders)
         self.host = host
         self.limits = limits if limits is not None else KernelLimits()
         self._entries: dict[Path, _Entry] = {}
@@ -102,11 +118,22 @@ class ScriptCatalog:
 
     def load_file(self, yaml_path: Path) -> ToolSpec | HookSpec:
         """Load one YAML and check its script (compiles; a hook's functions exist); raises ConfigError."""
-        spec = load_script_spec(yaml_path, self.limits)
+        spec = load_script_spec(yaml_path, self.limits, origin=self.origin_of(yaml_path))
         self._check_script(yaml_path, spec)
         return spec
 
+    def origin_of(self, yaml_path: Path) -> str:
+        """ "builtin" for a file in the package's built-in folders, else "project"."""
+        resolved = yaml_path.resolve()
+        return "builtin" if any(resolved.is_relative_to(f) for f in self.builtin_folders) else "project"
+
     def _check_script(self, yaml_path: Path, spec: ToolSpec | HookSpec) -> None:
+        if isinstance(spec, ToolSpec) and spec.function is not None:
+            try:
+                python_function(spec)
+            except ScriptError as exc:
+                raise ConfigError(yaml_path, str(exc), spec.lines.of("function")) from exc
+            return
         deadline = time.monotonic() + spec.script_limits(self.limits).timeout_secs
         try:
             self.host.compile(spec.script, deadline)
@@ -119,7 +146,7 @@ class ScriptCatalog:
     def _parse(self, path: Path) -> _Entry:
         yaml_stamp = _stamp(path)
         try:
-            spec = load_script_spec(path, self.limits)
+            spec = load_script_spec(path, self.limits, origin=self.origin_of(path))
         except ConfigError as exc:
             problem = LoadProblem.from_error(path, exc)
             log.warning("not loaded: %s", problem)
@@ -151,7 +178,7 @@ class ScriptCatalog:
     def _scan(self) -> None:
         """Re-stat every file, re-parse the YAML that changed, and settle who claims which name."""
         entries: dict[Path, _Entry] = {}
-        for path in _yaml_files(self.folders):
+        for path in _yaml_files((*self.folders, *self.builtin_folders)):
             old = self._entries.get(path)
             entries[path] = old if old is not None and self._is_fresh(path, old) else self._parse(path)
         claims: dict[tuple[Kind, str], list[Path]] = {}
@@ -159,13 +186,52 @@ class ScriptCatalog:
             if entry.spec is not None:
                 claims.setdefault((_kind(entry.spec), entry.spec.name), []).append(path)
         clashes: list[LoadProblem] = []
-        for (_, name), paths in claims.items():
-            if len(paths) > 1:
-                clashes += name_clash([(p, self._line_of_name(entries[p])) for p in paths], name)
+        for (kind, name), paths in claims.items():
+            claims[(kind, name)], found = self._settle(kind, name, paths, entries)
+            clashes += found
         for problem in clashes:
             if problem not in self._clashes:
                 log.warning("not loaded: %s", problem)
         self._entries, self._claims, self._clashes = entries, claims, clashes
+
+    def _settle(
+        self, kind: Kind, name: str, paths: list[Path], entries: dict[Path, _Entry]
+    ) -> tuple[list[Path], list[LoadProblem]]:
+        """Who serves `name` (one path, else nobody) and the problems of the files refused."""
+        builtin = [p for p in paths if self.origin_of(p) == "builtin"]
+        project = [p for p in paths if p not in builtin]
+        problems = []
+        if len(project) > 1:
+            problems += name_clash([(p, self._line_of_name(entries[p])) for p in project], name)
+        if len(builtin) > 1:  # two files of the package: a packaging bug, refused alike
+            problems += name_clash([(p, self._line_of_name(entries[p])) for p in builtin], name)
+        overriding = [p for p in project if _overrides(entries[p])]
+        if builtin and project and overriding == project and len(project) == 1:
+            return project, problems
+        for path in project:
+            problems += self._builtin_problems(kind, name, path, entries[path], builtin)
+        return ([] if problems else paths), problems
+
+    def _builtin_problems(
+        self, kind: Kind, name: str, path: Path, entry: _Entry, builtin: list[Path]
+    ) -> list[LoadProblem]:
+        if builtin and not _overrides(entry):
+            where = self._shown_builtin(builtin[0])
+            reason = (
+                f"name: {name!r} is also a built-in {kind} ({where}); rename yours,"
+                f" or add `overrides: builtin` to this file to replace the built-in"
+            )
+            return [LoadProblem(path, reason, self._line_of_name(entry))]
+        if not builtin and _overrides(entry):
+            reason = f"overrides: builtin, but there is no built-in {kind} named {name!r} to replace"
+            line = entry.spec.lines.of("overrides") if entry.spec is not None else None
+            return [LoadProblem(path, reason, line)]
+        return []
+
+    def _shown_builtin(self, path: Path) -> str:
+        """A built-in's file as `agentkernel/builtins/tools/x.yaml`, wherever the package is installed."""
+        folder = next(f for f in self.builtin_folders if path.is_relative_to(f))
+        return str(Path("agentkernel", "builtins", folder.name, path.relative_to(folder)))
 
     @staticmethod
     def _line_of_name(entry: _Entry) -> int | None:
@@ -229,6 +295,10 @@ class ScriptCatalog:
         own = [self._checked(path, entry).problem for path, entry in entries]
         found = [p for p in own if p is not None] + clashes
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+
+
+def _overrides(entry: _Entry) -> bool:
+    return entry.spec is not None and entry.spec.overrides_builtin
 
 
 __all__ = ["LoadProblem", "ScriptCatalog"]

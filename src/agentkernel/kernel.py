@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentkernel import builtins
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.stores import rhai_cache_folder
@@ -93,10 +94,11 @@ class Kernel:
         self._config = config
         self._helpers = helpers or default_helper_table()
         folders = (*config.tool_dirs, *config.hook_dirs)
+        builtin = builtins.FOLDERS if config.builtins else ()
         self._host = ScriptHost(
-            self._helpers, script_folders=folders, rhai_compile_cache=rhai_cache_folder(config)
+            self._helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
         )
-        self._catalog = ScriptCatalog(folders, self._host, config.limits)
+        self._catalog = ScriptCatalog(folders, self._host, config.limits, builtin_folders=builtin)
         self._tools = ToolRegistry(self._catalog, root=config.root)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
         self._llm_config: LLMConfig | None = config.llm

@@ -76,19 +76,32 @@ class Listing:
 def _tool_listing(kernel: Kernel) -> Listing:
     specs = kernel.list_tools()
     items = [
-        {"name": s.name, "description": s.description, "script": str(s.script), "parameters": s.parameters}
+        {
+            "name": s.name,
+            "origin": s.origin,
+            "description": s.description,
+            "script": str(s.script),
+            "parameters": s.parameters,
+        }
         for s in specs
     ]
-    rows = [(s.name, s.script.name, s.description) for s in specs]
+    rows = [(s.name, s.origin, s.script.name, s.description) for s in specs]
     return Listing("tools", items, rows, kernel.problems(templates=False), kernel.config.tool_dirs)
 
 
 def _hook_listing(kernel: Kernel) -> Listing:
     specs = kernel.list_hooks()
     items = [
-        {"name": s.name, "script": str(s.script), "events": s.events, "priority": s.priority} for s in specs
+        {
+            "name": s.name,
+            "origin": s.origin,
+            "script": str(s.script),
+            "events": s.events,
+            "priority": s.priority,
+        }
+        for s in specs
     ]
-    rows = [(s.name, s.script.name, f"priority {s.priority}", _events(s.events)) for s in specs]
+    rows = [(s.name, s.origin, s.script.name, f"priority {s.priority}", _events(s.events)) for s in specs]
     return Listing("hooks", items, rows, kernel.problems(templates=False), kernel.config.hook_dirs)
 
 
@@ -161,24 +174,38 @@ def check(config: Path | str | None, as_json: bool) -> int:
     """Load everything, print every problem; 1 when there is any, 0 otherwise."""
     kernel, problems = _load_project(config)
     counts = {"tools": 0, "hooks": 0, "templates": 0}
+    builtin = {"tools": 0, "hooks": 0}
     if kernel is not None:
         with kernel:
             problems = kernel.problems()
+            tools, hooks = kernel.list_tools(), kernel.list_hooks()
             counts = {
-                "tools": len(kernel.list_tools()),
-                "hooks": len(kernel.list_hooks()),
+                "tools": sum(s.origin == "project" for s in tools),
+                "hooks": sum(s.origin == "project" for s in hooks),
                 "templates": len(kernel.list_templates()),
             }
+            builtin = {"tools": len(tools) - counts["tools"], "hooks": len(hooks) - counts["hooks"]}
     if as_json:
-        document = {"ok": not problems, "problems": [problem_json(p) for p in problems], **counts}
+        document = {
+            "ok": not problems,
+            "problems": [problem_json(p) for p in problems],
+            **counts,
+            "builtin": builtin,
+        }
         print(json.dumps(document, ensure_ascii=False, indent=2))
     else:
         for problem in problems:
             print(problem_text(problem))
-        summary = ", ".join(f"{n} {noun[:-1] if n == 1 else noun}" for noun, n in counts.items())
+        summary = _counted(counts)
+        if any(builtin.values()):
+            summary += f"; built-in: {_counted(builtin)}"
         noun = "problem" if len(problems) == 1 else "problems"
         print(f"found {len(problems)} {noun} ({summary} loaded)" if problems else f"ok: {summary}")
     return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {noun[:-1] if n == 1 else noun}" for noun, n in counts.items())
 
 
 __all__ = ["check", "config_problem", "list_command", "problem_text", "shown_path"]

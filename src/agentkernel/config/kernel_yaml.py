@@ -50,7 +50,12 @@ KERNEL_SCHEMA: Schema = {
         "scripts": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"tools": _NAMES, "hooks": _NAMES, "env_deny": _NAMES},
+            "properties": {
+                "tools": _NAMES,
+                "hooks": _NAMES,
+                "env_deny": _NAMES,
+                "builtins": {"type": "boolean"},
+            },
         },
         "limits": LIMITS_SCHEMA,
         "paths": {
@@ -91,6 +96,7 @@ class KernelConfig:
     messages_db: Path = Path("data/messages.db")
     llm: LLMConfig | None = None
     env_deny: tuple[str, ...] = ()
+    builtins: bool = True  # the package's built-in tools and hooks load after the project's (issue 15)
     path: Path | None = None
     http: HttpConfig = field(default_factory=HttpConfig)
     shell: ShellSettings = field(default_factory=ShellSettings)
@@ -216,6 +222,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         messages_db=root / logging.get("messages_db_path", "data/messages.db"),
         llm=llm_config(data["llm"], where) if "llm" in data else None,
         env_deny=tuple(scripts.get("env_deny", [])),
+        builtins=scripts.get("builtins", True),
         path=path,
         http=http_config(data.get("http", {}), where),
         shell=shell_settings(data.get("shell", {}), where),

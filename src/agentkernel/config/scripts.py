@@ -45,22 +45,37 @@ _WARNING_RULE_SCHEMA: dict[str, Any] = {
     },
 }
 
+KINDS = ("script_tool", "script_hook", "python_tool")
+PYTHON_FUNCTION_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
 _COMMON_SPEC_PROPERTIES: dict[str, Any] = {
-    "kind": {"enum": ["script_tool", "script_hook"]},
+    "kind": {"enum": list(KINDS)},
     "name": {"type": "string", "pattern": TOOL_NAME_PATTERN},
     "script": {"type": "string", "minLength": 1},
+    "overrides": {"enum": ["builtin"]},  # this project file replaces the built-in of its name (issue 15)
     **LIMIT_FIELDS,
+}
+
+_TOOL_PROPERTIES: dict[str, Any] = {
+    **_COMMON_SPEC_PROPERTIES,
+    "description": {"type": "string"},
+    "parameters": {"type": "object"},
+    "ui": {"type": "object"},
+    "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
 }
 
 _TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["kind", "name", "script"],
+    "properties": _TOOL_PROPERTIES,
+}
+
+_PYTHON_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "name", "function"],
     "properties": {
-        **_COMMON_SPEC_PROPERTIES,
-        "description": {"type": "string"},
-        "parameters": {"type": "object"},
-        "ui": {"type": "object"},
-        "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
+        **{k: v for k, v in _TOOL_PROPERTIES.items() if k != "script"},
+        "function": {"type": "string", "pattern": PYTHON_FUNCTION_PATTERN},
     },
 }
 
@@ -74,8 +89,12 @@ _HOOK_SCHEMA: dict[str, Any] = {
     },
 }
 
-_TOOL_VALIDATOR = StrictValidator(_TOOL_SCHEMA)
-_HOOK_VALIDATOR = StrictValidator(_HOOK_SCHEMA)
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "script_tool": _TOOL_SCHEMA,
+    "script_hook": _HOOK_SCHEMA,
+    "python_tool": _PYTHON_TOOL_SCHEMA,
+}
+_VALIDATORS = {kind: StrictValidator(schema) for kind, schema in _SCHEMAS.items()}
 
 
 @dataclass(frozen=True)
@@ -89,7 +108,12 @@ class WarningRule:
 
 @dataclass(frozen=True)
 class ScriptSpec:
-    """What tools and hooks share: a name, a script and per-call limits."""
+    """What tools and hooks share: a name, a script and per-call limits.
+
+    `origin` is "builtin" for the package's own (agentkernel/builtins), else
+    "project"; `overrides_builtin` is a project file's `overrides: builtin`.
+    A python_tool's `script` is its module's file: what is watched for edits.
+    """
 
     name: str
     script: Path
@@ -99,6 +123,8 @@ class ScriptSpec:
     timeout_secs: float | None = None
     memory_limit_mb: int | None = None
     lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
+    origin: str = "project"
+    overrides_builtin: bool = False
 
     def script_limits(self, defaults: KernelLimits) -> ScriptLimits:
         """This spec's own limits where set, the kernel's defaults elsewhere, never above a ceiling.
@@ -132,6 +158,7 @@ class ToolSpec(ScriptSpec):
     parameters: JSONObject = field(default_factory=lambda: {"type": "object"})
     ui: JSONObject = field(default_factory=dict)
     warnings: tuple[WarningRule, ...] = ()
+    function: str | None = None  # a python_tool's `module:callable`, below agentkernel.builtins
 
     @cached_property
     def validator(self) -> Draft202012Validator:
@@ -185,34 +212,33 @@ def _refuse_over_ceilings(
             raise ConfigError(yaml_path, problem, lines.of(name))
 
 
-def load_script_spec(yaml_path: Path, limits: KernelLimits | None = None) -> ToolSpec | HookSpec:
-    """Load one `kind: script_tool|script_hook` YAML, validated, script found.
+def load_script_spec(
+    yaml_path: Path, limits: KernelLimits | None = None, *, origin: str = "project"
+) -> ToolSpec | HookSpec:
+    """Load one `kind: script_tool|script_hook|python_tool` YAML, validated, script found.
 
     With the kernel's `limits`, a YAML that raises a limit over its ceiling
-    is refused too (`limits.ceilings`).
+    is refused too (`limits.ceilings`). `python_tool` loads only with
+    `origin="builtin"`: it runs Python inside the kernel, which a project's
+    YAML never may (scripts are the sandboxed way).
     """
     raw, lines = load_yaml(yaml_path)
     data = json_safe_yaml(yaml_path, raw)
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(yaml_path, f"expected a mapping with `kind`, got {got}")
-    kind = data.get("kind")
-    if kind not in ("script_tool", "script_hook"):
-        reason = f"kind: expected 'script_tool' or 'script_hook', got {kind!r}"
-        if isinstance(kind, str):
-            reason += did_you_mean(kind, ("script_tool", "script_hook"))
-        raise ConfigError(yaml_path, reason, lines.of("kind"))
-    schema = _TOOL_SCHEMA if kind == "script_tool" else _HOOK_SCHEMA
+    kind = _kind_of(yaml_path, data, lines, origin)
+    schema = _SCHEMAS[kind]
     _refuse_near_misses(yaml_path, data, lines, set(schema["properties"]))
-    error = first_error(_TOOL_VALIDATOR if kind == "script_tool" else _HOOK_VALIDATOR, data)
+    error = first_error(_VALIDATORS[kind], data)
     if error is not None:
         raise yaml_error(yaml_path, lines, error)
     if limits is not None:
         _refuse_over_ceilings(yaml_path, data, lines, limits)
-    script = (yaml_path.parent / data["script"]).resolve()
-    if not script.is_file():
-        reason = f"script: file {data['script']!r} not found (looked at {script})"
-        raise ConfigError(yaml_path, reason, lines.of("script"))
+    if kind == "python_tool":
+        script = python_module_file(yaml_path, data["function"], lines)
+    else:
+        script = _script_file(yaml_path, data, lines)
     common: dict[str, Any] = {
         "name": data["name"],
         "script": script,
@@ -222,6 +248,8 @@ def load_script_spec(yaml_path: Path, limits: KernelLimits | None = None) -> Too
         "timeout_secs": data.get("timeout_secs"),
         "memory_limit_mb": data.get("memory_limit_mb"),
         "lines": lines,
+        "origin": origin,
+        "overrides_builtin": data.get("overrides") == "builtin",
     }
     if kind == "script_hook":
         events = data.get("events")
@@ -231,6 +259,52 @@ def load_script_spec(yaml_path: Path, limits: KernelLimits | None = None) -> Too
             priority=data.get("priority", 0),
         )
     return _tool_spec(yaml_path, data, common)
+
+
+def _kind_of(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, origin: str) -> str:
+    kind = data.get("kind")
+    offered = KINDS if origin == "builtin" else ("script_tool", "script_hook")
+    if kind == "python_tool" and origin != "builtin":
+        reason = (
+            "kind: 'python_tool' runs Python inside the kernel and is only for its built-in tools;"
+            " write a script_tool (JavaScript or Rhai) instead"
+        )
+        raise ConfigError(yaml_path, reason, lines.of("kind"))
+    if kind not in offered:
+        reason = f"kind: expected {' or '.join(repr(k) for k in offered)}, got {kind!r}"
+        if isinstance(kind, str):
+            reason += did_you_mean(kind, offered)
+        raise ConfigError(yaml_path, reason, lines.of("kind"))
+    return str(kind)
+
+
+def _script_file(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines) -> Path:
+    script: Path = (yaml_path.parent / data["script"]).resolve()
+    if not script.is_file():
+        reason = f"script: file {data['script']!r} not found (looked at {script})"
+        raise ConfigError(yaml_path, reason, lines.of("script"))
+    return script
+
+
+def python_module_file(yaml_path: Path, function: str, lines: YamlLines = NO_LINES) -> Path:
+    """The file of a python_tool's module (`office:make_docx` → agentkernel/builtins/office.py).
+
+    Found without importing it: loading a YAML runs no code. The module is
+    always below agentkernel.builtins, so `function` cannot name any other.
+    """
+    import importlib.util
+
+    from agentkernel.builtins import PACKAGE
+
+    module = f"{PACKAGE}.{function.partition(':')[0]}"
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or found.origin is None:
+        reason = f"function: no module {module!r} for {function!r}"
+        raise ConfigError(yaml_path, reason, lines.of("function"))
+    return Path(found.origin).resolve()
 
 
 def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any]) -> ToolSpec:
@@ -249,11 +323,13 @@ def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any])
         parameters=parameters,
         ui=data.get("ui", {}),
         warnings=rules,
+        function=data.get("function"),
     )
 
 
 __all__ = [
     "HOOK_EVENTS",
+    "KINDS",
     "TOOL_NAME_PATTERN",
     "YAML_SUFFIXES",
     "HookSpec",
@@ -262,4 +338,5 @@ __all__ = [
     "WarningRule",
     "json_safe_yaml",
     "load_script_spec",
+    "python_module_file",
 ]

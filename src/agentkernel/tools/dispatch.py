@@ -17,10 +17,12 @@ from concurrent.futures import Executor
 from agentkernel.config import KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.process import Caller
+from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.tools.history import ToolResultHistory
+from agentkernel.tools.python_tools import run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.types import JSONValue
@@ -144,8 +146,12 @@ class Dispatcher:
         if caller.call_depth or caller.deadline is not None:
             budget = budget.bounded(caller.deadline, nested_stack_bytes(self.limits, caller.call_depth))
         call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)
+        value: JSONValue | NoValue
         try:
-            value = self.host.call(spec.script, "run", [args], [spec.raw], call)
+            if spec.function is not None:
+                value = run_python_tool(spec, args, call)
+            else:
+                value = self.host.call(spec.script, "run", [args], [spec.raw], call)
         except ScriptLimitError as exc:
             log.warning("tool %s stopped: %s", spec.name, exc)
             return ToolResult.failure(str(exc))
