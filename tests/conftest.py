@@ -18,11 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 ToolFactory = Callable[..., Path]
 
 
-SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"]}
+# A test project is about its own files: the package's built-ins (which grow with every release) stay
+# out of its tool lists and counts unless a test asks for them with `scripts: {builtins: true}`.
+SCRIPT_FOLDERS = {"tools": ["config/scripts/tools"], "hooks": ["config/scripts/hooks"], "builtins": False}
 
 
 def write_kernel_yaml(root: Path, extra: str = "") -> Path:
-    """config/kernel.yaml scanning the usual script folders, plus `extra` (YAML text).
+    """config/kernel.yaml scanning the usual script folders, without the built-ins, plus `extra` (YAML text).
 
     A `scripts:` mapping in `extra` is merged into the folders' one, since a
     key given twice is a load error.
@@ -34,7 +36,10 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
         more["scripts"] = {**SCRIPT_FOLDERS, **(more["scripts"] or {})}
         text = yaml.safe_dump(more, sort_keys=False, allow_unicode=True)
     else:
-        text = "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n" + extra
+        text = (
+            "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n  builtins: false\n"
+            + extra
+        )
     config.write_text(text, encoding="utf-8")
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
     (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ def shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    write_kernel_yaml(root)
+    write_kernel_yaml(root, "scripts:\n  builtins: true\n")
     return root
 
 

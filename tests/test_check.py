@@ -75,13 +75,22 @@ def problems_of(check: Check) -> list[str]:
 def test_the_shipped_project_passes(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from agentkernel import builtins
+
     config = REPO / "config"
     tools = len(list((config / "scripts" / "tools").glob("*.yaml")))
     hooks = len(list((config / "scripts" / "hooks").glob("*.yaml")))
     templates = len(list((config / "templates").glob("*.yaml")))
+    shipped = [len(list(folder.glob("*.yaml"))) for folder in builtins.FOLDERS]  # the package's tools, hooks
+    counted = ", ".join(
+        f"{n} {noun[:-1] if n == 1 else noun}" for noun, n in zip(("tools", "hooks"), shipped, strict=True)
+    )
     assert run_check(REPO, monkeypatch, capsys) == (
         0,
-        [f"ok: {tools} tools, {hooks} hooks, {templates} templates"],
+        [
+            f"ok: {tools} tools, {hooks} hooks, {templates} templates"
+            + (f"; built-in: {counted}" * any(shipped))
+        ],
     )
 
 

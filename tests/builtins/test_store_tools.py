@@ -1,8 +1,9 @@
 """The built-in `state_tool` and `duckdb_tool` (issue 15 §1): their YAML `tests:`, scopes, read-only, paging.
 
 Every call goes through the real kernel (QuickJS, Rhai, SQLite, DuckDB) on a
-throw-away project whose kernel.yaml lists the package's builtins folder;
-paging and isolation between users also go through the real server.
+throw-away project that loads the built-ins as every kernel does; a changed
+copy is a project tool with `overrides: builtin`. Paging and isolation
+between users also go through the real server.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import httpx
 import pytest
 import yaml
 
-import agentkernel
 from agentkernel import Kernel
+from agentkernel.builtins import TOOLS_FOLDER as BUILTIN_TOOLS
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from agentkernel.tools.results import ToolResult
@@ -29,15 +30,15 @@ from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, sse_events, write
 
-BUILTIN_TOOLS = Path(agentkernel.__file__).parent / "builtins" / "tools"
 STORE_TOOLS = ("state_tool", "duckdb_tool")
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
 
 
-def project(root: Path, tools: Path = BUILTIN_TOOLS, extra: str = "") -> Path:
-    """A project whose tools are `tools` (the builtins by default), with a state store and a DuckDB folder."""
-    folders = f"scripts:\n  tools: [config/scripts/tools, {tools}]\n"
-    return write_kernel_yaml(root, folders + "state:\n  db_path: data/state.db\n" + extra)
+def project(root: Path, tools: Path | None = None, extra: str = "") -> Path:
+    """A project with a state store, the built-ins, and `tools` (a folder of changed copies) if given."""
+    folders = ["config/scripts/tools", *([str(tools)] if tools else [])]
+    scripts = f"scripts:\n  builtins: true\n  tools: [{', '.join(folders)}]\n"
+    return write_kernel_yaml(root, scripts + "state:\n  db_path: data/state.db\n" + extra)
 
 
 @pytest.fixture
@@ -59,10 +60,11 @@ def content(result: ToolResult) -> Any:
 
 
 def copied_tool(root: Path, name: str, **changes: object) -> Path:
-    """The built-in's YAML and script copied to `root/tools`, with `changes` to the YAML (None deletes)."""
+    """The built-in copied to `root/tools` as a user would: `overrides: builtin`, `changes` to the YAML."""
     folder = root / "tools"
     folder.mkdir(parents=True, exist_ok=True)
     spec = yaml.safe_load((BUILTIN_TOOLS / f"{name}.yaml").read_text(encoding="utf-8"))
+    spec["overrides"] = "builtin"
     for key, value in changes.items():
         if value is None:
             spec.pop(key, None)
