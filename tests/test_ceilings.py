@@ -133,7 +133,7 @@ def test_a_ceiling_below_the_kernels_own_value_is_refused(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as caught:
         load_kernel_config(config)
     assert str(caught.value) == (
-        f"{config}:7: limits.ceilings.timeout_secs: 10 is below limits.timeout_secs (30), "
+        f"{config}:8: limits.ceilings.timeout_secs: 10 is below limits.timeout_secs (30), "
         "the value every script gets unless its YAML says otherwise"
     )
 

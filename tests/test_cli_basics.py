@@ -335,8 +335,8 @@ def test_a_bad_helper_section_is_refused_at_start_though_services_are_lazy(
     run = cli("agentkernel", "tool", "run", "t", "{}", cwd=tmp_path)
     check = cli("agentkernel", "check", cwd=tmp_path)
     assert run.returncode == check.returncode == 1
-    assert f"config/kernel.yaml:5: {reason}" in run.stderr, run.stderr
-    assert f"config/kernel.yaml:5: {reason}" in check.stdout, check.stdout
+    assert f"config/kernel.yaml:6: {reason}" in run.stderr, run.stderr
+    assert f"config/kernel.yaml:6: {reason}" in check.stdout, check.stdout
     assert config.is_file() and not (tmp_path / "data").exists()
 
 
