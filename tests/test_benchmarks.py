@@ -69,6 +69,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^idle scheduler, \d+ jobs due in an hour, over {NUMBER} s:$",
         rf"^\s+CPU {NUMBER} ms \({NUMBER} % of one core\)$",
     ],
+    "tool_test.py": [
+        rf"^\s+tool test \(whole command\)\s+{NUMBER} ms$",
+        rf"^\s+tool list \(start-up, load\)\s+{NUMBER} ms$",
+        rf"^in process, per case \(\d+ calls\): p50 {NUMBER} ms, max {NUMBER} ms$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

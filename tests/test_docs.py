@@ -33,8 +33,8 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         kernel.yaml, after the llm step that starts that server).
 
     <!-- example: NAME cli[: exit=N] [env.VAR=VALUE ...] -->
-        The next fenced block (console) starts with `$ agentkernel ...` or
-        `$ hook_tool ...`; the rest of the block is the expected output, stdout
+        The next fenced block (console) starts with `$ agentkernel ...`,
+        `$ hook_tool ...` or `$ pytest ...`; the rest of the block is the expected output, stdout
         and stderr merged in the order printed. The command runs as a real
         subprocess in the project folder; the exit status must be N (default 0).
         `$VAR` in the command line is replaced from the environment (e.g.
@@ -44,8 +44,9 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         terminal session.
 
     <!-- example: NAME serve -->
-        The next fenced block (console) is `$ agentkernel serve ...` and the
-        line it prints. The server runs as a real subprocess in the project
+        The next fenced block (console) is `$ agentkernel serve ...` (or
+        `$ agentkernel dev llm ...`, the scripted LLM server) and the line
+        it prints. The server runs as a real subprocess in the project
         folder until the example ends (then SIGTERM, and it must exit 0).
         The guide shows it on http://127.0.0.1:8765, the default; the test
         runs it on a free port (`--port 0`), and in this block and in cli
@@ -66,7 +67,7 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         `"usage": {"prompt_tokens": P, "completion_tokens": C}` (default 10
         and 5); or `{"status": S, "message": M, "retry_after": R}`, an HTTP
         error. The scripted OpenAI-compatible server of
-        tests/fakes/openai_server.py serves them on 127.0.0.1; its base URL
+        agentkernel.testing (tests/fakes re-exports it) serves them on 127.0.0.1; its base URL
         is `$LLM_URL` in cli commands and `os.environ["LLM_URL"]` in python
         steps. A request past the script gets HTTP 500, and by the end of
         the example every scripted answer must have been used and no request
@@ -146,22 +147,40 @@ GUIDES = {
     "rhai": DOCS / "rhai.md",
     "kernel": DOCS / "kernel.md",
     "server": DOCS / "server.md",
+    "testing": DOCS / "testing.md",
     "builtins": DOCS / "builtins.md",
 }
-FROM_SHIPPED_PROJECT = {"tutorial", "server"}  # guides whose examples start in a copy of the shipped config/
+FROM_SHIPPED_PROJECT = {
+    "tutorial",
+    "server",
+    "testing",
+}  # guides whose examples start in a copy of the shipped config/
 REPO = DOCS.parent
 TOOLS_DIR = Path("config/scripts/tools")
 KERNEL_YAML = Path("config/kernel.yaml")
 DEFAULT_KERNEL_YAML = "# written by tests/test_docs.py: every setting at its default\n{}\n"
-CLI_MODULES = {"agentkernel": "agentkernel.cli.main", "hook_tool": "agentkernel.cli.hook_tool"}
+CLI_MODULES = {
+    "agentkernel": "agentkernel.cli.main",
+    "hook_tool": "agentkernel.cli.hook_tool",
+    "pytest": "pytest",
+}
 WILDCARD = "..."
-MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6, "server": 2, "builtins": 2}
+MIN_EXAMPLES = {
+    "tutorial": 4,
+    "scripts": 10,
+    "rhai": 8,
+    "kernel": 6,
+    "server": 2,
+    "testing": 4,
+    "builtins": 2,
+}
 STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
     "tutorial": {"shipped", "file", "cli", "llm"},
     "scripts": {"file", "run", "cli"},
     "rhai": {"python", "cli"},
     "kernel": {"python", "cli", "llm", "shipped"},
     "server": {"serve", "cli", "llm"},
+    "testing": {"file", "cli", "serve"},
     "builtins": {"shipped", "file", "run"},
 }
 DOC_SERVER_URL = "http://127.0.0.1:8765"  # where docs/server.md shows the server; the test's is elsewhere
@@ -547,9 +566,8 @@ class ExampleRunner:
         assert not step.rest and self.server is None, f"{where}: one serve step, no options"
         first, _, expected = step.block.partition("\n")
         argv, environment = self._command(first, {}, where)
-        assert argv[3:4] == ["serve"] and "--port" not in argv, (
-            f"{where}: `$ agentkernel serve`, default port"
-        )
+        assert argv[3:4] == ["serve"] or argv[3:5] == ["dev", "llm"], f"{where}: `$ agentkernel serve`"
+        assert "--port" not in argv, f"{where}: the default port (the test runs it on a free one)"
         self.server = subprocess.Popen(
             [*argv, "--port", "0"], cwd=self.root, env=environment, stdout=subprocess.PIPE, text=True
         )

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agentkernel.config import KernelConfig
+    from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -104,11 +105,29 @@ def load_kernel(
         found = load_kernel_config(find_kernel_config(Path(config) if config is not None else None, start))
         return Kernel(with_llm(found, llm_url, model), live=live)
     except ConfigError as exc:
-        from agentkernel.cli.project_view import config_problem, problem_text
+        raise config_exit(prog, exc) from exc
 
-        shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
-        print(f"{prog}: {shown}", file=sys.stderr)
-        raise SystemExit(EXIT_NOT_FOUND) from exc
+
+def load_project_config(prog: str, config: Path | str | None) -> KernelConfig:
+    """The project's kernel.yaml, loaded; or exit 1 saying why, as `load_kernel` does."""
+    from pathlib import Path
+
+    from agentkernel.config import find_kernel_config, load_kernel_config
+    from agentkernel.errors import ConfigError
+
+    try:
+        return load_kernel_config(find_kernel_config(Path(config) if config is not None else None))
+    except ConfigError as exc:
+        raise config_exit(prog, exc) from exc
+
+
+def config_exit(prog: str, exc: ConfigError) -> SystemExit:
+    """Print a kernel.yaml problem (file, line, field) on stderr; the exit (1) to raise."""
+    from agentkernel.cli.project_view import config_problem, problem_text
+
+    shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
+    print(f"{prog}: {shown}", file=sys.stderr)
+    return SystemExit(EXIT_NOT_FOUND)
 
 
 def with_llm(config: KernelConfig, llm_url: str | None, model: str | None) -> KernelConfig:
@@ -155,8 +174,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "add_global_flags",
+    "config_exit",
     "leaf_parsers",
     "load_kernel",
+    "load_project_config",
     "names_a_file",
     "path_argument",
     "quiet_broken_pipe",

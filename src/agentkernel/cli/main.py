@@ -3,12 +3,14 @@
     agentkernel check [--json]
     agentkernel tool list|hook list|template list [--json]
     agentkernel tool run NAME|PATH.yaml 'JSON'|-|@FILE [--user U] [--session S] [--pretty]
+    agentkernel tool test [NAME…] [--junit FILE]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
     agentkernel serve [--host 127.0.0.1] [--port 8765]
     agentkernel cron run [--llm-url URL] [--model M]
     agentkernel cron list [--user U] [--json] | cron cancel NAME --user U
     agentkernel token new USER
+    agentkernel dev llm [--rules FILE] [--port N]
 
 `-v` and `--config FILE` may come before or after the subcommand. Each
 command imports only what it needs, when it runs: building this parser loads
@@ -43,6 +45,7 @@ COMMANDS = {
     "serve": "agentkernel.cli.serve_cmds",
     "token": "agentkernel.cli.serve_cmds",
     "cron": "agentkernel.cli.cron_cmds",
+    "dev": "agentkernel.cli.dev_cmds",
 }
 
 

@@ -1,12 +1,13 @@
 """What `agentkernel check` and the `… list` commands print: the project's contents and problems.
 
 `check` loads kernel.yaml and every tool, hook and template (a template's
-tools and hooks must exist), prints each problem as `file:line: field: what
-is wrong` and exits 1 when there is any, 0 otherwise, so it can guard a
-commit or a deployment. The lists print a table (or `--json`) on stdout and
-each file that did not load on stderr, and exit 0 either way. Tools and
-hooks share one catalog, so `tool list` and `hook list` both report every
-tool or hook file that did not load. The command line is in project_cmds.py.
+tools and hooks must exist, a tool's `tests:` block must be well formed),
+prints each problem as `file:line: field: what is wrong` and exits 1 when
+there is any, 0 otherwise, so it can guard a commit or a deployment. The
+lists print a table (or `--json`) on stdout and each file that did not load
+on stderr, and exit 0 either way. Tools and hooks share one catalog, so
+`tool list` and `hook list` both report every tool or hook file that did
+not load. The command line is in project_cmds.py.
 """
 
 from __future__ import annotations
@@ -176,9 +177,11 @@ def check(config: Path | str | None, as_json: bool) -> int:
     counts = {"tools": 0, "hooks": 0, "templates": 0}
     builtin = {"tools": 0, "hooks": 0}
     if kernel is not None:
+        from agentkernel.testing.cases import tests_problems
+
         with kernel:
-            problems = kernel.problems()
             tools, hooks = kernel.list_tools(), kernel.list_hooks()
+            problems = kernel.problems() + tests_problems(tools)
             counts = {
                 "tools": sum(s.origin == "project" for s in tools),
                 "hooks": sum(s.origin == "project" for s in hooks),

@@ -1,7 +1,8 @@
-"""`agentkernel tool list` and `agentkernel tool run`: script tools from the terminal.
+"""`agentkernel tool list`, `tool run` and `tool test`: script tools from the terminal.
 
-`tool run` prints the normalised result as JSON and exits 0 even when the
-tool failed: the failure is in the JSON. Exit 1 means the tool could not be
+`tool test` runs the tools' `tests:` cases (cli/tool_test.py). `tool run`
+prints the normalised result as JSON and exits 0 even when the tool
+failed: the failure is in the JSON. Exit 1 means the tool could not be
 found or loaded; exit 2 means the command line itself was wrong.
 """
 
@@ -11,7 +12,14 @@ import argparse
 import json
 import sys
 
-from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, names_a_file
+from agentkernel.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    load_kernel,
+    names_a_file,
+    path_argument,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
@@ -25,8 +33,8 @@ ARGS_HELP = "the arguments: a JSON object, - to read it from standard input, or 
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    tool = commands.add_parser("tool", help="script tools: list them, run one")
-    actions = tool.add_subparsers(dest="action", required=True, metavar="{list,run}")
+    tool = commands.add_parser("tool", help="script tools: list them, run one, run their tests")
+    actions = tool.add_subparsers(dest="action", required=True, metavar="{list,run,test}")
 
     listing = actions.add_parser("list", help="list the loaded tools and any load problems")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -40,12 +48,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--pretty", action="store_true", help="show the content and visual blocks as the chat does"
     )
 
+    test = actions.add_parser("test", help="run the `tests:` cases of the tools' YAML; exit 1 on any failure")
+    test.add_argument("names", nargs="*", metavar="NAME", help="the tools to test (default: every tool)")
+    test.add_argument(
+        "--junit", type=path_argument, metavar="FILE", help="also write the outcomes to FILE as JUnit XML"
+    )
+
 
 def run_command(options: argparse.Namespace) -> int:
     if options.action == "list":
         from agentkernel.cli import project_cmds
 
         return project_cmds.run_command(options)
+    if options.action == "test":
+        from agentkernel.cli import tool_test
+
+        return tool_test.run(options)
     return tool_run(options)
 
 

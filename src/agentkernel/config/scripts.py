@@ -62,6 +62,7 @@ _TOOL_PROPERTIES: dict[str, Any] = {
     "parameters": {"type": "object"},
     "ui": {"type": "object"},
     "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
+    "tests": {},  # cases for `agentkernel tool test`, checked by testing/cases.py (not needed to load)
 }
 
 _TOOL_SCHEMA: dict[str, Any] = {
