@@ -9,9 +9,7 @@ between users also go through the real server.
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,11 @@ import yaml
 
 from agentkernel import Kernel
 from agentkernel.builtins import TOOLS_FOLDER as BUILTIN_TOOLS
-from agentkernel.config import load_kernel_config
+from agentkernel.config import load_kernel_config, load_script_spec
+from agentkernel.config.scripts import ToolSpec
 from agentkernel.config.server import token_hash
+from agentkernel.testing.cases import ToolCase, read_cases
+from agentkernel.testing.runner import ToolTestRun
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import write_kernel_yaml
@@ -75,63 +76,26 @@ def copied_tool(root: Path, name: str, **changes: object) -> Path:
     return folder
 
 
-# -- the YAML `tests:` blocks (ISSUE15 §3), run as the testing kit will: a fresh data folder per case ----
+# -- the YAML `tests:` blocks (ISSUE15 §3), through the testing kit's runner, as `agentkernel tool test` -----
 
 
 def _cases() -> list[Any]:
     cases = []
     for name in STORE_TOOLS:
-        spec = yaml.safe_load((BUILTIN_TOOLS / f"{name}.yaml").read_text(encoding="utf-8"))
-        for number, case in enumerate(spec["tests"], 1):
-            cases.append(pytest.param(name, case, id=f"{name}-{number}-{case.get('name', '')}"))
+        spec = load_script_spec(BUILTIN_TOOLS / f"{name}.yaml")
+        assert isinstance(spec, ToolSpec)
+        for number, case in enumerate(read_cases(spec).cases, 1):
+            cases.append(pytest.param(case, id=f"{name}-{number}-{case.name}"))
+    assert len(cases) >= 20
     return cases
 
 
-def check_expectation(result: ToolResult, expect: dict[str, Any]) -> None:
-    """`expect: {success?, content?, contains?, matches?, error_contains?, visual?: {type?, rows?}}`."""
-    shown = json.dumps(result.to_json(), ensure_ascii=False)
-    if "success" in expect:
-        assert result.success is expect["success"], shown
-    if "content" in expect:
-        assert result.content == expect["content"], shown
-    for text in expect.get("contains", []):
-        assert text in result.content, f"{text!r} not in {shown}"
-    if "matches" in expect:
-        assert re.search(expect["matches"], result.content), shown
-    if "error_contains" in expect:
-        assert expect["error_contains"] in (result.error or ""), shown
-    if "visual" in expect:
-        block: dict[str, Any] = dict((result.visual or [{}])[0])
-        if "type" in expect["visual"]:
-            assert block.get("type") == expect["visual"]["type"], shown
-        if "rows" in expect["visual"]:
-            assert len(block.get("rows", [])) == expect["visual"]["rows"], shown
-
-
-@pytest.mark.parametrize(("tool", "case"), _cases())
-def test_the_yaml_tests_pass(tmp_path: Path, tool: str, case: dict[str, Any]) -> None:
-    assert set(case) <= {"name", "args", "user", "llm", "expect"} and "llm" not in case  # stores ask no LLM
-    with Kernel(load_kernel_config(project(tmp_path))) as fresh:
-        result = run(fresh, tool, case["args"], user=case.get("user", "test-user"), session=uuid.uuid4().hex)
-    check_expectation(result, case["expect"])
-
-
-def test_every_yaml_test_can_fail(tmp_path: Path) -> None:
-    """The checker is no rubber stamp: each expectation kind rejects a result that does not match."""
-    with Kernel(load_kernel_config(project(tmp_path))) as fresh:
-        result = run(fresh, "duckdb_tool", {"sql": "SELECT 1 AS one"})
-    wrong: list[dict[str, Any]] = [
-        {"success": False},
-        {"content": "2"},
-        {"contains": ["two"]},
-        {"matches": "^x"},
-        {"error_contains": "boom"},
-        {"visual": {"type": "chart"}},
-        {"visual": {"rows": 2}},
-    ]
-    for expect in wrong:
-        with pytest.raises(AssertionError):
-            check_expectation(result, expect)
+@pytest.mark.parametrize("case", _cases())
+def test_the_yaml_tests_pass(tmp_path: Path, case: ToolCase) -> None:
+    """Each case alone, in a data folder of its own; the benchmark of `tool test` repeats them in one."""
+    with ToolTestRun(load_kernel_config(project(tmp_path))) as runner:
+        outcome = runner.case(case)
+    assert outcome.passed, outcome
 
 
 # -- state_tool ------------------------------------------------------------------------------------
