@@ -1,4 +1,4 @@
-"""Executes the examples of docs/tutorial, scripts, rhai, kernel, server and testing.md: guides cannot drift.
+"""Executes the examples of the guides in docs/ (GUIDES below), so the guides cannot drift.
 
 The marker scheme
 -----------------
@@ -148,6 +148,7 @@ GUIDES = {
     "kernel": DOCS / "kernel.md",
     "server": DOCS / "server.md",
     "testing": DOCS / "testing.md",
+    "builtins": DOCS / "builtins.md",
 }
 FROM_SHIPPED_PROJECT = {
     "tutorial",
@@ -164,7 +165,15 @@ CLI_MODULES = {
     "pytest": "pytest",
 }
 WILDCARD = "..."
-MIN_EXAMPLES = {"tutorial": 4, "scripts": 10, "rhai": 8, "kernel": 6, "server": 2, "testing": 4}
+MIN_EXAMPLES = {
+    "tutorial": 4,
+    "scripts": 10,
+    "rhai": 8,
+    "kernel": 6,
+    "server": 2,
+    "testing": 4,
+    "builtins": 2,
+}
 STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
     "tutorial": {"shipped", "file", "cli", "llm"},
     "scripts": {"file", "run", "cli"},
@@ -172,6 +181,7 @@ STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly
     "kernel": {"python", "cli", "llm", "shipped"},
     "server": {"serve", "cli", "llm"},
     "testing": {"file", "cli", "serve"},
+    "builtins": {"shipped", "file", "run"},
 }
 DOC_SERVER_URL = "http://127.0.0.1:8765"  # where docs/server.md shows the server; the test's is elsewhere
 TYPED = "› "  # a console line the user types (a chat's prompt)

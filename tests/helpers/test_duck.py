@@ -479,6 +479,50 @@ def test_db_query_may_write_and_then_takes_the_writer_lock(dk: Kernel) -> None:
             duck.query("w.duckdb", "DELETE FROM t", 1, remaining=0.3)
 
 
+@pytest.mark.parametrize("ext", ENGINES)
+def test_read_only_option_reads_and_refuses_writes(dk: Kernel, make_tool: ToolFactory, ext: str) -> None:
+    """`db_query(…, {read_only: true})`: statement kinds checked first, then a READ ONLY transaction."""
+    setup_db(dk, "ro.duckdb", "CREATE TABLE t (i INTEGER); CREATE SEQUENCE seq; INSERT INTO t VALUES (1)")
+    options = "#{ read_only: true }" if ext == ".rhai" else "{read_only: true}"
+    nothing = "()" if ext == ".rhai" else "null"
+    tries = {
+        "read": ("SELECT i FROM t", None),
+        "insert": ("INSERT INTO t VALUES (2)", "read-only: INSERT statements are not allowed"),
+        "second": ("SELECT 1; DELETE FROM t", "read-only: DELETE statements are not allowed"),
+        "commit": ("COMMIT; INSERT INTO t VALUES (2)", "read-only: TRANSACTION statements are not allowed"),
+        "pragma": ("PRAGMA enable_checkpoint_on_shutdown", "read-only: PRAGMA statements are not allowed"),
+        "sequence": ("SELECT nextval('seq')", "read-only: the SQL tried to write"),
+        "analyze": ("EXPLAIN ANALYZE INSERT INTO t VALUES (2)", "read-only: the SQL tried to write"),
+        "copy": ("COPY t TO 'out.csv'", "COPY statements are not allowed"),  # refused for everyone
+    }
+    for name, (sql, _) in tries.items():
+        data_tool(make_tool, name, ext, f'db_query("ro.duckdb", "{sql}", {nothing}, {nothing}, {options})')
+    for name, (_, refusal) in tries.items():
+        if refusal is None:
+            assert data(dk, name)["rows"] == [{"i": 1}]
+        else:
+            assert f"db_query: 'ro.duckdb': {refusal}" in error_of(dk, name), name
+    duck = service(dk)
+    assert duck.query("ro.duckdb", "SELECT count(*) AS n, nextval('seq') AS s FROM t", 1)["rows"] == [
+        {"n": 1, "s": 1}  # nothing was written, the sequence never moved
+    ]
+    # the default still lets db_query write
+    assert duck.query("ro.duckdb", "INSERT INTO t VALUES (2)", 1, read_only=False)["rows"] == [{"Count": 1}]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ('"yes"', "db_query: options must be an object, got 'yes'"),
+        ("{readonly: true}", "db_query: unknown option 'readonly' (known: read_only)"),
+        ('{read_only: "true"}', "db_query: option 'read_only' must be true or false, got 'true'"),
+    ],
+)
+def test_bad_query_options_are_named(dk: Kernel, make_tool: ToolFactory, options: str, message: str) -> None:
+    data_tool(make_tool, "bad", ".js", f'db_query("a.duckdb", "SELECT 1", 1, null, {options})')
+    assert message in error_of(dk, "bad")
+
+
 def test_missing_database_is_not_created_by_reads(dk: Kernel, make_tool: ToolFactory) -> None:
     data_tool(make_tool, "db_query", ".js", 'db_query("none/here.duckdb", "SELECT 1")')
     data_tool(make_tool, "db_schema", ".rhai", 'db_schema("none/here.duckdb")')
@@ -1034,6 +1078,37 @@ def test_a_database_is_held_to_max_file_bytes(
     file = service(kernel).root / "full.duckdb"
     on_disk = sum(p.stat().st_size for p in file.parent.iterdir() if p.is_file())
     assert on_disk < 3 * 300_000  # over by at most a block and one statement, never by much
+
+
+@pytest.mark.parametrize("helper", ["query", "execute"])
+def test_a_write_inside_explain_analyze_is_held_to_the_quota(make_kernel: KernelFactory, helper: str) -> None:
+    """`EXPLAIN ANALYZE INSERT …` is an EXPLAIN by its kind but runs the INSERT: it used to skip the
+    quota check (and, in db_query, the writer lock), so it could grow a file without bound."""
+    duck = service(make_kernel("duckdb:\n  max_file_bytes: 300000\n"))
+    duck.execute("ea.duckdb", "CREATE TABLE t (x BIGINT)")
+    sql = "EXPLAIN ANALYZE INSERT INTO t SELECT * FROM range(1000000)"
+
+    def run() -> object:
+        return duck.query("ea.duckdb", sql, 1) if helper == "query" else duck.execute("ea.duckdb", sql)
+
+    run()  # the first fits under the quota as any write would: checked before, not during
+    duck.execute("ea.duckdb", "CHECKPOINT")
+    with pytest.raises(DuckError, match=r"at or over its 300,000-byte quota \(duckdb.max_file_bytes\)"):
+        run()
+    assert duck.query("ea.duckdb", "SELECT count(*) AS n FROM t", 1)["rows"] == [{"n": 1_000_000}]
+    assert duck.query("ea.duckdb", "EXPLAIN SELECT * FROM t", 1)["count"] == 1  # reads still run at quota
+
+
+def test_a_select_that_writes_runs_again_as_the_writer(dk: Kernel) -> None:
+    """A lock-free read is a READ ONLY transaction; `nextval` fails there unchanged, then takes the lock."""
+    duck = service(dk)
+    duck.execute("nv.duckdb", "CREATE SEQUENCE s")
+    assert duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1)["rows"] == [{"n": 1}]
+    with _writer_lock(duck, "nv.duckdb"):
+        assert duck.query("nv.duckdb", "SELECT currval('s') AS c", 1, remaining=0.3)["count"] == 1
+        with pytest.raises(DuckError, match="gave up waiting for another writer"):
+            duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1, remaining=0.3)
+    assert duck.query("nv.duckdb", "SELECT nextval('s') AS n", 1)["rows"] == [{"n": 2}]  # once per call
 
 
 @pytest.mark.parametrize("ext", ENGINES)

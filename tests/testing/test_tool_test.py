@@ -8,6 +8,7 @@ unknown tool is exit 2. `--junit` writes XML that parses.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import textwrap
@@ -67,10 +68,11 @@ def test_the_shipped_tools_pass_their_own_tests(tmp_path: Path) -> None:
     done = agentkernel("tool", "test", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    for name in ("currency", "text_stats", "text_stats_rhai", "wordcount"):
-        assert any(line.startswith(f"PASS  {name}: ") for line in lines), (name, done.stdout)
+    for name in ("currency", "text_stats", "text_stats_rhai", "wordcount", "state_tool", "duckdb_tool"):
+        assert any(line.startswith(f"PASS  {name}: ") for line in lines), (name, done.stdout)  # built-ins too
     assert "FAIL" not in done.stdout
-    assert lines[-1].startswith("14 passed, 0 failed (14 cases of 4 tools in ")
+    cases = sum(line.startswith("PASS  ") for line in lines)
+    assert re.match(rf"{cases} passed, 0 failed \({cases} cases of \d+ tools in ", lines[-1]), lines[-1]
     assert not (tmp_path / "data").exists(), "a test run writes nothing into the project"
 
 

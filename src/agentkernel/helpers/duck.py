@@ -99,14 +99,17 @@ def _limit(name: str, limit: JSONValue) -> int | None:
     return limit
 
 
-def _run(name: str, call: ScriptCall, path: JSONValue, operation: str, *args: object) -> JSONValue:
+def _run(
+    name: str, call: ScriptCall, path: JSONValue, operation: str, *args: object, **options: bool
+) -> JSONValue:
     """Resolve the path, call the service, and name the helper and the path in any error."""
     from agentkernel.services.duck import DuckError
 
     service = _service(name, call)
     relative = resolve_path(name, call, path)
     try:
-        return getattr(service, operation)(relative, *args, remaining=call.remaining_secs())  # type: ignore[no-any-return]
+        method = getattr(service, operation)
+        return method(relative, *args, remaining=call.remaining_secs(), **options)  # type: ignore[no-any-return]
     except DuckError as exc:
         raise HelperError(f"{name}: {path!r}: {exc}") from exc
 
@@ -125,14 +128,42 @@ def db_execute(call: ScriptCall, path: JSONValue, sql: JSONValue, params: JSONVa
     return {"ok": True, "rows_affected": affected}
 
 
+QUERY_OPTIONS = ("read_only",)
+
+
+def _query_options(options: JSONValue) -> dict[str, bool]:
+    """`{read_only: true}`: the options object of db_query; an unknown key or a non-boolean is refused."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise HelperError(f"db_query: options must be an object, got {options!r}")
+    for key, value in options.items():
+        if key not in QUERY_OPTIONS:
+            raise HelperError(f"db_query: unknown option {key!r} (known: {', '.join(QUERY_OPTIONS)})")
+        if not isinstance(value, bool):
+            raise HelperError(f"db_query: option {key!r} must be true or false, got {value!r}")
+    return {key: bool(value) for key, value in options.items()}
+
+
 def db_query(
-    call: ScriptCall, path: JSONValue, sql: JSONValue, limit: JSONValue = None, params: JSONValue = None
+    call: ScriptCall,
+    path: JSONValue,
+    sql: JSONValue,
+    limit: JSONValue = None,
+    params: JSONValue = None,
+    options: JSONValue = None,
 ) -> JSONValue:
-    """`{columns, rows, count, has_more}`, rows as objects keyed by column name (S12.1, S12.4)."""
+    """`{columns, rows, count, has_more}`, rows as objects keyed by column name (S12.1, S12.4).
+
+    `options.read_only` makes the call refuse any SQL that writes (the service
+    checks the statement kinds and runs a READ ONLY transaction), so a tool can
+    hand SQL from an LLM to a database it must not change.
+    """
     rows = _limit("db_query", limit)
     checked = (_sql("db_query", sql), _params("db_query", params))
+    flags = _query_options(options)
     cap = _service("db_query", call).settings.max_rows if rows is None else rows
-    return _run("db_query", call, path, "query", checked[0], cap, checked[1])
+    return _run("db_query", call, path, "query", checked[0], cap, checked[1], **flags)
 
 
 def db_schema(call: ScriptCall, path: JSONValue, table: JSONValue = None) -> JSONValue:

@@ -11,7 +11,10 @@ Decisions, and why:
   and fail with "Conflict on update"; a lock per file (process-wide, keyed
   by the file's real path) makes writers queue instead. Calls whose
   statements are all SELECT/EXPLAIN take no lock: they read a consistent
-  snapshot while a writer works.
+  snapshot while a writer works, in a READ ONLY transaction, so one that
+  writes after all (`SELECT nextval(…)`, `EXPLAIN ANALYZE INSERT …`) fails
+  there having changed nothing and runs again as a writer, lock and quota
+  check included.
 - **Locked down.** Scripts are untrusted and SQL can reach the machine, so
   each database opens with `enable_external_access = false` (no
   `read_csv('/etc/passwd')`, no `COPY … TO`, no ATTACH of files),
@@ -313,16 +316,54 @@ class DuckService:
             return self._run(cursor, file, statements, params, budget)
 
     def query(
-        self, relative: str, sql: str, limit: int, params: Params = None, *, remaining: float | None = None
+        self,
+        relative: str,
+        sql: str,
+        limit: int,
+        params: Params = None,
+        *,
+        remaining: float | None = None,
+        read_only: bool = False,
     ) -> JSONObject:
-        """`{columns, rows, count, has_more}`: at most `limit` rows (capped by `max_rows`)."""
+        """`{columns, rows, count, has_more}`: at most `limit` rows (capped by `max_rows`).
+
+        SELECT and EXPLAIN statements run beside the file's writer, in a READ
+        ONLY transaction: one that writes all the same (`SELECT nextval(…)`,
+        `EXPLAIN ANALYZE INSERT …`) fails there having changed nothing, and
+        runs again as a writer, with the lock and the quota check. Other
+        statements run as a writer at once. `read_only` refuses, before
+        anything runs, every statement that is not a SELECT or an EXPLAIN,
+        and turns a write found in the transaction into an error.
+        """
         budget = Budget.start(self.settings.query_timeout_secs, remaining)
         limit = min(limit, self.settings.max_rows)
         statements = self._statements(sql, params)
-        reads_only = all(s.kind in _READ_STATEMENTS for s in statements)
+        if read_only:
+            _refuse_writes(statements)
         file = self.locate(relative, create=False)
-        with self.pool.cursor(file) as (cursor, lock), _holding(None if reads_only else lock, budget):
-            return self._fetch(cursor, file, statements, params, limit, budget)
+        if read_only or all(s.kind in _READ_STATEMENTS for s in statements):
+            try:
+                return self._query_in(file, statements, params, limit, budget, writer=False)
+            except _WroteWhileReading as exc:
+                if read_only:
+                    raise DuckError(f"read-only: the SQL tried to write ({exc})") from exc
+        return self._query_in(file, statements, params, limit, budget, writer=True)
+
+    def _query_in(
+        self,
+        file: Path,
+        statements: Sequence[Statement],
+        params: Params,
+        limit: int,
+        budget: Budget,
+        *,
+        writer: bool,
+    ) -> JSONObject:
+        """One run of a query: as the file's writer, or as a reader in a READ ONLY transaction."""
+        with self.pool.cursor(file) as (cursor, lock), _holding(lock if writer else None, budget):
+            if not writer:
+                cursor.execute("BEGIN TRANSACTION READ ONLY")  # closing the cursor rolls it back
+            return self._fetch(cursor, file, statements, params, limit, budget, writer=writer)
 
     def schema(self, relative: str, table: str | None = None, *, remaining: float | None = None) -> str:
         """Tables and views with their columns, as text for people and LLMs."""
@@ -352,10 +393,19 @@ class DuckService:
         return statements
 
     def _execute(
-        self, cursor: duckdb.DuckDBPyConnection, file: Path, statement: Statement, params: Params
+        self,
+        cursor: duckdb.DuckDBPyConnection,
+        file: Path,
+        statement: Statement,
+        params: Params,
+        *,
+        quota: bool = True,
     ) -> None:
-        """Run one statement; one that may grow the file first needs room under its quota."""
-        if not frees_only([statement.kind]):
+        """Run one statement; one that may grow the file first needs room under its quota.
+
+        `quota=False` is for a READ ONLY transaction, which cannot grow the file.
+        """
+        if quota and not frees_only([statement.kind]):
             check_room(cursor, file, self.settings.max_file_bytes)
         cursor.execute(statement.query, params)
 
@@ -383,10 +433,15 @@ class DuckService:
         params: Params,
         limit: int,
         budget: Budget,
+        *,
+        writer: bool = True,
     ) -> JSONObject:
-        with _Watchdog(cursor, budget) as watchdog, _duck_errors(budget, watchdog, self.root):
+        with (
+            _Watchdog(cursor, budget) as watchdog,
+            _duck_errors(budget, watchdog, self.root, reader=not writer),
+        ):
             for statement in statements:
-                self._execute(cursor, file, statement, params)
+                self._execute(cursor, file, statement, params, quota=writer)
             description = cursor.description or []
             raw = cursor.fetchmany(limit + 1) if description else []
         names = unique_names([str(column[0]) for column in description])
@@ -461,14 +516,31 @@ def _holding(lock: threading.Lock | None, budget: Budget) -> Iterator[None]:
         lock.release()
 
 
+def _refuse_writes(statements: Sequence[Statement]) -> None:
+    """A read-only call runs SELECT and EXPLAIN statements only; the first other one is named."""
+    for statement in statements:
+        if statement.kind not in _READ_STATEMENTS:
+            kind = statement.kind.name.replace("_", " ")
+            raise DuckError(
+                f"read-only: {kind} statements are not allowed, only SELECT (with WITH, FROM, VALUES, "
+                f"DESCRIBE, SHOW, SUMMARIZE) and EXPLAIN: {shown_value(statement.query.strip())}"
+            )
+
+
+class _WroteWhileReading(DuckError):
+    """A statement run in a READ ONLY transaction tried to write; it changed nothing."""
+
+
 @contextmanager
-def _duck_errors(budget: Budget, watchdog: _Watchdog, root: Path) -> Iterator[None]:
+def _duck_errors(budget: Budget, watchdog: _Watchdog, root: Path, *, reader: bool = False) -> Iterator[None]:
     """DuckDB's exceptions as DuckError with DuckDB's own message, minus the server's paths."""
     try:
         yield
     except duckdb.Error as exc:
         if watchdog.fired:
             raise budget.interrupted() from exc
+        if reader and isinstance(exc, duckdb.TransactionException) and "read-only mode" in str(exc):
+            raise _WroteWhileReading(without_root(str(exc), root)) from exc
         if "max_temp_directory_size" in str(exc):  # DuckDB's text suggests a PRAGMA the lock forbids
             raise DuckError(
                 "the statement needs more temporary space than a database may use; its temporary "

@@ -5,7 +5,7 @@ gigabytes in seconds. So each statement that may grow the file first
 measures what the file *uses*: the blocks DuckDB keeps data in
 (`pragma_database_size`) plus its write-ahead log. At or over the quota the
 statement is refused, unless it can only free space (DELETE, DROP, VACUUM,
-CALL such as CHECKPOINT, transactions, reads), so a full database can
+CALL such as CHECKPOINT, transactions, SELECT), so a full database can
 always be emptied. A checkpoint is tried before refusing: the blocks a
 DROP freed count as free only after one.
 
@@ -30,7 +30,7 @@ SECTION = "duckdb"  # kernel.yaml's section, as the errors name its settings
 
 _FREEING_STATEMENTS = frozenset(
     getattr(duckdb.StatementType, name)
-    for name in ("DELETE", "DROP", "VACUUM", "CALL", "TRANSACTION", "SELECT", "EXPLAIN")
+    for name in ("DELETE", "DROP", "VACUUM", "CALL", "TRANSACTION", "SELECT")  # not EXPLAIN ANALYZE INSERT
     if hasattr(duckdb.StatementType, name)
 )
 
