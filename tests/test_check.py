@@ -76,7 +76,6 @@ def problems_of(check: Check) -> list[str]:
 def test_the_shipped_project_passes(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agentkernel import builtins
 
     config = REPO / "config"
     tools = len(list((config / "scripts" / "tools").glob("*.yaml")))
