@@ -222,3 +222,22 @@ def test_a_turn_with_injected_facts_about_the_user_is_not_cached(
     assert ask(kernel, "remembering", "Как меня зовут?", user="boris").answer == "Не знаю."
     assert "Анна" not in str(llm_server.bodies[2]["messages"])
     assert asked_llm(llm_server) == 4
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ﷺ" * 100,  # NFKC makes each one 18 letters: 1,800 letters, 3,300 bytes
+        "营业时间" * 110,  # 440 characters, under max_question_chars, but 1,320 bytes of UTF-8
+    ],
+)
+def test_a_question_too_long_for_a_state_key_is_not_cached_and_is_no_error(
+    kernel: Kernel, llm_server: FakeLLMServer, question: str
+) -> None:
+    llm_server.add(Reply(text=HOURS), Reply(text=HOURS))
+    for session in ("s-1", "s-2"):
+        turn = send(kernel.chat("shop", user_id="anna", session_id=session, stream=False), question)
+        assert turn.answer == HOURS and CACHED not in turn.notices
+        errors = [r.content for r in kernel.transcript(session, user_id="anna") if r.kind == "error"]
+        assert errors == []  # the hook did not throw on the key (S7.5 would only have hidden it)
+    assert asked_llm(llm_server) == 2

@@ -24,7 +24,21 @@ function setting(ctx, name, type) {
 function questionOf(ctx, msg) {
     if (ctx.template === null || !msg || typeof msg.content !== "string") return null;  // no cache to use
     if (msg.content.length > setting(ctx, "max_question_chars", "number")) return null;
-    return normalise(msg.content) || null;
+    const question = normalise(msg.content);
+    // NFKC may lengthen a text (one "ﷺ" is 18 letters), and a state key is at most 1024 bytes
+    if (!question || utf8Bytes(entryKey(ctx, question)) > MAX_KEY_BYTES) return null;
+    return question;
+}
+
+const MAX_KEY_BYTES = 1024;  // the state store's bound on a key (scripts.md 8.8)
+
+function utf8Bytes(text) {
+    let bytes = 0;
+    for (const ch of text) {
+        const code = ch.codePointAt(0);
+        bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+    }
+    return bytes;
 }
 
 const entryKey = (ctx, question) => `${ctx.config.name}:q:${question}`;
