@@ -229,6 +229,33 @@ def test_stop_ends_the_answer_being_made(tmp_path: Path, llm_server: FakeLLMServ
         gate.set()
 
 
+def test_a_stop_that_reaches_the_server_before_its_turn_still_stops_it(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """Stop pressed at once: the stop request may overtake the message; the page asks again until stopped."""
+    gate = threading.Event()
+    llm_server.add(Gated(gate))
+    held: list[Any] = []
+    try:
+        with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+            page, problems = open_page(browser, live.url)
+            page.get_by_role("button", name="New chat").click()
+            page.wait_for_selector("#send:enabled")
+            page.route("**/messages", lambda route: held.append(route))  # it waits here: the stop goes first
+            page.fill("#message", "take your time")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#stop:visible")
+            with page.expect_response("**/stop") as first:
+                page.keyboard.press("Escape")
+            assert first.value.json() == {"stopped": False}  # no turn yet to stop
+            held[0].continue_()
+            page.wait_for_selector(".notice:has-text('turn ended: terminated')")
+            page.wait_for_selector("#send:enabled")
+            assert problems == []
+    finally:
+        gate.set()
+
+
 def test_with_tokens_the_page_asks_for_one_and_keeps_it(tmp_path: Path, browser: Any) -> None:
     """§3: a page without a token gets 401 and says so; the token typed is kept in the browser."""
     kernel_yaml = page_project(tmp_path, None)

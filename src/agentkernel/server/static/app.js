@@ -345,13 +345,24 @@ async function sendMessage(text) {
 }
 
 // Stop the answer being made (the button, or Esc): it ends `terminated`, what was shown is kept.
+// The stop and the message are two requests in flight: a stop pressed at once may reach the server
+// before the turn it stops has started (`stopped: false`), so it is asked again until the server has
+// stopped the turn or the turn is over, a few seconds at most.
+const STOP_TRIES = 25;
+const STOP_RETRY_MS = 200;
+
 async function stopTurn() {
   const session = state.turning;
   if (!session) return;
-  try {
-    await postJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/stop", {});
-  } catch (err) {
-    status(err.message);
+  for (let tries = 0; tries < STOP_TRIES && state.turning === session; tries++) {
+    try {
+      const answer = await postJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/stop", {});
+      if (answer.stopped) return;
+    } catch (err) {
+      status(err.message);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, STOP_RETRY_MS));
   }
 }
 
