@@ -198,7 +198,7 @@ class ScriptCatalog:
         self, kind: Kind, name: str, paths: list[Path], entries: dict[Path, _Entry]
     ) -> tuple[list[Path], list[LoadProblem]]:
         """Who serves `name` (one path, else nobody) and the problems of the files refused."""
-        builtin = [p for p in paths if self.origin_of(p) == "builtin"]
+        builtin = [p for p in paths if _origin(entries[p]) == "builtin"]  # as loaded: no second look
         project = [p for p in paths if p not in builtin]
         problems = []
         if len(project) > 1:
@@ -295,6 +295,10 @@ class ScriptCatalog:
         own = [self._checked(path, entry).problem for path, entry in entries]
         found = [p for p in own if p is not None] + clashes
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+
+
+def _origin(entry: _Entry) -> str | None:
+    return entry.spec.origin if entry.spec is not None else None
 
 
 def _overrides(entry: _Entry) -> bool:
