@@ -27,15 +27,15 @@ REMOTE = ("10.0.0.5", 1234)
 NO_TOKENS = "no tokens are configured, so only loopback clients are served"
 
 
-def answers(kernel_yaml: Path, client: tuple[str, int], headers: dict[str, str]) -> dict[str, httpx.Response]:
+def answers(
+    kernel_yaml: Path, client: tuple[str, int], headers: dict[str, str], base_url: str = "http://127.0.0.1"
+) -> dict[str, httpx.Response]:
     """The answers to a few requests from `client`, through the whole app (middleware, identity, routes)."""
 
     async def ask() -> dict[str, httpx.Response]:
         with Kernel(load_kernel_config(kernel_yaml)) as kernel:
             transport = httpx.ASGITransport(app=create_app(kernel), client=client)
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://agent", headers=headers
-            ) as http:
+            async with httpx.AsyncClient(transport=transport, base_url=base_url, headers=headers) as http:
                 return {
                     "sessions": await http.get("/v1/sessions"),
                     "new session": await http.post("/v1/sessions", json={"template": "tester"}),
@@ -101,3 +101,49 @@ def test_a_reverse_proxy_on_loopback_forwarding_a_remote_client_is_refused_witho
         assert forwarded.status_code == 403 and forwarded.json()["detail"] == NO_TOKENS
         local = client.get("/v1/sessions", headers={"X-Forwarded-For": "127.0.0.1"})
         assert local.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://evil.example", "http://evil.example:8765", "http://127.0.0.1.nip.io:8765", "http://10.0.0.5"],
+)
+def test_without_tokens_a_request_addressed_to_another_name_is_refused(tmp_path: Path, base_url: str) -> None:
+    """DNS rebinding (S23.6): a page of evil.example re-pointed at 127.0.0.1 comes from loopback, but its Host
+    header still names evil.example; without tokens that is refused, whatever the route."""
+    refused = answers(make_project(tmp_path, None), ("127.0.0.1", 1234), {}, base_url)
+    assert refused.pop("health").status_code == 200
+    host = base_url.removeprefix("http://")
+    for what, answer in refused.items():
+        assert answer.status_code == 403, (what, answer.text)
+        assert f"(Host: {host!r})" in answer.json()["detail"]
+        assert "configure server.tokens" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://localhost:8765", "http://LOCALHOST", "http://[::1]:8765", "http://127.0.0.2"]
+)
+def test_without_tokens_loopback_names_are_served(tmp_path: Path, base_url: str) -> None:
+    served = answers(make_project(tmp_path, None), ("127.0.0.1", 1234), {}, base_url)
+    assert served["sessions"].status_code == 200 and served["tool run"].json()["content"] == "A"
+
+
+def test_with_tokens_the_host_header_does_not_matter(tmp_path: Path) -> None:
+    """Behind a token a rebinding page has nothing: it cannot read the token; any name is served."""
+    tokens = f'server:\n  tokens:\n    "{token_hash("alice-token")}": alice\n'
+    got = answers(
+        make_project(tmp_path, None, tokens),
+        ("127.0.0.1", 1234),
+        {"Authorization": "Bearer alice-token"},
+        "http://agents.example.com",
+    )
+    assert got["tool run"].json()["content"] == "A"
+
+
+def test_the_real_server_refuses_a_rebound_host_without_tokens(tmp_path: Path) -> None:
+    with (
+        LiveServer(Kernel(load_kernel_config(make_project(tmp_path, None)))) as live,
+        live.client() as client,
+    ):
+        assert client.get("/v1/sessions").status_code == 200
+        rebound = client.get("/v1/sessions", headers={"Host": "evil.example:8765"})
+        assert rebound.status_code == 403 and "'evil.example:8765'" in rebound.json()["detail"]

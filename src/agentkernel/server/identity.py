@@ -3,7 +3,10 @@
 kernel.yaml holds the SHA-256 of each token, never the token. With no
 tokens, the server refuses to bind anywhere but loopback (serving.py), and
 this also refuses any request that does not come from loopback, in case
-the app is served some other way.
+the app is served some other way, and any request addressed to a name other
+than a loopback one: a web page on another site whose name its DNS server
+re-points at 127.0.0.1 (DNS rebinding) is then same-origin with this server
+in the browser, and only the `Host` header it sends tells it apart.
 """
 
 from __future__ import annotations
@@ -31,12 +34,33 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def host_name(host_header: str) -> str:
+    """The name of a `Host` header without its port: `[::1]:8765` → `[::1]`, `localhost:80` → `localhost`."""
+    if host_header.startswith("["):
+        return host_header.split("]", 1)[0].lower() + "]"
+    return (host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header).lower()
+
+
+def local_refusal(client: str | None, host_header: str | None) -> str | None:
+    """Why a request is refused when no tokens are configured, or None: it must come from and be
+    addressed to loopback (the second stops DNS rebinding: see the module's docstring)."""
+    if not is_loopback(client):
+        return "no tokens are configured, so only loopback clients are served"
+    if host_header is None or not is_loopback(host_name(host_header)):
+        return (
+            "no tokens are configured, so only requests addressed to localhost, 127.0.0.1 or [::1] "
+            f"are served (Host: {host_header!r}); configure server.tokens to serve other names"
+        )
+    return None
+
+
 def current_user(request: Request, parts: Annotated[ServerParts, Depends(server_parts)]) -> str:
     """The caller's user id; 401 for a missing or unknown token (the same answer for both)."""
     if not parts.settings.tokens:
         client = request.client.host if request.client is not None else None
-        if not is_loopback(client):
-            raise HTTPException(403, "no tokens are configured, so only loopback clients are served")
+        refusal = local_refusal(client, request.headers.get("host"))
+        if refusal is not None:
+            raise HTTPException(403, refusal)
         return LOCAL_USER
     header = request.headers.get("authorization", "")
     user = None
@@ -50,4 +74,4 @@ def current_user(request: Request, parts: Annotated[ServerParts, Depends(server_
 User = Annotated[str, Depends(current_user)]
 Parts = Annotated[ServerParts, Depends(server_parts)]
 
-__all__ = ["Parts", "User", "current_user", "is_loopback"]
+__all__ = ["Parts", "User", "current_user", "host_name", "is_loopback", "local_refusal"]
