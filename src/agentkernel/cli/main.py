@@ -7,6 +7,7 @@
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
     agentkernel serve [--host 127.0.0.1] [--port 8765]
+    agentkernel mcp serve [--template T] [--user U]
     agentkernel cron run [--llm-url URL] [--model M]
     agentkernel cron list [--user U] [--json] | cron cancel NAME --user U
     agentkernel token new USER
@@ -46,6 +47,7 @@ COMMANDS = {
     "token": "agentkernel.cli.serve_cmds",
     "cron": "agentkernel.cli.cron_cmds",
     "dev": "agentkernel.cli.dev_cmds",
+    "mcp": "agentkernel.cli.mcp_cmds",
 }
 
 

@@ -16,12 +16,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from agentkernel import __version__
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
+from agentkernel.mcp_bridge.http_mount import PATH as MCP_PATH
+from agentkernel.mcp_bridge.http_mount import McpEndpoint
 from agentkernel.server import failures
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.routes import (
@@ -62,6 +65,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     backlog = chosen.max_stream_backlog_bytes
     turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(sealing), backlog)
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
+    mcp = McpEndpoint(parts, sealing)  # issue 16; the SDK is imported on the first request to /mcp
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -69,7 +73,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             await parts.turns.drain(chosen.shutdown_grace_secs)
@@ -88,6 +93,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, tools, continuations, openai, files, cron, memory):
         app.include_router(area.router)
+    for path in (MCP_PATH, MCP_PATH + "/{template}"):
+        app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))
     page.install(app)
     return app
 
