@@ -83,6 +83,17 @@ FIGURES: dict[str, list[str]] = {
         rf"^faq_cache hit, hooks of one turn .* p50 {NUMBER} ms, p95 {NUMBER} ms",
         rf"^faq_cache hit, whole turn of the agent loop .* p50 {NUMBER} ms",
     ],
+    "mcp_serve.py": [
+        rf"^\s+kernel\.run_tool \(in process\)\s+p50\s+{NUMBER} ms\s+p95\s+{NUMBER} ms$",
+        *(
+            rf"^\s+MCP{way}\s+p50\s+{NUMBER} ms\s+p95\s+{NUMBER} ms\s+overhead \+-?{NUMBER} ms$"
+            for way in (
+                ", SDK client in process",
+                r" over stdio \(mcp serve\)",
+                r" over streamable HTTP \(/mcp\)",
+            )
+        ),
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -249,12 +249,20 @@ HEAVY = {
     "quickjs",
     "fastapi",
     "uvicorn",
+    "mcp",  # the MCP SDK: ~1.5 s to import, loaded only where MCP is spoken (issue 16)
+    "mcp_types",
 }
 KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.catalog"}
 
 
 def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:
-    for argv in (["--version"], ["--help"], ["tool", "run", "--help"], ["serve", "--help"]):
+    for argv in (
+        ["--version"],
+        ["--help"],
+        ["tool", "run", "--help"],
+        ["serve", "--help"],
+        ["mcp", "serve", "--help"],
+    ):
         loaded = modules_after(argv, tmp_path)
         assert not loaded & (HEAVY | KERNEL), (argv, loaded & (HEAVY | KERNEL))
         assert "agentkernel.scripting.rhai.engine" not in loaded

@@ -60,7 +60,7 @@ from agentkernel.types import JSONObject
 
 log = logging.getLogger("agentkernel.mcp")
 
-POLL_SECS = 0.5  # how often the tool list is compared while a client listens for changes
+POLL_SECS = 1.0  # how often the tool list is compared while a client listens for changes
 SERVER_NAME = "agentkernel"
 TRACKED = "agentkernel.tracked"  # a connection's `state` key: its changes are announced to it
 
@@ -144,15 +144,32 @@ class ToolServer:
         identity = self._identify(ctx)
         caller = self._caller(identity, with_session=True)
         name = params.name
-        visible = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
-        if name not in {spec.name for spec in visible}:
-            where = f" in template {identity.template!r}" if identity.template else ""
-            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}{where} (see tools/list)")
+        if caller.allowed_tools is not None and name not in caller.allowed_tools:
+            raise MCPError(INVALID_PARAMS, _unknown(name, caller))
         result = await self._kernel.arun_tool(name, params.arguments or {}, caller)
+        if not result.success:  # was there such a tool at all? Asked only now: a lookup costs a thread hop
+            await self._check_known(name, caller)
         shown = result.to_json()
         if self._seal is not None:
             shown = await self._seal(shown, caller, name)
         return call_result(shown)
+
+    async def _check_known(self, name: str, caller: Caller) -> None:
+        """MCPError unless `name` is among the tools `tools/list` shows this caller.
+
+        A lookup costs two `stat` calls; only a name the catalog does not
+        know is checked against the full listing, which scans every folder
+        (a tool that is not a script file may be listed too).
+        """
+        try:
+            await anyio.to_thread.run_sync(self._kernel.tool, name)
+            return
+        except ConfigError as exc:
+            # a template's caller learns nothing of the tools outside it
+            reason = exc.reason if caller.allowed_tools is None else _unknown(name, caller)
+        visible = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
+        if name not in {spec.name for spec in visible}:
+            raise MCPError(INVALID_PARAMS, reason)
 
     def _caller(self, identity: Identity, *, with_session: bool) -> Caller:
         """The identity as a kernel Caller; MCPError for a template that does not load."""
@@ -244,6 +261,11 @@ class ToolServer:
     def close(self) -> None:
         """End the listen streams gracefully (each sends its final result)."""
         self._listen.close()
+
+
+def _unknown(name: str, caller: Caller) -> str:
+    where = f" in template {caller.template!r}" if caller.template else ""
+    return f"unknown tool {name!r}{where} (see tools/list)"
 
 
 def connection_of(ctx: Context) -> Connection | None:

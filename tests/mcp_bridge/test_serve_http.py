@@ -1,0 +1,195 @@
+"""`/mcp` in `agentkernel serve` on 127.0.0.1 (real uvicorn), driven by the official SDK's client (issue 16).
+
+Who calls is decided as on every other route (server/identity.py): a bearer
+token, or `local` on loopback when no tokens are configured. `/mcp/{template}`
+offers only that template's tools (S16.3).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.config.server import token_hash
+from tests.mcp_bridge.conftest import WAIT_SECS, ListChanged, add_tool, text_of
+from tests.server.conftest import ROW_SECRET, LiveServer
+
+TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def live_server(project: Path, extra: str = "") -> LiveServer:
+    config = project / "config" / "kernel.yaml"
+    if extra:
+        config.write_text(config.read_text() + extra)
+    return LiveServer(Kernel(load_kernel_config(config)))
+
+
+@pytest.fixture
+def with_tokens(mcp_project: Path) -> Iterator[LiveServer]:
+    lines = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())
+    with live_server(mcp_project, "server:\n  tokens:\n" + lines) as live:
+        yield live
+
+
+@pytest.fixture
+def local(mcp_project: Path) -> Iterator[LiveServer]:
+    with live_server(mcp_project) as live:
+        yield live
+
+
+def run(
+    url: str, body: Callable[[Client], Awaitable[None]], *, token: str | None = None, mode: str = "auto"
+) -> None:
+    async def main() -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        async with httpx2.AsyncClient(headers=headers, timeout=WAIT_SECS) as http:
+            transport = streamable_http_client(url, http_client=http)
+            with anyio.fail_after(WAIT_SECS * 2):
+                async with Client(transport, mode=mode) as client:
+                    await body(client)
+
+    anyio.run(main)
+
+
+def test_a_missing_or_unknown_token_is_refused(with_tokens: LiveServer) -> None:
+    with with_tokens.client() as http:
+        for headers in ({}, {"Authorization": "Bearer mallory-token"}, {"Authorization": "alice-token"}):
+            answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, **headers})
+            assert answer.status_code == 401, answer.text
+            assert answer.headers["www-authenticate"] == "Bearer"
+            assert answer.json()["detail"] == "a valid bearer token is required"
+        answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Authorization": "Bearer bob-token"})
+        assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_token_is_the_identity_and_results_keep_text_and_blocks_apart(
+    with_tokens: LiveServer, mcp_project: Path, mode: str
+) -> None:
+    async def body(client: Client) -> None:
+        names = sorted(t.name for t in (await client.list_tools()).tools)
+        assert names == ["boom", "other", "recall", "remember", "table", "upper"]
+        said = text_of(await client.call_tool("remember", {"note": f"alice via {mode}"}))
+        user, _, scratch = said.split("|")
+        assert (user, scratch) == ("alice", "scratch")
+        table = await client.call_tool("table", {"n": 1})
+        assert text_of(table) == "1 rows shown to the user"
+        assert table.structured_content["blocks"][0]["rows"] == [{"id": 0, "secret": ROW_SECRET}]
+        assert (await client.call_tool("boom", {})).is_error
+
+    run(with_tokens.url + "/mcp", body, token="alice-token", mode=mode)
+    kernel = with_tokens.kernel
+    assert kernel.run_tool("recall", {}, kernel.caller(user_id="alice")).content == f"alice via {mode}"
+    assert kernel.run_tool("recall", {}, kernel.caller(user_id="bob")).content == "null"
+
+
+def test_a_template_path_offers_only_its_tools(with_tokens: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        assert sorted(t.name for t in (await client.list_tools()).tools) == ["table", "upper"]
+        with pytest.raises(MCPError, match=r"unknown tool 'other' in template 'tester'"):
+            await client.call_tool("other", {})
+
+    run(with_tokens.url + "/mcp/tester", body, token="bob-token")
+    with with_tokens.client(headers={"Authorization": "Bearer bob-token"}) as http:
+        answer = http.post("/mcp/nobody", json=INITIALIZE, headers=ACCEPT)
+        assert answer.status_code == 404
+        assert answer.json()["detail"] == "no template 'nobody' that loads"
+
+
+def test_without_tokens_everyone_is_local_and_a_foreign_host_is_refused(
+    local: LiveServer, mcp_project: Path
+) -> None:
+    async def body(client: Client) -> None:
+        user = text_of(await client.call_tool("remember", {"note": "n"})).split("|")[0]
+        assert user == "local"
+
+    run(local.url + "/mcp", body)
+    with local.client() as http:  # a web page reaching the loopback server through DNS rebinding
+        answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Host": "evil.example:80"})
+        assert (answer.status_code, answer.text) == (421, "Invalid Host header")
+
+
+def test_an_added_tool_is_announced_on_a_listen_stream(local: LiveServer, mcp_project: Path) -> None:
+    async def body(client: Client) -> None:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools_list_changed=True) as subscription:
+            add_tool(mcp_project, "added")
+            with anyio.fail_after(WAIT_SECS):
+                event = await anext(aiter(subscription))
+            assert type(event).__name__ == "ToolsListChanged"
+        assert "added" in {t.name for t in (await client.list_tools()).tools}
+
+    run(local.url + "/mcp", body)
+
+
+def test_an_edited_template_is_announced_on_a_handshake_session(local: LiveServer, mcp_project: Path) -> None:
+    changed = ListChanged()
+
+    async def main() -> None:
+        with anyio.fail_after(WAIT_SECS * 2):
+            async with Client(local.url + "/mcp/tester", mode="legacy", message_handler=changed) as client:
+                assert sorted(t.name for t in (await client.list_tools()).tools) == ["table", "upper"]
+                template = mcp_project / "config" / "templates" / "tester.yaml"
+                template.write_text(template.read_text().replace("[upper, table]", "[upper, other]"))
+                await changed.wait()
+                assert sorted(t.name for t in (await client.list_tools()).tools) == ["other", "upper"]
+
+    anyio.run(main)
+
+
+PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.server.app import create_app
+
+async def main():
+    async with Kernel(load_kernel_config(Path(sys.argv[1]))) as kernel:
+        app = create_app(kernel)
+        async with app.router.lifespan_context(app):
+            pass
+asyncio.run(main())
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))))
+"""
+
+
+def test_serving_without_an_mcp_request_never_imports_the_sdk(mcp_project: Path) -> None:
+    """Issue 8: `agentkernel serve` starts without paying for `import mcp` (~1.5 s)."""
+    config = mcp_project / "config" / "kernel.yaml"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(config)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_endpoint_is_not_in_the_rest_api_and_answers_json_errors(local: LiveServer) -> None:
+    with local.client() as http:
+        assert not any(path.startswith("/mcp") for path in http.get("/openapi.json").json()["paths"])
+        answer = http.post("/mcp", content=b"{not json", headers=ACCEPT)
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == -32700  # JSON-RPC's parse error, from the SDK
