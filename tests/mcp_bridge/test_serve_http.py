@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -24,7 +26,7 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from tests.mcp_bridge.conftest import WAIT_SECS, ListChanged, add_tool, text_of
-from tests.server.conftest import ROW_SECRET, LiveServer
+from tests.server.conftest import ROW_SECRET, LiveServer, script_tool
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 INITIALIZE = {
@@ -106,6 +108,31 @@ def test_the_token_is_the_identity_and_results_keep_text_and_blocks_apart(
     assert kernel.run_tool("recall", {}, kernel.caller(user_id="bob")).content == "null"
 
 
+def test_a_file_block_leaves_as_a_download_for_its_owner_never_as_a_server_path(
+    with_tokens: LiveServer, mcp_project: Path
+) -> None:
+    script_tool(
+        mcp_project / "config" / "scripts" / "tools",
+        "report",
+        "function run() { fs_write('r.txt', 'the report');"
+        " return {content: 'written', visual: {type: 'file', name: 'r.txt', path: 'r.txt'}}; }",
+    )
+    blocks: list[Any] = []
+
+    async def body(client: Client) -> None:
+        report = await client.call_tool("report", {})
+        assert text_of(report) == "written", report
+        blocks.extend(report.structured_content["blocks"])
+
+    run(with_tokens.url + "/mcp", body, token="alice-token")
+    (block,) = blocks
+    assert "path" not in block and str(mcp_project) not in json.dumps(block)
+    with with_tokens.client(headers={"Authorization": "Bearer alice-token"}) as alice:
+        assert alice.get(block["download"]["url"]).text == "the report"
+    with with_tokens.client(headers={"Authorization": "Bearer bob-token"}) as bob:
+        assert bob.get(block["download"]["url"]).status_code == 404
+
+
 def test_a_template_path_offers_only_its_tools(with_tokens: LiveServer) -> None:
     async def body(client: Client) -> None:
         assert sorted(t.name for t in (await client.list_tools()).tools) == ["table", "upper"]
@@ -160,9 +187,49 @@ def test_an_edited_template_is_announced_on_a_handshake_session(local: LiveServe
     anyio.run(main)
 
 
+def test_stopping_the_server_ends_open_streams_rather_than_waiting_for_them(mcp_project: Path) -> None:
+    """A listen stream and a session's notification stream stay open while their clients do; a stop ends them.
+
+    With a grace period far longer than `LiveServer.stop` waits, a stop that
+    waited for them would fail there ("the server did not stop").
+    """
+    live = live_server(mcp_project, "server:\n  shutdown_grace_secs: 3600\n").__enter__()
+    streaming, said = threading.Event(), []
+
+    async def clients() -> None:
+        changed = ListChanged()
+        async with (
+            Client(live.url + "/mcp", mode="legacy", message_handler=changed) as old,
+            Client(live.url + "/mcp") as new,
+        ):
+            await old.list_tools()
+            async with new.listen(tools_list_changed=True) as subscription:
+                add_tool(mcp_project, "added")
+                await changed.wait()  # the handshake session's notification stream is open: it carried this
+                await anext(aiter(subscription))
+                streaming.set()
+                async for event in subscription:
+                    said.append(f"unexpected {event}")
+                said.append("the listen stream was closed gracefully")
+
+    def in_thread() -> None:
+        try:
+            anyio.run(clients)
+        except BaseException as exc:  # the handshake client's goodbye finds no server: expected
+            said.append(f"client ended: {type(exc).__name__}")
+
+    thread = threading.Thread(target=in_thread, daemon=True)
+    thread.start()
+    assert streaming.wait(WAIT_SECS * 2)
+    live.stop()
+    thread.join(WAIT_SECS)
+    assert said[0] == "the listen stream was closed gracefully", said
+
+
 PROBE = """
 import asyncio, json, sys
 from pathlib import Path
+from typing import Any
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.server.app import create_app

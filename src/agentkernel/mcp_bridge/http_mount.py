@@ -30,9 +30,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
@@ -63,6 +64,8 @@ class McpEndpoint:
         self._wanted = asyncio.Event()
         self._stop = asyncio.Event()
         self._started: asyncio.Future[StreamableHTTPSessionManager] | None = None
+        self._tools: ToolServer | None = None
+        self._streams: set[anyio.CancelScope] = set()  # the open GET streams of handshake-era sessions
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -85,7 +88,32 @@ class McpEndpoint:
         request.state.mcp_user = user
         request.state.mcp_template = template
         manager = await self._manager()
-        await manager.handle_request(scope, receive, send)
+        if request.method != "GET":
+            await manager.handle_request(scope, receive, send)
+            return
+        sent = _Progress(send)
+        with anyio.CancelScope() as stream:  # a session's notification stream: open until it or we end it
+            self._streams.add(stream)
+            try:
+                await manager.handle_request(scope, receive, sent)
+            finally:
+                self._streams.discard(stream)
+        if stream.cancelled_caught and sent.started and not sent.finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def end_streams(self) -> None:
+        """Shutdown has begun: end the streams that never end by themselves, so it need not wait for them.
+
+        The server waits (up to `server.shutdown_grace_secs`) for open
+        responses before the app's shutdown; a listen stream or a session's
+        notification stream stays open as long as its client does. Listen
+        streams get their graceful close; notification streams just end
+        (their clients reconnect, to a server that is going away).
+        """
+        if self._tools is not None:
+            self._tools.close()
+        for stream in list(self._streams):
+            stream.cancel()
 
     async def _check_template(self, template: str) -> None:
         try:
@@ -111,6 +139,7 @@ class McpEndpoint:
         try:
             serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_bridge.serving")
             tools: ToolServer = serving.ToolServer(self._parts.kernel, identify, seal=self._seal)
+            self._tools = tools
             manager = _session_manager(tools, self._parts.settings)
             async with manager.run():
                 watcher = asyncio.create_task(tools.watch())
@@ -136,6 +165,21 @@ class McpEndpoint:
             pid=caller.pid,
             template=caller.template,
         )
+
+
+class _Progress:
+    """An ASGI `send` that notes how far the response got, so one cut short can still be ended properly."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = self.finished = False
+
+    async def __call__(self, message: Message) -> None:
+        await self._send(message)
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
 
 
 def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableHTTPSessionManager:

@@ -90,6 +90,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     )
     app.state.parts = parts
     app.state.sealing = sealing
+    app.state.end_streams = mcp.end_streams  # serving.py calls it when shutdown begins
     failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, tools, continuations, openai, files, cron, memory):
         app.include_router(area.router)

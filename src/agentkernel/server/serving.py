@@ -13,7 +13,7 @@ import contextlib
 import math
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
 
@@ -61,7 +61,21 @@ def url_of(sock: socket.socket) -> str:
 
 
 class GracefulServer(uvicorn.Server):
-    """uvicorn's server, minus re-raising the signal at the end: a graceful stop exits 0."""
+    """uvicorn's server, minus re-raising the signal at the end: a graceful stop exits 0.
+
+    `end_streams` runs when shutdown begins, before uvicorn waits for open
+    responses: streams that stay open as long as their client does (MCP's)
+    are ended there, so they do not hold the stop for the whole grace period.
+    """
+
+    def __init__(self, config: uvicorn.Config, end_streams: Callable[[], Awaitable[None]] | None = None):
+        super().__init__(config)
+        self.end_streams = end_streams
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.end_streams is not None:
+            await self.end_streams()
+        await super().shutdown(sockets)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -81,14 +95,15 @@ class GracefulServer(uvicorn.Server):
 
 def server_for(kernel: Kernel, settings: ServerSettings) -> GracefulServer:
     """A uvicorn server for the app; logging goes through the kernel's (`-v` shows uvicorn's INFO)."""
+    app = create_app(kernel, settings)
     config = uvicorn.Config(
-        create_app(kernel, settings),
+        app,
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_secs),
         lifespan="on",
     )
-    return GracefulServer(config)
+    return GracefulServer(config, app.state.end_streams)
 
 
 async def run_server(server: uvicorn.Server, kernel: Kernel, sock: socket.socket) -> None:
