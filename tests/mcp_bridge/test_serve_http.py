@@ -146,7 +146,7 @@ def test_a_template_path_offers_only_its_tools(with_tokens: LiveServer) -> None:
         assert answer.json()["detail"] == "no template 'nobody' that loads"
 
 
-def test_without_tokens_everyone_is_local_and_a_foreign_host_is_refused(
+def test_without_tokens_everyone_is_local_and_a_foreign_host_or_origin_is_refused(
     local: LiveServer, mcp_project: Path
 ) -> None:
     async def body(client: Client) -> None:
@@ -156,7 +156,11 @@ def test_without_tokens_everyone_is_local_and_a_foreign_host_is_refused(
     run(local.url + "/mcp", body)
     with local.client() as http:  # a web page reaching the loopback server through DNS rebinding
         answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Host": "evil.example:80"})
-        assert (answer.status_code, answer.text) == (421, "Invalid Host header")
+        assert answer.status_code == 403  # the rule of every route (server/identity.py)
+        assert "only requests addressed to localhost" in answer.json()["detail"]
+        # a page of another site posting to 127.0.0.1 itself: the SDK's Origin check
+        answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Origin": "http://evil.example"})
+        assert (answer.status_code, answer.text) == (403, "Invalid Origin header")
 
 
 def test_an_added_tool_is_announced_on_a_listen_stream(local: LiveServer, mcp_project: Path) -> None:

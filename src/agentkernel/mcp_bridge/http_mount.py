@@ -4,8 +4,8 @@
 template's tools (a template that does not load is 404). Who is calling
 is decided exactly as on the other routes (server/identity.py): a bearer
 token from `server.tokens`, or, with no tokens configured, `local` on
-loopback only, where the SDK's DNS-rebinding check also refuses a request
-whose Host or Origin is not a loopback name.
+loopback only, for requests addressed to a loopback name; there the SDK's
+own check also refuses a request whose `Origin` is not a loopback page.
 
 Sessions: a handshake-era (2025) client holds an MCP session
 (`Mcp-Session-Id`), and each such connection is one agentkernel session
@@ -187,7 +187,7 @@ def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableH
     from mcp.server.transport_security import TransportSecuritySettings
 
     security = None
-    if not settings.tokens:  # everyone is `local`: a web page must not reach us through DNS rebinding
+    if not settings.tokens:  # everyone is `local`: no web page of another site may drive the tools
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],

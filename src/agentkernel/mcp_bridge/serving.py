@@ -128,7 +128,7 @@ class ToolServer:
     async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         """Every tool the caller may call, by name, with its description and `parameters` as inputSchema."""
         await self._track(ctx)
-        caller = self._caller(self._identify(ctx), with_session=False)
+        caller = await self._caller(self._identify(ctx), with_session=False)
         specs = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
         tools = [Tool(name=s.name, description=s.description, input_schema=s.parameters) for s in specs]
         return ListToolsResult(tools=tools)
@@ -142,7 +142,7 @@ class ToolServer:
         """
         await self._track(ctx)
         identity = self._identify(ctx)
-        caller = self._caller(identity, with_session=True)
+        caller = await self._caller(identity, with_session=True)
         name = params.name
         if caller.allowed_tools is not None and name not in caller.allowed_tools:
             raise MCPError(INVALID_PARAMS, _unknown(name, caller))
@@ -171,15 +171,21 @@ class ToolServer:
         if name not in {spec.name for spec in visible}:
             raise MCPError(INVALID_PARAMS, reason)
 
-    def _caller(self, identity: Identity, *, with_session: bool) -> Caller:
-        """The identity as a kernel Caller; MCPError for a template that does not load."""
+    async def _caller(self, identity: Identity, *, with_session: bool) -> Caller:
+        """The identity as a kernel Caller; MCPError for a template that does not load.
+
+        A template is read (and the scripts it names checked) on a worker
+        thread, as everything that may compile a script is: never on the
+        event loop, which serves every other connection meanwhile.
+        """
         allowed = None
         if identity.template is not None:
+            template = identity.template
             try:
-                allowed = frozenset(self._kernel.template(identity.template).tools)
+                spec = await anyio.to_thread.run_sync(self._kernel.template, template)
             except ConfigError as exc:
-                reason = f"template {identity.template!r} does not load: {exc}"
-                raise MCPError(INVALID_PARAMS, reason) from exc
+                raise MCPError(INVALID_PARAMS, f"template {template!r} does not load: {exc}") from exc
+            allowed = frozenset(spec.tools)
         return self._kernel.caller(
             user_id=identity.user_id,
             session_id=identity.session_id if with_session else None,
@@ -236,7 +242,11 @@ class ToolServer:
                 self._listened = anyio.Event()
                 self._last = None
                 continue
-            now = await self._signature()
+            try:
+                now = await self._signature()
+            except Exception:  # a broken project must not end the serving; said, and tried again
+                log.exception("could not read the tool list to look for changes")
+                continue
             if now != self._last:
                 self._last = now
                 await self._announce()
@@ -256,7 +266,10 @@ class ToolServer:
         log.info("tool list changed: telling %d connection(s) and listen stream(s)", len(self._sessions))
         await self._bus.publish(ToolsListChanged())
         for session in list(self._sessions.values()):
-            await session.send_tool_list_changed()  # best effort: a closed channel drops it
+            try:
+                await session.send_tool_list_changed()  # best effort: the SDK drops it on a closed channel
+            except Exception as exc:  # one connection's failure must not keep the news from the others
+                log.warning("could not announce the tool list change to a connection: %s", exc)
 
     def close(self) -> None:
         """End the listen streams gracefully (each sends its final result)."""
