@@ -144,10 +144,8 @@ class ToolServer:
         identity = self._identify(ctx)
         caller = await self._caller(identity, with_session=True)
         name = params.name
-        if caller.allowed_tools is not None and name not in caller.allowed_tools:
-            raise MCPError(INVALID_PARAMS, _unknown(name, caller))
         result = await self._kernel.arun_tool(name, params.arguments or {}, caller)
-        if not result.success:  # was there such a tool at all? Asked only now: a lookup costs a thread hop
+        if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup
             await self._check_known(name, caller)
         shown = result.to_json()
         if self._seal is not None:
@@ -157,16 +155,20 @@ class ToolServer:
     async def _check_known(self, name: str, caller: Caller) -> None:
         """MCPError unless `name` is among the tools `tools/list` shows this caller.
 
-        A lookup costs two `stat` calls; only a name the catalog does not
-        know is checked against the full listing, which scans every folder
-        (a tool that is not a script file may be listed too).
+        The dispatch path has already refused a tool outside the caller's
+        template (its access check runs no script); this turns that, and an
+        unknown name, into the protocol error the MCP spec asks for. For a
+        caller with every tool, a lookup (two `stat` calls) settles it;
+        otherwise the listing does, which scans every folder and applies
+        the access policy, as `tools/list` does.
         """
-        try:
-            await anyio.to_thread.run_sync(self._kernel.tool, name)
-            return
-        except ConfigError as exc:
-            # a template's caller learns nothing of the tools outside it
-            reason = exc.reason if caller.allowed_tools is None else _unknown(name, caller)
+        reason = _unknown(name, caller)  # a template's caller learns nothing of the tools outside it
+        if caller.allowed_tools is None:
+            try:
+                await anyio.to_thread.run_sync(self._kernel.tool, name)
+                return
+            except ConfigError as exc:
+                reason = exc.reason
         visible = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
         if name not in {spec.name for spec in visible}:
             raise MCPError(INVALID_PARAMS, reason)
