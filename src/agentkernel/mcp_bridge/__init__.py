@@ -1,0 +1,1 @@
+"""MCP both ways (issue 16): serving our tools, consuming outside servers' tools."""
