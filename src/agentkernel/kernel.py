@@ -281,7 +281,8 @@ class Kernel:
         for name, spec in sorted(self._mcp_servers().items()):
             running = self._outside.running(name)
             where = spec.yaml_path or self._config.templates_dir
-            found += [LoadProblem(where, reason, spec.line) for reason in self._outside.problems(spec)]
+            reasons = self._outside.problems(spec)
+            found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in reasons]
             if not running:
                 self._outside.stop(name)
         return found

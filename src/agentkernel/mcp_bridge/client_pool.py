@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
 
-from agentkernel.mcp_bridge.servers_config import McpServerSpec
+from agentkernel.mcp_bridge.servers_config import McpServerSpec, ServerEnvError
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
@@ -76,6 +76,12 @@ class _Connection:
     client: Client | None = None
     lost: bool = False
     stderr: IO[str] | None = None
+    http_error: str | None = None  # the last HTTP error status an HTTP server answered
+
+    async def note_status(self, response: Any) -> None:
+        """An httpx response hook: the SDK reports a refused request without its status; we keep it."""
+        if response.status_code >= 400:
+            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
 
     def end(self) -> None:
         """Mark it lost and let its holding task leave the SDK's contexts (on the pool's loop)."""
@@ -83,8 +89,10 @@ class _Connection:
         if self.ended is not None:
             self.ended.set()
 
-    def stderr_tail(self) -> str:
-        """`; stderr: …` with the end of a stdio server's error output, or nothing."""
+    def failure_detail(self) -> str:
+        """`; stderr: …` (a stdio server's last error output), an HTTP server's error status, or nothing."""
+        if self.http_error is not None:
+            return f"; the server answered {self.http_error}"
         if self.stderr is None or self.stderr.closed:
             return ""
         try:
@@ -149,14 +157,22 @@ async def _watched(transport: Transport, ended: Callable[[], None]) -> AsyncIter
         yield _EndWatch(read, ended), write
 
 
-def _cause(exc: BaseException) -> str:
-    """The innermost reason of a failure the SDK wrapped in exception groups."""
+def _cause(exc: BaseException, spec: McpServerSpec | None = None) -> str:
+    """The innermost reason of a failure the SDK wrapped in exception groups, said plainly."""
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, ServerEnvError):
+        return str(exc)
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED and spec is not None:
+        return "the server closed the connection during the handshake (did it exit?)"
     text = str(exc) or type(exc).__name__
-    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+    shown = text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+    return f"{shown} ({spec.url})" if spec is not None and spec.url is not None else shown
 
 
 class ServerPool:
@@ -202,7 +218,7 @@ class ServerPool:
             self._stop(connection)
             raise ServerFailure(
                 f"MCP server {spec.name!r} did not finish starting (handshake and tool list) within"
-                f" {spec.start_timeout_secs:g} s{connection.stderr_tail()}"
+                f" {spec.start_timeout_secs:g} s{connection.failure_detail()}"
             ) from None
         return connection
 
@@ -244,7 +260,9 @@ class ServerPool:
                 log.info("MCP server %s started: %d tools", spec.name, len(tools))
                 await connection.ended.wait()
         except Exception as exc:  # every failure to start is the starter's to report
-            reason = f"MCP server {spec.name!r} failed to start: {_cause(exc)}{connection.stderr_tail()}"
+            reason = (
+                f"MCP server {spec.name!r} failed to start: {_cause(exc, spec)}{connection.failure_detail()}"
+            )
             if not connection.started.done():
                 connection.started.set_exception(ServerFailure(reason))
             else:
@@ -268,6 +286,7 @@ class ServerPool:
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             http = create_mcp_http_client(headers=spec.header_values())
+            http.event_hooks["response"].append(connection.note_status)
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(spec.url, http_client=http)
         else:
@@ -308,7 +327,7 @@ class ServerPool:
                 raise ServerFailure(f"MCP server {name!r} refused the call: {exc}") from exc
             connection.end()
             reason = f"MCP server {name!r} closed the connection during the call (did it crash?)"
-            raise ServerFailure(reason + connection.stderr_tail()) from exc
+            raise ServerFailure(reason + connection.failure_detail()) from exc
         except Exception as exc:  # a broken transport: the next call connects again
             connection.end()
             raise ServerFailure(f"MCP server {name!r} failed during the call: {_cause(exc)}") from exc

@@ -152,8 +152,8 @@ def _resolved(spec: McpServerSpec, pairs: Iterable[tuple[str, str]], key: str) -
         value = os.environ.get(variable)
         if value is None:
             raise ServerEnvError(
-                f"MCP server {spec.name!r} of {spec.where}: {key}.{name} names the environment "
-                f"variable {variable!r}, which is not set in the kernel's environment"
+                f"{key}.{name} names the environment variable {variable!r}, "
+                f"which is not set in the kernel's environment"
             )
         values[name] = value
     return values
