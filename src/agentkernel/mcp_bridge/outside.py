@@ -187,6 +187,14 @@ class OutsideTools:
         offer = self._offer(spec)
         return offer.tools.get(name) if offer is not None else None
 
+    def offered(self, name: str) -> OutsideToolSpec | None:
+        """Outside tool `name` if its server is running and offers it; never starts or reads anything."""
+        server = server_of(name)
+        offer = self._offers.get(server) if server is not None else None
+        if offer is None or self._pool is None or not self._pool.running(offer.spec.name):
+            return None
+        return offer.tools.get(name)
+
     def unavailable(self, name: str) -> str | None:
         """Why outside tool `name` cannot be called: its server failed to start (the cause), or None."""
         server = server_of(name)

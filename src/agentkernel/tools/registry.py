@@ -60,8 +60,14 @@ class ToolRegistry:
         """The script tool `name`, else the outside MCP tool (`srv__tool`; its server started if needed).
 
         With a caller, an outside tool it is not granted is not looked up:
-        a caller never starts a server it may not use.
+        a caller never starts a server it may not use. An outside tool its
+        running server offers is found without scanning the script folders
+        (a miss in the catalog rescans them): its name was checked against
+        the script tools when the server's tools were listed.
         """
+        offered = self.outside.offered(name) if self.outside is not None else None
+        if offered is not None and (caller is None or allows(caller.allowed_tools, name)):
+            return offered
         spec = self.catalog.tool(name)
         if spec is not None or self.outside is None:
             return spec
