@@ -75,6 +75,11 @@ def make_project(root: Path, templates: dict[str, str], llm: FakeLLMServer | Non
           return {content: r.success ? 'relayed: ' + r.content : r.content, success: r.success};
         }
         """)  # fmt: skip
+    write(tools / "delegate.yaml", "kind: script_tool\nname: delegate\nscript: delegate.js\n")
+    write(
+        tools / "delegate.js",
+        "function run(args) { const r = run_subagent(args); return {content: r.answer, data: r}; }",
+    )
     for name, body in templates.items():
         write(root / "config" / "templates" / f"{name}.yaml", body)
     return config
@@ -109,11 +114,18 @@ def send(chat: Any, text: str) -> tuple[Any, list[LoopEvent]]:
 AGENT = """
 name: agent
 instructions: You use outside tools.
-tools: [relay]
+tools: [relay, delegate]
 mcp_servers:
 {server}
 """
-OTHER = "name: other\ninstructions: No outside tools.\ntools: [relay]\n"
+OTHER = "name: other\ninstructions: No outside tools.\ntools: [relay, delegate]\n"
+HELPER = """
+name: helper
+instructions: A sub-agent's template naming one more server.
+mcp_servers:
+{server}
+{extra}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +145,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Iter
         """
     )
     root = tmp_path_factory.mktemp("consume")
-    config = make_project(root, {"agent": AGENT.format(server=server), "other": OTHER}, llm)
+    helper = HELPER.format(server=server, extra=stdio_server("extra"))
+    config = make_project(root, {"agent": AGENT.format(server=server), "other": OTHER, "helper": helper}, llm)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OUTSIDE_NAMED", "named-value")
         env.setenv("OUTSIDE_UNNAMED_SECRET", "must-not-leak")
@@ -144,7 +157,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Iter
 def test_the_llm_sees_the_outside_tools_with_their_schemas_and_calls_one(
     shared: Kernel, llm: FakeLLMServer
 ) -> None:
-    llm.bodies.clear()
+    start = len(llm.bodies)
     llm.add(
         Reply(tool_calls=(FakeToolCall("outside__echo", '{"text": "через MCP"}', id="c1"),)),
         Reply(text="done"),
@@ -152,8 +165,9 @@ def test_the_llm_sees_the_outside_tools_with_their_schemas_and_calls_one(
     chat = shared.chat("agent", session_id="s-llm")
     result, events = send(chat, "echo it")
     assert result.answer == "done"
-    tools = {t["function"]["name"]: t["function"] for t in llm.bodies[0]["tools"]}
+    tools = {t["function"]["name"]: t["function"] for t in llm.bodies[start]["tools"]}
     assert sorted(tools) == [
+        "delegate",
         "outside__dotted_name",  # `dotted.name`: the dot replaced, the server still called by its name
         "outside__echo",
         "outside__env",
@@ -165,7 +179,7 @@ def test_the_llm_sees_the_outside_tools_with_their_schemas_and_calls_one(
     assert echo["description"] == "Echo the text back."
     assert echo["parameters"]["properties"] == {"text": {"title": "Text", "type": "string"}}
     assert echo["parameters"]["required"] == ["text"]
-    answer = llm.bodies[1]["messages"][-1]
+    answer = llm.bodies[start + 1]["messages"][-1]
     assert (answer["role"], answer["tool_call_id"], answer["content"]) == ("tool", "c1", "через MCP")
     result_event = next(e for e in events if e.kind == "tool_result").data
     assert (result_event["content"], result_event["success"]) == ("через MCP", True)
@@ -181,7 +195,7 @@ def test_a_script_calls_an_outside_tool_with_call_tool(shared: Kernel) -> None:
 
 def test_another_template_may_not_call_them(shared: Kernel) -> None:
     process = shared.spawn("other")
-    assert [s.name for s in shared.list_tools(process)] == ["relay"]
+    assert [s.name for s in shared.list_tools(process)] == ["delegate", "relay"]
     direct = shared.run_tool("outside__echo", {"text": "x"}, process)
     assert (direct.success, direct.content) == (False, "unknown tool 'outside__echo'")
     relayed = shared.run_tool("relay", {"text": "x"}, process)
@@ -228,6 +242,24 @@ def test_a_call_past_timeout_secs_is_a_failed_result_naming_server_tool_and_limi
         == "tool 'outside__slow': MCP server 'outside' did not answer 'slow' within 3 s (timeout_secs)"
     )
     assert shared.run_tool("outside__echo", {"text": "still here"}, process).content == "still here"
+
+
+def test_a_subagent_gets_only_the_servers_its_parent_may_use(shared: Kernel, llm: FakeLLMServer) -> None:
+    start = len(llm.bodies)
+    llm.add(Reply(text="helped"), Reply(text="helped"), Reply(text="instructed"))
+    agent, other = shared.spawn("agent", session_id="s-sub"), shared.spawn("other", session_id="s-sub")
+    for parent, options in (
+        (agent, {"task": "t", "template": "helper"}),
+        (other, {"task": "t", "template": "helper"}),
+        (agent, {"task": "t", "instructions": "i"}),
+    ):
+        result = shared.run_tool("delegate", options, parent)
+        assert result.success, result.content
+    seen = [sorted(t["function"]["name"] for t in body.get("tools", [])) for body in llm.bodies[start:]]
+    outside = ["outside__dotted_name", "outside__echo", "outside__env", "outside__pid", "outside__slow"]
+    assert seen[0] == outside  # helper's own `extra` server is not the parent's to give
+    assert seen[1] == []  # a parent with no servers gives none
+    assert seen[2] == sorted([*outside, "delegate", "relay"])  # instructions only: the parent's own tools
 
 
 def test_structured_content_reaches_scripts_as_data(shared: Kernel) -> None:
@@ -288,8 +320,9 @@ def test_listing_starts_the_server_lazily(lone: Kernel) -> None:
 class HttpOutside:
     """outside_server.py's app over streamable HTTP, in-process on 127.0.0.1, behind a bearer token."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, port: int = 0) -> None:
         self.token = token
+        self.port = port
         self.url = ""
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -312,9 +345,15 @@ class HttpOutside:
         from agentkernel.server.serving import bind, url_of
         from tests.mcp_bridge.outside_server import app
 
-        sock = bind("127.0.0.1", 0)
+        sock = bind("127.0.0.1", self.port)
+        self.port = sock.getsockname()[1]
         self.url = f"{url_of(sock)}/mcp"
-        config = uvicorn.Config(self._guarded(app.streamable_http_app()), log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            self._guarded(app.streamable_http_app()),
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=1,  # the client's open event stream would hold a graceful stop
+        )
         self._server = uvicorn.Server(config)
 
         def main() -> None:
@@ -370,6 +409,31 @@ def test_an_http_server_is_consumed_with_a_header_from_a_named_variable(
                 "headers_env.Authorization names the environment variable 'NEVER_SET_VARIABLE', "
                 "which is not set in the kernel's environment"
             )
+
+
+def test_an_http_server_that_restarts_is_connected_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OUTSIDE_TOKEN", "Bearer s3cret")
+    with HttpOutside("s3cret") as first:
+        template = f"""
+            name: agent
+            instructions: x
+            mcp_servers:
+              - {{name: outside, url: {first.url}, headers_env: {{Authorization: OUTSIDE_TOKEN}}}}
+            """
+        kernel = Kernel(load_kernel_config(make_project(tmp_path, {"agent": template})))
+        process = kernel.spawn("agent")
+        assert kernel.run_tool("outside__echo", {"text": "one"}, process).content == "one"
+    try:
+        with HttpOutside("s3cret", port=first.port):
+            lost = kernel.run_tool("outside__echo", {"text": "two"}, process)
+            if not lost.success:  # the call that finds the old session gone fails, naming the server
+                assert lost.content.startswith("tool 'outside__echo': MCP server 'outside' failed the call")
+            again = kernel.run_tool("outside__echo", {"text": "three"}, process)
+            assert (again.success, again.content) == (True, "three")
+    finally:
+        kernel.close()
 
 
 # -- configuration and `agentkernel check` -------------------------------------------------------
@@ -441,3 +505,23 @@ def test_check_reports_broken_servers_and_one_name_with_two_settings(
     clash = "mcp_servers: server 'shared' is declared with other settings in template"
     assert f"{templates / 'one.yaml'}:4: {clash} two ({templates / 'two.yaml'}:4)" in out
     assert f"{templates / 'two.yaml'}:4: {clash} one ({templates / 'one.yaml'}:4)" in out
+
+
+def test_check_reports_outside_tools_that_cannot_be_offered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = stdio_server(extra="tools: [echo, pid, nope]")
+    template = f"name: agent\ninstructions: x\nmcp_servers:\n{server}"
+    config = make_project(tmp_path, {"agent": template})
+    tools = tmp_path / "config" / "scripts" / "tools"
+    write(tools / "outside__echo.yaml", "kind: script_tool\nname: outside__echo\nscript: relay.js\n")
+    assert main(["check", "--config", str(config)]) == 1
+    out = capsys.readouterr().out
+    where = f"{tmp_path / 'config' / 'templates' / 'agent.yaml'}:4: template agent: MCP server 'outside'"
+    assert f"{where}: tools: 'nope' is not a tool it lists" in out
+    assert f"{where}: tool 'echo': 'outside__echo' is also a script tool's name; not offered" in out
+    with Kernel(load_kernel_config(config)) as kernel:  # the script tool keeps its name
+        assert kernel.run_tool(
+            "outside__pid", {}, kernel.caller(allowed_tools=frozenset({"outside__*"}))
+        ).success
+        assert kernel.tool("outside__echo").origin == "project"

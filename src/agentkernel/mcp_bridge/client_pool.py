@@ -315,7 +315,7 @@ class ServerPool:
 
     async def _call(self, connection: _Connection, tool: str, arguments: JSONObject) -> CallToolResult:
         from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED
+        from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
         client, name = connection.client, connection.spec.name
         if client is None:
@@ -323,8 +323,12 @@ class ServerPool:
         try:
             return await client.call_tool(tool, arguments)
         except MCPError as exc:
-            if exc.code != CONNECTION_CLOSED:
+            if exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND):  # about this call: the connection is fine
                 raise ServerFailure(f"MCP server {name!r} refused the call: {exc}") from exc
+            if exc.code != CONNECTION_CLOSED:  # e.g. an HTTP server restarted (its session gone): reconnect
+                connection.end()
+                reason = f"MCP server {name!r} failed the call: {exc}{connection.failure_detail()}"
+                raise ServerFailure(reason + " (it is connected again at the next call)") from exc
             connection.end()
             reason = f"MCP server {name!r} closed the connection during the call (did it crash?)"
             raise ServerFailure(reason + connection.failure_detail()) from exc

@@ -146,7 +146,7 @@ class OutsideTools:
             by_name.setdefault(offered_name(spec.name, tool.name), []).append(tool)
         tools: dict[str, OutsideToolSpec] = {}
         refused = [
-            f"MCP server {spec.name!r} of {spec.where}: tools: {n!r} is not a tool it lists"
+            f"MCP server {spec.name!r}: tools: {n!r} is not a tool it lists"
             for n in spec.tools or ()
             if n not in {t.name for t in listed}
         ]
@@ -245,7 +245,7 @@ class OutsideTools:
 def _refusal(spec: McpServerSpec, name: str, same: list[ListedTool], script_tools: set[str]) -> str | None:
     """Why the outside tool(s) offered as `name` are not offered, or None when it can be."""
     own = ", ".join(repr(t.name) for t in same)
-    where = f"MCP server {spec.name!r} of {spec.where}: tool {own}"
+    where = f"MCP server {spec.name!r}: tool {own}"
     if len(same) > 1:
         return f"{where}: their names all become {name!r}; none of them is offered"
     if len(name) > MAX_TOOL_NAME:
