@@ -26,6 +26,7 @@ import concurrent.futures
 import logging
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentkernel.mcp")
 STDERR_TAIL_CHARS = 600  # of a stdio server's stderr, quoted when it fails
+RETRY_START_SECS = 5.0  # a server that failed to start is not tried again sooner: each turn lists its tools
 CLOSE_TIMEOUT_SECS = 15.0  # every server's shutdown together (the SDK allows a stdio server 2 s, then kills)
 T = TypeVar("T")
 
@@ -77,6 +79,13 @@ class _Connection:
     lost: bool = False
     stderr: IO[str] | None = None
     http_error: str | None = None  # the last HTTP error status an HTTP server answered
+    ended_at: float | None = None  # time.monotonic() when its task ended
+
+    def failed_lately(self) -> bool:
+        """Whether it failed to start less than RETRY_START_SECS ago: that failure still stands."""
+        started, ended = self.started, self.ended_at
+        failed = started.done() and not started.cancelled() and started.exception() is not None
+        return failed and ended is not None and time.monotonic() - ended < RETRY_START_SECS
 
     async def note_status(self, response: Any) -> None:
         """An httpx response hook: the SDK reports a refused request without its status; we keep it."""
@@ -227,7 +236,8 @@ class ServerPool:
         with self._lock:
             loop = self._running_loop()
             current = self._connections.get(spec.name)
-            if current is not None and not current.lost and current.spec.settings == spec.settings:
+            same = current is not None and current.spec.settings == spec.settings
+            if current is not None and same and (not current.lost or current.failed_lately()):
                 return current
             connection = _Connection(spec)
             self._connections[spec.name] = connection
@@ -270,6 +280,7 @@ class ServerPool:
         finally:
             connection.lost = True
             connection.client = None
+            connection.ended_at = time.monotonic()
             if connection.stderr is not None:
                 connection.stderr.close()
             if not connection.started.done():
