@@ -29,7 +29,9 @@ from agentkernel.agent.loop import LoopEvent
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
+from agentkernel.process import Process
 from agentkernel.templates import load_template
+from agentkernel.types import JSONObject
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 
@@ -248,11 +250,12 @@ def test_a_subagent_gets_only_the_servers_its_parent_may_use(shared: Kernel, llm
     start = len(llm.bodies)
     llm.add(Reply(text="helped"), Reply(text="helped"), Reply(text="instructed"))
     agent, other = shared.spawn("agent", session_id="s-sub"), shared.spawn("other", session_id="s-sub")
-    for parent, options in (
+    runs: list[tuple[Process, JSONObject]] = [
         (agent, {"task": "t", "template": "helper"}),
         (other, {"task": "t", "template": "helper"}),
         (agent, {"task": "t", "instructions": "i"}),
-    ):
+    ]
+    for parent, options in runs:
         result = shared.run_tool("delegate", options, parent)
         assert result.success, result.content
     seen = [sorted(t["function"]["name"] for t in body.get("tools", [])) for body in llm.bodies[start:]]
