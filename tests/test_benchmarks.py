@@ -94,6 +94,13 @@ FIGURES: dict[str, list[str]] = {
             )
         ),
     ],
+    "mcp_consume.py": [
+        rf"^\s+script tool \(JS\) through dispatch\s+p50 {NUMBER} ms\s+p99 {NUMBER} ms$",
+        rf"^\s+outside MCP tool through dispatch\s+p50 {NUMBER} ms\s+p99 {NUMBER} ms$",
+        rf"^\s+the same MCP call, SDK client alone\s+p50 {NUMBER} ms\s+p99 {NUMBER} ms$",
+        rf"^our overhead on an MCP call \(p50 difference\): -?{NUMBER} ms$",
+        rf"^first call, server started lazily .*: {NUMBER} ms$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -303,10 +303,17 @@ def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:
     assert {"agentkernel.kernel", "quickjs", "yaml", "jsonschema"} <= loaded
     unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.scripting.rhai.engine"}
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
+    unused |= {"mcp", "mcp_types"}
     assert not loaded & unused, loaded & unused
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
     assert "agentkernel.scripting.rhai.engine" in rhai
     assert not rhai & (unused - {"agentkernel.scripting.rhai.engine"})
+
+
+def test_check_of_a_project_without_mcp_servers_never_imports_mcp(shipped: Path) -> None:
+    loaded = modules_after(["check"], shipped)
+    assert "agentkernel.kernel" in loaded
+    assert not loaded & {"mcp", "mcp_types", "anyio"}, loaded & {"mcp", "mcp_types", "anyio"}
 
 
 def test_a_project_owned_by_someone_else_is_not_picked_up_silently(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.mcp_bridge.outside import OutsideTools
+from agentkernel.mcp_bridge.servers_config import McpServerSpec, settle_servers
 from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
 from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
@@ -99,7 +101,8 @@ class Kernel:
             self._helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
         )
         self._catalog = ScriptCatalog(folders, self._host, config.limits, builtin_folders=builtin)
-        self._tools = ToolRegistry(self._catalog, root=config.root)
+        self._outside = OutsideTools(self._mcp_servers, lambda: self._catalog.tools(), config.limits)
+        self._tools = ToolRegistry(self._catalog, root=config.root, outside=self._outside)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
         self._llm_config: LLMConfig | None = config.llm
         deny = config.env_deny
@@ -255,10 +258,34 @@ class Kernel:
         return self._catalog.load_file(yaml_path)
 
     def _templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
-        """The templates and their problems, unknown tool and hook names included (S23.1)."""
+        """The templates and their problems, unknown tool and hook names and MCP server clashes included."""
         templates, problems = load_templates(self._config.templates_dir)
         problems += check_references(templates, self._catalog.tools(), self._catalog.hooks())
+        problems += settle_servers(s for t in templates.values() for s in t.mcp_servers)[1]
         return templates, problems
+
+    def _mcp_servers(self) -> dict[str, McpServerSpec]:
+        """Every MCP server the templates declare, by name; one declared two ways is left out (issue 16)."""
+        templates, _ = load_templates(self._config.templates_dir)
+        return settle_servers(s for t in templates.values() for s in t.mcp_servers)[0]
+
+    def mcp_server_problems(self) -> list[LoadProblem]:
+        """Start each template's MCP servers, list their tools, stop them: what fails, at its template.
+
+        For `agentkernel check`: a server that cannot start (command not
+        found, exits at once, handshake timeout, HTTP refused) is a problem
+        naming the template, the server and the cause, and so is a tool it
+        cannot offer. A server running already is left running.
+        """
+        found: list[LoadProblem] = []
+        for name, spec in sorted(self._mcp_servers().items()):
+            running = self._outside.running(name)
+            where = spec.yaml_path or self._config.templates_dir
+            reasons = self._outside.problems(spec)
+            found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in reasons]
+            if not running:
+                self._outside.stop(name)
+        return found
 
     # -- running tools and hooks -------------------------------------------------------------------
 
@@ -495,7 +522,7 @@ class Kernel:
 
         checks = CronChecks(
             self._template_problem,
-            lambda name: frozenset(self.template(name).tools),
+            lambda name: self.template(name).allowed_tools(),
             self._webhook_problem,
             self._session_problem,
         )
@@ -651,6 +678,10 @@ class Kernel:
             return []
         self._closed = True
         errors: list[Exception] = []
+        try:
+            self._outside.close()  # outside MCP servers: their processes end with the kernel
+        except Exception as exc:
+            errors.append(exc)
         for service in _unique([*self._services.built(), *self._given]):
             close = getattr(service, "close", None)
             if not callable(close):

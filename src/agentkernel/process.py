@@ -368,7 +368,7 @@ class Process:
             user_id=self.user_id,
             template=self.template.name,
             temp_dir=self.temp_dir,
-            allowed_tools=frozenset(self.template.tools),
+            allowed_tools=self.template.allowed_tools(),
             services=services,
             process=self,
             deadline=self.deadline,

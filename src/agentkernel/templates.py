@@ -18,6 +18,13 @@ from jsonschema import Draft202012Validator
 
 from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
+from agentkernel.mcp_bridge.servers_config import (
+    MCP_SERVERS_SCHEMA,
+    McpServerSpec,
+    grant,
+    parse_servers,
+    repeated_name,
+)
 from agentkernel.near_miss import did_you_mean
 from agentkernel.types import JSONObject
 from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
@@ -54,6 +61,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
             "properties": {"tokens": {"type": "integer", "minimum": 1}},
         },
         "max_turns": {"type": "integer", "minimum": 1},
+        "mcp_servers": MCP_SERVERS_SCHEMA,
     },
 }
 _TEMPLATE_VALIDATOR = Draft202012Validator(_TEMPLATE_SCHEMA)
@@ -77,6 +85,8 @@ class TemplateSpec:
     None means unlimited; it bounds a process spawned from the template
     together with all of its children (S17). `raw` is the YAML mapping as
     JSON, kept for tooling and for hooks that want to read it.
+    `mcp_servers` are the outside MCP servers whose tools (`srv__tool`) it
+    may call too (issue 16, mcp_bridge/).
     """
 
     name: str
@@ -90,6 +100,16 @@ class TemplateSpec:
     yaml_path: Path | None = None
     raw: JSONObject = field(default_factory=dict)
     lines: YamlLines = field(default=NO_LINES, compare=False, repr=False)
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+
+    def allowed_tools(self) -> frozenset[str]:
+        """The allow list of a process of this template: the one place it is made.
+
+        Its `tools`, and a grant (`srv__*`) per MCP server, which lets it
+        call whichever tools that server offers (their names are known only
+        once the server runs: nothing is started to build this list).
+        """
+        return frozenset((*self.tools, *(grant(s.name) for s in self.mcp_servers)))
 
 
 # -- one file ------------------------------------------------------------------------
@@ -113,6 +133,11 @@ def _validate(path: Path, data: object, lines: YamlLines) -> dict[str, Any]:
     errors = sorted(_TEMPLATE_VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     if errors:
         raise yaml_error(path, lines, errors[0])
+    twice = repeated_name(data.get("mcp_servers", ()))
+    if twice is not None:
+        name = data["mcp_servers"][twice]["name"]
+        reason = f"mcp_servers[{twice}].name: server {name!r} is listed twice"
+        raise ConfigError(path, reason, lines.of("mcp_servers", twice, "name"))
     return data
 
 
@@ -138,6 +163,9 @@ def load_template(path: Path) -> TemplateSpec:
         yaml_path=path.resolve(),
         raw=data,
         lines=lines,
+        mcp_servers=parse_servers(
+            data.get("mcp_servers", ()), template=data["name"], yaml_path=path.resolve(), lines=lines
+        ),
     )
 
 

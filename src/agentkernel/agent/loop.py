@@ -249,10 +249,9 @@ class AgentLoop:
         if self.provider is None:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
             return None, EndReason.ERROR, messages
-        tools = tuple(
-            ToolSchema(s.name, s.description, dict(s.parameters))
-            for s in self.dispatcher.registry.visible_to(caller)
-        )
+        # on a worker thread: listing may start the template's MCP servers (issue 16)
+        visible = await self._in_thread(self.dispatcher.registry.visible_to, caller)
+        tools = tuple(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible)
         last_text: str | None = None
         for _ in range(settings.max_turns):
             if process.terminated or stop.is_set():

@@ -181,7 +181,7 @@ def check(config: Path | str | None, as_json: bool) -> int:
 
         with kernel:
             tools, hooks = kernel.list_tools(), kernel.list_hooks()
-            problems = kernel.problems() + tests_problems(tools)
+            problems = kernel.problems() + tests_problems(tools) + kernel.mcp_server_problems()
             counts = {
                 "tools": sum(s.origin == "project" for s in tools),
                 "hooks": sum(s.origin == "project" for s in hooks),

@@ -14,6 +14,7 @@ import math
 
 from agentkernel.errors import HelperError
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
+from agentkernel.mcp_bridge.servers_config import allows
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.subagents import SubagentRequest
 from agentkernel.short_text import shown_value
@@ -70,7 +71,7 @@ def get_tool_result(call: ScriptCall, tool: JSONValue, index: JSONValue = 0) -> 
     position = _index(index)
     history = call.caller.services.require("tool_results", "get_tool_result")
     allowed = call.caller.allowed_tools
-    if allowed is not None and name not in allowed:
+    if not allows(allowed, name):
         who = call.caller.template or "this caller"
         raise HelperError(f"get_tool_result: tool {name!r} is not allowed for {who}")
     if call.caller.session_id is None:

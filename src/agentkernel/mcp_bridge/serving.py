@@ -187,7 +187,7 @@ class ToolServer:
                 spec = await anyio.to_thread.run_sync(self._kernel.template, template)
             except ConfigError as exc:
                 raise MCPError(INVALID_PARAMS, f"template {template!r} does not load: {exc}") from exc
-            allowed = frozenset(spec.tools)
+            allowed = spec.allowed_tools()
         return self._kernel.caller(
             user_id=identity.user_id,
             session_id=identity.session_id if with_session else None,

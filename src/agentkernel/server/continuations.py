@@ -194,7 +194,7 @@ def _owner_caller(kernel: Kernel, found: Continuation) -> Caller | None:
     allowed = None
     if found.template is not None:
         try:
-            allowed = frozenset(kernel.template(found.template).tools)
+            allowed = kernel.template(found.template).allowed_tools()
         except ConfigError:
             return None
     return kernel.caller(

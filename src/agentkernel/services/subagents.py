@@ -41,6 +41,7 @@ from agentkernel.llm.structured import (
     parse_valid,
     schema_instruction,
 )
+from agentkernel.mcp_bridge.servers_config import allows, grant
 from agentkernel.process import BUDGET_EXHAUSTED, Caller, Process, ProcessError, ProcessTable, earlier
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.templates import TemplateSpec
@@ -136,7 +137,7 @@ class SubagentService:
         if request.tools is not None:
             known = self._tool_names() if allowed is None else allowed
             for index, name in enumerate(request.tools):
-                if name not in known:
+                if name not in known and not (allowed is not None and allows(allowed, name)):
                     whose = "loaded" if allowed is None else f"that {caller.template or 'the caller'} may use"
                     raise _error(f"tools[{index}]: {name!r} is not a tool {whose}")
             return request.tools
@@ -153,7 +154,9 @@ class SubagentService:
             spec = self._template(request.template)
         except ConfigError as exc:
             raise _error(f"template: {exc.reason}") from None
-        return replace(spec, tools=self._tools(request, caller, spec))
+        allowed = caller.allowed_tools  # its MCP servers too only narrow: those the parent may use
+        servers = tuple(s for s in spec.mcp_servers if allowed is None or grant(s.name) in allowed)
+        return replace(spec, tools=self._tools(request, caller, spec), mcp_servers=servers)
 
     # -- the run -------------------------------------------------------------------------------
 

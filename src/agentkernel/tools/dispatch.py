@@ -16,6 +16,7 @@ from concurrent.futures import Executor
 
 from agentkernel.config import KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.process import Caller
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
@@ -124,7 +125,7 @@ class Dispatcher:
         return await loop.run_in_executor(executor or self.executor, work)
 
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
-        spec = self.registry.get(name)
+        spec = self.registry.get(name, caller)
         if spec is None:
             return ToolResult.failure(self.registry.unavailable(name, caller) or f"unknown tool {name!r}")
         return self._dispatch_spec(spec, args, caller)
@@ -145,6 +146,8 @@ class Dispatcher:
         budget = spec.call_budget(self.limits)
         if caller.call_depth or caller.deadline is not None:
             budget = budget.bounded(caller.deadline, nested_stack_bytes(self.limits, caller.call_depth))
+        if isinstance(spec, OutsideToolSpec):  # an outside MCP server's tool: its server runs it
+            return spec.call(args, budget.deadline)
         call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)
         value: JSONValue | NoValue
         try:

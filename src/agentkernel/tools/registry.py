@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import ToolSpec, read_yaml
 from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.mcp_bridge.outside import OutsideToolSpec
+from agentkernel.mcp_bridge.servers_config import GRANT_SUFFIX, allows, grant
 from agentkernel.process import Caller
 from agentkernel.types import JSONObject
+
+if TYPE_CHECKING:
+    from agentkernel.mcp_bridge.outside import OutsideTools
 
 
 class AccessPolicy(Protocol):
@@ -20,11 +25,17 @@ class AccessPolicy(Protocol):
 
 
 class AllowListPolicy:
-    """A process may call the tools its template lists; a caller with no list (None) may call all."""
+    """A process may call the tools its template lists; a caller with no list (None) may call all.
+
+    An outside MCP tool is allowed by its server's grant (`srv__*`, what a
+    template's `mcp_servers:` puts in its list), never by its name alone.
+    """
 
     def refusal(self, caller: Caller, spec: ToolSpec) -> str | None:
         allowed = caller.allowed_tools
         if allowed is None or spec.name in allowed:
+            return None
+        if isinstance(spec, OutsideToolSpec) and grant(spec.server.name) in allowed:
             return None
         who = caller.template or caller.agent or caller.pid or "this caller"
         return f"tool {spec.name!r} is not allowed for {who}"
@@ -34,14 +45,33 @@ class ToolRegistry:
     """Looks tools up by name and lists them for a caller, via the catalog."""
 
     def __init__(
-        self, catalog: ScriptCatalog, access: AccessPolicy | None = None, root: Path | None = None
+        self,
+        catalog: ScriptCatalog,
+        access: AccessPolicy | None = None,
+        root: Path | None = None,
+        outside: OutsideTools | None = None,
     ) -> None:
         self.catalog = catalog
         self.access: AccessPolicy = access or AllowListPolicy()
         self.root = root  # the project folder: messages show paths relative to it
+        self.outside = outside  # outside MCP servers' tools (issue 16), when the kernel has them
 
-    def get(self, name: str) -> ToolSpec | None:
-        return self.catalog.tool(name)
+    def get(self, name: str, caller: Caller | None = None) -> ToolSpec | None:
+        """The script tool `name`, else the outside MCP tool (`srv__tool`; its server started if needed).
+
+        With a caller, an outside tool it is not granted is not looked up:
+        a caller never starts a server it may not use. An outside tool its
+        running server offers is found without scanning the script folders
+        (a miss in the catalog rescans them): its name was checked against
+        the script tools when the server's tools were listed.
+        """
+        offered = self.outside.offered(name) if self.outside is not None else None
+        if offered is not None and (caller is None or allows(caller.allowed_tools, name)):
+            return offered
+        spec = self.catalog.tool(name)
+        if spec is not None or self.outside is None:
+            return spec
+        return self.outside.tool(name) if caller is None or allows(caller.allowed_tools, name) else None
 
     def unavailable(self, name: str, caller: Caller | None = None) -> str | None:
         """Why tool `name` cannot be called, when the file that declares it failed to load (S2.5).
@@ -51,11 +81,11 @@ class ToolRegistry:
         not every problem of the project. A caller whose allow list lacks
         `name` learns nothing about its files: None, as for an unknown tool.
         """
-        if caller is not None and caller.allowed_tools is not None and name not in caller.allowed_tools:
+        if caller is not None and not allows(caller.allowed_tools, name):
             return None
         problems = [p for p in self.catalog.problems() if declared_tool_name(p.path) == name]
         if not problems:
-            return None
+            return self.outside.unavailable(name) if self.outside is not None else None
         return f"tool {name!r} is not available: " + "; ".join(map(self._failed, problems))
 
     def _failed(self, problem: LoadProblem) -> str:
@@ -71,8 +101,22 @@ class ToolRegistry:
         return sorted(self.catalog.tools().values(), key=lambda s: s.name)
 
     def visible_to(self, caller: Caller) -> list[ToolSpec]:
-        """The tools this caller may call, by name."""
-        return [s for s in self.all() if self.access.refusal(caller, s) is None]
+        """The tools this caller may call, by name: the outside tools of the servers it is granted too.
+
+        Those servers start here if they are not running (lazily: the first
+        time a process of their template needs its tool list). A caller
+        with no allow list sees the script tools only: nothing names which
+        servers it would mean.
+        """
+        tools = [s for s in self.all() if self.access.refusal(caller, s) is None]
+        allowed = caller.allowed_tools
+        if self.outside is not None and allowed is not None:
+            servers = sorted(n.removesuffix(GRANT_SUFFIX) for n in allowed if n.endswith(GRANT_SUFFIX))
+            found = self.outside.for_servers(servers) if servers else []
+            tools += sorted(
+                (s for s in found if self.access.refusal(caller, s) is None), key=lambda s: s.name
+            )
+        return tools
 
     def list_for(self, caller: Caller) -> list[JSONObject]:
         """`[{name, description, parameters}]`: the tools this caller's LLM sees (S16.3)."""

@@ -32,7 +32,7 @@ class ToolRun(BaseModel):
 
 def _template_tools(parts: ServerParts, template: str) -> frozenset[str]:
     try:
-        return frozenset(parts.kernel.template(template).tools)
+        return parts.kernel.template(template).allowed_tools()
     except ConfigError as exc:
         raise HTTPException(404, f"no template {template!r} that loads") from exc
 
