@@ -491,6 +491,7 @@ def test_json_lists_every_problem_with_path_line_and_reason(project: Path, check
         "hooks": 0,
         "templates": 1,
         "builtin": {"tools": 0, "hooks": 0},
+        "mcp_servers": {},
     }
     bad.unlink()
     code, lines = check("--json")

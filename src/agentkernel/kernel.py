@@ -269,8 +269,9 @@ class Kernel:
         templates, _ = load_templates(self._config.templates_dir)
         return settle_servers(s for t in templates.values() for s in t.mcp_servers)[0]
 
-    def mcp_server_problems(self) -> list[LoadProblem]:
-        """Start each template's MCP servers, list their tools, stop them: what fails, at its template.
+    def check_mcp_servers(self) -> tuple[list[LoadProblem], dict[str, int]]:
+        """Start each template's MCP servers, list their tools, stop them: what fails, at its template,
+        and how many tools each server that started offers.
 
         For `agentkernel check`: a server that cannot start (command not
         found, exits at once, handshake timeout, HTTP refused) is a problem
@@ -278,14 +279,18 @@ class Kernel:
         cannot offer. A server running already is left running.
         """
         found: list[LoadProblem] = []
+        offered: dict[str, int] = {}
         for name, spec in sorted(self._mcp_servers().items()):
             running = self._outside.running(name)
             where = spec.yaml_path or self._config.templates_dir
             reasons = self._outside.problems(spec)
             found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in reasons]
+            count = self._outside.offered_count(name)
+            if count is not None:
+                offered[name] = count
             if not running:
                 self._outside.stop(name)
-        return found
+        return found, offered
 
     # -- running tools and hooks -------------------------------------------------------------------
 

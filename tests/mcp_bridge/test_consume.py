@@ -528,3 +528,30 @@ def test_check_reports_outside_tools_that_cannot_be_offered(
             "outside__pid", {}, kernel.caller(allowed_tools=frozenset({"outside__*"}))
         ).success
         assert kernel.tool("outside__echo").origin == "project"
+
+
+def test_check_counts_each_server_s_tools_and_tool_list_shows_a_template_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` says what each server offers; `tool list --template T` lists T's tools, its servers' too."""
+    server = stdio_server(extra="tools: [echo, pid]")
+    template = f"name: agent\ninstructions: x\ntools: [relay]\nmcp_servers:\n{server}"
+    config = make_project(tmp_path, {"agent": template})
+    assert main(["check", "--config", str(config)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "ok: 2 tools, 0 hooks, 1 template; MCP servers: outside (2 tools)"
+    assert main(["tool", "list", "--config", str(config), "--template", "agent"]) == 0
+    rows = [line.split(None, 3) for line in capsys.readouterr().out.splitlines()]
+    assert [row[:3] for row in rows] == [
+        ["relay", "project", "relay.js"],
+        ["outside__echo", "mcp", "server"],
+        ["outside__pid", "mcp", "server"],
+    ]
+    assert main(["tool", "list", "--config", str(config), "--template", "agent", "--json"]) == 0
+    listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)["tools"]}
+    assert listed["outside__echo"]["mcp_server"] == "outside" and "mcp_server" not in listed["relay"]
+    assert listed["outside__echo"]["parameters"]["required"] == ["text"]
+    assert main(["tool", "list", "--config", str(config)]) == 0  # no template: the project's tools only
+    assert "outside__" not in capsys.readouterr().out
+    assert main(["tool", "list", "--config", str(config), "--template", "nope"]) == 1
+    assert "unknown template 'nope' (loaded: agent)" in capsys.readouterr().err

@@ -36,7 +36,8 @@ def run_command(options: argparse.Namespace) -> int:
 
     if options.command == "check":
         return project_view.check(options.config, options.json)
-    return project_view.list_command(options.command, options.config, options.json)
+    template = getattr(options, "template", None)  # `tool list --template T`
+    return project_view.list_command(options.command, options.config, options.json, template)
 
 
 __all__ = ["COMMANDS", "EXIT_OK", "EXIT_PROBLEMS", "add_parser", "run_command"]

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentkernel.config import ToolSpec
     from agentkernel.errors import ConfigError, LoadProblem
     from agentkernel.kernel import Kernel
+    from agentkernel.process import Caller
 
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 
@@ -74,8 +76,9 @@ class Listing:
             print(f"not loaded: {problem_text(problem)}", file=sys.stderr)
 
 
-def _tool_listing(kernel: Kernel) -> Listing:
-    specs = kernel.list_tools()
+def _tool_listing(kernel: Kernel, template: str | None = None) -> Listing:
+    """Every tool; with `template`, the tools its agents may call, its MCP servers' (`srv__tool`) too."""
+    specs = kernel.list_tools() if template is None else kernel.list_tools(_template_caller(kernel, template))
     items = [
         {
             "name": s.name,
@@ -83,11 +86,24 @@ def _tool_listing(kernel: Kernel) -> Listing:
             "description": s.description,
             "script": str(s.script),
             "parameters": s.parameters,
+            **({"mcp_server": s.raw["mcp_server"]} if "mcp_server" in s.raw else {}),
         }
         for s in specs
     ]
-    rows = [(s.name, s.origin, s.script.name, s.description) for s in specs]
+    rows = [(s.name, s.origin, _source(s), s.description) for s in specs]
     return Listing("tools", items, rows, kernel.problems(templates=False), kernel.config.tool_dirs)
+
+
+def _template_caller(kernel: Kernel, template: str) -> Caller:
+    """A caller of `template`'s agents; its MCP servers start when their tools are listed."""
+    spec = kernel.template(template)  # ConfigError naming the loaded templates
+    return kernel.caller(template=template, allowed_tools=spec.allowed_tools())
+
+
+def _source(spec: ToolSpec) -> str:
+    """Where a tool comes from: its script's file, or `server NAME` for an outside MCP server's tool."""
+    server = spec.raw.get("mcp_server")
+    return f"server {server}" if isinstance(server, str) else spec.script.name
 
 
 def _hook_listing(kernel: Kernel) -> Listing:
@@ -161,12 +177,18 @@ def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadPr
         return None, [config_problem(exc)]
 
 
-def list_command(noun: str, config: Path | str | None, as_json: bool) -> int:
-    """`tool list`, `hook list`, `template list`: exit 0 with the listing, 1 without a project."""
+def list_command(noun: str, config: Path | str | None, as_json: bool, template: str | None = None) -> int:
+    """`tool list [--template T]`, `hook list`, `template list`: exit 0 with the listing, 1 without
+    a project or with a template that does not load."""
     from agentkernel.cli.common import load_kernel
+    from agentkernel.errors import ConfigError
 
     with load_kernel("agentkernel", config) as kernel:  # exits 1, saying why, without a project
-        listing = _LISTINGS[noun](kernel)
+        try:
+            listing = _tool_listing(kernel, template) if template is not None else _LISTINGS[noun](kernel)
+        except ConfigError as exc:
+            print(f"agentkernel {noun} list: {exc.reason}", file=sys.stderr)
+            return EXIT_PROBLEMS
     listing.print(as_json)
     return EXIT_OK
 
@@ -176,12 +198,14 @@ def check(config: Path | str | None, as_json: bool) -> int:
     kernel, problems = _load_project(config)
     counts = {"tools": 0, "hooks": 0, "templates": 0}
     builtin = {"tools": 0, "hooks": 0}
+    mcp: dict[str, int] = {}  # each MCP server that started: the tools it offers
     if kernel is not None:
         from agentkernel.testing.cases import tests_problems
 
         with kernel:
             tools, hooks = kernel.list_tools(), kernel.list_hooks()
-            problems = kernel.problems() + tests_problems(tools) + kernel.mcp_server_problems()
+            mcp_problems, mcp = kernel.check_mcp_servers()
+            problems = kernel.problems() + tests_problems(tools) + mcp_problems
             counts = {
                 "tools": sum(s.origin == "project" for s in tools),
                 "hooks": sum(s.origin == "project" for s in hooks),
@@ -194,6 +218,7 @@ def check(config: Path | str | None, as_json: bool) -> int:
             "problems": [problem_json(p) for p in problems],
             **counts,
             "builtin": builtin,
+            "mcp_servers": mcp,
         }
         print(json.dumps(document, ensure_ascii=False, indent=2))
     else:
@@ -202,6 +227,9 @@ def check(config: Path | str | None, as_json: bool) -> int:
         summary = _counted(counts)
         if any(builtin.values()):
             summary += f"; built-in: {_counted(builtin)}"
+        if mcp:
+            servers = ", ".join(f"{name} ({_counted({'tools': n})})" for name, n in mcp.items())
+            summary += f"; MCP servers: {servers}"
         noun = "problem" if len(problems) == 1 else "problems"
         print(f"found {len(problems)} {noun} ({summary} loaded)" if problems else f"ok: {summary}")
     return EXIT_PROBLEMS if problems else EXIT_OK

@@ -38,6 +38,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     listing = actions.add_parser("list", help="list the loaded tools and any load problems")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument(
+        "--template",
+        metavar="T",
+        help="only the tools an agent of template T may call, its MCP servers' tools too (they are started)",
+    )
 
     run = actions.add_parser("run", help="run one tool and print its result as JSON")
     run.add_argument("tool", metavar="NAME|PATH.yaml", help="a tool name, or the path of a tool's YAML file")

@@ -24,16 +24,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from agentkernel.mcp_bridge.servers_config import McpServerSpec, ServerEnvError
+from agentkernel.mcp_bridge.stderr_tail import StderrTail
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class _Connection:
     task: concurrent.futures.Future[None] | None = None
     client: Client | None = None
     lost: bool = False
-    stderr: IO[str] | None = None
+    stderr: StderrTail | None = None
     http_error: str | None = None  # the last HTTP error status an HTTP server answered
     ended_at: float | None = None  # time.monotonic() when its task ended
 
@@ -102,14 +102,9 @@ class _Connection:
         """`; stderr: …` (a stdio server's last error output), an HTTP server's error status, or nothing."""
         if self.http_error is not None:
             return f"; the server answered {self.http_error}"
-        if self.stderr is None or self.stderr.closed:
+        if self.stderr is None:
             return ""
-        try:
-            self.stderr.flush()
-            self.stderr.seek(0)
-            text = self.stderr.read().strip()
-        except (OSError, ValueError):
-            return ""
+        text = self.stderr.text().strip()
         return f"; stderr: {text[-STDERR_TAIL_CHARS:]}" if text else ""
 
 
@@ -306,8 +301,8 @@ class ServerPool:
             assert spec.command is not None  # the schema requires `command` without `url`
             # the SDK's safe variables (PATH, HOME, …) and the named ones, never the whole environment
             params = StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.child_env())
-            connection.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115  # closed when the connection ends
-            transport = stdio_client(params, errlog=connection.stderr)
+            connection.stderr = StderrTail(spec.name, keep=STDERR_TAIL_CHARS * 4)  # closed when it ends
+            transport = stdio_client(params, errlog=connection.stderr.writer)
         return Client(_watched(transport, connection.end), read_timeout_seconds=None, cache=None)
 
     # -- calls ---------------------------------------------------------------------------

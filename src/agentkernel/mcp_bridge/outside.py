@@ -208,6 +208,11 @@ class OutsideTools:
             return [self._failures.get(spec.name, f"MCP server {spec.name!r} failed to start")]
         return list(offer.refused)
 
+    def offered_count(self, name: str) -> int | None:
+        """How many tools server `name` offered when last listed; None when it has not been listed."""
+        offer = self._offers.get(name)
+        return len(offer.tools) if offer is not None and name not in self._failures else None
+
     def running(self, name: str) -> bool:
         """Whether server `name` is running now."""
         return self._pool is not None and self._pool.running(name)
