@@ -101,7 +101,9 @@ class Kernel:
             self._helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
         )
         self._catalog = ScriptCatalog(folders, self._host, config.limits, builtin_folders=builtin)
-        self._outside = OutsideTools(self._mcp_servers, lambda: self._catalog.tools(), config.limits)
+        self._outside = OutsideTools(
+            self._mcp_servers, lambda: self._catalog.tools(), config.limits, cwd=config.root
+        )
         self._tools = ToolRegistry(self._catalog, root=config.root, outside=self._outside)
         self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
         self._llm_config: LLMConfig | None = config.llm

@@ -555,3 +555,21 @@ def test_check_counts_each_server_s_tools_and_tool_list_shows_a_template_s(
     assert "outside__" not in capsys.readouterr().out
     assert main(["tool", "list", "--config", str(config), "--template", "nope"]) == 1
     assert "unknown template 'nope' (loaded: agent)" in capsys.readouterr().err
+
+
+def test_a_stdio_server_runs_in_the_project_folder_whatever_the_kernel_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`args: [servers/x.py]` names a file of the project, even for a kernel started elsewhere."""
+    project = tmp_path / "project"
+    (project / "servers").mkdir(parents=True)
+    (project / "servers" / "outside.py").write_text(SERVER.read_text(encoding="utf-8"), encoding="utf-8")
+    server = f"  - name: local\n    command: {json.dumps(sys.executable)}\n    args: [servers/outside.py]\n"
+    config = make_project(project, {"agent": f"name: agent\ninstructions: x\nmcp_servers:\n{server}"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with Kernel(load_kernel_config(config)) as kernel:
+        caller = kernel.caller(template="agent", allowed_tools=kernel.template("agent").allowed_tools())
+        result = kernel.run_tool("local__echo", {"text": "found"}, caller)
+    assert (result.success, result.content) == (True, "found")

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -182,7 +183,8 @@ def _cause(exc: BaseException, spec: McpServerSpec | None = None) -> str:
 class ServerPool:
     """The outside MCP servers in use, by name; safe to use from any thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, cwd: Path | None = None) -> None:
+        self._cwd = cwd  # where a stdio server runs: the project folder, so `args` may be relative to it
         self._lock = threading.Lock()
         self._connections: dict[str, _Connection] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -300,7 +302,9 @@ class ServerPool:
 
             assert spec.command is not None  # the schema requires `command` without `url`
             # the SDK's safe variables (PATH, HOME, …) and the named ones, never the whole environment
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.child_env())
+            params = StdioServerParameters(
+                command=spec.command, args=list(spec.args), env=spec.child_env(), cwd=self._cwd
+            )
             connection.stderr = StderrTail(spec.name, keep=STDERR_TAIL_CHARS * 4)  # closed when it ends
             transport = stdio_client(params, errlog=connection.stderr.writer)
         return Client(_watched(transport, connection.end), read_timeout_seconds=None, cache=None)

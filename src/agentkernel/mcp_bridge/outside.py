@@ -85,8 +85,10 @@ class OutsideTools:
         servers: Callable[[], Mapping[str, McpServerSpec]],
         script_tools: Callable[[], Iterable[str]],
         limits: KernelLimits,
+        cwd: Path | None = None,
     ) -> None:
         self._servers = servers
+        self._cwd = cwd  # where stdio servers run (the project folder)
         self._script_tools = script_tools
         self._limits = limits
         self._lock = threading.Lock()
@@ -100,7 +102,7 @@ class OutsideTools:
 
         with self._lock:
             if self._pool is None:
-                self._pool = ServerPool()
+                self._pool = ServerPool(self._cwd)
             return self._pool
 
     def _declared(self, name: str, *, fresh: bool) -> McpServerSpec | None:
