@@ -149,11 +149,13 @@ GUIDES = {
     "server": DOCS / "server.md",
     "testing": DOCS / "testing.md",
     "builtins": DOCS / "builtins.md",
+    "mcp": DOCS / "mcp.md",
 }
 FROM_SHIPPED_PROJECT = {
     "tutorial",
     "server",
     "testing",
+    "mcp",
 }  # guides whose examples start in a copy of the shipped config/
 REPO = DOCS.parent
 TOOLS_DIR = Path("config/scripts/tools")
@@ -173,6 +175,7 @@ MIN_EXAMPLES = {
     "server": 2,
     "testing": 4,
     "builtins": 2,
+    "mcp": 2,
 }
 STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly left out
     "tutorial": {"shipped", "file", "cli", "llm"},
@@ -182,6 +185,7 @@ STEP_KINDS = {  # the kinds of step each guide must use, so that none is quietly
     "server": {"serve", "cli", "llm"},
     "testing": {"file", "cli", "serve"},
     "builtins": {"shipped", "file", "run"},
+    "mcp": {"python", "file", "cli", "llm"},
 }
 DOC_SERVER_URL = "http://127.0.0.1:8765"  # where docs/server.md shows the server; the test's is elsewhere
 TYPED = "› "  # a console line the user types (a chat's prompt)
@@ -437,6 +441,9 @@ class ExampleRunner:
         self.server_url = DOC_SERVER_URL
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
+        # the venv's programs first on PATH, as after activating it: `agentkernel` and `python` in an
+        # example (docs/mcp.md starts both as MCP servers) are the ones this test runs with
+        monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         if example.guide in FROM_SHIPPED_PROJECT:
             shutil.copytree(REPO / "config", root / "config", dirs_exist_ok=True)
         else:
