@@ -23,6 +23,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY
 
 from agentkernel.near_miss import close_match, did_you_mean
+from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.yaml_source import KeyPath, dotted
 
 _SUBSCHEMA = {"$dynamicRef": "#meta"}
@@ -107,6 +108,12 @@ def _not_a_schema(schema: Mapping[str, Any]) -> SchemaProblem | None:
     return None
 
 
+def _remote_refs(schema: Mapping[str, Any]) -> SchemaProblem | None:
+    """A `$ref` to another document: the kernel never fetches one (schema_refs.py)."""
+    problem = remote_refs_problem(schema)
+    return SchemaProblem((), problem) if problem is not None else None
+
+
 def _not_an_object(schema: Mapping[str, Any]) -> SchemaProblem | None:
     kind = schema.get("type")
     if kind == "object":
@@ -139,6 +146,7 @@ def parameters_problem(schema: object) -> SchemaProblem | None:
     return (
         _misspelt_keywords(schema)
         or _not_a_schema(schema)
+        or _remote_refs(schema)
         or _not_an_object(schema)
         or _required_not_declared(schema)
     )

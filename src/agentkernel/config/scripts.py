@@ -27,6 +27,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.near_miss import close_match, did_you_mean
 from agentkernel.parameters import describe as describe_parameters_problem
 from agentkernel.parameters import parameters_problem
+from agentkernel.schema_refs import LOCAL_REFS
 from agentkernel.types import JSONObject
 from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
 
@@ -164,7 +165,7 @@ class ToolSpec(ScriptSpec):
     @cached_property
     def validator(self) -> Draft202012Validator:
         """The compiled `parameters` schema, built once per loaded spec."""
-        return Draft202012Validator(self.parameters)
+        return Draft202012Validator(self.parameters, registry=LOCAL_REFS)  # never fetches a $ref
 
 
 @dataclass(frozen=True)

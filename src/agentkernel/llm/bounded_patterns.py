@@ -60,6 +60,8 @@ def bounded_validator(schema: dict[str, Any], deadline: float | None) -> Any:
     """
     from jsonschema import validators
 
+    from agentkernel.schema_refs import LOCAL_REFS  # a $ref to a URL is refused, never fetched
+
     end = time.monotonic() + _UNBOUNDED_SECS if deadline is None else deadline
     base = validators.validator_for(schema, default=validators.Draft202012Validator)
     search = _Search(end)
@@ -68,7 +70,7 @@ def bounded_validator(schema: dict[str, Any], deadline: float | None) -> Any:
         "patternProperties": search.pattern_properties_keyword,
         "additionalProperties": search.additional_properties_keyword,
     }
-    return validators.extend(base, keywords)(schema)  # type: ignore[no-untyped-call]
+    return validators.extend(base, keywords)(schema, registry=LOCAL_REFS)  # type: ignore[no-untyped-call]
 
 
 class _Search:

@@ -65,7 +65,9 @@ def check_output_schema(schema: JSONValue) -> dict[str, Any]:
         where = "/".join(str(part) for part in exc.absolute_path)
         at = f" (at {where})" if where else ""
         raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
-    problem = pattern_problem(schema)
+    from agentkernel.schema_refs import remote_refs_problem
+
+    problem = pattern_problem(schema) or remote_refs_problem(schema)
     if problem is not None:
         raise SchemaInvalid(f"cannot be used: {problem}")
     return schema

@@ -30,6 +30,7 @@ from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
+from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
@@ -263,6 +264,9 @@ def _refusal(spec: McpServerSpec, name: str, same: list[ListedTool], script_tool
         Draft202012Validator.check_schema(same[0].input_schema)
     except SchemaError as exc:
         return f"{where}: its inputSchema is not a valid JSON Schema ({exc.message}); not offered"
+    remote = remote_refs_problem(same[0].input_schema)
+    if remote is not None:
+        return f"{where}: its inputSchema's {remote}; not offered"
     return None
 
 
