@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
+from agentkernel.json_size import json_length
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentkernel.mcp")
 MAX_TOOL_NAME = 64  # TOOL_NAME_PATTERN's length
+# what one outside tool may put in every LLM request: its description is cut past this (a note says
+# so), and a tool whose input schema's JSON is longer is not offered (a schema cannot be cut)
+MAX_DESCRIPTION_CHARS = 4096
+MAX_SCHEMA_CHARS = 32768
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -172,7 +177,7 @@ class OutsideTools:
             raw={"name": name, "mcp_server": server.name, "tool": tool.name},
             timeout_secs=server.timeout_secs,
             origin="mcp",
-            description=tool.description,
+            description=_bounded_description(tool.description),
             parameters=tool.input_schema,
             server=server,
             remote_name=tool.name,
@@ -264,10 +269,19 @@ def _refusal(spec: McpServerSpec, name: str, same: list[ListedTool], script_tool
         Draft202012Validator.check_schema(same[0].input_schema)
     except SchemaError as exc:
         return f"{where}: its inputSchema is not a valid JSON Schema ({exc.message}); not offered"
+    if json_length(same[0].input_schema, MAX_SCHEMA_CHARS) is None:
+        return f"{where}: its inputSchema is longer than {MAX_SCHEMA_CHARS:,} characters of JSON; not offered"
     remote = remote_refs_problem(same[0].input_schema)
     if remote is not None:
         return f"{where}: its inputSchema's {remote}; not offered"
     return None
+
+
+def _bounded_description(text: str) -> str:
+    """A server's tool description as the LLM sees it: cut past MAX_DESCRIPTION_CHARS, saying so."""
+    if len(text) <= MAX_DESCRIPTION_CHARS:
+        return text
+    return text[:MAX_DESCRIPTION_CHARS] + f" … [cut: the server's description has {len(text):,} characters]"
 
 
 __all__ = ["OutsideToolSpec", "OutsideTools", "offered_name"]

@@ -1,0 +1,68 @@
+"""What an outside server's tool list becomes (issue 16, S23.7): names, and what may enter every LLM request.
+
+A server's list is untrusted text that is sent with every LLM request of
+the template's agents: a description is cut past MAX_DESCRIPTION_CHARS
+(saying so), and a tool whose input schema is too long, or refers outside
+itself, is not offered. The list is the SDK client's, turned into
+ListedTools exactly as client_pool.py does.
+"""
+
+from __future__ import annotations
+
+from agentkernel.config import KernelLimits
+from agentkernel.mcp_bridge.client_pool import ListedTool
+from agentkernel.mcp_bridge.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
+from agentkernel.mcp_bridge.servers_config import McpServerSpec
+from agentkernel.types import JSONObject
+
+SERVER = McpServerSpec(name="far", command="far-server")
+SMALL: JSONObject = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def offered(*listed: ListedTool) -> tuple[dict[str, str], list[str]]:
+    """The tools offered (name → description) and the reasons for the ones refused."""
+    outside = OutsideTools(lambda: {"far": SERVER}, lambda: ["local_tool"], KernelLimits())
+    offer = outside._build(SERVER, list(listed))
+    return {name: spec.description for name, spec in offer.tools.items()}, offer.refused
+
+
+def test_a_long_description_is_cut_saying_how_long_it_was() -> None:
+    tools, refused = offered(ListedTool("wordy", "w" * 100_000, SMALL), ListedTool("terse", "Short.", SMALL))
+    assert refused == [] and tools["far__terse"] == "Short."
+    cut = tools["far__wordy"]
+    assert cut.startswith(
+        "w" * MAX_DESCRIPTION_CHARS + " … [cut: the server's description has 100,000 characters]"
+    )
+    assert len(cut) < MAX_DESCRIPTION_CHARS + 80
+
+
+def test_a_huge_or_far_reaching_schema_is_not_offered_and_the_rest_are() -> None:
+    huge: JSONObject = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string", "description": "x" * 100} for i in range(400)},
+    }
+    remote: JSONObject = {"type": "object", "properties": {"q": {"$ref": "http://169.254.169.254/latest/"}}}
+    tools, refused = offered(
+        ListedTool("huge", "", huge), ListedTool("remote", "", remote), ListedTool("fine", "", SMALL)
+    )
+    assert list(tools) == ["far__fine"]
+    assert refused == [
+        f"MCP server 'far': tool 'huge': its inputSchema is longer than {MAX_SCHEMA_CHARS:,} characters"
+        " of JSON; not offered",
+        "MCP server 'far': tool 'remote': its inputSchema's $ref 'http://169.254.169.254/latest/' points"
+        " outside the schema; the kernel never fetches schemas (put the definition under $defs and refer"
+        " to it as '#/$defs/…'); not offered",
+    ]
+
+
+def test_names_are_made_safe_and_clashes_are_refused() -> None:
+    tools, refused = offered(
+        ListedTool("a.b", "", SMALL), ListedTool("a_b", "", SMALL), ListedTool("x" * 70, "", SMALL),
+        ListedTool("ok-1", "", SMALL),
+    )  # fmt: skip
+    assert list(tools) == ["far__ok-1"]
+    assert (
+        "MCP server 'far': tool 'a.b', 'a_b': their names all become 'far__a_b'; none of them is offered"
+        in refused
+    )
+    assert any("is longer than 64 characters" in r for r in refused)
