@@ -230,6 +230,51 @@ def test_a_python_tool_in_a_project_folder_is_refused(project: Path) -> None:
         assert [p.split(":")[0] for p in problems(kernel)] == ["shout.yaml"]
 
 
+def test_a_projects_copy_of_a_python_tool_with_overrides_builtin_changes_its_settings(
+    shipped: Path, project: Path, python_module: Path
+) -> None:
+    """S2.1: a team may change a built-in python_tool's settings (fill_contract's templates_dir, …)."""
+    python_yaml(shipped / "tools")
+    copy = python_yaml(project / "config/scripts/tools")
+    copy.write_text(copy.read_text().replace('suffix: "!"', 'suffix: "?!"\noverrides: builtin'))
+    with open_kernel(project) as kernel:
+        [spec] = kernel.list_tools()
+        assert (spec.origin, problems(kernel)) == ("project", [])
+        assert kernel.run_tool("shout", {"text": "эй"}).content == "ЭЙ?!"
+
+
+@pytest.mark.parametrize(
+    ("builtin", "reason"),
+    [
+        (
+            "python",
+            "shout.yaml:3: function: 'test_only_tool:whisper': a project's python_tool may only change the"
+            " settings of the built-in 'shout', whose function is 'test_only_tool:shout'",
+        ),
+        (
+            "script",
+            "shout.yaml:3: function: 'test_only_tool:whisper': the built-in 'shout' is not a python_tool;"
+            " write a script_tool",
+        ),
+    ],
+)
+def test_an_overriding_python_tool_may_not_call_another_function(
+    shipped: Path, project: Path, python_module: Path, builtin: str, reason: str
+) -> None:
+    """Else a project YAML could reach any callable of the package: neither file is served."""
+    python_module.write_text(PYTHON_TOOL + "\nwhisper = shout\n")
+    sys.modules[MODULE].whisper = sys.modules[MODULE].shout  # type: ignore[attr-defined]
+    if builtin == "python":
+        python_yaml(shipped / "tools")
+    else:
+        js_tool(shipped / "tools", "shout", "built-in")
+    copy = python_yaml(project / "config/scripts/tools", "test_only_tool:whisper")
+    copy.write_text(copy.read_text() + "overrides: builtin\n")
+    with open_kernel(project) as kernel:
+        assert problems(kernel) == [reason]
+        assert kernel.list_tools() == []
+
+
 @pytest.mark.parametrize(
     ("function", "reason"),
     [

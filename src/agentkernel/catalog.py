@@ -207,7 +207,8 @@ class ScriptCatalog:
             problems += name_clash([(p, self._line_of_name(entries[p])) for p in builtin], name)
         overriding = [p for p in project if _overrides(entries[p])]
         if builtin and project and overriding == project and len(project) == 1:
-            return project, problems
+            refused = _function_problems(name, project[0], entries[project[0]], [entries[p] for p in builtin])
+            return ([] if refused else project), problems + refused
         for path in project:
             problems += self._builtin_problems(kind, name, path, entries[path], builtin)
         return ([] if problems else paths), problems
@@ -295,6 +296,29 @@ class ScriptCatalog:
         own = [self._checked(path, entry).problem for path, entry in entries]
         found = [p for p in own if p is not None] + clashes
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
+
+
+def _function_problems(name: str, path: Path, entry: _Entry, builtin: list[_Entry]) -> list[LoadProblem]:
+    """A project's python_tool replaces a built-in's settings only: it must call the built-in's function.
+
+    Otherwise a project YAML could point a tool at any callable of the
+    package, Python no script may reach (config/scripts.py).
+    """
+    mine = entry.spec.function if isinstance(entry.spec, ToolSpec) else None
+    if mine is None:
+        return []
+    theirs = builtin[0].spec if builtin else None
+    wanted = theirs.function if isinstance(theirs, ToolSpec) else None
+    if mine == wanted:
+        return []
+    reason = (
+        f"function: {mine!r}: a project's python_tool may only change the settings of the built-in"
+        f" {name!r}, whose function is {wanted!r}"
+        if wanted is not None
+        else f"function: {mine!r}: the built-in {name!r} is not a python_tool; write a script_tool"
+    )
+    line = entry.spec.lines.of("function") if entry.spec is not None else None
+    return [LoadProblem(path, reason, line)]
 
 
 def _origin(entry: _Entry) -> str | None:

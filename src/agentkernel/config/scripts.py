@@ -222,7 +222,9 @@ def load_script_spec(
     With the kernel's `limits`, a YAML that raises a limit over its ceiling
     is refused too (`limits.ceilings`). `python_tool` loads only with
     `origin="builtin"`: it runs Python inside the kernel, which a project's
-    YAML never may (scripts are the sandboxed way).
+    YAML never may (scripts are the sandboxed way), except a project's copy
+    of a built-in marked `overrides: builtin`, to change its settings: the
+    catalog then holds it to the built-in's own `function`.
     """
     raw, lines = load_yaml(yaml_path)
     data = json_safe_yaml(yaml_path, raw)
@@ -265,10 +267,12 @@ def load_script_spec(
 
 def _kind_of(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, origin: str) -> str:
     kind = data.get("kind")
-    offered = KINDS if origin == "builtin" else ("script_tool", "script_hook")
-    if kind == "python_tool" and origin != "builtin":
+    overriding = data.get("overrides") == "builtin"  # a copy of a built-in, held to its function (catalog)
+    offered = KINDS if origin == "builtin" or overriding else ("script_tool", "script_hook")
+    if kind == "python_tool" and origin != "builtin" and not overriding:
         reason = (
-            "kind: 'python_tool' runs Python inside the kernel and is only for its built-in tools;"
+            "kind: 'python_tool' runs Python inside the kernel and is only for its built-in tools"
+            " (a copy of one with `overrides: builtin` may change its settings);"
             " write a script_tool (JavaScript or Rhai) instead"
         )
         raise ConfigError(yaml_path, reason, lines.of("kind"))
