@@ -278,19 +278,25 @@ class Kernel:
         For `agentkernel check`: a server that cannot start (command not
         found, exits at once, handshake timeout, HTTP refused) is a problem
         naming the template, the server and the cause, and so is a tool it
-        cannot offer. A server running already is left running.
+        cannot offer. A server running already is left running. The servers
+        start side by side: a start takes seconds, and `check` waits for
+        the slowest, not for the sum.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
+        servers = sorted(self._mcp_servers().items())
+        running = {name for name, _ in servers if self._outside.running(name)}
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(servers)))) as starting:  # all at once
+            reasons = list(starting.map(lambda item: self._outside.problems(item[1]), servers))
         found: list[LoadProblem] = []
         offered: dict[str, int] = {}
-        for name, spec in sorted(self._mcp_servers().items()):
-            running = self._outside.running(name)
+        for (name, spec), said in zip(servers, reasons, strict=True):
             where = spec.yaml_path or self._config.templates_dir
-            reasons = self._outside.problems(spec)
-            found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in reasons]
+            found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in said]
             count = self._outside.offered_count(name)
             if count is not None:
                 offered[name] = count
-            if not running:
+            if name not in running:
                 self._outside.stop(name)
         return found, offered
 
