@@ -48,6 +48,17 @@ def slow(secs: float) -> str:
     return "done"
 
 
+@app.tool()
+def grow(name: str) -> str:
+    """Offer one more tool, `name`, from now on: a tool list that changes while the server runs."""
+
+    def grown() -> str:
+        return f"{name} grown"
+
+    app.add_tool(grown, name=name, description="A tool added while the server runs.")
+    return f"now offering {name}"
+
+
 @app.tool(name="dotted.name")
 def dotted() -> str:
     """A tool whose name has a character our tool names may not hold."""

@@ -573,3 +573,35 @@ def test_a_stdio_server_runs_in_the_project_folder_whatever_the_kernel_s(
         caller = kernel.caller(template="agent", allowed_tools=kernel.template("agent").allowed_tools())
         result = kernel.run_tool("local__echo", {"text": "found"}, caller)
     assert (result.success, result.content) == (True, "found")
+
+
+def test_a_running_server_s_new_tools_are_offered_once_listed_again(
+    lone: Kernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a server offers may change while it runs: its list is asked for again (RELIST_SECS, or when
+    it says so with tools/list_changed), and the new tool takes the one path like the others."""
+    from agentkernel.mcp_bridge import client_pool
+
+    process = lone.spawn("agent")
+    assert "outside__sprout" not in [s.name for s in lone.list_tools(process)]
+    grown = lone.run_tool("outside__grow", {"name": "sprout"}, process)
+    assert (grown.success, grown.content) == (True, "now offering sprout")
+    assert "outside__sprout" not in [s.name for s in lone.list_tools(process)]  # listed < RELIST_SECS ago
+    monkeypatch.setattr(client_pool, "RELIST_SECS", 0.0)
+    assert "outside__sprout" in [s.name for s in lone.list_tools(process)]
+    result = lone.run_tool("outside__sprout", {}, process)
+    assert (result.success, result.content) == (True, "sprout grown")
+
+
+def test_a_server_s_list_changed_notification_makes_its_list_stale() -> None:
+    import mcp_types
+
+    from agentkernel.mcp_bridge.client_pool import _Connection
+    from agentkernel.mcp_bridge.servers_config import McpServerSpec
+
+    connection = _Connection(McpServerSpec(name="far", command="x"))
+    connection.listed, connection.listed_at = [], time.monotonic()
+    asyncio.run(connection.on_message(mcp_types.ResourceListChangedNotification()))
+    assert not connection.needs_listing(time.monotonic())
+    asyncio.run(connection.on_message(mcp_types.ToolListChangedNotification()))
+    assert connection.needs_listing(time.monotonic())

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentkernel.mcp")
 STDERR_TAIL_CHARS = 600  # of a stdio server's stderr, quoted when it fails
 RETRY_START_SECS = 5.0  # a server that failed to start is not tried again sooner: each turn lists its tools
+RELIST_SECS = 30.0  # a running server's tools are listed again this often at most, when they are needed
 CLOSE_TIMEOUT_SECS = 15.0  # every server's shutdown together (the SDK allows a stdio server 2 s, then kills)
 T = TypeVar("T")
 
@@ -81,6 +82,20 @@ class _Connection:
     stderr: StderrTail | None = None
     http_error: str | None = None  # the last HTTP error status an HTTP server answered
     ended_at: float | None = None  # time.monotonic() when its task ended
+    listed: list[ListedTool] | None = None  # its tools as last listed (the start's list at first)
+    listed_at: float = 0.0  # time.monotonic() of that listing
+    stale: bool = False  # the server said its tool list changed (notifications/tools/list_changed)
+
+    async def on_message(self, message: Any) -> None:
+        """The client's message handler: a changed tool list is listed again at the next need."""
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self.stale = True
+
+    def needs_listing(self, now: float) -> bool:
+        """Whether its tools should be listed again: the server said so, or RELIST_SECS have passed."""
+        return self.listed is not None and (self.stale or now - self.listed_at >= RELIST_SECS)
 
     def failed_lately(self) -> bool:
         """Whether it failed to start less than RETRY_START_SECS ago: that failure still stands."""
@@ -212,8 +227,29 @@ class ServerPool:
     # -- connections ---------------------------------------------------------------------
 
     def tools(self, spec: McpServerSpec) -> list[ListedTool]:
-        """The tools `spec`'s server lists, starting it if it is not running; ServerFailure if it cannot."""
-        return self._ready(spec).started.result()
+        """The tools `spec`'s server lists, starting it if it is not running; ServerFailure if it cannot.
+
+        A running server's list is asked for again when it announced a
+        change (a 2025-protocol server's `tools/list_changed`) or when
+        RELIST_SECS have passed (what a server of either protocol offers
+        may change while it runs); a failed re-listing keeps the last list.
+        """
+        connection = self._ready(spec)
+        if connection.needs_listing(time.monotonic()):
+            self._relist(connection)
+        return connection.listed if connection.listed is not None else connection.started.result()
+
+    def _relist(self, connection: _Connection) -> None:
+        client = connection.client
+        connection.stale, connection.listed_at = False, time.monotonic()  # one asker at a time
+        if client is None or connection.lost:
+            return
+        future = self._submit(_listed(client))
+        try:
+            connection.listed = future.result(connection.spec.timeout_secs)
+        except Exception as exc:  # the last list stands; said once
+            future.cancel()
+            log.warning("MCP server %s: listing its tools again failed: %s", connection.spec.name, exc)
 
     def _ready(self, spec: McpServerSpec) -> _Connection:
         """A started connection to `spec`'s server, within its `timeout_secs`; ServerFailure if none."""
@@ -263,6 +299,7 @@ class ServerPool:
                 client = await stack.enter_async_context(self._client(connection, stack))
                 tools = await _listed(client)
                 connection.client = client
+                connection.listed, connection.listed_at = tools, time.monotonic()
                 connection.started.set_result(tools)
                 log.info("MCP server %s started: %d tools", spec.name, len(tools))
                 await connection.ended.wait()
@@ -307,7 +344,12 @@ class ServerPool:
             )
             connection.stderr = StderrTail(spec.name, keep=STDERR_TAIL_CHARS * 4)  # closed when it ends
             transport = stdio_client(params, errlog=connection.stderr.writer)
-        return Client(_watched(transport, connection.end), read_timeout_seconds=None, cache=None)
+        return Client(
+            _watched(transport, connection.end),
+            read_timeout_seconds=None,
+            cache=None,
+            message_handler=connection.on_message,
+        )
 
     # -- calls ---------------------------------------------------------------------------
 
