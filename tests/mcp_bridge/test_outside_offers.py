@@ -9,6 +9,8 @@ ListedTools exactly as client_pool.py does.
 
 from __future__ import annotations
 
+import pytest
+
 from agentkernel.config import KernelLimits
 from agentkernel.mcp_bridge.client_pool import ListedTool
 from agentkernel.mcp_bridge.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
@@ -66,3 +68,28 @@ def test_names_are_made_safe_and_clashes_are_refused() -> None:
         in refused
     )
     assert any("is longer than 64 characters" in r for r in refused)
+
+
+def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cursor that never ends (a broken or hostile server) stops at MAX_LISTED_TOOLS, not at memory's."""
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+    from mcp.server.lowlevel.server import Server
+
+    from agentkernel.mcp_bridge import client_pool
+
+    pages: list[str | None] = []
+
+    async def endless(ctx: object, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        pages.append(params.cursor if params is not None else None)
+        tools = [types.Tool(name=f"t{len(pages)}_{i}", input_schema={"type": "object"}) for i in range(7)]
+        return types.ListToolsResult(tools=tools, next_cursor=f"page-{len(pages)}")
+
+    async def main() -> list[ListedTool]:
+        async with Client(Server("endless", on_list_tools=endless)) as client:
+            return await client_pool._listed(client)
+
+    monkeypatch.setattr(client_pool, "MAX_LISTED_TOOLS", 20)
+    listed = anyio.run(main)
+    assert len(listed) == 20 and len(pages) == 3 and pages[1:] == ["page-1", "page-2"]

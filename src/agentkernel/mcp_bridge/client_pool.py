@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentkernel.mcp")
 STDERR_TAIL_CHARS = 600  # of a stdio server's stderr, quoted when it fails
 RETRY_START_SECS = 5.0  # a server that failed to start is not tried again sooner: each turn lists its tools
+MAX_LISTED_TOOLS = 1000  # of one server: each one goes into every LLM request of the template's agents
 RELIST_SECS = 30.0  # a running server's tools are listed again this often at most, when they are needed
 CLOSE_TIMEOUT_SECS = 15.0  # every server's shutdown together (the SDK allows a stdio server 2 s, then kills)
 T = TypeVar("T")
@@ -237,7 +238,7 @@ class ServerPool:
         connection = self._ready(spec)
         if connection.needs_listing(time.monotonic()):
             self._relist(connection)
-        return connection.listed if connection.listed is not None else connection.started.result()
+        return connection.listed if connection.listed is not None else []  # set before it counts as started
 
     def _relist(self, connection: _Connection) -> None:
         client = connection.client
@@ -439,7 +440,8 @@ def _wait(connection: _Connection, timeout: float) -> None:
 
 
 async def _listed(client: Client) -> list[ListedTool]:
-    """Every tool the server lists, page after page."""
+    """Every tool the server lists, page after page, up to MAX_LISTED_TOOLS (a server whose cursor never
+    ends, or that lists without end, stops there: the rest is not offered, and the log says so)."""
     tools: list[ListedTool] = []
     cursor: str | None = None
     while True:
@@ -448,6 +450,9 @@ async def _listed(client: Client) -> list[ListedTool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+        if len(tools) >= MAX_LISTED_TOOLS:
+            log.warning("an MCP server lists over %d tools; only the first are offered", MAX_LISTED_TOOLS)
+            return tools[:MAX_LISTED_TOOLS]
 
 
 __all__ = ["ListedTool", "ServerFailure", "ServerPool", "ServerTimeout"]

@@ -257,10 +257,11 @@ class ToolServer:
         return await anyio.to_thread.run_sync(self._tool_list_signature)
 
     def _tool_list_signature(self) -> Signature:
-        """What any client may see: every tool's name, description and schema, and each template's tools."""
+        """What any client may see: every tool's name, description and schema, and each template's allow
+        list (its tools and its MCP servers' grants)."""
         specs = self._kernel.list_tools()
         tools = tuple((s.name, s.description, json.dumps(s.parameters, sort_keys=True)) for s in specs)
-        templates = tuple((t.name, tuple(t.tools)) for t in self._kernel.list_templates())
+        templates = tuple((t.name, tuple(sorted(t.allowed_tools()))) for t in self._kernel.list_templates())
         return (tools, templates)
 
     async def _announce(self) -> None:
