@@ -195,6 +195,16 @@ def test_a_script_calls_an_outside_tool_with_call_tool(shared: Kernel) -> None:
     shared.terminate(process.pid)
 
 
+def test_a_lone_surrogate_from_a_script_crosses_as_a_replacement_character(shared: Kernel) -> None:
+    """A JS string may hold one; UTF-8 JSON cannot: it must not end the server's connection."""
+    process = shared.spawn("agent", session_id="s-surrogate")
+    pid = shared.run_tool("outside__pid", {}, process).content
+    result = shared.run_tool("relay", {"text": "\ud800 tail"}, process)
+    assert (result.content, result.success) == ("relayed: \ufffd tail", True)
+    assert shared.run_tool("outside__pid", {}, process).content == pid  # the same server, not restarted
+    shared.terminate(process.pid)
+
+
 def test_another_template_may_not_call_them(shared: Kernel) -> None:
     process = shared.spawn("other")
     assert [s.name for s in shared.list_tools(process)] == ["delegate", "relay"]

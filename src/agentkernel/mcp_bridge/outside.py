@@ -34,6 +34,7 @@ from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, serv
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.valid_unicode import repair_value
 
 if TYPE_CHECKING:
     from agentkernel.mcp_bridge.client_pool import ListedTool, ServerPool
@@ -237,7 +238,10 @@ class OutsideTools:
         from agentkernel.mcp_bridge.client_pool import ServerFailure
         from agentkernel.mcp_bridge.outside_results import outside_result
 
-        arguments: JSONObject = args if isinstance(args, dict) else {}
+        # a lone surrogate (a JS string may hold one) cannot be written as UTF-8 JSON: it would end the
+        # connection, not the call; it crosses as U+FFFD, as script values entering the kernel do
+        repaired, _ = repair_value(args)
+        arguments: JSONObject = repaired if isinstance(repaired, dict) else {}
         timeout = max(0.0, deadline - time.monotonic())
         try:
             result = self._server_pool().call(spec.server, spec.remote_name, arguments, timeout)
