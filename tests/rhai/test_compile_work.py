@@ -45,7 +45,7 @@ def test_no_collection_runs_during_a_compile(collections: list[str], monkeypatch
     monkeypatch.setattr(engine, "compile_script", generate)
     assert gc.isenabled()
     rhai = Engine()
-    gc.collect()  # every generation's count at zero: the one collection due after is a young one, whatever ran before
+    gc.collect()  # all counts at zero: the one collection due after is a young one, whatever ran before
     collections.clear()
     rhai.compile(SCRIPT + "f1(2)")
     assert seen == [False]
