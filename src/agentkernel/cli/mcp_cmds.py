@@ -48,6 +48,14 @@ def run_command(options: argparse.Namespace) -> int:
             kernel.close()
             print(f"agentkernel mcp serve: --template: {exc}", file=sys.stderr)
             return EXIT_NOT_FOUND
+    from agentkernel.mcp_bridge.nesting import inherited_chain, loop_problem
+
+    if options.template is not None:  # every tool (no template) offers no outside tool: it cannot loop
+        problem = loop_problem(inherited_chain(), kernel.config.root, options.template)
+        if problem is not None:
+            kernel.close()
+            print(f"agentkernel mcp serve: --template {options.template}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     import anyio
 
     from agentkernel.mcp_bridge.serving import Identity, serve_stdio

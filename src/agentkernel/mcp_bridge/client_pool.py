@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded
 from agentkernel.mcp_bridge.servers_config import McpServerSpec, ServerEnvError
 from agentkernel.mcp_bridge.stderr_tail import StderrTail
 from agentkernel.types import JSONObject
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentkernel.mcp")
 STDERR_TAIL_CHARS = 600  # of a stdio server's stderr, quoted when it fails
+HTTP_REASON_BYTES = 2048  # an HTTP server's error body this short is quoted when it fails
 RETRY_START_SECS = 5.0  # a server that failed to start is not tried again sooner: each turn lists its tools
 MAX_LISTED_TOOLS = 1000  # of one server: each one goes into every LLM request of the template's agents
 RELIST_SECS = 30.0  # a running server's tools are listed again this often at most, when they are needed
@@ -105,9 +107,15 @@ class _Connection:
         return failed and ended is not None and time.monotonic() - ended < RETRY_START_SECS
 
     async def note_status(self, response: Any) -> None:
-        """An httpx response hook: the SDK reports a refused request without its status; we keep it."""
-        if response.status_code >= 400:
-            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+        """An httpx response hook: the SDK reports a refused request without its status or the reason
+        the server gave; we keep both (a short body only: an error page is not read whole)."""
+        if response.status_code < 400:
+            return
+        self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and 0 < int(length) <= HTTP_REASON_BYTES:
+            said = " ".join((await response.aread()).decode("utf-8", "replace").split())
+            self.http_error += f": {said}"
 
     def end(self) -> None:
         """Mark it lost and let its holding task leave the SDK's contexts (on the pool's loop)."""
@@ -199,8 +207,11 @@ def _cause(exc: BaseException, spec: McpServerSpec | None = None) -> str:
 class ServerPool:
     """The outside MCP servers in use, by name; safe to use from any thread."""
 
-    def __init__(self, cwd: Path | None = None) -> None:
+    def __init__(
+        self, cwd: Path | None = None, chain: Callable[[McpServerSpec], tuple[str, ...]] = lambda _: ()
+    ) -> None:
         self._cwd = cwd  # where a stdio server runs: the project folder, so `args` may be relative to it
+        self._chain = chain  # what a server is told it serves, against loops (nesting.py)
         self._lock = threading.Lock()
         self._connections: dict[str, _Connection] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -331,7 +342,10 @@ class ServerPool:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = create_mcp_http_client(headers=spec.header_values())
+            headers = spec.header_values()
+            if chain := self._chain(spec):
+                headers[CHAIN_HEADER] = encoded(chain)
+            http = create_mcp_http_client(headers=headers)
             http.event_hooks["response"].append(connection.note_status)
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(spec.url, http_client=http)
@@ -340,9 +354,10 @@ class ServerPool:
 
             assert spec.command is not None  # the schema requires `command` without `url`
             # the SDK's safe variables (PATH, HOME, …) and the named ones, never the whole environment
-            params = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=spec.child_env(), cwd=self._cwd
-            )
+            env = spec.child_env()
+            if chain := self._chain(spec):
+                env[CHAIN_VARIABLE] = encoded(chain)
+            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=self._cwd)
             connection.stderr = StderrTail(spec.name, keep=STDERR_TAIL_CHARS * 4)  # closed when it ends
             transport = stdio_client(params, errlog=connection.stderr.writer)
         return Client(

@@ -37,6 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
+from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, chain_from, loop_problem
 from agentkernel.process import Caller
 from agentkernel.server.identity import current_user
 from agentkernel.server.parts import ServerParts
@@ -85,6 +86,10 @@ class McpEndpoint:
         template = request.path_params.get("template")
         if template is not None:
             await self._check_template(template)
+            chain = chain_from(request.headers.get(CHAIN_HEADER))
+            problem = loop_problem(chain, self._parts.kernel.config.root, template)
+            if problem is not None:  # asked by a server of this template, for it: refused, not awaited
+                raise HTTPException(508, problem)
         request.state.mcp_user = user
         request.state.mcp_template = template
         manager = await self._manager()

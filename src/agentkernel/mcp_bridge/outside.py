@@ -30,6 +30,7 @@ from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.json_size import json_length
+from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
@@ -103,14 +104,19 @@ class OutsideTools:
         self._offers: dict[str, _Offer] = {}
         self._failures: dict[str, str] = {}
         self._pool: ServerPool | None = None
+        self._inherited = inherited_chain()  # what started this kernel, if an MCP client of ours did
 
     def _server_pool(self) -> ServerPool:
         from agentkernel.mcp_bridge.client_pool import ServerPool
 
         with self._lock:
             if self._pool is None:
-                self._pool = ServerPool(self._cwd)
+                self._pool = ServerPool(self._cwd, self._chain_for)
             return self._pool
+
+    def _chain_for(self, spec: McpServerSpec) -> tuple[str, ...]:
+        """What server `spec` is told it serves: this kernel's chain, then each template declaring it."""
+        return (*self._inherited, *(template_entry(self._cwd, t) for t in spec.templates or (spec.template,)))
 
     def _declared(self, name: str, *, fresh: bool) -> McpServerSpec | None:
         """Server `name`'s spec: as last read unless `fresh` or never read (then the templates are read)."""

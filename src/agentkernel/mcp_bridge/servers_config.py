@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,7 @@ class McpServerSpec:
     template: str = ""
     yaml_path: Path | None = None
     line: int | None = None
+    templates: tuple[str, ...] = ()  # once settled: every template declaring it (nesting.py)
 
     @classmethod
     def from_yaml(
@@ -196,7 +197,7 @@ def settle_servers(
     for name, specs in claims.items():
         differing = [s for s in specs if s.settings != specs[0].settings]
         if not differing:
-            settled[name] = specs[0]
+            settled[name] = replace(specs[0], templates=tuple(dict.fromkeys(s.template for s in specs)))
             continue
         for spec in specs:
             others = ", ".join(o.where for o in specs if o.settings != spec.settings)
