@@ -48,6 +48,11 @@ FIGURES: dict[str, list[str]] = {
         rf"state_set\+state_get from one JS tool call\s+{NUMBER} ops/s",
         rf"SqliteStateStore\.set\s+{NUMBER} ops/s",
     ],
+    "listing.py": [
+        rf"^\s+Kernel\.template\(name\)\s+p50\s+{NUMBER} ms$",
+        rf"^\s+Kernel\.list_tools\(process\)\s+p50\s+{NUMBER} ms$",
+        r"^generated project \(\d+ tools, \d+ templates\):$",
+    ],
     "hooks.py": [rf"^hook pipeline.* p50 {NUMBER} ms", rf"^agent loop: 4 turns in {NUMBER} s"],
     "server.py": [
         rf"^1 concurrent client\(s\), \d+ turns each, {NUMBER} turns/s:$",

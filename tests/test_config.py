@@ -443,3 +443,26 @@ def test_each_service_is_built_from_its_own_section(tmp_path: Path) -> None:
     assert ShellService.from_config(config).settings is config.shell
     assert FilesService.from_config(config).settings is config.files
     assert not hasattr(config, "raw")  # no service reads the YAML itself any more
+
+
+# -- what a scan finds: links, folders named like YAML ------------------------------------------------
+
+
+def test_a_scan_finds_linked_files_by_their_real_path_and_never_enters_a_linked_folder(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path, tmp_path: Path
+) -> None:
+    """S2.4: the folders are scanned on every listing; links are followed for files only, as before."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    make_tool("linked", "function run() { return 'through a link'; }")
+    for name in ("linked.yaml", "linked.js"):
+        (tools_dir / name).rename(elsewhere / name)
+    (tools_dir / "linked.yaml").symlink_to(elsewhere / "linked.yaml")
+    (tools_dir / "twice.yaml").symlink_to(elsewhere / "linked.yaml")  # one file, two links: one tool
+    (tools_dir / "folder").symlink_to(elsewhere, target_is_directory=True)  # not entered
+    (tools_dir / "dir.yaml").mkdir()  # a folder named like a YAML file is a folder
+    assert kernel.run_tool("linked", {}).content == "through a link"
+    assert [s.name for s in kernel.list_tools() if s.name == "linked"] == ["linked"]
+    assert [p for p in kernel.problems() if p.path.is_relative_to(tools_dir)] == []
+    (tools_dir / "broken.yaml").symlink_to(tmp_path / "missing.yaml")  # a dangling link is reported
+    assert [p.path.name for p in kernel.problems() if "broken" in str(p.path) or "missing" in str(p.path)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,40 @@ def test_unknown_references_carry_their_line_and_a_suggestion(tmp_path: Path) ->
         ),
         (6, "template t: hooks[0]: unknown hook 'audit' (known: none)"),
     ]
+
+
+# -- reading a folder again: only what changed is parsed (S2.4) ---------------------------------------
+
+
+def test_a_folder_read_again_parses_only_the_files_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentkernel import templates as module
+
+    parsed: list[str] = []
+
+    def counting(path: Path) -> TemplateSpec:
+        parsed.append(path.name)
+        return load_template(path)
+
+    monkeypatch.setattr(module, "load_template", counting)
+    write(tmp_path, "a.yaml", "name: a\ninstructions: first\n")
+    write(tmp_path, "b.yaml", "name: b\ninstructions: bee\n")
+    folder = module.TemplateFolder(tmp_path)
+    assert sorted(folder.load()[0]) == ["a", "b"] and sorted(parsed) == ["a.yaml", "b.yaml"]
+    parsed.clear()
+    assert sorted(folder.load()[0]) == ["a", "b"] and parsed == []  # nothing changed: nothing parsed
+    replacement = write(tmp_path, "a.new", "name: a\ninstructions: other\n")  # same size, same time…
+    stat = (tmp_path / "a.yaml").stat()
+    os.utime(replacement, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    replacement.replace(tmp_path / "a.yaml")  # …saved as a new file renamed over the old (a new inode)
+    templates, problems = folder.load()
+    assert parsed == ["a.yaml"] and templates["a"].instructions == "other" and problems == []
+    write(tmp_path, "b.yaml", "name: b\ninstructions: [not, text]\n")
+    (tmp_path / "c.yaml").write_text("name: c\ninstructions: new\n", encoding="utf-8")
+    parsed.clear()
+    templates, problems = folder.load()
+    assert sorted(parsed) == ["b.yaml", "c.yaml"] and sorted(templates) == ["a", "c"]
+    assert [p.path.name for p in problems] == ["b.yaml"]
+    (tmp_path / "c.yaml").unlink()
+    assert sorted(folder.load()[0]) == ["a"]

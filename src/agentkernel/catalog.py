@@ -34,20 +34,20 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, load_script_spec
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
+from agentkernel.file_stamps import Stamp, stamp_of
 from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.python_tools import python_function
 
 log = logging.getLogger("agentkernel.catalog")
 
-Stamp = tuple[int, int] | None
 Kind = Literal["tool", "hook"]
 SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 
@@ -67,22 +67,33 @@ class _Entry:
     checked: bool = False
 
 
-def _stamp(path: Path | None) -> Stamp:
-    if path is None:
-        return None
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size)
-
-
 def _yaml_files(folders: Iterable[Path]) -> list[Path]:
     found: set[Path] = set()
     for folder in folders:
         if folder.is_dir():
-            found.update(p.resolve() for p in folder.rglob("*") if p.suffix in YAML_SUFFIXES)
+            found.update(_yaml_files_in(folder.resolve()))
     return sorted(found)
+
+
+def _yaml_files_in(folder: Path) -> Iterator[Path]:
+    """The YAML files below `folder` (resolved), as their real paths; linked folders are not entered.
+
+    Every listing scans the folders (hot reload), so this asks the file
+    system as little as it can: one `scandir` a folder, and a path resolved
+    only when it is a link (resolving each cost a `lstat` per component).
+    """
+    pending = [str(folder)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scanning:
+                entries = list(scanning)
+        except OSError:  # gone or unreadable since: what is not there is not loaded
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            elif os.path.splitext(entry.name)[1] in YAML_SUFFIXES and not entry.is_dir():
+                yield Path(entry.path).resolve() if entry.is_symlink() else Path(entry.path)
 
 
 def _kind(spec: ToolSpec | HookSpec) -> Kind:
@@ -144,14 +155,14 @@ class ScriptCatalog:
             check_hook_functions(self.host, spec, self.limits)
 
     def _parse(self, path: Path) -> _Entry:
-        yaml_stamp = _stamp(path)
+        yaml_stamp = stamp_of(path)
         try:
             spec = load_script_spec(path, self.limits, origin=self.origin_of(path))
         except ConfigError as exc:
             problem = LoadProblem.from_error(path, exc)
             log.warning("not loaded: %s", problem)
             return _Entry(yaml_stamp, None, None, problem)
-        return _Entry(yaml_stamp, _stamp(spec.script), spec, None)
+        return _Entry(yaml_stamp, stamp_of(spec.script), spec, None)
 
     def _checked(self, path: Path, entry: _Entry) -> _Entry:
         """`entry` (of `path`), its script compiled first if it was not yet; takes no lock."""
@@ -171,9 +182,9 @@ class ScriptCatalog:
 
     @staticmethod
     def _is_fresh(path: Path, entry: _Entry) -> bool:
-        if _stamp(path) != entry.yaml_stamp:
+        if stamp_of(path) != entry.yaml_stamp:
             return False
-        return entry.spec is None or _stamp(entry.spec.script) == entry.script_stamp
+        return entry.spec is None or stamp_of(entry.spec.script) == entry.script_stamp
 
     def _scan(self) -> None:
         """Re-stat every file, re-parse the YAML that changed, and settle who claims which name."""
@@ -254,6 +265,11 @@ class ScriptCatalog:
         with self._lock:
             self._scan()
             claimed = [(name, self._claimed(kind, name)) for k, name in sorted(self._claims) if k == kind]
+        return self._usable_specs(claimed, spec_type)
+
+    def _usable_specs(
+        self, claimed: list[tuple[str, tuple[Path, _Entry] | None]], spec_type: type[SpecT]
+    ) -> dict[str, SpecT]:
         found: dict[str, SpecT] = {}
         for name, claim in claimed:
             spec = self._usable(claim)
@@ -287,6 +303,16 @@ class ScriptCatalog:
     def hooks(self) -> dict[str, HookSpec]:
         """Every loadable hook by name; compiles every hook script not compiled yet."""
         return self._every("hook", HookSpec)
+
+    def tools_and_hooks(self) -> tuple[dict[str, ToolSpec], dict[str, HookSpec]]:
+        """`tools()` and `hooks()` from one scan of the folders (a template's names are checked
+        against both each time one is looked up)."""
+        with self._lock:
+            self._scan()
+            claims = sorted(self._claims)
+            tools = [(name, self._claimed(kind, name)) for kind, name in claims if kind == "tool"]
+            hooks = [(name, self._claimed(kind, name)) for kind, name in claims if kind == "hook"]
+        return self._usable_specs(tools, ToolSpec), self._usable_specs(hooks, HookSpec)
 
     def problems(self) -> list[LoadProblem]:
         """Every file that does not load, and why; compiles every script to know."""

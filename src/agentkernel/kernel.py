@@ -40,7 +40,7 @@ from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.subagents import SubagentService
-from agentkernel.templates import TemplateSpec, check_references, load_templates
+from agentkernel.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -101,6 +101,7 @@ class Kernel:
             self._helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
         )
         self._catalog = ScriptCatalog(folders, self._host, config.limits, builtin_folders=builtin)
+        self._template_folder = TemplateFolder(config.templates_dir)
         self._outside = OutsideTools(
             self._mcp_servers, lambda: self._catalog.tools(), config.limits, cwd=config.root
         )
@@ -261,14 +262,14 @@ class Kernel:
 
     def _templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
         """The templates and their problems, unknown tool and hook names and MCP server clashes included."""
-        templates, problems = load_templates(self._config.templates_dir)
-        problems += check_references(templates, self._catalog.tools(), self._catalog.hooks())
+        templates, problems = self._template_folder.load()
+        problems += check_references(templates, *self._catalog.tools_and_hooks())
         problems += settle_servers(s for t in templates.values() for s in t.mcp_servers)[1]
         return templates, problems
 
     def _mcp_servers(self) -> dict[str, McpServerSpec]:
         """Every MCP server the templates declare, by name; one declared two ways is left out (issue 16)."""
-        templates, _ = load_templates(self._config.templates_dir)
+        templates, _ = self._template_folder.load()
         return settle_servers(s for t in templates.values() for s in t.mcp_servers)[0]
 
     def check_mcp_servers(self) -> tuple[list[LoadProblem], dict[str, int]]:

@@ -9,6 +9,7 @@ wrong types are errors that name the file, the line and the field (S2.5).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
+from agentkernel.file_stamps import Stamp, stamp_of
 from agentkernel.mcp_bridge.servers_config import (
     MCP_SERVERS_SCHEMA,
     McpServerSpec,
@@ -186,22 +188,57 @@ def load_templates(folder: Path) -> tuple[dict[str, TemplateSpec], list[LoadProb
     refused, each naming the other: which one would win is an accident of
     file names, and renaming a copy must never silently swap an agent.
     """
-    claims: dict[str, list[tuple[Path, TemplateSpec]]] = {}
-    problems: list[LoadProblem] = []
-    for path in _template_files(folder):
-        try:
-            spec = load_template(path)
-        except ConfigError as exc:
-            problems.append(LoadProblem.from_error(path, exc))
-            continue
-        claims.setdefault(spec.name, []).append((path, spec))
-    templates: dict[str, TemplateSpec] = {}
-    for name, claimants in claims.items():
-        if len(claimants) == 1:
-            templates[name] = claimants[0][1]
-            continue
-        problems += name_clash([(path, spec.lines.of("name")) for path, spec in claimants], name)
-    return templates, problems
+    return TemplateFolder(folder).load()
+
+
+class TemplateFolder:
+    """`load_templates` of one folder, again and again: a file is parsed again only when it changed.
+
+    The kernel asks for its templates on every new chat, continuation page,
+    cron firing and MCP listing, so that an edit shows at once (S2.4);
+    parsing and validating every file each time cost about 1 ms a file. A
+    `stat` a file (file_stamps.py) now says whether its last parse stands.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._parsed: dict[Path, tuple[Stamp, TemplateSpec | LoadProblem]] = {}
+
+    def load(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
+        """The templates and a problem per bad file, as `load_templates` says."""
+        claims: dict[str, list[tuple[Path, TemplateSpec]]] = {}
+        problems: list[LoadProblem] = []
+        for path, parsed in self._current():
+            if isinstance(parsed, LoadProblem):
+                problems.append(parsed)
+            else:
+                claims.setdefault(parsed.name, []).append((path, parsed))
+        templates: dict[str, TemplateSpec] = {}
+        for name, claimants in claims.items():
+            if len(claimants) == 1:
+                templates[name] = claimants[0][1]
+                continue
+            problems += name_clash([(path, spec.lines.of("name")) for path, spec in claimants], name)
+        return templates, problems
+
+    def _current(self) -> list[tuple[Path, TemplateSpec | LoadProblem]]:
+        """Each file's template or problem, parsing only the files that changed since their last parse."""
+        with self._lock:
+            parsed: dict[Path, tuple[Stamp, TemplateSpec | LoadProblem]] = {}
+            for path in _template_files(self.folder):
+                stamp = stamp_of(path)
+                known = self._parsed.get(path)
+                parsed[path] = known if known is not None and known[0] == stamp else (stamp, _parse(path))
+            self._parsed = parsed
+            return [(path, result) for path, (_, result) in parsed.items()]
+
+
+def _parse(path: Path) -> TemplateSpec | LoadProblem:
+    try:
+        return load_template(path)
+    except ConfigError as exc:
+        return LoadProblem.from_error(path, exc)
 
 
 # -- references ----------------------------------------------------------------------
@@ -251,6 +288,7 @@ def check_references(
 __all__ = [
     "DEFAULT_MAX_TURNS",
     "ModelSettings",
+    "TemplateFolder",
     "TemplateSpec",
     "check_references",
     "load_template",
