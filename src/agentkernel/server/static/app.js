@@ -219,8 +219,18 @@ function renderResult(result) {
 
 // -- the chat log --------------------------------------------------------------------------------
 
+// An answer is model output a script can steer. Beyond DOMPurify's defaults: its `id`s and `name`s are
+// prefixed (`user-content-`), since the answers come before the message box in the page and
+// getElementById finds the first match (`<textarea id="message">` in an answer was what got sent next);
+// no form controls or `<style>` (nothing in an answer is to be typed in, pressed, or restyle the page).
+const ANSWER_HTML = {
+  SANITIZE_NAMED_PROPS: true,
+  FORBID_TAGS: ["form", "input", "textarea", "select", "option", "button", "style"],
+  FORBID_ATTR: ["style"],
+};
+
 function markdown(text) {
-  return DOMPurify.sanitize(marked.parse(text || ""));
+  return DOMPurify.sanitize(marked.parse(text || ""), ANSWER_HTML);
 }
 
 function line(kind, text) {
