@@ -264,3 +264,21 @@ def test_the_endpoint_is_not_in_the_rest_api_and_answers_json_errors(local: Live
         answer = http.post("/mcp", content=b"{not json", headers=ACCEPT)
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == -32700  # JSON-RPC's parse error, from the SDK
+
+
+def test_a_handshake_session_answers_only_the_user_who_opened_it(with_tokens: LiveServer) -> None:
+    """S18, and docs/security.md's rule that user B never reaches user A's data: an MCP session id is
+    bound to the token's user. Before, bob holding alice's `Mcp-Session-Id` (a log, a proxy, a shared
+    screen) could end her session or make calls in it; now he gets the 404 of an unknown session."""
+    alice = {**ACCEPT, "Authorization": "Bearer alice-token"}
+    bob = {**ACCEPT, "Authorization": "Bearer bob-token"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    with with_tokens.client() as http:
+        opened = http.post("/mcp", json=INITIALIZE, headers=alice)
+        assert opened.status_code == 200, opened.text
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+        assert http.post("/mcp", json=listing, headers={**bob, **session}).status_code == 404
+        assert http.delete("/mcp", headers={**bob, **session}).status_code == 404
+        assert http.get("/mcp", headers={**bob, **session}).status_code == 404
+        assert http.delete("/mcp", headers={**alice, **session}).status_code == 200  # still hers, still open
+        assert http.delete("/mcp", headers={**alice, **session}).status_code == 404  # and now ended
