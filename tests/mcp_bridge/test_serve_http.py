@@ -158,9 +158,11 @@ def test_without_tokens_everyone_is_local_and_a_foreign_host_or_origin_is_refuse
         answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Host": "evil.example:80"})
         assert answer.status_code == 403  # the rule of every route (server/identity.py)
         assert "only requests addressed to localhost" in answer.json()["detail"]
-        # a page of another site posting to 127.0.0.1 itself: the SDK's Origin check
+        # a page of another site posting to 127.0.0.1 itself: the Origin rule of every route (the SDK's
+        # own Origin check stays behind it)
         answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Origin": "http://evil.example"})
-        assert (answer.status_code, answer.text) == (403, "Invalid Origin header")
+        assert answer.status_code == 403
+        assert "(Origin: 'http://evil.example')" in answer.json()["detail"]
 
 
 def test_an_added_tool_is_announced_on_a_listen_stream(local: LiveServer, mcp_project: Path) -> None:
