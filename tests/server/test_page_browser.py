@@ -370,3 +370,26 @@ def test_an_answer_cannot_take_over_the_page_s_own_elements_by_id(
         page.wait_for_selector(".msg.user p:text-is('my own words')")
         assert page.locator(f".msg.user p:text-is('{planted}')").count() == 0
         assert problems == []
+
+
+def test_a_line_separator_in_an_answer_or_a_result_does_not_cut_the_stream(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """The stream's JSON keeps U+2028/U+2029 as they are (SSE lines end only at CR or LF), so the page
+    must not read a frame with a JavaScript `.`, which stops at them: it did, and JSON.parse of the cut
+    line failed, ending the turn in the page with an error (a tool's result can hold any text, S4)."""
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "a\\u2028b"}', id="c1"),)),
+        Reply(text="first\u2028second\u2029third"),
+    )
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+        page, problems = open_page(browser, live.url)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.fill("#message", "separate")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".msg.agent .md:has-text('third')")
+        page.wait_for_selector("#send:enabled")  # the turn is over
+        assert page.locator("details.tool-call pre.content", has_text="A\u2028B").count() == 1
+        assert page.locator("#log .error").count() == 0
+        assert problems == []

@@ -283,6 +283,17 @@ function errorLine(message, beforeAnyAnswer) {
   if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) line("help", NO_LLM_HELP);
 }
 
+// A frame's `event:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the data's
+// JSON may hold U+2028/U+2029 as they are, where a regular expression's `.` and `$` would stop.
+function frameFields(frame) {
+  const fields = {};
+  for (const text of frame.split("\n")) {
+    if (text.startsWith("event: ")) fields.type = text.slice(7);
+    else if (text.startsWith("data: ")) fields.data = text.slice(6);
+  }
+  return fields;
+}
+
 // One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
 async function sendMessage(text) {
   const session = state.session;
@@ -338,9 +349,8 @@ async function sendMessage(text) {
       while ((cut = pending.indexOf("\n\n")) >= 0) {
         const frame = pending.slice(0, cut);
         pending = pending.slice(cut + 2);
-        const type = /^event: (.*)$/m.exec(frame);
-        const data = /^data: (.*)$/m.exec(frame);
-        if (type && data) handle(type[1], JSON.parse(data[1]));
+        const { type, data } = frameFields(frame);
+        if (type !== undefined && data !== undefined) handle(type, JSON.parse(data));
       }
     }
   } catch (err) {
