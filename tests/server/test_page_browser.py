@@ -101,6 +101,16 @@ def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> t
     return page, problems
 
 
+def send_in_new_chat(browser: Any, url: str, message: str) -> tuple[Any, list[str]]:
+    """A fresh page with a new chat open, `message` sent in it (typed in the page's own message box)."""
+    page, problems = open_page(browser, url)
+    page.get_by_role("button", name="New chat").click()
+    page.wait_for_selector("#send:enabled")
+    page.fill("#compose textarea", message)
+    page.keyboard.press("Enter")
+    return page, problems
+
+
 def test_chat_table_more_chart_and_a_tool_run(
     tmp_path: Path, llm_server: FakeLLMServer, browser: Any
 ) -> None:
@@ -355,11 +365,7 @@ def test_an_answer_cannot_take_over_the_page_s_own_elements_by_id(
         Reply(text="ok"),
     )
     with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
-        page, problems = open_page(browser, live.url)
-        page.get_by_role("button", name="New chat").click()
-        page.wait_for_selector("#send:enabled")
-        page.fill("#compose textarea", "say hi")
-        page.keyboard.press("Enter")
+        page, problems = send_in_new_chat(browser, live.url, "say hi")
         page.wait_for_selector(".msg.agent .md:has-text('Sure.')")
         page.wait_for_selector("#compose button[type=submit]:enabled")  # the turn is over
         answer = page.locator(".msg.agent .md")
@@ -383,11 +389,7 @@ def test_a_line_separator_in_an_answer_or_a_result_does_not_cut_the_stream(
         Reply(text="first\u2028second\u2029third"),
     )
     with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
-        page, problems = open_page(browser, live.url)
-        page.get_by_role("button", name="New chat").click()
-        page.wait_for_selector("#send:enabled")
-        page.fill("#message", "separate")
-        page.keyboard.press("Enter")
+        page, problems = send_in_new_chat(browser, live.url, "separate")
         page.wait_for_selector(".msg.agent .md:has-text('third')")
         page.wait_for_selector("#send:enabled")  # the turn is over
         assert page.locator("details.tool-call pre.content", has_text="A\u2028B").count() == 1
