@@ -158,9 +158,11 @@ def test_without_tokens_everyone_is_local_and_a_foreign_host_or_origin_is_refuse
         answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Host": "evil.example:80"})
         assert answer.status_code == 403  # the rule of every route (server/identity.py)
         assert "only requests addressed to localhost" in answer.json()["detail"]
-        # a page of another site posting to 127.0.0.1 itself: the SDK's Origin check
+        # a page of another site posting to 127.0.0.1 itself: the Origin rule of every route (the SDK's
+        # own Origin check stays behind it)
         answer = http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Origin": "http://evil.example"})
-        assert (answer.status_code, answer.text) == (403, "Invalid Origin header")
+        assert answer.status_code == 403
+        assert "(Origin: 'http://evil.example')" in answer.json()["detail"]
 
 
 def test_an_added_tool_is_announced_on_a_listen_stream(local: LiveServer, mcp_project: Path) -> None:
@@ -264,3 +266,21 @@ def test_the_endpoint_is_not_in_the_rest_api_and_answers_json_errors(local: Live
         answer = http.post("/mcp", content=b"{not json", headers=ACCEPT)
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == -32700  # JSON-RPC's parse error, from the SDK
+
+
+def test_a_handshake_session_answers_only_the_user_who_opened_it(with_tokens: LiveServer) -> None:
+    """S18, and docs/security.md's rule that user B never reaches user A's data: an MCP session id is
+    bound to the token's user. Before, bob holding alice's `Mcp-Session-Id` (a log, a proxy, a shared
+    screen) could end her session or make calls in it; now he gets the 404 of an unknown session."""
+    alice = {**ACCEPT, "Authorization": "Bearer alice-token"}
+    bob = {**ACCEPT, "Authorization": "Bearer bob-token"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    with with_tokens.client() as http:
+        opened = http.post("/mcp", json=INITIALIZE, headers=alice)
+        assert opened.status_code == 200, opened.text
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+        assert http.post("/mcp", json=listing, headers={**bob, **session}).status_code == 404
+        assert http.delete("/mcp", headers={**bob, **session}).status_code == 404
+        assert http.get("/mcp", headers={**bob, **session}).status_code == 404
+        assert http.delete("/mcp", headers={**alice, **session}).status_code == 200  # still hers, still open
+        assert http.delete("/mcp", headers={**alice, **session}).status_code == 404  # and now ended

@@ -44,11 +44,14 @@ def test_lone_surrogates_from_the_model_do_not_cut_the_stream(
 
 
 def test_bodies_that_are_no_json_text_are_422_naming_the_body(client: httpx.Client) -> None:
-    """Bytes that are not UTF-8, and nesting too deep to parse, were a bare 400 naming nothing."""
+    """Bytes that are not UTF-8, nesting too deep to parse, and integers too long to read were a bare 400
+    naming nothing."""
     cases = {
         b'{"template": "\xff"}': "body: not valid JSON: not UTF-8 text (byte 0xff at 14)",
         b"[" * 100_000 + b"]" * 100_000: "body: not valid JSON: nested too deeply to read",
         b'{"template": ': "body: not valid JSON: Expecting value (at character 13)",
+        # Python reads no integer of more than 4300 digits (a guard against quadratic time): a bare 400 too
+        b'{"template": 1' + b"0" * 5000 + b"}": "body: not valid JSON: an integer of more than 4,300 digits",
     }
     for body, detail in cases.items():
         refused = client.post("/v1/sessions", content=body, headers=JSON)

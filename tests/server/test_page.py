@@ -40,6 +40,15 @@ def test_nothing_in_the_page_reaches_the_network() -> None:
         assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.IGNORECASE), name
 
 
+def test_no_page_of_the_server_loads_script_from_another_host(client: httpx.Client) -> None:
+    """S23.6: FastAPI's /docs and /redoc pages load Swagger UI and ReDoc from a CDN, with no integrity
+    check and no policy, on the origin whose localStorage holds the page's bearer token: a script of
+    another host's choosing could read it. They are not served; /openapi.json is the API's description."""
+    for path in ("/docs", "/docs/oauth2-redirect", "/redoc"):
+        assert client.get(path).status_code == 404, path
+    assert client.get("/openapi.json").status_code == 200
+
+
 def test_templates_for_the_new_chat_picker(client: httpx.Client) -> None:
     assert client.get("/v1/templates").json() == [{"name": "tester", "description": ""}]
 

@@ -147,3 +147,41 @@ def test_the_real_server_refuses_a_rebound_host_without_tokens(tmp_path: Path) -
         assert client.get("/v1/sessions").status_code == 200
         rebound = client.get("/v1/sessions", headers={"Host": "evil.example:8765"})
         assert rebound.status_code == 403 and "'evil.example:8765'" in rebound.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "origin", ["https://evil.example", "http://127.0.0.1.nip.io:8765", "null", "file://", "http://[::1"]
+)
+def test_without_tokens_a_page_of_another_site_is_refused_by_its_origin(tmp_path: Path, origin: str) -> None:
+    """S23.6 (CSRF): a page of evil.example posting to http://127.0.0.1:8765 itself needs no rebinding:
+    its Host names loopback. A body with no Content-Type (fetch with a Blob) or a POST with no body
+    (`/stop`) goes without a CORS preflight, and FastAPI before 0.132 read such a body as JSON, so the
+    page could run a turn of the user's agent. The browser names the page in `Origin`: only loopback
+    pages are served (the rule the MCP SDK applies to /mcp)."""
+    refused = answers(make_project(tmp_path, None), ("127.0.0.1", 1234), {"Origin": origin})
+    assert refused.pop("health").status_code == 200
+    for what, answer in refused.items():
+        assert answer.status_code == 403, (what, answer.text)
+        assert f"(Origin: {origin!r})" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:8765", "http://localhost:3000", "http://[::1]:8765"])
+def test_without_tokens_a_loopback_page_is_served(tmp_path: Path, origin: str) -> None:
+    served = answers(make_project(tmp_path, None), ("127.0.0.1", 1234), {"Origin": origin})
+    assert served["sessions"].status_code == 200 and served["tool run"].json()["content"] == "A"
+
+
+def test_with_tokens_the_origin_does_not_matter(tmp_path: Path) -> None:
+    """A page of another site has no token to send; a client that has one may be any page (its own UI)."""
+    tokens = f'server:\n  tokens:\n    "{token_hash("alice-token")}": alice\n'
+    headers = {"Authorization": "Bearer alice-token", "Origin": "https://agents.example.com"}
+    got = answers(make_project(tmp_path, None, tokens), ("127.0.0.1", 1234), headers)
+    assert got["tool run"].json()["content"] == "A"
+
+
+def test_a_body_without_content_type_is_not_read_as_json(client: httpx.Client) -> None:
+    """The other half of the CSRF wall (pyproject pins fastapi>=0.132 for it): `fetch` with a Blob body
+    sends no Content-Type and no preflight; such a body is refused, never run."""
+    answer = client.post("/v1/tools/upper/run", content=b'{"args": {"text": "a"}}')
+    assert "content-type" not in answer.request.headers
+    assert answer.status_code == 422, answer.text

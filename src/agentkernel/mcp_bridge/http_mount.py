@@ -9,7 +9,8 @@ own check also refuses a request whose `Origin` is not a loopback page.
 
 Sessions: a handshake-era (2025) client holds an MCP session
 (`Mcp-Session-Id`), and each such connection is one agentkernel session
-(scratch folder, tool-result history). A 2026-07-28 client sends every
+(scratch folder, tool-result history), answered only for the user who
+opened it (another user naming its id gets the 404 of an unknown one). A 2026-07-28 client sends every
 request on its own, with nothing tying one to the next, so its calls share
 one session per user and path (`mcp` or `mcp-{template}`).
 
@@ -45,6 +46,7 @@ from agentkernel.server.sealing import Sealing, seal_result
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from agentkernel.mcp_bridge.serving import Context, Identity, ToolServer
@@ -93,6 +95,7 @@ class McpEndpoint:
         request.state.mcp_user = user
         request.state.mcp_template = template
         manager = await self._manager()
+        scope["user"] = _principal(user)
         if request.method != "GET":
             await manager.handle_request(scope, receive, send)
             return
@@ -185,6 +188,17 @@ class _Progress:
             self.started = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.finished = True
+
+
+def _principal(user: str) -> AuthenticatedUser:
+    """The caller as the SDK's session manager knows a principal: it binds each handshake-era session
+    (`Mcp-Session-Id`) to the principal that opened it, and answers anyone else's request naming that id
+    as it answers an unknown id (404). So a session id that leaks (a log, a proxy) is no way in for
+    another user. The token itself is not kept: the user id is what identifies the caller here."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id=user, scopes=[]))
 
 
 def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableHTTPSessionManager:

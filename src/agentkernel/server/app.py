@@ -87,6 +87,10 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         version=__version__,
         description="Agents whose tools are scripts: sessions, streamed turns, tools (docs/server.md).",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc load their scripts from a CDN onto this origin, where the web page
+        # keeps its bearer token: not served (/openapi.json describes the API; tests/server/test_page.py)
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.parts = parts
     app.state.sealing = sealing

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -116,7 +117,8 @@ def _unreadable(exc: StarletteHTTPException) -> str | None:
 
     FastAPI turns what json.loads raises besides JSONDecodeError into
     `400 There was an error parsing the body`, naming no field: bytes that
-    are not UTF-8, or arrays nested too deep to parse. Both are malformed
+    are not UTF-8, arrays nested too deep to parse, or an integer longer
+    than Python reads (`sys.get_int_max_str_digits`). All are malformed
     JSON, which the API answers with 422 naming `body` (issue 11, section 5).
     """
     cause = exc.__cause__
@@ -126,6 +128,8 @@ def _unreadable(exc: StarletteHTTPException) -> str | None:
         return f"not valid JSON: not UTF-8 text (byte {cause.object[cause.start]:#04x} at {cause.start})"
     if isinstance(cause, RecursionError):
         return "not valid JSON: nested too deeply to read"
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return f"not valid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits"
     return None
 
 

@@ -219,8 +219,18 @@ function renderResult(result) {
 
 // -- the chat log --------------------------------------------------------------------------------
 
+// An answer is model output a script can steer. Beyond DOMPurify's defaults: its `id`s and `name`s are
+// prefixed (`user-content-`), since the answers come before the message box in the page and
+// getElementById finds the first match (`<textarea id="message">` in an answer was what got sent next);
+// no form controls or `<style>` (nothing in an answer is to be typed in, pressed, or restyle the page).
+const ANSWER_HTML = {
+  SANITIZE_NAMED_PROPS: true,
+  FORBID_TAGS: ["form", "input", "textarea", "select", "option", "button", "style"],
+  FORBID_ATTR: ["style"],
+};
+
 function markdown(text) {
-  return DOMPurify.sanitize(marked.parse(text || ""));
+  return DOMPurify.sanitize(marked.parse(text || ""), ANSWER_HTML);
 }
 
 function line(kind, text) {
@@ -271,6 +281,17 @@ function fillToolRow(details, result) {
 function errorLine(message, beforeAnyAnswer) {
   line("error", "✖ " + message);
   if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) line("help", NO_LLM_HELP);
+}
+
+// A frame's `event:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the data's
+// JSON may hold U+2028/U+2029 as they are, where a regular expression's `.` and `$` would stop.
+function frameFields(frame) {
+  const fields = {};
+  for (const text of frame.split("\n")) {
+    if (text.startsWith("event: ")) fields.type = text.slice(7);
+    else if (text.startsWith("data: ")) fields.data = text.slice(6);
+  }
+  return fields;
 }
 
 // One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
@@ -328,9 +349,8 @@ async function sendMessage(text) {
       while ((cut = pending.indexOf("\n\n")) >= 0) {
         const frame = pending.slice(0, cut);
         pending = pending.slice(cut + 2);
-        const type = /^event: (.*)$/m.exec(frame);
-        const data = /^data: (.*)$/m.exec(frame);
-        if (type && data) handle(type[1], JSON.parse(data[1]));
+        const { type, data } = frameFields(frame);
+        if (type !== undefined && data !== undefined) handle(type, JSON.parse(data));
       }
     }
   } catch (err) {
