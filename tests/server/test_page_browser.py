@@ -395,3 +395,33 @@ def test_a_line_separator_in_an_answer_or_a_result_does_not_cut_the_stream(
         assert page.locator("details.tool-call pre.content", has_text="A\u2028B").count() == 1
         assert page.locator("#log .error").count() == 0
         assert problems == []
+
+
+def test_a_long_answer_is_rendered_once_a_frame_not_once_a_token(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """Each render parses the whole answer so far (marked, then DOMPurify): a render per streamed token
+    made a long answer quadratic, and a tab froze. With the page's animation frames held back, hundreds
+    of tokens render nothing on their own; the answer is shown whole when it is complete."""
+    words = " ".join(f"word{n}" for n in range(300))  # ~2,400 characters: ~800 streamed pieces
+    llm_server.add(Reply(text=words))
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, llm_server)))) as live:
+        page, problems = open_page(browser, live.url)
+        page.evaluate(
+            """() => {
+              window.renders = 0;  // each render sets the answer box's HTML: one childList record
+              new MutationObserver((records) => {
+                window.renders += records.filter((r) => r.target.classList.contains("md")).length;
+              }).observe(document.getElementById("log"), {childList: true, subtree: true});
+              window.requestAnimationFrame = () => 1;  // asked for, never given: only flushes render
+              window.cancelAnimationFrame = () => {};
+            }"""
+        )
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.fill("#compose textarea", "talk at length")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".msg.agent .md:has-text('word299')")
+        page.wait_for_selector("#send:enabled")  # the turn is over
+        assert page.evaluate("window.renders") <= 2  # the end of the stream, not each of its pieces
+        assert problems == []

@@ -305,14 +305,25 @@ async function sendMessage(text) {
   let buffer = "";
   let answered = false;
   const rows = new Map();
+  // The answer so far is rendered once a frame, not once a token: each render parses all of it again
+  // (marked, then DOMPurify), so a render per token made a long answer quadratic and froze the tab.
+  let frameAsked = 0;
+  const showAnswer = () => {
+    if (frameAsked) cancelAnimationFrame(frameAsked);
+    frameAsked = 0;
+    if (!answer) return;
+    answer.innerHTML = markdown(buffer);
+    follow(answer);
+  };
   const handle = (type, data) => {
     if (type === "token") {
       if (!answer) answer = answerBox();
       buffer += data.text;
-      answer.innerHTML = markdown(buffer);
-      follow(answer);
+      if (!frameAsked) frameAsked = requestAnimationFrame(showAnswer);
       answered = true;
     } else if (type === "reply") {
+      if (frameAsked) cancelAnimationFrame(frameAsked);
+      frameAsked = 0;
       if (!answer) answer = answerBox();
       buffer = data.content;
       answer.innerHTML = markdown(buffer);
@@ -322,6 +333,7 @@ async function sendMessage(text) {
     } else if (type === "notice") {
       line("notice", data.text);
     } else if (type === "tool_call") {
+      showAnswer(); // the text before the call, whole, before the call's row
       answer = null;
       buffer = "";
       rows.set(data.id, toolRow(data.tool, data.args));
@@ -354,8 +366,10 @@ async function sendMessage(text) {
       }
     }
   } catch (err) {
+    showAnswer();
     errorLine(err.message, !answered);
   } finally {
+    showAnswer();
     $("stop").hidden = true;
     state.turning = null;
     setBusy(false);
