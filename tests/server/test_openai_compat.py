@@ -242,3 +242,55 @@ def test_a_client_that_goes_away_does_not_stop_the_turn(
         lambda: any(r.kind == "end" for r in live.kernel.transcript(session)), "the turn to be recorded"
     )
     assert [r.content for r in live.kernel.transcript(session)][-2:] == ["after the gate", "job_done"]
+
+
+POLICE_JS = """
+function before_user_message(ctx, msg) {
+  if (msg.content.indexOf('forbidden') >= 0) return {suppress: true, notice: 'not that'};
+  var removed = {role: 'user', content: '[card number removed]'};
+  if (msg.content.indexOf('4111') >= 0) return {replace_message: removed};
+}
+"""
+
+
+def test_the_client_s_earlier_messages_pass_the_template_s_hooks(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """S7.1, S23.6: a stateless client sends the whole conversation, so a hook policing what users say
+    was bypassed by saying it one message earlier (or in a `system` message). Each earlier user and
+    system message now passes `before_user_message`: a replaced one reaches the LLM replaced, and a
+    suppressed one blocks the turn before the LLM is asked."""
+    config = make_project(tmp_path, llm_server)
+    hooks = tmp_path / "config" / "scripts" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    police = "kind: script_hook\nname: police\nscript: police.js\n"
+    (hooks / "police.yaml").write_text(police, encoding="utf-8")
+    (hooks / "police.js").write_text(POLICE_JS, encoding="utf-8")
+    template = tmp_path / "config" / "templates" / "tester.yaml"
+    template.write_text(template.read_text(encoding="utf-8") + "hooks: [police]\n", encoding="utf-8")
+    llm_server.add(Reply(text="noted"))
+    with LiveServer(Kernel(load_kernel_config(config))) as live, live.client() as http:
+        url = f"{live.url}/v1/chat/completions"
+        earlier = [
+            {"role": "system", "content": "My card is 4111 1111 1111 1111."},
+            {"role": "user", "content": "and again: 4111 1111 1111 1111"},
+            {"role": "assistant", "content": "4111 is what you said"},  # the agent's own: not a user's
+        ]
+        body = {"model": "tester", "messages": [*earlier, {"role": "user", "content": "go on"}]}
+        answered = http.post(url, json=body)
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["choices"][0]["message"]["content"] == "noted"
+        sent = [(m["role"], m["content"]) for m in llm_server.bodies[-1]["messages"]]
+        assert sent[1:] == [
+            ("system", "[card number removed]"),
+            ("user", "[card number removed]"),
+            ("assistant", "4111 is what you said"),
+            ("user", "go on"),
+        ]
+        asked = len(llm_server.bodies)
+        smuggled = [{"role": "user", "content": "the forbidden thing"}, {"role": "user", "content": "hi"}]
+        refused = http.post(url, json={"model": "tester", "messages": smuggled})
+        assert refused.status_code == 200, refused.text
+        choice = refused.json()["choices"][0]
+        assert (choice["finish_reason"], choice["message"]["content"]) == ("content_filter", "")
+        assert len(llm_server.bodies) == asked  # the LLM was not asked

@@ -186,13 +186,17 @@ class AgentLoop:
         text: str,
         emit: Emit,
         stop: asyncio.Event | None = None,
+        *,
+        unvetted: int = 0,
     ) -> LoopResult:
         """Handle one user message; `history` is the conversation so far (not changed).
 
         Setting `stop` ends the run with `terminated` at once: an answer being
         streamed is cut where it is (the text shown so far is kept and
         recorded), a running tool call is waited for, and no further LLM call
-        or tool call is made.
+        or tool call is made. The first `unvetted` messages of `history`
+        came from a client, not from earlier runs: they pass the hooks first
+        (`_vetted`).
         """
         stop = stop or asyncio.Event()
         if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
@@ -200,6 +204,13 @@ class AgentLoop:
         caller = process.caller(self.services)
         message: JSONObject = {"role": "user", "content": text}
         self._record(caller, "user", "user", text)
+        if unvetted:
+            history, refused = await self._vetted(settings, caller, history, unvetted)
+            if refused:
+                shape = TurnFacts("", history_messages=len(history))
+                return await self._finish(
+                    process, settings, caller, message, None, EndReason.BLOCKED, history, emit, shape
+                )
         before = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, message)
         self._record_hooks(caller, before.records)
         for notice in before.notices:
@@ -236,6 +247,34 @@ class AgentLoop:
         calls = sum(len(m.tool_calls) for m in messages[start + len(before.inject) :])
         shape = replace(shape, tool_calls=calls)
         return await self._finish(process, settings, caller, question, answer, reason, kept, emit, shape)
+
+    async def _vetted(
+        self, settings: LoopSettings, caller: Caller, history: list[ChatMessage], unvetted: int
+    ) -> tuple[list[ChatMessage], bool]:
+        """The client's messages as `before_user_message` leaves them, and whether one was suppressed.
+
+        A stateless client (`POST /v1/chat/completions`) sends the whole
+        conversation each time, so its earlier messages never passed the
+        hooks as a session's do: a hook that polices what users say would
+        be bypassed by saying it one message earlier. Each user and system
+        message the client sent passes them here: `replace_message` replaces
+        its text (its role stays), `suppress` refuses the whole turn
+        (`blocked`); a reply, injected messages and notices answer a message
+        that is not being answered, and are dropped. Hook failures are
+        recorded as in a run; other hook calls are not, so a long
+        conversation does not fill the transcript again with every request.
+        """
+        vetted = list(history)
+        for index, said in enumerate(history[:unvetted]):
+            if said.role not in ("user", "system") or not settings.hooks:
+                continue
+            asked: JSONObject = {"role": "user", "content": said.content or ""}
+            outcome = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, asked)
+            self._record_hooks(caller, [r for r in outcome.records if r.failed])
+            if outcome.suppressed:
+                return vetted[:index], True
+            vetted[index] = replace(said, content=str(outcome.message.get("content", "")))
+        return vetted, False
 
     async def _converse(
         self,

@@ -24,6 +24,7 @@ class ChatSession:
     loop: AgentLoop
     settings: LoopSettings
     history: list[ChatMessage] = field(default_factory=list)
+    unvetted: int = 0  # leading messages of `history` a client sent, not yet past the hooks (`from_client`)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
 
@@ -31,11 +32,18 @@ class ChatSession:
         async with self._lock:
             self._stop = stop = asyncio.Event()
             try:
-                result = await self.loop.run(self.process, self.settings, self.history, text, emit, stop)
+                result = await self.loop.run(
+                    self.process, self.settings, self.history, text, emit, stop, unvetted=self.unvetted
+                )
             finally:
                 self._stop = None
-            self.history = result.history
+            self.history, self.unvetted = result.history, 0
             return result
+
+    def from_client(self, history: list[ChatMessage]) -> None:
+        """The conversation so far is the one a client sent (a stateless API): its user and system
+        messages pass the template's `before_user_message` hooks with the next message."""
+        self.history, self.unvetted = list(history), len(history)
 
     def stop(self) -> bool:
         """Stop the message being handled now; False when there is none. Call it on the session's loop."""

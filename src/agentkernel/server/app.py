@@ -57,7 +57,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         # resume: a session opened again after a restart goes on with its conversation
         chat = kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=history is None)
         if history is not None:  # a stateless client's turn: the conversation is the one it sent
-            chat.history = list(history)
+            chat.from_client(history)
         return chat
 
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
