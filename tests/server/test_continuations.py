@@ -182,6 +182,27 @@ def test_expired_rows_are_purged(tmp_path: Path) -> None:
         assert store.count() == 0
 
 
+def test_one_user_s_rows_are_capped_and_the_oldest_go_first(tmp_path: Path) -> None:
+    """Each transcript read seals its tables anew, so reading again and again grew the file for a whole
+    TTL: a user keeps at most `max_rows_per_owner` rows (checked every TRIM_EVERY rows of theirs), the
+    oldest deleted first; another user's rows are not touched."""
+    from agentkernel.server.sealed_ids import TRIM_EVERY
+
+    clock = [0.0]
+    with ContinuationStore(tmp_path / "m.db", clock=lambda: clock[0]) as store:
+        store.max_rows_per_owner = 10
+        bobs = [store.put(owner="bob", tool="pages", args={"n": n}) for n in range(5)]
+        anns = []
+        for n in range(10 + 3 * TRIM_EVERY):
+            clock[0] += 1.0
+            anns.append(store.put(owner="ann", tool="pages", args={"n": n}))
+        assert 5 + 10 <= store.count() < 5 + 10 + TRIM_EVERY
+        assert store.get(anns[0], "ann") is None  # the oldest: gone, as an expired one is
+        newest = anns[-(store.count() - 5) :]
+        assert all(store.get(kept, "ann") is not None for kept in newest)
+        assert all(store.get(kept, "bob") is not None for kept in bobs)
+
+
 def test_a_continuation_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "data" / "messages.db"
     with ContinuationStore(path) as store:

@@ -18,6 +18,9 @@ their rows hold):
   answers None at once and is deleted by the next insert (an indexed
   range delete on `created_at`, nothing to do most of the time) or by
   `purge`.
+- **A cap per user**: a user keeps at most `max_rows_per_owner` rows of
+  a table (`MAX_ROWS_PER_OWNER`); past it the oldest are deleted first, so
+  no one user's reads or scripts grow the file without bound.
 - **Beside the transcript**: the tables live in the message store's SQLite
   file, each versioned in a table of its own (`Schema.version_table`), so
   they survive a restart and the checks that keep scripts away from the
@@ -45,6 +48,8 @@ DEFAULT_TTL_SECS = 24 * 3600.0
 BUSY_TIMEOUT_SECS = 5.0
 ID_BYTES = 24  # 192 bits; token_urlsafe makes 32 characters of [A-Za-z0-9_-]
 MAX_ID_CHARS = 100  # anything longer is no id of ours: refused before hashing
+MAX_ROWS_PER_OWNER = 20_000  # of one table, per user: the oldest beyond it are deleted (`_trim_now_and_then`)
+TRIM_EVERY = 64  # a user's rows are trimmed once every this many new ones
 
 
 def sealed_schema(table: str, what: str, columns: Sequence[str]) -> Schema:
@@ -54,7 +59,7 @@ def sealed_schema(table: str, what: str, columns: Sequence[str]) -> Schema:
     message store's, which uses `user_version`; `what` names it in errors.
     """
     return Schema(
-        version=1,
+        version=2,
         upgrades={
             1: (
                 f"CREATE TABLE {table} ("
@@ -64,7 +69,8 @@ def sealed_schema(table: str, what: str, columns: Sequence[str]) -> Schema:
                 + " created_at REAL NOT NULL"  # seconds since the epoch
                 ") WITHOUT ROWID",
                 f"CREATE INDEX {table}_created ON {table} (created_at)",
-            )
+            ),
+            2: (f"CREATE INDEX {table}_owner ON {table} (owner, created_at)",),  # a user's newest first
         },
         too_new=lambda found: AgentKernelError(
             f"{what} store schema version {found} is newer than this kernel's"
@@ -92,6 +98,8 @@ class SealedIdStore(SqliteStore):
         super().__init__(path, self.schema, BUSY_TIMEOUT_SECS)
         self.ttl_secs = ttl_secs
         self._clock = clock
+        self.max_rows_per_owner = MAX_ROWS_PER_OWNER
+        self._since_trim: dict[str, int] = {}  # rows an owner got since their rows were last trimmed
 
     def _now(self, now: float | None) -> float:
         return self._clock() if now is None else now
@@ -108,7 +116,30 @@ class SealedIdStore(SqliteStore):
                 f"INSERT INTO {self.table} ({columns}) VALUES ({marks})",
                 (sealed_key(new_id), owner, *row.values(), at),
             )
+            self._trim_now_and_then(conn, owner)
         return new_id
+
+    def _trim_now_and_then(self, conn: sqlite3.Connection, owner: str) -> None:
+        """Keep `owner`'s newest `max_rows_per_owner` rows, checked once every TRIM_EVERY of their rows.
+
+        Each read of a transcript seals its blocks anew (sealing.py), so a
+        user who reads again and again, or a script that makes tables
+        without end, would grow the file for a whole TTL; with a cap per
+        user, one user's rows are bounded and nobody else's are touched.
+        The oldest go first: their ids answer as expired ones do. Counting
+        on every insert would walk the user's rows each time, so it waits
+        for TRIM_EVERY new ones (a user holds at most that many more).
+        """
+        since = self._since_trim.get(owner, 0) + 1
+        if since < TRIM_EVERY:
+            self._since_trim[owner] = since
+            return
+        self._since_trim.pop(owner, None)
+        conn.execute(
+            f"DELETE FROM {self.table} WHERE key IN (SELECT key FROM {self.table} WHERE owner = ?"
+            " ORDER BY created_at DESC LIMIT -1 OFFSET ?)",
+            (owner, self.max_rows_per_owner),
+        )
 
     def _lookup(
         self, sealed_id: object, owner: str, columns: Sequence[str], now: float | None
@@ -152,6 +183,7 @@ __all__ = [
     "DEFAULT_TTL_SECS",
     "ID_BYTES",
     "MAX_ID_CHARS",
+    "MAX_ROWS_PER_OWNER",
     "SealedIdStore",
     "sealed_key",
     "sealed_schema",
