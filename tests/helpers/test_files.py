@@ -495,6 +495,25 @@ def test_very_long_names_give_clean_errors(probe: Probe, temp: Path, shared: Pat
     assert list(temp.iterdir()) == []
 
 
+def test_s14_2_writes_stay_shallow_enough_to_be_walked(probe: Probe, temp: Path) -> None:
+    """A write makes at most 63 folders, and its file stays under PATH_MAX counted from `/`.
+
+    `fs_write("a/a/…(2,000 times)/x")` made a tree the quota's count and the
+    clean-up could not walk (RecursionError: every later write of the session
+    failed with an internal error), and a file past PATH_MAX is neither
+    counted nor removed by path.
+    """
+    deep = "a/" * 64 + "x.txt"
+    assert probe.write_error(deep) == (
+        f"fs_write: path {confined.show_path(deep)} is 65 names deep, over the limit of 64"
+    )
+    assert probe.write("a/" * 63 + "x.txt") == str(temp.joinpath(*["a"] * 63, "x.txt"))
+    long = "/".join(["n" * 200] * 20)
+    message = probe.write_error(long)
+    assert message.endswith("characters long inside the session temp dir, at most 4,095"), message
+    assert not (temp / ("n" * 200)).exists()
+
+
 def test_proc_is_not_readable(probe: Probe, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """/proc/self/environ would show the secrets env_var hides; no spelling of it gets through."""
     monkeypatch.setenv("TEST_HIDDEN_KEY", "s3cr3t")
@@ -859,6 +878,41 @@ def test_a_session_in_use_keeps_its_folder(project: Path, make_tool: ToolFactory
     _age(temp, 2 * DAY)
     assert probe('fs_read(caller().temp_dir + "/keep.txt")') == "x"  # the call renews it
     assert kernel.clean_scratch() == [] and (temp / "keep.txt").exists()
+
+
+def _deep_tree(top: Path, depth: int, *, leaf: bytes = b"", link_to: Path | None = None) -> None:
+    """`top/d/d/…/d/leaf.bin`, `depth` folders deep, made as `shell` could (`mkdir -p`), by descriptors."""
+    folder = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=folder)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        handle = os.open("leaf.bin", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=folder)
+        os.write(handle, leaf)
+        os.close(handle)
+        if link_to is not None:
+            os.symlink(link_to, "link", dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def test_a_very_deep_folder_neither_breaks_the_quota_nor_the_clean_up(
+    project: Path, make_tool: ToolFactory, outside: Path
+) -> None:
+    """A tree deeper than Python's recursion limit, left by `shell`: counted, then removed (S14.2)."""
+    kernel = build_kernel(project, "files:\n  max_scratch_bytes: 1000\n")
+    probe = Probe(kernel, make_tool, ".js")
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    _deep_tree(temp, 1500, leaf=b"x" * 300, link_to=outside)
+    assert probe.write_error("a.txt", "x" * 800).endswith(
+        "would hold 1,100 bytes, over its 1,000-byte quota (files.max_scratch_bytes); it holds 300"
+    )
+    assert kernel.clean_scratch(now=time.time() + 2 * DAY) == [temp]
+    assert not temp.exists()
+    assert (outside / "victim.txt").read_text() == "original"  # the link was removed, not followed
 
 
 def test_passes_after_the_first_wait_for_the_interval(tmp_path: Path) -> None:

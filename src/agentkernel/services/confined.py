@@ -35,6 +35,9 @@ from pathlib import Path, PurePosixPath
 
 #: Longest path text accepted (PATH_MAX on Linux); longer paths are refused before any walk.
 MAX_PATH_CHARS = 4096
+#: Most names a written path may have below its base folder: each one may be a folder `write_below`
+#: makes, and a tree thousands deep broke every walk of the folder (the quota count, the clean-up).
+MAX_WRITE_DEPTH = 64
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LEAF_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -143,6 +146,7 @@ def write_below(base: Path, path: str, data: bytes, *, room: Callable[[int], Non
     (0 for a new one) just before writing, and may refuse (a quota).
     """
     names = names_below(base, path)
+    _check_write_reach(base, names, path)
     folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for depth, name in enumerate(names[:-1]):
@@ -153,6 +157,25 @@ def write_below(base: Path, path: str, data: bytes, *, room: Callable[[int], Non
     finally:
         os.close(folder)
     return base.joinpath(*names)
+
+
+def _check_write_reach(base: Path, names: list[str], path: str) -> None:
+    """Refuse a path deeper than MAX_WRITE_DEPTH names, or longer than MAX_PATH_CHARS counted from `/`.
+
+    The file must stay reachable by its full path: the quota's count and
+    the clean-up walk the folder by path, and a file past PATH_MAX would be
+    neither counted nor removed.
+    """
+    if len(names) > MAX_WRITE_DEPTH:
+        raise PathRefused(
+            f"path {show_path(path)} is {len(names):,} names deep, over the limit of {MAX_WRITE_DEPTH}"
+        )
+    full = len(str(base)) + sum(len(name) + 1 for name in names)
+    if full >= MAX_PATH_CHARS:
+        raise PathRefused(
+            f"path {show_path(path)} would be {full:,} characters long inside the session temp dir, "
+            f"at most {MAX_PATH_CHARS - 1:,}"
+        )
 
 
 def _enter(folder: int, name: str, path: str, walked: list[str]) -> int:
@@ -303,6 +326,7 @@ def show_path(path: str) -> str:
 
 __all__ = [
     "MAX_PATH_CHARS",
+    "MAX_WRITE_DEPTH",
     "NotFound",
     "OutsideBase",
     "PathRefused",
