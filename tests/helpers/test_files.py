@@ -370,7 +370,7 @@ def test_s14_2_link_swapped_in_after_the_check_is_replaced(
     the link (rename never follows one) instead of writing through it."""
     check = confined._check_target
 
-    def check_then_swap(folder: int, name: str, path: str) -> int:
+    def check_then_swap(folder: int, name: str, path: str) -> int | None:
         replaced = check(folder, name, path)
         os.symlink(outside / "victim.txt", name, dir_fd=folder)
         return replaced
@@ -388,8 +388,8 @@ def test_s14_2_folder_swapped_for_a_link_after_it_was_entered(
     (temp / "sub").mkdir()
     enter = confined._enter
 
-    def enter_then_swap(folder: int, name: str, path: str, walked: list[str]) -> int:
-        handle = enter(folder, name, path, walked)
+    def enter_then_swap(folder: int, name: str, path: str, walked: list[str], *, create: bool) -> int | None:
+        handle = enter(folder, name, path, walked, create=create)
         os.rename(name, "moved", src_dir_fd=folder, dst_dir_fd=folder)
         os.symlink(outside, name, dir_fd=folder)
         return handle
@@ -624,7 +624,7 @@ def test_settings_defaults_and_config(project: Path) -> None:
         (
             "files:\n  root: /",
             "files.root: unknown field (known: read_roots, max_read_bytes, max_write_bytes, "
-            "max_list_entries, max_scratch_bytes, scratch_ttl_hours)",
+            "max_list_entries, max_scratch_bytes, max_scratch_entries, scratch_ttl_hours)",
         ),
     ],
 )
@@ -769,6 +769,40 @@ def test_a_temp_dir_holds_at_most_max_scratch_bytes(
     assert "would hold 1,001 bytes" in probe.write_error("d.txt", "x" * 96)
     other = probe("fs_write(args.path, args.c)", "s-2", path="big.txt", c="x" * 1000)
     assert isinstance(other, str)  # each temp dir has its own quota
+
+
+def test_folders_and_empty_files_count_against_max_scratch_entries(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    """Empty files and folders hold no bytes, yet fill a disk: they stop at the entry quota (S14.2)."""
+    kernel = build_kernel(project, "files:\n  max_scratch_entries: 10\n")
+    probe = Probe(kernel, make_tool, engine)
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    probe.write("a/b/c/d/e.txt", "")  # 5 entries
+    probe.write("a/b/c/d/e.txt", "x")  # replacing makes none
+    assert probe.write_error("f/g/h/i/j/k.txt", "") == (
+        "fs_write: the session temp dir would hold 11 files and folders, over its 10-entry quota "
+        "(files.max_scratch_entries)"
+    )
+    assert not (temp / "f").exists()  # refused before any folder was made
+    for name in ("f.txt", "g.txt", "a/h.txt", "a/b/i.txt", "a/b/c/j.txt"):
+        probe.write(name, "")
+    assert "10-entry quota" in probe.write_error("k.txt", "")
+    (temp / "f.txt").unlink()  # removed behind the service's back: counted again before refusing
+    probe.write("k.txt", "")
+
+
+def test_a_failed_write_is_counted_again(project: Path, make_tool: ToolFactory) -> None:
+    """A write that made its folders, then failed (a name too long), cannot pile up uncounted folders."""
+    kernel = build_kernel(project, "files:\n  max_scratch_entries: 5\n")
+    probe = Probe(kernel, make_tool, ".js")
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    messages = [probe.write_error(f"d{i}/{'x' * 300}", "") for i in range(8)]
+    assert all(m.endswith("File name too long") for m in messages[:4]), messages  # a folder and a file each
+    assert all("5-entry quota (files.max_scratch_entries)" in m for m in messages[4:]), messages
+    assert len(list(temp.iterdir())) == 4
 
 
 def nearly_full(project: Path, make_tool: ToolFactory) -> tuple[Kernel, Probe, Path]:

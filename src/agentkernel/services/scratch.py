@@ -22,6 +22,7 @@ import secrets
 import stat
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 CLEAN_INTERVAL_SECS = 3600.0
@@ -29,9 +30,22 @@ CLEAN_INTERVAL_SECS = 3600.0
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def folder_bytes(folder: Path) -> int:
-    """The bytes of the regular files below `folder`, links not followed; 0 for a missing folder."""
-    return sum(info.st_size for info in _entries_below(folder) if stat.S_ISREG(info.st_mode))
+@dataclass(frozen=True)
+class Usage:
+    """What a folder holds: the bytes of its regular files, and how many entries of any kind."""
+
+    bytes: int = 0
+    entries: int = 0
+
+
+def folder_usage(folder: Path) -> Usage:
+    """The bytes of the regular files below `folder` and its entries, links not followed; 0s when missing."""
+    size = entries = 0
+    for info in _entries_below(folder):
+        entries += 1
+        if stat.S_ISREG(info.st_mode):
+            size += info.st_size
+    return Usage(size, entries)
 
 
 def last_touched(folder: Path) -> float:
@@ -174,8 +188,9 @@ class ScratchJanitor:
 __all__ = [
     "CLEAN_INTERVAL_SECS",
     "ScratchJanitor",
+    "Usage",
     "clean_scratch",
-    "folder_bytes",
+    "folder_usage",
     "last_touched",
     "remove_tree",
 ]
