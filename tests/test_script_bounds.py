@@ -84,6 +84,49 @@ def test_s21_1_js_clock_holds_for_other_long_builtins(
     assert (result.success, result.content) == (False, "script exceeded timeout_secs (0.5 s)")
 
 
+@pytest.mark.parametrize(
+    ("body", "method", "length"),
+    [
+        ("const a = []; a.length = 2 ** 28; a.sort();", "sort", "268435456"),
+        ("Array.prototype.indexOf.call({ length: 2 ** 28 }, 1);", "indexOf", "268435456"),
+        ("const a = []; a.length = 2 ** 28; a.forEach(() => {});", "forEach", "268435456"),
+        ("const a = []; a.length = 2 ** 28; [1].concat(a);", "concat", "268435456"),
+    ],
+    ids=["sparse-sort", "array-like-indexOf", "sparse-forEach", "concat-argument"],
+)
+def test_s21_1_js_refuses_to_walk_a_length_no_memory_backs(
+    kernel: Kernel, make_tool: ToolFactory, body: str, method: str, length: str
+) -> None:
+    """One builtin call over a sparse array or an array-like walks every index in C, where QuickJS
+    never asks the interrupt handler and Python's lock stays held: the whole kernel stood still for
+    minutes (`2 ** 32 - 1`), or for good (`2 ** 53 - 1`). Such a length is refused before the walk."""
+    make_tool("holes", f"function run() {{ {body} }}", yaml_extra="memory_limit_mb: 16\n")
+    result = call(kernel, "holes")
+    assert not result.success
+    assert result.content.startswith(
+        f"RangeError: Array.prototype.{method}: length {length} is more than any array this script's "
+        "memory can hold (1048576); walking a sparse array or an array-like that long would outlast "
+        "timeout_secs"
+    ), result.content
+
+
+def test_js_arrays_the_memory_holds_are_walked_as_before(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "dense",
+        """
+        function run() {
+            const a = new Array(300000).fill(1);
+            const sparse = []; sparse.length = 1048576; sparse[5] = 7;
+            const joined = Array.prototype.join.call(new Uint8Array(2000000), "");
+            return [a.indexOf(2), a.concat([2]).lastIndexOf(2), sparse.indexOf(7), joined.length].join();
+        }
+        """,
+        yaml_extra="memory_limit_mb: 16\n",
+    )
+    result = call(kernel, "dense")
+    assert (result.success, result.content) == (True, "-1,300000,5,2000000")
+
+
 def test_js_stopped_builtin_cannot_be_caught(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool(
         "sly_includes",

@@ -370,7 +370,7 @@ def test_s14_2_link_swapped_in_after_the_check_is_replaced(
     the link (rename never follows one) instead of writing through it."""
     check = confined._check_target
 
-    def check_then_swap(folder: int, name: str, path: str) -> int:
+    def check_then_swap(folder: int, name: str, path: str) -> int | None:
         replaced = check(folder, name, path)
         os.symlink(outside / "victim.txt", name, dir_fd=folder)
         return replaced
@@ -388,8 +388,8 @@ def test_s14_2_folder_swapped_for_a_link_after_it_was_entered(
     (temp / "sub").mkdir()
     enter = confined._enter
 
-    def enter_then_swap(folder: int, name: str, path: str, walked: list[str]) -> int:
-        handle = enter(folder, name, path, walked)
+    def enter_then_swap(folder: int, name: str, path: str, walked: list[str], *, create: bool) -> int | None:
+        handle = enter(folder, name, path, walked, create=create)
         os.rename(name, "moved", src_dir_fd=folder, dst_dir_fd=folder)
         os.symlink(outside, name, dir_fd=folder)
         return handle
@@ -493,6 +493,25 @@ def test_very_long_names_give_clean_errors(probe: Probe, temp: Path, shared: Pat
     message = probe.write_error("é" * 200)
     assert len(message) < 300 and message.endswith("File name too long")  # 400 bytes: over NAME_MAX
     assert list(temp.iterdir()) == []
+
+
+def test_s14_2_writes_stay_shallow_enough_to_be_walked(probe: Probe, temp: Path) -> None:
+    """A write makes at most 63 folders, and its file stays under PATH_MAX counted from `/`.
+
+    `fs_write("a/a/…(2,000 times)/x")` made a tree the quota's count and the
+    clean-up could not walk (RecursionError: every later write of the session
+    failed with an internal error), and a file past PATH_MAX is neither
+    counted nor removed by path.
+    """
+    deep = "a/" * 64 + "x.txt"
+    assert probe.write_error(deep) == (
+        f"fs_write: path {confined.show_path(deep)} is 65 names deep, over the limit of 64"
+    )
+    assert probe.write("a/" * 63 + "x.txt") == str(temp.joinpath(*["a"] * 63, "x.txt"))
+    long = "/".join(["n" * 200] * 20)
+    message = probe.write_error(long)
+    assert message.endswith("characters long inside the session temp dir, at most 4,095"), message
+    assert not (temp / ("n" * 200)).exists()
 
 
 def test_proc_is_not_readable(probe: Probe, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -605,7 +624,7 @@ def test_settings_defaults_and_config(project: Path) -> None:
         (
             "files:\n  root: /",
             "files.root: unknown field (known: read_roots, max_read_bytes, max_write_bytes, "
-            "max_list_entries, max_scratch_bytes, scratch_ttl_hours)",
+            "max_list_entries, max_scratch_bytes, max_scratch_entries, scratch_ttl_hours)",
         ),
     ],
 )
@@ -752,6 +771,40 @@ def test_a_temp_dir_holds_at_most_max_scratch_bytes(
     assert isinstance(other, str)  # each temp dir has its own quota
 
 
+def test_folders_and_empty_files_count_against_max_scratch_entries(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    """Empty files and folders hold no bytes, yet fill a disk: they stop at the entry quota (S14.2)."""
+    kernel = build_kernel(project, "files:\n  max_scratch_entries: 10\n")
+    probe = Probe(kernel, make_tool, engine)
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    probe.write("a/b/c/d/e.txt", "")  # 5 entries
+    probe.write("a/b/c/d/e.txt", "x")  # replacing makes none
+    assert probe.write_error("f/g/h/i/j/k.txt", "") == (
+        "fs_write: the session temp dir would hold 11 files and folders, over its 10-entry quota "
+        "(files.max_scratch_entries)"
+    )
+    assert not (temp / "f").exists()  # refused before any folder was made
+    for name in ("f.txt", "g.txt", "a/h.txt", "a/b/i.txt", "a/b/c/j.txt"):
+        probe.write(name, "")
+    assert "10-entry quota" in probe.write_error("k.txt", "")
+    (temp / "f.txt").unlink()  # removed behind the service's back: counted again before refusing
+    probe.write("k.txt", "")
+
+
+def test_a_failed_write_is_counted_again(project: Path, make_tool: ToolFactory) -> None:
+    """A write that made its folders, then failed (a name too long), cannot pile up uncounted folders."""
+    kernel = build_kernel(project, "files:\n  max_scratch_entries: 5\n")
+    probe = Probe(kernel, make_tool, ".js")
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    messages = [probe.write_error(f"d{i}/{'x' * 300}", "") for i in range(8)]
+    assert all(m.endswith("File name too long") for m in messages[:4]), messages  # a folder and a file each
+    assert all("5-entry quota (files.max_scratch_entries)" in m for m in messages[4:]), messages
+    assert len(list(temp.iterdir())) == 4
+
+
 def nearly_full(project: Path, make_tool: ToolFactory) -> tuple[Kernel, Probe, Path]:
     """A kernel whose temp dirs hold 1,000 bytes, and the probes' temp dir with 900 of them used."""
     kernel = build_kernel(project, "files:\n  max_scratch_bytes: 1000\n")
@@ -859,6 +912,41 @@ def test_a_session_in_use_keeps_its_folder(project: Path, make_tool: ToolFactory
     _age(temp, 2 * DAY)
     assert probe('fs_read(caller().temp_dir + "/keep.txt")') == "x"  # the call renews it
     assert kernel.clean_scratch() == [] and (temp / "keep.txt").exists()
+
+
+def _deep_tree(top: Path, depth: int, *, leaf: bytes = b"", link_to: Path | None = None) -> None:
+    """`top/d/d/…/d/leaf.bin`, `depth` folders deep, made as `shell` could (`mkdir -p`), by descriptors."""
+    folder = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=folder)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        handle = os.open("leaf.bin", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=folder)
+        os.write(handle, leaf)
+        os.close(handle)
+        if link_to is not None:
+            os.symlink(link_to, "link", dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def test_a_very_deep_folder_neither_breaks_the_quota_nor_the_clean_up(
+    project: Path, make_tool: ToolFactory, outside: Path
+) -> None:
+    """A tree deeper than Python's recursion limit, left by `shell`: counted, then removed (S14.2)."""
+    kernel = build_kernel(project, "files:\n  max_scratch_bytes: 1000\n")
+    probe = Probe(kernel, make_tool, ".js")
+    temp = kernel.caller(session_id="s-1", user_id="u-1").temp_dir
+    assert temp is not None
+    _deep_tree(temp, 1500, leaf=b"x" * 300, link_to=outside)
+    assert probe.write_error("a.txt", "x" * 800).endswith(
+        "would hold 1,100 bytes, over its 1,000-byte quota (files.max_scratch_bytes); it holds 300"
+    )
+    assert kernel.clean_scratch(now=time.time() + 2 * DAY) == [temp]
+    assert not temp.exists()
+    assert (outside / "victim.txt").read_text() == "original"  # the link was removed, not followed
 
 
 def test_passes_after_the_first_wait_for_the_interval(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import state as state_helpers
 from agentkernel.services.memory import SqliteMessageStore
 from agentkernel.services.state import (
+    ITEM_ROW_BYTES,
     Namespace,
     SqliteStateStore,
     StateBusyError,
@@ -552,17 +553,20 @@ def test_a_users_keys_are_held_to_max_user_bytes(project: Path, make_tool: ToolF
 
     assert steps("alice", ["set", "user", "a", blob], ["set", "session", "b", blob]) == ["ok", "ok"]
     assert steps("alice", ["set", "global", "c", blob]) == [over("state_set", 303)]  # shared scopes count too
-    assert steps("alice", ["push", "agent", "l", blob]) == [over("state_push", 303)]
-    assert steps("alice", ["sadd", "user", "m", blob]) == [over("state_sadd", 303)]
+    item = 1 + 100 + ITEM_ROW_BYTES  # a list item or set member counts its key and its row too
+    assert steps("alice", ["push", "agent", "l", blob]) == [over("state_push", 202 + 1 + item)]
+    assert steps("alice", ["sadd", "user", "m", blob]) == [over("state_sadd", 202 + 1 + item)]
     assert steps("alice", ["set", "user", "a", "x" * 90]) == ["ok"]  # a smaller value always fits
     assert steps("alice", ["set", "user", "c", "y" * 88]) == ["ok"]  # 93 + 101 + 91 = 285
-    assert steps("alice", ["sadd", "user", "d", "z" * 14]) == [over("state_sadd", 302)]
+    assert steps("alice", ["sadd", "user", "d", "z" * 14]) == [
+        over("state_sadd", 285 + 1 + 1 + 16 + ITEM_ROW_BYTES)
+    ]
     assert steps("bob", ["set", "user", "a", blob], ["set", "global", "g", blob]) == ["ok", "ok"]
     assert steps(None, ["set", "session", "a", blob], ["push", "global", "h", blob]) == ["ok", "ok"]
     assert steps(None, ["set", "global", "n", blob]) == [
-        over("state_set", 303, "the keys of callers without a user")
+        over("state_set", 101 + 1 + item + 101, "the keys of callers without a user")
     ]
-    assert steps("alice", ["delete", "user", "c"], ["push", "user", "l", blob]) == ["ok", "ok"]
+    assert steps("alice", ["delete", "user", "c"], ["push", "user", "l", "x" * 30]) == ["ok", "ok"]
     assert steps("alice", ["delete", "user", "l"], ["delete", "session", "b"]) == ["ok", "ok"]
     assert steps("alice", ["set", "global", "g", blob]) == ["ok"]  # Bob's global key is now Alice's
     assert steps("bob", ["set", "session", "s", blob], ["set", "session", "t", blob]) == [
@@ -588,14 +592,50 @@ def test_the_quota_counts_every_kind_of_key(store: SqliteStateStore) -> None:
     store.push(shared, "list", 3)
     store.sadd(alice, "set", "a")
     store.sadd(alice, "set", "a")  # already there: nothing more
-    assert usage() == {"alice": 4 + 4 + 5 + 1 + 3 + 3}
+    row = ITEM_ROW_BYTES  # an item or member counts its key again, and its row
+    assert usage() == {"alice": 4 + 4 + (4 + 5 + row) + (4 + 1 + row) + 3 + (3 + 3 + row)}
     store.push(Namespace("global", "", user="bob"), "list", "bob's")
-    assert usage() == {"alice": 20, "bob": 7}
+    assert usage() == {"alice": 223, "bob": 4 + 7 + row}
     assert store.delete(Namespace("global", "", user="carol"), "list")  # frees what each had put there
-    assert usage() == {"alice": 10}
+    assert usage() == {"alice": 4 + 3 + (3 + 3 + row)}
     store.srem(alice, "set", "a")
     store.set(alice, "k", None)
     assert usage() == {"alice": 5}
+
+
+@pytest.mark.parametrize("ext", ENGINES)
+def test_tiny_items_under_a_long_key_are_held_to_the_quota(
+    project: Path, make_tool: ToolFactory, ext: str
+) -> None:
+    """Each item stores its key again: `state_push(scope, <1,000-byte key>, 0)` in a loop counted 1 byte
+    a row and wrote about 6 KB of file a row, 400 MB in 20 s past a 1 MB quota (S11, issue 9's quota)."""
+    kernel = build_kernel(project, STATE_YAML + "state:\n  max_user_bytes: 100000\n")
+    js = """
+    function run(args) {
+        const key = "k".repeat(1000);
+        let n = 0;
+        try { for (; n < 1000; n++) state_push("user", key, 0); return "all"; }
+        catch (e) { return `${n}: ${e.message}`; }
+    }
+    """
+    rhai = """
+    fn run(args) {
+        let key = "k";
+        key.pad(1000, "k");
+        let n = 0;
+        try { while n < 1000 { state_push("user", key, 0); n += 1; } return "all"; }
+        catch (e) { return `${n}: ${e}`; }
+    }
+    """
+    make_tool("flood", source(ext, js, rhai), ext=ext)
+    result = kernel.run_tool("flood", {}, kernel.caller(user_id="alice", session_id="s"))
+    per_item = 1000 + 1 + ITEM_ROW_BYTES
+    made = (100_000 - 1000) // per_item
+    assert result.content == (
+        f"{made}: state_push: this user's keys would take {1000 + (made + 1) * per_item:,} bytes, "
+        "over the 100,000-byte quota (state.max_user_bytes); delete keys to make room"
+    )
+    close_store(kernel)
 
 
 def test_a_version_1_store_is_upgraded_and_keeps_its_data(tmp_path: Path) -> None:
@@ -629,14 +669,14 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_data(tmp_path: Path) -> Non
             assert store.get(Namespace("session", owner), "k") is None
         store.push(Namespace("global", "", user="alice"), "l", 2)
     with sqlite3.connect(path) as raw:
-        assert raw.execute("SELECT max(version) FROM state_schema").fetchone() == (2,)
+        assert raw.execute("SELECT max(version) FROM state_schema").fetchone() == (3,)
         assert raw.execute("SELECT owner FROM state_keys WHERE scope = 'session'").fetchall() == [
             ('[0,"s1"]',)
         ]
         usage = dict(raw.execute("SELECT payer, bytes FROM state_usage").fetchall())
     assert usage == {
-        "": len("k") + len('"kept"') + len("k") + len('"orphan"') + len("l") + len("[1]"),
-        "alice": 1,
+        "": len("k") + len('"kept"') + len("k") + len('"orphan"') + len("l") + len("l[1]") + ITEM_ROW_BYTES,
+        "alice": len("l2") + ITEM_ROW_BYTES,
     }
 
 

@@ -139,6 +139,7 @@ class FilesSettings:
     max_list_entries: int = 10_000
     read_roots: tuple[str, ...] | None = None  # None: the scripts folders and data/shared
     max_scratch_bytes: int = 256 << 20
+    max_scratch_entries: int = 10_000
     scratch_ttl_hours: float = 24.0
 
 
@@ -151,6 +152,7 @@ FILES_SCHEMA = section(
         "max_write_bytes": _at_least(1),
         "max_list_entries": _at_least(1),
         "max_scratch_bytes": _at_least(1),
+        "max_scratch_entries": _at_least(1),
         "scratch_ttl_hours": _finite_positive("hours"),
     }
 )

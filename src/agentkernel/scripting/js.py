@@ -38,6 +38,9 @@ from agentkernel.types import JSONValue
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
 # jumps and calls); `max_operations` in JS is counted in these units (S21.1).
 TICK_OPERATIONS = 10_000
+#: The size of one element of a QuickJS array: no array the heap can hold is longer than the
+#: memory limit over this, and the prelude refuses to walk a longer (sparse) one (js_prelude.js).
+JS_VALUE_BYTES = 16
 JS_EXTENSIONS = (".js", ".mjs", ".cjs")
 
 _FRAME = re.compile(r"\(?(?P<file>[^\s()]+?):(?P<line>\d+)(?::(?P<col>\d+))?\)?\s*$")
@@ -210,6 +213,7 @@ class JsEngine:
         ctx.set("__ak_call", _helper_trampoline(binding))
         ctx.set("__ak_log", binding.log_line)
         ctx.set("__ak_poll", budget.past_deadline)
+        ctx.set("__ak_walk_limit", limits.memory_limit_bytes // JS_VALUE_BYTES)
         return ctx
 
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:

@@ -128,6 +128,45 @@
   windowed("includes", (text, pattern, from) => forward(text, pattern, from) >= 0);
   windowed("lastIndexOf", backward);
 
+  // Lengths with nothing behind them. A sparse array (`a.length = 2 ** 32 - 1`)
+  // or an array-like (`{ length: 2 ** 53 - 1 }`) costs no memory, yet these
+  // builtins visit each of its indexes in C, where QuickJS never asks the
+  // interrupt handler and Python's lock stays held: one `a.sort()` stopped
+  // the whole kernel for minutes, and `indexOf` on the array-like for good.
+  // An array's element takes 16 bytes, so no array the script's memory can
+  // hold is longer than WALK_LIMIT (a typed array's or a string's length is
+  // backed by memory): a longer one is refused before the walk.
+  const WALK_LIMIT = g.__ak_walk_limit;
+  delete g.__ak_walk_limit;
+  const isView = ArrayBuffer.isView;
+  const holding = (x) => (x !== null && (typeof x === "object" || typeof x === "function") ? Number(x.length) : 0);
+  const checkWalk = (name, x) => {
+    const n = holding(x);
+    if (n > WALK_LIMIT && !isView(x)) {
+      throw new RangeError(
+        `Array.prototype.${name}: length ${n} is more than any array this script's memory can hold ` +
+          `(${WALK_LIMIT}); walking a sparse array or an array-like that long would outlast timeout_secs`,
+      );
+    }
+  };
+  const bounded = (names, checkArgs) => {
+    for (const name of names) {
+      const original = Array.prototype[name];
+      Array.prototype[name] = {
+        [name](...args) {
+          checkWalk(name, this);
+          if (checkArgs) for (const arg of args) checkWalk(name, arg);
+          return apply(original, this, args);
+        },
+      }[name];
+    }
+  };
+  bounded([
+    ...walking, "slice", "sort", "splice", "reverse", "copyWithin", "shift", "unshift", "toLocaleString",
+    "forEach", "map", "filter", "every", "some", "reduce", "reduceRight", "flat", "flatMap",
+  ]);
+  bounded(["concat"], true);
+
   const emit = (level) => (...parts) => log(level, parts.map(show).join(" "));
   g.console = {
     log: emit("info"),

@@ -35,6 +35,9 @@ from pathlib import Path, PurePosixPath
 
 #: Longest path text accepted (PATH_MAX on Linux); longer paths are refused before any walk.
 MAX_PATH_CHARS = 4096
+#: Most names a written path may have below its base folder: each one may be a folder `write_below`
+#: makes, and a tree thousands deep broke every walk of the folder (the quota count, the clean-up).
+MAX_WRITE_DEPTH = 64
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LEAF_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -136,30 +139,70 @@ def _climbs(parts: tuple[str, ...]) -> bool:
     return False
 
 
-def write_below(base: Path, path: str, data: bytes, *, room: Callable[[int], None] | None = None) -> Path:
+#: What a write asks of a quota before it touches anything: `room(replaced, new_entries)`.
+Room = Callable[[int, int], None]
+
+
+def write_below(base: Path, path: str, data: bytes, *, room: Room | None = None) -> Path:
     """Write `data` to the file `path` means below `base`, creating folders; returns its path.
 
-    `room`, when given, is called with the size of the file being replaced
-    (0 for a new one) just before writing, and may refuse (a quota).
+    `room`, when given, is called before any folder is made or byte
+    written, with the size of the file being replaced (0 for a new one) and
+    the number of new entries the write makes (the missing folders on the
+    way, and the file when it is new); it may refuse (a quota).
     """
     names = names_below(base, path)
+    _check_write_reach(base, names, path)
     folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for depth, name in enumerate(names[:-1]):
-            inner = _enter(folder, name, path, names[: depth + 1])
+        walked = 0
+        while walked < len(names) - 1:
+            inner = _enter(folder, names[walked], path, names[: walked + 1], create=False)
+            if inner is None:
+                break
+            os.close(folder)
+            folder, walked = inner, walked + 1
+        missing = len(names) - 1 - walked
+        replaced = _check_target(folder, names[-1], path) if missing == 0 else None
+        if room is not None:
+            room(replaced or 0, missing + (replaced is None))
+        for depth in range(walked, len(names) - 1):
+            inner = _enter(folder, names[depth], path, names[: depth + 1], create=True)
+            assert inner is not None  # made when missing
             os.close(folder)
             folder = inner
-        _replace(folder, names[-1], data, path, room)
+        _replace(folder, names[-1], data, path)
     finally:
         os.close(folder)
     return base.joinpath(*names)
 
 
-def _enter(folder: int, name: str, path: str, walked: list[str]) -> int:
-    """The folder `name` inside `folder`, created if missing; never through a link."""
+def _check_write_reach(base: Path, names: list[str], path: str) -> None:
+    """Refuse a path deeper than MAX_WRITE_DEPTH names, or longer than MAX_PATH_CHARS counted from `/`.
+
+    The file must stay reachable by its full path: the quota's count and
+    the clean-up walk the folder by path, and a file past PATH_MAX would be
+    neither counted nor removed.
+    """
+    if len(names) > MAX_WRITE_DEPTH:
+        raise PathRefused(
+            f"path {show_path(path)} is {len(names):,} names deep, over the limit of {MAX_WRITE_DEPTH}"
+        )
+    full = len(str(base)) + sum(len(name) + 1 for name in names)
+    if full >= MAX_PATH_CHARS:
+        raise PathRefused(
+            f"path {show_path(path)} would be {full:,} characters long inside the session temp dir, "
+            f"at most {MAX_PATH_CHARS - 1:,}"
+        )
+
+
+def _enter(folder: int, name: str, path: str, walked: list[str], *, create: bool) -> int | None:
+    """The folder `name` inside `folder`, never through a link; when missing, made if `create`, else None."""
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=folder)
     except FileNotFoundError:
+        if not create:
+            return None
         _make_folder(folder, name, walked)
     except OSError as exc:
         raise _refusal(folder, name, path, walked, exc) from exc
@@ -194,11 +237,8 @@ def _refusal(folder: int, name: str, path: str, walked: list[str], exc: OSError)
     return PathRefused(f"cannot open folder {where}: {_why(exc)}")
 
 
-def _replace(folder: int, name: str, data: bytes, path: str, room: Callable[[int], None] | None) -> None:
+def _replace(folder: int, name: str, data: bytes, path: str) -> None:
     """Put `data` at `name` in `folder` by writing a new file and renaming it over the old entry."""
-    replaced = _check_target(folder, name, path)
-    if room is not None:
-        room(replaced)
     temporary = f".fs_write-{secrets.token_hex(8)}.tmp"
     try:
         handle = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=folder)
@@ -215,12 +255,15 @@ def _replace(folder: int, name: str, data: bytes, path: str, room: Callable[[int
         raise PathRefused(f"cannot write {show_path(path)}: {_why(exc)}") from exc
 
 
-def _check_target(folder: int, name: str, path: str) -> int:
-    """Refuse a link or a folder already at the target (S14.2's error for links); the size replaced."""
+def _check_target(folder: int, name: str, path: str) -> int | None:
+    """Refuse a link or a folder already at the target (S14.2's error for links); the size replaced.
+
+    None when nothing is there yet: the write makes a new entry.
+    """
     try:
         info = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        return 0
+        return None
     except OSError as exc:
         raise PathRefused(f"cannot write {show_path(path)}: {_why(exc)}") from exc
     if stat.S_ISLNK(info.st_mode):
@@ -303,6 +346,7 @@ def show_path(path: str) -> str:
 
 __all__ = [
     "MAX_PATH_CHARS",
+    "MAX_WRITE_DEPTH",
     "NotFound",
     "OutsideBase",
     "PathRefused",

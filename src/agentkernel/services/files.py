@@ -16,11 +16,13 @@ most `max_read_bytes` per file and `max_list_entries` per folder, opened
 without blocking; nothing on /proc's file system is read.
 
 Writing goes through `confined.write_below` (race-free, see there), with at
-most `max_write_bytes` per file and `max_scratch_bytes` per session temp
-dir. What a temp dir holds is counted once by walking it, then kept up to
-date by each write; a write the count would refuse walks the folder again
-first, so files removed meanwhile (by `shell`, say) are not held against
-it.
+most `max_write_bytes` per file, and `max_scratch_bytes` and
+`max_scratch_entries` (files and folders) per session temp dir. What a temp
+dir holds is counted once by walking it, then kept up to date by each
+write; a write the count would refuse walks the folder again first, so
+files removed meanwhile (by `shell`, say) are not held against it, and a
+write that fails is counted again by the next one (it may have made
+folders).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from agentkernel.services.confined import (
     show_path,
     write_below,
 )
-from agentkernel.services.scratch import folder_bytes
+from agentkernel.services.scratch import Usage, folder_usage
 
 
 class FilesService:
@@ -57,7 +59,7 @@ class FilesService:
         self.settings = settings or FilesSettings()
         self.root = (root or Path.cwd()).resolve()
         self.roots = tuple(roots)
-        self._used: dict[Path, int] = {}  # bytes held by each temp dir this service wrote to
+        self._used: dict[Path, Usage] = {}  # what each temp dir this service wrote to holds
         self._locks: dict[Path, threading.Lock] = {}  # one writer at a time per temp dir
         self._guard = threading.Lock()
 
@@ -137,8 +139,12 @@ class FilesService:
                 f"content is {len(data):,} bytes, over the {limit:,}-byte limit (files.max_write_bytes)"
             )
         with self._writer(temp_dir):  # one write at a time per temp dir, so its count stays true
-            quota = _Quota(self._used.get(temp_dir), temp_dir, len(data), self.settings.max_scratch_bytes)
-            written = write_below(temp_dir, path, data, room=quota.check)
+            quota = _Quota(self._used.get(temp_dir), temp_dir, len(data), self.settings)
+            try:
+                written = write_below(temp_dir, path, data, room=quota.check)
+            except PathRefused:
+                self._used.pop(temp_dir, None)  # it may have made folders before failing: count again
+                raise
             self._used[temp_dir] = quota.after
         return str(written)
 
@@ -154,24 +160,41 @@ class FilesService:
 
 
 class _Quota:
-    """One write's check against `files.max_scratch_bytes`: what the temp dir holds after it."""
+    """One write's check against `files.max_scratch_bytes` and `files.max_scratch_entries`.
 
-    def __init__(self, known: int | None, temp_dir: Path, size: int, limit: int) -> None:
-        self.known, self.temp_dir, self.size, self.limit = known, temp_dir, size, limit
-        self.after = 0
+    Entries count as well as bytes: folders and empty files hold no bytes
+    of their own, and a loop of `fs_write("dN/x", "")` filled a disk with
+    folders (4 KiB each on ext4) and inodes past any byte quota.
+    """
 
-    def check(self, replaced: int) -> None:
-        used = self.known if self.known is not None else folder_bytes(self.temp_dir)
-        after = used - replaced + self.size
-        if after > self.limit and self.size > replaced and self.known is not None:
-            used = folder_bytes(self.temp_dir)  # the count may be stale: count again before refusing
-            after = used - replaced + self.size
-        if after > self.limit and self.size > replaced:
-            raise PathRefused(
+    def __init__(self, known: Usage | None, temp_dir: Path, size: int, settings: FilesSettings) -> None:
+        self.known, self.temp_dir, self.size, self.settings = known, temp_dir, size, settings
+        self.after = Usage()
+
+    def check(self, replaced: int, new_entries: int) -> None:
+        used = self.known if self.known is not None else folder_usage(self.temp_dir)
+        if self.known is not None and self._refusal(used, replaced, new_entries) is not None:
+            used = folder_usage(self.temp_dir)  # the count may be stale: count again before refusing
+        refusal = self._refusal(used, replaced, new_entries)
+        if refusal is not None:
+            raise PathRefused(refusal)
+        self.after = Usage(max(used.bytes - replaced + self.size, 0), used.entries + new_entries)
+
+    def _refusal(self, used: Usage, replaced: int, new_entries: int) -> str | None:
+        after = used.bytes - replaced + self.size
+        limit = self.settings.max_scratch_bytes
+        if after > limit and self.size > replaced:
+            return (
                 f"the session temp dir would hold {after:,} bytes, over its "
-                f"{self.limit:,}-byte quota (files.max_scratch_bytes); it holds {used:,}"
+                f"{limit:,}-byte quota (files.max_scratch_bytes); it holds {used.bytes:,}"
             )
-        self.after = max(after, 0)
+        entries, most = used.entries + new_entries, self.settings.max_scratch_entries
+        if entries > most and new_entries > 0:
+            return (
+                f"the session temp dir would hold {entries:,} files and folders, over its "
+                f"{most:,}-entry quota (files.max_scratch_entries)"
+            )
+        return None
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:

@@ -18,34 +18,113 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import secrets
 import stat
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 CLEAN_INTERVAL_SECS = 3600.0
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-def folder_bytes(folder: Path) -> int:
-    """The bytes of the regular files below `folder`, links not followed; 0 for a missing folder."""
-    total = 0
-    for parent, _folders, files in os.walk(folder, followlinks=False):
-        for name in files:
-            with contextlib.suppress(OSError):  # removed meanwhile
-                info = os.lstat(os.path.join(parent, name))
-                if stat.S_ISREG(info.st_mode):
-                    total += info.st_size
-    return total
+
+@dataclass(frozen=True)
+class Usage:
+    """What a folder holds: the bytes of its regular files, and how many entries of any kind."""
+
+    bytes: int = 0
+    entries: int = 0
+
+
+def folder_usage(folder: Path) -> Usage:
+    """The bytes of the regular files below `folder` and its entries, links not followed; 0s when missing."""
+    size = entries = 0
+    for info in _entries_below(folder):
+        entries += 1
+        if stat.S_ISREG(info.st_mode):
+            size += info.st_size
+    return Usage(size, entries)
 
 
 def last_touched(folder: Path) -> float:
     """The newest modification time of `folder` and of anything below it (links not followed)."""
     newest = os.lstat(folder).st_mtime
-    for parent, folders, files in os.walk(folder, followlinks=False):
-        for name in (*folders, *files):
-            with contextlib.suppress(OSError):
-                newest = max(newest, os.lstat(os.path.join(parent, name)).st_mtime)
+    for info in _entries_below(folder):
+        newest = max(newest, info.st_mtime)
     return newest
+
+
+def _entries_below(folder: Path) -> Iterator[os.stat_result]:
+    """The `lstat` of everything below `folder`, by a loop rather than recursion.
+
+    Python 3.11's `os.walk` recurses once per level, so a tree a thousand
+    folders deep (`mkdir -p` through `shell`) raised RecursionError out of
+    the quota check and the clean-up. Entries that vanish or cannot be
+    read meanwhile are skipped.
+    """
+    pending = [str(folder)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):  # removed meanwhile, or a path too long
+                        info = entry.stat(follow_symlinks=False)
+                        if stat.S_ISDIR(info.st_mode):
+                            pending.append(entry.path)
+                        yield info
+        except OSError:
+            continue
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove `folder` and everything below it, however deep, never through a link; best effort.
+
+    `shutil.rmtree` recurses once per level in Python 3.11 (a RecursionError
+    a thousand folders down) and a path-based removal fails once the path
+    passes PATH_MAX. Here every folder below is first moved up to `folder`
+    itself under a fresh name and emptied from there, so no path is longer
+    than two names, no more than two folders are open at once, and nothing
+    recurses. Folders are opened with `O_NOFOLLOW`; links are unlinked, not
+    followed.
+    """
+    try:
+        top = os.open(folder, _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        pending = [*_empty_folder(top, top)]
+        while pending:
+            name = pending.pop()
+            with contextlib.suppress(OSError):
+                inner = os.open(name, _DIR_FLAGS, dir_fd=top)
+                try:
+                    pending.extend(_empty_folder(inner, top))
+                finally:
+                    os.close(inner)
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+
+
+def _empty_folder(handle: int, top: int) -> list[str]:
+    """Unlink what the folder `handle` holds, but move its folders to `top`; their names there."""
+    moved: list[str] = []
+    with os.scandir(handle) as entries:
+        found = list(entries)
+    for entry in found:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                name = entry.name if handle == top else f".removing-{secrets.token_hex(8)}"
+                if handle != top:
+                    os.rename(entry.name, name, src_dir_fd=handle, dst_dir_fd=top)
+                moved.append(name)
+            else:
+                os.unlink(entry.name, dir_fd=handle)
+    return moved
 
 
 def clean_scratch(temp_root: Path, ttl_secs: float, now: float) -> list[Path]:
@@ -71,7 +150,7 @@ def clean_scratch(temp_root: Path, ttl_secs: float, now: float) -> list[Path]:
                 continue
         except OSError:  # gone meanwhile
             continue
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
         if not folder.exists():
             removed.append(folder)
     return removed
@@ -106,4 +185,12 @@ class ScratchJanitor:
         return clean_scratch(self.temp_root, self.ttl_secs, now) if self.due(now) else []
 
 
-__all__ = ["CLEAN_INTERVAL_SECS", "ScratchJanitor", "clean_scratch", "folder_bytes", "last_touched"]
+__all__ = [
+    "CLEAN_INTERVAL_SECS",
+    "ScratchJanitor",
+    "Usage",
+    "clean_scratch",
+    "folder_usage",
+    "last_touched",
+    "remove_tree",
+]

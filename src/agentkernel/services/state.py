@@ -35,7 +35,9 @@ Decisions:
   (default 16 MiB), so a script cannot make the kernel load a huge list.
 - **Quota per user.** Every row records the user whose write put it there
   (`payer`, "" for callers without a user) and its bytes (the UTF-8 JSON
-  of the value, plus the key's own bytes on the key's row); triggers keep
+  of the value, plus the key's own bytes on the key's row; a list item or
+  set member also counts its key, stored again on its row, and
+  ITEM_ROW_BYTES for the row itself); triggers keep
   each user's total in `state_usage`, in the same transaction. A write
   that would raise its user's total past `max_user_bytes` (default
   64 MiB) is refused and rolled back. It counts what a user writes in
@@ -48,7 +50,8 @@ Decisions:
   (issue 9) added the quota's columns, and keys session namespaces by user
   and session: a version 1 file's session keys, whose user is unknown, are
   kept under the owner `[0, "<session id>"]`, which no caller's namespace
-  ever is, so no user inherits another's session keys.
+  ever is, so no user inherits another's session keys. Version 3 counts
+  list items and set members with their key and row.
 """
 
 from __future__ import annotations
@@ -74,7 +77,11 @@ MAX_VALUE_BYTES = StateSettings.max_value_bytes
 MAX_RESULT_BYTES = StateSettings.max_result_bytes
 MAX_USER_BYTES = StateSettings.max_user_bytes
 BUSY_TIMEOUT_SECS = 10.0
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: What each list item and set member counts beyond its JSON and its key's bytes: its row's own
+#: columns and index entries. Its key is stored again on every such row (and in each index over it).
+ITEM_ROW_BYTES = 64
 
 VALUE, LIST, SET = "value", "list", "set"
 
@@ -127,6 +134,18 @@ _FROM_V1 = (
 )
 """Version 1 → 2: the quota's columns, and session keys set apart (see the module docstring)."""
 
+_ITEM_BYTES_SQL = f"length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) + {ITEM_ROW_BYTES}"
+_FROM_V2 = (
+    f"UPDATE state_list_items SET bytes = {_ITEM_BYTES_SQL}",
+    f"UPDATE state_set_members SET bytes = {_ITEM_BYTES_SQL}",
+)
+"""Version 2 → 3: an item or member counts its key and its row too (the triggers update the totals).
+
+Before, a list item of `0` under a 1,000-byte key counted 1 byte and took
+about 6 KB of the file (the key, stored on every row, overflows the page):
+a user's 1 MB quota let a loop of `state_push` write 400 MB in 20 seconds.
+"""
+
 _USAGE = (
     "CREATE TABLE IF NOT EXISTS state_usage (payer TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID",
     """INSERT INTO state_usage (payer, bytes)
@@ -158,7 +177,7 @@ _TRIGGERS = tuple(
 _STATE_SCHEMA = Schema(
     version=SCHEMA_VERSION,
     fresh=(*_SCHEMA, *_USAGE, *_TRIGGERS),
-    upgrades={2: (*_SCHEMA, *_FROM_V1, *_USAGE, *_TRIGGERS)},
+    upgrades={2: (*_SCHEMA, *_FROM_V1, *_USAGE, *_TRIGGERS), 3: _FROM_V2},
     too_new=lambda found: StateError(f"state store schema version {found} is newer than this kernel's"),
     version_table="state_schema",  # not user_version: the file may be shared with another store
 )
@@ -533,7 +552,7 @@ class SqliteStateStore:
             conn.execute(
                 "INSERT INTO state_list_items (scope, owner, key, pos, value, payer, bytes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*ns.params(key), size, text, ns.user, _bytes(text)),
+                (*ns.params(key), size, text, ns.user, _item_bytes(key, text)),
             )
         return size + 1
 
@@ -562,7 +581,7 @@ class SqliteStateStore:
             added = conn.execute(
                 "INSERT OR IGNORE INTO state_set_members (scope, owner, key, digest, value, payer, bytes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*ns.params(key), digest, text, ns.user, _bytes(text)),
+                (*ns.params(key), digest, text, ns.user, _item_bytes(key, text)),
             ).rowcount
             if added:
                 conn.execute(
@@ -595,6 +614,11 @@ class SqliteStateStore:
             elif removed:
                 conn.execute(f"UPDATE state_keys SET size = size - 1 WHERE {_WHERE}", ns.params(key))
         return removed > 0
+
+
+def _item_bytes(key: str, text: str) -> int:
+    """What a list item or set member counts against its writer's quota (see `_FROM_V2`)."""
+    return _bytes(key) + _bytes(text) + ITEM_ROW_BYTES
 
 
 def _bytes(text: str) -> int:
