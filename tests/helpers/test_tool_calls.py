@@ -219,6 +219,30 @@ def test_a_deep_chain_of_deep_js_stacks_stays_inside_the_thread(
     assert len(levels) == 10 and all(int(n) > 50 for n in levels[1:])
 
 
+HOG_JS = """
+function run(args) {
+  const held = "x".repeat(args.mb * 1000000);
+  if (args.depth === 0) return "held " + held.length;
+  const inner = call_tool("hog", {mb: args.inner_mb, inner_mb: args.inner_mb, depth: args.depth - 1});
+  return held.length + " then " + inner.content;
+}
+"""
+
+
+def test_a_nested_call_gets_half_its_caller_s_memory(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """S16.2, S21: every level of a chain holds its heap while the next runs; with the full limit at each,
+    a tool calling itself held nine heaps at once (495 MB in one call). Halved each level, a chain holds
+    about twice one call's memory, and what fits in half still runs."""
+    make_tool("hog", HOG_JS)
+    assert kernel.config.limits.memory_limit_mb == 64  # the default: 32 MiB one level down, 16 two
+    fits = kernel.run_tool("hog", {"mb": 40, "inner_mb": 20, "depth": 1})
+    assert fits.content == "40000000 then held 20000000"
+    deeper = kernel.run_tool("hog", {"mb": 40, "inner_mb": 40, "depth": 1})
+    assert deeper.content == "40000000 then script ran out of memory (limit 32 MiB)"
+    chain = kernel.run_tool("hog", {"mb": 20, "inner_mb": 20, "depth": 3})
+    assert chain.content == "20000000 then 20000000 then script ran out of memory (limit 16 MiB)"
+
+
 def test_a_nested_call_ends_at_its_callers_deadline(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool(
         "spin",

@@ -154,21 +154,25 @@ class CallBudget(ScriptLimits):
         """Seconds left before the deadline; 0 once it passed."""
         return max(0.0, self.deadline - time.monotonic())
 
-    def bounded(self, deadline: float | None, stack_limit_bytes: int) -> CallBudget:
+    def bounded(
+        self, deadline: float | None, stack_limit_bytes: int, memory_limit_bytes: int | None = None
+    ) -> CallBudget:
         """This budget, ending no later than `deadline` (its calling script's), its JS stack at most
-        `stack_limit_bytes` (a call nested in another's); itself when neither bounds it.
+        `stack_limit_bytes` and its memory at most `memory_limit_bytes` (a call nested in another's);
+        itself when none of them bounds it.
 
         Cut short, its `timeout_secs` is the time it has left (to the
         millisecond), so "exceeded timeout_secs" names the time it was given.
         """
         cut = deadline if deadline is not None and deadline < self.deadline else None
-        if cut is None and stack_limit_bytes >= self.stack_limit_bytes:
+        memory = self.memory_limit_bytes if memory_limit_bytes is None else memory_limit_bytes
+        if cut is None and stack_limit_bytes >= self.stack_limit_bytes and memory >= self.memory_limit_bytes:
             return self
         timeout = self.timeout_secs if cut is None else round(max(cut - time.monotonic(), 0.001), 3)
         return CallBudget(
             max_operations=self.max_operations,
             timeout_secs=timeout,
-            memory_limit_bytes=self.memory_limit_bytes,
+            memory_limit_bytes=min(memory, self.memory_limit_bytes),
             stack_limit_bytes=min(stack_limit_bytes, self.stack_limit_bytes),
             deadline=self.deadline if cut is None else cut,
         )

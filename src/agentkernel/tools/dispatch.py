@@ -31,6 +31,7 @@ from agentkernel.types import JSONValue
 log = logging.getLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3
 MIN_NESTED_STACK_BYTES = 64 << 10  # the least JS stack a nested call gets (limits.stack_limit_kb's minimum)
+MIN_NESTED_MEMORY_BYTES = 8 << 20  # the least memory a nested call gets, however deep
 
 
 def depth_refusal(name: str, caller: Caller, limits: KernelLimits) -> str | None:
@@ -45,6 +46,17 @@ def depth_refusal(name: str, caller: Caller, limits: KernelLimits) -> str | None
         f"tool {name!r} not run: calls nested {caller.call_depth} deep through call_tool, more than "
         f"limits.max_call_depth ({limits.max_call_depth}); does a tool call itself?"
     )
+
+
+def nested_memory_bytes(limits: KernelLimits, depth: int) -> int:
+    """The memory of a call nested `depth` deep: half its caller's, at least MIN_NESTED_MEMORY_BYTES.
+
+    Every level of a call_tool chain holds its heap while the next runs: with
+    the full `memory_limit_mb` at each level, a tool calling itself held a
+    heap per level at once (495 MB resident in one `tool run`, nine levels
+    of 50 MB); halved each level, the chain holds about twice one call's.
+    """
+    return max(MIN_NESTED_MEMORY_BYTES, (limits.memory_limit_mb << 20) >> depth)
 
 
 def nested_stack_bytes(limits: KernelLimits, depth: int) -> int:
@@ -145,7 +157,9 @@ class Dispatcher:
     def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
         budget = spec.call_budget(self.limits)
         if caller.call_depth or caller.deadline is not None:
-            budget = budget.bounded(caller.deadline, nested_stack_bytes(self.limits, caller.call_depth))
+            depth = caller.call_depth
+            stack, memory = nested_stack_bytes(self.limits, depth), nested_memory_bytes(self.limits, depth)
+            budget = budget.bounded(caller.deadline, stack, memory)
         if isinstance(spec, OutsideToolSpec):  # an outside MCP server's tool: its server runs it
             return spec.call(args, budget.deadline)
         call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)
@@ -168,4 +182,4 @@ class Dispatcher:
         )
 
 
-__all__ = ["Dispatcher", "argument_problem", "depth_refusal", "nested_stack_bytes"]
+__all__ = ["Dispatcher", "argument_problem", "depth_refusal", "nested_memory_bytes", "nested_stack_bytes"]
