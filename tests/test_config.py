@@ -111,6 +111,11 @@ def test_hook_spec(tmp_path: Path) -> None:
         ("kind: script_tool\nname: t\nscript: t.js\nwarnings: [{failed: true}]\n", "warnings[0]: 'message'"),
         ("kind: script_tool\nname: t\nscript: t.js\nwarnings: [{message: m, when: x}]\n", "warnings[0]"),
         ("kind: script_tool\nname: t\nscript: t.js\ntimeout_secs: 0\n", "timeout_secs: 0 is less than"),
+        (  # kernel.yaml's way of writing limits: in a tool's YAML it would be a custom field, unused
+            "kind: script_tool\nname: t\nscript: t.js\nlimits:\n  timeout_secs: 3\n",
+            "limits.timeout_secs: a tool's or hook's limits are fields of their own at the top of the YAML "
+            "(timeout_secs: 3), not under `limits:`",
+        ),
         (
             "kind: script_hook\nname: h\nscript: t.js\nevents: [on_start]\n",
             "events[0]: 'on_start' is not one",

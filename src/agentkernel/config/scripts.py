@@ -205,6 +205,25 @@ def _refuse_near_misses(yaml_path: Path, data: Mapping[str, Any], lines: YamlLin
             raise ConfigError(yaml_path, f"{key}: unknown field; did you mean {match!r}?", lines.of(key))
 
 
+def _refuse_nested_limits(
+    yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, known: set[str]
+) -> None:
+    """A custom field holding limit fields (`limits: {timeout_secs: 3}`, as kernel.yaml writes them) is
+    a mistake, not a custom field: a tool's limits are top-level fields, and there they would be unused."""
+    for key, value in data.items():
+        if key in known or not isinstance(value, dict):
+            continue
+        nested = [name for name in LIMIT_FIELDS if name in value]
+        if nested:
+            first = nested[0]
+            shown = f"{first}: {json.dumps(value[first])}"
+            reason = (
+                f"{key}.{first}: a tool's or hook's limits are fields of their own at the top of the "
+                f"YAML ({shown}), not under `{key}:`; as written it would be unused"
+            )
+            raise ConfigError(yaml_path, reason, lines.of(key, first))
+
+
 def _refuse_over_ceilings(
     yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, limits: KernelLimits
 ) -> None:
@@ -234,6 +253,7 @@ def load_script_spec(
     kind = _kind_of(yaml_path, data, lines, origin)
     schema = _SCHEMAS[kind]
     _refuse_near_misses(yaml_path, data, lines, set(schema["properties"]))
+    _refuse_nested_limits(yaml_path, data, lines, set(schema["properties"]))
     error = first_error(_VALIDATORS[kind], data)
     if error is not None:
         raise yaml_error(yaml_path, lines, error)
