@@ -182,6 +182,8 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
             {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
             "body.messages.0.content.0.text",
         ),
+        ({"n": True}, "body.n"),  # not taken for 1 (schemathesis found it accepted)
+        ({"stream": 1}, "body.stream"),
     ],
 )
 def test_what_an_agent_cannot_honour_is_422_naming_the_field(

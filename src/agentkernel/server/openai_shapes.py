@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent
@@ -65,8 +65,9 @@ class CompletionRequest(BaseModel):
     messages: list[RequestMessage] = Field(
         min_length=1, description="the conversation; the last is the user's"
     )
-    stream: bool = Field(default=False, description="server-sent `chat.completion.chunk`s, then [DONE]")
-    n: int | None = Field(default=None, description="only 1")
+    # strict: `true` is no `n` and 1 no `stream` (lax pydantic takes one for the other, against the schema)
+    stream: StrictBool = Field(default=False, description="server-sent `chat.completion.chunk`s, then [DONE]")
+    n: StrictInt | None = Field(default=None, description="only 1")
     tools: list[Any] | None = Field(default=None, description="not supported: the template's tools are used")
 
 
