@@ -130,6 +130,28 @@ def test_a_script_file_has_a_maximum_size(kernel: Kernel, make_tool: ToolFactory
     assert f"bytes, more than the maximum of {MAX_SCRIPT_SIZE:,}" in result.content
 
 
+def test_importing_the_engine_is_not_part_of_a_script_s_compile_time(
+    kernel: Kernel, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Rhai engine is imported when a kernel first meets a Rhai script (0.1-0.5 s, more on a busy
+    machine): a tool of a short `timeout_secs` checked first failed to load for it, and its call
+    answered `unknown tool`. The import (here made slower than the tool's whole timeout) comes first."""
+    import time
+
+    from agentkernel.scripting import host
+
+    real = host.rhai_engine
+
+    def slow_import(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)  # an import's cost, not a wait for anything
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(host, "rhai_engine", slow_import)
+    make_tool("quick", "fn run(args) { 42 }", ext=".rhai", yaml_extra="timeout_secs: 0.1\n")
+    result = kernel.run_tool("quick", {})
+    assert (result.success, result.content) == (True, "42")
+
+
 def test_compiling_a_tool_stops_at_its_timeout_and_is_tried_again(
     kernel: Kernel, make_tool: ToolFactory
 ) -> None:

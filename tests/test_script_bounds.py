@@ -73,8 +73,25 @@ def test_s21_1_js_clock_holds_when_each_builtin_call_is_long(kernel: Kernel, mak
         "const a = new Array(500000).fill(1); for (;;) a.join(',');",
         "const t = new Int32Array(4000000); for (;;) t.includes(5);",
         "const s = 'a'.repeat(8 << 20); for (;;) s.indexOf('b');",
+        "const s = 'x'.repeat(1e7); for (;;) s.toUpperCase();",
+        "const s = 'x'.repeat(1e6); for (;;) s.normalize('NFKC');",
+        "const s = JSON.stringify('x'.repeat(1e7)); for (;;) JSON.parse(s);",
+        "const s = 'x'.repeat(1e7); for (;;) JSON.stringify(s);",
+        "const s = 'x'.repeat(1e6); for (;;) s.padEnd(1e7);",
+        "const a = new Array(1000000).fill(1); for (;;) { a.unshift(0); a.shift(); }",
     ],
-    ids=["array-indexOf", "array-join", "typed-array-includes", "string-indexOf"],
+    ids=[
+        "array-indexOf",
+        "array-join",
+        "typed-array-includes",
+        "string-indexOf",
+        "toUpperCase",
+        "normalize",
+        "JSON.parse",
+        "JSON.stringify",
+        "padEnd",
+        "shift-unshift",
+    ],
 )
 def test_s21_1_js_clock_holds_for_other_long_builtins(
     kernel: Kernel, make_tool: ToolFactory, body: str

@@ -145,8 +145,11 @@ class ScriptCatalog:
             except ScriptError as exc:
                 raise ConfigError(yaml_path, str(exc), spec.lines.of("function")) from exc
             return
-        deadline = time.monotonic() + spec.script_limits(self.limits).timeout_secs
         try:
+            # the engine first: importing it (~0.1-0.5 s, once a process) is not the script's compile, and
+            # a tool of `timeout_secs: 0.5` first checked on a busy machine failed to load for it
+            self.host.engine_for(spec.script)
+            deadline = time.monotonic() + spec.script_limits(self.limits).timeout_secs
             self.host.compile(spec.script, deadline)
         except ScriptError as exc:
             reason = f"script {spec.script.name}: {exc}"

@@ -123,6 +123,22 @@
     guard(proto, sorting, ["sort"]);
   }
   guard(String.prototype, text, ["split", "replace", "replaceAll"]);
+  // Each of these makes or reads a whole string in C: `for (;;) s.toUpperCase()` on a 10 MB string, or
+  // `for (;;) JSON.parse(s)`, ran tens of seconds past timeout_secs with Python's lock held (the whole
+  // kernel stood still). JSON.stringify's cost is only known after: it is counted when it returns.
+  const whole = ["toUpperCase", "toLowerCase", "toLocaleUpperCase", "toLocaleLowerCase", "normalize"];
+  guard(String.prototype, text, [...whole, "trim", "trimStart", "trimEnd", "concat", "localeCompare"]);
+  guard(String.prototype, (self, args) => (sizeOf(self) + (Number(args[0]) || 0)) >> 4, ["padStart", "padEnd"]);
+  guard(Array.prototype, linear, ["shift", "unshift", "splice", "reverse", "copyWithin"]);
+  guard(JSON, (self, args) => sizeOf(args[0]) >> 4, ["parse"]);
+  const stringify = JSON.stringify;
+  JSON.stringify = {
+    stringify(...args) {
+      const made = apply(stringify, JSON, args);
+      spend(sizeOf(made) >> 4);
+      return made;
+    },
+  }.stringify;
   guard(String.prototype, (self, args) => (sizeOf(self) * (Number(args[0]) || 0)) >> 4, ["repeat"]);
   windowed("indexOf", forward);
   windowed("includes", (text, pattern, from) => forward(text, pattern, from) >= 0);
