@@ -27,6 +27,10 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
         ("token: s3cret", "server.token: the token never sits in YAML"),
         ("max_message_chars: 0", "server.max_message_chars: expected an integer >= 1, got 0"),
         ("shutdown_grace_secs: -1", "server.shutdown_grace_secs: expected a number of seconds >= 0, got -1"),
+        (
+            "max_running_turns_per_user: 0",
+            "server.max_running_turns_per_user: expected an integer >= 1, got 0",
+        ),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
     ],
 )

@@ -32,6 +32,7 @@ class ServerSettings:
     max_message_chars: int = 100_000
     max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
+    max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
     keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
     max_stream_backlog_bytes: int = 8 << 20  # events a slow client may lag behind before it is cut off
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
@@ -60,6 +61,7 @@ SERVER_SCHEMA = section(
         "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
         "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
+        "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "max_stream_backlog_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "keepalive_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
