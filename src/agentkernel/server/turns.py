@@ -3,8 +3,15 @@
 Each user message runs as an asyncio task of its own, not inside the HTTP
 response: the response only reads the task's events from a queue. A client
 that disconnects therefore stops nothing; the turn finishes and the loop
-records it in the transcript. Scripts never run on the event loop: the agent
-loop hands every tool and hook call to a worker thread (DESIGN rule 7).
+records it in the transcript. (A chat completion's one-off turn is the
+exception: nobody can read it later or stop it, so its client leaving stops
+it.) Scripts never run on the event loop: the agent loop hands every tool
+and hook call to a worker thread (DESIGN rule 7).
+
+A user has at most `max_running_per_user` turns running at once, sessions'
+and completions' alike (server.max_running_turns_per_user): past it,
+TooManyTurns (429) before anything starts. The count is of the running
+turns themselves, so it drops the moment a turn ends, however it ends.
 
 Why 409 and not a queue: a second message sent while the first is still
 being answered was typed without seeing the answer; queueing it would answer
