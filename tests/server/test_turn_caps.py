@@ -13,6 +13,7 @@ LLM answer that waits for the test, never by sleeping.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -30,6 +31,7 @@ from fastapi import FastAPI
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
+from agentkernel.server.turns import Turn
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
 from tests.server.conftest import LiveServer, sse_events
@@ -190,6 +192,25 @@ def test_a_plain_completion_whose_client_leaves_stops_and_frees_its_slot(
 def stopped_one_offs(caplog: pytest.LogCaptureFixture) -> list[str]:
     said = (record.getMessage() for record in caplog.records)
     return [m.split()[1].rstrip(":") for m in said if m.endswith("so its one-off turn stops")]
+
+
+def test_a_reader_that_leaves_unread_abandons_the_turn_once_and_one_that_read_it_all_never() -> None:
+    """`Turn.leave`, which a streamed completion's response calls however it ends: its client may go
+    while the first chunk is sent, before the turn's events were ever opened (a window no test over
+    sockets can aim at, so it is checked here)."""
+
+    async def main() -> list[str]:
+        left: list[str] = []
+        unread = Turn("s1", "r1", on_abandoned=lambda: left.append("s1"))
+        unread.leave()
+        unread.leave()
+        read = Turn("s2", "r2", on_abandoned=lambda: left.append("s2"))
+        read.close()
+        assert [event async for event in read.events(60.0)] == []
+        read.leave()
+        return left
+
+    assert asyncio.run(main()) == ["s1"]
 
 
 @contextlib.contextmanager

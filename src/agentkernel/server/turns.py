@@ -112,6 +112,7 @@ class Turn:
     _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
     _backlog: int = 0  # bytes of the frames in _events
     _reading: bool = True  # False once the reader fell behind or left: nothing more is queued
+    _read_to_end: bool = False  # the reader took the end (None) off the queue
 
     @property
     def streaming(self) -> bool:
@@ -165,7 +166,6 @@ class Turn:
         One reader only. (A `get` cut short by the timeout takes nothing off the queue.)
         When the reader stops early (its client went away), the queue is dropped.
         """
-        over = False
         try:
             while True:
                 try:
@@ -174,16 +174,23 @@ class Turn:
                     yield None
                     continue
                 if event is None:
-                    over = True
+                    self._read_to_end = True
                     return
                 self._backlog -= len(event.frame())
                 yield event
         finally:
             self._stop_reading()
-            if not over:
-                self._abandon()
+            self.leave()
 
-    def _abandon(self) -> None:
+    def leave(self) -> None:
+        """The reader is done with the turn: when it did not read to the end, the turn is abandoned.
+
+        Called by `events` when it closes, and by a response that ends before
+        it ever began reading them (its client gone after the first chunk).
+        Once is enough: later calls do nothing.
+        """
+        if self._read_to_end or self.abandoned:
+            return
         self.abandoned = True
         if self.on_abandoned is not None:
             self.on_abandoned()

@@ -23,6 +23,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from agentkernel.errors import ConfigError
 from agentkernel.server.failures import error_body
@@ -79,7 +80,8 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         raise HTTPException(429, str(exc)) from exc
     completion = Completion(body.model, session.id)
     if body.stream:
-        return StreamingResponse(
+        return _TurnStream(
+            turn,
             _chunks(turn, ChunkStream(completion), parts.settings.keepalive_secs),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
@@ -102,6 +104,26 @@ def _one_off_session(parts: ServerParts, user: str, model: str) -> SessionInfo:
         known = ", ".join(t.name for t in parts.kernel.list_templates()) or "none"
         raise HTTPException(404, f"body.model: no model {model!r} (the templates: {known})") from exc
     return SessionInfo(str(uuid.uuid4()), user, model, datetime.now(UTC).isoformat())
+
+
+class _TurnStream(StreamingResponse):
+    """The chunks' response, which leaves the turn however it ends.
+
+    A client gone while the first chunk (written before the turn's events
+    are read) is being sent cancels the response with `_chunks` never
+    having opened the events, so their own `finally` never runs; this one
+    does, and the turn stops (a turn read to its end is not touched).
+    """
+
+    def __init__(self, turn: Turn, content: AsyncIterator[bytes], **options: Any) -> None:
+        super().__init__(content, **options)
+        self._turn = turn
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._turn.leave()
 
 
 async def _collect(turn: Turn, completion: Completion, request: Request, keepalive_secs: float) -> None:
