@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -27,6 +28,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from tests.mcp_bridge.conftest import WAIT_SECS, ListChanged, add_tool, text_of
 from tests.server.conftest import ROW_SECRET, LiveServer, script_tool
+from tests.server.test_api import wait_until
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 INITIALIZE = {
@@ -284,3 +286,55 @@ def test_a_handshake_session_answers_only_the_user_who_opened_it(with_tokens: Li
         assert http.get("/mcp", headers={**bob, **session}).status_code == 404
         assert http.delete("/mcp", headers={**alice, **session}).status_code == 200  # still hers, still open
         assert http.delete("/mcp", headers={**alice, **session}).status_code == 404  # and now ended
+
+
+def capped(project: Path, extra: str) -> LiveServer:
+    lines = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())
+    return live_server(project, "server:\n  tokens:\n" + lines + extra)
+
+
+def initialize(http: httpx.Client, token: str) -> httpx.Response:
+    return http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+
+
+def ending(token: str, opened: httpx.Response) -> dict[str, str]:
+    """The headers that name `opened`'s session, for its user."""
+    session = opened.headers["mcp-session-id"]
+    return {
+        "Authorization": f"Bearer {token}",
+        "Mcp-Session-Id": session,
+        "Mcp-Protocol-Version": "2025-11-25",
+    }
+
+
+def test_a_user_past_the_session_cap_is_refused_until_one_of_theirs_ends(mcp_project: Path) -> None:
+    """Before, the SDK's only limit was 10,000 sessions shared by everyone: one token could open them
+    all and everyone else got 503. Now each user holds at most server.max_mcp_sessions_per_user."""
+    with capped(mcp_project, "  max_mcp_sessions_per_user: 2\n") as live, live.client() as http:
+        first, second = initialize(http, "alice-token"), initialize(http, "alice-token")
+        assert first.status_code == second.status_code == 200, (first.text, second.text)
+        refused = initialize(http, "alice-token")
+        assert refused.status_code == 429, refused.text
+        assert "user 'alice' has 2 MCP sessions open" in refused.json()["detail"]
+        assert "server.max_mcp_sessions_per_user (2)" in refused.json()["detail"]
+        assert initialize(http, "bob-token").status_code == 200  # another user's slots are their own
+        assert http.delete("/mcp", headers=ending("alice-token", first)).status_code == 200
+        again = initialize(http, "alice-token")
+        assert again.status_code == 200, again.text
+        assert initialize(http, "alice-token").status_code == 429
+
+        async def listing(client: Client) -> None:
+            assert (await client.list_tools()).tools != []
+
+        run(f"{live.url}/mcp", listing, token="alice-token", mode="2026-07-28")  # no session: not capped
+
+
+def test_an_expired_session_frees_its_slot(mcp_project: Path) -> None:
+    extra = "  max_mcp_sessions_per_user: 1\n  mcp_session_idle_secs: 0.2\n"
+    with capped(mcp_project, extra) as live, live.client() as http:
+        opened = initialize(http, "alice-token")
+        assert opened.status_code == 200, opened.text
+        stale = {**ACCEPT, **ending("alice-token", opened)}
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        wait_until(lambda: initialize(http, "alice-token").status_code == 200, "the idle session to end")
+        assert http.post("/mcp", json=listing, headers=stale).status_code == 404  # it did end

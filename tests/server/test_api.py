@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import load_kernel_config
+from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.server.events import EVENT_TYPES
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project, sse_events
@@ -129,7 +129,8 @@ def test_a_client_that_disconnects_does_not_stop_the_turn(
     assert records[-2]["content"] == "after the gate" and records[-1]["content"] == "job_done"
 
 
-def test_many_concurrent_streams(live: LiveServer, llm_server: FakeLLMServer) -> None:
+def test_many_concurrent_streams(kernel_yaml: Path, llm_server: FakeLLMServer) -> None:
+    """One user's 100 turns at once: the per-user cap (test_turn_caps.py) raised to let them all run."""
     llm_server.respond_with(
         lambda request: Reply(text="answer to " + request.body["messages"][-1]["content"])
     )
@@ -146,7 +147,10 @@ def test_many_concurrent_streams(live: LiveServer, llm_server: FakeLLMServer) ->
         async with httpx.AsyncClient(base_url=live.url, timeout=120, limits=limits) as client:
             return await asyncio.gather(*(one(client, n) for n in range(100)))
 
-    for n, events in enumerate(asyncio.run(all_of_them())):
+    settings = ServerSettings(max_running_turns_per_user=100)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml)), settings) as live:
+        answers = asyncio.run(all_of_them())
+    for n, events in enumerate(answers):
         assert "reply" in dict(events), events  # an error event says why
         assert dict(events)["reply"]["content"] == f"answer to q{n}"
         assert dict(events)["done"] == {"reason": "job_done"}

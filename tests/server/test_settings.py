@@ -27,6 +27,19 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
         ("token: s3cret", "server.token: the token never sits in YAML"),
         ("max_message_chars: 0", "server.max_message_chars: expected an integer >= 1, got 0"),
         ("shutdown_grace_secs: -1", "server.shutdown_grace_secs: expected a number of seconds >= 0, got -1"),
+        (
+            "max_running_turns_per_user: 0",
+            "server.max_running_turns_per_user: expected an integer >= 1, got 0",
+        ),
+        (
+            "max_mcp_sessions_per_user: 1.5",
+            "server.max_mcp_sessions_per_user: expected an integer >= 1, got 1.5",
+        ),
+        ("mcp_session_idle_secs: 0", "server.mcp_session_idle_secs: expected a number of seconds > 0"),
+        (
+            "mcp_session_idle_secs: .inf",
+            "server.mcp_session_idle_secs: expected a number of seconds > 0, at most",
+        ),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
     ],
 )

@@ -17,6 +17,7 @@ from agentkernel.config.schema import Where, expect, section
 
 TOKEN_HASH = "^[0-9a-f]{64}$"
 USER_ID = r"^[A-Za-z0-9_.@-]{1,128}$"
+YEAR_SECS = 365 * 24 * 3600
 LOCAL_USER = "local"  # everyone, when no tokens are configured (the server then binds to loopback only)
 TOKEN_HINT = (
     "the token never sits in YAML: `agentkernel token new USER` prints a token "
@@ -32,6 +33,9 @@ class ServerSettings:
     max_message_chars: int = 100_000
     max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
+    max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
+    max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
+    mcp_session_idle_secs: float = 30 * 60.0  # an MCP session with no request for this long ends
     keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
     max_stream_backlog_bytes: int = 8 << 20  # events a slow client may lag behind before it is cut off
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
@@ -60,6 +64,14 @@ SERVER_SCHEMA = section(
         "max_message_chars": expect("an integer >= 1", type="integer", minimum=1),
         "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
+        "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "max_mcp_sessions_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "mcp_session_idle_secs": expect(  # finite: the SDK refuses an endless idle timeout
+            "a number of seconds > 0, at most 31536000 (a year)",
+            type="number",
+            exclusiveMinimum=0,
+            maximum=YEAR_SECS,
+        ),
         "max_stream_backlog_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "keepalive_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
@@ -73,7 +85,7 @@ SERVER_SCHEMA = section(
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
     seconds = {
         key: float(values.get(key, getattr(ServerSettings, key)))
-        for key in ("shutdown_grace_secs", "keepalive_secs", "continuation_ttl_secs")
+        for key in ("shutdown_grace_secs", "keepalive_secs", "continuation_ttl_secs", "mcp_session_idle_secs")
     }
     return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
 

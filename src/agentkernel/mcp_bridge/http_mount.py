@@ -12,7 +12,8 @@ Sessions: a handshake-era (2025) client holds an MCP session
 (scratch folder, tool-result history), answered only for the user who
 opened it (another user naming its id gets the 404 of an unknown one). A 2026-07-28 client sends every
 request on its own, with nothing tying one to the next, so its calls share
-one session per user and path (`mcp` or `mcp-{template}`).
+one session per user and path (`mcp` or `mcp-{template}`). A user holds at
+most server.max_mcp_sessions_per_user handshake-era sessions (session_caps.py).
 
 Start-up: importing the SDK takes ~1.5 s, so nothing is imported until the
 first request to `/mcp`; that request waits while a worker thread imports
@@ -202,8 +203,9 @@ def _principal(user: str) -> AuthenticatedUser:
 
 
 def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableHTTPSessionManager:
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from agentkernel.mcp_bridge.session_caps import PerUserSessions
 
     security = None
     if not settings.tokens:  # everyone is `local`: no web page of another site may drive the tools
@@ -212,8 +214,12 @@ def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableH
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    return StreamableHTTPSessionManager(
-        app=tools.server, security_settings=security, max_request_body_size=settings.max_body_bytes
+    return PerUserSessions(
+        app=tools.server,
+        security_settings=security,
+        max_request_body_size=settings.max_body_bytes,
+        session_idle_timeout=settings.mcp_session_idle_secs,
+        max_per_user=settings.max_mcp_sessions_per_user,
     )
 
 

@@ -63,7 +63,14 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
     backlog = chosen.max_stream_backlog_bytes
-    turns = TurnRunner(open_chat, kernel.end_chat, chosen.max_open_chats, TurnSealer(sealing), backlog)
+    turns = TurnRunner(
+        open_chat,
+        kernel.end_chat,
+        chosen.max_open_chats,
+        TurnSealer(sealing),
+        backlog,
+        chosen.max_running_turns_per_user,
+    )
     parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
     mcp = McpEndpoint(parts, sealing)  # issue 16; the SDK is imported on the first request to /mcp
 

@@ -37,6 +37,7 @@ _ERROR_TYPES = {
     403: "permission_error",
     404: "not_found_error",
     409: "conflict_error",
+    429: "rate_limit_error",
     500: "server_error",
     502: "agent_error",
 }

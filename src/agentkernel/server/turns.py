@@ -3,8 +3,15 @@
 Each user message runs as an asyncio task of its own, not inside the HTTP
 response: the response only reads the task's events from a queue. A client
 that disconnects therefore stops nothing; the turn finishes and the loop
-records it in the transcript. Scripts never run on the event loop: the agent
-loop hands every tool and hook call to a worker thread (DESIGN rule 7).
+records it in the transcript. (A chat completion's one-off turn is the
+exception: nobody can read it later or stop it, so its client leaving stops
+it.) Scripts never run on the event loop: the agent loop hands every tool
+and hook call to a worker thread (DESIGN rule 7).
+
+A user has at most `max_running_per_user` turns running at once, sessions'
+and completions' alike (server.max_running_turns_per_user): past it,
+TooManyTurns (429) before anything starts. The count is of the running
+turns themselves, so it drops the moment a turn ends, however it ends.
 
 Why 409 and not a queue: a second message sent while the first is still
 being answered was typed without seeing the answer; queueing it would answer
@@ -47,6 +54,26 @@ class TurnBusy(Exception):
         )
 
 
+class TooManyTurns(Exception):
+    """The user has `server.max_running_turns_per_user` turns answering already (HTTP 429).
+
+    Each turn calls the LLM up to its template's `max_turns` and holds up to
+    `server.max_stream_backlog_bytes` for its reader, so one token holder
+    starting turns without end (new sessions, or completions dropped after
+    the first byte) would spend the LLM budget and the server's memory that
+    every user shares. Refused before the turn starts: nothing is recorded.
+    """
+
+    def __init__(self, user_id: str, running: int, limit: int) -> None:
+        super().__init__(
+            f"user {user_id!r} has {running} turns running, the most server.max_running_turns_per_user "
+            f"({limit}) allows; wait for one to end (its `done` event), stop one "
+            "(POST /v1/sessions/{id}/stop), or disconnect a chat completion's client (that stops its turn)"
+        )
+        self.running = running
+        self.limit = limit
+
+
 class TemplateGone(Exception):
     """The session's template no longer loads (edited or removed since): the message says so, not where."""
 
@@ -69,7 +96,9 @@ class Turn:
     cut off: nothing more is queued for it, and after what waits it reads an
     `error` saying why, then `done`. A reader that leaves drops the queue at
     once. Either way the turn goes on and is recorded (docs/server.md, "A
-    slow client").
+    slow client") — unless the turn has an `on_abandoned`, called when its
+    reader leaves before the end (a chat completion's: nobody else can read
+    or stop it).
     """
 
     session_id: str
@@ -77,9 +106,13 @@ class Turn:
     max_backlog_bytes: int = 8 << 20
     task: asyncio.Task[None] | None = None
     seal: Callable[[StreamEvent], Awaitable[StreamEvent]] | None = None
+    user_id: str = ""  # whose turn: the per-user cap counts them
+    on_abandoned: Callable[[], None] | None = None
+    abandoned: bool = False  # the reader left before the end
     _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
     _backlog: int = 0  # bytes of the frames in _events
     _reading: bool = True  # False once the reader fell behind or left: nothing more is queued
+    _read_to_end: bool = False  # the reader took the end (None) off the queue
 
     @property
     def streaming(self) -> bool:
@@ -141,11 +174,26 @@ class Turn:
                     yield None
                     continue
                 if event is None:
+                    self._read_to_end = True
                     return
                 self._backlog -= len(event.frame())
                 yield event
         finally:
             self._stop_reading()
+            self.leave()
+
+    def leave(self) -> None:
+        """The reader is done with the turn: when it did not read to the end, the turn is abandoned.
+
+        Called by `events` when it closes, and by a response that ends before
+        it ever began reading them (its client gone after the first chunk).
+        Once is enough: later calls do nothing.
+        """
+        if self._read_to_end or self.abandoned:
+            return
+        self.abandoned = True
+        if self.on_abandoned is not None:
+            self.on_abandoned()
 
 
 class TurnRunner:
@@ -162,8 +210,10 @@ class TurnRunner:
         max_open_chats: int = 256,
         seal: Seal | None = None,
         max_backlog_bytes: int = 8 << 20,
+        max_running_per_user: int = 4,
     ) -> None:
         self._open_chat = open_chat
+        self._max_running_per_user = max_running_per_user
         self._max_backlog = max_backlog_bytes
         self._end_chat = end_chat
         self._max_open = max_open_chats
@@ -175,6 +225,10 @@ class TurnRunner:
     def running(self, session_id: str) -> bool:
         return session_id in self._running
 
+    def running_of(self, user_id: str) -> int:
+        """How many turns of `user_id` are answering now (every route's: sessions' and completions')."""
+        return sum(1 for turn in self._running.values() if turn.user_id == user_id)
+
     def stop(self, session_id: str) -> bool:
         """Stop the session's running turn (it ends `terminated`, recorded); False when none runs."""
         chat = self._chats.get(session_id) or self._once.get(session_id)
@@ -183,18 +237,25 @@ class TurnRunner:
     def start(
         self, session: SessionInfo, text: str, request_id: str, history: list[ChatMessage] | None = None
     ) -> Turn:
-        """Start answering `text` in `session`; TurnBusy when it is answering already.
+        """Start answering `text` in `session`; TurnBusy when it is answering already, TooManyTurns when
+        its user has `max_running_per_user` turns answering.
 
         With `history`, the chat is a one-off: it starts from that history
         (not the session's transcript) and ends with the turn. That is a
         stateless client's turn, which sends the whole conversation each
-        time (`POST /v1/chat/completions`).
+        time (`POST /v1/chat/completions`). Nobody can stop it but its
+        reader, so a reader that leaves stops it (ends `terminated`).
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
-        turn = Turn(session.id, request_id, self._max_backlog)
+        running = self.running_of(session.user_id)
+        if running >= self._max_running_per_user:
+            raise TooManyTurns(session.user_id, running, self._max_running_per_user)
+        turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
+        if history is not None:
+            turn.on_abandoned = functools.partial(self._stop_once, session.id)
         self._running[session.id] = turn
         work = (
             self._run(session, text, turn)
@@ -219,6 +280,8 @@ class TurnRunner:
     ) -> None:
         try:
             self._once[session.id] = chat = await self._open(session, history)
+            if turn.abandoned:  # the client left while the chat was opening: nobody to answer
+                return
             await chat.send(text, turn.emit)
         except Exception as exc:
             self._failed(session, turn, exc)
@@ -228,6 +291,12 @@ class TurnRunner:
             if once is not None:
                 self._end_chat(once)
             turn.close()
+
+    def _stop_once(self, session_id: str) -> None:
+        """A one-off turn's reader left: stop it (a chat still opening is never sent the message)."""
+        chat = self._once.get(session_id)
+        if chat is not None and chat.stop():
+            log.info("session %s: its client went away, so its one-off turn stops", session_id)
 
     @staticmethod
     def _failed(session: SessionInfo, turn: Turn, exc: Exception) -> None:
@@ -285,4 +354,4 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["TemplateGone", "Turn", "TurnBusy", "TurnRunner"]
+__all__ = ["TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner"]

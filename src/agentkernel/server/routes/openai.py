@@ -4,13 +4,17 @@ Each completion is a turn of a one-off session of the caller's (a fresh
 session id, not in `GET /v1/sessions`: the client keeps the conversation,
 and sends it whole each time). It runs like any turn — a task of its own,
 the template's hooks and tools, recorded in the transcript, tables sealed
-(S6.3) — so a client that goes away stops nothing. The session id is in
-the extension field, to find the turn in the transcript and the logs.
+(S6.3), counted in server.max_running_turns_per_user. Unlike a session's
+turn, nobody can read it later or stop it through `/stop`, so a client that
+goes away stops it (it ends `terminated`, recorded) rather than leaving it
+calling the LLM for nobody. The session id is in the extension field, to
+find the turn in the transcript and the logs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +23,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from agentkernel.errors import ConfigError
 from agentkernel.server.failures import error_body
@@ -28,7 +33,7 @@ from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.sessions import KEEPALIVE
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.server.turns import Turn
+from agentkernel.server.turns import TooManyTurns, Turn
 
 router = APIRouter(prefix="/v1", tags=["openai"], responses=documented(*CALLER))
 AGENT_ERROR_STATUS = 502  # the agent (its LLM, most often) could not answer: a bad gateway, not a bad request
@@ -48,15 +53,16 @@ def list_models(user: User, parts: Parts) -> dict[str, Any]:
     "/chat/completions",
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"},
-        **documented(404, 413, 502),
+        **documented(404, 413, 429, 502),
     },
 )
 async def chat_completions(body: CompletionRequest, request: Request, user: User, parts: Parts) -> Any:
     """A `chat.completion` (or, with `stream`, its chunks then `[DONE]`) answering the last user message.
 
     404 for an unknown `model`; 422 naming a field the agent cannot honour;
-    413 when the last message is over server.max_message_chars; 502 when
-    the agent ends in error without an answer (no LLM reachable, say).
+    413 when the last message is over server.max_message_chars; 429 while
+    the caller has server.max_running_turns_per_user turns running; 502
+    when the agent ends in error without an answer (no LLM reachable, say).
     """
     try:
         history, text = conversation(body)
@@ -68,17 +74,19 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
             413, f"body.messages: the last message has {len(text):,} characters; at most {most:,}"
         )
     session = await asyncio.to_thread(_one_off_session, parts, user, body.model)
-    turn = parts.turns.start(session, text, request_id(request), history)
+    try:
+        turn = parts.turns.start(session, text, request_id(request), history)
+    except TooManyTurns as exc:
+        raise HTTPException(429, str(exc)) from exc
     completion = Completion(body.model, session.id)
     if body.stream:
-        return StreamingResponse(
+        return _TurnStream(
+            turn,
             _chunks(turn, ChunkStream(completion), parts.settings.keepalive_secs),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    async for event in turn.events(parts.settings.keepalive_secs):
-        if event is not None:
-            completion.take(event)
+    await _collect(turn, completion, request, parts.settings.keepalive_secs)
     if completion.failed:
         error = completion.error_body()
         shown = error_body(
@@ -98,6 +106,58 @@ def _one_off_session(parts: ServerParts, user: str, model: str) -> SessionInfo:
     return SessionInfo(str(uuid.uuid4()), user, model, datetime.now(UTC).isoformat())
 
 
+class _TurnStream(StreamingResponse):
+    """The chunks' response, which leaves the turn however it ends.
+
+    A client gone while the first chunk (written before the turn's events
+    are read) is being sent cancels the response with `_chunks` never
+    having opened the events, so their own `finally` never runs; this one
+    does, and the turn stops (a turn read to its end is not touched).
+    """
+
+    def __init__(self, turn: Turn, content: AsyncIterator[bytes], **options: Any) -> None:
+        super().__init__(content, **options)
+        self._turn = turn
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._turn.leave()
+
+
+async def _collect(turn: Turn, completion: Completion, request: Request, keepalive_secs: float) -> None:
+    """The turn's events into `completion`, or until the client goes away (then the turn stops).
+
+    A plain response notices no disconnect by itself (a streamed one does:
+    Starlette cancels it), so without watching for `http.disconnect` the
+    handler would wait out a turn that goes on calling the LLM for nobody.
+    """
+    reading = asyncio.create_task(_take(turn, completion, keepalive_secs))
+    watching = asyncio.create_task(_disconnected(request))
+    try:
+        await asyncio.wait((reading, watching), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+        reading.cancel()  # nothing when it has ended; else its reader leaves, which stops the turn
+        await asyncio.wait((reading, watching))
+    if not reading.cancelled():
+        reading.result()  # its failure, if any, is this request's
+
+
+async def _take(turn: Turn, completion: Completion, keepalive_secs: float) -> None:
+    async with contextlib.aclosing(turn.events(keepalive_secs)) as events:
+        async for event in events:
+            if event is not None:
+                completion.take(event)
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (the body was read already, so nothing else comes)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def _extension(completion: Completion) -> dict[str, Any]:
     return {"agentkernel": completion.body()["agentkernel"]}
 
@@ -109,12 +169,14 @@ def _data(payload: object) -> bytes:
 async def _chunks(turn: Turn, stream: ChunkStream, keepalive_secs: float) -> AsyncIterator[bytes]:
     """The chunks as the turn goes; an agent that failed without an answer ends with an error object."""
     yield _data(stream.opening())
-    async for event in turn.events(keepalive_secs):
-        if event is None:
-            yield KEEPALIVE
-            continue
-        for chunk in stream.chunks(event):
-            yield _data(chunk)
+    # closed with the response, so a client gone leaves the turn's events at once, which stops the turn
+    async with contextlib.aclosing(turn.events(keepalive_secs)) as events:
+        async for event in events:
+            if event is None:
+                yield KEEPALIVE
+                continue
+            for chunk in stream.chunks(event):
+                yield _data(chunk)
     if stream.completion.failed:  # what OpenAI SDKs raise from, mid-stream
         yield _data({"error": stream.completion.error_body()})
     yield b"data: [DONE]\n\n"

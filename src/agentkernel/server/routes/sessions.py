@@ -21,7 +21,7 @@ from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.server.turns import Turn, TurnBusy
+from agentkernel.server.turns import TooManyTurns, Turn, TurnBusy
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=documented(*CALLER))
 
@@ -86,7 +86,7 @@ def transcript(
     response_class=StreamingResponse,
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "the turn's events"},
-        **documented(404, 409, 413),
+        **documented(404, 409, 413, 429),
     },
 )
 async def send_message(
@@ -94,7 +94,8 @@ async def send_message(
 ) -> StreamingResponse:
     """Answer `content` as a stream of events; the turn goes on if the client goes away.
 
-    413 past server.max_message_chars; 409 while the session answers its previous message.
+    413 past server.max_message_chars; 409 while the session answers its previous message;
+    429 while the caller has server.max_running_turns_per_user turns running.
     """
     info = owned_session(parts, session_id, user)
     most = parts.settings.max_message_chars
@@ -104,6 +105,8 @@ async def send_message(
         turn = parts.turns.start(info, body.content, request_id(request))
     except TurnBusy as exc:
         raise HTTPException(409, str(exc)) from exc
+    except TooManyTurns as exc:
+        raise HTTPException(429, str(exc)) from exc
     return StreamingResponse(
         _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",

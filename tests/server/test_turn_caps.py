@@ -1,0 +1,249 @@
+"""server.max_running_turns_per_user (S23.6, docs/server.md 3): one user's turns at once, on every route.
+
+A token holder could start turns without end — new sessions, or chat
+completions dropped after the first byte — each calling the LLM up to
+`max_turns` and holding up to `max_stream_backlog_bytes` for its reader.
+Past the cap a turn is refused with 429 before it starts; the count drops
+however a turn ends. A chat completion's client that goes away stops its
+turn: nobody else can read it or stop it.
+
+Real uvicorn (LiveServer), the scripted LLM; a turn is held running by an
+LLM answer that waits for the test, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from agentkernel import Kernel
+from agentkernel.config import ServerSettings, load_kernel_config
+from agentkernel.config.server import token_hash
+from agentkernel.server.turns import Turn
+from tests.fakes import FakeLLMServer, HttpError, Reply
+from tests.fakes.openai_server import Exchange
+from tests.server.conftest import LiveServer, sse_events
+from tests.server.test_api import wait_until
+
+ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
+TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
+COMPLETION = {"model": "tester", "messages": [{"role": "user", "content": "hi"}]}
+
+
+@dataclass(frozen=True)
+class Held:
+    """An LLM answer that waits until the test opens `gate`, with no time limit of its own: a turn that
+    goes on waiting here is one that was not stopped (the test's `finally` opens the gate)."""
+
+    gate: threading.Event
+    reply: Reply = field(default_factory=lambda: Reply(text="after the gate"))
+
+    def answer(self, exchange: Exchange) -> None:
+        self.gate.wait()
+        self.reply.answer(exchange)
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    opened = threading.Event()
+    try:
+        yield opened
+    finally:
+        opened.set()  # a held LLM answer never outlives its test
+
+
+def serve(kernel_yaml: Path, most: int) -> LiveServer:
+    kernel = Kernel(load_kernel_config(kernel_yaml))
+    return LiveServer(kernel, ServerSettings(tokens=TOKENS, max_running_turns_per_user=most))
+
+
+def new_session(client: httpx.Client, headers: dict[str, str]) -> str:
+    made = client.post("/v1/sessions", json={"template": "tester"}, headers=headers)
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+def message(client: httpx.Client, session: str, headers: dict[str, str]) -> httpx.Response:
+    return client.post(f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=headers)
+
+
+def assert_refused(answer: httpx.Response, running: int, most: int) -> None:
+    assert answer.status_code == 429, answer.text
+    detail = answer.json()["detail"]
+    assert f"has {running} turns running" in detail
+    assert f"server.max_running_turns_per_user ({most})" in detail
+    assert answer.json()["error"]["type"] == "rate_limit_error"
+
+
+def test_a_turn_past_the_cap_is_429_on_every_route_and_only_for_that_user(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    llm_server.add(Held(gate), Held(gate), Reply(text="bob's answer"), Reply(text="alice again"))
+    with serve(kernel_yaml, 2) as live, live.client() as client:
+        first, second = new_session(client, ALICE), new_session(client, ALICE)
+        url = f"/v1/sessions/{first}/messages"
+        with (
+            client.stream("POST", url, json={"content": "one"}, headers=ALICE) as session_turn,
+            client.stream(
+                "POST", "/v1/chat/completions", json={**COMPLETION, "stream": True}, headers=ALICE
+            ) as completion_turn,
+        ):
+            assert session_turn.status_code == completion_turn.status_code == 200
+            wait_until(lambda: len(llm_server.requests) == 2, "both turns to reach the LLM")
+            assert_refused(message(client, second, ALICE), 2, 2)
+            assert_refused(client.post("/v1/chat/completions", json=COMPLETION, headers=ALICE), 2, 2)
+            streamed = {**COMPLETION, "stream": True}
+            assert_refused(client.post("/v1/chat/completions", json=streamed, headers=ALICE), 2, 2)
+            bob = message(client, new_session(client, BOB), BOB)  # another user is not held up
+            assert dict(sse_events(bob.text))["reply"]["content"] == "bob's answer"
+            gate.set()
+            assert dict(sse_events(session_turn.read().decode()))["done"] == {"reason": "job_done"}
+            assert b"[DONE]" in completion_turn.read()
+        assert len(llm_server.requests) == 3  # the refused turns never reached the LLM
+        assert dict(sse_events(message(client, second, ALICE).text))["reply"]["content"] == "alice again"
+
+
+def test_the_count_drops_when_a_turn_ends_done_in_error_or_stopped(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    llm_server.add(Reply(text="done"), HttpError(500), Held(gate), Reply(text="after all that"))
+    with serve(kernel_yaml, 1) as live, live.client() as client:
+        session = new_session(client, ALICE)
+        assert dict(sse_events(message(client, session, ALICE).text))["done"] == {"reason": "job_done"}
+        assert dict(sse_events(message(client, session, ALICE).text))["done"] == {"reason": "error"}
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=ALICE):
+            wait_until(lambda: len(llm_server.requests) == 3, "the held turn to reach the LLM")
+            assert_refused(message(client, new_session(client, ALICE), ALICE), 1, 1)
+            assert client.post(f"/v1/sessions/{session}/stop", headers=ALICE).json() == {"stopped": True}
+        wait_until(lambda: kinds(live, session)[-1:] == ["end"], "the stopped turn to be recorded")
+        answer = client.post("/v1/chat/completions", json=COMPLETION, headers=ALICE)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["choices"][0]["message"]["content"] == "after all that"
+
+
+def test_a_session_turn_goes_on_and_counts_after_its_client_leaves(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    """A session's turn outlives its client (docs/server.md 3), so it still counts until it ends."""
+    llm_server.add(Held(gate, Reply(text="recorded anyway")), Reply(text="next"))
+    with serve(kernel_yaml, 1) as live, live.client() as client:
+        session = new_session(client, ALICE)
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=ALICE):
+            wait_until(lambda: len(llm_server.requests) == 1, "the turn to reach the LLM")
+        assert_refused(message(client, new_session(client, ALICE), ALICE), 1, 1)
+        gate.set()
+        wait_until(lambda: kinds(live, session)[-1:] == ["end"], "the turn to be recorded")
+        assert dict(sse_events(message(client, session, ALICE).text))["reply"]["content"] == "next"
+
+
+def test_a_streamed_completion_whose_client_leaves_stops_and_frees_its_slot(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    """Before, the turn went on without its client (calling the LLM up to max_turns for nobody) and,
+    not being a listed session, could not even be stopped: here the LLM call never answers, so only a
+    stop ends the turn."""
+    llm_server.add(Held(gate), Reply(text="next"))
+    with serve(kernel_yaml, 1) as live, live.client() as client:
+        streamed = {**COMPLETION, "stream": True}
+        with client.stream("POST", "/v1/chat/completions", json=streamed, headers=ALICE) as stream:
+            lines = stream.iter_lines()  # kept: a dropped one closes the stream when collected
+            opening = json.loads(next(lines).removeprefix("data: "))
+            wait_until(lambda: len(llm_server.requests) == 1, "the turn to reach the LLM")
+        one_off = opening["agentkernel"]["session"]
+        wait_until(lambda: kinds(live, one_off)[-1:] == ["end"], "the abandoned turn to end")
+        assert live.kernel.transcript(one_off)[-1].content == "terminated"
+        answer = message(client, new_session(client, ALICE), ALICE)  # its slot is free again
+        assert dict(sse_events(answer.text))["reply"]["content"] == "next"
+    assert not gate.is_set()
+
+
+def test_a_plain_completion_whose_client_leaves_stops_and_frees_its_slot(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A response that is not streamed notices no disconnect by itself: the server watches for it.
+    (Its session id is in the answer nobody read, so the test finds it in the log.)"""
+    caplog.set_level(logging.INFO, "agentkernel.server")
+    llm_server.add(Held(gate), Reply(text="next"))
+    with serve(kernel_yaml, 1) as live, live.client() as client:
+        with raw_post(live.url, "/v1/chat/completions", COMPLETION, ALICE):
+            wait_until(lambda: len(llm_server.requests) == 1, "the turn to reach the LLM")
+            assert_refused(message(client, new_session(client, ALICE), ALICE), 1, 1)
+        wait_until(lambda: stopped_one_offs(caplog) != [], "the turn to be stopped")
+        one_off = stopped_one_offs(caplog)[0]
+        wait_until(lambda: kinds(live, one_off)[-1:] == ["end"], "the abandoned turn to end")
+        assert live.kernel.transcript(one_off)[-1].content == "terminated"
+        answer = message(client, new_session(client, ALICE), ALICE)  # its slot is free again
+        assert dict(sse_events(answer.text))["reply"]["content"] == "next"
+    assert not gate.is_set()
+
+
+def stopped_one_offs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    said = (record.getMessage() for record in caplog.records)
+    return [m.split()[1].rstrip(":") for m in said if m.endswith("so its one-off turn stops")]
+
+
+def test_a_reader_that_leaves_unread_abandons_the_turn_once_and_one_that_read_it_all_never() -> None:
+    """`Turn.leave`, which a streamed completion's response calls however it ends: its client may go
+    while the first chunk is sent, before the turn's events were ever opened (a window no test over
+    sockets can aim at, so it is checked here)."""
+
+    async def main() -> list[str]:
+        left: list[str] = []
+        unread = Turn("s1", "r1", on_abandoned=lambda: left.append("s1"))
+        unread.leave()
+        unread.leave()
+        read = Turn("s2", "r2", on_abandoned=lambda: left.append("s2"))
+        read.close()
+        assert [event async for event in read.events(60.0)] == []
+        read.leave()
+        return left
+
+    assert asyncio.run(main()) == ["s1"]
+
+
+@contextlib.contextmanager
+def raw_post(base_url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Iterator[None]:
+    """A POST on a socket of its own, closed on exit without reading the answer: a client that left."""
+    host, port = base_url.removeprefix("http://").rsplit(":", 1)
+    data = json.dumps(body).encode()
+    lines = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines.append(f"Content-Length: {len(data)}")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        yield
+
+
+def kinds(live: LiveServer, session: str) -> list[str]:
+    return [record.kind for record in live.kernel.transcript(session)]
+
+
+def test_stopping_the_server_ends_the_running_turns_and_their_count(
+    kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    """Past shutdown_grace_secs a running turn is stopped (recorded `terminated`); none is left counted."""
+    llm_server.add(Held(gate))
+    settings = ServerSettings(tokens=TOKENS, max_running_turns_per_user=1, shutdown_grace_secs=0.01)
+    live = LiveServer(Kernel(load_kernel_config(kernel_yaml)), settings).__enter__()
+    with live.client() as client:
+        session = new_session(client, ALICE)
+        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=ALICE):
+            wait_until(lambda: len(llm_server.requests) == 1, "the turn to reach the LLM")
+            live.stop()
+    assert live.server is not None and isinstance(app := live.server.config.app, FastAPI)
+    assert app.state.parts.turns.running_of("alice") == 0
+    assert not gate.is_set()
+    with Kernel(load_kernel_config(kernel_yaml)) as kernel:
+        assert kernel.transcript(session)[-1].content == "terminated"
