@@ -666,8 +666,17 @@ class Kernel:
         raise RuntimeError("Kernel.close() inside a running event loop: use `await kernel.aclose()`")
 
     async def aclose(self) -> None:
-        """`close` for async callers: the provider's connections are closed on the running loop."""
+        """`close` for async callers: the provider's connections are closed on the running loop.
+
+        Outside MCP servers are stopped first, on a worker thread: a stdio
+        server is given up to 2 s to exit, and the loop (a server's other
+        connections, its shutdown) goes on meanwhile.
+        """
+        import asyncio
+
         provider = self._open_provider()
+        if not self._closed and self._outside.started:
+            await asyncio.to_thread(self._outside.close)
         errors = self._close_local()
         if provider is not None:
             try:

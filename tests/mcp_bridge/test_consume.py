@@ -319,6 +319,32 @@ def test_a_server_restarts_after_dying_and_stops_with_the_kernel(lone: Kernel) -
     assert gone(third)  # closing waited for the server's process to end
 
 
+def test_closing_from_async_code_lets_the_loop_run_while_servers_stop(lone: Kernel) -> None:
+    """`aclose` (a server's shutdown) stops the servers on a worker thread: stopping a stdio server may
+    take seconds, and the loop's other work went on meanwhile only once it stopped blocking it."""
+    process = lone.spawn("agent")
+    pid = int(lone.run_tool("outside__pid", {}, process).content)
+    turns = 0
+    closed = False
+
+    async def other_work() -> None:
+        nonlocal turns
+        while not closed:
+            turns += 1
+            await asyncio.sleep(0)  # a turn of the loop, nothing waited for
+
+    async def main() -> None:
+        nonlocal closed
+        working = asyncio.create_task(other_work())
+        await lone.aclose()
+        closed = True
+        await working
+
+    asyncio.run(main())
+    assert turns > 0  # the loop ran while the kernel closed
+    assert gone(pid)  # and the server's process has ended
+
+
 def test_listing_starts_the_server_lazily(lone: Kernel) -> None:
     process = lone.spawn("agent")
     assert not lone._outside.running("outside")  # spawning starts nothing

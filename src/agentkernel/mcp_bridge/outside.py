@@ -259,6 +259,11 @@ class OutsideTools:
             max_result_chars=self._limits.max_result_chars,
         )
 
+    @property
+    def started(self) -> bool:
+        """Whether any server was ever started (so `close` has processes to stop)."""
+        return self._pool is not None
+
     def close(self) -> None:
         """Stop every server started (their processes end)."""
         if self._pool is not None:
