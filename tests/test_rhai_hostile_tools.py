@@ -152,6 +152,30 @@ def test_importing_the_engine_is_not_part_of_a_script_s_compile_time(
     assert (result.success, result.content) == (True, "42")
 
 
+def test_a_tool_whose_check_was_cut_short_runs_once_it_compiles(
+    kernel: Kernel, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile stopped by its deadline is tried again (it may pass on a quieter moment); asking why a
+    tool is missing tries it again, and a tool that loads then was answered `unknown tool`."""
+    from agentkernel.errors import ScriptLimitError
+
+    host = kernel._host
+    real = host.compile
+    cut_short: list[str] = []
+
+    def first_compile_too_slow(path: Path, deadline: float | None = None) -> Any:
+        if not cut_short:
+            cut_short.append(path.name)
+            raise ScriptLimitError("timeout_secs", "script exceeded timeout_secs while being compiled")
+        return real(path, deadline)
+
+    monkeypatch.setattr(host, "compile", first_compile_too_slow)
+    make_tool("steady", "fn run(args) { 7 }", ext=".rhai")
+    result = kernel.run_tool("steady", {})
+    assert cut_short == ["steady.rhai"]
+    assert (result.success, result.content) == (True, "7")
+
+
 def test_compiling_a_tool_stops_at_its_timeout_and_is_tried_again(
     kernel: Kernel, make_tool: ToolFactory
 ) -> None:

@@ -139,7 +139,12 @@ class Dispatcher:
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         spec = self.registry.get(name, caller)
         if spec is None:
-            return ToolResult.failure(self.registry.unavailable(name, caller) or f"unknown tool {name!r}")
+            reason = self.registry.unavailable(name, caller)
+            # asking why compiles the scripts again: one whose check was cut short by its deadline (a
+            # busy machine) may load now, and is run rather than called `unknown`
+            spec = self.registry.get(name, caller) if reason is None else None
+            if spec is None:
+                return ToolResult.failure(reason or f"unknown tool {name!r}")
         return self._dispatch_spec(spec, args, caller)
 
     def _dispatch_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
