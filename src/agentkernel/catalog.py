@@ -42,6 +42,7 @@ from typing import Literal, TypeVar
 from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, load_script_spec
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
 from agentkernel.file_stamps import Stamp, stamp_of
+from agentkernel.folder_walk import entries_below
 from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.python_tools import python_function
@@ -78,22 +79,12 @@ def _yaml_files(folders: Iterable[Path]) -> list[Path]:
 def _yaml_files_in(folder: Path) -> Iterator[Path]:
     """The YAML files below `folder` (resolved), as their real paths; linked folders are not entered.
 
-    Every listing scans the folders (hot reload), so this asks the file
-    system as little as it can: one `scandir` a folder, and a path resolved
-    only when it is a link (resolving each cost a `lstat` per component).
+    Every listing scans the folders (hot reload), so a path is resolved
+    only when it is a link (resolving each cost an `lstat` per component).
     """
-    pending = [str(folder)]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as scanning:
-                entries = list(scanning)
-        except OSError:  # gone or unreadable since: what is not there is not loaded
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(entry.path)
-            elif os.path.splitext(entry.name)[1] in YAML_SUFFIXES and not entry.is_dir():
-                yield Path(entry.path).resolve() if entry.is_symlink() else Path(entry.path)
+    for entry in entries_below(folder):
+        if os.path.splitext(entry.name)[1] in YAML_SUFFIXES and not entry.is_dir():
+            yield Path(entry.path).resolve() if entry.is_symlink() else Path(entry.path)
 
 
 def _kind(spec: ToolSpec | HookSpec) -> Kind:

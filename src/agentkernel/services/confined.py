@@ -39,7 +39,8 @@ MAX_PATH_CHARS = 4096
 #: makes, and a tree thousands deep broke every walk of the folder (the quota count, the clean-up).
 MAX_WRITE_DEPTH = 64
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How a folder is opened here and by the clean-up (scratch.py): never through a link.
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LEAF_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -199,7 +200,7 @@ def _check_write_reach(base: Path, names: list[str], path: str) -> None:
 def _enter(folder: int, name: str, path: str, walked: list[str], *, create: bool) -> int | None:
     """The folder `name` inside `folder`, never through a link; when missing, made if `create`, else None."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=folder)
+        return os.open(name, DIR_FLAGS, dir_fd=folder)
     except FileNotFoundError:
         if not create:
             return None
@@ -207,7 +208,7 @@ def _enter(folder: int, name: str, path: str, walked: list[str], *, create: bool
     except OSError as exc:
         raise _refusal(folder, name, path, walked, exc) from exc
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=folder)
+        return os.open(name, DIR_FLAGS, dir_fd=folder)
     except OSError as exc:
         raise _refusal(folder, name, path, walked, exc) from exc
 
@@ -289,7 +290,7 @@ def open_below(base: Path, names: list[str], path: str) -> int:
         for depth, name in enumerate(names):
             last = depth == len(names) - 1
             try:
-                inner = os.open(name, _LEAF_FLAGS if last else _DIR_FLAGS, dir_fd=folder)
+                inner = os.open(name, _LEAF_FLAGS if last else DIR_FLAGS, dir_fd=folder)
             except OSError as exc:
                 raise _read_refusal(folder, name, path, names[: depth + 1], exc) from exc
             os.close(folder)
@@ -345,6 +346,7 @@ def show_path(path: str) -> str:
 
 
 __all__ = [
+    "DIR_FLAGS",
     "MAX_PATH_CHARS",
     "MAX_WRITE_DEPTH",
     "NotFound",

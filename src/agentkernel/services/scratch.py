@@ -25,9 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-CLEAN_INTERVAL_SECS = 3600.0
+from agentkernel.folder_walk import entries_below
+from agentkernel.services.confined import DIR_FLAGS
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+CLEAN_INTERVAL_SECS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -57,25 +58,10 @@ def last_touched(folder: Path) -> float:
 
 
 def _entries_below(folder: Path) -> Iterator[os.stat_result]:
-    """The `lstat` of everything below `folder`, by a loop rather than recursion.
-
-    Python 3.11's `os.walk` recurses once per level, so a tree a thousand
-    folders deep (`mkdir -p` through `shell`) raised RecursionError out of
-    the quota check and the clean-up. Entries that vanish or cannot be
-    read meanwhile are skipped.
-    """
-    pending = [str(folder)]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    with contextlib.suppress(OSError):  # removed meanwhile, or a path too long
-                        info = entry.stat(follow_symlinks=False)
-                        if stat.S_ISDIR(info.st_mode):
-                            pending.append(entry.path)
-                        yield info
-        except OSError:
-            continue
+    """The `lstat` of everything below `folder`, however deep (folder_walk.py); vanished ones skipped."""
+    for entry in entries_below(folder):
+        with contextlib.suppress(OSError):  # removed meanwhile, or a path too long
+            yield entry.stat(follow_symlinks=False)
 
 
 def remove_tree(folder: Path) -> None:
@@ -90,7 +76,7 @@ def remove_tree(folder: Path) -> None:
     followed.
     """
     try:
-        top = os.open(folder, _DIR_FLAGS)
+        top = os.open(folder, DIR_FLAGS)
     except OSError:
         return
     try:
@@ -98,7 +84,7 @@ def remove_tree(folder: Path) -> None:
         while pending:
             name = pending.pop()
             with contextlib.suppress(OSError):
-                inner = os.open(name, _DIR_FLAGS, dir_fd=top)
+                inner = os.open(name, DIR_FLAGS, dir_fd=top)
                 try:
                     pending.extend(_empty_folder(inner, top))
                 finally:
