@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -70,6 +71,8 @@ class Continuation:
 
 # what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
 SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
+# the caller a rerun runs as, for as long as it runs (the server's: counted and budgeted, tool_runs.py)
+Admit = Callable[["Caller"], AbstractAsyncContextManager["Caller"]]
 
 
 class ContinuationStore(SealedIdStore):
@@ -179,13 +182,23 @@ async def arun_continuation(
     continuation_id: object,
     user_id: str,
     seal_more: SealMore | None = None,
+    admit: Admit | None = None,
 ) -> ToolResult | None:
-    """`run_continuation` from an event loop: SQLite and the script run on worker threads."""
+    """`run_continuation` from an event loop: SQLite and the script run on worker threads.
+
+    `admit` turns the owner's caller into the one the tool runs as, for as
+    long as it runs: the server's counts the run and gives it a budget
+    (tool_runs.py), and may refuse it (its exception is raised here).
+    """
     found = await asyncio.to_thread(store.get, continuation_id, user_id)
     caller = None if found is None else await asyncio.to_thread(_owner_caller, kernel, found)
     if found is None or caller is None:
         return None
-    result = await kernel.arun_tool(found.tool, found.args, caller)
+    if admit is None:
+        result = await kernel.arun_tool(found.tool, found.args, caller)
+    else:
+        async with admit(caller) as admitted:
+            result = await kernel.arun_tool(found.tool, found.args, admitted)
     return await asyncio.to_thread(_sealed, result, store, found, seal_more)
 
 
@@ -224,6 +237,7 @@ def _sealed(
 
 __all__ = [
     "DEFAULT_TTL_SECS",
+    "Admit",
     "Continuation",
     "ContinuationStore",
     "SealMore",

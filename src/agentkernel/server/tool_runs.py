@@ -1,0 +1,128 @@
+"""Tool runs a user starts without a turn — `POST /v1/tools/{name}/run` (the page's panel too), MCP tool
+calls at `/mcp`, continuations — counted against a cap per user, and spending a budget.
+
+**Counted.** A user has at most `server.max_running_tool_runs_per_user` of
+them running at once, every route together (user_work.py): past it,
+TooManyToolRuns before the run starts (429 on the HTTP routes, an error
+result at `/mcp`). Each holds a script worker and may wait on the LLM for
+its whole `timeout_secs`, so without the cap one token could hold every
+worker and every LLM slot (issue 24, item 6).
+
+**Budgeted** (S9.2). A run is a process of its own, ended when the run
+ends (its sub-agents with it), so `llm()`, `llm_json` and `run_subagent` in
+it spend a budget group like an agent's tool call does:
+
+- in one of the user's chat sessions, the session's group: the process is a
+  child of the session's open chat (opened if need be, and kept open while
+  the run lasts), so the runs and the turns of a session share its
+  template's `budget.tokens` together;
+- anywhere else (no session, an MCP session, a continuation of such a run),
+  a group of `server.tool_run_token_budget` tokens for that run alone: a
+  session costs nothing to make and brings a full template budget, so a
+  budget per user per window would bound nobody; what bounds a user is this
+  per-run budget times the cap above.
+
+Past the budget a script's `llm()` throws `caller budget exhausted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+from agentkernel.config.server import LOCAL_USER
+from agentkernel.kernel import Kernel
+from agentkernel.process import Caller, Process
+from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.turns import TurnRunner
+from agentkernel.templates import TemplateSpec
+from agentkernel.user_work import Cap, TooMuchWork, UserWork
+
+TOOL_RUN = "tool-run"  # the name of a run's process, and of its template when the caller has none
+
+
+class TooManyToolRuns(TooMuchWork):
+    """The user has `server.max_running_tool_runs_per_user` tool runs going already (HTTP 429)."""
+
+
+def tool_run_cap(limit: int) -> Cap:
+    """server.max_running_tool_runs_per_user as a cap: what a refusal says."""
+    return Cap(
+        "tool runs",
+        "server.max_running_tool_runs_per_user",
+        limit,
+        "wait for one to end (tool runs, MCP tool calls and continuations count together)",
+    )
+
+
+class ToolRuns:
+    """The server's tool runs outside turns: `admitted(caller)` counts one and gives it its budget."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        sessions: SessionDirectory,
+        turns: TurnRunner,
+        work: UserWork,
+        *,
+        max_running_per_user: int,
+        budget_tokens: int,
+    ) -> None:
+        self._kernel = kernel
+        self._sessions = sessions
+        self._turns = turns
+        self._work = work
+        self.cap = tool_run_cap(max_running_per_user)
+        self._budget_tokens = budget_tokens
+
+    def running_of(self, user_id: str) -> int:
+        """How many tool runs of `user_id` are going now, every route's."""
+        return self._work.running(user_id, self.cap)
+
+    @contextlib.asynccontextmanager
+    async def admitted(self, caller: Caller) -> AsyncIterator[Caller]:
+        """`caller` as the run's process: counted (TooManyToolRuns when it may not run), budgeted.
+
+        The count and the process end with the block, however it ends.
+        """
+        user = caller.user_id or LOCAL_USER
+        self._work.start(user, self.cap, TooManyToolRuns)
+        try:
+            async with self._process(caller, user) as process:
+                yield replace(caller, pid=process.pid, process=process)
+        finally:
+            self._work.end(user, self.cap)
+
+    @contextlib.asynccontextmanager
+    async def _process(self, caller: Caller, user: str) -> AsyncIterator[Process]:
+        session = await self._chat_session(caller.session_id, user)
+        async with contextlib.AsyncExitStack() as stack:
+            if session is None:
+                spec = TemplateSpec(caller.template or TOOL_RUN, "", budget_tokens=self._budget_tokens)
+                parent = None
+            else:
+                chat = await stack.enter_async_context(self._turns.lent(session))
+                spec, parent = chat.process.template, chat.process
+            process = await asyncio.to_thread(  # a session's scratch folder is made (and cleaned)
+                self._kernel.spawn,
+                spec,
+                user_id=caller.user_id,
+                session_id=caller.session_id,
+                parent=parent,
+                name=TOOL_RUN,
+            )
+            try:
+                yield process
+            finally:
+                self._kernel.terminate(process.pid)
+
+    async def _chat_session(self, session_id: str | None, user: str) -> SessionInfo | None:
+        """The user's chat session `session_id`; None for none, or an id of something else (MCP's)."""
+        if session_id is None:
+            return None
+        return await asyncio.to_thread(self._sessions.owned, session_id, user)
+
+
+__all__ = ["TOOL_RUN", "TooManyToolRuns", "ToolRuns", "tool_run_cap"]
