@@ -84,9 +84,9 @@ class UserWork:
                 self._running.pop(key, None)
 
     @contextmanager
-    def held(self, user_id: str, cap: Cap) -> Iterator[None]:
-        """The block counts as one piece of work (TooMuchWork before it starts when it may not)."""
-        self.start(user_id, cap)
+    def held(self, user_id: str, cap: Cap, refused: type[TooMuchWork] = TooMuchWork) -> Iterator[None]:
+        """The block counts as one piece of work (`refused` before it starts when it may not)."""
+        self.start(user_id, cap, refused)
         try:
             yield
         finally:

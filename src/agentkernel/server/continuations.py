@@ -71,7 +71,7 @@ class Continuation:
 
 # what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
 SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
-# the caller a rerun runs as, for as long as it runs (the server's: counted and budgeted, tool_runs.py)
+# the caller a rerun runs as, for as long as it runs (the server's: its own budgeted process, tool_runs.py)
 Admit = Callable[["Caller"], AbstractAsyncContextManager["Caller"]]
 
 
@@ -187,8 +187,8 @@ async def arun_continuation(
     """`run_continuation` from an event loop: SQLite and the script run on worker threads.
 
     `admit` turns the owner's caller into the one the tool runs as, for as
-    long as it runs: the server's counts the run and gives it a budget
-    (tool_runs.py), and may refuse it (its exception is raised here).
+    long as it runs: the server's gives the run its process and budget
+    (tool_runs.py); one that refuses raises, and that is raised here.
     """
     found = await asyncio.to_thread(store.get, continuation_id, user_id)
     caller = None if found is None else await asyncio.to_thread(_owner_caller, kernel, found)

@@ -81,19 +81,23 @@ class ToolRuns:
         """How many tool runs of `user_id` are going now, every route's."""
         return self._work.running(user_id, self.cap)
 
+    def counted(self, user_id: str) -> contextlib.AbstractContextManager[None]:
+        """The block is one of `user_id`'s tool runs (TooManyToolRuns before it starts when it may not)."""
+        return self._work.held(user_id, self.cap, TooManyToolRuns)
+
     @contextlib.asynccontextmanager
     async def admitted(self, caller: Caller) -> AsyncIterator[Caller]:
-        """`caller` as the run's process: counted (TooManyToolRuns when it may not run), budgeted.
+        """`caller` as the run's process, `counted` and `budgeted`; both end with the block."""
+        with self.counted(caller.user_id or LOCAL_USER):
+            async with self.budgeted(caller) as run:
+                yield run
 
-        The count and the process end with the block, however it ends.
-        """
-        user = caller.user_id or LOCAL_USER
-        self._work.start(user, self.cap, TooManyToolRuns)
-        try:
-            async with self._process(caller, user) as process:
-                yield replace(caller, pid=process.pid, process=process)
-        finally:
-            self._work.end(user, self.cap)
+    @contextlib.asynccontextmanager
+    async def budgeted(self, caller: Caller) -> AsyncIterator[Caller]:
+        """`caller` as the run's own process, spending the budget the module docstring says; the process
+        (and any sub-agent of it) ends with the block, however it ends."""
+        async with self._process(caller, caller.user_id or LOCAL_USER) as process:
+            yield replace(caller, pid=process.pid, process=process)
 
     @contextlib.asynccontextmanager
     async def _process(self, caller: Caller, user: str) -> AsyncIterator[Process]:

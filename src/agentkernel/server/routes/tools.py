@@ -73,12 +73,13 @@ def list_tools(
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see;
     429 while the caller has server.max_running_tool_runs_per_user tool runs going."""
-    caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
-    visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
-    if name not in {spec.name for spec in visible}:
-        raise HTTPException(404, f"no tool {name!r}")
-    async with parts.tool_runs.admitted(caller) as caller:
-        result = await parts.kernel.arun_tool(name, body.args, caller)
+    with parts.tool_runs.counted(user):  # refused before anything is read or run
+        caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
+        visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
+        if name not in {spec.name for spec in visible}:
+            raise HTTPException(404, f"no tool {name!r}")
+        async with parts.tool_runs.budgeted(caller) as caller:
+            result = await parts.kernel.arun_tool(name, body.args, caller)
     return await seal_result(
         sealing_of(request),
         result.to_json(),
