@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fastapi import FastAPI
@@ -183,6 +184,30 @@ def test_the_count_drops_when_a_run_fails_or_its_script_throws(
             assert invalid.status_code == 200 and invalid.json()["success"] is False, invalid.text
         assert tool_runs_of(live, "alice") == 0
         assert run_tool(client, "upper", {"args": {"text": "ok"}}, ALICE).json()["content"] == "OK"
+
+
+def test_an_mcp_call_its_client_cancels_keeps_its_slot_until_its_script_ends(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    """The script goes on waiting for the LLM on its worker thread after a cancel; before, the cancel
+    freed its slot at once, and a client could call, cancel and call again without end."""
+    llm_server.respond_with(lambda request: Held(gate) if "held" in said(request) else Reply(text="free"))
+    with serve(project, max_running_tool_runs_per_user=1) as live, live.client() as client:
+
+        async def call_and_cancel(mcp: Client) -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(mcp.call_tool, "ask_llm", {"q": "held"})
+                while not llm_server.requests:  # the call's script is waiting for the LLM
+                    await anyio.sleep(0.02)
+                group.cancel_scope.cancel()
+            for _ in range(2):  # the cancel has reached the server, and requests after it were answered
+                await mcp.list_tools()
+
+        mcp_run(live.url + "/mcp", call_and_cancel, token="alice-token")
+        refused_for(run_tool(client, "ask_llm", {"args": {"q": "free"}}, ALICE), 1, 1)
+        gate.set()
+        wait_until(lambda: tool_runs_of(live, "alice") == 0, "the cancelled call's script to end")
+        assert run_tool(client, "ask_llm", {"args": {"q": "free"}}, ALICE).json()["content"] == "free"
 
 
 # -- the budgets (item 7) -----------------------------------------------------------------------------

@@ -152,7 +152,7 @@ class McpEndpoint:
         try:
             serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_bridge.serving")
             tools: ToolServer = serving.ToolServer(
-                self._parts.kernel, identify, seal=self._seal, admit=self._parts.tool_runs.admitted
+                self._parts.kernel, identify, seal=self._seal, run=self._parts.tool_runs.run
             )
             self._tools = tools
             manager = _session_manager(tools, self._parts.settings)

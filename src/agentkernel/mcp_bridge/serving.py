@@ -7,9 +7,10 @@ identity, which the transport supplies (`Identify`): `agentkernel mcp
 serve` (stdio) has one user and one session for its whole life;
 `agentkernel serve`'s `/mcp` takes the user from the bearer token
 (http_mount.py). A template restricts the tools to those it lists. The
-transport may also `admit` each call: `/mcp`'s counts it against the user's
-cap on tool runs and gives it a budget (server/tool_runs.py); a call it
-refuses is a tool error result naming the setting, not a protocol error.
+transport may also say how a call runs (`run`): `/mcp`'s counts it against
+the user's cap on tool runs and gives it a budget (server/tool_runs.py); a
+call it refuses (TooMuchWork) is a tool error result naming the setting,
+not a protocol error.
 
 Hot reload: the catalog rescans on access, so while a client listens, a
 cheap signature of what the clients may see (the tools' names,
@@ -29,8 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,8 @@ from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.mcp_bridge.results import call_result
 from agentkernel.process import Caller
-from agentkernel.types import JSONObject
+from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONObject, JSONValue
 from agentkernel.user_work import TooMuchWork
 
 log = logging.getLogger("agentkernel.mcp")
@@ -84,14 +85,8 @@ class Identity:
 
 Identify = Callable[[Context], Identity]  # raises MCPError when the request carries no identity
 Seal = Callable[[JSONObject, Caller, str], Awaitable[JSONObject]]  # a result's JSON as it may leave
-# the caller a call runs as while it runs; raises TooMuchWork to refuse it (user_work.py)
-Admit = Callable[[Caller], AbstractAsyncContextManager[Caller]]
-
-
-@asynccontextmanager
-async def as_it_is(caller: Caller) -> AsyncIterator[Caller]:
-    """Every call admitted, as its caller: `agentkernel mcp serve`, one user on one stdio connection."""
-    yield caller
+# how a call runs (`Kernel.arun_tool` by default); raises TooMuchWork to refuse it (user_work.py)
+RunTool = Callable[[str, JSONValue, Caller], Awaitable[ToolResult]]
 
 
 class _Server(Server[Any]):
@@ -120,13 +115,13 @@ class ToolServer:
         identify: Identify,
         *,
         seal: Seal | None = None,
-        admit: Admit = as_it_is,
+        run: RunTool | None = None,
         poll_secs: float = POLL_SECS,
     ) -> None:
         self._kernel = kernel
         self._identify = identify
         self._seal = seal
-        self._admit = admit
+        self._run = run or kernel.arun_tool
         self._poll_secs = poll_secs
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -165,11 +160,9 @@ class ToolServer:
         caller = await self._caller(identity, with_session=True)
         name = params.name
         try:
-            async with self._admit(caller) as admitted:
-                result = await self._kernel.arun_tool(name, params.arguments or {}, admitted)
+            result = await self._run(name, params.arguments or {}, caller)
         except TooMuchWork as exc:
             return call_result({"content": None, "success": False, "error": str(exc)})
-        caller = admitted
         if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup
             await self._check_known(name, caller)
         shown = result.to_json()
@@ -339,13 +332,12 @@ async def serve_stdio(kernel: Kernel, identity: Identity) -> None:
 
 __all__ = [
     "POLL_SECS",
-    "Admit",
     "Context",
     "Identify",
     "Identity",
+    "RunTool",
     "Seal",
     "ToolServer",
-    "as_it_is",
     "connection_of",
     "serve_stdio",
 ]

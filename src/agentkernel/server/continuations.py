@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -71,8 +70,8 @@ class Continuation:
 
 # what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
 SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
-# the caller a rerun runs as, for as long as it runs (the server's: its own budgeted process, tool_runs.py)
-Admit = Callable[["Caller"], AbstractAsyncContextManager["Caller"]]
+# how a rerun's tool runs (the server's: as a budgeted process of its own, tool_runs.py)
+RunTool = Callable[[str, JSONObject, "Caller"], Awaitable["ToolResult"]]
 
 
 class ContinuationStore(SealedIdStore):
@@ -182,23 +181,18 @@ async def arun_continuation(
     continuation_id: object,
     user_id: str,
     seal_more: SealMore | None = None,
-    admit: Admit | None = None,
+    run: RunTool | None = None,
 ) -> ToolResult | None:
     """`run_continuation` from an event loop: SQLite and the script run on worker threads.
 
-    `admit` turns the owner's caller into the one the tool runs as, for as
-    long as it runs: the server's gives the run its process and budget
-    (tool_runs.py); one that refuses raises, and that is raised here.
+    `run` runs the tool (`kernel.arun_tool` when None): the server's gives
+    the rerun a process and a budget of its own (tool_runs.py).
     """
     found = await asyncio.to_thread(store.get, continuation_id, user_id)
     caller = None if found is None else await asyncio.to_thread(_owner_caller, kernel, found)
     if found is None or caller is None:
         return None
-    if admit is None:
-        result = await kernel.arun_tool(found.tool, found.args, caller)
-    else:
-        async with admit(caller) as admitted:
-            result = await kernel.arun_tool(found.tool, found.args, admitted)
+    result = await (run or kernel.arun_tool)(found.tool, found.args, caller)
     return await asyncio.to_thread(_sealed, result, store, found, seal_more)
 
 
@@ -237,9 +231,9 @@ def _sealed(
 
 __all__ = [
     "DEFAULT_TTL_SECS",
-    "Admit",
     "Continuation",
     "ContinuationStore",
+    "RunTool",
     "SealMore",
     "arun_continuation",
     "run_continuation",

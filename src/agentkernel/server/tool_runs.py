@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import replace
+from typing import Any, TypeVar
+
+import anyio
 
 from agentkernel.config.server import LOCAL_USER
 from agentkernel.kernel import Kernel
@@ -38,7 +41,11 @@ from agentkernel.process import Caller, Process
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 from agentkernel.templates import TemplateSpec
+from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONValue
 from agentkernel.user_work import Cap, TooMuchWork, UserWork
+
+T = TypeVar("T")
 
 TOOL_RUN = "tool-run"  # the name of a run's process, and of its template when the caller has none
 
@@ -85,19 +92,25 @@ class ToolRuns:
         """The block is one of `user_id`'s tool runs (TooManyToolRuns before it starts when it may not)."""
         return self._work.held(user_id, self.cap, TooManyToolRuns)
 
-    @contextlib.asynccontextmanager
-    async def admitted(self, caller: Caller) -> AsyncIterator[Caller]:
-        """`caller` as the run's process, `counted` and `budgeted`; both end with the block."""
+    async def run(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+        """The tool run as one of the caller's, `counted` and then as `run_budgeted` runs it."""
         with self.counted(caller.user_id or LOCAL_USER):
-            async with self.budgeted(caller) as run:
-                yield run
+            return await self.run_budgeted(name, args, caller)
 
-    @contextlib.asynccontextmanager
-    async def budgeted(self, caller: Caller) -> AsyncIterator[Caller]:
-        """`caller` as the run's own process, spending the budget the module docstring says; the process
-        (and any sub-agent of it) ends with the block, however it ends."""
+    async def run_budgeted(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+        """The tool run as a process of its own, spending the budget the module docstring says.
+
+        The process (and any sub-agent of it) ends with the run. A request
+        cancelled meanwhile (an MCP client's cancel, the server stopping)
+        waits for the run's end all the same: a script on its worker thread
+        cannot be stopped from here, so it holds its slot until it ends (at
+        its `timeout_secs` at the latest), and no process is left behind.
+        """
+        return await to_the_end(self._run(name, args, caller))
+
+    async def _run(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         async with self._process(caller, caller.user_id or LOCAL_USER) as process:
-            yield replace(caller, pid=process.pid, process=process)
+            return await self._kernel.arun_tool(name, args, replace(caller, pid=process.pid, process=process))
 
     @contextlib.asynccontextmanager
     async def _process(self, caller: Caller, user: str) -> AsyncIterator[Process]:
@@ -129,4 +142,18 @@ class ToolRuns:
         return await asyncio.to_thread(self._sessions.owned, session_id, user)
 
 
-__all__ = ["TOOL_RUN", "TooManyToolRuns", "ToolRuns", "tool_run_cap"]
+async def to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """`work`'s result; when the awaiting task is cancelled, `work` still runs to its end, and then the
+    cancellation is raised (shielded from anyio's repeated delivery meanwhile)."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved: it is the cancellation that is raised
+        raise
+
+
+__all__ = ["TOOL_RUN", "TooManyToolRuns", "ToolRuns", "to_the_end", "tool_run_cap"]

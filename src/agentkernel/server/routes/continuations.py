@@ -42,7 +42,7 @@ async def next_page(body: NextPage, request: Request, user: User, parts: Parts) 
     with parts.tool_runs.counted(user):  # refused before anything is read or run
         store = await asyncio.to_thread(sealing.continuations.store)
         result = await arun_continuation(
-            parts.kernel, store, body.id, user, sealing.seal_page, parts.tool_runs.budgeted
+            parts.kernel, store, body.id, user, sealing.seal_page, parts.tool_runs.run_budgeted
         )
     if result is None:
         raise HTTPException(404, NOT_FOUND)

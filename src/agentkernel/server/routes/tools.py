@@ -78,8 +78,7 @@ async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts
         visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
         if name not in {spec.name for spec in visible}:
             raise HTTPException(404, f"no tool {name!r}")
-        async with parts.tool_runs.budgeted(caller) as caller:
-            result = await parts.kernel.arun_tool(name, body.args, caller)
+        result = await parts.tool_runs.run_budgeted(name, body.args, caller)
     return await seal_result(
         sealing_of(request),
         result.to_json(),
