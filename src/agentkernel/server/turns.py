@@ -360,10 +360,9 @@ class TurnRunner:
         A tool run in the session spends the chat's budget group: its process
         is a child of the chat's (tool_runs.py), which closing the chat would end.
         """
-        chat = await self._chat(session)
-        self._lent[session.id] = self._lent.get(session.id, 0) + 1
+        self._lent[session.id] = self._lent.get(session.id, 0) + 1  # first: opening it closes idle ones
         try:
-            yield chat
+            yield await self._chat(session)
         finally:
             left = self._lent.pop(session.id) - 1
             if left:
