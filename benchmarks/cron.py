@@ -75,7 +75,9 @@ def make_project(root: Path, max_jobs: int) -> Kernel:
     (root / "config" / "templates").mkdir(parents=True)
     (root / "config" / "templates" / "bench.yaml").write_text(TEMPLATE, encoding="utf-8")
     kernel_yaml = root / "config" / "kernel.yaml"
-    kernel_yaml.write_text(f"cron:\n  max_jobs_per_user: {max_jobs}\n", encoding="utf-8")
+    # no owner's runs wait for each other (cron.max_running_per_user): the figures are the scheduler's
+    settings = f"cron:\n  max_jobs_per_user: {max_jobs}\n  max_running_per_user: {max_jobs}\n"
+    kernel_yaml.write_text(settings, encoding="utf-8")
     return Kernel(load_kernel_config(kernel_yaml), provider=InstantLLM())
 
 
@@ -118,9 +120,16 @@ class Looks:
         self._claim_due = store.claim_due
         store.claim_due = self.claim_due  # type: ignore[method-assign]
 
-    def claim_due(self, scheduler: str, now: float, lease_secs: float, grace_secs: float) -> list[Claim]:
+    def claim_due(
+        self,
+        scheduler: str,
+        now: float,
+        lease_secs: float,
+        grace_secs: float,
+        most_per_owner: int | None = None,
+    ) -> list[Claim]:
         self.count += 1
-        return self._claim_due(scheduler, now, lease_secs, grace_secs)
+        return self._claim_due(scheduler, now, lease_secs, grace_secs, most_per_owner)
 
 
 async def lateness(kernel: Kernel, options: argparse.Namespace) -> Firings:

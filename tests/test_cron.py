@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,6 +30,7 @@ from agentkernel.services.cron_store import CronStore
 from agentkernel.services.memory import KIND_AGENT, KIND_USER
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, HttpError, Reply
+from tests.fakes.openai_server import Exchange
 from tests.fakes.webhook import WebhookReceiver
 from tests.helpers.probes import probe_source
 
@@ -425,6 +427,128 @@ def test_a_clock_set_back_brings_next_runs_in(tmp_path: Path) -> None:
     assert store.rewind(1_000_000.0) == 1
     (status,) = store.statuses("anna")
     assert status.next_run == 1_000_060.0
+
+
+ANNA_WAITS = (
+    "user 'anna' has 2 cron runs running, the most cron.max_running_per_user (2) allows; "
+    "it starts when one of them ends"
+)
+
+
+def test_an_owners_due_times_past_the_cap_wait_due_and_run_when_one_of_theirs_ends(tmp_path: Path) -> None:
+    """cron.max_running_per_user, counted in the store: every kernel's claims, so it holds across them."""
+    store = CronStore(tmp_path / "cron.db")
+    now = 1_000_000.0
+    for offset, (owner, name) in enumerate([("anna", "a"), ("anna", "b"), ("anna", "c"), ("boris", "x")]):
+        spec = parse_job(job(name=name, interval_secs=60), 0, 0)
+        store.put(owner, spec, now - 4 + min(offset, 3), by="", now=now - 60, most=10)
+    claims = store.claim_due("k1", now, 360, 60, most_per_owner=2)
+    assert [(c.owner, c.name, c.held_back) for c in claims] == [
+        ("anna", "a", False),
+        ("anna", "b", False),
+        ("anna", "c", True),  # due, but two of anna's run already: it waits
+        ("boris", "x", False),  # another owner's are their own
+    ]
+    waiting = {status.spec.name: status for status in store.statuses("anna")}["c"]
+    assert waiting.waiting == ANNA_WAITS and waiting.next_run == now - 2 and not waiting.running
+    assert store.next_wake(now, 2) == now + 56  # a's next due time: the waiting one wakes nobody...
+    assert store.next_wake(now) == now - 2  # ...which it would without the cap
+    assert [c.held_back for c in store.claim_due("k2", now + 1, 360, 60, most_per_owner=2)] == [True]
+    (first, _, _, _) = claims
+    store.finish(first, "k1", ran_at=now + 1, ok=True, error=None)
+    (late,) = store.claim_due("k2", now + 2, 360, 60, most_per_owner=2)
+    assert (late.name, late.held_back, late.scheduled_at, late.waited) == ("c", False, now - 2, ANNA_WAITS)
+    assert {s.spec.name: s.waiting for s in store.statuses("anna")}["c"] is None
+
+
+def test_a_skip_job_that_waited_past_the_grace_is_skipped_saying_why(tmp_path: Path) -> None:
+    store = CronStore(tmp_path / "cron.db")
+    now = 1_000_000.0
+    for name, misfire in (("a", "run_once"), ("b", "run_once"), ("c", "skip")):
+        store.put(
+            "anna",
+            parse_job(job(name=name, interval_secs=600, misfire=misfire), 0, 0),
+            now,
+            by="",
+            now=now - 1,
+            most=10,
+        )
+    first, _, held = store.claim_due("k1", now, 360, 60, most_per_owner=2)
+    assert held.held_back
+    store.finish(first, "k1", ran_at=now + 100, ok=True, error=None)
+    (skipped,) = store.claim_due("k1", now + 100, 360, 60, most_per_owner=2)
+    assert skipped.misfired and skipped.waited == ANNA_WAITS
+    store.release(skipped, "k1")
+    status = {s.spec.name: s for s in store.statuses("anna")}["c"]
+    assert (
+        status.runs == 0
+        and status.waiting is None
+        and status.last_error
+        == (
+            "skipped the run due at 1970-01-12T13:46:40.000Z (misfire: skip): it waited past "
+            f"cron.misfire_grace_secs because {ANNA_WAITS}"
+        )
+    )
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    opened = threading.Event()
+    try:
+        yield opened
+    finally:
+        opened.set()  # a held LLM answer never outlives its test
+
+
+@dataclass(frozen=True)
+class Held:
+    """An LLM answer that waits until the test opens `gate`: a run kept going, on purpose."""
+
+    gate: threading.Event
+
+    def answer(self, exchange: Exchange) -> None:
+        self.gate.wait()
+        Reply(text="наконец").answer(exchange)
+
+
+def asked(llm: FakeLLMServer, text: str) -> int:
+    return sum(text in json.dumps(r.body["messages"], ensure_ascii=False) for r in llm.requests)
+
+
+def test_a_users_runs_past_the_cap_wait_while_another_users_jobs_go_on_firing(
+    project: Path,
+    llm_server: FakeLLMServer,
+    make_tool: ToolFactory,
+    hook: WebhookReceiver,
+    gate: threading.Event,
+) -> None:
+    """Issue 24, item 5: a tool scheduled 100 jobs every second and kept 16 LLM calls in flight. Here anna's
+    three jobs find the LLM holding their answers: with cron.max_running_per_user 1 one of them runs, the
+    others wait, while boris's job fires again and again (the scheduler looked at them many times)."""
+    llm_server.respond_with(
+        lambda request: Held(gate) if "anna floods" in json.dumps(request.body) else Reply(text="тик")
+    )
+    extra = "cron:\n  min_interval_secs: 0.05\n  max_running_per_user: 1\n"
+    with make_kernel(project, llm_server, extra) as kernel:
+        anna, boris = kernel.caller(user_id="anna"), kernel.caller(user_id="boris")
+        for name in ("f1", "f2", "f3"):
+            run(kernel, make_tool, js(job(name=name, interval_secs=0.05, prompt="anna floods")), anna)
+        ticks = [{"type": "webhook", "url": hook.url}]
+        run(
+            kernel,
+            make_tool,
+            js(job(name="tick", interval_secs=0.05, prompt="boris ticks", notify=ticks)),
+            boris,
+        )
+        with Scheduling(kernel):
+            hook.wait_for(5)
+            assert asked(llm_server, "anna floods") == 1
+            waiting = [status["waiting"] for status in statuses(kernel, "anna") if status["waiting"]]
+            assert len(waiting) == 2 and "cron.max_running_per_user (1)" in waiting[0]
+            gate.set()  # the held run ends; the others run in turn
+            hook.wait_until(
+                lambda _: all(s["runs"] >= 1 for s in statuses(kernel, "anna")), "anna's jobs", 60
+            )
 
 
 def test_two_schedulers_on_one_store_run_each_due_time_once(

@@ -43,8 +43,9 @@ class Caller:
     Identity travels explicitly (DESIGN rule 3): nothing about who is calling
     is ever taken from script input. `allowed_tools` None means every tool.
     `process` is the running process itself when the caller is one (an
-    agent's tool call): what `llm()` charges its tokens to (S9.2); None for
-    a bare caller (`tool run`, a tool called over HTTP), which spends no budget.
+    agent's tool call, or a tool run of the server's, server/tool_runs.py):
+    what `llm()` charges its tokens to (S9.2); None for a bare caller
+    (`agentkernel tool run`, `mcp serve` on stdio), which spends no budget.
 
     Two fields say where in a chain of calls the caller stands, not who it
     is: `call_depth` counts tool calls nested through `call_tool` (0 for the

@@ -32,6 +32,11 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
             "server.max_running_turns_per_user: expected an integer >= 1, got 0",
         ),
         (
+            "max_running_tool_runs_per_user: 0",
+            "server.max_running_tool_runs_per_user: expected an integer >= 1, got 0",
+        ),
+        ("tool_run_token_budget: 0", "server.tool_run_token_budget: expected a number of tokens >= 1, got 0"),
+        (
             "max_mcp_sessions_per_user: 1.5",
             "server.max_mcp_sessions_per_user: expected an integer >= 1, got 1.5",
         ),

@@ -22,16 +22,19 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
 from agentkernel import Kernel
+from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
-from agentkernel.server.turns import Turn
+from agentkernel.llm.base import ChatMessage
+from agentkernel.server.sessions import SessionInfo
+from agentkernel.server.turns import Turn, TurnRunner
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
 from tests.server.conftest import LiveServer, sse_events
@@ -247,3 +250,34 @@ def test_stopping_the_server_ends_the_running_turns_and_their_count(
     assert not gate.is_set()
     with Kernel(load_kernel_config(kernel_yaml)) as kernel:
         assert kernel.transcript(session)[-1].content == "terminated"
+
+
+def test_a_chat_asked_for_at_once_opens_once_and_one_lent_to_a_tool_run_is_never_closed_as_idle() -> None:
+    """A message and tool runs of one session may open its chat at the same moment: one chat, or the
+    other's budget group would be a stranger's; and closing a lent chat would end the run's process."""
+    opened: list[str] = []
+    ended: list[ChatSession] = []
+
+    def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
+        opened.append(info.id)
+        return cast(ChatSession, object())
+
+    def info(session_id: str) -> SessionInfo:
+        return SessionInfo(session_id, "alice", "tester", "2026-01-01T00:00:00+00:00")
+
+    async def main() -> None:
+        runner = TurnRunner(open_chat, ended.append, max_open_chats=1)
+
+        async def lend(session_id: str) -> ChatSession:
+            async with runner.lent(info(session_id)) as chat:
+                return chat
+
+        first, second = await asyncio.gather(lend("a"), lend("a"))
+        assert first is second and opened == ["a"]
+        async with runner.lent(info("a")) as lent_chat:
+            await lend("b")  # past max_open_chats, but neither is idle: each was lent while it opened
+            assert ended == []
+        await lend("c")
+        assert lent_chat in ended and len(ended) == 2  # both idle now
+
+    asyncio.run(main())

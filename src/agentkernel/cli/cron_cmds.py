@@ -109,7 +109,9 @@ def _list(options: argparse.Namespace) -> int:
 
 def _row(job: JSONObject) -> tuple[str, ...]:
     ok = {True: "yes", False: "no", None: "-"}[job["last_ok"]]  # type: ignore[index]
-    next_run = "running" if job["running"] else "done" if job["done"] else str(job["next_run"])
+    next_run = str(job["next_run"])
+    if job["running"] or job["done"] or job.get("waiting"):  # waiting: due, its owner at the cap
+        next_run = "running" if job["running"] else "done" if job["done"] else "waiting"
     return (
         str(job["owner"]),
         str(job["name"]),

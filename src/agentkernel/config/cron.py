@@ -26,6 +26,7 @@ class CronSettings:
     db_path: Path = Path("logs/cron.db")  # resolved against the project's root by the loader
     min_interval_secs: float = 1.0  # the shortest `interval_secs` a job may ask for
     max_jobs_per_user: int = 100
+    max_running_per_user: int = 2  # one user's runs at once, every kernel on the store; more due ones wait
     run_timeout_secs: float = 300.0  # one run of a job's agent, end to end; then it is stopped
     misfire_grace_secs: float = 60.0  # a due time later than this when noticed is a misfire
     webhook_attempts: int = 5  # deliveries of one webhook, with backoff between them
@@ -43,6 +44,7 @@ CRON_SCHEMA = section(
         "db_path": expect("a file path", type="string", minLength=1),
         "min_interval_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "max_jobs_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "max_running_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "run_timeout_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "misfire_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "webhook_attempts": expect("an integer >= 1", type="integer", minimum=1, maximum=20),

@@ -34,6 +34,8 @@ class ServerSettings:
     max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
     max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
+    max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
+    tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
     max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
     mcp_session_idle_secs: float = 30 * 60.0  # an MCP session with no request for this long ends
     keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
@@ -65,6 +67,8 @@ SERVER_SCHEMA = section(
         "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "tool_run_token_budget": expect("a number of tokens >= 1", type="integer", minimum=1),
         "max_mcp_sessions_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "mcp_session_idle_secs": expect(  # finite: the SDK refuses an endless idle timeout
             "a number of seconds > 0, at most 31536000 (a year)",

@@ -13,7 +13,8 @@ than bytes) plus a margin per message, plus `max_tokens` — so scripts in
 parallel never spend past the limit; `max_tokens` shrinks to what is left
 when that is less, and `caller budget exhausted` is thrown when not even a
 one-token answer fits. The answer's reported usage is then charged to the
-process and its group. A bare caller (`agentkernel tool run`) has no budget.
+process and its group. A bare caller (`agentkernel tool run`) has no budget;
+the server's tool runs are processes too (server/tool_runs.py).
 
 `llm_json` validates with llm/structured.py, which `run_subagent`'s
 `output_schema` shares.

@@ -14,6 +14,10 @@ opened it (another user naming its id gets the 404 of an unknown one). A 2026-07
 request on its own, with nothing tying one to the next, so its calls share
 one session per user and path (`mcp` or `mcp-{template}`). A user holds at
 most server.max_mcp_sessions_per_user handshake-era sessions (session_caps.py).
+Each `tools/call` is a tool run of the user's (server/tool_runs.py): counted
+against server.max_running_tool_runs_per_user with their other tool runs
+and continuations (past it, an error result naming the setting), and given
+a budget of server.tool_run_token_budget tokens.
 
 Start-up: importing the SDK takes ~1.5 s, so nothing is imported until the
 first request to `/mcp`; that request waits while a worker thread imports
@@ -147,7 +151,9 @@ class McpEndpoint:
         assert self._started is not None
         try:
             serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_bridge.serving")
-            tools: ToolServer = serving.ToolServer(self._parts.kernel, identify, seal=self._seal)
+            tools: ToolServer = serving.ToolServer(
+                self._parts.kernel, identify, seal=self._seal, run=self._parts.tool_runs.run
+            )
             self._tools = tools
             manager = _session_manager(tools, self._parts.settings)
             async with manager.run():

@@ -6,7 +6,11 @@ limits, truncation, history) with a Caller made from the connection's
 identity, which the transport supplies (`Identify`): `agentkernel mcp
 serve` (stdio) has one user and one session for its whole life;
 `agentkernel serve`'s `/mcp` takes the user from the bearer token
-(http_mount.py). A template restricts the tools to those it lists.
+(http_mount.py). A template restricts the tools to those it lists. The
+transport may also say how a call runs (`run`): `/mcp`'s counts it against
+the user's cap on tool runs and gives it a budget (server/tool_runs.py); a
+call it refuses (TooMuchWork) is a tool error result naming the setting,
+not a protocol error.
 
 Hot reload: the catalog rescans on access, so while a client listens, a
 cheap signature of what the clients may see (the tools' names,
@@ -56,7 +60,9 @@ from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.mcp_bridge.results import call_result
 from agentkernel.process import Caller
-from agentkernel.types import JSONObject
+from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONObject, JSONValue
+from agentkernel.user_work import TooMuchWork
 
 log = logging.getLogger("agentkernel.mcp")
 
@@ -79,6 +85,8 @@ class Identity:
 
 Identify = Callable[[Context], Identity]  # raises MCPError when the request carries no identity
 Seal = Callable[[JSONObject, Caller, str], Awaitable[JSONObject]]  # a result's JSON as it may leave
+# how a call runs (`Kernel.arun_tool` by default); raises TooMuchWork to refuse it (user_work.py)
+RunTool = Callable[[str, JSONValue, Caller], Awaitable[ToolResult]]
 
 
 class _Server(Server[Any]):
@@ -102,11 +110,18 @@ class ToolServer:
     """The kernel's tools as one MCP server; `server` is what a transport runs, `watch` the hot reload."""
 
     def __init__(
-        self, kernel: Kernel, identify: Identify, *, seal: Seal | None = None, poll_secs: float = POLL_SECS
+        self,
+        kernel: Kernel,
+        identify: Identify,
+        *,
+        seal: Seal | None = None,
+        run: RunTool | None = None,
+        poll_secs: float = POLL_SECS,
     ) -> None:
         self._kernel = kernel
         self._identify = identify
         self._seal = seal
+        self._run = run or kernel.arun_tool
         self._poll_secs = poll_secs
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -137,14 +152,17 @@ class ToolServer:
         """One call through the kernel's dispatch path; a tool the caller cannot see is a protocol error.
 
         Everything else — bad arguments (naming the fields), a script that
-        throws, a limit hit — is the tool's failed result, `isError`, so the
-        client's model can read why.
+        throws, a limit hit, a call past the user's cap — is the tool's
+        failed result, `isError`, so the client's model can read why.
         """
         await self._track(ctx)
         identity = self._identify(ctx)
         caller = await self._caller(identity, with_session=True)
         name = params.name
-        result = await self._kernel.arun_tool(name, params.arguments or {}, caller)
+        try:
+            result = await self._run(name, params.arguments or {}, caller)
+        except TooMuchWork as exc:
+            return call_result({"content": None, "success": False, "error": str(exc)})
         if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup
             await self._check_known(name, caller)
         shown = result.to_json()
@@ -317,6 +335,7 @@ __all__ = [
     "Context",
     "Identify",
     "Identity",
+    "RunTool",
     "Seal",
     "ToolServer",
     "connection_of",

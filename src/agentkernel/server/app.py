@@ -40,7 +40,9 @@ from agentkernel.server.routes import (
 )
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
+from agentkernel.user_work import UserWork
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
 
@@ -63,6 +65,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
     backlog = chosen.max_stream_backlog_bytes
+    work = UserWork()  # what each user has running: turns and tool runs (user_work.py)
     turns = TurnRunner(
         open_chat,
         kernel.end_chat,
@@ -70,8 +73,18 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         TurnSealer(sealing),
         backlog,
         chosen.max_running_turns_per_user,
+        work,
     )
-    parts = ServerParts(kernel, chosen, SessionDirectory(sessions_path(kernel)), turns)
+    directory = SessionDirectory(sessions_path(kernel))
+    tool_runs = ToolRuns(
+        kernel,
+        directory,
+        turns,
+        work,
+        max_running_per_user=chosen.max_running_tool_runs_per_user,
+        budget_tokens=chosen.tool_run_token_budget,
+    )
+    parts = ServerParts(kernel, chosen, directory, turns, tool_runs)
     mcp = McpEndpoint(parts, sealing)  # issue 16; the SDK is imported on the first request to /mcp
 
     @asynccontextmanager

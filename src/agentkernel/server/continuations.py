@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -70,6 +70,8 @@ class Continuation:
 
 # what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
 SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
+# how a rerun's tool runs (the server's: as a budgeted process of its own, tool_runs.py)
+RunTool = Callable[[str, JSONObject, "Caller"], Awaitable["ToolResult"]]
 
 
 class ContinuationStore(SealedIdStore):
@@ -179,13 +181,18 @@ async def arun_continuation(
     continuation_id: object,
     user_id: str,
     seal_more: SealMore | None = None,
+    run: RunTool | None = None,
 ) -> ToolResult | None:
-    """`run_continuation` from an event loop: SQLite and the script run on worker threads."""
+    """`run_continuation` from an event loop: SQLite and the script run on worker threads.
+
+    `run` runs the tool (`kernel.arun_tool` when None): the server's gives
+    the rerun a process and a budget of its own (tool_runs.py).
+    """
     found = await asyncio.to_thread(store.get, continuation_id, user_id)
     caller = None if found is None else await asyncio.to_thread(_owner_caller, kernel, found)
     if found is None or caller is None:
         return None
-    result = await kernel.arun_tool(found.tool, found.args, caller)
+    result = await (run or kernel.arun_tool)(found.tool, found.args, caller)
     return await asyncio.to_thread(_sealed, result, store, found, seal_more)
 
 
@@ -226,6 +233,7 @@ __all__ = [
     "DEFAULT_TTL_SECS",
     "Continuation",
     "ContinuationStore",
+    "RunTool",
     "SealMore",
     "arun_continuation",
     "run_continuation",

@@ -3,7 +3,8 @@
 `RequestIds` is a plain ASGI middleware (it must not buffer a streamed
 response): it gives each request an id, sends it back in `X-Request-Id`, and
 turns any exception a route lets escape into a logged 500 whose body
-carries the same id. The handlers give every other error the same shape,
+carries the same id. The handlers give every other error the same shape
+(a per-user cap's refusal, TooMuchWork, included: 429),
 `{"detail": …, "request_id": …, "error": {message, type}}`; a 422 also
 lists each field at fault. `error` is the OpenAI error object, so OpenAI
 SDKs talking to `/v1/chat/completions` show our message, not a bare code.
@@ -28,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentkernel.server.body_limit import BodyLimit
 from agentkernel.server.parts import request_id
+from agentkernel.user_work import TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"
@@ -163,12 +165,19 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _too_much(request: Request, exc: Exception) -> JSONResponse:
+    """A per-user cap (user_work.py): 429, the detail naming the setting, its limit and how many run."""
+    assert isinstance(exc, TooMuchWork)
+    return JSONResponse(error_body(429, str(exc), request_id(request)), status_code=429)
+
+
 def install(app: FastAPI, max_body_bytes: int) -> None:
     """The middleware and the handlers, on `app`: request ids outermost, then the body limit."""
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(RequestIds)  # added last: runs first
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(TooMuchWork, _too_much)
 
 
 __all__ = ["HEADER", "RequestIds", "error_body", "install"]

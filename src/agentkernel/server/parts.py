@@ -1,4 +1,4 @@
-"""What every route needs, in one typed place on the app: the kernel, the settings, sessions, turns."""
+"""What every route needs, in one typed place on the app: kernel, settings, sessions, turns, tool runs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import Request
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 
 
@@ -18,6 +19,7 @@ class ServerParts:
     settings: ServerSettings
     sessions: SessionDirectory
     turns: TurnRunner
+    tool_runs: ToolRuns
 
 
 def server_parts(request: Request) -> ServerParts:

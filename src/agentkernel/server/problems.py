@@ -49,7 +49,8 @@ _WHEN: Final = {
     404: "unknown, or not the caller's",
     409: "the session is still answering its previous message",
     413: "the body is over server.max_body_bytes (or the message over server.max_message_chars)",
-    429: "the caller has server.max_running_turns_per_user turns running; `detail` says how many",
+    429: "the caller has as much work running as a per-user cap allows (server.max_running_turns_per_user, "
+    "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",
     500: "a fault of the server; never a traceback, the log has it under the request id",
     502: "the agent ended in error without an answer (no LLM reachable, say)",

@@ -10,8 +10,12 @@ and hook call to a worker thread (DESIGN rule 7).
 
 A user has at most `max_running_per_user` turns running at once, sessions'
 and completions' alike (server.max_running_turns_per_user): past it,
-TooManyTurns (429) before anything starts. The count is of the running
-turns themselves, so it drops the moment a turn ends, however it ends.
+TooManyTurns (429) before anything starts. The count (user_work.py) drops
+the moment a turn ends, however it ends.
+
+A tool run in a session spends the budget group of the session's open chat
+(tool_runs.py), so the runner lends a chat (`lent`), opening it if need be
+and keeping it open while lent.
 
 Why 409 and not a queue: a second message sent while the first is still
 being answered was typed without seeing the answer; queueing it would answer
@@ -26,7 +30,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent
@@ -35,6 +39,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
+from agentkernel.user_work import Cap, TooMuchWork, UserWork
 
 log = logging.getLogger("agentkernel.server")
 
@@ -54,7 +59,7 @@ class TurnBusy(Exception):
         )
 
 
-class TooManyTurns(Exception):
+class TooManyTurns(TooMuchWork):
     """The user has `server.max_running_turns_per_user` turns answering already (HTTP 429).
 
     Each turn calls the LLM up to its template's `max_turns` and holds up to
@@ -64,14 +69,16 @@ class TooManyTurns(Exception):
     every user shares. Refused before the turn starts: nothing is recorded.
     """
 
-    def __init__(self, user_id: str, running: int, limit: int) -> None:
-        super().__init__(
-            f"user {user_id!r} has {running} turns running, the most server.max_running_turns_per_user "
-            f"({limit}) allows; wait for one to end (its `done` event), stop one "
-            "(POST /v1/sessions/{id}/stop), or disconnect a chat completion's client (that stops its turn)"
-        )
-        self.running = running
-        self.limit = limit
+
+def turn_cap(limit: int) -> Cap:
+    """server.max_running_turns_per_user as a cap: what a refusal says."""
+    return Cap(
+        "turns",
+        "server.max_running_turns_per_user",
+        limit,
+        "wait for one to end (its `done` event), stop one (POST /v1/sessions/{id}/stop), "
+        "or disconnect a chat completion's client (that stops its turn)",
+    )
 
 
 class TemplateGone(Exception):
@@ -211,9 +218,11 @@ class TurnRunner:
         seal: Seal | None = None,
         max_backlog_bytes: int = 8 << 20,
         max_running_per_user: int = 4,
+        work: UserWork | None = None,
     ) -> None:
         self._open_chat = open_chat
-        self._max_running_per_user = max_running_per_user
+        self._cap = turn_cap(max_running_per_user)
+        self._work = work or UserWork()  # the server's one counter, shared with the tool runs
         self._max_backlog = max_backlog_bytes
         self._end_chat = end_chat
         self._max_open = max_open_chats
@@ -221,13 +230,15 @@ class TurnRunner:
         self._chats: dict[str, ChatSession] = {}  # least recently used first
         self._once: dict[str, ChatSession] = {}  # one-off chats, ended with their turn
         self._running: dict[str, Turn] = {}
+        self._lent: dict[str, int] = {}  # session id -> tool runs spending its chat's budget now
+        self._opening: dict[str, asyncio.Future[ChatSession]] = {}  # session id -> its chat being opened
 
     def running(self, session_id: str) -> bool:
         return session_id in self._running
 
     def running_of(self, user_id: str) -> int:
         """How many turns of `user_id` are answering now (every route's: sessions' and completions')."""
-        return sum(1 for turn in self._running.values() if turn.user_id == user_id)
+        return self._work.running(user_id, self._cap)
 
     def stop(self, session_id: str) -> bool:
         """Stop the session's running turn (it ends `terminated`, recorded); False when none runs."""
@@ -248,9 +259,7 @@ class TurnRunner:
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
-        running = self.running_of(session.user_id)
-        if running >= self._max_running_per_user:
-            raise TooManyTurns(session.user_id, running, self._max_running_per_user)
+        self._work.start(session.user_id, self._cap, TooManyTurns)  # ended in `_run`/`_run_once`
         turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
@@ -273,6 +282,7 @@ class TurnRunner:
             self._failed(session, turn, exc)
         finally:
             del self._running[session.id]
+            self._work.end(session.user_id, self._cap)
             turn.close()
 
     async def _run_once(
@@ -287,6 +297,7 @@ class TurnRunner:
             self._failed(session, turn, exc)
         finally:
             del self._running[session.id]
+            self._work.end(session.user_id, self._cap)
             once = self._once.pop(session.id, None)
             if once is not None:
                 self._end_chat(once)
@@ -318,18 +329,52 @@ class TurnRunner:
     async def _chat(self, session: SessionInfo) -> ChatSession:
         chat = self._chats.pop(session.id, None)
         if chat is None:
-            chat = await self._open(session, None)
+            chat = await self._opened(session)
+            self._chats.pop(session.id, None)
         self._chats[session.id] = chat  # now the most recently used
         self._close_idle()
         return chat
 
+    async def _opened(self, session: SessionInfo) -> ChatSession:
+        """The session's chat opened once, however many ask at the same moment (a message, tool runs).
+
+        Once open it is among the open chats even if every asker was
+        cancelled meanwhile, so no chat is left open and unknown.
+        """
+        opening = self._opening.get(session.id)
+        if opening is None:
+            opening = asyncio.ensure_future(self._open(session, None))
+            self._opening[session.id] = opening
+            opening.add_done_callback(functools.partial(self._now_open, session.id))
+        return await asyncio.shield(opening)
+
+    def _now_open(self, session_id: str, opening: asyncio.Future[ChatSession]) -> None:
+        del self._opening[session_id]
+        if not opening.cancelled() and opening.exception() is None:
+            self._chats.setdefault(session_id, opening.result())
+
+    @contextlib.asynccontextmanager
+    async def lent(self, session: SessionInfo) -> AsyncIterator[ChatSession]:
+        """The session's open chat (opened now if it is not), never closed as idle while lent.
+
+        A tool run in the session spends the chat's budget group: its process
+        is a child of the chat's (tool_runs.py), which closing the chat would end.
+        """
+        self._lent[session.id] = self._lent.get(session.id, 0) + 1  # first: opening it closes idle ones
+        try:
+            yield await self._chat(session)
+        finally:
+            left = self._lent.pop(session.id) - 1
+            if left:
+                self._lent[session.id] = left
+
     def _close_idle(self) -> None:
-        """Past `max_open_chats`, end the least recently used chats not answering now.
+        """Past `max_open_chats`, end the least recently used chats neither answering nor lent now.
 
         An ended chat loses nothing: its session opens again, its conversation
         read back from the transcript, with the next message.
         """
-        idle = [sid for sid in self._chats if sid not in self._running]
+        idle = [sid for sid in self._chats if sid not in self._running and sid not in self._lent]
         for session_id in idle[: max(0, len(self._chats) - self._max_open)]:
             self._end_chat(self._chats.pop(session_id))
 
@@ -354,4 +399,4 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner"]
+__all__ = ["TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner", "turn_cap"]

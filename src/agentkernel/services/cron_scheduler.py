@@ -9,6 +9,16 @@ each sink. A run that fails is recorded in the job's status and never
 stops its schedule; a webhook that keeps failing never holds up another
 job. The store is read and written on worker threads, never on the event
 loop (S21.3).
+
+A user has at most `cron.max_running_per_user` runs going at once, in every
+kernel on the store together: the store claims no more (cron_store.py), and
+their other due times wait, due, until one of theirs ends. Waiting rather
+than skipping: jobs that share a schedule (nine every morning) then run one
+after another instead of some of them never; a flood of jobs still never
+runs more than the cap, and waits cost nothing (a row, no task). When a run
+ends here the scheduler looks again at once if its owner had jobs waiting;
+a run ending in another kernel is noticed by that kernel, or here within a
+minute (RESCAN_SECS).
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ class CronScheduler:
         self._asleep_until = math.inf  # while it sleeps, when it wakes; inf while it looks at the store
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting: set[str] = set()  # owners with due times held back by their cap, as last looked
         service.on_change(self._poke)
 
     def _poke(self) -> None:
@@ -83,16 +94,25 @@ class CronScheduler:
     async def _claim(self, now: float) -> None:
         store, settings = self.service.store, self.settings
         claims = await asyncio.to_thread(
-            store.claim_due, self.id, now, settings.lease_secs, settings.misfire_grace_secs
+            store.claim_due,
+            self.id,
+            now,
+            settings.lease_secs,
+            settings.misfire_grace_secs,
+            settings.max_running_per_user,
         )
+        self._waiting = {claim.owner for claim in claims if claim.held_back}
         for claim in claims:
+            if claim.held_back:
+                continue
             task = asyncio.create_task(self._fire(claim), name=f"cron {claim.owner}/{claim.name}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def _sleep(self, stop: asyncio.Event) -> None:
         assert self._wake is not None
-        wake_at = await asyncio.to_thread(self.service.store.next_wake, time.time())
+        most = self.settings.max_running_per_user
+        wake_at = await asyncio.to_thread(self.service.store.next_wake, time.time(), most)
         now = time.time()
         delay = RESCAN_SECS if wake_at is None else min(max(wake_at - now, 0.0), RESCAN_SECS)
         self._asleep_until = now + delay
@@ -141,14 +161,16 @@ class CronScheduler:
             task.add_done_callback(self._tasks.discard)
 
     def _free_again(self, claim: Claim) -> None:
-        """A claim ended: wake the scheduler if the job's next due time comes before its sleep ends.
+        """A claim ended: wake the scheduler if the job's next due time comes before its sleep ends, or
+        if its owner has due times waiting for one of their runs to end.
 
         A claimed job's next run may not be among those the sleep was planned
         on; one due later than the sleep's end is found by the look after it,
         so the wake (a pass: two store calls) is spared. With many jobs that
         is one pass per firing less.
         """
-        if self._wake is not None and claim.next_run is not None and claim.next_run < self._asleep_until:
+        sooner = claim.next_run is not None and claim.next_run < self._asleep_until
+        if self._wake is not None and (sooner or claim.owner in self._waiting):
             self._wake.set()
 
     async def _drain(self, grace: float) -> None:

@@ -16,6 +16,15 @@ time is the first after now (`misfire: skip` skips that one run when it is
 later than the grace). A clock that jumps forward does the same: one run,
 not a burst.
 
+**One user's runs at once.** `claim_due` counts each owner's live claims
+(every kernel's) and claims no more of an owner's due times than
+`most_per_owner` allows: the rest stay due, marked `waiting` with the
+reason, and are claimed by the first pass after one of that owner's runs
+ends, earliest due first, each run once for what it missed (as after
+downtime). A wait past `cron.misfire_grace_secs` of a `misfire: skip` job
+skips that due time, recorded with why it waited. The cap is counted in
+the store, so it holds across every kernel sharing it.
+
 **A kernel that dies mid-run.** Its claim holds until `claim_until` (the
 longest a run may take, plus a minute). A claim past that is a dead
 kernel's: the next scheduler to look runs that due time again, under a
@@ -27,6 +36,7 @@ webhook receiver which due time it is.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +45,9 @@ from agentkernel.errors import AgentKernelError
 from agentkernel.services.cron_jobs import JobSpec, rfc3339, spec_from_json
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.types import JSONObject
+from agentkernel.user_work import Cap
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECS = 10.0
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -62,7 +73,13 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX jobs_next_run ON jobs (next_run)",
         "CREATE INDEX jobs_claim_until ON jobs (claim_until)",
     ),
+    2: ("ALTER TABLE jobs ADD COLUMN waiting TEXT",),  # why a due time waits (the owner's cap), or NULL
 }
+
+
+def cron_cap(limit: int) -> Cap:
+    """cron.max_running_per_user as a cap: what a waiting job's status says."""
+    return Cap("cron runs", "cron.max_running_per_user", limit, "it starts when one of them ends")
 
 
 class TooManyJobs(AgentKernelError):
@@ -80,6 +97,8 @@ class Claim:
     scheduled_at: float
     misfired: bool  # later than the grace and `misfire: skip`: recorded as skipped, not run
     next_run: float | None = None  # the job's next due time once this claim ends (None: no more)
+    waited: str | None = None  # why the due time waited before this claim (its owner's cap), if it did
+    held_back: bool = False  # not claimed: its owner is at the cap; it waits, due, for one of theirs to end
 
 
 @dataclass(frozen=True)
@@ -96,6 +115,7 @@ class JobStatus:
     last_error: str | None
     runs: int
     running: bool
+    waiting: str | None = None  # why a due time has not started yet (its owner's cap)
 
     def to_json(self) -> JSONObject:
         return {
@@ -112,11 +132,15 @@ class JobStatus:
             "last_error": self.last_error,
             "runs": self.runs,
             "running": self.running,
+            "waiting": self.waiting,
             "done": self.next_run is None and not self.running,
         }
 
 
-_STATUS = "owner, definition, scheduled_by, static, next_run, last_run, last_ok, last_error, runs, claimed_by"
+_STATUS = (
+    "owner, definition, scheduled_by, static, next_run, last_run, last_ok, last_error, runs, claimed_by, "
+    "waiting"
+)
 
 
 class CronStore(SqliteStore):
@@ -167,7 +191,7 @@ class CronStore(SqliteStore):
                      definition = excluded.definition, scheduled_by = excluded.scheduled_by,
                      static = excluded.static, generation = generation + 1, created_at = excluded.created_at,
                      next_run = excluded.next_run, claimed_by = NULL, claimed_due = NULL, claim_until = NULL,
-                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0""",
+                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0, waiting = NULL""",
                 (owner, spec.name, definition, by, int(static), now, first_due),
             )
 
@@ -195,28 +219,75 @@ class CronStore(SqliteStore):
 
     # -- scheduling --------------------------------------------------------------------------------
 
-    def claim_due(self, scheduler: str, now: float, lease_secs: float, grace_secs: float) -> list[Claim]:
-        """Claim every due time that has come (and every dead scheduler's claim), in one transaction."""
+    def claim_due(
+        self,
+        scheduler: str,
+        now: float,
+        lease_secs: float,
+        grace_secs: float,
+        most_per_owner: int | None = None,
+    ) -> list[Claim]:
+        """Claim every due time that has come (and every dead scheduler's claim), in one transaction.
+
+        With `most_per_owner`, an owner's due times past that many live claims
+        of theirs are not claimed: they come back `held_back`, and wait in
+        the store, due and marked `waiting` (the module docstring).
+        """
         claims: list[Claim] = []
         with self._write() as conn:
+            running = self._running_by_owner(conn, now)
             rows = conn.execute(
-                "SELECT owner, name, generation, definition, next_run, claimed_due, claim_until FROM jobs "
-                "WHERE (next_run <= ? AND claimed_by IS NULL) OR claim_until < ?",
-                (now, now),
+                "SELECT owner, name, generation, definition, next_run, claimed_due, claim_until, waiting "
+                "FROM jobs WHERE (next_run <= ? AND claimed_by IS NULL) OR claim_until < ? "
+                "ORDER BY CASE WHEN claim_until < ? THEN claimed_due ELSE next_run END, owner, name",
+                (now, now, now),
             ).fetchall()
-            for owner, name, generation, definition, next_run, claimed_due, claim_until in rows:
+            for owner, name, generation, definition, next_run, claimed_due, claim_until, waiting in rows:
                 spec = spec_from_json(definition)
                 taken_over = claim_until is not None and claim_until < now
                 due = float(claimed_due if taken_over else next_run)
-                following = next_run if taken_over else spec.timing.following(float(next_run), now)
                 misfired = spec.misfire == "skip" and now - due > grace_secs
+                busy = running.get(owner, 0)
+                if not misfired and most_per_owner is not None and busy >= most_per_owner:
+                    why = cron_cap(most_per_owner).refusal(owner, busy)
+                    self._hold_back(conn, (owner, name, generation), taken_over, why, waiting)
+                    claims.append(Claim(owner, name, generation, spec, due, False, held_back=True))
+                    continue
+                following = next_run if taken_over else spec.timing.following(float(next_run), now)
                 conn.execute(
-                    "UPDATE jobs SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ? "
-                    "WHERE owner = ? AND name = ? AND generation = ?",
+                    "UPDATE jobs SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ?, "
+                    "waiting = NULL WHERE owner = ? AND name = ? AND generation = ?",
                     (scheduler, due, now + lease_secs, following, owner, name, generation),
                 )
-                claims.append(Claim(owner, name, generation, spec, due, misfired, following))
+                running[owner] = busy + (0 if misfired else 1)
+                claims.append(Claim(owner, name, generation, spec, due, misfired, following, waiting))
         return claims
+
+    @staticmethod
+    def _running_by_owner(conn: sqlite3.Connection, now: float) -> dict[str, int]:
+        """Each owner's runs under way in any kernel: their live claims."""
+        rows = conn.execute(
+            "SELECT owner, count(*) FROM jobs WHERE claimed_by IS NOT NULL AND claim_until >= ? "
+            "GROUP BY owner",
+            (now,),
+        ).fetchall()
+        return {str(owner): int(count) for owner, count in rows}
+
+    @staticmethod
+    def _hold_back(
+        conn: sqlite3.Connection, job: tuple[str, str, int], taken_over: bool, why: str, was: str | None
+    ) -> None:
+        """A due time its owner's cap holds back: it stays due (a dead kernel's claim given back), and
+        says why it waits."""
+        if taken_over:
+            conn.execute(
+                "UPDATE jobs SET claimed_by = NULL, claim_until = NULL, next_run = claimed_due, "
+                "claimed_due = NULL WHERE owner = ? AND name = ? AND generation = ?",
+                job,
+            )
+        if why != was:
+            where = "owner = ? AND name = ? AND generation = ?"
+            conn.execute(f"UPDATE jobs SET waiting = ? WHERE {where}", (why, *job))
 
     def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool:
         """Record a claimed run's outcome and release the claim; False when the claim was lost meanwhile."""
@@ -240,12 +311,15 @@ class CronStore(SqliteStore):
 
     def release(self, claim: Claim, scheduler: str) -> None:
         """Give a claim back unrun (a misfire skipped): the status shows the skip as the last error."""
+        why = f"skipped the run due at {rfc3339(claim.scheduled_at)} (misfire: skip)"
+        if claim.waited is not None:
+            why += f": it waited past cron.misfire_grace_secs because {claim.waited}"
         with self._write() as conn:
             conn.execute(
                 "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, last_error = ? "
                 "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?",
                 (
-                    f"skipped the run due at {rfc3339(claim.scheduled_at)} (misfire: skip)",
+                    why,
                     claim.owner,
                     claim.name,
                     claim.generation,
@@ -263,7 +337,7 @@ class CronStore(SqliteStore):
                 (claim.owner, claim.name, claim.generation, scheduler),
             )
 
-    def next_wake(self, now: float) -> float | None:
+    def next_wake(self, now: float, most_per_owner: int | None = None) -> float | None:
         """The earliest moment anything is due: a next run, or a claim that may have been a dead kernel's.
 
         A job claimed (running, here or in another kernel) still counts with
@@ -271,12 +345,18 @@ class CronStore(SqliteStore):
         wakes for each due time and contends for it, not only the one that
         ran the last; a next run already passed under a claim waits for the
         claim to end (the runner's kernel is told; others look at the lease's
-        end, or the rescan), never a busy loop.
+        end, or the rescan), never a busy loop. So does a due time held back
+        by its owner's cap (`most_per_owner`): it waits for one of the
+        owner's runs to end.
         """
+        most = -1 if most_per_owner is None else most_per_owner  # -1: no owner is ever at the cap
         rows = self._read(
             "SELECT min(m) FROM (SELECT min(next_run) AS m FROM jobs "
-            "WHERE claimed_by IS NULL OR next_run > ? UNION ALL SELECT min(claim_until) FROM jobs)",
-            (now,),
+            "WHERE (claimed_by IS NULL OR next_run > ?) AND NOT (claimed_by IS NULL AND next_run <= ? "
+            "AND owner IN (SELECT owner FROM jobs WHERE claimed_by IS NOT NULL AND claim_until >= ? "
+            "GROUP BY owner HAVING ? >= 0 AND count(*) >= ?)) "
+            "UNION ALL SELECT min(claim_until) FROM jobs)",
+            (now, now, now, most, most),
         )
         value = rows[0][0]
         return None if value is None else float(value)
@@ -310,7 +390,7 @@ class CronStore(SqliteStore):
 
 
 def _status(row: tuple[Any, ...]) -> JobStatus:
-    owner, definition, by, static, next_run, last_run, last_ok, last_error, runs, claimed_by = row
+    owner, definition, by, static, next_run, last_run, last_ok, last_error, runs, claimed_by, waiting = row
     return JobStatus(
         owner=str(owner),
         spec=spec_from_json(definition),
@@ -322,7 +402,8 @@ def _status(row: tuple[Any, ...]) -> JobStatus:
         last_error=last_error,
         runs=int(runs),
         running=claimed_by is not None,
+        waiting=waiting,
     )
 
 
-__all__ = ["Claim", "CronStore", "JobStatus", "TooManyJobs"]
+__all__ = ["Claim", "CronStore", "JobStatus", "TooManyJobs", "cron_cap"]

@@ -32,12 +32,18 @@ def sealing_of(request: Request) -> Sealing:
     return sealing
 
 
-@router.post("", responses=documented(404, 413))
+@router.post("", responses=documented(404, 413, 429))
 async def next_page(body: NextPage, request: Request, user: User, parts: Parts) -> dict[str, Any]:
-    """`{visual, success, error, warnings}`: the page's blocks, their tables and files sealed anew."""
+    """`{visual, success, error, warnings}`: the page's blocks, their tables and files sealed anew.
+
+    The rerun is a tool run: 429 while the caller has server.max_running_tool_runs_per_user going.
+    """
     sealing = sealing_of(request)
-    store = await asyncio.to_thread(sealing.continuations.store)
-    result = await arun_continuation(parts.kernel, store, body.id, user, sealing.seal_page)
+    with parts.tool_runs.counted(user):  # refused before anything is read or run
+        store = await asyncio.to_thread(sealing.continuations.store)
+        result = await arun_continuation(
+            parts.kernel, store, body.id, user, sealing.seal_page, parts.tool_runs.run_budgeted
+        )
     if result is None:
         raise HTTPException(404, NOT_FOUND)
     shown = result.to_json()

@@ -2,7 +2,10 @@
 
 A run takes the caller's identity: their user id and, given `session`, that
 session (it must be theirs) and its template's access list, exactly as the
-agent would call the tool there. This works with no LLM configured.
+agent would call the tool there. This works with no LLM configured. A run
+counts against server.max_running_tool_runs_per_user (429 past it) and
+spends the session's budget group, or, without a session,
+server.tool_run_token_budget (server/tool_runs.py).
 """
 
 from __future__ import annotations
@@ -66,14 +69,16 @@ def list_tools(
     ]
 
 
-@router.post("/{name}/run", responses=documented(404, 413))
+@router.post("/{name}/run", responses=documented(404, 413, 429))
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
-    """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see."""
-    caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
-    visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
-    if name not in {spec.name for spec in visible}:
-        raise HTTPException(404, f"no tool {name!r}")
-    result = await parts.kernel.arun_tool(name, body.args, caller)
+    """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see;
+    429 while the caller has server.max_running_tool_runs_per_user tool runs going."""
+    with parts.tool_runs.counted(user):  # refused before anything is read or run
+        caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
+        visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
+        if name not in {spec.name for spec in visible}:
+            raise HTTPException(404, f"no tool {name!r}")
+        result = await parts.tool_runs.run_budgeted(name, body.args, caller)
     return await seal_result(
         sealing_of(request),
         result.to_json(),
