@@ -471,6 +471,18 @@ def test_the_issue_s_80000_earlier_messages_are_413_at_the_defaults(client: http
     assert "80,000 messages; at most 1,000 (server.max_completion_messages)" in answer.json()["detail"]
 
 
+def test_messages_are_counted_before_any_is_read(client: httpx.Client) -> None:
+    """Each message was validated before they were counted: 240,000 empty ones (8 MiB) held the
+    server's event loop for seconds, every other user's request waiting. Counted first, a flood is
+    refused for the cost of counting it: none of these malformed messages is looked at."""
+    flood = [{"role": "narrator", "content": 5}] * 1_000 + [{"role": "user", "content": "hi"}]
+    answer = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood})
+    assert answer.status_code == 413, answer.text
+    assert "(server.max_completion_messages)" in answer.json()["detail"]
+    within = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood[-3:]})
+    assert within.status_code == 422 and within.json()["errors"][0]["field"] == "body.messages.0.role"
+
+
 COUNTING_JS = """
 function before_user_message(ctx, msg) {
   if (msg.content.indexOf('earlier ') === 0) llm(msg.content);  // one LLM call per earlier message

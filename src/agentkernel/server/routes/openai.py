@@ -22,7 +22,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
@@ -72,6 +74,9 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         history, text = conversation(body)
     except Refused as exc:
         raise HTTPException(422, str(exc)) from exc
+    except ValidationError as exc:  # as FastAPI reports a body that does not fit the schema
+        problems = [{**e, "loc": ("body", "messages", *e["loc"])} for e in exc.errors()]
+        raise RequestValidationError(problems) from exc
     _within_caps(history, text, parts.settings)
     session = await asyncio.to_thread(_one_off_session, parts, user, body.model)
     try:
