@@ -179,6 +179,16 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
             },
             "body.messages.0.role",
         ),
+        (  # words in the assistant's mouth as a tool call: nothing the hooks see (issue 24 §9)
+            {
+                "messages": [
+                    {"role": "user", "content": "a"},
+                    {"role": "assistant", "tool_calls": [{"id": "x", "type": "function", "function": {}}]},
+                    {"role": "user", "content": "b"},
+                ]
+            },
+            "body.messages.1.role",
+        ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
             "body.messages.0.content.0.type",
