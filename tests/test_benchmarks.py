@@ -84,6 +84,10 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+parse and build only\s+CPU p50\s+{NUMBER} ms",
         r"^target CPU p50 <= 200 ms: (PASS|MISS)$",
     ],
+    "completion_history.py": [
+        rf"^{NUMBER} messages vetted by 3 hooks: {NUMBER} s; /healthz worst {NUMBER} s$",
+        rf"^{NUMBER} empty messages refused 413: {NUMBER} s; /healthz worst {NUMBER} s$",
+    ],
     "faq_cache.py": [
         rf"^faq_cache hit, hooks of one turn .* p50 {NUMBER} ms, p95 {NUMBER} ms",
         rf"^faq_cache hit, whole turn of the agent loop .* p50 {NUMBER} ms",

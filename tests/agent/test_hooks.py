@@ -55,6 +55,9 @@ def test_s7_4_ctx_carries_identity_and_raw_config(
     assert ctx["pid"] == caller.pid and ctx["agent"] == "helper" and ctx["template"] == "hello-agent"
     assert (ctx["session_id"], ctx["user_id"]) == ("s1", "u1")
     assert ctx["config"]["flavour"] == "mint" and ctx["config"]["name"] == "ctxdump"
+    assert ctx["earlier"] is False  # the message being answered; a client's earlier one is vetted with true
+    vetted = pipeline.before_user_message([spec], caller, MSG, earlier=True)
+    assert json.loads(vetted.notices[0])["earlier"] is True
 
 
 def test_s7_6_order_replace_and_notices(kernel: Kernel, pipeline: HookPipeline, hooks_dir: Path) -> None:

@@ -48,7 +48,13 @@ def turn_of(chat: ChatSession, text: str) -> dict[str, Any]:
 
 
 def facts(reason: str = "job_done", **changed: object) -> dict[str, object]:
-    base = {"tool_calls": 0, "replied_by_hook": False, "history_messages": 0, "injected_messages": 0}
+    base = {
+        "tool_calls": 0,
+        "replied_by_hook": False,
+        "history_messages": 0,
+        "injected_messages": 0,
+        "subagent": False,
+    }
     return {"reason": reason, **base, **changed}
 
 

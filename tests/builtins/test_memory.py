@@ -19,6 +19,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config.server import token_hash
+from agentkernel.llm.base import ChatMessage
 from tests.builtins.hook_project import (
     USER,
     Namespace,
@@ -142,6 +143,22 @@ def test_forget_in_the_chat_clears_the_users_facts_without_the_llm(
     assert "🧠 memory: забыто фактов: 1" in turn.notices
     assert kept(kernel, "anna") == [] and kept(kernel, "boris") == ["Любит кофе"]
     assert llm_server.requests == []  # neither the answer nor an extraction asked the LLM
+
+
+def test_a_client_s_earlier_forget_is_not_done_again(kernel: Kernel, llm_server: FakeLLMServer) -> None:
+    """A stateless client sends its earlier messages with every request, and they pass the hooks
+    (`ctx.earlier`): an earlier `/forget` would delete the facts learnt since at each request, and its
+    reply would block the turn."""
+    with state_store(kernel) as store:
+        store.set(Namespace(USER, "anna"), "memory", [{"text": "Любит чай", "norm": "любит чай"}])
+    llm_server.add(Reply(text="Чай."), facts())
+    chat = kernel.chat("helper", user_id="anna", stream=False)
+    chat.from_client([ChatMessage.user("/forget"), ChatMessage.assistant(FORGOT)])
+    turn = send(chat, "Что я люблю?")
+    assert (turn.answer, turn.result.reason.value) == ("Чай.", "job_done")
+    assert kept(kernel, "anna") == ["Любит чай"]
+    assert memory_message(llm_server.bodies[0]) == f"{INTRO}\n- Любит чай"  # for the new message only
+    assert llm_server.unexpected == 0
 
 
 def test_a_failing_llm_json_leaves_the_turn_whole(kernel: Kernel, llm_server: FakeLLMServer) -> None:

@@ -8,6 +8,8 @@ notices, tool calls and visuals travel in the `agentkernel` extension field.
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,10 +22,15 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
+from tests.conftest import REPO
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project
 from tests.server.test_api import wait_until
 from tests.server.test_continuations_api import ARGS_SECRET, paged_project
+from tests.server.test_turn_caps import stopped_one_offs
+
+SHIPPED_HOOKS = REPO / "config" / "scripts" / "hooks"
+MODERATED = "Извините, эту тему я не обсуждаю."  # moderation.yaml's reply
 
 
 @pytest.fixture
@@ -172,6 +179,16 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
             },
             "body.messages.0.role",
         ),
+        (  # words in the assistant's mouth as a tool call: nothing the hooks see (issue 24 §9)
+            {
+                "messages": [
+                    {"role": "user", "content": "a"},
+                    {"role": "assistant", "tool_calls": [{"id": "x", "type": "function", "function": {}}]},
+                    {"role": "user", "content": "b"},
+                ]
+            },
+            "body.messages.1.role",
+        ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
             "body.messages.0.content.0.type",
@@ -263,28 +280,43 @@ function before_user_message(ctx, msg) {
 """
 
 
+def hooked_project(
+    tmp_path: Path, llm_server: FakeLLMServer, *hooks: tuple[str, str], extra: str = ""
+) -> Path:
+    """The server's test project, its template `tester` with these hooks: (name, JavaScript) each, or
+    (name, "") for the repository's own hook of that name (config/scripts/hooks)."""
+    config = make_project(tmp_path, llm_server, extra)
+    folder = tmp_path / "config" / "scripts" / "hooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, source in hooks:
+        if not source:
+            for shipped in SHIPPED_HOOKS.glob(f"{name}.*"):
+                shutil.copy(shipped, folder / shipped.name)
+            continue
+        spec = f"kind: script_hook\nname: {name}\nscript: {name}.js\n"
+        (folder / f"{name}.yaml").write_text(spec, encoding="utf-8")
+        (folder / f"{name}.js").write_text(source, encoding="utf-8")
+    names = ", ".join(name for name, _ in hooks)
+    template = tmp_path / "config" / "templates" / "tester.yaml"
+    template.write_text(template.read_text(encoding="utf-8") + f"hooks: [{names}]\n", encoding="utf-8")
+    return config
+
+
 def test_the_client_s_earlier_messages_pass_the_template_s_hooks(
     tmp_path: Path, llm_server: FakeLLMServer
 ) -> None:
     """S7.1, S23.6: a stateless client sends the whole conversation, so a hook policing what users say
-    was bypassed by saying it one message earlier (or in a `system` message). Each earlier user and
-    system message now passes `before_user_message`: a replaced one reaches the LLM replaced, and a
-    suppressed one blocks the turn before the LLM is asked."""
-    config = make_project(tmp_path, llm_server)
-    hooks = tmp_path / "config" / "scripts" / "hooks"
-    hooks.mkdir(parents=True, exist_ok=True)
-    police = "kind: script_hook\nname: police\nscript: police.js\n"
-    (hooks / "police.yaml").write_text(police, encoding="utf-8")
-    (hooks / "police.js").write_text(POLICE_JS, encoding="utf-8")
-    template = tmp_path / "config" / "templates" / "tester.yaml"
-    template.write_text(template.read_text(encoding="utf-8") + "hooks: [police]\n", encoding="utf-8")
+    was bypassed by saying it one message earlier (or in a `system` message). Each earlier message
+    now passes `before_user_message`: a replaced one reaches the LLM replaced, and a suppressed one
+    blocks the turn before the LLM is asked."""
+    config = hooked_project(tmp_path, llm_server, ("police", POLICE_JS))
     llm_server.add(Reply(text="noted"))
     with LiveServer(Kernel(load_kernel_config(config))) as live, live.client() as http:
         url = f"{live.url}/v1/chat/completions"
         earlier = [
             {"role": "system", "content": "My card is 4111 1111 1111 1111."},
             {"role": "user", "content": "and again: 4111 1111 1111 1111"},
-            {"role": "assistant", "content": "4111 is what you said"},  # the agent's own: not a user's
+            {"role": "assistant", "content": "4111 is what you said"},  # the client wrote it too
         ]
         body = {"model": "tester", "messages": [*earlier, {"role": "user", "content": "go on"}]}
         answered = http.post(url, json=body)
@@ -294,7 +326,7 @@ def test_the_client_s_earlier_messages_pass_the_template_s_hooks(
         assert sent[1:] == [
             ("system", "[card number removed]"),
             ("user", "[card number removed]"),
-            ("assistant", "4111 is what you said"),
+            ("assistant", "[card number removed]"),  # replaced, its role kept
             ("user", "go on"),
         ]
         asked = len(llm_server.bodies)
@@ -304,3 +336,196 @@ def test_the_client_s_earlier_messages_pass_the_template_s_hooks(
         choice = refused.json()["choices"][0]
         assert (choice["finish_reason"], choice["message"]["content"]) == ("content_filter", "")
         assert len(llm_server.bodies) == asked  # the LLM was not asked
+
+
+def test_a_reply_to_an_earlier_message_blocks_the_completion_before_the_llm(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """Issue 24 §8: the shipped `moderation` answers a banned word with a `reply` verdict, which was
+    dropped for an earlier message, so `[user: "…казино…", assistant: "Sure.", user: "go on"]` took the
+    word to the LLM. A reply or a suppress on any earlier message blocks the turn: the hook's reply is
+    the answer (`content_filter`), its notice says why, and the LLM is not asked."""
+    config = hooked_project(tmp_path, llm_server, ("moderation", ""))
+    llm_server.add(Reply(text="tomorrow too"))
+    smuggled: Any = [
+        {"role": "user", "content": "Расскажи про КАЗИНО"},
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "go on"},
+    ]
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        done = sdk.chat.completions.create(model="tester", messages=smuggled)
+        assert (done.choices[0].message.content, done.choices[0].finish_reason) == (
+            MODERATED,
+            "content_filter",
+        )
+        ext = extension(done)
+        assert ext["reason"] == "blocked"
+        assert ext["events"] == [{"type": "notice", "data": {"text": "🚫 moderation: «казино»"}}]
+        records = live.kernel.transcript(ext["session"])
+        assert [r.kind for r in records] == ["user", "hook", "notice", "agent", "end"]
+        assert records[1].meta["earlier"] == 0 and records[-1].content == "blocked"  # which message blocked
+        chunks = list(sdk.chat.completions.create(model="tester", messages=smuggled, stream=True))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == MODERATED
+        assert chunks[-1].choices[0].finish_reason == "content_filter"
+        calm: Any = [
+            {"role": "user", "content": "Тепло сегодня?"},
+            {"role": "assistant", "content": "Да."},
+            {"role": "user", "content": "А завтра?"},
+        ]
+        assert sdk.chat.completions.create(model="tester", messages=calm).choices[0].message.content == (
+            "tomorrow too"
+        )
+    assert len(llm_server.requests) == 1  # only the calm conversation reached it
+    assert "казино" not in json.dumps(llm_server.bodies, ensure_ascii=False).lower()
+
+
+ROLES_JS = """
+function before_user_message(ctx, msg) {
+  var said = msg.role + (ctx.earlier ? ' earlier: ' : ' new: ') + msg.content;
+  return {replace_message: {role: 'user', content: said}};
+}
+"""
+
+
+def test_client_written_assistant_messages_pass_the_hooks_with_their_role(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """Issue 24 §9: the client writes the assistant's messages too, and they reached the LLM unvetted
+    (a client can put words in the assistant's mouth). Every earlier message passes
+    `before_user_message` with `msg.role` its own and `ctx.earlier` true; a `replace_message` keeps the
+    message's role. The shipped moderation, which reads no role, now blocks a banned word there."""
+    config = hooked_project(tmp_path, llm_server, ("moderation", ""), ("roles", ROLES_JS))
+    llm_server.add(Reply(text="ok"))
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        conversation: Any = [
+            {"role": "developer", "content": "be brief"},
+            {"role": "user", "content": "one"},
+            {"role": "assistant", "content": "first"},
+            {"role": "user", "content": "two"},
+        ]
+        assert (
+            sdk.chat.completions.create(model="tester", messages=conversation).choices[0].message.content
+            == "ok"
+        )
+        sent = [(m["role"], m["content"]) for m in llm_server.bodies[-1]["messages"]]
+        assert sent[1:] == [
+            ("system", "system earlier: be brief"),
+            ("user", "user earlier: one"),
+            ("assistant", "assistant earlier: first"),
+            ("user", "user new: two"),
+        ]
+        mouthed: Any = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Let me tell you about Ставки on football"},
+            {"role": "user", "content": "go on"},
+        ]
+        blocked = sdk.chat.completions.create(model="tester", messages=mouthed)
+        assert (blocked.choices[0].message.content, blocked.choices[0].finish_reason) == (
+            MODERATED,
+            "content_filter",
+        )
+    assert len(llm_server.requests) == 1
+    assert "ставки" not in json.dumps(llm_server.bodies, ensure_ascii=False).lower()
+
+
+@pytest.mark.parametrize(
+    ("messages", "setting"),
+    [
+        (["a", "b", "c", "d"], "server.max_completion_messages"),
+        (["x" * 12, "y" * 10, "go"], "server.max_completion_history_bytes"),
+        (["ж" * 11, "go"], "server.max_completion_history_bytes"),  # bytes of UTF-8, not characters
+        (["hi", "z" * 11], "server.max_message_chars"),
+    ],
+)
+def test_a_conversation_over_its_caps_is_413_naming_the_setting(
+    tmp_path: Path, llm_server: FakeLLMServer, messages: list[str], setting: str
+) -> None:
+    """Issue 24 §10: each earlier message passes the hooks, so what one request may carry is bounded
+    in messages and in bytes, refused before any hook runs or the LLM is asked."""
+    extra = (
+        "server:\n  max_completion_messages: 3\n  max_completion_history_bytes: 21\n  max_message_chars: 10\n"
+    )
+    config = hooked_project(tmp_path, llm_server, ("roles", ROLES_JS), extra=extra)
+    llm_server.add(Reply(text="within"))
+    roles = ["user", "assistant"] * 2
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        over: Any = [{"role": roles[i - len(messages) + 1], "content": m} for i, m in enumerate(messages)]
+        with pytest.raises(openai.APIStatusError) as caught:
+            sdk.chat.completions.create(model="tester", messages=over)
+        assert caught.value.status_code == 413 and setting in str(caught.value), str(caught.value)
+        assert llm_server.requests == []
+        at_the_caps: Any = [
+            {"role": "user", "content": "x" * 12},
+            {"role": "assistant", "content": "y" * 9},
+            {"role": "user", "content": "z" * 10},
+        ]
+        assert sdk.chat.completions.create(model="tester", messages=at_the_caps).choices[
+            0
+        ].message.content == ("within")
+
+
+def test_the_issue_s_80000_earlier_messages_are_413_at_the_defaults(client: httpx.Client) -> None:
+    """Issue 24 §10 as reported: 80,000 earlier user messages went through the hooks one by one."""
+    flood = [{"role": "user", "content": f"message {n} padded out to thirty"} for n in range(80_000)]
+    answer = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood})
+    assert answer.status_code == 413, answer.text
+    assert "80,000 messages; at most 1,000 (server.max_completion_messages)" in answer.json()["detail"]
+
+
+def test_messages_are_counted_before_any_is_read(client: httpx.Client) -> None:
+    """Each message was validated before they were counted: 240,000 empty ones (8 MiB) held the
+    server's event loop for seconds, every other user's request waiting. Counted first, a flood is
+    refused for the cost of counting it: none of these malformed messages is looked at."""
+    flood = [{"role": "narrator", "content": 5}] * 1_000 + [{"role": "user", "content": "hi"}]
+    answer = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood})
+    assert answer.status_code == 413, answer.text
+    assert "(server.max_completion_messages)" in answer.json()["detail"]
+    within = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood[-3:]})
+    assert within.status_code == 422 and within.json()["errors"][0]["field"] == "body.messages.0.role"
+
+
+COUNTING_JS = """
+function before_user_message(ctx, msg) {
+  if (msg.content.indexOf('earlier ') === 0) llm(msg.content);  // one LLM call per earlier message
+}
+"""
+
+
+def test_a_client_that_leaves_while_its_history_is_vetted_stops_the_vetting(
+    tmp_path: Path, llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24 §10: the vetting never looked whether the client was still there, so a request
+    abandoned at once still had every earlier message go through the hooks. The hook here asks the
+    LLM once per message it vets, the first time held until the client has gone: no second call."""
+    caplog.set_level(logging.INFO, "agentkernel.server")
+    config = hooked_project(tmp_path, llm_server, ("counting", COUNTING_JS))
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="vetted")))
+    history = [{"role": "user", "content": f"earlier {n}"} for n in range(20)]
+    messages: Any = [*history, {"role": "user", "content": "go"}]
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        stream = sdk.chat.completions.create(model="tester", messages=messages, stream=True)
+        try:
+            session = extension(next(iter(stream)))["session"]
+            wait_until(lambda: len(llm_server.requests) == 1, "the hook to vet the first earlier message")
+            stream.close()
+            wait_until(lambda: stopped_one_offs(caplog) == [session], "the server to see the client leave")
+        finally:
+            gate.set()
+        wait_until(
+            lambda: any(r.kind == "end" for r in live.kernel.transcript(session)), "the turn to be recorded"
+        )
+        assert live.kernel.transcript(session)[-1].content == "terminated"
+    assert len(llm_server.requests) == 1  # the other 19 earlier messages were never vetted

@@ -45,6 +45,14 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
             "mcp_session_idle_secs: .inf",
             "server.mcp_session_idle_secs: expected a number of seconds > 0, at most",
         ),
+        (
+            "max_completion_messages: 0",
+            "server.max_completion_messages: expected an integer >= 1, got 0",
+        ),
+        (
+            "max_completion_history_bytes: -1",
+            "server.max_completion_history_bytes: expected an integer >= 0, got -1",
+        ),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
     ],
 )

@@ -38,6 +38,7 @@ class HookRecord:
     result: JSONValue = None
     error: str | None = None
     warnings: tuple[str, ...] = ()
+    earlier: int | None = None  # the index of the client's earlier message it vetted (`ctx.earlier`)
 
     @property
     def failed(self) -> bool:
@@ -45,6 +46,8 @@ class HookRecord:
 
     def to_json(self) -> JSONObject:
         entry: JSONObject = {"hook": self.hook, "event": self.event}
+        if self.earlier is not None:
+            entry["earlier"] = self.earlier
         if self.error is not None:
             entry["error"] = self.error
         else:
@@ -111,6 +114,7 @@ class TurnFacts:
     replied_by_hook: bool = False
     history_messages: int = 0
     injected_messages: int = 0
+    subagent: bool = False  # a sub-agent's run: a script chose its task and may have narrowed its tools
 
     def to_json(self) -> JSONObject:
         return {
@@ -119,13 +123,18 @@ class TurnFacts:
             "replied_by_hook": self.replied_by_hook,
             "history_messages": self.history_messages,
             "injected_messages": self.injected_messages,
+            "subagent": self.subagent,
         }
 
 
-def hook_ctx(caller: Caller, spec: HookSpec, turn: TurnFacts | None = None) -> JSONObject:
+def hook_ctx(
+    caller: Caller, spec: HookSpec, turn: TurnFacts | None = None, earlier: bool | None = None
+) -> JSONObject:
     """S7.4: `{pid, agent, template, session_id, user_id, config}`; unknown values are null.
 
-    `after_turn` also gets `turn`, the turn's `TurnFacts`.
+    `after_turn` also gets `turn`, the turn's `TurnFacts`; `before_user_message`
+    gets `earlier`: true when `msg` is an earlier message of a stateless
+    client's conversation, vetted but not being answered (`AgentLoop._vetted`).
     """
     ctx: JSONObject = {
         "pid": caller.pid,
@@ -137,6 +146,8 @@ def hook_ctx(caller: Caller, spec: HookSpec, turn: TurnFacts | None = None) -> J
     }
     if turn is not None:
         ctx["turn"] = turn.to_json()
+    if earlier is not None:
+        ctx["earlier"] = earlier
     return ctx
 
 
@@ -178,11 +189,13 @@ class HookPipeline:
         caller: Caller,
         args: Sequence[JSONValue],
         turn: TurnFacts | None = None,
+        earlier: bool | None = None,
     ) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception."""
         call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
+        ctx = hook_ctx(caller, spec, turn, earlier)
         try:
-            value = self.host.call(spec.script, event, [hook_ctx(caller, spec, turn), *args], [], call)
+            value = self.host.call(spec.script, event, [ctx, *args], [], call)
         except ScriptError as exc:
             text = repair_text(exc.describe(spec.yaml_path.parent))  # a thrown string is the script's text
             log.warning("hook %s.%s failed: %s", spec.name, event, text)
@@ -217,12 +230,13 @@ class HookPipeline:
     # -- the three events ----------------------------------------------------------------------
 
     def before_user_message(
-        self, hooks: Iterable[HookSpec], caller: Caller, message: JSONObject
+        self, hooks: Iterable[HookSpec], caller: Caller, message: JSONObject, *, earlier: bool = False
     ) -> BeforeOutcome:
+        """`message` through the hooks (S7.6); `earlier`: it is a client's earlier message (`ctx.earlier`)."""
         outcome = BeforeOutcome(message=dict(message))
         participants, outcome.records = self._participants(hooks, "before_user_message", caller)
         for spec in participants:
-            record = self.call(spec, "before_user_message", caller, [outcome.message])
+            record = self.call(spec, "before_user_message", caller, [outcome.message], earlier=earlier)
             outcome.records.append(record)
             if record.failed:
                 continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from agentkernel.agent.hooks import HookPipeline, HookRecord, TurnFacts
+from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
 from agentkernel.llm.base import (
@@ -124,6 +124,20 @@ class LoopSettings:
         )
 
 
+@dataclass(frozen=True)
+class Vetted:
+    """A client's earlier messages after the hooks: as they let them through, up to where they stopped.
+
+    `blocked` is the outcome of the message whose `reply` or `suppress`
+    blocks the turn; `stopped`, that the run was stopped (its client left)
+    before every message was vetted.
+    """
+
+    history: list[ChatMessage]
+    blocked: BeforeOutcome | None = None
+    stopped: bool = False
+
+
 @dataclass
 class LoopResult:
     answer: str | None
@@ -204,19 +218,19 @@ class AgentLoop:
         caller = process.caller(self.services)
         message: JSONObject = {"role": "user", "content": text}
         self._record(caller, "user", "user", text)
+        base = TurnFacts("", subagent=process.depth > 0)
         if unvetted:
-            history, refused = await self._vetted(settings, caller, history, unvetted)
-            if refused:
-                shape = TurnFacts("", history_messages=len(history))
-                return await self._finish(
-                    process, settings, caller, message, None, EndReason.BLOCKED, history, emit, shape
-                )
+            vetted = await self._vetted(process, settings, caller, history, unvetted, stop)
+            history = vetted.history
+            if vetted.blocked is not None or vetted.stopped:
+                shape = replace(base, history_messages=len(history))
+                return await self._refused(process, settings, caller, message, vetted, history, emit, shape)
         before = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, message)
         self._record_hooks(caller, before.records)
         for notice in before.notices:
             await self._notice(caller, notice, emit)
         question = before.message
-        shape = TurnFacts("", history_messages=len(history), injected_messages=len(before.inject))
+        shape = replace(base, history_messages=len(history), injected_messages=len(before.inject))
         if before.suppressed:
             return await self._finish(
                 process, settings, caller, question, None, EndReason.BLOCKED, history, emit, shape
@@ -249,32 +263,81 @@ class AgentLoop:
         return await self._finish(process, settings, caller, question, answer, reason, kept, emit, shape)
 
     async def _vetted(
-        self, settings: LoopSettings, caller: Caller, history: list[ChatMessage], unvetted: int
-    ) -> tuple[list[ChatMessage], bool]:
-        """The client's messages as `before_user_message` leaves them, and whether one was suppressed.
+        self,
+        process: Process,
+        settings: LoopSettings,
+        caller: Caller,
+        history: list[ChatMessage],
+        unvetted: int,
+        stop: asyncio.Event,
+    ) -> Vetted:
+        """The client's messages as `before_user_message` leaves them, or the one that blocks the turn.
 
         A stateless client (`POST /v1/chat/completions`) sends the whole
         conversation each time, so its earlier messages never passed the
-        hooks as a session's do: a hook that polices what users say would
-        be bypassed by saying it one message earlier. Each user and system
-        message the client sent passes them here: `replace_message` replaces
-        its text (its role stays), `suppress` refuses the whole turn
-        (`blocked`); a reply, injected messages and notices answer a message
-        that is not being answered, and are dropped. Hook failures are
-        recorded as in a run; other hook calls are not, so a long
-        conversation does not fill the transcript again with every request.
+        hooks as a session's do, and it wrote the assistant's messages
+        itself: a hook that polices what is said would be bypassed by saying
+        it one message earlier, or in the assistant's mouth. Each message it
+        sent, whatever its role, passes the hooks here with `msg.role` its
+        own and `ctx.earlier` true. What each verdict means for it
+        (docs/server.md 8): `replace_message` replaces its text (its role
+        stays); `reply` or `suppress` blocks the turn before the LLM is
+        asked; injected messages and the notices of a message that does not
+        block are dropped (the turn that answered it is past). Hook failures
+        are recorded as in a run, other hook calls only for the message that
+        blocks, so a long conversation does not fill the transcript again
+        with every request. A stop (the client left) ends the vetting at the
+        next message.
         """
         vetted = list(history)
+        if not settings.hooks:
+            return Vetted(vetted)
         for index, said in enumerate(history[:unvetted]):
-            if said.role not in ("user", "system") or not settings.hooks:
-                continue
-            asked: JSONObject = {"role": "user", "content": said.content or ""}
-            outcome = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, asked)
+            if process.terminated or stop.is_set():
+                return Vetted(vetted[:index], stopped=True)
+            asked: JSONObject = {"role": said.role, "content": said.content or ""}
+            outcome = await self._in_thread(
+                functools.partial(self.hooks.before_user_message, earlier=True), settings.hooks, caller, asked
+            )
+            outcome.records = [replace(r, earlier=index) for r in outcome.records]
+            if outcome.stops_turn:
+                return Vetted(vetted[:index], blocked=outcome)
             self._record_hooks(caller, [r for r in outcome.records if r.failed])
-            if outcome.suppressed:
-                return vetted[:index], True
             vetted[index] = replace(said, content=str(outcome.message.get("content", "")))
-        return vetted, False
+        return Vetted(vetted)
+
+    async def _refused(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        caller: Caller,
+        question: JSONObject,
+        vetted: Vetted,
+        history: list[ChatMessage],
+        emit: Emit,
+        shape: TurnFacts,
+    ) -> LoopResult:
+        """The end of a turn whose earlier messages were not all let through: blocked, or stopped first.
+
+        A blocking message's hooks are recorded and their notices delivered
+        (they say why); a hook's `reply` to it is the turn's answer, given
+        without asking the LLM.
+        """
+        blocked = vetted.blocked
+        if blocked is None:
+            return await self._finish(
+                process, settings, caller, question, None, EndReason.TERMINATED, history, emit, shape
+            )
+        self._record_hooks(caller, blocked.records)
+        for notice in blocked.notices:
+            await self._notice(caller, notice, emit)
+        if blocked.reply is not None:
+            self._record(caller, "assistant", "agent", blocked.reply, {"from": "hook"})
+            await emit(LoopEvent("answer", {"content": blocked.reply, "streamed": False}))
+        shape = replace(shape, replied_by_hook=blocked.reply is not None)
+        return await self._finish(
+            process, settings, caller, question, blocked.reply, EndReason.BLOCKED, history, emit, shape
+        )
 
     async def _converse(
         self,

@@ -41,8 +41,8 @@ class ChatSession:
             return result
 
     def from_client(self, history: list[ChatMessage]) -> None:
-        """The conversation so far is the one a client sent (a stateless API): its user and system
-        messages pass the template's `before_user_message` hooks with the next message."""
+        """The conversation so far is the one a client sent (a stateless API): each of its messages,
+        whatever its role, passes the template's `before_user_message` hooks with the next message."""
         self.history, self.unvetted = list(history), len(history)
 
     def stop(self) -> bool:

@@ -25,9 +25,9 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, WithJsonSchema
 
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent
@@ -56,15 +56,24 @@ class RequestMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+# Each message is validated only once the route has counted them (server.max_completion_messages):
+# validating a body of 8 MiB of empty messages, 240,000 of them, held the event loop for seconds.
+_MESSAGES: Final = TypeAdapter(list[RequestMessage])
+_MESSAGES_SCHEMA: Final[JSONObject] = {
+    "type": "array",
+    "minItems": 1,
+    "items": RequestMessage.model_json_schema(),
+    "description": "the conversation; the last is the user's",
+}
+
+
 class CompletionRequest(BaseModel):
     """The request body; unknown fields are accepted and not used (see the module docstring)."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, description="the agent's template, e.g. hello-agent (GET /v1/models)")
-    messages: list[RequestMessage] = Field(
-        min_length=1, description="the conversation; the last is the user's"
-    )
+    messages: Annotated[list[Any], WithJsonSchema(_MESSAGES_SCHEMA)] = Field(min_length=1)
     # strict: `true` is no `n` and 1 no `stream` (lax pydantic takes one for the other, against the schema)
     stream: StrictBool = Field(default=False, description="server-sent `chat.completion.chunk`s, then [DONE]")
     n: StrictInt | None = Field(default=None, description="only 1")
@@ -79,14 +88,19 @@ class Refused(ValueError):
 
 
 def conversation(request: CompletionRequest) -> tuple[list[ChatMessage], str]:
-    """The history (every message but the last) and the user's new message; Refused naming the field."""
+    """The history (every message but the last) and the user's new message.
+
+    Refused naming the field for what an agent cannot honour; pydantic's
+    ValidationError, located within `messages`, for a message of the wrong
+    shape.
+    """
     if request.tools:
         raise Refused(
             "body.tools", "client-side tools are not supported; the agent calls its template's tools"
         )
     if request.n is not None and request.n != 1:
         raise Refused("body.n", f"{request.n}: only one choice is made (n = 1)")
-    *earlier, last = request.messages
+    *earlier, last = _MESSAGES.validate_python(request.messages)
     where = f"body.messages.{len(earlier)}"
     if last.role != "user":
         raise Refused(f"{where}.role", f"{last.role!r}: the last message must be the user's")

@@ -48,7 +48,9 @@ _WHEN: Final = {
     403: "no tokens are configured and the client is not on loopback",
     404: "unknown, or not the caller's",
     409: "the session is still answering its previous message",
-    413: "the body is over server.max_body_bytes (or the message over server.max_message_chars)",
+    413: "the body is over server.max_body_bytes, the message over server.max_message_chars, or a chat "
+    "completion's conversation over server.max_completion_messages or "
+    "server.max_completion_history_bytes; `detail` names the setting",
     429: "the caller has as much work running as a per-user cap allows (server.max_running_turns_per_user, "
     "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",

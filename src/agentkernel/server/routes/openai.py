@@ -22,10 +22,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
+from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
+from agentkernel.llm.base import ChatMessage
 from agentkernel.server.failures import error_body
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.openai_shapes import ChunkStream, Completion, CompletionRequest, Refused, conversation
@@ -60,19 +64,20 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
     """A `chat.completion` (or, with `stream`, its chunks then `[DONE]`) answering the last user message.
 
     404 for an unknown `model`; 422 naming a field the agent cannot honour;
-    413 when the last message is over server.max_message_chars; 429 while
-    the caller has server.max_running_turns_per_user turns running; 502
-    when the agent ends in error without an answer (no LLM reachable, say).
+    413 naming the setting when the conversation is over one of its caps
+    (`_within_caps`); 429 while the caller has
+    server.max_running_turns_per_user turns running; 502 when the agent
+    ends in error without an answer (no LLM reachable, say).
     """
+    _within_count(len(body.messages), parts.settings)
     try:
         history, text = conversation(body)
     except Refused as exc:
         raise HTTPException(422, str(exc)) from exc
-    most = parts.settings.max_message_chars
-    if len(text) > most:
-        raise HTTPException(
-            413, f"body.messages: the last message has {len(text):,} characters; at most {most:,}"
-        )
+    except ValidationError as exc:  # as FastAPI reports a body that does not fit the schema
+        problems = [{**e, "loc": ("body", "messages", *e["loc"])} for e in exc.errors()]
+        raise RequestValidationError(problems) from exc
+    _within_caps(history, text, parts.settings)
     session = await asyncio.to_thread(_one_off_session, parts, user, body.model)
     try:
         turn = parts.turns.start(session, text, request_id(request), history)
@@ -94,6 +99,40 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         )
         return JSONResponse({**shown, "error": error}, status_code=AGENT_ERROR_STATUS)
     return completion.body()
+
+
+def _within_count(count: int, settings: ServerSettings) -> None:
+    """413 past server.max_completion_messages, before any message is looked at."""
+    most = settings.max_completion_messages
+    if count > most:
+        raise HTTPException(
+            413, f"body.messages: {count:,} messages; at most {most:,} (server.max_completion_messages)"
+        )
+
+
+def _within_caps(history: list[ChatMessage], text: str, settings: ServerSettings) -> None:
+    """413 for a last message over server.max_message_chars, or earlier ones over their bytes' cap.
+
+    Each earlier message passes the template's hooks before the LLM is
+    asked (loop.py, `_vetted`), so what a request may carry is bounded in
+    messages (`_within_count`) and in bytes: past that, the hooks' work
+    and the LLM's prompt would be the client's to choose.
+    """
+    most = settings.max_message_chars
+    if len(text) > most:
+        raise HTTPException(
+            413,
+            f"body.messages: the last message has {len(text):,} characters; "
+            f"at most {most:,} (server.max_message_chars)",
+        )
+    cap = settings.max_completion_history_bytes
+    size = sum(len(m.content.encode("utf-8", "surrogatepass")) for m in history if m.content)
+    if size > cap:
+        raise HTTPException(
+            413,
+            f"body.messages: the earlier messages hold {size:,} bytes of text; "
+            f"at most {cap:,} (server.max_completion_history_bytes)",
+        )
 
 
 def _one_off_session(parts: ServerParts, user: str, model: str) -> SessionInfo:
