@@ -2,7 +2,10 @@
 
 A run takes the caller's identity: their user id and, given `session`, that
 session (it must be theirs) and its template's access list, exactly as the
-agent would call the tool there. This works with no LLM configured.
+agent would call the tool there. This works with no LLM configured. The
+script, and a listing (which may start outside MCP servers), run on the
+kernel's script pool in the caller's queue, shared fairly between users
+(fair_pool.py); the small reads around them on the default threads.
 """
 
 from __future__ import annotations
@@ -53,16 +56,16 @@ def _caller(parts: ServerParts, user: str, session: str | None, template: str | 
 
 
 @router.get("", responses=documented(404))
-def list_tools(
+async def list_tools(
     user: User,
     parts: Parts,
     template: Annotated[str | None, Query(description="only the tools this template may call")] = None,
 ) -> list[dict[str, Any]]:
     """`[{name, description, parameters, ui}]`, by name."""
-    caller = _caller(parts, user, None, template)
+    caller = await asyncio.to_thread(_caller, parts, user, None, template)
     return [
         {"name": s.name, "description": s.description, "parameters": s.parameters, "ui": s.ui}
-        for s in parts.kernel.list_tools(caller)
+        for s in await parts.kernel.alist_tools(caller)  # may start outside MCP servers: on the pool
     ]
 
 
@@ -70,7 +73,7 @@ def list_tools(
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see."""
     caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
-    visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
+    visible = await parts.kernel.alist_tools(caller)
     if name not in {spec.name for spec in visible}:
         raise HTTPException(404, f"no tool {name!r}")
     result = await parts.kernel.arun_tool(name, body.args, caller)

@@ -1,0 +1,162 @@
+"""Worker threads for script calls, shared fairly between users (DESIGN rule 10, issue 24).
+
+Scripts and helpers are synchronous, so every tool and hook call an event
+loop makes runs on a worker thread — never on the loop's default executor,
+which every other user's work shares. Calls wait in one queue per user; a
+free worker takes the next call of the user with the fewest calls running
+(ties: the longest waiter, fair_share.py), and no user has more than
+`max_per_user` calls running, however many workers are free: one user's
+two dozen slow tool runs take that many workers, and the rest of theirs
+wait in their own queue while other users' calls go on.
+
+Who is calling travels with each call (`submit(key, …)`, the Caller's user
+id), never in a thread-local (DESIGN rule 3).
+
+Nested calls never come here: `call_tool` runs on its caller's thread, and
+a sub-agent's tools and hooks get a pool of their own (services/
+subagents.py), so a call never waits for a worker of the pool it holds one
+of. A call submitted from one of the pool's own workers anyway runs there
+at once, for the same reason.
+
+Workers start when there is work and none is idle, up to `max_workers`,
+and are daemon threads: `shutdown` cancels the calls still waiting and lets
+the running ones finish within their own deadlines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from agentkernel.fair_share import FairQueue, Key
+
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class _Call:
+    """One submitted call and the future its result goes to."""
+
+    future: Future[Any]
+    function: Callable[[], Any]
+
+    def run(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            result = self.function()
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(result)
+
+
+class FairPool:
+    """At most `max_workers` threads running calls, at most `max_per_user` of them one user's."""
+
+    def __init__(self, max_workers: int, max_per_user: int | None = None, *, name: str = "scripts") -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, got {max_workers}")
+        self.max_workers = max_workers
+        self.name = name
+        self._queue: FairQueue[_Call] = FairQueue(max_per_user)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._threads = 0
+        self._idle = 0
+        self._workers: set[int] = set()  # the workers' thread idents: a call from one runs in place
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"FairPool({self.name!r}, {self._threads}/{self.max_workers} threads, waiting={len(self._queue)})"
+        )
+
+    def running(self, key: Key) -> int:
+        """Calls of `key` running now."""
+        with self._lock:
+            return self._queue.running(key)
+
+    def waiting(self, key: Key) -> int:
+        """Calls of `key` waiting for a worker now."""
+        with self._lock:
+            return self._queue.waiting(key)
+
+    def submit(self, key: Key, function: Callable[..., T], /, *args: Any) -> Future[T]:
+        """Queue `function(*args)` as a call of `key` (a user id; None: the kernel); its future.
+
+        Cancelling the future before a worker takes the call removes it
+        from the queue. RuntimeError after `shutdown`.
+        """
+        future: Future[T] = Future()
+        call = _Call(future, (lambda: function(*args)) if args else function)
+        if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
+            call.run()
+            return future
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"the {self.name} pool is shut down (the kernel was closed)")
+            self._queue.push(key, call)
+            if len(self._queue) > self._idle and self._threads < self.max_workers:
+                self._start_worker()
+            self._wake.notify()
+        future.add_done_callback(lambda done: self._forget(key, call) if done.cancelled() else None)
+        return future
+
+    async def run(self, key: Key, function: Callable[..., T], /, *args: Any) -> T:
+        """`function(*args)` as a call of `key`, awaited; cancelling the wait cancels a call still queued."""
+        import asyncio  # only event loops await the pool; `tool run` never does
+
+        return await asyncio.wrap_future(self.submit(key, function, *args))
+
+    def shutdown(self) -> None:
+        """No new calls; those waiting are cancelled; running ones finish (their deadlines bound them)."""
+        with self._lock:
+            self._closed = True
+            waiting = self._queue.drain()
+            self._wake.notify_all()
+        for _, call in waiting:
+            call.future.cancel()
+
+    def _forget(self, key: Key, call: _Call) -> None:
+        with self._lock:
+            self._queue.remove(key, call)
+
+    def _start_worker(self) -> None:
+        self._threads += 1
+        number = self._threads
+        thread = threading.Thread(target=self._work, name=f"{self.name}-{number}", daemon=True)
+        thread.start()
+
+    def _work(self) -> None:
+        self._workers.add(threading.get_ident())
+        try:
+            while (chosen := self._next()) is not None:
+                key, call = chosen
+                try:
+                    call.run()
+                finally:
+                    with self._lock:
+                        self._queue.finish(key)
+        finally:
+            with self._lock:
+                self._threads -= 1
+            self._workers.discard(threading.get_ident())
+
+    def _next(self) -> tuple[Key, _Call] | None:
+        """The next call this worker runs, waited for; None once the pool is shut down."""
+        with self._lock:
+            while not self._closed:
+                chosen = self._queue.pop()
+                if chosen is not None:
+                    return chosen
+                self._idle += 1
+                self._wake.wait()
+                self._idle -= 1
+            return None
+
+
+__all__ = ["FairPool"]
