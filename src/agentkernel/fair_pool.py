@@ -25,6 +25,7 @@ the running ones finish within their own deadlines.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -41,13 +42,14 @@ class _Call:
     """One submitted call and the future its result goes to."""
 
     future: Future[Any]
-    function: Callable[[], Any]
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
 
     def run(self) -> None:
         if not self.future.set_running_or_notify_cancel():
             return
         try:
-            result = self.function()
+            result = self.function(*self.args)
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
@@ -64,9 +66,9 @@ class FairPool:
         self.name = name
         self._queue: FairQueue[_Call] = FairQueue(max_per_user)
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # one token wakes one idle worker
         self._threads = 0
-        self._idle = 0
+        self._idle = 0  # workers asleep on `_wake` with no token on its way to them
         self._workers: set[int] = set()  # the workers' thread idents: a call from one runs in place
         self._closed = False
 
@@ -92,7 +94,7 @@ class FairPool:
         from the queue. RuntimeError after `shutdown`.
         """
         future: Future[T] = Future()
-        call = _Call(future, (lambda: function(*args)) if args else function)
+        call = _Call(future, function, args)
         if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
             call.run()
             return future
@@ -100,9 +102,14 @@ class FairPool:
             if self._closed:
                 raise RuntimeError(f"the {self.name} pool is shut down (the kernel was closed)")
             self._queue.push(key, call)
-            if len(self._queue) > self._idle and self._threads < self.max_workers:
+            wake = self._idle > 0
+            if wake:
+                self._idle -= 1
+            elif self._threads < self.max_workers:
                 self._start_worker()
-            self._wake.notify()
+            # else every worker is busy: the first to finish takes it
+        if wake:  # after the lock: the worker it wakes needs it at once
+            self._wake.put(None)
         future.add_done_callback(lambda done: self._forget(key, call) if done.cancelled() else None)
         return future
 
@@ -117,7 +124,9 @@ class FairPool:
         with self._lock:
             self._closed = True
             waiting = self._queue.drain()
-            self._wake.notify_all()
+            threads = self._threads
+        for _ in range(threads):
+            self._wake.put(None)
         for _, call in waiting:
             call.future.cancel()
 
@@ -127,36 +136,39 @@ class FairPool:
 
     def _start_worker(self) -> None:
         self._threads += 1
-        number = self._threads
-        thread = threading.Thread(target=self._work, name=f"{self.name}-{number}", daemon=True)
+        thread = threading.Thread(target=self._work, name=f"{self.name}-{self._threads}", daemon=True)
         thread.start()
 
     def _work(self) -> None:
         self._workers.add(threading.get_ident())
+        finished: tuple[Key] | None = None  # the key of the call this worker just ran
         try:
-            while (chosen := self._next()) is not None:
+            while (chosen := self._next(finished)) is not None:
                 key, call = chosen
-                try:
-                    call.run()
-                finally:
-                    with self._lock:
-                        self._queue.finish(key)
+                finished = (key,)
+                call.run()
         finally:
-            with self._lock:
-                self._threads -= 1
             self._workers.discard(threading.get_ident())
 
-    def _next(self) -> tuple[Key, _Call] | None:
-        """The next call this worker runs, waited for; None once the pool is shut down."""
-        with self._lock:
-            while not self._closed:
+    def _next(self, finished: tuple[Key] | None) -> tuple[Key, _Call] | None:
+        """The call this worker runs next, waited for; None once the pool is shut down (the worker ends).
+
+        `finished` is the key of the call it just ran, counted out under the
+        same lock: a call of that user held back by `max_per_user` may go now.
+        """
+        while True:
+            with self._lock:
+                if finished is not None:
+                    self._queue.finish(finished[0])
+                    finished = None
+                if self._closed:
+                    self._threads -= 1
+                    return None
                 chosen = self._queue.pop()
                 if chosen is not None:
                     return chosen
                 self._idle += 1
-                self._wake.wait()
-                self._idle -= 1
-            return None
+            self._wake.get()
 
 
 __all__ = ["FairPool"]

@@ -5,10 +5,12 @@ workers' fair pool (fair_pool.py). Items wait in one queue per user (a
 `key`: the user id; None is the kernel itself, every call with no user);
 when a place frees, the next item is the oldest of the user with the
 fewest items running among those that have one waiting; ties go to the
-user whose oldest item waited longest. So a user with sixteen calls in
-flight waits behind a user with none, and users with the same share take
-turns, oldest first. `per_key`, when set, is the most items one user may
-have running: past it their items wait even while places are free.
+user who has waited longest: since their oldest item came, or since they
+were last given a place, whichever is later. So a user with sixteen calls
+in flight waits behind a user with none, and users with the same share
+take turns (round robin), however many items each has queued. `per_key`,
+when set, is the most items one user may have running: past it their
+items wait even while places are free.
 
 No lock of its own: its owner holds one around every call. Choosing is
 linear in the number of users with an item waiting, not in the items.
@@ -33,6 +35,7 @@ class FairQueue(Generic[T]):
         self.per_key = per_key
         self._waiting: dict[Key, deque[tuple[int, T]]] = {}
         self._running: dict[Key, int] = {}
+        self._served: dict[Key, int] = {}  # when each active key was last given a place (an order stamp)
         self._order = itertools.count()
         self._count = 0
 
@@ -56,6 +59,7 @@ class FairQueue(Generic[T]):
     def start(self, key: Key) -> None:
         """An item of `key` runs without having waited (a place was free)."""
         self._running[key] = self._running.get(key, 0) + 1
+        self._served[key] = next(self._order)
 
     def pop(self) -> tuple[Key, T] | None:
         """The next item to run, now counted as running; None when no waiting item may run."""
@@ -65,7 +69,7 @@ class FairQueue(Generic[T]):
             running = self._running.get(key, 0)
             if self.per_key is not None and running >= self.per_key:
                 continue
-            rank = (running, items[0][0])
+            rank = (running, max(items[0][0], self._served.get(key, -1)))
             if best is None or rank < best:
                 chosen, best = key, rank
         if best is None:
@@ -87,11 +91,14 @@ class FairQueue(Generic[T]):
             self._running[key] = left
         else:
             del self._running[key]
+            if key not in self._waiting:  # an idle key is forgotten: memory only for active users
+                del self._served[key]
 
     def drain(self) -> list[tuple[Key, T]]:
         """Every waiting item, taken out of the queue (their owner is closing); none counts as running."""
         items = [(key, item) for key, queue in self._waiting.items() for _, item in queue]
         self._waiting.clear()
+        self._served = {key: stamp for key, stamp in self._served.items() if key in self._running}
         self._count = 0
         return items
 
@@ -106,6 +113,8 @@ class FairQueue(Generic[T]):
                 self._count -= 1
                 if not items:
                     del self._waiting[key]
+                    if key not in self._running:
+                        self._served.pop(key, None)
                 return True
         return False
 
