@@ -6,9 +6,10 @@ A trivial JavaScript tool (upper-case a word) is called from an event loop
 `--calls` times, one after another, as a server's route calls it: through
 `Kernel.arun_tool`, which runs it on the kernel's fair pool in the caller's
 user's queue; and the same `Kernel.run_tool` handed to a plain
-`ThreadPoolExecutor` with `run_in_executor`, as the kernel did before. The
-hand-off alone, a no-op function, is timed both ways too, and once more with
-eight users calling at once (each waiting for its call before the next).
+`ThreadPoolExecutor` with `run_in_executor`, as the kernel did before, the
+two ways alternated call by call, each going first every other time. The hand-off alone, a no-op function, is
+timed both ways too (p50 a call), and once more as the throughput of eight
+users calling at once (each waiting for its call before the next).
 
 Times are wall-clock (a hand-off between threads is waiting, not CPU);
 each figure is the median of `--rounds` rounds, so the ratio of the two,
@@ -52,24 +53,31 @@ def make_project(root: Path) -> Path:
     return kernel_yaml
 
 
-async def per_call(call: Callable[[], Awaitable[object]], calls: int) -> float:
-    """Seconds per call, one after another."""
-    started = time.perf_counter()
-    for _ in range(calls):
-        await call()
-    return (time.perf_counter() - started) / calls
+async def alternated(
+    fair: Callable[[], Awaitable[object]], plain: Callable[[], Awaitable[object]], calls: int
+) -> tuple[float, float]:
+    """p50 seconds of a call each way, alternated call by call and each going first every other time
+    (so drift, and whatever the first of a pair pays, hits both alike)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for n in range(calls):
+        for way, call in ((0, fair), (1, plain))[:: 1 if n % 2 else -1]:
+            started = time.perf_counter()
+            await call()
+            times[way].append(time.perf_counter() - started)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
-async def per_call_by_users(call: Callable[[str], Awaitable[object]], calls: int) -> float:
+async def by_users(call: Callable[[str], Awaitable[object]], calls: int) -> float:
     """Seconds per call with USERS users calling at once, each its calls one after another."""
+    each = max(1, calls // USERS)
 
     async def user(name: str) -> None:
-        for _ in range(calls // USERS or 1):
+        for _ in range(each):
             await call(name)
 
     started = time.perf_counter()
     await asyncio.gather(*(user(f"user{n}") for n in range(USERS)))
-    return (time.perf_counter() - started) / ((calls // USERS or 1) * USERS)
+    return (time.perf_counter() - started) / (each * USERS)
 
 
 def noop() -> None:
@@ -81,22 +89,21 @@ async def one_round(kernel: Kernel, calls: int) -> dict[str, float]:
     pool = FairPool(kernel.config.script_workers, kernel.config.script_workers_per_user, name="bench")
     plain = ThreadPoolExecutor(kernel.config.script_workers)
     caller = kernel.caller(user_id="bench")
+    run_tool = functools.partial(kernel.run_tool, "upper", ARGS, caller)
     try:
-        figures = {
-            "tool, fair pool": await per_call(lambda: kernel.arun_tool("upper", ARGS, caller), calls),
-            "tool, plain executor": await per_call(
-                lambda: loop.run_in_executor(
-                    plain, functools.partial(kernel.run_tool, "upper", ARGS, caller)
-                ),
-                calls,
-            ),
-            "no-op, fair pool": await per_call(lambda: pool.run("bench", noop), calls),
-            "no-op, plain executor": await per_call(lambda: loop.run_in_executor(plain, noop), calls),
-            "no-op, fair pool, 8 users": await per_call_by_users(lambda who: pool.run(who, noop), calls),
-            "no-op, plain executor, 8 users": await per_call_by_users(
-                lambda who: loop.run_in_executor(plain, noop), calls
-            ),
-        }
+        figures: dict[str, float] = {}
+        figures["tool, fair pool"], figures["tool, plain executor"] = await alternated(
+            lambda: kernel.arun_tool("upper", ARGS, caller),
+            lambda: loop.run_in_executor(plain, run_tool),
+            calls,
+        )
+        figures["no-op, fair pool"], figures["no-op, plain executor"] = await alternated(
+            lambda: pool.run("bench", noop), lambda: loop.run_in_executor(plain, noop), calls
+        )
+        figures["no-op, fair pool, 8 users"] = await by_users(lambda who: pool.run(who, noop), calls)
+        figures["no-op, plain executor, 8 users"] = await by_users(
+            lambda who: loop.run_in_executor(plain, noop), calls
+        )
     finally:
         pool.shutdown()
         plain.shutdown()
@@ -125,6 +132,7 @@ def main() -> None:
         rounds = asyncio.run(run())
     median = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
     print(f"one call from an event loop, {options.calls:,} calls a round, median of {options.rounds} rounds:")
+    print("  (p50 of a call; with 8 users, wall time over the calls)")
     for name, seconds in median.items():
         print(f"  {name:<32} {seconds * 1e3:8.4f} ms a call")
     for what in ("tool", "no-op", "no-op, 8 users"):

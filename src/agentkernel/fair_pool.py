@@ -44,16 +44,32 @@ class _Call:
     future: Future[Any]
     function: Callable[..., Any]
     args: tuple[Any, ...]
+    outcome: tuple[bool, Any] | None = None  # (raised, the result or exception), once computed
 
     def run(self) -> None:
+        """Compute, then hand over: what a call from a worker does in place."""
+        self.compute()
+        self.publish()
+
+    def compute(self) -> None:
+        """Run the function, unless the call was cancelled while it waited; the outcome is kept."""
         if not self.future.set_running_or_notify_cancel():
             return
         try:
-            result = self.function(*self.args)
+            self.outcome = (False, self.function(*self.args))
         except BaseException as exc:
-            self.future.set_exception(exc)
+            self.outcome = (True, exc)
+
+    def publish(self) -> None:
+        """Hand the outcome to the future (and so to whoever waits for it)."""
+        if self.outcome is None:
+            return
+        raised, value = self.outcome
+        self.outcome = None
+        if raised:
+            self.future.set_exception(value)
         else:
-            self.future.set_result(result)
+            self.future.set_result(value)
 
 
 class FairPool:
@@ -140,35 +156,34 @@ class FairPool:
         thread.start()
 
     def _work(self) -> None:
+        """Take calls until the pool shuts down; each result is handed over only once this worker is
+        counted again (idle, or holding its next call), so the caller's next call never finds every
+        worker busy and starts a thread it does not need."""
         self._workers.add(threading.get_ident())
-        finished: tuple[Key] | None = None  # the key of the call this worker just ran
+        done: tuple[Key, _Call] | None = None  # the call just computed, its result not yet handed over
         try:
-            while (chosen := self._next(finished)) is not None:
-                key, call = chosen
-                finished = (key,)
-                call.run()
+            while True:
+                with self._lock:
+                    if done is not None:
+                        self._queue.finish(done[0])
+                    chosen = None if self._closed else self._queue.pop()
+                    if self._closed:
+                        self._threads -= 1
+                    elif chosen is None:
+                        self._idle += 1
+                closed = self._closed
+                if done is not None:
+                    done[1].publish()
+                    done = None
+                if closed:
+                    return
+                if chosen is None:
+                    self._wake.get()
+                    continue
+                chosen[1].compute()
+                done = chosen
         finally:
             self._workers.discard(threading.get_ident())
-
-    def _next(self, finished: tuple[Key] | None) -> tuple[Key, _Call] | None:
-        """The call this worker runs next, waited for; None once the pool is shut down (the worker ends).
-
-        `finished` is the key of the call it just ran, counted out under the
-        same lock: a call of that user held back by `max_per_user` may go now.
-        """
-        while True:
-            with self._lock:
-                if finished is not None:
-                    self._queue.finish(finished[0])
-                    finished = None
-                if self._closed:
-                    self._threads -= 1
-                    return None
-                chosen = self._queue.pop()
-                if chosen is not None:
-                    return chosen
-                self._idle += 1
-            self._wake.get()
 
 
 __all__ = ["FairPool"]

@@ -10,6 +10,7 @@ the failure guard.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,7 @@ from tests.server.test_api import wait_until
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
 GUARD_SECS = 60.0  # only a starved request ever waits this long
+FLOOD = 36  # more than any machine's default executor (min(32, cores + 4) threads)
 
 
 @dataclass
@@ -107,8 +109,14 @@ def project(root: Path, llm: FakeLLMServer, max_concurrency: int) -> Path:
 
 
 def serve(kernel_yaml: Path) -> LiveServer:
+    """The server with per-user caps on running work set past the flood: what is tested is the sharing."""
+    caps = {
+        name: FLOOD + 8
+        for name in ("max_running_turns_per_user", "max_running_tool_runs_per_user")
+        if name in {f.name for f in dataclasses.fields(ServerSettings)}
+    }
     kernel = Kernel(load_kernel_config(kernel_yaml))
-    return LiveServer(kernel, ServerSettings(tokens=TOKENS, max_running_turns_per_user=8))
+    return LiveServer(kernel, ServerSettings(tokens=TOKENS, **caps))
 
 
 def slots_of(kernel: Kernel) -> FairSlots:
@@ -153,9 +161,6 @@ def test_a_freed_llm_slot_goes_to_the_user_with_none_ahead_of_the_flooders_queue
             ran = [f.result(GUARD_SECS) for f in alice]
         assert all(r.status_code == 200 and r.json()["success"] for r in ran), [r.text for r in ran]
         assert slots.held("alice") == slots.held("bob") == 0
-
-
-FLOOD = 36  # more than any machine's default executor (min(32, cores + 4) threads)
 
 
 def test_a_flood_of_slow_tool_runs_leaves_another_users_tool_run_and_turn_answering(
