@@ -178,7 +178,7 @@ def test_shutdown_cancels_waiting_calls_lets_running_ones_finish_and_refuses_mor
         pool.submit("bob", lambda: None)
 
 
-def test_workers_start_on_demand_up_to_max_workers(gates: Gates) -> None:
+def test_workers_start_on_demand_up_to_max_workers_and_end_with_the_pool(gates: Gates) -> None:
     before = threading.active_count()
     pool = FairPool(3, name="pool-test")
     try:
@@ -191,6 +191,10 @@ def test_workers_start_on_demand_up_to_max_workers(gates: Gates) -> None:
         assert [c.result(GUARD) for c in calls] == [f"c{n}" for n in range(5)]
     finally:
         pool.shutdown()
+    until(
+        lambda: not [t for t in threading.enumerate() if t.name.startswith("pool-test-")],
+        "the workers to end",
+    )
 
 
 def test_max_workers_must_be_positive() -> None:

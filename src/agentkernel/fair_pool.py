@@ -122,7 +122,12 @@ class FairPool:
             if wake:
                 self._idle -= 1
             elif self._threads < self.max_workers:
-                self._start_worker()
+                try:
+                    self._start_worker()
+                except RuntimeError:  # no thread to be had: the running workers take it, if any
+                    if not self._threads:
+                        self._queue.remove(key, call)
+                        raise
             # else every worker is busy: the first to finish takes it
         if wake:  # after the lock: the worker it wakes needs it at once
             self._wake.put(None)
@@ -151,9 +156,14 @@ class FairPool:
             self._queue.remove(key, call)
 
     def _start_worker(self) -> None:
+        """One more worker (lock held); RuntimeError when the OS refuses a thread."""
         self._threads += 1
         thread = threading.Thread(target=self._work, name=f"{self.name}-{self._threads}", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:
+            self._threads -= 1
+            raise
 
     def _work(self) -> None:
         """Take calls until the pool shuts down; each result is handed over only once this worker is
@@ -166,12 +176,12 @@ class FairPool:
                 with self._lock:
                     if done is not None:
                         self._queue.finish(done[0])
-                    chosen = None if self._closed else self._queue.pop()
-                    if self._closed:
+                    closed = self._closed
+                    chosen = None if closed else self._queue.pop()
+                    if closed:
                         self._threads -= 1
                     elif chosen is None:
                         self._idle += 1
-                closed = self._closed
                 if done is not None:
                     done[1].publish()
                     done = None
