@@ -116,9 +116,9 @@ class Kernel:
         self._live = live
         self._home = KernelLoop()
         # tool and hook calls of event loops, shared fairly between users; threads start on first use
-        self._workers = FairPool(config.script_workers, config.script_workers_per_user, name="scripts")
+        self._script_pool = FairPool(config.script_workers, config.script_workers_per_user, name="scripts")
         self._dispatcher = Dispatcher(
-            self._tools, self._host, config.limits, self._history, self._workers, home=self._home
+            self._tools, self._host, config.limits, self._history, pool=self._script_pool, home=self._home
         )
         self._processes = ProcessTable()
         self._services = kernel_services(  # last: the live services may use any part above
@@ -366,7 +366,7 @@ class Kernel:
         """`list_tools` from an event loop, on the script pool: listing may start a template's outside
         MCP servers, a wait that must not hold the loop's default threads."""
         who = self._as_caller(caller)
-        return await self._workers.run(who.user_id, self.list_tools, who)
+        return await self._script_pool.run(who.user_id, self.list_tools, who)
 
     def run_hooks(
         self,
@@ -399,7 +399,7 @@ class Kernel:
     ) -> HookRun:
         """`run_hooks` from an event loop, on a worker of the script pool in the caller's user's queue."""
         who = self._as_caller(caller)
-        return await self._workers.run(who.user_id, self.run_hooks, hooks, message, who)
+        return await self._script_pool.run(who.user_id, self.run_hooks, hooks, message, who)
 
     # -- processes and chats -----------------------------------------------------------------------
 
@@ -516,7 +516,7 @@ class Kernel:
 
             return LoopSettings.for_template(template, self._catalog)
 
-        def agent_loop(workers: FairPool) -> AgentLoop:
+        def agent_loop(pool: FairPool) -> AgentLoop:
             from agentkernel.agent.loop import AgentLoop
 
             # not streamed, and not in the session's transcript: the script gets the answer
@@ -527,7 +527,7 @@ class Kernel:
                 self._services,
                 None,
                 stream=False,
-                workers=workers,
+                pool=pool,
             )
 
         return SubagentService(
@@ -579,7 +579,7 @@ class Kernel:
             messages=lambda: self._store,
             http=lambda: self._services.require("http", "cron"),
             webhook_attempts=self._config.cron.webhook_attempts,
-            workers=self._workers,
+            pool=self._script_pool,
         )
         return CronScheduler(self._cron, runs.run, runs.deliver)
 
@@ -722,7 +722,7 @@ class Kernel:
         if self._closed:
             return []
         self._closed = True
-        self._workers.shutdown()  # calls still waiting are cancelled; running ones end by their deadlines
+        self._script_pool.shutdown()  # calls still waiting are cancelled; running ones end by their deadlines
         errors: list[Exception] = []
         try:
             self._outside.close()  # outside MCP servers: their processes end with the kernel

@@ -127,7 +127,7 @@ def slots_of(kernel: Kernel) -> FairSlots:
 
 
 def pool_of(kernel: Kernel) -> FairPool:
-    return kernel._workers  # read only, as slots_of
+    return kernel._script_pool  # read only, as slots_of
 
 
 def test_a_freed_llm_slot_goes_to_the_user_with_none_ahead_of_the_flooders_queue(

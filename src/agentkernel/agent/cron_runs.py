@@ -53,7 +53,7 @@ class CronRuns:
     messages: Callable[[], MessageStore]
     http: Callable[[], HttpService]
     webhook_attempts: int
-    workers: FairPool  # a webhook's wait, in its owner's queue: never the loop's default threads
+    pool: FairPool  # a webhook's wait, in its owner's queue: never the loop's default threads
 
     async def run(self, claim: Claim) -> RunOutcome:
         """The job's agent on its prompt, to the loop's end; cancelled with the run's timeout."""
@@ -106,7 +106,7 @@ class CronRuns:
                 headers=headers,
                 timeout=WEBHOOK_TIMEOUT_SECS,
             )
-            result = await self.workers.run(claim.owner, post)
+            result = await self.pool.run(claim.owner, post)
             if 200 <= result.status < 300:
                 return
             why = result.error or f"HTTP {result.status}"

@@ -144,7 +144,7 @@ class AgentLoop:
         transcript: Transcript | None = None,
         *,
         stream: bool = True,
-        workers: FairPool | None = None,
+        pool: FairPool | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = dispatcher
@@ -155,11 +155,11 @@ class AgentLoop:
         # where tools and hooks run, shared fairly between users: the dispatcher's pool unless
         # given one. A sub-agent's loop has a pool of its own, so a script waiting for it never
         # holds a worker the sub-agent needs.
-        self.workers = workers or dispatcher.workers
+        self.pool = pool or dispatcher.pool
 
     async def _in_thread(self, caller: Caller, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` on a worker of this loop's pool, in `caller`'s user's queue (DESIGN rule 10)."""
-        return await self.workers.run(caller.user_id, functools.partial(function, *args))
+        return await self.pool.run(caller.user_id, functools.partial(function, *args))
 
     # -- recording -------------------------------------------------------------------------------
 
@@ -411,7 +411,7 @@ class AgentLoop:
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            result = await self.dispatcher.acall(call.name, args, caller, self.workers)
+            result = await self.dispatcher.acall(call.name, args, caller, self.pool)
         self._record(caller, "tool", "tool_result", result.content, _result_meta(call, result))
         await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
         for block in result.visual:

@@ -199,8 +199,8 @@ class SubagentService:
             if event.kind == "error":
                 errors.append(str(event.data.get("message")))
 
-        workers = FairPool(WORKER_THREADS, name=f"subagent-{child.name}")
-        loop = self._agent_loop(workers)
+        pool = FairPool(WORKER_THREADS, name=f"subagent-{child.name}")
+        loop = self._agent_loop(pool)
         try:
             history: list[ChatMessage] = []  # the child's conversation so far
             text = _task_text(request)
@@ -220,7 +220,7 @@ class SubagentService:
                 history, text = result.history, correction_request(problem)
             raise _error(str(StructuredOutputInvalid(ATTEMPTS, problem)))
         finally:
-            workers.shutdown()
+            pool.shutdown()
 
 
 def _task_text(request: SubagentRequest) -> str:

@@ -88,14 +88,15 @@ class Dispatcher:
         host: ScriptHost,
         limits: KernelLimits,
         history: ToolResultHistory,
-        workers: FairPool,
+        *,
+        pool: FairPool,
         home: KernelLoop | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
         self.limits = limits
         self.history = history
-        self.workers = workers  # where asynchronous calls run, shared fairly between users
+        self.pool = pool  # where asynchronous calls run, shared fairly between users
         self.home = home  # told which event loop runs the kernel's async work (services/kernel_loop.py)
 
     def call(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
@@ -125,9 +126,9 @@ class Dispatcher:
         return result
 
     async def acall(
-        self, name: str, args: JSONValue, caller: Caller, workers: FairPool | None = None
+        self, name: str, args: JSONValue, caller: Caller, pool: FairPool | None = None
     ) -> ToolResult:
-        """Dispatch from the event loop on a worker (S21.3): `workers`', else the dispatcher's pool.
+        """Dispatch from the event loop on a worker (S21.3): `pool`, else the dispatcher's.
 
         The call waits in its user's queue of the pool (fair_pool.py): never
         on the event loop's default threads, which every other user shares.
@@ -136,8 +137,7 @@ class Dispatcher:
 
         if self.home is not None:
             self.home.adopt(asyncio.get_running_loop())
-        pool = workers or self.workers
-        return await pool.run(caller.user_id, functools.partial(self.call, name, args, caller))
+        return await (pool or self.pool).run(caller.user_id, functools.partial(self.call, name, args, caller))
 
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         spec = self.registry.get(name, caller)
