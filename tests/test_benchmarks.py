@@ -110,6 +110,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^our overhead on an MCP call \(p50 difference\): -?{NUMBER} ms$",
         rf"^first call, server started lazily .*: {NUMBER} ms$",
     ],
+    "script_pool.py": [
+        rf"^\s+tool, fair pool\s+{NUMBER} ms a call$",
+        rf"^\s+tool, plain executor\s+{NUMBER} ms a call$",
+        *(rf"^fair pool / plain executor, {what}: {NUMBER}x" for what in ("tool", "no-op", "no-op, 8 users")),
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

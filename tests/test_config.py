@@ -45,6 +45,11 @@ def test_relative_paths_resolve_against_the_project(tmp_path: Path) -> None:
     assert config.limits.timeout_secs == 5
 
 
+def test_the_script_pool_settings_load_and_default(tmp_path: Path) -> None:
+    config = load_kernel_config(write_kernel_yaml(tmp_path, "scripts:\n  max_workers_per_user: 2\n"))
+    assert (config.script_workers, config.script_workers_per_user) == (16, 2)
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -52,6 +57,8 @@ def test_relative_paths_resolve_against_the_project(tmp_path: Path) -> None:
         ("limts: {}\n", "; did you mean 'limits'?"),
         ("limits:\n  timeout_secs: soon\n", "limits.timeout_secs: 'soon' is not of type 'number'"),
         ("scripts:\n  tools: config/x\n", "scripts.tools: 'config/x' is not of type 'array'"),
+        ("scripts:\n  max_workers: 0\n", "scripts.max_workers: 0 is less than the minimum of 1"),
+        ("scripts:\n  max_workers_per_user: two\n", "scripts.max_workers_per_user: 'two' is not of type"),
         ("- a\n", "expected a mapping at the top, got list"),
         ("a: [\n", "bad YAML"),
     ],

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Executor
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
+from agentkernel.fair_pool import FairPool
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
@@ -115,7 +115,11 @@ class Kernel:
         self._store = LazyMessageStore(config.messages_db)
         self._live = live
         self._home = KernelLoop()
-        self._dispatcher = Dispatcher(self._tools, self._host, config.limits, self._history, home=self._home)
+        # tool and hook calls of event loops, shared fairly between users; threads start on first use
+        self._script_pool = FairPool(config.script_workers, config.script_workers_per_user, name="scripts")
+        self._dispatcher = Dispatcher(
+            self._tools, self._host, config.limits, self._history, pool=self._script_pool, home=self._home
+        )
         self._processes = ProcessTable()
         self._services = kernel_services(  # last: the live services may use any part above
             config,
@@ -354,8 +358,15 @@ class Kernel:
     async def arun_tool(
         self, name: str, args: JSONValue, caller: Caller | Process | None = None
     ) -> ToolResult:
-        """`run_tool` from an event loop: the script runs on a worker thread (DESIGN rule 7)."""
+        """`run_tool` from an event loop: the script runs on a worker of the kernel's script pool,
+        in its user's queue (fair_pool.py, DESIGN rule 10)."""
         return await self._dispatcher.acall(name, args, self._as_caller(caller))
+
+    async def alist_tools(self, caller: Caller | Process | None = None) -> list[ToolSpec]:
+        """`list_tools` from an event loop, on the script pool: listing may start a template's outside
+        MCP servers, a wait that must not hold the loop's default threads."""
+        who = self._as_caller(caller)
+        return await self._script_pool.run(who.user_id, self.list_tools, who)
 
     def run_hooks(
         self,
@@ -379,6 +390,16 @@ class Kernel:
             for record in run.records:
                 self._store.append(who.session_id, *record.transcript_entry(), user_id=who.user_id)
         return run
+
+    async def arun_hooks(
+        self,
+        hooks: str | HookSpec | Iterable[str | HookSpec],
+        message: JSONObject,
+        caller: Caller | Process | None = None,
+    ) -> HookRun:
+        """`run_hooks` from an event loop, on a worker of the script pool in the caller's user's queue."""
+        who = self._as_caller(caller)
+        return await self._script_pool.run(who.user_id, self.run_hooks, hooks, message, who)
 
     # -- processes and chats -----------------------------------------------------------------------
 
@@ -495,7 +516,7 @@ class Kernel:
 
             return LoopSettings.for_template(template, self._catalog)
 
-        def agent_loop(executor: Executor) -> AgentLoop:
+        def agent_loop(pool: FairPool) -> AgentLoop:
             from agentkernel.agent.loop import AgentLoop
 
             # not streamed, and not in the session's transcript: the script gets the answer
@@ -506,7 +527,7 @@ class Kernel:
                 self._services,
                 None,
                 stream=False,
-                executor=executor,
+                pool=pool,
             )
 
         return SubagentService(
@@ -558,6 +579,7 @@ class Kernel:
             messages=lambda: self._store,
             http=lambda: self._services.require("http", "cron"),
             webhook_attempts=self._config.cron.webhook_attempts,
+            pool=self._script_pool,
         )
         return CronScheduler(self._cron, runs.run, runs.deliver)
 
@@ -700,6 +722,7 @@ class Kernel:
         if self._closed:
             return []
         self._closed = True
+        self._script_pool.shutdown()  # calls still waiting are cancelled; running ones end by their deadlines
         errors: list[Exception] = []
         try:
             self._outside.close()  # outside MCP servers: their processes end with the kernel

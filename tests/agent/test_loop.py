@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from agentkernel import Kernel
 from agentkernel.agent.loop import MAX_RECORDED_VISUAL_BYTES, LoopEvent
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import load_kernel_config
-from agentkernel.llm import ChatMessage
+from agentkernel.llm import ChatMessage, Completion, CompletionRequest, StreamEvent, ToolCall, Usage
 from agentkernel.llm.token_bound import MESSAGE_MARGIN, message_bound
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
 
@@ -260,3 +261,44 @@ def test_replace_message_keeps_its_role(
     llm_server.add(Reply(text="ok"))
     send(kernel_for.chat("tester"), "hi")
     assert llm_server.bodies[0]["messages"][-1] == {"role": "system", "content": "as system: hi"}
+
+
+class _Whose:
+    """A provider that answers by the last message, and records whose each request says it is."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str | None]] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        last = request.messages[-1]
+        said = str(last.content) if last.role == "user" else last.role
+        self.asked.append((said, request.user))
+        if said == "go":  # the turn's first call: use the tool
+            call = ToolCall("c1", "asker", "{}")
+            return Completion(None, (call,), Usage(), "tool_calls", None)
+        return Completion(f"answer to {said}", (), Usage(), "stop", None)
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_every_llm_request_says_whose_it_is(agent_project: Path) -> None:
+    """The turn's, its tool's `llm()`, and its tool's sub-agent's: the LLM's slots are shared by user."""
+    tools = agent_project / "config" / "scripts" / "tools"
+    (tools / "asker.yaml").write_text("kind: script_tool\nname: asker\nscript: asker.js\n", encoding="utf-8")
+    (tools / "asker.js").write_text(
+        "function run() { return llm('inner') + run_subagent({task: 'sub', instructions: 'x'}).answer; }",
+        encoding="utf-8",
+    )
+    (agent_project / "config" / "templates" / "whose.yaml").write_text(
+        "name: whose\ninstructions: test\ntools: [asker]\n", encoding="utf-8"
+    )
+    provider = _Whose()
+    kernel = Kernel(load_kernel_config(agent_project / "config" / "kernel.yaml"), provider=provider)
+    with kernel:
+        result, _ = send(kernel.chat("whose", user_id="alice", stream=False), "go")
+    assert result.answer == "answer to tool"
+    assert provider.asked == [("go", "alice"), ("inner", "alice"), ("sub", "alice"), ("tool", "alice")]

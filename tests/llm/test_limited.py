@@ -19,6 +19,7 @@ from agentkernel.llm import (
     TextDelta,
     Usage,
 )
+from agentkernel.llm.fair_slots import FairSlots
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 
 HELLO = CompletionRequest((ChatMessage.user("hi"),))
@@ -61,11 +62,11 @@ def test_a_stream_holds_its_slot_to_the_end(llm_server: FakeLLMServer) -> None:
     assert llm_server.max_in_flight == 1
 
 
-def test_one_semaphore_limits_every_provider_sharing_it(llm_server: FakeLLMServer) -> None:
+def test_one_set_of_slots_limits_every_provider_sharing_it(llm_server: FakeLLMServer) -> None:
     llm_server.respond_with(echo_slowly)
 
     async def main() -> None:
-        shared = asyncio.Semaphore(2)
+        shared = FairSlots(2)
         async with (
             OpenAICompatProvider(llm_server.base_url, "a") as a,
             OpenAICompatProvider(llm_server.base_url, "b") as b,

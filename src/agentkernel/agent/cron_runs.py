@@ -17,12 +17,14 @@ that chat's transcript as an agent message, shown when the chat is opened.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.fair_pool import FairPool
 from agentkernel.services.cron import RunOutcome, job_session
 from agentkernel.services.cron_jobs import Sink, rfc3339
 from agentkernel.services.cron_store import Claim
@@ -44,13 +46,14 @@ _RETRIED = {408, 425, 429}
 
 @dataclass
 class CronRuns:
-    """The kernel's parts a run needs: a chat opened and ended, the transcript, the http service."""
+    """The kernel's parts a run needs: a chat opened and ended, the transcript, the http service, the pool."""
 
     open_chat: Callable[..., ChatSession]
     end_chat: Callable[[ChatSession], None]
     messages: Callable[[], MessageStore]
     http: Callable[[], HttpService]
     webhook_attempts: int
+    pool: FairPool  # a webhook's wait, in its owner's queue: never the loop's default threads
 
     async def run(self, claim: Claim) -> RunOutcome:
         """The job's agent on its prompt, to the loop's end; cancelled with the run's timeout."""
@@ -95,7 +98,7 @@ class CronRuns:
         headers = {"Content-Type": "application/json", "Idempotency-Key": _delivery_key(claim)}
         pause = FIRST_PAUSE_SECS
         for attempt in range(1, self.webhook_attempts + 1):
-            result = await asyncio.to_thread(
+            post = functools.partial(
                 self.http().request,
                 "POST",
                 sink.url,
@@ -103,6 +106,7 @@ class CronRuns:
                 headers=headers,
                 timeout=WEBHOOK_TIMEOUT_SECS,
             )
+            result = await self.pool.run(claim.owner, post)
             if 200 <= result.status < 300:
                 return
             why = result.error or f"HTTP {result.status}"

@@ -8,7 +8,8 @@ is emitted as `LoopEvent`s as it happens (notices, tokens, tool calls and
 results, visual blocks, warnings, the answer, errors); everything that
 happened is recorded in the message store (S23.5), the end reason of each
 run included. Scripts and helpers are synchronous, so tools and hooks run on
-worker threads (DESIGN rule 7).
+worker threads of the kernel's script pool, shared fairly between users
+(fair_pool.py, DESIGN rule 10).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
+from agentkernel.fair_pool import FairPool
 from agentkernel.llm.base import (
     ChatMessage,
     Completion,
@@ -157,7 +158,7 @@ class AgentLoop:
         transcript: Transcript | None = None,
         *,
         stream: bool = True,
-        executor: Executor | None = None,
+        pool: FairPool | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = dispatcher
@@ -165,14 +166,14 @@ class AgentLoop:
         self.services = services
         self.transcript = transcript
         self.stream = stream
-        # where tools and hooks run; None: the event loop's default threads. A sub-agent's loop
-        # has threads of its own, so a script waiting for it never holds the threads it needs.
-        self.executor = executor
+        # where tools and hooks run, shared fairly between users: the dispatcher's pool unless
+        # given one. A sub-agent's loop has a pool of its own, so a script waiting for it never
+        # holds a worker the sub-agent needs.
+        self.pool = pool or dispatcher.pool
 
-    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        """`function(*args)` on a worker thread of this loop's executor (DESIGN rule 7)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(function, *args))
+    async def _in_thread(self, caller: Caller, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` on a worker of this loop's pool, in `caller`'s user's queue (DESIGN rule 10)."""
+        return await self.pool.run(caller.user_id, functools.partial(function, *args))
 
     # -- recording -------------------------------------------------------------------------------
 
@@ -225,7 +226,9 @@ class AgentLoop:
             if vetted.blocked is not None or vetted.stopped:
                 shape = replace(base, history_messages=len(history))
                 return await self._refused(process, settings, caller, message, vetted, history, emit, shape)
-        before = await self._in_thread(self.hooks.before_user_message, settings.hooks, caller, message)
+        before = await self._in_thread(
+            caller, self.hooks.before_user_message, settings.hooks, caller, message
+        )
         self._record_hooks(caller, before.records)
         for notice in before.notices:
             await self._notice(caller, notice, emit)
@@ -297,7 +300,11 @@ class AgentLoop:
                 return Vetted(vetted[:index], stopped=True)
             asked: JSONObject = {"role": said.role, "content": said.content or ""}
             outcome = await self._in_thread(
-                functools.partial(self.hooks.before_user_message, earlier=True), settings.hooks, caller, asked
+                caller,
+                functools.partial(self.hooks.before_user_message, earlier=True),
+                settings.hooks,
+                caller,
+                asked,
             )
             outcome.records = [replace(r, earlier=index) for r in outcome.records]
             if outcome.stops_turn:
@@ -352,7 +359,7 @@ class AgentLoop:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
             return None, EndReason.ERROR, messages
         # on a worker thread: listing may start the template's MCP servers (issue 16)
-        visible = await self._in_thread(self.dispatcher.registry.visible_to, caller)
+        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
         tools = tuple(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible)
         last_text: str | None = None
         for _ in range(settings.max_turns):
@@ -408,6 +415,7 @@ class AgentLoop:
                 max_tokens=max_tokens,
                 temperature=settings.temperature,
                 model=settings.model,
+                user=process.user_id,  # the LLM's slots are shared fairly between users
             )
             completion = await self._complete(request, emit, streamed)
             process.charge(completion.usage.total_tokens)
@@ -468,7 +476,7 @@ class AgentLoop:
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            result = await self.dispatcher.acall(call.name, args, caller, self.executor)
+            result = await self.dispatcher.acall(call.name, args, caller, self.pool)
         self._record(caller, "tool", "tool_result", result.content, _result_meta(call, result))
         await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
         for block in result.visual:
@@ -496,12 +504,14 @@ class AgentLoop:
         )
         turn = replace(shape, reason=reason.value)
         notices, records = await self._in_thread(
-            self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
+            caller, self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
         )
         self._record_hooks(caller, records)
         for notice in notices:
             await self._notice(caller, notice, emit)
-        loop_records = await self._in_thread(self.hooks.after_loop, settings.hooks, caller, reason.value)
+        loop_records = await self._in_thread(
+            caller, self.hooks.after_loop, settings.hooks, caller, reason.value
+        )
         self._record_hooks(caller, loop_records)
         self._record(caller, "system", "end", reason.value)
         await emit(LoopEvent("end", {"reason": reason.value}))

@@ -39,6 +39,12 @@ from agentkernel.yaml_source import load_yaml
 CONFIG_ENV = "AGENTKERNEL_CONFIG"
 DEFAULT_CONFIG = Path("config/kernel.yaml")
 
+SCRIPT_WORKERS = 16
+"""`scripts.max_workers`: threads running the tool and hook calls of event loops (fair_pool.py)."""
+SCRIPT_WORKERS_PER_USER = 4
+"""`scripts.max_workers_per_user`: of them, the most one user's calls take at once (as many as
+`server.max_running_turns_per_user`, so each of a user's turns can run a tool)."""
+
 _NAMES: Schema = {"type": "array", "items": {"type": "string"}}
 _PLACE: Schema = {"type": "string", "minLength": 1}
 
@@ -55,6 +61,8 @@ KERNEL_SCHEMA: Schema = {
                 "hooks": _NAMES,
                 "env_deny": _NAMES,
                 "builtins": {"type": "boolean"},
+                "max_workers": {"type": "integer", "minimum": 1},
+                "max_workers_per_user": {"type": "integer", "minimum": 1},
             },
         },
         "limits": LIMITS_SCHEMA,
@@ -97,6 +105,8 @@ class KernelConfig:
     llm: LLMConfig | None = None
     env_deny: tuple[str, ...] = ()
     builtins: bool = True  # the package's built-in tools and hooks load after the project's (issue 15)
+    script_workers: int = SCRIPT_WORKERS  # `scripts.max_workers`
+    script_workers_per_user: int = SCRIPT_WORKERS_PER_USER  # `scripts.max_workers_per_user`
     path: Path | None = None
     http: HttpConfig = field(default_factory=HttpConfig)
     shell: ShellSettings = field(default_factory=ShellSettings)
@@ -223,6 +233,8 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         llm=llm_config(data["llm"], where) if "llm" in data else None,
         env_deny=tuple(scripts.get("env_deny", [])),
         builtins=scripts.get("builtins", True),
+        script_workers=scripts.get("max_workers", SCRIPT_WORKERS),
+        script_workers_per_user=scripts.get("max_workers_per_user", SCRIPT_WORKERS_PER_USER),
         path=path,
         http=http_config(data.get("http", {}), where),
         shell=shell_settings(data.get("shell", {}), where),

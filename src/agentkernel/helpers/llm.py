@@ -134,7 +134,11 @@ def ask_once(
     bound = prompt_bound(messages, json_schema)
     with held_for(process, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
         request = CompletionRequest(
-            tuple(messages), json_schema=json_schema, max_tokens=max_tokens, temperature=question.temperature
+            tuple(messages),
+            json_schema=json_schema,
+            max_tokens=max_tokens,
+            temperature=question.temperature,
+            user=call.caller.user_id,  # the LLM's slots are shared fairly between users
         )
         completion = _complete(call, helper, provider, request)
         if process is not None:

@@ -90,6 +90,9 @@ class CompletionRequest:
     `json_schema`, when set, asks the server to constrain the answer to that
     schema; the caller still validates it (S9.3), since not every server can
     enforce every schema. `model` overrides the provider's default model.
+    `user` is whose call it is (the Caller's user id; None: the kernel's
+    own), for sharing the kernel's LLM slots fairly (llm/fair_slots.py);
+    it is never sent to the server.
     """
 
     messages: tuple[ChatMessage, ...]
@@ -98,6 +101,7 @@ class CompletionRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     model: str | None = None
+    user: str | None = None
 
 
 @dataclass(frozen=True)

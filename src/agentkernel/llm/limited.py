@@ -4,24 +4,24 @@ Composition rather than a flag on each provider: every backend gets the same
 limit by being wrapped once, and the agent loop, the `llm()` helpers and
 sub-agents all share the one wrapped provider, hence the one limit.
 
-The slots are an `aiologic.Semaphore`, not an `asyncio.Semaphore`: one
-provider may be called from several event loops — the server's, a chat's,
-the loop a kernel starts for itself when it has none (services/
-kernel_loop.py), another kernel's — and an asyncio semaphore belongs to one
-loop (waiting on it from a second raises RuntimeError).
+The slots are shared fairly between users (llm/fair_slots.py): a call
+waits as its request's `user`, and a freed slot goes to the waiting user
+with the fewest calls in flight. They belong to no event loop: one provider
+may be called from several — the server's, a chat's, the loop a kernel
+starts for itself when it has none (services/kernel_loop.py), another
+kernel's.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from agentkernel.llm.base import Completion, CompletionRequest, Provider, StreamDone, StreamEvent
+from agentkernel.llm.fair_slots import FairSlots
 
 
 class LimitedProvider:
-    """At most `limit` calls to `inner` at a time; the rest wait their turn.
+    """At most `limit` calls to `inner` at a time; the rest wait their turn, user by user.
 
     A stream holds its slot from the request until the last chunk has been
     read, since that is how long the server is busy with it; the final
@@ -29,27 +29,21 @@ class LimitedProvider:
     that stops there does not keep others waiting.
     """
 
-    def __init__(self, inner: Provider, limit: AbstractAsyncContextManager[Any] | int) -> None:
-        """`limit` is a count, or slots to share with other providers (any async context manager)."""
-        if isinstance(limit, int):
-            if limit < 1:
-                raise ValueError(f"limit must be at least 1, got {limit}")
-            import aiologic  # only a kernel that talks to an LLM builds one of these
-
-            limit = aiologic.Semaphore(limit)
+    def __init__(self, inner: Provider, limit: FairSlots | int) -> None:
+        """`limit` is a count, or slots to share with other providers."""
         self.inner = inner
-        self._slots = limit
+        self.slots = FairSlots(limit) if isinstance(limit, int) else limit
 
     def __repr__(self) -> str:
         return f"LimitedProvider({self.inner!r})"
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        async with self._slots:
+        async with self.slots.slot(request.user):
             return await self.inner.complete(request)
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
         done: StreamDone | None = None
-        async with self._slots:
+        async with self.slots.slot(request.user):
             events = self.inner.stream(request)
             try:
                 async for event in events:

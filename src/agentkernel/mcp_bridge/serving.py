@@ -144,7 +144,7 @@ class ToolServer:
         """Every tool the caller may call, by name, with its description and `parameters` as inputSchema."""
         await self._track(ctx)
         caller = await self._caller(self._identify(ctx), with_session=False)
-        specs = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
+        specs = await self._kernel.alist_tools(caller)  # on the kernel's script pool, in the user's queue
         tools = [Tool(name=s.name, description=s.description, input_schema=s.parameters) for s in specs]
         return ListToolsResult(tools=tools)
 
@@ -187,7 +187,7 @@ class ToolServer:
                 return
             except ConfigError as exc:
                 reason = exc.reason
-        visible = await anyio.to_thread.run_sync(self._kernel.list_tools, caller)
+        visible = await self._kernel.alist_tools(caller)
         if name not in {spec.name for spec in visible}:
             raise MCPError(INVALID_PARAMS, reason)
 

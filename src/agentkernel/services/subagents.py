@@ -8,11 +8,12 @@ the end, whatever the end was: an answer, a failure, the script's deadline.
 
 The script waits on its worker thread; the child's loop runs on the
 kernel's event loop (services/kernel_loop.py), where the LLM provider's
-connections live, with worker threads of its own for its tools and hooks,
-so a script waiting for a sub-agent never holds the threads the sub-agent
-needs. The wait ends at the script's deadline: the child's loop is then
-cancelled and the process terminated, and every tool call it makes is
-bounded by that deadline too (`Process.deadline`).
+connections live, with a worker pool of its own for its tools and hooks
+(not the kernel's script pool), so a script waiting for a sub-agent on a
+worker of that pool never waits for a worker of it. The wait ends at the
+script's deadline: the child's loop is then cancelled and the process
+terminated, and every tool call it makes is bounded by that deadline too
+(`Process.deadline`).
 
 The service knows the kernel only through the parts it is handed (no
 import of the `Kernel` face): the process table, a template lookup, a
@@ -24,13 +25,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.config import KernelLimits
 from agentkernel.errors import ConfigError, HelperError
+from agentkernel.fair_pool import FairPool
 from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.structured import (
     ATTEMPTS,
@@ -97,7 +98,7 @@ class SubagentService:
         template: Callable[[str], TemplateSpec],
         tool_names: Callable[[], set[str]],
         settings: Callable[[TemplateSpec], LoopSettings],
-        agent_loop: Callable[[Executor], AgentLoop],
+        agent_loop: Callable[[FairPool], AgentLoop],
     ) -> None:
         self.processes = processes
         self.temp_root = temp_root
@@ -198,8 +199,8 @@ class SubagentService:
             if event.kind == "error":
                 errors.append(str(event.data.get("message")))
 
-        executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix=f"subagent-{child.name}")
-        loop = self._agent_loop(executor)
+        pool = FairPool(WORKER_THREADS, name=f"subagent-{child.name}")
+        loop = self._agent_loop(pool)
         try:
             history: list[ChatMessage] = []  # the child's conversation so far
             text = _task_text(request)
@@ -219,7 +220,7 @@ class SubagentService:
                 history, text = result.history, correction_request(problem)
             raise _error(str(StructuredOutputInvalid(ATTEMPTS, problem)))
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown()
 
 
 def _task_text(request: SubagentRequest) -> str:

@@ -12,10 +12,10 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 
 from agentkernel.config import KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.fair_pool import FairPool
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.process import Caller
 from agentkernel.scripting.engine import NoValue
@@ -88,14 +88,15 @@ class Dispatcher:
         host: ScriptHost,
         limits: KernelLimits,
         history: ToolResultHistory,
-        executor: Executor | None = None,
+        *,
+        pool: FairPool,
         home: KernelLoop | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
         self.limits = limits
         self.history = history
-        self.executor = executor
+        self.pool = pool  # where asynchronous calls run, shared fairly between users
         self.home = home  # told which event loop runs the kernel's async work (services/kernel_loop.py)
 
     def call(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
@@ -125,16 +126,18 @@ class Dispatcher:
         return result
 
     async def acall(
-        self, name: str, args: JSONValue, caller: Caller, executor: Executor | None = None
+        self, name: str, args: JSONValue, caller: Caller, pool: FairPool | None = None
     ) -> ToolResult:
-        """Dispatch from the event loop on a worker thread (S21.3): `executor`'s, else the dispatcher's."""
+        """Dispatch from the event loop on a worker (S21.3): `pool`, else the dispatcher's.
+
+        The call waits in its user's queue of the pool (fair_pool.py): never
+        on the event loop's default threads, which every other user shares.
+        """
         import asyncio  # only the agent loop dispatches asynchronously; `tool run` never needs it
 
-        loop = asyncio.get_running_loop()
         if self.home is not None:
-            self.home.adopt(loop)
-        work = functools.partial(self.call, name, args, caller)
-        return await loop.run_in_executor(executor or self.executor, work)
+            self.home.adopt(asyncio.get_running_loop())
+        return await (pool or self.pool).run(caller.user_id, functools.partial(self.call, name, args, caller))
 
     def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         spec = self.registry.get(name, caller)

@@ -11,6 +11,8 @@ is the caller's (the bearer token's): no request can name another.
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
@@ -30,10 +32,10 @@ class Forgotten(BaseModel):
 
 
 @router.delete("", responses=documented(404))
-def forget(user: User, parts: Parts) -> Forgotten:
+async def forget(user: User, parts: Parts) -> Forgotten:
     """Clear the facts the `memory` hook keeps about the caller; 404 when no `memory` hook is loaded."""
     try:
-        hook = parts.kernel.hook(HOOK)
+        hook = await asyncio.to_thread(parts.kernel.hook, HOOK)
     except ConfigError:
         raise HTTPException(404, f"no {HOOK!r} hook is loaded") from None
     command = hook.raw.get("forget_command", DEFAULT_COMMAND)
@@ -41,7 +43,7 @@ def forget(user: User, parts: Parts) -> Forgotten:
         "role": "user",
         "content": command if isinstance(command, str) else DEFAULT_COMMAND,
     }
-    run = parts.kernel.run_hooks([hook], message, parts.kernel.caller(user_id=user))
+    run = await parts.kernel.arun_hooks([hook], message, parts.kernel.caller(user_id=user))  # on the pool
     failed = [record.error for record in run.records if record.error is not None]
     if failed or run.before.reply is None:
         raise RuntimeError(f"the {HOOK} hook did not forget: {failed or 'it did not reply'}")

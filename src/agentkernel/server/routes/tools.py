@@ -5,7 +5,10 @@ session (it must be theirs) and its template's access list, exactly as the
 agent would call the tool there. This works with no LLM configured. A run
 counts against server.max_running_tool_runs_per_user (429 past it) and
 spends the session's budget group, or, without a session,
-server.tool_run_token_budget (server/tool_runs.py).
+server.tool_run_token_budget (server/tool_runs.py). The script, and a
+listing (which may start outside MCP servers), run on the kernel's script
+pool in the caller's queue, shared fairly between users (fair_pool.py); the
+small reads around them on the default threads.
 """
 
 from __future__ import annotations
@@ -56,16 +59,16 @@ def _caller(parts: ServerParts, user: str, session: str | None, template: str | 
 
 
 @router.get("", responses=documented(404))
-def list_tools(
+async def list_tools(
     user: User,
     parts: Parts,
     template: Annotated[str | None, Query(description="only the tools this template may call")] = None,
 ) -> list[dict[str, Any]]:
     """`[{name, description, parameters, ui}]`, by name."""
-    caller = _caller(parts, user, None, template)
+    caller = await asyncio.to_thread(_caller, parts, user, None, template)
     return [
         {"name": s.name, "description": s.description, "parameters": s.parameters, "ui": s.ui}
-        for s in parts.kernel.list_tools(caller)
+        for s in await parts.kernel.alist_tools(caller)  # may start outside MCP servers: on the pool
     ]
 
 
@@ -75,7 +78,7 @@ async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts
     429 while the caller has server.max_running_tool_runs_per_user tool runs going."""
     with parts.tool_runs.counted(user):  # refused before anything is read or run
         caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
-        visible = await asyncio.to_thread(parts.kernel.list_tools, caller)
+        visible = await parts.kernel.alist_tools(caller)
         if name not in {spec.name for spec in visible}:
             raise HTTPException(404, f"no tool {name!r}")
         result = await parts.tool_runs.run_budgeted(name, body.args, caller)
