@@ -50,6 +50,7 @@ from agentkernel.types import JSONObject, JSONValue
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
+LISTING_WORKERS = 4  # threads listing tools at once, for every user together (one listing a user at a time)
 
 if TYPE_CHECKING:  # the agent runtime is imported when a chat opens, not for a tool run
     from agentkernel.agent.hooks import HookPipeline, HookRun
@@ -117,6 +118,8 @@ class Kernel:
         self._home = KernelLoop()
         # tool and hook calls of event loops, shared fairly between users; threads start on first use
         self._script_pool = FairPool(config.script_workers, config.script_workers_per_user, name="scripts")
+        # tool listings, apart: a user's listing never queues behind that user's own slow tool runs
+        self._listing_pool = FairPool(LISTING_WORKERS, 1, name="listings")
         self._dispatcher = Dispatcher(
             self._tools, self._host, config.limits, self._history, pool=self._script_pool, home=self._home
         )
@@ -363,10 +366,12 @@ class Kernel:
         return await self._dispatcher.acall(name, args, self._as_caller(caller))
 
     async def alist_tools(self, caller: Caller | Process | None = None) -> list[ToolSpec]:
-        """`list_tools` from an event loop, on the script pool: listing may start a template's outside
-        MCP servers, a wait that must not hold the loop's default threads."""
+        """`list_tools` from an event loop, on a small pool of its own shared fairly between users (one
+        listing of each user at a time): listing may start a template's outside MCP servers, a wait that
+        must not hold the loop's default threads, and a user whose tool runs fill their share of the
+        script pool can still see their tools (an MCP client lists them before it calls one)."""
         who = self._as_caller(caller)
-        return await self._script_pool.run(who.user_id, self.list_tools, who)
+        return await self._listing_pool.run(who.user_id, self.list_tools, who)
 
     def run_hooks(
         self,
@@ -723,6 +728,7 @@ class Kernel:
             return []
         self._closed = True
         self._script_pool.shutdown()  # calls still waiting are cancelled; running ones end by their deadlines
+        self._listing_pool.shutdown()
         errors: list[Exception] = []
         try:
             self._outside.close()  # outside MCP servers: their processes end with the kernel
