@@ -106,6 +106,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^our overhead on an MCP call \(p50 difference\): -?{NUMBER} ms$",
         rf"^first call, server started lazily .*: {NUMBER} ms$",
     ],
+    "schema_validation.py": [
+        rf"^\s+jsonschema Draft202012Validator\s+p50 {NUMBER} µs$",
+        rf"^\s+kernel bounded validator\s+p50 {NUMBER} µs",
+        rf"^\s+\d+ levels\s+{NUMBER}\s+\d+\s+{NUMBER}\s+\d+$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",
