@@ -231,7 +231,7 @@ COSTLY_SCHEMAS = [  # schema_bounds.py: what validating calls against it could c
     (
         "parameters:\n  type: object\n  properties:\n    q: {type: string, pattern: '(?<'}\n",
         "7: parameters.properties.q.pattern: the pattern '(?<' is not a regular expression the kernel runs: "
-        "missing group name at position 3",
+        "unexpected end of pattern at position 3",
     ),
     (
         f"parameters: {_nested_properties(32)}\n",

@@ -56,7 +56,7 @@ def test_a_value_nested_past_the_stack_is_stopped_not_crashed() -> None:
 
 
 def test_failed_branches_keep_one_error_each_so_memory_stays_small() -> None:
-    """jsonschema keeps every error of every branch: 11.7 MB here, about 6 GB at 20 levels (docs/benchmarks.md)."""
+    """jsonschema keeps every error of every branch: 11.7 MB here, 6 GB at 20 levels (docs/benchmarks.md)."""
     validator = bounded_validator(nested_any_of(11))  # past the default bound: built without the check
     tracemalloc.start()
     try:
@@ -122,15 +122,6 @@ def test_patterns_keep_their_meaning_with_the_regex_module() -> None:
     assert errors(prices, {"price_rub": 5}) == []
     assert errors(prices, {"price_rub": "5"}) == ["'5' is not of type 'number'"]
     assert errors(prices, {"size": 1}) == ["Additional properties are not allowed ('size' was unexpected)"]
-
-
-def test_schema_problem_refuses_patterns_the_regex_module_cannot_run() -> None:
-    problem = schema_problem({"properties": {"q": {"pattern": "(?<"}}}, SchemaBounds())
-    assert problem is not None and problem.path == ("properties", "q", "pattern")
-    assert problem.reason.startswith("the pattern '(?<' is not a regular expression the kernel runs")
-    both = {"patternProperties": {"^a": {}}, "unevaluatedProperties": False}
-    problem = schema_problem(both, SchemaBounds())
-    assert problem is not None and "unevaluatedProperties together with patternProperties" in problem.reason
 
 
 def test_a_bounded_validator_validates_only_under_a_deadline() -> None:

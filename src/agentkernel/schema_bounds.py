@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.schema_cost import CostProblem, SchemaBounds, cost_problem, written_subschemas
+from agentkernel.schema_cost import CostProblem, SchemaBounds, cost_problem
+from agentkernel.schema_patterns import patterns_problem
 from agentkernel.short_text import clip
-from agentkernel.yaml_source import KeyPath
 
 UNBOUNDED_SECS = 30.0
 """The time a validation whose caller gave no deadline may take (a schema checked outside any call)."""
@@ -291,38 +291,11 @@ def bounded_errors(validator: Any, instance: Any, deadline: float | None, most: 
 def schema_problem(schema: Any, bounds: SchemaBounds) -> CostProblem | None:
     """Why values cannot be validated against `schema` within `bounds`, or None.
 
-    Its size and complexity (schema_cost.py), a pattern the `regex` module
-    does not compile, and `unevaluatedProperties` beside `patternProperties`.
+    Its size and complexity (schema_cost.py), then its patterns: too big
+    once compiled, not compiled by the `regex` module, or
+    `patternProperties` beside `unevaluatedProperties` (schema_patterns.py).
     """
-    return cost_problem(schema, bounds) or _pattern_problem(schema)
-
-
-def _pattern_problem(schema: Any) -> CostProblem | None:
-    import regex
-
-    written = list(written_subschemas(schema))
-    if any("patternProperties" in node for node, _, _ in written) and any(
-        "unevaluatedProperties" in node for node, _, _ in written
-    ):
-        return CostProblem((), "unevaluatedProperties together with patternProperties is not supported")
-    for node, path, _ in written:
-        for pattern, at in _patterns(node, path):
-            try:
-                regex.compile(pattern)
-            except (regex.error, RecursionError) as exc:
-                reason = (
-                    f"the pattern {clip(pattern, 80)!r} is not a regular expression the kernel runs: {exc}"
-                )
-                return CostProblem(at, reason)
-    return None
-
-
-def _patterns(node: dict[str, Any], path: KeyPath) -> Iterator[tuple[str, KeyPath]]:
-    """The patterns of one subschema, each with its key path."""
-    if isinstance(node.get("pattern"), str):
-        yield node["pattern"], (*path, "pattern")
-    if isinstance(node.get("patternProperties"), dict):
-        yield from ((pattern, (*path, "patternProperties", pattern)) for pattern in node["patternProperties"])
+    return cost_problem(schema, bounds) or patterns_problem(schema)
 
 
 __all__ = [

@@ -111,5 +111,5 @@ def test_a_schema_too_costly_to_validate_against_is_not_offered_naming_server_to
         "nest more than 32 deep, counting each $ref followed (limits.max_schema_depth: 32 in kernel.yaml); "
         "not offered",
         "MCP server 'far': tool 'bad': its inputSchema at properties.q.pattern: the pattern '(?<' is not a "
-        "regular expression the kernel runs: missing group name at position 3; not offered",
+        "regular expression the kernel runs: unexpected end of pattern at position 3; not offered",
     ]
