@@ -3,8 +3,8 @@
 Patterns are matched with the `regex` module (schema_bounds.py), which lets
 go of the GIL and stops at a deadline while it matches, but compiles in C
 with the GIL held and no timeout, unrolling a repeat of a fixed count:
-`(?:a{1000}){1000}` becomes a million items (1.4 s and 270 MB),
-`(?:a{65535}){65535}` four billion. So each pattern's width is measured on
+`(?:a{1000}){1000}` becomes a million items, `(?:a{65535}){65535}` four
+billion (docs/benchmarks.md). So each pattern's width is measured on
 Python's own parse of it, which unrolls nothing (each item counts one, a
 repeat its body as many times as its least count), and the patterns of one
 schema may hold at most MAX_PATTERN_WIDTH items before any is compiled. A
