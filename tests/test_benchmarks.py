@@ -115,6 +115,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+tool, plain executor\s+{NUMBER} ms a call$",
         *(rf"^fair pool / plain executor, {what}: {NUMBER}x" for what in ("tool", "no-op", "no-op, 8 users")),
     ],
+    "schema_validation.py": [
+        rf"^\s+jsonschema Draft202012Validator\s+p50 {NUMBER} µs$",
+        rf"^\s+kernel bounded validator\s+p50 {NUMBER} µs",
+        rf"^\s+\d+ levels\s+{NUMBER}\s+\d+\s+{NUMBER}\s+\d+$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

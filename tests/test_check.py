@@ -18,7 +18,7 @@ import pytest
 
 from agentkernel.builtins import HOOKS_FOLDER, TOOLS_FOLDER
 from agentkernel.cli.main import main
-from tests.conftest import REPO
+from tests.conftest import REPO, write_kernel_yaml
 
 TOOL_JS = "function run(args) { return 'ok'; }\n"
 HOOK_RHAI = "fn before_user_message(ctx, msg) { () }\n"
@@ -221,7 +221,34 @@ UNSOUND_SCHEMAS = [
 ]
 
 
-@pytest.mark.parametrize(("extra", "problem"), NEAR_MISSES + UNSOUND_SCHEMAS)
+def _nested_properties(levels: int) -> str:
+    """A flow mapping of `levels` objects, each the property `a` of the one outside it."""
+    return "{type: object, properties: {a: " * levels + "{}" + "}}" * levels
+
+
+FOUR_BRANCHES = "{anyOf: [" + ", ".join(["{$ref: '#/$defs/NEXT'}"] * 4) + "]}"
+COSTLY_SCHEMAS = [  # schema_bounds.py: what validating calls against it could cost, measured at load
+    (
+        "parameters:\n  type: object\n  properties:\n    q: {type: string, pattern: '(?<'}\n",
+        "7: parameters.properties.q.pattern: the pattern '(?<' is not a regular expression the kernel runs: "
+        "unexpected end of pattern at position 3",
+    ),
+    (
+        f"parameters: {_nested_properties(32)}\n",
+        "4: parameters" + ".properties.a" * 32 + ": subschemas nest more than 32 deep, counting each $ref "
+        "followed (limits.max_schema_depth: 32 in kernel.yaml)",
+    ),
+    (  # 4^6 leaves, through $refs
+        "parameters:\n  type: object\n  properties: {q: {$ref: '#/$defs/l0'}}\n  $defs:\n"
+        + "".join(f"    l{i}: {FOUR_BRANCHES.replace('NEXT', f'l{i + 1}')}\n" for i in range(6))
+        + "    l6: {type: string}\n",
+        "4: parameters: the schema is too complex to validate: with its $refs expanded it holds more than "
+        "2,000 subschemas and enum values (limits.max_schema_nodes: 2,000 in kernel.yaml)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "problem"), NEAR_MISSES + UNSOUND_SCHEMAS + COSTLY_SCHEMAS)
 def test_a_near_miss_or_an_unsound_schema_in_a_tool_yaml_is_refused(
     project: Path,
     check: Check,
@@ -230,6 +257,16 @@ def test_a_near_miss_or_an_unsound_schema_in_a_tool_yaml_is_refused(
 ) -> None:
     tool_yaml(project, "t", extra)
     assert problems_of(check) == [f"config/scripts/tools/t.yaml:{problem}"]
+
+
+def test_the_schema_bounds_are_the_kernel_yaml_s(project: Path, check: Check) -> None:
+    tool_yaml(project, "t", "parameters: {type: object, properties: {a: {}, b: {}}}\n")
+    assert check()[0] == 0
+    write_kernel_yaml(project, "limits:\n  max_schema_nodes: 2\n")
+    assert problems_of(check) == [
+        "config/scripts/tools/t.yaml:4: parameters: the schema is too complex to validate: with its $refs "
+        "expanded it holds more than 2 subschemas and enum values (limits.max_schema_nodes: 2 in kernel.yaml)"
+    ]
 
 
 def test_a_sound_schema_with_keywords_of_its_own_passes(project: Path, check: Check) -> None:

@@ -23,6 +23,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY
 
 from agentkernel.near_miss import close_match, did_you_mean
+from agentkernel.schema_bounds import SchemaBounds, schema_problem
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.yaml_source import KeyPath, dotted
 
@@ -96,6 +97,16 @@ def _misspelt_keywords(schema: Mapping[str, Any]) -> SchemaProblem | None:
     return None
 
 
+def _too_costly(schema: Mapping[str, Any], bounds: SchemaBounds) -> SchemaProblem | None:
+    """Too big or complex to validate calls against within `bounds`, or a pattern the kernel cannot run
+    (schema_bounds.py): checked before the metaschema, whose check recurses through it."""
+    problem = schema_problem(dict(schema), bounds)
+    if problem is None:
+        return None
+    reason = f"the schema {problem.reason}" if not problem.path else problem.reason
+    return SchemaProblem(problem.path, reason)
+
+
 def _not_a_schema(schema: Mapping[str, Any]) -> SchemaProblem | None:
     try:
         Draft202012Validator.check_schema(schema)
@@ -139,12 +150,16 @@ def _required_not_declared(schema: Mapping[str, Any]) -> SchemaProblem | None:
     return None
 
 
-def parameters_problem(schema: object) -> SchemaProblem | None:
-    """The first thing wrong with a tool's `parameters` schema, or None when it is sound."""
+def parameters_problem(schema: object, bounds: SchemaBounds | None = None) -> SchemaProblem | None:
+    """The first thing wrong with a tool's `parameters` schema, or None when it is sound.
+
+    `bounds` are the kernel's `limits.max_schema_*` (the defaults without one).
+    """
     if not isinstance(schema, Mapping):
         return SchemaProblem((), f"must be a JSON Schema object, not {type(schema).__name__}")
     return (
         _misspelt_keywords(schema)
+        or _too_costly(schema, bounds or SchemaBounds())
         or _not_a_schema(schema)
         or _remote_refs(schema)
         or _not_an_object(schema)

@@ -28,6 +28,7 @@ from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, RecordedRequest, Reply
 from tests.fakes.openai_server import Turn
 from tests.helpers.probes import probe_source
+from tests.test_schema_cost import nested_any_of
 
 PERSON = {
     "type": "object",
@@ -428,9 +429,43 @@ def test_llm_json_a_hostile_pattern_stops_at_the_scripts_time(
     llm_server.add(Reply(text=json.dumps("a" * 80 + "!")))
     with llm_kernel(project, llm_server) as kernel:
         result = kernel.run_tool(probe(make_tool, engine, expr, yaml_extra="timeout_secs: 2\n"), {})
-    expected = (
-        "llm_json: output_schema: the pattern '^(a|aa)+$' was still matching when the script's time ran out"
-    )
+    expected = "llm_json: output_schema: the pattern '^(a|aa)+$' was still matching when the time ran out"
+    # the script catches the error, unless its own 2 s ran out in the same instant (a loaded machine)
+    assert result.data == {"error": expected} or (not result.success and "2 s" in result.content), result
+
+
+def test_llm_json_refuses_an_output_schema_too_complex_before_asking(
+    project: Path, make_tool: ToolFactory, llm_server: FakeLLMServer
+) -> None:
+    """The issue's 16 nested anyOf pairs: 2^16 applications against the answer `5` (7 s, +391 MiB);
+    refused by a bound counted from the schema alone (schema_cost.py), naming output_schema."""
+    expr = f'llm_json({{user: "a number?", output_schema: {json.dumps(nested_any_of(16))}}})'
+    llm_server.add(*(Reply(text="5") for _ in range(3)))
+    with llm_kernel(project, llm_server) as kernel:
+        by_depth = kernel.run_tool(probe(make_tool, ".js", expr), {})
+    with llm_kernel(project, llm_server, "limits:\n  max_schema_depth: 100\n") as kernel:
+        by_size = kernel.run_tool(probe(make_tool, ".js", expr), {})
+    assert by_depth.data == {
+        "error": "llm_json: output_schema at $defs.l15.anyOf[1]: subschemas nest more than 32 deep, counting "
+        "each $ref followed (limits.max_schema_depth: 32 in kernel.yaml)"
+    }
+    assert by_size.data == {
+        "error": "llm_json: output_schema is too complex to validate: with its $refs expanded it holds more "
+        "than 2,000 subschemas and enum values (limits.max_schema_nodes: 2,000 in kernel.yaml)"
+    }
+    assert llm_server.requests == []
+
+
+def test_llm_json_a_schema_under_the_bound_still_ends_with_the_script(
+    project: Path, make_tool: ToolFactory, llm_server: FakeLLMServer
+) -> None:
+    """Two branches a level, each recursing into the answer: 2^40 applications for a list 40 deep."""
+    node = {"anyOf": [{"type": "array", "items": {"$ref": "#"}}, {"type": "array", "items": {"$ref": "#"}}]}
+    expr = f'llm_json({{user: "nest", output_schema: {json.dumps(node)}}})'
+    llm_server.add(Reply(text="[" * 40 + "5" + "]" * 40))
+    with llm_kernel(project, llm_server) as kernel:
+        result = kernel.run_tool(probe(make_tool, ".js", expr, yaml_extra="timeout_secs: 2\n"), {})
+    expected = "llm_json: output_schema: validating was still going on when the time ran out"
     # the script catches the error, unless its own 2 s ran out in the same instant (a loaded machine)
     assert result.data == {"error": expected} or (not result.success and "2 s" in result.content), result
 

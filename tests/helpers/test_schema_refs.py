@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from referencing.exceptions import Unresolvable
 
 from agentkernel.config import ToolSpec
-from agentkernel.llm.bounded_patterns import bounded_validator
+from agentkernel.schema_bounds import ValidationStopped, bounded_errors, bounded_validator
 from agentkernel.schema_refs import remote_refs
 from agentkernel.types import JSONObject
 from tests.conftest import ToolFactory
@@ -91,10 +90,10 @@ def test_validators_never_fetch_even_when_a_schema_skipped_the_check(counted: Co
     """The second wall: a validator built from such a schema fails to resolve, without a request."""
     schema: JSONObject = {"type": "object", "properties": {"a": {"$ref": counted.url}}}
     spec = ToolSpec(name="t", script=Path("t.js"), yaml_path=Path("t.yaml"), raw={}, parameters=schema)
-    with pytest.raises(Unresolvable):
-        list(spec.validator.iter_errors({"a": 1}))
-    with pytest.raises(Unresolvable):
-        list(bounded_validator(schema, None).iter_errors({"a": 1}))
+    with pytest.raises(ValidationStopped, match="does not point to a part of the schema"):
+        bounded_errors(spec.validator, {"a": 1}, None, 10)
+    with pytest.raises(ValidationStopped, match="does not point to a part of the schema"):
+        bounded_errors(bounded_validator(schema), {"a": 1}, None, 10)
     assert counted.hits == []
 
 

@@ -206,6 +206,14 @@ TASK = {"task": "t", "instructions": "i"}
             "run_subagent: output_schema is not a valid JSON Schema: "
             "'thing' is not valid under any of the given schemas (at type)",
         ),
+        (
+            {
+                **TASK,
+                "output_schema": {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+            },
+            "run_subagent: output_schema at $defs.a.anyOf[0].$ref: $ref '#/$defs/a' leads back to a schema "
+            "it is part of without going into the value: validating would never end",
+        ),
         ({**TASK, "model": "gpt"}, f"run_subagent: unknown key 'model' (expected: {KEYS})"),
     ],
 )

@@ -9,9 +9,9 @@ import pytest
 from agentkernel.llm import ChatMessage
 from agentkernel.llm.structured import (
     AnswerInvalid,
-    PatternFailed,
     SchemaInvalid,
     StructuredOutputInvalid,
+    ValidationStopped,
     check_output_schema,
     parse_valid,
     structured_answer,
@@ -71,21 +71,21 @@ def test_structured_answer_feeds_each_problem_into_the_next_ask() -> None:
     )
 
 
-# -- patterns: matched with a deadline, never by Python's backtracking `re` (llm/bounded_patterns.py) ----
+# -- patterns: matched with a deadline, never by Python's backtracking `re` (schema_bounds.py) ----
 
 EVIL = "^(a|aa)+$"  # exponential backtracking on "aaaa…!"
 
 
 def test_a_pattern_that_backtracks_forever_stops_at_the_deadline() -> None:
     schema: dict[str, JSONValue] = {"type": "string", "pattern": EVIL}
-    with pytest.raises(PatternFailed, match=r"the pattern '\^\(a\|aa\)\+\$' was still matching"):
+    with pytest.raises(ValidationStopped, match=r"the pattern '\^\(a\|aa\)\+\$' was still matching"):
         validation_problem("a" * 60 + "!", schema, time.monotonic() + 0.2)
     keys: dict[str, JSONValue] = {
         "type": "object",
         "patternProperties": {EVIL: {}},
         "additionalProperties": False,
     }
-    with pytest.raises(PatternFailed):
+    with pytest.raises(ValidationStopped):
         validation_problem({"a" * 60 + "!": 1}, keys, time.monotonic() + 0.2)
 
 

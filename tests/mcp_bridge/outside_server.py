@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 app = MCPServer("outside")
 
@@ -57,6 +59,12 @@ def grow(name: str) -> str:
 
     app.add_tool(grown, name=name, description="A tool added while the server runs.")
     return f"now offering {name}"
+
+
+@app.tool()
+def pick(text: Annotated[str, Field(pattern="^(a|a)*$")]) -> str:
+    """A tool whose inputSchema holds a pattern that backtracks without end in Python's `re` (issue 24)."""
+    return text
 
 
 @app.tool(name="dotted.name")

@@ -93,3 +93,23 @@ def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch:
     monkeypatch.setattr(client_pool, "MAX_LISTED_TOOLS", 20)
     listed = anyio.run(main)
     assert len(listed) == 20 and len(pages) == 3 and pages[1:] == ["page-1", "page-2"]
+
+
+def test_a_schema_too_costly_to_validate_against_is_not_offered_naming_server_tool_and_setting() -> None:
+    """Measured before any call is validated (schema_bounds.py): the issue's nested anyOf pairs, a bad
+    pattern; the rest of the server's tools are offered."""
+    from tests.test_schema_cost import nested_any_of
+
+    nested: JSONObject = {"type": "object", **nested_any_of(16)}
+    bad_pattern: JSONObject = {"type": "object", "properties": {"q": {"type": "string", "pattern": "(?<"}}}
+    tools, refused = offered(
+        ListedTool("nested", "", nested), ListedTool("bad", "", bad_pattern), ListedTool("fine", "", SMALL)
+    )
+    assert list(tools) == ["far__fine"]
+    assert refused == [
+        "MCP server 'far': tool 'nested': its inputSchema at $defs.l15.anyOf[1]: subschemas "
+        "nest more than 32 deep, counting each $ref followed (limits.max_schema_depth: 32 in kernel.yaml); "
+        "not offered",
+        "MCP server 'far': tool 'bad': its inputSchema at properties.q.pattern: the pattern '(?<' is not a "
+        "regular expression the kernel runs: unexpected end of pattern at position 3; not offered",
+    ]

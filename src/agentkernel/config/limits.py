@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.config.schema import Schema
+from agentkernel.schema_cost import SchemaBounds
 
 LIMIT_FIELDS: Schema = {
     "max_operations": {"type": "integer", "minimum": 1},
@@ -31,6 +32,9 @@ LIMITS_SCHEMA: Schema = {
         "history_sessions": {"type": "integer", "minimum": 1},
         "max_call_depth": {"type": "integer", "minimum": 0},
         "max_subagent_depth": {"type": "integer", "minimum": 0},
+        "max_schema_nodes": {"type": "integer", "minimum": 1},
+        "max_schema_depth": {"type": "integer", "minimum": 1},
+        "max_schema_chars": {"type": "integer", "minimum": 100},
     },
 }
 
@@ -74,6 +78,10 @@ class KernelLimits:
     history_sessions: int = 1000
     max_call_depth: int = 8  # tool calls nested through call_tool (S16.2): ends recursion early
     max_subagent_depth: int = 3  # sub-agents started by sub-agents (S17)
+    # schemas from tool YAML, outside MCP servers and scripts' output schemas (schema_cost.py)
+    max_schema_nodes: int = SchemaBounds.max_nodes
+    max_schema_depth: int = SchemaBounds.max_depth
+    max_schema_chars: int = SchemaBounds.max_chars
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @classmethod
@@ -82,6 +90,11 @@ class KernelLimits:
         own = dict(section)
         ceilings = Ceilings(**own.pop("ceilings", {}))
         return cls(**own, ceilings=ceilings)
+
+    @property
+    def schema_bounds(self) -> SchemaBounds:
+        """`max_schema_nodes`, `max_schema_depth` and `max_schema_chars`, as schema_cost.py takes them."""
+        return SchemaBounds(self.max_schema_nodes, self.max_schema_depth, self.max_schema_chars)
 
     def ceiling(self, name: str) -> int | float | None:
         """The highest value a script's YAML may give the limit `name`; None: no ceiling."""

@@ -27,7 +27,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.near_miss import close_match, did_you_mean
 from agentkernel.parameters import describe as describe_parameters_problem
 from agentkernel.parameters import parameters_problem
-from agentkernel.schema_refs import LOCAL_REFS
+from agentkernel.schema_bounds import bounded_validator
 from agentkernel.types import JSONObject
 from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
 
@@ -163,9 +163,10 @@ class ToolSpec(ScriptSpec):
     function: str | None = None  # a python_tool's `module:callable`, below agentkernel.builtins
 
     @cached_property
-    def validator(self) -> Draft202012Validator:
-        """The compiled `parameters` schema, built once per loaded spec."""
-        return Draft202012Validator(self.parameters, registry=LOCAL_REFS)  # never fetches a $ref
+    def validator(self) -> Any:
+        """The compiled `parameters` schema (2020-12), built once per loaded spec; it validates only
+        through schema_bounds.bounded_errors, by the call's deadline."""
+        return bounded_validator(self.parameters, Draft202012Validator)
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,7 @@ def load_script_spec(
             events=tuple(events) if events is not None else None,
             priority=data.get("priority", 0),
         )
-    return _tool_spec(yaml_path, data, common)
+    return _tool_spec(yaml_path, data, common, limits or KernelLimits())
 
 
 def _kind_of(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, origin: str) -> str:
@@ -333,9 +334,11 @@ def python_module_file(yaml_path: Path, function: str, lines: YamlLines = NO_LIN
     return Path(found.origin).resolve()
 
 
-def _tool_spec(yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any]) -> ToolSpec:
+def _tool_spec(
+    yaml_path: Path, data: Mapping[str, Any], common: dict[str, Any], limits: KernelLimits
+) -> ToolSpec:
     parameters = data.get("parameters", {"type": "object"})
-    problem = parameters_problem(parameters)
+    problem = parameters_problem(parameters, limits.schema_bounds)
     if problem is not None:
         line = common["lines"].of("parameters", *problem.path)
         raise ConfigError(yaml_path, describe_parameters_problem(problem), line)

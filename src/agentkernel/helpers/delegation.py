@@ -15,6 +15,7 @@ import math
 from agentkernel.errors import HelperError
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.mcp_bridge.servers_config import allows
+from agentkernel.schema_cost import SchemaBounds
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.subagents import SubagentRequest
 from agentkernel.short_text import shown_value
@@ -103,17 +104,20 @@ def _tools(value: JSONValue) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(str(item) for item in value))
 
 
-def _schema(value: JSONValue) -> JSONObject | None:
+def _schema(value: JSONValue, bounds: SchemaBounds) -> JSONObject | None:
     if value is None:
         return None
     try:
-        return check_output_schema(value)
+        return check_output_schema(value, bounds)
     except SchemaInvalid as exc:  # the words llm_json uses for the same mistake
         raise HelperError(f"run_subagent: output_schema {exc}") from None
 
 
-def subagent_request(options: JSONValue) -> SubagentRequest:
-    """`run_subagent`'s argument, checked for shape; what it names (a template, tools) the service checks."""
+def subagent_request(options: JSONValue, bounds: SchemaBounds | None = None) -> SubagentRequest:
+    """`run_subagent`'s argument, checked for shape; what it names (a template, tools) the service checks.
+
+    An `output_schema` is held to `bounds` (the kernel's `limits.max_schema_*`).
+    """
     if not isinstance(options, dict):
         raise HelperError(
             "run_subagent: expected an object {task, template | instructions, name?, tools?, "
@@ -139,13 +143,13 @@ def subagent_request(options: JSONValue) -> SubagentRequest:
         instructions=instructions,
         name=name,
         tools=_tools(options.get("tools")),
-        output_schema=_schema(options.get("output_schema")),
+        output_schema=_schema(options.get("output_schema"), bounds or SchemaBounds()),
     )
 
 
 def run_subagent(call: ScriptCall, options: JSONValue) -> JSONValue:
     """`{pid, answer, data}` of a child agent run once on `task` (S17); it is ended afterwards, always."""
-    request = subagent_request(options)
+    request = subagent_request(options, call.schema_bounds)
     service = call.caller.services.require("subagents", "run_subagent")
     return service.run(call.caller, request, _deadline(call)).for_script()
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.errors import HelperError
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
 from agentkernel.llm.structured import (
-    PatternFailed,
     SchemaInvalid,
     StructuredOutputInvalid,
+    ValidationStopped,
     check_output_schema,
     schema_instruction,
     structured_answer,
@@ -96,7 +96,7 @@ def llm_json(call: ScriptCall, options: JSONValue) -> JSONValue:
     if options.get("output_schema") is None:
         raise HelperError("llm_json: output_schema is required (a JSON Schema object)")
     try:
-        schema = check_output_schema(options["output_schema"])
+        schema = check_output_schema(options["output_schema"], call.schema_bounds)
     except SchemaInvalid as exc:
         raise HelperError(f"llm_json: output_schema {exc}") from None
     structured = _StructuredMode(schema)
@@ -112,7 +112,7 @@ def llm_json(call: ScriptCall, options: JSONValue) -> JSONValue:
         )
     except StructuredOutputInvalid as exc:
         raise HelperError(f"llm: {exc}") from None
-    except PatternFailed as exc:
+    except ValidationStopped as exc:
         raise HelperError(f"llm_json: output_schema: {exc}") from None
 
 

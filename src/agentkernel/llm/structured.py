@@ -21,7 +21,14 @@ from typing import Any
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage
-from agentkernel.llm.bounded_patterns import PatternFailed, bounded_validator, pattern_problem
+from agentkernel.schema_bounds import (
+    SchemaBounds,
+    ValidationStopped,
+    bounded_errors,
+    bounded_validator,
+    schema_problem,
+)
+from agentkernel.schema_cost import describe_cost
 from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONValue
 
@@ -29,6 +36,8 @@ ATTEMPTS = 3
 """Answers asked for in all, the first included (S9.3)."""
 
 _SHOWN_ANSWER = 300
+_ERRORS_WEIGHED = 20
+"""Errors of one answer looked at to pick the one the model is told about (the first ones found)."""
 _FENCED = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n```\Z", re.DOTALL)
 
 
@@ -49,14 +58,19 @@ class StructuredOutputInvalid(AgentKernelError):
         super().__init__(f"structured output did not validate after {attempts} attempts: {last_error}")
 
 
-def check_output_schema(schema: JSONValue) -> dict[str, Any]:
+def check_output_schema(schema: JSONValue, bounds: SchemaBounds | None = None) -> dict[str, Any]:
     """`schema` as a JSON Schema object, checked against its metaschema (draft 2020-12 unless `$schema` says).
 
-    SchemaInvalid for anything but an object, and for an object that is not
-    valid JSON Schema (`{"type": "strnig"}`), naming the keyword at fault.
+    SchemaInvalid for anything but an object, for one bigger or more complex
+    than `bounds` allow (kernel.yaml `limits.max_schema_*`; schema_cost.py),
+    and for an object that is not valid JSON Schema (`{"type": "strnig"}`),
+    naming the keyword at fault.
     """
     if not isinstance(schema, dict):
         raise SchemaInvalid(f"must be a JSON Schema object, got {shown_value(schema)}")
+    costly = schema_problem(schema, bounds or SchemaBounds())
+    if costly is not None:
+        raise SchemaInvalid(describe_cost(costly))
     from jsonschema import exceptions, validators
 
     try:
@@ -67,7 +81,7 @@ def check_output_schema(schema: JSONValue) -> dict[str, Any]:
         raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
     from agentkernel.schema_refs import remote_refs_problem
 
-    problem = pattern_problem(schema) or remote_refs_problem(schema)
+    problem = remote_refs_problem(schema)
     if problem is not None:
         raise SchemaInvalid(f"cannot be used: {problem}")
     return schema
@@ -77,8 +91,8 @@ def parse_valid(text: str | None, schema: dict[str, Any], deadline: float | None
     """The answer `text` parsed as JSON and valid against `schema`; AnswerInvalid saying why not.
 
     A Markdown code fence around the JSON (```json … ```), which models add
-    unasked, is taken off first. The schema's patterns match until
-    `deadline` (time.monotonic()) at most: PatternFailed past it.
+    unasked, is taken off first. Validation ends by `deadline`
+    (time.monotonic()) at most: ValidationStopped past it.
     """
     if text is None or not text.strip():
         raise AnswerInvalid("the answer was empty, not JSON")
@@ -99,13 +113,13 @@ def parse_valid(text: str | None, schema: dict[str, Any], deadline: float | None
 def validation_problem(value: JSONValue, schema: dict[str, Any], deadline: float | None = None) -> str | None:
     """Why `value` does not validate against `schema` (the most relevant error, with its path), or None.
 
-    Patterns are matched with a bound (llm/bounded_patterns.py): a hostile
-    schema cannot hold the kernel past `deadline`.
+    Validation is bounded (schema_bounds.py): a hostile schema cannot hold
+    the kernel past `deadline`, nor fill its memory with errors.
     """
     from jsonschema import exceptions
 
-    validator = bounded_validator(schema, deadline)
-    error = exceptions.best_match(validator.iter_errors(value))
+    errors = bounded_errors(bounded_validator(schema), value, deadline, _ERRORS_WEIGHED)
+    error = exceptions.best_match(errors)
     if error is None:
         return None
     return f"{error.message} (at {error.json_path})"
@@ -159,9 +173,9 @@ def structured_answer(
 __all__ = [
     "ATTEMPTS",
     "AnswerInvalid",
-    "PatternFailed",
     "SchemaInvalid",
     "StructuredOutputInvalid",
+    "ValidationStopped",
     "check_output_schema",
     "correction",
     "correction_request",

@@ -32,6 +32,8 @@ from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.json_size import json_length
 from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
+from agentkernel.schema_bounds import SchemaBounds, schema_problem
+from agentkernel.schema_cost import describe_cost
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -166,7 +168,7 @@ class OutsideTools:
             if n not in {t.name for t in listed}
         ]
         for name, same in by_name.items():
-            reason = _refusal(spec, name, same, script_tools)
+            reason = _refusal(spec, name, same, script_tools, self._limits.schema_bounds)
             if reason is None:
                 tools[name] = self._spec(spec, name, same[0])
             else:
@@ -270,8 +272,14 @@ class OutsideTools:
             self._pool.close()
 
 
-def _refusal(spec: McpServerSpec, name: str, same: list[ListedTool], script_tools: set[str]) -> str | None:
-    """Why the outside tool(s) offered as `name` are not offered, or None when it can be."""
+def _refusal(
+    spec: McpServerSpec, name: str, same: list[ListedTool], script_tools: set[str], bounds: SchemaBounds
+) -> str | None:
+    """Why the outside tool(s) offered as `name` are not offered, or None when it can be.
+
+    The input schema is measured (schema_bounds.py) before the metaschema
+    check, which would recurse through a schema nested without end.
+    """
     own = ", ".join(repr(t.name) for t in same)
     where = f"MCP server {spec.name!r}: tool {own}"
     if len(same) > 1:
@@ -280,12 +288,15 @@ def _refusal(spec: McpServerSpec, name: str, same: list[ListedTool], script_tool
         return f"{where}: its name {name!r} is longer than {MAX_TOOL_NAME} characters; not offered"
     if name in script_tools:
         return f"{where}: {name!r} is also a script tool's name; not offered"
+    if json_length(same[0].input_schema, MAX_SCHEMA_CHARS) is None:
+        return f"{where}: its inputSchema is longer than {MAX_SCHEMA_CHARS:,} characters of JSON; not offered"
+    costly = schema_problem(same[0].input_schema, bounds)
+    if costly is not None:
+        return f"{where}: its inputSchema {describe_cost(costly)}; not offered"
     try:
         Draft202012Validator.check_schema(same[0].input_schema)
     except SchemaError as exc:
         return f"{where}: its inputSchema is not a valid JSON Schema ({exc.message}); not offered"
-    if json_length(same[0].input_schema, MAX_SCHEMA_CHARS) is None:
-        return f"{where}: its inputSchema is longer than {MAX_SCHEMA_CHARS:,} characters of JSON; not offered"
     remote = remote_refs_problem(same[0].input_schema)
     if remote is not None:
         return f"{where}: its inputSchema's {remote}; not offered"

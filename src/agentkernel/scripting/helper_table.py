@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from agentkernel.config import CallBudget, KernelLimits
 from agentkernel.errors import HelperError
 from agentkernel.process import Caller
+from agentkernel.schema_cost import SchemaBounds
 from agentkernel.types import JSONValue
 from agentkernel.valid_unicode import has_lone_surrogate, repair_text
 
@@ -34,7 +35,9 @@ class ScriptCall:
 
     `budget` is the call's `CallBudget`, made once by whoever starts the call
     (the dispatcher, the hook runner); None for a helper invoked outside any
-    script call, which then has no deadline.
+    script call, which then has no deadline. `schema_bounds` is what an
+    output schema the script gives (`llm_json`, `run_subagent`) may cost:
+    the kernel's `limits.max_schema_*`.
 
     `log_line` is how `console.log`/`print` reach the kernel log. A script
     cannot flood it: one call keeps at most `max_log_lines` lines and
@@ -52,8 +55,10 @@ class ScriptCall:
         max_log_lines: int = 200,
         max_log_line_chars: int = 10_000,
         max_log_chars: int = 200_000,
+        schema_bounds: SchemaBounds | None = None,
     ) -> None:
         self.caller = caller
+        self.schema_bounds = schema_bounds or SchemaBounds()
         self.script = script
         self.budget = budget
         self.max_log_lines = max_log_lines
@@ -73,6 +78,7 @@ class ScriptCall:
             max_log_lines=limits.max_log_lines,
             max_log_line_chars=limits.max_log_line_chars,
             max_log_chars=limits.max_log_chars,
+            schema_bounds=limits.schema_bounds,
         )
 
     def remaining_secs(self) -> float | None:

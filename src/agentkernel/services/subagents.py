@@ -22,6 +22,7 @@ maker of loop settings and of agent loops.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -36,8 +37,8 @@ from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.structured import (
     ATTEMPTS,
     AnswerInvalid,
-    PatternFailed,
     StructuredOutputInvalid,
+    ValidationStopped,
     correction_request,
     parse_valid,
     schema_instruction,
@@ -193,6 +194,8 @@ class SubagentService:
         self, child: Process, settings: LoopSettings, request: SubagentRequest
     ) -> SubagentResult:
         """The child's run on its task; with `output_schema`, up to ATTEMPTS answers until one validates."""
+        import asyncio  # a kernel that never starts a sub-agent never imports it here (issue 8)
+
         errors: list[str] = []
 
         async def emit(event: LoopEvent) -> None:
@@ -210,12 +213,13 @@ class SubagentService:
                 answer = _answer(child, result, errors)
                 if request.output_schema is None:
                     return SubagentResult(child.pid, answer)
-                try:
-                    data = parse_valid(answer, request.output_schema, child.deadline)
+                try:  # off the event loop, which serves everyone: a validation may take up to the deadline
+                    valid = functools.partial(parse_valid, answer, request.output_schema, child.deadline)
+                    data = await pool.run(child.user_id, valid)
                     return SubagentResult(child.pid, answer, data)
                 except AnswerInvalid as exc:  # asked again as llm_json asks, the problem fed back
                     problem = str(exc)
-                except PatternFailed as exc:
+                except ValidationStopped as exc:
                     raise _error(f"output_schema: {exc}") from None
                 history, text = result.history, correction_request(problem)
             raise _error(str(StructuredOutputInvalid(ATTEMPTS, problem)))

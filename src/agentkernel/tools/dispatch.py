@@ -13,11 +13,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from agentkernel.config import KernelLimits, ToolSpec, describe_validation_error
+from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.fair_pool import FairPool
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.process import Caller
+from agentkernel.schema_bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
@@ -30,6 +31,7 @@ from agentkernel.types import JSONValue
 
 log = logging.getLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3
+MAX_COUNTED_ARG_ERRORS = 100  # errors of one call's arguments counted for "and N more"; past it, "more than"
 MIN_NESTED_STACK_BYTES = 64 << 10  # the least JS stack a nested call gets (limits.stack_limit_kb's minimum)
 MIN_NESTED_MEMORY_BYTES = 8 << 20  # the least memory a nested call gets, however deep
 
@@ -69,13 +71,20 @@ def nested_stack_bytes(limits: KernelLimits, depth: int) -> int:
     return max(MIN_NESTED_STACK_BYTES, (limits.stack_limit_kb << 10) >> depth)
 
 
-def argument_problem(spec: ToolSpec, args: JSONValue) -> str | None:
-    """Why `args` do not match the tool's `parameters`, naming the fields (S2.5)."""
-    errors = sorted(spec.validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
-    if not errors:
+def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = None) -> str | None:
+    """Why `args` do not match the tool's `parameters`, naming the fields (S2.5).
+
+    Validated by `deadline` (time.monotonic(); schema_bounds.py): the schema
+    and the arguments may both come from outside. ValidationStopped past it.
+    """
+    found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)
+    if not found:
         return None
+    errors = sorted(found[:MAX_COUNTED_ARG_ERRORS], key=lambda e: [str(p) for p in e.path])
     shown = "; ".join(describe_validation_error(e) for e in errors[:MAX_REPORTED_ARG_ERRORS])
     more = len(errors) - MAX_REPORTED_ARG_ERRORS
+    if len(found) > MAX_COUNTED_ARG_ERRORS:
+        return f"{shown}; and more than {more} more"
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
@@ -155,19 +164,27 @@ class Dispatcher:
         refusal = depth_refusal(name, caller, self.limits) or self.registry.access.refusal(caller, spec)
         if refusal is not None:
             return ToolResult.failure(refusal)
-        problem = argument_problem(spec, args)
+        budget = self._budget(spec, caller)
+        try:
+            problem = argument_problem(spec, args, budget.deadline)
+        except ValidationStopped as exc:
+            return ToolResult.failure(f"tool {name!r} not run: its arguments could not be validated: {exc}")
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {name}: {problem}")
         else:
-            result = self._run(spec, args, caller)
+            result = self._run(spec, args, caller, budget)
         return finish(result, spec.warnings, self.limits)
 
-    def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+    def _budget(self, spec: ToolSpec, caller: Caller) -> CallBudget:
+        """The call's limits and deadline, starting now; a nested call's within its caller's."""
         budget = spec.call_budget(self.limits)
         if caller.call_depth or caller.deadline is not None:
             depth = caller.call_depth
             stack, memory = nested_stack_bytes(self.limits, depth), nested_memory_bytes(self.limits, depth)
             budget = budget.bounded(caller.deadline, stack, memory)
+        return budget
+
+    def _run(self, spec: ToolSpec, args: JSONValue, caller: Caller, budget: CallBudget) -> ToolResult:
         if isinstance(spec, OutsideToolSpec):  # an outside MCP server's tool: its server runs it
             return spec.call(args, budget.deadline)
         call = ScriptCall.limited(caller, f"tool {spec.name}", self.limits, budget)

@@ -6,6 +6,7 @@ that names the block and the field, never a crash.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -16,6 +17,7 @@ from agentkernel.short_text import json_preview
 from agentkernel.types import JSONValue, VisualBlock
 
 _CELL_LIST = {"type": "array"}
+_ERRORS_WEIGHED = 20  # a block's first errors, of which the shallowest is reported
 
 BLOCK_SCHEMAS: dict[str, dict[str, Any]] = {
     "text": {
@@ -91,7 +93,10 @@ def block_problem(block: JSONValue) -> str | None:
     validator = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if validator is None:
         return f"unknown block type {kind!r} (expected one of {expected})"
-    error = next(iter(sorted(validator.iter_errors(block), key=lambda e: len(e.path))), None)
+    found = itertools.islice(
+        validator.iter_errors(block), _ERRORS_WEIGHED
+    )  # not one per bad row of a million
+    error = next(iter(sorted(found, key=lambda e: len(e.path))), None)
     if error is not None:
         return f"{kind} block: {describe_validation_error(error)}"
     if kind == "chart":
