@@ -194,7 +194,6 @@ class SubagentService:
         self, child: Process, settings: LoopSettings, request: SubagentRequest
     ) -> SubagentResult:
         """The child's run on its task; with `output_schema`, up to ATTEMPTS answers until one validates."""
-        import asyncio  # a kernel that never starts a sub-agent never imports it here (issue 8)
 
         errors: list[str] = []
 
