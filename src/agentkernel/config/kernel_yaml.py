@@ -55,6 +55,7 @@ KERNEL_SCHEMA: Schema = {
                 "hooks": _NAMES,
                 "env_deny": _NAMES,
                 "builtins": {"type": "boolean"},
+                "python_workers": {"type": "integer", "minimum": 1, "maximum": 64},
             },
         },
         "limits": LIMITS_SCHEMA,
@@ -97,6 +98,7 @@ class KernelConfig:
     llm: LLMConfig | None = None
     env_deny: tuple[str, ...] = ()
     builtins: bool = True  # the package's built-in tools and hooks load after the project's (issue 15)
+    python_workers: int = 2  # worker processes python_tool built-ins run in, at most (tools/isolated.py)
     path: Path | None = None
     http: HttpConfig = field(default_factory=HttpConfig)
     shell: ShellSettings = field(default_factory=ShellSettings)
@@ -223,6 +225,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         llm=llm_config(data["llm"], where) if "llm" in data else None,
         env_deny=tuple(scripts.get("env_deny", [])),
         builtins=scripts.get("builtins", True),
+        python_workers=scripts.get("python_workers", 2),
         path=path,
         http=http_config(data.get("http", {}), where),
         shell=shell_settings(data.get("shell", {}), where),
