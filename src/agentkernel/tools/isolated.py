@@ -32,6 +32,8 @@ import json
 import logging
 import os
 import pickle
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -43,7 +45,7 @@ from typing import Any, TypeVar
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError, ScriptLimitError
-from agentkernel.tools.worker_process import READY, receive_frame, send_frame
+from agentkernel.tools.worker_process import READY, FrameTooLarge, receive_frame, send_frame
 
 log = logging.getLogger("agentkernel.workers")
 T = TypeVar("T")
@@ -88,39 +90,47 @@ class _Worker:
         self.ready = False
 
     def call(self, request: bytes, deadline: float, reply_limit: int) -> bytes:
-        """Send the request, wait for the answer until `deadline`; _Late, EOFError, OSError, ValueError."""
+        """Send the request, wait for the answer until `deadline`; _Late, EOFError, OSError, FrameTooLarge."""
         if not self.ready:
-            self._settimeout(deadline, starting=True)
-            try:
-                if receive_frame(self.sock, len(READY)) != READY:
-                    raise EOFError("the worker did not start")
-            except TimeoutError:
-                raise _Late(starting=True) from None
-            self.ready = True
+            self._wait_ready(deadline)
         try:
-            self._settimeout(deadline, starting=False)
+            self._settimeout(deadline)
             send_frame(self.sock, request)
-            self._settimeout(deadline, starting=False)
+            self._settimeout(deadline)
             return receive_frame(self.sock, reply_limit)
         except TimeoutError:
             raise _Late(starting=False) from None
 
-    def _settimeout(self, deadline: float, *, starting: bool) -> None:
+    def _wait_ready(self, deadline: float) -> None:
+        """Wait for the worker's READY, consuming nothing if it does not come in time (_Late: starting)."""
+        left = deadline - time.monotonic()
+        try:
+            started = left > 0 and bool(select.select([self.sock], [], [], left)[0])
+        except ValueError:  # the socket was closed meanwhile: the pool is closing
+            raise EOFError("the worker was ended") from None
+        if not started:
+            raise _Late(starting=True)
+        self.sock.settimeout(None)  # a frame of a few bytes, sent whole
+        if receive_frame(self.sock, len(READY)) != READY:
+            raise EOFError("the worker did not start")
+        self.ready = True
+
+    def _settimeout(self, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise _Late(starting)
+            raise _Late(starting=False)
         self.sock.settimeout(left)
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def end(self) -> str:
-        """Kill the process (SIGKILL), reap it, close the socket; how it ended, for messages."""
+    def end(self) -> int:
+        """Kill the process (SIGKILL) unless it ended, reap it, close the socket: its status (-N: signal)."""
         if self.process.poll() is None:
             self.process.kill()
         code = self.process.wait()
         self.sock.close()
-        return f"signal {-code}" if code < 0 else f"exit status {code}"
+        return code
 
 
 class WorkerPool:
@@ -147,30 +157,44 @@ class WorkerPool:
         ScriptLimitError naming `timeout_secs` (the worker is killed) or
         `memory_limit_mb`; ScriptError with the text of a ScriptError the
         function raised, or saying the worker failed. `label` names the
-        work in those messages (`tool make_docx`).
+        work in those messages (`make_docx`).
         """
         request = pickle.dumps(
             (function, args, budget.memory_limit_bytes, budget.timeout_secs + _CPU_SLACK_SECS),
             protocol=pickle.HIGHEST_PROTOCOL,
         )
         worker = self._take(label, budget)
+        kind, value = self._exchange(worker, request, label, budget)
+        if kind == "ok":
+            return value  # type: ignore[no-any-return]
+        if kind == "error":
+            raise ScriptError(str(value))
+        if kind == "memory":
+            raise _memory(label, budget, str(value))
+        raise ScriptError(f"{label} failed in its worker process: {value}")
+
+    def _exchange(self, worker: _Worker, request: bytes, label: str, budget: CallBudget) -> tuple[str, Any]:
+        """The worker's answer (kind, value); the worker back in the pool, or killed and replaced."""
         healthy = False
         try:
             reply = worker.call(request, budget.deadline, budget.memory_limit_bytes + _REPLY_SLACK)
-            kind, value = _plain(reply)
-            healthy = kind in ("ok", "error", "crash")
+            kind, value, keep = _plain(reply)
+            healthy = keep and kind in ("ok", "error", "crash")
+            return kind, value
         except _Late as late:
+            healthy = late.starting  # still starting, never sent the request: the next call may have it
             raise _timeout(label, budget, late.starting) from None
-        except ValueError:  # a reply larger than the worker's memory could hold
+        except FrameTooLarge:  # a reply larger than the worker's memory could hold
             raise _memory(label, budget, "its answer was too large") from None
         except pickle.UnpicklingError as exc:
             raise ScriptError(f"{label}: its worker process answered what no kernel reads: {exc}") from None
-        except (EOFError, OSError) as exc:
-            how = worker.end()
-            raise ScriptError(f"{label}: its worker process ended unexpectedly ({how}): {exc}") from None
+        except (EOFError, OSError):
+            status = worker.end()
+            if self._closed:
+                raise ScriptError(f"{label}: stopped, the kernel is closing") from None
+            raise _died(label, budget, status) from None
         finally:
             self._give_back(worker, healthy)
-        return _outcome(label, budget, kind, value)  # type: ignore[no-any-return]
 
     def _take(self, label: str, budget: CallBudget) -> _Worker:
         """An idle worker; a new one while there are fewer than `size`; else the first freed in time."""
@@ -210,8 +234,7 @@ class WorkerPool:
 
     def _forget(self, worker: _Worker) -> None:
         self._all.discard(worker)
-        how = worker.end()
-        log.debug("worker process %s ended (%s)", worker.process.pid, how)
+        log.debug("worker process %s ended (status %s)", worker.process.pid, worker.end())
 
     def pids(self) -> list[int]:
         """The worker processes' ids (what `close` ends)."""
@@ -240,28 +263,28 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a worker's answer named {module}.{name}: only plain values may cross")
 
 
-def _plain(reply: bytes) -> tuple[str, Any]:
+def _plain(reply: bytes) -> tuple[str, Any, bool]:
+    """A worker's answer: its kind, its value, and whether the worker may be kept (worker_process.reply)."""
     answer = _PlainUnpickler(io.BytesIO(reply)).load()
-    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str)):
-        raise pickle.UnpicklingError("a worker's answer is not (kind, value)")
-    return answer[0], answer[1]
-
-
-def _outcome(label: str, budget: CallBudget, kind: str, value: Any) -> Any:
-    if kind == "ok":
-        return value
-    if kind == "error":
-        raise ScriptError(str(value))
-    if kind == "memory":
-        raise _memory(label, budget, str(value))
-    raise ScriptError(f"{label} failed in its worker process: {value}")
+    if not (isinstance(answer, tuple) and len(answer) == 3 and isinstance(answer[0], str)):
+        raise pickle.UnpicklingError("a worker's answer is not (kind, value, keep)")
+    return answer[0], answer[1], answer[2] is True
 
 
 def _timeout(label: str, budget: CallBudget, starting: bool) -> ScriptLimitError:
-    when = " while its worker process was starting" if starting else ""
-    return ScriptLimitError(
-        "timeout_secs",
-        f"{label} exceeded timeout_secs ({budget.timeout_secs:g} s){when}: its worker process was killed",
+    what = "waiting for its worker process to start" if starting else "its worker process was killed"
+    limit = f"timeout_secs ({budget.timeout_secs:g} s)"
+    return ScriptLimitError("timeout_secs", f"{label} exceeded {limit}: {what}")
+
+
+def _died(label: str, budget: CallBudget, how: int) -> ScriptError:
+    """A worker that ended on its own: C code that ran out of memory may crash rather than fail."""
+    if how >= 0:
+        return ScriptError(f"{label}: its worker process ended unexpectedly (exit status {how})")
+    megabytes = budget.memory_limit_bytes / (1 << 20)
+    return ScriptError(
+        f"{label}: its worker process died ({signal.Signals(-how).name}), most likely out of "
+        f"memory_limit_mb ({megabytes:g} MiB)"
     )
 
 

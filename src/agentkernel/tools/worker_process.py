@@ -10,7 +10,7 @@ kernel reads with no class allowed.
 
 Before each call the worker caps itself: its data segment (RLIMIT_DATA:
 heap and private mappings) to what it holds now plus `memory_bytes`, so an
-allocation past that raises MemoryError here; and its CPU time
+allocation past that fails here; and its CPU time
 (RLIMIT_CPU) to `cpu_secs` more, a backstop that ends it by SIGXCPU should
 the kernel be gone and unable to kill it at the deadline.
 
@@ -33,7 +33,8 @@ from agentkernel.errors import ScriptError
 
 _LENGTH_BYTES = 8
 READY = b"ready"
-MEMORY_FAILURE = "Memory allocation failed"  # libxml2's text when an allocation fails inside lxml
+_NEAR_BYTES = 1 << 20  # a failure with less than this (or an eighth of the call's memory) left: memory
+_KEPT_BYTES = 16 << 20  # a worker holding more than this over what it started with is replaced
 
 
 def send_frame(sock: socket.socket, data: bytes) -> None:
@@ -41,11 +42,15 @@ def send_frame(sock: socket.socket, data: bytes) -> None:
     sock.sendall(len(data).to_bytes(_LENGTH_BYTES, "big") + data)
 
 
+class FrameTooLarge(Exception):
+    """A frame longer than the reader allows."""
+
+
 def receive_frame(sock: socket.socket, limit: int | None = None) -> bytes:
-    """Read one frame; EOFError when the other end closed, ValueError when it is over `limit` bytes."""
+    """Read one frame; EOFError when the other end closed, FrameTooLarge when it is over `limit` bytes."""
     length = int.from_bytes(_receive_exactly(sock, _LENGTH_BYTES), "big")
     if limit is not None and length > limit:
-        raise ValueError(f"a frame of {length:,} bytes, over {limit:,}")
+        raise FrameTooLarge(f"a frame of {length:,} bytes, over {limit:,}")
     return _receive_exactly(sock, length)
 
 
@@ -66,6 +71,7 @@ def serve(fd: int, preload: Sequence[str]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU (the CPU backstop) leaves no core file
     for name in preload:
         importlib.import_module(name)
+    baseline = data_bytes()  # what the worker holds of its own once its modules are in
     sock = socket.socket(fileno=fd)
     send_frame(sock, READY)
     while True:
@@ -74,18 +80,25 @@ def serve(fd: int, preload: Sequence[str]) -> None:
         except (EOFError, OSError):
             return
         function, args, memory_bytes, cpu_secs = pickle.loads(request)
-        send_frame(sock, reply(function, args, memory_bytes, cpu_secs))
+        send_frame(sock, reply(function, args, data_bytes() + memory_bytes, cpu_secs, baseline))
 
 
-def reply(function: Callable[..., Any], args: Sequence[Any], memory_bytes: int, cpu_secs: float) -> bytes:
-    """`function(*args)` run under the caps, as a pickle of plain values.
+def reply(
+    function: Callable[..., Any], args: Sequence[Any], cap: int, cpu_secs: float, baseline: int
+) -> bytes:
+    """`function(*args)` run with at most `cap` bytes of data and `cpu_secs` more CPU, as plain values.
 
-    `("ok", value)`; `("error", message)` for a ScriptError the function
-    raised (a refusal its caller should see as it is); `("memory", detail)`
-    when an allocation failed; `("crash", "Type: message")` for anything
-    else, its traceback on stderr (the kernel's log).
+    `(kind, value, keep)`: `("ok", value)`; `("error", message)` for a
+    ScriptError the function raised (a refusal its caller should see as it
+    is); `("memory", detail)` when an allocation failed, which C code does
+    not always report as MemoryError (lxml: "unknown error", CPython:
+    SystemError), so any failure with little of `cap` left counts;
+    `("crash", "Type: message")` for anything else, its traceback on stderr
+    (the kernel's log). `keep` is False once the worker holds much more than
+    `baseline` (what it started with): its next call's cap would count what
+    this one left, so a fresh worker takes over.
     """
-    _cap(memory_bytes, cpu_secs)
+    _cap(cap, cpu_secs)
     try:
         answer: tuple[str, Any] = ("ok", function(*args))
     except MemoryError:
@@ -93,23 +106,24 @@ def reply(function: Callable[..., Any], args: Sequence[Any], memory_bytes: int, 
     except ScriptError as exc:
         answer = ("error", str(exc))
     except Exception as exc:
-        if MEMORY_FAILURE in str(exc):
-            answer = ("memory", f"an allocation failed ({type(exc).__name__}: {exc})")
+        if cap - data_bytes() < max((cap - baseline) // 8, _NEAR_BYTES):  # its frames still hold its data
+            answer = ("memory", f"an allocation failed near the limit ({type(exc).__name__}: {exc})")
         else:
             traceback.print_exc(file=sys.stderr)
             answer = ("crash", f"{type(exc).__name__}: {exc}")
     finally:
         _uncap()
+    keep = data_bytes() <= baseline + _KEPT_BYTES
     try:
-        return pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((*answer, keep), protocol=pickle.HIGHEST_PROTOCOL)
     except MemoryError:
-        return pickle.dumps(("memory", "an allocation failed while answering (MemoryError)"))
+        return pickle.dumps(("memory", "an allocation failed while answering (MemoryError)", False))
 
 
-def _cap(memory_bytes: int, cpu_secs: float) -> None:
+def _cap(data: int, cpu_secs: float) -> None:
     used = resource.getrusage(resource.RUSAGE_SELF)
     _set_soft(resource.RLIMIT_CPU, math.ceil(used.ru_utime + used.ru_stime + cpu_secs))
-    _set_soft(resource.RLIMIT_DATA, data_bytes() + memory_bytes)
+    _set_soft(resource.RLIMIT_DATA, data)
 
 
 def _uncap() -> None:
@@ -144,4 +158,4 @@ def main(fd: str, preload: str) -> None:
     serve(int(fd), json.loads(preload))
 
 
-__all__ = ["READY", "data_bytes", "main", "receive_frame", "reply", "send_frame", "serve"]
+__all__ = ["READY", "FrameTooLarge", "data_bytes", "main", "receive_frame", "reply", "send_frame", "serve"]
