@@ -2,7 +2,7 @@
 
 Alice runs the tool through `POST /v1/tools/{name}/run` while Bob polls
 `/healthz`; Bob's worst wait stays under BOUND_SECS. Each input below held
-the server's GIL for 10-35 s on this machine before the office tools ran
+the server's GIL for 18-29 s (docs/benchmarks.md) before the office tools ran
 their work in a worker process (and the writer and the field scan were
 made linear): every request of every user waited that long. Now the work
 runs in a worker the call's deadline kills: the test asserts on Bob's
@@ -40,7 +40,7 @@ from tests.server.conftest import make_project, write
 from tests.server.test_api import wait_until
 
 BIN = Path(sys.executable).parent
-BOUND_SECS = 2.0  # Bob's worst /healthz wait; unfixed, each attack below held him 5-15 times longer
+BOUND_SECS = 2.0  # Bob's worst /healthz wait; unfixed, each attack below held him 9-15 times longer
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -149,7 +149,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = root / "data" / "shared" / "docx_templates"
     folder.mkdir(parents=True)
     (folder / "braces.docx").write_bytes(template_of(["{" * 40_000]))
-    (folder / "runs.docx").write_bytes(template_of(["{{a}}"] * 8_000))
     server = Served(root)
     try:
         yield server
@@ -187,15 +186,9 @@ def test_a_hostile_markdown_document_freezes_nobody(served: Served, content: str
     assert worst < BOUND_SECS, f"Bob waited {worst:.1f} s for /healthz while Alice's document was made"
 
 
-@pytest.mark.parametrize(
-    ("template", "data"),
-    [
-        pytest.param("braces.docx", {}, id="40,000 opening braces"),
-        pytest.param("runs.docx", {"a": "x"}, id="8,000 fields in one paragraph, a run each"),
-    ],
-)
-def test_a_hostile_template_freezes_nobody(served: Served, template: str, data: dict[str, Any]) -> None:
-    args = {"name": "out.docx", "template": template, "data": data}
+def test_a_hostile_template_freezes_nobody(served: Served) -> None:
+    """40,000 opening braces in the operator's templates folder: the field regex backtracked over them."""
+    args = {"name": "out.docx", "template": "braces.docx", "data": {}}
     result, worst = alice_runs(served, "fill_contract", args)
     assert result["success"] is True, result
     assert worst < BOUND_SECS, f"Bob waited {worst:.1f} s for /healthz while Alice's template was filled"
