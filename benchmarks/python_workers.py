@@ -9,9 +9,11 @@ What it measures, each after a warm-up:
 
 - the round trip of a trivial call (`operator.add(2, 3)`) through
   `WorkerPool.run`, against the same call in this process;
-- make_docx of a one-page document through the kernel's dispatch (the
-  work in a worker) against the same function with its work in this
-  process (its peer): the difference is what the worker adds;
+- make_docx of a one-page document with its work in a worker, against
+  the same function with its work in this process (its peer), both
+  writing the file to a session's scratch folder: the difference is what
+  the worker adds (the Markdown sent, the .docx bytes sent back, the other
+  process scheduled);
 - a worker's start, from nothing to its first answer (a fresh
   `python -I` importing python-docx and markdown-it-py);
 - the next call after a call was killed at its deadline: the pool starts
@@ -45,6 +47,7 @@ from agentkernel.config import CallBudget, ScriptLimits, load_kernel_config
 from agentkernel.errors import ScriptLimitError
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.tools.isolated import WorkerPool
+from agentkernel.tools.python_tools import pool_worker
 from agentkernel.types import JSONObject
 
 T = TypeVar("T")
@@ -126,16 +129,16 @@ def main(argv: list[str] | None = None) -> int:
             config = Path(folder) / "kernel.yaml"
             config.write_text("{}\n", encoding="utf-8")
             with Kernel(load_kernel_config(config)) as kernel:
-                caller = kernel.caller(session_id="bench", user_id="bench")
+                call = ScriptCall(kernel.caller(session_id="bench", user_id="bench"), "make_docx")
                 args: JSONObject = {"name": "page.docx", "content": PAGE}
-                call = ScriptCall(caller, "make_docx")
+                worker = pool_worker(pool, "make_docx", budget())
                 here = show(
                     "make_docx of a page, work in this process",
                     timed(lambda: make_docx(args, {}, call, in_process), runs),
                 )
                 there = show(
-                    "make_docx of a page, dispatch and a worker",
-                    timed(lambda: kernel.run_tool("make_docx", args, caller), runs),
+                    "make_docx of a page, work in a worker",
+                    timed(lambda: make_docx(args, {}, call, worker), runs),
                 )
         print(f"what the worker adds to make_docx of a page (p50 difference): {there - here:+.2f} ms")
         show("worker start, to its first answer", starts(slow_runs))

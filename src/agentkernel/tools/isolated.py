@@ -203,7 +203,7 @@ class WorkerPool:
                 if self._closed:
                     raise ScriptError(f"{label}: the kernel is closing; its worker processes are stopped")
                 while self._idle:
-                    worker = self._idle.pop()
+                    worker = self._idle.pop(_first_ready(self._idle))
                     if worker.alive():
                         return worker
                     self._forget(worker)
@@ -248,6 +248,11 @@ class WorkerPool:
             self._idle.clear()
             self._changed.notify_all()
         self._finalizer()
+
+
+def _first_ready(idle: list[_Worker]) -> int:
+    """Where in `idle` the last worker that is ready sits; the last one (still starting) if none is."""
+    return next((i for i in range(len(idle) - 1, -1, -1) if idle[i].ready), len(idle) - 1)
 
 
 def _end_all(workers: set[_Worker]) -> None:

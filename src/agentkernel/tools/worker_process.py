@@ -10,7 +10,9 @@ kernel reads with no class allowed.
 
 Before each call the worker caps itself: its data segment (RLIMIT_DATA:
 heap and private mappings) to what it holds now plus `memory_bytes`, so an
-allocation past that fails here; and its CPU time
+allocation past that fails here (what earlier calls left free in its heap
+is reusable besides: a worker that grew by more than `_KEPT_BYTES` is
+replaced after its call); and its CPU time
 (RLIMIT_CPU) to `cpu_secs` more, a backstop that ends it by SIGXCPU should
 the kernel be gone and unable to kill it at the deadline.
 
@@ -34,7 +36,9 @@ from agentkernel.errors import ScriptError
 _LENGTH_BYTES = 8
 READY = b"ready"
 _NEAR_BYTES = 1 << 20  # a failure with less than this (or an eighth of the call's memory) left: memory
-_KEPT_BYTES = 16 << 20  # a worker holding more than this over what it started with is replaced
+# a worker holding more than this over what it started with is replaced: lxml's own memory settles
+# ~55 MiB above it after some 20 documents; a call may use what is free of it besides its own limit
+_KEPT_BYTES = 64 << 20
 
 
 def send_frame(sock: socket.socket, data: bytes) -> None:
