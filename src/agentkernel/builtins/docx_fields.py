@@ -3,9 +3,10 @@
 Why not docxtpl (Jinja2 over the document's XML): a template may come from
 the session's scratch folder, where untrusted scripts write, and Jinja is a
 language. Even in a SandboxedEnvironment a template can loop
-(`{% for a in range(99999) %}{% for b in range(99999) %}…`), and a Python
-function cannot be stopped at the call's deadline as a script can. A plain
-field is all the manual asks for (`{{client}}`), so that is all this
+(`{% for a in range(99999) %}{% for b in range(99999) %}…`) until its
+deadline kills the worker, every call, and each sandbox escape found in
+Jinja would run code of the template's writer there. A plain field is all
+the manual asks for (`{{client}}`), so that is all this
 understands: `{{ name }}` where `name` is an identifier (Unicode letters
 allowed: `{{клиент}}`). Anything else between `{{` and `}}` is refused by
 name rather than left in the contract.
