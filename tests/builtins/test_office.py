@@ -191,6 +191,25 @@ def test_inline_formatting_is_kept_in_runs(call: ScriptCall, scratch: Path, work
     assert link.runs[0].style is not None and link.runs[0].style.name == LINK_STYLE
 
 
+def test_links_each_get_a_relationship_one_per_address(
+    call: ScriptCall, scratch: Path, worker: Worker
+) -> None:
+    text = "[a](https://example.com/1) [b](https://example.com/2) [c](https://example.com/1)"
+    document = result_file(
+        make_docx({"name": "l.docx", "content": text}, {}, call, worker), scratch, "l.docx"
+    )
+    links = document.paragraphs[0].hyperlinks
+    assert [(link.text, link.address) for link in links] == [
+        ("a", "https://example.com/1"),
+        ("b", "https://example.com/2"),
+        ("c", "https://example.com/1"),
+    ]
+    ids = [link._hyperlink.rId for link in links]
+    assert ids[0] == ids[2] != ids[1]
+    external = [rel for rel in document.part.rels.values() if rel.is_external]
+    assert len(external) == 2
+
+
 def test_each_numbered_list_restarts_at_its_own_first_number(
     call: ScriptCall, scratch: Path, worker: Worker
 ) -> None:

@@ -84,6 +84,9 @@ class _Worker:
                 cwd="/",
                 start_new_session=True,  # a Ctrl-C at the terminal reaches the kernel, not its workers
             )
+        except BaseException:
+            mine.close()
+            raise
         finally:
             theirs.close()
         self.sock = mine
