@@ -197,26 +197,36 @@ def test_a_hostile_template_freezes_nobody(served: Served) -> None:
 def test_a_python_tool_past_its_timeout_is_killed_and_says_so(tmp_path: Path) -> None:
     root = office_project(tmp_path)
     own = yaml.safe_load((files("agentkernel.builtins") / "tools" / "make_docx.yaml").read_text("utf-8"))
-    own.update({"overrides": "builtin", "timeout_secs": 1})
+    own.update({"overrides": "builtin", "timeout_secs": 0.5})
     write(root / "config" / "scripts" / "tools" / "make_docx.yaml", yaml.safe_dump(own, allow_unicode=True))
     served = Served(root)
+    small = {"name": "small.docx", "content": "# Отчёт\n\nГотово."}
+
+    def small_one_made() -> bool:  # a call may end while its worker still starts: that worker is kept
+        return bool(alice_runs(served, "make_docx", small)[0]["success"])
+
     try:
-        small = {"name": "small.docx", "content": "# Отчёт\n\nГотово."}
-        # the first calls may end while the worker still imports python-docx: that worker is kept
-        wait_until(lambda: alice_runs(served, "make_docx", small)[0]["success"], "a worker to have started")
+        wait_until(small_one_made, "a worker to have started")
         [first] = served.children()
-        clauses = "\n".join(f"{c}. **Сторона {c}** обязуется *в срок* подписать `акт`." for c in range(1, 11))
-        legal = "\n\n".join(f"## Статья {n}\n\n{clauses}" for n in range(400))  # ~4 s of work
-        assert len(legal) < 1_000_000  # within make_docx's max_content_chars: a legal document
-        result, worst = alice_runs(served, "make_docx", {"name": "legal.docx", "content": legal})
+        result, worst = alice_runs(served, "make_docx", {"name": "legal.docx", "content": legal_document()})
         assert result["success"] is False
-        assert result["error"] == "make_docx exceeded timeout_secs (1 s): its worker process was killed"
+        assert result["error"] == "make_docx exceeded timeout_secs (0.5 s): its worker process was killed"
         assert worst < BOUND_SECS, f"Bob waited {worst:.1f} s for /healthz while Alice's document was made"
         children = served.children()
         assert first not in children and "Z" not in children.values(), children  # killed and reaped
-        assert alice_runs(served, "make_docx", small)[0]["success"] is True  # a fresh worker took over
+        wait_until(small_one_made, "a fresh worker to take over")
         workers = list(served.children())
         assert workers
     finally:
         served.stop()
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)  # ended with the server
+
+
+def legal_document() -> str:
+    """Just under make_docx's max_content_chars: a contract of 570 articles, seconds of linear work."""
+    clause = "Сторона **обязуется** *в срок* подписать `акт` и [приложение](https://example.com/a). "
+    table = "| Пункт | Срок | Сумма |\n|---|---|---:|\n" + "| пункт | срок | сумма |\n" * 5
+    article = "\n\n".join([clause * 6] * 3) + "\n\n" + table
+    text = "".join(f"## Статья {n}\n\n{article}\n" for n in range(570))
+    assert len(text) < 1_000_000
+    return text
