@@ -83,6 +83,13 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+make_docx \(parse, build, save, write\)\s+CPU p50\s+{NUMBER} ms",
         rf"^\s+parse and build only\s+CPU p50\s+{NUMBER} ms",
         r"^target CPU p50 <= 200 ms: (PASS|MISS)$",
+        rf"^\s+dispatch \+ worker \(CPU: kernel only\)\s+CPU p50\s+{NUMBER} ms",
+    ],
+    "python_workers.py": [
+        rf"^\s+trivial call, through a worker\s+p50\s+{NUMBER} ms\s+p95\s+{NUMBER} ms$",
+        rf"^what the worker adds to make_docx of a page \(p50 difference\): [+-]{NUMBER} ms$",
+        rf"^\s+worker start, to its first answer\s+p50\s+{NUMBER} ms",
+        rf"^\s+next call after a kill at the deadline\s+p50\s+{NUMBER} ms",
     ],
     "completion_history.py": [
         rf"^{NUMBER} messages vetted by 3 hooks: {NUMBER} s; /healthz worst {NUMBER} s$",

@@ -166,10 +166,11 @@ def test_tool_list_and_check_show_the_origin(
 PYTHON_TOOL = """
 from agentkernel.errors import ScriptError
 
-def shout(args, config, call):
+def shout(args, config, call, worker):
     if args.get("fail"):
         raise ScriptError("shout: nothing to shout")
-    return {"content": args["text"].upper() + config.get("suffix", ""), "user": call.caller.user_id}
+    loud = worker(str.upper, args["text"])  # in a worker process, as a built-in's heavy part is
+    return {"content": loud + config.get("suffix", ""), "user": call.caller.user_id}
 """
 
 

@@ -44,6 +44,7 @@ from agentkernel.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
+from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -120,8 +121,17 @@ class Kernel:
         self._script_pool = FairPool(config.script_workers, config.script_workers_per_user, name="scripts")
         # tool listings, apart: a user's listing never queues behind that user's own slow tool runs
         self._listing_pool = FairPool(LISTING_WORKERS, 1, name="listings")
+        # python_tool built-ins do their work in these processes, killed at a call's deadline; none starts
+        # before the first such call
+        self._workers = WorkerPool(config.python_workers, preload=builtins.WORKER_PRELOAD)
         self._dispatcher = Dispatcher(
-            self._tools, self._host, config.limits, self._history, pool=self._script_pool, home=self._home
+            self._tools,
+            self._host,
+            config.limits,
+            self._history,
+            self._workers,
+            pool=self._script_pool,
+            home=self._home,
         )
         self._processes = ProcessTable()
         self._services = kernel_services(  # last: the live services may use any part above
@@ -732,6 +742,10 @@ class Kernel:
         errors: list[Exception] = []
         try:
             self._outside.close()  # outside MCP servers: their processes end with the kernel
+        except Exception as exc:
+            errors.append(exc)
+        try:
+            self._workers.close()  # python_tool worker processes: killed and reaped
         except Exception as exc:
             errors.append(exc)
         for service in _unique([*self._services.built(), *self._given]):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +22,14 @@ from docx.document import Document
 from docx.oxml.ns import qn
 
 from agentkernel import Kernel
+from agentkernel.builtins import WORKER_PRELOAD, Worker
 from agentkernel.builtins.markdown_docx import CODE_CHAR_STYLE, CODE_FONT, CODE_STYLE, LINK_STYLE
 from agentkernel.builtins.office import DOCX_MIME, fill_contract, make_docx
-from agentkernel.config import load_kernel_config
+from agentkernel.config import CallBudget, ScriptLimits, load_kernel_config
 from agentkernel.errors import ScriptError
 from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.tools.isolated import WorkerPool
+from agentkernel.tools.python_tools import pool_worker
 from agentkernel.types import JSONObject, JSONValue
 from tests.conftest import write_kernel_yaml
 
@@ -68,7 +71,7 @@ def total(a, b):
 Конец.
 """
 
-Tool = Callable[[JSONObject, JSONObject, ScriptCall], JSONValue]
+Tool = Callable[[JSONObject, JSONObject, ScriptCall, Worker], JSONValue]
 
 
 @pytest.fixture
@@ -80,6 +83,22 @@ def kernel(project: Path) -> Kernel:
 def call(kernel: Kernel) -> ScriptCall:
     """A call from user u-1's session s-1, as the dispatcher would make it."""
     return ScriptCall(kernel.caller(session_id="s-1", user_id="u-1"), "office")
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    """The worker processes the tools hand their work to, as the kernel's dispatcher does."""
+    workers = WorkerPool(1, preload=WORKER_PRELOAD)
+    yield workers
+    workers.close()
+
+
+@pytest.fixture
+def worker(pool: WorkerPool, kernel: Kernel) -> Worker:
+    """A worker within the kernel's limits, as a tool that sets none of its own gets."""
+    limits = kernel.config.limits
+    own = ScriptLimits(limits.max_operations, limits.timeout_secs, limits.memory_limit_mb << 20, 1 << 20)
+    return pool_worker(pool, "office", CallBudget.starting_now(own))
 
 
 @pytest.fixture
@@ -99,9 +118,11 @@ def result_file(result: JSONValue, scratch: Path, name: str) -> Document:
     return open_docx(str(scratch / name))
 
 
-def failure(tool: Tool, args: JSONObject, call: ScriptCall, config: JSONObject | None = None) -> str:
+def failure(
+    tool: Tool, args: JSONObject, call: ScriptCall, worker: Worker, config: JSONObject | None = None
+) -> str:
     with pytest.raises(ScriptError) as raised:
-        tool(args, config or {}, call)
+        tool(args, config or {}, call, worker)
     return str(raised.value)
 
 
@@ -112,8 +133,10 @@ def all_files(root: Path) -> set[Path]:
 # -- make_docx: what the Markdown becomes ----------------------------------------------------------
 
 
-def test_markdown_becomes_headings_lists_tables_and_code(call: ScriptCall, scratch: Path) -> None:
-    result = make_docx({"name": "report.docx", "content": REPORT}, {}, call)
+def test_markdown_becomes_headings_lists_tables_and_code(
+    call: ScriptCall, scratch: Path, worker: Worker
+) -> None:
+    result = make_docx({"name": "report.docx", "content": REPORT}, {}, call, worker)
     assert isinstance(result, dict) and "report.docx is ready" in str(result["content"])
     document = result_file(result, scratch, "report.docx")
     shown = [(p.style.name if p.style else None, p.text) for p in document.paragraphs]
@@ -150,9 +173,11 @@ def test_markdown_becomes_headings_lists_tables_and_code(call: ScriptCall, scrat
     assert table.rows[1].cells[1].paragraphs[0].runs[0].bold  # **100**
 
 
-def test_inline_formatting_is_kept_in_runs(call: ScriptCall, scratch: Path) -> None:
+def test_inline_formatting_is_kept_in_runs(call: ScriptCall, scratch: Path, worker: Worker) -> None:
     text = "a **b** *c* ***d*** `e` ~~f~~ [g](https://example.com/g)"
-    document = result_file(make_docx({"name": "x.docx", "content": text}, {}, call), scratch, "x.docx")
+    document = result_file(
+        make_docx({"name": "x.docx", "content": text}, {}, call, worker), scratch, "x.docx"
+    )
     paragraph = document.paragraphs[0]
     runs = {run.text: run for run in paragraph.runs}
     assert runs["b"].bold and not runs["b"].italic
@@ -166,9 +191,32 @@ def test_inline_formatting_is_kept_in_runs(call: ScriptCall, scratch: Path) -> N
     assert link.runs[0].style is not None and link.runs[0].style.name == LINK_STYLE
 
 
-def test_each_numbered_list_restarts_at_its_own_first_number(call: ScriptCall, scratch: Path) -> None:
+def test_links_each_get_a_relationship_one_per_address(
+    call: ScriptCall, scratch: Path, worker: Worker
+) -> None:
+    text = "[a](https://example.com/1) [b](https://example.com/2) [c](https://example.com/1)"
+    document = result_file(
+        make_docx({"name": "l.docx", "content": text}, {}, call, worker), scratch, "l.docx"
+    )
+    links = document.paragraphs[0].hyperlinks
+    assert [(link.text, link.address) for link in links] == [
+        ("a", "https://example.com/1"),
+        ("b", "https://example.com/2"),
+        ("c", "https://example.com/1"),
+    ]
+    ids = [link._hyperlink.rId for link in links]
+    assert ids[0] == ids[2] != ids[1]
+    external = [rel for rel in document.part.rels.values() if rel.is_external]
+    assert len(external) == 2
+
+
+def test_each_numbered_list_restarts_at_its_own_first_number(
+    call: ScriptCall, scratch: Path, worker: Worker
+) -> None:
     text = "1. a\n2. b\n\nparagraph\n\n7. c\n8. d\n"
-    document = result_file(make_docx({"name": "n.docx", "content": text}, {}, call), scratch, "n.docx")
+    document = result_file(
+        make_docx({"name": "n.docx", "content": text}, {}, call, worker), scratch, "n.docx"
+    )
     numbering = document.part.numbering_part.element
 
     def start_of(paragraph_index: int) -> tuple[int, int]:
@@ -182,18 +230,22 @@ def test_each_numbered_list_restarts_at_its_own_first_number(call: ScriptCall, s
     assert first[1] == 1 and second[1] == 7 and first[0] != second[0]
 
 
-def test_html_and_unsafe_links_are_text_never_markup(call: ScriptCall, scratch: Path) -> None:
+def test_html_and_unsafe_links_are_text_never_markup(call: ScriptCall, scratch: Path, worker: Worker) -> None:
     text = "<script>alert(1)</script>\n\n[x](javascript:alert(1)) <b>bold?</b> ![logo](https://example.com/l.png)"
-    document = result_file(make_docx({"name": "h.docx", "content": text}, {}, call), scratch, "h.docx")
+    document = result_file(
+        make_docx({"name": "h.docx", "content": text}, {}, call, worker), scratch, "h.docx"
+    )
     texts = [p.text for p in document.paragraphs]
     assert texts == ["<script>alert(1)</script>", "[x](javascript:alert(1)) <b>bold?</b> [logo]"]
     assert not any(p.hyperlinks for p in document.paragraphs)
     assert not document.inline_shapes  # nothing fetched
 
 
-def test_characters_a_word_file_cannot_hold_are_replaced_not_fatal(call: ScriptCall, scratch: Path) -> None:
+def test_characters_a_word_file_cannot_hold_are_replaced_not_fatal(
+    call: ScriptCall, scratch: Path, worker: Worker
+) -> None:
     text = "a\x01b\x0c **c\ufffe** `x\x00` \ud800"
-    result = make_docx({"name": "c.docx", "content": text}, {}, call)
+    result = make_docx({"name": "c.docx", "content": text}, {}, call, worker)
     assert [p.text for p in result_file(result, scratch, "c.docx").paragraphs] == [
         "a\ufffdb\ufffd c\ufffd x\ufffd \ufffd"
     ]
@@ -203,8 +255,8 @@ def test_characters_a_word_file_cannot_hold_are_replaced_not_fatal(call: ScriptC
     )
 
 
-def test_an_empty_document_is_still_a_document(call: ScriptCall, scratch: Path) -> None:
-    document = result_file(make_docx({"name": "e.docx", "content": ""}, {}, call), scratch, "e.docx")
+def test_an_empty_document_is_still_a_document(call: ScriptCall, scratch: Path, worker: Worker) -> None:
+    document = result_file(make_docx({"name": "e.docx", "content": ""}, {}, call, worker), scratch, "e.docx")
     assert [p.text for p in document.paragraphs] == []
 
 
@@ -229,17 +281,19 @@ def test_an_empty_document_is_still_a_document(call: ScriptCall, scratch: Path) 
     ],
 )
 def test_a_bad_name_is_refused_and_nothing_is_written(
-    name: JSONValue, reason: str, call: ScriptCall, project: Path
+    name: JSONValue, reason: str, call: ScriptCall, project: Path, worker: Worker
 ) -> None:
     before = all_files(project)
-    message = failure(make_docx, {"name": name, "content": "# x"}, call)
+    message = failure(make_docx, {"name": name, "content": "# x"}, call, worker)
     assert message.startswith("make_docx: ") and reason in message
     assert all_files(project) == before
 
 
-def test_fifty_megabytes_of_markdown_are_refused_before_any_work(call: ScriptCall, project: Path) -> None:
+def test_fifty_megabytes_of_markdown_are_refused_before_any_work(
+    call: ScriptCall, project: Path, worker: Worker
+) -> None:
     before = all_files(project)
-    message = failure(make_docx, {"name": "big.docx", "content": "# x\n" * (50 << 18)}, call)
+    message = failure(make_docx, {"name": "big.docx", "content": "# x\n" * (50 << 18)}, call, worker)
     assert message == (
         "make_docx: content is 52,428,800 characters, over the 1,000,000-character limit "
         "(max_content_chars in make_docx.yaml); split the document"
@@ -247,38 +301,42 @@ def test_fifty_megabytes_of_markdown_are_refused_before_any_work(call: ScriptCal
     assert all_files(project) == before
 
 
-def test_the_yaml_sets_the_content_limit(call: ScriptCall) -> None:
-    message = failure(make_docx, {"name": "a.docx", "content": "x" * 11}, call, {"max_content_chars": 10})
+def test_the_yaml_sets_the_content_limit(call: ScriptCall, worker: Worker) -> None:
+    message = failure(
+        make_docx, {"name": "a.docx", "content": "x" * 11}, call, worker, {"max_content_chars": 10}
+    )
     assert "11 characters, over the 10-character limit" in message
-    bad = failure(make_docx, {"name": "a.docx", "content": "x"}, call, {"max_content_chars": "many"})
+    bad = failure(make_docx, {"name": "a.docx", "content": "x"}, call, worker, {"max_content_chars": "many"})
     assert bad == "the tool's YAML: max_content_chars must be a positive integer, got string 'many'"
 
 
-def test_content_that_is_not_text_is_refused(call: ScriptCall) -> None:
-    message = failure(make_docx, {"name": "a.docx", "content": ["# x"]}, call)
+def test_content_that_is_not_text_is_refused(call: ScriptCall, worker: Worker) -> None:
+    message = failure(make_docx, {"name": "a.docx", "content": ["# x"]}, call, worker)
     assert message == 'make_docx: content must be Markdown text, got array ["# x"]'
 
 
-def test_without_a_session_there_is_no_scratch_folder_to_write_to(kernel: Kernel) -> None:
-    message = failure(make_docx, {"name": "a.docx", "content": "x"}, ScriptCall(kernel.caller(), "office"))
+def test_without_a_session_there_is_no_scratch_folder_to_write_to(kernel: Kernel, worker: Worker) -> None:
+    message = failure(
+        make_docx, {"name": "a.docx", "content": "x"}, ScriptCall(kernel.caller(), "office"), worker
+    )
     assert message.startswith("no temp dir: make_docx writes only inside a session's temp dir")
 
 
-def test_the_scratch_limits_of_fs_write_bytes_hold(tmp_path: Path) -> None:
+def test_the_scratch_limits_of_fs_write_bytes_hold(tmp_path: Path, worker: Worker) -> None:
     config = load_kernel_config(write_kernel_yaml(tmp_path, "files:\n  max_write_bytes: 1000\n"))
     call = ScriptCall(Kernel(config).caller(session_id="s-1", user_id="u-1"), "office")
-    message = failure(make_docx, {"name": "a.docx", "content": "# x"}, call)
+    message = failure(make_docx, {"name": "a.docx", "content": "# x"}, call, worker)
     assert message.startswith("make_docx: content is ") and "(files.max_write_bytes)" in message
 
 
 def test_a_link_planted_at_the_name_is_replaced_not_followed(
-    call: ScriptCall, scratch: Path, tmp_path: Path
+    call: ScriptCall, scratch: Path, tmp_path: Path, worker: Worker
 ) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("original")
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "r.docx").symlink_to(victim)
-    message = failure(make_docx, {"name": "r.docx", "content": "# x"}, call)
+    message = failure(make_docx, {"name": "r.docx", "content": "# x"}, call, worker)
     assert "link" in message
     assert victim.read_text() == "original"
 
@@ -300,8 +358,8 @@ def document_text(document: Document) -> str:
     return "\n".join(parts)
 
 
-def test_the_default_contract_is_filled_everywhere(call: ScriptCall, scratch: Path) -> None:
-    result = fill_contract({"name": "dogovor.docx", "data": CONTRACT}, {}, call)
+def test_the_default_contract_is_filled_everywhere(call: ScriptCall, scratch: Path, worker: Worker) -> None:
+    result = fill_contract({"name": "dogovor.docx", "data": CONTRACT}, {}, call, worker)
     document = result_file(result, scratch, "dogovor.docx")
     text = document_text(document)
     assert "{{" not in text and "}}" not in text
@@ -332,12 +390,12 @@ def split_template() -> bytes:
 
 
 def test_fields_split_across_runs_in_headers_footers_and_tables_are_filled(
-    call: ScriptCall, scratch: Path
+    call: ScriptCall, scratch: Path, worker: Worker
 ) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "mine.docx").write_bytes(split_template())
     data: JSONObject = {"client": "Иванов", "amount": 99.5, "date": "сегодня", "extra": "x"}
-    result = fill_contract({"name": "out.docx", "template": "mine.docx", "data": data}, {}, call)
+    result = fill_contract({"name": "out.docx", "template": "mine.docx", "data": data}, {}, call, worker)
     document = result_file(result, scratch, "out.docx")
     runs = document.paragraphs[0].runs
     assert document.paragraphs[0].text == "Клиент: Иванов, сумма 99.5 руб., Иванов ещё раз."
@@ -348,9 +406,9 @@ def test_fields_split_across_runs_in_headers_footers_and_tables_are_filled(
     assert isinstance(result, dict) and "not in the template, so unused: extra" in str(result["content"])
 
 
-def test_missing_fields_are_named_all_of_them(call: ScriptCall, project: Path) -> None:
+def test_missing_fields_are_named_all_of_them(call: ScriptCall, project: Path, worker: Worker) -> None:
     before = all_files(project)
-    message = failure(fill_contract, {"name": "d.docx", "data": {"client": "x"}}, call)
+    message = failure(fill_contract, {"name": "d.docx", "data": {"client": "x"}}, call, worker)
     assert message == (
         "fill_contract: template dogovor.docx (the default contract): "
         "data has no value for the template's field(s): date, amount"
@@ -362,15 +420,17 @@ def test_missing_fields_are_named_all_of_them(call: ScriptCall, project: Path) -
     ("data", "kind"),
     [([1, 2], "array [1, 2]"), ("client", "string 'client'"), (None, "null"), (7, "number 7")],
 )
-def test_data_that_is_not_an_object_is_refused(data: JSONValue, kind: str, call: ScriptCall) -> None:
-    message = failure(fill_contract, {"name": "d.docx", "data": data}, call)
+def test_data_that_is_not_an_object_is_refused(
+    data: JSONValue, kind: str, call: ScriptCall, worker: Worker
+) -> None:
+    message = failure(fill_contract, {"name": "d.docx", "data": data}, call, worker)
     assert message.startswith("fill_contract: data must be an object of field values")
     assert message.endswith(f"got {kind}")
 
 
-def test_values_that_are_not_text_or_numbers_are_named(call: ScriptCall) -> None:
+def test_values_that_are_not_text_or_numbers_are_named(call: ScriptCall, worker: Worker) -> None:
     data: JSONObject = {"client": {"name": "x"}, "date": True, "amount": None}
-    message = failure(fill_contract, {"name": "d.docx", "data": data}, call)
+    message = failure(fill_contract, {"name": "d.docx", "data": data}, call, worker)
     assert message.endswith(
         "data values must be text or numbers; not so for: date (a boolean), client (an object), amount (null)"
     )
@@ -384,12 +444,12 @@ def template_with(text: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_expressions_are_refused_not_evaluated(call: ScriptCall, scratch: Path) -> None:
+def test_expressions_are_refused_not_evaluated(call: ScriptCall, scratch: Path, worker: Worker) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     text = "{{ client | upper }} {{ 7*7 }} {{ ''.__class__ }} {{client}}"
     (scratch / "jinja.docx").write_bytes(template_with(text))
     message = failure(
-        fill_contract, {"name": "o.docx", "template": "jinja.docx", "data": {"client": "a"}}, call
+        fill_contract, {"name": "o.docx", "template": "jinja.docx", "data": {"client": "a"}}, call, worker
     )
     assert message == (
         "fill_contract: template 'jinja.docx': the template has fields that are not plain names: "
@@ -400,7 +460,7 @@ def test_expressions_are_refused_not_evaluated(call: ScriptCall, scratch: Path) 
 
 
 def test_the_templates_folder_comes_first_then_the_scratch_folder(
-    call: ScriptCall, scratch: Path, project: Path
+    call: ScriptCall, scratch: Path, project: Path, worker: Worker
 ) -> None:
     folder = project / "data" / "shared" / "docx_templates"
     folder.mkdir(parents=True)
@@ -409,7 +469,9 @@ def test_the_templates_folder_comes_first_then_the_scratch_folder(
     (scratch / "t.docx").write_bytes(template_with("из сессии {{client}}"))
     (scratch / "only.docx").write_bytes(template_with("только в сессии {{client}}"))
     for template, expected in (("t.docx", "операторский Пётр"), ("only.docx", "только в сессии Пётр")):
-        result = fill_contract({"name": "o.docx", "template": template, "data": {"client": "Пётр"}}, {}, call)
+        result = fill_contract(
+            {"name": "o.docx", "template": template, "data": {"client": "Пётр"}}, {}, call, worker
+        )
         assert result_file(result, scratch, "o.docx").paragraphs[0].text == expected
     other = project / "elsewhere"
     other.mkdir()
@@ -418,12 +480,13 @@ def test_the_templates_folder_comes_first_then_the_scratch_folder(
         {"name": "o.docx", "template": "t.docx", "data": {"client": "Пётр"}},
         {"templates_dir": "elsewhere"},
         call,
+        worker,
     )
     assert result_file(result, scratch, "o.docx").paragraphs[0].text == "из конфигурации Пётр"
 
 
 def test_a_template_name_is_a_plain_name_and_links_are_not_followed(
-    call: ScriptCall, project: Path, tmp_path: Path
+    call: ScriptCall, project: Path, tmp_path: Path, worker: Worker
 ) -> None:
     secret = tmp_path / "secret.docx"
     secret.write_bytes(template_with("секрет {{client}}"))
@@ -431,17 +494,17 @@ def test_a_template_name_is_a_plain_name_and_links_are_not_followed(
     folder.mkdir(parents=True)
     (folder / "link.docx").symlink_to(secret)
     message = failure(
-        fill_contract, {"name": "o.docx", "template": "link.docx", "data": {"client": "x"}}, call
+        fill_contract, {"name": "o.docx", "template": "link.docx", "data": {"client": "x"}}, call, worker
     )
     assert message.startswith("fill_contract: template 'link.docx' in data/shared/docx_templates: ")
     assert "link" in message.removeprefix("fill_contract: template 'link.docx'")
     for name in ("../secret.docx", str(secret)):
-        message = failure(fill_contract, {"name": "o.docx", "template": name, "data": {}}, call)
+        message = failure(fill_contract, {"name": "o.docx", "template": name, "data": {}}, call, worker)
         assert "has a path in it" in message
 
 
-def test_an_unknown_template_names_where_it_was_looked_for(call: ScriptCall) -> None:
-    message = failure(fill_contract, {"name": "o.docx", "template": "nowhere.docx", "data": {}}, call)
+def test_an_unknown_template_names_where_it_was_looked_for(call: ScriptCall, worker: Worker) -> None:
+    message = failure(fill_contract, {"name": "o.docx", "template": "nowhere.docx", "data": {}}, call, worker)
     assert message == (
         "fill_contract: template 'nowhere.docx' is neither in data/shared/docx_templates "
         "nor in the session's scratch folder"
@@ -486,19 +549,19 @@ def spreadsheet() -> bytes:
     ],
 )
 def test_a_template_that_is_not_a_docx_is_refused(
-    content: bytes, reason: str, call: ScriptCall, scratch: Path
+    content: bytes, reason: str, call: ScriptCall, scratch: Path, worker: Worker
 ) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "fake.docx").write_bytes(content)
-    message = failure(fill_contract, {"name": "o.docx", "template": "fake.docx", "data": {}}, call)
+    message = failure(fill_contract, {"name": "o.docx", "template": "fake.docx", "data": {}}, call, worker)
     assert message.startswith("fill_contract: template 'fake.docx' is not a Word .docx file ")
     assert reason in message
     assert sorted(os.listdir(scratch)) == ["fake.docx"]
 
 
-def test_a_template_that_unpacks_too_big_is_refused_unopened(call: ScriptCall) -> None:
+def test_a_template_that_unpacks_too_big_is_refused_unopened(call: ScriptCall, worker: Worker) -> None:
     config: JSONObject = {"max_template_unpacked_bytes": 10_000}
-    message = failure(fill_contract, {"name": "o.docx", "data": CONTRACT}, call, config)
+    message = failure(fill_contract, {"name": "o.docx", "data": CONTRACT}, call, worker, config)
     assert message.startswith("fill_contract: template dogovor.docx (the default contract) unpacks to ")
     assert message.endswith(
         "bytes, over the 10,000-byte limit (max_template_unpacked_bytes in fill_contract.yaml)"

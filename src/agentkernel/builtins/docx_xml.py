@@ -11,12 +11,21 @@ parses the whole body once with python-docx's own parser and moves it
 into the document before its section properties. python-docx still opens
 the package, owns the styles, numbering and relationships parts, and
 saves; the XML is the one its `add_*` methods would have made.
+
+The move is piecewise (`_adopt`): lxml fixes the namespaces of an element
+moved into another document node by node with a cache that misses for
+every node whose namespace was declared above it (and for every
+`xml:space`), so one move is quadratic in the size of what it carries —
+a paragraph of 10,000 runs or a table of 10,000 rows held the GIL for
+seconds. A small subtree is moved whole; a bigger one is made anew in the
+document, shallow, and its children adopted one by one: linear.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +40,7 @@ _NAMESPACES = (
     'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
     'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 )
+_MOVED_WHOLE = 64  # the most elements one lxml move carries (see `_adopt`)
 _TABLE_LOOK = (
     '<w:tblLook w:firstColumn="1" w:firstRow="1" w:lastColumn="0" w:lastRow="0" '
     'w:noHBand="0" w:noVBand="1" w:val="04A0"/>'
@@ -58,7 +68,8 @@ class Node:
 class DocxWriter:
     """Collects blocks for the end of `document`'s body; `finish` puts them there.
 
-    Style ids are looked up (or our styles added) once per name (`id`).
+    Style ids are looked up (or our styles added) once per name (`id`), and
+    a link's relationship made once per address (`hyperlink`).
     """
 
     def __init__(self, document: Document) -> None:
@@ -66,6 +77,10 @@ class DocxWriter:
         self.ids: dict[str, str] = {}
         self.blocks: list[Node] = []
         self._width: int | None = None
+        self._links: dict[str, str] = {}  # href → the id of its relationship
+        self._next_link: int | None = None
+        self._list_definitions: dict[str, int] = {}  # a list style → its abstractNumId
+        self._next_num: int | None = None
 
     def id(self, name: str) -> str:
         """The id of the style called `name` (the template's, or ours added on first use)."""
@@ -114,12 +129,30 @@ class DocxWriter:
 
     def hyperlink(self, paragraph: Node, href: str) -> Node:
         """A <w:hyperlink> to the external `href` at the end of `paragraph`; runs go inside it."""
-        from docx.opc.constants import RELATIONSHIP_TYPE
-
-        relation = self.document.part.relate_to(href, RELATIONSHIP_TYPE.HYPERLINK, is_external=True)
+        relation = self._links.get(href)
+        if relation is None:
+            relation = self._links[href] = self._new_link(href)
         link = Node(f'<w:hyperlink r:id="{escape(relation)}">', "</w:hyperlink>")
         paragraph.inner.append(link)
         return link
+
+    def _new_link(self, href: str) -> str:
+        """A new external hyperlink relationship of the document's part; its id.
+
+        Not `part.relate_to`: it searches every relationship for one to the
+        same target, then every id for a free one, so 20,000 links took
+        minutes. The ids go on from the highest the part had, found once.
+        """
+        from docx.opc.constants import RELATIONSHIP_TYPE
+
+        rels = self.document.part.rels
+        if self._next_link is None:
+            taken = (int(rid[3:]) for rid in rels if rid.startswith("rId") and rid[3:].isdigit())
+            self._next_link = max(taken, default=0) + 1
+        rid = f"rId{self._next_link}"
+        self._next_link += 1
+        rels.add_relationship(RELATIONSHIP_TYPE.HYPERLINK, href, rid, is_external=True)
+        return rid
 
     def rule(self) -> None:
         """A horizontal rule: an empty paragraph with a bottom border."""
@@ -132,13 +165,30 @@ class DocxWriter:
         A "List Number" style carries one numbering shared by every paragraph
         of that style, which would make the second list of a document go on
         from the first; a new <w:num> over the same definition with a start
-        override is how Word itself restarts a list.
+        override is how Word itself restarts a list. Not python-docx's
+        `add_num`: it looks for a free numId among all of them, each time in
+        a list, so 2,000 numbered lists took 18 s; ids go on from the highest
+        the part had, found once, and each style's definition is found once.
         """
+        from docx.oxml.ns import qn
+        from docx.oxml.numbering import CT_Num
+
         numbering = self.document.part.numbering_part.element
-        shared = self.document.styles[style].element.pPr.numPr.numId.val
-        num = numbering.add_num(numbering.num_having_numId(shared).abstractNumId.val)
+        abstract = self._list_definitions.get(style)
+        if abstract is None:
+            shared = self.document.styles[style].element.pPr.numPr.numId.val
+            abstract = self._list_definitions[style] = numbering.num_having_numId(shared).abstractNumId.val
+        if self._next_num is None:
+            self._next_num = max((int(n) for n in numbering.xpath("./w:num/@w:numId")), default=0) + 1
+        num_id, self._next_num = self._next_num, self._next_num + 1
+        num = CT_Num.new(num_id, abstract)  # type: ignore[no-untyped-call]  # python-docx's oxml is untyped
         num.add_lvlOverride(ilvl=0).add_startOverride(start)
-        return int(num.numId)
+        last = numbering.find(qn("w:numIdMacAtCleanup"))  # the one element that comes after every <w:num>
+        if last is None:
+            numbering.append(num)
+        else:
+            last.addprevious(num)
+        return num_id
 
     def table(self, rows: int, columns: int) -> list[list[Node]]:
         """A "Table Grid" table at the end of the body (as `add_table` makes it); each cell's paragraph."""
@@ -171,11 +221,30 @@ class DocxWriter:
         body = self.document.element.body
         end = body.find(qn("w:sectPr"))
         for element in list(parsed):
-            if end is not None:
-                end.addprevious(element)
-            else:
-                body.append(element)
+            _adopt(element, body, end)
         self.blocks = []
+
+
+def _adopt(element: Any, parent: Any, before: Any | None) -> None:
+    """Move `element` (of another document) into `parent`, before `before` (or last), in linear time.
+
+    A subtree of at most `_MOVED_WHOLE` elements moves in one step; a bigger
+    one is copied shallow (tag and attributes: text sits only in small leaves) into `parent`'s document
+    and its children follow one by one, so no single move carries much.
+    """
+    if next(islice(element.iter(), _MOVED_WHOLE, None), None) is None:
+        if before is not None:
+            before.addprevious(element)
+        else:
+            parent.append(element)
+        return
+    shell = parent.makeelement(element.tag, dict(element.attrib))
+    if before is not None:
+        before.addprevious(shell)
+    else:
+        parent.append(shell)
+    for child in list(element):
+        _adopt(child, shell, None)
 
 
 def _style(document: Document, name: str) -> Any:

@@ -6,20 +6,20 @@ are tools like any other (`kind: python_tool`, ISSUE15 §2): the one
 dispatch path checks access and arguments, and a failure is a ScriptError
 whose text the caller sees.
 
-Both write only where `fs_write_bytes` writes, by its very function
+This module is their kernel side: what a caller hands in is checked before
+any work (the name, the size of the Markdown, the type of `data`), a
+template is read through the files service's confined reads, and the
+result is written where `fs_write_bytes` writes, by its very function
 (`write_scratch_file`): the session's scratch folder, a plain file name
-(never a path), within `files.max_write_bytes` and the scratch quota. Both
-return a `file` block whose `path` the server swaps for a download id
-(server/downloads.py). Everything a caller hands in is checked before any
-work: the name, the size of the Markdown, the type of `data`, and a
-template is read through the files service's confined reads and must be a
-real .docx whose unpacked size is bounded (a zip bomb is refused unread).
+(never a path), within `files.max_write_bytes` and the scratch quota. The
+document itself is made by `worker` (office_work.py, in a process the
+call's deadline kills), since hostile Markdown or a hostile template can
+make that work as long as they like. Both tools return a `file` block
+whose `path` the server swaps for a download id (server/downloads.py).
 """
 
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,8 +28,7 @@ from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
-    from docx.document import Document
-
+    from agentkernel.builtins import Worker
     from agentkernel.scripting.helper_table import ScriptCall
     from agentkernel.services.files import FilesService
 
@@ -39,16 +38,9 @@ MAX_CONTENT_CHARS = 1_000_000  # make_docx's `content`, unless the YAML's max_co
 MAX_UNPACKED_BYTES = 64 << 20  # a template's files, unzipped, unless max_template_unpacked_bytes says so
 TEMPLATES_DIR = "data/shared/docx_templates"  # fill_contract's templates, unless templates_dir says so
 _MAX_NAME_CHARS = 200
-# the main part's content types python-docx opens: .docx, .docm, .dotx, .dotm
-_WORD_MAIN_TYPES = (
-    b"wordprocessingml.document.main+xml",
-    b"wordprocessingml.template.main+xml",
-    b"ms-word.document.macroEnabled.main+xml",
-    b"ms-word.template.macroEnabledTemplate.main+xml",
-)
 
 
-def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONValue:
+def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Worker) -> JSONValue:
     """Markdown `content` → the Word file `name` in the session's scratch folder, offered as a file block."""
     name = _docx_name("make_docx", args.get("name"), "name")
     content = args.get("content")
@@ -60,11 +52,10 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONVal
             f"make_docx: content is {len(content):,} characters, over the {limit:,}-character limit "
             "(max_content_chars in make_docx.yaml); split the document"
         )
-    from agentkernel.builtins.markdown_docx import markdown_document
+    from agentkernel.builtins.office_work import render_markdown
 
-    document = markdown_document(content)
-    path = _save("make_docx", call, name, document)
-    paragraphs, tables = len(document.paragraphs), len(document.tables)
+    made, paragraphs, tables = worker(render_markdown, content)
+    path = _write("make_docx", call, name, made)
     summary = (
         f"{name} is ready: a Word document of {_counted(paragraphs, 'paragraph')} "
         f"and {_counted(tables, 'table')}; the user can download it."
@@ -72,9 +63,9 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONVal
     return _result(summary, name, path)
 
 
-def fill_contract(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONValue:
+def fill_contract(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Worker) -> JSONValue:
     """The .docx `template` with its `{{field}}`s filled from `data`, written as `name`; a file block."""
-    from agentkernel.builtins.docx_fields import FieldProblem, field_names, field_values, fill_fields
+    from agentkernel.builtins.office_work import fill_template
 
     name = _docx_name("fill_contract", args.get("name"), "name")
     data = args.get("data")
@@ -84,13 +75,9 @@ def fill_contract(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSO
             f'{{"client": "ООО Ромашка", "amount": 150000}}; got {_kind(data)}'
         )
     template, shown = _template(args.get("template"), config, call)
-    document = _open_docx(template, shown, config)
-    try:
-        names = field_names(document)
-        fill_fields(document, field_values(data, names))
-    except FieldProblem as problem:
-        raise ScriptError(f"fill_contract: template {shown}: {problem}") from None
-    path = _save("fill_contract", call, name, document)
+    max_unpacked = _setting(config, "max_template_unpacked_bytes", MAX_UNPACKED_BYTES)
+    filled, names = worker(fill_template, template, shown, data, max_unpacked)
+    path = _write("fill_contract", call, name, filled)
     unused = sorted(set(data) - set(names))
     summary = f"{name} is ready: {shown} with {len(names)} field(s) filled ({', '.join(names) or 'none'})"
     if unused:
@@ -142,14 +129,12 @@ def _result(summary: str, name: str, path: str) -> JSONObject:
     return {"success": True, "content": summary, "visual": [block]}
 
 
-def _save(tool: str, call: ScriptCall, name: str, document: Document) -> str:
-    """Write the document where fs_write_bytes would, by its rules; the absolute path written."""
+def _write(tool: str, call: ScriptCall, name: str, data: bytes) -> str:
+    """Write the file where fs_write_bytes would, by its rules; the absolute path written."""
     from agentkernel.helpers.files import write_scratch_file
 
-    buffer = io.BytesIO()
-    document.save(buffer)
     try:
-        return write_scratch_file(tool, call, name, buffer.getvalue())
+        return write_scratch_file(tool, call, name, data)
     except HelperError as exc:
         raise ScriptError(str(exc)) from None
 
@@ -204,37 +189,6 @@ def _read_in(service: FilesService, folder: Path, name: str, where: str) -> byte
         return None
     except PathRefused as exc:
         raise ScriptError(f"fill_contract: template {shown_value(name)} in {where}: {exc}") from None
-
-
-def _open_docx(data: bytes, shown: str, config: JSONObject) -> Document:
-    """The template as a python-docx Document, or a ScriptError saying it is not a Word .docx file."""
-    from docx import Document as open_document
-
-    limit = _setting(config, "max_template_unpacked_bytes", MAX_UNPACKED_BYTES)
-    not_docx = f"fill_contract: template {shown} is not a Word .docx file"
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            members = archive.infolist()
-    except zipfile.BadZipFile:
-        raise ScriptError(f"{not_docx} (it is not even a zip archive)") from None
-    unpacked = sum(member.file_size for member in members)
-    if unpacked > limit:
-        raise ScriptError(
-            f"fill_contract: template {shown} unpacks to {unpacked:,} bytes, over the {limit:,}-byte "
-            "limit (max_template_unpacked_bytes in fill_contract.yaml)"
-        )
-    names = {member.filename for member in members}
-    if "[Content_Types].xml" not in names or "word/document.xml" not in names:
-        raise ScriptError(f"{not_docx} (a zip archive without [Content_Types].xml and word/document.xml)")
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        types = archive.read("[Content_Types].xml")
-    if not any(kind in types for kind in _WORD_MAIN_TYPES):
-        raise ScriptError(f"{not_docx} (no Word document inside: an .xlsx or .pptx renamed?)")
-    try:
-        return open_document(io.BytesIO(data))
-    except Exception as exc:  # python-docx raises KeyError, ValueError, lxml and zip errors alike
-        reason = f"{type(exc).__name__}: {exc}"
-        raise ScriptError(f"{not_docx} (python-docx cannot read it: {shown_value(reason)})") from None
 
 
 __all__ = ["DOCX_MIME", "fill_contract", "make_docx"]

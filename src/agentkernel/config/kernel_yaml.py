@@ -63,6 +63,7 @@ KERNEL_SCHEMA: Schema = {
                 "builtins": {"type": "boolean"},
                 "max_workers": {"type": "integer", "minimum": 1},
                 "max_workers_per_user": {"type": "integer", "minimum": 1},
+                "python_workers": {"type": "integer", "minimum": 1, "maximum": 64},
             },
         },
         "limits": LIMITS_SCHEMA,
@@ -107,6 +108,7 @@ class KernelConfig:
     builtins: bool = True  # the package's built-in tools and hooks load after the project's (issue 15)
     script_workers: int = SCRIPT_WORKERS  # `scripts.max_workers`
     script_workers_per_user: int = SCRIPT_WORKERS_PER_USER  # `scripts.max_workers_per_user`
+    python_workers: int = 2  # worker processes python_tool built-ins run in, at most (tools/isolated.py)
     path: Path | None = None
     http: HttpConfig = field(default_factory=HttpConfig)
     shell: ShellSettings = field(default_factory=ShellSettings)
@@ -235,6 +237,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         builtins=scripts.get("builtins", True),
         script_workers=scripts.get("max_workers", SCRIPT_WORKERS),
         script_workers_per_user=scripts.get("max_workers_per_user", SCRIPT_WORKERS_PER_USER),
+        python_workers=scripts.get("python_workers", 2),
         path=path,
         http=http_config(data.get("http", {}), where),
         shell=shell_settings(data.get("shell", {}), where),

@@ -24,7 +24,8 @@ from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.tools.history import ToolResultHistory
-from agentkernel.tools.python_tools import run_python_tool
+from agentkernel.tools.isolated import WorkerPool
+from agentkernel.tools.python_tools import pool_worker, run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.types import JSONValue
@@ -97,6 +98,7 @@ class Dispatcher:
         host: ScriptHost,
         limits: KernelLimits,
         history: ToolResultHistory,
+        workers: WorkerPool,
         *,
         pool: FairPool,
         home: KernelLoop | None = None,
@@ -105,6 +107,7 @@ class Dispatcher:
         self.host = host
         self.limits = limits
         self.history = history
+        self.workers = workers  # the processes python_tool built-ins do their work in
         self.pool = pool  # where asynchronous calls run, shared fairly between users
         self.home = home  # told which event loop runs the kernel's async work (services/kernel_loop.py)
 
@@ -191,7 +194,7 @@ class Dispatcher:
         value: JSONValue | NoValue
         try:
             if spec.function is not None:
-                value = run_python_tool(spec, args, call)
+                value = run_python_tool(spec, args, call, pool_worker(self.workers, spec.name, budget))
             else:
                 value = self.host.call(spec.script, "run", [args], [spec.raw], call)
         except ScriptLimitError as exc:

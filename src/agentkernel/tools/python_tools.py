@@ -2,30 +2,36 @@
 
 A python_tool's YAML names `function: module:callable`, always below
 agentkernel.builtins (config/scripts.py refuses the kind anywhere else).
-The callable takes what a script's `run` takes plus the call itself:
+The callable takes what a script's `run` takes plus the call and a worker:
 
-    def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall) -> JSONValue
+    def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Worker) -> JSONValue
 
 `call` is the `ScriptCall` helpers receive (the caller, its budget and
 deadline, the kernel's limits), so a built-in reaches the kernel's services
-through the same doors scripts do. What it returns is normalised like a
-script's result; a `ScriptError` it raises is a failed result with that
-message. The module is imported on the tool's first call, never at load.
+through the same doors scripts do, in the kernel. `worker` runs the part
+untrusted input can make expensive in a worker process that the call's
+deadline kills and its memory limit caps (tools/isolated.py): a Python
+function cannot be stopped on a thread, and would hold the GIL for every
+other user meanwhile. What the tool returns is normalised like a script's
+result; a `ScriptError` it raises is a failed result with that message.
+The module is imported on the tool's first call, never at load.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import cast
+from typing import Any, TypeVar, cast
 
-from agentkernel.builtins import PACKAGE
-from agentkernel.config import ToolSpec
+from agentkernel.builtins import PACKAGE, Worker
+from agentkernel.config import CallBudget, ToolSpec
 from agentkernel.errors import ScriptError
 from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.tools.isolated import WorkerPool
 from agentkernel.types import JSONObject, JSONValue
 
-PythonTool = Callable[[JSONValue, JSONObject, ScriptCall], JSONValue]
+PythonTool = Callable[[JSONValue, JSONObject, ScriptCall, Worker], JSONValue]
+T = TypeVar("T")
 
 
 def python_function(spec: ToolSpec) -> PythonTool:
@@ -44,9 +50,18 @@ def python_function(spec: ToolSpec) -> PythonTool:
     return cast(PythonTool, found)
 
 
-def run_python_tool(spec: ToolSpec, args: JSONValue, call: ScriptCall) -> JSONValue:
-    """Call the tool's function with its arguments, its YAML (`config`) and the call."""
-    return python_function(spec)(args, spec.raw, call)
+def pool_worker(pool: WorkerPool, label: str, budget: CallBudget) -> Worker:
+    """A `Worker` running each function in `pool` within `budget`; `label` names the tool in errors."""
+
+    def worker(function: Callable[..., T], /, *args: Any) -> T:
+        return pool.run(label, budget, function, *args)
+
+    return worker
 
 
-__all__ = ["PythonTool", "python_function", "run_python_tool"]
+def run_python_tool(spec: ToolSpec, args: JSONValue, call: ScriptCall, worker: Worker) -> JSONValue:
+    """Call the tool's function with its arguments, its YAML (`config`), the call and its worker."""
+    return python_function(spec)(args, spec.raw, call, worker)
+
+
+__all__ = ["PythonTool", "pool_worker", "python_function", "run_python_tool"]
