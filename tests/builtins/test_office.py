@@ -98,7 +98,7 @@ def worker(pool: WorkerPool, kernel: Kernel) -> Worker:
     """A worker within the kernel's limits, as a tool that sets none of its own gets."""
     limits = kernel.config.limits
     own = ScriptLimits(limits.max_operations, limits.timeout_secs, limits.memory_limit_mb << 20, 1 << 20)
-    return pool_worker(pool, "office", CallBudget.starting_now(own))
+    return pool_worker(pool, "office", CallBudget.starting_now(own), "tester")
 
 
 @pytest.fixture

@@ -140,12 +140,12 @@ def test_close_ends_idle_and_busy_workers() -> None:
     idle = warm(two)
     failures: list[str] = []
 
-    def slow() -> None:
+    def slow(user: str) -> None:
         with pytest.raises(ScriptError) as stopped:
-            two.run("t", budget(), time.sleep, 60)
+            two.run("t", budget(), time.sleep, 60, user=user)
         failures.append(str(stopped.value))
 
-    callers = [threading.Thread(target=slow) for _ in range(2)]
+    callers = [threading.Thread(target=slow, args=(user,)) for user in ("ann", "bob")]
     for caller in callers:
         caller.start()
     wait_until(lambda: len(two.pids()) == 2, "a second worker for the second sleeper")
@@ -159,3 +159,29 @@ def test_close_ends_idle_and_busy_workers() -> None:
     with pytest.raises(ScriptError, match="the kernel is closing"):
         two.run("t", budget(), operator.add, 1, 2)
     two.close()  # twice is harmless
+
+
+def test_one_user_never_holds_every_worker_while_another_waits() -> None:
+    """Two workers: ann's first long call holds one, her second waits though the other is free, and bob's
+    call runs at once on it (before, ann's two calls held both and bob's timed out waiting); when ann's
+    first ends, her second gets its turn."""
+    two = WorkerPool(2)
+    answers: dict[str, object] = {}
+
+    def ann(which: str, secs: float) -> None:
+        answers[which] = two.run("t", budget(), time.sleep, secs, user="ann")
+
+    first = threading.Thread(target=ann, args=("first", 2.0))
+    second = threading.Thread(target=ann, args=("second", 2.0))
+    try:
+        first.start()
+        wait_until(lambda: len(two.pids()) == 1, "ann's first call in a worker")
+        second.start()
+        wait_until(lambda: two.waiting("ann") == 1, "ann's second call waiting for her turn")
+        assert two.run("bob's", budget(1.5), operator.add, 1, 2, user="bob") == 3
+        assert "first" not in answers  # bob's ran while ann's first still held its worker
+        first.join(timeout=30)
+        second.join(timeout=30)
+        assert answers == {"first": None, "second": None}
+    finally:
+        two.close()

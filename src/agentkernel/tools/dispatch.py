@@ -194,7 +194,9 @@ class Dispatcher:
         value: JSONValue | NoValue
         try:
             if spec.function is not None:
-                value = run_python_tool(spec, args, call, pool_worker(self.workers, spec.name, budget))
+                value = run_python_tool(
+                    spec, args, call, pool_worker(self.workers, spec.name, budget, caller.user_id)
+                )
             else:
                 value = self.host.call(spec.script, "run", [args], [spec.raw], call)
         except ScriptLimitError as exc:

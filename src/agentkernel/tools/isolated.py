@@ -22,7 +22,10 @@ them. Starting one imports python-docx (a few hundred milliseconds of its
 own CPU), so the pool keeps up to `size` of them, started on first use and
 reused call after call; a killed one is replaced at once. `close` kills
 them all; a pool never closed kills its workers when it is collected or
-at exit.
+at exit. The workers are shared fairly between users (fair_share.py): a
+freed worker goes to the waiting user with the fewest calls running, and
+no user has more than half of them (at least one) at once: one user's
+long documents never take every worker.
 """
 
 from __future__ import annotations
@@ -41,10 +44,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.fair_share import FairQueue, Key
 from agentkernel.tools.worker_process import READY, FrameTooLarge, receive_frame, send_frame
 
 log = logging.getLogger("agentkernel.workers")
@@ -136,6 +141,13 @@ class _Worker:
         return code
 
 
+@dataclass(eq=False)
+class _Ticket:
+    """One call waiting for a worker: `worker` is set when its turn comes."""
+
+    worker: _Worker | None = None
+
+
 class WorkerPool:
     """Up to `size` worker processes, each running one call at a time; `run` is the one entry.
 
@@ -151,11 +163,18 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._changed = threading.Condition()
+        self._turns: FairQueue[_Ticket] = FairQueue(max(1, size // 2))  # calls waiting for a worker, per user
         self._closed = False
         self._finalizer = weakref.finalize(self, _end_all, self._all)
 
-    def run(self, label: str, budget: CallBudget, function: Callable[..., T], *args: Any) -> T:
+    def run(
+        self, label: str, budget: CallBudget, function: Callable[..., T], *args: Any, user: Key = None
+    ) -> T:
         """`function(*args)` in a worker, ending by `budget.deadline`, within `budget.memory_limit_bytes`.
+
+        `user` is whose call it is: a freed worker goes to the waiting user
+        with the fewest calls running, and no user has more than half the
+        workers (at least one) at once.
 
         ScriptLimitError naming `timeout_secs` (the worker is killed) or
         `memory_limit_mb`; ScriptError with the text of a ScriptError the
@@ -166,8 +185,8 @@ class WorkerPool:
             (function, args, budget.memory_limit_bytes, budget.timeout_secs + _CPU_SLACK_SECS),
             protocol=pickle.HIGHEST_PROTOCOL,
         )
-        worker = self._take(label, budget)
-        kind, value = self._exchange(worker, request, label, budget)
+        worker = self._take(user, label, budget)
+        kind, value = self._exchange(worker, request, label, budget, user)
         if kind == "ok":
             return value  # type: ignore[no-any-return]
         if kind == "error":
@@ -176,7 +195,9 @@ class WorkerPool:
             raise _memory(label, budget, str(value))
         raise ScriptError(f"{label} failed in its worker process: {value}")
 
-    def _exchange(self, worker: _Worker, request: bytes, label: str, budget: CallBudget) -> tuple[str, Any]:
+    def _exchange(
+        self, worker: _Worker, request: bytes, label: str, budget: CallBudget, user: Key
+    ) -> tuple[str, Any]:
         """The worker's answer (kind, value); the worker back in the pool, or killed and replaced."""
         healthy = False
         try:
@@ -197,47 +218,78 @@ class WorkerPool:
                 raise ScriptError(f"{label}: stopped, the kernel is closing") from None
             raise _died(label, budget, status) from None
         finally:
-            self._give_back(worker, healthy)
+            self._give_back(worker, healthy, user)
 
-    def _take(self, label: str, budget: CallBudget) -> _Worker:
-        """An idle worker; a new one while there are fewer than `size`; else the first freed in time."""
+    def _take(self, user: Key, label: str, budget: CallBudget) -> _Worker:
+        """A worker for `user`'s call, when its turn comes (fair_share.py); ScriptLimitError past the deadline."""
+        ticket = _Ticket()
         with self._changed:
-            while True:
-                if self._closed:
-                    raise ScriptError(f"{label}: the kernel is closing; its worker processes are stopped")
-                while self._idle:
-                    worker = self._idle.pop(_first_ready(self._idle))
-                    if worker.alive():
-                        return worker
-                    self._forget(worker)
-                if len(self._all) < self.size:
-                    worker = _Worker(self.preload)
-                    self._all.add(worker)
-                    return worker
+            self._turns.push(user, ticket)
+            self._hand_out()
+            while ticket.worker is None:
                 left = budget.deadline - time.monotonic()
-                if left <= 0 or not self._changed.wait(left):
-                    raise ScriptLimitError(
-                        "timeout_secs",
-                        f"{label} exceeded timeout_secs ({budget.timeout_secs:g} s) waiting for one of the "
-                        f"{self.size} worker processes (scripts.python_workers), all busy",
-                    )
+                if self._closed or left <= 0 or not self._changed.wait(left):
+                    if self._turns.remove(user, ticket) or ticket.worker is None:
+                        raise self._not_taken(label, budget)
+                    self._give_back_locked(ticket.worker, True, user)  # handed over as it gave up
+                    raise self._not_taken(label, budget)
+            return ticket.worker
 
-    def _give_back(self, worker: _Worker, healthy: bool) -> None:
-        """Back to the idle ones; or killed, and a fresh one started in its place."""
+    def _not_taken(self, label: str, budget: CallBudget) -> ScriptError:
+        if self._closed:
+            return ScriptError(f"{label}: the kernel is closing; its worker processes are stopped")
+        return ScriptLimitError(
+            "timeout_secs",
+            f"{label} exceeded timeout_secs ({budget.timeout_secs:g} s) waiting for one of the "
+            f"{self.size} worker processes (scripts.python_workers), all busy",
+        )
+
+    def _hand_out(self) -> None:
+        """Give free workers (idle, or new while there are fewer than `size`) to the calls whose turn it is."""
+        while (self._idle or len(self._all) < self.size) and not self._closed:
+            chosen = self._turns.pop()
+            if chosen is None:
+                return
+            chosen[1].worker = self._free_worker()
+            self._changed.notify_all()
+
+    def _free_worker(self) -> _Worker:
+        """An idle worker that is alive (the ready ones first), else a new one; the caller checked there is room."""
+        while self._idle:
+            worker = self._idle.pop(_first_ready(self._idle))
+            if worker.alive():
+                return worker
+            self._forget(worker)
+        worker = _Worker(self.preload)
+        self._all.add(worker)
+        return worker
+
+    def _give_back(self, worker: _Worker, healthy: bool, user: Key) -> None:
+        """Back to the idle ones; or killed, and a fresh one started in its place. The next call's turn."""
         with self._changed:
-            if healthy and not self._closed:
-                self._idle.append(worker)
-            else:
-                self._forget(worker)
-                if not self._closed:
-                    fresh = _Worker(self.preload)
-                    self._all.add(fresh)
-                    self._idle.append(fresh)
-            self._changed.notify()
+            self._give_back_locked(worker, healthy, user)
+
+    def _give_back_locked(self, worker: _Worker, healthy: bool, user: Key) -> None:
+        if healthy and not self._closed:
+            self._idle.append(worker)
+        else:
+            self._forget(worker)
+            if not self._closed:
+                fresh = _Worker(self.preload)
+                self._all.add(fresh)
+                self._idle.append(fresh)
+        self._turns.finish(user)
+        self._hand_out()
+        self._changed.notify_all()
 
     def _forget(self, worker: _Worker) -> None:
         self._all.discard(worker)
         log.debug("worker process %s ended (status %s)", worker.process.pid, worker.end())
+
+    def waiting(self, user: Key) -> int:
+        """How many of `user`'s calls wait for their turn at a worker."""
+        with self._changed:
+            return self._turns.waiting(user)
 
     def pids(self) -> list[int]:
         """The worker processes' ids (what `close` ends)."""

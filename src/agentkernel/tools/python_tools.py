@@ -50,11 +50,12 @@ def python_function(spec: ToolSpec) -> PythonTool:
     return cast(PythonTool, found)
 
 
-def pool_worker(pool: WorkerPool, label: str, budget: CallBudget) -> Worker:
-    """A `Worker` running each function in `pool` within `budget`; `label` names the tool in errors."""
+def pool_worker(pool: WorkerPool, label: str, budget: CallBudget, user: str | None) -> Worker:
+    """A `Worker` running each function in `pool` within `budget`, as `user`'s call (its fair share);
+    `label` names the tool in errors."""
 
     def worker(function: Callable[..., T], /, *args: Any) -> T:
-        return pool.run(label, budget, function, *args)
+        return pool.run(label, budget, function, *args, user=user)
 
     return worker
 
