@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             with Kernel(load_kernel_config(config)) as kernel:
                 call = ScriptCall(kernel.caller(session_id="bench", user_id="bench"), "make_docx")
                 args: JSONObject = {"name": "page.docx", "content": PAGE}
-                worker = pool_worker(pool, "make_docx", budget())
+                worker = pool_worker(pool, "make_docx", budget(), "bench")
                 here = show(
                     "make_docx of a page, work in this process",
                     timed(lambda: make_docx(args, {}, call, in_process), runs),

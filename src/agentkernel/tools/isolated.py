@@ -221,7 +221,7 @@ class WorkerPool:
             self._give_back(worker, healthy, user)
 
     def _take(self, user: Key, label: str, budget: CallBudget) -> _Worker:
-        """A worker for `user`'s call, when its turn comes (fair_share.py); ScriptLimitError past the deadline."""
+        """A worker for `user`'s call when its turn comes (fair_share.py); ScriptLimitError past the deadline."""
         ticket = _Ticket()
         with self._changed:
             self._turns.push(user, ticket)
@@ -245,7 +245,7 @@ class WorkerPool:
         )
 
     def _hand_out(self) -> None:
-        """Give free workers (idle, or new while there are fewer than `size`) to the calls whose turn it is."""
+        """Free workers (idle, or new while there are fewer than `size`) to the calls whose turn it is."""
         while (self._idle or len(self._all) < self.size) and not self._closed:
             chosen = self._turns.pop()
             if chosen is None:
@@ -254,7 +254,7 @@ class WorkerPool:
             self._changed.notify_all()
 
     def _free_worker(self) -> _Worker:
-        """An idle worker that is alive (the ready ones first), else a new one; the caller checked there is room."""
+        """An idle worker that is alive (ready ones first), else a new one; the caller knows there is room."""
         while self._idle:
             worker = self._idle.pop(_first_ready(self._idle))
             if worker.alive():
