@@ -221,7 +221,7 @@ class WorkerPool:
             self._give_back(worker, healthy, user)
 
     def _take(self, user: Key, label: str, budget: CallBudget) -> _Worker:
-        """A worker for `user`'s call when its turn comes (fair_share.py); ScriptLimitError past the deadline."""
+        """A worker for `user`'s call when its turn comes (fair_share.py); ScriptLimitError past deadline."""
         ticket = _Ticket()
         with self._changed:
             self._turns.push(user, ticket)
