@@ -15,7 +15,7 @@ libraries (issue 8: start-up time).
 
 from __future__ import annotations
 
-from agentkernel.lazy_exports import lazy_getattr
+from agentkernel.util.lazy_exports import lazy_getattr
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 

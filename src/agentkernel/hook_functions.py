@@ -22,11 +22,11 @@ from collections.abc import Mapping
 
 from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ConfigError, ScriptError
-from agentkernel.near_miss import close_match
 from agentkernel.process import Caller
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
+from agentkernel.util.near_miss import close_match
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 # Stricter than for YAML keys: a helper such as `after_turn_count` is no typo.

@@ -22,7 +22,6 @@ from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
-from agentkernel.fair_pool import FairPool
 from agentkernel.helpers import default_helper_table
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
@@ -48,6 +47,7 @@ from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.fair_pool import FairPool
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop

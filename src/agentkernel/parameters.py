@@ -22,10 +22,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY
 
-from agentkernel.near_miss import close_match, did_you_mean
 from agentkernel.schema_bounds import SchemaBounds, schema_problem
 from agentkernel.schema_refs import remote_refs_problem
-from agentkernel.yaml_source import KeyPath, dotted
+from agentkernel.util.near_miss import close_match, did_you_mean
+from agentkernel.util.yaml_source import KeyPath, dotted
 
 _SUBSCHEMA = {"$dynamicRef": "#meta"}
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")

@@ -38,7 +38,7 @@ from typing import Any
 from agentkernel.errors import AgentKernelError
 from agentkernel.schema_cost import CostProblem, SchemaBounds, cost_problem
 from agentkernel.schema_patterns import patterns_problem
-from agentkernel.short_text import clip
+from agentkernel.util.short_text import clip
 
 UNBOUNDED_SECS = 30.0
 """The time a validation whose caller gave no deadline may take (a schema checked outside any call)."""

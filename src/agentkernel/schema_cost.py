@@ -27,9 +27,9 @@ from referencing import Specification
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT3, DRAFT202012, lookup_recursive_ref, specification_with
 
-from agentkernel.json_size import json_length
 from agentkernel.schema_refs import LOCAL_REFS, remote_refs
-from agentkernel.yaml_source import KeyPath, dotted
+from agentkernel.util.json_size import json_length
+from agentkernel.util.yaml_source import KeyPath, dotted
 
 # keywords whose value is a subschema, a list of them, or a map name → subschema; `into` says whether the
 # subschema applies to a part of the value (an item, a property) rather than to the value itself

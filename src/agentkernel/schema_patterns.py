@@ -22,8 +22,8 @@ from re import _constants, _parser
 from typing import Any
 
 from agentkernel.schema_cost import CostProblem, written_subschemas
-from agentkernel.short_text import clip
-from agentkernel.yaml_source import KeyPath
+from agentkernel.util.short_text import clip
+from agentkernel.util.yaml_source import KeyPath
 
 MAX_PATTERN_WIDTH = 50_000
 """Items the patterns of one schema may compile to, their counted repeats unrolled."""

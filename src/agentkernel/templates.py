@@ -19,7 +19,6 @@ from jsonschema import Draft202012Validator
 
 from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
-from agentkernel.file_stamps import Stamp, stamp_of
 from agentkernel.mcp_bridge.servers_config import (
     MCP_SERVERS_SCHEMA,
     McpServerSpec,
@@ -27,9 +26,10 @@ from agentkernel.mcp_bridge.servers_config import (
     parse_servers,
     repeated_name,
 )
-from agentkernel.near_miss import did_you_mean
 from agentkernel.types import JSONObject
-from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.util.file_stamps import Stamp, stamp_of
+from agentkernel.util.near_miss import did_you_mean
+from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml
 
 DEFAULT_MAX_TURNS = 8
 _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"

@@ -24,8 +24,8 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
-from agentkernel.fair_pool import FairPool
 from agentkernel.llm.fair_slots import FairSlots
+from agentkernel.util.fair_pool import FairPool
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write

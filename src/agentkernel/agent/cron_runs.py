@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentkernel.fair_pool import FairPool
 from agentkernel.services.cron import RunOutcome, job_session
 from agentkernel.services.cron_jobs import Sink, rfc3339
 from agentkernel.services.cron_store import Claim
+from agentkernel.util.fair_pool import FairPool
 
 if TYPE_CHECKING:
     from agentkernel.agent.loop import LoopEvent

@@ -24,7 +24,7 @@ from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_text
+from agentkernel.util.valid_unicode import repair_text
 
 log = logging.getLogger("agentkernel.hooks")
 

@@ -27,7 +27,6 @@ from typing import Any, Protocol, TypeVar
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
-from agentkernel.fair_pool import FairPool
 from agentkernel.llm.base import (
     ChatMessage,
     Completion,
@@ -42,11 +41,12 @@ from agentkernel.llm.base import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.process import BudgetExhausted, Caller, Process
 from agentkernel.services import Services
-from agentkernel.short_text import clip
 from agentkernel.templates import TemplateSpec
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.fair_pool import FairPool
+from agentkernel.util.short_text import clip
 
 log = logging.getLogger("agentkernel.loop")
 T = TypeVar("T")

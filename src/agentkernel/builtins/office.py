@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError, ScriptError
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from agentkernel.builtins import Worker

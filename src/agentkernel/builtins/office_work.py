@@ -17,7 +17,7 @@ import zipfile
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.errors import ScriptError
-from agentkernel.short_text import shown_value
+from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from docx.document import Document

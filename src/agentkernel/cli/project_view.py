@@ -155,7 +155,7 @@ _LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
 def config_problem(exc: ConfigError) -> LoadProblem:
     """A kernel.yaml error as a problem, with the line of its field found when the raiser had none."""
     from agentkernel.errors import ConfigError, LoadProblem
-    from agentkernel.yaml_source import load_yaml
+    from agentkernel.util.yaml_source import load_yaml
 
     path = Path(exc.path) if exc.path is not None else Path("kernel.yaml")
     line = exc.line

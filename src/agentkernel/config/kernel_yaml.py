@@ -34,7 +34,7 @@ from agentkernel.config.sections import (
 from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
 from agentkernel.errors import ConfigError
-from agentkernel.yaml_source import load_yaml
+from agentkernel.util.yaml_source import load_yaml
 
 CONFIG_ENV = "AGENTKERNEL_CONFIG"
 DEFAULT_CONFIG = Path("config/kernel.yaml")

@@ -24,12 +24,12 @@ from jsonschema import Draft202012Validator
 from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.errors import ConfigError
-from agentkernel.near_miss import close_match, did_you_mean
 from agentkernel.parameters import describe as describe_parameters_problem
 from agentkernel.parameters import parameters_problem
 from agentkernel.schema_bounds import bounded_validator
 from agentkernel.types import JSONObject
-from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.util.near_miss import close_match, did_you_mean
+from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml
 
 HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
 TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"

@@ -18,8 +18,8 @@ from agentkernel.mcp_bridge.servers_config import allows
 from agentkernel.schema_cost import SchemaBounds
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.subagents import SubagentRequest
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 SUBAGENT_KEYS = ("task", "template", "instructions", "name", "tools", "output_schema")
 MAX_NAME_CHARS = 200

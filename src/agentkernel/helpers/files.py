@@ -24,8 +24,8 @@ from agentkernel.errors import HelperError
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.services.files import FilesService
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 _WHITESPACE = re.compile(r"\s+")
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 from agentkernel.scripting.helper_table import HelperFunction, HelperTable, ScriptCall
 from agentkernel.services import MissingService
-from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate
+from agentkernel.util.short_text import clip, shown_value
+from agentkernel.util.valid_unicode import has_lone_surrogate
 
 log = logging.getLogger("agentkernel.helpers")
 

@@ -40,8 +40,8 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for, prompt_bound
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services import MissingService
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from agentkernel.services.llm import KernelLLM

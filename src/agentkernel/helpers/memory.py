@@ -30,8 +30,8 @@ from agentkernel.errors import HelperError
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.memory import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import StoreBusy
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_RECORDS = 1000
 """The most records one call returns: a larger `n` or `k` reads this many."""

@@ -25,9 +25,9 @@ from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
 from agentkernel.services.shell import ProcessOutcome
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate
+from agentkernel.util.short_text import shown_value
+from agentkernel.util.valid_unicode import has_lone_surrogate
 
 
 class ArgumentProblem(ValueError):

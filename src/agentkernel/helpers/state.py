@@ -24,8 +24,8 @@ from agentkernel.errors import HelperError
 from agentkernel.process import Caller, session_key
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.state import Namespace, StateError, StateStore
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_KEY_BYTES = 1024
 

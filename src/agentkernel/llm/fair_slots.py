@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 
 import aiologic
 
-from agentkernel.fair_share import FairQueue, Key
+from agentkernel.util.fair_share import FairQueue, Key
 
 
 class FairSlots:

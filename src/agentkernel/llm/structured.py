@@ -29,8 +29,8 @@ from agentkernel.schema_bounds import (
     schema_problem,
 )
 from agentkernel.schema_cost import describe_cost
-from agentkernel.short_text import clip, shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import clip, shown_value
 
 ATTEMPTS = 3
 """Answers asked for in all, the first included (S9.3)."""

@@ -29,7 +29,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
-from agentkernel.json_size import json_length
 from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
 from agentkernel.schema_bounds import SchemaBounds, schema_problem
@@ -37,7 +36,8 @@ from agentkernel.schema_cost import describe_cost
 from agentkernel.schema_refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_value
+from agentkernel.util.json_size import json_length
+from agentkernel.util.valid_unicode import repair_value
 
 if TYPE_CHECKING:
     from agentkernel.mcp_bridge.client_pool import ListedTool, ServerPool

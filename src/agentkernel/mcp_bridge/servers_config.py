@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkernel.errors import LoadProblem
-from agentkernel.yaml_source import NO_LINES, YamlLines
+from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
 SERVER_NAME_PATTERN = "^[A-Za-z][A-Za-z0-9-]{0,31}$"
 SEPARATOR = "__"

@@ -17,7 +17,7 @@ from agentkernel.errors import HelperError
 from agentkernel.process import Caller
 from agentkernel.schema_cost import SchemaBounds
 from agentkernel.types import JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate, repair_text
+from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text
 
 log = logging.getLogger("agentkernel.helpers")
 script_log = logging.getLogger("agentkernel.script")

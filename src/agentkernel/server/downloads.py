@@ -49,8 +49,8 @@ from pathlib import Path
 
 from agentkernel.server.sealed_ids import SealedIdStore, sealed_schema
 from agentkernel.services.confined import NotFound, PathRefused, names_below, open_below
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue, VisualBlock
+from agentkernel.util.short_text import shown_value
 
 DOWNLOAD_PREFIX = "/v1/files/"  # + the id: the endpoint (routes/files.py)
 SERVER_FIELDS = ("path", "download")  # what a file block never carries out as the script wrote it

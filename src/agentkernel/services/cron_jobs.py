@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 100_000

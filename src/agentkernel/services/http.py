@@ -3,7 +3,7 @@
 Scripts are untrusted, so every request this service makes is bounded and
 checked where it cannot be dodged:
 
-- every address is judged by its class (services/addresses.py): link-local
+- every address is judged by its class (util/addresses.py): link-local
   and cloud metadata addresses are always refused, loopback and private
   ones unless `http.allow_private: true`; then the host allow/deny lists of
   kernel.yaml's `http:` section apply. Both are checked when a connection is
@@ -51,7 +51,8 @@ import httpx
 from agentkernel.config import KernelConfig
 from agentkernel.config.hosts import HostList
 from agentkernel.config.sections import HttpConfig, parse_http_config
-from agentkernel.services.addresses import (
+from agentkernel.types import JSONObject
+from agentkernel.util.addresses import (
     IPAddress,
     classify,
     comparable,
@@ -59,7 +60,6 @@ from agentkernel.services.addresses import (
     is_metadata_name,
     parse_numeric_host,
 )
-from agentkernel.types import JSONObject
 
 log = logging.getLogger("agentkernel.http")
 
@@ -95,7 +95,7 @@ def _reaches(address: IPAddress) -> tuple[IPAddress, ...]:
 class HostPolicy:
     """Which hosts a script may reach.
 
-    The deny list, then the address classes (services/addresses.py) refuse;
+    The deny list, then the address classes (util/addresses.py) refuse;
     with an allow list, a host must also be named in it or resolve only into it.
     """
 

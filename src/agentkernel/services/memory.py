@@ -54,7 +54,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
-from agentkernel.valid_unicode import repair_text
+from agentkernel.util.valid_unicode import repair_text
 
 KIND_USER = "user"
 KIND_AGENT = "agent"

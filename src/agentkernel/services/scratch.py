@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkernel.folder_walk import entries_below
 from agentkernel.services.confined import DIR_FLAGS
+from agentkernel.util.folder_walk import entries_below
 
 CLEAN_INTERVAL_SECS = 3600.0
 

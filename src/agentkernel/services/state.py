@@ -70,8 +70,8 @@ from typing import Any, Protocol, Self, runtime_checkable
 from agentkernel.config import KernelConfig, StateSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, connect, migrate, set_busy_timeout, transaction
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_VALUE_BYTES = StateSettings.max_value_bytes
 MAX_RESULT_BYTES = StateSettings.max_result_bytes

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from agentkernel.config import KernelLimits
 from agentkernel.errors import ConfigError, HelperError
-from agentkernel.fair_pool import FairPool
 from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.structured import (
     ATTEMPTS,
@@ -48,6 +47,7 @@ from agentkernel.process import BUDGET_EXHAUSTED, Caller, Process, ProcessError,
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.templates import TemplateSpec
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.fair_pool import FairPool
 
 if TYPE_CHECKING:  # the agent runtime is imported when a sub-agent first runs
     from agentkernel.agent.loop import AgentLoop, LoopEvent, LoopResult, LoopSettings

@@ -19,7 +19,7 @@ module costs nothing until a name is used.
 
 from __future__ import annotations
 
-from agentkernel.lazy_exports import lazy_getattr
+from agentkernel.util.lazy_exports import lazy_getattr
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.config.schema import StrictValidator, error_text, expect
 from agentkernel.config.server import USER_ID
 from agentkernel.errors import LoadProblem
-from agentkernel.yaml_source import KeyPath, dotted
+from agentkernel.util.yaml_source import KeyPath, dotted
 
 if TYPE_CHECKING:
     from agentkernel.config import ToolSpec

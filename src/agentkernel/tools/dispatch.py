@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
-from agentkernel.fair_pool import FairPool
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.process import Caller
 from agentkernel.schema_bounds import ValidationStopped, bounded_errors
@@ -29,6 +28,7 @@ from agentkernel.tools.python_tools import pool_worker, run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.types import JSONValue
+from agentkernel.util.fair_pool import FairPool
 
 log = logging.getLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3

@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agentkernel.fair_share import FairQueue, Key
+from agentkernel.util.fair_share import FairQueue, Key
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ its JSON), reading and encoding no more of a huge value than it shows.
 
 from __future__ import annotations
 
-from agentkernel.json_size import json_prefix
+from agentkernel.util.json_size import json_prefix
 
 CUT = "..."
 
