@@ -438,7 +438,7 @@ def test_llm_json_refuses_an_output_schema_too_complex_before_asking(
     project: Path, make_tool: ToolFactory, llm_server: FakeLLMServer
 ) -> None:
     """The issue's 16 nested anyOf pairs: 2^16 applications against the answer `5` (7 s, +391 MiB);
-    refused by a bound counted from the schema alone (schema_cost.py), naming output_schema."""
+    refused by a bound counted from the schema alone (schemas/cost.py), naming output_schema."""
     expr = f'llm_json({{user: "a number?", output_schema: {json.dumps(nested_any_of(16))}}})'
     llm_server.add(*(Reply(text="5") for _ in range(3)))
     with llm_kernel(project, llm_server) as kernel:

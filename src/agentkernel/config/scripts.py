@@ -24,9 +24,9 @@ from jsonschema import Draft202012Validator
 from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.errors import ConfigError
-from agentkernel.parameters import describe as describe_parameters_problem
-from agentkernel.parameters import parameters_problem
-from agentkernel.schema_bounds import bounded_validator
+from agentkernel.schemas.bounds import bounded_validator
+from agentkernel.schemas.parameters import describe as describe_parameters_problem
+from agentkernel.schemas.parameters import parameters_problem
 from agentkernel.types import JSONObject
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml

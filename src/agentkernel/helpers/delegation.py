@@ -15,7 +15,7 @@ import math
 from agentkernel.errors import HelperError
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.mcp_bridge.servers_config import allows
-from agentkernel.schema_cost import SchemaBounds
+from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.subagents import SubagentRequest
 from agentkernel.types import JSONObject, JSONValue

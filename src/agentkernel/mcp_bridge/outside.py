@@ -31,9 +31,9 @@ from jsonschema.exceptions import SchemaError
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
 from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
-from agentkernel.schema_bounds import SchemaBounds, schema_problem
-from agentkernel.schema_cost import describe_cost
-from agentkernel.schema_refs import remote_refs_problem
+from agentkernel.schemas.bounds import SchemaBounds, schema_problem
+from agentkernel.schemas.cost import describe_cost
+from agentkernel.schemas.refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.json_size import json_length
@@ -277,7 +277,7 @@ def _refusal(
 ) -> str | None:
     """Why the outside tool(s) offered as `name` are not offered, or None when it can be.
 
-    The input schema is measured (schema_bounds.py) before the metaschema
+    The input schema is measured (schemas/bounds.py) before the metaschema
     check, which would recurse through a schema nested without end.
     """
     own = ", ".join(repr(t.name) for t in same)

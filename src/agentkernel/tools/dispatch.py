@@ -17,7 +17,7 @@ from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_vali
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.process import Caller
-from agentkernel.schema_bounds import ValidationStopped, bounded_errors
+from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
@@ -75,7 +75,7 @@ def nested_stack_bytes(limits: KernelLimits, depth: int) -> int:
 def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = None) -> str | None:
     """Why `args` do not match the tool's `parameters`, naming the fields (S2.5).
 
-    Validated by `deadline` (time.monotonic(); schema_bounds.py): the schema
+    Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
     """
     found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)

@@ -1,6 +1,6 @@
 """Whether the patterns of a JSON Schema from outside can be compiled and matched with a bound.
 
-Patterns are matched with the `regex` module (schema_bounds.py), which lets
+Patterns are matched with the `regex` module (schemas/bounds.py), which lets
 go of the GIL and stops at a deadline while it matches, but compiles in C
 with the GIL held and no timeout, unrolling a repeat of a fixed count:
 `(?:a{1000}){1000}` becomes a million items, `(?:a{65535}){65535}` four
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from re import _constants, _parser
 from typing import Any
 
-from agentkernel.schema_cost import CostProblem, written_subschemas
+from agentkernel.schemas.cost import CostProblem, written_subschemas
 from agentkernel.util.short_text import clip
 from agentkernel.util.yaml_source import KeyPath
 

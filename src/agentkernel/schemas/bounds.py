@@ -4,7 +4,7 @@ Every validation of a value the kernel does not trust (a tool's arguments,
 a model's structured answer) against a schema it does not trust either (a
 tool YAML's `parameters`, an outside MCP server's input schema, a script's
 output schema) goes through here. The schema is measured first
-(schema_cost.py, `schema_problem`); then the validators made here differ
+(schemas/cost.py, `schema_problem`); then the validators made here differ
 from jsonschema's own in what a hostile pair could otherwise make endless:
 
 - `pattern`, `patternProperties` and `additionalProperties` (which skips the
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.schema_cost import CostProblem, SchemaBounds, cost_problem
-from agentkernel.schema_patterns import patterns_problem
+from agentkernel.schemas.cost import CostProblem, SchemaBounds, cost_problem
+from agentkernel.schemas.patterns import patterns_problem
 from agentkernel.util.short_text import clip
 
 UNBOUNDED_SECS = 30.0
@@ -256,11 +256,11 @@ def bounded_validator(schema: Any, base: Any = None) -> Any:
 
     `base` is the jsonschema validator class (the draft); None: the one the
     schema's `$schema` names, else 2020-12. No format checker; `$ref`s
-    outside the schema are refused, never fetched (schema_refs.py).
+    outside the schema are refused, never fetched (schemas/refs.py).
     """
     from jsonschema import validators
 
-    from agentkernel.schema_refs import LOCAL_REFS
+    from agentkernel.schemas.refs import LOCAL_REFS
 
     draft = base or validators.validator_for(schema, default=validators.Draft202012Validator)
     return _bounded_class(draft)(schema, registry=LOCAL_REFS, format_checker=None)
@@ -291,9 +291,9 @@ def bounded_errors(validator: Any, instance: Any, deadline: float | None, most: 
 def schema_problem(schema: Any, bounds: SchemaBounds) -> CostProblem | None:
     """Why values cannot be validated against `schema` within `bounds`, or None.
 
-    Its size and complexity (schema_cost.py), then its patterns: too big
+    Its size and complexity (schemas/cost.py), then its patterns: too big
     once compiled, not compiled by the `regex` module, or
-    `patternProperties` beside `unevaluatedProperties` (schema_patterns.py).
+    `patternProperties` beside `unevaluatedProperties` (schemas/patterns.py).
     """
     return cost_problem(schema, bounds) or patterns_problem(schema)
 

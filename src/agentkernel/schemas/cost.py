@@ -12,7 +12,7 @@ measured as the validator would walk it, every `$ref` followed (as
 deep they nest. A `$ref` loop is followed once: one that goes round without
 stepping into the value (`{"anyOf": [{"$ref": "#"}]}`) would never end and
 is refused; one that steps in ends with the value, under the deadline of
-the validation (schema_bounds.py).
+the validation (schemas/bounds.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from referencing import Specification
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT3, DRAFT202012, lookup_recursive_ref, specification_with
 
-from agentkernel.schema_refs import LOCAL_REFS, remote_refs
+from agentkernel.schemas.refs import LOCAL_REFS, remote_refs
 from agentkernel.util.json_size import json_length
 from agentkernel.util.yaml_source import KeyPath, dotted
 
@@ -190,7 +190,7 @@ class _Expansion:
                 else step.resolver.lookup(ref)
             )
         except Unresolvable:
-            if ref in self.remote:  # refused apart, naming it (schema_refs.py); never fetched
+            if ref in self.remote:  # refused apart, naming it (schemas/refs.py); never fetched
                 return None
             return CostProblem(path, f"$ref {ref!r} does not point to a part of the schema")
         place = self.on_path.get(id(resolved.contents))
@@ -230,7 +230,7 @@ def cost_problem(schema: Any, bounds: SchemaBounds) -> CostProblem | None:
     with every `$ref` followed: how many subschemas and `enum` values it
     holds, how deep they nest, and `$ref` loops that never end. A `$ref`
     that does not resolve inside the schema is refused too (one to another
-    document is left to schema_refs.py, which names it).
+    document is left to schemas/refs.py, which names it).
     """
     if json_length(schema, bounds.max_chars) is None:
         return CostProblem(

@@ -22,8 +22,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY
 
-from agentkernel.schema_bounds import SchemaBounds, schema_problem
-from agentkernel.schema_refs import remote_refs_problem
+from agentkernel.schemas.bounds import SchemaBounds, schema_problem
+from agentkernel.schemas.refs import remote_refs_problem
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import KeyPath, dotted
 
@@ -99,7 +99,7 @@ def _misspelt_keywords(schema: Mapping[str, Any]) -> SchemaProblem | None:
 
 def _too_costly(schema: Mapping[str, Any], bounds: SchemaBounds) -> SchemaProblem | None:
     """Too big or complex to validate calls against within `bounds`, or a pattern the kernel cannot run
-    (schema_bounds.py): checked before the metaschema, whose check recurses through it."""
+    (schemas/bounds.py): checked before the metaschema, whose check recurses through it."""
     problem = schema_problem(dict(schema), bounds)
     if problem is None:
         return None
@@ -120,7 +120,7 @@ def _not_a_schema(schema: Mapping[str, Any]) -> SchemaProblem | None:
 
 
 def _remote_refs(schema: Mapping[str, Any]) -> SchemaProblem | None:
-    """A `$ref` to another document: the kernel never fetches one (schema_refs.py)."""
+    """A `$ref` to another document: the kernel never fetches one (schemas/refs.py)."""
     problem = remote_refs_problem(schema)
     return SchemaProblem((), problem) if problem is not None else None
 
