@@ -16,10 +16,10 @@ libraries (issue 8: start-up time).
 from __future__ import annotations
 
 from agentkernel.util.lazy_exports import lazy_getattr
+from agentkernel.version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
-__version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {

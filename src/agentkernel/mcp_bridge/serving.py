@@ -55,7 +55,6 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agentkernel import __version__
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.mcp_bridge.results import call_result
@@ -63,6 +62,7 @@ from agentkernel.process import Caller
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.user_work import TooMuchWork
+from agentkernel.version import __version__
 
 log = logging.getLogger("agentkernel.mcp")
 

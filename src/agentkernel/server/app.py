@@ -18,7 +18,6 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.routing import Route
 
-from agentkernel import __version__
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
@@ -43,6 +42,7 @@ from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 from agentkernel.user_work import UserWork
+from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
 

@@ -60,6 +60,7 @@ from agentkernel.util.addresses import (
     is_metadata_name,
     parse_numeric_host,
 )
+from agentkernel.version import __version__
 
 log = logging.getLogger("agentkernel.http")
 
@@ -408,9 +409,6 @@ def shown_url(url: httpx.URL) -> str:
 
 
 def _user_agent() -> str:
-    # imported here: the package's __init__ imports the kernel, which will import this module
-    from agentkernel import __version__
-
     return f"agentkernel/{__version__}"
 
 
