@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.process import Caller  # noqa: E402
+from agentkernel.identity import Caller  # noqa: E402
 from agentkernel.tools.dispatch import Dispatcher  # noqa: E402
 from agentkernel.tools.results import ToolResult  # noqa: E402
 from agentkernel.types import JSONValue  # noqa: E402

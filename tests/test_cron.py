@@ -23,7 +23,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.services.cron import job_session
 from agentkernel.services.cron_jobs import parse_job
 from agentkernel.services.cron_store import CronStore

@@ -14,7 +14,7 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.scripting.engine import LoadedScript, NoValue, ScriptEngine
 from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
 from agentkernel.scripting.host import ScriptHost

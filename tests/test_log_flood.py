@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.scripting.helper_table import ScriptCall
 from tests.conftest import ToolFactory, write_kernel_yaml
 

@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.agent.processes import Process, ProcessError, ProcessState, ProcessTable
+from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.errors import HelperError
-from agentkernel.process import (
-    BudgetExhausted,
-    BudgetGroup,
-    Caller,
-    Process,
-    ProcessError,
-    ProcessState,
-    ProcessTable,
-    session_folder_name,
-    session_key,
-    session_temp_dir,
-)
+from agentkernel.identity import Caller, session_folder_name, session_key, session_temp_dir
 from agentkernel.services import Services
 from agentkernel.templates import TemplateSpec
 

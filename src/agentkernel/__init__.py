@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     "AgentKernelError": "agentkernel.errors",
-    "Caller": "agentkernel.process",
+    "Caller": "agentkernel.identity",
     "ChatSession": "agentkernel.agent.session",
     "ConfigError": "agentkernel.errors",
     "HelperError": "agentkernel.errors",
@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "KernelConfig": "agentkernel.config",
     "KernelLimits": "agentkernel.config",
     "LoadProblem": "agentkernel.errors",
-    "Process": "agentkernel.process",
+    "Process": "agentkernel.agent.processes",
     "Provider": "agentkernel.llm.base",
     "ScriptCall": "agentkernel.scripting.helper_table",
     "ScriptError": "agentkernel.errors",
@@ -81,6 +81,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
     from agentkernel.agent.hooks import HookRecord, HookRun
+    from agentkernel.agent.processes import Process
     from agentkernel.agent.session import ChatSession
     from agentkernel.config import (
         HookSpec,
@@ -99,9 +100,9 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         ScriptSyntaxError,
     )
     from agentkernel.helpers import default_helper_table
+    from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
-    from agentkernel.process import Caller, Process
     from agentkernel.scripting.helper_table import HelperTable, ScriptCall
     from agentkernel.services import Services
     from agentkernel.templates import TemplateSpec

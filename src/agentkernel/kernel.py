@@ -18,17 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
+from agentkernel.agent.processes import Process, ProcessTable
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers import default_helper_table
+from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.mcp_bridge.outside import OutsideTools
 from agentkernel.mcp_bridge.servers_config import McpServerSpec, settle_servers
-from agentkernel.process import Caller, Process, ProcessTable, session_temp_dir
 from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices

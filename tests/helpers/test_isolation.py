@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.process import session_folder_name
+from agentkernel.identity import session_folder_name
 from agentkernel.services.files import FilesService
 from tests.conftest import ToolFactory
 from tests.helpers.test_files import Probe, build_kernel, race_a_link_flipper

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.agent.processes import Process
+from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.config import load_kernel_config
 from agentkernel.helpers.llm import DEFAULT_MAX_TOKENS, MAX_TOKENS_CAP
 from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.token_bound import MESSAGE_MARGIN, prompt_bound
-from agentkernel.process import BudgetExhausted, BudgetGroup, Process
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml

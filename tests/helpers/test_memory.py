@@ -19,7 +19,7 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import memory as memory_helpers
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_RESULT, KIND_USER, SqliteMessageStore
 from tests.conftest import ToolFactory
 from tests.helpers.probes import probe_source

@@ -23,8 +23,8 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.processes import Process
 from agentkernel.config import load_kernel_config
-from agentkernel.process import Process
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 

@@ -26,10 +26,10 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.processes import Process
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
-from agentkernel.process import Process
 from agentkernel.templates import load_template
 from agentkernel.types import JSONObject
 from tests.conftest import write_kernel_yaml

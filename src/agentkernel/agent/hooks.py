@@ -19,7 +19,7 @@ from pathlib import Path
 from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message, received
 from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ScriptError
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentkernel.config import ToolSpec
     from agentkernel.errors import ConfigError, LoadProblem
+    from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
-    from agentkernel.process import Caller
 
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 

@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
-from agentkernel.process import safe_folder_name, session_folder_name
+from agentkernel.identity import safe_folder_name, session_folder_name
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 

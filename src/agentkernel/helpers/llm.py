@@ -132,7 +132,8 @@ def ask_once(
     if process is not None and process.terminated:
         raise HelperError(f"{helper}: the calling process has ended")
     bound = prompt_bound(messages, json_schema)
-    with held_for(process, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
+    budget = process.budget if process is not None else None
+    with held_for(budget, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
         request = CompletionRequest(
             tuple(messages),
             json_schema=json_schema,

@@ -43,8 +43,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
+from agentkernel.identity import Caller
 from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, chain_from, loop_problem
-from agentkernel.process import Caller
 from agentkernel.server.identity import current_user
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.sealing import Sealing, seal_result

@@ -56,9 +56,9 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentkernel.errors import ConfigError
+from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.mcp_bridge.results import call_result
-from agentkernel.process import Caller
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.user_work import TooMuchWork

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agentkernel.config import CallBudget, KernelLimits
 from agentkernel.errors import HelperError
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.types import JSONValue
 from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text

@@ -41,8 +41,8 @@ from agentkernel.server.sealed_ids import DEFAULT_TTL_SECS, SealedIdStore, seale
 from agentkernel.types import JSONObject, VisualBlock
 
 if TYPE_CHECKING:
+    from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
-    from agentkernel.process import Caller
     from agentkernel.tools.results import ToolResult
 
 _COLUMNS = (

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from agentkernel.process import session_folder_name
+from agentkernel.identity import session_folder_name
 from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
 from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
 from agentkernel.server.events import StreamEvent

@@ -35,9 +35,10 @@ from typing import Any, TypeVar
 
 import anyio
 
+from agentkernel.agent.processes import Process
 from agentkernel.config.server import LOCAL_USER
+from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.process import Caller, Process
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 from agentkernel.templates import TemplateSpec

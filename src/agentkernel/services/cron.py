@@ -28,7 +28,7 @@ from agentkernel.services.cron_store import CronStore, TooManyJobs
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
-    from agentkernel.process import Caller
+    from agentkernel.identity import Caller
 
 log = logging.getLogger("agentkernel.cron")
 

@@ -165,7 +165,7 @@ class Owner:
 
     A session id alone is not a boundary (see the module docstring), so the
     transcript helpers read with the caller's `Owner`. `user_id` None and ""
-    are the same: no user (as `process.session_key` has it). `unrecorded`
+    are the same: no user (as `identity.session_key` has it). `unrecorded`
     adds the records written before the store recorded users (schema version
     1, user unknown): for the kernel's own reads of a session whose owner it
     has checked (resuming a server session), never for a script.

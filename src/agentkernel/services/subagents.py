@@ -1,6 +1,6 @@
 """The sub-agent service (S17): what `run_subagent` reaches to start a child agent and wait for it.
 
-A sub-agent is a process like any other (process.py): a child of the
+A sub-agent is a process like any other (agent/processes.py): a child of the
 calling process, spending from its budget group, in its session, with the
 tools its template (or the script) gives it, never more than the parent
 may use. It runs the agent loop once on its task and is terminated at
@@ -30,8 +30,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentkernel.agent.processes import Process, ProcessError, ProcessTable
+from agentkernel.budget import BUDGET_EXHAUSTED, earlier
 from agentkernel.config import KernelLimits
 from agentkernel.errors import ConfigError, HelperError
+from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.structured import (
     ATTEMPTS,
@@ -43,7 +46,6 @@ from agentkernel.llm.structured import (
     schema_instruction,
 )
 from agentkernel.mcp_bridge.servers_config import allows, grant
-from agentkernel.process import BUDGET_EXHAUSTED, Caller, Process, ProcessError, ProcessTable, earlier
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.templates import TemplateSpec
 from agentkernel.types import JSONObject, JSONValue

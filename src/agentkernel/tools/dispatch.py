@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.identity import Caller
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
-from agentkernel.process import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Protocol
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import ToolSpec, read_yaml
 from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.identity import Caller
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.mcp_bridge.servers_config import GRANT_SUFFIX, allows, grant
-from agentkernel.process import Caller
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
