@@ -18,11 +18,11 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
-from agentkernel.templates import TemplateSpec
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 STORES_YAML = "state:\n  db_path: data/state.db\n"

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
     "Services": "agentkernel.services",
-    "TemplateSpec": "agentkernel.templates",
+    "TemplateSpec": "agentkernel.config.templates",
     "ToolResult": "agentkernel.tools.results",
     "ToolSpec": "agentkernel.config",
     "default_helper_table": "agentkernel.helpers",
@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         ToolSpec,
         load_kernel_config,
     )
+    from agentkernel.config.templates import TemplateSpec
     from agentkernel.errors import (
         AgentKernelError,
         ConfigError,
@@ -105,7 +106,6 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.llm.base import Provider
     from agentkernel.scripting.helper_table import HelperTable, ScriptCall
     from agentkernel.services import Services
-    from agentkernel.templates import TemplateSpec
     from agentkernel.tools.results import ToolResult
 
 

@@ -21,7 +21,9 @@ from agentkernel import builtins
 from agentkernel.agent.processes import Process, ProcessTable
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
+from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
+from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.identity import Caller, session_temp_dir
@@ -29,7 +31,6 @@ from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.mcp_bridge.outside import OutsideTools
-from agentkernel.mcp_bridge.servers_config import McpServerSpec, settle_servers
 from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices
@@ -40,7 +41,6 @@ from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.subagents import SubagentService
-from agentkernel.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory

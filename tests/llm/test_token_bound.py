@@ -15,6 +15,7 @@ import pytest
 
 from agentkernel.agent.processes import Process, ProcessTable
 from agentkernel.budget import BudgetExhausted
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.llm import ChatMessage, ToolCall, ToolSchema, Usage
 from agentkernel.llm.token_bound import (
     ANSWER_ROOM,
@@ -25,7 +26,6 @@ from agentkernel.llm.token_bound import (
     message_bound,
     prompt_bound,
 )
-from agentkernel.templates import TemplateSpec
 
 
 def spawn(tmp_path: Path, budget: int | None) -> Process:

@@ -29,8 +29,8 @@ from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.processes import Process
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
+from agentkernel.config.templates import load_template
 from agentkernel.errors import ConfigError
-from agentkernel.templates import load_template
 from agentkernel.types import JSONObject
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
@@ -632,8 +632,8 @@ def test_a_running_server_s_new_tools_are_offered_once_listed_again(
 def test_a_server_s_list_changed_notification_makes_its_list_stale() -> None:
     import mcp_types
 
+    from agentkernel.config.mcp_servers import McpServerSpec
     from agentkernel.mcp_bridge.client_pool import _Connection
-    from agentkernel.mcp_bridge.servers_config import McpServerSpec
 
     connection = _Connection(McpServerSpec(name="far", command="x"))
     connection.listed, connection.listed_at = [], time.monotonic()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from agentkernel.config import KernelLimits
+from agentkernel.config.mcp_servers import McpServerSpec
 from agentkernel.mcp_bridge.client_pool import ListedTool
 from agentkernel.mcp_bridge.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
-from agentkernel.mcp_bridge.servers_config import McpServerSpec
 from agentkernel.types import JSONObject
 
 SERVER = McpServerSpec(name="far", command="far-server")

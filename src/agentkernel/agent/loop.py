@@ -29,6 +29,7 @@ from agentkernel.agent.processes import Process
 from agentkernel.budget import BudgetExhausted
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.identity import Caller
 from agentkernel.llm.base import (
     ChatMessage,
@@ -43,7 +44,6 @@ from agentkernel.llm.base import (
 )
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.services import Services
-from agentkernel.templates import TemplateSpec
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue

@@ -15,11 +15,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from agentkernel.budget import BudgetGroup, earlier
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import AgentKernelError
 from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.token_bound import PromptTokens
 from agentkernel.services import Services
-from agentkernel.templates import TemplateSpec
 
 
 class ProcessError(AgentKernelError):

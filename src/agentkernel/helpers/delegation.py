@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
+from agentkernel.config.mcp_servers import allows
 from agentkernel.errors import HelperError
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
-from agentkernel.mcp_bridge.servers_config import allows
 from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.subagents import SubagentRequest

@@ -33,8 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from agentkernel.config.mcp_servers import McpServerSpec, ServerEnvError
 from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded
-from agentkernel.mcp_bridge.servers_config import McpServerSpec, ServerEnvError
 from agentkernel.mcp_bridge.stderr_tail import StderrTail
 from agentkernel.types import JSONObject
 

@@ -29,8 +29,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
+from agentkernel.config.mcp_servers import SEPARATOR, McpServerSpec, server_of
 from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
-from agentkernel.mcp_bridge.servers_config import SEPARATOR, McpServerSpec, server_of
 from agentkernel.schemas.bounds import SchemaBounds, schema_problem
 from agentkernel.schemas.cost import describe_cost
 from agentkernel.schemas.refs import remote_refs_problem

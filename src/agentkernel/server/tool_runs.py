@@ -37,11 +37,11 @@ import anyio
 
 from agentkernel.agent.processes import Process
 from agentkernel.config.server import LOCAL_USER
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
-from agentkernel.templates import TemplateSpec
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from agentkernel.user_work import Cap, TooMuchWork, UserWork

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 from agentkernel.agent.processes import Process, ProcessError, ProcessTable
 from agentkernel.budget import BUDGET_EXHAUSTED, earlier
 from agentkernel.config import KernelLimits
+from agentkernel.config.mcp_servers import allows, grant
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage
@@ -45,9 +47,7 @@ from agentkernel.llm.structured import (
     parse_valid,
     schema_instruction,
 )
-from agentkernel.mcp_bridge.servers_config import allows, grant
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.templates import TemplateSpec
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
 

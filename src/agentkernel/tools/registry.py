@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import ToolSpec, read_yaml
+from agentkernel.config.mcp_servers import GRANT_SUFFIX, allows, grant
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.identity import Caller
 from agentkernel.mcp_bridge.outside import OutsideToolSpec
-from agentkernel.mcp_bridge.servers_config import GRANT_SUFFIX, allows, grant
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:

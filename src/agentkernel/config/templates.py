@@ -18,14 +18,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
-from agentkernel.errors import ConfigError, LoadProblem, name_clash
-from agentkernel.mcp_bridge.servers_config import (
+from agentkernel.config.mcp_servers import (
     MCP_SERVERS_SCHEMA,
     McpServerSpec,
     grant,
     parse_servers,
     repeated_name,
 )
+from agentkernel.errors import ConfigError, LoadProblem, name_clash
 from agentkernel.types import JSONObject
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.near_miss import did_you_mean
