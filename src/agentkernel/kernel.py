@@ -30,7 +30,6 @@ from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
-from agentkernel.mcp_bridge.outside import OutsideTools
 from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices
@@ -47,6 +46,7 @@ from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
+from agentkernel.tools.sources.mcp.outside import OutsideTools
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
 

@@ -616,7 +616,7 @@ def test_a_running_server_s_new_tools_are_offered_once_listed_again(
 ) -> None:
     """What a server offers may change while it runs: its list is asked for again (RELIST_SECS, or when
     it says so with tools/list_changed), and the new tool takes the one path like the others."""
-    from agentkernel.mcp_bridge import client_pool
+    from agentkernel.tools.sources.mcp import client_pool
 
     process = lone.spawn("agent")
     assert "outside__sprout" not in [s.name for s in lone.list_tools(process)]
@@ -633,7 +633,7 @@ def test_a_server_s_list_changed_notification_makes_its_list_stale() -> None:
     import mcp_types
 
     from agentkernel.config.mcp_servers import McpServerSpec
-    from agentkernel.mcp_bridge.client_pool import _Connection
+    from agentkernel.tools.sources.mcp.client_pool import _Connection
 
     connection = _Connection(McpServerSpec(name="far", command="x"))
     connection.listed, connection.listed_at = [], time.monotonic()

@@ -13,8 +13,8 @@ import pytest
 
 from agentkernel.config import KernelLimits
 from agentkernel.config.mcp_servers import McpServerSpec
-from agentkernel.mcp_bridge.client_pool import ListedTool
-from agentkernel.mcp_bridge.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
+from agentkernel.tools.sources.mcp.client_pool import ListedTool
+from agentkernel.tools.sources.mcp.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
 from agentkernel.types import JSONObject
 
 SERVER = McpServerSpec(name="far", command="far-server")
@@ -77,7 +77,7 @@ def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch:
     from mcp import Client
     from mcp.server.lowlevel.server import Server
 
-    from agentkernel.mcp_bridge import client_pool
+    from agentkernel.tools.sources.mcp import client_pool
 
     pages: list[str | None] = []
 

@@ -22,9 +22,9 @@ from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
-from agentkernel.mcp_bridge.http_mount import PATH as MCP_PATH
-from agentkernel.mcp_bridge.http_mount import McpEndpoint
 from agentkernel.server import failures
+from agentkernel.server.mcp_mount import PATH as MCP_PATH
+from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.routes import (
     continuations,

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.identity import Caller
-from agentkernel.mcp_bridge.outside import OutsideToolSpec
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.engine import NoValue
 from agentkernel.scripting.helper_table import ScriptCall
@@ -27,6 +26,7 @@ from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker, run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
+from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
 from agentkernel.types import JSONValue
 from agentkernel.util.fair_pool import FairPool
 

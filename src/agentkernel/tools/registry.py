@@ -11,11 +11,11 @@ from agentkernel.config import ToolSpec, read_yaml
 from agentkernel.config.mcp_servers import GRANT_SUFFIX, allows, grant
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.identity import Caller
-from agentkernel.mcp_bridge.outside import OutsideToolSpec
+from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
-    from agentkernel.mcp_bridge.outside import OutsideTools
+    from agentkernel.tools.sources.mcp.outside import OutsideTools
 
 
 class AccessPolicy(Protocol):

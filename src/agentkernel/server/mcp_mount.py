@@ -13,7 +13,7 @@ Sessions: a handshake-era (2025) client holds an MCP session
 opened it (another user naming its id gets the 404 of an unknown one). A 2026-07-28 client sends every
 request on its own, with nothing tying one to the next, so its calls share
 one session per user and path (`mcp` or `mcp-{template}`). A user holds at
-most server.max_mcp_sessions_per_user handshake-era sessions (session_caps.py).
+most server.max_mcp_sessions_per_user handshake-era sessions (mcp_sessions.py).
 Each `tools/call` is a tool run of the user's (server/tool_runs.py): counted
 against server.max_running_tool_runs_per_user with their other tool runs
 and continuations (past it, an error result naming the setting), and given
@@ -44,17 +44,17 @@ from starlette.types import Message, Receive, Scope, Send
 from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
-from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, chain_from, loop_problem
 from agentkernel.server.identity import current_user
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.sealing import Sealing, seal_result
+from agentkernel.tools.sources.mcp.nesting import CHAIN_HEADER, chain_from, loop_problem
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    from agentkernel.mcp_bridge.serving import Context, Identity, ToolServer
+    from agentkernel.mcp_serve.serving import Context, Identity, ToolServer
 
 log = logging.getLogger("agentkernel.mcp")
 
@@ -150,7 +150,7 @@ class McpEndpoint:
             return
         assert self._started is not None
         try:
-            serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_bridge.serving")
+            serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_serve.serving")
             tools: ToolServer = serving.ToolServer(
                 self._parts.kernel, identify, seal=self._seal, run=self._parts.tool_runs.run
             )
@@ -211,7 +211,7 @@ def _principal(user: str) -> AuthenticatedUser:
 def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableHTTPSessionManager:
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from agentkernel.mcp_bridge.session_caps import PerUserSessions
+    from agentkernel.server.mcp_sessions import PerUserSessions
 
     security = None
     if not settings.tokens:  # everyone is `local`: no web page of another site may drive the tools
@@ -235,7 +235,7 @@ def identify(ctx: Context) -> Identity:
     from mcp_types import INTERNAL_ERROR
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    from agentkernel.mcp_bridge.serving import Identity, connection_of
+    from agentkernel.mcp_serve.serving import Identity, connection_of
 
     request = ctx.request
     state: dict[str, Any] = request.scope.get("state", {}) if isinstance(request, Request) else {}

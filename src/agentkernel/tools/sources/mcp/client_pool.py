@@ -34,8 +34,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from agentkernel.config.mcp_servers import McpServerSpec, ServerEnvError
-from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded
-from agentkernel.mcp_bridge.stderr_tail import StderrTail
+from agentkernel.tools.sources.mcp.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded
+from agentkernel.tools.sources.mcp.stderr_tail import StderrTail
 from agentkernel.types import JSONObject
 
 if TYPE_CHECKING:

@@ -30,17 +30,17 @@ from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.config.mcp_servers import SEPARATOR, McpServerSpec, server_of
-from agentkernel.mcp_bridge.nesting import inherited_chain, template_entry
 from agentkernel.schemas.bounds import SchemaBounds, schema_problem
 from agentkernel.schemas.cost import describe_cost
 from agentkernel.schemas.refs import remote_refs_problem
 from agentkernel.tools.results import ToolResult
+from agentkernel.tools.sources.mcp.nesting import inherited_chain, template_entry
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.json_size import json_length
 from agentkernel.util.valid_unicode import repair_value
 
 if TYPE_CHECKING:
-    from agentkernel.mcp_bridge.client_pool import ListedTool, ServerPool
+    from agentkernel.tools.sources.mcp.client_pool import ListedTool, ServerPool
 
 log = logging.getLogger("agentkernel.mcp")
 MAX_TOOL_NAME = 64  # TOOL_NAME_PATTERN's length
@@ -109,7 +109,7 @@ class OutsideTools:
         self._inherited = inherited_chain()  # what started this kernel, if an MCP client of ours did
 
     def _server_pool(self) -> ServerPool:
-        from agentkernel.mcp_bridge.client_pool import ServerPool
+        from agentkernel.tools.sources.mcp.client_pool import ServerPool
 
         with self._lock:
             if self._pool is None:
@@ -140,7 +140,7 @@ class OutsideTools:
 
     def _offer(self, spec: McpServerSpec) -> _Offer | None:
         """What `spec`'s server offers now; None (the reason kept for `unavailable`) when it fails."""
-        from agentkernel.mcp_bridge.client_pool import ServerFailure
+        from agentkernel.tools.sources.mcp.client_pool import ServerFailure
 
         try:
             listed = self._server_pool().tools(spec)
@@ -243,8 +243,8 @@ class OutsideTools:
 
     def call(self, spec: OutsideToolSpec, args: JSONValue, deadline: float) -> ToolResult:
         """One call of `spec` on its server, by `deadline`; timeouts and crashes are failed results."""
-        from agentkernel.mcp_bridge.client_pool import ServerFailure
-        from agentkernel.mcp_bridge.outside_results import outside_result
+        from agentkernel.tools.sources.mcp.client_pool import ServerFailure
+        from agentkernel.tools.sources.mcp.results import outside_result
 
         # a lone surrogate (a JS string may hold one) cannot be written as UTF-8 JSON: it would end the
         # connection, not the call; it crosses as U+FFFD, as script values entering the kernel do

@@ -6,7 +6,7 @@ limits, truncation, history) with a Caller made from the connection's
 identity, which the transport supplies (`Identify`): `agentkernel mcp
 serve` (stdio) has one user and one session for its whole life;
 `agentkernel serve`'s `/mcp` takes the user from the bearer token
-(http_mount.py). A template restricts the tools to those it lists. The
+(server/mcp_mount.py). A template restricts the tools to those it lists. The
 transport may also say how a call runs (`run`): `/mcp`'s counts it against
 the user's cap on tool runs and gives it a budget (server/tool_runs.py); a
 call it refuses (TooMuchWork) is a tool error result naming the setting,
@@ -58,7 +58,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.mcp_bridge.results import call_result
+from agentkernel.mcp_serve.results import call_result
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.user_work import TooMuchWork

@@ -4,7 +4,7 @@ The SDK's StreamableHTTPSessionManager caps handshake-era sessions only in
 all (`max_sessions`, 10,000 by default, then 503 for everyone), so one
 token holder opening sessions without end would lock every other user
 out for as long as the idle timeout keeps them. The manager already binds
-each session to the principal that opened it (http_mount.py passes the
+each session to the principal that opened it (mcp_mount.py passes the
 user as the principal), and `_admit_session` is its one place where a new
 session is admitted: called under its creation lock, so two `initialize`
 requests of one user cannot both slip under the cap, and its owners table
