@@ -252,7 +252,7 @@ HEAVY = {
     "mcp",  # the MCP SDK: ~1.5 s to import, loaded only where MCP is spoken (issue 16)
     "mcp_types",
 }
-KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.catalog"}
+KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.tools.catalog"}
 
 
 def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:

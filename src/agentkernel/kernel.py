@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
 from agentkernel.agent.processes import Process, ProcessTable
-from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
@@ -41,6 +40,7 @@ from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.subagents import SubagentService
 from agentkernel.tools.calls import ToolCallService
+from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool

@@ -27,7 +27,6 @@ from typing import Any, Protocol, TypeVar
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
 from agentkernel.budget import BudgetExhausted
-from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.identity import Caller
@@ -44,6 +43,7 @@ from agentkernel.llm.base import (
 )
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.services import Services
+from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue

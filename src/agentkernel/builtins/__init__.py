@@ -18,7 +18,7 @@ this package, plain values and bytes in and out).
 
 A template still opts in by name, as for any tool. A project tool or hook
 of the same name as a built-in is a load problem naming both, unless its
-YAML says `overrides: builtin` (catalog.py).
+YAML says `overrides: builtin` (tools/catalog.py).
 """
 
 from __future__ import annotations

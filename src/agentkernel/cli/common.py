@@ -77,7 +77,7 @@ def setup_logging(verbosity: int) -> None:
     # console.log output is what a script author runs the CLI to see; debug with -vv.
     logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
     if verbosity == 0:  # the commands print load problems themselves, once
-        logging.getLogger("agentkernel.catalog").setLevel(logging.ERROR)
+        logging.getLogger("agentkernel.tools.catalog").setLevel(logging.ERROR)
 
 
 def load_kernel(

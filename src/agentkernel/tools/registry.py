@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import ToolSpec, read_yaml
 from agentkernel.config.mcp_servers import GRANT_SUFFIX, allows, grant
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.identity import Caller
+from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
 from agentkernel.types import JSONObject
 

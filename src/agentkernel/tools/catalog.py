@@ -41,13 +41,13 @@ from typing import Literal, TypeVar
 
 from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, load_script_spec
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
-from agentkernel.hook_functions import check_hook_functions
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.tools.hook_functions import check_hook_functions
 from agentkernel.tools.python_tools import python_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
 
-log = logging.getLogger("agentkernel.catalog")
+log = logging.getLogger("agentkernel.tools.catalog")
 
 Kind = Literal["tool", "hook"]
 SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
