@@ -27,11 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from agentkernel.config.python_package import PACKAGE
+
 HERE = Path(__file__).resolve().parent
 TOOLS_FOLDER = HERE / "tools"
 HOOKS_FOLDER = HERE / "hooks"
 FOLDERS = (TOOLS_FOLDER, HOOKS_FOLDER)
-PACKAGE = __name__  # a python_tool's module lives below this package
+# PACKAGE (config/python_package.py) is this package: a python_tool's module lives below it
 # what a worker process imports before its first call, so no call pays for it
 WORKER_PRELOAD = (
     "docx",

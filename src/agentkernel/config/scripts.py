@@ -321,7 +321,7 @@ def python_module_file(yaml_path: Path, function: str, lines: YamlLines = NO_LIN
     """
     import importlib.util
 
-    from agentkernel.builtins import PACKAGE
+    from agentkernel.config.python_package import PACKAGE
 
     module = f"{PACKAGE}.{function.partition(':')[0]}"
     try:
