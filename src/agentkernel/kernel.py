@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
 from agentkernel.agent.processes import Process, ProcessTable
+from agentkernel.agent.subagents import SubagentService
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
@@ -38,7 +39,6 @@ from agentkernel.services.llm import KernelLLM
 from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
-from agentkernel.services.subagents import SubagentService
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher

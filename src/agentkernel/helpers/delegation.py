@@ -3,7 +3,7 @@
 Each checks what the script gave, naming the helper and the argument at
 fault, and hands the rest to a service the kernel attached: `tools` (the
 one dispatch path, tools/calls.py), `tool_results` (the session's history
-of results, tools/history.py), `subagents` (services/subagents.py). The
+of results, tools/history.py), `subagents` (agent/subagents.py). The
 caller is always the script's own: nothing a script passes can name
 another user, session, template or process.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
+from agentkernel.agent.subagents import SubagentRequest
 from agentkernel.config.mcp_servers import allows
 from agentkernel.errors import HelperError
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services.subagents import SubagentRequest
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 

@@ -59,9 +59,9 @@ from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.mcp_serve.results import call_result
+from agentkernel.services.user_work import TooMuchWork
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.user_work import TooMuchWork
 from agentkernel.version import __version__
 
 log = logging.getLogger("agentkernel.mcp")

@@ -42,9 +42,9 @@ from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
+from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
-from agentkernel.user_work import Cap, TooMuchWork, UserWork
 
 T = TypeVar("T")
 

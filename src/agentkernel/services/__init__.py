@@ -15,6 +15,7 @@ from agentkernel.services.environment import Environment
 from agentkernel.services.lazy import Later
 
 if TYPE_CHECKING:  # annotations only: a service's module imports its library (httpx, DuckDB, the LLM layer)
+    from agentkernel.agent.subagents import SubagentService
     from agentkernel.services.cron import CronService
     from agentkernel.services.duck import DuckService
     from agentkernel.services.files import FilesService
@@ -23,7 +24,6 @@ if TYPE_CHECKING:  # annotations only: a service's module imports its library (h
     from agentkernel.services.memory import MessageStore
     from agentkernel.services.shell import ShellService
     from agentkernel.services.state import StateStore
-    from agentkernel.services.subagents import SubagentService
     from agentkernel.tools.calls import ToolCallService
     from agentkernel.tools.history import ToolResultHistory
 

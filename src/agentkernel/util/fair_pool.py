@@ -13,7 +13,7 @@ Who is calling travels with each call (`submit(key, …)`, the Caller's user
 id), never in a thread-local (DESIGN rule 3).
 
 Nested calls never come here: `call_tool` runs on its caller's thread, and
-a sub-agent's tools and hooks get a pool of their own (services/
+a sub-agent's tools and hooks get a pool of their own (agent/
 subagents.py), so a call never waits for a worker of the pool it holds one
 of. A call submitted from one of the pool's own workers anyway runs there
 at once, for the same reason.
