@@ -14,13 +14,13 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
 from agentkernel.helpers import default_helper_table
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import Caller
-from agentkernel.scripting.engine import LoadedScript, NoValue, ScriptEngine
-from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
+from agentkernel.scripting.contract import HelperBinding, LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONValue, NoValue
 from tests.conftest import ToolFactory
 
 STATS = "function run(args) { return `${args.text.length}:${args.count ?? 0}`; }"

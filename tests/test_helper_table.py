@@ -14,8 +14,8 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import HelperError
 from agentkernel.helpers import default_helper_table
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import safe_folder_name
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 

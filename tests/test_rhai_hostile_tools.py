@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
+from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "ChatSession": "agentkernel.agent.session",
     "ConfigError": "agentkernel.errors",
     "HelperError": "agentkernel.errors",
-    "HelperTable": "agentkernel.scripting.helper_table",
+    "HelperTable": "agentkernel.helpers.table",
     "HookRecord": "agentkernel.agent.hooks",
     "HookRun": "agentkernel.agent.hooks",
     "HookSpec": "agentkernel.config",
@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "LoadProblem": "agentkernel.errors",
     "Process": "agentkernel.agent.processes",
     "Provider": "agentkernel.llm.base",
-    "ScriptCall": "agentkernel.scripting.helper_table",
+    "ScriptCall": "agentkernel.helpers.table",
     "ScriptError": "agentkernel.errors",
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
@@ -101,10 +101,10 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         ScriptSyntaxError,
     )
     from agentkernel.helpers import default_helper_table
+    from agentkernel.helpers.table import HelperTable, ScriptCall
     from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
-    from agentkernel.scripting.helper_table import HelperTable, ScriptCall
     from agentkernel.services import Services
     from agentkernel.tools.results import ToolResult
 

@@ -26,11 +26,11 @@ from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers import default_helper_table
+from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
-from agentkernel.scripting.helper_table import HelperTable
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import AttachedServices, Environment, LiveServices
 from agentkernel.services.files import FilesService

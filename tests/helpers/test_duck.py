@@ -30,8 +30,8 @@ from agentkernel.config import CallBudget, KernelConfig, ScriptLimits, load_kern
 from agentkernel.config.sections import parse_duck_settings
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller, safe_folder_name, session_folder_name
-from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.services import Services
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings, without_root
 from agentkernel.services.duck_values import plain, unique_names

@@ -29,7 +29,7 @@ from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from agentkernel.builtins import Worker
-    from agentkernel.scripting.helper_table import ScriptCall
+    from agentkernel.helpers.table import ScriptCall
     from agentkernel.services.files import FilesService
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

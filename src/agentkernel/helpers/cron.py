@@ -10,7 +10,7 @@ the service (`hook_tool` without `--live`) each throws the manual's
 
 from __future__ import annotations
 
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 
 

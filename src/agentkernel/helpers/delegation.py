@@ -15,9 +15,9 @@ import math
 from agentkernel.agent.subagents import SubagentRequest
 from agentkernel.config.mcp_servers import allows
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.schemas.cost import SchemaBounds
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 

@@ -22,8 +22,8 @@ import re
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import safe_folder_name, session_folder_name
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 
 if TYPE_CHECKING:  # the service module imports duckdb: only a script that uses db_* pays for it

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.services.files import FilesService
 from agentkernel.types import JSONValue

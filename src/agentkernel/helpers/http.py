@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentkernel.scripting.helper_table import HelperFunction, HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperFunction, HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import clip, shown_value

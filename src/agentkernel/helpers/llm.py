@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
 from agentkernel.llm.structured import (
     SchemaInvalid,
@@ -38,7 +39,6 @@ from agentkernel.llm.structured import (
     structured_answer,
 )
 from agentkernel.llm.token_bound import held_for, prompt_bound
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import shown_value

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.services.memory import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.types import JSONValue

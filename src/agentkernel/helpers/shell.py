@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.services import MissingService
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
 from agentkernel.services.shell import ProcessOutcome

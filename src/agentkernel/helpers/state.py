@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import Caller, session_key
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
 from agentkernel.services.state import Namespace, StateError, StateStore
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import shown_value

@@ -21,19 +21,19 @@ from typing import Any
 
 import quickjs
 
-from agentkernel.config import CallBudget, ScriptLimits
-from agentkernel.errors import (
+from agentkernel.scripting.contract import (
+    CallBudget,
+    HelperBinding,
     HelperError,
     ScriptError,
     ScriptLimitError,
+    ScriptLimits,
     ScriptSyntaxError,
     SourceLocation,
 )
-from agentkernel.scripting.engine import NO_VALUE, NoValue
-from agentkernel.scripting.helper_table import HelperBinding
 from agentkernel.scripting.js_hints import hint_for
 from agentkernel.scripting.js_modules import module_loader
-from agentkernel.types import JSONValue
+from agentkernel.types import NO_VALUE, JSONValue, NoValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
 # jumps and calls); `max_operations` in JS is counted in these units (S21.1).

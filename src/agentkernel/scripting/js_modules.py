@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE
+from agentkernel.scripting.contract import MAX_SCRIPT_SIZE
 from agentkernel.services.confined import NotFound, PathRefused, below_one_of, open_below, read_at_most
 
 

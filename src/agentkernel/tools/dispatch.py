@@ -15,10 +15,9 @@ from collections.abc import Callable
 
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
-from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.tools.history import ToolResultHistory
@@ -27,7 +26,7 @@ from agentkernel.tools.python_tools import pool_worker, run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONValue, NoValue
 from agentkernel.util.fair_pool import FairPool
 
 log = logging.getLogger("agentkernel.dispatch")

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 
 from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ConfigError, ScriptError
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
-from agentkernel.scripting.helper_table import ScriptCall
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services import Environment, Services
 from agentkernel.util.near_miss import close_match

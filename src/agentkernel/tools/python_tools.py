@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from agentkernel.builtins import PACKAGE, Worker
 from agentkernel.config import CallBudget, ToolSpec
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.types import JSONObject, JSONValue
 

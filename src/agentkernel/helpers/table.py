@@ -1,8 +1,9 @@
 """The helper table: name → Python function(call, *args), written once for both engines.
 
-An engine sees only a `HelperBinding` — the names and one `invoke` — and a
-helper sees only plain Python values and the `ScriptCall` (DESIGN rules 1–3),
-so adding a helper never touches an engine.
+A helper sees only plain Python values and the `ScriptCall` (who runs the
+script, its budget, its log; DESIGN rules 1–3); an engine sees the table only
+through the host's binding (scripting/contract.py `HelperBinding`), so adding
+a helper never touches an engine.
 """
 
 from __future__ import annotations
@@ -200,22 +201,4 @@ def _texts(values: Sequence[JSONValue]) -> Iterator[str]:
             pending.extend(value.values())
 
 
-class HelperBinding:
-    """What an engine gets for one call: helper names, `invoke` and `log_line`."""
-
-    def __init__(self, table: HelperTable, call: ScriptCall) -> None:
-        self.table = table
-        self.call = call
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return self.table.names()
-
-    def invoke(self, name: str, args: Sequence[JSONValue]) -> JSONValue:
-        return self.table.invoke(name, self.call, args)
-
-    def log_line(self, level: str, text: str) -> None:
-        self.call.log_line(level, text)
-
-
-__all__ = ["Helper", "HelperBinding", "HelperFunction", "HelperTable", "ScriptCall"]
+__all__ = ["Helper", "HelperFunction", "HelperTable", "ScriptCall"]
