@@ -9,7 +9,7 @@ and an adapter imports this module and types.py, nothing else of the kernel.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
@@ -24,6 +24,13 @@ Compiling a Rhai script takes time and memory in proportion to its size
 (CPython's `compile()` of the generated code needs about 1.5 KiB of memory
 per byte of Rhai at worst); this bound keeps both in check where no call's
 deadline does. Hand-written tools are a hundred times smaller."""
+
+
+ReadBelow = Callable[[Path, str, int], "str | None"]
+"""`read_below(folder, name, max_bytes)`: the text of module file `name` (absolute, as the engine
+resolved an import) if it lies below `folder`, read as the file helpers read (no link followed, at
+most `max_bytes`); None when there is no such file; an exception saying why for any other refusal.
+The host hands it to an engine, so no adapter reaches into the kernel's file rules."""
 
 
 class HelperBinding(Protocol):
@@ -96,6 +103,7 @@ __all__ = [
     "HelperBinding",
     "HelperError",
     "LoadedScript",
+    "ReadBelow",
     "ScriptEngine",
     "ScriptError",
     "ScriptLimitError",

@@ -21,6 +21,7 @@ from agentkernel.errors import ScriptError
 from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
+from agentkernel.services.confined import read_module
 from agentkernel.types import JSONValue, NoValue
 
 
@@ -51,7 +52,7 @@ class _Compiled:
 
 def default_engines() -> dict[str, ScriptEngine[Any]]:
     """Extension → engine for the JS files (S1.1); every other extension is Rhai's."""
-    js = JsEngine()
+    js = JsEngine(read_module)  # ES imports read as the file helpers read, below the script's folder
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 

@@ -25,21 +25,22 @@ from agentkernel.scripting.contract import (
     CallBudget,
     HelperBinding,
     HelperError,
+    ReadBelow,
     ScriptError,
     ScriptLimitError,
     ScriptLimits,
     ScriptSyntaxError,
     SourceLocation,
 )
-from agentkernel.scripting.js_hints import hint_for
-from agentkernel.scripting.js_modules import module_loader
+from agentkernel.scripting.js.hints import hint_for
+from agentkernel.scripting.js.modules import module_loader
 from agentkernel.types import NO_VALUE, JSONValue, NoValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
 # jumps and calls); `max_operations` in JS is counted in these units (S21.1).
 TICK_OPERATIONS = 10_000
 #: The size of one element of a QuickJS array: no array the heap can hold is longer than the
-#: memory limit over this, and the prelude refuses to walk a longer (sparse) one (js_prelude.js).
+#: memory limit over this, and the prelude refuses to walk a longer (sparse) one (prelude.js).
 JS_VALUE_BYTES = 16
 JS_EXTENSIONS = (".js", ".mjs", ".cjs")
 
@@ -86,7 +87,7 @@ class _Budget:
         return self.tripped is not None
 
     def past_deadline(self) -> bool:
-        """Asked by the prelude between builtin calls on big data (js_prelude.js): once
+        """Asked by the prelude between builtin calls on big data (prelude.js): once
         True, the script spins until the interrupt handler above stops it."""
         if self.tripped is None and time.monotonic() > self.deadline:
             self.tripped = "timeout_secs"
@@ -120,7 +121,7 @@ def _location(stack: str | None, path: Path) -> SourceLocation | None:
 
 
 def _prelude_source(names: Sequence[str]) -> str:
-    template = resources.files("agentkernel.scripting").joinpath("js_prelude.js").read_text("utf-8")
+    template = resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8")
     return template.replace("HELPER_NAMES", json.dumps(list(names)))
 
 
@@ -129,7 +130,8 @@ class JsEngine:
 
     name = "javascript"
 
-    def __init__(self) -> None:
+    def __init__(self, read_below: ReadBelow) -> None:
+        self._read_below = read_below  # how an imported module is read (contract.py ReadBelow)
         self._preludes: dict[tuple[str, ...], bytes] = {}
         self._lock = threading.Lock()
 
@@ -139,7 +141,7 @@ class JsEngine:
         """QuickJS compiles in C, quickly for any source the host accepts: no deadline needed."""
         module = path.suffix == ".mjs"
         ctx = quickjs.Runtime().new_context()
-        ctx.set_module_loader(module_loader(path, source))
+        ctx.set_module_loader(module_loader(path, source, self._read_below))
         try:
             code = ctx.compile(source, filename=str(path), module=module)
         except quickjs.JSError as exc:
@@ -219,7 +221,8 @@ class JsEngine:
     def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:
         """Bind helpers, then evaluate the script's top level; return `invoke`."""
         invoke = ctx.eval_function(ctx.read_object(self._prelude(binding.names)))
-        ctx.set_module_loader(module_loader(script.path, script.source))  # static imports and import() alike
+        # static imports and import() alike
+        ctx.set_module_loader(module_loader(script.path, script.source, self._read_below))
         if script.bytecode is not None:
             ctx.eval_function(ctx.read_object(script.bytecode))
         else:
