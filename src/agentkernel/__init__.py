@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "ScriptError": "agentkernel.errors",
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
-    "Services": "agentkernel.services",
+    "Services": "agentkernel.bundle",
     "TemplateSpec": "agentkernel.config.templates",
     "ToolResult": "agentkernel.tools.results",
     "ToolSpec": "agentkernel.config",
@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.agent.hooks import HookRecord, HookRun
     from agentkernel.agent.processes import Process
     from agentkernel.agent.session import ChatSession
+    from agentkernel.bundle import Services
     from agentkernel.config import (
         HookSpec,
         KernelConfig,
@@ -105,7 +106,6 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
-    from agentkernel.services import Services
     from agentkernel.tools.results import ToolResult
 
 

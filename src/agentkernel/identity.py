@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentkernel.budget import Spender, earlier
-from agentkernel.services import Services
+from agentkernel.bundle import Services
 from agentkernel.types import JSONObject
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel import builtins
 from agentkernel.agent.processes import Process, ProcessTable
 from agentkernel.agent.subagents import SubagentService
+from agentkernel.assembly import build_services
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
@@ -31,12 +32,11 @@ from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.base import ChatMessage, Provider
 from agentkernel.llm.config import LLMConfig, build_provider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.ports import HTTP
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import AttachedServices, Environment, LiveServices
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
-from agentkernel.services.local import kernel_services
 from agentkernel.services.memory import LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.tools.calls import ToolCallService
@@ -48,6 +48,7 @@ from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult
 from agentkernel.tools.sources.mcp.outside import OutsideTools
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.environment import Environment
 from agentkernel.util.fair_pool import FairPool
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
@@ -81,7 +82,7 @@ class Kernel:
         provider: Provider | None = None,
         *,
         live: bool = True,
-        extra_services: AttachedServices | None = None,  # by name, built; None detaches one
+        extra_services: Mapping[str, object | None] | None = None,  # by name, built; None detaches one
         extensions: Mapping[str, object] | None = None,  # your own services, by name
     ) -> None:
         """A kernel on `config`; nothing is built or opened until something needs it.
@@ -109,13 +110,15 @@ class Kernel:
             self._mcp_servers, lambda: self._catalog.tools(), config.limits, cwd=config.root
         )
         self._tools = ToolRegistry(self._catalog, root=config.root, outside=self._outside)
-        self._history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
+        self._history: ToolResultHistory = ToolResultHistory(
+            config.limits.history_per_tool, config.limits.history_sessions
+        )
         self._llm_config: LLMConfig | None = config.llm
         deny = config.env_deny
         if self._llm_config is not None and self._llm_config.api_key_env:
             deny = (*deny, self._llm_config.api_key_env)  # scripts never read the kernel's own key
         self._provider = provider
-        self._store = LazyMessageStore(config.messages_db)
+        self._store: LazyMessageStore = LazyMessageStore(config.messages_db)
         self._live = live
         self._home = KernelLoop()
         # tool and hook calls of event loops, shared fairly between users; threads start on first use
@@ -135,36 +138,18 @@ class Kernel:
             home=self._home,
         )
         self._processes = ProcessTable()
-        self._services = kernel_services(  # last: the live services may use any part above
-            config,
-            environment=Environment(deny=deny),
-            live=self._live_services() if live else None,
-            given=extra_services,
-            extensions=extensions,
-        )
+        self._environment: Environment = Environment(deny=deny)
+        self._services = build_services(self, live=live, given=extra_services, extensions=extensions)
         handed = [*(extra_services or {}).values(), *(extensions or {}).values()]
         self._given = [s for s in handed if s is not None]  # closed with us
         self._janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self._closed = False
 
-    def _live_services(self) -> LiveServices:
-        """The live services, the one place they are attached (issue 12 §6, `LiveServices`).
+    def _kernel_llm(self) -> KernelLLM | None:
+        return None if self._llm is None else KernelLLM(self._llm, self._home)
 
-        Every script this kernel runs — a tool the agent loop calls, `agentkernel
-        tool run`, `hook_tool --live`, a server turn — gets these through the
-        kernel's one `Services`, so a tool tried from the terminal runs exactly
-        as the agent would run it. Not called for `live=False`. A new live
-        service is one more key here (and in `LiveServices`), built cheaply or
-        lazily: this runs in `__init__`, after every other part exists.
-        """
-        return {
-            "llm": None if self._llm is None else KernelLLM(self._llm, self._home),
-            "messages": self._store,
-            "tools": ToolCallService(self._dispatcher),
-            "tool_results": self._history,
-            "subagents": self._subagent_service(),
-            "cron": self._cron,
-        }
+    def _tool_calls(self) -> ToolCallService:
+        return ToolCallService(self._dispatcher)
 
     @classmethod
     def from_config_file(
@@ -593,7 +578,7 @@ class Kernel:
             open_chat=self.chat,
             end_chat=self.end_chat,
             messages=lambda: self._store,
-            http=lambda: self._services.require("http", "cron"),
+            http=lambda: self._services.require(HTTP, "cron"),
             webhook_attempts=self._config.cron.webhook_attempts,
             pool=self._script_pool,
         )

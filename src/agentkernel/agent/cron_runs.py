@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.ports import Http, MessageStore
 from agentkernel.services.cron import RunOutcome, job_session
 from agentkernel.services.cron_jobs import Sink, rfc3339
 from agentkernel.services.cron_store import Claim
@@ -32,8 +33,6 @@ from agentkernel.util.fair_pool import FairPool
 if TYPE_CHECKING:
     from agentkernel.agent.loop import LoopEvent
     from agentkernel.agent.session import ChatSession
-    from agentkernel.services.http import HttpService
-    from agentkernel.services.memory import MessageStore
 
 log = logging.getLogger("agentkernel.cron")
 
@@ -51,7 +50,7 @@ class CronRuns:
     open_chat: Callable[..., ChatSession]
     end_chat: Callable[[ChatSession], None]
     messages: Callable[[], MessageStore]
-    http: Callable[[], HttpService]
+    http: Callable[[], Http]
     webhook_attempts: int
     pool: FairPool  # a webhook's wait, in its owner's queue: never the loop's default threads
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
 from agentkernel.budget import BudgetExhausted
+from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.identity import Caller
@@ -42,7 +43,6 @@ from agentkernel.llm.base import (
     ToolSchema,
 )
 from agentkernel.llm.token_bound import held_for_async
-from agentkernel.services import Services
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult

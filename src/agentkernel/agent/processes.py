@@ -15,11 +15,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from agentkernel.budget import BudgetGroup, earlier
+from agentkernel.bundle import Services
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import AgentKernelError
 from agentkernel.identity import Caller, session_temp_dir
 from agentkernel.llm.token_bound import PromptTokens
-from agentkernel.services import Services
 
 
 class ProcessError(AgentKernelError):

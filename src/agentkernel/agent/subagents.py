@@ -47,6 +47,7 @@ from agentkernel.llm.structured import (
     parse_valid,
     schema_instruction,
 )
+from agentkernel.ports import SubagentRequest
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
@@ -59,18 +60,6 @@ log = logging.getLogger("agentkernel.subagents")
 HELPER = "run_subagent"
 SUBAGENT_TEMPLATE = "subagent"  # the template name of a sub-agent made from `instructions`
 WORKER_THREADS = 2  # a sub-agent's own threads for its tools and hooks (one call at a time, plus a hook)
-
-
-@dataclass(frozen=True)
-class SubagentRequest:
-    """`run_subagent`'s argument, checked for shape by the helper (helpers/delegation.py)."""
-
-    task: str
-    template: str | None = None
-    instructions: str | None = None
-    name: str | None = None
-    tools: tuple[str, ...] | None = None
-    output_schema: JSONObject | None = None
 
 
 @dataclass(frozen=True)

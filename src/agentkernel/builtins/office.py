@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError, ScriptError
+from agentkernel.ports import FILES, Files
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from agentkernel.builtins import Worker
     from agentkernel.helpers.table import ScriptCall
-    from agentkernel.services.files import FilesService
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DEFAULT_TEMPLATE = "dogovor.docx"  # shipped beside this module, in office_templates/
@@ -159,7 +159,7 @@ def _template(value: JSONValue, config: JSONObject, call: ScriptCall) -> tuple[b
             f"{DEFAULT_TEMPLATE} (the default contract)"
         )
     name = _docx_name("fill_contract", value, "template")
-    service: FilesService = call.caller.services.require("files", "fill_contract")
+    service = call.caller.services.require(FILES, "fill_contract")
     folder = config.get("templates_dir", TEMPLATES_DIR)
     if not isinstance(folder, str) or not folder:
         raise ScriptError(f"the tool's YAML: templates_dir must be a folder, got {_kind(folder)}")
@@ -174,7 +174,7 @@ def _template(value: JSONValue, config: JSONObject, call: ScriptCall) -> tuple[b
     raise ScriptError(f"fill_contract: template {shown_value(name)} is neither in {searched}")
 
 
-def _read_in(service: FilesService, folder: Path, name: str, where: str) -> bytes | None:
+def _read_in(service: Files, folder: Path, name: str, where: str) -> bytes | None:
     """`folder/name` read as the files service reads (confined to `folder`); None when it is not there."""
     from agentkernel.config import ReadRoot
     from agentkernel.services.confined import NotFound, PathRefused

@@ -19,15 +19,12 @@ whose id this call does not have is an error.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
 from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import safe_folder_name, session_folder_name
+from agentkernel.ports import DUCKDB, DuckDB, Params
 from agentkernel.types import JSONValue
-
-if TYPE_CHECKING:  # the service module imports duckdb: only a script that uses db_* pays for it
-    from agentkernel.services.duck import DuckService, Params
 
 MARKER = "@"
 
@@ -42,8 +39,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _KNOWN = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
 
 
-def _service(name: str, call: ScriptCall) -> DuckService:
-    return call.caller.services.require("duckdb", name)
+def _service(name: str, call: ScriptCall) -> DuckDB:
+    return call.caller.services.require(DUCKDB, name)
 
 
 def _literal(name: str, path: str, text: str) -> str:

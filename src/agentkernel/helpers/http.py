@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agentkernel.bundle import MissingService
 from agentkernel.helpers.table import HelperFunction, HelperTable, ScriptCall
-from agentkernel.services import MissingService
+from agentkernel.ports import HTTP
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import clip, shown_value
 from agentkernel.util.valid_unicode import has_lone_surrogate
@@ -252,7 +253,7 @@ def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONO
     except BadArgument as exc:
         return error_result(f"{name}: {exc}")
     try:
-        service = call.caller.services.require("http", name)
+        service = call.caller.services.require(HTTP, name)
     except MissingService as exc:
         return error_result(str(exc))
     result = service.request(

@@ -23,7 +23,8 @@ from typing import TypeVar
 from agentkernel.errors import HelperError
 from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.identity import Caller, session_key
-from agentkernel.services.state import Namespace, StateError, StateStore
+from agentkernel.ports import STATE, Namespace, StateStore
+from agentkernel.services.state import StateError
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import shown_value
 
@@ -49,7 +50,7 @@ T = TypeVar("T")
 
 
 def _store(helper: str, call: ScriptCall) -> StateStore:
-    return call.caller.services.require("state", helper)
+    return call.caller.services.require(STATE, helper)
 
 
 def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:

@@ -47,12 +47,12 @@ import json
 import re
 import sqlite3
 import threading
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.ports import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.util.valid_unicode import repair_text
 
@@ -131,54 +131,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 """Version N's statements take a file from version N-1 to N; append, never edit."""
 
 
-@dataclass(frozen=True)
-class Record:
-    """One event of a session's transcript, as the transcript helpers return it (S18).
-
-    `score` is the search relevance (higher is better) and None outside `search`.
-    """
-
-    id: int
-    role: str
-    kind: str
-    content: str
-    meta: dict[str, Any]
-    created_at: str
-    score: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The record exactly as scripts see it: S18's seven keys, `meta` copied."""
-        return {
-            "id": self.id,
-            "role": self.role,
-            "kind": self.kind,
-            "content": self.content,
-            "meta": dict(self.meta),
-            "created_at": self.created_at,
-            "score": self.score,
-        }
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Whose records of a session a read returns: one user's, not everything under the session id.
-
-    A session id alone is not a boundary (see the module docstring), so the
-    transcript helpers read with the caller's `Owner`. `user_id` None and ""
-    are the same: no user (as `identity.session_key` has it). `unrecorded`
-    adds the records written before the store recorded users (schema version
-    1, user unknown): for the kernel's own reads of a session whose owner it
-    has checked (resuming a server session), never for a script.
-    """
-
-    user_id: str | None
-    unrecorded: bool = False
-
-    def condition(self) -> tuple[str, tuple[str, ...]]:
-        """The SQL condition on ``m.user_id`` and its parameter."""
-        if self.unrecorded:
-            return "(m.user_id = ? OR m.user_id IS NULL)", (self.user_id or "",)
-        return "m.user_id = ?", (self.user_id or "",)
+def _owner_condition(owner: Owner) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition on ``m.user_id`` of `owner`'s records, and its parameter."""
+    if owner.unrecorded:
+        return "(m.user_id = ? OR m.user_id IS NULL)", (owner.user_id or "",)
+    return "m.user_id = ?", (owner.user_id or "",)
 
 
 def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
@@ -186,77 +143,8 @@ def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
     _check_session(session_id)
     if owner is None:
         return "m.session_id = ?", (session_id,)
-    condition, params = owner.condition()
+    condition, params = _owner_condition(owner)
     return f"m.session_id = ? AND {condition}", (session_id, *params)
-
-
-@runtime_checkable
-class MessageStore(Protocol):
-    """What the kernel and the transcript helpers need of a message store (DESIGN rule 8).
-
-    Small on purpose, so a shared store (Postgres, …) can replace the embedded one.
-    Every read is scoped to one session id and, given an `owner`, to that
-    user's records in it; without one, to every record of the session id
-    (the kernel's own reads, after it has checked who owns the session).
-    """
-
-    def append(
-        self,
-        session_id: str,
-        role: str,
-        kind: str,
-        content: str,
-        meta: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-    ) -> int:
-        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase)."""
-        ...
-
-    def history(
-        self,
-        session_id: str,
-        n: int,
-        *,
-        owner: Owner | None = None,
-        max_bytes: int | None = None,
-        timeout: float | None = None,
-    ) -> list[Record]:
-        """The last `n` records of the session (of `owner`'s, when given), oldest first.
-
-        With `max_bytes`, the newest records whose content and meta fit in it (one at least).
-        With `timeout`, StoreBusy when the store cannot be read within that many seconds.
-        """
-        ...
-
-    def search(
-        self,
-        session_id: str,
-        query: str,
-        k: int,
-        *,
-        owner: Owner | None = None,
-        max_bytes: int | None = None,
-        window: int | None = None,
-        timeout: float | None = None,
-    ) -> list[Record]:
-        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
-
-        With `window`, only the latest `window` matching records are ranked (a bounded cost).
-        """
-        ...
-
-    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
-        """How many records the session has (of `owner`'s, when given)."""
-        ...
-
-    def delete_session(self, session_id: str) -> int:
-        """Forget the session's records; return how many were deleted."""
-        ...
-
-    def close(self) -> None:
-        """Release the store's resources; the store is unusable afterwards."""
-        ...
 
 
 class SqliteMessageStore(SqliteStore):

@@ -20,12 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from agentkernel.bundle import Services
 from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ConfigError, ScriptError
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services import Environment, Services
+from agentkernel.util.environment import Environment
 from agentkernel.util.near_miss import close_match
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")

@@ -1,10 +1,9 @@
-"""A service built the first time a helper asks for it.
+"""A value built the first time it is asked for, once, whichever thread asks first.
 
 A kernel attaches every embedded service, but building one imports its
-library (DuckDB, httpx, …) and may open files. A `tool run` of a script that
-only counts words should pay for none of that (issue 8: start-up time), so
-the kernel hands `Services` a `Later` per local service, and each is built —
-once, whichever thread asks first — when a helper first reaches for it.
+library (DuckDB, httpx, …) and may open files; a `tool run` of a script that
+only counts words should pay for none of that. So the kernel hands
+`Services` a `Later` per service, built when a helper first reaches for it.
 """
 
 from __future__ import annotations
