@@ -36,6 +36,7 @@ from agentkernel.identity import Caller, safe_folder_name, session_folder_name
 from agentkernel.ports import DUCKDB
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings, without_root
 from agentkernel.services.duck_values import plain, unique_names
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
@@ -54,7 +55,7 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel._services.get(DUCKDB)
+    service = kernel_parts(kernel).services.get(DUCKDB)
     if isinstance(service, DuckService):
         service.close()
 
@@ -82,7 +83,7 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel._services.get(DUCKDB)
+    found = kernel_parts(kernel).services.get(DUCKDB)
     assert isinstance(found, DuckService)
     return found
 

@@ -31,6 +31,7 @@ from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
 from agentkernel.config.templates import load_template
 from agentkernel.errors import ConfigError
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONObject
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
@@ -347,10 +348,10 @@ def test_closing_from_async_code_lets_the_loop_run_while_servers_stop(lone: Kern
 
 def test_listing_starts_the_server_lazily(lone: Kernel) -> None:
     process = lone.spawn("agent")
-    assert not lone._outside.running("outside")  # spawning starts nothing
+    assert not kernel_parts(lone).outside.running("outside")  # spawning starts nothing
     names = [s.name for s in lone.list_tools(process)]
     assert "outside__crash" in names  # no `tools:` filter: every tool
-    assert lone._outside.running("outside")
+    assert kernel_parts(lone).outside.running("outside")
 
 
 # -- streamable HTTP -----------------------------------------------------------------------------

@@ -412,6 +412,34 @@ def _user_agent() -> str:
     return f"agentkernel/{__version__}"
 
 
+def webhook_problem(url: str, rules: HttpConfig) -> str | None:
+    """Why `url` can never be a webhook (a cron job's delivery, S10): not http(s), or a host the `http:`
+    rules deny by name. An address written in the URL is judged now; a name when it resolves."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return f"not a URL ({exc})"
+    problem = check_url(parsed)
+    if problem is not None:
+        return problem
+    policy = HostPolicy(rules.allow_hosts, rules.deny_hosts, rules.allow_private)
+    try:
+        policy.check_name(parsed.host)
+        if _is_address(parsed.host):
+            policy.check_addresses(parsed.host, [parsed.host])
+    except HostRefused as exc:
+        return str(exc)
+    return None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 class HttpService:
     """One pooled `httpx.Client` for the whole kernel; safe to use from many worker threads."""
 
@@ -584,4 +612,5 @@ __all__ = [
     "Resolver",
     "parse_http_config",
     "system_resolver",
+    "webhook_problem",
 ]

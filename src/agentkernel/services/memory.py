@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.util.valid_unicode import repair_text
@@ -379,8 +380,42 @@ __all__ = [
     "Owner",
     "Record",
     "SqliteMessageStore",
+    "conversation",
     "fts_query",
+    "session_problem",
+    "transcript",
 ]
+
+
+# -- the kernel's own reads of a transcript ------------------------------------------------------------
+
+
+def conversation(store: MessageStore, session_id: str, user_id: str | None, limit: int) -> list[ChatMessage]:
+    """The user's messages and the answers of `user_id`'s session, as an agent loop's history.
+
+    Only that user's records (and those from before the store recorded
+    users): naming another user's session id resumes nothing of theirs.
+    """
+    records = store.history(session_id, limit, owner=Owner(user_id, unrecorded=True))
+    return [
+        ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
+        for r in records
+        if r.kind in (KIND_USER, KIND_AGENT)
+    ]
+
+
+def transcript(store: MessageStore, session_id: str, limit: int, user_id: str | None) -> list[Record]:
+    """The last `limit` records of a session, oldest first: every one, or only `user_id`'s when given
+    (and those from before the store recorded users)."""
+    owner = Owner(user_id, unrecorded=True) if user_id is not None else None
+    return store.history(session_id, limit, owner=owner)
+
+
+def session_problem(store: MessageStore, owner: str | None, session_id: str) -> str | None:
+    """Why `owner` may not post into `session_id` (a cron job's delivery): it holds none of their messages."""
+    if store.count(session_id, owner=Owner(owner)) == 0:
+        return f"{session_id!r} is not a session of {owner!r} (it holds none of their messages)"
+    return None
 
 
 class LazyMessageStore:

@@ -30,6 +30,7 @@ from jsonschema.exceptions import SchemaError
 
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.config.mcp_servers import SEPARATOR, McpServerSpec, server_of
+from agentkernel.errors import LoadProblem
 from agentkernel.schemas.bounds import SchemaBounds, schema_problem
 from agentkernel.schemas.cost import describe_cost
 from agentkernel.schemas.refs import remote_refs_problem
@@ -238,6 +239,37 @@ class OutsideTools:
         """Stop server `name` if it runs (`agentkernel check` starts each server only to look)."""
         if self._pool is not None:
             self._pool.stop(name)
+
+    def check(
+        self, servers: Mapping[str, McpServerSpec], folder: Path
+    ) -> tuple[list[LoadProblem], dict[str, int]]:
+        """Start each of `servers`, list its tools, stop it: what fails, at its template (else `folder`),
+        and how many tools each server that started offers.
+
+        For `agentkernel check`: a server that cannot start (command not
+        found, exits at once, handshake timeout, HTTP refused) is a problem
+        naming the template, the server and the cause, and so is a tool it
+        cannot offer. A server running already is left running. The servers
+        start side by side: a start takes seconds, and `check` waits for
+        the slowest, not for the sum.
+        """
+        from concurrent.futures import ThreadPoolExecutor  # only `agentkernel check` starts servers to look
+
+        ordered = sorted(servers.items())
+        running = {name for name, _ in ordered if self.running(name)}
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(ordered)))) as starting:  # all at once
+            reasons = list(starting.map(lambda item: self.problems(item[1]), ordered))
+        found: list[LoadProblem] = []
+        offered: dict[str, int] = {}
+        for (name, spec), said in zip(ordered, reasons, strict=True):
+            where = spec.yaml_path or folder
+            found += [LoadProblem(where, f"template {spec.template}: {r}", spec.line) for r in said]
+            count = self.offered_count(name)
+            if count is not None:
+                offered[name] = count
+            if name not in running:
+                self.stop(name)
+        return found, offered
 
     # -- calling ---------------------------------------------------------------------------
 
