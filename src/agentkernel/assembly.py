@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
 from agentkernel.agent.processes import ProcessTable
-from agentkernel.agent.subagents import SubagentService
 from agentkernel.bundle import ServiceKey, Services
 from agentkernel.config import KernelConfig
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
@@ -67,6 +66,7 @@ from agentkernel.util.later import Later
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.hooks import HookPipeline
     from agentkernel.agent.loop import AgentLoop, LoopSettings
+    from agentkernel.agent.subagents import SubagentService
     from agentkernel.services.cron import CronService
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
@@ -199,6 +199,8 @@ class KernelParts:
 
     def subagent_service(self) -> SubagentService:
         """`run_subagent`'s service (S17), made of these parts, not of the face."""
+        from agentkernel.agent.subagents import SubagentService  # the agent runtime: by the first sub-agent
+
         return SubagentService(
             processes=self.processes,
             temp_root=self.config.temp_root,

@@ -22,17 +22,16 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agentkernel.agent.loop import EndReason, LoopEvent
+from agentkernel.agent.session import ChatSession
 from agentkernel.ports import Http, MessageStore
 from agentkernel.services.cron import RunOutcome, job_session
 from agentkernel.services.cron_jobs import Sink, rfc3339
 from agentkernel.services.cron_store import Claim
+from agentkernel.services.memory import KIND_AGENT
 from agentkernel.util.fair_pool import FairPool
-
-if TYPE_CHECKING:
-    from agentkernel.agent.loop import LoopEvent
-    from agentkernel.agent.session import ChatSession
 
 log = logging.getLogger("agentkernel.cron")
 
@@ -56,8 +55,6 @@ class CronRuns:
 
     async def run(self, claim: Claim) -> RunOutcome:
         """The job's agent on its prompt, to the loop's end; cancelled with the run's timeout."""
-        from agentkernel.agent.loop import EndReason
-
         errors: list[str] = []
 
         async def collect(event: LoopEvent) -> None:
@@ -125,8 +122,6 @@ class CronRuns:
             pause = min(pause * 2, LONGEST_PAUSE_SECS)
 
     def _record(self, claim: Claim, sink: Sink, outcome: RunOutcome) -> None:
-        from agentkernel.services.memory import KIND_AGENT
-
         assert sink.session_id is not None
         text = outcome.answer if outcome.ok else f"cron job {claim.name!r} failed: {outcome.error}"
         meta: dict[str, Any] = {

@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from agentkernel.agent.loop import AgentLoop, EndReason, LoopEvent, LoopResult, LoopSettings
 from agentkernel.agent.processes import Process, ProcessError, ProcessTable
 from agentkernel.budget import BUDGET_EXHAUSTED, earlier
 from agentkernel.config import KernelLimits
@@ -51,9 +51,6 @@ from agentkernel.ports import SubagentRequest
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
-
-if TYPE_CHECKING:  # the agent runtime is imported when a sub-agent first runs
-    from agentkernel.agent.loop import AgentLoop, LoopEvent, LoopResult, LoopSettings
 
 log = logging.getLogger("agentkernel.subagents")
 
@@ -225,8 +222,6 @@ def _task_text(request: SubagentRequest) -> str:
 
 def _answer(child: Process, result: LoopResult, errors: list[str]) -> str:
     """The run's answer; a run that ended without one is the script's error, saying why."""
-    from agentkernel.agent.loop import EndReason
-
     if result.reason is EndReason.JOB_DONE and result.answer is not None:
         return result.answer
     if result.reason is EndReason.BUDGET_EXHAUSTED:

@@ -21,16 +21,17 @@ whose `path` the server swaps for a download id (server/downloads.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from agentkernel.builtins import Worker
+from agentkernel.config import ReadRoot
 from agentkernel.errors import HelperError, ScriptError
+from agentkernel.helpers.files import write_scratch_file
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.ports import FILES, Files
+from agentkernel.services.confined import NotFound, PathRefused
+from agentkernel.services.files import FilesService
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
-
-if TYPE_CHECKING:
-    from agentkernel.builtins import Worker
-    from agentkernel.helpers.table import ScriptCall
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DEFAULT_TEMPLATE = "dogovor.docx"  # shipped beside this module, in office_templates/
@@ -52,7 +53,7 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Wo
             f"make_docx: content is {len(content):,} characters, over the {limit:,}-character limit "
             "(max_content_chars in make_docx.yaml); split the document"
         )
-    from agentkernel.builtins.office_work import render_markdown
+    from agentkernel.builtins.office_work import render_markdown  # python-docx: in the worker, not here
 
     made, paragraphs, tables = worker(render_markdown, content)
     path = _write("make_docx", call, name, made)
@@ -65,7 +66,7 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Wo
 
 def fill_contract(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Worker) -> JSONValue:
     """The .docx `template` with its `{{field}}`s filled from `data`, written as `name`; a file block."""
-    from agentkernel.builtins.office_work import fill_template
+    from agentkernel.builtins.office_work import fill_template  # python-docx: in the worker, not here
 
     name = _docx_name("fill_contract", args.get("name"), "name")
     data = args.get("data")
@@ -131,8 +132,6 @@ def _result(summary: str, name: str, path: str) -> JSONObject:
 
 def _write(tool: str, call: ScriptCall, name: str, data: bytes) -> str:
     """Write the file where fs_write_bytes would, by its rules; the absolute path written."""
-    from agentkernel.helpers.files import write_scratch_file
-
     try:
         return write_scratch_file(tool, call, name, data)
     except HelperError as exc:
@@ -176,10 +175,6 @@ def _template(value: JSONValue, config: JSONObject, call: ScriptCall) -> tuple[b
 
 def _read_in(service: Files, folder: Path, name: str, where: str) -> bytes | None:
     """`folder/name` read as the files service reads (confined to `folder`); None when it is not there."""
-    from agentkernel.config import ReadRoot
-    from agentkernel.services.confined import NotFound, PathRefused
-    from agentkernel.services.files import FilesService
-
     if not folder.is_dir():
         return None
     reader = FilesService(service.settings, root=service.root, roots=[ReadRoot(folder, where)])

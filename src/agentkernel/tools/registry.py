@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from agentkernel.config import ToolSpec, read_yaml
 from agentkernel.config.mcp_servers import GRANT_SUFFIX, allows, grant
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.identity import Caller
 from agentkernel.tools.catalog import ScriptCatalog
-from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
+from agentkernel.tools.sources.mcp.outside import OutsideTools, OutsideToolSpec
 from agentkernel.types import JSONObject
-
-if TYPE_CHECKING:
-    from agentkernel.tools.sources.mcp.outside import OutsideTools
 
 
 class AccessPolicy(Protocol):
