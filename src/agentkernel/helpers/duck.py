@@ -100,7 +100,7 @@ def _run(
     name: str, call: ScriptCall, path: JSONValue, operation: str, *args: object, **options: bool
 ) -> JSONValue:
     """Resolve the path, call the service, and name the helper and the path in any error."""
-    from agentkernel.services.duck import DuckError
+    from agentkernel.services.duck import DuckError  # duckdb: imported by the first db_* call
 
     service = _service(name, call)
     relative = resolve_path(name, call, path)

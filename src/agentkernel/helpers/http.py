@@ -93,7 +93,7 @@ def parse_url(value: JSONValue) -> str:
     # httpx and the service are imported by the first HTTP call, not by every kernel (issue 8: start-up)
     import httpx
 
-    from agentkernel.services.http import MAX_URL_CHARS, check_url
+    from agentkernel.services.http import MAX_URL_CHARS, check_url  # httpx: by the first HTTP call
 
     if not isinstance(value, str) or not value:
         raise BadArgument(f"url must be a non-empty string, got {shown_value(value)}")
@@ -244,7 +244,7 @@ def error_result(text: str) -> JSONObject:
 
 def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONObject:
     """Parse, find the service, send; every failure becomes the error shape (S8.2)."""
-    import httpx
+    import httpx  # by the first HTTP call, not by every kernel
 
     from agentkernel.services.http import shown_url
 

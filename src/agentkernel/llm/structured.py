@@ -79,7 +79,7 @@ def check_output_schema(schema: JSONValue, bounds: SchemaBounds | None = None) -
         where = "/".join(str(part) for part in exc.absolute_path)
         at = f" (at {where})" if where else ""
         raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
-    from agentkernel.schemas.refs import remote_refs_problem
+    from agentkernel.schemas.refs import remote_refs_problem  # the JSON Schema specifications: on first use
 
     problem = remote_refs_problem(schema)
     if problem is not None:

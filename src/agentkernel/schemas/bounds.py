@@ -260,7 +260,7 @@ def bounded_validator(schema: Any, base: Any = None) -> Any:
     """
     from jsonschema import validators
 
-    from agentkernel.schemas.refs import LOCAL_REFS
+    from agentkernel.schemas.refs import LOCAL_REFS  # the JSON Schema specifications: on first use
 
     draft = base or validators.validator_for(schema, default=validators.Draft202012Validator)
     return _bounded_class(draft)(schema, registry=LOCAL_REFS, format_checker=None)

@@ -64,7 +64,7 @@ def rhai_engine(script_folders: Sequence[Path] = (), compile_cache: Path | None 
     that only runs JavaScript never pays for its import. `compile_cache`
     is the folder where compiled scripts outlive a restart (None: nowhere).
     """
-    from agentkernel.scripting.rhai_adapter import RhaiEngine
+    from agentkernel.scripting.rhai_adapter import RhaiEngine  # the interpreter: at the first Rhai script
 
     return RhaiEngine(script_folders, compile_cache)
 

@@ -211,7 +211,7 @@ def _principal(user: str) -> AuthenticatedUser:
 def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableHTTPSessionManager:
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from agentkernel.server.mcp_sessions import PerUserSessions
+    from agentkernel.server.mcp_sessions import PerUserSessions  # mcp: by the first /mcp request
 
     security = None
     if not settings.tokens:  # everyone is `local`: no web page of another site may drive the tools
@@ -235,7 +235,7 @@ def identify(ctx: Context) -> Identity:
     from mcp_types import INTERNAL_ERROR
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    from agentkernel.mcp_serve.serving import Identity, connection_of
+    from agentkernel.mcp_serve.serving import Identity, connection_of  # mcp: by the first /mcp request
 
     request = ctx.request
     state: dict[str, Any] = request.scope.get("state", {}) if isinstance(request, Request) else {}

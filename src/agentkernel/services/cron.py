@@ -14,6 +14,7 @@ imported there, not by a kernel that only runs a tool).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -181,8 +182,6 @@ class CronService:
         owner = self.settings.user
         now = time.time()
         wanted = self.check_static()
-        import json
-
         for name, spec in wanted.items():
             stored = self.store.definition(owner, name)
             if stored is not None and json.loads(stored) == spec.to_json():

@@ -110,7 +110,7 @@ class OutsideTools:
         self._inherited = inherited_chain()  # what started this kernel, if an MCP client of ours did
 
     def _server_pool(self) -> ServerPool:
-        from agentkernel.tools.sources.mcp.client_pool import ServerPool
+        from agentkernel.tools.sources.mcp.client_pool import ServerPool  # mcp: by the first server start
 
         with self._lock:
             if self._pool is None:
@@ -141,7 +141,7 @@ class OutsideTools:
 
     def _offer(self, spec: McpServerSpec) -> _Offer | None:
         """What `spec`'s server offers now; None (the reason kept for `unavailable`) when it fails."""
-        from agentkernel.tools.sources.mcp.client_pool import ServerFailure
+        from agentkernel.tools.sources.mcp.client_pool import ServerFailure  # mcp: only once one is used
 
         try:
             listed = self._server_pool().tools(spec)
@@ -275,7 +275,7 @@ class OutsideTools:
 
     def call(self, spec: OutsideToolSpec, args: JSONValue, deadline: float) -> ToolResult:
         """One call of `spec` on its server, by `deadline`; timeouts and crashes are failed results."""
-        from agentkernel.tools.sources.mcp.client_pool import ServerFailure
+        from agentkernel.tools.sources.mcp.client_pool import ServerFailure  # mcp: only once one is used
         from agentkernel.tools.sources.mcp.results import outside_result
 
         # a lone surrogate (a JS string may hold one) cannot be written as UTF-8 JSON: it would end the
