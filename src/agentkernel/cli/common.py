@@ -123,7 +123,7 @@ def load_project_config(prog: str, config: Path | str | None) -> KernelConfig:
 
 def config_exit(prog: str, exc: ConfigError) -> SystemExit:
     """Print a kernel.yaml problem (file, line, field) on stderr; the exit (1) to raise."""
-    from agentkernel.cli.project_view import config_problem, problem_text
+    from agentkernel.cli.problems import config_problem, problem_text  # pathlib, YAML: on a failure only
 
     shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
     print(f"{prog}: {shown}", file=sys.stderr)

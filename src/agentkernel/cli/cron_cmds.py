@@ -56,7 +56,7 @@ def _run(options: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
     from agentkernel.errors import HelperError
 
     logging.getLogger("agentkernel.cron").setLevel(min(logging.INFO, logging.getLogger().level))
@@ -88,7 +88,7 @@ async def _schedule(kernel: Kernel) -> None:
 
 
 def _list(options: argparse.Namespace) -> int:
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
 
     with load_kernel("agentkernel cron list", options.config, live=False) as kernel:
         path = kernel.config.cron.db_path
@@ -134,7 +134,7 @@ def _timing(timing: object) -> str:
 
 
 def _cancel(options: argparse.Namespace) -> int:
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
 
     with load_kernel("agentkernel cron cancel", options.config, live=False) as kernel:
         path = kernel.config.cron.db_path
