@@ -2,15 +2,16 @@
 
 The public surface is what this module exports: the `Kernel` and what its
 verbs take and return, and the extension seams — a helper (`HelperTable`,
-`ScriptCall`, `default_helper_table`), a service (`Services`, handed to the
-kernel as `extra_services`) and an LLM backend (`Provider`; its value types are
-in `agentkernel.llm`). The engine room (`scripting`, `tools.dispatch`,
-`catalog`) is importable but not promised.
+`ScriptCall`, `default_helper_table`), a service (`Services`: your own are
+handed to the kernel as `extensions`, the kernel's replaced as
+`extra_services`) and an LLM backend (`Provider`; its value types are in
+`agentkernel.llm`). The engine room (`assembly`, `agent`, `tools`,
+`scripting`) is importable but not promised; docs/architecture.md draws it.
 
 Names are imported on first use (PEP 562): `import agentkernel` — which every
 command line entry point does — costs nothing, so `agentkernel --version` and
 `agentkernel rhai run` never pay for the kernel, its services or their
-libraries (issue 8: start-up time).
+libraries.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The kernel's built-in tools and hooks (issue 15 §1).
+"""The kernel's built-in tools and hooks.
 
 Each built-in is an ordinary tool or hook YAML with its script, in
 `tools/` and `hooks/` here, loaded after the project's own folders and

@@ -1,4 +1,4 @@
-"""`make_docx` and `fill_contract`: the built-in Word tools (issue 15, S6.2), in Python.
+"""`make_docx` and `fill_contract`: the built-in Word tools (S6.2), in Python.
 
 They are Python, not scripts, because the work is a library's
 (markdown-it-py and python-docx) and no helper exposes it. Otherwise they

@@ -1,7 +1,7 @@
 """What every command shares: exit codes, global flags, logging, finding the project, quiet pipes.
 
 Nothing here imports the kernel at module level: `agentkernel --version` and
-`agentkernel rhai run` load this module and must stay fast (issue 8).
+`agentkernel rhai run` load this module and must stay fast.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ run stopped then is given back to the store and runs at the next start. A
 static job of kernel.yaml that is wrong stops it with exit 1 and the
 field at fault. `cron list` shows every user's jobs (one user's with
 `--user`); `cron cancel NAME --user U` removes one, exit 1 when U had none.
-Building the parser imports nothing beyond argparse (issue 8).
+Building the parser imports nothing beyond argparse.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`agentkernel mcp serve`: the project's tools for any MCP client (Claude Desktop, Cursor, …) over stdio.
 
 stdout carries nothing but MCP; logs go to stderr. Building the parser
-imports nothing; the SDK (~1.5 s to import) is loaded when `mcp serve`
-runs (issue 8: start-up time).
+imports nothing; the SDK, slow to import, is loaded when `mcp serve`
+runs.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ each replaced by the caller's id made safe: `u@`, `s@` or `t@` followed by
 user B who reuses user A's session id gets a file of B's own.
 The `@` is reserved: the script's own text may not contain it, so the only
 way to name a folder like `u@alice-…` is to be alice — user B can neither
-guess nor list their way into user A's database (and since issue 9 the
+guess nor list their way into user A's database (and the
 file helpers cannot read the DuckDB folder at all, S14.3). A placeholder
 whose id this call does not have is an error.
 """

@@ -9,7 +9,7 @@ How a question is asked (one completion, or a whole agent run) is the
 caller's: `structured_answer` takes it as a function of the conversation.
 
 jsonschema is imported inside the functions: a kernel that never asks for
-structured output never loads it at start-up (issue 8).
+structured output never loads it at start-up.
 """
 
 from __future__ import annotations

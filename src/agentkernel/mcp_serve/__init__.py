@@ -1,4 +1,4 @@
-"""Our tools as an MCP server (issue 16, serving): a front end on the `Kernel` face, like the CLI and HTTP.
+"""Our tools as an MCP server (serving): a front end on the `Kernel` face, like the CLI and HTTP.
 
 `serving.py` is the server (tools/list and tools/call through the one
 dispatch path), `results.py` a ToolResult as an MCP result. `agentkernel

@@ -1,4 +1,4 @@
-"""A ToolResult as an MCP tool result (issue 16): text for the model, blocks as structured content.
+"""A ToolResult as an MCP tool result: text for the model, blocks as structured content.
 
 The split follows S5 and S6: `content` is what an LLM reads, so it is the
 one text content block; visual blocks (tables, charts, files) are for

@@ -1,4 +1,4 @@
-"""Our tools as an MCP server (issue 16): listed with their schemas, called through the one dispatch path.
+"""Our tools as an MCP server: listed with their schemas, called through the one dispatch path.
 
 `ToolServer` wraps the SDK's low-level `Server`. Every `tools/call` runs
 through `Kernel.arun_tool` (DESIGN rule 6: access, argument validation,
@@ -23,7 +23,7 @@ client opts in with `subscriptions/listen` and gets it on that stream.
 Nothing is polled while nobody listens.
 
 This module imports the SDK: only the MCP commands and the lazily mounted
-`/mcp` route import it (issue 8: start-up time).
+`/mcp` route import it: the SDK is slow to import.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Files a tool made, offered for download behind an opaque id (S6.2, issue 11 sections 2-4).
+"""Files a tool made, offered for download behind an opaque id (S6.2).
 
 A `file` block's `path` is a place on the server's disk chosen by a
 script, and scripts are untrusted, so it never leaves the server and is

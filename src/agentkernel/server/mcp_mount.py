@@ -19,7 +19,7 @@ against server.max_running_tool_runs_per_user with their other tool runs
 and continuations (past it, an error result naming the setting), and given
 a budget of server.tool_run_token_budget tokens.
 
-Start-up: importing the SDK takes ~1.5 s, so nothing is imported until the
+Start-up: the SDK is slow to import, so nothing is imported until the
 first request to `/mcp`; that request waits while a worker thread imports
 it, then the SDK's session manager is started on a task of the server's
 event loop that lives until shutdown (its task group must be entered and

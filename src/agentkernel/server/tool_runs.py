@@ -6,7 +6,7 @@ them running at once, every route together (user_work.py): past it,
 TooManyToolRuns before the run starts (429 on the HTTP routes, an error
 result at `/mcp`). Each holds a script worker and may wait on the LLM for
 its whole `timeout_secs`, so without the cap one token could hold every
-worker and every LLM slot (issue 24, item 6).
+worker and every LLM slot.
 
 **Budgeted** (S9.2). A run is a process of its own, ended when the run
 ends (its sub-agents with it), so `llm()`, `llm_json` and `run_subagent` in

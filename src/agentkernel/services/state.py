@@ -47,7 +47,7 @@ Decisions:
 - **Schema** is created on open inside a write transaction and versioned
   in a table of its own (`state_schema`), so the file may even be shared
   with another store (e.g. the message store's ``user_version``). Version 2
-  (issue 9) added the quota's columns, and keys session namespaces by user
+  added the quota's columns, and keys session namespaces by user
   and session: a version 1 file's session keys, whose user is unknown, are
   kept under the owner `[0, "<session id>"]`, which no caller's namespace
   ever is, so no user inherits another's session keys. Version 3 counts

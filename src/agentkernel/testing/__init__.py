@@ -1,4 +1,4 @@
-"""agentkernel.testing — test your tools and agents without a real LLM (issue 15 §2).
+"""agentkernel.testing — test your tools and agents without a real LLM.
 
 - `FakeLLMServer`: a scripted OpenAI-compatible server on 127.0.0.1 (a real
   HTTP server, so the kernel talks to it through its real provider); script

@@ -1,4 +1,4 @@
-"""A tool's `tests:` block (issue 15 §2): read, checked, and typed as cases the runner executes.
+"""A tool's `tests:` block: read, checked, and typed as cases the runner executes.
 
     tests:
       - name: counts words            # optional; `case N` otherwise

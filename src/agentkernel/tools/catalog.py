@@ -21,7 +21,7 @@ compiles one script, while listing tools, hooks or problems compiles all of
 them. A file whose script does not compile is never offered, in either case.
 
 The catalog's lock guards only its tables (the scan); scripts are compiled
-outside it (issue 9), so a slow compile never holds up another thread's
+outside it, so a slow compile never holds up another thread's
 lookup. Two threads may check one file at once: they reach the same
 verdict. A check's compile ends at the tool's (or hook's) own
 `timeout_secs`; a script cut short that way is a problem for now, and is

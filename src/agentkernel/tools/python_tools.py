@@ -1,4 +1,4 @@
-"""Running a built-in `python_tool` (issue 15 §1: office documents need python-docx).
+"""Running a built-in `python_tool` (office documents need python-docx).
 
 A python_tool's YAML names `function: module:callable`, always below
 agentkernel.builtins (config/scripts.py refuses the kind anywhere else).

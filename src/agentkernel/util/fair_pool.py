@@ -1,4 +1,4 @@
-"""Worker threads for script calls, shared fairly between users (DESIGN rule 10, issue 24).
+"""Worker threads for script calls, shared fairly between users (DESIGN rule 10).
 
 Scripts and helpers are synchronous, so every tool and hook call an event
 loop makes runs on a worker thread — never on the loop's default executor,

@@ -1,4 +1,4 @@
-"""Outside MCP servers' tools as our tools (issue 16, consuming): a tool source of the registry.
+"""Outside MCP servers' tools as our tools (consuming): a tool source of the registry.
 
 `outside.py` offers them (`OutsideToolSpec`, `srv__tool`), `client_pool.py`
 holds one connection per server, `results.py` turns an MCP result into a

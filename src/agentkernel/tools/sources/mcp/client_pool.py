@@ -15,8 +15,8 @@ die (the next use finds the connection lost), and stop with the pool
 SDK's own shutdown (stdin closed, then terminate, then kill), so none is
 left behind.
 
-Nothing here imports `mcp` at module level: `import mcp` costs about 1.5 s
-and only a template with `mcp_servers` pays for it.
+Nothing here imports `mcp` at module level: it is slow to import, and only
+a template with `mcp_servers` pays for it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Outside MCP servers' tools as our tools (issue 16, consuming).
+"""Outside MCP servers' tools as our tools (consuming).
 
 Each tool a server offers becomes an `OutsideToolSpec` named `srv__tool`,
 with the server's `inputSchema` as its `parameters`, so it takes the one

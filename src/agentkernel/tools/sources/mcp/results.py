@@ -1,4 +1,4 @@
-"""An outside MCP tool's result (`CallToolResult`) → our ToolResult (issue 16, consuming).
+"""An outside MCP tool's result (`CallToolResult`) → our ToolResult (consuming).
 
 Text blocks are what the agent reads, joined in order; a result with no
 text but `structuredContent` is read as that JSON's text. Images, audio and
