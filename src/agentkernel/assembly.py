@@ -37,7 +37,6 @@ from agentkernel.ports import (
     DUCKDB,
     FILES,
     HTTP,
-    KEYS,
     LLM,
     MESSAGES,
     SHELL,
@@ -411,11 +410,11 @@ def build_services(
     service's is a ValueError.
     """
     given = dict(given or {})
+    local = {key.name for key in SERVICES if not key.live}
     for name in given:
-        key = KEYS.get(name)
-        if key is None or key.live or key not in SERVICES:
-            local = ", ".join(sorted(k.name for k in SERVICES if not k.live))
-            raise ValueError(f"extra_services: no local service {name!r} (the kernel's own: {local})")
+        if name not in local:
+            shown = ", ".join(sorted(local))
+            raise ValueError(f"extra_services: no local service {name!r} (the kernel's own: {shown})")
     attached: dict[ServiceKey[Any], object] = {}
     for key, factory in SERVICES.items():
         if key.live and not live:

@@ -404,30 +404,12 @@ CRON: Final = ServiceKey[CronJobs](
     "cron", f"no cron service attached to this kernel {_LIVE_ONLY}", live=True
 )  # S10.3
 
-KEYS: Final[Mapping[str, ServiceKey[Any]]] = {
-    key.name: key
-    for key in (
-        HTTP,
-        STATE,
-        DUCKDB,
-        FILES,
-        SHELL,
-        LLM,
-        MESSAGES,
-        TOOLS,
-        TOOL_RESULTS,
-        SUBAGENTS,
-        CRON,
-    )
-}
-"""Every key by name: what `Kernel(extra_services={name: service})` names."""
 
 __all__ = [
     "CRON",
     "DUCKDB",
     "FILES",
     "HTTP",
-    "KEYS",
     "LLM",
     "MESSAGES",
     "SHELL",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel.bundle import MissingService, ServiceKey, Services
-from agentkernel.ports import DUCKDB, FILES, HTTP, KEYS, SHELL, STATE, Files
+from agentkernel.ports import DUCKDB, FILES, HTTP, SHELL, STATE, Files
 from agentkernel.services.files import FilesService
 from agentkernel.util.environment import Environment
 from agentkernel.util.later import Later
@@ -26,7 +26,6 @@ def test_a_missing_service_raises_the_contracts_text() -> None:
         services.require(HTTP, "http_get")  # S8.2, docs/scripts.md "no HTTP service"
     for key in (DUCKDB, FILES, SHELL):  # one wording for the services the manual does not spell
         assert key.missing == f"no {key.name} service attached to this kernel"
-    assert all(KEYS[name].name == name for name in KEYS)
 
 
 def test_a_later_service_is_built_once_on_first_read(tmp_path: Path) -> None:
