@@ -15,6 +15,7 @@ DuckDB, files, shell) may be replaced by one handed to the kernel.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -23,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 from agentkernel import builtins
 from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
-from agentkernel.config import KernelConfig
+from agentkernel.config import KernelConfig, ToolSpec
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
-from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers.table import HelperTable
+from agentkernel.identity import session_temp_dir
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import build_provider
 from agentkernel.llm.deferred import DeferredProvider
@@ -65,8 +67,10 @@ from agentkernel.util.later import Later
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.hooks import HookPipeline
     from agentkernel.agent.loop import AgentLoop, LoopSettings
+    from agentkernel.agent.session import ChatSession
     from agentkernel.agent.subagents import SubagentService
     from agentkernel.services.cron import CronService
+    from agentkernel.services.cron_scheduler import CronScheduler
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
 LISTING_WORKERS = 4  # threads listing tools at once, for every user together (one listing a user at a time)
@@ -154,6 +158,30 @@ class KernelParts:
             raise ConfigError(spec.yaml_path, "; ".join(p.reason for p in own))
         return spec
 
+    def tool(self, name: str) -> ToolSpec:
+        """The tool called `name`; ConfigError saying why it is not there (its file's problem, or what is)."""
+        spec = self.tools.get(name)
+        if spec is not None:
+            return spec
+        unavailable = self.tools.unavailable(name)
+        if unavailable is not None:  # the file meant to declare it failed: say why, nothing else
+            raise ConfigError(None, unavailable)
+        known = ", ".join(s.name for s in self.tools.all()) or "none"
+        failed = len(self.catalog.problems())
+        files = "1 file" if failed == 1 else f"{failed} files"
+        more = f"; {files} failed to load, see `agentkernel tool list`" if failed else ""
+        raise ConfigError(None, f"unknown tool {name!r} (loaded: {known}{more})")
+
+    def job_problems(self) -> list[LoadProblem]:
+        """kernel.yaml's `cron.jobs` checked as a scheduler will check them (a template they name, …)."""
+        if not self.config.cron.jobs or self.config.path is None:
+            return []
+        try:
+            self.cron.check_static()
+        except HelperError as exc:
+            return [LoadProblem(self.config.path, str(exc))]
+        return []
+
     def mcp_servers(self) -> dict[str, McpServerSpec]:
         """Every MCP server the templates declare, by name; one declared two ways is left out (issue 16)."""
         templates, _ = self.template_folder.load()
@@ -225,6 +253,23 @@ class KernelParts:
         )
         return CronService(self.config.cron, checks)
 
+    def cron_scheduler(
+        self, open_chat: Callable[..., ChatSession], end_chat: Callable[[ChatSession], None]
+    ) -> CronScheduler:
+        """A scheduler of the cron store whose runs are chats opened and ended by the face's verbs."""
+        from agentkernel.agent.cron_runs import CronRuns  # asyncio and croniter: only where jobs fire
+        from agentkernel.services.cron_scheduler import CronScheduler
+
+        runs = CronRuns(
+            open_chat=open_chat,
+            end_chat=end_chat,
+            messages=lambda: self.store,
+            http=lambda: self.services.require(HTTP, "cron"),
+            webhook_attempts=self.config.cron.webhook_attempts,
+            pool=self.script_pool,
+        )
+        return CronScheduler(self.cron, runs.run, runs.deliver)
+
     def _template_problem(self, name: str) -> str | None:
         try:
             self.template(name)
@@ -239,7 +284,23 @@ class KernelParts:
 
     # -- scratch folders ------------------------------------------------------------------------------
 
-    def forget_scratch(self, removed: list[Path]) -> None:
+    def scratch_folder(self, user_id: str | None, session_id: str) -> Path:
+        """`user_id`'s session's scratch folder, made if need be; old ones are cleaned now and then."""
+        folder = session_temp_dir(self.config.temp_root, user_id=user_id, session_id=session_id)
+        self.clean_scratch_now_and_then()
+        return folder
+
+    def clean_scratch_now_and_then(self) -> None:
+        """The scratch clean-up, when it is due (services/scratch.py: at most hourly)."""
+        self._forget_scratch(self.janitor.maybe_clean(time.time()))
+
+    def clean_scratch(self, now: float) -> list[Path]:
+        """Remove the session scratch folders idle for `files.scratch_ttl_hours` at `now`; the removed."""
+        removed = self.janitor.clean(now)
+        self._forget_scratch(removed)
+        return removed
+
+    def _forget_scratch(self, removed: list[Path]) -> None:
         """Tell the files service that the scratch folders `removed` are gone (their quotas)."""
         for service in self.services.built() if removed else ():
             if isinstance(service, FilesService):

@@ -20,13 +20,12 @@ from agentkernel.agent.processes import Process
 from agentkernel.assembly import KernelParts
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
 from agentkernel.config.templates import TemplateSpec
-from agentkernel.errors import ConfigError, HelperError, LoadProblem
+from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import HelperTable
-from agentkernel.identity import Caller, session_temp_dir
+from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
-from agentkernel.ports import HTTP
 from agentkernel.services.memory import Record, conversation, transcript
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -133,35 +132,12 @@ class Kernel:
         """
         found = list(self._parts.catalog.problems()) if scripts else []
         if templates:
-            found += self._parts.templates()[1]
-            found += self._static_job_problems()
+            found += self._parts.templates()[1] + self._parts.job_problems()
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
-
-    def _static_job_problems(self) -> list[LoadProblem]:
-        """kernel.yaml's `cron.jobs` checked as a scheduler will check them (a template they name, …)."""
-        config = self._parts.config
-        if not config.cron.jobs or config.path is None:
-            return []
-        try:
-            self._parts.cron.check_static()
-        except HelperError as exc:
-            return [LoadProblem(config.path, str(exc))]
-        return []
 
     def tool(self, name: str) -> ToolSpec:
         """The tool called `name`; ConfigError saying why it is not there (its file's problem, or what is)."""
-        tools = self._parts.tools
-        spec = tools.get(name)
-        if spec is not None:
-            return spec
-        unavailable = tools.unavailable(name)
-        if unavailable is not None:  # the file meant to declare it failed: say why, nothing else
-            raise ConfigError(None, unavailable)
-        known = ", ".join(s.name for s in tools.all()) or "none"
-        failed = len(self._parts.catalog.problems())
-        files = "1 file" if failed == 1 else f"{failed} files"
-        more = f"; {files} failed to load, see `agentkernel tool list`" if failed else ""
-        raise ConfigError(None, f"unknown tool {name!r} (loaded: {known}{more})")
+        return self._parts.tool(name)
 
     def hook(self, name: str) -> HookSpec:
         """The hook called `name`; ConfigError naming the hooks that did load otherwise."""
@@ -203,8 +179,7 @@ class Kernel:
         """A Caller for this kernel; a session gets its scratch folder (S14.2)."""
         temp_dir = None
         if session_id is not None:
-            temp_dir = session_temp_dir(self._parts.config.temp_root, user_id=user_id, session_id=session_id)
-            self._parts.forget_scratch(self._parts.janitor.maybe_clean(time.time()))
+            temp_dir = self._parts.scratch_folder(user_id, session_id)
         return Caller(
             pid=pid or str(uuid.uuid4()),
             agent=agent,
@@ -311,7 +286,7 @@ class Kernel:
             temp_root=self._parts.config.temp_root,
         )
         if process.session_id is not None:
-            self._parts.forget_scratch(self._parts.janitor.maybe_clean(time.time()))
+            self._parts.clean_scratch_now_and_then()
         return process
 
     def process(self, pid: str) -> Process | None:
@@ -377,18 +352,7 @@ class Kernel:
         one alone. Jobs run with their owner's identity, each run a process
         of the job's template (services/cron.py, agent/cron_runs.py).
         """
-        from agentkernel.agent.cron_runs import CronRuns  # asyncio and croniter: only where jobs fire
-        from agentkernel.services.cron_scheduler import CronScheduler
-
-        runs = CronRuns(
-            open_chat=self.chat,
-            end_chat=self.end_chat,
-            messages=lambda: self._parts.store,
-            http=lambda: self._parts.services.require(HTTP, "cron"),
-            webhook_attempts=self._parts.config.cron.webhook_attempts,
-            pool=self._parts.script_pool,
-        )
-        return CronScheduler(self._parts.cron, runs.run, runs.deliver)
+        return self._parts.cron_scheduler(self.chat, self.end_chat)
 
     def cron_jobs(self, user_id: str | None = None) -> list[JSONObject]:
         """The jobs of `user_id` (every user's when None) as `list_cron` shows them, each with its `owner`."""
@@ -407,9 +371,7 @@ class Kernel:
         folder and then at most hourly (services/scratch.py); `now` (a
         `time.time()` value) lets a test move the clock instead of waiting.
         """
-        removed = self._parts.janitor.clean(time.time() if now is None else now)
-        self._parts.forget_scratch(removed)
-        return removed
+        return self._parts.clean_scratch(time.time() if now is None else now)
 
     def close(self) -> None:
         """Close every service built (and each one handed in), the message store and the provider.
