@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.errors import HelperError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aiologic: imported only by a limited budget under contention
     from aiologic import Event
 
 BUDGET_EXHAUSTED = "caller budget exhausted"

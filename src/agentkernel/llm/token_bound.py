@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.llm.base import ChatMessage, ToolSchema, Usage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aiologic: imported only by a limited budget under contention
     from aiologic import Event
 
 MESSAGE_MARGIN = 16
