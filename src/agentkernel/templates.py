@@ -17,7 +17,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
+from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, read_yaml_file, yaml_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
 from agentkernel.file_stamps import Stamp, stamp_of
 from agentkernel.mcp_bridge.servers_config import (
@@ -29,7 +29,7 @@ from agentkernel.mcp_bridge.servers_config import (
 )
 from agentkernel.near_miss import did_you_mean
 from agentkernel.types import JSONObject
-from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.yaml_source import NO_LINES, YamlLines
 
 DEFAULT_MAX_TURNS = 8
 _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"
@@ -145,7 +145,7 @@ def _validate(path: Path, data: object, lines: YamlLines) -> dict[str, Any]:
 
 def load_template(path: Path) -> TemplateSpec:
     """Load and validate one template YAML; raises ConfigError naming file, line and field."""
-    raw, lines = load_yaml(path)
+    raw, lines = read_yaml_file(path)
     data = _validate(path, json_safe_yaml(path, raw), lines)
     model = data.get("model", {})
     temperature = model.get("temperature")
