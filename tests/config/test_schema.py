@@ -15,6 +15,7 @@ import pytest
 from agentkernel.config import ToolSpec, load_kernel_config, load_script_spec
 from agentkernel.errors import ConfigError
 from agentkernel.templates import load_template
+from agentkernel.testing import RulesError, load_rules
 from agentkernel.testing.cases import read_cases
 
 TEMPLATE = "name: t\ninstructions: x\n"
@@ -121,6 +122,30 @@ JOB = "cron:\n  jobs:\n    - name: nightly\n      template: hello\n      prompt:
 )
 def test_a_static_cron_job(tmp_path: Path, text: str, error: str) -> None:
     assert kernel_yaml_error(tmp_path, text) == error
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "rules:\n  - reply: a\n  - contians: x\n    reply: b\n",
+            "r.yaml:3: rules[1]: unknown key 'contians' (allowed: contains, echo, error, json, last_role,"
+            " matches, message, reply, retry_after, times, tool_call, tool_calls); did you mean 'contains'?",
+        ),
+        ("- reply: a\n  times: twice\n", "r.yaml:2: rules[0].times: expected an integer >= 1, got 'twice'"),
+        ("- error: '503'\n", "r.yaml:1: rules[0].error: expected an HTTP status 400-599, got '503'"),
+        (
+            "- {reply: a, echo: true}\n",
+            "r.yaml:1: rules[0]: expected exactly one answer of reply, tool_call, tool_calls, json, error,"
+            " echo; got reply, echo",
+        ),
+    ],
+)
+def test_a_scripted_llm_rule(tmp_path: Path, text: str, error: str) -> None:
+    path = write(tmp_path / "r.yaml", text)
+    with pytest.raises(RulesError) as caught:
+        load_rules(path)
+    assert str(caught.value).removeprefix(f"{tmp_path}/") == error
 
 
 TOOL = "kind: script_tool\nname: echo\nscript: echo.js\ntests:\n  - name: c\n    args: {}\n"
