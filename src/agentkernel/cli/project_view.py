@@ -154,14 +154,14 @@ _LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
 
 def config_problem(exc: ConfigError) -> LoadProblem:
     """A kernel.yaml error as a problem, with the line of its field found when the raiser had none."""
+    from agentkernel.config import read_yaml_file
     from agentkernel.errors import ConfigError, LoadProblem
-    from agentkernel.yaml_source import load_yaml
 
     path = Path(exc.path) if exc.path is not None else Path("kernel.yaml")
     line = exc.line
     if line is None and exc.path is not None:
         try:
-            line = load_yaml(path)[1].of_reason(exc.reason)
+            line = read_yaml_file(path)[1].of_reason(exc.reason)
         except ConfigError:
             line = None
     return LoadProblem(path, exc.reason, line)
