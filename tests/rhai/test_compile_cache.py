@@ -22,8 +22,8 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.stores import RHAI_CACHE_FOLDER
 from agentkernel.errors import ConfigError
-from agentkernel.scripting.rhai import Engine, Limits, RhaiSyntaxError, engine
-from agentkernel.scripting.rhai.compile_cache import (
+from agentkernel.rhai import Engine, Limits, RhaiSyntaxError, engine
+from agentkernel.rhai.compile_cache import (
     FORMAT,
     SECRET_FILE,
     UNUSED_DAYS,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai import ast as rhai_ast
-from agentkernel.scripting.rhai.codegen import only_reads
-from agentkernel.scripting.rhai.parse_support import ParseOptions
-from agentkernel.scripting.rhai.parser import parse
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.codegen.module import only_reads
+from agentkernel.rhai.syntax import ast as rhai_ast
+from agentkernel.rhai.syntax.parse_support import ParseOptions
+from agentkernel.rhai.syntax.parser import parse
 
 
 def closure(source: str) -> rhai_ast.Closure:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.modules import FileModuleResolver
-from agentkernel.scripting.rhai.runner import run_source
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.runner import run_source
+from agentkernel.rhai.runtime.modules import FileModuleResolver
 
 LIB = """
 import "sub/util" as u;

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits
-from agentkernel.scripting.rhai.codegen import (
+from agentkernel.rhai import Engine, Limits
+from agentkernel.rhai.codegen.module import (
     BOXED,
     CONSTANT,
     LITERAL,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai import compiler as compiler_module
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.codegen import compiler as compiler_module
 from tests.rhai.operation_counts import count_all, our_count
 
 # at the time of writing 410 exact and 433 within 10% of 927 (272 and 312 before

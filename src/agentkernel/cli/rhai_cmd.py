@@ -44,7 +44,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_command(options: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agentkernel.scripting.rhai.runner import limits_from_flags, run_source
+    from agentkernel.rhai.runner import limits_from_flags, run_source
 
     flags: list[str] = []
     for flag, (attribute, _) in LIMITS_HELP.items():

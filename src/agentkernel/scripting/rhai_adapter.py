@@ -25,16 +25,16 @@ from typing import Any
 
 from agentkernel.config import CallBudget, ScriptLimits
 from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai.compile_cache import CompileCache
+from agentkernel.rhai.engine import CompiledScript
+from agentkernel.rhai.runtime.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
+from agentkernel.rhai.runtime.pacing import Deadline, terminated
+from agentkernel.rhai.runtime.runtime import ExitScript, Runtime
+from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, TAGGED, Char, plain, to_string
+from agentkernel.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helper_table import HelperBinding
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai.compile_cache import CompileCache
-from agentkernel.scripting.rhai.engine import CompiledScript
-from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
-from agentkernel.scripting.rhai.pacing import Deadline, terminated
-from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
-from agentkernel.scripting.rhai.stdlib import ANY, build_library
-from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, TAGGED, Char, plain, to_string
 from agentkernel.scripting.rhai_hints import EntryCall, hint_for
 from agentkernel.types import JSONValue
 
