@@ -2,8 +2,9 @@
 
 An entry is keyed by the SHA-256 of the script's text, the parse options and
 source name that shape the generated code, and the compiler's fingerprint
-(the package version, CPython's bytecode magic number and the text of every
-module of the interpreter's compiler): a new version, another Python or
+(the interpreter's own `__version__`, CPython's bytecode magic number and the
+text of every module of the interpreter, as jinja's bytecode cache keys by its
+own `bc_version`): a new version, another Python or
 other limits miss and compile afresh. An entry holds what compiling produced
 — the bytecode of each part (`marshal`), the line → position tables, the
 constants, the functions' signatures — so a hit runs neither our front end
@@ -44,7 +45,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-import agentkernel
+from agentkernel.rhai._version import __version__
 from agentkernel.rhai.codegen.script_module import CompiledModule
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
@@ -69,9 +70,9 @@ class CachedCompile:
 
 @cache
 def compiler_fingerprint() -> bytes:
-    """What makes generated code differ from one install to the next: our version,
-    CPython's bytecode format, and the text of the interpreter's own modules."""
-    digest = hashlib.sha256(agentkernel.__version__.encode() + importlib.util.MAGIC_NUMBER)
+    """What makes generated code differ from one install to the next: the interpreter's
+    version, CPython's bytecode format, and the text of every module of the interpreter."""
+    digest = hashlib.sha256(__version__.encode() + importlib.util.MAGIC_NUMBER)
     for path in sorted(_COMPILER_PACKAGE.rglob("*.py")):
         name = path.relative_to(_COMPILER_PACKAGE).as_posix()
         digest.update(name.encode() + b"\0" + path.read_bytes())

@@ -6,7 +6,7 @@
     engine.call_fn(script, "add", [2, 3])   # -> 5
 
 Compiled code runs with an explicit globals table and no Python builtins:
-a script reaches only what `abi.py` lists (DESIGN: sandbox by construction).
+a script reaches only what `codegen/abi.py` lists (DESIGN: sandbox by construction).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import CodeType
@@ -28,9 +27,11 @@ from agentkernel.rhai.codegen.abi import GLOBALS
 from agentkernel.rhai.codegen.module import fn_py_name
 from agentkernel.rhai.codegen.script_module import CompiledModule, compile_script
 from agentkernel.rhai.compile_cache import CachedModule, CompileCache, signatures_of
+from agentkernel.rhai.compiled import CompiledScript
 from agentkernel.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
-from agentkernel.rhai.runtime.modules import ModuleLoader, ModuleResolver
+from agentkernel.rhai.runtime.module_files import ModuleResolver
+from agentkernel.rhai.runtime.modules import ModuleLoader
 from agentkernel.rhai.runtime.runtime import (
     ExitScript,
     Limits,
@@ -48,23 +49,6 @@ from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX
 from agentkernel.rhai.syntax.parser import ParseOptions, parse
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-@dataclass
-class CompiledScript:
-    """A compiled Rhai script: its functions and top level, ready to run many times."""
-
-    module: CompiledModule
-    namespace: dict[str, Any]
-    functions: dict[tuple[str, int], ScriptFn] = field(default_factory=dict)
-    source_name: str | None = None
-    # typed methods (`fn int.calc(x)`) by name, arity and `this` type: method calls only
-    methods: dict[tuple[str, int, str], ScriptFn] = field(default_factory=dict)
-    path: str | None = None  # the file it was read from (`compile_file`): its imports are relative to it
-
-    @property
-    def main(self) -> Callable[..., Any]:
-        return self.namespace["main"]  # type: ignore[no-any-return]
 
 
 def _load(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.rhai.runtime.modules import FileModuleResolver
+from agentkernel.rhai.runtime.module_files import ModuleResolver
 from agentkernel.rhai.runtime.runtime import Limits
 from agentkernel.rhai.runtime.values import to_display, type_name
 
@@ -63,9 +63,10 @@ def run_source(
     *,
     echo: Callable[[str], None] | None = None,
     path: Path | None = None,
+    module_resolver: ModuleResolver | None = None,
 ) -> RunOutcome:
-    """Run `source`; read from the file `path`, its `import`s are `.rhai` files of that file's
-    folder and below (modules.FileModuleResolver); from standard input, it imports nothing."""
+    """Run `source`, read from the file `path` (its `import`s are relative to it) or from
+    standard input; `module_resolver` finds the modules (None: every import fails)."""
     outcome = RunOutcome()
 
     def write(text: str) -> None:
@@ -73,8 +74,7 @@ def run_source(
         if echo is not None:
             echo(text)
 
-    resolver = FileModuleResolver(path.resolve().parent) if path is not None else None
-    engine = Engine(limits=limits, module_resolver=resolver)
+    engine = Engine(limits=limits, module_resolver=module_resolver)
     try:
         script = engine.compile(strip_shebang(source))
         script.path = str(path.resolve()) if path is not None else None

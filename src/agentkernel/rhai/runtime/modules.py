@@ -10,16 +10,7 @@ evaluation, in a scope of its own; what it leaves behind is the module:
   with the values they hold when its top level ends (`m::x`, read-only);
 * the modules it imports at its top level, as sub-modules (`m::sub::f()`).
 
-Finding the file is a `ModuleResolver`'s job. The one we ship,
-`FileModuleResolver`, follows the reference's file resolver (the path is
-relative to the importing script's folder, `.rhai` is appended) but reads
-only below one folder, through the walk the file helpers use
-(services/confined.py): no absolute path, no `..` out of the folder, no
-symbolic link. It caches each compiled module by its path, modification time
-and size, so an edited module is compiled again at the next `import` of it
-and the scripts importing it see the change on their next run; nothing is
-linked at compile time. An `Engine` without a resolver finds no module at
-all: an embedded interpreter never reads a file unless its host says where.
+Finding and compiling the file is a `ModuleResolver`'s job (module_files.py).
 
 `ModuleLoader` is one evaluation's side: which modules are being imported
 (an import cycle is an error naming it, not a hang), which are loaded
@@ -30,26 +21,16 @@ limit (operations, call depth, data, time) counts it with the rest.
 
 from __future__ import annotations
 
-import os
-import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import Any
 
 from agentkernel.rhai.errors import NO_POS, ErrorKind, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
+from agentkernel.rhai.runtime.module_files import Compile, ModuleFile, ModuleResolver
 from agentkernel.rhai.runtime.runtime import Cell, Runtime, ScriptFn, copy_value
 from agentkernel.rhai.runtime.values import type_name
-
-if TYPE_CHECKING:
-    from agentkernel.rhai.engine import CompiledScript
-
-MODULE_EXTENSION = ".rhai"
-MAX_MODULE_BYTES = 256 << 10  # as a script file (scripting/engine.py MAX_SCRIPT_SIZE)
-
-#: Compiles a module's text: (text, the path as the import wrote it, deadline) → its script.
-Compile = Callable[[str, str, "float | None"], "CompiledScript"]
 
 # Errors that stay what they are when they pass through a module: limits, not the module's fault.
 _UNWRAPPED = frozenset(
@@ -61,114 +42,6 @@ _UNWRAPPED = frozenset(
         ErrorKind.TERMINATED,
     }
 )
-
-
-@dataclass(frozen=True)
-class ModuleFile:
-    """A module found and compiled: `key` is its file (caches and cycles are keyed by it)."""
-
-    key: str
-    compiled: CompiledScript
-
-
-class ModuleResolver(Protocol):
-    """Finds and compiles the module `path` names for a script (`importer`: the importing
-    file, None for a script that is not a file). Raises the `Module not found` error."""
-
-    def resolve(
-        self, compile: Compile, path: str, importer: str | None, deadline: float | None
-    ) -> ModuleFile:
-        """The module `path` names, compiled by `deadline` (a `time.monotonic()` value)."""
-        ...
-
-
-class FileModuleResolver:
-    """Modules are `.rhai` files below `root`, found relative to the importing script's folder.
-
-    `import "lib"` in `root/tools/t.rhai` reads `root/tools/lib.rhai`;
-    `import "../common/util"` reads `root/common/util.rhai`; a script that
-    is no file imports relative to `root` itself. Whatever the path says,
-    nothing outside `root` is read: an absolute path, a `..` climbing out
-    and a symbolic link anywhere below `root` are refused with the reason.
-    `also` are more folders that may hold modules (a kernel's tools and hooks
-    folders), with the same rules.
-    """
-
-    def __init__(
-        self, root: str | Path, *, also: Sequence[str | Path] = (), max_bytes: int = MAX_MODULE_BYTES
-    ) -> None:
-        self.root = Path(os.path.abspath(root))
-        self.roots = [self.root, *(Path(os.path.abspath(folder)) for folder in also)]
-        self.max_bytes = max_bytes
-        self._cache: dict[str, tuple[tuple[int, int], CompiledScript]] = {}
-
-    def resolve(
-        self, compile: Compile, path: str, importer: str | None, deadline: float | None
-    ) -> ModuleFile:
-        # imported here: `agentkernel rhai run` leaves the kernel's services package unloaded (issue 8)
-        from agentkernel.services.confined import NotFound, PathRefused, open_below
-
-        base, names = self._names(path, importer)
-        key = str(base.joinpath(*names))
-        try:
-            handle = open_below(base, names, "/".join(names))
-        except NotFound:
-            raise failures.module_not_found(path) from None
-        except PathRefused as exc:
-            raise failures.module_not_found(path, str(exc)) from None
-        try:
-            stamp, text = self._read(handle, path, key)
-        finally:
-            os.close(handle)
-        if text is None:
-            return ModuleFile(key, self._cache[key][1])
-        compiled = compile(text, path, deadline)
-        self._cache[key] = (stamp, compiled)
-        return ModuleFile(key, compiled)
-
-    def _names(self, path: str, importer: str | None) -> tuple[Path, list[str]]:
-        """The folder holding the file `path` means, and the names below it, checked by text alone."""
-        from agentkernel.services.confined import PathRefused, below_one_of
-
-        if PurePosixPath(path).is_absolute():
-            raise failures.module_not_found(path, "an absolute path: import by a path relative to the script")
-        try:
-            file_name = str(PurePosixPath(path).with_suffix(MODULE_EXTENSION))
-        except ValueError:  # "", "..", "a/": no file name to give the extension to
-            raise failures.module_not_found(path) from None
-        start = Path(importer).parent if importer is not None else self.root
-        try:
-            place = below_one_of(self.roots, start, file_name)
-        except PathRefused as exc:
-            raise failures.module_not_found(path, str(exc)) from None
-        if place is None or not place[1]:
-            raise failures.module_not_found(
-                path, "outside the scripts' folder: modules are read only below it"
-            )
-        return place
-
-    def _read(self, handle: int, path: str, key: str) -> tuple[tuple[int, int], str | None]:
-        """The file's stamp, and its text unless the cache holds it compiled at that stamp."""
-        from agentkernel.services.confined import read_at_most
-
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            raise failures.module_not_found(path, "not a regular file")
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] == stamp:
-            return stamp, None
-        if info.st_size > self.max_bytes:
-            raise failures.module_not_found(path, f"{info.st_size:,} bytes, more than {self.max_bytes:,}")
-        data = read_at_most(handle, self.max_bytes + 1)
-        if len(data) > self.max_bytes:
-            raise failures.module_not_found(path, f"more than {self.max_bytes:,} bytes")
-        try:
-            return stamp, data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise failures.module_not_found(
-                path, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
 
 
 class RhaiModule:
@@ -361,12 +234,4 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "rt_export": rt_export,
 }
 
-__all__ = [
-    "HELPERS",
-    "MODULE_EXTENSION",
-    "FileModuleResolver",
-    "ModuleFile",
-    "ModuleLoader",
-    "ModuleResolver",
-    "RhaiModule",
-]
+__all__ = ["HELPERS", "ModuleLoader", "RhaiModule"]
