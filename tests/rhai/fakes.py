@@ -21,8 +21,9 @@ from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import ops
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.failures import function_not_found, too_large, unbound_this
+from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import data_size_of
-from agentkernel.rhai.runtime.values import FnPtr, RangeVal, to_string, type_name
+from agentkernel.rhai.runtime.values import FnPtr, RangeVal, type_name
 from agentkernel.rhai.stdlib import Mutated, default_library
 
 LIB = default_library()

@@ -17,9 +17,10 @@ import pytest
 from agentkernel.rhai import Engine, Limits
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import ops, pacing
+from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.pacing import CHUNK, Deadline, deadline_scope
+from agentkernel.rhai.runtime.printing import to_debug, to_string
 from agentkernel.rhai.runtime.runtime import Runtime
-from agentkernel.rhai.runtime.values import clone, to_debug, to_string
 from tests.rhai.fakes import LIB, FakeContext
 
 BIG = 5 * CHUNK  # long enough for several looks at the clock

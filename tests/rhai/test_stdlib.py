@@ -22,7 +22,8 @@ import pytest
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NativeContext
-from agentkernel.rhai.runtime.values import Char, FnPtr, IterVal, Timestamp, to_debug, to_string, type_name
+from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.values import Char, FnPtr, IterVal, Timestamp, type_name
 from agentkernel.rhai.stdlib import ANY, Library, build_library, default_library
 from tests.rhai.fakes import LIB, FakeContext, S, ThisCell, call, closure, error, ir, method, r, show
 

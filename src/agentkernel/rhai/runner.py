@@ -15,8 +15,9 @@ from pathlib import Path
 from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime.module_files import ModuleResolver
+from agentkernel.rhai.runtime.printing import to_display
 from agentkernel.rhai.runtime.runtime import Limits
-from agentkernel.rhai.runtime.values import to_display, type_name
+from agentkernel.rhai.runtime.values import type_name
 
 LIMIT_FLAGS = {
     "--max-operations": "max_operations",

@@ -28,11 +28,13 @@ from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, Scrip
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.compile_cache import CompileCache
 from agentkernel.rhai.compiled import CompiledScript
+from agentkernel.rhai.runtime.failures import terminated
 from agentkernel.rhai.runtime.module_files import MODULE_EXTENSION, FileModuleResolver
 from agentkernel.rhai.runtime.modules import ModuleLoader
-from agentkernel.rhai.runtime.pacing import Deadline, terminated
+from agentkernel.rhai.runtime.pacing import Deadline
+from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import ExitScript, Runtime
-from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, TAGGED, Char, plain, to_string
+from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, TAGGED, Char, plain
 from agentkernel.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
 from agentkernel.scripting.helper_table import HelperBinding

@@ -115,7 +115,7 @@ def _builtin(op: str, left: type, right: type) -> bool:
 
 
 def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
-    from agentkernel.rhai.runtime.values import to_string
+    from agentkernel.rhai.runtime.printing import to_string
 
     text = []
     for part in node.parts:

@@ -37,8 +37,9 @@ from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
+from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import Cell, ExitScript, Runtime, locate, wrap_call
-from agentkernel.rhai.runtime.values import TAGGED, FnPtr, TaggedStr, plain, to_string, type_name
+from agentkernel.rhai.runtime.values import TAGGED, FnPtr, TaggedStr, plain, type_name
 from agentkernel.rhai.stdlib import Mutated
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})

@@ -14,7 +14,7 @@ import sys
 
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime.failures import arithmetic
-from agentkernel.rhai.runtime.values import format_float_rust
+from agentkernel.rhai.runtime.printing import format_float_rust
 
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1

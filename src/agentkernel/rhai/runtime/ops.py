@@ -23,6 +23,7 @@ from typing import Any
 
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import pacing
+from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.failures import (
     ARRAY_TOO_LARGE,
     STRING_TOO_LARGE,
@@ -48,16 +49,8 @@ from agentkernel.rhai.runtime.numeric import (
     shift_left,
     shift_right,
 )
-from agentkernel.rhai.runtime.values import (
-    TAGGED,
-    Char,
-    RangeVal,
-    Timestamp,
-    clone,
-    format_float_rust,
-    plain,
-    to_string,
-)
+from agentkernel.rhai.runtime.printing import format_float_rust, to_string
+from agentkernel.rhai.runtime.values import TAGGED, Char, RangeVal, Timestamp, plain
 
 Binary = Callable[[Any, Any], Any]
 

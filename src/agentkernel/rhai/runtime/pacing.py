@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from agentkernel.rhai.errors import RhaiRuntimeError
+from agentkernel.rhai.runtime.failures import terminated
 
 CHUNK = 4096  # items of work between two looks at the clock
 POLL_SIZE = 256  # less work than this is not worth a look at the clock
@@ -46,17 +46,6 @@ class Deadline:
 
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("rhai_deadline", default=None)
-
-
-def terminated() -> RhaiRuntimeError:
-    """The reference's `ErrorTerminated`: what a host's stop looks like; nothing can catch it.
-
-    Built by `failures.terminated`, imported here when needed: `values` imports this
-    module and `failures` imports `values`.
-    """
-    from agentkernel.rhai.runtime import failures
-
-    return failures.terminated()
 
 
 def poll() -> None:
@@ -118,6 +107,5 @@ __all__ = [
     "paced",
     "poll",
     "poll_size",
-    "terminated",
     "work_size",
 ]

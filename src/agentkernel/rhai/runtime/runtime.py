@@ -23,18 +23,17 @@ from typing import Any
 from agentkernel.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops, pacing
 from agentkernel.rhai.runtime.context import NO_THIS
+from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
+from agentkernel.rhai.runtime.printing import to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
     Char,
     FnPtr,
     RangeVal,
     TaggedStr,
-    clone,
     has_tagged,
     plain,
-    to_debug,
-    to_string,
     type_name,
     with_tag,
 )

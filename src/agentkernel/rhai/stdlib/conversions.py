@@ -12,7 +12,7 @@ from typing import Any
 
 from agentkernel.rhai.runtime import numeric
 from agentkernel.rhai.runtime.failures import arithmetic
-from agentkernel.rhai.runtime.values import to_debug, to_string
+from agentkernel.rhai.runtime.printing import to_debug, to_string
 from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import trim
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime.context import NativeContext
+from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.failures import (
     array_bounds,
     assigned_mismatch,
@@ -25,7 +26,8 @@ from agentkernel.rhai.runtime.failures import (
     string_bounds,
 )
 from agentkernel.rhai.runtime.numeric import I64_MAX, wrap_i64
-from agentkernel.rhai.runtime.values import Char, RangeVal, clone, to_string
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.values import Char, RangeVal
 from agentkernel.rhai.stdlib.text import index_from_end
 
 _CONTAINERS = frozenset({list, dict, bytearray})

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime.pacing import paced
-from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, format_float_debug, plain, to_debug
+from agentkernel.rhai.runtime.printing import format_float_debug, to_debug
+from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, plain
 from agentkernel.rhai.stdlib.registry import Library
 
 

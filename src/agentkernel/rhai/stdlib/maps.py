@@ -12,7 +12,8 @@ from typing import Any
 
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime.context import NO_THIS, NativeContext
-from agentkernel.rhai.runtime.values import FnPtr, clone
+from agentkernel.rhai.runtime.copying import clone
+from agentkernel.rhai.runtime.values import FnPtr
 from agentkernel.rhai.stdlib.arrays import own
 from agentkernel.rhai.stdlib.callbacks import Callback
 from agentkernel.rhai.stdlib.registry import ANY, Library

@@ -16,7 +16,8 @@ from agentkernel.rhai.runtime.data_size import LIST_SLOT, STRING
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE
 from agentkernel.rhai.runtime.numeric import I64_MAX
 from agentkernel.rhai.runtime.ops import utf8_lossy
-from agentkernel.rhai.runtime.values import Char, IterVal, RangeVal, to_string
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.values import Char, IterVal, RangeVal
 from agentkernel.rhai.stdlib import text
 from agentkernel.rhai.stdlib.limits import reserve_array, reserve_string
 from agentkernel.rhai.stdlib.registry import ANY, Library, Mutated

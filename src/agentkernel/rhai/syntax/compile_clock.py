@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from agentkernel.rhai.runtime.pacing import terminated
+from agentkernel.rhai.runtime.failures import terminated
 
 EVERY = 256  # ticks (tokens, statements, expressions) between two looks at the clock
 
@@ -37,4 +37,4 @@ class CompileClock:
             raise terminated()
 
 
-__all__ = ["EVERY", "CompileClock", "terminated"]
+__all__ = ["EVERY", "CompileClock"]
