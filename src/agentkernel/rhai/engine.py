@@ -201,9 +201,10 @@ class Engine:
     `max_source_size` (characters, 0 = unlimited) bounds what `compile` and
     `eval(text)` accept, so that no text takes unbounded time to compile.
 
-    `module_resolver` finds what `import "lib"` names (modules.py); without one,
-    every import fails with `Module not found`: an embedded engine reads no file
-    unless its host gives it a folder, `FileModuleResolver(folder)`.
+    `module_resolver` finds what `import "lib"` names (runtime/module_files.py);
+    without one, every import fails with `Module not found`: an embedded engine
+    reads no file unless its host gives it a resolver and a reader,
+    `FileModuleResolver(folder, read)`.
 
     `compile_cache` (off by default) keeps compiled scripts on disk, so that
     `compile` of an unchanged script in a later process skips compiling

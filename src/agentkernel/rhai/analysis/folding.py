@@ -5,7 +5,7 @@ an operator whose operands are constants is evaluated once, at compile time,
 and the expression becomes one constant, which costs one operation where the
 tree it replaced cost one per node (`40 + 2` counts 2 there: the statement
 and the constant). So that `max_operations` means about the same in both,
-`codegen.count_ops` counts a folded expression as one node. Only the count
+the facts pass (facts.py: `ops`) counts a folded expression as one node. Only the count
 is affected: the generated code still computes the value (CPython folds
 most of it again).
 
@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentkernel.rhai.runtime import ops
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
 from agentkernel.rhai.syntax import ast
 
 NOT_CONSTANT: Any = object()  # the fold of an expression that is not a constant
@@ -84,8 +87,6 @@ def _fold_binary(op: str, left: Any, right: Any) -> Any:
         return right if left is None else left
     if not _builtin(op, type(left), type(right)):
         return NOT_CONSTANT
-    from agentkernel.rhai.runtime import ops
-
     operator = ops.BINARY.get(op)
     if operator is None:
         return NOT_CONSTANT
@@ -105,8 +106,6 @@ def _builtin(op: str, left: type, right: type) -> bool:
     `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
     characters, bools, and any comparison of two different types (always false, or
     true for `!=`). `"a" + 1` is a library function there, evaluated at run time."""
-    from agentkernel.rhai.runtime.values import Char, RangeVal
-
     if left is right:
         return left in _SCALARS or left is Char or left is RangeVal
     if {left, right} <= _NUMBERS or {left, right} == {str, Char}:
@@ -115,8 +114,6 @@ def _builtin(op: str, left: type, right: type) -> bool:
 
 
 def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
-    from agentkernel.rhai.runtime.printing import to_string
-
     text = []
     for part in node.parts:
         value = part if isinstance(part, str) else fold(part, memo)
@@ -129,8 +126,6 @@ def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
 def _type_of(value: Any) -> Any:
     if value is NOT_CONSTANT:
         return NOT_CONSTANT
-    from agentkernel.rhai.runtime.values import type_name
-
     return type_name(value)
 
 

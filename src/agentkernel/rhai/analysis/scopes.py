@@ -141,7 +141,7 @@ class _Analysis:
 
     def _export(self, node: ast.Export) -> None:
         """An exported variable is held in a Cell: the importer reads its value as the
-        module's top level leaves it, whatever way that ends (modules.py)."""
+        module's top level leaves it, whatever way that ends (runtime/modules.py)."""
         if node.decl is not None:
             self._let(node.decl)
         key = self._lookup(node.name)

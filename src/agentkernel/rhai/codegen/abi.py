@@ -1,8 +1,9 @@
 """The ABI of generated code: everything a compiled Rhai script may name, in one place.
 
-`compiler.py` writes Python that names nothing but what is listed here, and
-the engine runs it with `GLOBALS` as its module globals (no builtins): this
-module is the contract between the code generator and the runtime.
+The compiler (`compiler.py` and its parts) writes Python that names nothing
+but what is listed here, and the engine runs it with `GLOBALS` as its module
+globals (no builtins): this module is the contract between the code
+generator and the runtime.
 
 * `GLOBALS`: the names generated code may read as globals, built from
   `_builtins()` (a few Python types and functions for type tests and the like),
@@ -30,8 +31,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from agentkernel.rhai.codegen.module import BINARY_NAMES, Visible
 from agentkernel.rhai.codegen.nesting import Jump
+from agentkernel.rhai.codegen.operands import BINARY_NAMES
+from agentkernel.rhai.codegen.variables import Visible
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NO_THIS
@@ -72,7 +74,7 @@ VALUE_ATTRIBUTES = frozenset(
         "catchable",  # RhaiRuntimeError
         "__traceback__",  # an exception being located
         "rhai_arity",  # a closure's function: its Rhai arity
-        "rhai_reads_only",  # a closure's function: it cannot change its argument (codegen.only_reads)
+        "rhai_reads_only",  # a closure's function: it cannot change its argument (Facts.reads_only)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
         "join",  # str: an interpolation's parts joined inline when no size limit is set

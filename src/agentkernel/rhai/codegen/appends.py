@@ -23,20 +23,17 @@ The data limit is charged what is appended, as the general path would.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from agentkernel.rhai.codegen.module import Operand, list_index_test
+from agentkernel.rhai.codegen.function import FunctionBase
+from agentkernel.rhai.codegen.operands import Operand, list_index_test
 from agentkernel.rhai.syntax import ast
-
-if TYPE_CHECKING:
-    from agentkernel.rhai.codegen.compiler import FunctionCompiler
 
 Slow = Callable[[Operand], None]
 """Emits the general path, given the operand holding the target's current value."""
 
 
 def append_in_place(
-    c: FunctionCompiler, target: ast.Expr, right: Operand, slow: Slow, also: str = "True"
+    c: FunctionBase, target: ast.Expr, right: Operand, slow: Slow, also: str = "True"
 ) -> bool:
     """Compile `target += right` (or `target.append(right)`) growing a string in place.
 
@@ -61,7 +58,7 @@ def _optional(node: ast.Expr) -> bool:
     return False
 
 
-def _to_variable(c: FunctionCompiler, target: ast.Var, right: Operand, slow: Slow, also: str) -> bool:
+def _to_variable(c: FunctionBase, target: ast.Var, right: Operand, slow: Slow, also: str) -> bool:
     info = c.lookup(target.name)
     if target.namespace is not None or info is None or info.const or info.load in c.int_operands:
         return False  # a variable known to hold an int keeps the int fast path
@@ -84,7 +81,7 @@ def _to_variable(c: FunctionCompiler, target: ast.Var, right: Operand, slow: Slo
 
 
 def _to_member(
-    c: FunctionCompiler, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str
+    c: FunctionBase, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str
 ) -> None:
     holder = c.named(c.expr(target.target))
     current = c.link(target, holder)
@@ -103,7 +100,7 @@ def _to_member(
     _otherwise(c, current, slow)
 
 
-def _text(c: FunctionCompiler, current: Operand, right: Operand, also: str) -> Operand:
+def _text(c: FunctionBase, current: Operand, right: Operand, also: str) -> Operand:
     """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
     text = c.temp()
     c.emit(f"{text} = None")
@@ -116,11 +113,11 @@ def _text(c: FunctionCompiler, current: Operand, right: Operand, also: str) -> O
     return text
 
 
-def _charge(c: FunctionCompiler, text: Operand) -> None:
+def _charge(c: FunctionBase, text: Operand) -> None:
     c.emit(f"if rt.data_limit: rt.charge_data(len({text}))")
 
 
-def _otherwise(c: FunctionCompiler, current: Operand, slow: Slow) -> None:
+def _otherwise(c: FunctionBase, current: Operand, slow: Slow) -> None:
     """Close the fast branch and emit the general path."""
     c.ind -= 1
     c.emit("else:")

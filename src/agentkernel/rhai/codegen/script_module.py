@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import analyse
+from agentkernel.rhai.codegen.calls import SPECIAL_CALLS
 from agentkernel.rhai.codegen.compiler import FunctionCompiler
 from agentkernel.rhai.codegen.module import Module, fn_py_name
 from agentkernel.rhai.errors import Pos
@@ -47,9 +49,11 @@ def compile_script(
     # reached through method calls: runtime.Runtime.method)
     functions = {(f.name, len(f.params)): f for f in script.functions if f.this_type is None}
     module.function_names = frozenset(f.name for f in script.functions)
+    body = ast.Block(script.stmts, (1, 1))
+    facts = Facts.of([*(fn.body for fn in script.functions), body], functions, SPECIAL_CALLS)
     for fn in script.functions:
         resolution = analyse(fn.params, fn.body, fn)
-        compiler = FunctionCompiler(module, functions, resolution, label=fn.name, top_level=False)
+        compiler = FunctionCompiler(module, functions, resolution, facts, label=fn.name, top_level=False)
         compiler.function(
             fn_py_name(fn.name, len(fn.params), fn.this_type),
             fn.params,
@@ -57,25 +61,13 @@ def compile_script(
             fn,
             wrap=f"in call to function '{fn.name}'" + (f" (from '{script.source}')" if script.source else ""),
         )
-    body = ast.Block(script.stmts, (1, 1))
     resolution = analyse((), body, script)
-    main = FunctionCompiler(module, functions, resolution, label="main", top_level=True)
-    main.dynamic = eval_mode or _uses_eval(script)
+    main = FunctionCompiler(module, functions, resolution, facts, label="main", top_level=True)
+    main.dynamic = eval_mode or facts.uses_eval(body)
     main.export_lets = eval_mode
     main.function("main", (), body, script)
     parts, positions, operator_lines = module.finish()
     return CompiledModule(parts, positions, operator_lines, module.constants, list(script.functions))
-
-
-def _uses_eval(script: ast.Script) -> bool:
-    """Whether the top level (functions aside) calls `eval`: its variables are then dynamic."""
-    pending: list[ast.Node] = list(script.stmts)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Call) and node.name == "eval":
-            return True
-        pending.extend(ast.children(node))
-    return False
 
 
 __all__ = ["CompiledModule", "compile_script"]

@@ -4,7 +4,7 @@
 caller's variables, may assign them and may define new ones. The caller's
 variables are Python locals of compiled functions (`v<N>_<name>`), Cells
 for captured ones, or slots of a list for code compiled apart
-(`nesting.py`); `codegen.Visible` lists those in sight at a call site, and
+(`nesting.py`); `codegen/variables.Visible` lists those in sight at a call site, and
 this module walks that list over the frames: once before the text runs
 (its values go in), once after (what it assigned comes back).
 
@@ -21,7 +21,7 @@ import sys
 from types import FrameType
 from typing import Any
 
-from agentkernel.rhai.codegen.module import Visible
+from agentkernel.rhai.codegen.variables import Visible
 
 _UNSET: Any = object()
 

@@ -155,7 +155,7 @@ def variable_not_found(name: str) -> RhaiRuntimeError:
 
 def module_not_found(path: str, reason: str | None = None) -> RhaiRuntimeError:
     """`Module not found: lib`; `reason` says why a file that may exist was refused
-    (an absolute path, `..` out of the folder, a symbolic link: modules.py)."""
+    (an absolute path, `..` out of the folder, a symbolic link: the host's reader, module_files.py)."""
     text = f"Module not found: {path}" if reason is None else f"Module not found: {path} ({reason})"
     return RhaiRuntimeError(ErrorKind.MODULE_NOT_FOUND, text, extras={"module": path})
 

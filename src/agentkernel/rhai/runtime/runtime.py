@@ -1,6 +1,6 @@
 """The state of one Rhai evaluation and the services compiled code calls.
 
-Compiled code (see `compiler.py`) is plain Python that calls into a
+Compiled code (see `codegen/compiler.py`) is plain Python that calls into a
 `Runtime`: operators' slow paths, native calls, property and index access,
 function pointers, the operation counter, limits and output. One Runtime
 serves one evaluation; the compiled code is shared between evaluations.
@@ -8,7 +8,6 @@ serves one evaluation; the compiled code is shared between evaluations.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import sys
@@ -140,11 +139,6 @@ def copy_value(value: Any) -> Any:
     return clone(value) if type(value) in _CONTAINERS else value
 
 
-def anon_name(key: str) -> str:
-    """Closures are named `anon$<16 hex digits>` like the reference's."""
-    return "anon$" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
 class ExitScript(BaseException):
     """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it.
 
@@ -243,7 +237,7 @@ class Runtime:
             raise failures.too_many_operations()
 
     def settle(self, pending: int) -> float:
-        """A loop counting in a local (compiler.py `counted_locally`) passed the room it had:
+        """A loop counting in a local (codegen/control.py `counted_locally`) passed the room it had:
         add its `pending` operations and check them; returns the room left now."""
         self.operations += pending
         if self.operations > self.checkpoint:
@@ -585,8 +579,8 @@ class Runtime:
         return self._this_after
 
     def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
-        """A closure of one parameter that only reads it (`codegen.only_reads`), bound to this
-        evaluation: `filter` and `map` call it with each item itself, not a copy."""
+        """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
+        to this evaluation: `filter` and `map` call it with each item itself, not a copy."""
         target = fn.target
         if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
             return None
@@ -771,7 +765,6 @@ __all__ = [
     "Runtime",
     "ScriptFn",
     "ThisBox",
-    "anon_name",
     "copy_value",
     "locate",
     "ops",

@@ -467,20 +467,11 @@ def children(node: object) -> Iterator[Node]:
     text and blocks); names, operators, flags and positions are no children.
     Anything that is not a node has none.
     """
-    for name in _CHILD_FIELDS.get(type(node), ()):
+    for name in CHILD_FIELDS.get(type(node), ()):
         value = getattr(node, name)
         if type(value) is tuple:
             yield from nodes_in(value)
         elif value is not None:
-            yield value
-
-
-def child_values(node: object) -> Iterator[Node | tuple[object, ...]]:
-    """The fields of `node` that may hold nodes, as they are: a node, or a tuple of them
-    (see `nodes_in`); for the walker that counts a node in a tuple apart (codegen.count_ops)."""
-    for name in _CHILD_FIELDS.get(type(node), ()):
-        value = getattr(node, name)
-        if value is not None:
             yield value
 
 
@@ -489,8 +480,8 @@ def nodes_in(items: tuple[object, ...]) -> Iterator[Node]:
     for item in items:
         if type(item) is tuple:
             yield from nodes_in(item)
-        elif type(item) in _CHILD_FIELDS:
-            yield item  # type: ignore[misc]  # a node: _CHILD_FIELDS has every node class
+        elif type(item) in CHILD_FIELDS:
+            yield item  # type: ignore[misc]  # a node: CHILD_FIELDS has every node class
 
 
 def _child_fields() -> dict[type, tuple[str, ...]]:
@@ -507,4 +498,7 @@ def _child_fields() -> dict[type, tuple[str, ...]]:
     }
 
 
-_CHILD_FIELDS = _child_fields()
+CHILD_FIELDS: dict[type, tuple[str, ...]] = _child_fields()
+"""Per node class, the fields that may hold nodes, in order: a node, None, or a tuple holding
+nodes (see `nodes_in`). `children` reads them; so does the facts pass (analysis/facts.py),
+which counts a node in a tuple apart from one in a field of its own."""
