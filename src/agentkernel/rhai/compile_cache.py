@@ -148,7 +148,7 @@ class CompileCache:
 
     def store(self, key: str, module: CompiledModule, codes: Sequence[CodeType]) -> None:
         """Write the entry for `key` (atomically); a failure only means the next start compiles."""
-        import pickle  # here: `agentkernel rhai run` never pays for its import (issue 8)
+        import pickle  # here: `agentkernel rhai run` never pays for its import
 
         try:
             secret = self._secret(create=True)
@@ -209,7 +209,7 @@ def _verified(data: bytes, secret: bytes) -> bytes | None:
 
 
 def _entry(payload: bytes, key: str, parse_functions: Callable[[], list[ast.FnDef]]) -> CachedCompile | None:
-    import pickle  # here: `agentkernel rhai run` never pays for its import (issue 8)
+    import pickle  # here: `agentkernel rhai run` never pays for its import
 
     stored_key, parts, positions, operator_lines, constants, signatures, codes = pickle.loads(payload)
     if stored_key != key:  # a valid entry of another script, renamed: not this one
@@ -251,7 +251,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 def _write_new(folder: Path, data: bytes) -> Path:
     """`data` in a new owner-only file of `folder` no other writer uses (not `tempfile`:
-    its import alone costs `agentkernel rhai run` ~20 ms, issue 8)."""
+    its import alone is a good part of `agentkernel rhai run`'s start-up)."""
     path = folder / f".new-{os.getpid()}-{threading.get_ident()}-{os.urandom(4).hex()}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:

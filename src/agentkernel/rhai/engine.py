@@ -131,7 +131,7 @@ def _compile_checked(
     eval_mode: bool = False,
     cache: CompileCache | None = None,
 ) -> CompiledScript:
-    """Parse, generate and load `source`; whatever goes wrong is a Rhai error (issue 9).
+    """Parse, generate and load `source`; whatever goes wrong is a Rhai error.
 
     Too large a source is refused before any work, and the clock stops a
     compile at its deadline (`Script terminated`). A Python exception here
@@ -170,7 +170,7 @@ def _compile_checked(
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while compiling (issue 14 §4).
+    """No cyclic garbage collection while compiling.
 
     A compile allocates some hundred thousand objects (tokens, the tree, the
     generated lines) that all live until it ends; each full collection they

@@ -67,7 +67,7 @@ def int_declarations(facts: IntFacts) -> frozenset[DeclKey]:
     A declaration is an int when all its values are int expressions of int
     declarations: "not an int" spreads from each failing declaration to those
     built from it, once each, so the pass is linear however long the chains
-    of variables (issue 9).
+    of variables.
     """
     dependents: dict[DeclKey, list[DeclKey]] = {}
     failing: list[DeclKey] = []

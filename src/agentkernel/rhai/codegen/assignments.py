@@ -9,14 +9,7 @@ from __future__ import annotations
 
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
-from agentkernel.rhai.codegen.operands import (
-    FALSE,
-    INT_ARITHMETIC,
-    NONE,
-    TRUE,
-    Operand,
-    list_index_test,
-)
+from agentkernel.rhai.codegen.operands import FALSE, INT_ARITHMETIC, NONE, TRUE, Operand, list_index_test
 from agentkernel.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.rhai.syntax import ast
 

@@ -11,13 +11,7 @@ from typing import Any
 
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
-from agentkernel.rhai.codegen.operands import (
-    EXPR,
-    TEMP,
-    Operand,
-    joined,
-    list_index_test,
-)
+from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
 from agentkernel.rhai.syntax import ast
 
 

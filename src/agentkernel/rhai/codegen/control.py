@@ -13,18 +13,8 @@ from typing import Any
 
 from agentkernel.rhai.codegen.function import FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.module import literal_operand
-from agentkernel.rhai.codegen.nesting import (
-    BREAK,
-    CONTINUE,
-    RETURN,
-)
-from agentkernel.rhai.codegen.operands import (
-    BINARY_NAMES,
-    INT_COMPARISONS,
-    NONE,
-    TEMP,
-    Operand,
-)
+from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
+from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
 from agentkernel.rhai.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax import ast
 

@@ -23,7 +23,7 @@ class Chunk:
     Every function (script fn, closure, top level, a part compiled apart)
     is a function of the module itself, never nested in another: CPython
     takes time quadratic in their number to compile nested functions, and
-    nesting would add up their indentation (issue 9).
+    nesting would add up their indentation.
     """
 
     lines: list[str] = field(default_factory=list)

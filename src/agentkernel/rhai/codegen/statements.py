@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from agentkernel.rhai.codegen.apart import compile_apart
 from agentkernel.rhai.codegen.function import FunctionBase
-from agentkernel.rhai.codegen.operands import (
-    NONE,
-    Operand,
-)
+from agentkernel.rhai.codegen.operands import NONE, Operand
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 

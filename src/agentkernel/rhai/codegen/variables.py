@@ -27,7 +27,7 @@ class Visible:
     `eval` and `is_def_var` need the variables a call site can see. Each
     declaration adds one link to the chain and each call site keeps the head
     as a constant, so a script with many variables and many `eval` calls
-    compiles in linear time (issue 9); the values are read at run time from
+    compiles in linear time; the values are read at run time from
     the frame (see `abi.rt_scope`). A link with no `name` marks a frame
     boundary: what follows lives in the calling function's frame (code
     compiled apart, see `nesting.py`). `index` >= 0 reads slot `index` of the

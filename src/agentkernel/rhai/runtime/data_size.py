@@ -1,4 +1,4 @@
-"""How much memory Rhai values take, for the per-call data limit (issue 9, item 4).
+"""How much memory Rhai values take, for the per-call data limit.
 
 The reference Rhai checks the size of a value transitively (an array's
 strings and nested arrays count toward it) and counts a shared value each

@@ -1,4 +1,4 @@
-"""The wall-clock deadline, seen from work whose cost grows with its data (issue 9, S21.1).
+"""The wall-clock deadline, seen from work whose cost grows with its data (S21.1).
 
 Compiled code looks at the clock every few thousand operations (the
 runtime's checkpoint), but one operation can walk a million-element array

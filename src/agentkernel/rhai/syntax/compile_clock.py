@@ -1,4 +1,4 @@
-"""A compile that ends at its caller's deadline (issue 9: compile time is bounded).
+"""A compile that ends at its caller's deadline (compile time is bounded).
 
 A tool's `timeout_secs` covers compiling its script, and `eval(text)` inside a
 running script compiles within what is left of the call's time. The lexer,

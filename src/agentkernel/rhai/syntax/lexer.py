@@ -257,7 +257,7 @@ class _Lexer:
         Most of a script is whitespace, names, small integers, plain strings,
         plain operators and `//` comments: one regular expression takes each
         token whole, with the space before it, instead of a Python step per
-        character (issue 14 §4). Whatever is near a quirk (`-1`, `1.`,
+        character. Whatever is near a quirk (`-1`, `1.`,
         `"a""b"`, `**`, `${`, an error) stops the loop with the cursor at it,
         and `_next_token` decides it exactly as before. Positions advance and
         saturate as `_next_token` advances them; one long loop with locals,

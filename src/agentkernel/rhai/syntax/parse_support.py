@@ -102,7 +102,7 @@ class Variables:
 
     A stack like the reference's scope (a block's variables end with it),
     indexed by name so that declaring or looking up a name costs the same
-    however many variables came before (issue 9: compile time is linear).
+    however many variables came before (compile time stays linear).
     """
 
     __slots__ = ("_consts", "_names", "_where")
