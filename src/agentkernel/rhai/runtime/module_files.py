@@ -67,11 +67,9 @@ class SourceFile:
     text: str
 
 
-class ReadModule(Protocol):
-    """The host's reader: the file `name` (a relative path, `.rhai` appended) means from the
-    folder `start`, read as the host allows, or `ModuleRefused` with the reason."""
-
-    def __call__(self, start: Path, name: str) -> SourceFile: ...
+ReadModule = Callable[[Path, str], SourceFile]
+"""The host's reader: `read(start, name)` is the file `name` (a relative path, `.rhai` appended)
+means from the folder `start`, read as the host allows; it raises `ModuleRefused` with the reason."""
 
 
 class FileModuleResolver:

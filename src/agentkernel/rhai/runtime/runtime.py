@@ -9,7 +9,6 @@ serves one evaluation; the compiled code is shared between evaluations.
 from __future__ import annotations
 
 import itertools
-import logging
 import sys
 import time
 import weakref
@@ -24,6 +23,7 @@ from agentkernel.rhai.runtime import failures, ops, pacing
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
+from agentkernel.rhai.runtime.internal_errors import log_internal_error
 from agentkernel.rhai.runtime.printing import to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
@@ -45,7 +45,6 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
-_log = logging.getLogger("agentkernel.rhai")
 
 
 def _holds(container: Any, index: Any, value: Any) -> bool:
@@ -742,7 +741,7 @@ def _from_python(exc: Exception) -> RhaiRuntimeError:
         return failures.stack_overflow()
     if isinstance(exc, MemoryError):
         return failures.too_large(failures.STRING_TOO_LARGE, keyed=False)
-    _log.error("Rhai evaluation failed inside the interpreter", exc_info=exc)
+    log_internal_error("Rhai evaluation failed inside the interpreter", exc)
     return failures.runtime("internal error")
 
 

@@ -8,6 +8,7 @@ trimmed text, with their error texts: no `_`, no `0x`, no Unicode digits.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from agentkernel.rhai.runtime import numeric
@@ -17,11 +18,15 @@ from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import trim
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
-# the ASCII digits of each radix, either case (`c.lower() in _DIGITS[:radix]`)
-_RADIX_DIGITS = {
-    radix: re.compile(f"[{re.escape(_DIGITS[:radix] + _DIGITS[10:radix].upper())}]+")
-    for radix in range(2, 37)
-}
+
+
+@cache
+def _radix_digits(radix: int) -> re.Pattern[str]:
+    """The ASCII digits of `radix`, either case (`c.lower() in _DIGITS[:radix]`): compiled on first
+    use, not at import (35 patterns: a part of `agentkernel rhai run`'s start-up)."""
+    return re.compile(f"[{re.escape(_DIGITS[:radix] + _DIGITS[10:radix].upper())}]+")
+
+
 _FLOAT = re.compile(
     r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)", re.IGNORECASE
 )
@@ -40,7 +45,7 @@ def parse_int_radix(s: str, radix: int) -> int:
         raise _int_failure(s, "cannot parse integer from empty string")
     negative = body[0] == "-"
     digits = body[1:] if body[0] in "+-" else body
-    if not digits or not _RADIX_DIGITS[radix].fullmatch(digits):
+    if not digits or not _radix_digits(radix).fullmatch(digits):
         raise _int_failure(s, "invalid digit found in string")
     significant = digits.lstrip("0")
     value = int(significant, radix) if 0 < len(significant) <= 64 else (0 if not significant else None)

@@ -16,7 +16,6 @@ registered `pure=False`, which the runtime refuses on constants.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,10 +23,9 @@ from typing import Any, Final
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures
 from agentkernel.rhai.runtime.context import NativeContext
+from agentkernel.rhai.runtime.internal_errors import log_internal_error
 from agentkernel.rhai.runtime.values import TAGGED, IterVal, RangeVal
 from agentkernel.rhai.stdlib import indexing
-
-_log = logging.getLogger("agentkernel.rhai")
 
 
 class _Any:
@@ -227,8 +225,8 @@ class Library:
             raise failures.stack_overflow() from None
         except MemoryError:
             raise failures.too_large(failures.ARRAY_TOO_LARGE) from None
-        except Exception:  # a native's (or a registered function's) bug is a catchable Rhai error
-            _log.exception("Rhai native %s failed", native.name)
+        except Exception as exc:  # a native's (or a registered function's) bug is a catchable Rhai error
+            log_internal_error(f"Rhai native {native.name} failed", exc)
             raise failures.runtime(f"internal error in '{native.name}'") from None
 
     def call(self, ctx: NativeContext, name: str, args: Sequence[Any]) -> Any:
