@@ -46,7 +46,7 @@ from types import CodeType
 from typing import Any
 
 from agentkernel.rhai._version import __version__
-from agentkernel.rhai.codegen.script_module import CompiledModule
+from agentkernel.rhai.codegen.script_module import CompiledModule, Signature
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 
@@ -55,9 +55,6 @@ _DIGEST = hashlib.sha256().digest_size
 SECRET_FILE = "secret"
 UNUSED_DAYS = 30  # an entry no compile has used for this long is removed
 _COMPILER_PACKAGE = Path(__file__).resolve().parent
-
-# (name, number of parameters, typed-method type, private, parameter names) of each script function
-Signature = tuple[str, int, str | None, bool, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -79,10 +76,6 @@ def compiler_fingerprint() -> bytes:
     return digest.digest()
 
 
-def signatures_of(functions: Sequence[ast.FnDef]) -> list[Signature]:
-    return [(fn.name, len(fn.params), fn.this_type, fn.private, tuple(fn.params)) for fn in functions]
-
-
 class CachedModule(CompiledModule):
     """A `CompiledModule` read from the cache: its functions' trees are parsed on first use.
 
@@ -100,10 +93,14 @@ class CachedModule(CompiledModule):
         signatures: list[Signature],
         parse_functions: Callable[[], list[ast.FnDef]],
     ) -> None:
-        self.signatures = signatures
+        self._signatures = signatures
         self._parse_functions = parse_functions
         self._functions: list[ast.FnDef] | None = None
         super().__init__(parts, positions, operator_lines, constants, [])
+
+    @property
+    def signatures(self) -> list[Signature]:
+        return self._signatures  # as stored: the functions' trees are not parsed for them
 
     @property  # a field of the parent, computed here
     def functions(self) -> list[ast.FnDef]:
@@ -161,7 +158,7 @@ class CompileCache:
                     module.positions,
                     module.operator_lines,
                     module.constants,
-                    signatures_of(module.functions),
+                    module.signatures,
                     [marshal.dumps(code) for code in codes],
                 ),
                 protocol=pickle.HIGHEST_PROTOCOL,
@@ -263,4 +260,4 @@ def _write_new(folder: Path, data: bytes) -> Path:
     return path
 
 
-__all__ = ["CachedCompile", "CachedModule", "CompileCache", "compiler_fingerprint", "signatures_of"]
+__all__ = ["CachedCompile", "CachedModule", "CompileCache", "compiler_fingerprint"]

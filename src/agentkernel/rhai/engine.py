@@ -21,12 +21,11 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.codegen.abi import GLOBALS
 from agentkernel.rhai.codegen.module import fn_py_name
 from agentkernel.rhai.codegen.script_module import CompiledModule, compile_script
-from agentkernel.rhai.compile_cache import CachedModule, CompileCache, signatures_of
 from agentkernel.rhai.compiled import CompiledScript
 from agentkernel.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
@@ -48,6 +47,9 @@ from agentkernel.rhai.syntax.compile_clock import CompileClock
 from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX
 from agentkernel.rhai.syntax.parser import ParseOptions, parse
 
+if TYPE_CHECKING:  # only its interface: `agentkernel rhai run` never loads the cache
+    from agentkernel.rhai.compile_cache import CompileCache
+
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -61,7 +63,7 @@ def _load(
     namespace["NOPOS"] = module.operator_lines
     for code in codes if codes is not None else _compiled_parts(module, source_name):
         exec(code, namespace)
-    signatures = module.signatures if isinstance(module, CachedModule) else signatures_of(module.functions)
+    signatures = module.signatures
     functions: dict[tuple[str, int], ScriptFn] = {}
     methods: dict[tuple[str, int, str], ScriptFn] = {}
     for name, arity, this_type, private, params in signatures:

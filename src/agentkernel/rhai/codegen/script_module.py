@@ -19,6 +19,9 @@ from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
 
+# (name, number of parameters, typed-method type, private, parameter names) of each script function
+Signature = tuple[str, int, str | None, bool, tuple[str, ...]]
+
 
 @dataclass
 class CompiledModule:
@@ -34,6 +37,13 @@ class CompiledModule:
     @property
     def source(self) -> str:
         return "".join(self.parts)
+
+    @property
+    def signatures(self) -> list[Signature]:
+        """What loading the module needs of each function (the engine names them by these)."""
+        return [
+            (fn.name, len(fn.params), fn.this_type, fn.private, tuple(fn.params)) for fn in self.functions
+        ]
 
 
 def compile_script(
@@ -70,4 +80,4 @@ def compile_script(
     return CompiledModule(parts, positions, operator_lines, module.constants, list(script.functions))
 
 
-__all__ = ["CompiledModule", "compile_script"]
+__all__ = ["CompiledModule", "Signature", "compile_script"]
