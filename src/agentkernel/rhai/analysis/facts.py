@@ -135,10 +135,13 @@ class Facts:
         kind = type(node)
         first = self._places
         self._places = first + 1
-        if kind is ast.Var and node.namespace is None:
-            self._var_places.append(first)
-            self._var_names.append(node.name)
-        elif kind in _CHANGES:
+        if kind is ast.Literal or kind is ast.Var:  # the commonest nodes: leaves, pure, counting one
+            if kind is ast.Var and node.namespace is None:
+                self._var_places.append(first)
+                self._var_names.append(node.name)
+            self._facts[id(node)] = (_PURE, 1, first, first)
+            return _PURE
+        if kind in _CHANGES:
             self._changes(node, kind)
         facts = self._facts
         bits = below = 0
