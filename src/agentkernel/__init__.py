@@ -15,8 +15,6 @@ libraries (issue 8: start-up time).
 
 from __future__ import annotations
 
-from agentkernel.lazy_exports import lazy_getattr
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
 __version__ = "0.1.0"
@@ -108,4 +106,15 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.tools.results import ToolResult
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+def __getattr__(name: str) -> object:
+    """A public name, imported on first use and kept (PEP 562). Written out here rather than
+    imported: importing any subpackage (the Rhai library, `agentkernel.rhai`) runs this
+    module, which must load nothing else of agentkernel."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
