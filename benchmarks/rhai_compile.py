@@ -34,10 +34,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agentkernel.scripting.rhai import Engine, Limits
-from agentkernel.scripting.rhai.engine import _compiled_parts
-from agentkernel.scripting.rhai.parser import ParseOptions, parse
-from agentkernel.scripting.rhai.script_module import compile_script
+from agentkernel.rhai import Engine, Limits
+from agentkernel.rhai.codegen.script_module import compile_script
+from agentkernel.rhai.engine import _compiled_parts
+from agentkernel.rhai.syntax.parser import ParseOptions, parse
 
 
 def _lets(n: int) -> str:

@@ -31,7 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
-from agentkernel.scripting.rhai import Engine, Limits
+from agentkernel.rhai import Engine, Limits
 
 HERE = Path(__file__).resolve().parent / "rhai"
 # reference Rhai (Rust) time / CPython time, from benchmarks/rhai/README.md

@@ -265,20 +265,20 @@ def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:
     ):
         loaded = modules_after(argv, tmp_path)
         assert not loaded & (HEAVY | KERNEL), (argv, loaded & (HEAVY | KERNEL))
-        assert "agentkernel.scripting.rhai.engine" not in loaded
+        assert "agentkernel.rhai.engine" not in loaded
 
 
 def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
     script = tmp_path / "one.rhai"
     script.write_text("print(1)")
     loaded = modules_after(["rhai", "run", str(script)], tmp_path)
-    assert "agentkernel.scripting.rhai.engine" in loaded
+    assert "agentkernel.rhai.engine" in loaded
     assert not loaded & (HEAVY | KERNEL), loaded & (HEAVY | KERNEL)
 
 
 def test_rhai_run_flags_are_the_runners() -> None:
     from agentkernel.cli.rhai_cmd import LIMITS_HELP
-    from agentkernel.scripting.rhai.runner import LIMIT_FLAGS
+    from agentkernel.rhai.runner import LIMIT_FLAGS
 
     assert {flag: attribute for flag, (attribute, _) in LIMITS_HELP.items()} == LIMIT_FLAGS
 
@@ -303,13 +303,13 @@ def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> N
 def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:
     loaded = modules_after(["tool", "run", "text_stats", '{"text": "a b"}'], shipped)
     assert {"agentkernel.kernel", "quickjs", "yaml", "jsonschema"} <= loaded
-    unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.scripting.rhai.engine"}
+    unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.rhai.engine"}
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
     unused |= {"mcp", "mcp_types"}
     assert not loaded & unused, loaded & unused
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
-    assert "agentkernel.scripting.rhai.engine" in rhai
-    assert not rhai & (unused - {"agentkernel.scripting.rhai.engine"})
+    assert "agentkernel.rhai.engine" in rhai
+    assert not rhai & (unused - {"agentkernel.rhai.engine"})
 
 
 def test_check_of_a_project_without_mcp_servers_never_imports_mcp(shipped: Path) -> None:

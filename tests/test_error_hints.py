@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.rhai import Engine
+from agentkernel.rhai import Engine
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 

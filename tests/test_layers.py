@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import agentkernel
-import agentkernel.scripting
 from tests.conftest import REPO
 
 CONTRACTS = REPO / ".importlinter"
@@ -69,7 +68,7 @@ def test_an_upward_import_in_a_function_or_under_type_checking_breaks_the_contra
     )
     # the Rhai interpreter imports nothing of the kernel, however small
     plant(
-        copy / "scripting" / "rhai" / "values.py",
+        copy / "rhai" / "runtime" / "values.py",
         "from __future__ import annotations\n",
         "\n\ndef _planted() -> object:\n    from agentkernel.util import short_text\n\n"
         "    return short_text\n",
@@ -89,7 +88,7 @@ def test_an_upward_import_in_a_function_or_under_type_checking_breaks_the_contra
         "agentkernel.services.scratch -> agentkernel.agent.loop",
         "agentkernel.helpers is not allowed to import agentkernel.tools",
         "agentkernel.helpers.cron -> agentkernel.tools.dispatch",
-        "agentkernel.scripting.rhai.values -> agentkernel.util.short_text",
+        "agentkernel.rhai.runtime.values -> agentkernel.util.short_text",
         "agentkernel.scripting.js.hints -> agentkernel.scripting.host",
     ):
         assert broken in done.stdout, f"{broken!r} not reported:\n{done.stdout}"
@@ -100,9 +99,12 @@ def test_the_rhai_contract_forbids_every_other_part_of_the_package() -> None:
     contracts = configparser.ConfigParser()
     contracts.read(CONTRACTS, encoding="utf-8")
     forbidden = set(contracts["importlinter:contract:rhai"]["forbidden_modules"].split())
-    units = {f"agentkernel.{m.name}" for m in pkgutil.iter_modules(agentkernel.__path__)} - {
-        "agentkernel.__main__",
-        "agentkernel.scripting",  # the interpreter's own package, until it is agentkernel.rhai
-    }
-    beside = {f"agentkernel.scripting.{m.name}" for m in pkgutil.iter_modules(agentkernel.scripting.__path__)}
-    assert forbidden == units | (beside - {"agentkernel.scripting.rhai"})
+    units = {f"agentkernel.{m.name}" for m in pkgutil.iter_modules(agentkernel.__path__)}
+    assert forbidden == units - {"agentkernel.__main__", "agentkernel.rhai"}
+
+
+def test_every_folder_of_the_package_is_a_package() -> None:
+    """import-linter reads packages only: a folder of modules without `__init__.py` would go unchecked."""
+    root = Path(agentkernel.__file__).parent
+    folders = {p.parent for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+    assert [str(f.relative_to(root)) for f in sorted(folders) if not (f / "__init__.py").is_file()] == []

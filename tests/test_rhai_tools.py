@@ -246,7 +246,7 @@ def test_helpers_are_registered_once_not_on_every_call(
     kernel: Kernel, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Registering ~250 helper natives per call cost ~2 ms a Rhai tool call (issue 10)."""
-    from agentkernel.scripting.rhai.stdlib import Library
+    from agentkernel.rhai.stdlib import Library
 
     make_tool("echo", 'fn run(args) { caller(); "none" }', ext=".rhai")
     assert run(kernel, "echo")["content"] == "none"

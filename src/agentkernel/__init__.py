@@ -9,15 +9,12 @@ handed to the kernel as `extensions`, the kernel's replaced as
 `scripting`) is importable but not promised; docs/architecture.md draws it.
 
 Names are imported on first use (PEP 562): `import agentkernel` — which every
-command line entry point does — costs nothing, so `agentkernel --version` and
-`agentkernel rhai run` never pay for the kernel, its services or their
-libraries.
+command line entry point does, and the Rhai library's import too — loads
+nothing else of agentkernel, so `agentkernel --version` and `agentkernel rhai
+run` never pay for the kernel, its services or their libraries.
 """
 
 from __future__ import annotations
-
-from agentkernel.util.lazy_exports import lazy_getattr
-from agentkernel.version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
@@ -47,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "TemplateSpec": "agentkernel.config.templates",
     "ToolResult": "agentkernel.tools.results",
     "ToolSpec": "agentkernel.config",
+    "__version__": "agentkernel.version",
     "default_helper_table": "agentkernel.helpers",
     "load_kernel_config": "agentkernel.config",
 }
@@ -108,6 +106,18 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
     from agentkernel.tools.results import ToolResult
+    from agentkernel.version import __version__
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+def __getattr__(name: str) -> object:
+    """A public name, imported on first use and kept (PEP 562). Written out here rather than
+    imported: importing any subpackage (the Rhai library, `agentkernel.rhai`) runs this
+    module, which must load nothing else of agentkernel."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

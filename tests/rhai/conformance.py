@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentkernel.scripting.rhai.runner import RunOutcome, limits_from_flags, run_source
+from agentkernel.rhai.runner import RunOutcome, limits_from_flags, run_source
 
 HERE = Path(__file__).resolve().parent / "conformance"
 CASE_FILES = ("cases.jsonl", "stdlib.jsonl")

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import ops
-from agentkernel.scripting.rhai.context import NO_THIS
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
-from agentkernel.scripting.rhai.failures import function_not_found, too_large, unbound_this
-from agentkernel.scripting.rhai.runtime import data_size_of
-from agentkernel.scripting.rhai.stdlib import Mutated, default_library
-from agentkernel.scripting.rhai.values import FnPtr, RangeVal, to_string, type_name
+from agentkernel.rhai.errors import RhaiRuntimeError
+from agentkernel.rhai.runtime import ops
+from agentkernel.rhai.runtime.context import NO_THIS
+from agentkernel.rhai.runtime.failures import function_not_found, too_large, unbound_this
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.runtime import data_size_of
+from agentkernel.rhai.runtime.values import FnPtr, RangeVal, type_name
+from agentkernel.rhai.stdlib import Mutated, default_library
 
 LIB = default_library()
 S = "&str | ImmutableString | String"  # how a string type shows in "Function not found"

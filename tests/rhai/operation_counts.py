@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkernel.scripting.rhai.engine import Engine, _run_main
-from agentkernel.scripting.rhai.runner import strip_shebang
-from agentkernel.scripting.rhai.runtime import Limits
+from agentkernel.rhai.engine import Engine, _run_main
+from agentkernel.rhai.runner import strip_shebang
+from agentkernel.rhai.runtime.runtime import Limits
 
 CASES = Path(__file__).resolve().parent / "conformance" / "ops.jsonl"
 SAFETY_OPERATIONS = 50_000_000  # a runaway case must not hang the suite

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiSyntaxError, abi
-from agentkernel.scripting.rhai.runtime import Runtime
-from agentkernel.scripting.rhai.stdlib import Mutated
+from agentkernel.rhai import Engine, Limits, RhaiSyntaxError
+from agentkernel.rhai.codegen import abi
+from agentkernel.rhai.runtime.runtime import Runtime
+from agentkernel.rhai.stdlib import Mutated
 from tests.rhai.conformance import CASE_FILES, HERE
 
 ROOT = Path(__file__).resolve().parents[2]

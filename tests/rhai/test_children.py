@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.errors import RhaiSyntaxError
-from agentkernel.scripting.rhai.parser import ParseOptions, parse
-from agentkernel.scripting.rhai.records import record_fields
+from agentkernel.rhai.errors import RhaiSyntaxError
+from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.parser import ParseOptions, parse
+from agentkernel.rhai.syntax.records import record_fields
 from tests.rhai.test_abi import corpus
 
 NO_LIMITS = ParseOptions(max_expr_depth=0, max_fn_expr_depth=0)

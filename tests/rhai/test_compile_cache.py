@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-import agentkernel
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.stores import RHAI_CACHE_FOLDER
 from agentkernel.errors import ConfigError
-from agentkernel.scripting.rhai import Engine, Limits, RhaiSyntaxError, engine
-from agentkernel.scripting.rhai.compile_cache import (
+from agentkernel.rhai import Engine, Limits, RhaiSyntaxError, compile_cache, engine
+from agentkernel.rhai.compile_cache import (
     FORMAT,
     SECRET_FILE,
     UNUSED_DAYS,
@@ -155,7 +154,7 @@ def test_another_version_options_or_source_name_is_a_miss(
     assert not isinstance(cached_engine(folder).compile(SOURCE + " ").module, CachedModule)
     assert isinstance(cached_engine(folder).compile(SOURCE).module, CachedModule)
     compiler_fingerprint.cache_clear()
-    monkeypatch.setattr(agentkernel, "__version__", "999.0.0")
+    monkeypatch.setattr(compile_cache, "__version__", "999.0.0")  # the interpreter's own version
     try:
         assert not isinstance(cached_engine(folder).compile(SOURCE).module, CachedModule)
     finally:

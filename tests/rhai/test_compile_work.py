@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, RhaiSyntaxError, engine
-from agentkernel.scripting.rhai.script_module import compile_script
+from agentkernel.rhai import Engine, RhaiSyntaxError, engine
+from agentkernel.rhai.codegen.script_module import compile_script
 
 SCRIPT = "".join(f"fn f{n}(a) {{ let m = #{{x: a, y: [a, {n}]}}; m.y.len() + m.x }}\n" for n in range(300))
 

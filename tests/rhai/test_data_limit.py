@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.abi import bind_closure
-from agentkernel.scripting.rhai.data_size import SCALAR, STRING
-from agentkernel.scripting.rhai.runtime import Cell, data_size_of
-from agentkernel.scripting.rhai.values import FnPtr
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.codegen.abi import bind_closure
+from agentkernel.rhai.runtime.data_size import SCALAR, STRING
+from agentkernel.rhai.runtime.runtime import Cell, data_size_of
+from agentkernel.rhai.runtime.values import FnPtr
 
 MIB = 1 << 20
 

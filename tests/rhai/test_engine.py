@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai.stdlib import ANY
-from agentkernel.scripting.rhai.values import Char
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai.runtime.values import Char
+from agentkernel.rhai.stdlib import ANY
 
 
 def test_eval_compile_run_and_output() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.scripting import rhai
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.errors import ErrorKind
+from agentkernel import rhai
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.errors import ErrorKind
 
 PACKAGE = Path(rhai.__file__).resolve().parent
 

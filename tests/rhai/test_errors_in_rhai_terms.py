@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiError, RhaiRuntimeError, ops
-from agentkernel.scripting.rhai.runtime import Runtime
-from agentkernel.scripting.rhai.stdlib import default_library
-from agentkernel.scripting.rhai.values import Char, FnPtr, RangeVal, Timestamp
+from agentkernel.rhai import Engine, Limits, RhaiError, RhaiRuntimeError
+from agentkernel.rhai.runtime import ops
+from agentkernel.rhai.runtime.runtime import Runtime
+from agentkernel.rhai.runtime.values import Char, FnPtr, RangeVal, Timestamp
+from agentkernel.rhai.stdlib import default_library
 
 PYTHON_WORDS = re.compile(
     r"internal error:|Traceback|\b(Type|Value|Key|Index|Attribute|Overflow|ZeroDivision|Unicode\w*|Recursion"

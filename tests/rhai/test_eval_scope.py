@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, RhaiRuntimeError
+from agentkernel.rhai import Engine, RhaiRuntimeError
 
 
 @pytest.mark.parametrize(

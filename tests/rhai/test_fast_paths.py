@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai import ast as rhai_ast
-from agentkernel.scripting.rhai.codegen import only_reads
-from agentkernel.scripting.rhai.parse_support import ParseOptions
-from agentkernel.scripting.rhai.parser import parse
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.syntax import ast as rhai_ast
+from agentkernel.rhai.syntax.parse_support import ParseOptions
+from agentkernel.rhai.syntax.parser import parse
 
 
-def closure(source: str) -> rhai_ast.Closure:
+def reads_only(source: str) -> bool:
+    """The facts pass's word on the one closure `source` is."""
     stmt = parse(source, ParseOptions()).stmts[0]
     assert isinstance(stmt, rhai_ast.ExprStmt) and isinstance(stmt.expr, rhai_ast.Closure)
-    return stmt.expr
+    facts = Facts.of([rhai_ast.Block((stmt,), (1, 1))], {}, ())
+    return facts.reads_only(stmt.expr)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +40,7 @@ def closure(source: str) -> rhai_ast.Closure:
     ],
 )
 def test_only_a_closure_that_reads_passes_items_uncopied(source: str, reads: bool) -> None:
-    assert only_reads(closure(source)) is reads
+    assert reads_only(source) is reads
 
 
 def test_map_and_filter_with_a_reading_closure_keep_arrays_values() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.values import type_name
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.runtime.values import type_name
 
 
 def run(source: str) -> Any:

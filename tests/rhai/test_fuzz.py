@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import random
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiError
+from agentkernel.rhai import Engine, Limits, RhaiError
 from tests.rhai.conformance import load_cases
 
 RUNS = int(os.environ.get("RHAI_FUZZ_RUNS", "1500"))

@@ -17,9 +17,9 @@ import warnings
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai import engine as engine_module
-from agentkernel.scripting.rhai.runner import run_source
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai import engine as engine_module
+from agentkernel.rhai.runner import run_source
 
 UNLIMITED_DEPTH = Limits(max_expr_depth=0, max_fn_expr_depth=0)
 

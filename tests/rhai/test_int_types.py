@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, RhaiRuntimeError
-from agentkernel.scripting.rhai import ast as rast
-from agentkernel.scripting.rhai.parser import parse
-from agentkernel.scripting.rhai.scopes import analyse
+from agentkernel.rhai import Engine, RhaiRuntimeError
+from agentkernel.rhai.analysis.scopes import analyse
+from agentkernel.rhai.syntax import ast as rast
+from agentkernel.rhai.syntax.parser import parse
 
 
 def ints_of(source: str) -> set[str]:

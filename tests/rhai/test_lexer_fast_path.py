@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.scripting.rhai import lexer
-from agentkernel.scripting.rhai.compile_clock import CompileClock
+from agentkernel.rhai.syntax import lexer
+from agentkernel.rhai.syntax.compile_clock import CompileClock
 from tests.rhai.conformance import load_cases
 from tests.rhai.test_parser import _mutations
 

@@ -1,7 +1,8 @@
 """Rhai modules at the engine level and through `agentkernel rhai run` (issue 14 §3; S1.3).
 
 `import "lib" as m;` reads `lib.rhai` relative to the importing script, through
-`FileModuleResolver`, which reads nothing outside its folder; an Engine without
+`FileModuleResolver` and the reader its host hands it (here the kernel's, which
+reads nothing outside its folder: scripting/rhai_modules.py); an Engine without
 a resolver reads no file at all.
 """
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.modules import FileModuleResolver
-from agentkernel.scripting.rhai.runner import run_source
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.runner import run_source
+from agentkernel.rhai.runtime.module_files import FileModuleResolver, ModuleRefused, SourceFile
+from agentkernel.scripting.rhai_modules import module_resolver
 
 LIB = """
 import "sub/util" as u;
@@ -47,7 +49,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def run_in(folder: Path, source: str, **limits: int) -> object:
-    engine = Engine(module_resolver=FileModuleResolver(folder), limits=Limits(**limits))
+    engine = Engine(module_resolver=module_resolver(folder), limits=Limits(**limits))
     main = folder / "main.rhai"
     main.write_text(source)
     return engine.run(engine.compile_file(main))
@@ -85,7 +87,7 @@ def test_top_level_imports_are_seen_by_functions(folder: Path) -> None:
 def test_import_without_alias_runs_the_top_level(folder: Path) -> None:
     (folder / "noisy.rhai").write_text('print("loaded");')
     lines: list[str] = []
-    engine = Engine(module_resolver=FileModuleResolver(folder))
+    engine = Engine(module_resolver=module_resolver(folder))
     engine.run(engine.compile('import "noisy"; import "noisy" as n; 1'), stdout=lines.append)
     assert lines == ["loaded"]  # evaluated once per run, however often imported
 
@@ -157,7 +159,7 @@ def test_nothing_outside_the_folder_is_read(folder: Path, path: str, reason: str
 
 
 def test_a_changed_module_is_compiled_again(folder: Path) -> None:
-    engine = Engine(module_resolver=FileModuleResolver(folder))
+    engine = Engine(module_resolver=module_resolver(folder))
     script = engine.compile('import "lib" as m; m::X')
     assert engine.run(script) == 40
     lib = folder / "lib.rhai"
@@ -169,7 +171,7 @@ def test_a_changed_module_is_compiled_again(folder: Path) -> None:
 def test_the_runner_resolves_relative_to_the_file(folder: Path, tmp_path: Path) -> None:
     main = folder / "main.rhai"
     main.write_text('import "lib" as m; print(m::add(2, 3));')
-    outcome = run_source(main.read_text(), path=main)
+    outcome = run_source(main.read_text(), path=main, module_resolver=module_resolver(folder))
     assert outcome.stdout == ["5"] and outcome.exit_code == 0
     assert run_source('import "lib" as m;').error == "Module not found: lib (line 1, position 8)"  # stdin
     command = [sys.executable, "-m", "agentkernel", "rhai", "run", str(main)]
@@ -205,3 +207,27 @@ def test_an_error_in_a_module_function_names_its_source(folder: Path) -> None:
     )
     caught = run_in(folder, 'import "err" as m; try { m::f() } catch (e) { [e.function, e.source] }')
     assert caught == ["f", "err"]
+
+
+def test_the_host_reads_the_files_the_resolver_finds(tmp_path: Path) -> None:
+    """The interpreter reads no file itself: it asks its host's reader, with the importer's folder."""
+    files = {
+        "/scripts/lib.rhai": "fn f() { 42 }",
+        "/scripts/sub/util.rhai": 'import "../lib" as l; fn g() { l::f() }',
+    }
+    asked: list[tuple[Path, str]] = []
+
+    def read(start: Path, name: str) -> SourceFile:
+        asked.append((start, name))
+        key = os.path.normpath(start / name)
+        if key not in files:
+            raise ModuleRefused("" if name.endswith("lost.rhai") else "not in the table")
+        return SourceFile(key, 1, files[key])
+
+    engine = Engine(module_resolver=FileModuleResolver("/scripts", read))
+    assert engine.eval('import "sub/util" as u; u::g()') == 42
+    assert asked == [(Path("/scripts"), "sub/util.rhai"), (Path("/scripts/sub"), "../lib.rhai")]
+    with pytest.raises(RhaiRuntimeError, match=r"^Module not found: lost \(line"):
+        engine.eval('import "lost";')
+    with pytest.raises(RhaiRuntimeError, match=r"Module not found: elsewhere \(not in the table\)"):
+        engine.eval('import "elsewhere";')

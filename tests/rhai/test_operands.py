@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits
-from agentkernel.scripting.rhai.codegen import (
+from agentkernel.rhai import Engine, Limits
+from agentkernel.rhai.codegen.module import Module, literal_operand
+from agentkernel.rhai.codegen.operands import (
     BOXED,
     CONSTANT,
     LITERAL,
     LOCAL,
     NONE,
     TEMP,
-    Module,
     Operand,
     Place,
-    VarInfo,
     joined,
-    literal_operand,
 )
+from agentkernel.rhai.codegen.variables import VarInfo
 
 DEEP = Limits(max_expr_depth=0, max_fn_expr_depth=0)
 

@@ -2,7 +2,7 @@
 
 The counts of the reference Rhai 1.25 on 927 scripts are in
 `conformance/ops.jsonl`; `python -m tests.rhai.operation_counts` prints how
-many we match. Loops without calls count in a local (compiler.py
+many we match. Loops without calls count in a local (codegen/control.py
 `counted_locally`): here the limit must trip at the very same count as when
 counting inline in the runtime.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai import compiler as compiler_module
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.analysis.facts import Facts
 from tests.rhai.operation_counts import count_all, our_count
 
 # at the time of writing 410 exact and 433 within 10% of 927 (272 and 312 before
@@ -70,7 +70,7 @@ def test_a_loop_counting_in_a_local_stops_where_inline_counting_does(
 ) -> None:
     assert "rt.settle(" in Engine().compile(source).module.source
     local = (our_count(source), smallest_limit(source))
-    monkeypatch.setattr(compiler_module, "_without_calls", lambda loop: False)
+    monkeypatch.setattr(Facts, "has_calls", lambda facts, node: True)  # every loop counts inline
     assert "rt.settle(" not in Engine().compile(source).module.source
     assert (our_count(source), smallest_limit(source)) == local
     assert local[0] == local[1]  # the count is the smallest limit that lets the script finish

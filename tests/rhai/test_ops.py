@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import ops
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
-from agentkernel.scripting.rhai.values import Char, FnPtr, Timestamp
+from agentkernel.rhai.errors import RhaiRuntimeError
+from agentkernel.rhai.runtime import ops
+from agentkernel.rhai.runtime.values import Char, FnPtr, Timestamp
 from tests.rhai.fakes import S, closure, error, ir, op, r, show
 
 OPERATOR_CASES = [

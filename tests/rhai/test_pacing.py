@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, ops, pacing
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
-from agentkernel.scripting.rhai.pacing import CHUNK, Deadline, deadline_scope
-from agentkernel.scripting.rhai.runtime import Runtime
-from agentkernel.scripting.rhai.values import clone, to_debug, to_string
+from agentkernel.rhai import Engine, Limits
+from agentkernel.rhai.errors import RhaiRuntimeError
+from agentkernel.rhai.runtime import ops, pacing
+from agentkernel.rhai.runtime.copying import clone
+from agentkernel.rhai.runtime.pacing import CHUNK, Deadline, deadline_scope
+from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.runtime import Runtime
 from tests.rhai.fakes import LIB, FakeContext
 
 BIG = 5 * CHUNK  # long enough for several looks at the clock

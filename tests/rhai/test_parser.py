@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.errors import RhaiSyntaxError
-from agentkernel.scripting.rhai.lexer import tokenize
-from agentkernel.scripting.rhai.parser import ParseOptions, parse
-from agentkernel.scripting.rhai.values import Char
+from agentkernel.rhai.errors import RhaiSyntaxError
+from agentkernel.rhai.runtime.values import Char
+from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.lexer import tokenize
+from agentkernel.rhai.syntax.parser import ParseOptions, parse
 
 CASES_DIR = Path(__file__).resolve().parent / "conformance"
 _OPTION_FLAGS = {

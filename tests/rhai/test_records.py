@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.records import record, record_fields
+from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import record, record_fields
 
 
 @record

@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import failures, ops
-from agentkernel.scripting.rhai.context import NativeContext
-from agentkernel.scripting.rhai.errors import RhaiRuntimeError
-from agentkernel.scripting.rhai.stdlib import ANY, Library, build_library, default_library
-from agentkernel.scripting.rhai.values import Char, FnPtr, IterVal, Timestamp, to_debug, to_string, type_name
+from agentkernel.rhai.errors import RhaiRuntimeError
+from agentkernel.rhai.runtime import failures, ops
+from agentkernel.rhai.runtime.context import NativeContext
+from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.values import Char, FnPtr, IterVal, Timestamp, type_name
+from agentkernel.rhai.stdlib import ANY, Library, build_library, default_library
 from tests.rhai.fakes import LIB, FakeContext, S, ThisCell, call, closure, error, ir, method, r, show
 
 

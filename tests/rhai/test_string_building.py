@@ -15,11 +15,11 @@ import re
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError
-from agentkernel.scripting.rhai.compile_clock import CompileClock
-from agentkernel.scripting.rhai.parse_support import ParseOptions
-from agentkernel.scripting.rhai.parser import parse
-from agentkernel.scripting.rhai.script_module import compile_script
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.codegen.script_module import compile_script
+from agentkernel.rhai.syntax.compile_clock import CompileClock
+from agentkernel.rhai.syntax.parse_support import ParseOptions
+from agentkernel.rhai.syntax.parser import parse
 
 BUILD = 'let s = ""; let n = 0; for i in 0..N { s += "ab"; n += 1; } s'
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentkernel.scripting.rhai import Engine, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai import Engine, RhaiRuntimeError, RhaiSyntaxError
 
 CALC = """
 fn int.calc(x) { `int ${this * x}` }

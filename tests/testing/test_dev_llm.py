@@ -87,8 +87,8 @@ def test_a_chosen_port(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("- {reply: a, json: 1}\n", "rules.yaml: rules[0]: expected exactly one answer"),
-        ("rules: []\n", "rules.yaml: expected a non-empty list of rules"),
+        ("- {reply: a, json: 1}\n", "rules.yaml:1: rules[0]: expected exactly one answer"),
+        ("rules: []\n", "rules.yaml:1: rules: expected a non-empty list of rules"),
     ],
 )
 def test_bad_rules_exit_2(tmp_path: Path, text: str, message: str) -> None:

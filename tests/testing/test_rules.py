@@ -110,7 +110,7 @@ def test_rules_from_a_json_list(tmp_path: Path) -> None:
         ([{"reply": "a", "last_role": "bot"}], "rules[0].last_role: expected one of user, assistant, tool"),
         ([{"tool_call": {"arguments": {}}}], "rules[0].tool_call: expected {name: TOOL, arguments: {...}}"),
         ([], "expected a non-empty list of rules"),
-        ({"rule": []}, "expected a non-empty list of rules"),
+        ({"rule": []}, "unknown key 'rule' (allowed: rules); did you mean 'rules'?"),
     ],
 )
 def test_bad_rules_name_the_rule_and_field(data: object, message: str) -> None:
@@ -121,9 +121,9 @@ def test_bad_rules_name_the_rule_and_field(data: object, message: str) -> None:
 
 
 def test_an_unreadable_rules_file_names_it(tmp_path: Path) -> None:
-    with pytest.raises(RulesError, match=r"missing\.yaml: cannot read the rules"):
+    with pytest.raises(RulesError, match=r"missing\.yaml: cannot read: "):
         load_rules(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: [\n", encoding="utf-8")
-    with pytest.raises(RulesError, match=r"bad\.yaml: cannot read the rules"):
+    with pytest.raises(RulesError, match=r"bad\.yaml:2: bad YAML: "):
         load_rules(bad)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentkernel.config import read_yaml_file
 from agentkernel.errors import ConfigError, LoadProblem
-from agentkernel.util.yaml_source import load_yaml
 
 
 def shown_path(path: Path | str) -> str:
@@ -32,7 +32,7 @@ def config_problem(exc: ConfigError) -> LoadProblem:
     line = exc.line
     if line is None and exc.path is not None:
         try:
-            line = load_yaml(path)[1].of_reason(exc.reason)
+            line = read_yaml_file(path)[1].of_reason(exc.reason)
         except ConfigError:
             line = None
     return LoadProblem(path, exc.reason, line)

@@ -44,7 +44,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_command(options: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agentkernel.scripting.rhai.runner import limits_from_flags, run_source
+    from agentkernel.rhai.runner import limits_from_flags, run_source
+    from agentkernel.scripting.rhai_modules import module_resolver
 
     flags: list[str] = []
     for flag, (attribute, _) in LIMITS_HELP.items():
@@ -57,8 +58,13 @@ def run_command(options: argparse.Namespace) -> int:
         print(f"agentkernel rhai: cannot read {options.file}: {exc}", file=sys.stderr)
         return 2
     path = None if options.file == "-" else Path(options.file)
+    resolver = module_resolver(path.resolve().parent) if path is not None else None  # stdin: no imports
     outcome = run_source(
-        source, limits_from_flags(flags), echo=lambda line: print(line, flush=False), path=path
+        source,
+        limits_from_flags(flags),
+        echo=lambda line: print(line, flush=False),
+        path=path,
+        module_resolver=resolver,
     )
     if outcome.error is not None:
         sys.stdout.flush()

@@ -8,7 +8,10 @@ from the raw YAML. One parsing style: each section states its fields as
 JSON Schema beside its dataclass; the whole file is validated in one pass
 (schema.py) and the first error becomes a ConfigError with the file, the
 line and the key path; a section builder then does what no schema can
-say (host names and CIDR ranges, paths that must not overlap).
+say (host names and CIDR ranges, paths that must not overlap). The other
+YAML the kernel reads — templates and their `mcp_servers:`, a tool's
+`tests:`, the scripted LLM's rules — is read by yaml_files.py and checked
+by schema.py the same way.
 
 Why jsonschema and dataclasses, not pydantic v2 (issue 10, measured here
 with `python -X importtime`, a busy 2-core machine, medians of 5):
@@ -26,9 +29,10 @@ with `python -X importtime`, a busy 2-core machine, medians of 5):
 
 Modules: schema.py (the validator and the wording of errors), limits.py
 (`limits:`, a script's own limits, the per-call `CallBudget`), sections.py
-and hosts.py (the helper sections and `llm:`), server.py (`server:`), stores.py (the checks
-across sections), kernel_yaml.py (finding and loading kernel.yaml),
-scripts.py (tool and hook YAML).
+and hosts.py (the helper sections and `llm:`), server.py (`server:`), cron.py
+(`cron:`, its static jobs included), stores.py (the checks across sections),
+kernel_yaml.py (finding and loading kernel.yaml), scripts.py (tool and hook
+YAML), yaml_files.py (the one reader of every YAML file: parsed once per change).
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from agentkernel.config.kernel_yaml import (
     KernelConfig,
     find_kernel_config,
     load_kernel_config,
-    read_yaml,
 )
 from agentkernel.config.limits import CallBudget, Ceilings, KernelLimits, ScriptLimits
 from agentkernel.config.schema import describe_validation_error, yaml_error
@@ -65,6 +68,7 @@ from agentkernel.config.sections import (
 )
 from agentkernel.config.server import ServerSettings
 from agentkernel.config.stores import ReadRoot
+from agentkernel.config.yaml_files import read_yaml, read_yaml_file
 
 __all__ = [
     "CONFIG_ENV",
@@ -96,5 +100,6 @@ __all__ = [
     "load_kernel_config",
     "load_script_spec",
     "read_yaml",
+    "read_yaml_file",
     "yaml_error",
 ]

@@ -3,8 +3,10 @@
 Jobs that scripts schedule live in the cron store (`db_path`, SQLite); the
 `jobs` listed here are *static*: written into the same store at start-up,
 owned by `user`, and replaced or removed when this file changes. Each job
-has the fields of `schedule_cron` (docs/scripts.md 8.14), checked when the
-kernel starts, where the templates are known.
+has the fields of `schedule_cron` (docs/scripts.md 8.14): their names and
+types are checked with the rest of kernel.yaml (`JOB_SCHEMA`), what they
+mean (a template that exists, a valid schedule) when a scheduler starts or
+`agentkernel check` runs (services/cron_jobs.py, services/cron.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,50 @@ class CronSettings:
         return self.run_timeout_secs + 60.0
 
 
+SINK_TYPES = ("log", "webhook", "session")
+_TEXT = expect("a non-empty string", type="string", pattern=r"\S")
+
+SINK_SCHEMA = expect(
+    "a sink: {type: log}, {type: webhook, url: URL} or {type: session, session_id: ID}",
+    **section(
+        {
+            "type": expect("one of " + ", ".join(SINK_TYPES), enum=list(SINK_TYPES)),
+            "url": expect("an http:// or https:// URL", type="string", minLength=1),
+            "session_id": expect("a session id", type="string", minLength=1),
+        },
+        required=["type"],
+    ),
+)
+"""One `notify:` sink of a job; which fields go with which type, parse_job says."""
+
+JOB_SCHEMA = expect(
+    "a job: a mapping with the fields of schedule_cron",
+    **section(
+        {
+            "name": _TEXT,
+            "template": _TEXT,
+            "interval_secs": expect("a number of seconds", type=["number", "null"]),
+            "schedule": expect(
+                'a cron expression of six fields, seconds first ("0 0 9 * * *")', type=["string", "null"]
+            ),
+            "oneshot_at": expect(
+                'an RFC 3339 date and time in quotes ("2026-12-01T09:00:00Z")', type=["string", "null"]
+            ),
+            "timezone": expect("an IANA time zone name (such as Europe/Moscow)", type=["string", "null"]),
+            "prompt": _TEXT,
+            "notify": expect(
+                "a non-empty list of sinks ({type: log}, …)",
+                type=["array", "null"],
+                minItems=1,
+                items=SINK_SCHEMA,
+            ),
+            "misfire": expect("run_once or skip", enum=["run_once", "skip"]),
+        },
+        required=["name", "template", "prompt"],
+    ),
+)
+"""One static job of `cron.jobs`: the fields of `schedule_cron` and their types (null: not given)."""
+
 CRON_SCHEMA = section(
     {
         "db_path": expect("a file path", type="string", minLength=1),
@@ -50,9 +96,7 @@ CRON_SCHEMA = section(
         "webhook_attempts": expect("an integer >= 1", type="integer", minimum=1, maximum=20),
         "user": expect("a user id (1-128 of letters, digits, _ . @ -)", type="string", pattern=USER_ID),
         "jobs": expect(
-            "a list of jobs (mappings with the fields of schedule_cron)",
-            type="array",
-            items={"type": "object"},
+            "a list of jobs (mappings with the fields of schedule_cron)", type="array", items=JOB_SCHEMA
         ),
     }
 )
@@ -73,4 +117,4 @@ def cron_settings(values: Mapping[str, Any], root: Path, _: Where) -> CronSettin
     )
 
 
-__all__ = ["CRON_SCHEMA", "CronSettings", "cron_settings"]
+__all__ = ["CRON_SCHEMA", "JOB_SCHEMA", "SINK_SCHEMA", "SINK_TYPES", "CronSettings", "cron_settings"]

@@ -33,8 +33,8 @@ from agentkernel.config.sections import (
 )
 from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
+from agentkernel.config.yaml_files import read_yaml_file
 from agentkernel.errors import ConfigError
-from agentkernel.util.yaml_source import load_yaml
 
 CONFIG_ENV = "AGENTKERNEL_CONFIG"
 DEFAULT_CONFIG = Path("config/kernel.yaml")
@@ -129,11 +129,6 @@ class KernelConfig:
         return read_roots_of(self, Where(self.path))
 
 
-def read_yaml(path: Path) -> object:
-    """Parse one YAML file, turning every failure into a ConfigError naming it (and its line)."""
-    return load_yaml(path)[0]
-
-
 def find_kernel_config(explicit: Path | None = None, start: Path | None = None) -> Path:
     """The project's kernel.yaml, found the way git finds its repository.
 
@@ -198,7 +193,7 @@ def load_kernel_config(path: Path | None) -> KernelConfig:
     """
     if path is None:
         return _kernel_config_from({}, Path.cwd(), None, Where(None))
-    data, lines = load_yaml(path)
+    data, lines = read_yaml_file(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -279,5 +274,4 @@ __all__ = [
     "KernelConfig",
     "find_kernel_config",
     "load_kernel_config",
-    "read_yaml",
 ]

@@ -1,4 +1,4 @@
-"""The one way kernel.yaml (and a tool or hook YAML) is checked: JSON Schema, and errors that name the field.
+"""The one way the kernel's YAML is checked: JSON Schema, and errors that name the file, line and field.
 
 Each section declares its fields as JSON Schema (`section`, `expect`);
 `Draft202012Validator`, with the stricter types below, checks the whole
@@ -10,12 +10,18 @@ Two annotations, ignored by the validator, choose the wording:
 - `x-expected` on a field: any error inside it reads `field: expected
   <text>, got <value>`, the field's whole value (`files.read_roots:
   expected a list of non-empty strings, got ['']`); `x-message` gives the
-  whole text instead (`{value!r}` is the value).
+  whole text instead (`{value!r}` is the value). The innermost such field
+  speaks; a closed mapping (`additionalProperties: false`) inside one
+  speaks for itself (a job of `cron.jobs`, a rule of a rules file).
 - `x-unknown: field` on a section: an unknown key reads `section.key:
   unknown field (known: …)` and a missing one `section.key: required`, the
   helper sections' wording; `x-refused` names keys refused with a reason of
   their own (a secret pasted into `llm:`). Elsewhere an unknown key reads
   `unknown key 'x' (allowed: …); did you mean …`.
+
+kernel.yaml, the tool and hook YAML, the templates (their `mcp_servers:`
+included), kernel.yaml's `cron.jobs`, a tool's `tests:` and the scripted
+LLM's rules files are all checked this way.
 """
 
 from __future__ import annotations
@@ -87,23 +93,37 @@ def _value_at(document: object, path: Sequence[str | int]) -> object:
 
 
 def _worded_field(schema: Mapping[str, Any], path: Sequence[str | int]) -> tuple[KeyPath, Schema] | None:
-    """The outermost field on `path` with its own wording (`x-expected`, `x-message`), and its path."""
+    """The innermost field on `path` with its own wording (`x-expected`, `x-message`), and its path.
+
+    A closed mapping without a wording of its own, deeper than a worded
+    field, takes its errors back: `cron.jobs[0].prompt: required`, not
+    `cron.jobs: expected a list of jobs, got …`.
+    """
+    found: tuple[KeyPath, Schema] | None = None
     node: object = schema
     for depth in range(len(path) + 1):
         if not isinstance(node, Mapping):
-            return None
+            break
         if "x-expected" in node or "x-message" in node:
-            return tuple(path[:depth]), dict(node)
+            found = tuple(path[:depth]), dict(node)
+        elif node.get("additionalProperties") is False:
+            found = None
         if depth < len(path):
             step = path[depth]
             node = node.get("items") if isinstance(step, int) else node.get("properties", {}).get(step)
-    return None
+    return found
 
 
 def _field_text(where: KeyPath, schema: Schema, value: object) -> str:
-    if "x-message" in schema:
-        return f"{dotted(where)}: {str(schema['x-message']).format(value=value)}"
-    return f"{dotted(where)}: expected {schema['x-expected']}, got {value!r}"
+    text = (
+        str(schema["x-message"]).format(value=value)
+        if "x-message" in schema
+        else f"expected {schema['x-expected']}, got {value!r}"
+    )
+    names = schema.get("enum")
+    if isinstance(value, str) and isinstance(names, list):
+        text += did_you_mean(value, [str(name) for name in names])
+    return f"{dotted(where)}: {text}" if where else text
 
 
 def _section_key_text(error: ValidationError) -> tuple[str, KeyPath] | None:
@@ -153,13 +173,13 @@ def error_text(
     own wording (`x-expected`) shows the field's whole value.
     """
     path = tuple(error.absolute_path)
+    keyed = _section_key_text(error) or _unknown_keys(error)  # a closed mapping names the key at fault
+    if keyed is not None:
+        return keyed
     worded = _worded_field(schema, path) if schema is not None else None
     if worded is not None:
         where, field_schema = worded
         return _field_text(where, field_schema, _value_at(document, where)), where
-    keyed = _section_key_text(error) or _unknown_keys(error)
-    if keyed is not None:
-        return keyed
     text = describe_validation_error(error)
     names = error.validator_value
     if error.validator == "enum" and isinstance(error.instance, str) and isinstance(names, list):

@@ -23,13 +23,14 @@ from jsonschema import Draft202012Validator
 
 from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
+from agentkernel.config.yaml_files import read_yaml_file
 from agentkernel.errors import ConfigError
 from agentkernel.schemas.bounds import bounded_validator
 from agentkernel.schemas.parameters import describe as describe_parameters_problem
 from agentkernel.schemas.parameters import parameters_problem
 from agentkernel.types import JSONObject
 from agentkernel.util.near_miss import close_match, did_you_mean
-from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
 HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
 TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
@@ -246,7 +247,7 @@ def load_script_spec(
     of a built-in marked `overrides: builtin`, to change its settings: the
     catalog then holds it to the built-in's own `function`.
     """
-    raw, lines = load_yaml(yaml_path)
+    raw, lines = read_yaml_file(yaml_path)
     data = json_safe_yaml(yaml_path, raw)
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
@@ -257,7 +258,7 @@ def load_script_spec(
     _refuse_nested_limits(yaml_path, data, lines, set(schema["properties"]))
     error = first_error(_VALIDATORS[kind], data)
     if error is not None:
-        raise yaml_error(yaml_path, lines, error)
+        raise yaml_error(yaml_path, lines, error, schema, data)
     if limits is not None:
         _refuse_over_ceilings(yaml_path, data, lines, limits)
     if kind == "python_tool":

@@ -23,7 +23,7 @@ RHAI_CACHE_FOLDER = Path("cache", "rhai")  # under paths.data_dir: compiled Rhai
 
 
 def rhai_cache_folder(config: KernelConfig) -> Path | None:
-    """Where compiled Rhai scripts outlive a restart (scripting/rhai/compile_cache.py): under
+    """Where compiled Rhai scripts outlive a restart (rhai/compile_cache.py): under
     `paths.data_dir`; None (no cache) when that lies in `paths.temp_root`, which scripts write."""
     folder = config.data_dir / RHAI_CACHE_FOLDER
     return None if folder.resolve().is_relative_to(config.temp_root.resolve()) else folder

@@ -3,8 +3,9 @@
 A template says what an agent is: its instructions, model settings, the tools
 it may call, the hooks it passes through, its token budget and how many LLM
 calls one run may make. Loading is forgiving per file (a bad file becomes a
-`LoadProblem`, the others still load) and strict per field: unknown keys and
-wrong types are errors that name the file, the line and the field (S2.5).
+`LoadProblem`, the others still load) and strict per field: the validator of
+kernel.yaml (config/schema.py) refuses unknown keys and wrong types, naming
+the file, the line and the field (S2.5).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, yaml_error
+from agentkernel.config import TOOL_NAME_PATTERN, YAML_SUFFIXES, json_safe_yaml, read_yaml_file, yaml_error
 from agentkernel.config.mcp_servers import (
     MCP_SERVERS_SCHEMA,
     McpServerSpec,
@@ -25,11 +24,12 @@ from agentkernel.config.mcp_servers import (
     parse_servers,
     repeated_name,
 )
+from agentkernel.config.schema import StrictValidator, first_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
 from agentkernel.types import JSONObject
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.near_miss import did_you_mean
-from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
 DEFAULT_MAX_TURNS = 8
 _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"
@@ -66,7 +66,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
         "mcp_servers": MCP_SERVERS_SCHEMA,
     },
 }
-_TEMPLATE_VALIDATOR = Draft202012Validator(_TEMPLATE_SCHEMA)
+_TEMPLATE_VALIDATOR = StrictValidator(_TEMPLATE_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -132,9 +132,9 @@ def _validate(path: Path, data: object, lines: YamlLines) -> dict[str, Any]:
         got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(path, f"expected a mapping with `name` and `instructions`, got {got}")
     _refuse_wildcards(path, data, lines)
-    errors = sorted(_TEMPLATE_VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
-    if errors:
-        raise yaml_error(path, lines, errors[0])
+    error = first_error(_TEMPLATE_VALIDATOR, data)
+    if error is not None:
+        raise yaml_error(path, lines, error, _TEMPLATE_SCHEMA, data)
     twice = repeated_name(data.get("mcp_servers", ()))
     if twice is not None:
         name = data["mcp_servers"][twice]["name"]
@@ -145,7 +145,7 @@ def _validate(path: Path, data: object, lines: YamlLines) -> dict[str, Any]:
 
 def load_template(path: Path) -> TemplateSpec:
     """Load and validate one template YAML; raises ConfigError naming file, line and field."""
-    raw, lines = load_yaml(path)
+    raw, lines = read_yaml_file(path)
     data = _validate(path, json_safe_yaml(path, raw), lines)
     model = data.get("model", {})
     temperature = model.get("temperature")

@@ -23,6 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai.compile_cache import CompileCache
+from agentkernel.rhai.compiled import CompiledScript
+from agentkernel.rhai.runtime.failures import terminated
+from agentkernel.rhai.runtime.module_files import MODULE_EXTENSION, FileModuleResolver
+from agentkernel.rhai.runtime.modules import ModuleLoader
+from agentkernel.rhai.runtime.pacing import Deadline
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.runtime import ExitScript, Runtime
+from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, TAGGED, Char, plain
+from agentkernel.rhai.stdlib import ANY, build_library
 from agentkernel.scripting.contract import (
     MAX_SCRIPT_SIZE,
     CallBudget,
@@ -34,15 +45,8 @@ from agentkernel.scripting.contract import (
     ScriptSyntaxError,
     SourceLocation,
 )
-from agentkernel.scripting.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
-from agentkernel.scripting.rhai.compile_cache import CompileCache
-from agentkernel.scripting.rhai.engine import CompiledScript
-from agentkernel.scripting.rhai.modules import MODULE_EXTENSION, FileModuleResolver, ModuleLoader
-from agentkernel.scripting.rhai.pacing import Deadline, terminated
-from agentkernel.scripting.rhai.runtime import ExitScript, Runtime
-from agentkernel.scripting.rhai.stdlib import ANY, build_library
-from agentkernel.scripting.rhai.values import I64_MAX, I64_MIN, TAGGED, Char, plain, to_string
 from agentkernel.scripting.rhai_hints import EntryCall, hint_for
+from agentkernel.scripting.rhai_modules import module_resolver
 from agentkernel.types import JSONValue, NoValue
 
 # Sizes that keep one script's memory bounded (Python cannot cap it directly).
@@ -204,7 +208,7 @@ class RhaiEngine:
         resolver = self._resolvers.get(key)
         if resolver is None:
             roots = self._script_folders if inside else [folder]
-            built = FileModuleResolver(roots[0], also=roots[1:], max_bytes=MAX_SCRIPT_SIZE)
+            built = module_resolver(roots[0], also=roots[1:], max_bytes=MAX_SCRIPT_SIZE)
             resolver = self._resolvers.setdefault(key, built)
         engine = self._engine()
 

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentkernel.scripting.rhai import ast
-from agentkernel.scripting.rhai.errors import NO_POS, RhaiRuntimeError
+from agentkernel.rhai.errors import NO_POS, RhaiRuntimeError
+from agentkernel.rhai.syntax import ast
 from agentkernel.types import JSONValue
 
 UNIT = "()"

@@ -3,7 +3,9 @@
 `parse_job` turns what a script (or kernel.yaml's `cron.jobs`) gives into a
 `JobSpec`, or raises `JobInvalid` naming the field at fault; nothing else
 here touches the store or the clock but through its arguments, so the
-rules are the same for a helper call, a static job and a test.
+rules are the same for a helper call, a static job and a test. A static
+job's field names and types were checked already, with the rest of
+kernel.yaml (config/cron.py's `JOB_SCHEMA`, errors at the file and line).
 
 Times are UTC epoch seconds (floats) everywhere inside; a `schedule` is
 read in its `timezone` (IANA, default UTC), so `"0 0 9 * * *"` in
@@ -18,25 +20,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from agentkernel.config.cron import JOB_SCHEMA, SINK_TYPES
 from agentkernel.errors import AgentKernelError
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 
 MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 100_000
-JOB_KEYS = (
-    "name",
-    "template",
-    "interval_secs",
-    "schedule",
-    "oneshot_at",
-    "timezone",
-    "prompt",
-    "notify",
-    "misfire",
-)
+JOB_KEYS = tuple(JOB_SCHEMA["properties"])  # kernel.yaml's static jobs are checked by that schema first
 TIMINGS = ("interval_secs", "schedule", "oneshot_at")
-SINK_TYPES = ("log", "webhook", "session")
 Misfire = Literal["run_once", "skip"]
 
 

@@ -33,12 +33,16 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentkernel.config.schema import StrictValidator, error_text, expect, first_error
+from agentkernel.config.yaml_files import read_yaml_file
+from agentkernel.errors import ConfigError
 from agentkernel.testing.openai_server import FakeToolCall, HttpError, RecordedRequest, Reply, Turn
+from agentkernel.util.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
 
 ROLES = ("user", "assistant", "tool", "system")
 _CONDITIONS = ("contains", "matches", "last_role")
@@ -169,95 +173,134 @@ class RuleBook:
 
 # -- from a file ----------------------------------------------------------------------------
 
+_CALL = expect(
+    "{name: TOOL, arguments: {...}}",
+    type="object",
+    additionalProperties=False,
+    required=["name"],
+    properties={"name": {"type": "string"}, "arguments": {}},
+)
+_STRING = expect("a string", type="string")
+_FIELDS: dict[str, Any] = {
+    "contains": _STRING,
+    "matches": _STRING,
+    "last_role": expect("one of " + ", ".join(ROLES), enum=list(ROLES)),
+    "reply": _STRING,
+    "tool_call": _CALL,
+    "tool_calls": expect("a list", type="array", items=_CALL),
+    "json": {},
+    "error": expect("an HTTP status 400-599", type="integer", minimum=400, maximum=599),
+    "echo": expect("true", const=True),
+    "times": expect("an integer >= 1", type="integer", minimum=1),
+    "retry_after": expect("a number of seconds >= 0", type="number", minimum=0),
+    "message": _STRING,
+}
+RULE_SCHEMA: dict[str, Any] = expect(
+    "a rule (a mapping)", type="object", additionalProperties=False, properties=_FIELDS
+)
+"""One rule of a rules file; that it has exactly one answer and a valid `matches`, `_rule_problem` says."""
+_RULES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["rules"],
+    "properties": {
+        "rules": expect(
+            "a non-empty list of rules (or `rules:` holding one)", type="array", minItems=1, items=RULE_SCHEMA
+        )
+    },
+}
+_RULES_VALIDATOR = StrictValidator(_RULES_SCHEMA)
 
-def _answer_of(data: Mapping[str, Any], where: str) -> Turn | None:
+
+def _rule_problem(data: Mapping[str, Any]) -> tuple[str, KeyPath] | None:
+    """What the schema cannot say of a rule it let through: the reason and the key path at fault."""
     given = [key for key in _ANSWERS if key in data]
     if len(given) != 1:
         shown = ", ".join(given) if given else "none"
-        raise RulesError(f"{where}: expected exactly one answer of {', '.join(_ANSWERS)}; got {shown}")
-    (key,) = given
-    value = data[key]
-    if key == "reply":
-        return Reply(text=_typed(value, str, f"{where}.reply", "a string"))
-    if key == "json":
-        return Reply(text=json.dumps(value, ensure_ascii=False))
-    if key == "error":
-        return _error_answer(data, where)
-    if key == "echo":
-        if value is not True:
-            raise RulesError(f"{where}.echo: expected true, got {value!r}")
+        return f"expected exactly one answer of {', '.join(_ANSWERS)}; got {shown}", ()
+    pattern = data.get("matches")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"not a valid regular expression {pattern!r}: {exc}", ("matches",)
+    return None
+
+
+def _rule_of(data: Mapping[str, Any]) -> Rule:
+    """The rule of a mapping checked by the schema and `_rule_problem`."""
+    conditions = {key: data[key] for key in _CONDITIONS if key in data}
+    return Rule(_answer_of(data), times=data.get("times"), echo="echo" in data, **conditions)
+
+
+def _answer_of(data: Mapping[str, Any]) -> Turn | None:
+    if "reply" in data:
+        return Reply(text=data["reply"])
+    if "json" in data:
+        return Reply(text=json.dumps(data["json"], ensure_ascii=False))
+    if "error" in data:
+        wait = data.get("retry_after", 0)
+        return HttpError(data["error"], data.get("message", "scripted error"), retry_after=str(wait))
+    if "echo" in data:
         return None
-    calls = [value] if key == "tool_call" else _typed(value, list, f"{where}.tool_calls", "a list")
-    return Reply(tool_calls=tuple(_call_of(call, f"{where}.{key}") for call in calls))
+    calls = [data["tool_call"]] if "tool_call" in data else data["tool_calls"]
+    return Reply(tool_calls=tuple(_fake_call(call["name"], call.get("arguments")) for call in calls))
 
 
-def _error_answer(data: Mapping[str, Any], where: str) -> HttpError:
-    status = data["error"]
-    if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
-        raise RulesError(f"{where}.error: expected an HTTP status 400-599, got {status!r}")
-    wait = data.get("retry_after", 0)
-    if not isinstance(wait, int | float) or isinstance(wait, bool) or wait < 0:
-        raise RulesError(f"{where}.retry_after: expected a number of seconds >= 0, got {wait!r}")
-    message = _typed(data.get("message", "scripted error"), str, f"{where}.message", "a string")
-    return HttpError(status, message, retry_after=str(wait))
-
-
-def _call_of(call: object, where: str) -> FakeToolCall:
-    if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-        raise RulesError(f"{where}: expected {{name: TOOL, arguments: {{...}}}}, got {call!r}")
-    unknown = set(call) - {"name", "arguments"}
-    if unknown:
-        raise RulesError(f"{where}: unknown keys {sorted(unknown)} (allowed: name, arguments)")
-    return _fake_call(call["name"], call.get("arguments"))
-
-
-def _typed(value: Any, kind: type, where: str, text: str) -> Any:
-    if not isinstance(value, kind):
-        raise RulesError(f"{where}: expected {text}, got {value!r}")
-    return value
+def _at(source: str, lines: YamlLines, path: KeyPath, reason: str) -> RulesError:
+    """`source:line: reason`, at the line of `path` (a key path of the file)."""
+    return RulesError(str(ConfigError(source, reason, lines.of(*path))))
 
 
 def rule_from_data(data: object, where: str = "rule") -> Rule:
     """One rule from its mapping (the file format); RulesError naming the field at fault."""
-    if not isinstance(data, Mapping):
-        raise RulesError(f"{where}: expected a mapping, got {data!r}")
-    unknown = [key for key in data if key not in RULE_KEYS]
-    if unknown:
-        raise RulesError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(RULE_KEYS)})")
-    answer = _answer_of(data, where)
-    conditions = {key: data[key] for key in _CONDITIONS if key in data}
-    for key, value in conditions.items():
-        _typed(value, str, f"{where}.{key}", "a string")
-    times = data.get("times")
-    if times is not None and (not isinstance(times, int) or isinstance(times, bool)):
-        raise RulesError(f"{where}.times: expected an integer >= 1, got {times!r}")
-    try:
-        return Rule(answer, times=times, echo=answer is None, **conditions)
-    except RulesError as exc:
-        raise RulesError(f"{where}.{exc}") from exc
+    schema = {"type": "object", "properties": {where: RULE_SCHEMA}}  # errors read `where.field: …`
+    error = first_error(StrictValidator(schema), {where: data})
+    if error is not None:
+        raise RulesError(error_text(error, schema, {where: data})[0])
+    assert isinstance(data, Mapping)  # the schema said so
+    problem = _rule_problem(data)
+    if problem is not None:
+        reason, path = problem
+        raise RulesError(f"{dotted((where, *path))}: {reason}")
+    return _rule_of(data)
 
 
-def rules_from_data(data: object, source: str = "rules") -> list[Rule]:
-    """Rules from a parsed file: `{rules: [...]}` or the list itself."""
-    rules = data.get("rules") if isinstance(data, Mapping) and set(data) == {"rules"} else data
-    if not isinstance(rules, Sequence) or isinstance(rules, str) or not rules:
-        raise RulesError(f"{source}: expected a non-empty list of rules (or `rules:` holding one)")
-    return [rule_from_data(rule, f"{source}: rules[{i}]") for i, rule in enumerate(rules)]
+def rules_from_data(data: object, source: str = "rules", lines: YamlLines = NO_LINES) -> list[Rule]:
+    """Rules from a parsed file: `{rules: [...]}` or the list itself; RulesError at `source:line: field`.
+
+    `lines` are the file's key lines (yaml_source.py), so an error names
+    the line of the field at fault, as kernel.yaml's do.
+    """
+    document: Mapping[str, Any] = data if isinstance(data, Mapping) else {"rules": data}  # `rules[0]…` too
+    outer = 0 if document is data else 1  # the steps of an error's key path that are not in the file
+    error = first_error(_RULES_VALIDATOR, document)
+    if error is not None:
+        text, path = error_text(error, _RULES_SCHEMA, document)
+        raise _at(source, lines, path[outer:], text)
+    rules: list[Rule] = []
+    for index, rule in enumerate(document["rules"]):
+        problem = _rule_problem(rule)
+        if problem is not None:
+            reason, path = problem
+            where = ("rules", index, *path)
+            raise _at(source, lines, where[outer:], f"{dotted(where)}: {reason}")
+        rules.append(_rule_of(rule))
+    return rules
 
 
 def load_rules(path: Path | str) -> list[Rule]:
-    """The rules of a YAML or JSON file (JSON is YAML too); RulesError naming the file and rule."""
-    import yaml
-
+    """The rules of a YAML or JSON file (JSON is YAML too); RulesError naming the file, line and field."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RulesError(f"{path}: cannot read the rules: {exc}") from exc
-    return rules_from_data(data, str(path))
+        data, lines = read_yaml_file(Path(path))
+    except ConfigError as exc:
+        raise RulesError(str(exc)) from exc
+    return rules_from_data(data, str(path), lines)
 
 
 __all__ = [
     "RULE_KEYS",
+    "RULE_SCHEMA",
     "Rule",
     "RuleBook",
     "RulesError",

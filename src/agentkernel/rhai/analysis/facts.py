@@ -1,0 +1,250 @@
+"""What the compiler asks about a script's nodes, found in one walk before code generation.
+
+Code generation meets a node before what is below it is compiled, yet many
+of its choices depend on that whole subtree:
+
+* `ops`: the operations a statement counts, as the reference counts them
+  after its optimizer folded constant expressions to one (folding.py);
+* `pure`: side-effect free and unable to fail visibly, so a statement whose
+  value is unused is dropped, as the reference's optimizer drops it;
+* `calls_natives`: a function body that may call a native keeps
+  `rt.depth_hint` for natives that call back into the script;
+* `has_calls`: a loop that calls nothing counts its operations in a local;
+* `reads_only`: a closure that only reads gets items uncopied from `filter`
+  and `map` (stdlib/higher_order.py);
+* `changes_variable`: a `for` loop whose body may change its variable in
+  place (else its items need no copy);
+* `uses_eval`: the top level calls `eval` (its variables are then dynamic);
+* `names`: the variables a part compiled apart mentions (nesting.py).
+
+`Facts.of` walks every function and the top level once, bottom up, and
+records these per node (by its id: the tree lives as long as the compile);
+the compiler only looks them up. Who declares what, and which closure
+captures it, is the other pass (scopes.py).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold
+from agentkernel.rhai.syntax import ast
+
+# what a node's subtree holds, as bits (each set when the node or any node below it has it)
+_EVAL = 1  # a call of `eval`
+_NATIVE = 2  # something that may call a native: a method, an import, a call of no script function
+_CALLS = 4  # a call, a method call or a closure, which count operations of their own
+_NOT_READING = 8  # a node that does more than read (a call, an assignment, a `let`…)
+_PURE = 16  # the node itself is pure (not inherited)
+_INHERITED = _EVAL | _NATIVE | _CALLS | _NOT_READING
+
+_READING_NODES = frozenset(
+    {
+        ast.Literal, ast.Var, ast.Property, ast.Index, ast.Unary, ast.Binary, ast.And, ast.Or,
+        ast.Interpolated, ast.Block, ast.If, ast.ExprStmt,
+    }
+)  # fmt: skip
+# the bits a node has of its own, by its class (a plain call's depend on the call: `_call_bits`)
+_OWN_BITS: dict[type, int] = {kind: _NOT_READING * (kind not in _READING_NODES) for kind in ast.CHILD_FIELDS}
+_OWN_BITS[ast.Call] |= _CALLS
+_OWN_BITS[ast.Closure] |= _CALLS
+_OWN_BITS[ast.MethodCall] |= _CALLS | _NATIVE
+_OWN_BITS[ast.Import] |= _NATIVE  # an import runs the module at depth + 1
+_PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
+_FOLDABLE = frozenset(
+    {
+        ast.Literal, ast.ArrayLit, ast.MapLit, ast.Unary, ast.Binary, ast.And, ast.Or,
+        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall,
+    }
+)  # fmt: skip  # the classes folding.fold may fold (it says NOT_CONSTANT of every other)
+_COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export})  # see `_count`
+_PURE_BY_PARTS = frozenset({ast.Block, ast.ArrayLit, ast.MapLit})  # see `_pure_parts`
+_CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
+
+
+class Facts:
+    """The facts of one script's nodes (see the module's docstring for what each means)."""
+
+    def __init__(self, functions: Mapping[tuple[str, int], object], special_calls: Collection[str]) -> None:
+        """`functions`: the script functions a plain call reaches, by name and arity;
+        `special_calls`: the names the compiler compiles itself (print, eval, …)."""
+        self._functions = functions
+        self._special = special_calls
+        # per node (by id): its bits, its ops, and the first and last place of its subtree in the walk
+        self._facts: dict[int, tuple[int, int, int, int]] = {}
+        self._folds: dict[int, Any] = {}  # folding.fold's memo: each node folded once
+        self._places = 0  # nodes walked so far
+        self._var_places: list[int] = []  # where the walk met a plain variable, in order
+        self._var_names: list[str] = []  # and its name
+        self._changing: set[int] = set()  # the `for` loops whose body may change their variable
+        self._watched: dict[str, list[int]] = {}  # `for` loops being walked, not yet changing, by variable
+
+    @classmethod
+    def of(
+        cls,
+        bodies: Iterable[ast.Block],
+        functions: Mapping[tuple[str, int], object],
+        special_calls: Collection[str],
+    ) -> Facts:
+        """The facts of every node in `bodies` (a script's functions' bodies and its top level)."""
+        facts = cls(functions, special_calls)
+        for body in bodies:
+            facts._visit(body)
+        return facts
+
+    # -- what the compiler asks ------------------------------------------------------------
+
+    def ops(self, node: object) -> int:
+        """The operations a statement (or a loop's condition) counts: its nodes, a folded
+        constant as one, nested blocks not (they count when they run)."""
+        return self._facts[id(node)][1]
+
+    def pure(self, node: object) -> bool:
+        return bool(self._facts[id(node)][0] & _PURE)
+
+    def calls_natives(self, node: object) -> bool:
+        return bool(self._facts[id(node)][0] & _NATIVE)
+
+    def has_calls(self, node: object) -> bool:
+        return bool(self._facts[id(node)][0] & _CALLS)
+
+    def reads_only(self, closure: ast.Closure) -> bool:
+        return not self._facts[id(closure.body)][0] & _NOT_READING
+
+    def uses_eval(self, node: object) -> bool:
+        return bool(self._facts[id(node)][0] & _EVAL)
+
+    def changes_variable(self, loop: ast.For) -> bool:
+        return id(loop) in self._changing
+
+    def names(self, node: object) -> set[str]:
+        """The plain variable names `node` (or a tuple of statements) mentions, at any depth."""
+        found: set[str] = set()
+        for item in node if isinstance(node, tuple) else (node,):
+            _, _, first, last = self._facts[id(item)]
+            low, high = bisect_left(self._var_places, first), bisect_right(self._var_places, last)
+            found.update(self._var_names[low:high])
+        return found
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def _visit(self, node: Any) -> int:
+        """Record the facts of `node` and of everything below it; returns its bits."""
+        kind = type(node)
+        first = self._places
+        self._places = first + 1
+        if kind is ast.Literal or kind is ast.Var:  # the commonest nodes: leaves, pure, counting one
+            if kind is ast.Var and node.namespace is None:
+                self._var_places.append(first)
+                self._var_names.append(node.name)
+            self._facts[id(node)] = (_PURE, 1, first, first)
+            return _PURE
+        if kind in _CHANGES:
+            self._changes(node, kind)
+        facts = self._facts
+        bits = below = 0
+        for field in ast.CHILD_FIELDS[kind]:
+            value = getattr(node, field)
+            if value is None:
+                continue
+            if type(value) is tuple:
+                for item in ast.nodes_in(value):
+                    bits |= self._visit(item)
+                    below += facts[id(item)][1]
+                continue
+            if kind is ast.For and value is node.body:
+                self._watch(node)
+            bits |= self._visit(value)
+            if type(value) is not ast.Block:
+                below += facts[id(value)][1]
+        if kind is ast.For:
+            self._unwatch(node)
+        bits = (bits & _INHERITED) | _OWN_BITS[kind]
+        if kind is ast.Call:
+            bits |= self._call_bits(node)
+        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
+            ops = 1  # the reference's optimizer made it one constant, and drops it unused
+            bits |= _PURE
+        else:
+            ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
+            if kind in _PURE_NODES or (kind in _PURE_BY_PARTS and self._pure_parts(node, kind)):
+                bits |= _PURE
+        facts[id(node)] = (bits, ops, first, self._places - 1)
+        return bits
+
+    def _call_bits(self, node: ast.Call) -> int:
+        bits = _EVAL if node.name == "eval" else 0
+        if (
+            node.namespace is not None
+            or node.name in self._special
+            or (node.name, len(node.args)) not in self._functions
+        ):
+            bits |= _NATIVE
+        return bits
+
+    def _count(self, node: Any, kind: type, below: int) -> int:
+        """`ops` of an interpolation, a block, a closure or an export that is no constant (any
+        other node counts 1 and its children, a block in a field of its own not counted: its
+        statements count when it runs)."""
+        if kind is ast.Interpolated:
+            blocks = [part for part in node.parts if type(part) is ast.Block]
+            return 1 + sum(self._facts[id(s)][1] for block in blocks for s in block.stmts)
+        if kind is ast.Block or kind is ast.Closure:
+            return 1
+        if node.decl is not None:  # an export: `export let x = …` is one statement
+            return self._facts[id(node.decl)][1]
+        return 1 + below
+
+    def _pure_parts(self, node: Any, kind: type) -> bool:
+        """Whether a block, array or map that is no constant is pure by its parts: a block whose
+        statements are pure expressions or `let`s of them (`{ let c = 3; }`: nothing outside
+        can see it), an array or map of pure items."""
+        facts = self._facts
+        if kind is ast.Block:
+            return all(
+                (type(s) is ast.ExprStmt and facts[id(s.expr)][0] & _PURE)
+                or (type(s) is ast.Let and (s.value is None or facts[id(s.value)][0] & _PURE))
+                for s in node.stmts
+            )
+        if kind is ast.ArrayLit:
+            return all(facts[id(item)][0] & _PURE for item in node.items)
+        return all(facts[id(value)][0] & _PURE for _, value in node.items)  # a map
+
+    # -- `for` loops whose variable their body may change ------------------------------------
+
+    def _watch(self, loop: ast.For) -> None:
+        """Watch what `loop`'s body changes, as it is walked (its iterable does not count)."""
+        self._watched.setdefault(loop.var, []).append(id(loop))
+
+    def _unwatch(self, loop: ast.For) -> None:
+        """The body is walked: a loop still waiting is one whose variable nothing changed.
+        Loops nest, so a loop still waiting is the last one of its variable."""
+        waiting = self._watched.get(loop.var)
+        if waiting and waiting[-1] == id(loop):
+            waiting.pop()
+
+    def _changes(self, node: Any, kind: type) -> None:
+        """What `node` may change in place: a variable assigned into, a method's receiver, a
+        call's first argument (natives take it by reference); a closure may change anything."""
+        if kind is ast.Closure:
+            for waiting in self._watched.values():
+                self._changing.update(waiting)
+            self._watched.clear()
+            return
+        if kind is ast.Call:
+            if not node.args:
+                return
+            root = node.args[0]
+        else:
+            root = node.target
+            while isinstance(root, _CHAIN_LINKS):
+                root = root.target
+        if type(root) is ast.Var and root.namespace is None:
+            self._changing.update(self._watched.pop(root.name, ()))
+
+
+_CHANGES = frozenset({ast.Assign, ast.MethodCall, ast.Call, ast.Closure})  # the nodes `_changes` looks at
+
+__all__ = ["Facts"]

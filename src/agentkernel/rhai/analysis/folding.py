@@ -1,0 +1,132 @@
+"""Which expressions the reference's optimizer folds to a constant (operation counts).
+
+The reference Rhai optimizes every script (level Simple) before running it:
+an operator whose operands are constants is evaluated once, at compile time,
+and the expression becomes one constant, which costs one operation where the
+tree it replaced cost one per node (`40 + 2` counts 2 there: the statement
+and the constant). So that `max_operations` means about the same in both,
+the facts pass (facts.py: `ops`) counts a folded expression as one node. Only the count
+is affected: the generated code still computes the value (CPython folds
+most of it again).
+
+The rules follow `optimize_expr` in the reference's `optimizer.rs`: literals;
+arrays, maps and interpolated strings of constants; `!` of a bool; a binary
+operator on two constants when it succeeds (`1 / 0` is not folded, so it still
+fails where it stands); `&&`, `||` and `??` of constants; `type_of` of a
+constant; a block holding a single constant expression.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkernel.rhai.runtime import ops
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
+from agentkernel.rhai.syntax import ast
+
+NOT_CONSTANT: Any = object()  # the fold of an expression that is not a constant
+
+
+def fold(node: Any, memo: dict[int, Any] | None = None) -> Any:
+    """The constant `node` folds to, or NOT_CONSTANT. `memo` (id → fold) keeps repeated
+    questions about the nodes of one tree linear."""
+    if memo is None:
+        memo = {}
+    key = id(node)
+    if key not in memo:
+        memo[key] = _fold(node, memo)
+    return memo[key]
+
+
+def _fold(node: Any, memo: dict[int, Any]) -> Any:
+    kind = type(node)
+    if kind is ast.Literal:
+        return node.value
+    if kind is ast.ArrayLit:
+        items = [fold(item, memo) for item in node.items]
+        return NOT_CONSTANT if any(item is NOT_CONSTANT for item in items) else items
+    if kind is ast.MapLit:
+        values = [fold(value, memo) for _, value in node.items]
+        if any(value is NOT_CONSTANT for value in values):
+            return NOT_CONSTANT
+        return {key: value for (key, _), value in zip(node.items, values, strict=True)}
+    if kind is ast.Unary:
+        return _fold_unary(node, memo)
+    if kind is ast.Binary:
+        return _fold_binary(node.op, fold(node.left, memo), fold(node.right, memo))
+    if kind is ast.And or kind is ast.Or:
+        left, right = fold(node.left, memo), fold(node.right, memo)
+        if type(left) is not bool or type(right) is not bool:
+            return NOT_CONSTANT
+        return (left and right) if kind is ast.And else (left or right)
+    if kind is ast.Interpolated:
+        return _fold_interpolated(node, memo)
+    if kind is ast.Block and len(node.stmts) == 1 and isinstance(node.stmts[0], ast.ExprStmt):
+        return fold(node.stmts[0].expr, memo)
+    if kind is ast.Call and node.name == "type_of" and node.namespace is None and len(node.args) == 1:
+        return _type_of(fold(node.args[0], memo))
+    if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
+        return _type_of(fold(node.target, memo))
+    return NOT_CONSTANT
+
+
+def _fold_unary(node: ast.Unary, memo: dict[int, Any]) -> Any:
+    value = fold(node.operand, memo)
+    if node.op == "!" and type(value) is bool:
+        return not value
+    if node.op == "-" and isinstance(node.operand, ast.Literal) and type(value) in (int, float):
+        return -value  # a negative number literal
+    return NOT_CONSTANT
+
+
+def _fold_binary(op: str, left: Any, right: Any) -> Any:
+    if left is NOT_CONSTANT or right is NOT_CONSTANT:
+        return NOT_CONSTANT
+    if op == "??":
+        return right if left is None else left
+    if not _builtin(op, type(left), type(right)):
+        return NOT_CONSTANT
+    operator = ops.BINARY.get(op)
+    if operator is None:
+        return NOT_CONSTANT
+    try:
+        return operator(left, right)
+    except Exception:  # fails at run time, where it stands: the reference does not fold it
+        return NOT_CONSTANT
+
+
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+_NUMBERS = frozenset({int, float})
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+def _builtin(op: str, left: type, right: type) -> bool:
+    """Whether the reference has a built-in operator for these operand types (its
+    `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
+    characters, bools, and any comparison of two different types (always false, or
+    true for `!=`). `"a" + 1` is a library function there, evaluated at run time."""
+    if left is right:
+        return left in _SCALARS or left is Char or left is RangeVal
+    if {left, right} <= _NUMBERS or {left, right} == {str, Char}:
+        return True
+    return op in _COMPARISONS
+
+
+def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
+    text = []
+    for part in node.parts:
+        value = part if isinstance(part, str) else fold(part, memo)
+        if value is NOT_CONSTANT:
+            return NOT_CONSTANT
+        text.append(value if isinstance(part, str) else to_string(value))
+    return "".join(text)
+
+
+def _type_of(value: Any) -> Any:
+    if value is NOT_CONSTANT:
+        return NOT_CONSTANT
+    return type_name(value)
+
+
+__all__ = ["NOT_CONSTANT", "fold"]

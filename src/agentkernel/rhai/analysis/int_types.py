@@ -1,0 +1,100 @@
+"""Which local variables always hold an i64 — so compiled code can skip its type checks.
+
+A speed pass, proven conservatively: a variable counts as an int only when
+every value ever assigned to it is an int expression (int literals, other
+such variables, integer arithmetic on them — which raises rather than leave
+the i64 range — and `for` over an int range), and when nothing can change it
+behind the compiler's back: no method call on it, no by-reference native call
+with it first, no index/property assignment into it, no capture by a
+closure. Anything else (parameters, catch variables, eval'd scopes) is left
+to the normal checked path. The facts come from the scope analysis
+(`scopes.py`, which also finds the captures); the decision is a fixed point,
+so a variable built from other int variables qualifies too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkernel.rhai.syntax import ast
+
+DeclKey = tuple[int, str]  # a declaration: its node's id and the name (scopes.decl_key)
+INT_RESULT_OPS = frozenset({"+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^"})
+UNKNOWN = object()  # an assignment whose value can never be proven int
+
+
+@dataclass
+class IntFacts:
+    """What the scope analysis (scopes.py) found: every value assigned to each
+    declaration, the declarations changed behind the compiler's back, and which
+    declaration each variable read (`bound`, by the Var node's id)."""
+
+    assigned: dict[DeclKey, list[Any]] = field(default_factory=dict)
+    excluded: set[DeclKey] = field(default_factory=set)
+    bound: dict[int, DeclKey] = field(default_factory=dict)
+
+
+def _int_dependencies(value: Any, bound: dict[int, DeclKey]) -> set[DeclKey] | None:
+    """The declarations `value` is an int through, or None when it is not an int expression
+    (an int literal, a variable, integer arithmetic on them, a `for` over an int range)."""
+    if value is UNKNOWN:
+        return None
+    found: set[DeclKey] = set()
+    pending = [value[1].left, value[1].right] if isinstance(value, tuple) and value[0] == "range" else [value]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, ast.Literal):
+            if type(expr.value) is not int:
+                return None
+        elif isinstance(expr, ast.Var):
+            key = bound.get(id(expr))
+            if key is None:
+                return None
+            found.add(key)
+        elif isinstance(expr, ast.Unary) and expr.op in ("-", "+"):
+            pending.append(expr.operand)
+        elif isinstance(expr, ast.Binary) and expr.op in INT_RESULT_OPS:
+            pending += (expr.left, expr.right)
+        else:
+            return None
+    return found
+
+
+def int_declarations(facts: IntFacts) -> frozenset[DeclKey]:
+    """The declarations that always hold an i64.
+
+    A declaration is an int when all its values are int expressions of int
+    declarations: "not an int" spreads from each failing declaration to those
+    built from it, once each, so the pass is linear however long the chains
+    of variables.
+    """
+    dependents: dict[DeclKey, list[DeclKey]] = {}
+    failing: list[DeclKey] = []
+    ints: set[DeclKey] = set()
+    for key, values in facts.assigned.items():
+        needs: set[DeclKey] = set()
+        for value in values:
+            found = _int_dependencies(value, facts.bound)
+            if found is None:
+                needs = set()
+                failing.append(key)
+                break
+            needs |= found
+        else:
+            if key in facts.excluded:
+                failing.append(key)
+                continue
+            ints.add(key)
+            for need in needs:
+                dependents.setdefault(need, []).append(key)
+            failing += [need for need in needs if need not in facts.assigned]
+    while failing:
+        for dependent in dependents.get(failing.pop(), ()):
+            if dependent in ints:
+                ints.discard(dependent)
+                failing.append(dependent)
+    return frozenset(ints)
+
+
+__all__ = ["INT_RESULT_OPS", "UNKNOWN", "DeclKey", "IntFacts", "int_declarations"]

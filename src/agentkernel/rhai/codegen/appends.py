@@ -1,0 +1,125 @@
+"""Appending to a string where it lies: no quadratic cliffs.
+
+CPython grows a string in place only when nothing but the one local being
+assigned refers to it: `t += x` compiled as `BINARY_OP` + `STORE_FAST` on a
+string with no other reference resizes it instead of copying it. Through
+`rt.compound(op, s, x)`, or while a map, an array or a Cell still holds the
+string, every append copies it, and building a string in a loop takes time
+quadratic in its length (docs/benchmarks.md has the figures).
+
+So `s += x` and `s.append(x)` on a string are compiled as:
+
+- a plain local: `s += text` on the local itself;
+- a captured variable (a Cell), a property (`o.s += x`) or an element
+  (`a[i] += x`, `m["k"] += x`): the string is taken out into a temporary,
+  its holder's slot cleared, the temporary extended, and put back.
+
+Only for a string target that stays within `max_string_size`; anything else
+(an array, a BLOB, a char, a string that would pass the limit, a custom type)
+takes the general path given as `slow`, which raises the reference's errors.
+The data limit is charged what is appended, as the general path would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentkernel.rhai.codegen.function import FunctionBase
+from agentkernel.rhai.codegen.operands import Operand, list_index_test
+from agentkernel.rhai.syntax import ast
+
+Slow = Callable[[Operand], None]
+"""Emits the general path, given the operand holding the target's current value."""
+
+
+def append_in_place(
+    c: FunctionBase, target: ast.Expr, right: Operand, slow: Slow, also: str = "True"
+) -> bool:
+    """Compile `target += right` (or `target.append(right)`) growing a string in place.
+
+    `also`: one more run-time condition of the fast path. Returns False,
+    having emitted nothing, when the target is not a kind this can take
+    (`this`, a constant, a variable proven to hold an int); the caller then
+    compiles its general path alone.
+    """
+    if isinstance(target, ast.Var):
+        return _to_variable(c, target, right, slow, also)
+    if isinstance(target, ast.Property | ast.Index) and c.is_lvalue(target) and not _optional(target):
+        _to_member(c, target, right, slow, also)
+        return True
+    return False
+
+
+def _optional(node: ast.Expr) -> bool:
+    while isinstance(node, ast.Property | ast.Index):
+        if node.optional:
+            return True
+        node = node.target
+    return False
+
+
+def _to_variable(c: FunctionBase, target: ast.Var, right: Operand, slow: Slow, also: str) -> bool:
+    info = c.lookup(target.name)
+    if target.namespace is not None or info is None or info.const or info.load in c.int_operands:
+        return False  # a variable known to hold an int keeps the int fast path
+    if not info.cell:
+        current = info.load
+        text = _text(c, current, right, also)
+        c.emit(f"{current} += {text}")
+        _charge(c, text)
+        _otherwise(c, current, slow)
+        return True
+    current = c.temp()
+    c.emit(f"{current} = {info.py}.v")
+    text = _text(c, current, right, also)
+    c.emit(f"{info.py}.v = None")  # the Cell lets go: `current` is the string's one reference
+    c.emit(f"{current} += {text}")
+    c.emit(f"{info.py}.v = {current}")
+    _charge(c, text)
+    _otherwise(c, current, slow)
+    return True
+
+
+def _to_member(
+    c: FunctionBase, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str
+) -> None:
+    holder = c.named(c.expr(target.target))
+    current = c.link(target, holder)
+    if isinstance(target, ast.Property):
+        key = c.m.constant(target.name)
+        plain_slot = f"type({holder}) is dict"
+    else:
+        key = c.index_of(target)
+        dict_slot = f"type({holder}) is dict and type({key}) is str"
+        plain_slot = f"(({list_index_test(holder, key)}) or ({dict_slot}))"
+    text = _text(c, current, right, f"{also} and {plain_slot}")
+    c.emit(f"{holder}[{key}] = None")  # the container lets go: `current` is the string's one reference
+    c.emit(f"{current} += {text}")
+    c.emit(f"{holder}[{key}] = {current}")
+    _charge(c, text)
+    _otherwise(c, current, slow)
+
+
+def _text(c: FunctionBase, current: Operand, right: Operand, also: str) -> Operand:
+    """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
+    text = c.temp()
+    c.emit(f"{text} = None")
+    c.emit(f"if type({current}) is str and {also}:")
+    with c.indented():
+        c.emit(f"{text} = {right} if type({right}) is str else rt.append_text({right})")
+        c.emit(f"if rt.string_limit and len({current}) + len({text}) > rt.string_limit: {text} = None")
+    c.emit(f"if {text} is not None:")
+    c.ind += 1
+    return text
+
+
+def _charge(c: FunctionBase, text: Operand) -> None:
+    c.emit(f"if rt.data_limit: rt.charge_data(len({text}))")
+
+
+def _otherwise(c: FunctionBase, current: Operand, slow: Slow) -> None:
+    """Close the fast branch and emit the general path."""
+    c.ind -= 1
+    c.emit("else:")
+    with c.indented():
+        slow(current)

@@ -1,0 +1,127 @@
+"""Compiling chains: `a.b[c].d()`, properties, indexing and method calls, optional links (`?.`).
+
+Reads of a map's property and of a list's element are inline when the
+container's type allows; a method that changes its receiver (`Mutated`) has
+the new value stored back into the chain it was called on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkernel.rhai.codegen.appends import append_in_place
+from agentkernel.rhai.codegen.function import FunctionBase
+from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
+from agentkernel.rhai.syntax import ast
+
+
+class Chains(FunctionBase):
+    """Property, index and method-call chains."""
+
+    def x_Property(self, node: ast.Property) -> Operand:
+        return self.chain(node)
+
+    def x_Index(self, node: ast.Index) -> Operand:
+        return self.chain(node)
+
+    def x_MethodCall(self, node: ast.MethodCall) -> Operand:
+        if node.name == "append" and len(node.args) == 1 and not node.optional:
+            return self.append_call(node)
+        return self.chain(node)
+
+    def append_call(self, node: ast.MethodCall) -> Operand:
+        """`x.append(y)`: on a string held by a variable, property or element, grown in
+        place (appends.py) unless the script defines its own `append(y)` method."""
+        out = self.temp()
+        with self.evaluated_once(node.target):
+            item = self.value_copy(node.args[0])
+            self.emit(f"{out} = None")
+
+            def general(receiver: Operand) -> None:
+                self.emit(f"{out} = {self.method_call(node, receiver, [item])}")
+
+            if not append_in_place(self, node.target, item, general, also="not rt.functions_named_append"):
+                general(self.named(self.expr(node.target)))
+        return out
+
+    def chain(self, node: ast.Property | ast.Index | ast.MethodCall) -> Operand:
+        """Compile `a.b[c].d()`; an optional link that meets `()` skips the rest (RHAI.md §4)."""
+        links: list[Any] = []
+        base: Any = node
+        while isinstance(base, ast.Property | ast.Index | ast.MethodCall):
+            links.append(base)
+            base = base.target
+        links.reverse()
+        out = self.temp()
+        current = self.named(self.expr(base))
+        going: str | None = None  # after an optional link: whether the chain goes on
+        for link in links:
+            if link.optional and going is None:
+                going = self.m.fresh("go")
+                self.emit(f"{going} = {current} is not None")
+            elif link.optional:
+                self.emit(f"if {going}: {going} = {current} is not None")
+            if going is None:
+                current = self.link(link, current)
+                continue
+            self.emit(f"if {going}:")  # each link one level in, however long the chain
+            with self.indented():
+                current = self.link(link, current)
+        if going is None and current.place == TEMP:
+            return current  # the last link's own temporary: no copy of it
+        self.emit(f"{out} = {current}" if going is None else f"{out} = {current} if {going} else None")
+        return out
+
+    def link(self, link: Any, current: Operand) -> Operand:
+        out = self.temp()
+        if isinstance(link, ast.Property):
+            name = self.m.constant(link.name)
+            fast = f"{current}.get({name}) if type({current}) is dict"
+            self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
+        elif isinstance(link, ast.Index):
+            index = self.index_of(link)
+            fast = list_index_test(current, index)
+            slow = f"rt.index_get({current}, {index})"
+            if not self.known_int(index):
+                slow = (
+                    f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
+                )
+            self.emit(f"{out} = {current}[{index}] if {fast} else {slow}", ast.expr_pos(link.index))
+        else:
+            return self.method_call(link, current)
+        return out
+
+    def method_call(
+        self, node: ast.MethodCall, receiver: Operand, args: list[Operand] | None = None
+    ) -> Operand:
+        """`receiver.name(args)`; `args` when already evaluated (`append_call`)."""
+        if args is None:
+            args = [self.value_copy(a) for a in node.args]
+        out = self.temp()
+        arg_list = f"[{joined(args)}]"
+        name = self.m.constant(node.name)
+        if node.name in ("type_of", "is_shared") and not args:
+            self.emit(f"{out} = type_name({receiver})" if node.name == "type_of" else f"{out} = False")
+            return out
+        const = self.is_const(node.target)
+        if node.name == "push" and len(args) == 1 and const == "False":
+            self.emit(f"if type({receiver}) is list and not rt.functions_named_push:")
+            with self.indented():
+                self.emit(f"{receiver}.append({args[0]})")
+                self.emit(f"if rt.sizes_checked: rt.pushed({receiver})", node.pos)
+                self.emit(f"{out} = None")
+            self.emit("else:")
+            self.ind += 1
+            self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+            self.ind -= 1
+            return out
+        self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+        self.emit(f"if type({out}) is Mutated:")
+        with self.indented():
+            if self.is_lvalue(node.target):
+                self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
+            self.emit(f"{out} = {out}.result")
+        return out
+
+
+__all__ = ["Chains"]

@@ -1,0 +1,267 @@
+"""Compiling control flow: blocks, `if`, `switch`, the loops, `break`/`continue`/`return`/`throw`.
+
+A loop with no call in it counts its operations in a local (`counted_locally`);
+its head's own count is added to its body's (`pending_ops`), as the reference
+counts the condition at each iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agentkernel.rhai.codegen.function import FunctionBase, LoopTarget
+from agentkernel.rhai.codegen.module import literal_operand
+from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
+from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
+from agentkernel.rhai.errors import RhaiSyntaxError
+from agentkernel.rhai.syntax import ast
+
+
+class ControlFlow(FunctionBase):
+    """Blocks, conditionals, loops and jumps."""
+
+    def x_Block(self, node: ast.Block) -> Operand:
+        out = self.temp()
+        with self.scope():
+            value = self.block_body(node.stmts, want_value=True)
+        self.emit(f"{out} = {value}")
+        return out
+
+    def x_If(self, node: ast.If) -> Operand:
+        out = self.temp()
+        inline = self.inline_comparison(node.cond)
+        if inline is not None:  # `if n < 2`: compared and tested on one line
+            self.emit(f"if {inline}:", node.cond.pos, operator=True)
+        else:
+            condition = self.expr(node.cond)
+            self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
+        with self.indented(), self.scope():
+            value = self.block_body(node.then.stmts, want_value=True)
+            self.emit(f"{out} = {value}")
+        self.emit("else:")
+        with self.indented():
+            if node.otherwise is None:
+                self.emit(f"{out} = None")
+            else:
+                value = self.expr(node.otherwise)
+                self.emit(f"{out} = {value}")
+        return out
+
+    def x_Switch(self, node: ast.Switch) -> Operand:
+        out = self.temp()
+        subject = self.expr(node.subject)
+        self.emit(f"{out} = None")
+        done = self.m.fresh("sw")
+        self.emit(f"{done} = False")
+        for case in node.cases:
+            tests = [self.pattern_test(subject, p) for p in case.patterns]
+            self.emit(f"if not {done} and ({' or '.join(tests)}):")
+            with self.indented():
+                if case.condition is not None:
+                    condition = self.expr(case.condition)
+                    self.emit(f"if cond({condition}):", case.condition.pos)
+                    self.ind += 1
+                value = self.expr(case.body)
+                self.emit(f"{out} = {value}")
+                self.emit(f"{done} = True")
+                if case.condition is not None:
+                    self.ind -= 1
+        if node.default is not None:
+            self.emit(f"if not {done}:")
+            with self.indented():
+                value = self.expr(node.default)
+                self.emit(f"{out} = {value}")
+        return out
+
+    def pattern_test(self, subject: Operand, pattern: Any) -> str:
+        if isinstance(pattern, ast.Binary) and pattern.op in ("..", "..="):
+            start = self.constant_value(pattern.left)
+            end = self.constant_value(pattern.right)
+            return f"switch_in_range({subject}, {start!r}, {end!r}, {pattern.op == '..='})"
+        value = self.constant_value(pattern)
+        operand = (
+            self.m.constant_object(value) if type(value) in (list, dict) else literal_operand(self.m, value)
+        )
+        return f"switch_eq({subject}, {operand})"
+
+    def constant_value(self, node: Any) -> Any:
+        if isinstance(node, ast.Literal):
+            return node.value
+        if isinstance(node, ast.Unary) and node.op == "-" and isinstance(node.operand, ast.Literal):
+            return -node.operand.value  # type: ignore[operator]
+        if isinstance(node, ast.ArrayLit):
+            return [self.constant_value(i) for i in node.items]
+        if isinstance(node, ast.MapLit):
+            return {k: self.constant_value(v) for k, v in node.items}
+        raise RhaiSyntaxError("Expecting a literal expression", node.pos)
+
+    @contextmanager
+    def counted_locally(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> Iterator[None]:
+        """Count a loop's operations in a local rather than in `rt.operations`, when
+        nothing in it can count on its own (no call of any kind).
+
+        The local holds what was counted since the runtime last saw it, beside the room
+        left to the checkpoint: past that room the runtime takes the count and decides
+        (`Runtime.settle`), so the limit trips at the very same block as counting inline
+        would; the rest is added when the loop ends, however it ends.
+        """
+        if self.counter is not None or self.facts.has_calls(loop):
+            yield
+            return
+        counter = self.m.fresh("o")
+        self.emit(f"{counter} = 0; {counter}_room = rt.checkpoint - rt.operations")
+        self.emit("try:")
+        with self.indented(blocks=2):
+            self.counter = counter
+            try:
+                yield
+            finally:
+                self.counter = None
+        self.emit("finally:")
+        with self.indented():
+            self.emit(f"rt.operations += {counter}")
+
+    def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
+        self.loops.append(loop)
+        with self.scope():
+            # an empty body still counts 1 an iteration, as the reference's does
+            self.block_body(body.stmts, want_value=False, pos=body.pos, at_least=1)
+            self.emit("pass")
+        self.loops.pop()
+
+    def x_While(self, node: ast.While) -> Operand:
+        loop = LoopTarget(self.temp())
+        self.emit(f"{loop.result} = None")
+        head = self.inline_comparison(node.cond)
+        with self.counted_locally(node):
+            if head is None:
+                self.emit("while True:")
+            else:
+                self.emit(f"while {head}:", node.cond.pos, operator=True)
+            self.indented_while(node, loop, head)
+        return loop.result
+
+    def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
+        with self.indented(blocks=1):
+            self.pending_ops = self.facts.ops(node.cond)  # the condition, at each iteration, as the reference
+            if head is None:
+                condition = self.expr(node.cond)
+                self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
+            self.loop_body(node.body, loop)
+
+    def inline_comparison(self, node: ast.Expr) -> str | None:
+        """A comparison of plain local variables and number literals as one Python test:
+        ints compared directly, anything else through the operator and `cond`."""
+        if not (isinstance(node, ast.Binary) and node.op in INT_COMPARISONS) or self.dynamic:
+            return None
+        sides = []
+        for side in (node.left, node.right):
+            if isinstance(side, ast.Literal) and type(side.value) is int:
+                sides.append(literal_operand(self.m, side.value))
+            elif isinstance(side, ast.Var) and side.namespace is None:
+                info = self.lookup(side.name)
+                if info is None or info.cell:
+                    return None
+                sides.append(info.load)
+            else:
+                return None
+        left, right = sides
+        ints = self.int_checks(left, right)
+        fast = f"{left} {node.op} {right}"
+        if ints == "True":
+            return fast
+        return f"({fast} if {ints} else cond({BINARY_NAMES[node.op]}({left}, {right})))"
+
+    def x_Loop(self, node: ast.Loop) -> Operand:
+        loop = LoopTarget(self.temp())
+        self.emit(f"{loop.result} = None")
+        with self.counted_locally(node):
+            self.emit("while True:")
+            with self.indented(blocks=1):
+                self.pending_ops = 0  # the reference counts only the body at each iteration
+                self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_DoLoop(self, node: ast.DoLoop) -> Operand:
+        loop = LoopTarget(self.temp())
+        first = self.m.fresh("first")
+        self.emit(f"{loop.result} = None")
+        self.emit(f"{first} = True")
+        with self.counted_locally(node):
+            self.emit("while True:")
+            with self.indented(blocks=1):
+                self.pending_ops = self.facts.ops(node.cond)  # the condition, at each iteration
+                self.emit(f"if not {first}:")
+                with self.indented():
+                    condition = self.expr(node.cond)
+                    test = "" if node.until else "not "
+                    self.emit(f"if {test}{self.test(condition)}: break", ast.expr_pos(node.cond))
+                self.emit(f"{first} = False")
+                self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_For(self, node: ast.For) -> Operand:
+        loop = LoopTarget(self.temp())
+        iterable = self.expr(node.iterable)
+        self.emit(f"{loop.result} = None")
+        if not node.body.stmts:  # the reference's optimizer drops a loop with an empty body
+            return loop.result
+        item = Operand(self.m.fresh("item"), TEMP)
+        with self.scope():
+            var = self.declare(node.var, node, False)
+            counter = self.declare(node.counter, node, False) if node.counter else None
+            for info in (var, counter):
+                if info is not None and info.cell:
+                    self.emit(f"{info.py} = Cell(None)")
+            index = self.m.fresh("i")
+            over_range = isinstance(node.iterable, ast.Binary) and node.iterable.op in ("..", "..=")
+            read_only = not self.facts.changes_variable(node)
+            direct = (over_range or read_only) and not var.cell and str(var.load) == var.py
+            if direct:  # `for v_x in …`: the item needs no copy and goes straight to the variable
+                item = var.load
+            head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
+            with self.counted_locally(node):
+                self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
+                with self.indented(blocks=1):
+                    self.pending_ops = 0  # the reference counts only the body at each iteration
+                    if not direct:
+                        self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
+                    if counter is not None:
+                        self.emit(f"{counter.load} = {index}")
+                    self.loop_body(node.body, loop)
+        return loop.result
+
+    def x_Break(self, node: ast.Break) -> Operand:
+        value = self.expr(node.value) if node.value is not None else NONE
+        if not self.loops and self.apart is not None:  # the loop is in the function this part came from
+            self.emit(self.apart.jump(BREAK, value))
+            return NONE
+        if node.value is not None and self.loops:
+            self.emit(f"{self.loops[-1].result} = {value}")
+        self.emit("break")
+        return NONE
+
+    def x_Continue(self, node: ast.Continue) -> Operand:
+        if not self.loops and self.apart is not None:
+            self.emit(self.apart.jump(CONTINUE, NONE))
+        else:
+            self.emit("continue")
+        return NONE
+
+    def x_Return(self, node: ast.Return) -> Operand:
+        value = self.expr(node.value) if node.value is not None else NONE
+        self.emit(f"return {value}" if self.apart is None else self.apart.jump(RETURN, value))
+        return NONE
+
+    def x_Throw(self, node: ast.Throw) -> Operand:
+        if node.value is None and self.catch_vars:
+            self.emit(f"raise {self.catch_vars[-1]}")
+        else:
+            value = self.expr(node.value) if node.value is not None else NONE
+            self.emit(f"raise rt.throw({value})", node.pos)
+        return NONE
+
+
+__all__ = ["ControlFlow"]

@@ -1,0 +1,285 @@
+"""What every part of the compiler shares: one Python function being written, and its state.
+
+`FunctionCompiler` (compiler.py) is made of parts, one module each for what
+they compile: statements.py, assignments.py, control.py, expressions.py,
+chains.py, calls.py. This base holds what they all use: emitting lines at an
+indentation, the scopes and the variables in sight, counting operations, the
+facts known of operands (ints, bools), temporaries and copies, and `expr`,
+which hands a node to the part that compiles it (`x_<Node>`). The few
+entry points one part calls in another are declared here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.analysis.scopes import Scopes, decl_key
+from agentkernel.rhai.codegen.module import Module
+from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
+from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand
+from agentkernel.rhai.codegen.variables import VarInfo, Visible
+from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
+from agentkernel.rhai.syntax import ast
+
+
+@dataclass
+class LoopTarget:
+    """The loop a `break` leaves: where its value goes."""
+
+    result: Operand
+
+
+class FunctionBase:
+    """The state of one Python function being generated: a script fn, a closure, the top level,
+    or a part of one compiled apart (nesting.py)."""
+
+    def __init__(
+        self,
+        module: Module,
+        functions: dict[tuple[str, int], ast.FnDef],
+        resolution: Scopes,
+        facts: Facts,
+        *,
+        label: str,
+        top_level: bool,
+    ) -> None:
+        self.m = module
+        self.functions = functions
+        self.resolution = resolution
+        self.facts = facts
+        self.label = label
+        self.top_level = top_level
+        self.scopes: list[dict[str, VarInfo]] = [{}]
+        self.module_scopes: list[dict[str, str]] = [{}]  # per scope: import alias → its local
+        self.visible: Visible | None = None  # the variables in sight, for `eval` and `is_def_var`
+        self.loops: list[LoopTarget] = []
+        self.catch_vars: list[str] = []
+        self.ind = 0
+        self.blocks = 0  # Python blocks (loops, try) open around the current line
+        self.apart: Apart | None = None  # set when this compiles a part of a function apart
+        self.dynamic = False
+        self.export_lets = False
+        self.pending_ops = 0  # a loop head's operation, added to its body's count
+        self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
+        self.int_operands: set[Operand] = set()  # operands known to hold an int
+        self.bool_operands: set[Operand] = set()  # operands known to hold a bool
+        self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
+        self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
+
+    # -- emitting and counting --------------------------------------------------------------
+
+    def emit(self, text: str, pos: Pos | None = None, *, operator: bool = False) -> None:
+        self.m.emit(self.ind, text, pos, operator=operator)
+
+    @contextmanager
+    def indented(self, blocks: int = 0) -> Iterator[None]:
+        """One level deeper in Python; `blocks`: how many blocks CPython counts for it."""
+        self.ind += 1
+        self.blocks += blocks
+        yield
+        self.blocks -= blocks
+        self.ind -= 1
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        self.scopes.append({})
+        self.module_scopes.append({})
+        visible = self.visible
+        yield
+        self.visible = visible
+        self.module_scopes.pop()
+        self.scopes.pop()
+
+    def too_deep(self) -> bool:
+        """Whether code nested further must go to a function of its own (see `nesting.py`)."""
+        return self.blocks >= MAX_BLOCKS or self.ind >= MAX_INDENT
+
+    def count(self, operations: int, pos: Pos | None) -> None:
+        """Count operations inline; past the checkpoint the runtime decides (limit, clock).
+
+        `Too many operations` is reported at the first statement of the block.
+        """
+        if self.counter is not None:
+            self.emit(f"{self.counter} += {operations}")
+            # the local is zeroed as the runtime takes its count, before the check may raise
+            local, taken = self.counter, f"{self.counter} - ({self.counter} := 0)"
+            self.emit(f"if {local} > {local}_room: {local}_room = rt.settle({taken})", pos)
+            return
+        self.emit(f"rt.operations += {operations}")
+        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+
+    def test(self, operand: Operand) -> str:
+        """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
+        if operand in self.bool_operands:
+            return operand.text
+        return f"({operand} is True or ({operand} is not False and cond({operand})))"
+
+    def known_int(self, operand: Operand) -> bool:
+        """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
+        return operand.is_int_literal or operand in self.int_operands
+
+    def int_checks(self, *operands: Operand) -> str:
+        """`type(x) is int and …` for the operands not already known to be ints."""
+        return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
+
+    def int_result(self, out: Operand, left: Operand, op: str, right: Operand) -> str:
+        """The condition of integer arithmetic's fast path: both operands ints, and
+        `out := left op right` within the i64 range. Adding a non-negative literal can
+        only pass the top of the range, subtracting one only the bottom: one comparison."""
+        value = f"({out} := {left} {op} {right})"
+        step = right.int_value
+        if step is not None and op in ("+", "-") and step != 0:
+            upward = (op == "+") == (step > 0)
+            in_range = f"{value} <= {I64_MAX}" if upward else f"{I64_MIN} <= {value}"
+        else:
+            in_range = f"{I64_MIN} <= {value} <= {I64_MAX}"
+        ints = self.int_checks(left, right)
+        return in_range if ints == "True" else f"{ints} and {in_range}"
+
+    # -- operands ------------------------------------------------------------------------------
+
+    def named(self, operand: Operand) -> Operand:
+        """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first
+        (`True[0]` would make CPython print a SyntaxWarning)."""
+        if operand.is_name:
+            return operand
+        held = self.temp()
+        self.emit(f"{held} = {operand}")
+        return held
+
+    def temp(self) -> Operand:
+        return Operand(self.m.fresh("t"), TEMP)
+
+    @staticmethod
+    def copied(operand: Operand) -> str:
+        """Inline copy: only arrays, maps and BLOBs need one; everything else is immutable."""
+        return f"({operand} if type({operand}) not in CONTAINERS else rt.copy({operand}))"
+
+    def value_copy(self, node: ast.Expr) -> Operand:
+        """An expression's value for a second owner: copied when it may alias a variable."""
+        operand = self.expr(node)
+        if isinstance(node, ast.Var | ast.Property | ast.Index | ast.This) and not self.known_int(operand):
+            copy = self.temp()
+            self.emit(f"{copy} = {self.copied(operand)}")
+            return copy
+        return operand
+
+    # -- variables and modules in sight ----------------------------------------------------------
+
+    def live_variables(self) -> int:
+        """How many variables are alive here (for `max_variables`), counting the enclosing
+        function's when this is a part compiled apart."""
+        own = sum(len(scope) for scope in self.scopes)
+        if self.apart is None:
+            return own
+        return self.apart.outer_variables + own - len(self.scopes[0])
+
+    def lookup(self, name: str) -> VarInfo | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, name: str, node: object, const: bool) -> VarInfo:
+        key = decl_key(node, name)
+        info = VarInfo(self.m.fresh("v") + "_" + name, const, key in self.resolution.captured)
+        if key in self.int_keys and not info.cell:
+            self.int_operands.add(info.load)
+        self.bind(name, info)
+        return info
+
+    def bind(self, name: str, info: VarInfo) -> None:
+        """Put `name` in sight in the current scope."""
+        self.scopes[-1][name] = info
+        self.visible = Visible.of(name, info.py, info.cell, self.visible, info.const)
+
+    def is_lvalue(self, node: ast.Expr) -> bool:
+        if isinstance(node, ast.Var):
+            return node.namespace is None and self.lookup(node.name) is not None
+        if isinstance(node, ast.This):
+            return True
+        if isinstance(node, ast.Property | ast.Index):
+            return self.is_lvalue(node.target)
+        return False
+
+    def is_const(self, node: ast.Expr) -> str:
+        """Python expression telling whether the chain's root is a constant."""
+        while isinstance(node, ast.Property | ast.Index):
+            node = node.target
+        if isinstance(node, ast.Var):
+            info = self.lookup(node.name)
+            return "True" if info is not None and info.const else "False"
+        if isinstance(node, ast.This):
+            return "th.const"
+        return "False"
+
+    def module_of(self, namespace: str, pos: Pos) -> Operand:
+        """The module `namespace` (`m`, `m::sub`) starts from: an import in sight, else one
+        the top level imported (functions see those), else `Module not found`."""
+        root = namespace.split("::", 1)[0]
+        for scope in reversed(self.module_scopes):
+            if root in scope:
+                return Operand(scope[root], EXPR)
+        out = self.temp()
+        self.emit(f"{out} = rt_module(rt, {self.m.constant(namespace)})", pos)
+        return out
+
+    # -- indices of an assignment, evaluated once ----------------------------------------------------
+
+    @contextmanager
+    def evaluated_once(self, target: ast.Expr) -> Iterator[None]:
+        """Evaluate the indices of an lvalue chain once, outermost first: reading the
+        target and storing back into each level then reuse them (`a[f()] += 1` calls f once)."""
+        keys = []
+        node = target
+        chain = []
+        while isinstance(node, ast.Property | ast.Index):
+            chain.append(node)
+            node = node.target
+        for link in reversed(chain):
+            if isinstance(link, ast.Index) and not isinstance(link.index, ast.Literal | ast.Var):
+                self.once[id(link)] = self.named(self.expr(link.index))
+                keys.append(id(link))
+        try:
+            yield
+        finally:
+            for key in keys:
+                del self.once[key]
+
+    def index_of(self, node: ast.Index) -> Operand:
+        """The operand of `node`'s index: evaluated once for an assignment, else here."""
+        held = self.once.get(id(node))
+        return held if held is not None else self.expr(node.index)
+
+    # -- what the parts compile, and the other parts call -------------------------------------------
+
+    def expr(self, node: Any) -> Operand:
+        raise NotImplementedError  # compiler.py: the part that compiles the node
+
+    def block_body(
+        self,
+        stmts: tuple[ast.Stmt, ...],
+        *,
+        want_value: bool,
+        counted: bool = False,
+        pos: Pos | None = None,
+        at_least: int = 0,
+    ) -> Operand:
+        raise NotImplementedError  # statements.py
+
+    def assign(self, stmt: ast.Assign) -> None:
+        raise NotImplementedError  # assignments.py
+
+    def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
+        raise NotImplementedError  # assignments.py
+
+    def link(self, link: Any, current: Operand) -> Operand:
+        raise NotImplementedError  # chains.py
+
+
+__all__ = ["FunctionBase", "LoopTarget"]

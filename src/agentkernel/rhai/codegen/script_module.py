@@ -1,0 +1,83 @@
+"""A parsed script → its generated Python module: each function, then the top level.
+
+`compiler.FunctionCompiler` writes one Python function; this assembles the
+module from them (see compiler.py for what the code looks like) and hands it
+to the engine as a `CompiledModule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.analysis.scopes import analyse
+from agentkernel.rhai.codegen.calls import SPECIAL_CALLS
+from agentkernel.rhai.codegen.compiler import FunctionCompiler
+from agentkernel.rhai.codegen.module import Module, fn_py_name
+from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.compile_clock import CompileClock
+
+# (name, number of parameters, typed-method type, private, parameter names) of each script function
+Signature = tuple[str, int, str | None, bool, tuple[str, ...]]
+
+
+@dataclass
+class CompiledModule:
+    """The generated Python: `parts` are its functions' texts, in order, each starting on
+    the line after the previous one ends (`positions` count lines across all of them)."""
+
+    parts: list[str]
+    positions: dict[int, Pos]
+    operator_lines: set[int]
+    constants: list[Any]
+    functions: list[ast.FnDef]
+
+    @property
+    def source(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def signatures(self) -> list[Signature]:
+        """What loading the module needs of each function (the engine names them by these)."""
+        return [
+            (fn.name, len(fn.params), fn.this_type, fn.private, tuple(fn.params)) for fn in self.functions
+        ]
+
+
+def compile_script(
+    script: ast.Script, *, eval_mode: bool = False, clock: CompileClock | None = None
+) -> CompiledModule:
+    """Generate the Python module for a parsed script.
+
+    In `eval_mode` (the text given to `eval`), unknown variables are read from
+    the caller's scope and top-level `let`s are exported back to it.
+    """
+    module = Module(clock or CompileClock())
+    # a plain call `f(x)` reaches only functions without a `this` type (typed methods are
+    # reached through method calls: runtime.Runtime.method)
+    functions = {(f.name, len(f.params)): f for f in script.functions if f.this_type is None}
+    module.function_names = frozenset(f.name for f in script.functions)
+    body = ast.Block(script.stmts, (1, 1))
+    facts = Facts.of([*(fn.body for fn in script.functions), body], functions, SPECIAL_CALLS)
+    for fn in script.functions:
+        resolution = analyse(fn.params, fn.body, fn)
+        compiler = FunctionCompiler(module, functions, resolution, facts, label=fn.name, top_level=False)
+        compiler.function(
+            fn_py_name(fn.name, len(fn.params), fn.this_type),
+            fn.params,
+            fn.body,
+            fn,
+            wrap=f"in call to function '{fn.name}'" + (f" (from '{script.source}')" if script.source else ""),
+        )
+    resolution = analyse((), body, script)
+    main = FunctionCompiler(module, functions, resolution, facts, label="main", top_level=True)
+    main.dynamic = eval_mode or facts.uses_eval(body)
+    main.export_lets = eval_mode
+    main.function("main", (), body, script)
+    parts, positions, operator_lines = module.finish()
+    return CompiledModule(parts, positions, operator_lines, module.constants, list(script.functions))
+
+
+__all__ = ["CompiledModule", "Signature", "compile_script"]

@@ -1,0 +1,148 @@
+"""Compiling statements: a block's statements, `let`, `try`/`catch`, `import` and `export`.
+
+A block counts its operations once, at its first statement, and drops the
+pure statements whose value nothing uses, as the reference's optimizer does.
+"""
+
+from __future__ import annotations
+
+from agentkernel.rhai.codegen.apart import compile_apart
+from agentkernel.rhai.codegen.function import FunctionBase
+from agentkernel.rhai.codegen.operands import NONE, Operand
+from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.syntax import ast
+
+
+class Statements(FunctionBase):
+    """Statements and blocks of statements."""
+
+    def block_body(
+        self,
+        stmts: tuple[ast.Stmt, ...],
+        *,
+        want_value: bool,
+        counted: bool = False,
+        pos: Pos | None = None,
+        at_least: int = 0,
+    ) -> Operand:
+        """Compile statements in the current scope; return the operand holding their value.
+
+        `counted`: the enclosing statement's count already covers these (interpolations).
+        `at_least`: the fewest operations to count (a loop's body: 1, so no loop runs free).
+        """
+        if self.too_deep():
+            return compile_apart(
+                self,
+                stmts,
+                lambda inner: inner.block_body(
+                    stmts, want_value=want_value, counted=counted, pos=pos, at_least=at_least
+                ),
+            )
+        kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
+        operations = 0 if counted else max(sum(self.facts.ops(s) for s in kept) + self.pending_ops, at_least)
+        if not counted:
+            self.pending_ops = 0
+        if operations:
+            self.count(operations, kept[0].pos if kept else pos)
+        value = NONE
+        for index, stmt in enumerate(kept):
+            last = index == len(kept) - 1
+            value = self.statement(stmt, want_value=want_value and last)
+        if not kept or not want_value:
+            return NONE
+        return value
+
+    def _dropped(self, stmt: ast.Stmt, is_result: bool) -> bool:
+        """The reference's optimizer removes pure expression statements whose value is unused."""
+        if not (isinstance(stmt, ast.ExprStmt) and self.facts.pure(stmt.expr)):
+            return False
+        # as the script's value a pure block still counts, unless its value is () anyway
+        unit_block = isinstance(stmt.expr, ast.Block) and not (
+            stmt.expr.stmts and isinstance(stmt.expr.stmts[-1], ast.ExprStmt)
+        )
+        return not is_result or unit_block
+
+    def statement(self, stmt: ast.Stmt, *, want_value: bool) -> Operand:
+        self.m.clock.tick()
+        if isinstance(stmt, ast.ExprStmt):
+            value = self.expr(stmt.expr)
+            return value if want_value else NONE
+        if isinstance(stmt, ast.Let):
+            self.let(stmt)
+        elif isinstance(stmt, ast.Assign):
+            self.assign(stmt)
+        elif isinstance(stmt, ast.TryCatch):
+            value = self.try_catch(stmt)
+            return value if want_value else NONE
+        elif isinstance(stmt, ast.Import):
+            self.import_module(stmt)
+        elif isinstance(stmt, ast.Export):
+            self.export(stmt)
+        return NONE
+
+    def let(self, stmt: ast.Let) -> None:
+        value = self.value_copy(stmt.value) if stmt.value is not None else NONE
+        info = self.declare(stmt.name, stmt, stmt.const)
+        live = self.live_variables()
+        self.emit(
+            f"if rt.variable_limit and {live} > rt.variable_limit: raise rt_too_many_variables()", stmt.pos
+        )
+        if info.cell:
+            self.emit(f"{info.py} = Cell({value})")
+        else:
+            self.emit(f"{info.py} = {value}")
+        if stmt.const and self.top_level and len(self.scopes) == 1:
+            self.emit(f"rt.global_consts[{self.m.constant(stmt.name)}] = {info.load}")
+        if self.export_lets and len(self.scopes) == 1:
+            self.emit(f"dyn[{self.m.constant(stmt.name)}] = {info.load}")
+
+    def try_catch(self, stmt: ast.TryCatch) -> Operand:
+        out = self.temp()
+        self.emit("try:")
+        # the optimizer drops pure statements of a try body, even the last one
+        pure = self.facts.pure
+        body = tuple(s for s in stmt.body.stmts if not (isinstance(s, ast.ExprStmt) and pure(s.expr)))
+        with self.indented(blocks=1), self.scope():
+            value = self.block_body(body, want_value=True)
+            self.emit(f"{out} = {value}")
+        caught = self.m.fresh("e")
+        self.emit(f"except RhaiRuntimeError as {caught}_:")
+        with self.indented(blocks=3):  # the handler, its cleanup of the name, and the try around both
+            self.emit(f"{caught} = locate({caught}_, {caught}_.__traceback__, LINES, NOPOS)")
+            self.emit(f"if not {caught}.catchable: raise {caught}")
+            with self.scope():
+                if stmt.var is not None:
+                    info = self.declare(stmt.var, stmt, False)
+                    init = f"rt.catch_value({caught})"
+                    self.emit(f"{info.py} = Cell({init})" if info.cell else f"{info.py} = {init}")
+                self.catch_vars.append(caught)
+                value = self.block_body(stmt.handler.stmts, want_value=True)
+                self.emit(f"{out} = {value}")
+                self.catch_vars.pop()
+        return out
+
+    def import_module(self, stmt: ast.Import) -> None:
+        """`import path [as m];`: the module in a local, in sight until the block ends."""
+        self.emit("rt_check_modules(rt)", stmt.pos)
+        path = self.expr(stmt.path)
+        top = self.top_level and len(self.scopes) == 1 and self.apart is None
+        if stmt.alias is None:
+            self.emit(f"rt_import(rt, {path}, None, False)", ast.start_pos(stmt.path))
+            return
+        local = f"{self.m.fresh('m')}_{stmt.alias}"
+        alias = self.m.constant(stmt.alias)
+        self.emit(f"{local} = rt_import(rt, {path}, {alias}, {top})", ast.start_pos(stmt.path))
+        self.module_scopes[-1][stmt.alias] = local
+
+    def export(self, stmt: ast.Export) -> None:
+        """`export x as y`: the variable's Cell, whose value the importer sees at the end."""
+        if stmt.decl is not None:
+            self.let(stmt.decl)
+        info = self.lookup(stmt.name)
+        if info is None:
+            self.emit(f"raise rt_var_not_found({self.m.constant(stmt.name)})", stmt.pos)
+            return
+        self.emit(f"rt_export(rt, {self.m.constant(stmt.alias)}, {info.py})")
+
+
+__all__ = ["Statements"]

@@ -1,0 +1,263 @@
+"""Compiled scripts on disk, so a restarted server does not compile unchanged scripts again.
+
+An entry is keyed by the SHA-256 of the script's text, the parse options and
+source name that shape the generated code, and the compiler's fingerprint
+(the interpreter's own `__version__`, CPython's bytecode magic number and the
+text of every module of the interpreter, as jinja's bytecode cache keys by its
+own `bc_version`): a new version, another Python or
+other limits miss and compile afresh. An entry holds what compiling produced
+— the bytecode of each part (`marshal`), the line → position tables, the
+constants, the functions' signatures — so a hit runs neither our front end
+nor CPython's `compile()`. The functions' syntax trees (needed only to word
+the hint of a failed call) are parsed again from the text on first use.
+
+Loading bytecode is running code, so an entry is trusted only if it carries
+an HMAC-SHA256, keyed by a secret of this installation, of everything in it:
+a file that was truncated, corrupted, copied from another key or written by
+anyone who does not hold the secret is a miss, never executed. The secret
+(32 random bytes) is created in the cache folder, which is made owner-only
+(0700; the secret file 0600), and is refused if anyone else may read or
+write it. Whoever can read the secret can run code as this user already (it
+is their own file); scripts cannot reach it, because the kernel keeps the
+folder out of their read and write roots (config/stores.py).
+
+Every failure of the cache (no space, a read-only disk, a foreign file) is
+a miss or a skipped write: the cache can only save time, never change what a
+script does. An entry unused for `UNUSED_DAYS` is removed when a later
+compile stores one; the folder may be deleted at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import importlib.util
+import marshal
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+from agentkernel.rhai._version import __version__
+from agentkernel.rhai.codegen.script_module import CompiledModule, Signature
+from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.parse_support import ParseOptions
+
+FORMAT = b"agentkernel-rhai-compiled 1\n"  # the first bytes of every entry
+_DIGEST = hashlib.sha256().digest_size
+SECRET_FILE = "secret"
+UNUSED_DAYS = 30  # an entry no compile has used for this long is removed
+_COMPILER_PACKAGE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class CachedCompile:
+    """One entry: the module as compiled, and the bytecode of each of its parts."""
+
+    module: CompiledModule
+    codes: list[CodeType]
+
+
+@cache
+def compiler_fingerprint() -> bytes:
+    """What makes generated code differ from one install to the next: the interpreter's
+    version, CPython's bytecode format, and the text of every module of the interpreter."""
+    digest = hashlib.sha256(__version__.encode() + importlib.util.MAGIC_NUMBER)
+    for path in sorted(_COMPILER_PACKAGE.rglob("*.py")):
+        name = path.relative_to(_COMPILER_PACKAGE).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+class CachedModule(CompiledModule):
+    """A `CompiledModule` read from the cache: its functions' trees are parsed on first use.
+
+    The engine needs only their signatures to load the module; the trees
+    serve the hints of a failed call (rhai_hints.py), so they are parsed from
+    the script's text, with the same options, only when asked for.
+    """
+
+    def __init__(
+        self,
+        parts: list[str],
+        positions: dict[int, Any],
+        operator_lines: set[int],
+        constants: list[Any],
+        signatures: list[Signature],
+        parse_functions: Callable[[], list[ast.FnDef]],
+    ) -> None:
+        self._signatures = signatures
+        self._parse_functions = parse_functions
+        self._functions: list[ast.FnDef] | None = None
+        super().__init__(parts, positions, operator_lines, constants, [])
+
+    @property
+    def signatures(self) -> list[Signature]:
+        return self._signatures  # as stored: the functions' trees are not parsed for them
+
+    @property  # a field of the parent, computed here
+    def functions(self) -> list[ast.FnDef]:
+        if self._functions is None:
+            self._functions = self._parse_functions()
+        return self._functions
+
+    @functions.setter
+    def functions(self, value: list[ast.FnDef]) -> None:
+        self._functions = value or None  # the parent's __init__ sets [] : parse when asked
+
+
+class CompileCache:
+    """A folder of compiled scripts, each file named by its key (see the module's docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def key(self, source: str, options: ParseOptions, source_name: str | None) -> str:
+        digest = hashlib.sha256(compiler_fingerprint())
+        digest.update(repr((options, source_name)).encode())
+        digest.update(b"\0" + source.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+    def load(self, key: str, parse_functions: Callable[[], list[ast.FnDef]]) -> CachedCompile | None:
+        """The entry for `key`, or None: missing, unreadable, or not signed by our secret."""
+        secret = self._secret(create=False)
+        if secret is None:
+            return None
+        try:
+            data = (self.folder / key).read_bytes()
+            os.utime(self.folder / key)  # in use: not pruned (`_prune`)
+        except OSError:
+            return None
+        payload = _verified(data, secret)
+        if payload is None:
+            return None
+        try:
+            return _entry(payload, key, parse_functions)
+        except Exception:  # signed by us, yet unreadable (a bug of ours): compile afresh
+            return None
+
+    def store(self, key: str, module: CompiledModule, codes: Sequence[CodeType]) -> None:
+        """Write the entry for `key` (atomically); a failure only means the next start compiles."""
+        import pickle  # here: `agentkernel rhai run` never pays for its import
+
+        try:
+            secret = self._secret(create=True)
+            if secret is None:
+                return
+            payload = pickle.dumps(
+                (
+                    key,
+                    module.parts,
+                    module.positions,
+                    module.operator_lines,
+                    module.constants,
+                    module.signatures,
+                    [marshal.dumps(code) for code in codes],
+                ),
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+            _write_atomically(self.folder / key, FORMAT + _sign(payload, secret) + payload)
+            self._prune()
+        except Exception:  # no space, a read-only disk, a constant pickle refuses: no entry
+            return
+
+    def _prune(self) -> None:
+        """Remove entries unused for `UNUSED_DAYS` (every edit of a script leaves its old
+        entry behind) and files left by writers that died; at a store, i.e. a compile."""
+        now = time.time()
+        for path in self.folder.iterdir():
+            age = now - path.lstat().st_mtime
+            stale = age > UNUSED_DAYS * 86_400 or (path.name.startswith(".new-") and age > 3_600)
+            if stale and path.name != SECRET_FILE:
+                path.unlink(missing_ok=True)
+
+    def _secret(self, *, create: bool) -> bytes | None:
+        """This installation's key, made on first use; None if missing (and not `create`)
+        or if anyone but the owner could read or change it."""
+        path = self.folder / SECRET_FILE
+        try:
+            if create and not path.exists():
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if self.folder.stat().st_uid == os.getuid():
+                    self.folder.chmod(0o700)
+                _create_secret(path)
+            if not (_private(self.folder) and _private(path)):
+                return None
+            secret = path.read_bytes()
+        except OSError:
+            return None
+        return secret if len(secret) == 32 else None
+
+
+def _verified(data: bytes, secret: bytes) -> bytes | None:
+    """The payload of an entry whose format and signature are right, else None."""
+    if not data.startswith(FORMAT) or len(data) < len(FORMAT) + _DIGEST:
+        return None
+    signature = data[len(FORMAT) : len(FORMAT) + _DIGEST]
+    payload = data[len(FORMAT) + _DIGEST :]
+    return payload if hmac.compare_digest(signature, _sign(payload, secret)) else None
+
+
+def _entry(payload: bytes, key: str, parse_functions: Callable[[], list[ast.FnDef]]) -> CachedCompile | None:
+    import pickle  # here: `agentkernel rhai run` never pays for its import
+
+    stored_key, parts, positions, operator_lines, constants, signatures, codes = pickle.loads(payload)
+    if stored_key != key:  # a valid entry of another script, renamed: not this one
+        return None
+    module = CachedModule(parts, positions, operator_lines, constants, signatures, parse_functions)
+    return CachedCompile(module, [marshal.loads(code) for code in codes])
+
+
+def _sign(payload: bytes, secret: bytes) -> bytes:
+    return hmac.new(secret, payload, hashlib.sha256).digest()
+
+
+def _private(path: Path) -> bool:
+    """Owned by us, and nobody else may read or write it (links are not followed)."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def _create_secret(path: Path) -> None:
+    """Write a new secret unless another process got there first (link: atomic, never replaces)."""
+    temporary = _write_new(path.parent, os.urandom(32))
+    try:
+        with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
+            os.link(temporary, path)
+    finally:
+        os.unlink(temporary)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = _write_new(path.parent, data)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _write_new(folder: Path, data: bytes) -> Path:
+    """`data` in a new owner-only file of `folder` no other writer uses (not `tempfile`:
+    its import alone is a good part of `agentkernel rhai run`'s start-up)."""
+    path = folder / f".new-{os.getpid()}-{threading.get_ident()}-{os.urandom(4).hex()}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+__all__ = ["CachedCompile", "CachedModule", "CompileCache", "compiler_fingerprint"]

@@ -1,0 +1,32 @@
+"""Copying a Rhai value: arrays, maps and BLOBs are values, so a copy copies what they hold.
+
+A big container's copy looks at the deadline first (pacing.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkernel.rhai.runtime.pacing import POLL_SIZE, poll
+
+
+def clone(value: Any) -> Any:
+    """A Rhai value copy: arrays, maps and blobs are values, so nested ones copy too."""
+    kind = type(value)
+    if kind is list:
+        if len(value) >= POLL_SIZE:
+            poll()
+        return [clone(v) if type(v) in _CONTAINERS else v for v in value]
+    if kind is dict:
+        if len(value) >= POLL_SIZE:
+            poll()
+        return {k: clone(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if kind is bytearray:
+        return bytearray(value)
+    return value
+
+
+_CONTAINERS = frozenset({list, dict, bytearray})
+
+
+__all__ = ["clone"]

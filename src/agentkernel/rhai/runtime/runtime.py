@@ -1,0 +1,771 @@
+"""The state of one Rhai evaluation and the services compiled code calls.
+
+Compiled code (see `codegen/compiler.py`) is plain Python that calls into a
+`Runtime`: operators' slow paths, native calls, property and index access,
+function pointers, the operation counter, limits and output. One Runtime
+serves one evaluation; the compiled code is shared between evaluations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from types import FrameType, TracebackType
+from typing import Any
+
+from agentkernel.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
+from agentkernel.rhai.runtime import failures, ops, pacing
+from agentkernel.rhai.runtime.context import NO_THIS
+from agentkernel.rhai.runtime.copying import clone
+from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
+from agentkernel.rhai.runtime.internal_errors import log_internal_error
+from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.values import (
+    TAGGED,
+    Char,
+    FnPtr,
+    RangeVal,
+    TaggedStr,
+    has_tagged,
+    plain,
+    type_name,
+    with_tag,
+)
+from agentkernel.rhai.stdlib import Library, Mutated, default_library
+from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
+
+_CONTAINERS = (list, dict, bytearray)
+_SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
+_LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
+_POLL_SIZE = pacing.POLL_SIZE
+_poll = pacing.poll
+_BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+
+
+def _holds(container: Any, index: Any, value: Any) -> bool:
+    """Whether `container[index]` is `value` itself (a list or a map; anything else: no)."""
+    kind = type(container)
+    if kind is dict:
+        return container.get(index) is value
+    if kind is list and type(index) is int and -len(container) <= index < len(container):
+        return container[index] is value
+    return False
+
+
+def _big(value: Any) -> bool:
+    """Whether a native walking `value` is worth a look at the clock first."""
+    return type(value) in _LENGTHY and len(value) >= _POLL_SIZE
+
+
+@dataclass
+class Limits:
+    """The reference's safety limits (RHAI.md §14); 0 means unlimited."""
+
+    max_operations: int = 0
+    max_call_levels: int = 64
+    max_expr_depth: int = 64
+    max_fn_expr_depth: int = 32
+    max_string_size: int = 0
+    max_array_size: int = 0
+    max_map_size: int = 0
+    max_variables: int = 0
+    max_functions: int = 0
+    max_modules: int = 0  # `import` statements one evaluation may run
+    # ours, not the reference's: bytes of data one evaluation may hold at once (data_size.py)
+    max_data_size: int = 0
+
+
+class Cell:
+    """A variable shared with closures: captured by reference (RHAI.md §10)."""
+
+    __slots__ = ("shared", "v")
+
+    def __init__(self, value: Any) -> None:
+        self.v = value
+        self.shared = False
+
+
+class ThisBox:
+    """`this` for a method-style call: the callee may change it, the caller stores it back."""
+
+    __slots__ = ("const", "v")
+
+    def __init__(self, value: Any, const: bool = False) -> None:
+        self.v = value
+        self.const = const
+
+
+class _Snapshot(list):  # type: ignore[type-arg]
+    """A copy of an array for a `for` loop to walk; a weak reference tells when the loop is over."""
+
+    __slots__ = ("__weakref__",)
+
+
+_WALKER = Walker(
+    {
+        Cell: lambda cell: (cell.v,),
+        ThisBox: lambda box: (box.v,),
+        Mutated: lambda changed: (changed.receiver, changed.result),
+    }
+)
+_LIVE = LiveData(_WALKER)
+data_size_of = _WALKER.size_of
+
+
+@dataclass(frozen=True)
+class ScriptFn:
+    """A compiled script function: its Rhai name, parameters and Python body.
+
+    `this_type` is set for a typed method (`fn int.calc(x)`: "i64"), which
+    only a method call on a value of that type reaches.
+    """
+
+    name: str
+    arity: int
+    body: Callable[..., Any]
+    this_type: str | None = None
+    private: bool = False
+    params: tuple[str, ...] = ()
+
+
+def copy_value(value: Any) -> Any:
+    """A Rhai value copy for a second name: containers copy, the rest is immutable."""
+    return clone(value) if type(value) in _CONTAINERS else value
+
+
+class ExitScript(BaseException):
+    """`exit(v)`: ends the whole evaluation with a value; no `catch` sees it.
+
+    A BaseException, like SystemExit: a native's `except Exception` (which
+    turns a Python failure into a Rhai error) must let it through.
+    """
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        super().__init__("exit")
+
+
+class Runtime:
+    """One evaluation: limits, counters, output, global constants and functions."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        library: Library | None = None,
+        functions: dict[tuple[str, int], ScriptFn] | None = None,
+        methods: dict[tuple[str, int, str], ScriptFn] | None = None,
+        stdout: Callable[[str], None] | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.library = library or default_library()
+        self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
+        # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
+        # method call costs them one test
+        self.methods: dict[tuple[str, int, str], ScriptFn] = methods or {}
+        # `x.push(v)` and `s.append(x)` take fast paths unless a script defines its own
+        self.functions_named_push = self._defines_method("push")
+        self.functions_named_append = self._defines_method("append")
+        self.global_consts: dict[str, Any] = {}
+        self.operations = 0
+        self.max_operations = self.limits.max_operations
+        # compiled code counts inline and calls reached_checkpoint() past this
+        self.checkpoint: float = self.max_operations or float("inf")
+        self.string_limit = self.limits.max_string_size
+        self.array_limit = self.limits.max_array_size
+        self.map_limit = self.limits.max_map_size
+        self.variable_limit = self.limits.max_variables
+        self.max_depth = self.limits.max_call_levels
+        self.source = source
+        self._stdout = stdout or (lambda text: print(text))
+        self._this_after: Any = None
+        self.depth_hint = 0
+        self.eval_scope: dict[str, Any] = {}
+        self.eval_consts: frozenset[str] = frozenset()  # the caller's constants a running `eval` sees
+        self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
+        # `import`: what finds and loads modules (modules.ModuleLoader; None = no module can be found),
+        # the modules in sight by name (the top level's imports), and the running module's exports
+        self.module_loader: Any = None
+        self.imports: dict[str, Any] = {}
+        self.exports: dict[str, Cell] = {}
+        self.deadline: pacing.Deadline | None = None
+        self.data_limit = self.limits.max_data_size
+        self.data_meter = 0  # bytes that may be live: the last measure, plus what was built since
+        self.data_trigger = self.data_limit
+        self.entry_frame: FrameType | None = None
+        # the arrays `for` loops are walking, each gone when its loop is over (made when first needed)
+        self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
+        # compiled code checks and counts what it builds only when some size limit is set
+        self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
+
+    def _defines_method(self, name: str) -> bool:
+        """Whether the script defines a method `name(x)`, typed or not."""
+        return (name, 1) in self.functions or any(key[:2] == (name, 1) for key in self.methods)
+
+    def run(self, body: Callable[..., Any], *args: Any) -> Any:
+        """Call compiled code (`main`, a function's body) as this evaluation.
+
+        For its length, this runtime's deadline is the one that long work polls
+        (pacing.py), and this frame is the bottom of the stack whose locals the
+        data limit counts.
+        """
+        self.entry_frame = sys._getframe()
+        try:
+            with pacing.deadline_scope(self.deadline):
+                return body(self, *args)
+        finally:
+            self.entry_frame = None
+
+    # -- counting and limits ---------------------------------------------------------------
+
+    def count(self, n: int) -> None:
+        """Add `n` operations; past `max_operations` the script stops (uncatchable)."""
+        self.operations += n
+        if self.operations > self.checkpoint:
+            self.reached_checkpoint()
+
+    def reached_checkpoint(self) -> None:
+        """The operation count passed `checkpoint`: the limit, or a subclass's periodic check."""
+        if self.max_operations and self.operations > self.max_operations:
+            raise failures.too_many_operations()
+
+    def settle(self, pending: int) -> float:
+        """A loop counting in a local (codegen/control.py `counted_locally`) passed the room it had:
+        add its `pending` operations and check them; returns the room left now."""
+        self.operations += pending
+        if self.operations > self.checkpoint:
+            self.reached_checkpoint()
+        return self.checkpoint - self.operations
+
+    def enter(self, depth: int) -> None:
+        """A script function is being entered at nesting `depth` (1 = called from the top)."""
+        if depth > self.max_depth:
+            raise failures.stack_overflow()
+
+    def check_string_size(self, value: str) -> None:
+        limit = self.limits.max_string_size
+        if limit and len(value) > limit:
+            raise failures.too_large(failures.STRING_TOO_LARGE, keyed=False)
+
+    def check_array_size(self, value: list[Any] | bytearray) -> None:
+        limit = self.limits.max_array_size
+        if limit and len(value) > limit:
+            raise failures.too_large(failures.ARRAY_TOO_LARGE, keyed=False)
+
+    def check_map_size(self, value: dict[str, Any]) -> None:
+        limit = self.limits.max_map_size
+        if limit and len(value) > limit:
+            raise failures.too_large(failures.MAP_TOO_LARGE, keyed=False)
+
+    def check_size(self, value: Any) -> Any:
+        """Check any value that may have grown; returns it for chaining."""
+        kind = type(value)
+        if kind is str:
+            self.check_string_size(value)
+        elif kind is list or kind is bytearray:
+            self.check_array_size(value)
+        elif kind is dict:
+            self.check_map_size(value)
+        return value
+
+    # -- the data limit: bytes held by the whole evaluation (data_size.py) ---------------------
+
+    def charge_data(self, size: int) -> None:
+        """`size` bytes were just built or stored; past the trigger, measure what is live."""
+        self.data_meter += size
+        if self.data_meter > self.data_trigger:
+            self.measure_data()
+
+    def reserve_data(self, size: int, what: str) -> None:
+        """`size` bytes of `what` (failures.STRING_TOO_LARGE…) are about to be built: refuse
+        them now if they would not fit, rather than after building them."""
+        if self.data_limit:
+            self.data_meter += size
+            if self.data_meter > self.data_trigger:
+                self.measure_data(size, what)
+
+    def account(self, value: Any) -> Any:
+        """Count a value just built or stored toward the data limit; returns it."""
+        if self.data_limit and type(value) in _SIZED:
+            self.charge_data(data_size_of(value))
+        return value
+
+    @staticmethod
+    def data_size(value: Any) -> int:
+        return data_size_of(value)
+
+    def measure_data(self, pending: int = 0, what: str = failures.ARRAY_TOO_LARGE) -> None:
+        """Count what the evaluation holds now (plus `pending` bytes about to be built);
+        over the limit, stop it with the reference's `ErrorDataTooLarge`.
+
+        The next measure comes once as much again has been built as is left below
+        the limit, but at least an eighth of the limit later, so that measuring
+        costs little even close to the limit (which may then be passed by an eighth).
+        """
+        if self.entry_frame is None:
+            return
+        snapshots = list(self.iterating.values()) if self.iterating is not None else []
+        held = self.module_loader.held() if self.module_loader is not None else ()
+        extra = (*self.global_consts.values(), *self.eval_scope.values(), *itertools.chain(*snapshots), *held)
+        tally = _LIVE.measure(self.entry_frame, extra)
+        if tally is None:
+            return
+        live = tally.total + pending + LIST_SLOT * sum(map(len, snapshots))
+        if live > self.data_limit:
+            message = what if pending > tally.total else tally.largest()
+            raise failures.data_limit(message, self.data_limit)
+        self.data_meter = live
+        self.data_trigger = max(self.data_limit, live + self.data_limit // 8)
+
+    # -- what compiled code calls where values are built, copied and stored ------------------------
+
+    def copy(self, value: Any) -> Any:
+        """A container's copy for a second name (arrays, maps and BLOBs are values)."""
+        copied = clone(value)
+        if self.data_limit:
+            self.charge_data(data_size_of(copied))
+        return copied
+
+    def pushed(self, array: list[Any]) -> None:
+        """`array.push(x)` just appended `x` (compiled inline): check and count it."""
+        if self.array_limit:
+            self.check_array_size(array)
+        if self.data_limit:
+            item = array[-1]
+            self.data_meter += data_size_of(item) + 8 if type(item) in _SIZED else 24
+            if self.data_meter > self.data_trigger:
+                self.measure_data()
+
+    def built(self, value: Any) -> Any:
+        """A string, array, map or BLOB an operator just built (`a + b`): check and count it."""
+        self.check_size(value)
+        if self.data_limit and type(value) in _SIZED:
+            self.charge_data(data_size_of(value))
+        return value
+
+    def compound(self, op: str, current: Any, right: Any) -> Any:
+        """`x op= y` on anything but two ints; `+=` on an array, map or BLOB grows it in place."""
+        kind = type(current)
+        if op[0] == "+" and kind is str and self.string_limit:
+            added = len(right) if type(right) is str else 0
+            if len(current) + added > self.string_limit:
+                raise failures.too_large(failures.STRING_TOO_LARGE)
+        pacing.poll_size(max(pacing.work_size(current), pacing.work_size(right)))
+        result = self.check_size(ops.compound(op, current, right))
+        if self.data_limit:
+            grown = result is current and kind in _CONTAINERS
+            self.account(right if grown else result)
+        return result
+
+    def interpolate(self, parts: tuple[str, ...]) -> str:
+        """`` `a${x}b` ``, its parts already text: their total is checked before joining."""
+        if self.sizes_checked:
+            total = sum(map(len, parts))
+            if self.string_limit and total > self.string_limit:
+                raise failures.too_large(failures.STRING_TOO_LARGE)
+            if total > pacing.CHUNK:
+                pacing.poll_size(total // pacing.STRING_WORK)
+            if self.data_limit:
+                self.data_meter += total + 49
+                if self.data_meter > self.data_trigger:
+                    self.measure_data(total + 49, failures.STRING_TOO_LARGE)
+        return "".join(parts)
+
+    # -- output ------------------------------------------------------------------------------
+
+    def write_stdout(self, text: str) -> None:
+        self._stdout(text)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def print_value(self, value: Any) -> None:
+        self._stdout(to_string(value))
+
+    def debug_value(self, value: Any, pos: Pos) -> None:
+        self.debug_text(to_debug(value), pos)
+
+    def debug_text(self, text: str, pos: Pos) -> None:
+        prefix = f"{self.source} @ " if self.source else ""
+        self._stdout(f"{prefix}{pos[0]}:{pos[1]} | {text}")
+
+    # -- operators and conditions --------------------------------------------------------------
+
+    @staticmethod
+    def condition(value: Any) -> bool:
+        """Rhai has no truthiness: only bools decide (RHAI.md §7)."""
+        if value is True:
+            return True
+        if value is False:
+            return False
+        raise failures.mismatch("bool", type_name(value), keyed=False)
+
+    # -- natives ---------------------------------------------------------------------------------
+
+    def call_native(self, name: str, args: list[Any]) -> Any:
+        result = self.call_native_ref(name, args, False)
+        return result.result if type(result) is Mutated else result
+
+    def call_native_ref(self, name: str, args: list[Any], const: bool) -> Any:
+        """A native call whose first argument is a variable (passed by reference).
+
+        Returns the result, or Mutated(new_first_argument, result) for the
+        compiled code to store back. With big arguments it looks at the clock
+        first (pacing.py); what it built counts toward the data limit.
+        """
+        native = self.library.resolve(name, args)
+        if native is None:
+            if has_tagged(args):  # natives take a tagged value as its plain value
+                return self._call_untagged(name, args, const)
+            return self.library.call(self, name, args)  # raises Function not found
+        if const and not native.pure:
+            raise failures.non_pure_on_constant(name)
+        if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
+            _poll()  # a big receiver or first argument: a look at the clock first
+        result = self.library.invoke(self, native, args)
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def _call_untagged(self, name: str, args: list[Any], const: bool) -> Any:
+        """A native called with the plain values of tagged arguments; a receiver it changes
+        in place (`s.pad(5, "-")`) keeps its tag, as the reference's does."""
+        result = self.call_native_ref(name, [plain(a) for a in args], const)
+        if type(result) is Mutated and type(args[0]) in TAGGED:
+            return Mutated(with_tag(result.receiver, args[0].tag), result.result)
+        return result
+
+    def _account_native(self, result: Any) -> None:
+        kind = type(result)
+        if kind is Mutated:
+            if type(result.receiver) is str:
+                self.account(result.receiver)
+            self.account(result.result)
+        elif kind in _SIZED:
+            self.charge_data(data_size_of(result))
+
+    # -- properties and indexing --------------------------------------------------------------------
+
+    def get_prop(self, obj: Any, name: str) -> Any:
+        if type(obj) is dict:
+            return obj.get(name)
+        try:
+            return self.library.get_property(self, obj, name)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED:
+                return self.get_prop(plain(obj), name)
+            raise
+
+    def set_prop(self, obj: Any, name: str, value: Any) -> Any:
+        """Set `obj.name = value`; returns the object to store back (maps change in place)."""
+        if type(obj) is dict:
+            if obj.get(name) is value:
+                return obj  # stored back after growing in place (`o.a += x`): counted as it grew
+            obj[name] = value
+            self.check_map_size(obj)
+            self.account(value)
+            return obj
+        try:
+            return self.library.set_property(self, obj, name, value)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED or type(value) in TAGGED:
+                return self.set_prop(plain(obj), name, plain(value))
+            raise
+
+    def index_get(self, obj: Any, index: Any) -> Any:
+        try:
+            return self.library.index_get(self, obj, index)
+        except RhaiRuntimeError:
+            if type(obj) in TAGGED or type(index) in TAGGED:
+                return self.index_get(plain(obj), plain(index))
+            raise
+
+    def index_set(self, obj: Any, index: Any, value: Any, where: tuple[Pos, Pos] | None = None) -> Any:
+        """Set `obj[index] = value`; returns the container to store back.
+
+        `where` is the `[` and the `=` of the assignment: the reference reports a
+        value that has no indexer at the `[`, a value of the wrong type for a
+        character, bit or byte at the `=`, and anything about the index at the index
+        (the position of the compiled line).
+        """
+        if self.data_limit and _holds(obj, index, value):
+            return obj  # stored back after growing in place (`a[i] += x`): counted as it grew
+        try:
+            result = self.library.index_set(self, obj, index, value)
+        except RhaiRuntimeError as exc:
+            if type(obj) in TAGGED or type(index) in TAGGED:  # the value keeps its tag if it can
+                return self.index_set(plain(obj), plain(index), value, where)
+            if type(value) in TAGGED:
+                return self.index_set(obj, index, plain(value), where)
+            if where is not None and exc.pos is None:
+                if exc.kind is ErrorKind.INDEXING_TYPE:
+                    exc.pos = where[0]
+                elif isinstance(exc, failures.AssignedMismatch):
+                    exc.pos = where[1]
+            raise
+        if self.data_limit:
+            self.account(result if type(result) is str else value)
+        return result
+
+    def account_slot(self, container: Any, index: Any, value: Any) -> None:
+        """Count `value`, about to be stored at `container[index]`, unless it is there already."""
+        if not _holds(container, index, value):
+            self.account(value)
+
+    @staticmethod
+    def append_text(value: Any) -> str:
+        """What `s += value` and `s.append(value)` add to a string: a BLOB as UTF-8 text."""
+        return ops.utf8_lossy(value) if type(value) is bytearray else to_string(value)
+
+    # -- iteration ---------------------------------------------------------------------------------------
+
+    def iterate(self, value: Any) -> Iterable[Any]:
+        """What `for x in value` walks over (RHAI.md §8); arrays are copied first."""
+        kind = type(value)
+        if kind is RangeVal:
+            span: range = value.as_range()
+            return span
+        if kind is list or kind is bytearray:
+            if self.data_limit and len(value) >= pacing.POLL_SIZE:
+                return self._snapshot(value)
+            return list(value)
+        if kind is str:
+            return map(Char, value)  # one char at a time: a string never changes under the loop
+        iterator: Iterable[Any] | None = self.library.iterate(value)
+        if iterator is None:
+            if kind in TAGGED:
+                return self.iterate(plain(value))
+            raise failures.not_iterable()
+        return iterator
+
+    def _snapshot(self, value: list[Any] | bytearray) -> _Snapshot:
+        """The copy a `for` walks, kept where the data limit sees it while the loop runs
+        (a loop over `this` in a recursion makes one per level, and nothing else holds them)."""
+        snapshot = _Snapshot(value)
+        if self.iterating is None:
+            self.iterating = weakref.WeakValueDictionary()
+        self.iterating[id(snapshot)] = snapshot
+        self.charge_data(LIST_SLOT * len(snapshot))
+        return snapshot
+
+    # -- functions and pointers -------------------------------------------------------------------------
+
+    def make_fn_ptr(self, name: Any) -> FnPtr:
+        """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
+        if type(name) is not str:
+            raise failures.mismatch("string", type_name(name), keyed=False)
+        if not is_valid_function_name(name):
+            if is_reserved(name):  # the reference's parse error, raised where `Fn` is called
+                raise failures.parsing(f"Syntax error: {reserved_message(name)}", None)
+            raise failures.not_found_text(name)
+        return FnPtr(name)
+
+    def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
+        total = len(fn.curried) + arg_count
+        if fn.target is not None:
+            return getattr(fn.target, "rhai_arity", total) == total
+        if (fn.name, total) in self.functions:
+            return True
+        return self.library.has_function(fn.name, total)
+
+    def last_this(self) -> Any:
+        return self._this_after
+
+    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
+        """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
+        to this evaluation: `filter` and `map` call it with each item itself, not a copy."""
+        target = fn.target
+        if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
+            return None
+        return partial(target, self, self.depth_hint + 1, None)
+
+    def call_fn_ptr(
+        self, fn: FnPtr | str, args: Sequence[Any], this: Any = NO_THIS, depth: int | None = None
+    ) -> Any:
+        """Call a pointer: a closure, a script function or a native, by name and arity."""
+        if depth is None:
+            depth = self.depth_hint + 1
+        if type(fn) is str:
+            fn = FnPtr(fn)
+        assert isinstance(fn, FnPtr)
+        full = [*fn.curried, *args]
+        box = ThisBox(this) if this is not NO_THIS else None
+        if fn.target is not None:
+            arity = getattr(fn.target, "rhai_arity", len(full))
+            if arity != len(full):
+                raise self.not_found(fn.name, full)
+            result = fn.target(self, depth, box, *full)
+        else:
+            script = self.script_for(fn.name, len(full), box)
+            if script is not None:
+                result = script.body(self, depth, box, *full)
+            elif box is not None:
+                receiver_args = [box.v, *full]
+                result = self.call_native(fn.name, receiver_args)
+            else:
+                result = self.call_native(fn.name, full)
+        if box is not None:
+            self._this_after = box.v
+        return result
+
+    def script_for(self, name: str, arity: int, box: ThisBox | None) -> ScriptFn | None:
+        """The script function a call by name reaches: with a `this` (a method call), the
+        typed method for its type first, then the catch-all; without, the catch-all only."""
+        if box is not None and self.methods:
+            typed = self.methods.get((name, arity, type_name(box.v)))
+            if typed is not None:
+                return typed
+        return self.functions.get((name, arity))
+
+    def call_script(self, name: str, args: list[Any], depth: int, box: ThisBox | None) -> Any:
+        script = self.functions.get((name, len(args)))
+        if script is None:
+            raise self.not_found(name, args)
+        return script.body(self, depth, box, *args)
+
+    def not_found(self, name: str, args: Sequence[Any]) -> RhaiRuntimeError:
+        return failures.function_not_found(name, args)
+
+    def this_value(self, box: ThisBox | None) -> Any:
+        if box is None:
+            raise failures.unbound_this()
+        return box.v
+
+    def method(self, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
+        """`receiver.name(args)`: a map's Fn property, a script method, else a native.
+
+        Returns the result, or Mutated(new_receiver, result) when the receiver
+        changed and must be stored back.
+        """
+        if type(receiver) is dict:
+            member = receiver.get(name)
+            if type(member) is FnPtr:
+                box = ThisBox(receiver, const)
+                result = self.call_fn_ptr(member, args, receiver, depth)
+                return Mutated(self._this_after, result) if self._this_after is not receiver else result
+        if self.methods:
+            script = self.methods.get((name, len(args), type_name(receiver))) or self.functions.get(
+                (name, len(args))
+            )
+        else:
+            script = self.functions.get((name, len(args)))
+        if script is not None:
+            box = ThisBox(receiver, const)
+            result = script.body(self, depth, box, *args)
+            return Mutated(box.v, result) if box.v is not receiver else result
+        return self.call_native_ref(name, [receiver, *args], const)
+
+    # -- exceptions ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def throw(value: Any) -> RhaiRuntimeError:
+        return failures.thrown(value, to_string(value))
+
+    @staticmethod
+    def catch_value(exc: RhaiRuntimeError) -> Any:
+        """What `catch (e)` binds: the thrown value, or a map describing the error."""
+        if exc.kind == ErrorKind.RUNTIME and exc.message.startswith("Runtime error"):
+            return exc.value
+        value: dict[str, Any] = {"error": str(exc.kind)}  # the plain name, not the enum
+        if exc.kind == ErrorKind.IN_FUNCTION_CALL or (exc.kind == ErrorKind.IN_MODULE and exc.inner):
+            inner = exc.inner
+            value["message"] = (
+                f"{inner.display(exc.extras.get('source', ''))}\n{exc.message}" if inner else exc.message
+            )
+            if exc.kind == ErrorKind.IN_FUNCTION_CALL:
+                value["source"] = ""
+        else:
+            value["message"] = exc.message
+        if exc.pos is not None and exc.pos != NO_POS:
+            value["line"], value["position"] = exc.pos
+        value.update(exc.extras)
+        return value
+
+    def eval_text(self, text: Any, scope: dict[str, Any], consts: frozenset[str] = frozenset()) -> Any:
+        """`eval(text)` in `scope` (the caller's variables, `consts` among them read-only);
+        what the text assigns is written back into `scope`."""
+        if type(text) is not str:
+            raise self.not_found("eval", [text])
+        if self.eval_hook is None:
+            raise failures.host_failure("eval is not available")
+        saved, self.eval_consts = self.eval_consts, consts
+        try:
+            return self.eval_hook(self, text, scope)
+        finally:
+            self.eval_consts = saved
+
+
+def locate(
+    exc: Exception,
+    tb: TracebackType | None,
+    lines: dict[int, Pos],
+    operator_lines: set[int] | None = None,
+) -> RhaiRuntimeError:
+    """Give a Rhai error raised on a compiled line the position of that line's node.
+
+    Arithmetic errors keep no position (RHAI.md §5); stack overflow takes the
+    outermost call's position; everything else keeps the innermost one. A
+    Python exception escaping a native becomes a Rhai error here, so nothing
+    of Python leaks out of a script. Compiled code catches `Exception` only:
+    `exit()` (ExitScript), Ctrl-C and SystemExit pass through untouched.
+    """
+    if not isinstance(exc, RhaiRuntimeError):
+        exc = _from_python(exc)
+    if tb is None:
+        return exc
+    line = tb.tb_lineno
+    pos = lines.get(line)
+    if pos is None:
+        return exc
+    if exc.kind == ErrorKind.STACK_OVERFLOW:
+        exc.pos = pos
+    elif exc.pos is None:
+        if exc.kind == ErrorKind.ARITHMETIC and operator_lines is not None and line in operator_lines:
+            return exc
+        exc.pos = pos
+        inner = exc.inner
+        while inner is not None and inner.pos is None and inner.kind != ErrorKind.ARITHMETIC:
+            inner.pos = pos  # a native's own wrapper: both levels point at its call
+            inner = inner.inner
+    return exc
+
+
+def _from_python(exc: Exception) -> RhaiRuntimeError:
+    if isinstance(exc, RecursionError):
+        return failures.stack_overflow()
+    if isinstance(exc, MemoryError):
+        return failures.too_large(failures.STRING_TOO_LARGE, keyed=False)
+    log_internal_error("Rhai evaluation failed inside the interpreter", exc)
+    return failures.runtime("internal error")
+
+
+_UNWRAPPED = frozenset(
+    {ErrorKind.STACK_OVERFLOW, ErrorKind.TOO_MANY_OPERATIONS, ErrorKind.DATA_TOO_LARGE, ErrorKind.TERMINATED}
+)
+
+
+def wrap_call(exc: Exception, label: str) -> Exception:
+    """A script function's error as its caller sees it: `…\\nin call to function 'f'`."""
+    if not isinstance(exc, RhaiRuntimeError) or exc.kind in _UNWRAPPED:
+        return exc
+    return failures.call_level(label, exc)
+
+
+__all__ = [
+    "Cell",
+    "ExitScript",
+    "Limits",
+    "Runtime",
+    "ScriptFn",
+    "ThisBox",
+    "copy_value",
+    "locate",
+    "ops",
+    "wrap_call",
+]
