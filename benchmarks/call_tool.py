@@ -35,7 +35,10 @@ sys.path.insert(0, str(REPO))
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.process import Caller  # noqa: E402
+from agentkernel.identity import Caller  # noqa: E402
+from agentkernel.ports import TOOLS  # noqa: E402
+from agentkernel.testing.parts import kernel_parts  # noqa: E402
+from agentkernel.tools.calls import ToolCallService  # noqa: E402
 from agentkernel.tools.dispatch import Dispatcher  # noqa: E402
 from agentkernel.tools.results import ToolResult  # noqa: E402
 from agentkernel.types import JSONValue  # noqa: E402
@@ -138,8 +141,10 @@ def main() -> None:
         caller = kernel.caller(user_id="bench", session_id="bench")
         for tool in ("outer_js", "bare_js", "outer_rhai", "bare_rhai"):  # compile, warm up
             seconds(kernel, tool, 5, caller)
-        service = kernel._services.tools  # the benchmark times the service's dispatch from inside
-        assert service is not None
+        service = kernel_parts(kernel).services.get(
+            TOOLS
+        )  # the benchmark times the service's dispatch from inside
+        assert isinstance(service, ToolCallService)
         timed = TimedDispatch(service.dispatcher)
         service.dispatcher = timed  # type: ignore[assignment]
         print(f"call_tool, {options.calls:,} calls a round, CPU time, median of {options.rounds} rounds:")

@@ -45,7 +45,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.mcp_bridge.serving import Identity, ToolServer  # noqa: E402
+from agentkernel.mcp_serve.serving import Identity, ToolServer  # noqa: E402
 from agentkernel.server.serving import bind, run_server, server_for, url_of  # noqa: E402
 from agentkernel.types import JSONValue  # noqa: E402
 

@@ -42,7 +42,7 @@ from agentkernel import Kernel
 from agentkernel.builtins.markdown_docx import markdown_document
 from agentkernel.builtins.office import make_docx
 from agentkernel.config import load_kernel_config
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.types import JSONObject
 
 T = TypeVar("T")

@@ -45,7 +45,7 @@ from agentkernel.builtins import WORKER_PRELOAD
 from agentkernel.builtins.office import make_docx
 from agentkernel.config import CallBudget, ScriptLimits, load_kernel_config
 from agentkernel.errors import ScriptLimitError
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker
 from agentkernel.types import JSONObject

@@ -1,7 +1,7 @@
 """What bounded JSON Schema validation costs, and what it saves, against jsonschema's own.
 
 Why: every tool call's arguments and every structured answer are validated
-through schema_bounds.py, which reads the clock in every keyword and keeps
+through schemas/bounds.py, which reads the clock in every keyword and keeps
 one error per failed `anyOf`/`oneOf` branch (issue 24). Two questions:
 
 1. the price on an ordinary call: `text_stats`'s arguments validated by
@@ -30,7 +30,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, exceptions
 
-from agentkernel.schema_bounds import bounded_errors, bounded_validator
+from agentkernel.schemas.bounds import bounded_errors, bounded_validator
 
 TEXT_STATS = {
     "type": "object",

@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
-from agentkernel.fair_pool import FairPool  # noqa: E402
 from agentkernel.types import JSONObject  # noqa: E402
+from agentkernel.util.fair_pool import FairPool  # noqa: E402
 
 ARGS: JSONObject = {"text": "привет"}
 USERS = 8

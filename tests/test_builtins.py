@@ -295,6 +295,11 @@ def test_a_python_tools_function_is_only_ever_below_the_builtins_package(
         assert kernel.list_tools() == []
 
 
+def test_the_package_python_tools_are_found_in_is_the_builtins_package() -> None:
+    """config/python_package.py names it for loading a YAML, which never imports the built-ins."""
+    assert builtins.__name__ == builtins.PACKAGE
+
+
 def test_a_python_tool_whose_function_is_missing_is_a_load_problem(
     shipped: Path, project: Path, python_module: Path
 ) -> None:

@@ -227,7 +227,7 @@ def _nested_properties(levels: int) -> str:
 
 
 FOUR_BRANCHES = "{anyOf: [" + ", ".join(["{$ref: '#/$defs/NEXT'}"] * 4) + "]}"
-COSTLY_SCHEMAS = [  # schema_bounds.py: what validating calls against it could cost, measured at load
+COSTLY_SCHEMAS = [  # schemas/bounds.py: what validating calls against it could cost, measured at load
     (
         "parameters:\n  type: object\n  properties:\n    q: {type: string, pattern: '(?<'}\n",
         "7: parameters.properties.q.pattern: the pattern '(?<' is not a regular expression the kernel runs: "

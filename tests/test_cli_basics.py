@@ -252,7 +252,7 @@ HEAVY = {
     "mcp",  # the MCP SDK: ~1.5 s to import, loaded only where MCP is spoken (issue 16)
     "mcp_types",
 }
-KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.catalog"}
+KERNEL = {"agentkernel.kernel", "agentkernel.services", "agentkernel.config", "agentkernel.tools.catalog"}
 
 
 def test_version_and_help_import_nothing_heavy(tmp_path: Path) -> None:
@@ -286,16 +286,18 @@ def test_rhai_run_flags_are_the_runners() -> None:
 def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> None:
     from agentkernel import Kernel
     from agentkernel.config import load_kernel_config
+    from agentkernel.testing.parts import kernel_parts
 
     with Kernel(load_kernel_config(shipped / "config" / "kernel.yaml")) as kernel:
+        parts = kernel_parts(kernel)
         assert kernel.run_tool("text_stats", {"text": "a b"}).success
-        assert kernel._services.built() == []  # no HTTP pool, no DuckDB, no state file
-        assert repr(kernel._llm) == "DeferredProvider(None)"  # the LLM client is not built either
+        assert parts.services.built() == []  # no HTTP pool, no DuckDB, no state file
+        assert repr(parts.llm) == "DeferredProvider(None)"  # the LLM client is not built either
         tools = shipped / "config" / "scripts" / "tools"
         (tools / "who.js").write_text("function run() { return fs_list(caller().temp_dir).length; }")
         (tools / "who.yaml").write_text("kind: script_tool\nname: who\nscript: who.js\n")
         assert kernel.run_tool("who", {}, kernel.caller(session_id="s")).success
-        assert [type(s).__name__ for s in kernel._services.built()] == ["FilesService"]
+        assert [type(s).__name__ for s in parts.services.built()] == ["FilesService"]
 
 
 def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:

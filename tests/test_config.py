@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
-from agentkernel.near_miss import close_match, did_you_mean
-from agentkernel.scripting.engine import LoadedScript, ScriptEngine
+from agentkernel.scripting.contract import LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.tools.catalog import ScriptCatalog
+from agentkernel.util.near_miss import close_match, did_you_mean
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 

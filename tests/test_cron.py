@@ -23,11 +23,12 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.services.cron import job_session
 from agentkernel.services.cron_jobs import parse_job
 from agentkernel.services.cron_store import CronStore
 from agentkernel.services.memory import KIND_AGENT, KIND_USER
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
@@ -287,7 +288,7 @@ def test_s10_3_without_the_service_each_helper_throws(
 def test_a_job_fires_into_every_sink_as_its_user(
     kernel: Kernel, make_tool: ToolFactory, hook: WebhookReceiver, llm: FakeLLMServer
 ) -> None:
-    kernel._store.append("chat-1", "user", KIND_USER, "следи за ценой", user_id="anna")
+    kernel_parts(kernel).store.append("chat-1", "user", KIND_USER, "следи за ценой", user_id="anna")
     anna = kernel.caller(user_id="anna", session_id="chat-1")
     sinks = [{"type": "log"}, {"type": "webhook", "url": hook.url}, {"type": "session"}]
     assert run(kernel, make_tool, js(job(interval_secs=0.2, notify=sinks)), anna)["ok"]
@@ -332,7 +333,7 @@ def test_a_webhook_that_fails_is_retried(
     hook.status = 503
     anna = kernel.caller(user_id="anna")
     run(kernel, make_tool, js(job(interval_secs=3600, notify=[{"type": "webhook", "url": hook.url}])), anna)
-    kernel._cron.store.put(
+    kernel_parts(kernel).cron.store.put(
         "anna",
         parse_job(job(interval_secs=3600, notify=[{"type": "webhook", "url": hook.url}]), 0, 0),
         time.time() - 1,

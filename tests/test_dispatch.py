@@ -14,13 +14,14 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ScriptLimits, load_kernel_config
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import Caller
-from agentkernel.scripting.engine import LoadedScript, NoValue, ScriptEngine
-from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.identity import Caller
+from agentkernel.scripting.contract import HelperBinding, LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONValue, NoValue
 from tests.conftest import ToolFactory
 
 STATS = "function run(args) { return `${args.text.length}:${args.count ?? 0}`; }"
@@ -160,11 +161,11 @@ def test_history_is_per_session_and_newest_first(kernel: Kernel, make_tool: Tool
     for n in range(3):
         kernel.run_tool("echo", {"n": n}, alice)
     kernel.run_tool("echo", {"n": 99}, bob)
-    assert [kernel._history.get(alice, "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
-    assert kernel._history.get(alice, "echo", 3) is None
-    assert kernel._history.get(bob, "echo").content == "99"  # type: ignore[union-attr]
+    assert [kernel_parts(kernel).history.get(alice, "echo", i).content for i in range(3)] == ["2", "1", "0"]  # type: ignore[union-attr]
+    assert kernel_parts(kernel).history.get(alice, "echo", 3) is None
+    assert kernel_parts(kernel).history.get(bob, "echo").content == "99"  # type: ignore[union-attr]
     kernel.run_tool("echo", {"n": 5}, kernel.caller())  # no session: nothing recorded
-    assert kernel._history.get(alice, "echo").content == "2"  # type: ignore[union-attr]
+    assert kernel_parts(kernel).history.get(alice, "echo").content == "2"  # type: ignore[union-attr]
 
 
 def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFactory) -> None:
@@ -173,12 +174,12 @@ def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFac
     alice = kernel.caller(user_id="alice", session_id="shared")
     bob = kernel.caller(user_id="bob", session_id="shared")
     kernel.run_tool("echo", {"n": 1}, alice)
-    assert kernel._history.get(bob, "echo") is None
+    assert kernel_parts(kernel).history.get(bob, "echo") is None
     kernel.run_tool("echo", {"n": 2}, bob)
-    assert kernel._history.get(alice, "echo").content == "1"  # type: ignore[union-attr]
-    kernel._history.forget_session("alice", "shared")
-    assert kernel._history.get(alice, "echo") is None
-    assert kernel._history.get(bob, "echo").content == "2"  # type: ignore[union-attr]
+    assert kernel_parts(kernel).history.get(alice, "echo").content == "1"  # type: ignore[union-attr]
+    kernel_parts(kernel).history.forget_session("alice", "shared")
+    assert kernel_parts(kernel).history.get(alice, "echo") is None
+    assert kernel_parts(kernel).history.get(bob, "echo").content == "2"  # type: ignore[union-attr]
 
 
 def test_history_holds_a_bounded_number_of_sessions() -> None:
@@ -203,8 +204,8 @@ def test_history_is_bounded(project: Path, make_tool: ToolFactory) -> None:
     caller = kernel.caller(session_id="s")
     for n in range(5):
         kernel.run_tool("echo", {"n": n}, caller)
-    assert kernel._history.get(caller, "echo", 1).content == "3"  # type: ignore[union-attr]
-    assert kernel._history.get(caller, "echo", 2) is None
+    assert kernel_parts(kernel).history.get(caller, "echo", 1).content == "3"  # type: ignore[union-attr]
+    assert kernel_parts(kernel).history.get(caller, "echo", 2) is None
 
 
 class ExplodingEngine:
@@ -233,7 +234,7 @@ class ExplodingEngine:
 def test_crash_protection_turns_kernel_bugs_into_failed_results(
     kernel: Kernel, make_tool: ToolFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    kernel._host.engines[".boom"] = ExplodingEngine()
+    kernel_parts(kernel).host.engines[".boom"] = ExplodingEngine()
     make_tool("boom", "anything", ext=".boom")
     make_tool("fine", "function run() { return 'fine'; }")
     with caplog.at_level(logging.ERROR, logger="agentkernel.dispatch"):
@@ -304,7 +305,7 @@ def test_a_call_has_one_budget_from_compile_to_helper(
     table.register("budget_probe", probe)
     kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"), helpers=table)
     host = BudgetHost(table)
-    kernel._dispatcher.host = host
+    kernel_parts(kernel).dispatcher.host = host
     source = (
         "function run() { return String(budget_probe()); }"
         if ext == ".js"

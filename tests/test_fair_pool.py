@@ -15,7 +15,7 @@ from concurrent.futures import CancelledError, Future
 
 import pytest
 
-from agentkernel.fair_pool import FairPool
+from agentkernel.util.fair_pool import FairPool
 
 GUARD = 30.0  # seconds: only a hung test ever waits this long
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.fair_share import FairQueue
+from agentkernel.util.fair_share import FairQueue
 
 
 def test_a_user_with_none_running_goes_before_one_with_many() -> None:

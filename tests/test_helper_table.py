@@ -14,8 +14,8 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import HelperError
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import safe_folder_name
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.identity import safe_folder_name
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -221,7 +221,7 @@ def test_registering_twice_is_refused() -> None:
 
 
 def test_invoking_an_unknown_helper() -> None:
-    from agentkernel.process import Caller
+    from agentkernel.identity import Caller
 
     with pytest.raises(HelperError, match="nope: no such helper"):
         default_helper_table().invoke("nope", ScriptCall(Caller(), "test"), [])

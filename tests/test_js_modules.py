@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE
+from agentkernel.scripting.contract import MAX_SCRIPT_SIZE
 from tests.conftest import ToolFactory
 
 ONLY_HERE = "modules are imported only from the script's own folder and below"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agentkernel.json_size import json_length, json_prefix, json_within
-from agentkernel.short_text import json_preview
+from agentkernel.util.json_size import json_length, json_prefix, json_within
+from agentkernel.util.short_text import json_preview
 
 VALUES = [
     None,

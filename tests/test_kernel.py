@@ -18,11 +18,12 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
-from agentkernel.templates import TemplateSpec
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 STORES_YAML = "state:\n  db_path: data/state.db\n"
@@ -278,10 +279,10 @@ def test_end_chat_ends_its_process_and_forgets_its_tool_results(
     assert process.session_id and kernel.list_processes() == [process]
     kernel.run_tool("echo", {"n": 1}, process)
     caller = process.caller(kernel.caller().services)
-    assert kernel._history.get(caller, "echo") is not None
+    assert kernel_parts(kernel).history.get(caller, "echo") is not None
     kernel.end_chat(chat)
     assert process.terminated and kernel.list_processes() == []
-    assert kernel._history.get(caller, "echo") is None  # issue 10: evicted when the session ends
+    assert kernel_parts(kernel).history.get(caller, "echo") is None  # issue 10: evicted when the session ends
 
 
 # -- closing ----------------------------------------------------------------------------------------
@@ -333,7 +334,7 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
                 result = await kernel.chat("talker", stream=False).send("hi", quiet)
                 assert result.answer == "hello"
-                llm = kernel._llm
+                llm = kernel_parts(kernel).llm
                 assert isinstance(llm, DeferredProvider) and llm.built
             return llm
 
@@ -350,8 +351,9 @@ def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
 
     async def inside() -> None:
         kernel = Kernel(config)
-        assert kernel._llm is not None
-        assert kernel._llm.inner is not None  # type: ignore[attr-defined]  # built: it closes on a loop
+        llm = kernel_parts(kernel).llm
+        assert llm is not None
+        assert llm.inner is not None  # type: ignore[attr-defined]  # built: it closes on a loop
         with pytest.raises(RuntimeError, match=r"use `await kernel.aclose\(\)`"):
             kernel.close()
         await kernel.aclose()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.process import Caller
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
+from agentkernel.identity import Caller
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent

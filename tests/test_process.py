@@ -11,21 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.agent.processes import Process, ProcessError, ProcessState, ProcessTable
+from agentkernel.budget import BudgetExhausted, BudgetGroup
+from agentkernel.bundle import Services
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import HelperError
-from agentkernel.process import (
-    BudgetExhausted,
-    BudgetGroup,
-    Caller,
-    Process,
-    ProcessError,
-    ProcessState,
-    ProcessTable,
-    session_folder_name,
-    session_key,
-    session_temp_dir,
-)
-from agentkernel.services import Services
-from agentkernel.templates import TemplateSpec
+from agentkernel.identity import Caller, session_folder_name, session_key, session_temp_dir
 
 HELLO = TemplateSpec(
     name="hello-agent", instructions="hi", tools=("text_stats", "wordcount"), budget_tokens=100

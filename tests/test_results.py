@@ -6,10 +6,9 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import KernelLimits, WarningRule
-from agentkernel.scripting.engine import NO_VALUE
 from agentkernel.tools.results import ToolResult, finish, normalize, rule_matches, truncate
 from agentkernel.tools.visual import block_problem, validate_visual
-from agentkernel.types import JSONValue
+from agentkernel.types import NO_VALUE, JSONValue
 from tests.conftest import ToolFactory
 
 LIMITS = KernelLimits()

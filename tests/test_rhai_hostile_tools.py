@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
+from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent
@@ -159,7 +160,7 @@ def test_a_tool_whose_check_was_cut_short_runs_once_it_compiles(
     tool is missing tries it again, and a tool that loads then was answered `unknown tool`."""
     from agentkernel.errors import ScriptLimitError
 
-    host = kernel._host
+    host = kernel_parts(kernel).host
     real = host.compile
     cut_short: list[str] = []
 
@@ -195,7 +196,7 @@ def test_compiling_a_tool_stops_at_its_timeout_and_is_tried_again(
     )
     (problem,) = kernel.problems()
     assert "timeout_secs" in problem.reason
-    entry = kernel._catalog._entries[problem.path]
+    entry = kernel_parts(kernel).catalog._entries[problem.path]
     assert entry.checked is False  # a compile cut short is tried again at the next lookup
 
 
@@ -205,7 +206,7 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
     make_tool("blocked", 'fn run(args) { "blocked" }', ext=".rhai")
     assert kernel.run_tool("quick", {}).content == "quick"
     entered, release = threading.Event(), threading.Event()
-    original = kernel._host.compile
+    original = kernel_parts(kernel).host.compile
 
     def slow_compile(path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
         if threading.current_thread() is worker:  # the worker's compile takes as long as we like
@@ -213,7 +214,7 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
             release.wait(60)
         return original(path, deadline)
 
-    kernel._host.compile = slow_compile  # type: ignore[method-assign]
+    kernel_parts(kernel).host.compile = slow_compile  # type: ignore[method-assign]
     results: list[str] = []
     worker = threading.Thread(target=lambda: results.append(kernel.run_tool("blocked", {}).content))
     worker.start()

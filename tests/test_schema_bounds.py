@@ -1,4 +1,4 @@
-"""schema_bounds.py: validation that ends by its deadline, keeps few errors, and never runs Python's `re`.
+"""schemas/bounds.py: validation that ends by its deadline, keeps few errors, and never runs Python's `re`.
 
 Freezes of a whole server (another user's /healthz) are measured in
 tests/server/test_schema_freezes.py; these are the module's own promises.
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, exceptions
 
-from agentkernel.schema_bounds import (
+from agentkernel.schemas.bounds import (
     MAX_MESSAGE_CHARS,
     SchemaBounds,
     ValidationStopped,

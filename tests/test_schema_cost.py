@@ -1,4 +1,4 @@
-"""schema_cost.py: a schema's size and complexity, measured before anything is validated against it."""
+"""schemas/cost.py: a schema's size and complexity, measured before anything is validated against it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentkernel.schema_cost import CostProblem, SchemaBounds, cost_problem, describe_cost
+from agentkernel.schemas.cost import CostProblem, SchemaBounds, cost_problem, describe_cost
 
 SMALL = SchemaBounds(max_nodes=10, max_depth=4, max_chars=200)
 

@@ -1,11 +1,11 @@
-"""schema_patterns.py: a schema's patterns are measured before the `regex` module compiles them."""
+"""schemas/patterns.py: a schema's patterns are measured before the `regex` module compiles them."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentkernel.schema_cost import CostProblem
-from agentkernel.schema_patterns import MAX_PATTERN_WIDTH, patterns_problem, unrolled_width
+from agentkernel.schemas.cost import CostProblem
+from agentkernel.schemas.patterns import MAX_PATTERN_WIDTH, patterns_problem, unrolled_width
 
 MOST = 1_000_000
 

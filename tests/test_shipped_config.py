@@ -23,8 +23,10 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.ports import DUCKDB, MESSAGES, STATE
 from agentkernel.services.duck import DuckService
 from agentkernel.services.state import SqliteStateStore
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import REPO
 from tests.helpers.http_server import LocalHTTPServer
 
@@ -158,10 +160,13 @@ def test_every_store_is_attached_and_nothing_is_created_before_use(shipped: Path
     """The state store, DuckDB, the transcript and the scratch folders, all under data/, made lazily."""
     kernel = Kernel(load_kernel_config(shipped / "config" / "kernel.yaml"))
     data = shipped / "data"
-    state = kernel._services.state
-    duck = kernel._services.duckdb
+    state = kernel_parts(kernel).services.get(STATE)
+    duck = kernel_parts(kernel).services.get(DUCKDB)
     assert isinstance(state, SqliteStateStore) and state.path == data / "state.db"
     assert isinstance(duck, DuckService) and duck.root == (data / "duckdb").resolve()
-    assert kernel._services.messages is not None and kernel.config.messages_db == data / "messages.db"
+    assert (
+        kernel_parts(kernel).services.get(MESSAGES) is not None
+        and kernel.config.messages_db == data / "messages.db"
+    )
     assert kernel.config.temp_root == data / "tmp"
     assert not data.exists()

@@ -1,4 +1,4 @@
-"""The one short display of a value (agentkernel/short_text.py) that errors, logs and the chat use."""
+"""The one short display of a value (agentkernel/util/short_text.py) that errors, logs and the chat use."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentkernel.short_text import clip, json_preview, shown_value
+from agentkernel.util.short_text import clip, json_preview, shown_value
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
-from agentkernel.errors import ConfigError
-from agentkernel.templates import (
+from agentkernel.config.templates import (
     DEFAULT_MAX_TURNS,
     ModelSettings,
     TemplateSpec,
@@ -18,6 +17,7 @@ from agentkernel.templates import (
     load_template,
     load_templates,
 )
+from agentkernel.errors import ConfigError
 from tests.conftest import REPO
 
 SHIPPED = REPO / "config" / "templates"
@@ -229,7 +229,7 @@ def test_unknown_references_carry_their_line_and_a_suggestion(tmp_path: Path) ->
 def test_a_folder_read_again_parses_only_the_files_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentkernel import templates as module
+    from agentkernel.config import templates as module
 
     parsed: list[str] = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkernel.user_work import Cap, TooMuchWork, UserWork
+from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
 
 RUNS = Cap("tool runs", "server.max_running_tool_runs_per_user", 2, "wait for one to end")
 TURNS = Cap("turns", "server.max_running_turns_per_user", 1, "wait")

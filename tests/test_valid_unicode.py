@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentkernel.types import JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate, repair_text, repair_value, surrogate_warning
+from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text, repair_value, surrogate_warning
 
 
 def test_text() -> None:

@@ -2,31 +2,31 @@
 
 The public surface is what this module exports: the `Kernel` and what its
 verbs take and return, and the extension seams — a helper (`HelperTable`,
-`ScriptCall`, `default_helper_table`), a service (`Services`, handed to the
-kernel as `extra_services`) and an LLM backend (`Provider`; its value types are
-in `agentkernel.llm`). The engine room (`scripting`, `tools.dispatch`,
-`catalog`) is importable but not promised.
+`ScriptCall`, `default_helper_table`), a service (`Services`: your own are
+handed to the kernel as `extensions`, the kernel's replaced as
+`extra_services`) and an LLM backend (`Provider`; its value types are in
+`agentkernel.llm`). The engine room (`assembly`, `agent`, `tools`,
+`scripting`) is importable but not promised; docs/architecture.md draws it.
 
 Names are imported on first use (PEP 562): `import agentkernel` — which every
-command line entry point does — costs nothing, so `agentkernel --version` and
-`agentkernel rhai run` never pay for the kernel, its services or their
-libraries (issue 8: start-up time).
+command line entry point does, and the Rhai library's import too — loads
+nothing else of agentkernel, so `agentkernel --version` and `agentkernel rhai
+run` never pay for the kernel, its services or their libraries.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
-__version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     "AgentKernelError": "agentkernel.errors",
-    "Caller": "agentkernel.process",
+    "Caller": "agentkernel.identity",
     "ChatSession": "agentkernel.agent.session",
     "ConfigError": "agentkernel.errors",
     "HelperError": "agentkernel.errors",
-    "HelperTable": "agentkernel.scripting.helper_table",
+    "HelperTable": "agentkernel.helpers.table",
     "HookRecord": "agentkernel.agent.hooks",
     "HookRun": "agentkernel.agent.hooks",
     "HookSpec": "agentkernel.config",
@@ -34,16 +34,17 @@ _EXPORTS: dict[str, str] = {
     "KernelConfig": "agentkernel.config",
     "KernelLimits": "agentkernel.config",
     "LoadProblem": "agentkernel.errors",
-    "Process": "agentkernel.process",
+    "Process": "agentkernel.agent.processes",
     "Provider": "agentkernel.llm.base",
-    "ScriptCall": "agentkernel.scripting.helper_table",
+    "ScriptCall": "agentkernel.helpers.table",
     "ScriptError": "agentkernel.errors",
     "ScriptLimitError": "agentkernel.errors",
     "ScriptSyntaxError": "agentkernel.errors",
-    "Services": "agentkernel.services",
-    "TemplateSpec": "agentkernel.templates",
+    "Services": "agentkernel.bundle",
+    "TemplateSpec": "agentkernel.config.templates",
     "ToolResult": "agentkernel.tools.results",
     "ToolSpec": "agentkernel.config",
+    "__version__": "agentkernel.version",
     "default_helper_table": "agentkernel.helpers",
     "load_kernel_config": "agentkernel.config",
 }
@@ -79,7 +80,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
     from agentkernel.agent.hooks import HookRecord, HookRun
+    from agentkernel.agent.processes import Process
     from agentkernel.agent.session import ChatSession
+    from agentkernel.bundle import Services
     from agentkernel.config import (
         HookSpec,
         KernelConfig,
@@ -87,6 +90,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         ToolSpec,
         load_kernel_config,
     )
+    from agentkernel.config.templates import TemplateSpec
     from agentkernel.errors import (
         AgentKernelError,
         ConfigError,
@@ -97,13 +101,12 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
         ScriptSyntaxError,
     )
     from agentkernel.helpers import default_helper_table
+    from agentkernel.helpers.table import HelperTable, ScriptCall
+    from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
     from agentkernel.llm.base import Provider
-    from agentkernel.process import Caller, Process
-    from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-    from agentkernel.services import Services
-    from agentkernel.templates import TemplateSpec
     from agentkernel.tools.results import ToolResult
+    from agentkernel.version import __version__
 
 
 def __getattr__(name: str) -> object:

@@ -27,7 +27,7 @@ from agentkernel.builtins.markdown_docx import CODE_CHAR_STYLE, CODE_FONT, CODE_
 from agentkernel.builtins.office import DOCX_MIME, fill_contract, make_docx
 from agentkernel.config import CallBudget, ScriptLimits, load_kernel_config
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker
 from agentkernel.types import JSONObject, JSONValue

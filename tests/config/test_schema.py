@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentkernel.config import ToolSpec, load_kernel_config, load_script_spec
+from agentkernel.config.templates import load_template
 from agentkernel.errors import ConfigError
-from agentkernel.templates import load_template
 from agentkernel.testing import RulesError, load_rules
 from agentkernel.testing.cases import read_cases
 

@@ -26,15 +26,17 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.bundle import Services
 from agentkernel.config import CallBudget, KernelConfig, ScriptLimits, load_kernel_config
 from agentkernel.config.sections import parse_duck_settings
 from agentkernel.errors import ConfigError, HelperError
 from agentkernel.helpers import default_helper_table
-from agentkernel.process import Caller, safe_folder_name, session_folder_name
-from agentkernel.scripting.helper_table import ScriptCall
-from agentkernel.services import Services
+from agentkernel.helpers.table import ScriptCall
+from agentkernel.identity import Caller, safe_folder_name, session_folder_name
+from agentkernel.ports import DUCKDB
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings, without_root
 from agentkernel.services.duck_values import plain, unique_names
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
@@ -53,8 +55,8 @@ def kernel_for(config: KernelConfig, *, attach: bool = True) -> Kernel:
 
 
 def close_service(kernel: Kernel) -> None:
-    service = kernel._services.duckdb
-    if service is not None:
+    service = kernel_parts(kernel).services.get(DUCKDB)
+    if isinstance(service, DuckService):
         service.close()
 
 
@@ -81,7 +83,7 @@ def dk(make_kernel: KernelFactory) -> Kernel:
 
 
 def service(kernel: Kernel) -> DuckService:
-    found = kernel._services.duckdb
+    found = kernel_parts(kernel).services.get(DUCKDB)
     assert isinstance(found, DuckService)
     return found
 
@@ -983,7 +985,7 @@ def test_the_helpers_are_plain_python_functions(tmp_path: Path) -> None:
     """The table entry point with a hand-made caller: no engine needed, same errors."""
     duck = DuckService(tmp_path / "dbs")
     table = default_helper_table()
-    caller = Caller(user_id="u1", services=Services(duckdb=duck))
+    caller = Caller(user_id="u1", services=Services({DUCKDB: duck}))
     script_call = ScriptCall(
         caller, "test", budget=CallBudget.starting_now(ScriptLimits(10**8, 10.0, 64 << 20, 1 << 20))
     )

@@ -25,9 +25,11 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
+from agentkernel.ports import FILES
 from agentkernel.services import confined
 from agentkernel.services.files import FilesService, FilesSettings
 from agentkernel.services.scratch import ScratchJanitor
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.helpers.probes import probe_source
@@ -458,7 +460,7 @@ def race_a_link_flipper(
 def test_s14_2_racing_a_link_flipper(kernel: Kernel, temp: Path, outside: Path) -> None:
     """Another process flips `sub` between a real folder and a link to outside while writes run:
     some writes land, some are refused, none escapes."""
-    service = kernel._services.files
+    service = kernel_parts(kernel).services.get(FILES)
     assert isinstance(service, FilesService)
     outcomes = race_a_link_flipper(
         temp / "sub", outside, lambda: service.write_file(temp, "sub/victim.txt", b"pwned")
@@ -589,7 +591,7 @@ def test_list_limit(project: Path, make_tool: ToolFactory, shared: Path) -> None
 
 
 def test_concurrent_writes_of_one_file_never_mix(kernel: Kernel, temp: Path) -> None:
-    service = kernel._services.files
+    service = kernel_parts(kernel).services.get(FILES)
     assert isinstance(service, FilesService)
     versions = [bytes([65 + i]) * 200_000 for i in range(8)]
     threads = [threading.Thread(target=service.write_file, args=(temp, "same.bin", v)) for v in versions]
@@ -828,7 +830,7 @@ def test_the_quota_counts_again_before_refusing(project: Path, make_tool: ToolFa
 
 def test_the_quota_holds_against_concurrent_writers(project: Path) -> None:
     kernel = build_kernel(project, "files:\n  max_scratch_bytes: 10000\n")
-    service = kernel._services.files
+    service = kernel_parts(kernel).services.get(FILES)
     assert isinstance(service, FilesService)
     temp = kernel.caller(session_id="s", user_id="u").temp_dir
     assert temp is not None

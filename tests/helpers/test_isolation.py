@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.process import session_folder_name
+from agentkernel.identity import session_folder_name
+from agentkernel.ports import FILES
 from agentkernel.services.files import FilesService
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory
 from tests.helpers.test_files import Probe, build_kernel, race_a_link_flipper
 
@@ -137,7 +139,7 @@ def test_links_planted_in_a_read_root_are_never_followed(
 def test_a_link_flipped_in_and_out_never_lets_a_read_through(kernel: Kernel, alice: dict[str, Path]) -> None:
     """Another process flips data/shared/sub between a real folder and a link to data/ while reads
     run: each read finds the real (empty) folder or is refused, never what the link leads to."""
-    service = kernel._services.files
+    service = kernel_parts(kernel).services.get(FILES)
     assert isinstance(service, FilesService)
     data = kernel.config.root / "data"
     (data / "shared").mkdir(parents=True)

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.agent.processes import Process
+from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.config import load_kernel_config
 from agentkernel.helpers.llm import DEFAULT_MAX_TOKENS, MAX_TOKENS_CAP
 from agentkernel.llm.base import ChatMessage
 from agentkernel.llm.token_bound import MESSAGE_MARGIN, prompt_bound
-from agentkernel.process import BudgetExhausted, BudgetGroup, Process
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
@@ -438,7 +439,7 @@ def test_llm_json_refuses_an_output_schema_too_complex_before_asking(
     project: Path, make_tool: ToolFactory, llm_server: FakeLLMServer
 ) -> None:
     """The issue's 16 nested anyOf pairs: 2^16 applications against the answer `5` (7 s, +391 MiB);
-    refused by a bound counted from the schema alone (schema_cost.py), naming output_schema."""
+    refused by a bound counted from the schema alone (schemas/cost.py), naming output_schema."""
     expr = f'llm_json({{user: "a number?", output_schema: {json.dumps(nested_any_of(16))}}})'
     llm_server.add(*(Reply(text="5") for _ in range(3)))
     with llm_kernel(project, llm_server) as kernel:

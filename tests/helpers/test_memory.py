@@ -19,8 +19,9 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import memory as memory_helpers
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_RESULT, KIND_USER, SqliteMessageStore
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory
 from tests.helpers.probes import probe_source
 
@@ -235,7 +236,7 @@ def test_one_call_returns_at_most_max_result_bytes(
 
 def one_record(kernel: Kernel) -> tuple[SqliteMessageStore, Caller]:
     """The kernel's own store (opened here) holding one record of alice's, and alice as the caller."""
-    store = kernel._store.store
+    store = kernel_parts(kernel).store.store
     store.append("s1", "user", KIND_USER, "первое", user_id="alice")
     return store, kernel.caller(user_id="alice", session_id="s1")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from agentkernel.config import ToolSpec
-from agentkernel.schema_bounds import ValidationStopped, bounded_errors, bounded_validator
-from agentkernel.schema_refs import remote_refs
+from agentkernel.schemas.bounds import ValidationStopped, bounded_errors, bounded_validator
+from agentkernel.schemas.refs import remote_refs
 from agentkernel.types import JSONObject
 from tests.conftest import ToolFactory
 from tests.fakes import FakeLLMServer

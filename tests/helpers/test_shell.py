@@ -21,7 +21,9 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
+from agentkernel.ports import SHELL
 from agentkernel.services.shell import ShellService, ShellSettings
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, switched_on, write_kernel_yaml
 from tests.helpers.probes import probe_source
@@ -482,7 +484,7 @@ def test_waiting_for_a_slot_is_bounded_by_the_timeout(
     project: Path, make_tool: ToolFactory, tmp_path: Path
 ) -> None:
     kernel = build_kernel(project, "shell:\n  max_concurrent: 1\n")
-    service = kernel._services.shell
+    service = kernel_parts(kernel).services.get(SHELL)
     assert isinstance(service, ShellService)
     started, release = tmp_path / "started", tmp_path / "release"
     os.mkfifo(started)

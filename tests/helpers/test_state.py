@@ -25,6 +25,7 @@ from agentkernel.config import KernelConfig, load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import state as state_helpers
+from agentkernel.ports import STATE
 from agentkernel.services.memory import SqliteMessageStore
 from agentkernel.services.state import (
     ITEM_ROW_BYTES,
@@ -38,6 +39,7 @@ from agentkernel.services.state import (
     from_config,
     lrange_bounds,
 )
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import REPO, ToolFactory
 
 STATE_YAML = "logging:\n  state_db_path: data/state.db\n"
@@ -63,7 +65,7 @@ def kernel_for(config: KernelConfig) -> Kernel:
 
 
 def close_store(kernel: Kernel) -> None:
-    store = kernel._services.state
+    store = kernel_parts(kernel).services.get(STATE)
     if store is not None:
         store.close()
 
@@ -999,7 +1001,7 @@ def test_deeply_nested_values_from_a_script_fail_cleanly(skernel: Kernel, make_t
 @pytest.mark.parametrize("ext", ENGINES)
 def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolFactory, ext: str) -> None:
     kernel = build_kernel(project, extra_yaml="")
-    assert kernel._services.state is None
+    assert kernel_parts(kernel).services.get(STATE) is None
     js = """
     function run(args) {
         const calls = [
@@ -1224,7 +1226,7 @@ def test_concurrent_pushes_from_threads_lose_nothing(
     results = in_threads(8, lambda who: run_tool(skernel, "pusher", {"n": 200, "who": who}))
     lengths = sorted(length for lengths in results for length in lengths)
     assert lengths == list(range(1, 1601))  # every push saw a length of its own
-    store = skernel._services.state
+    store = kernel_parts(skernel).services.get(STATE)
     assert isinstance(store, SqliteStateStore)
     check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
 
@@ -1248,7 +1250,7 @@ def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFact
     make_tool("adder", source(ext, js, rhai), ext=ext)
     results = in_threads(8, lambda _: run_tool(skernel, "adder"))
     assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
-    store = skernel._services.state
+    store = kernel_parts(skernel).services.get(STATE)
     assert isinstance(store, SqliteStateStore)
     assert len(store.smembers(Namespace("global", ""), "members")) == 100
 
@@ -1360,7 +1362,7 @@ def test_a_script_is_not_held_past_its_time_limit(
         result = kernel.run_tool("writer", {}, kernel.caller())
         assert not result.success, result.content
         assert "state_set: the state store is locked by another writer" in result.content, result.content
-        store = kernel._services.state
+        store = kernel_parts(kernel).services.get(STATE)
         assert isinstance(store, SqliteStateStore)
         assert 0 < busy_timeout_ms(store) <= 500  # the script's remaining time, not the 10 s default
     finally:

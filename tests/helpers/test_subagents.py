@@ -23,8 +23,9 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.processes import Process
 from agentkernel.config import load_kernel_config
-from agentkernel.process import Process
+from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 
@@ -342,7 +343,7 @@ def test_s17_from_an_agents_turn_on_its_event_loop(
 
 def test_s17_the_caller_of_an_ended_process_gets_no_subagent(kernel: Kernel, server: FakeLLMServer) -> None:
     boss = kernel.spawn("boss", session_id="s-1")
-    caller = boss.caller(kernel._services)
+    caller = boss.caller(kernel_parts(kernel).services)
     kernel.terminate(boss.pid)
     result = kernel.run_tool("delegate", {"task": "t", "instructions": "i"}, caller)
     assert result.data == {"error": f"run_subagent: the calling process {boss.pid} is not running"}
@@ -388,7 +389,7 @@ def test_s17_a_hook_starts_a_subagent_on_the_chats_loop(
 
         result = asyncio.run(chat.send("вопрос", collect))
         assert result.answer == "Ответ."
-        assert kernel._home.owns_loop is False
+        assert kernel_parts(kernel).home.owns_loop is False
     assert [e.data["text"] for e in events if e.kind == "notice"] == ["мнение: годится"]
 
 

@@ -71,7 +71,7 @@ def test_structured_answer_feeds_each_problem_into_the_next_ask() -> None:
     )
 
 
-# -- patterns: matched with a deadline, never by Python's backtracking `re` (schema_bounds.py) ----
+# -- patterns: matched with a deadline, never by Python's backtracking `re` (schemas/bounds.py) ----
 
 EVIL = "^(a|aa)+$"  # exponential backtracking on "aaaa…!"
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.agent.processes import Process, ProcessTable
+from agentkernel.budget import BudgetExhausted
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.llm import ChatMessage, ToolCall, ToolSchema, Usage
 from agentkernel.llm.token_bound import (
     ANSWER_ROOM,
@@ -23,8 +26,6 @@ from agentkernel.llm.token_bound import (
     message_bound,
     prompt_bound,
 )
-from agentkernel.process import BudgetExhausted, Process, ProcessTable
-from agentkernel.templates import TemplateSpec
 
 
 def spawn(tmp_path: Path, budget: int | None) -> Process:
@@ -58,7 +59,7 @@ def test_prompt_tokens_are_exact_for_what_the_server_counted() -> None:
 
 def test_without_a_limit_nothing_is_held(tmp_path: Path) -> None:
     process = spawn(tmp_path, None)
-    with held_for(process, 10**9, None, None) as max_tokens:
+    with held_for(process.budget, 10**9, None, None) as max_tokens:
         assert max_tokens is None and process.budget.held == 0
     with held_for(None, 5, 300, None) as max_tokens:
         assert max_tokens == 300
@@ -66,13 +67,18 @@ def test_without_a_limit_nothing_is_held(tmp_path: Path) -> None:
 
 def test_a_call_holds_its_bound_and_room_and_shrinks_only_at_the_end(tmp_path: Path) -> None:
     process = spawn(tmp_path, 1000)
-    with held_for(process, 100, 300, None) as max_tokens:
+    with held_for(process.budget, 100, 300, None) as max_tokens:
         assert max_tokens == 300 and process.budget.held == 400
         process.charge(250)
     assert process.budget.held == 0 and process.budget.remaining == 750
-    with held_for(process, 100, None, None) as max_tokens:  # no max_tokens: all that is left, < ANSWER_ROOM
+    with held_for(
+        process.budget, 100, None, None
+    ) as max_tokens:  # no max_tokens: all that is left, < ANSWER_ROOM
         assert max_tokens == 650 and ANSWER_ROOM > 650
-    with pytest.raises(BudgetExhausted, match=r"^caller budget exhausted$"), held_for(process, 750, 10, None):
+    with (
+        pytest.raises(BudgetExhausted, match=r"^caller budget exhausted$"),
+        held_for(process.budget, 750, 10, None),
+    ):
         pass
     assert process.budget.held == 0
 
@@ -93,12 +99,12 @@ def test_a_call_waits_for_calls_in_flight_rather_than_shrink_or_fail(tmp_path: P
             return bool(self.signal.wait(timeout))
 
     def second() -> None:
-        with held_for(process, 100, 500, 60) as max_tokens:
+        with held_for(process.budget, 100, 500, 60) as max_tokens:
             second_got.append(max_tokens)
             process.charge(300)
 
     with ThreadPoolExecutor(1) as pool:
-        with held_for(process, 100, 700, None) as first_room:
+        with held_for(process.budget, 100, 700, None) as first_room:
             assert first_room == 700 and process.budget.held == 800
             process.budget.release_signal = Observed  # type: ignore[method-assign,assignment]
             waiting = pool.submit(second)
@@ -116,7 +122,7 @@ def test_twenty_parallel_calls_never_pass_the_limit(tmp_path: Path) -> None:
 
     def one(_: int) -> None:
         try:
-            with held_for(process, 200, 400, 60) as max_tokens:
+            with held_for(process.budget, 200, 400, 60) as max_tokens:
                 assert max_tokens is not None and max_tokens >= 1
                 process.charge(200 + max_tokens)  # the whole room used, the worst case
                 with lock:
@@ -134,7 +140,7 @@ def test_a_stop_while_waiting_holds_nothing(tmp_path: Path) -> None:
     process = spawn(tmp_path, 1000)
 
     async def main() -> None:
-        with held_for(process, 100, 800, None):
+        with held_for(process.budget, 100, 800, None):
             waiter = asyncio.ensure_future(_hold(process))
             await asyncio.sleep(0)  # it starts, finds 900 held, and waits
             assert not waiter.done()
@@ -147,5 +153,5 @@ def test_a_stop_while_waiting_holds_nothing(tmp_path: Path) -> None:
 
 
 async def _hold(process: Process) -> None:
-    async with held_for_async(process, 100, 800):
+    async with held_for_async(process.budget, 100, 800, process.deadline):
         pass

@@ -26,11 +26,12 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.processes import Process
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
+from agentkernel.config.templates import load_template
 from agentkernel.errors import ConfigError
-from agentkernel.process import Process
-from agentkernel.templates import load_template
+from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONObject
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
@@ -347,10 +348,10 @@ def test_closing_from_async_code_lets_the_loop_run_while_servers_stop(lone: Kern
 
 def test_listing_starts_the_server_lazily(lone: Kernel) -> None:
     process = lone.spawn("agent")
-    assert not lone._outside.running("outside")  # spawning starts nothing
+    assert not kernel_parts(lone).outside.running("outside")  # spawning starts nothing
     names = [s.name for s in lone.list_tools(process)]
     assert "outside__crash" in names  # no `tools:` filter: every tool
-    assert lone._outside.running("outside")
+    assert kernel_parts(lone).outside.running("outside")
 
 
 # -- streamable HTTP -----------------------------------------------------------------------------
@@ -616,7 +617,7 @@ def test_a_running_server_s_new_tools_are_offered_once_listed_again(
 ) -> None:
     """What a server offers may change while it runs: its list is asked for again (RELIST_SECS, or when
     it says so with tools/list_changed), and the new tool takes the one path like the others."""
-    from agentkernel.mcp_bridge import client_pool
+    from agentkernel.tools.sources.mcp import client_pool
 
     process = lone.spawn("agent")
     assert "outside__sprout" not in [s.name for s in lone.list_tools(process)]
@@ -632,8 +633,8 @@ def test_a_running_server_s_new_tools_are_offered_once_listed_again(
 def test_a_server_s_list_changed_notification_makes_its_list_stale() -> None:
     import mcp_types
 
-    from agentkernel.mcp_bridge.client_pool import _Connection
-    from agentkernel.mcp_bridge.servers_config import McpServerSpec
+    from agentkernel.config.mcp_servers import McpServerSpec
+    from agentkernel.tools.sources.mcp.client_pool import _Connection
 
     connection = _Connection(McpServerSpec(name="far", command="x"))
     connection.listed, connection.listed_at = [], time.monotonic()

@@ -1,6 +1,6 @@
 """A template whose MCP server serves that same template is refused at once, not awaited (S23.7).
 
-Without the chain (mcp_bridge/nesting.py) `agentkernel mcp serve --template
+Without the chain (tools/sources/mcp/nesting.py) `agentkernel mcp serve --template
 loop` named in `loop`'s own `mcp_servers:` starts itself again and again,
 each level waiting on the next until the start timeout; and `/mcp/loop`
 asked by `loop`'s own server waits on itself. Real subprocesses and the real
@@ -19,7 +19,7 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
-from agentkernel.mcp_bridge.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded, template_entry
+from agentkernel.tools.sources.mcp.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded, template_entry
 from tests.mcp_bridge.test_consume import make_project, write
 from tests.mcp_bridge.test_serve_http import ACCEPT, INITIALIZE, live_server
 

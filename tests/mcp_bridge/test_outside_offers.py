@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from agentkernel.config import KernelLimits
-from agentkernel.mcp_bridge.client_pool import ListedTool
-from agentkernel.mcp_bridge.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
-from agentkernel.mcp_bridge.servers_config import McpServerSpec
+from agentkernel.config.mcp_servers import McpServerSpec
+from agentkernel.tools.sources.mcp.client_pool import ListedTool
+from agentkernel.tools.sources.mcp.outside import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS, OutsideTools
 from agentkernel.types import JSONObject
 
 SERVER = McpServerSpec(name="far", command="far-server")
@@ -77,7 +77,7 @@ def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch:
     from mcp import Client
     from mcp.server.lowlevel.server import Server
 
-    from agentkernel.mcp_bridge import client_pool
+    from agentkernel.tools.sources.mcp import client_pool
 
     pages: list[str | None] = []
 
@@ -96,7 +96,7 @@ def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch:
 
 
 def test_a_schema_too_costly_to_validate_against_is_not_offered_naming_server_tool_and_setting() -> None:
-    """Measured before any call is validated (schema_bounds.py): the issue's nested anyOf pairs, a bad
+    """Measured before any call is validated (schemas/bounds.py): the issue's nested anyOf pairs, a bad
     pattern; the rest of the server's tools are offered."""
     from tests.test_schema_cost import nested_any_of
 

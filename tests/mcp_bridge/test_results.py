@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from agentkernel.mcp_bridge.results import WARNINGS_META_KEY, call_result
+from agentkernel.mcp_serve.results import WARNINGS_META_KEY, call_result
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import VisualBlock
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agentkernel.mcp_bridge.stderr_tail import StderrTail
+from agentkernel.tools.sources.mcp.stderr_tail import StderrTail
 
 
 def run_writing(tail: StderrTail, code: str) -> None:

@@ -24,8 +24,9 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
-from agentkernel.fair_pool import FairPool
 from agentkernel.llm.fair_slots import FairSlots
+from agentkernel.testing.parts import kernel_parts
+from agentkernel.util.fair_pool import FairPool
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
@@ -121,13 +122,15 @@ def serve(kernel_yaml: Path) -> LiveServer:
 
 def slots_of(kernel: Kernel) -> FairSlots:
     """The kernel's LLM slots (the provider is built on the first LLM call), to wait on their counts."""
-    provider: Any = kernel._llm  # a test reads the queue it is about; nothing is changed through it
+    provider: Any = kernel_parts(
+        kernel
+    ).llm  # a test reads the queue it is about; nothing is changed through it
     slots: FairSlots = provider.inner.slots
     return slots
 
 
 def pool_of(kernel: Kernel) -> FairPool:
-    return kernel._script_pool  # read only, as slots_of
+    return kernel_parts(kernel).script_pool  # read only, as slots_of
 
 
 def test_a_freed_llm_slot_goes_to_the_user_with_none_ahead_of_the_flooders_queue(

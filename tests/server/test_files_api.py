@@ -277,7 +277,7 @@ def test_a_file_gone_with_its_scratch_folder_is_404(live_files: LiveServer, alic
 
 
 def scratch_gone(removed: list[Path], live: LiveServer, session: str) -> bool:
-    from agentkernel.process import session_folder_name
+    from agentkernel.identity import session_folder_name
 
     return session_folder_name("alice", session) in {folder.name for folder in removed}
 

@@ -5,7 +5,7 @@ end holding the GIL: a `pattern` of a tool's own YAML `parameters`
 (`^([a-z]+)*$`) or of a consumed MCP server's inputSchema (`^(a|a)*$`)
 with thirty-one letters and a `!` stopped the whole `agentkernel serve`
 for minutes. Now every schema pattern is matched by the `regex` module,
-without the GIL and only until the call's deadline (schema_bounds.py).
+without the GIL and only until the call's deadline (schemas/bounds.py).
 
 Real processes: `agentkernel serve` with two token users, the outside MCP
 server (tests/mcp_bridge/outside_server.py) over stdio. Alice attacks;

@@ -1,4 +1,4 @@
-"""The address classes behind the HTTP helpers' refusals (services/addresses.py), one case per row."""
+"""The address classes behind the HTTP helpers' refusals (util/addresses.py), one case per row."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from agentkernel.services.addresses import class_of_network, classify, is_metadata_name, parse_numeric_host
+from agentkernel.util.addresses import class_of_network, classify, is_metadata_name, parse_numeric_host
 
 
 @pytest.mark.parametrize(

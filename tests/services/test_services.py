@@ -1,4 +1,4 @@
-"""The `Services` bundle: typed fields, built on first use, one accessor for a missing one (DESIGN rule 4)."""
+"""The `Services` bundle: services by typed key, built on first use, one text for a missing one (rule 4)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel.services import MISSING, Later, MissingService, Services
+from agentkernel.bundle import MissingService, ServiceKey, Services
+from agentkernel.ports import DUCKDB, FILES, HTTP, SHELL, STATE, Files
 from agentkernel.services.files import FilesService
+from agentkernel.util.environment import Environment
+from agentkernel.util.later import Later
 
 
 def test_a_missing_service_raises_the_contracts_text() -> None:
     services = Services()
     with pytest.raises(MissingService) as caught:
-        services.require("state", "state_get")
+        services.require(STATE, "state_get")
     # S11.3 and docs/scripts.md give this text whole
     assert str(caught.value) == (
         "state_get: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
     )
     with pytest.raises(MissingService, match=r"^http_get: no http service attached to this kernel$"):
-        services.require("http", "http_get")  # S8.2, docs/scripts.md "no HTTP service"
-    for name in ("duckdb", "files", "shell"):  # one wording for the services the manual does not spell
-        assert MISSING[name] == f"no {name} service attached to this kernel"
+        services.require(HTTP, "http_get")  # S8.2, docs/scripts.md "no HTTP service"
+    for key in (DUCKDB, FILES, SHELL):  # one wording for the services the manual does not spell
+        assert key.missing == f"no {key.name} service attached to this kernel"
 
 
 def test_a_later_service_is_built_once_on_first_read(tmp_path: Path) -> None:
@@ -33,14 +36,14 @@ def test_a_later_service_is_built_once_on_first_read(tmp_path: Path) -> None:
         made.append(FilesService(root=tmp_path))
         return made[-1]
 
-    services = Services(files=Later(build))
+    services = Services({FILES: Later(build)})
     assert services.built() == [] and made == []  # nothing is built to be closed unless it was used
 
-    seen: list[FilesService | None] = []
+    seen: list[Files | None] = []
 
     def read() -> None:
         go.wait()
-        seen.append(services.files)
+        seen.append(services.get(FILES))
 
     threads = [threading.Thread(target=read) for _ in range(8)]
     for thread in threads:
@@ -48,7 +51,7 @@ def test_a_later_service_is_built_once_on_first_read(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert len(made) == 1 and seen == made * 8
-    assert services.require("files", "fs_read") is made[0]
+    assert services.require(FILES, "fs_read") is made[0]
     assert services.built() == made
 
 
@@ -69,9 +72,29 @@ def test_a_factory_that_fails_is_asked_again() -> None:
 
 def test_none_detaches_and_a_built_service_is_kept(tmp_path: Path) -> None:
     files = FilesService(root=tmp_path)
-    services = Services(files=files, shell=None)
-    assert services.files is files and services.shell is None
+    services = Services({FILES: files, SHELL: None})
+    assert services.get(FILES) is files and services.get(SHELL) is None
     assert services.built() == [files]
+
+
+def test_without_an_environment_env_var_reads_the_processes_own() -> None:
+    """What a bare Caller has; the kernel gives its own, its secrets denied."""
+    assert Services().environment.deny == ()
+    given = Environment(deny=("*",))
+    assert Services(environment=given).environment is given
+
+
+def test_a_service_is_typed_by_its_key() -> None:
+    """A new service: a key naming its port and its text; `require` gives the port's type back."""
+
+    class Greeter:
+        def greet(self, name: str) -> str:
+            return f"hello, {name}"
+
+    greeter = ServiceKey[Greeter]("greeter", "no greeter attached to this kernel")
+    assert Services({greeter: Greeter()}).require(greeter, "greet").greet("Вера") == "hello, Вера"
+    with pytest.raises(MissingService, match=r"^greet: no greeter attached to this kernel$"):
+        Services().require(greeter, "greet")
 
 
 def test_your_own_service_is_found_by_name_and_type() -> None:

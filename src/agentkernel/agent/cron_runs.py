@@ -22,18 +22,16 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentkernel.fair_pool import FairPool
+from agentkernel.agent.loop import EndReason, LoopEvent
+from agentkernel.agent.session import ChatSession
+from agentkernel.ports import Http, MessageStore
 from agentkernel.services.cron import RunOutcome, job_session
 from agentkernel.services.cron_jobs import Sink, rfc3339
 from agentkernel.services.cron_store import Claim
-
-if TYPE_CHECKING:
-    from agentkernel.agent.loop import LoopEvent
-    from agentkernel.agent.session import ChatSession
-    from agentkernel.services.http import HttpService
-    from agentkernel.services.memory import MessageStore
+from agentkernel.services.memory import KIND_AGENT
+from agentkernel.util.fair_pool import FairPool
 
 log = logging.getLogger("agentkernel.cron")
 
@@ -51,14 +49,12 @@ class CronRuns:
     open_chat: Callable[..., ChatSession]
     end_chat: Callable[[ChatSession], None]
     messages: Callable[[], MessageStore]
-    http: Callable[[], HttpService]
+    http: Callable[[], Http]
     webhook_attempts: int
     pool: FairPool  # a webhook's wait, in its owner's queue: never the loop's default threads
 
     async def run(self, claim: Claim) -> RunOutcome:
         """The job's agent on its prompt, to the loop's end; cancelled with the run's timeout."""
-        from agentkernel.agent.loop import EndReason
-
         errors: list[str] = []
 
         async def collect(event: LoopEvent) -> None:
@@ -126,8 +122,6 @@ class CronRuns:
             pause = min(pause * 2, LONGEST_PAUSE_SECS)
 
     def _record(self, claim: Claim, sink: Sink, outcome: RunOutcome) -> None:
-        from agentkernel.services.memory import KIND_AGENT
-
         assert sink.session_id is not None
         text = outcome.answer if outcome.ok else f"cron job {claim.name!r} failed: {outcome.error}"
         meta: dict[str, Any] = {

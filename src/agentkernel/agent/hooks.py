@@ -19,12 +19,11 @@ from pathlib import Path
 from agentkernel.agent.verdicts import parse_after_turn, parse_before_user_message, received
 from agentkernel.config import HOOK_EVENTS, HookSpec, KernelLimits
 from agentkernel.errors import ScriptError
-from agentkernel.process import Caller
-from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
+from agentkernel.identity import Caller
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_text
+from agentkernel.types import JSONObject, JSONValue, NoValue
+from agentkernel.util.valid_unicode import repair_text
 
 log = logging.getLogger("agentkernel.hooks")
 

@@ -25,9 +25,12 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
-from agentkernel.catalog import ScriptCatalog
+from agentkernel.agent.processes import Process
+from agentkernel.budget import BudgetExhausted
+from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
-from agentkernel.fair_pool import FairPool
+from agentkernel.config.templates import TemplateSpec
+from agentkernel.identity import Caller
 from agentkernel.llm.base import (
     ChatMessage,
     Completion,
@@ -40,13 +43,12 @@ from agentkernel.llm.base import (
     ToolSchema,
 )
 from agentkernel.llm.token_bound import held_for_async
-from agentkernel.process import BudgetExhausted, Caller, Process
-from agentkernel.services import Services
-from agentkernel.short_text import clip
-from agentkernel.templates import TemplateSpec
+from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.fair_pool import FairPool
+from agentkernel.util.short_text import clip
 
 log = logging.getLogger("agentkernel.loop")
 T = TypeVar("T")
@@ -408,7 +410,7 @@ class AgentLoop:
         reports no usage for a stream cut short).
         """
         bound = process.prompt_tokens.bound(messages, tools)
-        async with held_for_async(process, bound, settings.max_tokens) as max_tokens:
+        async with held_for_async(process.budget, bound, settings.max_tokens, process.deadline) as max_tokens:
             request = CompletionRequest(
                 messages=tuple(messages),
                 tools=tools,

@@ -6,8 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings
+from agentkernel.agent.processes import Process
 from agentkernel.llm.base import ChatMessage
-from agentkernel.process import Process
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agentkernel.json_size import json_length
-from agentkernel.short_text import json_preview
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_value, surrogate_warning
+from agentkernel.util.json_size import json_length
+from agentkernel.util.short_text import json_preview
+from agentkernel.util.valid_unicode import repair_value, surrogate_warning
 
 ROLES = frozenset({"system", "user", "assistant"})
 

@@ -1,4 +1,4 @@
-"""The kernel's built-in tools and hooks (issue 15 §1).
+"""The kernel's built-in tools and hooks.
 
 Each built-in is an ordinary tool or hook YAML with its script, in
 `tools/` and `hooks/` here, loaded after the project's own folders and
@@ -18,7 +18,7 @@ this package, plain values and bytes in and out).
 
 A template still opts in by name, as for any tool. A project tool or hook
 of the same name as a built-in is a load problem naming both, unless its
-YAML says `overrides: builtin` (catalog.py).
+YAML says `overrides: builtin` (tools/catalog.py).
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from agentkernel.config.python_package import PACKAGE
+
 HERE = Path(__file__).resolve().parent
 TOOLS_FOLDER = HERE / "tools"
 HOOKS_FOLDER = HERE / "hooks"
 FOLDERS = (TOOLS_FOLDER, HOOKS_FOLDER)
-PACKAGE = __name__  # a python_tool's module lives below this package
+# PACKAGE (config/python_package.py) is this package: a python_tool's module lives below it
 # what a worker process imports before its first call, so no call pays for it
 WORKER_PRELOAD = (
     "docx",

@@ -1,4 +1,4 @@
-"""`make_docx` and `fill_contract`: the built-in Word tools (issue 15, S6.2), in Python.
+"""`make_docx` and `fill_contract`: the built-in Word tools (S6.2), in Python.
 
 They are Python, not scripts, because the work is a library's
 (markdown-it-py and python-docx) and no helper exposes it. Otherwise they
@@ -21,16 +21,17 @@ whose `path` the server swaps for a download id (server/downloads.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from agentkernel.builtins import Worker
+from agentkernel.config import ReadRoot
 from agentkernel.errors import HelperError, ScriptError
-from agentkernel.short_text import shown_value
+from agentkernel.helpers.files import write_scratch_file
+from agentkernel.helpers.table import ScriptCall
+from agentkernel.ports import FILES, Files
+from agentkernel.services.confined import NotFound, PathRefused
+from agentkernel.services.files import FilesService
 from agentkernel.types import JSONObject, JSONValue
-
-if TYPE_CHECKING:
-    from agentkernel.builtins import Worker
-    from agentkernel.scripting.helper_table import ScriptCall
-    from agentkernel.services.files import FilesService
+from agentkernel.util.short_text import shown_value
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DEFAULT_TEMPLATE = "dogovor.docx"  # shipped beside this module, in office_templates/
@@ -52,7 +53,7 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Wo
             f"make_docx: content is {len(content):,} characters, over the {limit:,}-character limit "
             "(max_content_chars in make_docx.yaml); split the document"
         )
-    from agentkernel.builtins.office_work import render_markdown
+    from agentkernel.builtins.office_work import render_markdown  # python-docx: in the worker, not here
 
     made, paragraphs, tables = worker(render_markdown, content)
     path = _write("make_docx", call, name, made)
@@ -65,7 +66,7 @@ def make_docx(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Wo
 
 def fill_contract(args: JSONObject, config: JSONObject, call: ScriptCall, worker: Worker) -> JSONValue:
     """The .docx `template` with its `{{field}}`s filled from `data`, written as `name`; a file block."""
-    from agentkernel.builtins.office_work import fill_template
+    from agentkernel.builtins.office_work import fill_template  # python-docx: in the worker, not here
 
     name = _docx_name("fill_contract", args.get("name"), "name")
     data = args.get("data")
@@ -131,8 +132,6 @@ def _result(summary: str, name: str, path: str) -> JSONObject:
 
 def _write(tool: str, call: ScriptCall, name: str, data: bytes) -> str:
     """Write the file where fs_write_bytes would, by its rules; the absolute path written."""
-    from agentkernel.helpers.files import write_scratch_file
-
     try:
         return write_scratch_file(tool, call, name, data)
     except HelperError as exc:
@@ -159,7 +158,7 @@ def _template(value: JSONValue, config: JSONObject, call: ScriptCall) -> tuple[b
             f"{DEFAULT_TEMPLATE} (the default contract)"
         )
     name = _docx_name("fill_contract", value, "template")
-    service: FilesService = call.caller.services.require("files", "fill_contract")
+    service = call.caller.services.require(FILES, "fill_contract")
     folder = config.get("templates_dir", TEMPLATES_DIR)
     if not isinstance(folder, str) or not folder:
         raise ScriptError(f"the tool's YAML: templates_dir must be a folder, got {_kind(folder)}")
@@ -174,12 +173,8 @@ def _template(value: JSONValue, config: JSONObject, call: ScriptCall) -> tuple[b
     raise ScriptError(f"fill_contract: template {shown_value(name)} is neither in {searched}")
 
 
-def _read_in(service: FilesService, folder: Path, name: str, where: str) -> bytes | None:
+def _read_in(service: Files, folder: Path, name: str, where: str) -> bytes | None:
     """`folder/name` read as the files service reads (confined to `folder`); None when it is not there."""
-    from agentkernel.config import ReadRoot
-    from agentkernel.services.confined import NotFound, PathRefused
-    from agentkernel.services.files import FilesService
-
     if not folder.is_dir():
         return None
     reader = FilesService(service.settings, root=service.root, roots=[ReadRoot(folder, where)])

@@ -17,7 +17,7 @@ import zipfile
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.errors import ScriptError
-from agentkernel.short_text import shown_value
+from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from docx.document import Document
@@ -33,7 +33,7 @@ _WORD_MAIN_TYPES = (
 
 def render_markdown(text: str) -> tuple[bytes, int, int]:
     """Markdown → the .docx file's bytes, its number of paragraphs and of tables."""
-    from agentkernel.builtins.markdown_docx import markdown_document
+    from agentkernel.builtins.markdown_docx import markdown_document  # python-docx, markdown-it: on first use
 
     document = markdown_document(text)
     return _saved(document), len(document.paragraphs), len(document.tables)
@@ -47,7 +47,12 @@ def fill_template(
     `shown` is how messages name the template; `max_unpacked` bounds its
     files unzipped (max_template_unpacked_bytes), checked before it opens.
     """
-    from agentkernel.builtins.docx_fields import FieldProblem, field_names, field_values, fill_fields
+    from agentkernel.builtins.docx_fields import (  # python-docx: on first use
+        FieldProblem,
+        field_names,
+        field_values,
+        fill_fields,
+    )
 
     document = _open_docx(template, shown, max_unpacked)
     try:

@@ -1,7 +1,7 @@
 """What every command shares: exit codes, global flags, logging, finding the project, quiet pipes.
 
 Nothing here imports the kernel at module level: `agentkernel --version` and
-`agentkernel rhai run` load this module and must stay fast (issue 8).
+`agentkernel rhai run` load this module and must stay fast.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def setup_logging(verbosity: int) -> None:
     # console.log output is what a script author runs the CLI to see; debug with -vv.
     logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
     if verbosity == 0:  # the commands print load problems themselves, once
-        logging.getLogger("agentkernel.catalog").setLevel(logging.ERROR)
+        logging.getLogger("agentkernel.tools.catalog").setLevel(logging.ERROR)
 
 
 def load_kernel(
@@ -123,7 +123,7 @@ def load_project_config(prog: str, config: Path | str | None) -> KernelConfig:
 
 def config_exit(prog: str, exc: ConfigError) -> SystemExit:
     """Print a kernel.yaml problem (file, line, field) on stderr; the exit (1) to raise."""
-    from agentkernel.cli.project_view import config_problem, problem_text
+    from agentkernel.cli.problems import config_problem, problem_text  # pathlib, YAML: on a failure only
 
     shown = problem_text(config_problem(exc)) if exc.path is not None else str(exc)
     print(f"{prog}: {shown}", file=sys.stderr)

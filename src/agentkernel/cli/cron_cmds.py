@@ -7,7 +7,7 @@ run stopped then is given back to the store and runs at the next start. A
 static job of kernel.yaml that is wrong stops it with exit 1 and the
 field at fault. `cron list` shows every user's jobs (one user's with
 `--user`); `cron cancel NAME --user U` removes one, exit 1 when U had none.
-Building the parser imports nothing beyond argparse (issue 8).
+Building the parser imports nothing beyond argparse.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _run(options: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
     from agentkernel.errors import HelperError
 
     logging.getLogger("agentkernel.cron").setLevel(min(logging.INFO, logging.getLogger().level))
@@ -88,7 +88,7 @@ async def _schedule(kernel: Kernel) -> None:
 
 
 def _list(options: argparse.Namespace) -> int:
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
 
     with load_kernel("agentkernel cron list", options.config, live=False) as kernel:
         path = kernel.config.cron.db_path
@@ -134,7 +134,7 @@ def _timing(timing: object) -> str:
 
 
 def _cancel(options: argparse.Namespace) -> int:
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
 
     with load_kernel("agentkernel cron cancel", options.config, live=False) as kernel:
         path = kernel.config.cron.db_path

@@ -15,7 +15,7 @@
 
 `-v` and `--config FILE` may come before or after the subcommand. Each
 command imports only what it needs, when it runs: building this parser loads
-no kernel, no service and no third-party library (issue 8: start-up time).
+no kernel, no service and no third-party library: start-up stays short.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-from agentkernel import __version__
 from agentkernel.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -34,6 +33,7 @@ from agentkernel.cli.common import (
     quiet_broken_pipe,
     setup_logging,
 )
+from agentkernel.version import __version__
 
 # subcommand -> the module that adds its parser and runs it (`add_parser`, `run_command`)
 COMMANDS = {

@@ -1,8 +1,8 @@
 """`agentkernel mcp serve`: the project's tools for any MCP client (Claude Desktop, Cursor, …) over stdio.
 
 stdout carries nothing but MCP; logs go to stderr. Building the parser
-imports nothing; the SDK (~1.5 s to import) is loaded when `mcp serve`
-runs (issue 8: start-up time).
+imports nothing; the SDK, slow to import, is loaded when `mcp serve`
+runs.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def run_command(options: argparse.Namespace) -> int:
             kernel.close()
             print(f"agentkernel mcp serve: --template: {exc}", file=sys.stderr)
             return EXIT_NOT_FOUND
-    from agentkernel.mcp_bridge.nesting import inherited_chain, loop_problem
+    from agentkernel.tools.sources.mcp.nesting import inherited_chain, loop_problem
 
     if options.template is not None:  # every tool (no template) offers no outside tool: it cannot loop
         problem = loop_problem(inherited_chain(), kernel.config.root, options.template)
@@ -58,7 +58,7 @@ def run_command(options: argparse.Namespace) -> int:
             return EXIT_USAGE
     import anyio
 
-    from agentkernel.mcp_bridge.serving import Identity, serve_stdio
+    from agentkernel.mcp_serve.serving import Identity, serve_stdio
 
     identity = Identity(user, str(uuid.uuid4()), options.template)  # one session for the connection
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in a terminal: the client is gone anyway

@@ -19,33 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.cli.common import load_kernel
+from agentkernel.cli.problems import config_problem, problem_json, problem_text, shown_path
+
 if TYPE_CHECKING:
     from agentkernel.config import ToolSpec
-    from agentkernel.errors import ConfigError, LoadProblem
+    from agentkernel.errors import LoadProblem
+    from agentkernel.identity import Caller
     from agentkernel.kernel import Kernel
-    from agentkernel.process import Caller
 
 EXIT_OK, EXIT_PROBLEMS = 0, 1
-
-
-# -- showing problems ------------------------------------------------------------------------
-
-
-def shown_path(path: Path | str) -> str:
-    """`path` relative to the working directory when it lies under it, else as it is."""
-    absolute = Path(path).absolute()
-    cwd = Path.cwd()
-    return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)
-
-
-def problem_text(problem: LoadProblem) -> str:
-    """`file:line: field: what is wrong`, the file relative to the working directory."""
-    where = shown_path(problem.path) + (f":{problem.line}" if problem.line is not None else "")
-    return f"{where}: {problem.reason}"
-
-
-def problem_json(problem: LoadProblem) -> dict[str, Any]:
-    return {"path": str(problem.path), "line": problem.line, "reason": problem.reason}
 
 
 # -- listings --------------------------------------------------------------------------------
@@ -152,21 +135,6 @@ _LISTINGS: dict[str, Callable[[Kernel], Listing]] = {
 # -- check -----------------------------------------------------------------------------------
 
 
-def config_problem(exc: ConfigError) -> LoadProblem:
-    """A kernel.yaml error as a problem, with the line of its field found when the raiser had none."""
-    from agentkernel.config import read_yaml_file
-    from agentkernel.errors import ConfigError, LoadProblem
-
-    path = Path(exc.path) if exc.path is not None else Path("kernel.yaml")
-    line = exc.line
-    if line is None and exc.path is not None:
-        try:
-            line = read_yaml_file(path)[1].of_reason(exc.reason)
-        except ConfigError:
-            line = None
-    return LoadProblem(path, exc.reason, line)
-
-
 def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadProblem]]:
     from agentkernel.errors import ConfigError
     from agentkernel.kernel import Kernel
@@ -180,7 +148,6 @@ def _load_project(config: Path | str | None) -> tuple[Kernel | None, list[LoadPr
 def list_command(noun: str, config: Path | str | None, as_json: bool, template: str | None = None) -> int:
     """`tool list [--template T]`, `hook list`, `template list`: exit 0 with the listing, 1 without
     a project or with a template that does not load."""
-    from agentkernel.cli.common import load_kernel
     from agentkernel.errors import ConfigError
 
     with load_kernel("agentkernel", config) as kernel:  # exits 1, saying why, without a project

@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from agentkernel.agent.loop import LoopEvent
-from agentkernel.short_text import clip
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_text, repair_value
+from agentkernel.util.short_text import clip
+from agentkernel.util.valid_unicode import repair_text, repair_value
 
 BAR_WIDTH = 30
 SHOWN_CHARS = 200  # tool arguments and results are cut to this in the chat (the transcript keeps all)

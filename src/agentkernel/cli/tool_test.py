@@ -54,7 +54,7 @@ def outcome_line(outcome: CaseOutcome) -> str:
 
 
 def _where(outcome: CaseOutcome) -> str:
-    from agentkernel.cli.project_view import shown_path
+    from agentkernel.cli.problems import shown_path
 
     line = f":{outcome.case.line}" if outcome.case.line is not None else ""
     return f"{shown_path(outcome.case.yaml_path)}{line}"
@@ -94,7 +94,7 @@ def _collect(specs: list[ToolSpec]) -> tuple[list[ToolCase], list[LoadProblem], 
 
 
 def run(options: argparse.Namespace) -> int:
-    from agentkernel.cli.project_view import problem_text
+    from agentkernel.cli.problems import problem_text
     from agentkernel.testing.runner import ToolTestRun
 
     started = time.perf_counter()

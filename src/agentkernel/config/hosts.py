@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from agentkernel.config.schema import Where
-from agentkernel.services.addresses import IPAddress, IPNetwork, class_of_network
+from agentkernel.util.addresses import IPAddress, IPNetwork, class_of_network
 
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 

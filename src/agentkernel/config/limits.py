@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.config.schema import Schema
-from agentkernel.schema_cost import SchemaBounds
+from agentkernel.schemas.cost import SchemaBounds
 
 LIMIT_FIELDS: Schema = {
     "max_operations": {"type": "integer", "minimum": 1},

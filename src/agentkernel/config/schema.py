@@ -37,8 +37,8 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend
 
 from agentkernel.errors import ConfigError
-from agentkernel.near_miss import did_you_mean
-from agentkernel.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
+from agentkernel.util.near_miss import did_you_mean
+from agentkernel.util.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
 
 Schema = dict[str, Any]
 

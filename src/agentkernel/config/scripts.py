@@ -25,12 +25,12 @@ from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, Sc
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.config.yaml_files import read_yaml_file
 from agentkernel.errors import ConfigError
-from agentkernel.near_miss import close_match, did_you_mean
-from agentkernel.parameters import describe as describe_parameters_problem
-from agentkernel.parameters import parameters_problem
-from agentkernel.schema_bounds import bounded_validator
+from agentkernel.schemas.bounds import bounded_validator
+from agentkernel.schemas.parameters import describe as describe_parameters_problem
+from agentkernel.schemas.parameters import parameters_problem
 from agentkernel.types import JSONObject
-from agentkernel.yaml_source import NO_LINES, YamlLines
+from agentkernel.util.near_miss import close_match, did_you_mean
+from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
 HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
 TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
@@ -322,7 +322,7 @@ def python_module_file(yaml_path: Path, function: str, lines: YamlLines = NO_LIN
     """
     import importlib.util
 
-    from agentkernel.builtins import PACKAGE
+    from agentkernel.config.python_package import PACKAGE
 
     module = f"{PACKAGE}.{function.partition(':')[0]}"
     try:

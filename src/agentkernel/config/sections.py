@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from agentkernel.config.hosts import HostList, check_allowed_networks, parse_host_list
 from agentkernel.config.schema import Schema, StrictValidator, Where, expect, first_error, section, yaml_error
-from agentkernel.yaml_source import NO_LINES
+from agentkernel.util.yaml_source import NO_LINES
 
 MAX_DUCK_TIMEOUT_SECS = 86_400.0  # a day; also keeps timers and lock waits within what threading accepts
 LLM_PROVIDERS = ("openai_compat",)

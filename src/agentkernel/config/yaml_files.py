@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkernel.errors import ConfigError
-from agentkernel.file_stamps import Stamp, stamp_of
-from agentkernel.yaml_source import NO_LINES, YamlLines, load_yaml
+from agentkernel.util.file_stamps import Stamp, stamp_of
+from agentkernel.util.yaml_source import NO_LINES, YamlLines, load_yaml
 
 RECENT_SECS = 2.0
 MAX_KEPT_BYTES = 8 << 20  # the source bytes of the files kept parsed; the least recently read go first

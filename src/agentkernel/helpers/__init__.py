@@ -7,7 +7,7 @@ is the table every engine binds.
 from __future__ import annotations
 
 from agentkernel.helpers import cron, delegation, duck, files, http, identity, llm, memory, shell, state
-from agentkernel.scripting.helper_table import HelperTable
+from agentkernel.helpers.table import HelperTable
 
 
 def default_helper_table() -> HelperTable:

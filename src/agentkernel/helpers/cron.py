@@ -10,24 +10,25 @@ the service (`hook_tool` without `--live`) each throws the manual's
 
 from __future__ import annotations
 
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.ports import CRON
 from agentkernel.types import JSONValue
 
 
 def schedule_cron(call: ScriptCall, options: JSONValue) -> JSONValue:
     """`{name, template, interval_secs | schedule | oneshot_at, prompt, notify?, …}` → `{name, ok}`."""
-    service = call.caller.services.require("cron", "schedule_cron")
+    service = call.caller.services.require(CRON, "schedule_cron")
     return service.schedule(call.caller, options)
 
 
 def cancel_cron(call: ScriptCall, name: JSONValue) -> JSONValue:
     """True when the caller's user had a job of that name, now removed; false otherwise."""
-    return call.caller.services.require("cron", "cancel_cron").cancel(call.caller, name)
+    return call.caller.services.require(CRON, "cancel_cron").cancel(call.caller, name)
 
 
 def list_cron(call: ScriptCall) -> JSONValue:
     """The caller's user's jobs: `{name, template, timing, next_run, last_run, last_ok, runs, …}`."""
-    jobs: JSONValue = list(call.caller.services.require("cron", "list_cron").list(call.caller))
+    jobs: JSONValue = list(call.caller.services.require(CRON, "list_cron").list(call.caller))
     return jobs
 
 

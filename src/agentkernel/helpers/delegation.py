@@ -3,7 +3,7 @@
 Each checks what the script gave, naming the helper and the argument at
 fault, and hands the rest to a service the kernel attached: `tools` (the
 one dispatch path, tools/calls.py), `tool_results` (the session's history
-of results, tools/history.py), `subagents` (services/subagents.py). The
+of results, tools/history.py), `subagents` (agent/subagents.py). The
 caller is always the script's own: nothing a script passes can name
 another user, session, template or process.
 """
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 
+from agentkernel.config.mcp_servers import allows
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
-from agentkernel.mcp_bridge.servers_config import allows
-from agentkernel.schema_cost import SchemaBounds
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services.subagents import SubagentRequest
-from agentkernel.short_text import shown_value
+from agentkernel.ports import SUBAGENTS, TOOL_RESULTS, TOOLS, SubagentRequest
+from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 SUBAGENT_KEYS = ("task", "template", "instructions", "name", "tools", "output_schema")
 MAX_NAME_CHARS = 200
@@ -47,13 +47,13 @@ def call_tool(call: ScriptCall, name: JSONValue, args: JSONValue) -> JSONValue:
         raise HelperError(
             f"call_tool: args must be an object (the tool's arguments), got {shown_value(args)}"
         )
-    service = call.caller.services.require("tools", "call_tool")
+    service = call.caller.services.require(TOOLS, "call_tool")
     return service.call(tool, args, call.caller, call.budget).for_script()
 
 
 def list_tools(call: ScriptCall) -> JSONValue:
     """`[{name, description, parameters}]`: the tools the caller's LLM is offered (S16.3)."""
-    tools: list[JSONValue] = list(call.caller.services.require("tools", "list_tools").visible(call.caller))
+    tools: list[JSONValue] = list(call.caller.services.require(TOOLS, "list_tools").visible(call.caller))
     return tools
 
 
@@ -70,7 +70,7 @@ def get_tool_result(call: ScriptCall, tool: JSONValue, index: JSONValue = 0) -> 
     """A result `tool` already gave in this session, without running it again (S16.4); 0 is the latest."""
     name = _tool_name("get_tool_result", "tool", tool)
     position = _index(index)
-    history = call.caller.services.require("tool_results", "get_tool_result")
+    history = call.caller.services.require(TOOL_RESULTS, "get_tool_result")
     allowed = call.caller.allowed_tools
     if not allows(allowed, name):
         who = call.caller.template or "this caller"
@@ -150,7 +150,7 @@ def subagent_request(options: JSONValue, bounds: SchemaBounds | None = None) -> 
 def run_subagent(call: ScriptCall, options: JSONValue) -> JSONValue:
     """`{pid, answer, data}` of a child agent run once on `task` (S17); it is ended afterwards, always."""
     request = subagent_request(options, call.schema_bounds)
-    service = call.caller.services.require("subagents", "run_subagent")
+    service = call.caller.services.require(SUBAGENTS, "run_subagent")
     return service.run(call.caller, request, _deadline(call)).for_script()
 
 

@@ -11,7 +11,7 @@ each replaced by the caller's id made safe: `u@`, `s@` or `t@` followed by
 user B who reuses user A's session id gets a file of B's own.
 The `@` is reserved: the script's own text may not contain it, so the only
 way to name a folder like `u@alice-…` is to be alice — user B can neither
-guess nor list their way into user A's database (and since issue 9 the
+guess nor list their way into user A's database (and the
 file helpers cannot read the DuckDB folder at all, S14.3). A placeholder
 whose id this call does not have is an error.
 """
@@ -19,15 +19,12 @@ whose id this call does not have is an error.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from agentkernel.errors import HelperError
-from agentkernel.process import safe_folder_name, session_folder_name
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.identity import safe_folder_name, session_folder_name
+from agentkernel.ports import DUCKDB, DuckDB, Params
 from agentkernel.types import JSONValue
-
-if TYPE_CHECKING:  # the service module imports duckdb: only a script that uses db_* pays for it
-    from agentkernel.services.duck import DuckService, Params
 
 MARKER = "@"
 
@@ -42,8 +39,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _KNOWN = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
 
 
-def _service(name: str, call: ScriptCall) -> DuckService:
-    return call.caller.services.require("duckdb", name)
+def _service(name: str, call: ScriptCall) -> DuckDB:
+    return call.caller.services.require(DUCKDB, name)
 
 
 def _literal(name: str, path: str, text: str) -> str:
@@ -103,7 +100,7 @@ def _run(
     name: str, call: ScriptCall, path: JSONValue, operation: str, *args: object, **options: bool
 ) -> JSONValue:
     """Resolve the path, call the service, and name the helper and the path in any error."""
-    from agentkernel.services.duck import DuckError
+    from agentkernel.services.duck import DuckError  # duckdb: imported by the first db_* call
 
     service = _service(name, call)
     relative = resolve_path(name, call, path)

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.ports import FILES, Files
 from agentkernel.services.confined import PathRefused, show_path
-from agentkernel.services.files import FilesService
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -113,8 +113,8 @@ def _temp_dir(call: ScriptCall) -> Path | None:
     return Path(temp_dir) if temp_dir is not None else None
 
 
-def _service(helper: str, call: ScriptCall) -> FilesService:
-    return call.caller.services.require("files", helper)
+def _service(helper: str, call: ScriptCall) -> Files:
+    return call.caller.services.require(FILES, helper)
 
 
 def _path(helper: str, path: JSONValue) -> str:

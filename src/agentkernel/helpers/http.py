@@ -22,11 +22,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentkernel.scripting.helper_table import HelperFunction, HelperTable, ScriptCall
-from agentkernel.services import MissingService
-from agentkernel.short_text import clip, shown_value
+from agentkernel.bundle import MissingService
+from agentkernel.helpers.table import HelperFunction, HelperTable, ScriptCall
+from agentkernel.ports import HTTP
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate
+from agentkernel.util.short_text import clip, shown_value
+from agentkernel.util.valid_unicode import has_lone_surrogate
 
 log = logging.getLogger("agentkernel.helpers")
 
@@ -92,7 +93,7 @@ def parse_url(value: JSONValue) -> str:
     # httpx and the service are imported by the first HTTP call, not by every kernel (issue 8: start-up)
     import httpx
 
-    from agentkernel.services.http import MAX_URL_CHARS, check_url
+    from agentkernel.services.http import MAX_URL_CHARS, check_url  # httpx: by the first HTTP call
 
     if not isinstance(value, str) or not value:
         raise BadArgument(f"url must be a non-empty string, got {shown_value(value)}")
@@ -243,7 +244,7 @@ def error_result(text: str) -> JSONObject:
 
 def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONObject:
     """Parse, find the service, send; every failure becomes the error shape (S8.2)."""
-    import httpx
+    import httpx  # by the first HTTP call, not by every kernel
 
     from agentkernel.services.http import shown_url
 
@@ -252,7 +253,7 @@ def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONO
     except BadArgument as exc:
         return error_result(f"{name}: {exc}")
     try:
-        service = call.caller.services.require("http", name)
+        service = call.caller.services.require(HTTP, name)
     except MissingService as exc:
         return error_result(str(exc))
     result = service.request(

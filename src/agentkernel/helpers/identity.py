@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.types import JSONValue
 
 log = logging.getLogger("agentkernel.helpers")

@@ -25,9 +25,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentkernel.errors import HelperError
+from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
 from agentkernel.llm.structured import (
     SchemaInvalid,
@@ -38,19 +39,14 @@ from agentkernel.llm.structured import (
     structured_answer,
 )
 from agentkernel.llm.token_bound import held_for, prompt_bound
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services import MissingService
-from agentkernel.short_text import shown_value
+from agentkernel.ports import LLM, Inference
 from agentkernel.types import JSONValue
-
-if TYPE_CHECKING:
-    from agentkernel.services.llm import KernelLLM
+from agentkernel.util.short_text import shown_value
 
 DEFAULT_MAX_TOKENS = 1024
 MAX_TOKENS_CAP = 4096
 MAX_TEMPERATURE = 2.0
 
-NO_LLM = "no LLM attached to this kernel (set `llm:` in kernel.yaml; hook_tool needs --live)"
 _OPTIONS = ("user", "system", "max_tokens", "temperature")
 _JSON_OPTIONS = (*_OPTIONS, "output_schema")
 _STRUCTURED_REFUSED = (400, 422)
@@ -132,7 +128,8 @@ def ask_once(
     if process is not None and process.terminated:
         raise HelperError(f"{helper}: the calling process has ended")
     bound = prompt_bound(messages, json_schema)
-    with held_for(process, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
+    budget = process.budget if process is not None else None
+    with held_for(budget, bound, question.max_tokens, call.remaining_secs()) as max_tokens:
         request = CompletionRequest(
             tuple(messages),
             json_schema=json_schema,
@@ -146,14 +143,11 @@ def ask_once(
     return completion
 
 
-def _provider(call: ScriptCall, helper: str) -> KernelLLM:
-    provider = call.caller.services.llm
-    if provider is None:
-        raise MissingService(f"{helper}: {NO_LLM}")
-    return provider
+def _provider(call: ScriptCall, helper: str) -> Inference:
+    return call.caller.services.require(LLM, helper)
 
 
-def _complete(call: ScriptCall, helper: str, provider: KernelLLM, request: CompletionRequest) -> Completion:
+def _complete(call: ScriptCall, helper: str, provider: Inference, request: CompletionRequest) -> Completion:
     """The provider's answer, waited for no longer than the script may run."""
     try:
         return provider.complete(request, call.remaining_secs())

@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from agentkernel.errors import HelperError
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services.memory import MessageStore, Owner, Record
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.ports import MESSAGES, MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import StoreBusy
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_RECORDS = 1000
 """The most records one call returns: a larger `n` or `k` reads this many."""
@@ -50,7 +50,7 @@ NO_SESSION = (
 
 def _open(helper: str, call: ScriptCall) -> tuple[MessageStore, str, Owner]:
     """The store, the caller's session and the caller's `Owner`; the missing store is reported first."""
-    store = call.caller.services.require("messages", "memory")
+    store = call.caller.services.require(MESSAGES, "memory")
     session = call.caller.session_id
     if not session:
         raise HelperError(NO_SESSION.format(helper=helper))

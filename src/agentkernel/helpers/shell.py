@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 import os
 
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services import MissingService
+from agentkernel.bundle import MissingService
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.ports import SHELL, ProgramOutcome
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
-from agentkernel.services.shell import ProcessOutcome
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import has_lone_surrogate
+from agentkernel.util.short_text import shown_value
+from agentkernel.util.valid_unicode import has_lone_surrogate
 
 
 class ArgumentProblem(ValueError):
@@ -103,7 +103,7 @@ def _check_text(what: str, text: str) -> None:
 
 def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> JSONObject:
     try:
-        service = call.caller.services.require("shell", helper)
+        service = call.caller.services.require(SHELL, helper)
     except MissingService as exc:
         return _failed(str(exc))
     if not service.settings.enabled:
@@ -134,7 +134,7 @@ def _timeout(helper: str, value: JSONValue, default: float) -> float:
     return float(value)
 
 
-def _result(helper: str, outcome: ProcessOutcome, budget: float, capped: bool) -> JSONObject:
+def _result(helper: str, outcome: ProgramOutcome, budget: float, capped: bool) -> JSONObject:
     if outcome.exit_code is not None:
         code = outcome.exit_code
         return {"ok": code == 0, "exit_code": code, "stdout": outcome.stdout, "stderr": outcome.stderr}

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from agentkernel.errors import HelperError
-from agentkernel.process import Caller, session_key
-from agentkernel.scripting.helper_table import HelperTable, ScriptCall
-from agentkernel.services.state import Namespace, StateError, StateStore
-from agentkernel.short_text import shown_value
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.identity import Caller, session_key
+from agentkernel.ports import STATE, Namespace, StateStore
+from agentkernel.services.state import StateError
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_KEY_BYTES = 1024
 
@@ -49,7 +50,7 @@ T = TypeVar("T")
 
 
 def _store(helper: str, call: ScriptCall) -> StateStore:
-    return call.caller.services.require("state", helper)
+    return call.caller.services.require(STATE, helper)
 
 
 def _namespace(helper: str, call: ScriptCall, scope: JSONValue) -> Namespace:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentkernel.lazy_exports import lazy_getattr
+from agentkernel.util.lazy_exports import lazy_getattr
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(

@@ -59,7 +59,7 @@ _BUILDERS: dict[str, Callable[[LLMConfig, str | None], Provider]] = {
 
 def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -> Provider:
     """The kernel's provider: the configured backend behind the kernel-wide concurrency limit."""
-    from agentkernel.llm.limited import LimitedProvider
+    from agentkernel.llm.limited import LimitedProvider  # aiologic: paid when an LLM is used
 
     inner = _BUILDERS[config.provider](config, _api_key(config, environ))
     return LimitedProvider(inner, config.max_concurrency)

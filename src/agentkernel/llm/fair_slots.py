@@ -1,4 +1,4 @@
-"""The LLM's concurrency slots, shared fairly between users (S9.2, issue 24).
+"""The LLM's concurrency slots, shared fairly between users (S9.2).
 
 A counting semaphore whose waiters queue per user: when a slot frees it
 goes to the waiting user with the fewest calls in flight, ties to the one
@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 
 import aiologic
 
-from agentkernel.fair_share import FairQueue, Key
+from agentkernel.util.fair_share import FairQueue, Key
 
 
 class FairSlots:

@@ -48,7 +48,7 @@ from agentkernel.llm.base import (
     ToolSchema,
     Usage,
 )
-from agentkernel.short_text import clip
+from agentkernel.util.short_text import clip
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ How a question is asked (one completion, or a whole agent run) is the
 caller's: `structured_answer` takes it as a function of the conversation.
 
 jsonschema is imported inside the functions: a kernel that never asks for
-structured output never loads it at start-up (issue 8).
+structured output never loads it at start-up.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import Any
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage
-from agentkernel.schema_bounds import (
+from agentkernel.schemas.bounds import (
     SchemaBounds,
     ValidationStopped,
     bounded_errors,
     bounded_validator,
     schema_problem,
 )
-from agentkernel.schema_cost import describe_cost
-from agentkernel.short_text import clip, shown_value
+from agentkernel.schemas.cost import describe_cost
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import clip, shown_value
 
 ATTEMPTS = 3
 """Answers asked for in all, the first included (S9.3)."""
@@ -62,7 +62,7 @@ def check_output_schema(schema: JSONValue, bounds: SchemaBounds | None = None) -
     """`schema` as a JSON Schema object, checked against its metaschema (draft 2020-12 unless `$schema` says).
 
     SchemaInvalid for anything but an object, for one bigger or more complex
-    than `bounds` allow (kernel.yaml `limits.max_schema_*`; schema_cost.py),
+    than `bounds` allow (kernel.yaml `limits.max_schema_*`; schemas/cost.py),
     and for an object that is not valid JSON Schema (`{"type": "strnig"}`),
     naming the keyword at fault.
     """
@@ -79,7 +79,7 @@ def check_output_schema(schema: JSONValue, bounds: SchemaBounds | None = None) -
         where = "/".join(str(part) for part in exc.absolute_path)
         at = f" (at {where})" if where else ""
         raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
-    from agentkernel.schema_refs import remote_refs_problem
+    from agentkernel.schemas.refs import remote_refs_problem  # the JSON Schema specifications: on first use
 
     problem = remote_refs_problem(schema)
     if problem is not None:
@@ -113,7 +113,7 @@ def parse_valid(text: str | None, schema: dict[str, Any], deadline: float | None
 def validation_problem(value: JSONValue, schema: dict[str, Any], deadline: float | None = None) -> str | None:
     """Why `value` does not validate against `schema` (the most relevant error, with its path), or None.
 
-    Validation is bounded (schema_bounds.py): a hostile schema cannot hold
+    Validation is bounded (schemas/bounds.py): a hostile schema cannot hold
     the kernel past `deadline`, nor fill its memory with errors.
     """
     from jsonschema import exceptions

@@ -28,12 +28,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.llm.base import ChatMessage, ToolSchema, Usage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aiologic: imported only by a limited budget under contention
     from aiologic import Event
-
-    from agentkernel.process import Process
 
 MESSAGE_MARGIN = 16
 """Tokens allowed per message beyond its text's bytes: the chat template's role and separator tokens."""
@@ -106,16 +105,14 @@ class _Hold:
     wait their turn rather than be refused or overspend.
     """
 
-    def __init__(self, process: Process, bound: int, max_tokens: int | None, end: float | None) -> None:
-        self.budget = process.budget
+    def __init__(self, budget: BudgetGroup, bound: int, max_tokens: int | None, end: float | None) -> None:
+        self.budget = budget
         self.bound = bound
         self.least, self.most = bound + 1, bound + (max_tokens if max_tokens is not None else ANSWER_ROOM)
         self.end = end
         self.held = 0
 
     def attempt(self) -> Event | None:
-        from agentkernel.process import BudgetExhausted  # the process table imports this module
-
         signal = self.budget.release_signal()  # taken first: a release after a failed try still wakes us
         try:
             self.held = self.budget.reserve(self.most, self.most)
@@ -138,27 +135,27 @@ class _Hold:
             self.budget.release(self.held)
 
 
-def _limited(process: Process | None) -> bool:
-    return process is not None and process.budget.remaining is not None
+def _limited(budget: BudgetGroup | None) -> bool:
+    return budget is not None and budget.remaining is not None
 
 
 @contextmanager
 def held_for(
-    process: Process | None, bound: int, max_tokens: int | None, timeout: float | None
+    budget: BudgetGroup | None, bound: int, max_tokens: int | None, timeout: float | None
 ) -> Iterator[int | None]:
-    """The `max_tokens` to ask with, a bound of the call's cost held in `process`'s budget meanwhile.
+    """The `max_tokens` to ask with, a bound of the call's cost held in `budget` meanwhile.
 
-    Without a process or without a limit on its budget, nothing is held and
+    Without a budget (a caller with no process) or without a limit on it, nothing is held and
     `max_tokens` is as given. Otherwise the prompt's `bound` plus the answer's
     room is held, waiting (on this thread, at most `timeout` s) for calls in
     flight to settle when it is not free; BudgetExhausted (`caller budget
     exhausted`) when not even `bound + 1` is left. Charge the answer's usage
     inside the block, so its tokens are always counted as held or as used.
     """
-    if process is None or not _limited(process):
+    if budget is None or not _limited(budget):
         yield max_tokens
         return
-    hold = _Hold(process, bound, max_tokens, None if timeout is None else time.monotonic() + timeout)
+    hold = _Hold(budget, bound, max_tokens, None if timeout is None else time.monotonic() + timeout)
     while (signal := hold.attempt()) is not None:
         signal.wait(hold.left())
     with hold.released() as room:
@@ -166,18 +163,20 @@ def held_for(
 
 
 @asynccontextmanager
-async def held_for_async(process: Process, bound: int, max_tokens: int | None) -> AsyncIterator[int | None]:
+async def held_for_async(
+    budget: BudgetGroup, bound: int, max_tokens: int | None, deadline: float | None
+) -> AsyncIterator[int | None]:
     """`held_for` for the agent loop: the wait for calls in flight is awaited, never blocking the loop.
 
-    It waits until the process's deadline at most. Cancelling the task (a
-    stop) while it waits holds nothing.
+    It waits until `deadline` (the process's, time.monotonic()) at most.
+    Cancelling the task (a stop) while it waits holds nothing.
     """
-    import asyncio
+    import asyncio  # only the agent loop holds asynchronously; a script's `llm()` never imports asyncio
 
-    if not _limited(process):
+    if not _limited(budget):
         yield max_tokens
         return
-    hold = _Hold(process, bound, max_tokens, process.deadline)
+    hold = _Hold(budget, bound, max_tokens, deadline)
     while (signal := hold.attempt()) is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(_awaited(signal), hold.left())

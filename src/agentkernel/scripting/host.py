@@ -2,8 +2,8 @@
 
 Compiled scripts are cached by path, modification time and size (S1.4): an
 edited file is recompiled on its next call, with no restart. Compiling holds
-no lock (issue 9): two threads may compile one file at once, and the last
-one's result stays in the cache. A script is at most `MAX_SCRIPT_SIZE`
+no lock: two threads may compile one file at once, and the last one's
+result stays in the cache. A script is at most `MAX_SCRIPT_SIZE`
 bytes, and a call's compile ends at the call's deadline.
 """
 
@@ -18,10 +18,29 @@ from typing import Any
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, LoadedScript, NoValue, ScriptEngine
-from agentkernel.scripting.helper_table import HelperBinding, HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
-from agentkernel.types import JSONValue
+from agentkernel.services.confined import read_module
+from agentkernel.types import JSONValue, NoValue
+
+
+class TableBinding:
+    """The helper table bound to one call: what an engine gets (contract.py `HelperBinding`)."""
+
+    def __init__(self, table: HelperTable, call: ScriptCall) -> None:
+        self.table = table
+        self.call = call
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.table.names()
+
+    def invoke(self, name: str, args: Sequence[JSONValue]) -> JSONValue:
+        return self.table.invoke(name, self.call, args)
+
+    def log_line(self, level: str, text: str) -> None:
+        self.call.log_line(level, text)
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,7 @@ class _Compiled:
 
 def default_engines() -> dict[str, ScriptEngine[Any]]:
     """Extension → engine for the JS files (S1.1); every other extension is Rhai's."""
-    js = JsEngine()
+    js = JsEngine(read_module)  # ES imports read as the file helpers read, below the script's folder
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 
@@ -41,11 +60,11 @@ def rhai_engine(script_folders: Sequence[Path] = (), compile_cache: Path | None 
     """The Rhai engine, imported when a kernel first meets a Rhai script; its scripts import
     modules from `script_folders` (the kernel's tools and hooks folders).
 
-    Our interpreter takes ~100 ms to import; a kernel that only runs
-    JavaScript never pays for it (issue 8: start-up time). `compile_cache`
+    The interpreter is imported here, at the first Rhai script: a kernel
+    that only runs JavaScript never pays for its import. `compile_cache`
     is the folder where compiled scripts outlive a restart (None: nowhere).
     """
-    from agentkernel.scripting.rhai_adapter import RhaiEngine
+    from agentkernel.scripting.rhai_adapter import RhaiEngine  # the interpreter: at the first Rhai script
 
     return RhaiEngine(script_folders, compile_cache)
 
@@ -119,14 +138,14 @@ class ScriptHost:
         `timeout_secs` covers compiling the script (when it is not cached) and running it."""
         budget = _budget_of(call)
         engine, compiled = self.compile(path, budget.deadline)
-        binding = HelperBinding(self.helpers, call)
+        binding = TableBinding(self.helpers, call)
         return engine.call(compiled, function, args, optional, binding, budget)
 
     def defined_functions(self, path: Path, names: Iterable[str], call: ScriptCall) -> frozenset[str]:
         """Which of `names` the script defines; its top level runs within the call's budget."""
         budget = _budget_of(call)
         engine, compiled = self.compile(path)
-        binding = HelperBinding(self.helpers, call)
+        binding = TableBinding(self.helpers, call)
         return engine.defined_functions(compiled, names, binding, budget)
 
 
@@ -147,4 +166,4 @@ def _read_source(path: Path, size: int) -> str:
         raise ScriptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-__all__ = ["ScriptHost", "default_engines"]
+__all__ = ["ScriptHost", "TableBinding", "default_engines"]

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentkernel.config import CallBudget, ScriptLimits
-from agentkernel.errors import HelperError, ScriptError, ScriptLimitError, ScriptSyntaxError, SourceLocation
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.compile_cache import CompileCache
 from agentkernel.rhai.compiled import CompiledScript
@@ -36,11 +34,20 @@ from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import ExitScript, Runtime
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, TAGGED, Char, plain
 from agentkernel.rhai.stdlib import ANY, build_library
-from agentkernel.scripting.engine import MAX_SCRIPT_SIZE, NoValue
-from agentkernel.scripting.helper_table import HelperBinding
+from agentkernel.scripting.contract import (
+    MAX_SCRIPT_SIZE,
+    CallBudget,
+    HelperBinding,
+    HelperError,
+    ScriptError,
+    ScriptLimitError,
+    ScriptLimits,
+    ScriptSyntaxError,
+    SourceLocation,
+)
 from agentkernel.scripting.rhai_hints import EntryCall, hint_for
 from agentkernel.scripting.rhai_modules import module_resolver
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONValue, NoValue
 
 # Sizes that keep one script's memory bounded (Python cannot cap it directly).
 MAX_STRING_CHARS = 16 << 20

@@ -3,7 +3,7 @@
 The interpreter (agentkernel.rhai) finds a module by the reference's rules —
 relative to the importing script, `.rhai` appended — and asks its host to
 read the file (`ReadModule`), as the QuickJS adapter hands its module loader
-a reader (js_modules.py). A module is read on an untrusted script's word, so
+a reader (scripting/js/modules.py). A module is read on an untrusted script's word, so
 this reader holds it to what the file helpers allow (services/confined.py):
 the path, reduced by text, must lie below one of the folders, and the file is
 opened by the race-free walk that never follows a symbolic link; at most

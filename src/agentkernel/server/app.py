@@ -18,14 +18,13 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.routing import Route
 
-from agentkernel import __version__
 from agentkernel.agent.session import ChatSession
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
-from agentkernel.mcp_bridge.http_mount import PATH as MCP_PATH
-from agentkernel.mcp_bridge.http_mount import McpEndpoint
 from agentkernel.server import failures
+from agentkernel.server.mcp_mount import PATH as MCP_PATH
+from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.routes import (
     continuations,
@@ -42,7 +41,8 @@ from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
-from agentkernel.user_work import UserWork
+from agentkernel.services.user_work import UserWork
+from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
 

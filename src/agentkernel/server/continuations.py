@@ -34,16 +34,13 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from agentkernel.errors import ConfigError
+from agentkernel.identity import Caller
+from agentkernel.kernel import Kernel
 from agentkernel.server.sealed_ids import DEFAULT_TTL_SECS, SealedIdStore, sealed_schema
+from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, VisualBlock
-
-if TYPE_CHECKING:
-    from agentkernel.kernel import Kernel
-    from agentkernel.process import Caller
-    from agentkernel.tools.results import ToolResult
 
 _COLUMNS = (
     "session_id TEXT",

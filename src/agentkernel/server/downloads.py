@@ -1,4 +1,4 @@
-"""Files a tool made, offered for download behind an opaque id (S6.2, issue 11 sections 2-4).
+"""Files a tool made, offered for download behind an opaque id (S6.2).
 
 A `file` block's `path` is a place on the server's disk chosen by a
 script, and scripts are untrusted, so it never leaves the server and is
@@ -49,8 +49,8 @@ from pathlib import Path
 
 from agentkernel.server.sealed_ids import SealedIdStore, sealed_schema
 from agentkernel.services.confined import NotFound, PathRefused, names_below, open_below
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue, VisualBlock
+from agentkernel.util.short_text import shown_value
 
 DOWNLOAD_PREFIX = "/v1/files/"  # + the id: the endpoint (routes/files.py)
 SERVER_FIELDS = ("path", "download")  # what a file block never carries out as the script wrote it

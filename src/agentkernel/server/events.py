@@ -27,7 +27,7 @@ from typing import Final
 
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.types import JSONObject, JSONValue
-from agentkernel.valid_unicode import repair_text
+from agentkernel.util.valid_unicode import repair_text
 
 EVENT_TYPES: Final = ("notice", "token", "tool_call", "tool_result", "warning", "reply", "error", "done")
 _RENAMED: Final = {"answer": "reply", "end": "done"}

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentkernel.server.body_limit import BodyLimit
 from agentkernel.server.parts import request_id
-from agentkernel.user_work import TooMuchWork
+from agentkernel.services.user_work import TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"

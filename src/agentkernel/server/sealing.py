@@ -36,19 +36,17 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from agentkernel.process import session_folder_name
+from agentkernel.identity import session_folder_name
+from agentkernel.kernel import Kernel
 from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
 from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
 from agentkernel.server.events import StreamEvent
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.sqlite_db import SqliteStore
+from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue, VisualBlock
-
-if TYPE_CHECKING:
-    from agentkernel.kernel import Kernel
-    from agentkernel.tools.results import ToolResult
 
 S = TypeVar("S", bound=SqliteStore)
 # (owner, session id) → that session's scratch folder (the one its tools write to), None without one

@@ -13,6 +13,7 @@ import contextlib
 import math
 import signal
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
@@ -79,8 +80,6 @@ class GracefulServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        import threading
-
         if threading.current_thread() is not threading.main_thread():
             yield
             return

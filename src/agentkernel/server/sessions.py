@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
-from agentkernel.valid_unicode import has_lone_surrogate
+from agentkernel.util.valid_unicode import has_lone_surrogate
 
 BUSY_TIMEOUT_SECS = 10.0
 

@@ -6,7 +6,7 @@ them running at once, every route together (user_work.py): past it,
 TooManyToolRuns before the run starts (429 on the HTTP routes, an error
 result at `/mcp`). Each holds a script worker and may wait on the LLM for
 its whole `timeout_secs`, so without the cap one token could hold every
-worker and every LLM slot (issue 24, item 6).
+worker and every LLM slot.
 
 **Budgeted** (S9.2). A run is a process of its own, ended when the run
 ends (its sub-agents with it), so `llm()`, `llm_json` and `run_subagent` in
@@ -35,15 +35,16 @@ from typing import Any, TypeVar
 
 import anyio
 
+from agentkernel.agent.processes import Process
 from agentkernel.config.server import LOCAL_USER
+from agentkernel.config.templates import TemplateSpec
+from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.process import Caller, Process
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
-from agentkernel.templates import TemplateSpec
+from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
-from agentkernel.user_work import Cap, TooMuchWork, UserWork
 
 T = TypeVar("T")
 

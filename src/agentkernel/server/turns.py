@@ -39,7 +39,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.user_work import Cap, TooMuchWork, UserWork
+from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
 
 log = logging.getLogger("agentkernel.server")
 

@@ -330,6 +330,44 @@ def _read_refusal(folder: int, name: str, path: str, walked: list[str], exc: OSE
     return missing(f"cannot open {shown}: {_why(exc)}")
 
 
+def read_module(folder: Path, name: str, max_bytes: int) -> str | None:
+    """The text of the module file `name` (absolute, as the engine resolved the import) below `folder`.
+
+    Scripts are untrusted and a module is read on their word, so `name` is
+    held to what the file helpers allow: reduced by text, it must lie under
+    `folder`, and it is opened by the race-free walk that never follows a
+    link; at most `max_bytes` are read, as UTF-8. None when there is no such
+    file; PathRefused, saying why, for the rest. The engine adapters are
+    handed this reader (scripting/host.py): they import nothing of services.
+    """
+    try:
+        place = below_one_of([folder], folder, name)
+        if place is None or not place[1]:
+            raise PathRefused("modules are imported only from the script's own folder and below")
+        handle = open_below(folder, place[1], "/".join(place[1]))
+    except NotFound:
+        return None
+    try:
+        return _module_text(handle, max_bytes)
+    finally:
+        os.close(handle)
+
+
+def _module_text(handle: int, limit: int) -> str:
+    info = os.fstat(handle)
+    if not stat.S_ISREG(info.st_mode):
+        raise PathRefused("not a regular file")
+    if info.st_size > limit:
+        raise PathRefused(f"module is {info.st_size:,} bytes, more than {limit:,}")
+    data = read_at_most(handle, limit + 1)
+    if len(data) > limit:
+        raise PathRefused(f"module is more than {limit:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PathRefused(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def _unlink_quietly(folder: int, name: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(name, dir_fd=folder)
@@ -359,6 +397,7 @@ __all__ = [
     "names_under",
     "open_below",
     "read_at_most",
+    "read_module",
     "show_path",
     "write_below",
 ]

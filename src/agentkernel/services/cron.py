@@ -14,21 +14,20 @@ imported there, not by a kernel that only runs a tool).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from agentkernel.config.cron import CronSettings
+from agentkernel.config.server import LOCAL_USER
 from agentkernel.errors import HelperError
+from agentkernel.identity import Caller
 from agentkernel.services.cron_jobs import JobInvalid, JobSpec, Sink, parse_job
 from agentkernel.services.cron_store import CronStore, TooManyJobs
 from agentkernel.types import JSONObject, JSONValue
-
-if TYPE_CHECKING:
-    from agentkernel.process import Caller
 
 log = logging.getLogger("agentkernel.cron")
 
@@ -54,8 +53,6 @@ class CronChecks:
 
 def owner_of(caller: Caller) -> str:
     """The user a caller schedules for: its user, or the server's `local` user when it has none."""
-    from agentkernel.config.server import LOCAL_USER
-
     return caller.user_id or LOCAL_USER
 
 
@@ -185,8 +182,6 @@ class CronService:
         owner = self.settings.user
         now = time.time()
         wanted = self.check_static()
-        import json
-
         for name, spec in wanted.items():
             stored = self.store.definition(owner, name)
             if stored is not None and json.loads(stored) == spec.to_json():

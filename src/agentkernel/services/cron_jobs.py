@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from agentkernel.config.cron import JOB_SCHEMA, SINK_TYPES
 from agentkernel.errors import AgentKernelError
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 100_000

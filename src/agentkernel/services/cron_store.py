@@ -44,8 +44,8 @@ from typing import Any
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.cron_jobs import JobSpec, rfc3339, spec_from_json
 from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.services.user_work import Cap
 from agentkernel.types import JSONObject
-from agentkernel.user_work import Cap
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECS = 10.0

@@ -55,8 +55,8 @@ from agentkernel.config.sections import DuckSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.duck_quota import SECTION, QuotaExceeded, check_room, frees_only
 from agentkernel.services.duck_values import convert_rows, unique_names
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.short_text import shown_value
 
 SUFFIXES = (".duckdb", ".db")
 MAX_PATH_CHARS = 1024

@@ -3,7 +3,7 @@
 Scripts are untrusted, so every request this service makes is bounded and
 checked where it cannot be dodged:
 
-- every address is judged by its class (services/addresses.py): link-local
+- every address is judged by its class (util/addresses.py): link-local
   and cloud metadata addresses are always refused, loopback and private
   ones unless `http.allow_private: true`; then the host allow/deny lists of
   kernel.yaml's `http:` section apply. Both are checked when a connection is
@@ -51,7 +51,8 @@ import httpx
 from agentkernel.config import KernelConfig
 from agentkernel.config.hosts import HostList
 from agentkernel.config.sections import HttpConfig, parse_http_config
-from agentkernel.services.addresses import (
+from agentkernel.types import JSONObject
+from agentkernel.util.addresses import (
     IPAddress,
     classify,
     comparable,
@@ -59,7 +60,7 @@ from agentkernel.services.addresses import (
     is_metadata_name,
     parse_numeric_host,
 )
-from agentkernel.types import JSONObject
+from agentkernel.version import __version__
 
 log = logging.getLogger("agentkernel.http")
 
@@ -95,7 +96,7 @@ def _reaches(address: IPAddress) -> tuple[IPAddress, ...]:
 class HostPolicy:
     """Which hosts a script may reach.
 
-    The deny list, then the address classes (services/addresses.py) refuse;
+    The deny list, then the address classes (util/addresses.py) refuse;
     with an allow list, a host must also be named in it or resolve only into it.
     """
 
@@ -408,10 +409,35 @@ def shown_url(url: httpx.URL) -> str:
 
 
 def _user_agent() -> str:
-    # imported here: the package's __init__ imports the kernel, which will import this module
-    from agentkernel import __version__
-
     return f"agentkernel/{__version__}"
+
+
+def webhook_problem(url: str, rules: HttpConfig) -> str | None:
+    """Why `url` can never be a webhook (a cron job's delivery, S10): not http(s), or a host the `http:`
+    rules deny by name. An address written in the URL is judged now; a name when it resolves."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return f"not a URL ({exc})"
+    problem = check_url(parsed)
+    if problem is not None:
+        return problem
+    policy = HostPolicy(rules.allow_hosts, rules.deny_hosts, rules.allow_private)
+    try:
+        policy.check_name(parsed.host)
+        if _is_address(parsed.host):
+            policy.check_addresses(parsed.host, [parsed.host])
+    except HostRefused as exc:
+        return str(exc)
+    return None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class HttpService:
@@ -586,4 +612,5 @@ __all__ = [
     "Resolver",
     "parse_http_config",
     "system_resolver",
+    "webhook_problem",
 ]

@@ -11,11 +11,8 @@ concurrency limit freed) and TimeoutError is raised to the waiting thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from agentkernel.llm.base import Completion, CompletionRequest, Provider
-    from agentkernel.services.kernel_loop import KernelLoop
+from agentkernel.llm.base import Completion, CompletionRequest, Provider
+from agentkernel.services.kernel_loop import KernelLoop
 
 
 class KernelLLM:

@@ -47,14 +47,15 @@ import json
 import re
 import sqlite3
 import threading
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.llm.base import ChatMessage
+from agentkernel.ports import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore
-from agentkernel.valid_unicode import repair_text
+from agentkernel.util.valid_unicode import repair_text
 
 KIND_USER = "user"
 KIND_AGENT = "agent"
@@ -131,54 +132,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 """Version N's statements take a file from version N-1 to N; append, never edit."""
 
 
-@dataclass(frozen=True)
-class Record:
-    """One event of a session's transcript, as the transcript helpers return it (S18).
-
-    `score` is the search relevance (higher is better) and None outside `search`.
-    """
-
-    id: int
-    role: str
-    kind: str
-    content: str
-    meta: dict[str, Any]
-    created_at: str
-    score: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The record exactly as scripts see it: S18's seven keys, `meta` copied."""
-        return {
-            "id": self.id,
-            "role": self.role,
-            "kind": self.kind,
-            "content": self.content,
-            "meta": dict(self.meta),
-            "created_at": self.created_at,
-            "score": self.score,
-        }
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Whose records of a session a read returns: one user's, not everything under the session id.
-
-    A session id alone is not a boundary (see the module docstring), so the
-    transcript helpers read with the caller's `Owner`. `user_id` None and ""
-    are the same: no user (as `process.session_key` has it). `unrecorded`
-    adds the records written before the store recorded users (schema version
-    1, user unknown): for the kernel's own reads of a session whose owner it
-    has checked (resuming a server session), never for a script.
-    """
-
-    user_id: str | None
-    unrecorded: bool = False
-
-    def condition(self) -> tuple[str, tuple[str, ...]]:
-        """The SQL condition on ``m.user_id`` and its parameter."""
-        if self.unrecorded:
-            return "(m.user_id = ? OR m.user_id IS NULL)", (self.user_id or "",)
-        return "m.user_id = ?", (self.user_id or "",)
+def _owner_condition(owner: Owner) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition on ``m.user_id`` of `owner`'s records, and its parameter."""
+    if owner.unrecorded:
+        return "(m.user_id = ? OR m.user_id IS NULL)", (owner.user_id or "",)
+    return "m.user_id = ?", (owner.user_id or "",)
 
 
 def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
@@ -186,77 +144,8 @@ def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
     _check_session(session_id)
     if owner is None:
         return "m.session_id = ?", (session_id,)
-    condition, params = owner.condition()
+    condition, params = _owner_condition(owner)
     return f"m.session_id = ? AND {condition}", (session_id, *params)
-
-
-@runtime_checkable
-class MessageStore(Protocol):
-    """What the kernel and the transcript helpers need of a message store (DESIGN rule 8).
-
-    Small on purpose, so a shared store (Postgres, …) can replace the embedded one.
-    Every read is scoped to one session id and, given an `owner`, to that
-    user's records in it; without one, to every record of the session id
-    (the kernel's own reads, after it has checked who owns the session).
-    """
-
-    def append(
-        self,
-        session_id: str,
-        role: str,
-        kind: str,
-        content: str,
-        meta: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-    ) -> int:
-        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase)."""
-        ...
-
-    def history(
-        self,
-        session_id: str,
-        n: int,
-        *,
-        owner: Owner | None = None,
-        max_bytes: int | None = None,
-        timeout: float | None = None,
-    ) -> list[Record]:
-        """The last `n` records of the session (of `owner`'s, when given), oldest first.
-
-        With `max_bytes`, the newest records whose content and meta fit in it (one at least).
-        With `timeout`, StoreBusy when the store cannot be read within that many seconds.
-        """
-        ...
-
-    def search(
-        self,
-        session_id: str,
-        query: str,
-        k: int,
-        *,
-        owner: Owner | None = None,
-        max_bytes: int | None = None,
-        window: int | None = None,
-        timeout: float | None = None,
-    ) -> list[Record]:
-        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
-
-        With `window`, only the latest `window` matching records are ranked (a bounded cost).
-        """
-        ...
-
-    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
-        """How many records the session has (of `owner`'s, when given)."""
-        ...
-
-    def delete_session(self, session_id: str) -> int:
-        """Forget the session's records; return how many were deleted."""
-        ...
-
-    def close(self) -> None:
-        """Release the store's resources; the store is unusable afterwards."""
-        ...
 
 
 class SqliteMessageStore(SqliteStore):
@@ -491,8 +380,42 @@ __all__ = [
     "Owner",
     "Record",
     "SqliteMessageStore",
+    "conversation",
     "fts_query",
+    "session_problem",
+    "transcript",
 ]
+
+
+# -- the kernel's own reads of a transcript ------------------------------------------------------------
+
+
+def conversation(store: MessageStore, session_id: str, user_id: str | None, limit: int) -> list[ChatMessage]:
+    """The user's messages and the answers of `user_id`'s session, as an agent loop's history.
+
+    Only that user's records (and those from before the store recorded
+    users): naming another user's session id resumes nothing of theirs.
+    """
+    records = store.history(session_id, limit, owner=Owner(user_id, unrecorded=True))
+    return [
+        ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
+        for r in records
+        if r.kind in (KIND_USER, KIND_AGENT)
+    ]
+
+
+def transcript(store: MessageStore, session_id: str, limit: int, user_id: str | None) -> list[Record]:
+    """The last `limit` records of a session, oldest first: every one, or only `user_id`'s when given
+    (and those from before the store recorded users)."""
+    owner = Owner(user_id, unrecorded=True) if user_id is not None else None
+    return store.history(session_id, limit, owner=owner)
+
+
+def session_problem(store: MessageStore, owner: str | None, session_id: str) -> str | None:
+    """Why `owner` may not post into `session_id` (a cron job's delivery): it holds none of their messages."""
+    if store.count(session_id, owner=Owner(owner)) == 0:
+        return f"{session_id!r} is not a session of {owner!r} (it holds none of their messages)"
+    return None
 
 
 class LazyMessageStore:

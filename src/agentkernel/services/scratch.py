@@ -1,6 +1,6 @@
 """The sessions' scratch folders over time: how much they hold, and removing the ones left idle.
 
-Every session gets a scratch folder under `paths.temp_root` (process.py),
+Every session gets a scratch folder under `paths.temp_root` (identity.py),
 and nothing else ever removes one: a kernel that runs for months would keep
 every session's files. `clean_scratch` removes the folders nobody has
 touched for `files.scratch_ttl_hours`: "touched" is the newest time stamp
@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkernel.folder_walk import entries_below
 from agentkernel.services.confined import DIR_FLAGS
+from agentkernel.util.folder_walk import entries_below
 
 CLEAN_INTERVAL_SECS = 3600.0
 

@@ -47,7 +47,7 @@ Decisions:
 - **Schema** is created on open inside a write transaction and versioned
   in a table of its own (`state_schema`), so the file may even be shared
   with another store (e.g. the message store's ``user_version``). Version 2
-  (issue 9) added the quota's columns, and keys session namespaces by user
+  added the quota's columns, and keys session namespaces by user
   and session: a version 1 file's session keys, whose user is unknown, are
   kept under the owner `[0, "<session id>"]`, which no caller's namespace
   ever is, so no user inherits another's session keys. Version 3 counts
@@ -62,16 +62,16 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Self
 
 from agentkernel.config import KernelConfig, StateSettings
 from agentkernel.errors import AgentKernelError
+from agentkernel.ports import Namespace, StateStore
 from agentkernel.services.sqlite_db import Schema, connect, migrate, set_busy_timeout, transaction
-from agentkernel.short_text import shown_value
 from agentkernel.types import JSONValue
+from agentkernel.util.short_text import shown_value
 
 MAX_VALUE_BYTES = StateSettings.max_value_bytes
 MAX_RESULT_BYTES = StateSettings.max_result_bytes
@@ -199,77 +199,6 @@ class StateLimitError(StateError):
 
 class StateBusyError(StateError):
     """The store stayed locked by other writers until the caller's time ran out."""
-
-
-@dataclass(frozen=True)
-class Namespace:
-    """Where keys live: a scope name and its owner's id ("" for the global scope).
-
-    Two namespaces never share a key: `user` "x" and `session` "x" differ.
-    `user` is not part of where keys live: it is who is writing, whose
-    quota (`max_user_bytes`) the bytes written count against ("" for a
-    caller without a user).
-    """
-
-    scope: str
-    owner: str
-    user: str = ""
-
-    def params(self, key: str) -> tuple[str, str, str]:
-        return (self.scope, self.owner, key)
-
-
-@runtime_checkable
-class StateStore(Protocol):
-    """What the `state_*` helpers need of a state store (DESIGN rule 8); Redis-shaped on purpose.
-
-    `timeout` is how long the caller may wait for the store (None: the
-    store's own bound); an operation that cannot start by then raises
-    `StateBusyError`. Reads of missing keys give null / empty; reads and
-    writes of a key holding another type raise `WrongTypeError`.
-    """
-
-    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
-        """The value of `key`, or None when missing (GET)."""
-        ...
-
-    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
-        """Store `value` under `key`, replacing whatever type the key held (SET)."""
-        ...
-
-    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
-        """Remove the key of any type; True when it existed (DEL)."""
-        ...
-
-    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
-        """Every key of the namespace, sorted (KEYS *)."""
-        ...
-
-    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
-        """Append to the list at `key` (created when missing); its new length (RPUSH)."""
-        ...
-
-    def range(
-        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
-    ) -> list[JSONValue]:
-        """Items `start`..`stop` inclusive, negative counting from the end (LRANGE)."""
-        ...
-
-    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
-        """Add to the set at `key` (created when missing); True when it was not there (SADD)."""
-        ...
-
-    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
-        """The set's members in the order they were added (SMEMBERS)."""
-        ...
-
-    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
-        """Remove from the set; True when it was there (SREM). An emptied set disappears."""
-        ...
-
-    def close(self) -> None:
-        """Release the store's resources."""
-        ...
 
 
 # -- values ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""agentkernel.testing — test your tools and agents without a real LLM (issue 15 §2).
+"""agentkernel.testing — test your tools and agents without a real LLM.
 
 - `FakeLLMServer`: a scripted OpenAI-compatible server on 127.0.0.1 (a real
   HTTP server, so the kernel talks to it through its real provider); script
@@ -19,7 +19,7 @@ module costs nothing until a name is used.
 
 from __future__ import annotations
 
-from agentkernel.lazy_exports import lazy_getattr
+from agentkernel.util.lazy_exports import lazy_getattr
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 

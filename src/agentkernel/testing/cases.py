@@ -1,4 +1,4 @@
-"""A tool's `tests:` block (issue 15 §2): read, checked, and typed as cases the runner executes.
+"""A tool's `tests:` block: read, checked, and typed as cases the runner executes.
 
     tests:
       - name: counts words            # optional; `case N` otherwise
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.config.schema import StrictValidator, error_text, expect
 from agentkernel.config.server import USER_ID
 from agentkernel.errors import LoadProblem
-from agentkernel.yaml_source import KeyPath, dotted
+from agentkernel.util.yaml_source import KeyPath, dotted
 
 if TYPE_CHECKING:
     from agentkernel.config import ToolSpec

@@ -42,7 +42,7 @@ from agentkernel.config.schema import StrictValidator, error_text, expect, first
 from agentkernel.config.yaml_files import read_yaml_file
 from agentkernel.errors import ConfigError
 from agentkernel.testing.openai_server import FakeToolCall, HttpError, RecordedRequest, Reply, Turn
-from agentkernel.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
+from agentkernel.util.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
 
 ROLES = ("user", "assistant", "tool", "system")
 _CONDITIONS = ("contains", "matches", "last_role")

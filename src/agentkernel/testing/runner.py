@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentkernel.short_text import shown_value
+from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
     from agentkernel.config import KernelConfig

@@ -12,7 +12,7 @@ tool can never reach through another tool what its template does not allow.
 from __future__ import annotations
 
 from agentkernel.config import CallBudget
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue

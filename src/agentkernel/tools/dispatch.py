@@ -15,12 +15,9 @@ from collections.abc import Callable
 
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
-from agentkernel.fair_pool import FairPool
-from agentkernel.mcp_bridge.outside import OutsideToolSpec
-from agentkernel.process import Caller
-from agentkernel.schema_bounds import ValidationStopped, bounded_errors
-from agentkernel.scripting.engine import NoValue
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
+from agentkernel.identity import Caller
+from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.tools.history import ToolResultHistory
@@ -28,7 +25,9 @@ from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker, run_python_tool
 from agentkernel.tools.registry import ToolRegistry
 from agentkernel.tools.results import ToolResult, finish, normalize
-from agentkernel.types import JSONValue
+from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
+from agentkernel.types import JSONValue, NoValue
+from agentkernel.util.fair_pool import FairPool
 
 log = logging.getLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3
@@ -75,7 +74,7 @@ def nested_stack_bytes(limits: KernelLimits, depth: int) -> int:
 def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = None) -> str | None:
     """Why `args` do not match the tool's `parameters`, naming the fields (S2.5).
 
-    Validated by `deadline` (time.monotonic(); schema_bounds.py): the schema
+    Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
     """
     found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)

@@ -1,6 +1,6 @@
 """The per-session record of tool results that `get_tool_result` reads (S16.4).
 
-Keyed by user **and** session (`process.session_key`): a session id is not
+Keyed by user **and** session (`identity.session_key`): a session id is not
 a secret, so user B naming user A's session id reads B's own results. A
 long-running kernel meets sessions without end and is never told that most
 of them are over, so the record is bounded twice: per (session, tool) by
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 
-from agentkernel.process import Caller, session_key
+from agentkernel.identity import Caller, session_key
 from agentkernel.tools.results import ToolResult
 
 DEFAULT_SESSIONS = 1000

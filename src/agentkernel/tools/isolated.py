@@ -49,8 +49,8 @@ from typing import Any, TypeVar
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError, ScriptLimitError
-from agentkernel.fair_share import FairQueue, Key
 from agentkernel.tools.worker_process import READY, FrameTooLarge, receive_frame, send_frame
+from agentkernel.util.fair_share import FairQueue, Key
 
 log = logging.getLogger("agentkernel.workers")
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Running a built-in `python_tool` (issue 15 §1: office documents need python-docx).
+"""Running a built-in `python_tool` (office documents need python-docx).
 
 A python_tool's YAML names `function: module:callable`, always below
 agentkernel.builtins (config/scripts.py refuses the kind anywhere else).
@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from agentkernel.builtins import PACKAGE, Worker
 from agentkernel.config import CallBudget, ToolSpec
 from agentkernel.errors import ScriptError
-from agentkernel.scripting.helper_table import ScriptCall
+from agentkernel.helpers.table import ScriptCall
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.types import JSONObject, JSONValue
 

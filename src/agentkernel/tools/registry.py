@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from agentkernel.catalog import ScriptCatalog
 from agentkernel.config import ToolSpec, read_yaml
+from agentkernel.config.mcp_servers import GRANT_SUFFIX, allows, grant
 from agentkernel.errors import ConfigError, LoadProblem
-from agentkernel.mcp_bridge.outside import OutsideToolSpec
-from agentkernel.mcp_bridge.servers_config import GRANT_SUFFIX, allows, grant
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
+from agentkernel.tools.catalog import ScriptCatalog
+from agentkernel.tools.sources.mcp.outside import OutsideTools, OutsideToolSpec
 from agentkernel.types import JSONObject
-
-if TYPE_CHECKING:
-    from agentkernel.mcp_bridge.outside import OutsideTools
 
 
 class AccessPolicy(Protocol):

@@ -15,12 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentkernel.config import KernelLimits, WarningRule
-from agentkernel.json_size import json_length, json_prefix
-from agentkernel.scripting.engine import NoValue
-from agentkernel.short_text import clip, json_preview
 from agentkernel.tools.visual import validate_visual
-from agentkernel.types import JSONObject, JSONValue, VisualBlock
-from agentkernel.valid_unicode import repair_text, repair_value, surrogate_warning
+from agentkernel.types import JSONObject, JSONValue, NoValue, VisualBlock
+from agentkernel.util.json_size import json_length, json_prefix
+from agentkernel.util.short_text import clip, json_preview
+from agentkernel.util.valid_unicode import repair_text, repair_value, surrogate_warning
 
 _RESULT_KEYS = ("content", "error", "visual")
 

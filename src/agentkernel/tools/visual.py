@@ -12,9 +12,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from agentkernel.config import describe_validation_error
-from agentkernel.json_size import json_length
-from agentkernel.short_text import json_preview
 from agentkernel.types import JSONValue, VisualBlock
+from agentkernel.util.json_size import json_length
+from agentkernel.util.short_text import json_preview
 
 _CELL_LIST = {"type": "array"}
 _ERRORS_WEIGHED = 20  # a block's first errors, of which the shallowest is reported

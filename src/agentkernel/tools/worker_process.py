@@ -22,6 +22,7 @@ A frame on the socket is an 8-byte big-endian length and that many bytes.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import pickle
 import resource
@@ -157,8 +158,6 @@ def data_bytes() -> int:
 
 def main(fd: str, preload: str) -> None:
     """The entry tools/isolated.py's bootstrap calls: the socket's descriptor, the modules as JSON."""
-    import json
-
     serve(int(fd), json.loads(preload))
 
 

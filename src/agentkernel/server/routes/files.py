@@ -36,7 +36,7 @@ from agentkernel.server.identity import User
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.sealing import Sealing
-from agentkernel.short_text import clip
+from agentkernel.util.short_text import clip
 
 router = APIRouter(prefix="/v1/files", tags=["files"], responses=documented(*CALLER))
 NOT_FOUND: Final = "no such file (unknown, expired, gone, or not yours)"

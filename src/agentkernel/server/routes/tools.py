@@ -20,7 +20,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
 from agentkernel.errors import ConfigError
-from agentkernel.process import Caller
+from agentkernel.identity import Caller
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.problems import CALLER, documented

@@ -1,0 +1,204 @@
+"""The helper table: name → Python function(call, *args), written once for both engines.
+
+A helper sees only plain Python values and the `ScriptCall` (who runs the
+script, its budget, its log; DESIGN rules 1–3); an engine sees the table only
+through the host's binding (scripting/contract.py `HelperBinding`), so adding
+a helper never touches an engine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agentkernel.config import CallBudget, KernelLimits
+from agentkernel.errors import HelperError
+from agentkernel.identity import Caller
+from agentkernel.schemas.cost import SchemaBounds
+from agentkernel.types import JSONValue
+from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text
+
+log = logging.getLogger("agentkernel.helpers")
+script_log = logging.getLogger("agentkernel.script")
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+class ScriptCall:
+    """One run of one script function: who it runs for, what it is, what it may spend.
+
+    `budget` is the call's `CallBudget`, made once by whoever starts the call
+    (the dispatcher, the hook runner); None for a helper invoked outside any
+    script call, which then has no deadline. `schema_bounds` is what an
+    output schema the script gives (`llm_json`, `run_subagent`) may cost:
+    the kernel's `limits.max_schema_*`.
+
+    `log_line` is how `console.log`/`print` reach the kernel log. A script
+    cannot flood it: one call keeps at most `max_log_lines` lines and
+    `max_log_chars` characters, a line longer than `max_log_line_chars` is
+    cut (saying how much was cut), and when either budget is spent one
+    notice says so and the rest is dropped.
+    """
+
+    def __init__(
+        self,
+        caller: Caller,
+        script: str,
+        *,
+        budget: CallBudget | None = None,
+        max_log_lines: int = 200,
+        max_log_line_chars: int = 10_000,
+        max_log_chars: int = 200_000,
+        schema_bounds: SchemaBounds | None = None,
+    ) -> None:
+        self.caller = caller
+        self.schema_bounds = schema_bounds or SchemaBounds()
+        self.script = script
+        self.budget = budget
+        self.max_log_lines = max_log_lines
+        self.max_log_line_chars = max_log_line_chars
+        self.max_log_chars = max_log_chars
+        self.log_lines = 0
+        self.log_chars = 0
+        self._log_silenced = False
+
+    @classmethod
+    def limited(cls, caller: Caller, script: str, limits: KernelLimits, budget: CallBudget) -> ScriptCall:
+        """A call spending `budget`, whose log is bounded by the kernel's `limits:`."""
+        return cls(
+            caller,
+            script,
+            budget=budget,
+            max_log_lines=limits.max_log_lines,
+            max_log_line_chars=limits.max_log_line_chars,
+            max_log_chars=limits.max_log_chars,
+            schema_bounds=limits.schema_bounds,
+        )
+
+    def remaining_secs(self) -> float | None:
+        """Seconds left before the call's wall-clock bound, for helpers' own timeouts."""
+        return None if self.budget is None else self.budget.remaining_secs()
+
+    def log_line(self, level: str, text: str) -> None:
+        """Write one line of the script's output to the log, within the call's budgets."""
+        if self._log_silenced:
+            return
+        self.log_lines += 1
+        room = min(self.max_log_line_chars, self.max_log_chars - self.log_chars)
+        if self.log_lines > self.max_log_lines or room <= 0:
+            self._log_silenced = True
+            limit = (
+                f"{self.max_log_lines:,} lines"
+                if self.log_lines > self.max_log_lines
+                else f"{self.max_log_chars:,} characters"
+            )
+            script_log.warning("[%s] more output suppressed (limit %s)", self.script, limit)
+            return
+        shown = text if len(text) <= room else f"{text[:room]}…[{len(text) - room:,} more characters cut]"
+        self.log_chars += min(len(text), room)
+        number = _LOG_LEVELS.get(level, logging.INFO)
+        if script_log.isEnabledFor(number):
+            script_log.log(number, "[%s] %s", self.script, repair_text(shown))
+
+
+HelperFunction = Callable[..., JSONValue]
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A registered helper and the number of script arguments it accepts."""
+
+    name: str
+    function: HelperFunction
+    min_args: int
+    max_args: int | None
+
+    def check_arity(self, count: int) -> None:
+        if count < self.min_args:
+            raise HelperError(f"{self.name}: expected at least {self.min_args} argument(s), got {count}")
+        if self.max_args is not None and count > self.max_args:
+            raise HelperError(f"{self.name}: expected at most {self.max_args} argument(s), got {count}")
+
+
+def _script_arity(function: HelperFunction) -> tuple[int, int | None]:
+    """Bounds on script arguments: the function's parameters minus the ScriptCall."""
+    params = list(inspect.signature(function).parameters.values())[1:]
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        positional = [p for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        return sum(p.default is inspect.Parameter.empty for p in positional), None
+    required = sum(p.default is inspect.Parameter.empty for p in params)
+    return required, len(params)
+
+
+class HelperTable:
+    """Helpers by name; `invoke` is the single entry both engines call."""
+
+    def __init__(self) -> None:
+        self._helpers: dict[str, Helper] = {}
+
+    def register(self, name: str, function: HelperFunction) -> None:
+        if name in self._helpers:
+            raise ValueError(f"helper {name!r} is already registered")
+        low, high = _script_arity(function)
+        self._helpers[name] = Helper(name, function, low, high)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._helpers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._helpers
+
+    def __iter__(self) -> Iterator[Helper]:
+        return iter(self._helpers.values())
+
+    def invoke(self, name: str, call: ScriptCall, args: Sequence[JSONValue]) -> JSONValue:
+        """Run a helper for a script; every failure comes out as a HelperError.
+
+        Trailing nulls are dropped first, so `http_get(url, undefined)` in JS
+        and `http_get(url, ())` in Rhai mean `http_get(url)`.
+        """
+        helper = self._helpers.get(name)
+        if helper is None:
+            raise HelperError(f"{name}: no such helper")
+        args = list(args)
+        while args and args[-1] is None and len(args) > helper.min_args:
+            args.pop()
+        helper.check_arity(len(args))
+        try:
+            return helper.function(call, *args)
+        except HelperError:
+            raise
+        except Exception as exc:  # a helper bug must not take the script host down
+            if any(map(has_lone_surrogate, _texts(args))):
+                # the script's text met a UTF-8 boundary (a path, a program, a store): its fault, not ours
+                log.debug("helper %s refused invalid Unicode for %s", name, call.script, exc_info=True)
+                raise HelperError(
+                    f"{name}: an argument is not valid Unicode: it holds a lone surrogate "
+                    "(U+D800 to U+DFFF alone), which has no UTF-8 form"
+                ) from None
+            log.exception("helper %s failed for %s", name, call.script)
+            raise HelperError(f"{name}: internal error: {type(exc).__name__}: {exc}") from exc
+
+
+def _texts(values: Sequence[JSONValue]) -> Iterator[str]:
+    """Every string in `values`, keys included, at any depth."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value)
+            pending.extend(value.values())
+
+
+__all__ = ["Helper", "HelperFunction", "HelperTable", "ScriptCall"]

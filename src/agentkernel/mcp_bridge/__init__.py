@@ -1,1 +1,0 @@
-"""MCP both ways (issue 16): serving our tools, consuming outside servers' tools."""

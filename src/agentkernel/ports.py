@@ -1,0 +1,439 @@
+"""The ports: what the layers below the kernel know of the services they reach, as Protocols and keys.
+
+A helper, a hook or a python_tool reaches a service through the caller's
+`Services` by the service's key (`call.caller.services.require(STATE,
+"state_get")`), typed by its port: the Protocol here, never the class that
+implements it. So nothing below the kernel names a class of a layer above it
+(the dispatcher, the agent loop, sub-agents, cron), and an embedded store
+can be replaced behind the same port (a shared state store, a Postgres
+transcript). The values a port takes travel with it: `Namespace`, `Owner`,
+`Record`, `SubagentRequest`.
+
+Adding a service is one key here (its port, its "no … attached" text) and one
+factory in the kernel's assembly (assembly.py `SERVICES`); docs/architecture.md
+shows it step by step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol, runtime_checkable
+
+from agentkernel.bundle import ServiceKey
+from agentkernel.config import CallBudget, DuckSettings, FilesSettings, ShellSettings
+from agentkernel.identity import Caller
+from agentkernel.llm.base import Completion, CompletionRequest
+from agentkernel.types import JSONObject, JSONValue
+
+Params = list[JSONValue] | dict[str, JSONValue] | None
+"""A DuckDB statement's parameters: `?`/`$1` values, or `$name` ones."""
+
+
+class ScriptResult(Protocol):
+    """What a tool call or a sub-agent gave, as a script receives it (S16.1, S17)."""
+
+    def for_script(self) -> JSONObject: ...
+
+
+# -- the engine room's own services: they reach the kernel itself (live) ----------------------
+
+
+class ToolCalls(Protocol):
+    """`call_tool` and `list_tools` (S16): the one dispatch path, one call deeper."""
+
+    def call(self, name: str, args: JSONValue, caller: Caller, budget: CallBudget | None) -> ScriptResult: ...
+
+    def visible(self, caller: Caller) -> list[JSONObject]: ...
+
+
+class ToolResults(Protocol):
+    """`get_tool_result` (S16.4): a result a tool already gave in the caller's session; 0 is the latest."""
+
+    def get(self, caller: Caller, tool: str, index: int = 0) -> ScriptResult | None: ...
+
+
+@dataclass(frozen=True)
+class SubagentRequest:
+    """`run_subagent`'s argument, checked for shape by the helper (helpers/delegation.py)."""
+
+    task: str
+    template: str | None = None
+    instructions: str | None = None
+    name: str | None = None
+    tools: tuple[str, ...] | None = None
+    output_schema: JSONObject | None = None
+
+
+class Subagents(Protocol):
+    """`run_subagent` (S17): a child agent run once on a task and ended; waited for until `deadline`."""
+
+    def run(self, caller: Caller, request: SubagentRequest, deadline: float | None) -> ScriptResult: ...
+
+
+class CronJobs(Protocol):
+    """`schedule_cron`, `cancel_cron`, `list_cron` (S10): the caller's user's jobs."""
+
+    def schedule(self, caller: Caller, options: JSONValue) -> JSONObject: ...
+
+    def cancel(self, caller: Caller, name: JSONValue) -> bool: ...
+
+    def list(self, caller: Caller) -> list[JSONObject]: ...
+
+
+class Inference(Protocol):
+    """`llm()` and `llm_json()` (S9): the kernel's LLM, called from a script's worker thread."""
+
+    def complete(self, request: CompletionRequest, timeout: float | None) -> Completion:
+        """The answer; TimeoutError (the request cancelled) after `timeout` seconds."""
+        ...
+
+
+# -- the transcript (S18) ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """One event of a session's transcript, as the transcript helpers return it (S18).
+
+    `score` is the search relevance (higher is better) and None outside `search`.
+    """
+
+    id: int
+    role: str
+    kind: str
+    content: str
+    meta: dict[str, Any]
+    created_at: str
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record exactly as scripts see it: S18's seven keys, `meta` copied."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "content": self.content,
+            "meta": dict(self.meta),
+            "created_at": self.created_at,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose records of a session a read returns: one user's, not everything under the session id.
+
+    A session id alone is not a boundary (see the module docstring), so the
+    transcript helpers read with the caller's `Owner`. `user_id` None and ""
+    are the same: no user (as identity.py's `session_key` has it). `unrecorded`
+    adds the records written before the store recorded users (schema version
+    1, user unknown): for the kernel's own reads of a session whose owner it
+    has checked (resuming a server session), never for a script.
+    """
+
+    user_id: str | None
+    unrecorded: bool = False
+
+
+@runtime_checkable
+class MessageStore(Protocol):
+    """What the kernel and the transcript helpers need of a message store (DESIGN rule 8).
+
+    Small on purpose, so a shared store (Postgres, …) can replace the embedded one.
+    Every read is scoped to one session id and, given an `owner`, to that
+    user's records in it; without one, to every record of the session id
+    (the kernel's own reads, after it has checked who owns the session).
+    """
+
+    def append(
+        self,
+        session_id: str,
+        role: str,
+        kind: str,
+        content: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> int:
+        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase)."""
+        ...
+
+    def history(
+        self,
+        session_id: str,
+        n: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        timeout: float | None = None,
+    ) -> list[Record]:
+        """The last `n` records of the session (of `owner`'s, when given), oldest first.
+
+        With `max_bytes`, the newest records whose content and meta fit in it (one at least).
+        With `timeout`, StoreBusy when the store cannot be read within that many seconds.
+        """
+        ...
+
+    def search(
+        self,
+        session_id: str,
+        query: str,
+        k: int,
+        *,
+        owner: Owner | None = None,
+        max_bytes: int | None = None,
+        window: int | None = None,
+        timeout: float | None = None,
+    ) -> list[Record]:
+        """Up to `k` records matching `query`'s words, best first, `score` filled; `max_bytes` as above.
+
+        With `window`, only the latest `window` matching records are ranked (a bounded cost).
+        """
+        ...
+
+    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
+        """How many records the session has (of `owner`'s, when given)."""
+        ...
+
+    def delete_session(self, session_id: str) -> int:
+        """Forget the session's records; return how many were deleted."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources; the store is unusable afterwards."""
+        ...
+
+
+# -- the embedded services: the machine's, not the kernel's ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Where keys live: a scope name and its owner's id ("" for the global scope).
+
+    Two namespaces never share a key: `user` "x" and `session` "x" differ.
+    `user` is not part of where keys live: it is who is writing, whose
+    quota (`max_user_bytes`) the bytes written count against ("" for a
+    caller without a user).
+    """
+
+    scope: str
+    owner: str
+    user: str = ""
+
+    def params(self, key: str) -> tuple[str, str, str]:
+        return (self.scope, self.owner, key)
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What the `state_*` helpers need of a state store (DESIGN rule 8); Redis-shaped on purpose.
+
+    `timeout` is how long the caller may wait for the store (None: the
+    store's own bound); an operation that cannot start by then raises
+    `StateBusyError`. Reads of missing keys give null / empty; reads and
+    writes of a key holding another type raise `WrongTypeError`.
+    """
+
+    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
+        """The value of `key`, or None when missing (GET)."""
+        ...
+
+    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
+        """Store `value` under `key`, replacing whatever type the key held (SET)."""
+        ...
+
+    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
+        """Remove the key of any type; True when it existed (DEL)."""
+        ...
+
+    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
+        """Every key of the namespace, sorted (KEYS *)."""
+        ...
+
+    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
+        """Append to the list at `key` (created when missing); its new length (RPUSH)."""
+        ...
+
+    def range(
+        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
+    ) -> list[JSONValue]:
+        """Items `start`..`stop` inclusive, negative counting from the end (LRANGE)."""
+        ...
+
+    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        """Add to the set at `key` (created when missing); True when it was not there (SADD)."""
+        ...
+
+    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
+        """The set's members in the order they were added (SMEMBERS)."""
+        ...
+
+    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        """Remove from the set; True when it was there (SREM). An emptied set disappears."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
+
+class DuckDB(Protocol):
+    """`db_execute`, `db_query`, `db_schema` (S12) on database files below one folder."""
+
+    settings: DuckSettings
+
+    def execute(
+        self, relative: str, sql: str, params: Params = None, *, remaining: float | None = None
+    ) -> int: ...
+
+    def query(
+        self,
+        relative: str,
+        sql: str,
+        limit: int,
+        params: Params = None,
+        *,
+        remaining: float | None = None,
+        read_only: bool = False,
+    ) -> JSONObject: ...
+
+    def schema(self, relative: str, table: str | None = None, *, remaining: float | None = None) -> str: ...
+
+
+class Files(Protocol):
+    """`fs_read`, `fs_list`, `fs_write` (S14): files below the project and the caller's scratch folder."""
+
+    root: Path
+    settings: FilesSettings
+
+    def read_file(self, path: str, temp_dir: Path | None = None) -> bytes: ...
+
+    def list_folder(self, path: str, temp_dir: Path | None = None) -> list[str]: ...
+
+    def write_file(self, temp_dir: Path, path: str, data: bytes) -> str: ...
+
+
+class HttpAnswer(Protocol):
+    """One exchange's outcome (S8.2): `status` 0 and a reason in `error` when there was no response."""
+
+    @property
+    def status(self) -> int: ...
+    @property
+    def error(self) -> str: ...
+
+    def to_json(self) -> JSONObject: ...
+
+
+class Http(Protocol):
+    """The `http_*` helpers (S8): one exchange, bounded by `timeout` and the script's `time_left`."""
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        time_left: float | None = None,
+    ) -> HttpAnswer: ...
+
+
+class ProgramOutcome(Protocol):
+    """What one program run gave: an exit code, or why there is none (`failure`, `timed_out`)."""
+
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+    @property
+    def failure(self) -> str | None: ...
+    @property
+    def timed_out(self) -> bool: ...
+
+
+class Shell(Protocol):
+    """`run_program` (S19): a program run with no shell, within `shell:`'s limits."""
+
+    settings: ShellSettings
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float, cwd: Path | None, env: Mapping[str, str]
+    ) -> ProgramOutcome: ...
+
+
+# -- the keys -----------------------------------------------------------------------------------
+
+_LIVE_ONLY = "(hook_tool attaches it with --live)"
+
+HTTP: Final = ServiceKey[Http]("http", "no http service attached to this kernel")  # S8.2
+STATE: Final = ServiceKey[StateStore](
+    "state",
+    "no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)",  # S11.3
+)
+DUCKDB: Final = ServiceKey[DuckDB]("duckdb", "no duckdb service attached to this kernel")
+FILES: Final = ServiceKey[Files]("files", "no files service attached to this kernel")
+SHELL: Final = ServiceKey[Shell]("shell", "no shell service attached to this kernel")
+LLM: Final = ServiceKey[Inference](
+    "llm", "no LLM attached to this kernel (set `llm:` in kernel.yaml; hook_tool needs --live)", live=True
+)
+MESSAGES: Final = ServiceKey[MessageStore](
+    "messages",
+    f"no message store attached to this kernel {_LIVE_ONLY}",
+    live=True,  # S18: `memory: …`
+)
+TOOLS: Final = ServiceKey[ToolCalls](
+    "tools", f"no tool-call service attached to this kernel {_LIVE_ONLY}", live=True
+)
+TOOL_RESULTS: Final = ServiceKey[ToolResults](
+    "tool_results",
+    f"no tool-result history attached to this kernel {_LIVE_ONLY}",
+    live=True,  # S16.4
+)
+SUBAGENTS: Final = ServiceKey[Subagents](
+    "subagents",
+    f"no subagent service attached to this kernel {_LIVE_ONLY}",
+    live=True,  # S17
+)
+CRON: Final = ServiceKey[CronJobs](
+    "cron", f"no cron service attached to this kernel {_LIVE_ONLY}", live=True
+)  # S10.3
+
+
+__all__ = [
+    "CRON",
+    "DUCKDB",
+    "FILES",
+    "HTTP",
+    "LLM",
+    "MESSAGES",
+    "SHELL",
+    "STATE",
+    "SUBAGENTS",
+    "TOOLS",
+    "TOOL_RESULTS",
+    "CronJobs",
+    "DuckDB",
+    "Files",
+    "Http",
+    "HttpAnswer",
+    "Inference",
+    "MessageStore",
+    "Namespace",
+    "Owner",
+    "Params",
+    "ProgramOutcome",
+    "Record",
+    "ScriptResult",
+    "Shell",
+    "StateStore",
+    "SubagentRequest",
+    "Subagents",
+    "ToolCalls",
+    "ToolResults",
+]

@@ -1,0 +1,1 @@
+"""The runtime a compiled script calls into: values, limits, errors, modules, the slow paths."""

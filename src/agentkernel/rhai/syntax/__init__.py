@@ -1,0 +1,1 @@
+"""The syntax: lexer and parser, source text to a frozen `ast.Script`."""

@@ -1,0 +1,341 @@
+"""The QuickJS engine adapter: `.js`, `.cjs` and `.mjs` scripts (S1.1, S3, S21.1).
+
+Each call gets a fresh runtime and context on the calling thread (S3.3), with
+a memory limit, a stack limit and an interrupt handler that enforces both the
+operation budget and the wall-clock bound. Values cross the boundary only as
+JSON text, so no Python object (cyclic or not) ever reaches QuickJS and no JS
+object ever leaks into Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import quickjs
+
+from agentkernel.scripting.contract import (
+    CallBudget,
+    HelperBinding,
+    HelperError,
+    ReadBelow,
+    ScriptError,
+    ScriptLimitError,
+    ScriptLimits,
+    ScriptSyntaxError,
+    SourceLocation,
+)
+from agentkernel.scripting.js.hints import hint_for
+from agentkernel.scripting.js.modules import module_loader
+from agentkernel.types import NO_VALUE, JSONValue, NoValue
+
+# QuickJS polls its interrupt handler once per this many "ticks" (backward
+# jumps and calls); `max_operations` in JS is counted in these units (S21.1).
+TICK_OPERATIONS = 10_000
+#: The size of one element of a QuickJS array: no array the heap can hold is longer than the
+#: memory limit over this, and the prelude refuses to walk a longer (sparse) one (prelude.js).
+JS_VALUE_BYTES = 16
+JS_EXTENSIONS = (".js", ".mjs", ".cjs")
+
+_FRAME = re.compile(r"\(?(?P<file>[^\s()]+?):(?P<line>\d+)(?::(?P<col>\d+))?\)?\s*$")
+
+
+@dataclass(frozen=True)
+class JsScript:
+    """A compiled script: QuickJS bytecode for scripts, checked source for modules.
+
+    ES modules are kept as source: QuickJS bytecode of a module that imports
+    others cannot be linked through this binding (it crashes), so a module is
+    compiled again, from this cached text, through the module loader per call.
+    """
+
+    path: Path
+    source: str
+    bytecode: bytes | None
+    module: bool
+
+
+class _Budget:
+    """The interrupt handler: stops the script past its operations or its deadline.
+
+    Once tripped it keeps answering True, so the uncatchable interrupt cannot
+    be swallowed by a `catch` further up the script's stack.
+    """
+
+    def __init__(self, limits: CallBudget) -> None:
+        self.max_ticks = max(1, limits.max_operations // TICK_OPERATIONS)
+        self.deadline = limits.deadline  # the call's: compiling the script counted against it too
+        self.limits = limits
+        self.ticks = 0
+        self.tripped: str | None = None
+
+    def __call__(self) -> bool:
+        if self.tripped is not None:
+            return True
+        self.ticks += 1
+        if self.ticks > self.max_ticks:
+            self.tripped = "max_operations"
+        elif time.monotonic() > self.deadline:
+            self.tripped = "timeout_secs"
+        return self.tripped is not None
+
+    def past_deadline(self) -> bool:
+        """Asked by the prelude between builtin calls on big data (prelude.js): once
+        True, the script spins until the interrupt handler above stops it."""
+        if self.tripped is None and time.monotonic() > self.deadline:
+            self.tripped = "timeout_secs"
+        return self.tripped is not None
+
+    def error(self) -> ScriptLimitError:
+        if self.tripped == "max_operations":
+            return ScriptLimitError(
+                "max_operations",
+                f"script exceeded max_operations ({self.limits.max_operations:,}): stopped a runaway loop",
+            )
+        return ScriptLimitError(
+            "timeout_secs", f"script exceeded timeout_secs ({self.limits.timeout_secs:g} s)"
+        )
+
+
+def _location(stack: str | None, path: Path) -> SourceLocation | None:
+    """The first stack frame in the script's own file, else the first other frame
+    that is not the kernel's own prelude."""
+    if not stack:
+        return None
+    frames = []
+    for line in stack.splitlines():
+        match = _FRAME.search(line.strip())
+        if match:
+            col = match["col"]
+            frames.append(SourceLocation(match["file"], int(match["line"]), int(col) if col else None))
+    own = [f for f in frames if f.file == str(path)]
+    chosen = own or [f for f in frames if f.file != "<agentkernel>"]
+    return chosen[0] if chosen else None
+
+
+def _prelude_source(names: Sequence[str]) -> str:
+    template = resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8")
+    return template.replace("HELPER_NAMES", json.dumps(list(names)))
+
+
+class JsEngine:
+    """QuickJS through `quickjs-bindings`; see the module docstring for the rules."""
+
+    name = "javascript"
+
+    def __init__(self, read_below: ReadBelow) -> None:
+        self._read_below = read_below  # how an imported module is read (contract.py ReadBelow)
+        self._preludes: dict[tuple[str, ...], bytes] = {}
+        self._lock = threading.Lock()
+
+    # -- compiling ---------------------------------------------------------
+
+    def compile(self, path: Path, source: str, deadline: float | None = None) -> JsScript:
+        """QuickJS compiles in C, quickly for any source the host accepts: no deadline needed."""
+        module = path.suffix == ".mjs"
+        ctx = quickjs.Runtime().new_context()
+        ctx.set_module_loader(module_loader(path, source, self._read_below))
+        try:
+            code = ctx.compile(source, filename=str(path), module=module)
+        except quickjs.JSError as exc:
+            stack = getattr(exc, "js_stack", None)
+            message = str(exc)
+            raise ScriptSyntaxError(message, _location(stack, path), stack, hint_for(message)) from None
+        bytecode = None if module else code.write_object()
+        return JsScript(path=path, source=source, bytecode=bytecode, module=module)
+
+    def _prelude(self, names: tuple[str, ...]) -> bytes:
+        bytecode = self._preludes.get(names)
+        if bytecode is None:
+            ctx = quickjs.Runtime().new_context()
+            bytecode = ctx.compile(_prelude_source(names), filename="<agentkernel>").write_object()
+            with self._lock:
+                self._preludes[names] = bytecode
+        return bytecode
+
+    # -- calling -----------------------------------------------------------
+
+    def call(
+        self,
+        script: JsScript,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        binding: HelperBinding,
+        limits: CallBudget,
+    ) -> JSONValue | NoValue:
+        budget = _Budget(limits)
+        ctx = self._new_context(binding, limits, budget)
+        try:
+            invoke = self._install(ctx, script, binding)
+            target = self._lookup(ctx, script, function)
+            if target is None:
+                raise ScriptError(f"{script.path.name} does not define a function {function}()")
+            declared = target.get("length")
+            extra = list(optional[: max(0, int(declared) - len(args))])
+            # ASCII JSON: a lone surrogate (JSON may spell one) crosses as an escape, not as bad UTF-8
+            argv = ctx.parse_json(json.dumps([*args, *extra], allow_nan=False))
+            result = invoke.call(target, argv)
+            if isinstance(result, quickjs.Value) and result.is_promise:
+                result = result.result()
+            return _export(result, function)
+        except quickjs.JSError as exc:
+            raise _script_error(exc, budget, script.path, limits) from None
+        except quickjs.QuickJSError as exc:
+            raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
+
+    def defined_functions(
+        self,
+        script: JsScript,
+        names: Iterable[str],
+        binding: HelperBinding,
+        limits: CallBudget,
+    ) -> frozenset[str]:
+        budget = _Budget(limits)
+        ctx = self._new_context(binding, limits, budget)
+        try:
+            self._install(ctx, script, binding)
+            return frozenset(n for n in names if self._lookup(ctx, script, n) is not None)
+        except quickjs.JSError as exc:
+            raise _script_error(exc, budget, script.path, limits) from None
+
+    def _new_context(self, binding: HelperBinding, limits: ScriptLimits, budget: _Budget) -> Any:
+        runtime = quickjs.Runtime()
+        runtime.set_memory_limit(limits.memory_limit_bytes)
+        runtime.set_max_stack_size(limits.stack_limit_bytes)
+        runtime.set_interrupt_handler(budget)
+        ctx = runtime.new_context()
+        ctx.set("__ak_call", _helper_trampoline(binding))
+        ctx.set("__ak_log", binding.log_line)
+        ctx.set("__ak_poll", budget.past_deadline)
+        ctx.set("__ak_walk_limit", limits.memory_limit_bytes // JS_VALUE_BYTES)
+        return ctx
+
+    def _install(self, ctx: Any, script: JsScript, binding: HelperBinding) -> Any:
+        """Bind helpers, then evaluate the script's top level; return `invoke`."""
+        invoke = ctx.eval_function(ctx.read_object(self._prelude(binding.names)))
+        # static imports and import() alike
+        ctx.set_module_loader(module_loader(script.path, script.source, self._read_below))
+        if script.bytecode is not None:
+            ctx.eval_function(ctx.read_object(script.bytecode))
+        else:
+            exposed = ctx.eval(
+                f"import * as m from {json.dumps(str(script.path))}; globalThis.__ak_exports = m;",
+                filename="<agentkernel>",
+                module=True,
+            )
+            _settle(exposed)
+        return invoke
+
+    @staticmethod
+    def _lookup(ctx: Any, script: JsScript, function: str) -> Any | None:
+        """The script's function: an ES export, a `module.exports` entry, or a global."""
+        places: list[Callable[[], object]] = (
+            [lambda: _member(ctx.get("__ak_exports"), function)]
+            if script.module
+            else [
+                lambda: _member(_member(ctx.get("module"), "exports"), function),
+                lambda: ctx.get(function),
+                lambda: _lexical(ctx, function),
+            ]
+        )
+        for place in places:
+            found = place()
+            if isinstance(found, quickjs.Value) and found.is_function:
+                return found
+        return None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+
+def _lexical(ctx: Any, name: str) -> object:
+    """A top-level `const`/`let` binding, which is global but not on globalThis."""
+    if not _IDENTIFIER.match(name):
+        return None
+    return ctx.eval(f"typeof {name} === 'function' ? {name} : undefined", filename="<agentkernel>")
+
+
+def _member(holder: object, key: str) -> object:
+    if isinstance(holder, quickjs.Value) and holder.is_object:
+        return holder.get(key)
+    return None
+
+
+def _settle(value: object) -> None:
+    if isinstance(value, quickjs.Value) and value.is_promise:
+        value.result()
+
+
+def _helper_trampoline(binding: HelperBinding) -> Any:
+    """The one Python function JS calls for every helper: JSON text in and out.
+
+    The reply is "v<json>" for a value or "e<message>" for a HelperError,
+    which the prelude turns into a catchable JS Error.
+    """
+
+    def call(name: str, payload: str) -> str:
+        try:
+            args = json.loads(payload)
+            value = binding.invoke(name, args)
+            return "v" + json.dumps(value, allow_nan=False)  # ASCII, as the arguments (see above)
+        except HelperError as exc:
+            return "e" + str(exc)
+        except (ValueError, TypeError, RecursionError) as exc:
+            return "e" + f"{name}: value cannot cross into the script: {exc}"
+
+    return call
+
+
+def _export(value: object, function: str) -> JSONValue | NoValue:
+    """A JS return value as plain Python, refusing what has no JSON form."""
+    if value is quickjs.Undefined:
+        return NO_VALUE
+    if not isinstance(value, quickjs.Value):
+        return value  # type: ignore[return-value]  # str, int, float, bool, None
+    if value.is_function:
+        raise ScriptError(f"{function}() returned a function, which has no JSON form")
+    if value.is_symbol:
+        raise ScriptError(f"{function}() returned a Symbol, which has no JSON form")
+    text = value.json()
+    if text is None:
+        return NO_VALUE
+    try:
+        return json.loads(text)  # type: ignore[no-any-return]
+    except RecursionError:
+        raise ScriptError(f"{function}() returned a value nested too deeply") from None
+
+
+def _script_error(exc: quickjs.JSError, budget: _Budget, path: Path, limits: ScriptLimits) -> ScriptError:
+    """Map a QuickJS exception to the kernel's error, naming the limit when one hit."""
+    if budget.tripped is not None:
+        return budget.error()
+    message = str(exc)
+    stack = getattr(exc, "js_stack", None)
+    if message == "InternalError: out of memory":
+        return ScriptLimitError(
+            "memory", f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB)"
+        )
+    if message == "null":  # QuickJS's bare out-of-memory exception, or `throw null`
+        return ScriptLimitError(
+            "memory",
+            f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB), or threw null",
+        )
+    if message == "InternalError: stack overflow":
+        return ScriptLimitError(
+            "stack",
+            f"stack overflow: recursion too deep (stack limit {limits.stack_limit_bytes >> 10} KiB)",
+        )
+    if "circular reference" in message:
+        message = f"{message} (a cyclic object cannot be returned)"
+    return ScriptError(message, _location(stack, path), stack, hint_for(message))
+
+
+__all__ = ["JS_EXTENSIONS", "TICK_OPERATIONS", "JsEngine", "JsScript"]
