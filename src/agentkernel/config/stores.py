@@ -11,25 +11,49 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from agentkernel.config.cron import CronSettings
 from agentkernel.config.schema import Where
-
-if TYPE_CHECKING:
-    from agentkernel.config.kernel_yaml import KernelConfig
+from agentkernel.config.sections import DuckSettings, FilesSettings, StateSettings
 
 SHARED_FOLDER = "shared"  # under paths.data_dir: the default read root for data every user may read
 RHAI_CACHE_FOLDER = Path("cache", "rhai")  # under paths.data_dir: compiled Rhai scripts, kept across restarts
 
 
-def rhai_cache_folder(config: KernelConfig) -> Path | None:
+class Placed(Protocol):
+    """The settings these checks read, as kernel_yaml.KernelConfig holds them (this module sits below it)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def tool_dirs(self) -> tuple[Path, ...]: ...
+    @property
+    def hook_dirs(self) -> tuple[Path, ...]: ...
+    @property
+    def temp_root(self) -> Path: ...
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def messages_db(self) -> Path: ...
+    @property
+    def files(self) -> FilesSettings: ...
+    @property
+    def state(self) -> StateSettings: ...
+    @property
+    def duckdb(self) -> DuckSettings: ...
+    @property
+    def cron(self) -> CronSettings: ...
+
+
+def rhai_cache_folder(config: Placed) -> Path | None:
     """Where compiled Rhai scripts outlive a restart (rhai/compile_cache.py): under
     `paths.data_dir`; None (no cache) when that lies in `paths.temp_root`, which scripts write."""
     folder = config.data_dir / RHAI_CACHE_FOLDER
     return None if folder.resolve().is_relative_to(config.temp_root.resolve()) else folder
 
 
-def duck_folder(config: KernelConfig, where: Where) -> Path:
+def duck_folder(config: Placed, where: Where) -> Path:
     """The folder of the databases, under `paths.data_dir`; never one that holds what scripts write."""
     root = (config.data_dir / config.duckdb.dir).resolve()
     for name, path in (("paths.temp_root", config.temp_root), ("messages_db_path", config.messages_db)):
@@ -47,7 +71,7 @@ class ReadRoot:
     shown: str
 
 
-def read_roots_of(config: KernelConfig, where: Where) -> tuple[ReadRoot, ...]:
+def read_roots_of(config: Placed, where: Where) -> tuple[ReadRoot, ...]:
     """The read roots kernel.yaml asks for, refusing one that holds (or lies in) a kernel store.
 
     Relative roots start at the project folder. A root is kept as written
@@ -68,7 +92,7 @@ def read_roots_of(config: KernelConfig, where: Where) -> tuple[ReadRoot, ...]:
     return roots
 
 
-def _stores(config: KernelConfig, where: Where) -> list[tuple[str, str, Path]]:
+def _stores(config: Placed, where: Where) -> list[tuple[str, str, Path]]:
     """What no script may read, the setting that places it, and where it is."""
     stores = [
         ("every session's scratch folder", "paths.temp_root", config.temp_root),
@@ -83,7 +107,7 @@ def _stores(config: KernelConfig, where: Where) -> list[tuple[str, str, Path]]:
 
 
 def _check_holds_no_store(
-    config: KernelConfig, where: Where, field: str, root: ReadRoot, stores: list[tuple[str, str, Path]]
+    config: Placed, where: Where, field: str, root: ReadRoot, stores: list[tuple[str, str, Path]]
 ) -> None:
     real = root.path.resolve()
     for what, setting, store in stores:
@@ -97,7 +121,7 @@ def _check_holds_no_store(
             )
 
 
-def project_path(config: KernelConfig, path: Path) -> str:
+def project_path(config: Placed, path: Path) -> str:
     """`path` as the project's people write it: relative to the root when under it."""
     return str(path.relative_to(config.root)) if path.is_relative_to(config.root) else str(path)
 
