@@ -1,8 +1,12 @@
-"""Shared fixtures: a kernel on a temporary config, a factory for script tools, the scripted LLM server."""
+"""Shared fixtures: a kernel on a temporary config, a factory for script tools, the scripted LLM server.
+
+And what every test folder may import from here: `REPO`, `write_kernel_yaml`, `wait_until`.
+"""
 
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -61,6 +65,14 @@ def switched_on(kernel_yaml: str, section: str, field: str) -> str:
     data = yaml.safe_load(kernel_yaml) or {}
     data.setdefault(section, {}).setdefault(field, True)
     return yaml.safe_dump(data, sort_keys=False)
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    """Wait for a condition another thread brings about (bounded; the test never measures time)."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from agentkernel.builtins.office import DOCX_MIME
 from agentkernel.config import load_kernel_config
 from tests.conftest import BUILTINS_ON
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import LiveServer, make_project, write
-from tests.server.test_page_browser import CHROMIUM, WAIT_MS, browser
+from tests.server.conftest import CHROMIUM, WAIT_MS, LiveServer, browser, make_project, write
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"

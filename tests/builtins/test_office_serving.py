@@ -36,8 +36,8 @@ import yaml
 from docx import Document
 
 from agentkernel.config.server import token_hash
+from tests.conftest import wait_until
 from tests.server.conftest import make_project, write
-from tests.server.test_api import wait_until
 
 BIN = Path(sys.executable).parent
 BOUND_SECS = 2.0  # Bob's worst /healthz wait; unfixed, each attack below held him 9-15 times longer

@@ -1,4 +1,4 @@
-"""Test doubles that speak real protocols over loopback (the scripted LLM server, …)."""
+"""Test doubles speaking real protocols over loopback: the scripted LLM, a webhook receiver, an MCP server."""
 
 from tests.fakes.openai_server import (
     Drop,

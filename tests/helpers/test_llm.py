@@ -29,7 +29,7 @@ from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, RecordedRequest, Reply
 from tests.fakes.openai_server import Turn
 from tests.helpers.probes import probe_source
-from tests.test_schema_cost import nested_any_of
+from tests.schemas.conftest import nested_any_of
 
 PERSON = {
     "type": "object",

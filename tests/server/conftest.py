@@ -30,6 +30,8 @@ from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.openai_server import Exchange
 
 ROW_SECRET = "row-only-the-user-sees"  # a table cell: must never reach the LLM (S6)
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, as `.ci/run` installs it; never `playwright install`
+WAIT_MS = 60_000  # an upper bound for any one element of the page to appear, not a measured time
 
 
 class LiveServer:
@@ -189,3 +191,15 @@ def live(kernel_yaml: Path) -> Iterator[LiveServer]:
 def client(live: LiveServer) -> Iterator[httpx.Client]:
     with live.client() as http:
         yield http
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()

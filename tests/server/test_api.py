@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.server.events import EVENT_TYPES
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project, sse_events
 
@@ -34,14 +34,6 @@ def send(client: httpx.Client, session: str, content: str) -> list[tuple[str, An
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/event-stream")
     return sse_events(answer.text)
-
-
-def wait_until(check: Callable[[], bool], what: str) -> None:
-    """Wait for a condition another thread brings about (bounded; the test never measures time)."""
-    deadline = time.monotonic() + 60
-    while not check():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 def kinds(client: httpx.Client, session: str) -> list[str]:

@@ -27,10 +27,10 @@ from agentkernel.config.server import token_hash
 from agentkernel.llm.fair_slots import FairSlots
 from agentkernel.testing.parts import kernel_parts
 from agentkernel.util.fair_pool import FairPool
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
-from tests.server.test_api import wait_until
 
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}

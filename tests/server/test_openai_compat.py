@@ -22,10 +22,9 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project
-from tests.server.test_api import wait_until
 from tests.server.test_continuations_api import ARGS_SECRET, paged_project
 from tests.server.test_turn_caps import stopped_one_offs
 

@@ -18,7 +18,6 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,10 @@ from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from tests.conftest import REPO
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import Gated, LiveServer, make_project, script_tool, write
+from tests.server.conftest import CHROMIUM, WAIT_MS, Gated, LiveServer, make_project, script_tool, write
 from tests.server.test_continuations_api import PAGED_JS
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = REPO / "docs" / "img" / "web-chat.png"
-WAIT_MS = 60_000  # an upper bound for any one element to appear, not a measured time
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"
@@ -75,18 +72,6 @@ def page_project(root: Path, llm: FakeLLMServer | None) -> Path:
         "tools: [upper, paged, sales]\nmax_turns: 4\n",
     )
     return kernel_yaml
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> tuple[Any, list[str]]:

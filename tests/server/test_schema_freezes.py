@@ -8,7 +8,7 @@ for minutes. Now every schema pattern is matched by the `regex` module,
 without the GIL and only until the call's deadline (schemas/bounds.py).
 
 Real processes: `agentkernel serve` with two token users, the outside MCP
-server (tests/mcp_bridge/outside_server.py) over stdio. Alice attacks;
+server (tests/fakes/mcp_server.py) over stdio. Alice attacks;
 Bob's /healthz is timed while her run goes on. Unfixed, his request waits
 the whole backtracking (minutes), far past HEALTHZ_BOUND_SECS.
 """
@@ -25,9 +25,9 @@ import pytest
 
 from agentkernel.config.server import token_hash
 from tests.fakes import FakeLLMServer, Reply
-from tests.mcp_bridge.test_consume import stdio_server
 from tests.server.conftest import make_project, script_tool, write
 from tests.server.test_serve_cli import serving
+from tests.tools.sources.mcp.conftest import stdio_server
 
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 HEALTHZ_BOUND_SECS = 5.0  # generous on a busy machine; unfixed, the attacks below stall it for minutes

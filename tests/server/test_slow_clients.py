@@ -27,10 +27,11 @@ from agentkernel.agent.loop import LoopEvent
 from agentkernel.config import load_kernel_config
 from agentkernel.server.events import StreamEvent
 from agentkernel.server.turns import Turn
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.openai_server import RecordedRequest
 from tests.server.conftest import Gated, LiveServer, make_project, sse_events
-from tests.server.test_api import kinds, new_session, wait_until
+from tests.server.test_api import kinds, new_session
 
 ROWS = 30_000  # a tool_result frame of about 1.5 MB: far more than the sockets between hold
 LONG_TEXT = "".join(f"word{n} " for n in range(2_000))  # then thousands of token events

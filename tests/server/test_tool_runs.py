@@ -30,12 +30,12 @@ from mcp import Client
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
-from tests.mcp_bridge.conftest import text_of
-from tests.mcp_bridge.test_serve_http import run as mcp_run
+from tests.mcp_serve.conftest import run as mcp_run
+from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
-from tests.server.test_api import wait_until
 
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}

@@ -35,10 +35,10 @@ from agentkernel.config.server import token_hash
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnRunner
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
 from tests.server.conftest import LiveServer, sse_events
-from tests.server.test_api import wait_until
 
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}

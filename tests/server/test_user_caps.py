@@ -28,12 +28,12 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from agentkernel.config.server import token_hash
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
-from tests.mcp_bridge.conftest import text_of
-from tests.mcp_bridge.test_serve_http import run as mcp_run
+from tests.mcp_serve.conftest import run as mcp_run
+from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import make_project, script_tool, sse_events
-from tests.server.test_api import wait_until
 from tests.server.test_cron_serving import BOB, Served
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_cli_basics import cli
+from tests.cli.conftest import cli
 
 BIN = Path(sys.executable).parent
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import cli
 from tests.conftest import REPO, write_kernel_yaml
-from tests.test_cli_basics import cli
 
 ECHO_JS = """
 function run(args) {

@@ -21,7 +21,7 @@ from agentkernel.builtins.office_work import fill_template
 from agentkernel.config import CallBudget, ScriptLimits
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.tools.isolated import WorkerPool
-from tests.server.test_api import wait_until
+from tests.conftest import wait_until
 
 
 def budget(timeout_secs: float = 30.0, memory_mb: int = 64) -> CallBudget:

@@ -88,7 +88,7 @@ class TemplateSpec:
     together with all of its children (S17). `raw` is the YAML mapping as
     JSON, kept for tooling and for hooks that want to read it.
     `mcp_servers` are the outside MCP servers whose tools (`srv__tool`) it
-    may call too (issue 16, mcp_bridge/).
+    may call too (tools/sources/mcp/).
     """
 
     name: str

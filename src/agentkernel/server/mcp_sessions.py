@@ -10,7 +10,7 @@ session is admitted: called under its creation lock, so two `initialize`
 requests of one user cannot both slip under the cap, and its owners table
 forgets a session the moment it ends (DELETE, idle timeout, a failed
 opening), which frees the slot with no bookkeeping of ours. It is a
-private method, so tests/mcp_bridge/test_serve_http.py checks the cap
+private method, so tests/mcp_serve/test_serve_http.py checks the cap
 through the real SDK: an SDK that renamed it fails there, not silently.
 
 Imported only with the SDK, on the first request to `/mcp` (start-up time).

@@ -11,44 +11,31 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from agentkernel import Kernel
-from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
-from tests.mcp_bridge.conftest import WAIT_SECS, ListChanged, add_tool, text_of
+from tests.conftest import wait_until
+from tests.mcp_serve.conftest import (
+    ACCEPT,
+    INITIALIZE,
+    WAIT_SECS,
+    ListChanged,
+    add_tool,
+    live_server,
+    run,
+    text_of,
+)
 from tests.server.conftest import ROW_SECRET, LiveServer, script_tool
-from tests.server.test_api import wait_until
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def live_server(project: Path, extra: str = "") -> LiveServer:
-    config = project / "config" / "kernel.yaml"
-    if extra:
-        config.write_text(config.read_text() + extra)
-    return LiveServer(Kernel(load_kernel_config(config)))
 
 
 @pytest.fixture
@@ -62,20 +49,6 @@ def with_tokens(mcp_project: Path) -> Iterator[LiveServer]:
 def local(mcp_project: Path) -> Iterator[LiveServer]:
     with live_server(mcp_project) as live:
         yield live
-
-
-def run(
-    url: str, body: Callable[[Client], Awaitable[None]], *, token: str | None = None, mode: str = "auto"
-) -> None:
-    async def main() -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else None
-        async with httpx2.AsyncClient(headers=headers, timeout=WAIT_SECS) as http:
-            transport = streamable_http_client(url, http_client=http)
-            with anyio.fail_after(WAIT_SECS * 2):
-                async with Client(transport, mode=mode) as client:
-                    await body(client)
-
-    anyio.run(main)
 
 
 def test_a_missing_or_unknown_token_is_refused(with_tokens: LiveServer) -> None:

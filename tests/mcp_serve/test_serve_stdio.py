@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
-from tests.mcp_bridge.conftest import WAIT_SECS, ListChanged, add_tool, text_of
+from tests.mcp_serve.conftest import WAIT_SECS, ListChanged, add_tool, text_of
 from tests.server.conftest import ROW_SECRET
 
 AGENTKERNEL = str(Path(sys.executable).parent / "agentkernel")

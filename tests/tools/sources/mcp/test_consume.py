@@ -1,6 +1,6 @@
 """Consuming outside MCP servers (issue 16): a template's `mcp_servers:` tools in the agent loop.
 
-The outside server is written with the `mcp` SDK (outside_server.py) and
+The outside server is written with the `mcp` SDK (tests/fakes/mcp_server.py) and
 runs as a real subprocess over stdio, or in-process over streamable HTTP
 on 127.0.0.1; the LLM is the scripted OpenAI-compatible server. Its tools
 take the one dispatch path (DESIGN rule 6): access, validation, limits,
@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,59 +32,10 @@ from agentkernel.config.templates import load_template
 from agentkernel.errors import ConfigError
 from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONObject
-from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.tools.sources.mcp.conftest import SERVER, make_project, stdio_server, write
 
-SERVER = Path(__file__).with_name("outside_server.py")
 GONE_WITHIN_SECS = 30.0  # a bound on waiting for a killed process to be reaped, not a timing assertion
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def stdio_server(name: str = "outside", extra: str = "") -> str:
-    """One `mcp_servers:` entry (YAML, indented for a template) running outside_server.py."""
-    lines = [
-        f"  - name: {name}",
-        f"    command: {json.dumps(sys.executable)}",
-        f"    args: [{json.dumps(str(SERVER))}]",
-    ]
-    lines += [f"    {line}" for line in textwrap.dedent(extra).strip().splitlines()]
-    return "\n".join(lines) + "\n"
-
-
-def make_project(root: Path, templates: dict[str, str], llm: FakeLLMServer | None = None) -> Path:
-    extra = (
-        f"llm:\n  base_url: {llm.base_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 30\n"
-        if llm
-        else ""
-    )
-    config = write_kernel_yaml(root, extra)
-    tools = root / "config" / "scripts" / "tools"
-    write(tools / "relay.yaml", """
-        kind: script_tool
-        name: relay
-        description: Ask the outside server to echo a text.
-        script: relay.js
-        parameters: {type: object, properties: {text: {type: string}}, required: [text]}
-        """)  # fmt: skip
-    write(tools / "relay.js", """
-        function run(args) {
-          const r = call_tool('outside__echo', {text: args.text});
-          return {content: r.success ? 'relayed: ' + r.content : r.content, success: r.success};
-        }
-        """)  # fmt: skip
-    write(tools / "delegate.yaml", "kind: script_tool\nname: delegate\nscript: delegate.js\n")
-    write(
-        tools / "delegate.js",
-        "function run(args) { const r = run_subagent(args); return {content: r.answer, data: r}; }",
-    )
-    for name, body in templates.items():
-        write(root / "config" / "templates" / f"{name}.yaml", body)
-    return config
 
 
 def gone(pid: int) -> bool:
@@ -139,7 +89,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Iterator[Kernel]:
-    """A kernel whose template `agent` uses outside_server.py (only some of its tools, env named)."""
+    """A kernel whose template `agent` uses the fake server (only some of its tools, env named)."""
     server = stdio_server(
         extra="""
         env: {SEEN_BY_SERVER: OUTSIDE_NAMED}
@@ -358,7 +308,7 @@ def test_listing_starts_the_server_lazily(lone: Kernel) -> None:
 
 
 class HttpOutside:
-    """outside_server.py's app over streamable HTTP, in-process on 127.0.0.1, behind a bearer token."""
+    """The fake server's app over streamable HTTP, in-process on 127.0.0.1, behind a bearer token."""
 
     def __init__(self, token: str, port: int = 0) -> None:
         self.token = token
@@ -383,7 +333,7 @@ class HttpOutside:
         import uvicorn
 
         from agentkernel.server.serving import bind, url_of
-        from tests.mcp_bridge.outside_server import app
+        from tests.fakes.mcp_server import app
 
         sock = bind("127.0.0.1", self.port)
         self.port = sock.getsockname()[1]

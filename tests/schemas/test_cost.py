@@ -7,17 +7,9 @@ from typing import Any
 import pytest
 
 from agentkernel.schemas.cost import CostProblem, SchemaBounds, cost_problem, describe_cost
+from tests.schemas.conftest import nested_any_of
 
 SMALL = SchemaBounds(max_nodes=10, max_depth=4, max_chars=200)
-
-
-def nested_any_of(levels: int) -> dict[str, Any]:
-    """The issue's schema: `levels` nested pairs of `anyOf` branches through `$defs`, 2^levels leaves."""
-    defs: dict[str, Any] = {}
-    for level in range(levels):
-        below = {"$ref": f"#/$defs/l{level + 1}"} if level + 1 < levels else {"type": "string"}
-        defs[f"l{level}"] = {"anyOf": [below, below]}
-    return {"$defs": defs, "$ref": "#/$defs/l0"}
 
 
 def with_properties(count: int) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def test_a_server_that_lists_without_end_is_cut_at_max_listed_tools(monkeypatch:
 def test_a_schema_too_costly_to_validate_against_is_not_offered_naming_server_tool_and_setting() -> None:
     """Measured before any call is validated (schemas/bounds.py): the issue's nested anyOf pairs, a bad
     pattern; the rest of the server's tools are offered."""
-    from tests.test_schema_cost import nested_any_of
+    from tests.schemas.conftest import nested_any_of
 
     nested: JSONObject = {"type": "object", **nested_any_of(16)}
     bad_pattern: JSONObject = {"type": "object", "properties": {"q": {"type": "string", "pattern": "(?<"}}}

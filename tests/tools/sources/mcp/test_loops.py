@@ -20,8 +20,8 @@ from agentkernel import Kernel
 from agentkernel.cli.main import main
 from agentkernel.config import load_kernel_config
 from agentkernel.tools.sources.mcp.nesting import CHAIN_HEADER, CHAIN_VARIABLE, encoded, template_entry
-from tests.mcp_bridge.test_consume import make_project, write
-from tests.mcp_bridge.test_serve_http import ACCEPT, INITIALIZE, live_server
+from tests.mcp_serve.conftest import ACCEPT, INITIALIZE, live_server
+from tests.tools.sources.mcp.conftest import make_project, write
 
 LOOP_MESSAGE = "MCP server loop: template 'loop' is already being served up the chain"
 

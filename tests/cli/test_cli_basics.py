@@ -19,25 +19,8 @@ import pytest
 
 from agentkernel.config import find_kernel_config
 from agentkernel.errors import ConfigError
+from tests.cli.conftest import BIN, cli
 from tests.conftest import REPO, write_kernel_yaml
-
-BIN = Path(sys.executable).parent
-
-
-def cli(
-    *args: str, cwd: Path = REPO, stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
-    environment.update(env or {})
-    return subprocess.run(
-        [str(BIN / args[0]), *args[1:]],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-    )
 
 
 @pytest.fixture

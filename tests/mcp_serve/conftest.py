@@ -1,17 +1,37 @@
-"""A project to serve over MCP: the server tests' tools and template, plus a failing and a stateful tool."""
+"""A project to serve over MCP: the server tests' tools and template, plus a failing and a stateful tool.
+
+And the clients of `/mcp` that the server's tests and the outside-tool tests share.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.server.conftest import make_project, script_tool
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from tests.server.conftest import LiveServer, make_project, script_tool
 
 WAIT_SECS = 30  # how long a test waits for an MCP answer or notification before failing (never a sleep)
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def add_mcp_tools(root: Path) -> None:
@@ -66,3 +86,24 @@ class ListChanged:
     async def wait(self) -> None:
         with anyio.fail_after(WAIT_SECS):
             await self.heard.wait()
+
+
+def live_server(project: Path, extra: str = "") -> LiveServer:
+    config = project / "config" / "kernel.yaml"
+    if extra:
+        config.write_text(config.read_text() + extra)
+    return LiveServer(Kernel(load_kernel_config(config)))
+
+
+def run(
+    url: str, body: Callable[[Client], Awaitable[None]], *, token: str | None = None, mode: str = "auto"
+) -> None:
+    async def main() -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        async with httpx2.AsyncClient(headers=headers, timeout=WAIT_SECS) as http:
+            transport = streamable_http_client(url, http_client=http)
+            with anyio.fail_after(WAIT_SECS * 2):
+                async with Client(transport, mode=mode) as client:
+                    await body(client)
+
+    anyio.run(main)

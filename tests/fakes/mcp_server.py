@@ -1,6 +1,6 @@
-"""A small MCP server written with the SDK, for the consuming tests (issue 16).
+"""A small outside MCP server written with the SDK, for the tests of outside tools (tools/sources/mcp).
 
-Run as `python outside_server.py` it speaks stdio; `python outside_server.py
+Run as `python mcp_server.py` it speaks stdio; `python mcp_server.py
 http PORT_FILE` serves streamable HTTP on 127.0.0.1 at a free port, which
 it writes to PORT_FILE once it listens. Its tools tell the tests what they
 need to see from the server's side: its pid, its environment.

@@ -21,7 +21,7 @@ from agentkernel.schemas.bounds import (
     bounded_validator,
     schema_problem,
 )
-from tests.test_schema_cost import nested_any_of
+from tests.schemas.conftest import nested_any_of
 
 
 def errors(schema: Any, instance: Any, secs: float | None = None) -> list[str]:

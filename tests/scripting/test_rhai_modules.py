@@ -1,7 +1,7 @@
 """Rhai tools sharing code through modules (issue 14 §3; S1.1, S1.4, S4.4).
 
 A `.rhai` tool imports `.rhai` files of its own folder and below, as an `.mjs`
-tool does (tests/test_js_modules.py): the same attack list is refused, with
+tool does (tests/scripting/js/test_modules.py): the same attack list is refused, with
 the reason, and an edited module applies from the next call (S1.4).
 """
 
