@@ -183,7 +183,7 @@ class KernelParts:
         return []
 
     def mcp_servers(self) -> dict[str, McpServerSpec]:
-        """Every MCP server the templates declare, by name; one declared two ways is left out (issue 16)."""
+        """Every MCP server the templates declare, by name; one declared two ways is left out."""
         templates, _ = self.template_folder.load()
         return settle_servers(s for t in templates.values() for s in t.mcp_servers)[0]
 

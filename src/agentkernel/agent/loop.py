@@ -360,7 +360,7 @@ class AgentLoop:
         if self.provider is None:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
             return None, EndReason.ERROR, messages
-        # on a worker thread: listing may start the template's MCP servers (issue 16)
+        # on a worker thread: listing may start the template's MCP servers
         visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
         tools = tuple(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible)
         last_text: str | None = None

@@ -3,22 +3,24 @@
 Why not python-docx's `add_paragraph`/`add_run`/`run.bold`: each resolves a
 style by walking every style of the document, places each child by
 searching its siblings, and (`add_table`) searches the whole document for
-the page width, so a 20-page report took seconds; making each element with
-lxml from Python still cost ~10 µs an element. Issue 15's target is 200 ms.
-So the blocks are collected as text (`Node`s: an opening tag, the pieces
-inside, a closing tag), every piece of user text escaped, and `finish`
-parses the whole body once with python-docx's own parser and moves it
-into the document before its section properties. python-docx still opens
+the page width, so the cost of each element grows with the document; and
+making each element with lxml from Python is still slow per element
+(docs/benchmarks.md, "make_docx of a 20-page document"). So the blocks are
+collected as text (`Node`s: an opening tag, the pieces inside, a closing
+tag), every piece of user text escaped, and `finish` parses the whole
+body once with python-docx's own parser and moves it into the document
+before its section properties. python-docx still opens
 the package, owns the styles, numbering and relationships parts, and
 saves; the XML is the one its `add_*` methods would have made.
 
 The move is piecewise (`_adopt`): lxml fixes the namespaces of an element
 moved into another document node by node with a cache that misses for
 every node whose namespace was declared above it (and for every
-`xml:space`), so one move is quadratic in the size of what it carries —
-a paragraph of 10,000 runs or a table of 10,000 rows held the GIL for
-seconds. A small subtree is moved whole; a bigger one is made anew in the
-document, shallow, and its children adopted one by one: linear.
+`xml:space`), so one move is quadratic in the size of what it carries,
+and holds the GIL all along: a paragraph of 10,000 runs or a table of
+10,000 rows would stop every other user's work. A small subtree is moved
+whole; a bigger one is made anew in the document, shallow, and its
+children adopted one by one: linear.
 """
 
 from __future__ import annotations

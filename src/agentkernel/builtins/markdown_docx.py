@@ -13,8 +13,9 @@ headings → the built-in "Heading N" styles; lists → "List Bullet N" /
 its own first number; tables → "Table Grid" with a bold header row; code
 blocks → a "Code" paragraph style (monospace), inline code → a "Code Char"
 character style; quotes → "Quote"; links → real hyperlinks; images → their
-alt text (nothing is fetched). The heavy imports stay inside the functions
-(issue 8: start-up time). The elements are appended by docx_xml.py.
+alt text (nothing is fetched). The heavy imports stay inside the functions,
+so a command that makes no document never pays for them. The elements are
+appended by docx_xml.py.
 """
 
 from __future__ import annotations

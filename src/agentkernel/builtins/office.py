@@ -2,7 +2,7 @@
 
 They are Python, not scripts, because the work is a library's
 (markdown-it-py and python-docx) and no helper exposes it. Otherwise they
-are tools like any other (`kind: python_tool`, ISSUE15 §2): the one
+are tools like any other (`kind: python_tool`): the one
 dispatch path checks access and arguments, and a failure is a ScriptError
 whose text the caller sees.
 

@@ -1,7 +1,7 @@
 """`agentkernel serve` and `agentkernel token new USER`: the HTTP API, and the tokens it accepts.
 
 Building the parser imports nothing beyond argparse; FastAPI and uvicorn
-are imported when `serve` runs (issue 8: start-up time).
+are imported when `serve` runs, so every other command starts without them.
 """
 
 from __future__ import annotations

@@ -13,13 +13,12 @@ YAML the kernel reads — templates and their `mcp_servers:`, a tool's
 `tests:`, the scripted LLM's rules — is read by yaml_files.py and checked
 by schema.py the same way.
 
-Why jsonschema and dataclasses, not pydantic v2 (issue 10, measured here
-with `python -X importtime`, a busy 2-core machine, medians of 5):
+Why jsonschema and dataclasses, not pydantic v2:
 - start-up: `tool run` already imports jsonschema (a tool's `parameters`
   are JSON Schema, which pydantic does not validate), so the config costs
-  no new import; pydantic would add its own (`pydantic.main`: 190–360 ms,
-  about what jsonschema itself takes) plus 45–125 ms to build a dozen
-  section models, on a command whose whole run is a few hundred ms;
+  no new import; pydantic would add an import as heavy as jsonschema's,
+  and the building of its models, to a short command (the figures are in
+  docs/benchmarks.md, "Before and after the reshaping");
 - the error texts: users and tests read ours (`http.max_redirects:
   expected an integer of at least 0, got -1`, `unknown key 'limts' …; did
   you mean 'limits'?`), and pydantic's (`Input should be greater than or

@@ -105,7 +105,7 @@ class KernelConfig:
     messages_db: Path = Path("data/messages.db")
     llm: LLMConfig | None = None
     env_deny: tuple[str, ...] = ()
-    builtins: bool = True  # the package's built-in tools and hooks load after the project's (issue 15)
+    builtins: bool = True  # the package's built-in tools and hooks load after the project's
     script_workers: int = SCRIPT_WORKERS  # `scripts.max_workers`
     script_workers_per_user: int = SCRIPT_WORKERS_PER_USER  # `scripts.max_workers_per_user`
     python_workers: int = 2  # worker processes python_tool built-ins run in, at most (tools/isolated.py)

@@ -1,6 +1,6 @@
-"""A template's `mcp_servers:` (issue 16): the outside MCP servers whose tools it may call.
+"""A template's `mcp_servers:`: the outside MCP servers whose tools it may call.
 
-Kept free of the `mcp` package (importing it costs about 1.5 s): templates
+Kept free of the `mcp` package (a heavy import, docs/benchmarks.md): templates
 are read on paths that never speak MCP. Each entry is stdio (`command`,
 `args`, `env`) or streamable HTTP (`url`, `headers_env`). Secrets are never
 written in a template: `env` and `headers_env` map a name the server sees

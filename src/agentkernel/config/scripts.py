@@ -54,7 +54,7 @@ _COMMON_SPEC_PROPERTIES: dict[str, Any] = {
     "kind": {"enum": list(KINDS)},
     "name": {"type": "string", "pattern": TOOL_NAME_PATTERN},
     "script": {"type": "string", "minLength": 1},
-    "overrides": {"enum": ["builtin"]},  # this project file replaces the built-in of its name (issue 15)
+    "overrides": {"enum": ["builtin"]},  # this project file replaces the built-in of its name
     **LIMIT_FIELDS,
 }
 

@@ -90,7 +90,7 @@ class HttpCall:
 
 
 def parse_url(value: JSONValue) -> str:
-    # httpx and the service are imported by the first HTTP call, not by every kernel (issue 8: start-up)
+    # httpx and the service are imported by the first HTTP call, not by every kernel (start-up)
     import httpx
 
     from agentkernel.services.http import MAX_URL_CHARS, check_url  # httpx: by the first HTTP call

@@ -1,8 +1,8 @@
 """A provider built on its first call, so a kernel that never talks to an LLM never loads one.
 
 Every live kernel attaches its provider (S9.2: `llm()` goes through it), but
-building the OpenAI-compatible one imports httpx and its TLS stack — a tenth
-of a second that a `tool run` of a word counter should not pay (issue 8).
+building the OpenAI-compatible one imports httpx and its TLS stack, which a
+`tool run` of a word counter should not pay for.
 Composition, like `LimitedProvider`: the real provider is wrapped once.
 """
 

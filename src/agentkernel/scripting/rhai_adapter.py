@@ -156,7 +156,7 @@ class RhaiEngine:
         )
 
     def compile(self, path: Path, source: str, deadline: float | None = None) -> RhaiScript:
-        """Compile by `deadline`; a script that fails fails alone, with a Rhai error (issue 9)."""
+        """Compile by `deadline`; a script that fails fails alone, with a Rhai error."""
         try:
             compiled = self._engine().compile(source, source_name=None, deadline=deadline)
         except RhaiSyntaxError as exc:

@@ -1,4 +1,4 @@
-"""`agentkernel serve`: the HTTP API over one Kernel, the web chat, continuations (S6.3, S23.6, issue 11).
+"""`agentkernel serve`: the HTTP API over one Kernel, the web chat, continuations (S6.3, S23.6).
 
 The package imports FastAPI, so nothing on the other commands' paths
 imports it; `agentkernel serve` loads it when it runs. Modules:

@@ -85,7 +85,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         budget_tokens=chosen.tool_run_token_budget,
     )
     parts = ServerParts(kernel, chosen, directory, turns, tool_runs)
-    mcp = McpEndpoint(parts, sealing)  # issue 16; the SDK is imported on the first request to /mcp
+    mcp = McpEndpoint(parts, sealing)  # the SDK is imported on the first request to /mcp
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

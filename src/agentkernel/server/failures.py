@@ -122,7 +122,7 @@ def _unreadable(exc: StarletteHTTPException) -> str | None:
     `400 There was an error parsing the body`, naming no field: bytes that
     are not UTF-8, arrays nested too deep to parse, or an integer longer
     than Python reads (`sys.get_int_max_str_digits`). All are malformed
-    JSON, which the API answers with 422 naming `body` (issue 11, section 5).
+    JSON, which the API answers with 422 naming `body`.
     """
     cause = exc.__cause__
     if exc.status_code != 400 or cause is None:

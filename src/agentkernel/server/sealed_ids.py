@@ -1,4 +1,4 @@
-"""Rows kept on the server behind opaque random ids, for their owner only, for a while (S6.3, issue 11).
+"""Rows kept on the server behind opaque random ids, for their owner only, for a while (S6.3).
 
 What the server seals where a block leaves it (a table's continuation
 args, a file's place in a scratch folder) is one row of an SQLite table,
@@ -9,7 +9,7 @@ their rows hold):
 - **The id is a capability**: 192 random bits (`secrets.token_urlsafe`),
   never derived from the row, so it says nothing and cannot be guessed.
   The table keeps only its SHA-256 (the `key` column), as the server keeps
-  its tokens' (issue 11 section 3): a copy of the file is no key to
+  its tokens' (`server.tokens`): a copy of the file is no key to
   anyone's rows.
 - **One answer for unknown, expired and another user's ids**: `_lookup`
   returns None for all three, so an endpoint answers 404 alike and an id

@@ -1,11 +1,11 @@
 """The files service (S14): reads only from the read roots, writes only inside a session's temp dir.
 
-Reading is confined (S14.3, a decision of issue 9: it used to reach
-anywhere under the kernel's root, so one user's scripts read another's
-DuckDB files, the state store and their scratch files). A script reads
+Reading is confined (S14.3, a decision: reads anywhere under the kernel's
+root would let one user's scripts read another's DuckDB files, the state
+store and their scratch files). A script reads
 from the **read roots** — `files.read_roots`, by default the scripts folders
 and `data/shared` — and from its own session's temp dir, nothing else. A
-relative path starts at the project folder, as before. The path is reduced
+relative path starts at the project folder. The path is reduced
 to names by text, matched against those folders, then opened by the same
 race-free walk writes use (`confined.open_below`): no link below a read
 root is followed, so neither `..` nor a link leads out. No read root may

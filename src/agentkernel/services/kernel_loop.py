@@ -12,7 +12,7 @@ dispatcher `adopt`s it on every asynchronous tool call: the server's, a
 chat's); when there is none (`agentkernel tool run`, `Kernel.run_tool` from
 plain Python), a loop of the kernel's own on a daemon thread, started on
 first use and stopped by `close`. asyncio is imported only then: a tool
-run that never needs it never pays for it (issue 8).
+run that never needs it never pays for it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible chat-completions server for tests (issue 4, item 10; issue 15).
+"""A scripted OpenAI-compatible chat-completions server for tests: the project's and users' own.
 
 `FakeLLMServer` is a real HTTP server on 127.0.0.1 (a free port, a background
 thread), so the kernel talks to it through its real provider and real

@@ -18,8 +18,8 @@ Workers are fresh interpreters started with `python -I` (no environment
 variables read, no current folder on the path), a small allow-listed
 environment, `/` as their folder, and no descriptor of the kernel's but
 their own socket: none of the kernel's sockets, stores or secrets reach
-them. Starting one imports python-docx (a few hundred milliseconds of its
-own CPU), so the pool keeps up to `size` of them, started on first use and
+them. Starting one imports python-docx (a heavy import), so the pool
+keeps up to `size` of them, started on first use and
 reused call after call; a killed one is replaced at once. `close` kills
 them all; a pool never closed kills its workers when it is collected or
 at exit. The workers are shared fairly between users (fair_share.py): a

@@ -51,7 +51,7 @@ class ToolRegistry:
         self.catalog = catalog
         self.access: AccessPolicy = access or AllowListPolicy()
         self.root = root  # the project folder: messages show paths relative to it
-        self.outside = outside  # outside MCP servers' tools (issue 16), when the kernel has them
+        self.outside = outside  # outside MCP servers' tools, when the kernel has them
 
     def get(self, name: str, caller: Caller | None = None) -> ToolSpec | None:
         """The script tool `name`, else the outside MCP tool (`srv__tool`; its server started if needed).

@@ -2,8 +2,8 @@
 
 `@dataclass(frozen=True, slots=True)` compiles five or six generated
 functions per class, one `exec` each, when the module is imported: for the
-34 node classes of the tree that was a third of the interpreter's import
-time, paid by every `agentkernel rhai run` (start-up). A record
+node classes of the tree, a large part of the interpreter's import time,
+paid by every `agentkernel rhai run` (docs/benchmarks.md). A record
 compiles its `__init__`, `__eq__` and `__hash__` in one `exec` and shares
 `__repr__`, `__setattr__` and `__delattr__` among all records.
 

@@ -1,4 +1,4 @@
-"""`DELETE /v1/memory`: the `memory` hook forgets what it keeps about the caller (issue 15).
+"""`DELETE /v1/memory`: the `memory` hook forgets what it keeps about the caller.
 
 The route does not know where or how the hook keeps facts: it sends the
 hook its own forget command (`forget_command` in its YAML, `/forget` by

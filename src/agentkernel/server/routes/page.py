@@ -1,4 +1,4 @@
-"""The web page (issue 11 section 4): `GET /`, its static files, and the two small reads only it needs.
+"""The web page: `GET /`, its static files, and the two small reads only it needs.
 
 - `GET /` is static/index.html with a strict Content-Security-Policy: scripts
   and styles only from this server, images also as `data:` (the charts), no

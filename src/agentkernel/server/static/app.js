@@ -1,4 +1,4 @@
-// The agentkernel web chat (issue 11 section 4). Plain browser JavaScript, no build step.
+// The agentkernel web chat. Plain browser JavaScript, no build step.
 // Everything from the server or a model is put in the page as text (textContent), except the
 // answer's Markdown, which goes marked -> DOMPurify.sanitize -> innerHTML, and charts, which are
 // server-drawn SVG shown as an <img> from a data: URL (nothing in an image runs).
