@@ -248,7 +248,7 @@ class Engine:
         """Parse and compile; raises RhaiSyntaxError with the reference's text, or the
         uncatchable `Script terminated` once past `deadline` (a `time.monotonic()` value)."""
         options = self.parse_options(source=source_name)
-        clock = CompileClock(deadline)
+        clock = CompileClock(deadline, failures.terminated)
         return _compile_checked(
             source, options, clock, self.max_source_size, source_name=source_name, cache=self.compile_cache
         )
@@ -343,7 +343,7 @@ class Engine:
             compiled = _compile_checked(
                 text,
                 options,
-                CompileClock(deadline),
+                CompileClock(deadline, failures.terminated),
                 self.max_source_size,
                 source_name=rt.source,
                 eval_mode=True,

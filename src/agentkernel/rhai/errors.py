@@ -10,14 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-Pos = tuple[int, int]
-NO_POS: Pos = (0, 0)
-
-
-def with_position(message: str, pos: Pos | None) -> str:
-    if pos is None or pos == NO_POS:
-        return message
-    return f"{message} (line {pos[0]}, position {pos[1]})"
+from agentkernel.rhai.syntax.errors import NO_POS, Pos, RhaiError, RhaiSyntaxError, with_position
 
 
 class ErrorKind(StrEnum):
@@ -52,25 +45,6 @@ class ErrorKind(StrEnum):
     TOO_MANY_VARIABLES = "ErrorTooManyVariables"
     UNBOUND_THIS = "ErrorUnboundThis"
     VARIABLE_NOT_FOUND = "ErrorVariableNotFound"
-
-
-class RhaiError(Exception):
-    """A Rhai error: parse-time (`RhaiSyntaxError`) or run-time (`RhaiRuntimeError`)."""
-
-    def display(self) -> str:
-        raise NotImplementedError
-
-
-class RhaiSyntaxError(RhaiError):
-    """The script does not compile: `Syntax error: <message> (line L, position P)`."""
-
-    def __init__(self, message: str, pos: Pos | None) -> None:
-        self.message = message
-        self.pos = pos
-        super().__init__(self.display())
-
-    def display(self) -> str:
-        return with_position(f"Syntax error: {self.message}", self.pos)
 
 
 class RhaiRuntimeError(RhaiError):

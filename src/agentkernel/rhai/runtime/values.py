@@ -27,14 +27,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentkernel.rhai.syntax.literals import Char
+
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
-
-
-class Char(str):
-    """A Rhai `char`: one Unicode scalar, distinct from a one-character string."""
-
-    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ import re
 from collections.abc import Iterator
 from typing import TypeAlias
 
-from agentkernel.rhai.runtime.values import Char
+from agentkernel.rhai.syntax.literals import Char
 from agentkernel.rhai.syntax.records import class_fields, record
 
 Pos: TypeAlias = tuple[int, int]  # (line, position), both 1-based; (0, 0) = none

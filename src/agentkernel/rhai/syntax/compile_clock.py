@@ -11,19 +11,27 @@ the source.
 from __future__ import annotations
 
 import time
-
-from agentkernel.rhai.runtime.failures import terminated
+from collections.abc import Callable
 
 EVERY = 256  # ticks (tokens, statements, expressions) between two looks at the clock
 
 
+class CompileTimeUp(Exception):
+    """The compile's deadline passed, from a clock given no `late` of its own."""
+
+
 class CompileClock:
-    """Ticks while compiling; raises `terminated()` once past the deadline (None: never)."""
+    """Ticks while compiling; raises `late()` once past the deadline (None: never).
 
-    __slots__ = ("_ticks", "deadline")
+    The engine hands in what a late compile raises (its run-time `Script
+    terminated`), so this stage needs nothing of the stages above it.
+    """
 
-    def __init__(self, deadline: float | None = None) -> None:
+    __slots__ = ("_ticks", "deadline", "late")
+
+    def __init__(self, deadline: float | None = None, late: Callable[[], Exception] = CompileTimeUp) -> None:
         self.deadline = deadline
+        self.late = late
         self._ticks = 0
 
     def tick(self) -> None:
@@ -34,7 +42,7 @@ class CompileClock:
 
     def check(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise terminated()
+            raise self.late()
 
 
-__all__ = ["EVERY", "CompileClock"]
+__all__ = ["EVERY", "CompileClock", "CompileTimeUp"]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from agentkernel.rhai.runtime.values import Char
 from agentkernel.rhai.syntax.compile_clock import EVERY, CompileClock
+from agentkernel.rhai.syntax.literals import Char
 
 Pos = tuple[int, int]
 NO_POS: Pos = (0, 0)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from agentkernel.rhai.runtime.values import Char
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.lexer import is_valid_function_name
+from agentkernel.rhai.syntax.literals import Char
 
 I64_MAX = (1 << 63) - 1
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from agentkernel.rhai.errors import RhaiSyntaxError
+from agentkernel.rhai.syntax.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax.lexer import Pos, Token, reserved_message
 
 HARD_DEPTH = 256  # used when a depth limit is 0 (unlimited): Python's stack is not

@@ -20,9 +20,9 @@ an `EOF` token that is never consumed.
 
 from __future__ import annotations
 
-from agentkernel.rhai.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
+from agentkernel.rhai.syntax.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax.expr_parser import JUMPS, ExprParser, is_coalesce
 from agentkernel.rhai.syntax.lexer import STANDARD_KEYWORDS, Pos, Token, tokenize
 from agentkernel.rhai.syntax.parse_rules import (
