@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,14 +82,21 @@ class Kernel:
 
     @classmethod
     def from_config_file(
-        cls, path: Path | None = None, *, start: Path | None = None, live: bool = True
+        cls,
+        path: str | PathLike[str] | None = None,
+        *,
+        start: str | PathLike[str] | None = None,
+        live: bool = True,
     ) -> Kernel:
         """`path`, else $AGENTKERNEL_CONFIG, else the nearest config/kernel.yaml upward from `start`.
 
         Raises ConfigError naming where it looked when there is no project,
         or the file, line and field of a kernel.yaml that does not load.
         """
-        return cls(load_kernel_config(find_kernel_config(path, start)), live=live)
+        found = find_kernel_config(
+            None if path is None else Path(path), None if start is None else Path(start)
+        )
+        return cls(load_kernel_config(found), live=live)
 
     # -- read-only views ---------------------------------------------------------------------------
 
