@@ -15,7 +15,7 @@ import httpx
 import yaml
 
 from agentkernel.config import load_kernel_config
-from tests.conftest import REPO
+from tests.conftest import REPO, ctrl_c_default
 from tests.server.conftest import make_project
 
 BIN = Path(sys.executable).parent
@@ -30,6 +30,7 @@ def agentkernel(*args: str, cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,  # a test sends it Ctrl-C
     )
 
 

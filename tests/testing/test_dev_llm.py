@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.cli.conftest import cli
+from tests.conftest import ctrl_c_default
 
 BIN = Path(sys.executable).parent
 
@@ -30,6 +31,7 @@ def dev_llm(*args: str, cwd: Path) -> Iterator[tuple[subprocess.Popen[str], str]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,
     )
     try:
         assert process.stdout is not None
