@@ -595,9 +595,9 @@ class ExampleRunner:
         if argv[3:4] == ["serve"]:
             assert "--port" not in argv, f"{where}: the default port (the test runs it on a free one)"
             return [*argv, "--port", "0"]
-        at = argv.index("--port") + 1 if "--port" in argv else None
-        shown = int(argv[at]) if at is not None and at < len(argv) and argv[at].isdigit() else None
-        assert shown is not None and shown not in (0, SERVE_PORT), (
+        at = argv.index("--port") + 1 if "--port" in argv else len(argv)
+        shown = argv[at] if at < len(argv) else ""
+        assert shown.isdigit() and int(shown) not in (0, SERVE_PORT), (
             f"{where}: `dev llm` names its --port, and not serve's {SERVE_PORT}: a reader runs both at once"
         )
         self.doc_url = f"http://127.0.0.1:{shown}"
