@@ -23,6 +23,7 @@ from tests.conftest import REPO, write_kernel_yaml
 
 GATE_JS = """
 function before_user_message(ctx, msg) {
+    if (ctx.earlier) { return { notice: `earlier ${msg.role}` }; }
     if (msg.content === "ping") { return { reply: "pong", notice: `gate for ${ctx.user_id}` }; }
     if (msg.content === "drop") { return { suppress: true }; }
     if (msg.content === "bad") { return { notice: 5 }; }
@@ -45,6 +46,7 @@ function after_loop(ctx, reason) { return { reason }; }
 
 GATE_RHAI = """
 fn before_user_message(ctx, msg) {
+    if ctx.earlier { return #{ notice: `earlier ${msg.role}` }; }
     if msg.content == "ping" { return #{ reply: "pong", notice: `gate for ${ctx.user_id}` }; }
     if msg.content == "drop" { return #{ suppress: true }; }
     if msg.content == "bad" { return #{ notice: 5 }; }
@@ -80,8 +82,13 @@ tests:
     event: before_user_message
     message: FTS5?
     expect:
-      replace_message: FTS5? Answer briefly.
+      replace_message: {role: user, content: FTS5? Answer briefly.}
       inject: [{role: system, content: "FTS5 is SQLite's full-text search."}]
+  - name: an earlier message
+    event: before_user_message
+    message: {role: assistant, content: hi}
+    earlier: true
+    expect: {notice: earlier assistant}
   - name: unchanged
     event: before_user_message
     message: hello
@@ -148,6 +155,7 @@ def test_every_event_s_cases_pass(project: Path, script: str, ext: str) -> None:
             "ping",
             "drop",
             "replace and inject",
+            "an earlier message",
             "unchanged",
             "a bad verdict is a failed call",
             "a throw",
@@ -157,7 +165,7 @@ def test_every_event_s_cases_pass(project: Path, script: str, ext: str) -> None:
             "the end by default",
         )
     ]
-    assert lines[-1].startswith("10 passed, 0 failed (10 cases of 1 hook in ")
+    assert lines[-1].startswith("11 passed, 0 failed (11 cases of 1 hook in ")
 
 
 def test_a_failing_case_names_its_line_what_was_expected_and_what_came(project: Path) -> None:
@@ -186,7 +194,7 @@ def test_a_failing_case_names_its_line_what_was_expected_and_what_came(project: 
     assert out.splitlines()[:3] == [
         f"FAIL  gate: wrong reply ({path}:5) — reply: expected 'ping', got 'pong'",
         f"FAIL  gate: not a failure ({path}:9) — success: expected true, got false (Error: gate broke "
-        "(at gate.js:6:51))",
+        "(at gate.js:7:51))",
         f'FAIL  gate: wrong result ({path}:13) — result: expected \'job_done\', got {{"reason": "job_done"}}',
     ]
 
@@ -322,7 +330,7 @@ def test_junit_report_has_a_suite_per_hook(project: Path) -> None:
     assert code == 0
     suite = ET.parse(project / "report.xml").getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("gate", "10", "0")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("gate", "11", "0")
 
 
 def test_the_shipped_hooks_pass_their_own_tests(tmp_path: Path) -> None:

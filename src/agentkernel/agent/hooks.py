@@ -130,12 +130,14 @@ class TurnFacts:
 class HookEvent:
     """One event's inputs, as a run would give them to a hook: what a hook's `tests:` case states.
 
-    `message` is `before_user_message`'s `msg`; `question`, `answer` and
+    `message` is `before_user_message`'s `msg` (`earlier`: a stateless
+    client's earlier message, `ctx.earlier`); `question`, `answer` and
     `turn` are `after_turn`'s (None: no answer); `reason` is `after_loop`'s.
     """
 
     event: str
     message: JSONObject | None = None
+    earlier: bool = False
     question: JSONObject | None = None
     answer: JSONObject | None = None
     turn: TurnFacts | None = None
@@ -347,7 +349,7 @@ class HookPipeline:
         if not handled:
             return HookEventRun(False, [])
         if given.event == "before_user_message":
-            before = self.before_user_message([spec], caller, given.message or {})
+            before = self.before_user_message([spec], caller, given.message or {}, earlier=given.earlier)
             return HookEventRun(True, before.records, before)
         if given.event == "after_turn":
             turn = given.turn or TurnFacts(reason="job_done")

@@ -4,6 +4,7 @@
       - name: a banned word is answered       # optional; `case N` otherwise
         event: before_user_message            # required: which function the case calls
         message: "Where is the best casino?"  # its `msg`: the text (role user), or {role, content}
+        earlier: false                        # optional: ctx.earlier (a stateless client's earlier message)
         user: alice                           # optional; `test-user` otherwise
         llm: ["an answer", {json: {ok: true}}]   # optional: the LLM's replies, in order (as a tool's)
         expect:
@@ -28,7 +29,7 @@ file, the line, the field and the case, like a tool's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ REASONS = tuple(reason.value for reason in EndReason)
 ROLES = ("system", "user", "assistant")
 
 INPUTS: dict[str, tuple[str, ...]] = {
-    "before_user_message": ("message",),
+    "before_user_message": ("message", "earlier"),
     "after_turn": ("question", "answer", "turn"),
     "after_loop": ("reason",),
 }
@@ -128,6 +129,7 @@ HOOK_CASE_SCHEMA: dict[str, Any] = {
         "name": expect("a non-empty string", type="string", minLength=1),
         "event": expect("one of " + ", ".join(HOOK_EVENTS), enum=list(HOOK_EVENTS)),
         "message": _MESSAGE,
+        "earlier": expect("true or false", type="boolean"),
         "question": _MESSAGE,
         "answer": _ANSWER,
         "turn": _TURN,
@@ -207,7 +209,9 @@ def _event_problems(data: Mapping[str, Any], events: tuple[str, ...] | None) -> 
     return found
 
 
-def _problems_for(spec: HookSpec) -> Any:
+def _problems_for(spec: HookSpec) -> Callable[[object, str, Mapping[str, int]], list[tuple[str, KeyPath]]]:
+    """The check of one case of `spec`'s block: the schema's, then the event's and the name's."""
+
     def problems(data: object, name: str, seen: Mapping[str, int]) -> list[tuple[str, KeyPath]]:
         found = schema_problems(data, _VALIDATOR, HOOK_CASE_SCHEMA)
         if found:
@@ -223,6 +227,7 @@ def _given(data: Mapping[str, Any]) -> HookEvent:
     return HookEvent(
         event=data["event"],
         message=message_of(data.get("message"), "user"),
+        earlier=data.get("earlier", False),
         question=message_of(data.get("question"), "user"),
         answer=message_of(data.get("answer"), "assistant"),
         turn=TurnFacts(**{"reason": "job_done", **turn}) if turn is not None else None,

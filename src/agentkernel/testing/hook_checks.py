@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from agentkernel.agent.hooks import HookEventRun
-from agentkernel.testing.hook_cases import HookCase, message_of
+from agentkernel.testing.hook_cases import HookCase
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import shown_value
 
@@ -56,8 +56,8 @@ def _verdict_failures(case: HookCase, run: HookEventRun) -> list[str]:
         if key in ("error_contains", "result"):
             continue
         got = _decided(case, run, key)
-        if key == "replace_message" and isinstance(wanted, str):
-            wanted = message_of(wanted, "user")
+        if key == "replace_message" and isinstance(wanted, str) and isinstance(got, dict):
+            got = got["content"]  # a text expected: the text the LLM would see, whatever its role
         if got != wanted:
             found.append(f"{key}: expected {_shown(wanted)}, got {_shown(got)}")
     return found

@@ -160,7 +160,8 @@ class ToolTestRun:
         if server is not None:
             server.clear()
             server.add(*case.llm_turns())
-        caller = self.kernel.caller(user_id=case.user, session_id=f"tool-test-{next(self._sessions)}")
+        kind = "hook" if isinstance(case, HookCase) else "tool"
+        caller = self.kernel.caller(user_id=case.user, session_id=f"{kind}-test-{next(self._sessions)}")
         started = time.perf_counter()
         result: ToolResult | None = None
         if isinstance(case, HookCase):
@@ -170,8 +171,7 @@ class ToolTestRun:
             failures = mismatches(case.expect, result)
         secs = time.perf_counter() - started
         if server is not None:
-            asker = "hook" if isinstance(case, HookCase) else "tool"
-            failures += _llm_failures(len(case.llm), server.clear(), server.unexpected - unexpected, asker)
+            failures += _llm_failures(len(case.llm), server.clear(), server.unexpected - unexpected, kind)
         return CaseOutcome(case, tuple(failures), secs, result)
 
 
