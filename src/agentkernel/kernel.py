@@ -32,7 +32,7 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
-    from agentkernel.agent.hooks import HookRun
+    from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.cron_scheduler import CronScheduler
 
@@ -258,6 +258,14 @@ class Kernel:
             for record in run.records:
                 self._parts.store.append(who.session_id, *record.transcript_entry(), user_id=who.user_id)
         return run
+
+    def run_hook_event(
+        self, hook: str | HookSpec, given: HookEvent, caller: Caller | Process | None = None
+    ) -> HookEventRun:
+        """One hook on one event with the inputs `given` states, through the loop's pipeline: what a
+        hook's `tests:` case runs (`agentkernel hook test`). Nothing is recorded in a transcript."""
+        spec = self.hook(hook) if isinstance(hook, str) else hook
+        return self._parts.hooks.run_event(spec, self._as_caller(caller), given)
 
     async def arun_hooks(
         self,

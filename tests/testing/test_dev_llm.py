@@ -86,6 +86,13 @@ def test_a_chosen_port(tmp_path: Path) -> None:
         assert f"agentkernel: cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
+@pytest.mark.parametrize("port", ["65536", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path, port: str) -> None:
+    done = cli("agentkernel", "dev", "llm", "--port", port, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"argument --port: expected a port 0-65535 (0: a free one), got {port!r}" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
