@@ -163,7 +163,14 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "body.tools"),
+        ({"tools": [{"type": "retrieval"}]}, "body.tools.0.type"),
+        ({"tools": [{"type": "function", "function": {"name": "upper"}}]}, "body.tools.0.function.name"),
+        ({"tool_choice": "required"}, "body.tool_choice"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "strnig"}}}},
+            "body.response_format.json_schema.schema",
+        ),
+        ({"response_format": {"type": "grammar"}}, "body.response_format.type"),
         ({"n": 2}, "body.n"),
         (
             {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
@@ -176,9 +183,9 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
                     {"role": "user", "content": "a"},
                 ]
             },
-            "body.messages.0.role",
+            "body.messages.0.tool_call_id",
         ),
-        (  # words in the assistant's mouth as a tool call: nothing the hooks see (issue 24 §9)
+        (  # words in the assistant's mouth as a call of a template tool: its result would be the client's
             {
                 "messages": [
                     {"role": "user", "content": "a"},
@@ -186,7 +193,7 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
                     {"role": "user", "content": "b"},
                 ]
             },
-            "body.messages.1.role",
+            "body.messages.1.tool_calls.0.function.name",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
@@ -202,13 +209,18 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
         ({"stream": 1}, "body.stream"),
     ],
 )
-def test_what_an_agent_cannot_honour_is_422_naming_the_field(
+def test_what_an_agent_cannot_honour_is_400_naming_the_field(
     client: httpx.Client, body: dict[str, Any], field: str
 ) -> None:
+    """OpenAI's answer to a request it cannot take: 400 with its error object naming the `param`
+    (the SDKs raise BadRequestError); FastAPI's 422 was an error no OpenAI client expects."""
     request = {"model": "tester", "messages": [{"role": "user", "content": "hi"}], **body}
     answer = client.post("/v1/chat/completions", json=request)
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"].startswith(field), answer.json()["detail"]
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["message"].startswith(field), error
+    assert (error["type"], error["param"]) == ("invalid_request_error", field)
+    assert set(error) == {"message", "type", "param", "code"}
 
 
 def test_unknown_model_is_404_naming_the_templates(sdk: openai.OpenAI) -> None:
@@ -238,9 +250,11 @@ def test_no_llm_is_an_error_the_sdk_raises_streamed_or_not(tmp_path: Path) -> No
         question: Any = [{"role": "user", "content": "hello"}]
         with pytest.raises(openai.APIStatusError) as caught:
             sdk.chat.completions.create(model="tester", messages=question)
-        assert caught.value.status_code == 502
+        # no LLM is a server that cannot serve (503), and one no retry will mend: the SDK is told not to
+        assert caught.value.status_code == 503
+        assert caught.value.response.headers["x-should-retry"] == "false"
         assert "no LLM provider is configured" in str(caught.value)
-        assert caught.value.body["type"] == "agent_error"  # type: ignore[index]
+        assert caught.value.body["code"] == "no_llm"  # type: ignore[index]
         with pytest.raises(openai.APIError, match="no LLM provider is configured"):
             list(sdk.chat.completions.create(model="tester", messages=question, stream=True))
 
@@ -489,7 +503,7 @@ def test_messages_are_counted_before_any_is_read(client: httpx.Client) -> None:
     assert answer.status_code == 413, answer.text
     assert "(server.max_completion_messages)" in answer.json()["detail"]
     within = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood[-3:]})
-    assert within.status_code == 422 and within.json()["errors"][0]["field"] == "body.messages.0.role"
+    assert within.status_code == 400 and within.json()["error"]["param"] == "body.messages.0.role"
 
 
 COUNTING_JS = """
