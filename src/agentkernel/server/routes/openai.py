@@ -9,6 +9,11 @@ turn, nobody can read it later or stop it through `/stop`, so a client that
 goes away stops it (it ends `terminated`, recorded) rather than leaving it
 calling the LLM for nobody. The session id is in the extension field, to
 find the turn in the transcript and the logs.
+
+Every refusal here is OpenAI's error object (`OpenAIRoute`): a request
+that does not fit is 400 naming the `param`, as OpenAI answers, and a
+failed turn has its cause's status, with `x-should-retry: false` where the
+SDKs' retry would run the turn's tools again (openai_shapes.Failure).
 """
 
 from __future__ import annotations
