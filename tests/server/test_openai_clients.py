@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
@@ -87,6 +88,19 @@ def test_langchain_with_structured_output_gets_a_parsed_object(
     assert "did not validate" in llm_server.bodies[1]["messages"][-1]["content"]
 
 
+def test_langchain_streams_a_tool_call_as_chunks(served: LiveServer, llm_server: FakeLLMServer) -> None:
+    llm_server.add(
+        Reply(text="Checking.", tool_calls=(FakeToolCall("weather", '{"city": "Oslo"}', id="w1"),))
+    )
+    chunks = list(chat_model(served).bind_tools([weather]).stream("weather in Oslo?"))
+    whole: Any = chunks[0]  # AIMessageChunk: `+` joins the pieces
+    for chunk in chunks[1:]:
+        whole += chunk
+    assert whole.content == "Checking."
+    calls = [(c["name"], c["args"], c["id"]) for c in whole.tool_calls]
+    assert calls == [("weather", {"city": "Oslo"}, "w1")]
+
+
 def test_an_agents_sdk_agent_uses_our_server_as_its_model_and_an_mcp_tool(
     served: LiveServer, llm_server: FakeLLMServer
 ) -> None:
@@ -98,20 +112,30 @@ def test_an_agents_sdk_agent_uses_our_server_as_its_model_and_an_mcp_tool(
         Reply(text="It says HI."),
     )
 
-    async def main() -> str:
+    async def main(streamed: bool) -> str:
         client = AsyncOpenAI(base_url=f"{served.url}/v1", api_key="x", max_retries=0)
         params = {"url": f"{served.url}/mcp/tester", "timeout": 30}
         async with MCPServerStreamableHttp(params, client_session_timeout_seconds=30) as tools:  # type: ignore[arg-type]
             model = OpenAIChatCompletionsModel(model="plain", openai_client=client)
             agent = Agent(name="shouter", instructions="Use the tools.", mcp_servers=[tools], model=model)
-            result = await Runner.run(agent, "shout hi")
+            if streamed:
+                run = Runner.run_streamed(agent, "shout")
+                async for _ in run.stream_events():
+                    pass
+                output = run.final_output
+            else:
+                output = (await Runner.run(agent, "shout")).final_output
         await client.close()
-        return str(result.final_output)
+        return str(output)
 
-    assert asyncio.run(main()) == "It says HI."
+    assert asyncio.run(main(streamed=False)) == "It says HI."
     first, second = llm_server.bodies
-    assert [t["function"]["name"] for t in first["tools"]] == [
-        "table",
-        "upper",
-    ]  # the MCP server's, as client tools
+    offered = [t["function"]["name"] for t in first["tools"]]
+    assert offered == ["table", "upper"]  # the MCP server's tools, as client tools
     assert second["messages"][-1]["role"] == "tool" and "HI" in second["messages"][-1]["content"]
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "yo"}', id="u2"),)),
+        Reply(text="It says YO."),
+    )
+    assert asyncio.run(main(streamed=True)) == "It says YO."  # the calls as streamed deltas
+    assert "YO" in llm_server.bodies[-1]["messages"][-1]["content"]

@@ -653,6 +653,11 @@ def test_a_request_the_agent_cannot_honour_is_a_bad_request_error(sdk: openai.Op
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.chat.completions.create(model="tester", messages=[{"role": "narrator", "content": "hi"}])  # type: ignore[misc, list-item]
     assert caught.value.body["param"] == "body.messages.0.role"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as caught:  # streamed: refused before the first chunk
+        sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "hi"}], stream=True, tool_choice="required"
+        )
+    assert caught.value.body["param"] == "body.tool_choice"  # type: ignore[index]
 
 
 WEATHER: Any = {
@@ -825,3 +830,30 @@ def test_response_format_is_checked_as_llm_json_checks_it(
     with pytest.raises(openai.APIStatusError) as caught:
         sdk.chat.completions.create(model="tester", messages=asked, response_format={"type": "json_object"})
     assert caught.value.status_code == 500 and "did not validate after 3 attempts" in str(caught.value)
+
+
+def test_the_client_s_tool_results_pass_the_hooks_like_its_other_messages(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """A tool result is text the client wrote: it passes `before_user_message` (`msg.role` tool) as
+    every earlier message does, so a policed word cannot come in as a tool's result either."""
+    config = hooked_project(tmp_path, llm_server, ("police", POLICE_JS))
+    conversation: Any = [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "w1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "w1", "content": "the forbidden thing"},
+    ]
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        done = sdk.chat.completions.create(model="tester", messages=conversation, tools=[WEATHER])
+    assert done.choices[0].finish_reason == "content_filter"
+    assert extension(done)["events"] == [{"type": "notice", "data": {"text": "not that"}}]
+    assert llm_server.requests == []
