@@ -857,3 +857,27 @@ def test_the_client_s_tool_results_pass_the_hooks_like_its_other_messages(
     assert done.choices[0].finish_reason == "content_filter"
     assert extension(done)["events"] == [{"type": "notice", "data": {"text": "not that"}}]
     assert llm_server.requests == []
+
+
+def test_an_answer_s_validation_ends_at_the_kernel_s_time_limit(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """Two branches a level, recursing into the answer: 2^40 applications for a list 40 deep, within
+    the schema's size bounds. The client chooses the schema and can steer the answer, so each
+    validation ends at limits.timeout_secs (as a script's call would); the turn then fails at once
+    (asking again would take as long), rather than hold a worker for hours."""
+    node = {"anyOf": [{"type": "array", "items": {"$ref": "#"}}, {"type": "array", "items": {"$ref": "#"}}]}
+    llm_server.add(Reply(text="[" * 40 + "5" + "]" * 40))
+    kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, "limits:\n  timeout_secs: 1\n")))
+    form: Any = {"type": "json_schema", "json_schema": {"name": "nest", "schema": node}}
+    with (
+        LiveServer(kernel) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0, timeout=120) as sdk,
+        pytest.raises(openai.InternalServerError) as caught,
+    ):
+        sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "nest"}], response_format=form
+        )
+    assert "structured output could not be validated" in str(caught.value), str(caught.value)
+    assert "(limits.timeout_secs: 1 s)" in str(caught.value)
+    assert len(llm_server.requests) == 1

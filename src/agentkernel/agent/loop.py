@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -46,6 +47,7 @@ from agentkernel.llm.base import (
 from agentkernel.llm.structured import (
     ATTEMPTS,
     AnswerInvalid,
+    StructuredOutputInvalid,
     correction_request,
     parse_valid,
     schema_instruction,
@@ -159,11 +161,24 @@ class TurnOptions:
     (`LoopResult.client_calls`) for the client to run and send back.
     `output_schema`, a checked JSON Schema (llm/structured.py), is what the
     answer must validate against: asked for and checked as `llm_json` does,
-    up to ATTEMPTS answers, the problem of one fed into the next.
+    up to ATTEMPTS answers, the problem of one fed into the next. Each
+    validation ends within `validate_secs` (the kernel's
+    `limits.timeout_secs`, as a script's call would), or the process's
+    deadline if sooner: a schema within the size bounds can still take
+    exponential time on a nested answer.
     """
 
     tools: tuple[ToolSchema, ...] = ()
     output_schema: dict[str, Any] | None = None
+    validate_secs: float = 30.0
+
+
+@dataclass(frozen=True)
+class _Invalid:
+    """An answer that did not validate: why, and whether asking again may mend it (not past the time)."""
+
+    problem: str
+    again: bool = True
 
 
 @dataclass
@@ -497,15 +512,17 @@ class AgentLoop:
                 answer = completion.text or ""
                 if options.output_schema is not None:
                     answers_left -= 1
-                    valid, problem = await self._checked(process, caller, answer, options.output_schema)
-                    if valid is None:
-                        if answers_left:  # asked again as llm_json asks, the problem fed back
-                            messages.append(ChatMessage.user(correction_request(problem)))
+                    checked = await self._checked(process, caller, answer, options)
+                    if isinstance(checked, _Invalid):
+                        if (
+                            answers_left and checked.again
+                        ):  # asked again as llm_json asks, the problem fed back
+                            messages.append(ChatMessage.user(correction_request(checked.problem)))
                             continue
-                        text = f"structured output did not validate after {ATTEMPTS} attempts: {problem}"
-                        await self._error(caller, text, emit, "invalid_structured_output")
+                        why = _invalid_answer(checked, ATTEMPTS - answers_left)
+                        await self._error(caller, why, emit, "invalid_structured_output")
                         return None, EndReason.ERROR, messages
-                    answer = valid
+                    answer = checked
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
                 await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet}))
                 return answer, EndReason.JOB_DONE, messages
@@ -516,19 +533,24 @@ class AgentLoop:
         return last_text, EndReason.MAX_TURNS, messages
 
     async def _checked(
-        self, process: Process, caller: Caller, answer: str, schema: dict[str, Any]
-    ) -> tuple[str | None, str]:
-        """The answer as compact JSON when it validates against `schema`, else None and why not.
+        self, process: Process, caller: Caller, answer: str, options: TurnOptions
+    ) -> str | _Invalid:
+        """The answer as compact JSON when it validates against `options.output_schema`, else why not.
 
-        Validated off the event loop, by the process's deadline at most (llm/structured.py).
+        Validated off the event loop, until `options.validate_secs` from now
+        or the process's deadline, whichever comes first (TurnOptions).
         """
+        assert options.output_schema is not None
+        deadline = time.monotonic() + options.validate_secs
+        if process.deadline is not None:
+            deadline = min(deadline, process.deadline)
         try:
-            value = await self._in_thread(caller, parse_valid, answer, schema, process.deadline)
+            value = await self._in_thread(caller, parse_valid, answer, options.output_schema, deadline)
         except AnswerInvalid as exc:
-            return None, str(exc)
+            return _Invalid(str(exc))
         except ValidationStopped as exc:
-            return None, f"the answer could not be validated in time: {exc}"
-        return json.dumps(value, ensure_ascii=False), ""
+            return _Invalid(f"{exc} (limits.timeout_secs: {options.validate_secs:g} s)", again=False)
+        return json.dumps(value, ensure_ascii=False)
 
     def _client_calls(
         self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...], tally: _Tally
@@ -699,6 +721,13 @@ def _provider_failure(exc: ProviderError) -> tuple[str, str]:
     if exc.status is not None and 400 <= exc.status < 500 and exc.status != 408:
         return f"the LLM refused the request: {exc}", "llm_refused"
     return f"the LLM is unavailable: {exc}", "llm_unavailable"
+
+
+def _invalid_answer(invalid: _Invalid, attempts: int) -> str:
+    """Why a turn that must answer in JSON ends without an answer (an `error` event)."""
+    if not invalid.again:
+        return f"structured output could not be validated: {invalid.problem}"
+    return str(StructuredOutputInvalid(attempts, invalid.problem))
 
 
 def _clash(visible: Sequence[Any], client: Sequence[ToolSchema]) -> str | None:

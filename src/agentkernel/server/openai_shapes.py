@@ -116,10 +116,14 @@ class Refused(ValueError):
 
 @dataclass(frozen=True)
 class Bounds:
-    """What a request may ask of the server: its tools' count and schemas' size (server., limits.)."""
+    """What a request may ask of the server: its tools' count, schemas' size, an answer's validation time.
+
+    server.max_completion_tools, limits.max_schema_*, limits.timeout_secs.
+    """
 
     max_tools: int = 128
     schema: SchemaBounds = field(default_factory=SchemaBounds)
+    validate_secs: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -157,12 +161,12 @@ def conversation(
     where = f"body.messages.{len(earlier)}"
     if last.role == "tool":
         history.append(_tool_result(where, last, history))
-        return ClientTurn(history, None, TurnOptions(offered, schema))
+        return ClientTurn(history, None, TurnOptions(offered, schema, bounds.validate_secs))
     if last.role != "user":
         raise Refused(
             f"{where}.role", f"{last.role!r}: the last message must be the user's, or a tool's result"
         )
-    return ClientTurn(history, _text(where, last), TurnOptions(offered, schema))
+    return ClientTurn(history, _text(where, last), TurnOptions(offered, schema, bounds.validate_secs))
 
 
 def client_tools(

@@ -141,7 +141,8 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
     """
     _within_count(len(body.messages), parts.settings)
     template = await asyncio.to_thread(_template, parts, body.model)
-    bounds = Bounds(parts.settings.max_completion_tools, parts.kernel.config.limits.schema_bounds)
+    limits = parts.kernel.config.limits
+    bounds = Bounds(parts.settings.max_completion_tools, limits.schema_bounds, limits.timeout_secs)
     try:
         asked = conversation(body, template.allowed_tools(), bounds)
     except Refused as exc:
