@@ -467,16 +467,9 @@ class AgentLoop:
         options: TurnOptions,
         tally: _Tally,
     ) -> tuple[str | None, EndReason, list[ChatMessage]]:
-        if self.provider is None:
-            await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit, "no_llm")
+        tools = await self._offered(caller, options, emit)
+        if tools is None:
             return None, EndReason.ERROR, messages
-        # on a worker thread: listing may start the template's MCP servers
-        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
-        clash = _clash(visible, options.tools)
-        if clash is not None:
-            await self._error(caller, clash, emit, "client_tool_clash")
-            return None, EndReason.ERROR, messages
-        tools = (*(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible), *options.tools)
         client_tools = frozenset(t.name for t in options.tools)
         answers_left = ATTEMPTS  # answers that may fail the output schema, the first included
         last_text: str | None = None
@@ -509,20 +502,17 @@ class AgentLoop:
             process.prompt_tokens.learn(messages, completion.usage)
             last_text = completion.text
             if not completion.tool_calls:
-                answer = completion.text or ""
+                answer: str | _Invalid = completion.text or ""
                 if options.output_schema is not None:
                     answers_left -= 1
-                    checked = await self._checked(process, caller, answer, options)
-                    if isinstance(checked, _Invalid):
-                        if (
-                            answers_left and checked.again
-                        ):  # asked again as llm_json asks, the problem fed back
-                            messages.append(ChatMessage.user(correction_request(checked.problem)))
-                            continue
-                        why = _invalid_answer(checked, ATTEMPTS - answers_left)
-                        await self._error(caller, why, emit, "invalid_structured_output")
-                        return None, EndReason.ERROR, messages
-                    answer = checked
+                    answer = await self._checked(process, caller, completion.text or "", options)
+                if isinstance(answer, _Invalid):
+                    if answers_left and answer.again:  # asked again as llm_json asks, the problem fed back
+                        messages.append(ChatMessage.user(correction_request(answer.problem)))
+                        continue
+                    why = _invalid_answer(answer, ATTEMPTS - answers_left)
+                    await self._error(caller, why, emit, "invalid_structured_output")
+                    return None, EndReason.ERROR, messages
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
                 await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet}))
                 return answer, EndReason.JOB_DONE, messages
@@ -531,6 +521,22 @@ class AgentLoop:
             caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit, "max_turns"
         )
         return last_text, EndReason.MAX_TURNS, messages
+
+    async def _offered(
+        self, caller: Caller, options: TurnOptions, emit: Emit
+    ) -> tuple[ToolSchema, ...] | None:
+        """The tools the LLM is offered: the caller's, then the client's; None (an error emitted) when
+        there is no LLM to offer them to, or a client tool has the name of one of the caller's."""
+        if self.provider is None:
+            await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit, "no_llm")
+            return None
+        # on a worker thread: listing may start the template's MCP servers
+        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
+        clash = _clash(visible, options.tools)
+        if clash is not None:
+            await self._error(caller, clash, emit, "client_tool_clash")
+            return None
+        return (*(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible), *options.tools)
 
     async def _checked(
         self, process: Process, caller: Caller, answer: str, options: TurnOptions
