@@ -49,7 +49,7 @@ from agentkernel.server.openai_shapes import (
     conversation,
 )
 from agentkernel.server.parts import ServerParts, request_id
-from agentkernel.server.problems import CALLER, documented
+from agentkernel.server.problems import documented
 from agentkernel.server.routes.sessions import KEEPALIVE
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import TooManyTurns, Turn
@@ -97,7 +97,10 @@ class OpenAIRoute(APIRoute):
         return answer
 
 
-router = APIRouter(prefix="/v1", tags=["openai"], responses=documented(*CALLER), route_class=OpenAIRoute)
+# a request that does not fit is 400 here, where CALLER's other routes answer 422
+router = APIRouter(
+    prefix="/v1", tags=["openai"], responses=documented(401, 403, 400, 500), route_class=OpenAIRoute
+)
 
 
 @router.get("/models")
@@ -125,7 +128,7 @@ def _model(name: str) -> dict[str, Any]:
     "/chat/completions",
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"},
-        **documented(400, 404, 413, 429, 502, 503),
+        **documented(404, 413, 429, 502, 503),
     },
 )
 async def chat_completions(body: CompletionRequest, request: Request, user: User, parts: Parts) -> Any:
