@@ -162,7 +162,7 @@ def test_piped_chat_exits_1_when_a_message_ended_in_error(
     llm_server.add(HttpError(400, "bad request"), Reply(text="ok"))
     done = chat(agent_project, "первый\nвторой\n", "--session", "s-err")
     assert done.returncode == 1, done.stdout + done.stderr  # the later success does not undo it
-    assert "error: the LLM is unavailable" in done.stdout and "ok" in done.stdout
+    assert "error: the LLM refused the request" in done.stdout and "ok" in done.stdout
     assert ends(agent_project, "s-err") == ["error", "job_done"]
 
 

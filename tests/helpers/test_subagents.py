@@ -238,7 +238,7 @@ def test_s17_a_failed_child_is_an_error_and_is_cleaned_up(kernel: Kernel, server
     boss = kernel.spawn("boss", session_id="s-1")
     got = delegate(kernel, boss, task="t", instructions="i", name="helper")
     assert got["error"].startswith(
-        "run_subagent: sub-agent helper ended with error: the LLM is unavailable: "
+        "run_subagent: sub-agent helper ended with error: the LLM refused the request: "
     )
     assert "model not found" in got["error"]
     assert kernel.list_processes() == [boss]

@@ -23,7 +23,7 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from tests.conftest import REPO, wait_until
-from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, RecordedRequest, Reply
 from tests.server.conftest import ROW_SECRET, Gated, LiveServer, make_project
 from tests.server.test_continuations_api import ARGS_SECRET, paged_project
 from tests.server.test_turn_caps import stopped_one_offs
@@ -163,7 +163,14 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "body.tools"),
+        ({"tools": [{"type": "retrieval"}]}, "body.tools.0.type"),
+        ({"tools": [{"type": "function", "function": {"name": "upper"}}]}, "body.tools.0.function.name"),
+        ({"tool_choice": "required"}, "body.tool_choice"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "strnig"}}}},
+            "body.response_format.json_schema.schema",
+        ),
+        ({"response_format": {"type": "grammar"}}, "body.response_format.type"),
         ({"n": 2}, "body.n"),
         (
             {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
@@ -176,9 +183,9 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
                     {"role": "user", "content": "a"},
                 ]
             },
-            "body.messages.0.role",
+            "body.messages.0.tool_call_id",
         ),
-        (  # words in the assistant's mouth as a tool call: nothing the hooks see (issue 24 §9)
+        (  # words in the assistant's mouth as a call of a template tool: its result would be the client's
             {
                 "messages": [
                     {"role": "user", "content": "a"},
@@ -186,7 +193,7 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
                     {"role": "user", "content": "b"},
                 ]
             },
-            "body.messages.1.role",
+            "body.messages.1.tool_calls.0.function.name",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
@@ -202,13 +209,18 @@ def test_tokens_are_the_api_key(tmp_path: Path, llm_server: FakeLLMServer) -> No
         ({"stream": 1}, "body.stream"),
     ],
 )
-def test_what_an_agent_cannot_honour_is_422_naming_the_field(
+def test_what_an_agent_cannot_honour_is_400_naming_the_field(
     client: httpx.Client, body: dict[str, Any], field: str
 ) -> None:
+    """OpenAI's answer to a request it cannot take: 400 with its error object naming the `param`
+    (the SDKs raise BadRequestError); FastAPI's 422 was an error no OpenAI client expects."""
     request = {"model": "tester", "messages": [{"role": "user", "content": "hi"}], **body}
     answer = client.post("/v1/chat/completions", json=request)
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"].startswith(field), answer.json()["detail"]
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["message"].startswith(field), error
+    assert (error["type"], error["param"]) == ("invalid_request_error", field)
+    assert set(error) == {"message", "type", "param", "code"}
 
 
 def test_unknown_model_is_404_naming_the_templates(sdk: openai.OpenAI) -> None:
@@ -238,9 +250,11 @@ def test_no_llm_is_an_error_the_sdk_raises_streamed_or_not(tmp_path: Path) -> No
         question: Any = [{"role": "user", "content": "hello"}]
         with pytest.raises(openai.APIStatusError) as caught:
             sdk.chat.completions.create(model="tester", messages=question)
-        assert caught.value.status_code == 502
+        # no LLM is a server that cannot serve (503), and one no retry will mend: the SDK is told not to
+        assert caught.value.status_code == 503
+        assert caught.value.response.headers["x-should-retry"] == "false"
         assert "no LLM provider is configured" in str(caught.value)
-        assert caught.value.body["type"] == "agent_error"  # type: ignore[index]
+        assert caught.value.body["code"] == "no_llm"  # type: ignore[index]
         with pytest.raises(openai.APIError, match="no LLM provider is configured"):
             list(sdk.chat.completions.create(model="tester", messages=question, stream=True))
 
@@ -489,7 +503,7 @@ def test_messages_are_counted_before_any_is_read(client: httpx.Client) -> None:
     assert answer.status_code == 413, answer.text
     assert "(server.max_completion_messages)" in answer.json()["detail"]
     within = client.post("/v1/chat/completions", json={"model": "tester", "messages": flood[-3:]})
-    assert within.status_code == 422 and within.json()["errors"][0]["field"] == "body.messages.0.role"
+    assert within.status_code == 400 and within.json()["error"]["param"] == "body.messages.0.role"
 
 
 COUNTING_JS = """
@@ -528,3 +542,342 @@ def test_a_client_that_leaves_while_its_history_is_vetted_stops_the_vetting(
         )
         assert live.kernel.transcript(session)[-1].content == "terminated"
     assert len(llm_server.requests) == 1  # the other 19 earlier messages were never vetted
+
+
+# -- a failed turn: the status of its cause, and never a retry that runs the tools again (issue 26 §2) --
+
+
+def tool_then(failure: Any) -> Any:
+    """The scripted LLM: a user's message gets a call of `upper`, the tool's result gets `failure`."""
+
+    def answer(request: RecordedRequest) -> Any:
+        if request.body["messages"][-1]["role"] == "user":
+            return Reply(tool_calls=(FakeToolCall("upper", '{"text": "once"}'),))
+        return failure
+
+    return answer
+
+
+def tool_results(llm_server: FakeLLMServer) -> int:
+    """How many times a tool ran: each run's result went back to the LLM."""
+    return sum(1 for body in llm_server.bodies if body["messages"][-1]["role"] == "tool")
+
+
+def test_a_turn_that_fails_after_a_tool_ran_is_not_retried_by_the_sdk(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    """The issue: a failed turn was a bare 502, which the SDK retries (twice by default), so the
+    whole turn — hooks and tools — ran three times. Once a tool ran, the answer says
+    `x-should-retry: false`, which the SDK obeys: the tool ran once."""
+    llm_server.respond_with(tool_then(HttpError(500, "upstream broke")))
+    with (
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=2) as sdk,
+        pytest.raises(openai.APIStatusError) as caught,
+    ):
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "go"}])
+    assert caught.value.status_code == 502
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert "the LLM is unavailable" in str(caught.value) and "upstream broke" in str(caught.value)
+    assert caught.value.body["code"] == "llm_unavailable"  # type: ignore[index]
+    assert tool_results(llm_server) == 1 and len(llm_server.requests) == 2
+
+
+def test_the_llm_refusing_a_request_is_a_400_saying_so(live: LiveServer, llm_server: FakeLLMServer) -> None:
+    """The LLM's own 400 was reported as 'the LLM is unavailable' with a 502 (retried): it is a
+    BadRequestError naming the real cause, asked once."""
+    llm_server.add(HttpError(400, "context length exceeded"))
+    with (
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=2) as sdk,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "go"}])
+    assert "the LLM refused the request" in str(caught.value) and "context length exceeded" in str(
+        caught.value
+    )
+    assert caught.value.body["code"] == "llm_refused"  # type: ignore[index]
+    assert len(llm_server.requests) == 1
+
+
+def test_a_turn_that_failed_before_any_tool_ran_may_be_retried(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    """Where a retry repeats nothing (no tool ran), a down LLM stays a 502 the SDK retries."""
+    llm_server.add(HttpError(503, "overloaded"), Reply(text="back again"))
+    with openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=1) as sdk:
+        done = sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "go"}])
+    assert done.choices[0].message.content == "back again" and len(llm_server.requests) == 2
+
+
+# -- what clients notice (issue 26 §5): usage, models, errors, response_format, client tools --------
+
+
+def test_usage_is_the_sum_of_the_turn_s_llm_calls_streamed_or_not(
+    sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    table_turn(llm_server)  # two LLM calls of 10 prompt and 5 completion tokens each
+    done = sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "show"}])
+    assert done.usage is not None
+    assert (done.usage.prompt_tokens, done.usage.completion_tokens, done.usage.total_tokens) == (20, 10, 30)
+    table_turn(llm_server)
+    chunks = list(
+        sdk.chat.completions.create(
+            model="tester",
+            messages=[{"role": "user", "content": "show"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None and last.usage.total_tokens == 30
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    table_turn(llm_server)
+    plain = list(
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "x"}], stream=True)
+    )
+    assert all(c.usage is None for c in plain)  # only when asked, as OpenAI does
+
+
+def test_a_model_is_retrieved_by_name_and_an_unknown_one_is_not_found(sdk: openai.OpenAI) -> None:
+    model = sdk.models.retrieve("tester")
+    assert (model.id, model.object, model.owned_by) == ("tester", "model", "agentkernel")
+    with pytest.raises(openai.NotFoundError) as caught:
+        sdk.models.retrieve("gpt-9")
+    assert "no model 'gpt-9' (the templates: tester)" in str(caught.value)
+    assert caught.value.body["type"] == "not_found_error"  # type: ignore[index]
+
+
+def test_a_request_the_agent_cannot_honour_is_a_bad_request_error(sdk: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "hi"}], n=2)
+    assert caught.value.body["param"] == "body.n"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model="tester", messages=[{"role": "narrator", "content": "hi"}])  # type: ignore[misc, list-item]
+    assert caught.value.body["param"] == "body.messages.0.role"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as caught:  # streamed: refused before the first chunk
+        sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "hi"}], stream=True, tool_choice="required"
+        )
+    assert caught.value.body["param"] == "body.tool_choice"  # type: ignore[index]
+
+
+WEATHER: Any = {
+    "type": "function",
+    "function": {
+        "name": "weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def test_a_client_tool_call_ends_the_turn_for_the_client_to_run(
+    live: LiveServer, sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    """The client's tools are offered beside the template's; a call of one comes back with
+    finish_reason tool_calls, and the conversation goes on from the client's `tool` message."""
+    llm_server.add(
+        Reply(text="Let me check.", tool_calls=(FakeToolCall("weather", '{"city": "Oslo"}', id="w1"),)),
+        Reply(text="Oslo: 12°C, rain."),
+    )
+    asked: Any = [{"role": "user", "content": "weather in Oslo?"}]
+    done = sdk.chat.completions.create(model="tester", messages=asked, tools=[WEATHER])
+    choice = done.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "Let me check."
+    calls = choice.message.tool_calls or []
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [  # type: ignore[union-attr]
+        ("w1", "weather", '{"city": "Oslo"}')
+    ]
+    offered = [t["function"]["name"] for t in llm_server.bodies[0]["tools"]]
+    assert sorted(offered) == ["table", "upper", "weather"]
+    assert done.usage is not None and done.usage.total_tokens == 15
+    going_on: Any = [
+        *asked,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": "w1", "content": "12°C, rain"},
+    ]
+    answered = sdk.chat.completions.create(model="tester", messages=going_on, tools=[WEATHER])
+    assert answered.choices[0].message.content == "Oslo: 12°C, rain."
+    assert answered.choices[0].finish_reason == "stop"
+    sent = llm_server.bodies[1]["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "weather"
+    assert (sent[-1]["role"], sent[-1]["tool_call_id"], sent[-1]["content"]) == ("tool", "w1", "12°C, rain")
+    records = live.kernel.transcript(extension(done)["session"])
+    assert [(r.kind, r.meta.get("client")) for r in records if r.kind == "tool_call"] == [("tool_call", True)]
+
+
+def test_a_client_tool_call_streams_as_tool_call_deltas(
+    sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall("weather", '{"city": "Oslo"}', id="w1"),)))
+    stream = sdk.chat.completions.create(
+        model="tester",
+        messages=[{"role": "user", "content": "weather?"}],
+        tools=[WEATHER],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    deltas = [d for c in chunks if c.choices for d in c.choices[0].delta.tool_calls or []]
+    assert [(d.index, d.id, d.function.name, d.function.arguments) for d in deltas] == [  # type: ignore[union-attr]
+        (0, "w1", "weather", '{"city": "Oslo"}')
+    ]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
+
+
+def test_a_template_tool_called_beside_a_client_tool_is_not_run(
+    sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    """The client answers only its own calls, so the turn ends there: a call of the template's
+    tool in the same answer is left out (the LLM may ask again once the client's results are in)."""
+    both = (FakeToolCall("upper", '{"text": "a"}', id="u1"), FakeToolCall("weather", "{}", id="w1"))
+    llm_server.add(Reply(tool_calls=both))
+    done = sdk.chat.completions.create(
+        model="tester", messages=[{"role": "user", "content": "both"}], tools=[WEATHER]
+    )
+    assert [c.id for c in done.choices[0].message.tool_calls or []] == ["w1"]
+    assert extension(done)["events"] == []  # `upper` never ran
+    assert len(llm_server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("tools", "param", "says"),
+    [
+        (
+            [{**WEATHER, "function": {**WEATHER["function"], "name": "upper"}}],
+            "body.tools.0.function.name",
+            "'upper' is a tool of the template already",
+        ),
+        ([WEATHER] * 3, "body.tools", "3 tools; at most 2 (server.max_completion_tools)"),
+        (
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "deep",
+                        "parameters": {"type": "object", "properties": {"a": {"type": "strnig"}}},
+                    },
+                }
+            ],
+            "body.tools.0.function.parameters.properties.a.type",
+            "",
+        ),
+        (
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "big",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {f"p{n}": {"type": "string"} for n in range(200)},
+                        },
+                    },
+                }
+            ],
+            "body.tools.0.function.parameters",
+            "limits.max_schema_nodes",
+        ),
+        ([{"type": "function", "function": {"name": "has space"}}], "body.tools.0.function.name", "letters"),
+    ],
+)
+def test_client_tools_are_bounded_and_named_at_fault(
+    tmp_path: Path, llm_server: FakeLLMServer, tools: Any, param: str, says: str
+) -> None:
+    extra = "server:\n  max_completion_tools: 2\nlimits:\n  max_schema_nodes: 100\n"
+    kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, extra)))
+    with (
+        LiveServer(kernel) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+        pytest.raises(openai.BadRequestError) as caught,
+    ):
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "x"}], tools=tools)
+    body: Any = caught.value.body
+    assert body["param"].startswith(param) and says in body["message"], body
+    assert llm_server.requests == []
+
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+
+def test_response_format_is_checked_as_llm_json_checks_it(
+    sdk: openai.OpenAI, llm_server: FakeLLMServer
+) -> None:
+    """`response_format` was silently ignored (prose came back). The schema is in the instructions,
+    each answer is validated, an invalid one is sent back with its problem (as llm_json does), and
+    only a valid answer is the completion's content — streamed too."""
+    llm_server.add(Reply(text="Ada is 36."), Reply(text='```json\n{"name": "Ada", "age": 36}\n```'))
+    asked: Any = [{"role": "user", "content": "who?"}]
+    form: Any = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
+    done = sdk.chat.completions.create(model="tester", messages=asked, response_format=form)
+    assert json.loads(done.choices[0].message.content or "") == {"name": "Ada", "age": 36}
+    assert done.usage is not None and done.usage.total_tokens == 30
+    first, second = llm_server.bodies
+    assert "validates against this JSON Schema" in first["messages"][0]["content"]
+    assert "did not validate against the JSON Schema" in second["messages"][-1]["content"]
+    llm_server.add(Reply(text='{"name": "Bo", "age": 7}'))
+    chunks = list(
+        sdk.chat.completions.create(model="tester", messages=asked, response_format=form, stream=True)
+    )
+    assert json.loads("".join(c.choices[0].delta.content or "" for c in chunks)) == {"name": "Bo", "age": 7}
+    llm_server.add(*[Reply(text="no JSON here")] * 3)
+    with pytest.raises(openai.APIStatusError) as caught:
+        sdk.chat.completions.create(model="tester", messages=asked, response_format={"type": "json_object"})
+    assert caught.value.status_code == 500 and "did not validate after 3 attempts" in str(caught.value)
+
+
+def test_the_client_s_tool_results_pass_the_hooks_like_its_other_messages(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """A tool result is text the client wrote: it passes `before_user_message` (`msg.role` tool) as
+    every earlier message does, so a policed word cannot come in as a tool's result either."""
+    config = hooked_project(tmp_path, llm_server, ("police", POLICE_JS))
+    conversation: Any = [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "w1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "w1", "content": "the forbidden thing"},
+    ]
+    with (
+        LiveServer(Kernel(load_kernel_config(config))) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0) as sdk,
+    ):
+        done = sdk.chat.completions.create(model="tester", messages=conversation, tools=[WEATHER])
+    assert done.choices[0].finish_reason == "content_filter"
+    assert extension(done)["events"] == [{"type": "notice", "data": {"text": "not that"}}]
+    assert llm_server.requests == []
+
+
+def test_an_answer_s_validation_ends_at_the_kernel_s_time_limit(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """Two branches a level, recursing into the answer: 2^40 applications for a list 40 deep, within
+    the schema's size bounds. The client chooses the schema and can steer the answer, so each
+    validation ends at limits.timeout_secs (as a script's call would); the turn then fails at once
+    (asking again would take as long), rather than hold a worker for hours."""
+    node = {"anyOf": [{"type": "array", "items": {"$ref": "#"}}, {"type": "array", "items": {"$ref": "#"}}]}
+    llm_server.add(Reply(text="[" * 40 + "5" + "]" * 40))
+    kernel = Kernel(load_kernel_config(make_project(tmp_path, llm_server, "limits:\n  timeout_secs: 1\n")))
+    form: Any = {"type": "json_schema", "json_schema": {"name": "nest", "schema": node}}
+    with (
+        LiveServer(kernel) as live,
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="x", max_retries=0, timeout=120) as sdk,
+        pytest.raises(openai.InternalServerError) as caught,
+    ):
+        sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "nest"}], response_format=form
+        )
+    assert "structured output could not be validated" in str(caught.value), str(caught.value)
+    assert "(limits.timeout_secs: 1 s)" in str(caught.value)
+    assert len(llm_server.requests) == 1

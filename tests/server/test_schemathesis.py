@@ -63,6 +63,7 @@ EVERY_OPERATION = {
     "POST /v1/charts/svg",
     "POST /v1/chat/completions",
     "GET /v1/models",
+    "GET /v1/models/{model_id}",
     "GET /v1/files/{download_id}",
     "DELETE /v1/memory",
 }

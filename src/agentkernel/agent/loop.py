@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -41,8 +42,18 @@ from agentkernel.llm.base import (
     TextDelta,
     ToolCall,
     ToolSchema,
+    Usage,
+)
+from agentkernel.llm.structured import (
+    ATTEMPTS,
+    AnswerInvalid,
+    StructuredOutputInvalid,
+    correction_request,
+    parse_valid,
+    schema_instruction,
 )
 from agentkernel.llm.token_bound import held_for_async
+from agentkernel.schemas.bounds import ValidationStopped
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
@@ -141,11 +152,59 @@ class Vetted:
     stopped: bool = False
 
 
+@dataclass(frozen=True)
+class TurnOptions:
+    """What a client asks of one turn beyond its message (`POST /v1/chat/completions`).
+
+    `tools` are the client's own tools, offered to the LLM beside the
+    template's: a call of one is not run here, it ends the turn
+    (`LoopResult.client_calls`) for the client to run and send back.
+    `output_schema`, a checked JSON Schema (llm/structured.py), is what the
+    answer must validate against: asked for and checked as `llm_json` does,
+    up to ATTEMPTS answers, the problem of one fed into the next. Each
+    validation ends within `validate_secs` (the kernel's
+    `limits.timeout_secs`, as a script's call would), or the process's
+    deadline if sooner: a schema within the size bounds can still take
+    exponential time on a nested answer.
+    """
+
+    tools: tuple[ToolSchema, ...] = ()
+    output_schema: dict[str, Any] | None = None
+    validate_secs: float = 30.0
+
+
+@dataclass(frozen=True)
+class _Invalid:
+    """An answer that did not validate: why, and whether asking again may mend it (not past the time)."""
+
+    problem: str
+    again: bool = True
+
+
 @dataclass
 class LoopResult:
     answer: str | None
     reason: EndReason
     history: list[ChatMessage] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # the tokens of the turn's LLM calls, summed
+    client_calls: tuple[ToolCall, ...] = ()  # calls of the client's tools that ended the turn
+
+
+@dataclass
+class _Tally:
+    """What one run's LLM calls cost, and the client's tool calls that ended it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    client_calls: tuple[ToolCall, ...] = ()
+
+    def add(self, usage: Usage) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.prompt_tokens, self.completion_tokens)
 
 
 class AgentLoop:
@@ -200,11 +259,12 @@ class AgentLoop:
         process: Process,
         settings: LoopSettings,
         history: list[ChatMessage],
-        text: str,
+        text: str | None,
         emit: Emit,
         stop: asyncio.Event | None = None,
         *,
         unvetted: int = 0,
+        options: TurnOptions | None = None,
     ) -> LoopResult:
         """Handle one user message; `history` is the conversation so far (not changed).
 
@@ -213,14 +273,52 @@ class AgentLoop:
         recorded), a running tool call is waited for, and no further LLM call
         or tool call is made. The first `unvetted` messages of `history`
         came from a client, not from earlier runs: they pass the hooks first
-        (`_vetted`).
+        (`_vetted`). `text` None goes on from `history` as it is: it ends
+        with the results of the client's tool calls (`options.tools`), so
+        there is no new user message. The result says what the turn's LLM
+        calls cost, summed (`usage`).
         """
-        stop = stop or asyncio.Event()
+        tally = _Tally()
+        result = await self._turn(
+            process,
+            settings,
+            history,
+            text,
+            emit,
+            stop or asyncio.Event(),
+            unvetted,
+            options or TurnOptions(),
+            tally,
+        )
+        result.usage, result.client_calls = tally.usage, tally.client_calls
+        return result
+
+    async def _turn(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        history: list[ChatMessage],
+        text: str | None,
+        emit: Emit,
+        stop: asyncio.Event,
+        unvetted: int,
+        options: TurnOptions,
+        tally: _Tally,
+    ) -> LoopResult:
         if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
             self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = process.caller(self.services)
-        message: JSONObject = {"role": "user", "content": text}
-        self._record(caller, "user", "user", text)
+        if options.output_schema is not None:
+            settings = replace(
+                settings,
+                instructions=f"{settings.instructions}\n\n{schema_instruction(options.output_schema)}",
+            )
+        if text is None:  # the client's tool results: what after_turn is told the turn answered
+            last = history[-1] if history else ChatMessage.user("")
+            message: JSONObject = {"role": last.role, "content": last.content or ""}
+        else:
+            message = {"role": "user", "content": text}
+            self._record(caller, "user", "user", text)
         base = TurnFacts("", subagent=process.depth > 0)
         if unvetted:
             vetted = await self._vetted(process, settings, caller, history, unvetted, stop)
@@ -228,6 +326,15 @@ class AgentLoop:
             if vetted.blocked is not None or vetted.stopped:
                 shape = replace(base, history_messages=len(history))
                 return await self._refused(process, settings, caller, message, vetted, history, emit, shape)
+        if text is None:
+            shape = replace(base, history_messages=len(history))
+            messages = [ChatMessage.system(settings.instructions), *history]
+            converse = self._converse(process, settings, caller, messages, emit, stop, options, tally)
+            answer, reason, messages = await converse
+            shape = replace(shape, tool_calls=sum(len(m.tool_calls) for m in messages[1 + len(history) :]))
+            return await self._finish(
+                process, settings, caller, message, answer, reason, messages[1:], emit, shape
+            )
         before = await self._in_thread(
             caller, self.hooks.before_user_message, settings.hooks, caller, message
         )
@@ -259,7 +366,8 @@ class AgentLoop:
             *(ChatMessage(str(m["role"]), str(m["content"])) for m in before.inject),
             ChatMessage(str(question["role"]), str(question["content"])),  # replace_message keeps its role
         ]
-        answer, reason, messages = await self._converse(process, settings, caller, messages, emit, stop)
+        converse = self._converse(process, settings, caller, messages, emit, stop, options, tally)
+        answer, reason, messages = await converse
         # injected messages serve this turn only; the conversation keeps the rest
         start = 1 + len(history)
         kept = messages[1:start] + messages[start + len(before.inject) :]
@@ -356,41 +464,110 @@ class AgentLoop:
         messages: list[ChatMessage],
         emit: Emit,
         stop: asyncio.Event,
+        options: TurnOptions,
+        tally: _Tally,
     ) -> tuple[str | None, EndReason, list[ChatMessage]]:
-        if self.provider is None:
-            await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit)
+        tools = await self._offered(caller, options, emit)
+        if tools is None:
             return None, EndReason.ERROR, messages
-        # on a worker thread: listing may start the template's MCP servers
-        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
-        tools = tuple(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible)
+        client_tools = frozenset(t.name for t in options.tools)
+        answers_left = ATTEMPTS  # answers that may fail the output schema, the first included
         last_text: str | None = None
         for _ in range(settings.max_turns):
             if process.terminated or stop.is_set():
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
-            asked = self._inference(process, settings, messages, tools, emit, streamed)
+            quiet = options.output_schema is not None  # only an answer that validates is shown
+            asked = self._inference(process, settings, messages, tools, emit, streamed, quiet)
             try:
                 completion = await _unless_stopped(asked, stop)
             except BudgetExhausted as exc:
-                await self._error(caller, str(exc), emit)
+                await self._error(caller, str(exc), emit, "budget_exhausted")
                 return last_text, EndReason.BUDGET_EXHAUSTED, messages
             except ProviderError as exc:
-                await self._error(caller, f"the LLM is unavailable: {exc}", emit)
+                text, code = _provider_failure(exc)
+                await self._error(caller, text, emit, code)
                 return last_text, EndReason.ERROR, messages
             if completion is None:
                 partial = self._keep_partial(caller, "".join(streamed), messages)
                 return partial or last_text, EndReason.TERMINATED, messages
+            tally.add(completion.usage)
+            theirs = tuple(c for c in completion.tool_calls if c.name in client_tools)
+            if theirs:  # the client runs them; the template's calls beside them are not made
+                messages.append(ChatMessage.assistant(completion.text, theirs))
+                process.prompt_tokens.learn(messages, completion.usage)
+                self._client_calls(caller, completion, theirs, tally)
+                return completion.text, EndReason.JOB_DONE, messages
             messages.append(ChatMessage.assistant(completion.text, completion.tool_calls))
             process.prompt_tokens.learn(messages, completion.usage)
             last_text = completion.text
             if not completion.tool_calls:
-                answer = completion.text or ""
+                answer: str | _Invalid = completion.text or ""
+                if options.output_schema is not None:
+                    answers_left -= 1
+                    answer = await self._checked(process, caller, completion.text or "", options)
+                if isinstance(answer, _Invalid):
+                    if answers_left and answer.again:  # asked again as llm_json asks, the problem fed back
+                        messages.append(ChatMessage.user(correction_request(answer.problem)))
+                        continue
+                    why = _invalid_answer(answer, ATTEMPTS - answers_left)
+                    await self._error(caller, why, emit, "invalid_structured_output")
+                    return None, EndReason.ERROR, messages
                 self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
-                await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream}))
+                await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet}))
                 return answer, EndReason.JOB_DONE, messages
             await self._run_tools(caller, completion, messages, emit, stop)
-        await self._error(caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit)
+        await self._error(
+            caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit, "max_turns"
+        )
         return last_text, EndReason.MAX_TURNS, messages
+
+    async def _offered(
+        self, caller: Caller, options: TurnOptions, emit: Emit
+    ) -> tuple[ToolSchema, ...] | None:
+        """The tools the LLM is offered: the caller's, then the client's; None (an error emitted) when
+        there is no LLM to offer them to, or a client tool has the name of one of the caller's."""
+        if self.provider is None:
+            await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit, "no_llm")
+            return None
+        # on a worker thread: listing may start the template's MCP servers
+        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
+        clash = _clash(visible, options.tools)
+        if clash is not None:
+            await self._error(caller, clash, emit, "client_tool_clash")
+            return None
+        return (*(ToolSchema(s.name, s.description, dict(s.parameters)) for s in visible), *options.tools)
+
+    async def _checked(
+        self, process: Process, caller: Caller, answer: str, options: TurnOptions
+    ) -> str | _Invalid:
+        """The answer as compact JSON when it validates against `options.output_schema`, else why not.
+
+        Validated off the event loop, until `options.validate_secs` from now
+        or the process's deadline, whichever comes first (TurnOptions).
+        """
+        assert options.output_schema is not None
+        deadline = time.monotonic() + options.validate_secs
+        if process.deadline is not None:
+            deadline = min(deadline, process.deadline)
+        try:
+            value = await self._in_thread(caller, parse_valid, answer, options.output_schema, deadline)
+        except AnswerInvalid as exc:
+            return _Invalid(str(exc))
+        except ValidationStopped as exc:
+            return _Invalid(f"{exc} (limits.timeout_secs: {options.validate_secs:g} s)", again=False)
+        return json.dumps(value, ensure_ascii=False)
+
+    def _client_calls(
+        self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...], tally: _Tally
+    ) -> None:
+        """Record the calls of the client's tools that end the turn (their results come with the next)."""
+        for index, call in enumerate(calls):
+            meta: JSONObject = {"tool": call.name, "id": call.id, "client": True}
+            if index == 0:
+                meta["usage"] = completion.usage.total_tokens
+            self._record(caller, "assistant", "tool_call", call.arguments, meta)
+        tally.client_calls = calls
 
     async def _inference(
         self,
@@ -400,6 +577,7 @@ class AgentLoop:
         tools: tuple[ToolSchema, ...],
         emit: Emit,
         streamed: list[str],
+        quiet: bool = False,
     ) -> Completion:
         """One LLM call, its cost's bound held in the budget group meanwhile (llm/token_bound.py).
 
@@ -419,7 +597,7 @@ class AgentLoop:
                 model=settings.model,
                 user=process.user_id,  # the LLM's slots are shared fairly between users
             )
-            completion = await self._complete(request, emit, streamed)
+            completion = await self._complete(request, emit, streamed, quiet)
             process.charge(completion.usage.total_tokens)
         return completion
 
@@ -449,8 +627,13 @@ class AgentLoop:
         messages.append(ChatMessage.assistant(partial))
         return partial
 
-    async def _complete(self, request: CompletionRequest, emit: Emit, streamed: list[str]) -> Completion:
-        """One LLM call; the streamed text is also appended to `streamed`, in case it is cut short."""
+    async def _complete(
+        self, request: CompletionRequest, emit: Emit, streamed: list[str], quiet: bool = False
+    ) -> Completion:
+        """One LLM call; the streamed text is also appended to `streamed`, in case it is cut short.
+
+        `quiet`: its tokens are not emitted (an answer that must validate is shown once it does).
+        """
         assert self.provider is not None
         if not self.stream:
             return await self.provider.complete(request)
@@ -460,7 +643,8 @@ class AgentLoop:
             async for event in events:
                 if isinstance(event, TextDelta):
                     streamed.append(event.text)
-                    await emit(LoopEvent("token", {"text": event.text}))
+                    if not quiet:
+                        await emit(LoopEvent("token", {"text": event.text}))
                 elif isinstance(event, StreamDone):
                     final = event.completion
         if final is None:
@@ -523,10 +707,45 @@ class AgentLoop:
         self._record(caller, "system", "notice", notice)
         await emit(LoopEvent("notice", {"text": notice}))
 
-    async def _error(self, caller: Caller, text: str, emit: Emit) -> None:
+    async def _error(self, caller: Caller, text: str, emit: Emit, code: str) -> None:
+        """An `error` event: `message` for a person, `code` (ERROR_CODES) for a program to act on."""
         log.warning("process %s: %s", caller.pid, text)
         self._record(caller, "system", "error", text)
-        await emit(LoopEvent("error", {"message": text}))
+        await emit(LoopEvent("error", {"message": text, "code": code}))
+
+
+def _provider_failure(exc: ProviderError) -> tuple[str, str]:
+    """What a failed LLM call is told as, and its code: a request the LLM refused is not its being down.
+
+    A 4xx other than a timeout or a rate limit (400 for a request it cannot
+    take, 401 for a wrong key, 404 for an unknown model) will fail the same
+    way each time: `llm_refused`. A rate limit is `llm_rate_limited`; the rest
+    (5xx, no connection, a timeout) `llm_unavailable`.
+    """
+    if exc.status == 429:
+        return f"the LLM is rate-limited: {exc}", "llm_rate_limited"
+    if exc.status is not None and 400 <= exc.status < 500 and exc.status != 408:
+        return f"the LLM refused the request: {exc}", "llm_refused"
+    return f"the LLM is unavailable: {exc}", "llm_unavailable"
+
+
+def _invalid_answer(invalid: _Invalid, attempts: int) -> str:
+    """Why a turn that must answer in JSON ends without an answer (an `error` event)."""
+    if not invalid.again:
+        return f"structured output could not be validated: {invalid.problem}"
+    return str(StructuredOutputInvalid(attempts, invalid.problem))
+
+
+def _clash(visible: Sequence[Any], client: Sequence[ToolSchema]) -> str | None:
+    """Why the client's tools cannot be offered beside the template's: the first name both have."""
+    names = {spec.name for spec in visible}
+    for index, tool in enumerate(client):
+        if tool.name in names:
+            return (
+                f"body.tools.{index}.function.name: {tool.name!r} is a tool of the template already; "
+                "give the client's tool another name"
+            )
+    return None
 
 
 def _result_meta(call: ToolCall, result: ToolResult) -> JSONObject:
@@ -575,4 +794,16 @@ def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
     return value, None
 
 
-__all__ = ["AgentLoop", "EndReason", "LoopEvent", "LoopResult", "LoopSettings"]
+# the `code` of an `error` event (`_error`): what failed, for a client to act on (server/openai_shapes.py)
+ERROR_CODES = (
+    "no_llm",
+    "llm_refused",
+    "llm_rate_limited",
+    "llm_unavailable",
+    "budget_exhausted",
+    "max_turns",
+    "invalid_structured_output",
+    "client_tool_clash",
+)
+
+__all__ = ["ERROR_CODES", "AgentLoop", "EndReason", "LoopEvent", "LoopResult", "LoopSettings", "TurnOptions"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings
+from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, TurnOptions
 from agentkernel.agent.processes import Process
 from agentkernel.llm.base import ChatMessage
 
@@ -28,12 +28,20 @@ class ChatSession:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
 
-    async def send(self, text: str, emit: Emit) -> LoopResult:
+    async def send(self, text: str | None, emit: Emit, options: TurnOptions | None = None) -> LoopResult:
+        """Answer `text` (None: go on from the history, which ends with the client's tool results)."""
         async with self._lock:
             self._stop = stop = asyncio.Event()
             try:
                 result = await self.loop.run(
-                    self.process, self.settings, self.history, text, emit, stop, unvetted=self.unvetted
+                    self.process,
+                    self.settings,
+                    self.history,
+                    text,
+                    emit,
+                    stop,
+                    unvetted=self.unvetted,
+                    options=options,
                 )
             finally:
                 self._stop = None

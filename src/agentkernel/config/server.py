@@ -34,6 +34,7 @@ class ServerSettings:
     max_body_bytes: int = 8 << 20  # any request body (a tool run's args included); more is 413
     max_completion_messages: int = 1_000  # messages of one chat completion's conversation; more is 413
     max_completion_history_bytes: int = 2 << 20  # UTF-8 text of a completion's earlier messages; more is 413
+    max_completion_tools: int = 128  # a chat completion's client-side tools (OpenAI's own cap); more is 400
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
     max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
     max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
@@ -69,6 +70,7 @@ SERVER_SCHEMA = section(
         "max_body_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "max_completion_messages": expect("an integer >= 1", type="integer", minimum=1),
         "max_completion_history_bytes": expect("an integer >= 0", type="integer", minimum=0),
+        "max_completion_tools": expect("an integer >= 0", type="integer", minimum=0),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),

@@ -14,7 +14,7 @@ everywhere and documented once:
 | `visual`      | (none)        | its block is already in `tool_result.visual`          |
 | `warning`     | `warning`     | `{tool, message}`                                     |
 | `answer`      | `reply`       | `{content, streamed}`                                 |
-| `error`       | `error`       | `{message}`                                           |
+| `error`       | `error`       | `{message, code}` (the server's own failure: no code) |
 | `end`         | `done`        | `{reason}`: job_done, terminated, blocked, …          |
 """
 

@@ -41,7 +41,8 @@ _ERROR_TYPES = {
     409: "conflict_error",
     429: "rate_limit_error",
     500: "server_error",
-    502: "agent_error",
+    502: "server_error",
+    503: "server_error",
 }
 
 
@@ -110,9 +111,14 @@ def _invalid_body(request: Request, problems: list[dict[str, str]]) -> JSONRespo
     return JSONResponse(error_body(422, text, request_id(request), errors=problems), status_code=422)
 
 
+def field_problems(exc: RequestValidationError, request: Request) -> list[dict[str, str]]:
+    """Each field at fault, `{field, message}`, as every 422 lists them (the OpenAI routes' 400s too)."""
+    return [_not_json(request, e) or _problem(e) for e in exc.errors()]
+
+
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return _invalid_body(request, [_not_json(request, e) or _problem(e) for e in exc.errors()])
+    return _invalid_body(request, field_problems(exc, request))
 
 
 def _not_json(request: Request, error: Mapping[str, Any]) -> dict[str, str] | None:
@@ -199,4 +205,4 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
     app.add_exception_handler(TooMuchWork, _too_much)
 
 
-__all__ = ["HEADER", "RequestIds", "error_body", "install"]
+__all__ = ["HEADER", "RequestIds", "error_body", "field_problems", "install"]

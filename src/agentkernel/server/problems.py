@@ -20,6 +20,8 @@ class ErrorObject(BaseModel):
 
     message: str
     type: str = Field(description="authentication_error, not_found_error, invalid_request_error, …")
+    param: str | None = Field(default=None, description="the field at fault (OpenAI-compatible routes)")
+    code: str | None = Field(default=None, description="what failed, e.g. llm_refused (a failed turn)")
 
 
 class Problem(BaseModel):
@@ -44,6 +46,8 @@ class InvalidRequest(Problem):
 
 
 _WHEN: Final = {
+    400: "(the OpenAI-compatible routes) a request the agent cannot honour, or that does not fit the schema, "
+    "`error.param` naming the field; or the LLM refused the turn's request",
     401: "tokens are configured and the request has none, or an unknown one",
     403: "no tokens are configured and the client is not on loopback",
     404: "unknown, or not the caller's",
@@ -55,7 +59,8 @@ _WHEN: Final = {
     "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",
     500: "a fault of the server; never a traceback, the log has it under the request id",
-    502: "the agent ended in error without an answer (no LLM reachable, say)",
+    502: "the turn ended in error without an answer: the LLM is unreachable or failing",
+    503: "the turn ended in error without an answer: no LLM is configured",
 }
 CALLER: Final = (401, 403, 422, 500)  # what any route that checks the caller may answer
 

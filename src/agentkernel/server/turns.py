@@ -33,7 +33,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agentkernel.agent.loop import LoopEvent
+from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
 from agentkernel.agent.session import ChatSession
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
@@ -116,6 +116,9 @@ class Turn:
     user_id: str = ""  # whose turn: the per-user cap counts them
     on_abandoned: Callable[[], None] | None = None
     abandoned: bool = False  # the reader left before the end
+    result: LoopResult | None = (
+        None  # how the loop ended (usage, the client's tool calls): set before the end
+    )
     _events: asyncio.Queue[StreamEvent | None] = field(default_factory=asyncio.Queue)
     _backlog: int = 0  # bytes of the frames in _events
     _reading: bool = True  # False once the reader fell behind or left: nothing more is queued
@@ -246,7 +249,12 @@ class TurnRunner:
         return session_id in self._running and chat is not None and chat.stop()
 
     def start(
-        self, session: SessionInfo, text: str, request_id: str, history: list[ChatMessage] | None = None
+        self,
+        session: SessionInfo,
+        text: str | None,
+        request_id: str,
+        history: list[ChatMessage] | None = None,
+        options: TurnOptions | None = None,
     ) -> Turn:
         """Start answering `text` in `session`; TurnBusy when it is answering already, TooManyTurns when
         its user has `max_running_per_user` turns answering.
@@ -254,8 +262,10 @@ class TurnRunner:
         With `history`, the chat is a one-off: it starts from that history
         (not the session's transcript) and ends with the turn. That is a
         stateless client's turn, which sends the whole conversation each
-        time (`POST /v1/chat/completions`). Nobody can stop it but its
-        reader, so a reader that leaves stops it (ends `terminated`).
+        time (`POST /v1/chat/completions`), with `options` (its own tools,
+        an output schema), and `text` None when its history ends with its
+        tool results. Nobody can stop it but its reader, so a reader that
+        leaves stops it (ends `terminated`).
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
@@ -269,15 +279,15 @@ class TurnRunner:
         work = (
             self._run(session, text, turn)
             if history is None
-            else self._run_once(session, text, turn, history)
+            else self._run_once(session, text, turn, history, options)
         )
         turn.task = asyncio.create_task(work, name=f"turn {session.id}")
         return turn
 
-    async def _run(self, session: SessionInfo, text: str, turn: Turn) -> None:
+    async def _run(self, session: SessionInfo, text: str | None, turn: Turn) -> None:
         try:
             chat = await self._chat(session)
-            await chat.send(text, turn.emit)
+            turn.result = await chat.send(text, turn.emit)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:
@@ -286,13 +296,18 @@ class TurnRunner:
             turn.close()
 
     async def _run_once(
-        self, session: SessionInfo, text: str, turn: Turn, history: list[ChatMessage]
+        self,
+        session: SessionInfo,
+        text: str | None,
+        turn: Turn,
+        history: list[ChatMessage],
+        options: TurnOptions | None,
     ) -> None:
         try:
             self._once[session.id] = chat = await self._open(session, history)
             if turn.abandoned:  # the client left while the chat was opening: nobody to answer
                 return
-            await chat.send(text, turn.emit)
+            turn.result = await chat.send(text, turn.emit, options)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:

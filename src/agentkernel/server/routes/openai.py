@@ -9,6 +9,11 @@ turn, nobody can read it later or stop it through `/stop`, so a client that
 goes away stops it (it ends `terminated`, recorded) rather than leaving it
 calling the LLM for nobody. The session id is in the extension field, to
 find the turn in the transcript and the logs.
+
+Every refusal here is OpenAI's error object (`OpenAIRoute`): a request
+that does not fit is 400 naming the `param`, as OpenAI answers, and a
+failed turn has its cause's status, with `x-should-retry: false` where the
+SDKs' retry would run the turn's tools again (openai_shapes.Failure).
 """
 
 from __future__ import annotations
@@ -17,87 +22,161 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
-from agentkernel.server.failures import error_body
+from agentkernel.server.failures import error_body, field_problems
 from agentkernel.server.identity import Parts, User
-from agentkernel.server.openai_shapes import ChunkStream, Completion, CompletionRequest, Refused, conversation
+from agentkernel.server.openai_shapes import (
+    Bounds,
+    ChunkStream,
+    Completion,
+    CompletionRequest,
+    Refused,
+    conversation,
+)
 from agentkernel.server.parts import ServerParts, request_id
-from agentkernel.server.problems import CALLER, documented
+from agentkernel.server.problems import documented
 from agentkernel.server.routes.sessions import KEEPALIVE
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import TooManyTurns, Turn
 
-router = APIRouter(prefix="/v1", tags=["openai"], responses=documented(*CALLER))
-AGENT_ERROR_STATUS = 502  # the agent (its LLM, most often) could not answer: a bad gateway, not a bad request
+NO_RETRY = {"x-should-retry": "false"}  # what OpenAI's SDKs obey: a retry would run the turn's tools again
+
+
+def openai_error(
+    request: Request,
+    status: int,
+    message: str,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """An error in OpenAI's shape, `{"error": {message, type, param, code}}`, beside the API's own fields."""
+    body = error_body(status, message, request_id(request))
+    error = body["error"]
+    assert isinstance(error, dict)
+    body["error"] = {**error, "param": param, "code": None}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose every refusal is OpenAI's error object, a request that does not fit the schema a 400.
+
+    OpenAI answers a malformed request with 400 `invalid_request_error`
+    naming the `param`, which its SDKs raise as BadRequestError; FastAPI's
+    422 would be an UnprocessableEntityError no client expects.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                problems = field_problems(exc, request)
+                text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+                return openai_error(request, 400, text, problems[0]["field"] if problems else None)
+            except StarletteHTTPException as exc:
+                param = exc.detail.split(":", 1)[0] if exc.detail.startswith("body.") else None
+                return openai_error(request, exc.status_code, exc.detail, param, exc.headers)
+
+        return answer
+
+
+# a request that does not fit is 400 here, where CALLER's other routes answer 422
+router = APIRouter(
+    prefix="/v1", tags=["openai"], responses=documented(401, 403, 400, 500), route_class=OpenAIRoute
+)
 
 
 @router.get("/models")
 def list_models(user: User, parts: Parts) -> dict[str, Any]:
     """The templates that load, as OpenAI models (`{object: list, data: [{id, object, owned_by, …}]}`)."""
-    models = [
-        {"id": t.name, "object": "model", "created": 0, "owned_by": "agentkernel"}
-        for t in parts.kernel.list_templates()
-    ]
-    return {"object": "list", "data": models}
+    return {"object": "list", "data": [_model(t.name) for t in parts.kernel.list_templates()]}
+
+
+@router.get("/models/{model_id}", responses=documented(404))
+def retrieve_model(model_id: str, user: User, parts: Parts) -> dict[str, Any]:
+    """One template as an OpenAI model; 404 for a name that is no template that loads."""
+    known = [t.name for t in parts.kernel.list_templates()]
+    if model_id not in known:
+        raise HTTPException(
+            404, f"model_id: no model {model_id!r} (the templates: {', '.join(known) or 'none'})"
+        )
+    return _model(model_id)
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "agentkernel"}
 
 
 @router.post(
     "/chat/completions",
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "a completion, or its chunks"},
-        **documented(404, 413, 429, 502),
+        **documented(404, 413, 429, 502, 503),
     },
 )
 async def chat_completions(body: CompletionRequest, request: Request, user: User, parts: Parts) -> Any:
     """A `chat.completion` (or, with `stream`, its chunks then `[DONE]`) answering the last user message.
 
-    404 for an unknown `model`; 422 naming a field the agent cannot honour;
-    413 naming the setting when the conversation is over one of its caps
-    (`_within_caps`); 429 while the caller has
-    server.max_running_turns_per_user turns running; 502 when the agent
-    ends in error without an answer (no LLM reachable, say).
+    400 naming the field for a request the agent cannot honour; 404 for an
+    unknown `model`; 413 naming the setting when the conversation is over
+    one of its caps (`_within_caps`); 429 while the caller has
+    server.max_running_turns_per_user turns running. A turn that ends in
+    error without an answer has the status of its cause (openai_shapes.py,
+    `Failure`): 400 for a request the LLM refused, 502 when it is down, …,
+    with `x-should-retry: false` once a tool ran.
     """
     _within_count(len(body.messages), parts.settings)
+    template = await asyncio.to_thread(_template, parts, body.model)
+    limits = parts.kernel.config.limits
+    bounds = Bounds(parts.settings.max_completion_tools, limits.schema_bounds, limits.timeout_secs)
     try:
-        history, text = conversation(body)
+        asked = conversation(body, template.allowed_tools(), bounds)
     except Refused as exc:
-        raise HTTPException(422, str(exc)) from exc
+        return openai_error(request, 400, str(exc), exc.field)
     except ValidationError as exc:  # as FastAPI reports a body that does not fit the schema
         problems = [{**e, "loc": ("body", "messages", *e["loc"])} for e in exc.errors()]
         raise RequestValidationError(problems) from exc
-    _within_caps(history, text, parts.settings)
-    session = await asyncio.to_thread(_one_off_session, parts, user, body.model)
+    _within_caps(asked.history, asked.text or "", parts.settings)
+    session = SessionInfo(str(uuid.uuid4()), user, body.model, datetime.now(UTC).isoformat())
     try:
-        turn = parts.turns.start(session, text, request_id(request), history)
+        turn = parts.turns.start(session, asked.text, request_id(request), asked.history, asked.options)
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
     completion = Completion(body.model, session.id)
     if body.stream:
+        include_usage = bool((body.stream_options or {}).get("include_usage"))
         return _TurnStream(
             turn,
-            _chunks(turn, ChunkStream(completion), parts.settings.keepalive_secs),
+            _chunks(turn, ChunkStream(completion, include_usage), parts.settings.keepalive_secs),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     await _collect(turn, completion, request, parts.settings.keepalive_secs)
+    completion.end(turn.result)
     if completion.failed:
-        error = completion.error_body()
+        failure = completion.failure()
         shown = error_body(
-            AGENT_ERROR_STATUS, error["message"], request_id(request), **_extension(completion)
+            failure.status, failure.error["message"], request_id(request), **_extension(completion)
         )
-        return JSONResponse({**shown, "error": error}, status_code=AGENT_ERROR_STATUS)
+        headers = None if failure.retry else NO_RETRY
+        return JSONResponse({**shown, "error": failure.error}, status_code=failure.status, headers=headers)
     return completion.body()
 
 
@@ -135,14 +214,13 @@ def _within_caps(history: list[ChatMessage], text: str, settings: ServerSettings
         )
 
 
-def _one_off_session(parts: ServerParts, user: str, model: str) -> SessionInfo:
-    """A fresh session of `user` with template `model`; 404 (the protocol's answer) when it does not load."""
+def _template(parts: ServerParts, model: str) -> TemplateSpec:
+    """The template `model` names; 404 (the protocol's answer) when it does not load."""
     try:
-        parts.kernel.template(model)
+        return parts.kernel.template(model)
     except ConfigError as exc:
         known = ", ".join(t.name for t in parts.kernel.list_templates()) or "none"
         raise HTTPException(404, f"body.model: no model {model!r} (the templates: {known})") from exc
-    return SessionInfo(str(uuid.uuid4()), user, model, datetime.now(UTC).isoformat())
 
 
 class _TurnStream(StreamingResponse):
@@ -216,9 +294,11 @@ async def _chunks(turn: Turn, stream: ChunkStream, keepalive_secs: float) -> Asy
                 continue
             for chunk in stream.chunks(event):
                 yield _data(chunk)
+    for chunk in stream.closing(turn.result):
+        yield _data(chunk)
     if stream.completion.failed:  # what OpenAI SDKs raise from, mid-stream
-        yield _data({"error": stream.completion.error_body()})
+        yield _data({"error": stream.completion.failure().error})
     yield b"data: [DONE]\n\n"
 
 
-__all__ = ["AGENT_ERROR_STATUS", "router"]
+__all__ = ["NO_RETRY", "OpenAIRoute", "openai_error", "router"]
