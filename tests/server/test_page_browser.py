@@ -14,6 +14,7 @@ docs/img/web-chat.png (so an ordinary run leaves the working tree clean).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -155,6 +156,115 @@ def test_chat_table_more_chart_and_a_tool_run(
         page.get_by_role("button", name="More").click()
         table.locator("tbody tr:nth-child(4)").wait_for()
         page.locator(".v-chart img").wait_for()
+        assert problems == []
+
+
+LONG_DESCRIPTION = (
+    "A test agent whose description is longer than any column of the page: it reads, counts, charts "
+    "and pages through whatever it is asked about, in as many words as a template's author may write."
+)
+WIDTHS = (
+    pytest.param(390, 844, id="phone-390"),
+    pytest.param(1366, 768, id="laptop-1366"),
+    pytest.param(1920, 1080, id="desktop-1920"),
+)
+# a control must lie inside the box of the first of these that holds it (the page's columns and bars)
+COLUMNS = ".bar, .llm-status, nav.sessions, main.chat, aside.tools, .status"
+LAYOUT_JS = """(columns) => {
+  const problems = [];
+  const name = (n) => n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") +
+    " '" + (n.textContent || n.value || n.getAttribute("aria-label") || "").trim().slice(0, 30) + "'";
+  const controls = document.querySelectorAll("button, input, select, textarea, a[href], summary");
+  const seen = [];
+  for (const control of controls) {
+    if (!control.checkVisibility() || control.classList.contains("skip")) continue;  // hidden on purpose
+    const column = control.closest(columns);
+    const box = control.getBoundingClientRect();
+    if (!column) { problems.push(name(control) + " is in no column"); continue; }
+    const outer = column.getBoundingClientRect();
+    if (box.width < 1 || box.height < 1) problems.push(name(control) + " has no size");
+    if (box.left < outer.left - 0.5 || box.right > outer.right + 0.5 || box.top < outer.top - 0.5 ||
+        box.bottom > outer.bottom + 0.5) {
+      const span = (b) => "[" + Math.round(b.left) + ", " + Math.round(b.right) + "]";
+      const where = column.id || column.className;
+      problems.push(name(control) + " " + span(box) + " outside " + where + " " + span(outer));
+    }
+    if (control.scrollWidth > control.clientWidth + 1 && control.tagName === "BUTTON") {
+      problems.push(name(control) + " cuts its own label");
+    }
+    seen.push(name(control));
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) {
+    const wide = document.documentElement.scrollWidth;
+    problems.push("the page scrolls sideways: " + wide + " > " + window.innerWidth);
+  }
+  return {problems, seen};
+}"""
+# the page's controls a person must see, whatever the width
+MUST_SEE = ("#template", "#new-chat button", "#message", "#send", "#token", "#tools-toggle", "#jobs-refresh")
+
+
+def check_layout(page: Any) -> None:
+    """Every visible control inside its column, each of MUST_SEE visible and on top, no sideways scroll."""
+    found = page.evaluate(LAYOUT_JS, COLUMNS)
+    assert not found["problems"], "\n".join(found["problems"])
+    for selector in MUST_SEE:
+        control = page.locator(selector)
+        control.scroll_into_view_if_needed()
+        assert control.is_visible(), selector
+        # on top where a person clicks: nothing else (the chat panel, the status line) over its middle
+        on_top = control.evaluate(
+            """(n) => { const b = n.getBoundingClientRect();
+                        const x = b.left + b.width / 2, y = b.top + b.height / 2;
+                        return n.contains(document.elementFromPoint(x, y)); }"""
+        )
+        assert on_top, selector
+
+
+@pytest.mark.parametrize(("width", "height"), WIDTHS)
+def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any, width: int, height: int
+) -> None:
+    """Issue 26 §1: a template's long description stretched the picker, and with it "New chat", past its
+    240 px column (909 px at 1366 and 1920, under the chat panel), and the page scrolled sideways at 390.
+    Layout is checked at three widths, before and after a chat with a table and a chart and a tool run
+    from the panel; every click is Playwright's, which waits until the element would get the click."""
+    kernel_yaml = page_project(tmp_path, llm_server)
+    write(
+        tmp_path / "config" / "templates" / "tester.yaml",
+        f"name: tester\ndescription: {json.dumps(LONG_DESCRIPTION)}\ninstructions: You are a test agent.\n"
+        "tools: [upper, paged, sales]\nmax_turns: 4\n",
+    )
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("paged", "{}", id="c1"), FakeToolCall("sales", "{}", id="c2"))),
+        Reply(text="Here are the numbers: " + "x" * 300),  # one long word: it wraps, the page does not widen
+    )
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page, problems = open_page(browser, live.url, width=width, height=height)
+        check_layout(page)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.get_by_label("Message").fill("Show me the numbers and the sales, please, for every quarter")
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".msg.agent .md:has-text('Here are the numbers')")
+        page.locator(".v-table tbody tr:nth-child(2)").wait_for()
+        page.get_by_role("button", name="More").click()
+        page.locator(".v-table tbody tr:nth-child(4)").wait_for()
+        page.locator(".v-chart img").wait_for()
+        page.locator("details.tool-call summary", has_text="paged").click()
+        page.wait_for_selector("details.tool-call[open] pre")
+        page.locator("button.tool-pick", has_text="sales").click()
+        page.get_by_role("button", name="Run sales").click()
+        page.locator("#tool-output .v-chart img").wait_for()
+        page.wait_for_function("() => document.querySelector('#tool-output .v-chart img').naturalWidth > 0")
+        page.wait_for_selector("#send:enabled")
+        check_layout(page)
+        shot = tmp_path / f"web-chat-{width}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        keep = os.environ.get("AGENTKERNEL_SCREENSHOT_DIR")  # to look at them: the run's own are in tmp_path
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shot, Path(keep) / shot.name)
         assert problems == []
 
 

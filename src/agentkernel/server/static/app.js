@@ -461,11 +461,19 @@ async function openSession(session) {
   $("message").focus();
 }
 
+// The picker shows names; the chosen template's description goes under it (an option as long as its
+// description made the picker, and the column, as wide as the description).
 async function loadTemplates() {
   const templates = await getJSON("/v1/templates");
   const select = $("template");
-  select.replaceChildren(...templates.map((t) => el("option", { value: t.name, text: t.name + (t.description ? " — " + t.description : "") })));
+  const describe = () => {
+    const chosen = templates.find((t) => t.name === select.value);
+    $("template-description").textContent = (chosen && chosen.description) || "";
+  };
+  select.replaceChildren(...templates.map((t) => el("option", { value: t.name, title: t.description || null, text: t.name })));
   if (!templates.length) select.append(el("option", { value: "", text: "no templates load (see agentkernel check)" }));
+  select.onchange = describe;
+  describe();
 }
 
 // -- scheduled jobs (cron) -------------------------------------------------------------------------
