@@ -244,9 +244,15 @@ def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
         check_layout(page)
         page.get_by_role("button", name="New chat").click()
         page.wait_for_selector("#send:enabled")
-        page.get_by_label("Message").fill("Show me the numbers and the sales, please, for every quarter")
+        page.get_by_label("Message").fill(
+            "Show me the numbers and the sales, please, for every quarter of the year"
+        )
         page.get_by_role("button", name="Send").click()
         page.wait_for_selector(".msg.agent .md:has-text('Here are the numbers')")
+        # the chat is listed, and headed, by its first message, shortened (issue 26 §6)
+        title = "Show me the numbers and the sales, please, for every…"
+        page.locator("#session-list button[aria-current=true] .title", has_text=title).wait_for()
+        assert page.locator("#chat-title").inner_text() == title
         page.locator(".v-table tbody tr:nth-child(2)").wait_for()
         page.get_by_role("button", name="More").click()
         page.locator(".v-table tbody tr:nth-child(4)").wait_for()

@@ -350,6 +350,7 @@ async function sendMessage(text) {
   };
   try {
     const response = await api("POST", "/v1/sessions/" + encodeURIComponent(session.id) + "/messages", { content: text });
+    if (!session.title) loadSessions().catch((err) => status(err.message)); // its first message named it
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let pending = "";
@@ -429,21 +430,33 @@ function showTranscript(records) {
 
 // -- sessions ------------------------------------------------------------------------------------
 
+// Newest first, each by its title (the server's: the first message, shortened), then template and date.
 async function loadSessions() {
   state.sessions = await getJSON("/v1/sessions");
   const list = $("session-list");
   list.replaceChildren();
   for (const s of state.sessions.slice().reverse()) {
     const current = state.session && state.session.id === s.id;
-    const label = s.template + " · " + new Date(s.created_at).toLocaleString();
-    list.append(el("li", {}, el("button", { type: "button", "aria-current": current ? "true" : null, text: label, onclick: () => openSession(s) })));
+    if (current) showTitle(s);
+    const when = s.template + " · " + new Date(s.created_at).toLocaleString();
+    const button = el(
+      "button",
+      { type: "button", "aria-current": current ? "true" : null, title: s.title || null, onclick: () => openSession(s) },
+      el("span", { class: "title", text: s.title || "New chat" }),
+      el("span", { class: "when", text: when }),
+    );
+    list.append(el("li", {}, button));
   }
+}
+
+function showTitle(session) {
+  $("chat-title").textContent = session.title || "Chat with " + session.template;
 }
 
 // The compose box opens only once the transcript is shown, so a message cannot race its own history.
 async function openSession(session) {
   state.session = session;
-  $("chat-title").textContent = "Chat with " + session.template;
+  showTitle(session);
   $("log").replaceChildren();
   setBusy(true);
   try {
