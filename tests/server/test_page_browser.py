@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import threading
 import time
 from pathlib import Path
@@ -204,6 +205,16 @@ LAYOUT_JS = """(columns) => {
 MUST_SEE = ("#template", "#new-chat button", "#message", "#send", "#token", "#tools-toggle", "#jobs-refresh")
 
 
+def screenshot(page: Any, shot: Path) -> None:
+    """The whole page as PNG at `shot`; also in $AGENTKERNEL_SCREENSHOT_DIR when set, to look at."""
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keep = os.environ.get("AGENTKERNEL_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(keep) / shot.name)
+
+
 def check_layout(page: Any) -> None:
     """Every visible control inside its column, each of MUST_SEE visible and on top, no sideways scroll."""
     found = page.evaluate(LAYOUT_JS, COLUMNS)
@@ -265,12 +276,7 @@ def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
         page.wait_for_function("() => document.querySelector('#tool-output .v-chart img').naturalWidth > 0")
         page.wait_for_selector("#send:enabled")
         check_layout(page)
-        shot = tmp_path / f"web-chat-{width}.png"
-        page.screenshot(path=str(shot), full_page=True)
-        keep = os.environ.get("AGENTKERNEL_SCREENSHOT_DIR")  # to look at them: the run's own are in tmp_path
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, Path(keep) / shot.name)
+        screenshot(page, tmp_path / f"web-chat-{width}.png")
         assert problems == []
 
 
@@ -286,7 +292,13 @@ def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, br
         page.keyboard.type("hello")
         page.keyboard.press("Enter")
         page.wait_for_selector(".error:has-text('no LLM provider is configured')")
-        page.wait_for_selector(".help:has-text('kernel.yaml under `llm:`')")
+        page.wait_for_selector(".help:has-text('kernel.yaml under llm:') code:text-is('llm:')")
+        # the status line says so too, and how to fix it: commands as code, never a backtick (issue 26 §6)
+        status = page.locator("#llm-status")
+        assert status.locator("#llm-status-title").inner_text() == "The chat cannot answer:"
+        assert status.locator("code", has_text="agentkernel dev llm").count() == 1
+        assert status.locator("code", has_text="agentkernel serve --llm-url URL").count() == 1
+        assert "`" not in page.locator("body").inner_text()
 
         page.locator("button.tool-pick", has_text="paged").click()
         page.get_by_label("page", exact=True).fill("2")
@@ -294,6 +306,29 @@ def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, br
         page.wait_for_selector("#tool-output td:text-is('3')")
         # nothing wider than the phone's screen
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert problems == []
+
+
+def test_the_status_line_says_the_llm_does_not_answer_until_it_does(tmp_path: Path, browser: Any) -> None:
+    """Issue 26 §6: read at load, with how to fix it (no backticks shown), and checked again on a click."""
+    with socket.socket() as probe:  # a port where nothing listens, yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    llm = f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n  model: fake\n  max_retries: 0\n"
+    kernel_yaml = make_project(tmp_path, None, extra=llm)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page, problems = open_page(browser, live.url, width=390, height=844)
+        status = page.locator("#llm-status")
+        status.wait_for()
+        text = status.inner_text()
+        assert f"Nothing answers at http://127.0.0.1:{port}/v1" in text, text
+        assert "--llm-url" in text and "`" not in text, text
+        assert status.locator("code", has_text="agentkernel dev llm").count() == 1
+        check_layout(page)
+        screenshot(page, tmp_path / "web-chat-llm-status-390.png")
+        with FakeLLMServer(port=port, models=("fake",)):
+            page.get_by_role("button", name="Check again").click()
+            status.wait_for(state="hidden")
         assert problems == []
 
 

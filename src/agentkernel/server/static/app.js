@@ -7,8 +7,10 @@
 const TOKEN_KEY = "agentkernel.token";
 const NO_LLM_HELP =
   "No LLM provider is reachable. Configure one in kernel.yaml under `llm:` (base_url, model and " +
-  "the environment variable holding its API key), then restart `agentkernel serve`. " +
+  "the environment variable holding its API key), or try things out with the scripted LLM that " +
+  "`agentkernel dev llm` starts: restart with `agentkernel serve --llm-url URL` and the URL it prints. " +
   "The Tools panel works without one.";
+const LLM_POLL_MS = 15_000; // while the LLM does not answer, the status line is checked again this often
 
 const state = { session: null, sessions: [], tools: [], busy: false, turning: null };
 const $ = (id) => document.getElementById(id);
@@ -29,6 +31,19 @@ function el(tag, attrs, ...children) {
 function status(text) {
   $("status").textContent = text;
 }
+
+// Text from the server with `code` spans (commands, settings) as <code>, so no backtick is shown;
+// text with an odd number of backticks is left as it is.
+function withCode(text) {
+  const parts = String(text).split("`");
+  if (parts.length % 2 === 0) return [String(text)];
+  return parts.map((part, i) => (i % 2 ? el("code", { text: part }) : part)).filter((p) => p !== "");
+}
+
+const sentence = (text) => {
+  const capital = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.?!]$/.test(capital) ? capital : capital + ".";
+};
 
 // -- the API -----------------------------------------------------------------------------------
 
@@ -234,7 +249,7 @@ function markdown(text) {
 }
 
 function line(kind, text) {
-  const node = el("p", { class: kind, text });
+  const node = el("p", { class: kind }, ...withCode(text));
   $("log").append(node);
   follow(node);
   return node;
@@ -280,7 +295,10 @@ function fillToolRow(details, result) {
 
 function errorLine(message, beforeAnyAnswer) {
   line("error", "✖ " + message);
-  if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) line("help", NO_LLM_HELP);
+  if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) {
+    line("help", NO_LLM_HELP);
+    checkLLM();
+  }
 }
 
 // A frame's `event:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the data's
@@ -623,6 +641,33 @@ function showToolForm(tool) {
   (fields.length ? form.querySelector("input, select, textarea") : run).focus();
 }
 
+// -- the LLM's status line (GET /v1/llm/status) --------------------------------------------------
+
+let llmPoll = 0;
+
+// Read at load, on "Check again", after a turn failed for want of an LLM, and every LLM_POLL_MS while
+// the LLM does not answer; hidden once it does.
+async function checkLLM() {
+  clearTimeout(llmPoll);
+  const box = $("llm-status");
+  let found;
+  try {
+    found = await getJSON("/v1/llm/status");
+  } catch (err) {
+    if (err.status !== 401) status("LLM status: " + err.message); // 401: the token box says it
+    return;
+  }
+  if (!found.problem) {
+    box.hidden = true;
+    return;
+  }
+  $("llm-status-title").textContent = found.ok ? "LLM:" : "The chat cannot answer:";
+  const said = [found.problem, found.hint, found.fix ? "To fix: " + found.fix : null].filter(Boolean);
+  $("llm-status-text").replaceChildren(...said.flatMap((s) => [...withCode(sentence(s)), " "]));
+  box.hidden = false;
+  if (!found.ok) llmPoll = setTimeout(checkLLM, LLM_POLL_MS);
+}
+
 // -- start ---------------------------------------------------------------------------------------
 
 async function start() {
@@ -658,6 +703,7 @@ async function start() {
   };
   $("stop").onclick = stopTurn;
   $("jobs-refresh").onclick = () => loadJobs().catch((err) => status(err.message));
+  $("llm-recheck").onclick = checkLLM;
   document.onkeydown = (event) => {
     if (event.key === "Escape" && state.turning) stopTurn();
   };
@@ -667,6 +713,7 @@ async function start() {
       $("compose").requestSubmit();
     }
   };
+  checkLLM();
   try {
     await Promise.all([loadTemplates(), loadSessions(), loadTools(), loadJobs()]);
     status("");
