@@ -215,6 +215,22 @@ def screenshot(page: Any, shot: Path) -> None:
         shutil.copyfile(shot, Path(keep) / shot.name)
 
 
+# each chart's smallest text as shown, in CSS px: its font-size in the SVG times the image's scale
+CHART_TEXT_JS = """() => [...document.querySelectorAll(".v-chart img")].map((img) => {
+  const svg = decodeURIComponent(img.src.slice(img.src.indexOf(",") + 1));
+  const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
+  const sizes = [...doc.querySelectorAll("[font-size]")].map((n) => Number(n.getAttribute("font-size")));
+  return {where: img.closest("aside, main").id || img.closest("aside, main").className,
+          shown: Math.min(...sizes) * img.clientWidth / img.naturalWidth};
+})"""
+
+
+def check_charts_readable(page: Any) -> None:
+    """Every chart's text is shown at 11 px or more (the tools panel's was 5 px: 640 px shrunk to 294)."""
+    charts = page.evaluate(CHART_TEXT_JS)
+    assert charts and all(c["shown"] >= 11 for c in charts), charts
+
+
 def check_layout(page: Any) -> None:
     """Every visible control inside its column, each of MUST_SEE visible and on top, no sideways scroll."""
     found = page.evaluate(LAYOUT_JS, COLUMNS)
@@ -276,6 +292,7 @@ def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
         page.wait_for_function("() => document.querySelector('#tool-output .v-chart img').naturalWidth > 0")
         page.wait_for_selector("#send:enabled")
         check_layout(page)
+        check_charts_readable(page)
         screenshot(page, tmp_path / f"web-chat-{width}.png")
         assert problems == []
 

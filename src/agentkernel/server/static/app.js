@@ -151,9 +151,19 @@ function moreControl(id, tbody, columns) {
   return wrap;
 }
 
+// Drawn on the server as wide as the box it is shown in (asked once the figure is in the page), so its
+// 12 px text stays 12 px: a 640 px chart shrunk into the tools panel had 5 px labels.
+const CHART_WIDTH = { least: 240, most: 800, otherwise: 640 };
+
+function chartWidth(figure) {
+  const room = Math.floor(figure.clientWidth) - 2; // its 1 px border each side
+  return room > 0 ? Math.max(CHART_WIDTH.least, Math.min(CHART_WIDTH.most, room)) : CHART_WIDTH.otherwise;
+}
+
 function renderChart(block) {
   const figure = el("figure", { class: "v-chart" }, el("p", { class: "quiet", text: "drawing the chart…" }));
-  api("POST", "/v1/charts/svg", block)
+  Promise.resolve() // the caller puts the figure in the page first
+    .then(() => api("POST", "/v1/charts/svg?width=" + chartWidth(figure), block))
     .then((r) => r.text())
     .then((svg) => {
       const alt = block.title ? block.chart + " chart: " + block.title : block.chart + " chart";
