@@ -297,6 +297,42 @@ def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
         assert problems == []
 
 
+def test_the_shipped_project_s_page_at_three_widths(tmp_path: Path, browser: Any) -> None:
+    """The case of issue 26 §1 itself: hello-agent's description in the picker, and its LLM not running.
+
+    The project's kernel.yaml points at a port where nothing listens, as a first hour without Ollama does.
+    """
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        llm_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    kernel_yaml = tmp_path / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text(encoding="utf-8").replace("http://127.0.0.1:11434/v1", llm_url),
+        encoding="utf-8",
+    )
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(WAIT_MS)
+        page.goto(live.url)
+        page.wait_for_selector("#template option[value=hello-agent]", state="attached")
+        page.locator("#llm-status").wait_for()  # the LLM does not answer: said at once
+        for width, height in ((1366, 768), (1920, 1080), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            check_layout(page)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.get_by_label("Message").fill("Привет! Сколько слов в этой фразе?")
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".msg.agent, #log .error")
+        page.wait_for_selector("#send:enabled")
+        page.locator("#session-list .title", has_text="Привет! Сколько слов в этой фразе?").wait_for()
+        for width, height in ((390, 844), (1366, 768), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            check_layout(page)
+            screenshot(page, tmp_path / f"shipped-{width}.png")
+
+
 def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, browser: Any) -> None:
     with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, None)))) as live:
         page, problems = open_page(browser, live.url, width=390, height=844)  # a phone
