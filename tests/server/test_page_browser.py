@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
