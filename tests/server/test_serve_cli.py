@@ -128,8 +128,14 @@ def test_serve_warns_at_start_up_when_the_llm_does_not_answer_and_says_how_to_fi
     with serving(tmp_path) as (server, url):
         assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
         lines: queue.Queue[str] = queue.Queue()
-        assert server.stderr is not None
-        threading.Thread(target=lambda: [lines.put(line) for line in server.stderr], daemon=True).start()
+        stderr = server.stderr
+        assert stderr is not None
+
+        def read() -> None:
+            for line in stderr:
+                lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
         warning = lines.get(timeout=60)  # an upper bound on waiting, not a measured time
         assert warning.startswith("WARNING ") and f"Nothing answers at {llm_url}" in warning, warning
         assert "`agentkernel dev llm`" in warning and "--llm-url" in warning, warning
