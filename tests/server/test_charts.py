@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import httpx
 import pytest
 
-from agentkernel.server.charts import MAX_MARKS, MAX_SERIES, MAX_SLICES, render_chart
+from agentkernel.server.charts import MAX_MARKS, MAX_SERIES, MAX_SLICES, MAX_WIDTH, MIN_WIDTH, render_chart
 from agentkernel.tools.visual import block_problem
 from agentkernel.types import JSONValue, VisualBlock
 
@@ -156,3 +157,54 @@ def test_a_block_that_is_no_chart_is_refused() -> None:
         render_chart({"type": "chart", "chart": "area", "labels": [], "series": []})
     with pytest.raises(ValueError, match=r"series\[0\] needs a `data` list"):
         render_chart({"type": "chart", "chart": "bar", "labels": [], "series": [{"name": "x"}]})
+
+
+def _luminance(color: str) -> float:
+    def channel(hex_pair: str) -> float:
+        c = int(hex_pair, 16) / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(color[i : i + 2]) for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_on_white(color: str) -> float:
+    """WCAG's contrast ratio of a #rrggbb colour on white."""
+    return 1.05 / (_luminance(color) + 0.05)
+
+
+@pytest.mark.parametrize("width", [240, 294, 640, 800])
+@pytest.mark.parametrize("kind", ["bar", "line", "pie"])
+def test_a_chart_is_drawn_at_the_width_it_is_shown_with_readable_text(kind: str, width: int) -> None:
+    """Issue 26 §6: the tools panel shrank a 640 px chart to 294 px, and its 11 px text to 5 px.
+
+    Drawn at the width asked for, every text is 11 px or more where it is shown, dark on white
+    (WCAG AA's 4.5:1 at least), and inside the drawing, a narrow pie's legend too.
+    """
+    labels: list[JSONValue] = ["Q1", "Q2", "Q3", "Q4", "a fifth quarter"]
+    root = ET.fromstring(render_chart(chart(kind, labels, [12, 19, 7, 15, 4], [14, 21, 11, 18, 2]), width))
+    assert root.get("width") == str(width) and root.get("viewBox", "").startswith(f"0 0 {width} ")
+    height = float(root.get("height", "0"))
+    default_fill, default_size = root.get("fill", "#000000"), float(root.get("font-size", "0"))
+    shown = [e for e in root.iter(f"{SVG}text") if e.text]
+    assert len(shown) >= 5
+    for text in shown:
+        assert float(text.get("font-size", default_size)) >= 11, text.text
+        assert contrast_on_white(text.get("fill", default_fill)) >= 4.5, text.text
+        assert 0 <= float(text.get("x", "0")) <= width and 0 <= float(text.get("y", "0")) <= height, text.text
+    for mark in marks(root):
+        if mark.tag == f"{SVG}rect":
+            left = float(mark.get("x", "-1"))
+            assert left >= 0 and left + float(mark.get("width", "0")) <= width
+        if mark.tag == f"{SVG}circle" and kind == "pie":
+            r, cx = float(mark.get("r", "0")), float(mark.get("cx", "0"))
+            assert r <= cx <= width - r
+
+
+def test_the_width_asked_for_is_bounded(client: httpx.Client) -> None:
+    block = chart("bar", ["a"], [1])
+    assert ET.fromstring(client.post("/v1/charts/svg?width=300", json=block).text).get("width") == "300"
+    assert ET.fromstring(client.post("/v1/charts/svg", json=block).text).get("width") == "640"
+    for width in (MIN_WIDTH - 1, MAX_WIDTH + 1):
+        refused = client.post(f"/v1/charts/svg?width={width}", json=block)
+        assert refused.status_code == 422 and "width" in refused.text

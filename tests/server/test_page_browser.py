@@ -14,12 +14,16 @@ docs/img/web-chat.png (so an ordinary run leaves the working tree clean).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
@@ -153,6 +157,179 @@ def test_chat_table_more_chart_and_a_tool_run(
         assert problems == []
 
 
+LONG_DESCRIPTION = (
+    "A test agent whose description is longer than any column of the page: it reads, counts, charts "
+    "and pages through whatever it is asked about, in as many words as a template's author may write."
+)
+WIDTHS = (
+    pytest.param(390, 844, id="phone-390"),
+    pytest.param(1366, 768, id="laptop-1366"),
+    pytest.param(1920, 1080, id="desktop-1920"),
+)
+# a control must lie inside the box of the first of these that holds it (the page's columns and bars)
+COLUMNS = ".bar, .llm-status, nav.sessions, main.chat, aside.tools, .status"
+LAYOUT_JS = """(columns) => {
+  const problems = [];
+  const name = (n) => n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") +
+    " '" + (n.textContent || n.value || n.getAttribute("aria-label") || "").trim().slice(0, 30) + "'";
+  const controls = document.querySelectorAll("button, input, select, textarea, a[href], summary");
+  const seen = [];
+  for (const control of controls) {
+    if (!control.checkVisibility() || control.classList.contains("skip")) continue;  // hidden on purpose
+    const column = control.closest(columns);
+    const box = control.getBoundingClientRect();
+    if (!column) { problems.push(name(control) + " is in no column"); continue; }
+    const outer = column.getBoundingClientRect();
+    if (box.width < 1 || box.height < 1) problems.push(name(control) + " has no size");
+    if (box.left < outer.left - 0.5 || box.right > outer.right + 0.5 || box.top < outer.top - 0.5 ||
+        box.bottom > outer.bottom + 0.5) {
+      const span = (b) => "[" + Math.round(b.left) + ", " + Math.round(b.right) + "]";
+      const where = column.id || column.className;
+      problems.push(name(control) + " " + span(box) + " outside " + where + " " + span(outer));
+    }
+    if (control.scrollWidth > control.clientWidth + 1 && control.tagName === "BUTTON") {
+      problems.push(name(control) + " cuts its own label");
+    }
+    seen.push(name(control));
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) {
+    const wide = document.documentElement.scrollWidth;
+    problems.push("the page scrolls sideways: " + wide + " > " + window.innerWidth);
+  }
+  return {problems, seen};
+}"""
+# the page's controls a person must see, whatever the width
+MUST_SEE = ("#template", "#new-chat button", "#message", "#send", "#token", "#tools-toggle", "#jobs-refresh")
+
+
+def screenshot(page: Any, shot: Path) -> None:
+    """The whole page as PNG at `shot`; also in $AGENTKERNEL_SCREENSHOT_DIR when set, to look at."""
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keep = os.environ.get("AGENTKERNEL_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(keep) / shot.name)
+
+
+# each chart's smallest text as shown, in CSS px: its font-size in the SVG times the image's scale
+CHART_TEXT_JS = """() => [...document.querySelectorAll(".v-chart img")].map((img) => {
+  const svg = decodeURIComponent(img.src.slice(img.src.indexOf(",") + 1));
+  const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
+  const sizes = [...doc.querySelectorAll("[font-size]")].map((n) => Number(n.getAttribute("font-size")));
+  return {where: img.closest("aside, main").id || img.closest("aside, main").className,
+          shown: Math.min(...sizes) * img.clientWidth / img.naturalWidth};
+})"""
+
+
+def check_charts_readable(page: Any) -> None:
+    """Every chart's text is shown at 11 px or more (the tools panel's was 5 px: 640 px shrunk to 294)."""
+    charts = page.evaluate(CHART_TEXT_JS)
+    assert charts and all(c["shown"] >= 11 for c in charts), charts
+
+
+def check_layout(page: Any) -> None:
+    """Every visible control inside its column, each of MUST_SEE visible and on top, no sideways scroll."""
+    found = page.evaluate(LAYOUT_JS, COLUMNS)
+    assert not found["problems"], "\n".join(found["problems"])
+    for selector in MUST_SEE:
+        control = page.locator(selector)
+        control.scroll_into_view_if_needed()
+        assert control.is_visible(), selector
+        # on top where a person clicks: nothing else (the chat panel, the status line) over its middle
+        on_top = control.evaluate(
+            """(n) => { const b = n.getBoundingClientRect();
+                        const x = b.left + b.width / 2, y = b.top + b.height / 2;
+                        return n.contains(document.elementFromPoint(x, y)); }"""
+        )
+        assert on_top, selector
+
+
+@pytest.mark.parametrize(("width", "height"), WIDTHS)
+def test_every_control_stays_in_its_column_and_is_clicked_as_a_person_does(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any, width: int, height: int
+) -> None:
+    """Issue 26 §1: a template's long description stretched the picker, and with it "New chat", past its
+    240 px column (909 px at 1366 and 1920, under the chat panel), and the page scrolled sideways at 390.
+    Layout is checked at three widths, before and after a chat with a table and a chart and a tool run
+    from the panel; every click is Playwright's, which waits until the element would get the click."""
+    kernel_yaml = page_project(tmp_path, llm_server)
+    write(
+        tmp_path / "config" / "templates" / "tester.yaml",
+        f"name: tester\ndescription: {json.dumps(LONG_DESCRIPTION)}\ninstructions: You are a test agent.\n"
+        "tools: [upper, paged, sales]\nmax_turns: 4\n",
+    )
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("paged", "{}", id="c1"), FakeToolCall("sales", "{}", id="c2"))),
+        Reply(text="Here are the numbers: " + "x" * 300),  # one long word: it wraps, the page does not widen
+    )
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page, problems = open_page(browser, live.url, width=width, height=height)
+        check_layout(page)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.get_by_label("Message").fill(
+            "Show me the numbers and the sales, please, for every quarter of the year"
+        )
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".msg.agent .md:has-text('Here are the numbers')")
+        # the chat is listed, and headed, by its first message, shortened (issue 26 §6)
+        title = "Show me the numbers and the sales, please, for every…"
+        page.locator("#session-list button[aria-current=true] .title", has_text=title).wait_for()
+        assert page.locator("#chat-title").inner_text() == title
+        page.locator(".v-table tbody tr:nth-child(2)").wait_for()
+        page.get_by_role("button", name="More").click()
+        page.locator(".v-table tbody tr:nth-child(4)").wait_for()
+        page.locator(".v-chart img").wait_for()
+        page.locator("details.tool-call summary", has_text="paged").click()
+        page.wait_for_selector("details.tool-call[open] pre")
+        page.locator("button.tool-pick", has_text="sales").click()
+        page.get_by_role("button", name="Run sales").click()
+        page.locator("#tool-output .v-chart img").wait_for()
+        page.wait_for_function("() => document.querySelector('#tool-output .v-chart img').naturalWidth > 0")
+        page.wait_for_selector("#send:enabled")
+        check_layout(page)
+        check_charts_readable(page)
+        screenshot(page, tmp_path / f"web-chat-{width}.png")
+        assert problems == []
+
+
+def test_the_shipped_project_s_page_at_three_widths(tmp_path: Path, browser: Any) -> None:
+    """The case of issue 26 §1 itself: hello-agent's description in the picker, and its LLM not running.
+
+    The project's kernel.yaml points at a port where nothing listens, as a first hour without Ollama does.
+    """
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        llm_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    kernel_yaml = tmp_path / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text(encoding="utf-8").replace("http://127.0.0.1:11434/v1", llm_url),
+        encoding="utf-8",
+    )
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(WAIT_MS)
+        page.goto(live.url)
+        page.wait_for_selector("#template option[value=hello-agent]", state="attached")
+        page.locator("#llm-status").wait_for()  # the LLM does not answer: said at once
+        for width, height in ((1366, 768), (1920, 1080), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            check_layout(page)
+        page.get_by_role("button", name="New chat").click()
+        page.wait_for_selector("#send:enabled")
+        page.get_by_label("Message").fill("Привет! Сколько слов в этой фразе?")
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".msg.agent, #log .error")
+        page.wait_for_selector("#send:enabled")
+        page.locator("#session-list .title", has_text="Привет! Сколько слов в этой фразе?").wait_for()
+        for width, height in ((390, 844), (1366, 768), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            check_layout(page)
+            screenshot(page, tmp_path / f"shipped-{width}.png")
+
+
 def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, browser: Any) -> None:
     with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, None)))) as live:
         page, problems = open_page(browser, live.url, width=390, height=844)  # a phone
@@ -165,7 +342,13 @@ def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, br
         page.keyboard.type("hello")
         page.keyboard.press("Enter")
         page.wait_for_selector(".error:has-text('no LLM provider is configured')")
-        page.wait_for_selector(".help:has-text('kernel.yaml under `llm:`')")
+        page.wait_for_selector(".help:has-text('kernel.yaml under llm:') code:text-is('llm:')")
+        # the status line says so too, and how to fix it: commands as code, never a backtick (issue 26 §6)
+        status = page.locator("#llm-status")
+        assert status.locator("#llm-status-title").inner_text() == "The chat cannot answer:"
+        assert status.locator("code", has_text="agentkernel dev llm").count() == 1
+        assert status.locator("code", has_text="agentkernel serve --llm-url URL").count() == 1
+        assert "`" not in page.locator("body").inner_text()
 
         page.locator("button.tool-pick", has_text="paged").click()
         page.get_by_label("page", exact=True).fill("2")
@@ -173,6 +356,29 @@ def test_no_llm_says_how_to_configure_one_and_tools_still_run(tmp_path: Path, br
         page.wait_for_selector("#tool-output td:text-is('3')")
         # nothing wider than the phone's screen
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert problems == []
+
+
+def test_the_status_line_says_the_llm_does_not_answer_until_it_does(tmp_path: Path, browser: Any) -> None:
+    """Issue 26 §6: read at load, with how to fix it (no backticks shown), and checked again on a click."""
+    with socket.socket() as probe:  # a port where nothing listens, yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    llm = f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n  model: fake\n  max_retries: 0\n"
+    kernel_yaml = make_project(tmp_path, None, extra=llm)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        page, problems = open_page(browser, live.url, width=390, height=844)
+        status = page.locator("#llm-status")
+        status.wait_for()
+        text = status.inner_text()
+        assert f"Nothing answers at http://127.0.0.1:{port}/v1" in text, text
+        assert "--llm-url" in text and "`" not in text, text
+        assert status.locator("code", has_text="agentkernel dev llm").count() == 1
+        check_layout(page)
+        screenshot(page, tmp_path / "web-chat-llm-status-390.png")
+        with FakeLLMServer(port=port, models=("fake",)):
+            page.get_by_role("button", name="Check again").click()
+            status.wait_for(state="hidden")
         assert problems == []
 
 

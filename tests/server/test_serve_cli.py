@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,3 +117,27 @@ def test_token_new_prints_a_token_and_the_line_kernel_yaml_accepts(tmp_path: Pat
         [str(BIN / "agentkernel"), "token", "new", "no spaces"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "not a user id" in bad.stderr
+
+
+def test_serve_warns_at_start_up_when_the_llm_does_not_answer_and_says_how_to_fix_it(tmp_path: Path) -> None:
+    """Issue 26 §6: the check runs in the background (the URL is printed and answers meanwhile)."""
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        llm_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    make_project(tmp_path, None, extra=f"llm:\n  base_url: {llm_url}\n  model: fake\n")
+    with serving(tmp_path) as (server, url):
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = server.stderr
+        assert stderr is not None
+
+        def read() -> None:
+            for line in stderr:
+                lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        warning = lines.get(timeout=60)  # an upper bound on waiting, not a measured time
+        assert warning.startswith("WARNING ") and f"Nothing answers at {llm_url}" in warning, warning
+        assert "`agentkernel dev llm`" in warning and "--llm-url" in warning, warning
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 0

@@ -30,7 +30,7 @@ from mcp_types import CallToolResult
 from agentkernel.config.server import token_hash
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
-from tests.fakes.openai_server import Exchange, Turn
+from tests.fakes.openai_server import CHAT_PATH, Exchange, Turn
 from tests.mcp_serve.conftest import run as mcp_run
 from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import make_project, script_tool, sse_events
@@ -63,7 +63,8 @@ def gate() -> Iterator[threading.Event]:
 
 
 def floods(request: RecordedRequest) -> bool:
-    return FLOOD in json.dumps(request.body.get("messages", []))
+    """A chat request of alice's flood (not `serve`'s start-up `GET /models`, which has no body)."""
+    return request.path == CHAT_PATH and FLOOD in json.dumps(request.body.get("messages", []))
 
 
 @pytest.fixture

@@ -68,7 +68,7 @@ def _serve(options: argparse.Namespace) -> int:
         print(f"agentkernel serve: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     with sock:
-        server = server_for(kernel, settings)
+        server = server_for(kernel, settings, check_llm=True)  # a warning if the LLM does not answer
         print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
         asyncio.run(run_server(server, kernel, sock))
     return EXIT_OK

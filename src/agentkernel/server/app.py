@@ -3,7 +3,9 @@
 The app only uses the Kernel's public verbs. It owns the sessions table
 and the running turns; the kernel stays the caller's to close. At shutdown
 (Ctrl-C, SIGTERM) the running turns get `settings.shutdown_grace_secs` to
-finish and be recorded, then are stopped.
+finish and be recorded, then are stopped. With `check_llm`, it asks the LLM
+server in the background as it starts and logs a warning if it cannot be
+used (llm_status.py; `agentkernel serve` asks for it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server import failures
+from agentkernel.server.llm_status import LLMWatch
 from agentkernel.server.mcp_mount import PATH as MCP_PATH
 from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
@@ -31,6 +34,7 @@ from agentkernel.server.routes import (
     cron,
     files,
     health,
+    llm,
     memory,
     openai,
     page,
@@ -51,8 +55,8 @@ def sessions_path(kernel: Kernel) -> Path:
     return kernel.config.messages_db.with_name(SESSIONS_FILE)
 
 
-def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAPI:
-    """The app; `settings` default to kernel.yaml's `server:` section."""
+def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:
+    """The app; `settings` default to kernel.yaml's `server:` section; `check_llm`: warn at start-up."""
     chosen = settings or kernel.config.server
 
     def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
@@ -84,7 +88,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         max_running_per_user=chosen.max_running_tool_runs_per_user,
         budget_tokens=chosen.tool_run_token_budget,
     )
-    parts = ServerParts(kernel, chosen, directory, turns, tool_runs)
+    parts = ServerParts(kernel, chosen, directory, turns, tool_runs, LLMWatch(kernel.llm_config))
     mcp = McpEndpoint(parts, sealing)  # the SDK is imported on the first request to /mcp
 
     @asynccontextmanager
@@ -92,6 +96,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
         stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
+        # in the background: start-up never waits for the LLM server
+        warned = asyncio.create_task(parts.llm.warn()) if check_llm else None
         try:
             async with mcp.running():
                 yield
@@ -99,6 +105,10 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
             stop.set()
             await parts.turns.drain(chosen.shutdown_grace_secs)
             await _ended(cron)
+            await parts.llm.close()
+            if warned is not None:
+                warned.cancel()
+                await asyncio.gather(warned, return_exceptions=True)
             parts.sessions.close()
             sealing.close()
 
@@ -116,7 +126,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None) -> FastAP
     app.state.sealing = sealing
     app.state.end_streams = mcp.end_streams  # serving.py calls it when shutdown begins
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, tools, continuations, openai, files, cron, memory):
+    for area in (health, sessions, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))

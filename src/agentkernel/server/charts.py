@@ -20,6 +20,12 @@ Why server-side SVG rather than a JavaScript chart library in the page:
 - **Testable in Python**: the output parses with xml.etree, so tests count
   marks and read labels without a browser.
 
+- **Drawn at the width it is shown**: the page asks for the width of the
+  box the chart goes in (`width`, clamped to MIN_WIDTH-MAX_WIDTH), so text
+  is 12 px where it is seen, in the chat as in the narrow tools panel; a
+  640 px chart shrunk into the panel had 5 px labels. Text is dark on
+  white (at least 7:1); a narrow pie puts its legend under it.
+
 The page may still restyle it by class (`mark`, `note`, `legend`, `axis`).
 """
 
@@ -35,8 +41,14 @@ from typing import TypeAlias
 
 from agentkernel.types import JSONValue, VisualBlock
 
-WIDTH, HEIGHT = 640, 360
+WIDTH, HEIGHT = 640, 360  # the default size; a chart asked for another width keeps this shape
+MIN_WIDTH, MAX_WIDTH = 240, 1600
+MIN_HEIGHT, MAX_HEIGHT = 240, 540
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 48, 56
+FONT_SIZE, TITLE_SIZE = 12, 15  # px where the chart is shown at its own width
+TEXT, GRID, AXIS, QUIET = "#1b1b1b", "#d9d9d9", "#595959", "#4d4d4d"  # text at least 7:1 on white
+LEGEND_ROW = 18
+PIE_LEGEND_WIDTH = 220  # a pie whose legend does not fit beside it this wide puts the legend under it
 MAX_SERIES = 8
 MAX_MARKS = 800  # bars or points over all series; a chart with more shows the first ones
 MAX_SLICES = 12  # a pie's largest slices; the rest become one "other" slice
@@ -55,6 +67,22 @@ class _Series:
     values: list[float | None]  # None: no value to draw (null, or skipped with a note)
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """The drawing's size in px (shown at this size: the page asks for the width it has)."""
+
+    width: int
+    height: int
+
+    @property
+    def plot_w(self) -> float:
+        return self.width - LEFT - RIGHT
+
+    @property
+    def plot_h(self) -> float:
+        return self.height - TOP - BOTTOM
+
+
 @dataclass
 class _Chart:
     kind: str
@@ -64,39 +92,54 @@ class _Chart:
     notes: list[str] = field(default_factory=list)
 
 
-def render_chart(block: VisualBlock) -> str:
-    """The SVG text of one `chart` block; ValueError when the block is not a chart at all.
+def render_chart(block: VisualBlock, width: int = WIDTH) -> str:
+    """The SVG text of one `chart` block, `width` px wide; ValueError when the block is not a chart at all.
 
     A well-formed block (tools/visual.py's schema) always renders: what
     cannot be drawn is left out and a note under the chart says what and why.
     """
     chart = _read_chart(block)
+    slices = _pie_slices(chart) if chart.kind == "pie" else []
+    frame = _frame(width, len(slices), len(chart.notes))
     svg = ET.Element(
         "svg",
         {
             "xmlns": "http://www.w3.org/2000/svg",
-            "viewBox": f"0 0 {WIDTH} {HEIGHT}",
-            "width": str(WIDTH),
-            "height": str(HEIGHT),
+            "viewBox": f"0 0 {frame.width} {frame.height}",
+            "width": str(frame.width),
+            "height": str(frame.height),
             "role": "img",
             "aria-label": chart.title,
             "class": f"chart chart-{chart.kind}",
             "font-family": "sans-serif",
-            "font-size": "11",
+            "font-size": str(FONT_SIZE),
+            "fill": TEXT,
         },
     )
     ET.SubElement(svg, "title").text = chart.title
     desc = ET.SubElement(svg, "desc")
-    ET.SubElement(
-        svg, "text", {"x": str(WIDTH / 2), "y": "18", "text-anchor": "middle", "font-size": "14"}
-    ).text = _clip(chart.title, 80)
+    attrs = {"x": str(frame.width / 2), "y": "20", "text-anchor": "middle", "font-size": str(TITLE_SIZE)}
+    ET.SubElement(svg, "text", {**attrs, "font-weight": "bold"}).text = _clip(
+        chart.title, max(8, min(80, frame.width // 9))
+    )
     if chart.kind == "pie":
-        _draw_pie(svg, chart)
+        _draw_pie(svg, chart, slices, frame)
     else:
-        _draw_axes_chart(svg, chart)
+        _draw_axes_chart(svg, chart, frame)
     desc.text = _summary(chart)
-    _draw_notes(svg, chart.notes)
+    _draw_notes(svg, chart.notes, frame)
     return ET.tostring(svg, encoding="unicode")
+
+
+def _frame(width: int, pie_slices: int, notes: int) -> _Frame:
+    """The size to draw at: `width` within bounds, the default's shape; a narrow pie fits its legend under."""
+    shown = min(MAX_WIDTH, max(MIN_WIDTH, width))
+    height = min(MAX_HEIGHT, max(MIN_HEIGHT, round(shown * HEIGHT / WIDTH)))
+    if pie_slices and _pie_legend_under(shown):
+        radius = _narrow_pie_radius(shown)
+        legend = LEGEND_ROW * pie_slices
+        height = TOP + 2 * radius + 16 + legend + 8 + NOTE_LINE_HEIGHT * min(notes, MAX_NOTES)
+    return _Frame(shown, round(height))
 
 
 # -- reading the block ---------------------------------------------------------------------------
@@ -170,21 +213,21 @@ def _fmt(value: float) -> str:
 # -- bar and line --------------------------------------------------------------------------------
 
 
-def _draw_axes_chart(svg: ET.Element, chart: _Chart) -> None:
+def _draw_axes_chart(svg: ET.Element, chart: _Chart, frame: _Frame) -> None:
     values = [v for s in chart.series for v in s.values if v is not None]
     if not values:
         chart.notes.append("no data to draw")
         return
     low, high, ticks = _ticks(min(0.0, *values), max(0.0, *values))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = frame.plot_w, frame.plot_h
 
     def y_of(value: float) -> float:
         # halves first: high - low may overflow for finite values near the float limit
         return TOP + plot_h * (1 - (value / 2 - low / 2) / (high / 2 - low / 2))
 
-    _draw_y_axis(svg, ticks, y_of)
-    _draw_x_labels(svg, chart.labels, plot_w)
-    _draw_legend(svg, chart.series)
+    _draw_y_axis(svg, ticks, y_of, frame)
+    _draw_x_labels(svg, chart.labels, frame)
+    _draw_legend(svg, chart.series, frame)
     marks = ET.SubElement(svg, "g", {"class": "marks"})
     slot = plot_w / max(1, len(chart.labels))
     for index, series in enumerate(chart.series):
@@ -214,43 +257,40 @@ def _ticks(low: float, high: float) -> tuple[float, float, list[float]]:
     return low, high, [low + i * (high / 4 - low / 4) for i in range(5)]
 
 
-def _draw_y_axis(svg: ET.Element, ticks: Sequence[float], y_of: _YOf) -> None:
+def _draw_y_axis(svg: ET.Element, ticks: Sequence[float], y_of: _YOf, frame: _Frame) -> None:
+    """Value ticks: a grid line and its value, right-aligned and centred on the line."""
     axis = ET.SubElement(svg, "g", {"class": "axis"})
+    right = str(frame.width - RIGHT)
     for value in ticks:
         y = f"{y_of(value):.1f}"
-        ET.SubElement(
-            axis, "line", {"x1": str(LEFT), "x2": str(WIDTH - RIGHT), "y1": y, "y2": y, "stroke": "#ddd"}
-        )
-        ET.SubElement(axis, "text", {"x": str(LEFT - 4), "y": y, "text-anchor": "end"}).text = _clip(
-            _fmt(value), 12
-        )
+        ET.SubElement(axis, "line", {"x1": str(LEFT), "x2": right, "y1": y, "y2": y, "stroke": GRID})
+        attrs = {"x": str(LEFT - 6), "y": y, "text-anchor": "end", "dominant-baseline": "middle"}
+        ET.SubElement(axis, "text", attrs).text = _clip(_fmt(value), 9)
     zero = f"{y_of(0.0):.1f}"
-    ET.SubElement(
-        axis, "line", {"x1": str(LEFT), "x2": str(WIDTH - RIGHT), "y1": zero, "y2": zero, "stroke": "#666"}
-    )
+    ET.SubElement(axis, "line", {"x1": str(LEFT), "x2": right, "y1": zero, "y2": zero, "stroke": AXIS})
 
 
-def _draw_x_labels(svg: ET.Element, labels: Sequence[str], plot_w: float) -> None:
+def _draw_x_labels(svg: ET.Element, labels: Sequence[str], frame: _Frame) -> None:
     """Category labels under the plot; every k-th when they do not fit (each mark's title has its own)."""
     axis = ET.SubElement(svg, "g", {"class": "axis"})
-    slot = plot_w / max(1, len(labels))
-    every = max(1, math.ceil(len(labels) / max(1, int(plot_w // 48))))
+    slot = frame.plot_w / max(1, len(labels))
+    every = max(1, math.ceil(len(labels) / max(1, int(frame.plot_w // 52))))
     for i in range(0, len(labels), every):
         x = f"{LEFT + slot * (i + 0.5):.1f}"
-        attrs = {"x": x, "y": str(HEIGHT - BOTTOM + 14), "text-anchor": "middle"}
-        ET.SubElement(axis, "text", attrs).text = _clip(labels[i], min(MAX_LABEL_CHARS, 8 * every))
+        attrs = {"x": x, "y": str(frame.height - BOTTOM + 18), "text-anchor": "middle"}
+        ET.SubElement(axis, "text", attrs).text = _clip(labels[i], min(MAX_LABEL_CHARS, 7 * every))
 
 
-def _draw_legend(svg: ET.Element, series: Sequence[_Series]) -> None:
+def _draw_legend(svg: ET.Element, series: Sequence[_Series], frame: _Frame) -> None:
     legend = ET.SubElement(svg, "g", {"class": "legend"})
-    step = (WIDTH - LEFT - RIGHT) / max(1, len(series))
+    step = frame.plot_w / max(1, len(series))
     for index, entry in enumerate(series):
         x = LEFT + step * index
         color = PALETTE[index % len(PALETTE)]
-        attrs = {"x": f"{x:.1f}", "y": "28", "width": "10", "height": "10", "fill": color}
+        attrs = {"x": f"{x:.1f}", "y": "29", "width": "11", "height": "11", "fill": color}
         ET.SubElement(legend, "rect", attrs)
-        ET.SubElement(legend, "text", {"x": f"{x + 14:.1f}", "y": "37"}).text = _clip(
-            entry.name, int(step // 7)
+        ET.SubElement(legend, "text", {"x": f"{x + 15:.1f}", "y": "39"}).text = _clip(
+            entry.name, max(2, int((step - 15) // 7))
         )
 
 
@@ -303,8 +343,8 @@ def _draw_line(
 # -- pie -----------------------------------------------------------------------------------------
 
 
-def _draw_pie(svg: ET.Element, chart: _Chart) -> None:
-    """The first series as slices; negatives and zeros are left out (with a note), the smallest merged."""
+def _pie_slices(chart: _Chart) -> list[tuple[str, float]]:
+    """The first series' slices, largest first; negatives and zeros left out, the smallest merged (noted)."""
     series = chart.series[0] if chart.series else _Series("", [])
     slices = [(chart.labels[i], v) for i, v in enumerate(series.values) if v is not None and v > 0]
     left_out = sum(1 for v in series.values if v is not None and v <= 0)
@@ -312,15 +352,39 @@ def _draw_pie(svg: ET.Element, chart: _Chart) -> None:
         chart.notes.append(f"{left_out} value(s) not drawn: a pie shows only positive values")
     if not slices:
         chart.notes.append("no data to draw")
-        return
+        return []
     slices.sort(key=lambda s: -s[1])
     if len(slices) > MAX_SLICES:
         rest = slices[MAX_SLICES - 1 :]
         chart.notes.append(f"the {len(rest)} smallest slices are shown together as “other”")
         slices = [*slices[: MAX_SLICES - 1], ("other", math.fsum(v for _, v in rest))]
+    return slices
+
+
+def _pie_legend_under(width: int) -> bool:
+    return width - PIE_LEGEND_WIDTH < 2 * 80 + 48  # no room beside the pie for a radius of 80 px
+
+
+def _narrow_pie_radius(width: int) -> int:
+    return min(90, (width - 32) // 2)
+
+
+def _draw_pie(svg: ET.Element, chart: _Chart, slices: Sequence[tuple[str, float]], frame: _Frame) -> None:
+    """The slices (`_pie_slices`) with a legend of label and share: beside the pie, or under a narrow one."""
+    if not slices:
+        return
+    series = chart.series[0]
     largest = slices[0][1]  # shares computed on values scaled by the largest: no overflow
     total = math.fsum(v / largest for _, v in slices)
-    cx, cy, radius = WIDTH / 2 - 80, TOP + (HEIGHT - TOP - BOTTOM) / 2, (HEIGHT - TOP - BOTTOM) / 2
+    if _pie_legend_under(frame.width):
+        radius = float(_narrow_pie_radius(frame.width))
+        cx, cy = frame.width / 2, TOP + radius
+        legend_x, legend_y = 16.0, TOP + 2 * radius + 16
+    else:
+        radius = min(frame.plot_h / 2, (frame.width - PIE_LEGEND_WIDTH - 48) / 2)
+        cx, cy = 24 + radius, TOP + frame.plot_h / 2
+        legend_x, legend_y = cx + radius + 24, float(TOP)
+    label_chars = max(4, int((frame.width - legend_x - 14 - 60) // 7))
     marks = ET.SubElement(svg, "g", {"class": "marks"})
     legend = ET.SubElement(svg, "g", {"class": "legend"})
     angle = -math.pi / 2
@@ -342,14 +406,11 @@ def _draw_pie(svg: ET.Element, chart: _Chart) -> None:
                 share,
             )
             angle = end
-        y = TOP + index * 18
-        ET.SubElement(
-            legend,
-            "rect",
-            {"x": f"{cx + radius + 24:.1f}", "y": str(y), "width": "10", "height": "10", "fill": color},
-        )
-        text = f"{_clip(label, MAX_LABEL_CHARS)} ({share:.1%})"
-        ET.SubElement(legend, "text", {"x": f"{cx + radius + 38:.1f}", "y": str(y + 9)}).text = text
+        y = legend_y + index * LEGEND_ROW
+        attrs = {"x": f"{legend_x:.1f}", "y": f"{y:.1f}", "width": "11", "height": "11", "fill": color}
+        ET.SubElement(legend, "rect", attrs)
+        text = f"{_clip(label, min(MAX_LABEL_CHARS, label_chars))} ({share:.1%})"
+        ET.SubElement(legend, "text", {"x": f"{legend_x + 15:.1f}", "y": f"{y + 10:.1f}"}).text = text
 
 
 def _arc(cx: float, cy: float, r: float, start: float, end: float) -> str:
@@ -377,11 +438,12 @@ def _mark(
     ET.SubElement(mark, "title").text = f"{label} · {series}: {_fmt(value)}{part}"
 
 
-def _draw_notes(svg: ET.Element, notes: Sequence[str]) -> None:
+def _draw_notes(svg: ET.Element, notes: Sequence[str], frame: _Frame) -> None:
     shown = list(notes[:MAX_NOTES])
     for index, note in enumerate(shown):
-        y = HEIGHT - 4 - NOTE_LINE_HEIGHT * (len(shown) - 1 - index)
-        ET.SubElement(svg, "text", {"x": str(LEFT), "y": str(y), "class": "note", "fill": "#666"}).text = note
+        y = frame.height - 4 - NOTE_LINE_HEIGHT * (len(shown) - 1 - index)
+        attrs = {"x": "8", "y": str(y), "class": "note", "fill": QUIET, "font-size": "11"}
+        ET.SubElement(svg, "text", attrs).text = _clip(note, max(20, frame.width // 6))
 
 
 def _summary(chart: _Chart) -> str:
@@ -390,4 +452,4 @@ def _summary(chart: _Chart) -> str:
     return text + "".join(f". {note}" for note in chart.notes)
 
 
-__all__ = ["MAX_MARKS", "MAX_SERIES", "MAX_SLICES", "render_chart"]
+__all__ = ["MAX_MARKS", "MAX_SERIES", "MAX_SLICES", "MAX_WIDTH", "MIN_WIDTH", "WIDTH", "render_chart"]

@@ -1,4 +1,4 @@
-"""What every route needs, in one typed place on the app: kernel, settings, sessions, turns, tool runs."""
+"""What every route needs, in one typed place on the app: kernel, settings, sessions, turns, runs, LLM."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from fastapi import Request
 
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
+from agentkernel.server.llm_status import LLMWatch
 from agentkernel.server.sessions import SessionDirectory
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
@@ -20,6 +21,7 @@ class ServerParts:
     sessions: SessionDirectory
     turns: TurnRunner
     tool_runs: ToolRuns
+    llm: LLMWatch
 
 
 def server_parts(request: Request) -> ServerParts:

@@ -92,9 +92,12 @@ class GracefulServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def server_for(kernel: Kernel, settings: ServerSettings) -> GracefulServer:
-    """A uvicorn server for the app; logging goes through the kernel's (`-v` shows uvicorn's INFO)."""
-    app = create_app(kernel, settings)
+def server_for(kernel: Kernel, settings: ServerSettings, *, check_llm: bool = False) -> GracefulServer:
+    """A uvicorn server for the app; logging goes through the kernel's (`-v` shows uvicorn's INFO).
+
+    `check_llm`: the app warns at start-up when the LLM server cannot be used (create_app).
+    """
+    app = create_app(kernel, settings, check_llm=check_llm)
     config = uvicorn.Config(
         app,
         log_config=None,

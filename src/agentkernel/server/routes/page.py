@@ -8,9 +8,10 @@
 - `/static/…` serves the page's files (app.js, app.css, vendor/) from the
   package: nothing is fetched from the network at run time.
 - `GET /v1/templates` lists the templates that load, for the new-chat picker.
-- `POST /v1/charts/svg` draws a `chart` block as SVG on the server (charts.py,
-  which says why server-side); the page shows it as an `<img>` from a
-  `data:` URL, so nothing in it can run.
+- `POST /v1/charts/svg[?width=PX]` draws a `chart` block as SVG on the
+  server (charts.py, which says why server-side), as wide as the box the
+  page shows it in, so its text stays readable; the page shows it as an
+  `<img>` from a `data:` URL, so nothing in it can run.
 
 The page itself needs no token to load (it is where the token is typed);
 every API call it makes does.
@@ -21,11 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Body, FastAPI, HTTPException
+from fastapi import APIRouter, Body, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from agentkernel.server.charts import render_chart
+from agentkernel.server.charts import MAX_WIDTH, MIN_WIDTH, WIDTH, render_chart
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.problems import CALLER, documented
 
@@ -37,6 +38,9 @@ CONTENT_SECURITY_POLICY: Final = (
 SVG_MEDIA_TYPE: Final = "image/svg+xml"
 
 ChartBlock = Annotated[dict[str, Any], Body(description="a `chart` visual block (S6.2)")]
+ChartWidth = Annotated[
+    int, Query(ge=MIN_WIDTH, le=MAX_WIDTH, description="px: the width of the box the chart is shown in")
+]
 
 router = APIRouter(tags=["page"], responses=documented(*CALLER))
 
@@ -67,10 +71,13 @@ def list_templates(_: User, parts: Parts) -> list[dict[str, str]]:
     response_class=Response,
     responses={200: {"content": {SVG_MEDIA_TYPE: {}}, "description": "the chart as SVG"}, **documented(413)},
 )
-def chart_svg(_: User, block: ChartBlock) -> Response:
-    """A `chart` block drawn as a self-contained SVG (no script, no external reference); 422 if no chart."""
+def chart_svg(_: User, block: ChartBlock, width: ChartWidth = WIDTH) -> Response:
+    """A `chart` block drawn as a self-contained SVG `width` px wide (no script, no external reference).
+
+    422 if the block is no chart, or `width` is out of bounds.
+    """
     try:
-        svg = render_chart(block)
+        svg = render_chart(block, width)
     except ValueError as exc:
         raise HTTPException(422, f"body: {exc}") from exc
     return Response(svg, media_type=SVG_MEDIA_TYPE, headers={"X-Content-Type-Options": "nosniff"})

@@ -6,7 +6,10 @@ cannot be probed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -24,6 +27,7 @@ from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import TooManyTurns, Turn, TurnBusy
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=documented(*CALLER))
+log = logging.getLogger(__name__)
 
 
 class NewSession(BaseModel):
@@ -57,7 +61,7 @@ def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]
 
 @router.get("")
 def list_sessions(user: User, parts: Parts) -> list[dict[str, str]]:
-    """The caller's sessions, oldest first."""
+    """The caller's sessions, oldest first; `title` is the first message, shortened ("" before one)."""
     return [info.to_json() for info in parts.sessions.of_user(user)]
 
 
@@ -107,6 +111,8 @@ async def send_message(
         raise HTTPException(409, str(exc)) from exc
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
+    if not info.title:
+        await _name(parts, info, body.content)
     return StreamingResponse(
         _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",
@@ -124,6 +130,14 @@ async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool
     """
     info = owned_session(parts, session_id, user)
     return {"stopped": parts.turns.stop(info.id)}
+
+
+async def _name(parts: ServerParts, info: SessionInfo, message: str) -> None:
+    """Title the session after its first message; the turn runs on whether or not the store takes it."""
+    try:
+        await asyncio.to_thread(parts.sessions.name, info.id, message)
+    except sqlite3.Error as exc:
+        log.warning("session %s keeps no title: the sessions file refused it: %s", info.id, exc)
 
 
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies see traffic

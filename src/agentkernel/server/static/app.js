@@ -7,8 +7,10 @@
 const TOKEN_KEY = "agentkernel.token";
 const NO_LLM_HELP =
   "No LLM provider is reachable. Configure one in kernel.yaml under `llm:` (base_url, model and " +
-  "the environment variable holding its API key), then restart `agentkernel serve`. " +
+  "the environment variable holding its API key), or try things out with the scripted LLM that " +
+  "`agentkernel dev llm` starts: restart with `agentkernel serve --llm-url URL` and the URL it prints. " +
   "The Tools panel works without one.";
+const LLM_POLL_MS = 15_000; // while the LLM does not answer, the status line is checked again this often
 
 const state = { session: null, sessions: [], tools: [], busy: false, turning: null };
 const $ = (id) => document.getElementById(id);
@@ -29,6 +31,19 @@ function el(tag, attrs, ...children) {
 function status(text) {
   $("status").textContent = text;
 }
+
+// Text from the server with `code` spans (commands, settings) as <code>, so no backtick is shown;
+// text with an odd number of backticks is left as it is.
+function withCode(text) {
+  const parts = String(text).split("`");
+  if (parts.length % 2 === 0) return [String(text)];
+  return parts.map((part, i) => (i % 2 ? el("code", { text: part }) : part)).filter((p) => p !== "");
+}
+
+const sentence = (text) => {
+  const capital = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.?!]$/.test(capital) ? capital : capital + ".";
+};
 
 // -- the API -----------------------------------------------------------------------------------
 
@@ -136,9 +151,19 @@ function moreControl(id, tbody, columns) {
   return wrap;
 }
 
+// Drawn on the server as wide as the box it is shown in (asked once the figure is in the page), so its
+// 12 px text stays 12 px: a 640 px chart shrunk into the tools panel had 5 px labels.
+const CHART_WIDTH = { least: 240, most: 800, otherwise: 640 };
+
+function chartWidth(figure) {
+  const room = Math.floor(figure.clientWidth) - 2; // its 1 px border each side
+  return room > 0 ? Math.max(CHART_WIDTH.least, Math.min(CHART_WIDTH.most, room)) : CHART_WIDTH.otherwise;
+}
+
 function renderChart(block) {
   const figure = el("figure", { class: "v-chart" }, el("p", { class: "quiet", text: "drawing the chart…" }));
-  api("POST", "/v1/charts/svg", block)
+  Promise.resolve() // the caller puts the figure in the page first
+    .then(() => api("POST", "/v1/charts/svg?width=" + chartWidth(figure), block))
     .then((r) => r.text())
     .then((svg) => {
       const alt = block.title ? block.chart + " chart: " + block.title : block.chart + " chart";
@@ -234,7 +259,7 @@ function markdown(text) {
 }
 
 function line(kind, text) {
-  const node = el("p", { class: kind, text });
+  const node = el("p", { class: kind }, ...withCode(text));
   $("log").append(node);
   follow(node);
   return node;
@@ -280,7 +305,10 @@ function fillToolRow(details, result) {
 
 function errorLine(message, beforeAnyAnswer) {
   line("error", "✖ " + message);
-  if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) line("help", NO_LLM_HELP);
+  if (/LLM|provider|connect/i.test(message) && beforeAnyAnswer) {
+    line("help", NO_LLM_HELP);
+    checkLLM();
+  }
 }
 
 // A frame's `event:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the data's
@@ -350,6 +378,7 @@ async function sendMessage(text) {
   };
   try {
     const response = await api("POST", "/v1/sessions/" + encodeURIComponent(session.id) + "/messages", { content: text });
+    if (!session.title) loadSessions().catch((err) => status(err.message)); // its first message named it
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let pending = "";
@@ -429,21 +458,33 @@ function showTranscript(records) {
 
 // -- sessions ------------------------------------------------------------------------------------
 
+// Newest first, each by its title (the server's: the first message, shortened), then template and date.
 async function loadSessions() {
   state.sessions = await getJSON("/v1/sessions");
   const list = $("session-list");
   list.replaceChildren();
   for (const s of state.sessions.slice().reverse()) {
     const current = state.session && state.session.id === s.id;
-    const label = s.template + " · " + new Date(s.created_at).toLocaleString();
-    list.append(el("li", {}, el("button", { type: "button", "aria-current": current ? "true" : null, text: label, onclick: () => openSession(s) })));
+    if (current) showTitle(s);
+    const when = s.template + " · " + new Date(s.created_at).toLocaleString();
+    const button = el(
+      "button",
+      { type: "button", "aria-current": current ? "true" : null, title: s.title || null, onclick: () => openSession(s) },
+      el("span", { class: "title", text: s.title || "New chat" }),
+      el("span", { class: "when", text: when }),
+    );
+    list.append(el("li", {}, button));
   }
+}
+
+function showTitle(session) {
+  $("chat-title").textContent = session.title || "Chat with " + session.template;
 }
 
 // The compose box opens only once the transcript is shown, so a message cannot race its own history.
 async function openSession(session) {
   state.session = session;
-  $("chat-title").textContent = "Chat with " + session.template;
+  showTitle(session);
   $("log").replaceChildren();
   setBusy(true);
   try {
@@ -461,11 +502,19 @@ async function openSession(session) {
   $("message").focus();
 }
 
+// The picker shows names; the chosen template's description goes under it (an option as long as its
+// description made the picker, and the column, as wide as the description).
 async function loadTemplates() {
   const templates = await getJSON("/v1/templates");
   const select = $("template");
-  select.replaceChildren(...templates.map((t) => el("option", { value: t.name, text: t.name + (t.description ? " — " + t.description : "") })));
+  const describe = () => {
+    const chosen = templates.find((t) => t.name === select.value);
+    $("template-description").textContent = (chosen && chosen.description) || "";
+  };
+  select.replaceChildren(...templates.map((t) => el("option", { value: t.name, title: t.description || null, text: t.name })));
   if (!templates.length) select.append(el("option", { value: "", text: "no templates load (see agentkernel check)" }));
+  select.onchange = describe;
+  describe();
 }
 
 // -- scheduled jobs (cron) -------------------------------------------------------------------------
@@ -602,6 +651,33 @@ function showToolForm(tool) {
   (fields.length ? form.querySelector("input, select, textarea") : run).focus();
 }
 
+// -- the LLM's status line (GET /v1/llm/status) --------------------------------------------------
+
+let llmPoll = 0;
+
+// Read at load, on "Check again", after a turn failed for want of an LLM, and every LLM_POLL_MS while
+// the LLM does not answer; hidden once it does.
+async function checkLLM() {
+  clearTimeout(llmPoll);
+  const box = $("llm-status");
+  let found;
+  try {
+    found = await getJSON("/v1/llm/status");
+  } catch (err) {
+    if (err.status !== 401) status("LLM status: " + err.message); // 401: the token box says it
+    return;
+  }
+  if (!found.problem) {
+    box.hidden = true;
+    return;
+  }
+  $("llm-status-title").textContent = found.ok ? "LLM:" : "The chat cannot answer:";
+  const said = [found.problem, found.hint, found.fix ? "To fix: " + found.fix : null].filter(Boolean);
+  $("llm-status-text").replaceChildren(...said.flatMap((s) => [...withCode(sentence(s)), " "]));
+  box.hidden = false;
+  if (!found.ok) llmPoll = setTimeout(checkLLM, LLM_POLL_MS);
+}
+
 // -- start ---------------------------------------------------------------------------------------
 
 async function start() {
@@ -637,6 +713,7 @@ async function start() {
   };
   $("stop").onclick = stopTurn;
   $("jobs-refresh").onclick = () => loadJobs().catch((err) => status(err.message));
+  $("llm-recheck").onclick = checkLLM;
   document.onkeydown = (event) => {
     if (event.key === "Escape" && state.turning) stopTurn();
   };
@@ -646,6 +723,7 @@ async function start() {
       $("compose").requestSubmit();
     }
   };
+  checkLLM();
   try {
     await Promise.all([loadTemplates(), loadSessions(), loadTools(), loadJobs()]);
     status("");

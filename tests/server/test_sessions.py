@@ -1,0 +1,105 @@
+"""Session titles (issue 26 §6): the first message, shortened, kept in the sessions file, listed by the API.
+
+The title lives where the session does (sessions.db), so another server on
+the same file, or the same one restarted, lists it too; a file written before
+titles existed is brought up to date and lists its sessions untitled.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.server.app import sessions_path
+from agentkernel.server.sessions import TITLE_CHARS, SessionDirectory, title_of
+from tests.fakes import FakeLLMServer, Reply
+from tests.server.conftest import LiveServer
+from tests.server.test_api import new_session, send
+
+
+@pytest.mark.parametrize(
+    ("message", "title"),
+    [
+        ("What is the weather in Paris?", "What is the weather in Paris?"),
+        ("  two\n\nlines\tand\u2028a separator \u200b ", "two lines and a separator"),
+        ("a lone \ud800 surrogate", "a lone \ufffd surrogate"),
+        ("", ""),
+    ],
+)
+def test_a_title_is_the_message_on_one_line(message: str, title: str) -> None:
+    assert title_of(message) == title
+
+
+def test_a_long_message_is_cut_at_a_word_and_ends_with_an_ellipsis() -> None:
+    words = "Please count the words of every chapter and chart them by length, then page through"
+    title = title_of(words)
+    assert len(title) <= TITLE_CHARS and title.endswith("…")
+    assert words.startswith(title.removesuffix("…")) and words[len(title) - 1] == " "  # a whole word
+    unbroken = title_of("x" * 10_000)
+    assert unbroken == "x" * (TITLE_CHARS - 1) + "…"
+
+
+def test_the_first_message_names_the_session_and_later_ones_do_not(tmp_path: Path) -> None:
+    """Written only when the title is empty, in the store: a second directory on the file sees the first."""
+    path = tmp_path / "sessions.db"
+    one, other = SessionDirectory(path), SessionDirectory(path)
+    try:
+        made = one.create("alice", "tester")
+        assert made.title == "" and made.to_json()["title"] == ""
+        assert other.name(made.id, "Plan my week\nplease") == "Plan my week please"
+        assert one.name(made.id, "something else") == "Plan my week please"
+        listed = one.of_user("alice")
+        assert [(s.id, s.title) for s in listed] == [(made.id, "Plan my week please")]
+        assert one.owned(made.id, "alice") == listed[0]
+    finally:
+        one.close()
+        other.close()
+
+
+def test_a_sessions_file_from_before_titles_lists_its_sessions_untitled(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    with sqlite3.connect(path) as old:  # schema version 1, as the previous release wrote it
+        old.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, template TEXT NOT NULL, "
+            "created_at TEXT NOT NULL)"
+        )
+        old.execute("INSERT INTO sessions VALUES ('s1', 'alice', 'tester', '2026-01-01T00:00:00+00:00')")
+        old.execute("PRAGMA user_version = 1")
+    old.close()
+    directory = SessionDirectory(path)
+    try:
+        assert [s.to_json() for s in directory.of_user("alice")] == [
+            {"id": "s1", "template": "tester", "created_at": "2026-01-01T00:00:00+00:00", "title": ""}
+        ]
+        assert directory.name("s1", "hello there") == "hello there"
+    finally:
+        directory.close()
+
+
+def test_the_sessions_api_lists_each_session_with_its_title(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    """Through the server: titled by the first message sent, and still after a restart."""
+    llm_server.add(Reply(text="one"), Reply(text="two"))
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live, live.client() as client:
+        session = new_session(client)
+        untouched = new_session(client)
+        assert [s["title"] for s in client.get("/v1/sessions").json()] == ["", ""]
+        send(client, session, "How many words are in War and Peace, roughly, in the English translation?")
+        send(client, session, "And in the Russian original?")
+        titles = {s["id"]: s["title"] for s in client.get("/v1/sessions").json()}
+        assert titles == {session: "How many words are in War and Peace, roughly, in the…", untouched: ""}
+        path = sessions_path(live.kernel)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live, live.client() as client:
+        assert {s["id"]: s["title"] for s in client.get("/v1/sessions").json()} == titles
+    stored = sqlite3.connect(path)
+    try:
+        assert stored.execute("SELECT title FROM sessions WHERE id = ?", (session,)).fetchone() == (
+            titles[session],
+        )
+    finally:
+        stored.close()
