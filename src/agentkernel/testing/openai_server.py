@@ -319,6 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5: a hundred clients connecting at once overflowed it, and a
+    # connection the kernel saw as open was reset under its first request (ReadError)
+    request_queue_size = 1024
 
     def __init__(self, fake: FakeLLMServer) -> None:
         self.fake = fake
