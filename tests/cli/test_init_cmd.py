@@ -139,6 +139,20 @@ def test_init_refuses_a_file_in_place_of_the_folder(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (1, "agentkernel init: taken exists and is not a folder\n")
 
 
+def test_the_readmes_init_line_makes_a_project_check_accepts(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (line,) = [x for x in readme.splitlines() if x.startswith("agentkernel init ")]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("AGENTKERNEL_CONFIG", None)
+    done = subprocess.run(
+        ["sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    summary = "ok: 2 tools, 1 hook, 1 template; built-in: 4 tools, 2 hooks"
+    assert done.stdout.endswith(f"\n{summary}\n")
+    assert f"`{summary}`" in " ".join(readme.split())  # what the README says check answers
+
+
 # -- serve and chat on the new project, with the scripted LLM --------------------------------------------
 
 
