@@ -450,6 +450,23 @@ def test_run_is_found_however_it_is_defined(project: Path, check: Check, source:
     assert check() == (0, ["ok: 1 tool, 0 hooks, 0 templates"])
 
 
+def test_a_tools_top_level_sees_no_environment_at_load(
+    project: Path, check: Check, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AK_CHECK_SECRET", "s3cret")
+    source = "if (env_var('AK_CHECK_SECRET')) { throw new Error('saw it'); }\nfunction run() { return 1; }\n"
+    tool_yaml(project, "t", script=source)
+    assert check() == (0, ["ok: 1 tool, 0 hooks, 0 templates"])
+
+
+def test_a_tools_endless_top_level_is_stopped_at_its_own_limit(project: Path, check: Check) -> None:
+    endless = "while (true) {}\nfunction run() { return 1; }\n"
+    tool_yaml(project, "t", "max_operations: 1000\n", script=endless)
+    (line,) = problems_of(check)
+    assert line.startswith("config/scripts/tools/t.yaml:3: script t.js: its top level failed while looking")
+    assert "max_operations" in line
+
+
 def test_a_tools_top_level_that_fails_at_load_is_refused_naming_its_line(project: Path, check: Check) -> None:
     tool_yaml(project, "t", script="throw new Error('not at load');\nfunction run(args) { return 1; }\n")
     (line,) = problems_of(check)
