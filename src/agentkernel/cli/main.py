@@ -49,7 +49,7 @@ COMMANDS = {
     "cron": "agentkernel.cli.cron_cmds",
     "dev": "agentkernel.cli.dev_cmds",
     "mcp": "agentkernel.cli.mcp_cmds",
-    "init": "agentkernel.cli.init_cmd",
+    "init": "agentkernel.cli.init_cmds",
 }
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentkernel.cli.init_cmd import STARTER_TEMPLATE, starter_files
+from agentkernel.cli.init_cmds import STARTER_TEMPLATE, starter_files
 from tests.conftest import REPO
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import sse_events
