@@ -1,8 +1,8 @@
 """A tool's script against its contract: it must define `run` (S3.1).
 
-A script tool whose script defines no `run` compiles, lists and is offered
-to the LLM, then fails every call ("does not define a function run()"). So
-a missing `run` is a load error at the YAML's `script:` line, as a hook
+A script that defines no `run` compiles, yet every call of its tool would
+fail ("does not define a function run()"), and the LLM would be offered it.
+So a missing `run` is a load error at the YAML's `script:` line, as a hook
 without its functions is (hook_functions.py). When the script defines a
 likely stand-in (`Run`, `main`, `handler`, `runTool`…), the error names it.
 
