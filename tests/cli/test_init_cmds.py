@@ -121,6 +121,13 @@ def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     assert files_below(tmp_path) == {"notes.txt"}
 
 
+def test_a_fresh_git_repository_counts_as_empty(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    assert agentkernel("init", cwd=tmp_path).returncode == 0
+    assert files_below(tmp_path) == STARTER | {".git/HEAD"}
+
+
 def test_force_adds_the_files_beside_others_but_never_replaces_one(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
     assert agentkernel("init", "--force", cwd=tmp_path).returncode == 0

@@ -5,8 +5,8 @@
 It copies the starter project shipped in the package (cli/starter/: a
 commented kernel.yaml, a JavaScript tool and its Rhai twin with `tests:`
 cases, a hook, a template) into DIR, the working directory by default.
-DIR must be empty or new: with `--force` the files go beside what is there,
-but an existing file is never replaced. Only argparse is imported to build
+DIR must be empty (a `.git` folder aside) or new: with `--force` the files
+go beside what is there, but an existing file is never replaced. Only argparse is imported to build
 the parser; the copy imports pathlib when it runs.
 """
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 STARTER_TEMPLATE = "assistant"  # the template the starter ships, named in the next steps
 MAX_SHOWN = 5  # entries of a non-empty folder named in the refusal
+IGNORED = frozenset({".git"})  # a folder holding only these is empty: `git init && agentkernel init` works
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,7 +53,7 @@ def _refusal(target: Path, named: str, files: dict[Path, Path], force: bool) -> 
     """Why the starter cannot go into `target` (`named` as the message shows it), or None."""
     if target.exists() and not target.is_dir():
         return f"{named} exists and is not a folder"
-    present = sorted(p.name for p in target.iterdir()) if target.is_dir() else []
+    present = sorted(p.name for p in target.iterdir() if p.name not in IGNORED) if target.is_dir() else []
     if present and not force:
         shown = ", ".join(present[:MAX_SHOWN]) + (", …" if len(present) > MAX_SHOWN else "")
         return (
