@@ -5,9 +5,10 @@
 It copies the starter project shipped in the package (cli/starter/: a
 commented kernel.yaml, a JavaScript tool and its Rhai twin with `tests:`
 cases, a hook, a template) into DIR, the working directory by default.
-DIR must be empty (a `.git` folder aside) or new: with `--force` the files
-go beside what is there, but an existing file is never replaced. Only argparse is imported to build
-the parser; the copy imports pathlib when it runs.
+DIR must be empty (a `.git` folder aside) or new: with `--force` the
+files go beside what is there, but an existing file is never replaced.
+Only argparse is imported to build the parser; the copy imports pathlib
+when it runs.
 """
 
 from __future__ import annotations
