@@ -1,4 +1,4 @@
-"""A tool's script against its contract: it must define `run` (S3.1).
+"""A tool's script against its contract: it must define `run` (S3).
 
 A script that defines no `run` compiles, yet every call of its tool would
 fail ("does not define a function run()"), and the LLM would be offered it.
