@@ -11,7 +11,9 @@ Each turn is one message: the LLM asks for one script tool call (`upper`, a
 one-line JavaScript tool), the server runs it, the LLM answers in 8 streamed
 pieces; the client reads the event stream to `event: done`. For each number
 of concurrent clients (each sending its messages one after the other, a new
-session every `--session-turns`), it prints the round trip (POST
+session every `--session-turns`, each client a user of its own with its own
+bearer token, as people are: one user may run only
+`server.max_running_turns_per_user` turns at once), it prints the round trip (POST
 /v1/sessions/{id}/messages until `done`) and the time to the first event,
 p50 and p99, the turns per second, and the CPU each process spent per turn
 (Linux /proc). Then one client pages a table: POST /v1/continuations with
@@ -48,6 +50,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply  # noqa: E402
 
+from agentkernel.config.server import ServerSettings, token_hash  # noqa: E402
+
 if TYPE_CHECKING:
     from agentkernel import Kernel
 
@@ -55,6 +59,8 @@ TARGET_P99_MS = 50.0
 TARGET_CLIENTS = 100
 # idle connections are dropped before uvicorn's keep-alive (5 s) ends them, which a request could race
 KEEPALIVE_SECS = 1.0
+# one user's turns at once; --smoke runs more clients than this, so a cap meeting one user fails it
+USER_TURN_CAP = ServerSettings().max_running_turns_per_user
 TABLE_WORD = "table"  # a message with this word asks for the `paged` tool, any other for `upper`
 UPPER_JS = "function run(args) { return args.text.toUpperCase(); }"
 PAGED_JS = """
@@ -101,8 +107,17 @@ def serve_llm() -> None:
 # -- the project and the two servers ----------------------------------------------------------
 
 
+def token_of(client: int) -> str:
+    """The bearer token of client number `client`: each client is a user of its own (`user-N`)."""
+    return f"bench-token-{client}"
+
+
+def auth(client: int) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token_of(client)}"}
+
+
 def make_project(root: Path, llm_url: str, clients: int) -> Path:
-    """A project with tools `upper` and `paged` and a template `bench` using both."""
+    """A project with tools `upper` and `paged`, a template `bench` using both, a user per client."""
     config = root / "config"
     tools = config / "scripts" / "tools"
     tools.mkdir(parents=True)
@@ -120,10 +135,12 @@ def make_project(root: Path, llm_url: str, clients: int) -> Path:
         "name: bench\ninstructions: Answer briefly.\ntools: [upper, paged]\nmax_turns: 4\n"
     )
     # llm.max_concurrency above the clients: the figures are the server's, not a throttle's
+    tokens = "".join(f'    "{token_hash(token_of(n))}": user-{n}\n' for n in range(clients))
     (config / "kernel.yaml").write_text(
         "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
         f"llm:\n  base_url: {llm_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 60\n"
         f"  max_concurrency: {max(16, clients + 8)}\n"
+        f"server:\n  tokens:\n{tokens}"
     )
     return config / "kernel.yaml"
 
@@ -222,7 +239,9 @@ class TurnSeen:
             raise SystemExit(f"a turn ended without a reply: events {self.types}")
 
 
-async def send(client: httpx.AsyncClient, session: str, text: str) -> tuple[float, float, TurnSeen]:
+async def send(
+    client: httpx.AsyncClient, session: str, text: str, headers: dict[str, str]
+) -> tuple[float, float, TurnSeen]:
     """One message: (ms until `event: done`, ms until the first event, what the stream showed).
 
     The stream is read to its end (untimed), so the connection goes back to
@@ -232,7 +251,8 @@ async def send(client: httpx.AsyncClient, session: str, text: str) -> tuple[floa
     seen = TurnSeen()
     started = time.perf_counter()
     first = done = math.nan
-    async with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": text}) as answer:
+    path = f"/v1/sessions/{session}/messages"
+    async with client.stream("POST", path, json={"content": text}, headers=headers) as answer:
         if answer.status_code != 200:
             await answer.aread()
             raise SystemExit(f"message to {session}: HTTP {answer.status_code} {answer.text}")
@@ -249,8 +269,8 @@ async def send(client: httpx.AsyncClient, session: str, text: str) -> tuple[floa
     return (done - started) * 1000, (first - started) * 1000, seen
 
 
-async def new_session(client: httpx.AsyncClient) -> str:
-    answer = await client.post("/v1/sessions", json={"template": "bench"})
+async def new_session(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
+    answer = await client.post("/v1/sessions", json={"template": "bench"}, headers=headers)
     if answer.status_code != 201:
         raise SystemExit(f"POST /v1/sessions: HTTP {answer.status_code} {answer.text}")
     session: str = answer.json()["id"]
@@ -258,19 +278,26 @@ async def new_session(client: httpx.AsyncClient) -> str:
 
 
 async def talk(
-    client: httpx.AsyncClient, turns: int, session_turns: int, timings: Timings, start: asyncio.Barrier
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    turns: int,
+    session_turns: int,
+    timings: Timings,
+    start: asyncio.Barrier,
 ) -> None:
-    """One client: `turns` timed messages, one after the other, a new session every `session_turns`.
+    """One client (a user, by `headers`): `turns` timed messages, one after the other, a new session every
+    `session_turns`.
 
     A session's first message opens its chat on the server, as a user's
     does; that turn is timed like the others. Making a session is not.
     """
-    session = await new_session(client)
+    session = await new_session(client, headers)
     await start.wait()
     for number in range(turns):
         if number and number % session_turns == 0:
-            session = await new_session(client)
-        round_trip, first_event, _ = await send(client, session, f"message {number} of {session[:8]}")
+            session = await new_session(client, headers)
+        text = f"message {number} of {session[:8]}"
+        round_trip, first_event, _ = await send(client, session, text, headers)
         timings.round_trip.append(round_trip)
         timings.first_event.append(first_event)
 
@@ -282,7 +309,7 @@ async def clients_level(url: str, clients: int, turns: int, session_turns: int) 
     limits = httpx.Limits(max_connections=clients + 8, keepalive_expiry=KEEPALIVE_SECS)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         talking = asyncio.gather(
-            *(talk(client, turns, session_turns, timings, start) for _ in range(clients))
+            *(talk(client, auth(n), turns, session_turns, timings, start) for n in range(clients))
         )
         await start.wait()
         started = time.perf_counter()
@@ -295,14 +322,16 @@ async def continuation_pages(url: str, pages: int) -> list[float]:
     """Milliseconds per POST /v1/continuations, for the id of a table that left a turn, `pages` times."""
     limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECS)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-        session = await new_session(client)
-        _, _, seen = await send(client, session, f"a {TABLE_WORD}, please")
+        session = await new_session(client, auth(0))
+        _, _, seen = await send(client, session, f"a {TABLE_WORD}, please", auth(0))
         if len(seen.continuation_ids) != 1:
             raise SystemExit(f"the paged tool's table carried no continuation id: {seen}")
         timings = []
         for index in range(pages + 5):
             started = time.perf_counter()
-            answer = await client.post("/v1/continuations", json={"id": seen.continuation_ids[0]})
+            answer = await client.post(
+                "/v1/continuations", json={"id": seen.continuation_ids[0]}, headers=auth(0)
+            )
             elapsed = (time.perf_counter() - started) * 1000
             (table,) = answer.json()["visual"] if answer.status_code == 200 else (None,)
             if table is None or table["rows"][0]["n"] != 20 or "id" not in table["continuation"]:
@@ -336,7 +365,8 @@ async def kernel_alone(
 async def kernel_level(
     kernel: Kernel, clients: int, turns: int, session_turns: int
 ) -> tuple[list[float], float]:
-    """`clients` chats at once, as clients_level's but in this process; a session's first turn opens it."""
+    """`clients` chats at once, as clients_level's (a user each) but in this process; a session's first
+    turn opens it."""
     from agentkernel.agent.loop import LoopEvent
 
     async def quiet(event: LoopEvent) -> None:
@@ -344,7 +374,7 @@ async def kernel_level(
 
     timings: list[float] = []
 
-    async def chat_turns(start: asyncio.Barrier) -> None:
+    async def chat_turns(user: str, start: asyncio.Barrier) -> None:
         await start.wait()
         chat = None
         for number in range(turns):
@@ -352,7 +382,7 @@ async def kernel_level(
             if number % session_turns == 0:
                 if chat is not None:
                     kernel.end_chat(chat)
-                chat = kernel.chat("bench", user_id="bench")
+                chat = kernel.chat("bench", user_id=user)
             assert chat is not None
             result = await chat.send(f"message {number}", quiet)
             timings.append((time.perf_counter() - started) * 1000)
@@ -362,7 +392,7 @@ async def kernel_level(
             kernel.end_chat(chat)
 
     start = asyncio.Barrier(clients + 1)
-    chats = asyncio.gather(*(chat_turns(start) for _ in range(clients)))
+    chats = asyncio.gather(*(chat_turns(f"user-{n}", start) for n in range(clients)))  # as the server's
     await start.wait()
     started = time.perf_counter()
     await chats
@@ -459,7 +489,8 @@ def main() -> None:
         serve_llm()
         return
     if options.smoke:
-        vars(options).update(clients=[1, 3], session_turns=2, samples=2, pages=2, warmup=1)
+        # more clients than one user may run turns at once: the figures still come (a user per client)
+        vars(options).update(clients=[1, USER_TURN_CAP + 1], session_turns=2, samples=2, pages=2, warmup=1)
     with (
         process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid),
         tempfile.TemporaryDirectory() as folder,

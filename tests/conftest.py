@@ -1,10 +1,12 @@
 """Shared fixtures: a kernel on a temporary config, a factory for script tools, the scripted LLM server.
 
-And what every test folder may import from here: `REPO`, `write_kernel_yaml`, `wait_until`.
+And what every test folder may import from here: `REPO`, `write_kernel_yaml`, `wait_until`,
+`ctrl_c_default`.
 """
 
 from __future__ import annotations
 
+import signal
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +56,16 @@ def write_kernel_yaml(root: Path, extra: str = "") -> Path:
     (root / "config" / "scripts" / "tools").mkdir(parents=True, exist_ok=True)
     (root / "config" / "scripts" / "hooks").mkdir(parents=True, exist_ok=True)
     return config
+
+
+def ctrl_c_default() -> None:
+    """`preexec_fn` of a child a test sends SIGINT (Ctrl-C): SIGINT's default action in that child.
+
+    A suite started with SIGINT ignored (a background job of a non-interactive
+    shell, nohup in some shells) hands SIG_IGN on to every child, and Python
+    keeps an inherited SIG_IGN, so the child would never see the test's Ctrl-C.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def switched_on(kernel_yaml: str, section: str, field: str) -> str:

@@ -14,9 +14,11 @@ import sys
 
 import pytest
 
+from agentkernel.config.server import ServerSettings
 from tests.conftest import REPO
 
 BENCHMARKS = REPO / "benchmarks"
+USER_TURN_CAP = ServerSettings().max_running_turns_per_user
 NUMBER = r"[\d,.]+"
 RHAI_SCRIPTS = ("loop", "fib", "sieve", "objects")
 
@@ -56,6 +58,8 @@ FIGURES: dict[str, list[str]] = {
     "hooks.py": [rf"^hook pipeline.* p50 {NUMBER} ms", rf"^agent loop: 4 turns in {NUMBER} s"],
     "server.py": [
         rf"^1 concurrent client\(s\), \d+ turns each, {NUMBER} turns/s:$",
+        # more clients than one user's cap on running turns (each client is a user): no 429
+        rf"^{USER_TURN_CAP + 1} concurrent client\(s\), \d+ turns each, {NUMBER} turns/s:$",
         rf"^\s+message round trip\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms",
         rf"^\s+first event\s+p50\s+{NUMBER} ms\s+p99\s+{NUMBER} ms",
         rf"^continuation page \(20 rows\), 1 client: p50 {NUMBER} ms",

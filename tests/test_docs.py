@@ -48,9 +48,11 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         `$ agentkernel dev llm ...`, the scripted LLM server) and the line
         it prints. The server runs as a real subprocess in the project
         folder until the example ends (then SIGTERM, and it must exit 0).
-        The guide shows it on http://127.0.0.1:8765, the default; the test
-        runs it on a free port (`--port 0`), and in this block and in cli
-        commands and their output, that URL stands for the real one.
+        The guide shows `serve` on http://127.0.0.1:8765, the default, and
+        `dev llm` on the port its `--port N` names, which must not be serve's
+        (a reader runs the two side by side); the test runs either on a free
+        port (`--port 0`), and in this block and in cli commands and their
+        output, the guide's URL stands for the real one.
 
         A cli block may start with a line `$ cd DIR` before its command:
         that command and the later cli and serve steps of the example run in
@@ -140,6 +142,7 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.cli.serve_cmds import DEFAULT_PORT as SERVE_PORT
 from agentkernel.config import load_kernel_config
 from agentkernel.helpers import default_helper_table
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
@@ -445,6 +448,7 @@ class ExampleRunner:
         self.http: LocalHTTPServer | None = None  # started by the first step naming $HTTP_URL
         self.server: subprocess.Popen[str] | None = None  # started by a serve step
         self.server_url = DOC_SERVER_URL
+        self.doc_url = DOC_SERVER_URL  # where the guide shows the server of its serve step
         self.namespace: dict[str, object] = {"__name__": f"docs_{example.name}"}
         monkeypatch.delenv("AGENTKERNEL_CONFIG", raising=False)
         # the venv's programs first on PATH, as after activating it: `agentkernel` and `python` in an
@@ -565,7 +569,7 @@ class ExampleRunner:
         environment = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
         environment.update(env, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
         argv = [
-            _expand(token, environment).replace(DOC_SERVER_URL, self.server_url)
+            _expand(token, environment).replace(self.doc_url, self.server_url)
             for token in shlex.split(first[2:])
         ]
         if argv[:1] == ["curl"]:
@@ -580,17 +584,28 @@ class ExampleRunner:
         first, _, expected = step.block.partition("\n")
         argv, environment = self._command(first, {}, where)
         assert argv[3:4] == ["serve"] or argv[3:5] == ["dev", "llm"], f"{where}: `$ agentkernel serve`"
-        assert "--port" not in argv, f"{where}: the default port (the test runs it on a free one)"
-        self.server = subprocess.Popen(
-            [*argv, "--port", "0"], cwd=self.cwd, env=environment, stdout=subprocess.PIPE, text=True
-        )
+        argv = self._on_a_free_port(argv, where)
+        self.server = subprocess.Popen(argv, cwd=self.cwd, env=environment, stdout=subprocess.PIPE, text=True)
         assert self.server.stdout is not None
         printed = self.server.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+", printed)
         assert found, f"{where}: the server printed {printed!r}"
         self.server_url = found[0]
-        shown = printed.replace(self.server_url, DOC_SERVER_URL)
+        shown = printed.replace(self.server_url, self.doc_url)
         assert output_matches(expected, shown), f"{where}: the server printed {printed!r}"
+
+    def _on_a_free_port(self, argv: list[str], where: str) -> list[str]:
+        """`argv` on port 0; the guide's URL: the default's for serve, its `--port N`'s for dev llm."""
+        if argv[3:4] == ["serve"]:
+            assert "--port" not in argv, f"{where}: the default port (the test runs it on a free one)"
+            return [*argv, "--port", "0"]
+        at = argv.index("--port") + 1 if "--port" in argv else len(argv)
+        shown = argv[at] if at < len(argv) else ""
+        assert shown.isdigit() and int(shown) not in (0, SERVE_PORT), (
+            f"{where}: `dev llm` names its --port, and not serve's {SERVE_PORT}: a reader runs both at once"
+        )
+        self.doc_url = f"http://127.0.0.1:{shown}"
+        return [*argv[:at], "0", *argv[at + 1 :]]
 
     def _stop_server(self) -> None:
         if self.server is None:
@@ -629,7 +644,7 @@ class ExampleRunner:
             check=False,
         )
         wanted = int(options.get("exit", "0"))
-        printed = done.stdout.replace(self.server_url, DOC_SERVER_URL)
+        printed = done.stdout.replace(self.server_url, self.doc_url)
         report = f"{where}: `{first[2:]}` exited {done.returncode}, output:\n{printed}"
         assert done.returncode == wanted, f"expected exit {wanted}; " + report
         assert output_matches(expected, printed), "output differs from the guide; " + report

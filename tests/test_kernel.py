@@ -406,3 +406,13 @@ def test_tool_run_and_hook_tool_leave_nothing_open(
     for command in (["check"], ["tool", "list"], ["hook", "list"], ["template", "list"]):
         main(command)
         assert open_files_under(stores_project) == [], command
+
+
+def test_from_config_file_takes_a_path_as_text(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "kernel.yaml").write_text("{}\n", encoding="utf-8")
+    kernel = Kernel.from_config_file(str(tmp_path / "config" / "kernel.yaml"), live=False)
+    try:
+        assert kernel.config.root.resolve() == tmp_path.resolve()
+    finally:
+        kernel.close()

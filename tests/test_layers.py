@@ -180,7 +180,7 @@ def misplaced(tests: Path, package: Path) -> list[str]:
                     f"{shown}: the root of tests/ holds only tests of a module at the package root and of"
                     f" the whole package (WHOLE_PACKAGE); it belongs in {belongs(test, package)}"
                 )
-        elif not (package / folder).is_dir():
+        elif not (package / folder / "__init__.py").is_file():  # a folder left with only __pycache__ is none
             problems.append(
                 f"{shown}: there is no src/agentkernel/{folder.as_posix()}/ for it to mirror;"
                 f" it belongs in {belongs(test, package)}"

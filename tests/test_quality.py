@@ -7,8 +7,10 @@ command) checks them too.
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import agentkernel
@@ -82,3 +84,27 @@ def test_lazy_packages_export_what_they_list() -> None:
         assert set(package.__all__) - {"__version__"} == set(exports) - {"__version__"}, package.__name__
         for name, module in exports.items():
             assert getattr(package, name) is getattr(importlib.import_module(module), name)
+
+
+def test_the_wheel_builds_without_a_deprecation_warning(tmp_path: Path) -> None:
+    """`pip wheel .` as a packager runs it (an isolated build); setuptools' warnings say what will break.
+
+    Built from a copy of the tree, so the build/ folder it leaves is the test's own.
+    """
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "deprecat" not in output.lower(), output
+    (wheel,) = (tmp_path / "dist").glob("agentkernel-*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        metadata = next(n for n in built.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "License-Expression: MIT" in built.read(metadata).decode().splitlines()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
-    from agentkernel.agent.hooks import HookRun
+    from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.cron_scheduler import CronScheduler
 
@@ -81,14 +82,21 @@ class Kernel:
 
     @classmethod
     def from_config_file(
-        cls, path: Path | None = None, *, start: Path | None = None, live: bool = True
+        cls,
+        path: str | PathLike[str] | None = None,
+        *,
+        start: str | PathLike[str] | None = None,
+        live: bool = True,
     ) -> Kernel:
         """`path`, else $AGENTKERNEL_CONFIG, else the nearest config/kernel.yaml upward from `start`.
 
         Raises ConfigError naming where it looked when there is no project,
         or the file, line and field of a kernel.yaml that does not load.
         """
-        return cls(load_kernel_config(find_kernel_config(path, start)), live=live)
+        found = find_kernel_config(
+            None if path is None else Path(path), None if start is None else Path(start)
+        )
+        return cls(load_kernel_config(found), live=live)
 
     # -- read-only views ---------------------------------------------------------------------------
 
@@ -250,6 +258,14 @@ class Kernel:
             for record in run.records:
                 self._parts.store.append(who.session_id, *record.transcript_entry(), user_id=who.user_id)
         return run
+
+    def run_hook_event(
+        self, hook: str | HookSpec, given: HookEvent, caller: Caller | Process | None = None
+    ) -> HookEventRun:
+        """One hook on one event with the inputs `given` states, through the loop's pipeline: what a
+        hook's `tests:` case runs (`agentkernel hook test`). Nothing is recorded in a transcript."""
+        spec = self.hook(hook) if isinstance(hook, str) else hook
+        return self._parts.hooks.run_event(spec, self._as_caller(caller), given)
 
     async def arun_hooks(
         self,

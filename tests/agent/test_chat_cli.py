@@ -29,6 +29,7 @@ from prompt_toolkit.output import DummyOutput
 
 from agentkernel.cli.chat_input import PromptLines
 from agentkernel.services.memory import SqliteMessageStore
+from tests.conftest import ctrl_c_default
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 from tests.fakes.openai_server import CHAT_PATH, MODELS_PATH
 
@@ -309,12 +310,20 @@ class Watched:
         env = {**os.environ, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
         if terminal:
             self.keys, child = pty.openpty()
-            self.process = subprocess.Popen(argv, cwd=cwd, stdin=child, stdout=child, stderr=child, env=env)
+            self.process = subprocess.Popen(
+                argv, cwd=cwd, stdin=child, stdout=child, stderr=child, env=env, preexec_fn=ctrl_c_default
+            )
             os.close(child)
             self.out = self.err = Output(self.keys)
         else:
             self.process = subprocess.Popen(
-                argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+                argv,
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                preexec_fn=ctrl_c_default,
             )
             assert self.process.stdout is not None and self.process.stderr is not None
             self.out, self.err = Output(self.process.stdout.fileno()), Output(self.process.stderr.fileno())

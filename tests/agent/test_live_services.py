@@ -126,7 +126,7 @@ def test_hook_tool_attaches_the_transcript_only_with_live(agent_project: Path) -
     add_recall(agent_project)
     hook = str(agent_project / "config" / "scripts" / "hooks" / "counter.yaml")
     dead = run("hook_tool", hook, "user", "привет", "--session", "s1", cwd=agent_project)
-    assert dead.returncode == 0, dead.stderr
+    assert dead.returncode == 1, dead.stderr  # the call failed: no store without --live
     (line,) = [json.loads(text) for text in dead.stdout.splitlines()]
     assert line["event"] == "before_user_message"
     assert (

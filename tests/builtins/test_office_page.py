@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from docx import Document as open_docx
 
 from agentkernel import Kernel
@@ -18,11 +17,8 @@ from agentkernel.builtins.office import DOCX_MIME
 from agentkernel.config import load_kernel_config
 from tests.conftest import BUILTINS_ON
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import CHROMIUM, WAIT_MS, LiveServer, browser, make_project, write
+from tests.server.conftest import WAIT_MS, LiveServer, browser, make_project, write
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"
-)
 __all__ = ["browser"]  # the fixture, shared with the page's own browser tests
 
 

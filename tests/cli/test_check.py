@@ -173,6 +173,26 @@ UNSOUND_SCHEMAS = [
         "7: parameters.properties.q.type: not a valid JSON Schema: "
         "'strin' is not valid under any of the given schemas; did you mean 'string'?",
     ),
+    *(
+        (
+            f"parameters:\n  type: object\n  properties:\n    n: {{type: {python}}}\n",
+            f"7: parameters.properties.n.type: not a valid JSON Schema: "
+            f"'{python}' is not valid under any of the given schemas; did you mean '{json_schema}'?",
+        )
+        for python, json_schema in [
+            ("int", "integer"),
+            ("str", "string"),
+            ("bool", "boolean"),
+            ("float", "number"),
+            ("dict", "object"),
+            ("list", "array"),
+        ]
+    ),
+    (
+        "parameters:\n  type: object\n  properties:\n    n: {type: [int, 'null']}\n",
+        "7: parameters.properties.n.type: not a valid JSON Schema: "
+        "['int', 'null'] is not valid under any of the given schemas; did you mean 'integer' for 'int'?",
+    ),
     (
         "parameters:\n  type: object\n  properties:\n    n: {type: integer, minimum: low}\n",
         "7: parameters.properties.n.minimum: not a valid JSON Schema: 'low' is not of type 'number'",

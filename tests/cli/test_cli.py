@@ -263,10 +263,26 @@ def test_hook_tool_reports_a_throwing_hook_and_goes_on(tmp_path: Path) -> None:
     )
     (tmp_path / "h.yaml").write_text("kind: script_hook\nname: h\nscript: h.js\nflavour: mint\n")
     done = cli("hook_tool", str(tmp_path / "h.yaml"), "user", "x", "--user", "u1")
+    assert done.returncode == 1, done.stderr  # a call failed: a script or CI must see it
     first, second = (json.loads(line) for line in done.stdout.splitlines())
     assert first["event"] == "before_user_message" and "hook broke" in first["error"]
     assert second["result"]["reason"] == "job_done"
     assert second["result"]["ctx_keys"] == ["pid", "agent", "template", "session_id", "user_id", "config"]
+
+
+def test_hook_tool_exits_1_on_a_verdict_with_a_part_ignored_and_0_when_every_call_returned(
+    tmp_path: Path,
+) -> None:
+    write_kernel_yaml(tmp_path)
+    hooks = tmp_path / "config" / "scripts" / "hooks"
+    (hooks / "h.yaml").write_text("kind: script_hook\nname: h\nscript: h.js\n")
+    (hooks / "h.js").write_text("function before_user_message(ctx, msg) { return {notice: 5}; }\n")
+    done = cli("hook_tool", str(hooks / "h.yaml"), "user", "x")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ignored part of the verdict: notice" in done.stdout
+    (hooks / "h.js").write_text("function before_user_message(ctx, msg) { return {notice: 'ok'}; }\n")
+    done = cli("hook_tool", str(hooks / "h.yaml"), "user", "x")
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_hook_tool_refuses_a_tool_yaml() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_kernel_yaml
+from tests.conftest import ctrl_c_default, write_kernel_yaml
 from tests.fakes import FakeLLMServer, Reply
 
 BIN = Path(sys.executable).parent
@@ -172,6 +172,7 @@ def test_cron_run_fires_a_job_into_a_webhook_and_stops_on_sigint(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,
     )
     try:
         assert worker.stdout is not None

@@ -174,13 +174,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class LocalHTTPServer(ThreadingHTTPServer):
-    """The server; use as a context manager, `base` is `http://127.0.0.1:PORT`."""
+    """The server; use as a context manager, `base` is `http://127.0.0.1:PORT` (`http://[::1]:PORT`)."""
 
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        """`host` is 127.0.0.1 or, for the IPv6 tests, ::1."""
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, 0), _Handler)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self.requests: dict[str, int] = {}
@@ -195,7 +198,8 @@ class LocalHTTPServer(ThreadingHTTPServer):
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        host = str(self.server_address[0])
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.server_address[1]}"
 
     @property
     def port(self) -> int:

@@ -228,6 +228,24 @@ def test_the_deny_list_sees_the_ipv4_inside_an_ipv6_address(
     assert error == f"http_get: GET {url}: address 64:ff9b::a00:1 is denied by http.deny_hosts"
 
 
+def test_an_ipv4_deny_range_leaves_ipv6_loopback_to_the_allow_list(
+    kernels: Kernels, make_tool: ToolFactory, engine: str
+) -> None:
+    """`::1` is not 0.0.0.1: `deny_hosts: [0.0.0.0/8]` beside `allow_hosts: ["::1"]` reaches a server on ::1,
+    while the mapped `::ffff:0.0.0.1` (really 0.0.0.1) stays denied and 127.0.0.1 is not in the allow list."""
+    kernel_yaml = 'http:\n  allow_private: true\n  deny_hosts: [0.0.0.0/8]\n  allow_hosts: ["::1"]\n'
+    kernel = kernels.load(write_kernel_yaml(kernels.project, kernel_yaml))
+    with LocalHTTPServer("::1") as on_ipv6:
+        seen = echoed(probe(kernel, make_tool, engine, 'http_get(u + "/echo")', on_ipv6.base))
+        assert seen["path"] == "/echo" and on_ipv6.requests == {"/echo": 1}
+    for url, reason in [
+        ("http://[::ffff:0.0.0.1]:1/", "address ::ffff:0.0.0.1 is denied by http.deny_hosts"),
+        ("http://127.0.0.1:1/", "address 127.0.0.1 is not in http.allow_hosts"),
+    ]:
+        result = probe(kernel, make_tool, engine, "http_get(u, 2)", url)
+        assert result["status"] == 0 and result["error"] == f"http_get: GET {url}: {reason}", result
+
+
 # -- the `http:` section -------------------------------------------------------------------------------
 
 

@@ -206,7 +206,7 @@ def test_an_invalid_schema_names_the_keyword_at_fault(
     with llm_kernel(project, llm_server) as kernel:
         message = error(kernel.run_tool(probe(make_tool, engine, expr), {}))
     assert message.startswith("llm_json: output_schema is not a valid JSON Schema: 'strnig' is not valid")
-    assert message.endswith("(at properties/name/type)")
+    assert message.endswith("(at properties/name/type); did you mean 'string'?")
     assert llm_server.requests == []
 
 

@@ -39,6 +39,11 @@ def test_check_output_schema_refuses_non_objects_and_invalid_schemas() -> None:
         check_output_schema(draft4)
 
 
+def test_an_output_schema_with_a_python_type_name_suggests_json_schema_s() -> None:
+    with pytest.raises(SchemaInvalid, match=r"\(at properties/n/type\); did you mean 'number'\?$"):
+        check_output_schema({"type": "object", "properties": {"n": {"type": "float"}}})
+
+
 def test_parse_valid_takes_off_a_fence_and_names_the_problem() -> None:
     assert parse_valid('```json\n{"n": 1}\n```', SCHEMA) == {"n": 1}
     assert parse_valid(' {"n": 2} \n', SCHEMA) == {"n": 2}

@@ -118,7 +118,45 @@ def test_a_template_path_offers_only_its_tools(with_tokens: LiveServer) -> None:
     with with_tokens.client(headers={"Authorization": "Bearer bob-token"}) as http:
         answer = http.post("/mcp/nobody", json=INITIALIZE, headers=ACCEPT)
         assert answer.status_code == 404
-        assert answer.json()["detail"] == "no template 'nobody' that loads"
+        assert answer.json()["detail"] == UNKNOWN.format(name="nobody")
+
+
+UNKNOWN = (
+    "no MCP server at /mcp/{name}: no template '{name}' that loads "
+    "(the templates' servers: /mcp/tester; /mcp serves every tool you may call)"
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_an_mcp_client_asking_for_an_unknown_server_sees_why_and_what_is_served(
+    with_tokens: LiveServer, mode: str
+) -> None:
+    """The client showed `Not Found` (-32601) for /mcp/nosuch: the 404's body is a JSON-RPC error too."""
+
+    async def body(client: Client) -> None:
+        raise AssertionError("the session must not open")
+
+    with pytest.raises(BaseException) as caught:
+        run(with_tokens.url + "/mcp/nosuch", body, token="bob-token", mode=mode)
+    errors = [e for e in leaves(caught.value) if isinstance(e, MCPError)]
+    assert [(e.code, str(e)) for e in errors] == [(-32600, UNKNOWN.format(name="nosuch"))], caught.value
+    with with_tokens.client(headers={"Authorization": "Bearer bob-token"}) as http:
+        answer = http.post("/mcp/nosuch", json=INITIALIZE, headers=ACCEPT)
+    shown = answer.json()
+    assert (answer.status_code, shown["jsonrpc"], shown["id"]) == (404, "2.0", None)
+    assert shown["error"] == {
+        "code": -32600,
+        "message": UNKNOWN.format(name="nosuch"),
+        "type": "not_found_error",
+    }
+    assert shown["request_id"] == answer.headers["X-Request-Id"]
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or the error itself."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
 
 
 def test_without_tokens_everyone_is_local_and_a_foreign_host_or_origin_is_refused(

@@ -134,8 +134,9 @@ def test_many_concurrent_streams(kernel_yaml: Path, llm_server: FakeLLMServer) -
         return sse_events(answer.text)
 
     async def all_of_them() -> list[list[tuple[str, Any]]]:
-        # idle connections dropped before uvicorn's keep-alive (5 s) can close one being reused
-        limits = httpx.Limits(max_connections=120, keepalive_expiry=1.0)
+        # no connection is reused: under load uvicorn's keep-alive (5 s from its last byte) could close one
+        # just as the client picked it from the pool, whatever the client's own expiry
+        limits = httpx.Limits(max_connections=120, max_keepalive_connections=0)
         async with httpx.AsyncClient(base_url=live.url, timeout=120, limits=limits) as client:
             return await asyncio.gather(*(one(client, n) for n in range(100)))
 
@@ -278,6 +279,38 @@ def test_bad_input_gets_the_codes_and_names_the_field(client: httpx.Client) -> N
     for answer in (malformed, wrong_type, missing):
         assert answer.json()["request_id"] == answer.headers["x-request-id"]
         assert "Traceback" not in answer.text
+
+
+@pytest.mark.parametrize(
+    ("headers", "sent"),
+    [
+        ({}, "no Content-Type header"),
+        ({"content-type": "text/plain"}, "Content-Type 'text/plain'"),
+        (
+            {"content-type": "application/x-www-form-urlencoded"},
+            "Content-Type 'application/x-www-form-urlencoded'",
+        ),
+    ],
+)
+def test_a_json_body_without_its_content_type_says_which_header_to_send(
+    client: httpx.Client, headers: dict[str, str], sent: str
+) -> None:
+    """`curl -d` and a bare `content=` send no JSON Content-Type: the error said only "Input should be a
+    valid dictionary"; the body is still refused (no CORS preflight guards such a body), naming the header."""
+    session = new_session(client)
+    detail = f"body: not read as JSON: the request has {sent}; send Content-Type: application/json"
+    for path, body in [
+        ("/v1/sessions", b'{"template": "tester"}'),
+        (f"/v1/sessions/{session}/messages", b'{"content": "hi"}'),
+        ("/v1/tools/upper/run", b'{"args": {"text": "a"}}'),
+        ("/v1/continuations", b'{"id": "x"}'),
+    ]:
+        refused = client.post(path, content=body, headers=headers)
+        assert (refused.status_code, refused.json()["detail"]) == (422, detail), (path, refused.text)
+        assert refused.json()["error"]["message"] == detail
+    assert client.post("/v1/sessions", json="tester").json()["detail"] == (  # JSON, but not an object
+        "body: Input should be a valid dictionary or object to extract fields from"
+    )
 
 
 def test_a_message_over_the_limit_is_413(tmp_path: Path, llm_server: FakeLLMServer) -> None:

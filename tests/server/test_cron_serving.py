@@ -302,3 +302,40 @@ def test_another_user_can_neither_list_nor_cancel_a_job(
         assert set(listed(bob)) == {"mine"}
         nobody = httpx.get(f"{server.url}/v1/cron", timeout=60)
         assert nobody.status_code == 401
+
+
+def test_s10_a_session_sink_set_in_a_new_chat_posts_into_that_chat(
+    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
+) -> None:
+    """A tool run in a chat with no messages yet schedules into the chat itself: the caller's own session
+    always qualifies (scripts.md 8.14); another user naming that chat is still refused."""
+    write(
+        project / "config" / "templates" / "planner.yaml",
+        "name: planner\ninstructions: Plan.\ntools: [cron_set]\n",
+    )
+    server = servers(project)
+    with server.client(ALICE) as alice, server.client(BOB) as bob:
+        made = alice.post("/v1/sessions", json={"template": "planner"})
+        assert made.status_code == 201, made.text
+        chat = made.json()["id"]
+        job = {"name": "into-chat", "template": "watcher", "prompt": "How is the price?", "interval_secs": 1}
+        job["notify"] = [{"type": "session"}, {"type": "webhook", "url": receiver.url}]
+        ran = alice.post("/v1/tools/cron_set/run", json={"args": job, "session": chat})
+        assert ran.status_code == 200, ran.text
+        assert json.loads(ran.json()["content"]) == {"name": "into-chat", "ok": True}, ran.json()
+
+        def answers() -> list[dict[str, Any]]:
+            shown = alice.get(f"/v1/sessions/{chat}/messages")
+            assert shown.status_code == 200, shown.text
+            return [r for r in shown.json() if r["meta"] and r["meta"].get("cron") == "into-chat"]
+
+        deadline = time.monotonic() + WAIT_SECS
+        while not answers():
+            assert time.monotonic() < deadline, "the job's answer never reached the chat"
+            time.sleep(0.05)
+        assert answers()[0]["content"] == ANSWER
+
+        theirs = {**job, "name": "into-alices", "notify": [{"type": "session", "session_id": chat}]}
+        refused = bob.post("/v1/tools/cron_set/run", json={"args": theirs})
+        assert refused.json()["success"] is False
+        assert f"{chat!r} is not a session of 'bob'" in refused.json()["content"], refused.json()

@@ -21,21 +21,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
 from tests.conftest import REPO
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import CHROMIUM, WAIT_MS, Gated, LiveServer, make_project, script_tool, write
+from tests.server.conftest import WAIT_MS, Gated, LiveServer, make_project, script_tool, write
 from tests.server.test_continuations_api import PAGED_JS
 
 SCREENSHOT = REPO / "docs" / "img" / "web-chat.png"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"
-)
 
 CHART_JS = """
 function run(args) {

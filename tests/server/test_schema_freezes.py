@@ -143,4 +143,7 @@ def test_a_sub_agents_output_schema_is_validated_off_the_event_loop_and_ends_wit
     assert longest < HEALTHZ_BOUND_SECS, f"bob's /healthz waited {longest:.1f} s while alice's run went on"
     assert answer is not None and answer.json()["success"] is False
     content = answer.json()["content"]
-    assert "validating was still going on when the time ran out" in content or "3 s" in content, content
+    # The validation ends with the script: told as the validation's end, or as the sub-agent stopped at the
+    # script's deadline when a loaded machine spends the script's time before the validation began.
+    ended = ("validating was still going on when the time ran out", "3 s", "stopped at the script's deadline")
+    assert any(words in content for words in ended), content

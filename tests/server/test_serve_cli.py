@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from agentkernel.config import load_kernel_config
-from tests.conftest import REPO
+from tests.conftest import REPO, ctrl_c_default
 from tests.server.conftest import make_project
 
 BIN = Path(sys.executable).parent
@@ -30,6 +31,7 @@ def agentkernel(*args: str, cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,  # a test sends it Ctrl-C
     )
 
 
@@ -82,6 +84,18 @@ def test_serving_beyond_loopback_without_tokens_is_refused(tmp_path: Path) -> No
     out, err = server.communicate(timeout=120)
     assert server.returncode == 1 and out == ""
     assert "refusing to listen on 0.0.0.0" in err and "server.tokens" in err and "token new" in err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_a_usage_error_naming_it(tmp_path: Path, port: str) -> None:
+    """As `dev llm` checks its port: argparse's exit 2 and one line, not a traceback from bind()."""
+    make_project(tmp_path, None)
+    server = agentkernel("serve", "--port", port, cwd=tmp_path)
+    out, err = server.communicate(timeout=120)
+    assert (server.returncode, out) == (2, ""), err
+    assert err.splitlines()[-1] == (
+        f"agentkernel serve: error: argument --port: expected a port 0-65535 (0: a free one), got {port!r}"
+    )
 
 
 def test_token_new_prints_a_token_and_the_line_kernel_yaml_accepts(tmp_path: Path) -> None:

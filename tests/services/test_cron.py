@@ -234,6 +234,25 @@ def test_bad_jobs_name_the_field(kernel: Kernel, make_tool: ToolFactory, options
     assert statuses(kernel) == []  # nothing half-written
 
 
+@pytest.mark.parametrize("sink", [{"type": "session"}, {"type": "session", "session_id": "fresh-chat"}])
+def test_the_callers_own_session_qualifies_before_it_holds_a_message(
+    kernel: Kernel, make_tool: ToolFactory, sink: dict[str, str]
+) -> None:
+    """scripts.md 8.14: the calling script's own chat, left out or named, even new; another's is refused."""
+    anna = kernel.caller(user_id="anna", session_id="fresh-chat")
+    assert run(kernel, make_tool, js(job(interval_secs=60, notify=[sink])), anna) == {
+        "name": "watch",
+        "ok": True,
+    }
+    (listed,) = statuses(kernel, "anna")
+    assert listed["notify"] == [{"type": "session", "session_id": "fresh-chat"}]
+    bob = kernel.caller(user_id="bob", session_id="bobs-chat")
+    named = job(interval_secs=60, notify=[{"type": "session", "session_id": "fresh-chat"}])
+    assert run(kernel, make_tool, js(named), bob)["error"].startswith(
+        "schedule_cron: notify[0].session_id: 'fresh-chat' is not a session of 'bob'"
+    )
+
+
 def test_a_webhook_the_http_rules_deny_is_refused(
     project: Path, llm: FakeLLMServer, make_tool: ToolFactory
 ) -> None:

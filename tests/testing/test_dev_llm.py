@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.cli.conftest import cli
+from tests.conftest import ctrl_c_default
 
 BIN = Path(sys.executable).parent
 
@@ -30,6 +31,7 @@ def dev_llm(*args: str, cwd: Path) -> Iterator[tuple[subprocess.Popen[str], str]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,
     )
     try:
         assert process.stdout is not None
@@ -82,6 +84,13 @@ def test_a_chosen_port(tmp_path: Path) -> None:
         done = cli("agentkernel", "dev", "llm", "--port", str(port), cwd=tmp_path)  # the port is taken
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"agentkernel: cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+@pytest.mark.parametrize("port", ["65536", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path, port: str) -> None:
+    done = cli("agentkernel", "dev", "llm", "--port", port, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"argument --port: expected a port 0-65535 (0: a free one), got {port!r}" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,13 @@ import ipaddress
 
 import pytest
 
-from agentkernel.util.addresses import class_of_network, classify, is_metadata_name, parse_numeric_host
+from agentkernel.util.addresses import (
+    class_of_network,
+    classify,
+    embedded_ipv4,
+    is_metadata_name,
+    parse_numeric_host,
+)
 
 
 @pytest.mark.parametrize(
@@ -110,3 +116,22 @@ def test_a_network_is_in_a_class_only_when_wholly_inside_it() -> None:
 )
 def test_metadata_names(host: str, metadata: bool) -> None:
     assert is_metadata_name(host) is metadata
+
+
+@pytest.mark.parametrize(
+    ("address", "carried"),
+    [
+        ("::1", []),  # IPv6 loopback, not 0.0.0.1
+        ("::", []),  # the unspecified address, not 0.0.0.0
+        ("::2", ["0.0.0.2"]),  # past them, the IPv4-compatible reading holds
+        ("::a9fe:a9fe", ["169.254.169.254"]),
+        ("64:ff9b::a00:1", ["10.0.0.1"]),
+    ],
+)
+def test_ipv6_loopback_and_unspecified_carry_no_ipv4_address(address: str, carried: list[str]) -> None:
+    assert [str(inner) for inner in embedded_ipv4(ipaddress.IPv6Address(address))] == carried
+
+
+def test_the_unspecified_ipv6_address_is_named_as_such() -> None:
+    refusal = classify(ipaddress.ip_address("::"))
+    assert refusal is not None and refusal.describe() == "the unspecified address, which reaches this machine"

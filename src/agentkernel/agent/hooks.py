@@ -126,6 +126,43 @@ class TurnFacts:
         }
 
 
+@dataclass(frozen=True)
+class HookEvent:
+    """One event's inputs, as a run would give them to a hook: what a hook's `tests:` case states.
+
+    `message` is `before_user_message`'s `msg` (`earlier`: a stateless
+    client's earlier message, `ctx.earlier`); `question`, `answer` and
+    `turn` are `after_turn`'s (None: no answer); `reason` is `after_loop`'s.
+    """
+
+    event: str
+    message: JSONObject | None = None
+    earlier: bool = False
+    question: JSONObject | None = None
+    answer: JSONObject | None = None
+    turn: TurnFacts | None = None
+    reason: str = "job_done"
+
+
+@dataclass(frozen=True)
+class HookEventRun:
+    """One hook on one event (`HookPipeline.run_event`): whether it took part, and what it decided.
+
+    `before` is set for `before_user_message`; `notices` are `after_turn`'s
+    (and `before.notices` `before_user_message`'s); `records` every call,
+    with any part of a verdict that was ignored.
+    """
+
+    handled: bool
+    records: list[HookRecord]
+    before: BeforeOutcome | None = None
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(record.failed for record in self.records)
+
+
 def hook_ctx(
     caller: Caller, spec: HookSpec, turn: TurnFacts | None = None, earlier: bool | None = None
 ) -> JSONObject:
@@ -302,6 +339,24 @@ class HookPipeline:
         loop_records = self.after_loop(hooks, caller, "job_done")
         return HookRun(before, after_notices, [*before.records, *after_records, *loop_records])
 
+    def run_event(self, spec: HookSpec, caller: Caller, given: HookEvent) -> HookEventRun:
+        """One hook on one event, as the loop calls it; `handled` False when the hook takes no part."""
+        try:
+            handled = self.handles(spec, given.event, caller)
+        except ScriptError as exc:
+            error = f"cannot run: {exc.describe(spec.yaml_path.parent)}"
+            return HookEventRun(True, [HookRecord(spec.name, given.event, error=error)])
+        if not handled:
+            return HookEventRun(False, [])
+        if given.event == "before_user_message":
+            before = self.before_user_message([spec], caller, given.message or {}, earlier=given.earlier)
+            return HookEventRun(True, before.records, before)
+        if given.event == "after_turn":
+            turn = given.turn or TurnFacts(reason="job_done")
+            notices, records = self.after_turn([spec], caller, given.question, given.answer, turn)
+            return HookEventRun(True, records, notices=notices)
+        return HookEventRun(True, self.after_loop([spec], caller, given.reason))
+
     @staticmethod
     def _problem(spec: HookSpec, event: str, problem: str) -> HookRecord:
         text = f"ignored part of the verdict: {problem}"
@@ -309,4 +364,13 @@ class HookPipeline:
         return HookRecord(spec.name, event, error=text)
 
 
-__all__ = ["BeforeOutcome", "HookPipeline", "HookRecord", "HookRun", "TurnFacts", "hook_ctx"]
+__all__ = [
+    "BeforeOutcome",
+    "HookEvent",
+    "HookEventRun",
+    "HookPipeline",
+    "HookRecord",
+    "HookRun",
+    "TurnFacts",
+    "hook_ctx",
+]

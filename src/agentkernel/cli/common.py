@@ -54,6 +54,17 @@ def path_argument(text: str) -> Path:
     return Path(text)
 
 
+def port_number(text: str) -> int:
+    """argparse's `type=` for `--port`: 0 (a free port) to 65535, or a usage error naming the value."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0-65535 (0: a free one), got {text!r}")
+    return port
+
+
 def leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
     """Every parser of a subcommand that has no subcommands of its own."""
     children = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, path_argument
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, path_argument, port_number
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
@@ -35,15 +35,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="YAML or JSON rules to answer by (default: echo the last user message)",
     )
-    llm.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
+    llm.add_argument(
+        "--port", type=port_number, default=0, help="the port to listen on (default: a free one)"
+    )
 
 
 def run_command(options: argparse.Namespace) -> int:
     from agentkernel.testing.rules import Rule, RuleBook, RulesError, load_rules
 
-    if not 0 <= options.port <= 65535:
-        print(f"agentkernel: --port: expected 0-65535, got {options.port}", file=sys.stderr)
-        return EXIT_USAGE
     try:
         rules = load_rules(options.rules) if options.rules is not None else [Rule(echo=True)]
     except RulesError as exc:

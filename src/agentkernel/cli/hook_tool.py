@@ -11,7 +11,8 @@ the pipeline ignored is one more line with its `error`). With no LLM in the loop
 answer: `after_turn` gets the message (or its `replace_message`) as the
 question and `{role: "assistant", content: <the verdict's reply, or "">}` as
 the answer (null when the message was suppressed). A failing hook never stops
-the others (S7.5).
+the others (S7.5), but the exit status is 1 when any call failed (a throw,
+a limit, a verdict with a part ignored), so a script or CI sees it.
 
 Without `--live` no live service is attached: helpers that need one throw
 the error the contract gives them (docs/contract.md). With `--live` the
@@ -48,6 +49,8 @@ from agentkernel.types import JSONObject
 if TYPE_CHECKING:
     from agentkernel.kernel import Kernel
 
+EXIT_FAILED = 1  # a hook call failed: its JSON line has the `error`
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hook_tool", description=__doc__.split("\n\n")[0])
@@ -72,7 +75,7 @@ def show_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, options: argp
         print(json.dumps(line, ensure_ascii=False))
     if options.live and session is not None:  # the kernel recorded each call in the transcript
         print(f"recorded in session {session} of {kernel.config.messages_db}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_FAILED if any(record.failed for record in run.records) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

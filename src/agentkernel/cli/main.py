@@ -4,7 +4,7 @@
     agentkernel check [--json]
     agentkernel tool list|hook list|template list [--json]
     agentkernel tool run NAME|PATH.yaml 'JSON'|-|@FILE [--user U] [--session S] [--pretty]
-    agentkernel tool test [NAME…] [--junit FILE]
+    agentkernel tool test [NAME…] [--junit FILE] | hook test [NAME…] [--junit FILE]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
     agentkernel serve [--host 127.0.0.1] [--port 8765]

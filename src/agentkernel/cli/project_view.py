@@ -167,12 +167,12 @@ def check(config: Path | str | None, as_json: bool) -> int:
     builtin = {"tools": 0, "hooks": 0}
     mcp: dict[str, int] = {}  # each MCP server that started: the tools it offers
     if kernel is not None:
-        from agentkernel.testing.cases import tests_problems
+        from agentkernel.testing.blocks import tests_problems
 
         with kernel:
             tools, hooks = kernel.list_tools(), kernel.list_hooks()
             mcp_problems, mcp = kernel.check_mcp_servers()
-            problems = kernel.problems() + tests_problems(tools) + mcp_problems
+            problems = kernel.problems() + tests_problems([*tools, *hooks]) + mcp_problems
             counts = {
                 "tools": sum(s.origin == "project" for s in tools),
                 "hooks": sum(s.origin == "project" for s in hooks),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel
+from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, port_number
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
@@ -18,7 +18,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = commands.add_parser("serve", help="serve the HTTP API (docs/server.md)")
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
     serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
     )
     serve.add_argument("--llm-url", help="override llm.base_url, e.g. http://127.0.0.1:8000/v1")
     serve.add_argument("--model", help="override llm.model")

@@ -89,6 +89,7 @@ _HOOK_SCHEMA: dict[str, Any] = {
         **_COMMON_SPEC_PROPERTIES,
         "events": {"type": "array", "items": {"enum": list(HOOK_EVENTS)}, "uniqueItems": True},
         "priority": {"type": "integer"},
+        "tests": {},  # cases for `agentkernel hook test`, checked by testing/hook_cases.py
     },
 }
 

@@ -29,6 +29,7 @@ from agentkernel.schemas.bounds import (
     schema_problem,
 )
 from agentkernel.schemas.cost import describe_cost
+from agentkernel.schemas.type_names import type_hint
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import clip, shown_value
 
@@ -78,7 +79,8 @@ def check_output_schema(schema: JSONValue, bounds: SchemaBounds | None = None) -
     except exceptions.SchemaError as exc:
         where = "/".join(str(part) for part in exc.absolute_path)
         at = f" (at {where})" if where else ""
-        raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}") from None
+        hint = type_hint(exc.instance) if exc.absolute_path and exc.absolute_path[-1] == "type" else ""
+        raise SchemaInvalid(f"is not a valid JSON Schema: {exc.message}{at}{hint}") from None
     from agentkernel.schemas.refs import remote_refs_problem  # the JSON Schema specifications: on first use
 
     problem = remote_refs_problem(schema)

@@ -24,11 +24,11 @@ from jsonschema_specifications import REGISTRY
 
 from agentkernel.schemas.bounds import SchemaBounds, schema_problem
 from agentkernel.schemas.refs import remote_refs_problem
+from agentkernel.schemas.type_names import type_hint
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import KeyPath, dotted
 
 _SUBSCHEMA = {"$dynamicRef": "#meta"}
-_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _SCHEMA_ARRAY = {"$ref": "#/$defs/schemaArray"}
 
 
@@ -112,9 +112,7 @@ def _not_a_schema(schema: Mapping[str, Any]) -> SchemaProblem | None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         at = tuple(exc.absolute_path)
-        hint = ""
-        if at and at[-1] == "type" and isinstance(exc.instance, str):
-            hint = did_you_mean(exc.instance, _TYPES)
+        hint = type_hint(exc.instance) if at and at[-1] == "type" else ""
         return SchemaProblem(at, f"not a valid JSON Schema: {exc.message}{hint}")
     return None
 

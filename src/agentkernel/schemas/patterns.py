@@ -16,14 +16,18 @@ pattern Python cannot parse is no regular expression a schema may hold
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
-from re import _constants, _parser
 from typing import Any
 
 from agentkernel.schemas.cost import CostProblem, written_subschemas
 from agentkernel.util.short_text import clip
 from agentkernel.util.yaml_source import KeyPath
+
+# re's own parser and its constants (typeshed has no stubs for these private modules)
+_parser: Any = importlib.import_module("re._parser")
+_constants: Any = importlib.import_module("re._constants")
 
 MAX_PATTERN_WIDTH = 50_000
 """Items the patterns of one schema may compile to, their counted repeats unrolled."""

@@ -112,7 +112,26 @@ def _invalid_body(request: Request, problems: list[dict[str, str]]) -> JSONRespo
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return _invalid_body(request, [_problem(e) for e in exc.errors()])
+    return _invalid_body(request, [_not_json(request, e) or _problem(e) for e in exc.errors()])
+
+
+def _not_json(request: Request, error: Mapping[str, Any]) -> dict[str, str] | None:
+    """A body not declared JSON is not read as JSON: say which header to send; None for other problems.
+
+    FastAPI parses a body only under `Content-Type: application/json` (or
+    `+json`); under none or another it keeps the bytes, and the error was
+    "Input should be a valid dictionary". That stays a refusal (a page of
+    another site may post such a body without a CORS preflight, docs/server.md
+    section 2), now saying why.
+    """
+    if tuple(error.get("loc", ())) != ("body",) or not isinstance(error.get("input"), bytes):
+        return None
+    given = request.headers.get("content-type")
+    sent = "no Content-Type header" if given is None else f"Content-Type {given!r}"
+    return {
+        "field": "body",
+        "message": f"not read as JSON: the request has {sent}; send Content-Type: application/json",
+    }
 
 
 def _unreadable(exc: StarletteHTTPException) -> str | None:

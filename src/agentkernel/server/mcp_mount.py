@@ -1,7 +1,9 @@
 """`/mcp` in `agentkernel serve`: the tools over MCP's streamable HTTP, behind the server's bearer tokens.
 
 `/mcp` offers every tool the caller may call; `/mcp/{template}` only that
-template's tools (a template that does not load is 404). Who is calling
+template's tools (a template that does not load is 404, its body both the
+server's error body and a JSON-RPC error, so an MCP client shows the message
+naming the paths that serve, not a bare "Not Found"). Who is calling
 is decided exactly as on the other routes (server/identity.py): a bearer
 token from `server.tokens`, or, with no tokens configured, `local` on
 loopback only, for requests addressed to a loopback name; there the SDK's
@@ -39,13 +41,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from agentkernel.config import ServerSettings
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
+from agentkernel.server.failures import error_body
 from agentkernel.server.identity import current_user
-from agentkernel.server.parts import ServerParts
+from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.sealing import Sealing, seal_result
 from agentkernel.tools.sources.mcp.nesting import CHAIN_HEADER, chain_from, loop_problem
 from agentkernel.types import JSONObject
@@ -61,6 +65,7 @@ log = logging.getLogger("agentkernel.mcp")
 PATH = "/mcp"
 USER_KEY, TEMPLATE_KEY = "mcp_user", "mcp_template"  # request.state, set before the SDK sees the request
 SESSION_KEY = "agentkernel.session"  # a handshake-era connection's `state`: its agentkernel session id
+INVALID_REQUEST = -32600  # JSON-RPC's code, as the SDK's own 404s (an unknown session) give it
 
 
 class McpEndpoint:
@@ -92,7 +97,10 @@ class McpEndpoint:
         user = current_user(request, self._parts)  # HTTPException 401/403: the app's error body
         template = request.path_params.get("template")
         if template is not None:
-            await self._check_template(template)
+            unknown = await self._unknown_template(template)
+            if unknown is not None:
+                await _not_found(request, unknown)(scope, receive, send)
+                return
             chain = chain_from(request.headers.get(CHAIN_HEADER))
             problem = loop_problem(chain, self._parts.kernel.config.root, template)
             if problem is not None:  # asked by a server of this template, for it: refused, not awaited
@@ -128,11 +136,20 @@ class McpEndpoint:
         for stream in list(self._streams):
             stream.cancel()
 
-    async def _check_template(self, template: str) -> None:
+    async def _unknown_template(self, template: str) -> str | None:
+        """Why `/mcp/{template}` serves nothing, naming the paths that do; None when the template loads."""
+        kernel = self._parts.kernel
         try:
-            await asyncio.to_thread(self._parts.kernel.template, template)
-        except ConfigError as exc:
-            raise HTTPException(404, f"no template {template!r} that loads") from exc
+            await asyncio.to_thread(kernel.template, template)
+            return None
+        except ConfigError:
+            pass
+        names = [spec.name for spec in await asyncio.to_thread(kernel.list_templates)]
+        served = ", ".join(f"{PATH}/{name}" for name in names) or "none"
+        return (
+            f"no MCP server at {PATH}/{template}: no template {template!r} that loads "
+            f"(the templates' servers: {served}; {PATH} serves every tool you may call)"
+        )
 
     async def _manager(self) -> StreamableHTTPSessionManager:
         if self._started is None:
@@ -195,6 +212,19 @@ class _Progress:
             self.started = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.finished = True
+
+
+def _not_found(request: Request, message: str) -> JSONResponse:
+    """A 404 whose body is the server's error body and also a JSON-RPC error (`jsonrpc`, `id` null,
+    `error.code`).
+
+    The SDK's client raises a JSON-RPC error found in a non-2xx answer with
+    its message; any other body it replaces with the status's stand-in
+    (`Not Found`), and the user never sees why.
+    """
+    body = {**error_body(404, message, request_id(request)), "jsonrpc": "2.0", "id": None}
+    body["error"] = {"code": INVALID_REQUEST, "message": message, "type": "not_found_error"}
+    return JSONResponse(body, status_code=404)
 
 
 def _principal(user: str) -> AuthenticatedUser:

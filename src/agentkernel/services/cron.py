@@ -153,6 +153,8 @@ class CronService:
             )
 
     def _sink(self, prefix: str, where: str, sink: Sink, caller: Caller | None, owner: str) -> Sink:
+        """A sink checked: a webhook's URL against the `http:` rules; a session sink's chat is the
+        caller's own (always, even before it holds a message) or one holding messages of `owner`."""
         if sink.type == "webhook":
             assert sink.url is not None
             problem = self.checks.webhook(sink.url)
@@ -164,7 +166,8 @@ class CronService:
                 raise HelperError(
                     f"{prefix}{where}.session_id: this call runs outside any session; name the chat"
                 )
-            problem = self.checks.session(owner, session)
+            own = caller is not None and session == caller.session_id
+            problem = None if own else self.checks.session(owner, session)
             if problem is not None:
                 raise HelperError(f"{prefix}{where}.session_id: {problem}")
             return Sink("session", session_id=session)

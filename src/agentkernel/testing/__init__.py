@@ -10,8 +10,9 @@
 - pytest fixtures, registered by the package's `pytest11` entry point
   (pytest_plugin.py): `scripted_llm`, `agentkernel_project`,
   `agentkernel_kernel`, `agentkernel_factory`.
-- The `tests:` blocks of tool YAML (`read_cases`) and their runner
-  (`run_cases`), which `agentkernel tool test` drives.
+- The `tests:` blocks of tool and hook YAML (`read_cases`,
+  `read_hook_cases`) and their runner (`run_cases`), which `agentkernel
+  tool test` and `agentkernel hook test` drive.
 
 Names are imported on first use, as in the package root: importing this
 module costs nothing until a name is used.
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "kernel_for_tests": "agentkernel.testing.project",
     "throwaway_config": "agentkernel.testing.project",
     "read_cases": "agentkernel.testing.cases",
+    "read_hook_cases": "agentkernel.testing.hook_cases",
     "run_cases": "agentkernel.testing.runner",
 }
 
@@ -56,12 +58,14 @@ __all__ = [
     "kernel_for_tests",
     "load_rules",
     "read_cases",
+    "read_hook_cases",
     "run_cases",
     "throwaway_config",
 ]  # literal, so type checkers see what is exported
 
 if TYPE_CHECKING:
     from agentkernel.testing.cases import read_cases
+    from agentkernel.testing.hook_cases import read_hook_cases
     from agentkernel.testing.openai_server import (
         Drop,
         FakeLLMServer,

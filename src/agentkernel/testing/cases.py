@@ -13,6 +13,9 @@
           error_contains: "text"
           visual: {type: table, rows: 3}
 
+A hook's block has the same form around other inputs and expectations
+(hook_cases.py), read by the same `read_block`.
+
 `agentkernel check` reports every case that breaks the format (unknown
 keys, wrong types, a bad regular expression, a name given twice) as a
 problem naming the file, the line, the field and the case; `agentkernel tool
@@ -24,10 +27,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentkernel.config.schema import StrictValidator, error_text, expect
 from agentkernel.config.server import USER_ID
@@ -35,14 +38,14 @@ from agentkernel.errors import LoadProblem
 from agentkernel.util.yaml_source import KeyPath, dotted
 
 if TYPE_CHECKING:
-    from agentkernel.config import ToolSpec
+    from agentkernel.config import ScriptSpec, ToolSpec
     from agentkernel.testing.openai_server import Turn
     from agentkernel.types import JSONValue
 
 DEFAULT_USER = "test-user"
 TESTS_FIELD = "tests"
 
-_REPLY = expect(
+REPLY_SCHEMA = expect(
     "a scripted reply: a string, {json: VALUE} or {error: STATUS} (400-599)",
     anyOf=[
         {"type": "string"},
@@ -84,7 +87,7 @@ CASE_SCHEMA: dict[str, Any] = {
         "name": expect("a non-empty string", type="string", minLength=1),
         "args": {},
         "user": expect("a user id (1-128 of letters, digits, _ . @ -)", type="string", pattern=USER_ID),
-        "llm": {"type": "array", "items": _REPLY},  # an item's error names the item (its own wording)
+        "llm": {"type": "array", "items": REPLY_SCHEMA},  # an item's error names the item (its own wording)
         "expect": _EXPECT,
     },
 }
@@ -119,27 +122,28 @@ class ToolCase:
     yaml_path: Path
     line: int | None = None
 
-    def llm_turns(self) -> list[Turn]:
-        """The scripted server's answers, in order; an error asks for no wait before a retry."""
-        from agentkernel.testing.openai_server import HttpError, Reply
+    @property
+    def subject(self) -> str:
+        """The tool the case is of (a hook case's is its hook)."""
+        return self.tool
 
-        turns: list[Turn] = []
-        for reply in self.llm:
-            if isinstance(reply, str):
-                turns.append(Reply(text=reply))
-            elif isinstance(reply, Mapping) and "json" in reply:
-                turns.append(Reply(text=json.dumps(reply["json"], ensure_ascii=False)))
-            elif isinstance(reply, Mapping):
-                turns.append(HttpError(int(reply["error"]), retry_after="0"))  # type: ignore[arg-type]
-        return turns
+    def llm_turns(self) -> list[Turn]:
+        """The scripted server's answers, in order."""
+        return scripted_turns(self.llm)
+
+
+CaseT = TypeVar("CaseT")
 
 
 @dataclass(frozen=True)
-class CaseBlock:
-    """A tool's cases and the problems of its `tests:` block (the cases are usable only without any)."""
+class Block(Generic[CaseT]):
+    """A tool's or hook's cases and the problems of its `tests:` block (the cases run only without any)."""
 
-    cases: tuple[ToolCase, ...]
+    cases: tuple[CaseT, ...]
     problems: tuple[LoadProblem, ...]
+
+
+CaseBlock = Block[ToolCase]
 
 
 def case_name(data: object, index: int) -> str:
@@ -149,34 +153,46 @@ def case_name(data: object, index: int) -> str:
 
 def read_cases(spec: ToolSpec) -> CaseBlock:
     """The cases of `spec`'s `tests:` (none when it has no block), and every problem in it."""
+    return read_block(spec, _case_problems, _case)
+
+
+def read_block(
+    spec: ScriptSpec,
+    problems_of: Callable[[object, str, Mapping[str, int]], list[tuple[str, KeyPath]]],
+    make: Callable[[Any, int, str, Mapping[str, Any]], CaseT],
+) -> Block[CaseT]:
+    """A tool's or hook's `tests:` block: each case checked by `problems_of`, made by `make` when sound.
+
+    A problem names the file, the line of the key at fault, its key path and the case.
+    """
     block = spec.raw.get(TESTS_FIELD)
     if block is None:
-        return CaseBlock((), ())
+        return Block((), ())
     if not isinstance(block, list):
         reason = f"{TESTS_FIELD}: expected a list of test cases, got {type(block).__name__}"
-        return CaseBlock((), (LoadProblem(spec.yaml_path, reason, spec.lines.of(TESTS_FIELD)),))
-    cases: list[ToolCase] = []
+        return Block((), (LoadProblem(spec.yaml_path, reason, spec.lines.of(TESTS_FIELD)),))
+    cases: list[CaseT] = []
     problems: list[LoadProblem] = []
     seen: dict[str, int] = {}
     for index, data in enumerate(block):
         name = case_name(data, index)
-        found = _case_problems(data, name, seen)
+        found = problems_of(data, name, seen)
         if not found:
-            cases.append(_case(spec, index, name, data))  # type: ignore[arg-type]  # checked: a mapping
+            cases.append(make(spec, index, name, data))  # type: ignore[arg-type]  # checked: a mapping
         located = [(spec.lines.of(TESTS_FIELD, index, *path), reason, path) for reason, path in found]
         for line, reason, path in sorted(located, key=lambda item: item[0] or 0):  # in the file's order
             where = dotted((TESTS_FIELD, index, *path))
             problems.append(LoadProblem(spec.yaml_path, f"{where} (case {name!r}): {reason}", line))
         seen.setdefault(name, index)
-    return CaseBlock(tuple(cases), tuple(problems))
+    return Block(tuple(cases), tuple(problems))
 
 
-def _schema_problems(data: object) -> list[tuple[str, KeyPath]]:
+def schema_problems(data: object, validator: Any, schema: Mapping[str, Any]) -> list[tuple[str, KeyPath]]:
     """Each schema error of one case (one per field), its text without the field it names."""
     found: dict[KeyPath, str] = {}
-    errors = sorted(_CASE_VALIDATOR.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     for error in errors:
-        text, path = error_text(error, CASE_SCHEMA, data)
+        text, path = error_text(error, schema, data)
         if any(path[: len(known)] == known for known in found):
             continue  # one problem per field: its first, nearest the cause
         for depth in range(len(path), 0, -1):
@@ -185,9 +201,33 @@ def _schema_problems(data: object) -> list[tuple[str, KeyPath]]:
     return [(text, path) for path, text in found.items()]
 
 
+def name_problem(name: str, seen: Mapping[str, int]) -> list[tuple[str, KeyPath]]:
+    """A case named as an earlier one of the block is a problem (names are unique within a block)."""
+    if name not in seen:
+        return []
+    return [
+        (f"a case named {name!r} comes first at tests[{seen[name]}]; give each case its own name", ("name",))
+    ]
+
+
+def scripted_turns(replies: tuple[JSONValue, ...]) -> list[Turn]:
+    """A case's `llm:` as the scripted server's answers, in order; an error asks for no wait to retry."""
+    from agentkernel.testing.openai_server import HttpError, Reply
+
+    turns: list[Turn] = []
+    for reply in replies:
+        if isinstance(reply, str):
+            turns.append(Reply(text=reply))
+        elif isinstance(reply, Mapping) and "json" in reply:
+            turns.append(Reply(text=json.dumps(reply["json"], ensure_ascii=False)))
+        elif isinstance(reply, Mapping):
+            turns.append(HttpError(int(reply["error"]), retry_after="0"))  # type: ignore[arg-type]
+    return turns
+
+
 def _case_problems(data: object, name: str, seen: Mapping[str, int]) -> list[tuple[str, KeyPath]]:
     """What is wrong with one case (nothing: an empty list), each with the key path at fault."""
-    found = _schema_problems(data)
+    found = schema_problems(data, _CASE_VALIDATOR, CASE_SCHEMA)
     if found:
         return found
     assert isinstance(data, Mapping)
@@ -197,10 +237,7 @@ def _case_problems(data: object, name: str, seen: Mapping[str, int]) -> list[tup
             re.compile(pattern)
         except re.error as exc:
             found.append((f"not a valid regular expression {pattern!r}: {exc}", ("expect", "matches")))
-    if name in seen:
-        reason = f"a case named {name!r} comes first at tests[{seen[name]}]; give each case its own name"
-        found.append((reason, ("name",)))
-    return found
+    return found + name_problem(name, seen)
 
 
 def _case(spec: ToolSpec, index: int, name: str, data: Mapping[str, Any]) -> ToolCase:
@@ -230,17 +267,17 @@ def _case(spec: ToolSpec, index: int, name: str, data: Mapping[str, Any]) -> Too
     )
 
 
-def tests_problems(specs: list[ToolSpec]) -> list[LoadProblem]:
-    """Every problem of every tool's `tests:` block: what `agentkernel check` adds to its list."""
-    return [problem for spec in specs for problem in read_cases(spec).problems]
-
-
 __all__ = [
     "CASE_SCHEMA",
     "DEFAULT_USER",
+    "REPLY_SCHEMA",
+    "Block",
     "CaseBlock",
     "Expectation",
     "ToolCase",
+    "name_problem",
+    "read_block",
     "read_cases",
-    "tests_problems",
+    "schema_problems",
+    "scripted_turns",
 ]

@@ -1,6 +1,6 @@
 """Tool test outcomes as JUnit XML, the report format CI systems read (GitLab, Jenkins, GitHub actions).
 
-One `<testsuite>` per tool, one `<testcase>` per case (`classname` the tool,
+One `<testsuite>` per tool or hook, one `<testcase>` per case (`classname` the tool,
 `name` the case); a failed case carries a `<failure>` whose message is the
 runner's reason. A `tests:` block that could not run (its problems) is an
 `<error>` case named after the file, so CI shows it rather than a green run.
@@ -36,9 +36,13 @@ def junit_tree(outcomes: Sequence[CaseOutcome], problems: Sequence[LoadProblem] 
     """The report as an element tree."""
     root = ET.Element("testsuites", name=SUITES_NAME, tests="0", failures="0", errors="0", time="0")
     for outcome in outcomes:
-        suite = _suite(root, outcome.case.tool)
+        suite = _suite(root, outcome.case.subject)
         case = ET.SubElement(
-            suite, "testcase", classname=outcome.case.tool, name=outcome.case.name, time=f"{outcome.secs:.6f}"
+            suite,
+            "testcase",
+            classname=outcome.case.subject,
+            name=outcome.case.name,
+            time=f"{outcome.secs:.6f}",
         )
         for element in (suite, root):
             _count(element, "tests")

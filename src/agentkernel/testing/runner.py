@@ -1,4 +1,4 @@
-"""Running tool test cases: each through the one dispatch path, in a throw-away data folder.
+"""Running tool and hook test cases: each through the path a run takes, in a throw-away data folder.
 
 A run owns a temporary folder and one kernel on the project whose stores all
 live in it (testing/project.py), so a run starts empty and leaves nothing
@@ -7,8 +7,9 @@ access check, argument validation, limits, warnings, truncation, history —
 as its user, in a session of its own. When a case scripts the LLM (`llm:`),
 the run starts the scripted server and points the kernel's `llm:` at it;
 when none does, the kernel has no LLM at all, so a test can never reach a
-real one. A case passes when every expectation holds and its scripted
-replies were all used, no more and no fewer.
+real one. A hook's case calls its one function through the loop's hook
+pipeline (`Kernel.run_hook_event`). A case passes when every expectation
+holds and its scripted replies were all used, no more and no fewer.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentkernel.testing.hook_cases import HookCase
+from agentkernel.testing.hook_checks import hook_mismatches
 from agentkernel.util.short_text import shown_value
 
 if TYPE_CHECKING:
@@ -38,7 +41,7 @@ SHOWN_CHARS = 160  # how much of a content or error a failure line shows
 class CaseOutcome:
     """One case's verdict: `failures` empty means it passed."""
 
-    case: ToolCase
+    case: ToolCase | HookCase
     failures: tuple[str, ...]
     secs: float
     result: ToolResult | None = None
@@ -150,33 +153,40 @@ class ToolTestRun:
                 old.close()
         return self.server
 
-    def case(self, case: ToolCase) -> CaseOutcome:
-        """Run one case in a fresh session, by the tool's name as an LLM calls it; its verdict."""
+    def case(self, case: ToolCase | HookCase) -> CaseOutcome:
+        """Run one case in a fresh session (a tool's by its name, as an LLM calls it); its verdict."""
         server = self.use_llm() if case.llm else self.server
         unexpected = server.unexpected if server is not None else 0
         if server is not None:
             server.clear()
             server.add(*case.llm_turns())
-        caller = self.kernel.caller(user_id=case.user, session_id=f"tool-test-{next(self._sessions)}")
+        kind = "hook" if isinstance(case, HookCase) else "tool"
+        caller = self.kernel.caller(user_id=case.user, session_id=f"{kind}-test-{next(self._sessions)}")
         started = time.perf_counter()
-        result = self.kernel.run_tool(case.tool, case.args, caller)
+        result: ToolResult | None = None
+        if isinstance(case, HookCase):
+            failures = hook_mismatches(case, self.kernel.run_hook_event(case.hook, case.given, caller))
+        else:
+            result = self.kernel.run_tool(case.tool, case.args, caller)
+            failures = mismatches(case.expect, result)
         secs = time.perf_counter() - started
-        failures = mismatches(case.expect, result)
         if server is not None:
-            failures += _llm_failures(len(case.llm), server.clear(), server.unexpected - unexpected)
+            failures += _llm_failures(len(case.llm), server.clear(), server.unexpected - unexpected, kind)
         return CaseOutcome(case, tuple(failures), secs, result)
 
 
-def _llm_failures(scripted: int, unused: int, extra: int) -> list[str]:
+def _llm_failures(scripted: int, unused: int, extra: int, asker: str) -> list[str]:
     found = []
     if unused:
-        found.append(f"llm: {unused} of {scripted} scripted replies not used (the tool asked the LLM less)")
+        found.append(
+            f"llm: {unused} of {scripted} scripted replies not used (the {asker} asked the LLM less)"
+        )
     if extra:
-        found.append(f"llm: the tool asked the LLM {extra} more time(s) than the {scripted} scripted")
+        found.append(f"llm: the {asker} asked the LLM {extra} more time(s) than the {scripted} scripted")
     return found
 
 
-def run_cases(config: KernelConfig, cases: Iterable[ToolCase]) -> Iterator[CaseOutcome]:
+def run_cases(config: KernelConfig, cases: Iterable[ToolCase | HookCase]) -> Iterator[CaseOutcome]:
     """Each case's outcome, in order, as it finishes: one run; the server started if a case scripts it."""
     todo = list(cases)
     with ToolTestRun(config) as run:

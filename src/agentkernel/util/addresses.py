@@ -99,6 +99,9 @@ _IPV4_IN_LAST_32_BITS = tuple(
         "64:ff9b:1::/48",  # NAT64, local use
     )
 )
+# `::` and `::1` lie in the IPv4-compatible range but are IPv6's own unspecified and loopback
+# addresses (RFC 4291 2.5.2, 2.5.3), never 0.0.0.0 and 0.0.0.1: an IPv4 network must not match them.
+_IPV6_OWN = ipaddress.IPv6Network("::/127")
 
 _INET_ATON_PART = re.compile(r"^(0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$", re.IGNORECASE)
 
@@ -145,11 +148,14 @@ def comparable(address: str) -> IPAddress:
 
 
 def embedded_ipv4(address: IPAddress) -> tuple[ipaddress.IPv4Address, ...]:
-    """The IPv4 addresses an IPv6 address carries (NAT64, 6to4, Teredo, …), which it may reach."""
+    """The IPv4 addresses an IPv6 address carries (NAT64, 6to4, Teredo, …), which it may reach.
+
+    None for `::` and `::1`: `http.deny_hosts: [0.0.0.0/8]` does not deny IPv6 loopback.
+    """
     if not isinstance(address, ipaddress.IPv6Address):
         return ()
     found: list[ipaddress.IPv4Address] = []
-    if any(address in network for network in _IPV4_IN_LAST_32_BITS):
+    if address not in _IPV6_OWN and any(address in network for network in _IPV4_IN_LAST_32_BITS):
         found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     if address.sixtofour is not None:
         found.append(address.sixtofour)
