@@ -73,7 +73,7 @@ def test_the_starters_hook_is_the_shipped_one() -> None:
         assert starter.read_bytes() == (REPO / "config/scripts/hooks" / name).read_bytes()
 
 
-def test_init_makes_a_project_that_check_and_tool_test_accept(made: Path, tmp_path: Path) -> None:
+def test_init_makes_a_project_that_check_tool_test_and_hook_test_accept(made: Path, tmp_path: Path) -> None:
     assert files_below(made) == STARTER
     checked = agentkernel("check", cwd=made)
     assert (checked.returncode, checked.stdout, checked.stderr) == (
@@ -89,6 +89,8 @@ def test_init_makes_a_project_that_check_and_tool_test_accept(made: Path, tmp_pa
         "PASS  word_count_rhai: считает",
         "PASS  word_count_rhai: пустой текст",
     ]
+    hooks = agentkernel("hook", "test", "audit", cwd=made)
+    assert hooks.returncode == 0 and hooks.stdout.startswith("PASS  audit: "), hooks.stdout + hooks.stderr
     ran = agentkernel("tool", "run", "word_count_rhai", '{"text": "Привет, мир"}', cwd=made)
     assert json.loads(ran.stdout)["content"] == "Слов: 2"
 

@@ -3,8 +3,8 @@
     agentkernel init [DIR] [--force]
 
 It copies the starter project shipped in the package (cli/starter/: a
-commented kernel.yaml, a JavaScript tool and its Rhai twin with `tests:`
-cases, a hook, a template) into DIR, the working directory by default.
+commented kernel.yaml, a JavaScript tool and its Rhai twin, a hook, each
+with `tests:` cases, and a template) into DIR, the working directory by default.
 DIR must be empty (a `.git` folder aside) or new: with `--force` the
 files go beside what is there, but an existing file is never replaced.
 Only argparse is imported to build the parser; the copy imports pathlib
@@ -82,6 +82,7 @@ def _next_steps(shown: str, here: bool) -> list[str]:
         *steps,
         "  agentkernel check                          every file loads",
         "  agentkernel tool test                      the tools' tests: cases pass",
+        "  agentkernel hook test                      and the hook's",
         f"  agentkernel chat --template {STARTER_TEMPLATE}      a chat in the terminal",
         "  agentkernel serve                          the web chat and HTTP API on http://127.0.0.1:8765",
         "chat and serve ask the LLM of llm: in config/kernel.yaml (or --llm-url URL);",
