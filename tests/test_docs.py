@@ -54,6 +54,11 @@ when the markdown is rendered) on a line of its own, followed by a fenced block:
         port (`--port 0`), and in this block and in cli commands and their
         output, the guide's URL stands for the real one.
 
+        A cli block may start with a line `$ cd DIR` before its command:
+        that command and the later cli and serve steps of the example run in
+        DIR, relative to the folder they ran in (a project `agentkernel init
+        DIR` made, say); file, run and python steps stay in the project folder.
+
     <!-- example: NAME cli: set.VAR=FIELD -->
         As a cli step; afterwards `$VAR` is the field FIELD of the JSON the
         command printed (`set.SESSION=id` after creating a session). A cli
@@ -436,6 +441,7 @@ class ExampleRunner:
     def __init__(self, example: Example, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.example = example
         self.root = root
+        self.cwd = root  # where cli and serve steps run; `$ cd DIR` moves it
         self.monkeypatch = monkeypatch
         self.kernel: Kernel | None = None
         self.llm: FakeLLMServer | None = None  # started by the first llm step
@@ -579,9 +585,7 @@ class ExampleRunner:
         argv, environment = self._command(first, {}, where)
         assert argv[3:4] == ["serve"] or argv[3:5] == ["dev", "llm"], f"{where}: `$ agentkernel serve`"
         argv = self._on_a_free_port(argv, where)
-        self.server = subprocess.Popen(
-            argv, cwd=self.root, env=environment, stdout=subprocess.PIPE, text=True
-        )
+        self.server = subprocess.Popen(argv, cwd=self.cwd, env=environment, stdout=subprocess.PIPE, text=True)
         assert self.server.stdout is not None
         printed = self.server.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+", printed)
@@ -620,12 +624,16 @@ class ExampleRunner:
         where = self.where(step)
         options, env = _options(shlex.split(step.rest), {"exit"}, where, settable=True)
         first, _, output = step.block.partition("\n")
+        if first.startswith("$ cd "):  # then the command, on the next line
+            self.cwd = (self.cwd / first.removeprefix("$ cd ").strip()).resolve()
+            assert self.cwd.is_dir(), f"{where}: no folder {self.cwd}"
+            first, _, output = output.partition("\n")
         command, environment = self._command(first, env, where)
         typed = "".join(line[len(TYPED) :] + "\n" for line in output.splitlines() if line.startswith(TYPED))
         expected = "".join(line + "\n" for line in output.splitlines() if not line.startswith(TYPED))
         done = subprocess.run(
             command,
-            cwd=self.root,
+            cwd=self.cwd,
             env=environment,
             input=typed,
             stdout=subprocess.PIPE,
@@ -808,7 +816,8 @@ def test_the_tutorial_installs_as_the_readme_does() -> None:
     readme_lines = [
         line for block in _SH_BLOCK.findall(README.read_text(encoding="utf-8")) for line in block.splitlines()
     ]
-    install_and_serve, tool_run = readme_lines[0], readme_lines[2]
+    install_and_serve = readme_lines[0]
+    tool_run = next(line for line in readme_lines if line.startswith("agentkernel tool run "))
     readme_first = f"{install_and_serve.rsplit(' && ', 1)[0]} && {tool_run}"
     install = _SH_BLOCK.search(GUIDES["tutorial"].read_text(encoding="utf-8"))
     assert install is not None, "docs/tutorial.md has no ```sh block with the install line"

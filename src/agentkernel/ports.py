@@ -374,7 +374,8 @@ _LIVE_ONLY = "(hook_tool attaches it with --live)"
 HTTP: Final = ServiceKey[Http]("http", "no http service attached to this kernel")  # S8.2
 STATE: Final = ServiceKey[StateStore](
     "state",
-    "no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)",  # S11.3
+    # S11.3; an empty kernel.yaml loads, with the store off
+    "the state store is off: kernel.yaml sets no state.db_path (set it, e.g. data/state.db, to turn it on)",
 )
 DUCKDB: Final = ServiceKey[DuckDB]("duckdb", "no duckdb service attached to this kernel")
 FILES: Final = ServiceKey[Files]("files", "no files service attached to this kernel")

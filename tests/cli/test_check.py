@@ -431,6 +431,71 @@ def test_a_hooks_top_level_sees_no_environment_at_load(
     assert check() == (0, ["ok: 0 tools, 1 hook, 0 templates"])
 
 
+# -- S3.1: a tool's script must define run() -----------------------------------------------------------
+
+
+MISSING_RUN = [
+    ("function main(args) { return 'ok'; }\n", ".js", "; it defines main(): did you mean run?"),
+    ("const handler = (args) => 'ok';\n", ".js", "; it defines handler(): did you mean run?"),
+    ("export function run_tool(a) { return 'ok'; }\n", ".mjs", "; it defines run_tool(): did you mean run?"),
+    ("function helper(x) { return x; }\n", ".js", ""),
+    ("fn Run(args) { 1 }\n", ".rhai", "; it defines Run(): did you mean run?"),
+    ("fn helper(x) { x }\nlet run = 1;\n", ".rhai", ""),
+]
+
+
+@pytest.mark.parametrize(("source", "ext", "hint"), MISSING_RUN)
+def test_a_tool_whose_script_defines_no_run_is_refused_at_its_script_line(
+    project: Path, check: Check, source: str, ext: str, hint: str
+) -> None:
+    write(project, f"config/scripts/tools/t{ext}", source)
+    write(project, "config/scripts/tools/t.yaml", f"kind: script_tool\nname: t\nscript: t{ext}\n")
+    (line,) = problems_of(check)
+    reason = f"script: t{ext} defines no run() function, which a tool's script must{hint}"
+    assert line == f"config/scripts/tools/t.yaml:3: {reason}"
+
+
+@pytest.mark.parametrize(
+    ("source", "ext"),
+    [
+        ("const run = (args) => 'ok';\n", ".js"),
+        ("module.exports = {run(args) { return 'ok'; }};\n", ".cjs"),
+        ("export function run(args) { return 'ok'; }\n", ".mjs"),
+        ('fn run(args, config) { "ok" }\n', ".rhai"),
+    ],
+)
+def test_run_is_found_however_it_is_defined(project: Path, check: Check, source: str, ext: str) -> None:
+    write(project, f"config/scripts/tools/t{ext}", source)
+    write(project, "config/scripts/tools/t.yaml", f"kind: script_tool\nname: t\nscript: t{ext}\n")
+    assert check() == (0, ["ok: 1 tool, 0 hooks, 0 templates"])
+
+
+def test_a_tools_top_level_sees_no_environment_at_load(
+    project: Path, check: Check, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AK_CHECK_SECRET", "s3cret")
+    source = "if (env_var('AK_CHECK_SECRET')) { throw new Error('saw it'); }\nfunction run() { return 1; }\n"
+    tool_yaml(project, "t", script=source)
+    assert check() == (0, ["ok: 1 tool, 0 hooks, 0 templates"])
+
+
+def test_a_tools_endless_top_level_is_stopped_at_its_own_limit(project: Path, check: Check) -> None:
+    endless = "while (true) {}\nfunction run() { return 1; }\n"
+    tool_yaml(project, "t", "max_operations: 1000\n", script=endless)
+    (line,) = problems_of(check)
+    assert line.startswith("config/scripts/tools/t.yaml:3: script t.js: its top level failed while looking")
+    assert "max_operations" in line
+
+
+def test_a_tools_top_level_that_fails_at_load_is_refused_naming_its_line(project: Path, check: Check) -> None:
+    tool_yaml(project, "t", script="throw new Error('not at load');\nfunction run(args) { return 1; }\n")
+    (line,) = problems_of(check)
+    assert line.startswith(
+        "config/scripts/tools/t.yaml:3: script t.js: its top level failed while looking for run()"
+        " (it runs with no services at load): Error: not at load (at t.js:1:"
+    )
+
+
 # -- YAML itself: syntax errors and keys given twice name the file and line ----------------------------
 
 

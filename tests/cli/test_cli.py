@@ -22,7 +22,7 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 
 def readme_commands() -> list[str]:
-    """The README's shell lines, in order: install+serve, install+tests, then the tool run."""
+    """The README's shell lines, in order: install+serve, install+tests, then init's and the tool run."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0] for b in readme.split("```sh\n")[1:]]
     return [line for block in blocks for line in block.splitlines() if line.strip()]
@@ -30,7 +30,7 @@ def readme_commands() -> list[str]:
 
 def test_readme_tool_run_prints_what_the_readme_shows() -> None:
     """The README's terminal example prints what the README shows, character for character."""
-    command = readme_commands()[2]
+    command = next(c for c in readme_commands() if c.startswith("agentkernel tool run "))
     assert command == 'agentkernel tool run text_stats \'{"text": "Привет, мир"}\'', command
     done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "Привет, мир"}')
     assert done.returncode == 0, done.stderr

@@ -72,6 +72,7 @@ def test_no_project_says_where_it_looked(tmp_path: Path) -> None:
             f"looked for config/kernel.yaml in {tmp_path.resolve()} and every folder above it" in done.stderr
         )
         assert "--config" in done.stderr and "AGENTKERNEL_CONFIG" in done.stderr
+        assert "to make a project, run `agentkernel init` (here) or `agentkernel init DIR`" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.js", "x.yaml"]  # no stray data/
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec
-from agentkernel.errors import ConfigError, LoadProblem
+from agentkernel.errors import ConfigError, LoadProblem, ScriptError
 from agentkernel.helpers import default_helper_table
 from agentkernel.scripting.contract import LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
@@ -249,15 +249,24 @@ def test_a_broken_edit_is_reported_then_a_fix_recovers(
 
 
 class RecordingHost(ScriptHost):
-    """The real host, noting each script it is asked to compile."""
+    """The real host, noting each script it compiles (a hit of its cache, as when the catalog then
+    looks for a tool's `run`, compiles nothing)."""
 
     def __init__(self) -> None:
         super().__init__(default_helper_table())
         self.asked: list[str] = []
+        self._last: dict[Path, LoadedScript] = {}
 
     def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
-        self.asked.append(path.name)
-        return super().compile(path, deadline)
+        try:
+            engine, loaded = super().compile(path, deadline)
+        except ScriptError:
+            self.asked.append(path.name)
+            raise
+        if self._last.get(path) is not loaded:
+            self.asked.append(path.name)
+            self._last[path] = loaded
+        return engine, loaded
 
 
 def test_a_tool_by_name_compiles_only_its_own_script(make_tool: ToolFactory, tools_dir: Path) -> None:

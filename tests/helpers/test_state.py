@@ -1033,7 +1033,8 @@ def test_s11_3_without_a_store_every_call_throws(project: Path, make_tool: ToolF
     """
     make_tool("nostore", source(ext, js, rhai), ext=ext)
     assert run_tool(kernel, "nostore", user_id="u") == [
-        f"{name}: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
+        f"{name}: the state store is off: kernel.yaml sets no state.db_path"
+        " (set it, e.g. data/state.db, to turn it on)"
         for name in HELPERS
     ]
 

@@ -20,7 +20,8 @@ def test_a_missing_service_raises_the_contracts_text() -> None:
         services.require(STATE, "state_get")
     # S11.3 and docs/scripts.md give this text whole
     assert str(caught.value) == (
-        "state_get: no state store attached (set state.db_path in kernel.yaml, e.g. data/state.db)"
+        "state_get: the state store is off: kernel.yaml sets no state.db_path"
+        " (set it, e.g. data/state.db, to turn it on)"
     )
     with pytest.raises(MissingService, match=r"^http_get: no http service attached to this kernel$"):
         services.require(HTTP, "http_get")  # S8.2, docs/scripts.md "no HTTP service"

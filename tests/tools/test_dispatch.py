@@ -228,7 +228,7 @@ class ExplodingEngine:
         raise ZeroDivisionError("engine bug")
 
     def defined_functions(self, *args: object) -> frozenset[str]:
-        return frozenset()
+        return frozenset({"run"})  # a tool loads only when its script defines run
 
 
 def test_crash_protection_turns_kernel_bugs_into_failed_results(

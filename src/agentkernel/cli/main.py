@@ -1,5 +1,6 @@
 """agentkernel: script tools, the Rhai interpreter and agent chats from the terminal.
 
+    agentkernel init [DIR] [--force]
     agentkernel check [--json]
     agentkernel tool list|hook list|template list [--json]
     agentkernel tool run NAME|PATH.yaml 'JSON'|-|@FILE [--user U] [--session S] [--pretty]
@@ -48,6 +49,7 @@ COMMANDS = {
     "cron": "agentkernel.cli.cron_cmds",
     "dev": "agentkernel.cli.dev_cmds",
     "mcp": "agentkernel.cli.mcp_cmds",
+    "init": "agentkernel.cli.init_cmds",
 }
 
 

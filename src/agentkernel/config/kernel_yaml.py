@@ -155,7 +155,8 @@ def find_kernel_config(explicit: Path | None = None, start: Path | None = None) 
     raise ConfigError(
         None,
         f"no project found: looked for {DEFAULT_CONFIG} in {origin} and every folder above it; "
-        f"run from inside a project, pass --config FILE, or set {CONFIG_ENV}",
+        f"run from inside a project, pass --config FILE, or set {CONFIG_ENV}; "
+        "to make a project, run `agentkernel init` (here) or `agentkernel init DIR`",
     )
 
 

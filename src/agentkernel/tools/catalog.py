@@ -16,7 +16,7 @@ built-in of that name is refused too, as the typo or stale intent it is.
 
 Loading has two stages. Every YAML is parsed on each scan (it is small, and
 every name must be known to find clashes); a script is compiled, and a
-hook's functions looked up, only when that file is asked for: `tool(name)`
+hook's functions (a tool's `run`) looked up, only when that file is asked for: `tool(name)`
 compiles one script, while listing tools, hooks or problems compiles all of
 them. A file whose script does not compile is never offered, in either case.
 
@@ -44,6 +44,7 @@ from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimi
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.hook_functions import check_hook_functions
 from agentkernel.tools.python_tools import python_function
+from agentkernel.tools.tool_function import check_tool_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
 
@@ -147,6 +148,8 @@ class ScriptCatalog:
             raise ConfigError(yaml_path, reason, spec.lines.of("script")) from exc
         if isinstance(spec, HookSpec):
             check_hook_functions(self.host, spec, self.limits)
+        else:
+            check_tool_function(self.host, spec, self.limits)
 
     def _parse(self, path: Path) -> _Entry:
         yaml_stamp = stamp_of(path)

@@ -60,7 +60,9 @@ def test_mjs_without_run_export(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("esm_none", "function run() { return 1; }\nexport const x = 1;", ext=".mjs")
     result = run(kernel, "esm_none")
     assert result["success"] is False
-    assert "does not define a function run()" in str(result["content"])
+    assert "esm_none.mjs defines no run() function, which a tool's script must (a module exports it" in str(
+        result["content"]
+    )
 
 
 # -- S3.2: arity decides whether config is passed -------------------------------
