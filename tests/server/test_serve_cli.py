@@ -141,3 +141,22 @@ def test_serve_warns_at_start_up_when_the_llm_does_not_answer_and_says_how_to_fi
         assert "`agentkernel dev llm`" in warning and "--llm-url" in warning, warning
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=120) == 0
+
+
+def test_serve_names_at_start_up_a_tool_that_did_not_load(tmp_path: Path) -> None:
+    """A tool without run() is not served: serve says so on stderr, with file and line, and serves the rest."""
+    make_project(tmp_path, None)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    (tools / "broken.js").write_text("function main(args) { return 1; }\n", encoding="utf-8")
+    (tools / "broken.yaml").write_text(
+        "kind: script_tool\nname: broken\ndescription: d\nscript: broken.js\n", encoding="utf-8"
+    )
+    with serving(tmp_path) as (server, url):
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200
+        ran = httpx.post(f"{url}/v1/tools/upper/run", json={"args": {"text": "ok"}}, timeout=60)
+        assert ran.json()["content"] == "OK"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 0
+        stderr = server.stderr.read() if server.stderr else ""
+    assert "agentkernel serve: 1 file(s) did not load and are not served" in stderr, stderr
+    assert "config/scripts/tools/broken.yaml:4: script: broken.js defines no run() function" in stderr, stderr

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, port_number
+from agentkernel.cli.problems import problem_text
+
+if TYPE_CHECKING:  # the kernel is imported when serve runs, not to build the parser
+    from agentkernel.kernel import Kernel
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
@@ -68,7 +73,28 @@ def _serve(options: argparse.Namespace) -> int:
         print(f"agentkernel serve: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     with sock:
+        _warn_of_problems(kernel)
         server = server_for(kernel, settings, check_llm=True)  # a warning if the LLM does not answer
         print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
         asyncio.run(run_server(server, kernel, sock))
     return EXIT_OK
+
+
+SHOWN_PROBLEMS = 10
+"""Files that did not load named at start-up; `agentkernel check` lists them all."""
+
+
+def _warn_of_problems(kernel: Kernel) -> None:
+    """Say on stderr which tools, hooks and templates did not load: the rest are served without (S2.5)."""
+    problems = kernel.problems()
+    if not problems:
+        return
+    print(
+        f"agentkernel serve: {len(problems)} file(s) did not load and are not served"
+        " (`agentkernel check` lists them all):",
+        file=sys.stderr,
+    )
+    for problem in problems[:SHOWN_PROBLEMS]:
+        print(f"  {problem_text(problem)}", file=sys.stderr)
+    if len(problems) > SHOWN_PROBLEMS:
+        print(f"  … and {len(problems) - SHOWN_PROBLEMS} more", file=sys.stderr)
