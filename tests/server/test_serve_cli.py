@@ -144,7 +144,7 @@ def test_serve_warns_at_start_up_when_the_llm_does_not_answer_and_says_how_to_fi
 
 
 def test_serve_names_at_start_up_a_tool_that_did_not_load(tmp_path: Path) -> None:
-    """A tool without run() is not served: serve says so on stderr, with file and line, and serves the rest."""
+    """A tool without run() is not served: serve says so on stderr with file and line, and serves the rest."""
     make_project(tmp_path, None)
     tools = tmp_path / "config" / "scripts" / "tools"
     (tools / "broken.js").write_text("function main(args) { return 1; }\n", encoding="utf-8")
