@@ -611,3 +611,22 @@ def test_a_long_answer_is_rendered_once_a_frame_not_once_a_token(
         page.wait_for_selector("#send:enabled")  # the turn is over
         assert page.evaluate("window.renders") <= 2  # the end of the stream, not each of its pieces
         assert problems == []
+
+
+def test_new_chat_waits_for_the_templates_so_an_early_click_is_not_lost(tmp_path: Path, browser: Any) -> None:
+    """A person clicks "New chat" as soon as it shows: before the templates came, the click was lost."""
+    with LiveServer(Kernel(load_kernel_config(page_project(tmp_path, None)))) as live:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        held: list[Any] = []
+        page.route(
+            "**/v1/templates", lambda route: held.append(route)
+        )  # the templates' answer waits until let through
+        page.goto(live.url, wait_until="domcontentloaded")
+        button = page.get_by_role("button", name="New chat")
+        page.wait_for_function("() => document.readyState === 'complete'")
+        assert held != [] and button.is_disabled()
+        held[0].continue_()
+        button.click()  # Playwright's actionability: waits for the button to be enabled, as a person would
+        page.locator("#message:focus").wait_for()
+        assert page.locator("#session-list li").count() == 1

@@ -515,6 +515,8 @@ async function loadTemplates() {
   if (!templates.length) select.append(el("option", { value: "", text: "no templates load (see agentkernel check)" }));
   select.onchange = describe;
   describe();
+  // disabled in the page as served: a click before the templates came would be lost on an empty picker
+  $("new-chat-button").disabled = !templates.length;
 }
 
 // -- scheduled jobs (cron) -------------------------------------------------------------------------
