@@ -11,7 +11,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, port_number
-from agentkernel.cli.problems import problem_text
 
 if TYPE_CHECKING:  # the kernel is imported when serve runs, not to build the parser
     from agentkernel.kernel import Kernel
@@ -86,6 +85,8 @@ SHOWN_PROBLEMS = 10
 
 def _warn_of_problems(kernel: Kernel) -> None:
     """Say on stderr which tools, hooks and templates did not load: the rest are served without (S2.5)."""
+    from agentkernel.cli.problems import problem_text  # reads YAML: imported when serve runs
+
     problems = kernel.problems()
     if not problems:
         return
