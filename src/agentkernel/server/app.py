@@ -46,6 +46,7 @@ from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.user_work import UserWork
+from agentkernel.services.work_leases import SharedUserWork
 from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
@@ -80,11 +81,13 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         work,
     )
     directory = SessionDirectory(sessions_path(kernel))
+    # tool runs are counted in the store: every process on the project counts the same (work_leases.py)
+    shared_work = SharedUserWork(kernel.config.messages_db)
     tool_runs = ToolRuns(
         kernel,
         directory,
         turns,
-        work,
+        shared_work,
         max_running_per_user=chosen.max_running_tool_runs_per_user,
         budget_tokens=chosen.tool_run_token_budget,
     )
@@ -111,6 +114,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
                 await asyncio.gather(warned, return_exceptions=True)
             parts.sessions.close()
             sealing.close()
+            await asyncio.to_thread(shared_work.close)
 
     app = FastAPI(
         title="agentkernel",

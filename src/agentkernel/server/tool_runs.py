@@ -2,9 +2,11 @@
 calls at `/mcp`, continuations — counted against a cap per user, and spending a budget.
 
 **Counted.** A user has at most `server.max_running_tool_runs_per_user` of
-them running at once, every route together (user_work.py): past it,
-TooManyToolRuns before the run starts (429 on the HTTP routes, an error
-result at `/mcp`). Each holds a script worker and may wait on the LLM for
+them running at once, every route together: past it, TooManyToolRuns
+before the run starts (429 on the HTTP routes, an error result at `/mcp`).
+The count is the store's (services/work_leases.py), so every server process
+on one project counts the same runs, and a process that dies gives its
+user's slots back within the lease. Each holds a script worker and may wait on the LLM for
 its whole `timeout_secs`, so without the cap one token could hold every
 worker and every LLM slot.
 
@@ -42,7 +44,8 @@ from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
-from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
+from agentkernel.services.user_work import Cap, TooMuchWork
+from agentkernel.services.work_leases import SharedUserWork
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 
@@ -73,7 +76,7 @@ class ToolRuns:
         kernel: Kernel,
         sessions: SessionDirectory,
         turns: TurnRunner,
-        work: UserWork,
+        work: SharedUserWork,
         *,
         max_running_per_user: int,
         budget_tokens: int,
@@ -86,16 +89,16 @@ class ToolRuns:
         self._budget_tokens = budget_tokens
 
     def running_of(self, user_id: str) -> int:
-        """How many tool runs of `user_id` are going now, every route's."""
+        """How many tool runs of `user_id` are going now, every route's, in every process (blocking)."""
         return self._work.running(user_id, self.cap)
 
-    def counted(self, user_id: str) -> contextlib.AbstractContextManager[None]:
+    def counted(self, user_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         """The block is one of `user_id`'s tool runs (TooManyToolRuns before it starts when it may not)."""
-        return self._work.held(user_id, self.cap, TooManyToolRuns)
+        return self._work.aheld(user_id, self.cap, TooManyToolRuns)
 
     async def run(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
         """The tool run as one of the caller's, `counted` and then as `run_budgeted` runs it."""
-        with self.counted(caller.user_id or LOCAL_USER):
+        async with self.counted(caller.user_id or LOCAL_USER):
             return await self.run_budgeted(name, args, caller)
 
     async def run_budgeted(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:

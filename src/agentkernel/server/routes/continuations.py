@@ -39,7 +39,7 @@ async def next_page(body: NextPage, request: Request, user: User, parts: Parts) 
     The rerun is a tool run: 429 while the caller has server.max_running_tool_runs_per_user going.
     """
     sealing = sealing_of(request)
-    with parts.tool_runs.counted(user):  # refused before anything is read or run
+    async with parts.tool_runs.counted(user):  # refused before anything is read or run
         store = await asyncio.to_thread(sealing.continuations.store)
         result = await arun_continuation(
             parts.kernel, store, body.id, user, sealing.seal_page, parts.tool_runs.run_budgeted

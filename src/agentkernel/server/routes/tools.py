@@ -76,7 +76,7 @@ async def list_tools(
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see;
     429 while the caller has server.max_running_tool_runs_per_user tool runs going."""
-    with parts.tool_runs.counted(user):  # refused before anything is read or run
+    async with parts.tool_runs.counted(user):  # refused before anything is read or run
         caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
         visible = await parts.kernel.alist_tools(caller)
         if name not in {spec.name for spec in visible}:

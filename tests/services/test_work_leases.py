@@ -1,0 +1,83 @@
+"""Per-user caps counted in the store (work_leases.py): every holder on a file counts; a dead one expires."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from agentkernel.services.user_work import Cap, TooMuchWork
+from agentkernel.services.work_leases import SharedUserWork, WorkLeases
+
+RUNS = Cap("tool runs", "server.max_running_tool_runs_per_user", 2, "wait for one to end")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_two_holders_on_one_file_share_a_users_cap(tmp_path: Path) -> None:
+    """As two server processes: one start in each, the third (in either) is refused; an end frees it."""
+    path = tmp_path / "messages.db"
+    with WorkLeases(path) as a, WorkLeases(path) as b:
+        first = a.start("alice", RUNS)
+        b.start("alice", RUNS)
+        with pytest.raises(TooMuchWork) as refused:
+            a.start("alice", RUNS)
+        assert "user 'alice' has 2 tool runs running" in str(refused.value)
+        assert (a.running("alice", RUNS), b.running("alice", RUNS), b.running("bob", RUNS)) == (2, 2, 0)
+        b.start("bob", RUNS)  # another user's count is their own
+        a.end(first)
+        b.start("alice", RUNS)
+        assert a.running("alice", RUNS) == 2
+
+
+def test_a_dead_holders_work_stops_counting_once_its_lease_expires(tmp_path: Path) -> None:
+    """A holder that never ends its work nor renews (kill -9) holds the slots `lease_secs`, then not."""
+    clock = Clock()
+    path = tmp_path / "messages.db"
+    with (
+        WorkLeases(path, lease_secs=30, clock=clock) as dead,
+        WorkLeases(path, lease_secs=30, clock=clock) as live,
+    ):
+        dead.start("alice", RUNS)
+        dead.start("alice", RUNS)
+        clock.now += 20
+        live.renew()  # the live one renews its own, not the dead one's
+        with pytest.raises(TooMuchWork):
+            live.start("alice", RUNS)
+        clock.now += 11
+        assert live.running("alice", RUNS) == 0
+        live.start("alice", RUNS)
+        clock.now += 20
+        assert live.renew() == 1  # renewed: still counted past its first lease
+        clock.now += 20
+        assert live.running("alice", RUNS) == 1
+
+
+def test_held_and_aheld_free_their_slot_however_the_block_ends_and_close_gives_back_the_rest(
+    tmp_path: Path,
+) -> None:
+    work = SharedUserWork(tmp_path / "messages.db")
+    try:
+        with pytest.raises(ValueError), work.held("alice", RUNS):
+            raise ValueError("the work failed")
+
+        async def in_a_loop() -> None:
+            with pytest.raises(ValueError):
+                async with work.aheld("alice", RUNS):
+                    assert work.running("alice", RUNS) == 1
+                    raise ValueError("the work failed")
+
+        asyncio.run(in_a_loop())
+        assert work.running("alice", RUNS) == 0
+        work.store().start("alice", RUNS)
+    finally:
+        work.close()
+    with WorkLeases(tmp_path / "messages.db") as other:
+        assert other.running("alice", RUNS) == 0  # the closing process gave its rows back
