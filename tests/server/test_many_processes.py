@@ -22,13 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from agentkernel.config.server import token_hash
 from tests.conftest import ctrl_c_default, wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
+from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import make_project, script_tool, write
 
 BIN = Path(sys.executable).parent
@@ -114,7 +119,7 @@ def gate() -> Iterator[threading.Event]:
 @pytest.fixture
 def llm(gate: threading.Event) -> Iterator[FakeLLMServer]:
     def answer(request: RecordedRequest) -> Turn:
-        said = json.dumps(request.body.get("messages", []))
+        said = json.dumps((request.body or {}).get("messages", []))
         return Held(gate) if "hold" in said else Reply(text="an answer")
 
     with FakeLLMServer(max_requests=2000) as server:
@@ -126,7 +131,9 @@ def llm(gate: threading.Event) -> Iterator[FakeLLMServer]:
 def project(tmp_path: Path, llm: FakeLLMServer) -> Path:
     """Tokens for alice and bob, a cap of MOST_RUNS tool runs; tools `paged`, `report`, `ask_llm`."""
     tokens = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())
-    extra = f"server:\n  max_running_tool_runs_per_user: {MOST_RUNS}\n  tokens:\n{tokens}"
+    extra = (
+        f"server:\n  max_running_tool_runs_per_user: {MOST_RUNS}\n  mcp_stateless: true\n  tokens:\n{tokens}"
+    )
     root = tmp_path / "project"
     root.mkdir()
     make_project(root, llm, extra)
@@ -154,6 +161,11 @@ def two(project: Path, tmp_path: Path) -> Iterator[tuple[Served, Served]]:
     finally:
         for served in started:
             served.stop()
+
+
+def holding(llm: FakeLLMServer) -> int:
+    """How many of the LLM's requests are runs held at the gate (each server's start-up probe is not)."""
+    return sum("hold" in json.dumps((request.body or {}).get("messages", [])) for request in llm.requests)
 
 
 def run_tool(client: httpx.Client, name: str, body: dict[str, Any]) -> httpx.Response:
@@ -204,7 +216,7 @@ def test_a_users_tool_runs_are_counted_across_both_processes(
         held: list[Future[httpx.Response]] = [
             pool.submit(run_tool, on_a, "ask_llm", hold) for _ in range(MOST_RUNS)
         ]
-        wait_until(lambda: len(llm.requests) == MOST_RUNS, "alice's runs on A to reach the LLM")
+        wait_until(lambda: holding(llm) == MOST_RUNS, "alice's runs on A to reach the LLM")
         refused = run_tool(on_b, "ask_llm", hold)
         assert refused.status_code == 429, refused.text
         detail = refused.json()["detail"]
@@ -212,7 +224,53 @@ def test_a_users_tool_runs_are_counted_across_both_processes(
         assert f"server.max_running_tool_runs_per_user ({MOST_RUNS})" in detail, detail
         bobs = run_tool(bob_on_b, "ask_llm", {"args": {"q": "bob asks"}})
         assert bobs.status_code == 200 and bobs.json()["content"] == "an answer", bobs.text
+        assert holding(llm) == MOST_RUNS  # the refused run never reached the LLM
         gate.set()
         assert [f.result().status_code for f in held] == [200] * MOST_RUNS
         again = run_tool(on_b, "ask_llm", {"args": {"q": "alice again"}})
         assert again.status_code == 200, again.text
+
+
+class Alternating(httpx2.AsyncBaseTransport):
+    """Sends the client's first request to one port, and every later one to the other, by turns."""
+
+    def __init__(self, *ports: int) -> None:
+        self._ports = ports
+        self._sent = 0
+        self.served: list[int] = []
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = self._ports[self._sent % len(self._ports)]
+        self._sent += 1
+        self.served.append(port)
+        request.url = request.url.copy_with(port=port)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_an_mcp_client_that_began_on_one_process_goes_on_through_the_other(
+    two: tuple[Served, Served], mode: str
+) -> None:
+    """With `server.mcp_stateless`, a handshake-era client's `initialize` answered by A, its calls by B
+    then A then B, all answer; its tool runs share one session as a 2026-07-28 client's do."""
+    a, b = two
+    ports = [int(served.url.rsplit(":", 1)[1]) for served in (a, b)]
+    routes = Alternating(*ports)
+
+    async def main() -> None:
+        headers = {"Authorization": "Bearer alice-token"}
+        async with httpx2.AsyncClient(headers=headers, timeout=WAIT_SECS, transport=routes) as http:
+            transport = streamable_http_client(a.url + "/mcp", http_client=http)
+            with anyio.fail_after(WAIT_SECS * 2):
+                async with Client(transport, mode=mode) as client:
+                    for word in ("one", "two", "three"):
+                        result = await client.call_tool("upper", {"text": word})
+                        assert not result.is_error, result
+                        assert text_of(result) == word.upper()
+
+    anyio.run(main)
+    assert set(routes.served) == set(ports)  # both processes answered

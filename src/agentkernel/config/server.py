@@ -41,6 +41,7 @@ class ServerSettings:
     tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
     max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
     mcp_session_idle_secs: float = 30 * 60.0  # an MCP session with no request for this long ends
+    mcp_stateless: bool = False  # /mcp keeps no session between requests: any server process answers any
     keepalive_secs: float = 15.0  # a comment line on a quiet event stream, so proxies keep it open
     max_stream_backlog_bytes: int = 8 << 20  # events a slow client may lag behind before it is cut off
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
@@ -82,6 +83,7 @@ SERVER_SCHEMA = section(
             exclusiveMinimum=0,
             maximum=YEAR_SECS,
         ),
+        "mcp_stateless": expect("true or false", type="boolean"),
         "max_stream_backlog_bytes": expect("an integer >= 1", type="integer", minimum=1),
         "keepalive_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),

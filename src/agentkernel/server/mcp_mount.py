@@ -16,6 +16,11 @@ opened it (another user naming its id gets the 404 of an unknown one). A 2026-07
 request on its own, with nothing tying one to the next, so its calls share
 one session per user and path (`mcp` or `mcp-{template}`). A user holds at
 most server.max_mcp_sessions_per_user handshake-era sessions (mcp_sessions.py).
+A handshake-era session lives in the process that opened it; with
+`server.mcp_stateless: true` the SDK's stateless mode keeps none (no
+`Mcp-Session-Id`, no notification stream), every request is answered on its
+own as a 2026-07-28 one is, by whichever server process it reaches, and the
+calls share the one session per user and path.
 Each `tools/call` is a tool run of the user's (server/tool_runs.py): counted
 against server.max_running_tool_runs_per_user with their other tool runs
 and continuations (past it, an error result naming the setting), and given
@@ -256,6 +261,7 @@ def _session_manager(tools: ToolServer, settings: ServerSettings) -> StreamableH
         max_request_body_size=settings.max_body_bytes,
         session_idle_timeout=settings.mcp_session_idle_secs,
         max_per_user=settings.max_mcp_sessions_per_user,
+        stateless=settings.mcp_stateless,
     )
 
 
@@ -273,7 +279,8 @@ def identify(ctx: Context) -> Identity:
     if not isinstance(user, str):
         raise MCPError(INTERNAL_ERROR, "no caller identity on this request")
     connection = connection_of(ctx)
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
+    held = connection is not None and connection.session_id is not None  # None: `mcp_stateless`
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None and held:
         session = connection.state.setdefault(SESSION_KEY, str(uuid.uuid4()))
     else:
         session = "mcp" if template is None else f"mcp-{template}"
