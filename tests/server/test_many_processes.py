@@ -274,3 +274,29 @@ def test_an_mcp_client_that_began_on_one_process_goes_on_through_the_other(
 
     anyio.run(main)
     assert set(routes.served) == set(ports)  # both processes answered
+
+
+def test_a_killed_process_gives_its_users_slots_back_within_the_lease(
+    project: Path, tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """kill -9 of the process running alice's runs: the other refuses her while their leases last, and
+    admits her once they ran out (server.work_lease_secs, short here); before, nothing gave them back."""
+    yaml_path = project / "config" / "kernel.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("server:\n", "server:\n  work_lease_secs: 3\n", 1))
+    a, b = Served(project, tmp_path / "serve-a.log"), Served(project, tmp_path / "serve-b.log")
+    try:
+        with a.client() as on_a, b.client() as on_b, ThreadPoolExecutor(MOST_RUNS) as pool:
+            hold = {"args": {"q": "hold"}}
+            for _ in range(MOST_RUNS):
+                pool.submit(run_tool, on_a, "ask_llm", hold)  # ends with an error when A is killed
+            wait_until(lambda: holding(llm) == MOST_RUNS, "alice's runs on A to reach the LLM")
+            assert run_tool(on_b, "upper", {"args": {"text": "x"}}).status_code == 429
+            a.process.kill()
+            a.process.wait(timeout=WAIT_SECS)
+            wait_until(
+                lambda: run_tool(on_b, "upper", {"args": {"text": "x"}}).status_code == 200,
+                "B to admit alice once the dead process's leases ran out",
+            )
+    finally:
+        a.stop()
+        b.stop()

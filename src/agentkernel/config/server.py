@@ -38,6 +38,7 @@ class ServerSettings:
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
     max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
     max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
+    work_lease_secs: float = 30.0  # a dead process's tool runs stop counting against their users after this
     tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
     max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
     mcp_session_idle_secs: float = 30 * 60.0  # an MCP session with no request for this long ends
@@ -75,6 +76,9 @@ SERVER_SCHEMA = section(
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "work_lease_secs": expect(
+            "a number of seconds >= 1, at most 3600", type="number", minimum=1, maximum=3600
+        ),
         "tool_run_token_budget": expect("a number of tokens >= 1", type="integer", minimum=1),
         "max_mcp_sessions_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "mcp_session_idle_secs": expect(  # finite: the SDK refuses an endless idle timeout
@@ -97,7 +101,13 @@ SERVER_SCHEMA = section(
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
     seconds = {
         key: float(values.get(key, getattr(ServerSettings, key)))
-        for key in ("shutdown_grace_secs", "keepalive_secs", "continuation_ttl_secs", "mcp_session_idle_secs")
+        for key in (
+            "shutdown_grace_secs",
+            "keepalive_secs",
+            "continuation_ttl_secs",
+            "mcp_session_idle_secs",
+            "work_lease_secs",
+        )
     }
     return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
 

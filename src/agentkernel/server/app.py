@@ -82,7 +82,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     )
     directory = SessionDirectory(sessions_path(kernel))
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py)
-    shared_work = SharedUserWork(kernel.config.messages_db)
+    shared_work = SharedUserWork(kernel.config.messages_db, lease_secs=chosen.work_lease_secs)
     tool_runs = ToolRuns(
         kernel,
         directory,
