@@ -111,7 +111,7 @@ def project(root: Path, llm: FakeLLMServer, max_concurrency: int) -> Path:
 
 def serve(kernel_yaml: Path) -> LiveServer:
     """The server with per-user caps on running work set past the flood: what is tested is the sharing."""
-    caps = {
+    caps: dict[str, Any] = {
         name: FLOOD + 8
         for name in ("max_running_turns_per_user", "max_running_tool_runs_per_user")
         if name in {f.name for f in dataclasses.fields(ServerSettings)}
