@@ -37,6 +37,7 @@ class ServerSettings:
     max_completion_tools: int = 128  # a chat completion's client-side tools (OpenAI's own cap); more is 400
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
     max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
+    turn_lease_secs: float = 20.0  # a turn's hold on its session, renewed as it runs; a dead server's lapses
     max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
     tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
     max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
@@ -73,6 +74,9 @@ SERVER_SCHEMA = section(
         "max_completion_tools": expect("an integer >= 0", type="integer", minimum=0),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "turn_lease_secs": expect(
+            "a number of seconds >= 0.1, at most 3600", type="number", minimum=0.1, maximum=3600
+        ),
         "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "tool_run_token_budget": expect("a number of tokens >= 1", type="integer", minimum=1),
         "max_mcp_sessions_per_user": expect("an integer >= 1", type="integer", minimum=1),
@@ -95,7 +99,13 @@ SERVER_SCHEMA = section(
 def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
     seconds = {
         key: float(values.get(key, getattr(ServerSettings, key)))
-        for key in ("shutdown_grace_secs", "keepalive_secs", "continuation_ttl_secs", "mcp_session_idle_secs")
+        for key in (
+            "shutdown_grace_secs",
+            "keepalive_secs",
+            "continuation_ttl_secs",
+            "mcp_session_idle_secs",
+            "turn_lease_secs",
+        )
     }
     return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
 
