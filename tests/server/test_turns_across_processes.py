@@ -13,8 +13,10 @@ test, never by sleeping; nothing asserts on time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -198,6 +200,30 @@ def test_the_per_user_cap_counts_the_turns_of_every_process(
             gate.set()
             held.read()
         assert reply_of(say(to_b, second, "two")) == "alice again"
+
+
+def test_a_turn_longer_than_its_lease_keeps_it_renewed(
+    two: tuple[Server, Server], llm_server: FakeLLMServer, gates: tuple[threading.Event, threading.Event]
+) -> None:
+    a, b = two
+    gate = gates[0]
+    llm_server.add(Held(gate, Reply(text="A's answer")))
+    expiries: set[float] = set()
+
+    def renewed_twice() -> bool:
+        with contextlib.closing(sqlite3.connect(a.log.parent / "data" / "messages.db")) as db:
+            expiries.update(row[0] for row in db.execute("SELECT expires_at FROM turn_leases"))
+        return len(expiries) >= 3  # taken, then renewed twice: held past its first expiry
+
+    with a.client() as to_a, b.client() as to_b:
+        session = new_session(to_a)
+        url = f"/v1/sessions/{session}/messages"
+        with to_a.stream("POST", url, json={"content": "one"}, headers=ALICE) as first:
+            wait_until(lambda: len(asked(llm_server)) == 1, "A's turn to reach the LLM")
+            wait_until(renewed_twice, "A to renew its lease twice")
+            assert say(to_b, session, "two").status_code == 409
+            gate.set()
+            assert dict(sse_events(first.read().decode()))["reply"]["content"] == "A's answer"
 
 
 def take_when_free(client: httpx.Client, session: str, text: str) -> httpx.Response:
