@@ -293,16 +293,21 @@ class TurnRunner:
             raise TurnBusy(session.id)
         turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id)
         self._running[session.id] = turn  # before the lease is asked for: a second message here is 409
-        try:
-            lease = await asyncio.to_thread(
+        taking = asyncio.ensure_future(
+            asyncio.to_thread(
                 lambda: self._leases().take(session.id, session.user_id, self._lease_secs, self._cap.limit)
             )
+        )
+        try:
+            lease = await asyncio.shield(taking)
         except BaseException as exc:
             del self._running[session.id]
             if isinstance(exc, SessionLeased):
                 raise TurnBusy(session.id) from exc
             if isinstance(exc, UserAtCap):
                 raise TooManyTurns(session.user_id, self._cap, exc.running) from exc
+            if isinstance(exc, asyncio.CancelledError):  # its request went away while the store answered
+                taking.add_done_callback(self._give_back)
             raise
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
@@ -355,6 +360,11 @@ class TurnRunner:
         chat = self._chats.get(lease.session_id) or self._once.get(lease.session_id)
         if chat is not None:
             chat.stop()
+
+    def _give_back(self, taking: asyncio.Future[Lease]) -> None:
+        """A lease taken for a request that went away meanwhile goes back at once, not at its expiry."""
+        if not taking.cancelled() and taking.exception() is None:
+            asyncio.get_running_loop().run_in_executor(None, self._leases().release, taking.result())
 
     async def _release(self, lease: Lease, keeper: asyncio.Task[None]) -> None:
         """The turn is over: no more renewals, and its lease goes back (unless another holds it now)."""
