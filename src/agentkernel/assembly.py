@@ -215,7 +215,7 @@ class KernelParts:
 
     @cached_property
     def turn_leases(self) -> TurnLeases:
-        """One turn per session across processes (S25.2): in the message store's file, opened when a
+        """One turn per session across processes: in the message store's file, opened when a
         server first takes one (a tool run never does)."""
         return TurnLeases(self.config.messages_db)
 

@@ -335,7 +335,7 @@ class Kernel:
         after a restart of the program that holds it (`agentkernel serve`);
         and before each message the chat checks the transcript for records it
         did not write (another process's turn in the session) and reads the
-        history again when there are: the store is the truth (S25.2).
+        history again when there are: the store is the truth.
         """
         from agentkernel.agent.session import ChatSession  # the agent runtime: when a chat opens
         from agentkernel.agent.session_records import SessionRecords  # with it
@@ -356,7 +356,7 @@ class Kernel:
             self._parts.history.forget_session(process.user_id, process.session_id)
 
     def turn_leases(self) -> TurnLeases:
-        """The store's turn leases (S25.2): one turn per session at a time, across every process on
+        """The store's turn leases: one turn per session at a time, across every process on
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases
 

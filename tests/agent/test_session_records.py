@@ -1,4 +1,4 @@
-"""A chat's history is a cache of its session's transcript (S25.2): kept while only it writes, read
+"""A chat's history is a cache of its session's transcript: kept while only it writes, read
 again once anything else has. Two kernels on one project stand for two processes (the server's test,
 tests/server/test_turns_across_processes.py, runs real ones)."""
 

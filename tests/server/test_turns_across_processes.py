@@ -1,4 +1,4 @@
-"""Two `agentkernel serve` on one project: the store is the truth of a session (S25.2, docs/server.md 3).
+"""Two `agentkernel serve` on one project: the store is the truth of a session (docs/server.md 3).
 
 Real processes on one project folder (one message store, one sessions
 file), the scripted LLM in the test's process. A session's history is read

@@ -1,4 +1,4 @@
-"""Turn leases in the message store's file (S25.2): one turn per session, per-user caps, the write fence.
+"""Turn leases in the message store's file: one turn per session, per-user caps, the write fence.
 
 Two stores on one file stand for two processes (each its own connections);
 `tests/server/test_turns_across_processes.py` runs real ones. A lapsed lease is

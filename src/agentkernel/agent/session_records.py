@@ -1,4 +1,4 @@
-"""A chat's session in the message store: the store is the truth of its history (S25.2).
+"""A chat's session in the message store: the store is the truth of its history.
 
 Several processes may serve one session (two `agentkernel serve` on one
 project), so a chat's history in memory is only a cache of its transcript.

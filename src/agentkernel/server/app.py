@@ -77,7 +77,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         TurnSealer(sealing),
         backlog,
         chosen.max_running_turns_per_user,
-        kernel.turn_leases,  # in the store: turns and their per-user cap across processes (S25.2)
+        kernel.turn_leases,  # in the store: turns and their per-user cap across processes
         chosen.turn_lease_secs,
     )
     directory = SessionDirectory(sessions_path(kernel))

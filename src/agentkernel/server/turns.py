@@ -8,7 +8,7 @@ exception: nobody can read it later or stop it, so its client leaving stops
 it.) Scripts never run on the event loop: the agent loop hands every tool
 and hook call to a worker thread (DESIGN rule 7).
 
-One turn per session holds across processes too (S25.2): every turn takes
+One turn per session holds across processes too: every turn takes
 the session's lease in the store (services/turn_leases.py), in one short
 transaction, before anything starts, and gives it back when it ends; while
 it runs the lease is renewed every third of `server.turn_lease_secs`. So a

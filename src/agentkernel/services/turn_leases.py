@@ -1,4 +1,4 @@
-"""Turn leases: one turn per session at a time, across every process on one store (S25.2).
+"""Turn leases: one turn per session at a time, across every process on one store.
 
 A session's running turn holds a lease: a row of `turn_leases` in the
 message store's SQLite file (kernel.yaml's `logging.messages_db_path`,
