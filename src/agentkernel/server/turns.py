@@ -55,6 +55,8 @@ from agentkernel.services.turn_leases import Lease, SessionLeased, TurnLeases, U
 from agentkernel.services.user_work import Cap, TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
+STOPPING_SECS = 5.0
+"""How long a server stopping waits for the turns it stopped to record their end before cancelling them."""
 
 # a session's chat: resumed from its transcript (history None), or a one-off over the given history
 OpenChat = Callable[[SessionInfo, list[ChatMessage] | None], ChatSession]
@@ -489,7 +491,9 @@ class TurnRunner:
                     chat = self._chats.get(session_id) or self._once.get(session_id)
                     if chat is not None:
                         chat.stop()  # ends with `terminated`: recorded, a running tool call waited for
-                await asyncio.wait(late, timeout=grace_secs)
+                # a stopped turn ends at once (its end recorded) unless a tool call is running; a grace
+                # shorter than that on a busy machine cancelled it before the record
+                await asyncio.wait(late, timeout=max(grace_secs, STOPPING_SECS))
                 for task in late:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
