@@ -53,6 +53,7 @@ from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
 from agentkernel.services.memory import LazyMessageStore, session_problem
 from agentkernel.services.scratch import ScratchJanitor
+from agentkernel.services.turn_leases import TurnLeases
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
@@ -66,7 +67,7 @@ from agentkernel.util.later import Later
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.hooks import HookPipeline
-    from agentkernel.agent.loop import AgentLoop, LoopSettings
+    from agentkernel.agent.loop import AgentLoop, LoopSettings, Transcript
     from agentkernel.agent.session import ChatSession
     from agentkernel.agent.subagents import SubagentService
     from agentkernel.services.cron import CronService
@@ -212,14 +213,25 @@ class KernelParts:
 
         return LoopSettings.for_template(template, self.catalog)
 
+    @cached_property
+    def turn_leases(self) -> TurnLeases:
+        """One turn per session across processes: in the message store's file, opened when a
+        server first takes one (a tool run never does)."""
+        return TurnLeases(self.config.messages_db)
+
     def agent_loop(
-        self, *, stream: bool = True, recorded: bool = True, pool: FairPool | None = None
+        self,
+        *,
+        stream: bool = True,
+        recorded: bool = True,
+        pool: FairPool | None = None,
+        transcript: Transcript | None = None,
     ) -> AgentLoop:
         """An agent loop on these parts; a `recorded` one writes the session's transcript (a sub-agent's
-        does not: the script gets the answer)."""
+        does not: the script gets the answer), through `transcript` when given (a chat's own records)."""
         from agentkernel.agent.loop import AgentLoop  # imported when a chat opens, not for a tool run
 
-        store = self.store if recorded else None
+        store = (transcript or self.store) if recorded else None
         return AgentLoop(
             self.llm, self.dispatcher, self.hooks, self.services, store, stream=stream, pool=pool
         )
@@ -331,6 +343,8 @@ class KernelParts:
         closers.append(self.store.close)
         if "cron" in self.__dict__:  # built: its store may be open
             closers.append(self.cron.close)
+        if "turn_leases" in self.__dict__:
+            closers.append(self.turn_leases.close)
         for close in closers:
             try:
                 close()

@@ -27,7 +27,8 @@ from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
-from agentkernel.services.memory import Record, conversation, transcript
+from agentkernel.services.memory import Record, transcript
+from agentkernel.services.turn_leases import TurnLeases
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
@@ -331,16 +332,21 @@ class Kernel:
         `resume`: the conversation so far is read back from the session's
         transcript (its last RESUME_RECORDS records: the user's messages and
         the answers; tool calls are not replayed), so a session goes on
-        after a restart of the program that holds it (`agentkernel serve`).
+        after a restart of the program that holds it (`agentkernel serve`);
+        and before each message the chat checks the transcript for records it
+        did not write (another process's turn in the session) and reads the
+        history again when there are: the store is the truth.
         """
         from agentkernel.agent.session import ChatSession  # the agent runtime: when a chat opens
+        from agentkernel.agent.session_records import SessionRecords  # with it
 
         process = self.spawn(template, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
         settings = self._parts.loop_settings(process.template)
-        history = []
-        if resume and process.session_id is not None:
-            history = conversation(self._parts.store, process.session_id, process.user_id, RESUME_RECORDS)
-        return ChatSession(process, self._parts.agent_loop(stream=stream), settings, history)
+        assert process.session_id is not None
+        records = SessionRecords(self._parts.store, process.session_id, process.user_id, RESUME_RECORDS)
+        loop = self._parts.agent_loop(stream=stream, transcript=records)
+        history = records.history() if resume else []
+        return ChatSession(process, loop, settings, history, records=records, follows_store=resume)
 
     def end_chat(self, chat: ChatSession) -> None:
         """The chat is over: its process (and sub-agents) end, its session's tool results are dropped."""
@@ -348,6 +354,11 @@ class Kernel:
         self._parts.processes.terminate(process.pid)
         if process.session_id is not None:
             self._parts.history.forget_session(process.user_id, process.session_id)
+
+    def turn_leases(self) -> TurnLeases:
+        """The store's turn leases: one turn per session at a time, across every process on
+        this project's message store (`agentkernel serve` takes one for each turn)."""
+        return self._parts.turn_leases
 
     def transcript(self, session_id: str, limit: int = 100, *, user_id: str | None = None) -> list[Record]:
         """The last `limit` records of a session's transcript, oldest first (kernel.md 9).

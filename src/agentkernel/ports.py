@@ -156,8 +156,16 @@ class MessageStore(Protocol):
         meta: dict[str, Any] | None = None,
         *,
         user_id: str | None = None,
+        lease: str | None = None,
     ) -> int:
-        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase)."""
+        """Record one event of `user_id`'s session (None: no user); return its id (ids only increase).
+
+        With `lease`, only while that turn lease is the session's (LeaseLost otherwise, nothing written).
+        """
+        ...
+
+    def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
+        """How many records the session (`owner`'s, when given) has after id `after`, and its last id."""
         ...
 
     def history(

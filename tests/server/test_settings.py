@@ -53,6 +53,8 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
             "max_completion_history_bytes: -1",
             "server.max_completion_history_bytes: expected an integer >= 0, got -1",
         ),
+        ("turn_lease_secs: 0", "server.turn_lease_secs: expected a number of seconds >= 0.1, at most 3600"),
+        ("turn_lease_secs: .inf", "server.turn_lease_secs: expected a number of seconds >= 0.1"),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
     ],
 )

@@ -35,6 +35,7 @@ from agentkernel.config.server import token_hash
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnRunner
+from agentkernel.services.turn_leases import Lease, TurnLeases
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
@@ -281,3 +282,43 @@ def test_a_chat_asked_for_at_once_opens_once_and_one_lent_to_a_tool_run_is_never
         assert lent_chat in ended and len(ended) == 2  # both idle now
 
     asyncio.run(main())
+
+
+def test_a_lease_taken_for_a_request_that_went_away_meanwhile_goes_back_at_once(tmp_path: Path) -> None:
+    """The store answers on a worker thread; a request cancelled while it does (its client gone) must
+    not leave the session's lease behind until it expires: the session would be 409 for nothing."""
+    answering, held, taken = threading.Event(), threading.Event(), threading.Event()
+
+    class Slow(TurnLeases):
+        def take(self, session_id: str, user_id: str, secs: float, most_per_user: int | None = None) -> Lease:
+            held.set()
+            answering.wait()
+            try:
+                return super().take(session_id, user_id, secs, most_per_user)
+            finally:
+                taken.set()
+
+    leases = Slow(tmp_path / "messages.db")
+
+    def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
+        raise AssertionError("no turn starts")
+
+    async def main() -> None:
+        runner = TurnRunner(open_chat, lambda _: None, leases=lambda: leases, lease_secs=600)
+        info = SessionInfo("s1", "alice", "tester", "2026-01-01T00:00:00+00:00")
+        asking = asyncio.create_task(runner.start(info, "hi", "r1"))
+        await asyncio.to_thread(held.wait)
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        answering.set()
+        await asyncio.to_thread(taken.wait)
+        # given back by a worker thread once the store has answered, long before its 600 s are up
+        await asyncio.to_thread(wait_until, lambda: leases.running("alice") == 0, "the lease to go back")
+        assert not runner.running("s1")
+
+    try:
+        asyncio.run(main())
+    finally:
+        answering.set()
+        leases.close()

@@ -54,6 +54,7 @@ from agentkernel.llm.structured import (
 )
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.schemas.bounds import ValidationStopped
+from agentkernel.services.turn_leases import LeaseLost
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
@@ -245,6 +246,8 @@ class AgentLoop:
             return
         try:
             self.transcript.append(caller.session_id, role, kind, content, meta, user_id=caller.user_id)
+        except LeaseLost as exc:  # another turn holds the session now: this one's records are refused
+            log.warning("not recorded (a %s record): %s", kind, exc)
         except Exception:  # the transcript must never break a turn
             log.exception("could not record a %s event", kind)
 

@@ -37,6 +37,7 @@ class ServerSettings:
     max_completion_tools: int = 128  # a chat completion's client-side tools (OpenAI's own cap); more is 400
     max_open_chats: int = 256  # sessions kept open in memory; the least recently used idle ones end
     max_running_turns_per_user: int = 4  # turns answering at once for one user, every route; more is 429
+    turn_lease_secs: float = 20.0  # a turn's hold on its session, renewed as it runs; a dead server's lapses
     max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
     work_lease_secs: float = 30.0  # a dead process's tool runs stop counting against their users after this
     tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
@@ -75,6 +76,9 @@ SERVER_SCHEMA = section(
         "max_completion_tools": expect("an integer >= 0", type="integer", minimum=0),
         "max_open_chats": expect("an integer >= 1", type="integer", minimum=1),
         "max_running_turns_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "turn_lease_secs": expect(
+            "a number of seconds >= 0.1, at most 3600", type="number", minimum=0.1, maximum=3600
+        ),
         "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "work_lease_secs": expect(
             "a number of seconds >= 1, at most 3600", type="number", minimum=1, maximum=3600
@@ -107,6 +111,7 @@ def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
             "continuation_ttl_secs",
             "mcp_session_idle_secs",
             "work_lease_secs",
+            "turn_lease_secs",
         )
     }
     return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})

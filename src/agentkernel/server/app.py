@@ -70,7 +70,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
     backlog = chosen.max_stream_backlog_bytes
-    work = UserWork()  # what each user has running: turns and tool runs (user_work.py)
+    work = UserWork()  # what each user has running in this process: tool runs (user_work.py)
     turns = TurnRunner(
         open_chat,
         kernel.end_chat,
@@ -78,7 +78,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         TurnSealer(sealing),
         backlog,
         chosen.max_running_turns_per_user,
-        work,
+        kernel.turn_leases,  # in the store: turns and their per-user cap across processes
+        chosen.turn_lease_secs,
     )
     directory = SessionDirectory(sessions_path(kernel))
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py)

@@ -8,10 +8,22 @@ exception: nobody can read it later or stop it, so its client leaving stops
 it.) Scripts never run on the event loop: the agent loop hands every tool
 and hook call to a worker thread (DESIGN rule 7).
 
+One turn per session holds across processes too: every turn takes
+the session's lease in the store (services/turn_leases.py), in one short
+transaction, before anything starts, and gives it back when it ends; while
+it runs the lease is renewed every third of `server.turn_lease_secs`. So a
+second message is 409 whichever process it reaches, and a process killed
+mid-turn frees its sessions `turn_lease_secs` later at most. A turn whose
+lease was lost (its process frozen past it, and another turn took the
+session) is told by its renewal: it stops, and the store has refused its
+records already (the fence, turn_leases.py).
+
 A user has at most `max_running_per_user` turns running at once, sessions'
 and completions' alike (server.max_running_turns_per_user): past it,
-TooManyTurns (429) before anything starts. The count (user_work.py) drops
-the moment a turn ends, however it ends.
+TooManyTurns (429) before anything starts. The count is the user's live
+leases in the store, every process's, counted in the transaction that takes
+the lease; it drops when a turn ends, however it ends (or, for a dead
+process's turns, when their leases expire).
 
 A tool run in a session spends the budget group of the session's open chat
 (tool_runs.py), so the runner lends a chat (`lent`), opening it if need be
@@ -39,9 +51,12 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.services.user_work import Cap, TooMuchWork, UserWork
+from agentkernel.services.turn_leases import Lease, SessionLeased, TurnLeases, UserAtCap
+from agentkernel.services.user_work import Cap, TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
+STOPPING_SECS = 5.0
+"""How long a server stopping waits for the turns it stopped to record their end before cancelling them."""
 
 # a session's chat: resumed from its transcript (history None), or a one-off over the given history
 OpenChat = Callable[[SessionInfo, list[ChatMessage] | None], ChatSession]
@@ -166,6 +181,11 @@ class Turn:
             for event in failed_turn(message):
                 self._queue(event)
 
+    def tell(self, message: str) -> None:
+        """An `error` event the reader sees before the turn's own end (a turn being stopped, and why)."""
+        if self._reading:
+            self._queue(StreamEvent("error", {"message": message}))
+
     def close(self) -> None:
         if self._reading:
             self._queue(None)
@@ -221,11 +241,15 @@ class TurnRunner:
         seal: Seal | None = None,
         max_backlog_bytes: int = 8 << 20,
         max_running_per_user: int = 4,
-        work: UserWork | None = None,
+        leases: Callable[[], TurnLeases] | None = None,
+        lease_secs: float = 20.0,
     ) -> None:
         self._open_chat = open_chat
         self._cap = turn_cap(max_running_per_user)
-        self._work = work or UserWork()  # the server's one counter, shared with the tool runs
+        # the store's, shared by every process on it, opened by the first turn (a runner alone, in a
+        # test, keeps its own in memory)
+        self._leases = functools.cache(leases or (lambda: TurnLeases(":memory:")))
+        self._lease_secs = lease_secs
         self._max_backlog = max_backlog_bytes
         self._end_chat = end_chat
         self._max_open = max_open_chats
@@ -240,15 +264,15 @@ class TurnRunner:
         return session_id in self._running
 
     def running_of(self, user_id: str) -> int:
-        """How many turns of `user_id` are answering now (every route's: sessions' and completions')."""
-        return self._work.running(user_id, self._cap)
+        """How many turns of `user_id` are answering now (every route's and every process's: live leases)."""
+        return self._leases().running(user_id)
 
     def stop(self, session_id: str) -> bool:
         """Stop the session's running turn (it ends `terminated`, recorded); False when none runs."""
         chat = self._chats.get(session_id) or self._once.get(session_id)
         return session_id in self._running and chat is not None and chat.stop()
 
-    def start(
+    async def start(
         self,
         session: SessionInfo,
         text: str | None,
@@ -256,8 +280,8 @@ class TurnRunner:
         history: list[ChatMessage] | None = None,
         options: TurnOptions | None = None,
     ) -> Turn:
-        """Start answering `text` in `session`; TurnBusy when it is answering already, TooManyTurns when
-        its user has `max_running_per_user` turns answering.
+        """Start answering `text` in `session`; TurnBusy when it is answering already (here or in another
+        process), TooManyTurns when its user has `max_running_per_user` turns answering (anywhere).
 
         With `history`, the chat is a one-off: it starts from that history
         (not the session's transcript) and ends with the turn. That is a
@@ -269,54 +293,117 @@ class TurnRunner:
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
-        self._work.start(session.user_id, self._cap, TooManyTurns)  # ended in `_run`/`_run_once`
         turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id)
+        self._running[session.id] = turn  # before the lease is asked for: a second message here is 409
+        taking = asyncio.ensure_future(
+            asyncio.to_thread(
+                lambda: self._leases().take(session.id, session.user_id, self._lease_secs, self._cap.limit)
+            )
+        )
+        try:
+            lease = await asyncio.shield(taking)
+        except BaseException as exc:
+            del self._running[session.id]
+            if isinstance(exc, SessionLeased):
+                raise TurnBusy(session.id) from exc
+            if isinstance(exc, UserAtCap):
+                raise TooManyTurns(session.user_id, self._cap, exc.running) from exc
+            if isinstance(exc, asyncio.CancelledError):  # its request went away while the store answered
+                taking.add_done_callback(self._give_back)
+            raise
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         if history is not None:
             turn.on_abandoned = functools.partial(self._stop_once, session.id)
-        self._running[session.id] = turn
         work = (
-            self._run(session, text, turn)
+            self._run(session, text, turn, lease)
             if history is None
-            else self._run_once(session, text, turn, history, options)
+            else self._run_once(session, text, turn, lease, history, options)
         )
         turn.task = asyncio.create_task(work, name=f"turn {session.id}")
         return turn
 
-    async def _run(self, session: SessionInfo, text: str | None, turn: Turn) -> None:
+    async def _run(self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease) -> None:
+        keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
         try:
             chat = await self._chat(session)
-            turn.result = await chat.send(text, turn.emit)
+            turn.result = await chat.send(text, turn.emit, lease=lease.token)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:
-            del self._running[session.id]
-            self._work.end(session.user_id, self._cap)
-            turn.close()
+            try:
+                await self._release(lease, keeper)
+            finally:
+                del self._running[session.id]
+                turn.close()
+
+    async def _keep(self, lease: Lease, turn: Turn) -> None:
+        """Renew the turn's lease every third of its length; once lost, stop the turn and say why.
+
+        Its records are refused by the store from the moment another turn took
+        the session (the fence); stopping spares the LLM and tool calls too.
+        """
+        while True:
+            await asyncio.sleep(lease.secs / 3)
+            try:
+                kept = await asyncio.to_thread(lambda: self._leases().renew(lease))
+            except Exception:  # a store busy past its wait: the next renewal tries again
+                log.exception("session %s: could not renew the turn's lease", lease.session_id)
+                continue
+            if not kept:
+                break
+        message = (
+            f"session {lease.session_id}: this server held the turn past server.turn_lease_secs "
+            f"({lease.secs:g} s) without renewing it, and another turn holds the session now; "
+            "this turn stops and nothing more of it is recorded"
+        )
+        log.warning("request %s: %s", turn.request_id, message)
+        turn.tell(message)  # then the turn's end, `terminated`
+        chat = self._chats.get(lease.session_id) or self._once.get(lease.session_id)
+        if chat is not None:
+            chat.stop()
+
+    def _give_back(self, taking: asyncio.Future[Lease]) -> None:
+        """A lease taken for a request that went away meanwhile goes back at once, not at its expiry."""
+        if not taking.cancelled() and taking.exception() is None:
+            asyncio.get_running_loop().run_in_executor(None, self._leases().release, taking.result())
+
+    async def _release(self, lease: Lease, keeper: asyncio.Task[None]) -> None:
+        """The turn is over: no more renewals, and its lease goes back (unless another holds it now)."""
+        keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeper
+        try:
+            await asyncio.shield(asyncio.to_thread(lambda: self._leases().release(lease)))
+        except Exception:  # it expires by itself
+            log.exception("session %s: could not release the turn's lease", lease.session_id)
 
     async def _run_once(
         self,
         session: SessionInfo,
         text: str | None,
         turn: Turn,
+        lease: Lease,
         history: list[ChatMessage],
         options: TurnOptions | None,
     ) -> None:
+        keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
         try:
             self._once[session.id] = chat = await self._open(session, history)
             if turn.abandoned:  # the client left while the chat was opening: nobody to answer
                 return
-            turn.result = await chat.send(text, turn.emit, options)
+            turn.result = await chat.send(text, turn.emit, options, lease=lease.token)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:
-            del self._running[session.id]
-            self._work.end(session.user_id, self._cap)
-            once = self._once.pop(session.id, None)
-            if once is not None:
-                self._end_chat(once)
-            turn.close()
+            try:
+                await self._release(lease, keeper)
+            finally:
+                del self._running[session.id]
+                once = self._once.pop(session.id, None)
+                if once is not None:
+                    self._end_chat(once)
+                turn.close()
 
     def _stop_once(self, session_id: str) -> None:
         """A one-off turn's reader left: stop it (a chat still opening is never sent the message)."""
@@ -404,7 +491,9 @@ class TurnRunner:
                     chat = self._chats.get(session_id) or self._once.get(session_id)
                     if chat is not None:
                         chat.stop()  # ends with `terminated`: recorded, a running tool call waited for
-                await asyncio.wait(late, timeout=grace_secs)
+                # a stopped turn ends at once (its end recorded) unless a tool call is running; a grace
+                # shorter than that on a busy machine cancelled it before the record
+                await asyncio.wait(late, timeout=max(grace_secs, STOPPING_SECS))
                 for task in late:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):

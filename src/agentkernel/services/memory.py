@@ -55,6 +55,8 @@ from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.services.turn_leases import TABLE as LEASES
+from agentkernel.services.turn_leases import LeaseLost
 from agentkernel.util.valid_unicode import repair_text
 
 KIND_USER = "user"
@@ -172,8 +174,14 @@ class SqliteMessageStore(SqliteStore):
         meta: dict[str, Any] | None = None,
         *,
         user_id: str | None = None,
+        lease: str | None = None,
     ) -> int:
-        """Record one event; content over the cap is truncated, bad labels or meta raise ValueError."""
+        """Record one event; content over the cap is truncated, bad labels or meta raise ValueError.
+
+        With `lease` (a turn lease's token, services/turn_leases.py) the record
+        is written only while that lease is still the session's, checked in
+        the insert itself; LeaseLost when it is not, and nothing is written.
+        """
         _check_session(session_id)
         _check_label("role", role)
         _check_label("kind", kind)
@@ -182,14 +190,38 @@ class SqliteMessageStore(SqliteStore):
         if user_id is not None and not isinstance(user_id, str):
             raise ValueError(f"user_id must be a string or None, not {type(user_id).__name__}")
         content, meta_text = _fit(content, meta)
+        row = (session_id, user_id or "", role, kind, content, meta_text, _now())
         with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, user_id or "", role, kind, content, meta_text, _now()),
-            )
+            if lease is None:
+                cursor = conn.execute(
+                    "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+            else:
+                cursor = conn.execute(
+                    "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
+                    f"SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM {LEASES} "
+                    "WHERE session_id = ? AND token = ?)",
+                    (*row, session_id, lease),
+                )
+                if cursor.rowcount != 1:
+                    raise LeaseLost(session_id)
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+    def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
+        """How many records the session has after record id `after`, and its last id (`after` if none).
+
+        The cheap check that a history read before is still the store's: a
+        range of the session's index, the records since then only.
+        """
+        where, params = _scope(session_id, owner)
+        rows = self._read(
+            f"SELECT count(*), coalesce(max(m.id), ?) FROM messages m WHERE {where} AND m.id > ?",
+            (after, *params, after),
+        )
+        return int(rows[0][0]), int(rows[0][1])
 
     def history(
         self,
@@ -380,6 +412,7 @@ __all__ = [
     "Owner",
     "Record",
     "SqliteMessageStore",
+    "chat_messages",
     "conversation",
     "fts_query",
     "session_problem",
@@ -396,7 +429,11 @@ def conversation(store: MessageStore, session_id: str, user_id: str | None, limi
     Only that user's records (and those from before the store recorded
     users): naming another user's session id resumes nothing of theirs.
     """
-    records = store.history(session_id, limit, owner=Owner(user_id, unrecorded=True))
+    return chat_messages(store.history(session_id, limit, owner=Owner(user_id, unrecorded=True)))
+
+
+def chat_messages(records: list[Record]) -> list[ChatMessage]:
+    """The user's messages and the answers among `records`, as an agent loop's history."""
     return [
         ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
         for r in records
@@ -447,8 +484,12 @@ class LazyMessageStore:
         meta: dict[str, Any] | None = None,
         *,
         user_id: str | None = None,
+        lease: str | None = None,
     ) -> int:
-        return self.store.append(session_id, role, kind, content, meta, user_id=user_id)
+        return self.store.append(session_id, role, kind, content, meta, user_id=user_id, lease=lease)
+
+    def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
+        return self.store.changes(session_id, after, owner=owner)
 
     def history(
         self,

@@ -7,9 +7,10 @@ setting that sets it. `UserWork` counts what runs in this process and
 refuses the next before it starts (`TooMuchWork`, whose text names the
 setting, the limit and how many run: the server answers it with 429, an MCP
 call with an error result). The count drops the moment a piece of work
-ends, however it ends (`held`'s `finally`). Cron runs may be fired by
-several kernels on one store, so their count is the store's (its live
-claims, services/cron_store.py); they share only `Cap`'s wording.
+ends, however it ends (`held`'s `finally`). Turns and cron runs may run in
+several processes on one store, so their counts are the store's (live turn
+leases, services/turn_leases.py; live claims, services/cron_store.py); they
+share only `Cap`'s wording.
 """
 
 from __future__ import annotations

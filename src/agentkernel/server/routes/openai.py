@@ -156,7 +156,7 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
     _within_caps(asked.history, asked.text or "", parts.settings)
     session = SessionInfo(str(uuid.uuid4()), user, body.model, datetime.now(UTC).isoformat())
     try:
-        turn = parts.turns.start(session, asked.text, request_id(request), asked.history, asked.options)
+        turn = await parts.turns.start(session, asked.text, request_id(request), asked.history, asked.options)
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
     completion = Completion(body.model, session.id)

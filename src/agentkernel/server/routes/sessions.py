@@ -106,7 +106,7 @@ async def send_message(
     if len(body.content) > most:
         raise HTTPException(413, f"body.content: {len(body.content):,} characters; at most {most:,}")
     try:
-        turn = parts.turns.start(info, body.content, request_id(request))
+        turn = await parts.turns.start(info, body.content, request_id(request))
     except TurnBusy as exc:
         raise HTTPException(409, str(exc)) from exc
     except TooManyTurns as exc:
