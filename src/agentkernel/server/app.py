@@ -45,7 +45,6 @@ from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
-from agentkernel.services.user_work import UserWork
 from agentkernel.services.work_leases import SharedUserWork
 from agentkernel.version import __version__
 
@@ -70,7 +69,6 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     # S6.2, S6.3: beside the transcript, in the message store's file (continuations.py says why)
     sealing = Sealing.for_kernel(kernel, chosen.continuation_ttl_secs)
     backlog = chosen.max_stream_backlog_bytes
-    work = UserWork()  # what each user has running in this process: tool runs (user_work.py)
     turns = TurnRunner(
         open_chat,
         kernel.end_chat,

@@ -1,11 +1,11 @@
 """Per-user caps counted in the store, so every server process on one project counts the same work.
 
-`UserWork` (user_work.py) counts what runs in its own process; two
-`agentkernel serve` processes on one project would each allow a user the
-whole cap. `WorkLeases` keeps one row per piece of work running, in an
-SQLite table (WAL, one short IMMEDIATE transaction per start and per end),
-so a start counts every process's rows and two processes cannot both slip
-under the cap (BEGIN IMMEDIATE queues them).
+A count kept in one process's memory would let two `agentkernel serve`
+processes on one project each allow a user the whole cap. `WorkLeases`
+keeps one row per piece of work running, in an SQLite table (WAL, one
+short IMMEDIATE transaction per start and per end), so a start counts every
+process's rows and two processes cannot both slip under the cap (BEGIN
+IMMEDIATE queues them).
 
 **A holder that dies** (kill -9, a crash, a frozen process) must not hold
 its user's slots forever. Each row is a lease: it lives until `lease_until`,
@@ -15,7 +15,7 @@ counted, and is deleted by the next start. So a dead holder's slots come
 back within `lease_secs` of its death; a process frozen past its lease
 (SIGSTOP) loses them too, and its work is then uncounted until it ends.
 
-`SharedUserWork` has `UserWork`'s verbs (`running`, `held`) plus
+`SharedUserWork` has the verbs `running` and `held`, plus
 `aheld`, the same from an event loop: the SQLite transaction runs on a
 worker thread.
 """
@@ -128,7 +128,7 @@ class WorkLeases(SqliteStore):
 
 
 class SharedUserWork:
-    """`UserWork`'s verbs on a `WorkLeases` store, its leases renewed by a thread of its own until `close`.
+    """Per-user work counted on a `WorkLeases` store, its leases renewed by its own thread until `close`.
 
     The store is opened on first use (a worker thread's: it is file I/O), so
     a server whose store cannot be opened still starts, and says why on the
