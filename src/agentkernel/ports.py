@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from agentkernel.bundle import ServiceKey
 from agentkernel.config import CallBudget, DuckSettings, FilesSettings, ShellSettings
@@ -93,6 +93,15 @@ class Inference(Protocol):
 # -- the transcript (S18) ------------------------------------------------------------------------
 
 
+class Entry(NamedTuple):
+    """One record to write: who said it (`role`), what it is (`kind`), its text and its meta."""
+
+    role: str
+    kind: str
+    content: str
+    meta: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class Record:
     """One event of a session's transcript, as the transcript helpers return it (S18).
@@ -162,6 +171,27 @@ class MessageStore(Protocol):
 
         With `lease`, only while that turn lease is the session's (LeaseLost otherwise, nothing written).
         """
+        ...
+
+    def append_step(
+        self,
+        session_id: str,
+        entries: Sequence[Entry],
+        *,
+        user_id: str | None = None,
+        lease: str | None = None,
+        run_id: str | None = None,
+        run_update: Mapping[str, Any] | None = None,
+        notes: Mapping[int, Mapping[str, Any]] | None = None,
+    ) -> list[int]:
+        """Record a run's step in one transaction: `entries` (their ids returned) and the run's new state.
+
+        With `lease`, only while that turn lease is the session's (LeaseLost otherwise, nothing written).
+        """
+        ...
+
+    def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
+        """A run's records after id `after`, oldest first, up to `most`."""
         ...
 
     def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
@@ -428,6 +458,7 @@ __all__ = [
     "TOOL_RESULTS",
     "CronJobs",
     "DuckDB",
+    "Entry",
     "Files",
     "Http",
     "HttpAnswer",

@@ -45,7 +45,7 @@ def test_stop_while_streaming_keeps_what_was_shown(kernel_for: Kernel, llm_serve
     chat = kernel_for.chat("tester", session_id="s-stream")
     result, events = send_stopping_at(chat, "считай", "token")
     assert (result.reason.value, result.answer) == ("terminated", "Раз ")
-    assert events[-1] == LoopEvent("end", {"reason": "terminated"})
+    assert (events[-1].kind, events[-1].data) == ("end", {"reason": "terminated"})
     assert "answer" not in [e.kind for e in events]
     kept = records(kernel_for, "s-stream")
     assert ("assistant", "agent", "Раз ") in kept and kept[-1] == ("system", "end", "terminated")
@@ -91,11 +91,15 @@ def test_stop_while_the_server_is_silent(kernel_for: Kernel, llm_server: FakeLLM
 
 
 def test_stop_during_tool_calls_skips_the_rest(kernel_for: Kernel, llm_server: FakeLLMServer) -> None:
-    """The running tool finishes; the next is not run, and no further LLM call is made."""
+    """A stop after the first call's result: the next call is not run, and no further LLM call is made.
+
+    Both calls are announced (`tool_call`) before the first runs: the response is one recorded step.
+    """
     calls = (FakeToolCall("upper", '{"text": "a"}', "c1"), FakeToolCall("upper", '{"text": "b"}', "c2"))
     llm_server.add(Reply(tool_calls=calls), Reply(text="после"))
     chat = kernel_for.chat("tester", session_id="s-tools")
-    result, events = send_stopping_at(chat, "два вызова", "tool_call")
+    result, events = send_stopping_at(chat, "два вызова", "tool_result")
+    assert [e.kind for e in events[:3]] == ["tool_call", "tool_call", "tool_result"]
     assert result.reason.value == "terminated"
     assert [e.data["content"] for e in events if e.kind == "tool_result"] == ["A"]
     assert len(llm_server.bodies) == 1

@@ -181,7 +181,7 @@ def test_a_version_1_file_is_upgraded_and_its_records_keep_no_user(db: Path) -> 
         ]
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         assert conn.execute("SELECT user_id FROM messages ORDER BY id").fetchall() == [(None,), ("alice",)]
     finally:
         conn.close()

@@ -20,13 +20,15 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
+from agentkernel.agent.resume import INTERRUPTED, Prompt, Resumed, resumed
+from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
@@ -53,8 +55,8 @@ from agentkernel.llm.structured import (
     schema_instruction,
 )
 from agentkernel.llm.token_bound import held_for_async
+from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.services.turn_leases import LeaseLost
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
@@ -79,32 +81,6 @@ class EndReason(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     MAX_TURNS = "max_turns"
     ERROR = "error"
-
-
-@dataclass(frozen=True)
-class LoopEvent:
-    """Something the user sees while the loop runs: `kind` and its data."""
-
-    kind: str  # notice | token | tool_call | tool_result | visual | warning | answer | error | end
-    data: JSONObject
-
-
-Emit = Callable[[LoopEvent], Awaitable[None]]
-
-
-class Transcript(Protocol):
-    """Where the loop records events (the message store, S23.5), each with the caller's user (S18)."""
-
-    def append(
-        self,
-        session_id: str,
-        role: str,
-        kind: str,
-        content: str,
-        meta: JSONObject | None = None,
-        *,
-        user_id: str | None = None,
-    ) -> int: ...
 
 
 @dataclass
@@ -175,6 +151,17 @@ class TurnOptions:
 
 
 @dataclass(frozen=True)
+class RunState:
+    """A run left unfinished, as its records have it: the user's message, the hooks' prompt (None when
+    they never finished), its records (oldest first) and the tool call it had started last."""
+
+    text: str | None
+    prompt: Prompt | None
+    records: Sequence[Record]
+    started_call: str | None
+
+
+@dataclass(frozen=True)
 class _Invalid:
     """An answer that did not validate: why, and whether asking again may mend it (not past the time)."""
 
@@ -227,6 +214,7 @@ class AgentLoop:
         self.hooks = hooks
         self.services = services
         self.transcript = transcript
+        self.steps = StepWriter(transcript)  # each step in one transaction, before its events (steps.py)
         self.stream = stream
         # where tools and hooks run, shared fairly between users: the dispatcher's pool unless
         # given one. A sub-agent's loop has a pool of its own, so a script waiting for it never
@@ -242,18 +230,17 @@ class AgentLoop:
     def _record(
         self, caller: Caller, role: str, kind: str, content: str, meta: JSONObject | None = None
     ) -> None:
-        if self.transcript is None or caller.session_id is None:
-            return
-        try:
-            self.transcript.append(caller.session_id, role, kind, content, meta, user_id=caller.user_id)
-        except LeaseLost as exc:  # another turn holds the session now: this one's records are refused
-            log.warning("not recorded (a %s record): %s", kind, exc)
-        except Exception:  # the transcript must never break a turn
-            log.exception("could not record a %s event", kind)
+        """One record that is a step by itself, shown to nobody."""
+        self.steps.write(caller.session_id, caller.user_id, Step().add(Entry(role, kind, content, meta)))
+
+    async def _commit(
+        self, caller: Caller, step: Step, emit: Emit, run_update: Mapping[str, Any] | None = None
+    ) -> None:
+        """Write the step in one transaction, then show its events (steps.py)."""
+        await self.steps.commit(caller.session_id, caller.user_id, step, emit, run_update)
 
     def _record_hooks(self, caller: Caller, records: Sequence[HookRecord]) -> None:
-        for record in records:
-            self._record(caller, *record.transcript_entry())
+        self.steps.write(caller.session_id, caller.user_id, _hook_step(Step(), records))
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -296,6 +283,45 @@ class AgentLoop:
         result.usage, result.client_calls = tally.usage, tally.client_calls
         return result
 
+    async def resume(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        history: list[ChatMessage],
+        run: RunState,
+        emit: Emit,
+        stop: asyncio.Event | None = None,
+    ) -> LoopResult:
+        """Go on with a run its process left unfinished (S25.3, resume.py); `history` is the conversation
+        before it. Nothing recorded is done again; the events shown are the ones it had not shown yet."""
+        tally = _Tally()
+        if self.dispatcher.home is not None:
+            self.dispatcher.home.adopt(asyncio.get_running_loop())
+        caller = process.caller(self.services)
+        prompt, progress = run.prompt, None
+        if prompt is None:  # the hooks had not finished (or had nothing to say): they are asked again
+            message: JSONObject = {"role": "user", "content": run.text or ""}
+            user = next((r.id for r in run.records if r.kind == "user"), None)
+            if user is None:
+                entry = Entry("user", "user", run.text or "")
+                written = self.steps.write(caller.session_id, caller.user_id, Step().add(entry))
+                user = None if written is None else written[0]
+            prompt = await self._prompt(settings, caller, user, message, emit)
+        else:
+            progress = resumed(prompt, run.records, run.started_call)
+        shape = TurnFacts(
+            "",
+            subagent=process.depth > 0,
+            history_messages=len(history),
+            injected_messages=len(prompt.inject),
+        )
+        stop = stop or asyncio.Event()
+        result = await self._answer(
+            process, settings, caller, history, prompt, emit, stop, TurnOptions(), tally, shape, progress
+        )
+        result.usage = tally.usage
+        return result
+
     async def _turn(
         self,
         process: Process,
@@ -316,19 +342,21 @@ class AgentLoop:
                 settings,
                 instructions=f"{settings.instructions}\n\n{schema_instruction(options.output_schema)}",
             )
+        user = None if text is None else Entry("user", "user", text)
         if text is None:  # the client's tool results: what after_turn is told the turn answered
             last = history[-1] if history else ChatMessage.user("")
             message: JSONObject = {"role": last.role, "content": last.content or ""}
         else:
             message = {"role": "user", "content": text}
-            self._record(caller, "user", "user", text)
         base = TurnFacts("", subagent=process.depth > 0)
         if unvetted:
             vetted = await self._vetted(process, settings, caller, history, unvetted, stop)
             history = vetted.history
             if vetted.blocked is not None or vetted.stopped:
                 shape = replace(base, history_messages=len(history))
-                return await self._refused(process, settings, caller, message, vetted, history, emit, shape)
+                return await self._refused(
+                    process, settings, caller, message, vetted, history, emit, shape, user
+                )
         if text is None:
             shape = replace(base, history_messages=len(history))
             messages = [ChatMessage.system(settings.instructions), *history]
@@ -338,43 +366,98 @@ class AgentLoop:
             return await self._finish(
                 process, settings, caller, message, answer, reason, messages[1:], emit, shape
             )
+        assert user is not None
+        # recorded before the hooks see it (a hook reading the transcript finds it)
+        recorded = self.steps.write(caller.session_id, caller.user_id, Step().add(user))
+        prompt = await self._prompt(
+            settings, caller, None if recorded is None else recorded[0], message, emit
+        )
+        shape = replace(base, history_messages=len(history), injected_messages=len(prompt.inject))
+        return await self._answer(
+            process, settings, caller, history, prompt, emit, stop, options, tally, shape
+        )
+
+    async def _prompt(
+        self, settings: LoopSettings, caller: Caller, user: int | None, message: JSONObject, emit: Emit
+    ) -> Prompt:
+        """`before_user_message` on the user's message (record `user`); its verdicts recorded in one step.
+
+        The run's `prompt` (what the LLM is asked, or the hook's reply) is
+        recorded with them: a run resumed after a crash goes on from it
+        without asking the hooks again (resume.py). A message a hook replaced
+        is noted on its record (`meta.asked`): the conversation read back
+        from the transcript has what the LLM saw.
+        """
         before = await self._in_thread(
             caller, self.hooks.before_user_message, settings.hooks, caller, message
         )
-        self._record_hooks(caller, before.records)
+        prompt = Prompt(before.message, tuple(before.inject), before.reply, before.suppressed)
+        asked = before.message.get("content")
+        step = _hook_step(Step(), before.records)
+        if user is not None and asked != message["content"]:
+            step.amend(user, {"asked": asked})
         for notice in before.notices:
-            await self._notice(caller, notice, emit)
-        question = before.message
-        shape = replace(base, history_messages=len(history), injected_messages=len(before.inject))
-        if before.suppressed:
+            step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
+        if prompt.reply is not None:
+            answer = LoopEvent("answer", {"content": prompt.reply, "streamed": False})
+            step.add(Entry("assistant", "agent", prompt.reply, {"from": "hook"}), answer)
+        plain = prompt == Prompt(message)  # no hook had a say: a resumed run makes the same prompt again
+        await self._commit(caller, step, emit, None if plain and not step else {"prompt": prompt.to_json()})
+        return prompt
+
+    async def _answer(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        caller: Caller,
+        history: list[ChatMessage],
+        prompt: Prompt,
+        emit: Emit,
+        stop: asyncio.Event,
+        options: TurnOptions,
+        tally: _Tally,
+        shape: TurnFacts,
+        resumed: Resumed | None = None,
+    ) -> LoopResult:
+        """The turn after its prompt: the hook's reply, or the LLM and tools (`resumed`: from where a run
+        its process left stood), then the end."""
+        question = prompt.message
+        if prompt.suppressed:
             return await self._finish(
                 process, settings, caller, question, None, EndReason.BLOCKED, history, emit, shape
             )
-        if before.reply is not None:
-            answer_text = before.reply
-            self._record(caller, "assistant", "agent", answer_text, {"from": "hook"})
-            await emit(LoopEvent("answer", {"content": answer_text, "streamed": False}))
+        if prompt.reply is not None:
             new_history = [
                 *history,
                 ChatMessage(str(question["role"]), str(question["content"])),
-                ChatMessage.assistant(answer_text),
+                ChatMessage.assistant(prompt.reply),
             ]
             shape = replace(shape, replied_by_hook=True)
             return await self._finish(
-                process, settings, caller, question, answer_text, EndReason.JOB_DONE, new_history, emit, shape
+                process,
+                settings,
+                caller,
+                question,
+                prompt.reply,
+                EndReason.JOB_DONE,
+                new_history,
+                emit,
+                shape,
             )
         messages = [
             ChatMessage.system(settings.instructions),
             *history,
-            *(ChatMessage(str(m["role"]), str(m["content"])) for m in before.inject),
+            *(ChatMessage(str(m["role"]), str(m["content"])) for m in prompt.inject),
             ChatMessage(str(question["role"]), str(question["content"])),  # replace_message keeps its role
         ]
-        converse = self._converse(process, settings, caller, messages, emit, stop, options, tally)
+        if resumed is not None:
+            messages.extend(resumed.steps)
+        converse = self._converse(process, settings, caller, messages, emit, stop, options, tally, resumed)
         answer, reason, messages = await converse
         # injected messages serve this turn only; the conversation keeps the rest
         start = 1 + len(history)
-        kept = messages[1:start] + messages[start + len(before.inject) :]
-        calls = sum(len(m.tool_calls) for m in messages[start + len(before.inject) :])
+        kept = messages[1:start] + messages[start + len(prompt.inject) :]
+        calls = sum(len(m.tool_calls) for m in messages[start + len(prompt.inject) :])
         shape = replace(shape, tool_calls=calls)
         return await self._finish(process, settings, caller, question, answer, reason, kept, emit, shape)
 
@@ -436,24 +519,28 @@ class AgentLoop:
         history: list[ChatMessage],
         emit: Emit,
         shape: TurnFacts,
+        user: Entry | None,
     ) -> LoopResult:
         """The end of a turn whose earlier messages were not all let through: blocked, or stopped first.
 
-        A blocking message's hooks are recorded and their notices delivered
-        (they say why); a hook's `reply` to it is the turn's answer, given
-        without asking the LLM.
+        The new message (`user`) is recorded; a blocking message's hooks are
+        recorded and their notices delivered (they say why); a hook's `reply`
+        to it is the turn's answer, given without asking the LLM.
         """
+        step = Step() if user is None else Step().add(user)
         blocked = vetted.blocked
         if blocked is None:
+            await self._commit(caller, step, emit)
             return await self._finish(
                 process, settings, caller, question, None, EndReason.TERMINATED, history, emit, shape
             )
-        self._record_hooks(caller, blocked.records)
+        _hook_step(step, blocked.records)
         for notice in blocked.notices:
-            await self._notice(caller, notice, emit)
+            step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
         if blocked.reply is not None:
-            self._record(caller, "assistant", "agent", blocked.reply, {"from": "hook"})
-            await emit(LoopEvent("answer", {"content": blocked.reply, "streamed": False}))
+            answer = LoopEvent("answer", {"content": blocked.reply, "streamed": False})
+            step.add(Entry("assistant", "agent", blocked.reply, {"from": "hook"}), answer)
+        await self._commit(caller, step, emit)
         shape = replace(shape, replied_by_hook=blocked.reply is not None)
         return await self._finish(
             process, settings, caller, question, blocked.reply, EndReason.BLOCKED, history, emit, shape
@@ -469,14 +556,23 @@ class AgentLoop:
         stop: asyncio.Event,
         options: TurnOptions,
         tally: _Tally,
+        resumed: Resumed | None = None,
     ) -> tuple[str | None, EndReason, list[ChatMessage]]:
+        """The LLM and the tools until an answer; a `resumed` run goes on from its recorded steps."""
         tools = await self._offered(caller, options, emit)
         if tools is None:
             return None, EndReason.ERROR, messages
         client_tools = frozenset(t.name for t in options.tools)
         answers_left = ATTEMPTS  # answers that may fail the output schema, the first included
         last_text: str | None = None
-        for _ in range(settings.max_turns):
+        asked_already = 0
+        if resumed is not None:
+            if resumed.answer is not None:  # recorded and shown: only the end is left
+                messages.append(ChatMessage.assistant(resumed.answer))
+                return resumed.answer, EndReason.JOB_DONE, messages
+            asked_already = resumed.llm_calls
+            await self._run_pending(caller, resumed, messages, emit, stop)
+        for _ in range(settings.max_turns - asked_already):
             if process.terminated or stop.is_set():
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
@@ -516,8 +612,11 @@ class AgentLoop:
                     why = _invalid_answer(answer, ATTEMPTS - answers_left)
                     await self._error(caller, why, emit, "invalid_structured_output")
                     return None, EndReason.ERROR, messages
-                self._record(caller, "assistant", "agent", answer, {"usage": completion.usage.total_tokens})
-                await emit(LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet}))
+                shown = LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet})
+                step = Step().add(
+                    Entry("assistant", "agent", answer, {"usage": completion.usage.total_tokens}), shown
+                )
+                await self._commit(caller, step, emit)
                 return answer, EndReason.JOB_DONE, messages
             await self._run_tools(caller, completion, messages, emit, stop)
         await self._error(
@@ -565,11 +664,13 @@ class AgentLoop:
         self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...], tally: _Tally
     ) -> None:
         """Record the calls of the client's tools that end the turn (their results come with the next)."""
+        step = Step()
         for index, call in enumerate(calls):
             meta: JSONObject = {"tool": call.name, "id": call.id, "client": True}
             if index == 0:
                 meta["usage"] = completion.usage.total_tokens
-            self._record(caller, "assistant", "tool_call", call.arguments, meta)
+            step.add(Entry("assistant", "tool_call", call.arguments, meta))
+        self.steps.write(caller.session_id, caller.user_id, step)
         tally.client_calls = calls
 
     async def _inference(
@@ -612,15 +713,64 @@ class AgentLoop:
         emit: Emit,
         stop: asyncio.Event,
     ) -> None:
-        """The completion's tool calls in order, each result appended; after a stop, the rest are not run."""
+        """The completion's tool calls in order, each result appended; after a stop, the rest are not run.
+
+        The response is recorded first, every call of it in one step (the
+        completion's text and tokens with the first), so a run resumed after
+        a crash knows what was asked even of the calls that never started.
+        """
+        step = Step()
         for index, call in enumerate(completion.tool_calls):
+            meta: JSONObject = {"tool": call.name, "id": call.id}
+            if index == 0:
+                meta["usage"] = completion.usage.total_tokens
+                if completion.text:
+                    meta["text"] = completion.text
+            shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
+            step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
+        await self._commit(caller, step, emit)
+        await self._calls(caller, completion.tool_calls, messages, emit, stop)
+
+    async def _calls(
+        self,
+        caller: Caller,
+        calls: Sequence[ToolCall],
+        messages: list[ChatMessage],
+        emit: Emit,
+        stop: asyncio.Event,
+        resumed: Resumed | None = None,
+    ) -> None:
+        """Run `calls` in order, each result appended; after a stop the rest are recorded as not run.
+
+        In a `resumed` run, a call that had started before the crash runs
+        again only when its tool is `idempotent: true`; otherwise its result
+        is the failure INTERRUPTED (S25.3).
+        """
+        not_run = Step()
+        for call in calls:
             if stop.is_set():
+                meta: JSONObject = {"tool": call.name, "id": call.id, "success": False, "not_run": True}
+                not_run.add(Entry("tool", "tool_result", NOT_RUN, meta))
                 messages.append(ChatMessage.tool(call.id, NOT_RUN, call.name))
                 continue
-            # the completion's tokens are recorded with its first tool call
-            usage = completion.usage.total_tokens if index == 0 else None
-            result = await self._tool_call(caller, call, emit, usage)
+            if resumed is not None and resumed.may_have_run(call) and not self._idempotent(call, caller):
+                result = await self._settled(caller, call, ToolResult.failure(INTERRUPTED), emit)
+            else:
+                result = await self._tool_call(caller, call, emit)
             messages.append(ChatMessage.tool(call.id, result.content, call.name))
+        self.steps.write(caller.session_id, caller.user_id, not_run)
+
+    async def _run_pending(
+        self, caller: Caller, resumed: Resumed, messages: list[ChatMessage], emit: Emit, stop: asyncio.Event
+    ) -> None:
+        """A resumed run's calls left without results (resume.py)."""
+        if resumed.pending:
+            await self._calls(caller, resumed.pending, messages, emit, stop, resumed)
+
+    def _idempotent(self, call: ToolCall, caller: Caller) -> bool:
+        """Whether the call's tool, as loaded now, may run a call again that may have run (S25.3)."""
+        spec = self.dispatcher.registry.get(call.name, caller)
+        return spec is not None and spec.idempotent
 
     def _keep_partial(self, caller: Caller, partial: str, messages: list[ChatMessage]) -> str | None:
         """The text of a stopped answer stays: the user saw it, and the model sees it next time."""
@@ -654,25 +804,31 @@ class AgentLoop:
             raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
         return final
 
-    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit, usage: int | None) -> ToolResult:
-        """One tool call through the one dispatch path; bad arguments go back to the model."""
-        call_meta: JSONObject = {"tool": call.name, "id": call.id}
-        if usage is not None:
-            call_meta["usage"] = usage
-        self._record(caller, "assistant", "tool_call", call.arguments, call_meta)
-        await emit(LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}))
+    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit) -> ToolResult:
+        """One tool call through the one dispatch path; bad arguments go back to the model.
+
+        Its start is recorded before it runs (the run's `started_call`), so
+        a run resumed after a crash knows the call may have had effects.
+        """
         args, problem = _parse_arguments(call.arguments)
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
+            self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
             result = await self.dispatcher.acall(call.name, args, caller, self.pool)
-        self._record(caller, "tool", "tool_result", result.content, _result_meta(call, result))
-        await emit(LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()}))
-        for block in result.visual:
-            await emit(LoopEvent("visual", {"tool": call.name, "block": block}))
+        return await self._settled(caller, call, result, emit)
+
+    async def _settled(self, caller: Caller, call: ToolCall, result: ToolResult, emit: Emit) -> ToolResult:
+        """A call's result and its warnings recorded in one step, then shown."""
+        shown = LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()})
+        blocks = (LoopEvent("visual", {"tool": call.name, "block": block}) for block in result.visual)
+        step = Step().add(
+            Entry("tool", "tool_result", result.content, _result_meta(call, result)), shown, *blocks
+        )
         for warning in result.warnings:
-            self._record(caller, "system", "warning", warning, {"tool": call.name})
-            await emit(LoopEvent("warning", {"tool": call.name, "message": warning}))
+            said = LoopEvent("warning", {"tool": call.name, "message": warning})
+            step.add(Entry("system", "warning", warning, {"tool": call.name}), said)
+        await self._commit(caller, step, emit)
         return result
 
     async def _finish(
@@ -695,26 +851,31 @@ class AgentLoop:
         notices, records = await self._in_thread(
             caller, self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
         )
-        self._record_hooks(caller, records)
+        step = _hook_step(Step(), records)
         for notice in notices:
-            await self._notice(caller, notice, emit)
+            step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
         loop_records = await self._in_thread(
             caller, self.hooks.after_loop, settings.hooks, caller, reason.value
         )
-        self._record_hooks(caller, loop_records)
-        self._record(caller, "system", "end", reason.value)
-        await emit(LoopEvent("end", {"reason": reason.value}))
+        _hook_step(step, loop_records).add(
+            Entry("system", "end", reason.value), LoopEvent("end", {"reason": reason.value})
+        )
+        ended = {"status": "ended", "reason": reason.value, "ended_at": time.time()}
+        await self._commit(caller, step, emit, ended)
         return LoopResult(answer, reason, history)
-
-    async def _notice(self, caller: Caller, notice: str, emit: Emit) -> None:
-        self._record(caller, "system", "notice", notice)
-        await emit(LoopEvent("notice", {"text": notice}))
 
     async def _error(self, caller: Caller, text: str, emit: Emit, code: str) -> None:
         """An `error` event: `message` for a person, `code` (ERROR_CODES) for a program to act on."""
         log.warning("process %s: %s", caller.pid, text)
-        self._record(caller, "system", "error", text)
-        await emit(LoopEvent("error", {"message": text, "code": code}))
+        shown = LoopEvent("error", {"message": text, "code": code})
+        await self._commit(caller, Step().add(Entry("system", "error", text, {"code": code}), shown), emit)
+
+
+def _hook_step(step: Step, records: Sequence[HookRecord]) -> Step:
+    """`step` with the records of these hook calls added (shown to nobody: the transcript's)."""
+    for record in records:
+        step.add(Entry(*record.transcript_entry()))
+    return step
 
 
 def _provider_failure(exc: ProviderError) -> tuple[str, str]:
@@ -809,4 +970,15 @@ ERROR_CODES = (
     "client_tool_clash",
 )
 
-__all__ = ["ERROR_CODES", "AgentLoop", "EndReason", "LoopEvent", "LoopResult", "LoopSettings", "TurnOptions"]
+__all__ = [
+    "ERROR_CODES",
+    "AgentLoop",
+    "Emit",
+    "EndReason",
+    "LoopEvent",
+    "LoopResult",
+    "LoopSettings",
+    "RunState",
+    "Transcript",
+    "TurnOptions",
+]

@@ -4,23 +4,25 @@ Several processes may serve one session (two `agentkernel serve` on one
 project), so a chat's history in memory is only a cache of its transcript.
 `SessionRecords` is both sides of that:
 
-- the loop's transcript (`append`): every record the chat's turns write,
-  fenced by the running turn's lease when it has one (`lease`: the store
-  refuses the write once the lease is another turn's), and counted;
+- the loop's transcript (`append_step`): every step the chat's turns write,
+  under the running turn's run id (`run_id`, S25.1), fenced by its lease
+  when it has one (`lease`: the store refuses the write once the lease is
+  another turn's), and counted;
 - the check before a turn (`refreshed`): the records the session has since
   the history was read (one range of the session's index), against the
   ones this chat wrote itself. Any other record (another process's turn, a
   cron job's delivery) means the history is stale: it is read again from
   the transcript, as a chat resumed after a restart reads it (the user's
-  messages and the answers). Otherwise the cache stands, tool calls and all.
+  messages, the answers, the tool calls and their results). Otherwise the cache stands.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentkernel.llm.base import ChatMessage
-from agentkernel.ports import MessageStore, Owner
+from agentkernel.ports import Entry, MessageStore, Owner, Record
 from agentkernel.services.memory import chat_messages
 
 
@@ -37,33 +39,45 @@ class SessionRecords:
         self.user_id = user_id
         self.limit = limit
         self.lease: str | None = None  # the running turn's lease token: its writes are fenced by it
+        self.run_id: str | None = None  # the running turn's run: its records are its steps
         self._owner = Owner(user_id, unrecorded=True)
         self._mark = 0  # the last record id the history reflects
         self._written = 0  # records this chat wrote since then
 
-    def append(
+    def append_step(
         self,
         session_id: str,
-        role: str,
-        kind: str,
-        content: str,
-        meta: dict[str, Any] | None = None,
+        entries: Sequence[Entry],
         *,
         user_id: str | None = None,
-    ) -> int:
-        """The loop's transcript: a record of the session, written only while the turn's lease holds."""
+        run_update: Mapping[str, Any] | None = None,
+        notes: Mapping[int, dict[str, Any]] | None = None,
+    ) -> list[int]:
+        """The loop's transcript: a step of the running turn, written only while the turn's lease holds."""
         if session_id != self.session_id:  # not this chat's session: nothing to fence or count
-            return self.store.append(session_id, role, kind, content, meta, user_id=user_id)
-        record = self.store.append(session_id, role, kind, content, meta, user_id=user_id, lease=self.lease)
-        self._written += 1
-        return record
+            return self.store.append_step(session_id, entries, user_id=user_id)
+        ids = self.store.append_step(
+            session_id,
+            entries,
+            user_id=user_id,
+            lease=self.lease,
+            run_id=self.run_id,
+            run_update=run_update,
+            notes=notes,
+        )
+        self._written += len(ids)
+        return ids
 
     def history(self) -> list[ChatMessage]:
         """The conversation as the transcript holds it now (its last `limit` records), marked as read."""
+        return chat_messages(self.records())
+
+    def records(self) -> list[Record]:
+        """The session's last `limit` records (this user's), marked as read."""
         records = self.store.history(self.session_id, self.limit, owner=self._owner)
         # a record written after this read is past the mark: the next check reads again
         self._mark, self._written = (records[-1].id if records else 0), 0
-        return chat_messages(records)
+        return records
 
     def refreshed(self) -> list[ChatMessage] | None:
         """The history read again when the store has records this chat did not write; None if current."""

@@ -64,6 +64,7 @@ _TOOL_PROPERTIES: dict[str, Any] = {
     "parameters": {"type": "object"},
     "ui": {"type": "object"},
     "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
+    "idempotent": {"type": "boolean"},  # S25.3: a call cut short by a crash may run again
     "tests": {},  # cases for `agentkernel tool test`, checked by testing/cases.py (not needed to load)
 }
 
@@ -163,6 +164,9 @@ class ToolSpec(ScriptSpec):
     ui: JSONObject = field(default_factory=dict)
     warnings: tuple[WarningRule, ...] = ()
     function: str | None = None  # a python_tool's `module:callable`, below agentkernel.builtins
+    # S25.3: a call that started but whose process died before its result was recorded runs again
+    # only when its tool says so; otherwise the LLM is told it was interrupted
+    idempotent: bool = False
 
     @cached_property
     def validator(self) -> Any:
@@ -355,6 +359,7 @@ def _tool_spec(
         ui=data.get("ui", {}),
         warnings=rules,
         function=data.get("function"),
+        idempotent=data.get("idempotent", False),
     )
 
 

@@ -47,16 +47,17 @@ import json
 import re
 import sqlite3
 import threading
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.llm.base import ChatMessage
-from agentkernel.ports import MessageStore, Owner, Record
+from agentkernel.llm.base import ChatMessage, ToolCall
+from agentkernel.ports import Entry, MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.services.turn_leases import RUNS, LeaseLost
 from agentkernel.services.turn_leases import TABLE as LEASES
-from agentkernel.services.turn_leases import LeaseLost
 from agentkernel.util.valid_unicode import repair_text
 
 KIND_USER = "user"
@@ -91,7 +92,7 @@ MAX_QUERY_WORDS = 32
 """Longer queries keep their first words: a bounded MATCH expression, a bounded cost."""
 
 BUSY_TIMEOUT_SECS = 10.0
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
 _HAS_WORD = re.compile(r"\w")
@@ -129,6 +130,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         # the user each record was written for; '' is no user, NULL a record from before version 2
         "ALTER TABLE messages ADD COLUMN user_id TEXT",
         "CREATE INDEX messages_owner ON messages (session_id, user_id, id)",
+    ),
+    3: (
+        # the run each record is a step of (S25.1): a run's events are its records (GET /v1/runs/{id})
+        "ALTER TABLE messages ADD COLUMN run_id TEXT",
+        "CREATE INDEX messages_run ON messages (run_id, id) WHERE run_id IS NOT NULL",
     ),
 }
 """Version N's statements take a file from version N-1 to N; append, never edit."""
@@ -180,35 +186,74 @@ class SqliteMessageStore(SqliteStore):
 
         With `lease` (a turn lease's token, services/turn_leases.py) the record
         is written only while that lease is still the session's, checked in
-        the insert itself; LeaseLost when it is not, and nothing is written.
+        the record's own transaction; LeaseLost when it is not, and nothing is written.
+        """
+        return self.append_step(session_id, [Entry(role, kind, content, meta)], user_id=user_id, lease=lease)[
+            0
+        ]
+
+    def append_step(
+        self,
+        session_id: str,
+        entries: Sequence[Entry],
+        *,
+        user_id: str | None = None,
+        lease: str | None = None,
+        run_id: str | None = None,
+        run_update: Mapping[str, Any] | None = None,
+        notes: Mapping[int, Mapping[str, Any]] | None = None,
+    ) -> list[int]:
+        """Record one step of a run: its entries and its run's new state, in one transaction.
+
+        Every record is checked before anything is written (ValueError), so a
+        step is written whole or not at all; with `lease`, only while it is
+        the session's (LeaseLost). `run_update` sets columns of the run's row
+        (`RUN_COLUMNS`): where the run is, for a process that resumes it.
+        `notes` add keys to the meta of earlier records of the same session
+        (what a hook made of the user's message).
         """
         _check_session(session_id)
-        _check_label("role", role)
-        _check_label("kind", kind)
-        if not isinstance(content, str):
-            raise ValueError(f"content must be a string, not {type(content).__name__}")
         if user_id is not None and not isinstance(user_id, str):
             raise ValueError(f"user_id must be a string or None, not {type(user_id).__name__}")
-        content, meta_text = _fit(content, meta)
-        row = (session_id, user_id or "", role, kind, content, meta_text, _now())
+        rows = [_row(session_id, user_id, run_id, entry) for entry in entries]
+        update = _run_update(run_update) if run_update and run_id is not None else None
+        if not rows and not notes and update is None:
+            return []
         with self._write() as conn:
-            if lease is None:
+            if (
+                lease is not None
+                and conn.execute(
+                    f"SELECT 1 FROM {LEASES} WHERE session_id = ? AND token = ?", (session_id, lease)
+                ).fetchone()
+                is None
+            ):
+                raise LeaseLost(session_id)
+            ids = []
+            for row in rows:
                 cursor = conn.execute(
-                    "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO messages (session_id, user_id, run_id, role, kind, content, meta, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
-            else:
-                cursor = conn.execute(
-                    "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
-                    f"SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM {LEASES} "
-                    "WHERE session_id = ? AND token = ?)",
-                    (*row, session_id, lease),
+                assert cursor.lastrowid is not None
+                ids.append(cursor.lastrowid)
+            for record_id, note in (notes or {}).items():
+                conn.execute(
+                    "UPDATE messages SET meta = json_patch(meta, ?) WHERE id = ? AND session_id = ?",
+                    (json.dumps(note, ensure_ascii=False), record_id, session_id),
                 )
-                if cursor.rowcount != 1:
-                    raise LeaseLost(session_id)
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+            if update is not None and run_id is not None:
+                sql, params = update
+                conn.execute(f"UPDATE {RUNS} SET {sql} WHERE id = ?", (*params, run_id))
+        return ids
+
+    def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
+        """A run's records after id `after`, oldest first, up to `most` (its events, read again)."""
+        rows = self._read(
+            f"SELECT {_FIELDS} FROM messages m WHERE m.run_id = ? AND m.id > ? ORDER BY m.id LIMIT ?",
+            (run_id, after, most),
+        )
+        return [_record(row) for row in rows]
 
     def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
         """How many records the session has after record id `after`, and its last id (`after` if none).
@@ -381,6 +426,29 @@ def _check_session(session_id: str) -> None:
         raise ValueError("session_id must be a non-empty string")
 
 
+RUN_COLUMNS = frozenset({"status", "reason", "prompt", "started_call", "ended_at"})
+"""The run's columns a step may set (`append_step`'s `run_update`)."""
+
+
+def _row(session_id: str, user_id: str | None, run_id: str | None, entry: Entry) -> tuple[Any, ...]:
+    """One record's row, checked: bad labels or meta raise ValueError, long content is cut."""
+    _check_label("role", entry.role)
+    _check_label("kind", entry.kind)
+    if not isinstance(entry.content, str):
+        raise ValueError(f"content must be a string, not {type(entry.content).__name__}")
+    content, meta_text = _fit(entry.content, entry.meta)
+    return (session_id, user_id or "", run_id, entry.role, entry.kind, content, meta_text, _now())
+
+
+def _run_update(update: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """`SET` clauses of a run's row; a column other than RUN_COLUMNS is a kernel bug (ValueError)."""
+    unknown = set(update) - RUN_COLUMNS
+    if unknown:
+        raise ValueError(f"not a run column a step may set: {sorted(unknown)}")
+    values = tuple(json.dumps(v, ensure_ascii=False) if k == "prompt" else v for k, v in update.items())
+    return ", ".join(f"{column} = ?" for column in update), values
+
+
 def _check_label(name: str, value: str) -> None:
     if not isinstance(value, str) or not value or len(value) > MAX_LABEL_CHARS:
         raise ValueError(f"{name} must be a non-empty string of at most {MAX_LABEL_CHARS} characters")
@@ -433,12 +501,49 @@ def conversation(store: MessageStore, session_id: str, user_id: str | None, limi
 
 
 def chat_messages(records: list[Record]) -> list[ChatMessage]:
-    """The user's messages and the answers among `records`, as an agent loop's history."""
-    return [
-        ChatMessage.user(r.content) if r.kind == KIND_USER else ChatMessage.assistant(r.content)
-        for r in records
-        if r.kind in (KIND_USER, KIND_AGENT)
-    ]
+    """The conversation among `records` as the LLM saw it: the user's messages (as the hooks left
+    them: `meta.asked`), the answers, and each response's tool calls with their results.
+
+    A call without a result (cut off at the window's start, a client's, a run
+    cut short) and a result without its call are left out, as is the text of
+    a response left without calls: the LLM refuses a conversation with either.
+    """
+    messages: list[ChatMessage] = []
+    calls: list[tuple[ToolCall, str | None]] = []  # the response being read: its calls and its text
+    results: dict[str, ChatMessage] = {}
+    for record in records:
+        if record.kind == KIND_TOOL_CALL:
+            if results:  # a new response: the last one is complete
+                _close(messages, calls, results)
+            calls.append((_tool_call(record), record.meta.get("text")))
+        elif record.kind == KIND_TOOL_RESULT and calls:
+            call_id = str(record.meta.get("id", ""))
+            results[call_id] = ChatMessage.tool(call_id, record.content, record.meta.get("tool"))
+        elif record.kind in (KIND_USER, KIND_AGENT):
+            _close(messages, calls, results)
+            if record.kind == KIND_USER:
+                messages.append(ChatMessage.user(str(record.meta.get("asked", record.content))))
+            else:
+                messages.append(ChatMessage.assistant(record.content))
+    _close(messages, calls, results)
+    return messages
+
+
+def _tool_call(record: Record) -> ToolCall:
+    return ToolCall(str(record.meta.get("id", "")), str(record.meta.get("tool", "")), record.content)
+
+
+def _close(
+    messages: list[ChatMessage], calls: list[tuple[ToolCall, str | None]], results: dict[str, ChatMessage]
+) -> None:
+    """The response read so far, with the results its calls got, onto `messages`; both are emptied."""
+    answered = tuple(call for call, _ in calls if call.id in results)
+    if answered:
+        text = next((t for _, t in calls if t), None)
+        messages.append(ChatMessage.assistant(text, answered))
+        messages.extend(results[call.id] for call in answered)
+    calls.clear()
+    results.clear()
 
 
 def transcript(store: MessageStore, session_id: str, limit: int, user_id: str | None) -> list[Record]:
@@ -487,6 +592,30 @@ class LazyMessageStore:
         lease: str | None = None,
     ) -> int:
         return self.store.append(session_id, role, kind, content, meta, user_id=user_id, lease=lease)
+
+    def append_step(
+        self,
+        session_id: str,
+        entries: Sequence[Entry],
+        *,
+        user_id: str | None = None,
+        lease: str | None = None,
+        run_id: str | None = None,
+        run_update: Mapping[str, Any] | None = None,
+        notes: Mapping[int, Mapping[str, Any]] | None = None,
+    ) -> list[int]:
+        return self.store.append_step(
+            session_id,
+            entries,
+            user_id=user_id,
+            lease=lease,
+            run_id=run_id,
+            run_update=run_update,
+            notes=notes,
+        )
+
+    def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
+        return self.store.run_records(run_id, after, most)
 
     def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
         return self.store.changes(session_id, after, owner=owner)

@@ -29,20 +29,25 @@ that file sees it. Decisions:
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 
 TABLE = "turn_leases"
+RUNS = "runs"
 BUSY_TIMEOUT_SECS = 10.0
+RUNNING, ENDED = "running", "ended"
 
 _SCHEMA = Schema(
-    version=1,
+    version=2,
     upgrades={
         1: (
             f"""CREATE TABLE {TABLE} (
@@ -52,25 +57,111 @@ _SCHEMA = Schema(
                 expires_at REAL NOT NULL
             )""",
             f"CREATE INDEX {TABLE}_user ON {TABLE} (user_id, expires_at)",
-        )
+        ),
+        # a turn is a run (S25.1): its row, started with its lease; its steps are the transcript's
+        # records with its id (services/memory.py), written before they are used
+        2: (
+            f"""CREATE TABLE {RUNS} (
+                id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                status TEXT NOT NULL,
+                reason TEXT,
+                text TEXT,
+                prompt TEXT,
+                started_call TEXT,
+                one_off INTEGER NOT NULL DEFAULT 0,
+                idem_key TEXT,
+                body_hash TEXT,
+                created_at REAL NOT NULL,
+                ended_at REAL
+            )""",
+            f"CREATE UNIQUE INDEX {RUNS}_key ON {RUNS} (user_id, idem_key) WHERE idem_key IS NOT NULL",
+            f"CREATE INDEX {RUNS}_open ON {RUNS} (session_id) WHERE status = '{RUNNING}'",
+            f"CREATE INDEX {RUNS}_session ON {RUNS} (session_id, created_at)",
+        ),
     },
     too_new=lambda found: AgentKernelError(
         f"the turn leases in the message store have schema version {found}, "
-        "newer than this agentkernel knows (1)"
+        "newer than this agentkernel knows (2)"
     ),
     version_table=f"{TABLE}_schema",
 )
 
 
+@dataclass(frozen=True)
+class NewRun:
+    """The run a turn starts with its lease: its id, the user's message, and how a retry finds it.
+
+    `one_off`: a stateless client's turn (its conversation is the client's),
+    ended rather than resumed when its process dies. `idem_key` and
+    `body_hash`: the request's `Idempotency-Key` and a hash of its body.
+    """
+
+    id: str
+    text: str | None
+    one_off: bool = False
+    idem_key: str | None = None
+    body_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run's row: whose, where it is (`running` or `ended`, and why), and what it was asked."""
+
+    id: str
+    session_id: str
+    user_id: str
+    status: str
+    reason: str | None
+    text: str | None
+    prompt: dict[str, Any] | None  # the message as the hooks left it, once they ran (agent/journal.py)
+    started_call: str | None  # the tool call started last (its result may be missing: S25.3)
+    one_off: bool
+    idem_key: str | None
+    body_hash: str | None
+    created_at: float
+    ended_at: float | None
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+    def to_json(self) -> dict[str, Any]:
+        """What `GET /v1/runs/{id}` says of it (the answer and events are read from its records)."""
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "status": self.status,
+            "reason": self.reason,
+            "created_at": self.created_at,
+            "ended_at": self.ended_at,
+        }
+
+
 @dataclass
 class Lease:
-    """One turn's hold on its session: whose, the holder's token, its length and its current expiry."""
+    """One turn's hold on its session: whose, the holder's token, its length and its current expiry.
+
+    `resumes`: the session's run that its dead holder left unfinished, taken
+    over with the lease (it must be resumed or ended before a new one starts).
+    """
 
     session_id: str
     user_id: str
     token: str
     secs: float
     expires_at: float  # wall-clock seconds, as last taken or renewed
+    resumes: Run | None = None
+
+
+class RunExists(AgentKernelError):
+    """The request's Idempotency-Key names a run of the user already: the same run, or a refusal."""
+
+    def __init__(self, run: Run, same_body: bool) -> None:
+        super().__init__(f"Idempotency-Key {run.idem_key!r} is run {run.id}")
+        self.run = run
+        self.same_body = same_body
 
 
 class SessionLeased(AgentKernelError):
@@ -112,11 +203,29 @@ class TurnLeases(SqliteStore):
     def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
         super().__init__(path, _SCHEMA, busy_timeout_secs)
 
-    def take(self, session_id: str, user_id: str, secs: float, most_per_user: int | None = None) -> Lease:
-        """The session's lease for `secs` seconds; SessionLeased or UserAtCap when it may not be taken."""
+    def take(
+        self,
+        session_id: str,
+        user_id: str,
+        secs: float,
+        most_per_user: int | None = None,
+        run: NewRun | None = None,
+    ) -> Lease:
+        """The session's lease for `secs` seconds, and `run` started with it, in one transaction.
+
+        RunExists when `run`'s Idempotency-Key is a run of the user already
+        (checked first: a retry while the run goes on finds it), SessionLeased
+        or UserAtCap when the lease may not be taken. When the session has a
+        run its dead holder left unfinished, that run is taken over instead
+        (`Lease.resumes`) and `run` is not started.
+        """
         lease = Lease(session_id, user_id, new_token(), secs, 0.0)
         with self._write() as conn:
             now = time.time()
+            if run is not None and run.idem_key is not None:
+                known = _one_run(conn, "user_id = ? AND idem_key = ?", (user_id, run.idem_key))
+                if known is not None:
+                    raise RunExists(known, known.body_hash == run.body_hash)
             row = conn.execute(
                 f"SELECT expires_at FROM {TABLE} WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -128,13 +237,74 @@ class TurnLeases(SqliteStore):
                 ).fetchone()
                 if running >= most_per_user:
                     raise UserAtCap(user_id, running)
-            lease.expires_at = now + secs
-            conn.execute(
-                f"INSERT OR REPLACE INTO {TABLE} (session_id, user_id, token, expires_at) "
-                "VALUES (?, ?, ?, ?)",
-                (session_id, user_id, lease.token, lease.expires_at),
-            )
+            self._hold(conn, lease, now)
+            lease.resumes = _one_run(conn, f"session_id = ? AND status = '{RUNNING}'", (session_id,))
+            if lease.resumes is None and run is not None:
+                conn.execute(
+                    f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
+                    "body_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run.id,
+                        session_id,
+                        user_id,
+                        RUNNING,
+                        run.text,
+                        int(run.one_off),
+                        run.idem_key,
+                        run.body_hash,
+                        now,
+                    ),
+                )
         return lease
+
+    def take_over(self, run_id: str, secs: float) -> Lease | None:
+        """The lease of an unfinished run's session, when its holder is gone (None: it is held, or the
+        run has ended meanwhile). Two processes asking at once: one gets it (the write lock)."""
+        with self._write() as conn:
+            now = time.time()
+            run = _one_run(conn, f"id = ? AND status = '{RUNNING}'", (run_id,))
+            if run is None:
+                return None
+            row = conn.execute(
+                f"SELECT expires_at FROM {TABLE} WHERE session_id = ?", (run.session_id,)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                return None
+            lease = Lease(run.session_id, run.user_id, new_token(), secs, 0.0, resumes=run)
+            self._hold(conn, lease, now)
+        return lease
+
+    @staticmethod
+    def _hold(conn: sqlite3.Connection, lease: Lease, now: float) -> None:
+        lease.expires_at = now + lease.secs
+        conn.execute(
+            f"INSERT OR REPLACE INTO {TABLE} (session_id, user_id, token, expires_at) VALUES (?, ?, ?, ?)",
+            (lease.session_id, lease.user_id, lease.token, lease.expires_at),
+        )
+
+    def orphans(self, most: int = 16) -> list[str]:
+        """Runs still `running` whose session nobody holds: their process died (or stopped renewing)."""
+        rows = self._read(
+            f"SELECT r.id FROM {RUNS} r WHERE r.status = '{RUNNING}' AND NOT EXISTS "
+            f"(SELECT 1 FROM {TABLE} l WHERE l.session_id = r.session_id AND l.expires_at > ?) "
+            "ORDER BY r.created_at LIMIT ?",
+            (time.time(), most),
+        )
+        return [str(row[0]) for row in rows]
+
+    def run(self, run_id: str) -> Run | None:
+        """The run `run_id`, or None."""
+        with self._reading() as conn:
+            return _one_run(conn, "id = ?", (run_id,))
+
+    def runs_of(self, session_id: str, most: int = 50) -> list[Run]:
+        """The session's latest runs, newest first."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_RUN_FIELDS} FROM {RUNS} WHERE session_id = ? ORDER BY created_at DESC LIMIT ?",
+                (session_id, most),
+            ).fetchall()
+        return [_run(row) for row in rows]
 
     def renew(self, lease: Lease) -> bool:
         """Move the expiry `lease.secs` on; False when the row is no longer this holder's (lost)."""
@@ -164,4 +334,48 @@ class TurnLeases(SqliteStore):
         return int(rows[0][0])
 
 
-__all__ = ["TABLE", "Lease", "LeaseLost", "SessionLeased", "TurnLeases", "UserAtCap", "new_token"]
+_RUN_FIELDS = (
+    "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
+    "created_at, ended_at"
+)
+
+
+def _one_run(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
+    row = conn.execute(f"SELECT {_RUN_FIELDS} FROM {RUNS} WHERE {where} LIMIT 1", params).fetchone()
+    return None if row is None else _run(row)
+
+
+def _run(row: tuple[Any, ...]) -> Run:
+    prompt = json.loads(row[6]) if row[6] is not None else None
+    return Run(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        prompt,
+        row[7],
+        bool(row[8]),
+        row[9],
+        row[10],
+        float(row[11]),
+        None if row[12] is None else float(row[12]),
+    )
+
+
+__all__ = [
+    "ENDED",
+    "RUNNING",
+    "RUNS",
+    "TABLE",
+    "Lease",
+    "LeaseLost",
+    "NewRun",
+    "Run",
+    "RunExists",
+    "SessionLeased",
+    "TurnLeases",
+    "UserAtCap",
+    "new_token",
+]
