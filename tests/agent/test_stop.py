@@ -99,7 +99,8 @@ def test_stop_during_tool_calls_skips_the_rest(kernel_for: Kernel, llm_server: F
     llm_server.add(Reply(tool_calls=calls), Reply(text="после"))
     chat = kernel_for.chat("tester", session_id="s-tools")
     result, events = send_stopping_at(chat, "два вызова", "tool_result")
-    assert [e.kind for e in events[:3]] == ["tool_call", "tool_call", "tool_result"]
+    shown = [e.kind for e in events if e.kind.startswith("tool_")]
+    assert shown[:3] == ["tool_call", "tool_call", "tool_result"]
     assert result.reason.value == "terminated"
     assert [e.data["content"] for e in events if e.kind == "tool_result"] == ["A"]
     assert len(llm_server.bodies) == 1
