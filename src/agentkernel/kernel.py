@@ -28,7 +28,7 @@ from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
 from agentkernel.services.memory import Record, transcript
-from agentkernel.services.turn_leases import TurnLeases
+from agentkernel.services.turn_leases import Run, TurnLeases
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
@@ -359,6 +359,15 @@ class Kernel:
         """The store's turn leases: one turn per session at a time, across every process on
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases
+
+    def run(self, run_id: str) -> Run | None:
+        """A run (S25.1): whose, in which session, whether it is still going and how it ended."""
+        return self._parts.turn_leases.run(run_id)
+
+    def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
+        """A run's records after record id `after`, oldest first (its events, read again: S25.4).
+        Whoever calls this has checked the run is the caller's."""
+        return self._parts.store.run_records(run_id, after, most)
 
     def transcript(self, session_id: str, limit: int = 100, *, user_id: str | None = None) -> list[Record]:
         """The last `limit` records of a session's transcript, oldest first (kernel.md 9).

@@ -109,14 +109,27 @@ class Gated:
         self.reply.answer(exchange)
 
 
-def sse_events(text: str) -> list[tuple[str, Any]]:
-    """`event: TYPE` + `data: JSON` frames → [(type, data)], checking every frame has both."""
-    events = []
+def sse_events(text: str, *, runs: bool = False) -> list[tuple[str, Any]]:
+    """`event: TYPE` (+ `id: N`) + `data: JSON` frames → [(type, data)], checking every frame has both.
+
+    The `run` event that opens a turn's stream is left out unless `runs`.
+    """
+    return [(kind, data) for kind, _, data in sse_frames(text) if runs or kind != "run"]
+
+
+def sse_frames(text: str) -> list[tuple[str, int | None, Any]]:
+    """Every frame as (type, id or None, data); keep-alive comments are skipped."""
+    frames = []
     for frame in text.strip().split("\n\n"):
-        lines = frame.split("\n")
-        assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
-        events.append((lines[0].removeprefix("event: "), json.loads(lines[1].removeprefix("data: "))))
-    return events
+        lines = [line for line in frame.split("\n") if not line.startswith(":")]
+        if not lines:
+            continue
+        ids = [int(line.removeprefix("id: ")) for line in lines[1:-1] if line.startswith("id: ")]
+        assert len(lines) == 2 + len(ids) and len(ids) <= 1, frame
+        assert lines[0].startswith("event: ") and lines[-1].startswith("data: "), frame
+        kind, data = lines[0].removeprefix("event: "), json.loads(lines[-1].removeprefix("data: "))
+        frames.append((kind, ids[0] if ids else None, data))
+    return frames
 
 
 def write(path: Path, text: str) -> None:

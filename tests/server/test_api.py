@@ -113,8 +113,10 @@ def test_a_client_that_disconnects_does_not_stop_the_turn(
     llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}'),)), Gated(gate))
     session = new_session(client)
     with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}) as stream:
-        first = next(stream.iter_lines())
-        assert first == "event: tool_call"
+        lines = stream.iter_lines()
+        assert next(lines) == "event: run"  # the turn's run, then its events
+        assert next(lines).startswith("data: ")
+        assert [next(lines), next(lines)] == ["", "event: tool_call"]
     gate.set()  # the client is gone; the LLM now answers
     wait_until(lambda: "end" in kinds(client, session), "the turn to be recorded")
     records = client.get(f"/v1/sessions/{session}/messages").json()
@@ -414,6 +416,8 @@ def test_a_quiet_stream_gets_keepalive_comments(tmp_path: Path, llm_server: Fake
         session = new_session(client)
         with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "wait"}) as stream:
             lines = stream.iter_lines()
+            assert [next(lines), next(lines)][0] == "event: run"  # the run's id comes first
+            assert next(lines) == ""
             assert next(lines) == ": keep-alive"  # nothing else can come before the gate opens
             gate.set()
             rest = [line for line in lines if line != ": keep-alive"]

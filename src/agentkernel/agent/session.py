@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, TurnOptions
+from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, RunState, TurnOptions
 from agentkernel.agent.processes import Process
+from agentkernel.agent.resume import Prompt
 from agentkernel.agent.session_records import SessionRecords
 from agentkernel.llm.base import ChatMessage
+from agentkernel.services.memory import chat_messages
+from agentkernel.services.turn_leases import Run
 
 
 @dataclass
@@ -37,19 +40,25 @@ class ChatSession:
     _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     async def send(
-        self, text: str | None, emit: Emit, options: TurnOptions | None = None, lease: str | None = None
+        self,
+        text: str | None,
+        emit: Emit,
+        options: TurnOptions | None = None,
+        lease: str | None = None,
+        run_id: str | None = None,
     ) -> LoopResult:
         """Answer `text` (None: go on from the history, which ends with the client's tool results).
 
         `lease`: the token of the turn lease the caller holds on the session
         (services/turn_leases.py); the turn's records are written only while
-        it is still the session's.
+        it is still the session's. `run_id`: the run the turn is (S25.1),
+        started with the lease: its records are its steps.
         """
         async with self._lock:
             self._stop = stop = asyncio.Event()
             try:
                 if self.records is not None:
-                    self.records.lease = lease
+                    self.records.lease, self.records.run_id = lease, run_id
                     if self.follows_store:
                         fresh = await asyncio.to_thread(self.records.refreshed)
                         if fresh is not None:
@@ -67,8 +76,28 @@ class ChatSession:
             finally:
                 self._stop = None
                 if self.records is not None:
-                    self.records.lease = None
+                    self.records.lease = self.records.run_id = None
             self.history, self.unvetted = result.history, 0
+            return result
+
+    async def resume(self, run: Run, emit: Emit, lease: str) -> LoopResult:
+        """Go on with `run`, which a dead process left unfinished in this session (S25.3, resume.py).
+
+        The conversation before it and its steps so far are read from the
+        transcript; it goes on under `lease`, as a message would.
+        """
+        assert self.records is not None, "a run is resumed in a chat that follows its session's transcript"
+        records = self.records
+        async with self._lock:
+            self._stop = stop = asyncio.Event()
+            try:
+                records.lease, records.run_id = lease, run.id
+                history, state = await asyncio.to_thread(_where_it_stood, records, run)
+                result = await self.loop.resume(self.process, self.settings, history, state, emit, stop)
+            finally:
+                self._stop = None
+                records.lease = records.run_id = None
+            self.history = await asyncio.to_thread(records.history)
             return result
 
     def from_client(self, history: list[ChatMessage]) -> None:
@@ -82,6 +111,14 @@ class ChatSession:
             return False
         self._stop.set()
         return True
+
+
+def _where_it_stood(records: SessionRecords, run: Run) -> tuple[list[ChatMessage], RunState]:
+    """The conversation before `run`, and the run as its records have it (blocking: a worker thread)."""
+    steps = records.run_records(run.id)
+    before = [r for r in records.records() if not steps or r.id < steps[0].id]
+    prompt = None if run.prompt is None else Prompt.from_json(run.prompt)
+    return chat_messages(before), RunState(run.text, prompt, steps, run.started_call)
 
 
 __all__ = ["ChatSession"]

@@ -72,6 +72,16 @@ class SessionRecords:
         """The conversation as the transcript holds it now (its last `limit` records), marked as read."""
         return chat_messages(self.records())
 
+    def run_records(self, run_id: str, most: int = 10_000) -> list[Record]:
+        """The records of a run of this session, oldest first (its steps so far)."""
+        found: list[Record] = []
+        while len(found) < most:
+            page = self.store.run_records(run_id, found[-1].id if found else 0, min(500, most - len(found)))
+            if not page:
+                break
+            found.extend(page)
+        return found
+
     def records(self) -> list[Record]:
         """The session's last `limit` records (this user's), marked as read."""
         records = self.store.history(self.session_id, self.limit, owner=self._owner)

@@ -29,6 +29,7 @@ from agentkernel.server.llm_status import LLMWatch
 from agentkernel.server.mcp_mount import PATH as MCP_PATH
 from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
+from agentkernel.server.resumer import RunResumer
 from agentkernel.server.routes import (
     continuations,
     cron,
@@ -38,6 +39,7 @@ from agentkernel.server.routes import (
     memory,
     openai,
     page,
+    runs,
     sessions,
     tools,
 )
@@ -98,6 +100,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
+        # the runs a dead server left unfinished: taken over and resumed here (S25.3)
+        resumer = RunResumer(kernel, directory, turns, chosen.turn_lease_secs)
+        resuming = asyncio.create_task(resumer.run(stop))
         # in the background: start-up never waits for the LLM server
         warned = asyncio.create_task(parts.llm.warn()) if check_llm else None
         try:
@@ -105,6 +110,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
                 yield
         finally:
             stop.set()
+            await asyncio.gather(resuming, return_exceptions=True)
             await parts.turns.drain(chosen.shutdown_grace_secs)
             await _ended(cron)
             await parts.llm.close()
@@ -129,7 +135,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     app.state.sealing = sealing
     app.state.end_streams = mcp.end_streams  # serving.py calls it when shutdown begins
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, tools, continuations, openai, files, cron, memory, llm):
+    for area in (health, sessions, runs, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))

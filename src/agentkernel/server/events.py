@@ -16,6 +16,14 @@ everywhere and documented once:
 | `answer`      | `reply`       | `{content, streamed}`                                 |
 | `error`       | `error`       | `{message, code}` (the server's own failure: no code) |
 | `end`         | `done`        | `{reason}`: job_done, terminated, blocked, …          |
+
+A turn's stream starts with `event: run`, data `{id, session_id}`: the run
+it is (S25.1). Every event but a token carries `id:`, the id of its record
+in the transcript: `GET /v1/runs/{id}/events` with `Last-Event-ID` (or
+`?after=N`) gives what came after it, read from the store (`record_event`
+makes the same events of the records), so a client whose stream broke, on
+whichever process, reconnects and gets the rest exactly once. Tokens are
+live only: the `reply` that follows holds the whole text.
 """
 
 from __future__ import annotations
@@ -26,10 +34,21 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentkernel.agent.loop import LoopEvent
+from agentkernel.ports import Record
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.valid_unicode import repair_text
 
-EVENT_TYPES: Final = ("notice", "token", "tool_call", "tool_result", "warning", "reply", "error", "done")
+EVENT_TYPES: Final = (
+    "run",
+    "notice",
+    "token",
+    "tool_call",
+    "tool_result",
+    "warning",
+    "reply",
+    "error",
+    "done",
+)
 _RENAMED: Final = {"answer": "reply", "end": "done"}
 _DROPPED: Final = frozenset({"visual"})
 
@@ -40,9 +59,10 @@ class StreamEvent:
 
     type: str
     data: JSONObject
+    id: int | None = None  # its record's id: where a reconnecting client goes on from
 
     def frame(self) -> bytes:
-        """`event: TYPE` + `data: JSON` + a blank line; json.dumps escapes every newline in the data."""
+        """`event: TYPE` (+ `id: N`) + `data: JSON` + a blank line; json.dumps escapes every newline."""
         return self._frame
 
     @functools.cached_property
@@ -55,7 +75,8 @@ class StreamEvent:
         the stream short.
         """
         data = repair_text(json.dumps(self.data, ensure_ascii=False))
-        return f"event: {self.type}\ndata: {data}\n\n".encode()
+        said = "" if self.id is None else f"id: {self.id}\n"
+        return f"event: {self.type}\n{said}data: {data}\n\n".encode()
 
 
 def stream_event(event: LoopEvent) -> StreamEvent | None:
@@ -67,7 +88,45 @@ def stream_event(event: LoopEvent) -> StreamEvent | None:
         data = {"id": data.pop("id", None), "tool": data.pop("name", None), **data}
     if event.kind == "tool_call":
         data["args"] = _arguments(data.pop("arguments", None))
-    return StreamEvent(_RENAMED.get(event.kind, event.kind), data)
+    return StreamEvent(_RENAMED.get(event.kind, event.kind), data, event.id)
+
+
+def record_event(record: Record) -> StreamEvent | None:
+    """The event a run's record was shown as when it was written; None for what is not shown
+    (the user's message, the hooks' records)."""
+    meta = record.meta
+    if record.role == "hook" or record.kind == "user":
+        return None
+    kind = record.kind
+    if kind == "tool_call" and not meta.get("client"):
+        data: JSONObject = {
+            "id": meta.get("id"),
+            "tool": meta.get("tool"),
+            "args": _arguments(record.content),
+        }
+    elif kind == "tool_result" and not meta.get("not_run"):
+        data = {
+            "id": meta.get("id"),
+            "tool": meta.get("tool"),
+            "content": record.content,
+            "success": meta.get("success") is not False,
+            "error": None if meta.get("success") is not False else record.content,
+            "visual": meta.get("visual"),
+            "warnings": [],
+        }
+    elif kind == "notice":
+        data = {"text": record.content}
+    elif kind == "warning":
+        data = {"tool": meta.get("tool"), "message": record.content}
+    elif kind == "agent":
+        data, kind = {"content": record.content, "streamed": False}, "answer"
+    elif kind == "error":
+        data = {"message": record.content, **({"code": meta["code"]} if "code" in meta else {})}
+    elif kind == "end":
+        data = {"reason": record.content}
+    else:
+        return None
+    return StreamEvent(_RENAMED.get(kind, kind), data, record.id)
 
 
 def _arguments(raw: JSONValue) -> JSONValue:
@@ -86,4 +145,4 @@ def failed_turn(message: str) -> list[StreamEvent]:
     return [StreamEvent("error", {"message": message}), StreamEvent("done", {"reason": "error"})]
 
 
-__all__ = ["EVENT_TYPES", "StreamEvent", "failed_turn", "stream_event"]
+__all__ = ["EVENT_TYPES", "StreamEvent", "failed_turn", "record_event", "stream_event"]

@@ -343,6 +343,7 @@ class Completion:
 
     model: str
     session_id: str
+    run_id: str = ""  # the turn's run (S25.1): GET /v1/runs/{id}
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
     reply: str | None = None
@@ -356,6 +357,8 @@ class Completion:
 
     def take(self, event: StreamEvent) -> None:
         """Note what `event` says about the answer, the end, or the extension's events."""
+        if event.type == "run":  # the extension says it once, beside the session
+            return
         if event.type == "reply":
             self.reply = str(event.data.get("content") or "")
         elif event.type == "done":
@@ -414,7 +417,12 @@ class Completion:
                 {"index": 0, "message": self.message(), "finish_reason": self.finish, "logprobs": None}
             ],
             "usage": self.usage,
-            EXTENSION: {"session": self.session_id, "reason": self.reason, "events": self.events},
+            EXTENSION: {
+                "session": self.session_id,
+                "run": self.run_id,
+                "reason": self.reason,
+                "events": self.events,
+            },
         }
 
     def chunk(
@@ -477,12 +485,15 @@ class ChunkStream:
 
     def opening(self) -> JSONObject:
         return self.completion.chunk(
-            {"role": "assistant", "content": ""}, extension={"session": self.completion.session_id}
+            {"role": "assistant", "content": ""},
+            extension={"session": self.completion.session_id, "run": self.completion.run_id},
         )
 
     def chunks(self, event: StreamEvent) -> list[JSONObject]:
         """What `event` becomes on the wire (often one chunk; none for a streamed answer's `reply`)."""
         self.completion.take(event)
+        if event.type == "run":
+            return []
         if event.type == "token":
             return [self._text(str(event.data.get("text", "")))]
         if event.type == "reply":

@@ -254,7 +254,7 @@ class TurnSealer:
             pid=None,  # the loop's events do not carry it; the rerun gets a pid of its own
             template=session.template,
         )
-        return event if data is event.data else StreamEvent(event.type, data)
+        return event if data is event.data else replace(event, data=data)
 
 
 __all__ = [

@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -51,7 +52,15 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.services.turn_leases import Lease, SessionLeased, TurnLeases, UserAtCap
+from agentkernel.services.turn_leases import (
+    Lease,
+    NewRun,
+    Run,
+    RunExists,
+    SessionLeased,
+    TurnLeases,
+    UserAtCap,
+)
 from agentkernel.services.user_work import Cap, TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
@@ -68,10 +77,35 @@ Seal = Callable[[SessionInfo, StreamEvent], Awaitable[StreamEvent]]
 class TurnBusy(Exception):
     """The session is still answering its previous message (HTTP 409)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, resuming: str | None = None) -> None:
         super().__init__(
             f"session {session_id} is still answering the previous message; wait for its `done` event"
+            if resuming is None
+            else f"session {session_id} is resuming run {resuming}, which its server left unfinished when it "
+            f"stopped; read it with GET /v1/runs/{resuming}/events and send again after its `done` event"
         )
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a request that starts a turn says it may be a retry: its Idempotency-Key, its body's hash."""
+
+    key: str
+    body_hash: str
+
+
+class SameRun(Exception):
+    """The request's Idempotency-Key is a run of the user's already (S25.5): that run, or a refusal."""
+
+    def __init__(self, run: Run, same_body: bool) -> None:
+        super().__init__(
+            f"Idempotency-Key {run.idem_key!r} is run {run.id}"
+            if same_body
+            else f"Idempotency-Key {run.idem_key!r} was sent before with a different request (run {run.id}, "
+            "session {run.session_id}); a new request needs a new key"
+        )
+        self.run = run
+        self.same_body = same_body
 
 
 class TooManyTurns(TooMuchWork):
@@ -126,6 +160,7 @@ class Turn:
     session_id: str
     request_id: str
     max_backlog_bytes: int = 8 << 20
+    run_id: str = ""  # the run it is (S25.1); its first event says so
     task: asyncio.Task[None] | None = None
     seal: Callable[[StreamEvent], Awaitable[StreamEvent]] | None = None
     user_id: str = ""  # whose turn: the per-user cap counts them
@@ -175,6 +210,10 @@ class Turn:
         while not self._events.empty():
             self._events.get_nowait()
         self._backlog = 0
+
+    def begin(self) -> None:
+        """The first event: the run this turn is (its id, for GET /v1/runs/{id} and a reconnect)."""
+        self._queue(StreamEvent("run", {"id": self.run_id, "session_id": self.session_id}))
 
     def fail(self, message: str) -> None:
         if self._reading:
@@ -279,6 +318,7 @@ class TurnRunner:
         request_id: str,
         history: list[ChatMessage] | None = None,
         options: TurnOptions | None = None,
+        retry: Retry | None = None,
     ) -> Turn:
         """Start answering `text` in `session`; TurnBusy when it is answering already (here or in another
         process), TooManyTurns when its user has `max_running_per_user` turns answering (anywhere).
@@ -290,14 +330,28 @@ class TurnRunner:
         an output schema), and `text` None when its history ends with its
         tool results. Nobody can stop it but its reader, so a reader that
         leaves stops it (ends `terminated`).
+
+        The turn is a run (S25.1), started in the transaction that takes the
+        lease. With `retry`, SameRun when its key names a run of the user
+        already. When the session has a run its dead server left unfinished,
+        that run is resumed here first, and this message is TurnBusy.
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
-        turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id)
+        run = NewRun(
+            str(uuid.uuid4()),
+            text,
+            one_off=history is not None,
+            idem_key=None if retry is None else retry.key,
+            body_hash=None if retry is None else retry.body_hash,
+        )
+        turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id, run_id=run.id)
         self._running[session.id] = turn  # before the lease is asked for: a second message here is 409
         taking = asyncio.ensure_future(
             asyncio.to_thread(
-                lambda: self._leases().take(session.id, session.user_id, self._lease_secs, self._cap.limit)
+                lambda: self._leases().take(
+                    session.id, session.user_id, self._lease_secs, self._cap.limit, run
+                )
             )
         )
         try:
@@ -308,9 +362,15 @@ class TurnRunner:
                 raise TurnBusy(session.id) from exc
             if isinstance(exc, UserAtCap):
                 raise TooManyTurns(session.user_id, self._cap, exc.running) from exc
+            if isinstance(exc, RunExists):
+                raise SameRun(exc.run, exc.same_body) from exc
             if isinstance(exc, asyncio.CancelledError):  # its request went away while the store answered
                 taking.add_done_callback(self._give_back)
             raise
+        if lease.resumes is not None:
+            del self._running[session.id]
+            self.resume(session, lease, request_id)
+            raise TurnBusy(session.id, resuming=lease.resumes.id)
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         if history is not None:
@@ -321,18 +381,42 @@ class TurnRunner:
             else self._run_once(session, text, turn, lease, history, options)
         )
         turn.task = asyncio.create_task(work, name=f"turn {session.id}")
+        turn.begin()
         return turn
 
-    async def _run(self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease) -> None:
+    def resume(self, session: SessionInfo, lease: Lease, request_id: str) -> Turn | None:
+        """Go on with the run its dead server left unfinished (`lease.resumes`), in the background: its
+        events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here."""
+        run = lease.resumes
+        assert run is not None
+        if session.id in self._running:  # cannot be: the lease was free; but never two turns at once here
+            asyncio.get_running_loop().run_in_executor(None, self._leases().release, lease)
+            return None
+        turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id, run_id=run.id)
+        turn.abandoned = True  # nobody reads it here: its events go nowhere but the store
+        turn._stop_reading()
+        self._running[session.id] = turn
+        log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
+        turn.task = asyncio.create_task(self._run(session, None, turn, lease, run), name=f"resume {run.id}")
+        return turn
+
+    async def _run(
+        self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease, resumes: Run | None = None
+    ) -> None:
         keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
         try:
             chat = await self._chat(session)
-            turn.result = await chat.send(text, turn.emit, lease=lease.token)
+            if resumes is None:
+                turn.result = await chat.send(text, turn.emit, lease=lease.token, run_id=turn.run_id)
+            elif resumes.one_off:  # a stateless client's turn: its conversation left with its client
+                await asyncio.to_thread(self._leases().end_run, resumes.id, "terminated", lease.token)
+            else:
+                turn.result = await chat.resume(resumes, turn.emit, lease=lease.token)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:
             try:
-                await self._release(lease, keeper)
+                await self._release(lease, keeper, turn)
             finally:
                 del self._running[session.id]
                 turn.close()
@@ -368,11 +452,22 @@ class TurnRunner:
         if not taking.cancelled() and taking.exception() is None:
             asyncio.get_running_loop().run_in_executor(None, self._leases().release, taking.result())
 
-    async def _release(self, lease: Lease, keeper: asyncio.Task[None]) -> None:
-        """The turn is over: no more renewals, and its lease goes back (unless another holds it now)."""
+    async def _release(self, lease: Lease, keeper: asyncio.Task[None], turn: Turn) -> None:
+        """The turn is over: no more renewals, and its lease goes back (unless another holds it now).
+
+        A run the loop did not end (the turn failed, or never began) is ended
+        `error` first, so no process takes it for a run to resume.
+        """
         keeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await keeper
+        try:
+            if turn.result is None:
+                await asyncio.shield(
+                    asyncio.to_thread(lambda: self._leases().end_run(turn.run_id, "error", lease.token))
+                )
+        except Exception:
+            log.exception("run %s: could not record its end", turn.run_id)
         try:
             await asyncio.shield(asyncio.to_thread(lambda: self._leases().release(lease)))
         except Exception:  # it expires by itself
@@ -392,12 +487,12 @@ class TurnRunner:
             self._once[session.id] = chat = await self._open(session, history)
             if turn.abandoned:  # the client left while the chat was opening: nobody to answer
                 return
-            turn.result = await chat.send(text, turn.emit, options, lease=lease.token)
+            turn.result = await chat.send(text, turn.emit, options, lease=lease.token, run_id=turn.run_id)
         except Exception as exc:
             self._failed(session, turn, exc)
         finally:
             try:
-                await self._release(lease, keeper)
+                await self._release(lease, keeper, turn)
             finally:
                 del self._running[session.id]
                 once = self._once.pop(session.id, None)
@@ -503,4 +598,4 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner", "turn_cap"]
+__all__ = ["Retry", "SameRun", "TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner", "turn_cap"]

@@ -282,6 +282,20 @@ class TurnLeases(SqliteStore):
             (lease.session_id, lease.user_id, lease.token, lease.expires_at),
         )
 
+    def end_run(self, run_id: str, reason: str, lease: str | None = None) -> bool:
+        """End a run the loop did not end (its turn failed); with `lease`, only while that is the session's.
+        False when it had ended already, or another holds its session now (it is theirs to resume)."""
+        fence = (
+            f" AND EXISTS (SELECT 1 FROM {TABLE} l WHERE l.session_id = {RUNS}.session_id AND l.token = ?)"
+        )
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE {RUNS} SET status = '{ENDED}', reason = ?, ended_at = ? "
+                f"WHERE id = ? AND status = '{RUNNING}'" + (fence if lease is not None else ""),
+                (reason, time.time(), run_id, *([lease] if lease is not None else [])),
+            )
+        return cursor.rowcount == 1
+
     def orphans(self, most: int = 16) -> list[str]:
         """Runs still `running` whose session nobody holds: their process died (or stopped renewing)."""
         rows = self._read(

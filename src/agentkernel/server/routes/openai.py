@@ -159,7 +159,7 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         turn = await parts.turns.start(session, asked.text, request_id(request), asked.history, asked.options)
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
-    completion = Completion(body.model, session.id)
+    completion = Completion(body.model, session.id, turn.run_id)
     if body.stream:
         include_usage = bool((body.stream_options or {}).get("include_usage"))
         return _TurnStream(

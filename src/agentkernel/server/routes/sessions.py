@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
@@ -22,9 +23,14 @@ from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
+from agentkernel.server.routes.runs import run_events
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.server.turns import TooManyTurns, Turn, TurnBusy
+from agentkernel.server.turns import Retry, SameRun, TooManyTurns, Turn, TurnBusy
+
+MAX_KEY_CHARS = 255
+KEY_PATTERN = r"^[!-~]+$"
+"""An Idempotency-Key: visible ASCII, as Stripe's and the IETF draft's."""
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=documented(*CALLER))
 log = logging.getLogger(__name__)
@@ -90,14 +96,31 @@ def transcript(
     response_class=StreamingResponse,
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "the turn's events"},
-        **documented(404, 409, 413, 429),
+        **documented(404, 409, 413, 422, 429),
     },
 )
 async def send_message(
-    session_id: str, body: NewMessage, request: Request, user: User, parts: Parts
+    session_id: str,
+    body: NewMessage,
+    request: Request,
+    user: User,
+    parts: Parts,
+    # a plain string, "" when absent: a null would be a value to send
+    idempotency_key: Annotated[
+        str,
+        Header(
+            min_length=1,
+            max_length=MAX_KEY_CHARS,
+            pattern=KEY_PATTERN,
+            description="the same key (1-255 visible ASCII characters, a UUID say) is the same run: S25.5",
+        ),
+    ] = "",
 ) -> StreamingResponse:
     """Answer `content` as a stream of events; the turn goes on if the client goes away.
 
+    The turn is a run: its id is in the `X-Run-Id` header and the first event (`run`). With an
+    `Idempotency-Key` already sent with the same message, the answer is that run's events (from the
+    store, as GET /v1/runs/{id}/events gives them), never a second run; with another message, 409.
     413 past server.max_message_chars; 409 while the session answers its previous message;
     429 while the caller has server.max_running_turns_per_user turns running.
     """
@@ -105,8 +128,13 @@ async def send_message(
     most = parts.settings.max_message_chars
     if len(body.content) > most:
         raise HTTPException(413, f"body.content: {len(body.content):,} characters; at most {most:,}")
+    retry = None if not idempotency_key else Retry(idempotency_key, _hash(info.id, body.content))
     try:
-        turn = await parts.turns.start(info, body.content, request_id(request))
+        turn = await parts.turns.start(info, body.content, request_id(request), retry=retry)
+    except SameRun as exc:
+        if not exc.same_body:
+            raise HTTPException(409, str(exc)) from exc
+        return await run_events(exc.run.id, request, user, parts)
     except TurnBusy as exc:
         raise HTTPException(409, str(exc)) from exc
     except TooManyTurns as exc:
@@ -116,8 +144,17 @@ async def send_message(
     return StreamingResponse(
         _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": turn.run_id},
     )
+
+
+def _hash(*parts: str) -> str:
+    """What a retry must repeat to be the same request: a hash of its session and message."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 @router.post("/{session_id}/stop", responses=documented(404))

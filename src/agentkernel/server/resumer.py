@@ -1,0 +1,68 @@
+"""Taking over the runs a dead server left unfinished (S25.3), from any live server on the store.
+
+A run whose server died (kill -9, a crash, a power cut) stays `running` in
+the store, its session's lease unrenewed. Every server looks for such runs
+when it starts and then every half lease (`server.turn_lease_secs`): for
+each, it takes the session's lease in one transaction (two servers asking
+at once: one gets it) and resumes the run in the background, its events
+recorded for `GET /v1/runs/{id}/events`. A run of a session that was
+deleted meanwhile, or whose owner no longer has it, is ended `error`.
+(A message sent to the session first takes the run over the same way:
+turns.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from agentkernel.kernel import Kernel
+from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.turns import TurnRunner
+
+log = logging.getLogger("agentkernel.server")
+
+
+class RunResumer:
+    """Finds the store's unfinished runs whose holder is gone and resumes them here."""
+
+    def __init__(
+        self, kernel: Kernel, sessions: SessionDirectory, turns: TurnRunner, lease_secs: float
+    ) -> None:
+        self.kernel = kernel
+        self.sessions = sessions
+        self.turns = turns
+        self.lease_secs = lease_secs
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Look now, then every half lease, until `stop`; a failed look is logged and tried again."""
+        while not stop.is_set():
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("could not look for runs to resume")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.lease_secs / 2)
+
+    async def sweep(self) -> int:
+        """Take over and resume the runs left unfinished now; how many were taken."""
+        leases = self.kernel.turn_leases()
+        taken = 0
+        for run_id in await asyncio.to_thread(leases.orphans):
+            lease = await asyncio.to_thread(leases.take_over, run_id, self.lease_secs)
+            if lease is None or lease.resumes is None:  # another server took it, or it ended meanwhile
+                continue
+            taken += 1
+            run = lease.resumes
+            info = await asyncio.to_thread(self.sessions.owned, run.session_id, run.user_id)
+            if info is None:
+                log.warning("run %s: its session %s is gone; the run ends", run.id, run.session_id)
+                await asyncio.to_thread(leases.end_run, run.id, "error", lease.token)
+                await asyncio.to_thread(leases.release, lease)
+            else:
+                self.turns.resume(info, lease, f"resume-{run.id}")
+        return taken
+
+
+__all__ = ["RunResumer"]

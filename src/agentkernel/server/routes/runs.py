@@ -1,0 +1,140 @@
+"""Runs (S25): a turn's status and answer, and its events read again from any position, on any process.
+
+`GET /v1/runs/{id}` says where a run is; `GET /v1/runs/{id}/events` streams
+its events from the store, after `Last-Event-ID` (or `?after=N`): what came
+after the last event a client saw, whichever process it saw it from, then
+the rest as it is recorded, until the run's `done`. Another user's run is
+answered exactly as an unknown one (404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+
+from agentkernel.kernel import Kernel
+from agentkernel.server.events import StreamEvent, record_event
+from agentkernel.server.identity import Parts, User
+from agentkernel.server.parts import ServerParts
+from agentkernel.server.problems import CALLER, documented
+from agentkernel.server.routes.continuations import sealing_of
+from agentkernel.server.sealing import Sealing, seal_records
+from agentkernel.server.sessions import SessionInfo
+from agentkernel.services.turn_leases import Run
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=documented(*CALLER))
+
+POLL_SECS = 0.25
+"""How often a stream of a run still going looks for its new records (one indexed read)."""
+PAGE = 200
+"""Records read at once."""
+
+
+def owned_run(parts: ServerParts, run_id: str, user: str) -> tuple[Run, SessionInfo]:
+    """The caller's run and its session; 404 when it is unknown or someone else's (one answer for both)."""
+    run = parts.kernel.run(run_id)
+    info = None if run is None or run.user_id != user else parts.sessions.owned(run.session_id, user)
+    if run is None or info is None:
+        raise HTTPException(404, f"no run {run_id!r}")
+    return run, info
+
+
+@router.get("/{run_id}", responses=documented(404))
+async def get_run(run_id: str, user: User, parts: Parts) -> dict[str, Any]:
+    """`{id, session_id, status, reason, answer, created_at, ended_at}`: `status` is `running` or `ended`
+    (`reason` as in `done`); `answer` is the run's answer once it has one (null before, or without)."""
+    run, _ = await asyncio.to_thread(owned_run, parts, run_id, user)
+    answer = await asyncio.to_thread(_answer, parts.kernel, run.id)
+    return {**run.to_json(), "answer": answer}
+
+
+@router.get(
+    "/{run_id}/events",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "the run's events"},
+        **documented(404, 422),
+    },
+)
+async def run_events(
+    run_id: str,
+    request: Request,
+    user: User,
+    parts: Parts,
+    after: Annotated[int | None, Query(ge=0, description="the id of the last event seen")] = None,
+    # a plain string, "" when absent: a null would be a value to send
+    last_event_id: Annotated[
+        str, Header(pattern=r"^[0-9]{1,18}$", description="the id of the last event seen (SSE)")
+    ] = "",
+) -> StreamingResponse:
+    """The run's events after the one whose id is `Last-Event-ID` (or `after`; from the start without
+    either), as they were streamed, then the rest as they come, until `done`. Tokens are not kept:
+    the `reply` after them holds the whole text."""
+    since = after if after is not None else int(last_event_id or 0)
+    run, info = await asyncio.to_thread(owned_run, parts, run_id, user)
+    frames = _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs)
+    return StreamingResponse(
+        frames,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run.id},
+    )
+
+
+async def _frames(
+    kernel: Kernel, sealing: Sealing, run: Run, info: SessionInfo, since: int, keepalive_secs: float
+) -> AsyncIterator[bytes]:
+    """The run's events from the store, after `since`, until its end (see the module docstring)."""
+    quiet = 0.0
+    while True:
+        records = await asyncio.to_thread(kernel.run_records, run.id, since, PAGE)
+        if records:
+            quiet = 0.0
+            since = records[-1].id
+            for event in await asyncio.to_thread(_events, sealing, records, info):
+                yield event.frame()
+                if event.type == "done":
+                    return
+            continue
+        now = await asyncio.to_thread(kernel.run, run.id)
+        if now is None or not now.running:  # ended without an end record (its turn failed): say so once
+            yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
+            return
+        await asyncio.sleep(POLL_SECS)
+        quiet += POLL_SECS
+        if quiet >= keepalive_secs:
+            quiet = 0.0
+            yield b": keep-alive\n\n"
+
+
+def _events(sealing: Sealing, records: list[Any], info: SessionInfo) -> list[StreamEvent]:
+    """The events of `records`, their tool results' tables and files sealed for the owner (blocking)."""
+    sealed = seal_records(sealing, [r.to_json() for r in records], info)
+    events = []
+    for record, shown in zip(records, sealed, strict=True):
+        event = record_event(record)
+        if event is None:
+            continue
+        if event.type == "tool_result":
+            meta = shown.get("meta")
+            visual = meta.get("visual") if isinstance(meta, dict) else None
+            event = StreamEvent(event.type, {**event.data, "visual": visual}, event.id)
+        events.append(event)
+    return events
+
+
+def _answer(kernel: Kernel, run_id: str) -> str | None:
+    """The run's last answer record, if it has one (blocking)."""
+    answer, since = None, 0
+    while records := kernel.run_records(run_id, since, PAGE):
+        since = records[-1].id
+        for record in records:
+            if record.kind == "agent":
+                answer = record.content
+    return answer
+
+
+__all__ = ["router"]
