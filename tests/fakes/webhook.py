@@ -25,6 +25,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status = self.server.status
         self.server.keep(json.loads(body), dict(self.headers), status)
+        if self.server.hold is not None:  # answer only once the test lets it (a call held mid-way)
+            self.server.hold.wait(60)
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -38,6 +40,7 @@ class WebhookReceiver(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.status = 200
+        self.hold: threading.Event | None = None  # set: each POST is kept, then answered once it is set
         self.bodies: list[dict[str, Any]] = []  # the accepted ones (2xx)
         self.attempts: list[dict[str, Any]] = []  # every POST, refused ones too
         self.headers: list[dict[str, str]] = []

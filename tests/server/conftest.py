@@ -121,7 +121,7 @@ def sse_frames(text: str) -> list[tuple[str, int | None, Any]]:
     """Every frame as (type, id or None, data); keep-alive comments are skipped."""
     frames = []
     for frame in text.strip().split("\n\n"):
-        lines = [line for line in frame.split("\n") if not line.startswith(":")]
+        lines = [line for line in frame.split("\n") if line and not line.startswith(":")]
         if not lines:
             continue
         ids = [int(line.removeprefix("id: ")) for line in lines[1:-1] if line.startswith("id: ")]

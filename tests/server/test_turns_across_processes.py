@@ -238,24 +238,36 @@ def take_when_free(client: httpx.Client, session: str, text: str) -> httpx.Respo
     return answers[-1]
 
 
-def test_a_killed_holders_lease_lapses_and_the_other_process_answers_the_session(
+def test_a_killed_holders_run_is_resumed_by_the_other_process_and_the_session_answers_again(
     project: Path, llm_server: FakeLLMServer, gates: tuple[threading.Event, threading.Event]
 ) -> None:
-    llm_server.add(Held(gates[0]), Reply(text="B's answer"))
+    """A dies mid-turn: once its lease lapses B takes the run over and finishes it (S25.3); a message
+    meanwhile is 409, saying which run is being resumed; then B answers the session as usual."""
+    llm_server.add(Held(gates[0]), Reply(text="resumed by B"), Reply(text="B's answer"))
     with serving(project, "a") as a, serving(project, "b") as b, a.client() as to_a, b.client() as to_b:
         session = new_session(to_a)
-        with to_a.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "one"}, headers=ALICE):
+        with to_a.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "one"}, headers=ALICE
+        ) as first:
+            run_id = first.headers["x-run-id"]
             wait_until(lambda: len(asked(llm_server)) == 1, "A's turn to reach the LLM")
             assert say(to_b, session, "two").status_code == 409
             a.process.send_signal(signal.SIGKILL)
             a.process.wait()
         assert reply_of(take_when_free(to_b, session, "two")) == "B's answer"
-        assert user_texts(llm_server, 1) == ["one", "two"]  # A recorded "one" before it died
+        run = to_b.get(f"/v1/runs/{run_id}", headers=ALICE).json()
+        assert (run["status"], run["answer"]) == ("ended", "resumed by B")
+        assert user_texts(llm_server, 1) == ["one"]  # the run resumed: A recorded "one" before it died
+        assert user_texts(llm_server, 2) == ["one", "two"]
+        said = [m["content"] for m in asked(llm_server)[2]["messages"] if m["role"] == "assistant"]
+        assert said == ["resumed by B"]
 
 
-def test_a_holder_frozen_past_its_lease_loses_it_and_writes_nothing_into_the_turn_that_replaced_it(
+def test_a_holder_frozen_past_its_lease_loses_it_and_writes_nothing_into_the_run_taken_over(
     project: Path, llm_server: FakeLLMServer, gates: tuple[threading.Event, threading.Event]
 ) -> None:
+    """A frozen past its lease: B takes its run over and resumes it; A, woken, finds its lease lost,
+    stops, and the store refuses whatever A still tries to write (the fence)."""
     a_gate, b_gate = gates
     llm_server.add(Held(a_gate, Reply(text="A's late answer")), Held(b_gate, Reply(text="B's answer")))
     with ExitStack() as stack:
@@ -264,21 +276,10 @@ def test_a_holder_frozen_past_its_lease_loses_it_and_writes_nothing_into_the_tur
         session = new_session(to_a)
         url = f"/v1/sessions/{session}/messages"
         a_turn = stack.enter_context(to_a.stream("POST", url, json={"content": "one"}, headers=ALICE))
+        run_id = a_turn.headers["x-run-id"]
         wait_until(lambda: len(asked(llm_server)) == 1, "A's turn to reach the LLM")
         a.process.send_signal(signal.SIGSTOP)
-        b_turn: list[httpx.Response] = []
-
-        def b_took_it() -> bool:
-            answer = stack.enter_context(to_b.stream("POST", url, json={"content": "two"}, headers=ALICE))
-            if answer.status_code == 409:
-                answer.close()
-                return False
-            b_turn.append(answer)
-            return True
-
-        wait_until(b_took_it, "A's lease to lapse while it is frozen")
-        assert b_turn[0].status_code == 200
-        wait_until(lambda: len(asked(llm_server)) == 2, "B's turn to reach the LLM")
+        wait_until(lambda: len(asked(llm_server)) == 2, "B to take the run over and ask the LLM")
         a.process.send_signal(signal.SIGCONT)
         a_events = sse_events(a_turn.read().decode())  # A finds its lease lost and stops its turn
         assert a_events[-1] == ("done", {"reason": "terminated"}), a_events
@@ -286,10 +287,12 @@ def test_a_holder_frozen_past_its_lease_loses_it_and_writes_nothing_into_the_tur
         assert lost and "another turn holds the session now" in lost[0], a_events
         a_gate.set()  # A's LLM answer comes too late: A's turn is over and records nothing
         b_gate.set()
-        assert dict(sse_events(b_turn[0].read().decode()))["reply"]["content"] == "B's answer"
+        wait_until(
+            lambda: to_b.get(f"/v1/runs/{run_id}", headers=ALICE).json()["status"] == "ended", "B's end"
+        )
         records = to_b.get(url, headers=ALICE).json()
     said = [(r["kind"], r["content"]) for r in records]
     assert ("agent", "A's late answer") not in said
     assert said.count(("end", "terminated")) == 0, said  # A's end of turn was refused by the store
     assert said[-1] == ("end", "job_done") and ("agent", "B's answer") in said
-    assert "this turn's record was not written" in a.log.read_text()
+    assert "this turn's record was not written" in a.log.read_text() or "not recorded" in a.log.read_text()

@@ -298,7 +298,7 @@ class AgentLoop:
         if self.dispatcher.home is not None:
             self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = process.caller(self.services)
-        prompt, progress = run.prompt, None
+        prompt = run.prompt
         if prompt is None:  # the hooks had not finished (or had nothing to say): they are asked again
             message: JSONObject = {"role": "user", "content": run.text or ""}
             user = next((r.id for r in run.records if r.kind == "user"), None)
@@ -307,8 +307,7 @@ class AgentLoop:
                 written = self.steps.write(caller.session_id, caller.user_id, Step().add(entry))
                 user = None if written is None else written[0]
             prompt = await self._prompt(settings, caller, user, message, emit)
-        else:
-            progress = resumed(prompt, run.records, run.started_call)
+        progress = resumed(prompt, run.records, run.started_call)
         shape = TurnFacts(
             "",
             subagent=process.depth > 0,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage, ToolCall
 from agentkernel.ports import Record
 from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_CALL, KIND_TOOL_RESULT, chat_messages
@@ -30,6 +31,10 @@ INTERRUPTED = (
     "may not have had its effects; check before calling it again"
 )
 """The failed result of a started call of a tool that is not `idempotent: true` (S25.3)."""
+
+
+class RunDamaged(AgentKernelError):
+    """A run's journal cannot be read as it was written: it is not resumed, it ends `error`."""
 
 
 @dataclass(frozen=True)
@@ -131,4 +136,4 @@ def resumed(prompt: Prompt, records: Sequence[Record], started: str | None) -> R
     return Resumed(prompt, steps, llm_calls, pending, started, answer)
 
 
-__all__ = ["INTERRUPTED", "Prompt", "Resumed", "resumed"]
+__all__ = ["INTERRUPTED", "Prompt", "Resumed", "RunDamaged", "resumed"]

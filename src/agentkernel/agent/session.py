@@ -8,14 +8,16 @@ store for records it did not write and reads the history again when there are.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, RunState, TurnOptions
 from agentkernel.agent.processes import Process
-from agentkernel.agent.resume import Prompt
+from agentkernel.agent.resume import Prompt, RunDamaged
 from agentkernel.agent.session_records import SessionRecords
 from agentkernel.llm.base import ChatMessage
-from agentkernel.services.memory import chat_messages
+from agentkernel.ports import Entry
+from agentkernel.services.memory import DAMAGED, chat_messages
 from agentkernel.services.turn_leases import Run
 
 
@@ -100,6 +102,22 @@ class ChatSession:
             self.history = await asyncio.to_thread(records.history)
             return result
 
+    def record_failure(self, run_id: str, lease: str, message: str) -> None:
+        """End a run the loop could not (it failed, or its journal is damaged): an `error` record saying
+        why, then its end, `error`, in one step under `lease` (blocking: a worker thread)."""
+        if self.records is None:
+            return
+        entries = [Entry("system", "error", message), Entry("system", "end", "error")]
+        ended = {"status": "ended", "reason": "error", "ended_at": time.time()}
+        previous = self.records.lease, self.records.run_id
+        self.records.lease, self.records.run_id = lease, run_id
+        try:
+            self.records.append_step(
+                self.records.session_id, entries, user_id=self.records.user_id, run_update=ended
+            )
+        finally:
+            self.records.lease, self.records.run_id = previous
+
     def from_client(self, history: list[ChatMessage]) -> None:
         """The conversation so far is the one a client sent (a stateless API): each of its messages,
         whatever its role, passes the template's `before_user_message` hooks with the next message."""
@@ -114,8 +132,17 @@ class ChatSession:
 
 
 def _where_it_stood(records: SessionRecords, run: Run) -> tuple[list[ChatMessage], RunState]:
-    """The conversation before `run`, and the run as its records have it (blocking: a worker thread)."""
+    """The conversation before `run`, and the run as its records have it (blocking: a worker thread).
+
+    RunDamaged when they cannot be read as they were written: going on
+    from a guess could run a tool twice.
+    """
+    if run.damaged is not None:
+        raise RunDamaged(run.damaged)
     steps = records.run_records(run.id)
+    for step in steps:
+        if step.meta.get(DAMAGED):
+            raise RunDamaged(f"run {run.id}: its record {step.id} ({step.kind}) has a meta that is not JSON")
     before = [r for r in records.records() if not steps or r.id < steps[0].id]
     prompt = None if run.prompt is None else Prompt.from_json(run.prompt)
     return chat_messages(before), RunState(run.text, prompt, steps, run.started_call)

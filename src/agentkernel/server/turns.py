@@ -47,6 +47,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
+from agentkernel.agent.resume import RunDamaged
 from agentkernel.agent.session import ChatSession
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
@@ -404,6 +405,7 @@ class TurnRunner:
         self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease, resumes: Run | None = None
     ) -> None:
         keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
+        chat: ChatSession | None = None
         try:
             chat = await self._chat(session)
             if resumes is None:
@@ -413,7 +415,9 @@ class TurnRunner:
             else:
                 turn.result = await chat.resume(resumes, turn.emit, lease=lease.token)
         except Exception as exc:
-            self._failed(session, turn, exc)
+            message = self._failed(session, turn, exc)
+            if chat is not None:  # the transcript says why the run ended
+                await self._record_failure(chat, turn.run_id, lease, message)
         finally:
             try:
                 await self._release(lease, keeper, turn)
@@ -507,14 +511,26 @@ class TurnRunner:
             log.info("session %s: its client went away, so its one-off turn stops", session_id)
 
     @staticmethod
-    def _failed(session: SessionInfo, turn: Turn, exc: Exception) -> None:
-        """Called in the `except`: the client sees why, or an id to quote while the log has the traceback."""
-        if isinstance(exc, TemplateGone):  # the project changed under the session: no fault of the server's
+    def _failed(session: SessionInfo, turn: Turn, exc: Exception) -> str:
+        """Called in the `except`: the client sees why, or an id to quote while the log has the traceback.
+        Returns what it was told."""
+        if isinstance(
+            exc, TemplateGone | RunDamaged
+        ):  # the project or the file changed: not the server's fault
             log.warning("request %s: %s: %s", turn.request_id, exc, exc.__cause__)
             turn.fail(str(exc))
-            return
+            return str(exc)
         log.exception("request %s: the turn of session %s failed", turn.request_id, session.id)
-        turn.fail(f"internal error while answering (request id {turn.request_id})")
+        told = f"internal error while answering (request id {turn.request_id})"
+        turn.fail(told)
+        return told
+
+    @staticmethod
+    async def _record_failure(chat: ChatSession, run_id: str, lease: Lease, message: str) -> None:
+        try:
+            await asyncio.to_thread(chat.record_failure, run_id, lease.token, message)
+        except Exception:  # the run still ends (`_release`), without its reason in the transcript
+            log.exception("run %s: could not record its failure", run_id)
 
     async def _open(self, session: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
         """Opening loads the template's hooks: file reads, kept off the event loop."""

@@ -460,8 +460,19 @@ def _now() -> str:
 
 
 def _record(row: tuple[Any, ...]) -> Record:
+    """A row as a Record; a meta that is not a JSON object (the file damaged) reads as {DAMAGED: true}."""
     score = float(row[6]) if len(row) > 6 else None
-    return Record(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], score)
+    try:
+        meta = json.loads(row[4])
+    except ValueError:
+        meta = None
+    return Record(
+        row[0], row[1], row[2], row[3], meta if isinstance(meta, dict) else {DAMAGED: True}, row[5], score
+    )
+
+
+DAMAGED = "damaged"
+"""The meta key of a record whose stored meta could not be read (services/memory.py `_record`)."""
 
 
 __all__ = [

@@ -122,6 +122,7 @@ class Run:
     body_hash: str | None
     created_at: float
     ended_at: float | None
+    damaged: str | None = None  # why the row cannot be resumed as it is (a column not as written)
 
     @property
     def running(self) -> bool:
@@ -360,7 +361,13 @@ def _one_run(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> R
 
 
 def _run(row: tuple[Any, ...]) -> Run:
-    prompt = json.loads(row[6]) if row[6] is not None else None
+    prompt, damaged = None, None
+    try:
+        prompt = json.loads(row[6]) if row[6] is not None else None
+    except ValueError as exc:
+        damaged = f"run {row[0]}: its recorded prompt (runs.prompt) is not JSON: {exc}"
+    if prompt is not None and not isinstance(prompt, dict):
+        prompt, damaged = None, f"run {row[0]}: its recorded prompt (runs.prompt) is not a JSON object"
     return Run(
         row[0],
         row[1],
@@ -375,6 +382,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         row[10],
         float(row[11]),
         None if row[12] is None else float(row[12]),
+        damaged,
     )
 
 

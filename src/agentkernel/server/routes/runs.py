@@ -100,14 +100,22 @@ async def _frames(
                     return
             continue
         now = await asyncio.to_thread(kernel.run, run.id)
-        if now is None or not now.running:  # ended without an end record (its turn failed): say so once
-            yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
+        if now is None or not now.running:
+            if not await asyncio.to_thread(_saw_the_end, kernel, run.id, since):
+                # ended without an end record (its turn failed): say so, once
+                yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
             return
         await asyncio.sleep(POLL_SECS)
         quiet += POLL_SECS
         if quiet >= keepalive_secs:
             quiet = 0.0
             yield b": keep-alive\n\n"
+
+
+def _saw_the_end(kernel: Kernel, run_id: str, since: int) -> bool:
+    """Whether the event the client saw last (`since`) is the run's end (blocking)."""
+    last = kernel.run_records(run_id, since - 1, 1) if since > 0 else []
+    return bool(last) and last[0].id == since and last[0].kind == "end"
 
 
 def _events(sealing: Sealing, records: list[Any], info: SessionInfo) -> list[StreamEvent]:

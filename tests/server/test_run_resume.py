@@ -1,0 +1,254 @@
+"""A run whose server is killed is resumed by the next one, never repeating a side effect (S25.3).
+
+Real `agentkernel serve` processes on one project, killed with SIGKILL at
+each point of a run: during the LLM's call (streaming or not), during a
+tool call (idempotent or not), between a tool's result and the answer.
+The tools' side effects are POSTs to a receiver in the test, counted: a
+call whose result was recorded never runs again, a call cut short runs
+again only when its YAML says `idempotent: true`. Two servers taking a run
+over at once: one does. A damaged journal ends the run `error`, saying why.
+Nothing waits on time: on the LLM's requests, the receiver's, the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentkernel.agent.resume import INTERRUPTED
+from tests.conftest import wait_until
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.fakes.webhook import WebhookReceiver
+from tests.server.conftest import script_tool, sse_events, write
+from tests.server.test_turns_across_processes import ALICE, Held, Server, asked, new_session, serving
+
+EFFECT = """
+function run(args) {{
+  var sent = http_post('{url}', JSON.stringify({{n: args.n, tool: '{name}'}}), 'application/json');
+  return '{version} ' + sent.status + ' ' + args.n;
+}}
+"""
+NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as hook:
+        try:
+            yield hook
+        finally:
+            if hook.hold is not None:
+                hook.hold.set()  # a held call never outlives its test
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    opened = threading.Event()
+    try:
+        yield opened
+    finally:
+        opened.set()
+
+
+def effect_tool(root: Path, name: str, url: str, version: str = "effect", **fields: Any) -> None:
+    script = EFFECT.format(url=url, name=name, version=version)
+    script_tool(root / "config" / "scripts" / "tools", name, script, parameters=NUMBER, **fields)
+
+
+@pytest.fixture
+def project(tmp_path: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver) -> Path:
+    from agentkernel.config.server import token_hash
+    from tests.server.conftest import make_project
+
+    make_project(
+        tmp_path,
+        llm_server,
+        f"http:\n  allow_private: true\nserver:\n  turn_lease_secs: 1\n"
+        f"  tokens:\n    {token_hash('alice-token')}: alice\n",
+    )
+    effect_tool(tmp_path, "effect", receiver.url)
+    effect_tool(tmp_path, "effect_again", receiver.url, idempotent=True)
+    write(
+        tmp_path / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: Test.\ntools: [upper, effect, effect_again]\nmax_turns: 4\n",
+    )
+    return tmp_path
+
+
+def start_run(server: Server, client: httpx.Client, text: str) -> tuple[str, str, httpx.Response]:
+    """A message sent and left streaming: its session, its run id, the open response."""
+    session = new_session(client)
+    stream = client.send(
+        client.build_request(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": text}, headers=ALICE
+        ),
+        stream=True,
+    )
+    assert stream.status_code == 200, stream.read()
+    return session, stream.headers["x-run-id"], stream
+
+
+def kill(server: Server) -> None:
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait()
+
+
+def ended(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    """The run once a server has taken it over and ended it."""
+    found: list[dict[str, Any]] = []
+
+    def over() -> bool:
+        answer = client.get(f"/v1/runs/{run_id}", headers=ALICE)
+        assert answer.status_code == 200, answer.text
+        found.append(answer.json())
+        return bool(found[-1]["status"] == "ended")
+
+    wait_until(over, f"run {run_id} to be resumed and ended")
+    return found[-1]
+
+
+def tool_messages(llm_server: FakeLLMServer, index: int) -> list[tuple[str, str]]:
+    return [
+        (m["tool_call_id"], m["content"]) for m in asked(llm_server)[index]["messages"] if m["role"] == "tool"
+    ]
+
+
+def records(client: httpx.Client, session: str) -> list[tuple[str, str]]:
+    got = client.get(f"/v1/sessions/{session}/messages", headers=ALICE)
+    return [(r["kind"], r["content"]) for r in got.json()]
+
+
+def test_a_run_killed_during_its_first_llm_call_is_resumed_by_the_next_server(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    llm_server.add(Held(gate), Reply(text="resumed answer"))
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "one")
+        wait_until(lambda: len(asked(llm_server)) == 1, "A's run to reach the LLM")
+        kill(a)
+        stream.close()
+    with serving(project, "b") as b, b.client() as to_b:
+        run = ended(to_b, run_id)
+        assert (run["reason"], run["answer"]) == ("job_done", "resumed answer")
+        assert [m["content"] for m in asked(llm_server)[1]["messages"] if m["role"] == "user"] == ["one"]
+        said = records(to_b, session)
+        assert said.count(("user", "one")) == 1 and said[-1] == ("end", "job_done"), said
+        events = sse_events(to_b.get(f"/v1/runs/{run_id}/events", headers=ALICE).text)
+        assert events[-2:] == [
+            ("reply", {"content": "resumed answer", "streamed": False}),
+            ("done", {"reason": "job_done"}),
+        ]
+
+
+def test_a_run_killed_while_streaming_its_answer_is_asked_again(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(text="Раз два три", chunk_chars=4, stall_after_chunks=2), Reply(text="Заново"))
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "считай")
+        lines = stream.iter_lines()
+        wait_until(lambda: next(lines) == "event: token", "a token of the answer")
+        kill(a)
+        stream.close()
+    with serving(project, "b") as b, b.client() as to_b:
+        assert ended(to_b, run_id)["answer"] == "Заново"
+        assert ("agent", "Заново") in records(to_b, session)
+
+
+@pytest.mark.parametrize(
+    ("tool", "runs", "seen"),
+    [("effect", 1, INTERRUPTED), ("effect_again", 2, "effect 200 1")],
+    ids=["not-idempotent", "idempotent"],
+)
+def test_a_run_killed_during_a_tool_call_runs_it_again_only_when_its_tool_says_so(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, tool: str, runs: int, seen: str
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall(tool, '{"n": 1}', "c1"),)), Reply(text="after the call"))
+    receiver.hold = hold = threading.Event()
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "do it")
+        receiver.wait_for(1)  # the call reached its effect, and waits there
+        kill(a)
+        stream.close()
+    hold.set()
+    with serving(project, "b") as b, b.client() as to_b:
+        assert ended(to_b, run_id)["answer"] == "after the call"
+        assert len(receiver.bodies) == runs
+        assert tool_messages(llm_server, 1) == [("c1", seen)]
+        results = [content for kind, content in records(to_b, session) if kind == "tool_result"]
+        assert results == [seen]  # one result of the call, whichever server wrote it
+
+
+def test_a_run_killed_after_a_tool_s_result_reuses_it_and_its_next_call_uses_the_tool_as_changed(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, gate: threading.Event
+) -> None:
+    """The recorded result stands (its tool never runs again for it); the next call runs the new YAML."""
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)),
+        Held(gate),
+        Reply(tool_calls=(FakeToolCall("effect", '{"n": 2}', "c2"),)),
+        Reply(text="both done"),
+    )
+    with serving(project, "a") as a, a.client() as to_a:
+        _, run_id, stream = start_run(a, to_a, "twice")
+        wait_until(lambda: len(asked(llm_server)) == 2, "the result to reach the LLM")
+        kill(a)
+        stream.close()
+    effect_tool(project, "effect", receiver.url, version="v2")
+    with serving(project, "b") as b, b.client() as to_b:
+        assert ended(to_b, run_id)["answer"] == "both done"
+    assert [body["n"] for body in receiver.bodies] == [1, 2]
+    assert tool_messages(llm_server, 2) == [("c1", "effect 200 1")]
+    assert tool_messages(llm_server, 3) == [("c1", "effect 200 1"), ("c2", "v2 200 2")]
+
+
+def test_two_servers_taking_over_one_run_at_once_resume_it_once(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    llm_server.add(Held(gate), Reply(text="once"), Reply(text="twice?"))
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "one")
+        wait_until(lambda: len(asked(llm_server)) == 1, "A's run to reach the LLM")
+        kill(a)
+        stream.close()
+    with serving(project, "b") as b, serving(project, "c") as c, b.client() as to_b:
+        assert ended(to_b, run_id)["answer"] == "once"
+        new = new_session(to_b)  # both servers still answer, and took the run once
+        with c.client() as to_c:
+            reply = to_c.post(f"/v1/sessions/{new}/messages", json={"content": "hi"}, headers=ALICE)
+        assert dict(sse_events(reply.text))["reply"]["content"] == "twice?"
+        assert [k for k, _ in records(to_b, session)].count("agent") == 1
+    assert "resuming run" in (b.log.read_text() + c.log.read_text())
+
+
+def test_a_damaged_journal_ends_its_run_in_error_and_nothing_else(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}', "c1"),)), Held(gate), Reply(text="ok")
+    )
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "one")
+        wait_until(lambda: len(asked(llm_server)) == 2, "the result to reach the LLM")
+        kill(a)
+        stream.close()
+    with contextlib.closing(sqlite3.connect(project / "data" / "messages.db")) as db, db:
+        db.execute(
+            "UPDATE messages SET meta = '{\"tool\": \"upp' WHERE run_id = ? AND kind = 'tool_call'", (run_id,)
+        )
+    with serving(project, "b") as b, b.client() as to_b:
+        run = ended(to_b, run_id)
+        assert run["reason"] == "error"
+        said = records(to_b, session)
+        assert said[-1] == ("end", "error")
+        assert "has a meta that is not JSON" in said[-2][1] and said[-2][0] == "error", said
+        reply = to_b.post(f"/v1/sessions/{session}/messages", json={"content": "again"}, headers=ALICE)
+        assert dict(sse_events(reply.text))["reply"]["content"] == "ok"  # the session goes on

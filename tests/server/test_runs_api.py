@@ -1,0 +1,107 @@
+"""The runs API (S25.1, S25.4, S25.5): a turn's run id, its status and answer, its events read again
+from any position, and a retried request (the same Idempotency-Key) that is the same run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentkernel.config import ServerSettings
+from agentkernel.config.server import token_hash
+from agentkernel.kernel import Kernel, load_kernel_config
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.server.conftest import LiveServer, sse_events, sse_frames
+
+ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
+TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
+
+
+@pytest.fixture
+def server(kernel_yaml: Path) -> Iterator[LiveServer]:
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml)), ServerSettings(tokens=TOKENS)) as live:
+        yield live
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    with server.client() as made:
+        yield made
+
+
+def session_of(client: httpx.Client, headers: dict[str, str] = ALICE) -> str:
+    return str(client.post("/v1/sessions", json={"template": "tester"}, headers=headers).json()["id"])
+
+
+def send(
+    client: httpx.Client, session: str, text: str, headers: dict[str, str] = ALICE, key: str | None = None
+) -> httpx.Response:
+    extra = {} if key is None else {"Idempotency-Key": key}
+    return client.post(
+        f"/v1/sessions/{session}/messages", json={"content": text}, headers={**headers, **extra}
+    )
+
+
+def test_a_turn_says_its_run_and_the_run_says_how_it_ended(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(text="hello"))
+    answer = send(client, session_of(client), "hi")
+    run_id = answer.headers["x-run-id"]
+    (first, *_) = sse_events(answer.text, runs=True)
+    assert first[0] == "run" and first[1]["id"] == run_id
+    run = client.get(f"/v1/runs/{run_id}", headers=ALICE).json()
+    assert (run["status"], run["reason"], run["answer"]) == ("ended", "job_done", "hello")
+    assert client.get(f"/v1/runs/{run_id}", headers=BOB).status_code == 404  # another user's: unknown
+    assert client.get(f"/v1/runs/{run_id}/events", headers=BOB).status_code == 404
+    assert client.get("/v1/runs/no-such-run", headers=ALICE).status_code == 404
+
+
+def test_a_run_s_events_resume_after_the_last_id_seen_exactly_once(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}', "c1"),)), Reply(text="A it is"))
+    answer = send(client, session_of(client), "upper a")
+    live = [(kind, seen, data) for kind, seen, data in sse_frames(answer.text) if seen is not None]
+    assert [kind for kind, _, _ in live] == ["tool_call", "tool_result", "reply", "done"]
+    ids = [seen for _, seen, _ in live]
+    assert ids == sorted(ids)  # an event's id is never below one shown before it
+    run_id = answer.headers["x-run-id"]
+    for cut in range(len(live)):
+        headers = {**ALICE, "Last-Event-ID": str(ids[cut])}
+        rest = sse_frames(client.get(f"/v1/runs/{run_id}/events", headers=headers).text)
+        assert [(kind, seen) for kind, seen, _ in rest] == [(kind, seen) for kind, seen, _ in live[cut + 1 :]]
+    replayed = sse_frames(client.get(f"/v1/runs/{run_id}/events?after=0", headers=ALICE).text)
+    assert [data for kind, _, data in replayed if kind == "reply"] == [
+        {"content": "A it is", "streamed": False}
+    ]
+    assert [data["content"] for kind, _, data in replayed if kind == "tool_result"] == ["A"]
+    bad = client.get(f"/v1/runs/{run_id}/events", headers={**ALICE, "Last-Event-ID": "seven"})
+    assert bad.status_code == 422 and "last-event-id" in bad.text
+
+
+def test_the_same_idempotency_key_is_the_same_run_never_a_second(
+    client: httpx.Client, llm_server: FakeLLMServer
+) -> None:
+    llm_server.add(Reply(text="once"), Reply(text="bob's own"))
+    session = session_of(client)
+    first = send(client, session, "pay the bill", key="k-1")
+    again = send(client, session, "pay the bill", key="k-1")
+    assert again.status_code == 200
+    assert again.headers["x-run-id"] == first.headers["x-run-id"]
+    assert dict(sse_events(again.text))["reply"]["content"] == "once"
+    assert len(llm_server.requests) == 1 + _models(llm_server)  # the retry asked nothing
+    other = send(client, session, "pay another bill", key="k-1")
+    assert other.status_code == 409 and "different request" in other.json()["detail"]
+    theirs = send(client, session_of(client, BOB), "pay the bill", BOB, key="k-1")
+    assert dict(sse_events(theirs.text))["reply"]["content"] == "bob's own"  # another user's key: another run
+    assert theirs.headers["x-run-id"] != first.headers["x-run-id"]
+    refused = send(client, session, "x", key="two words")  # a key is visible ASCII, no spaces
+    assert refused.status_code == 422
+
+
+def _models(llm_server: FakeLLMServer) -> int:
+    """The LLM requests that were not chat calls (none here: the in-process server asks no /models)."""
+    return sum(1 for r in llm_server.requests if not r.path.endswith("/chat/completions"))
