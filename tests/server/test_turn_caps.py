@@ -34,7 +34,7 @@ from agentkernel.config.server import token_hash
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Turn, TurnRunner
-from agentkernel.services.turn_leases import Lease, TurnLeases
+from agentkernel.services.turn_leases import Lease, NewRun, TurnLeases
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, HttpError, Reply
 from tests.fakes.openai_server import Exchange
@@ -288,11 +288,18 @@ def test_a_lease_taken_for_a_request_that_went_away_meanwhile_goes_back_at_once(
     answering, held, taken = threading.Event(), threading.Event(), threading.Event()
 
     class Slow(TurnLeases):
-        def take(self, session_id: str, user_id: str, secs: float, most_per_user: int | None = None) -> Lease:
+        def take(
+            self,
+            session_id: str,
+            user_id: str,
+            secs: float,
+            most_per_user: int | None = None,
+            run: NewRun | None = None,
+        ) -> Lease:
             held.set()
             answering.wait()
             try:
-                return super().take(session_id, user_id, secs, most_per_user)
+                return super().take(session_id, user_id, secs, most_per_user, run)
             finally:
                 taken.set()
 
