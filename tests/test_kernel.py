@@ -285,7 +285,8 @@ def test_end_chat_ends_its_process_and_keeps_its_tool_results_for_the_sessions_n
     assert process.terminated and kernel.list_processes() == []
     assert kernel_parts(kernel).history.get(caller, "echo") is not None  # bounded by limits.history_sessions
     again = kernel.chat("talker", user_id="anna", session_id=process.session_id, resume=True)
-    assert kernel_parts(kernel).history.get(again.process.caller(kernel.caller().services), "echo") is not None
+    caller_again = again.process.caller(kernel.caller().services)
+    assert kernel_parts(kernel).history.get(caller_again, "echo") is not None
     kernel.end_chat(again)
 
 

@@ -89,7 +89,9 @@ def test_two_processes_write_one_database_at_once_and_every_write_lands(
         for n in range(WRITES):
             service.execute("shared.duckdb", "INSERT INTO t VALUES ('this', ?)", [n])
         assert first_line(other) == "done"
-        counted = service.query("shared.duckdb", "SELECT who, count(*) AS c FROM t GROUP BY who ORDER BY who", 10)
+        counted = service.query(
+            "shared.duckdb", "SELECT who, count(*) AS c FROM t GROUP BY who ORDER BY who", 10
+        )
         assert counted["rows"] == [{"who": "other", "c": WRITES}, {"who": "this", "c": WRITES}]
     finally:
         service.close()

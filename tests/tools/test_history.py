@@ -13,13 +13,17 @@ from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
 
 
-def test_a_result_recorded_through_one_history_is_read_through_another_on_the_same_file(tmp_path: Path) -> None:
+def test_a_result_recorded_through_one_history_is_read_through_another_on_the_same_file(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "tool_results.db"
     one, other = ToolResultHistory(path, per_tool=2), ToolResultHistory(path, per_tool=2)
     alice, bob = Caller(user_id="alice", session_id="s"), Caller(user_id="bob", session_id="s")
     try:
         for n in range(3):
-            one.record(alice, "t", ToolResult(content=str(n), data={"n": n}, visual=[{"type": "text", "text": "v"}]))
+            one.record(
+                alice, "t", ToolResult(content=str(n), data={"n": n}, visual=[{"type": "text", "text": "v"}])
+            )
         latest = other.get(alice, "t")
         assert latest is not None and latest.for_script() == {
             "content": "2",
@@ -43,6 +47,10 @@ def test_a_failed_result_keeps_its_error(tmp_path: Path) -> None:
     try:
         history.record(caller, "t", ToolResult.failure("it broke"))
         found = history.get(caller, "t")
-        assert found is not None and (found.success, found.error, found.content) == (False, "it broke", "it broke")
+        assert found is not None and (found.success, found.error, found.content) == (
+            False,
+            "it broke",
+            "it broke",
+        )
     finally:
         history.close()

@@ -38,7 +38,7 @@ class FileTurn:
         return self._held is not None
 
     def acquire(self, deadline: float) -> bool:
-        """Take the turn, waiting until `deadline` (time.monotonic) while saying we want it; False when late."""
+        """Take the turn, waiting until `deadline` (time.monotonic) and saying we want it; False when late."""
         lock = _open(self.lock_path)
         try:
             if self._try(lock) or self._wait(lock, deadline):

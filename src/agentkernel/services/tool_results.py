@@ -44,7 +44,9 @@ SCHEMA = Schema(
             ") WITHOUT ROWID",
         ),
     },
-    too_new=lambda found: AgentKernelError(f"tool-result store schema version {found} is newer than this kernel's"),
+    too_new=lambda found: AgentKernelError(
+        f"tool-result store schema version {found} is newer than this kernel's"
+    ),
 )
 
 
@@ -80,7 +82,8 @@ class ToolResultStore(SqliteStore):
                 f"INSERT INTO {RESULTS} (key, tool, seq, result) VALUES (?, ?, ?, ?)", (key, tool, seq, text)
             )
             conn.execute(
-                f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?", (key, tool, seq - self.per_tool)
+                f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
+                (key, tool, seq - self.per_tool),
             )
 
     def get(self, key: str, tool: str, index: int) -> JSONObject | None:

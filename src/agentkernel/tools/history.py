@@ -43,7 +43,9 @@ class ToolResultHistory:
     process only (a kernel's own tests).
     """
 
-    def __init__(self, path: Path | None = None, per_tool: int = 20, sessions: int = DEFAULT_SESSIONS) -> None:
+    def __init__(
+        self, path: Path | None = None, per_tool: int = 20, sessions: int = DEFAULT_SESSIONS
+    ) -> None:
         self.path = path
         self.per_tool = per_tool
         self.sessions = sessions
@@ -57,7 +59,9 @@ class ToolResultHistory:
         try:
             self._opened().record(session_key(caller.user_id, caller.session_id), tool, _as_json(result))
         except _STORE_ERRORS as exc:
-            log.warning("the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.path, exc)
+            log.warning(
+                "the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.path, exc
+            )
 
     def get(self, caller: Caller, tool: str, index: int = 0) -> ToolResult | None:
         """Index 0 is the latest result; None when there is none at that index."""
