@@ -79,7 +79,8 @@ def main() -> None:
             floor = open_close(root)
         print(
             f"round {round_}: one process {alone:.2f} ms a pair; two at once {both[0]:.2f} / "
-            f"{both[1]:.2f} ms a pair ({max(both) / alone:.1f}x); DuckDB's open+close of the file {floor:.2f} ms"
+            f"{both[1]:.2f} ms a pair ({max(both) / alone:.1f}x); "
+            f"DuckDB's open+close of the file {floor:.2f} ms"
         )
 
 
