@@ -1,6 +1,6 @@
 """One DuckDB file used by one process, then by two at once (`serve --workers 2`): the cost of taking turns.
 
-    .venv/bin/python benchmarks/duckdb_processes.py [--calls 300] [--rounds 3]
+    .venv/bin/python benchmarks/duckdb_processes.py [--calls 300] [--rounds 3] [--smoke]
 
 Each call is a script's pair as a tool makes it: `db_execute` (INSERT one
 row) then `db_query` (count the rows), through `DuckService` on a fresh
@@ -67,7 +67,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="pairs per process and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # a child: its median, printed
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: checks that it runs (CI)")
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.rounds = 5, 1
     if options.one is not None:
         print(pairs(options.one, options.calls))
         return

@@ -1,4 +1,4 @@
-"""`agentkernel serve --workers 2`: two processes on one port answer as one (issue 27 item 5, S27.1).
+"""`agentkernel serve --workers 2`: two processes on one port answer as one (issue 27 item 5).
 
 The server is a real `agentkernel serve --workers 2 --port 0` on a project
 folder; the scripted LLM runs in the test's process. Which worker answered is

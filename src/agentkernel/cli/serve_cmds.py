@@ -111,6 +111,13 @@ def _supervise(options: argparse.Namespace, kernel: Kernel, sock: socket.socket)
 
     config_path = kernel.config.path
     stop_secs = 2 * kernel.config.server.shutdown_grace_secs
+    if not kernel.config.server.mcp_stateless:
+        print(
+            "agentkernel serve: server.mcp_stateless is false, so an MCP client's session (/mcp) lives in "
+            "the worker that opened it and another worker answers it 404; set it true with --workers "
+            "(docs/server.md section 13)",
+            file=sys.stderr,
+        )
     kernel.close()
 
     def command(index: int, listen_fd: int, link_fd: int) -> list[str]:
