@@ -223,9 +223,10 @@ def test_a_killed_worker_is_started_again_and_the_port_keeps_answering(served: W
     assert f"(pid {killed}) ended (killed by SIGKILL)" in served.log.read_text()
 
 
-def test_sigterm_stops_the_workers_and_the_parent_exits_0(served: Workers) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopping_signal_stops_the_workers_and_the_parent_exits_0(served: Workers, stop: int) -> None:
     workers = served.children()
-    served.parent.send_signal(signal.SIGTERM)
+    served.parent.send_signal(stop)
     assert served.parent.wait(WAIT_SECS) == 0
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
 

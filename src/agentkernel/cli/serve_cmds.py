@@ -148,10 +148,18 @@ def _serve_worker(options: argparse.Namespace) -> int:
     from agentkernel.server.serving import run_server, server_for
     from agentkernel.server.workers import watch_parent
 
+    # a stop asked before uvicorn catches the signals itself (a Ctrl-C just after start-up) is kept
+    asked: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: asked.append(signum))
     kernel = load_kernel("agentkernel serve", options.config, llm_url=options.llm_url, model=options.model)
     with socket.socket(fileno=options.listen_fd) as sock:
         # the LLM is probed by the first worker only: one warning, not one a worker
         server = server_for(kernel, kernel.config.server, check_llm=options.worker_index == 0)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, server.handle_exit)
+        if asked:
+            server.handle_exit(asked[0], None)
         watch_parent(socket.socket(fileno=options.link_fd), lambda: server.handle_exit(signal.SIGTERM, None))
         asyncio.run(run_server(server, kernel, sock))
     return EXIT_OK

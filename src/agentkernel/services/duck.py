@@ -151,7 +151,6 @@ class DuckPool:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a file opened or closed
         self._watching = False
-        self._closed = threading.Event()
 
     @property
     def open_files(self) -> tuple[Path, ...]:
@@ -202,7 +201,8 @@ class DuckPool:
             self._open_file(database, budget)
         except BaseException:
             with self._changed:
-                del self._open[path]
+                if self._open.get(path) is database:
+                    del self._open[path]
                 self._changed.notify_all()
             raise
         with self._changed:
@@ -231,7 +231,7 @@ class DuckPool:
                 self._give_up(database)
 
     def _give_up(self, database: _Database) -> None:
-        """Close an idle file and give its turn to whoever waits (the pool's lock held)."""
+        """Close a file and give its turn to whoever waits (the pool's lock held); once is enough."""
         if self._open.get(database.path) is database:
             del self._open[database.path]
         if database.connection is not None:
@@ -248,7 +248,9 @@ class DuckPool:
         threading.Thread(target=self._watch_loop, name="duckdb-handover", daemon=True).start()
 
     def _watch_loop(self) -> None:
-        while not self._closed.wait(WATCH_SECS):
+        """Until no file is open (the last one given up, or the pool closed)."""
+        while True:
+            time.sleep(WATCH_SECS)
             with self._changed:
                 for database in list(self._open.values()):
                     idle = database.users == 0 and database.connection is not None
@@ -275,12 +277,10 @@ class DuckPool:
         self._give_up(min(idle, key=lambda db: db.last_used))
 
     def close(self) -> None:
-        """Close every file (the kernel is shutting down)."""
-        self._closed.set()
+        """Close every file and give up its turn (the kernel is shutting down), in use or not."""
         with self._changed:
             for database in list(self._open.values()):
-                if database.connection is not None:
-                    self._give_up(database)
+                self._give_up(database)
 
 
 def _gave_up(budget: Budget) -> DuckError:
