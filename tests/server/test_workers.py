@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentkernel.server.workers import Supervisor, WorkerFailed
 from tests.conftest import ctrl_c_default, wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import CHAT_PATH, FakeToolCall
@@ -267,3 +269,24 @@ def test_workers_must_be_a_number_of_processes(project: Path, given: str) -> Non
         f"argument --workers: expected a number of processes, 1 or more, or 'auto' (the cores), got {given!r}"
         in (ran.stderr)
     )
+
+
+def test_a_worker_that_ends_while_starting_stops_the_start() -> None:
+    """The parent's side alone, with a worker command that fails at once: WorkerFailed names it."""
+    caught = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)  # the supervisor's own: given back after
+    handlers = {signum: signal.getsignal(signum) for signum in caught}
+    try:
+        _start_failing()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _start_failing() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        supervisor = Supervisor(listening, 2, lambda index, *fds: [sys.executable, "-c", "exit(3)"], 1.0)
+        with pytest.raises(WorkerFailed, match=r"^worker 1 ended while starting \(status 3\)$"):
+            supervisor.start()
+    assert all(worker.process.poll() is not None for worker in supervisor.workers)

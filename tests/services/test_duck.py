@@ -126,3 +126,17 @@ def test_the_wait_for_a_file_another_process_holds_ends_with_the_calls_budget(
         assert service.pool.open_files == ()
     finally:
         service.close()
+
+
+def test_a_holder_killed_with_9_gives_its_turn_up_with_it(
+    tmp_path: Path, other_process: list[subprocess.Popen[str]]
+) -> None:
+    holder = start_other(other_process, tmp_path, "hold")
+    assert first_line(holder) == "held"
+    holder.kill()
+    holder.wait()
+    service = DuckService(tmp_path, DuckSettings(query_timeout_secs=WAIT_SECS))
+    try:
+        assert service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)") == 0
+    finally:
+        service.close()
