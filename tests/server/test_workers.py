@@ -239,6 +239,17 @@ def test_a_stopping_signal_stops_the_workers_and_the_parent_exits_0(served: Work
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
 
 
+def test_a_worker_still_starting_when_the_parent_stops_stops_too(served: Workers) -> None:
+    """Stopped before it could catch signals (just restarted): it stops once loaded, exit 0 for all."""
+    killed = min(served.children())
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: len(served.children() - {killed}) == 2, "a new worker")
+    starting = served.children() - {killed}
+    served.parent.send_signal(signal.SIGTERM)
+    assert served.parent.wait(WAIT_SECS) == 0, served.log.read_text()
+    assert not [pid for pid in starting if _alive(pid)]
+
+
 def test_a_parent_killed_with_9_leaves_no_worker_behind(served: Workers) -> None:
     workers = served.children()
     served.parent.kill()

@@ -19,6 +19,7 @@ had lived, so one that cannot start does not spin.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -69,6 +70,7 @@ class Worker:
     link: socket.socket
     started: float = field(default_factory=time.monotonic)
     restart_delay: float = FIRST_RESTART_DELAY_SECS
+    ready: bool = False
 
 
 class Supervisor:
@@ -121,7 +123,20 @@ class Supervisor:
             if not chunk:
                 return False
             got += chunk
-        return got == READY
+        worker.ready = got == READY
+        return worker.ready
+
+    @staticmethod
+    def _said_ready(worker: Worker) -> bool:
+        """Whether the worker said `ready` (read now, without waiting); True once it has."""
+        if worker.ready:
+            return True
+        try:
+            got = worker.link.recv(len(READY), socket.MSG_DONTWAIT | socket.MSG_PEEK)
+        except (BlockingIOError, OSError):
+            return False
+        worker.ready = got == READY
+        return worker.ready
 
     def _restart_ended(self) -> None:
         for slot, worker in enumerate(self.workers):
@@ -154,10 +169,19 @@ class Supervisor:
         return bool(self._signals)
 
     def _stop_all(self, signum: int) -> int:
-        """Forward `signum` to each live worker, wait (bounded), kill the late ones; 0 if all ended 0."""
+        """Stop each live worker, wait (bounded), kill the late ones; 0 if all ended 0.
+
+        A ready worker gets `signum`; one still starting (a restarted one) has
+        its link closed instead, since a signal could come before it catches
+        signals: it stops once loaded, when it finds the link ended.
+        """
         for worker in self.workers:
-            if worker.process.poll() is None:
+            if worker.process.poll() is not None:
+                continue
+            if self._said_ready(worker):
                 worker.process.send_signal(signum)
+            else:
+                worker.link.close()
         deadline = time.monotonic() + self.stop_secs
         failed = 0
         for worker in self.workers:
@@ -195,11 +219,17 @@ def _status(code: int) -> str:
 
 
 def watch_parent(link: socket.socket, stop: Callable[[], None]) -> None:
-    """In a worker: say `ready` on the link, then call `stop` when the link ends (the parent is gone)."""
-    link.sendall(READY)
+    """In a worker: say `ready` on the link, then call `stop` when the link ends (the parent is gone,
+    or it stopped this worker before it was ready)."""
+    try:
+        link.sendall(READY)
+    except OSError:  # the parent closed the link already
+        link.close()
+        stop()
+        return
 
     def wait() -> None:
-        with link:
+        with link, contextlib.suppress(OSError):
             while link.recv(64):
                 pass
         stop()
