@@ -12,7 +12,8 @@ Each worker gets one end of a socket pair, its link to the parent: it says
 link ends, so a parent killed with -9 leaves no worker behind. The workers
 run in sessions of their own, so a terminal's Ctrl-C reaches the parent
 alone, which forwards it (SIGINT or SIGTERM) to each worker once and exits
-when they have stopped. A worker that ends while the parent is not stopping
+when they have stopped; a worker not ready yet has its link closed instead,
+since a signal could reach it before it catches signals. A worker that ends while the parent is not stopping
 (killed, crashed) is started again, sooner or later depending on how long it
 had lived, so one that cannot start does not spin.
 """
