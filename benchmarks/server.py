@@ -1,6 +1,7 @@
 """`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
 
-    .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--samples 200] [--pages 200] [--smoke]
+    .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--workers 1,2] [--samples 200] [--pages 200]
+        [--smoke]
 
 Three processes, as in use: the server (`python -m agentkernel serve --port 0`
 on a temporary project), the scripted OpenAI-compatible LLM of the tests
@@ -21,7 +22,11 @@ the id a `paged` tool's table carried out of a turn, p50 over `--pages`
 calls. Last, the same turns through the kernel alone (`Kernel.chat(...).send`
 in this process, no HTTP), at 1 and at the most clients: the ratio is what
 the server adds. The target, p99 <= 50 ms at 100 clients, is printed with
-PASS or MISS. `--profile FILE` runs the server under cProfile.
+PASS or MISS. `--workers 1,2` runs every level against `serve --workers 1`,
+then `--workers 2` (a fresh server and project each), and prints the turns
+per second of each count over one worker's, level by level; the server's
+CPU is its processes' together. `--profile FILE` runs the server under
+cProfile (with more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
 """
 
@@ -170,11 +175,11 @@ def process(command: list[str], first_line: str) -> Iterator[tuple[str, int]]:
             child.wait()
 
 
-def serve_command(kernel_yaml: Path, profile: Path | None) -> list[str]:
+def serve_command(kernel_yaml: Path, profile: Path | None, workers: int = 1) -> list[str]:
     """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread)."""
     profiled = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
     serve = ["-m", "agentkernel", "serve", "--port", "0", "--config", str(kernel_yaml)]
-    return [sys.executable, *profiled, *serve]
+    return [sys.executable, *profiled, *serve, *(["--workers", str(workers)] if workers != 1 else [])]
 
 
 @dataclass(frozen=True)
@@ -185,13 +190,22 @@ class CpuClock:
     llm_pid: int
 
     def read(self) -> tuple[float, float, float]:
-        return cpu_seconds(self.server_pid), cpu_seconds(self.llm_pid), time.process_time()
+        server = cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid)))
+        return server, cpu_seconds(self.llm_pid), time.process_time()
 
     def per_turn(self, before: tuple[float, float, float], turns: int, mine: str = "clients") -> str:
         """`server X ms, scripted LLM Y ms, clients Z ms`: each process's CPU since `before`, per turn."""
         spent = [(now - then) * 1000 / turns for then, now in zip(before, self.read(), strict=True)]
         who = ("server", "scripted LLM", mine)
         return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=True))
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (`serve --workers N`'s workers), from /proc."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
 
 
 def cpu_seconds(pid: int) -> float:
@@ -414,8 +428,8 @@ def figure(label: str, values: list[float]) -> str:
     return f"  {label:<22} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   (n={len(values)})"
 
 
-async def run_benchmarks(url: str, kernel_yaml: Path, cpu: CpuClock, options: argparse.Namespace) -> None:
-    """Every figure; the server's first, then the kernel alone's (this process then being idle)."""
+async def server_levels(url: str, cpu: CpuClock, options: argparse.Namespace) -> dict[int, Timings]:
+    """The server's figures at each number of clients, and a table's next page."""
     await clients_level(url, 1, options.warmup, options.session_turns)
     levels: dict[int, Timings] = {}
     for clients in options.clients:
@@ -430,6 +444,13 @@ async def run_benchmarks(url: str, kernel_yaml: Path, cpu: CpuClock, options: ar
         print(f"  CPU per turn: {spent}")
     pages = await continuation_pages(url, options.pages)
     print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
+    return levels
+
+
+async def kernel_figures(
+    levels: dict[int, Timings], kernel_yaml: Path, cpu: CpuClock, options: argparse.Namespace
+) -> None:
+    """The kernel alone's figures (this process then being idle), and what the server adds to it."""
     compared = sorted({1, max(levels)})
     alone = await kernel_alone(kernel_yaml, compared, cpu, options)
     for clients, (turns, rate, spent) in alone.items():
@@ -467,6 +488,41 @@ def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float],
     )
 
 
+def print_worker_ratios(by_workers: dict[int, dict[int, Timings]]) -> None:
+    """Turns per second with N workers over one worker's, at each number of clients."""
+    one = by_workers.get(1)
+    for workers, levels in by_workers.items():
+        if one is None or workers == 1:
+            continue
+        for clients, timings in levels.items():
+            if clients in one:
+                ratio = timings.rate / one[clients].rate
+                print(f"turns/s with {workers} workers / with 1, {clients} client(s): {ratio:.2f}x")
+
+
+def serve_levels(
+    llm_url: str, llm_pid: int, workers: int, options: argparse.Namespace, one: dict[int, Timings] | None
+) -> dict[int, Timings]:
+    """`serve --workers N` on a fresh project: its levels; with the last count, the kernel alone's too.
+
+    `one`: one worker's levels, measured before, which the kernel alone is compared with.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients))
+        command = serve_command(kernel_yaml, options.profile, workers)
+        with process(command, "agentkernel: serving on ") as (line, server_pid):
+            url = line.split()[3]
+            print(
+                f"server {url} (agentkernel serve, {workers} worker(s)), scripted LLM {llm_url}; "
+                "one script tool call a turn"
+            )
+            cpu = CpuClock(server_pid, llm_pid)
+            levels = asyncio.run(server_levels(url, cpu, options))
+            if workers == options.workers[-1]:  # the server idle meanwhile, as before --workers
+                asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
+    return levels
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -479,6 +535,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="untimed turns before the first level")
     parser.add_argument("--samples", type=int, default=200, help="timed turns per level, at least")
     parser.add_argument("--pages", type=int, default=200, help="timed continuation pages")
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1],
+        help="serve --workers counts to measure one after the other, comma-separated (default 1; e.g. 1,2)",
+    )
     parser.add_argument("--profile", type=Path, help="run the server under cProfile, writing this file")
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
     parser.add_argument(
@@ -491,16 +553,11 @@ def main() -> None:
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
         vars(options).update(clients=[1, USER_TURN_CAP + 1], session_turns=2, samples=2, pages=2, warmup=1)
-    with (
-        process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid),
-        tempfile.TemporaryDirectory() as folder,
-    ):
-        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients))
-        command = serve_command(kernel_yaml, options.profile)
-        with process(command, "agentkernel: serving on ") as (line, server_pid):
-            url = line.split()[3]
-            print(f"server {url} (agentkernel serve), scripted LLM {llm_url}; one script tool call a turn")
-            asyncio.run(run_benchmarks(url, kernel_yaml, CpuClock(server_pid, llm_pid), options))
+    with process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid):
+        by_workers: dict[int, dict[int, Timings]] = {}
+        for workers in options.workers:
+            by_workers[workers] = serve_levels(llm_url, llm_pid, workers, options, by_workers.get(1))
+        print_worker_ratios(by_workers)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,13 @@ FIGURES: dict[str, list[str]] = {
         rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
     ],
+    "duckdb_processes.py": [
+        rf"^round 1: one process {NUMBER} ms a pair; two at once {NUMBER} / {NUMBER} ms a pair "
+        rf"\({NUMBER}x\); DuckDB's open\+close of the file {NUMBER} ms$",
+    ],
+    "tool_results.py": [
+        rf"^round 1 \(in the store\): record CPU {NUMBER} µs, wall {NUMBER} µs; get CPU {NUMBER} µs$",
+    ],
     "memory_search.py": [
         rf"^word in ~1 % of records\s+p50\s+{NUMBER} ms\s+p95\s+{NUMBER} ms",
         rf"^every class\s+p50\s+{NUMBER} ms",

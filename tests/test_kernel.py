@@ -269,9 +269,10 @@ def test_spawn_terminate_and_the_process_table(kernel: Kernel, project: Path) ->
     assert (made.template_name, made.budget.remaining, made.session_id) == ("adhoc", 7, None)
 
 
-def test_end_chat_ends_its_process_and_forgets_its_tool_results(
+def test_end_chat_ends_its_process_and_keeps_its_tool_results_for_the_sessions_next_chat(
     kernel: Kernel, make_tool: ToolFactory, project: Path
 ) -> None:
+    """The results live in the store: another process may serve the session, or a chat reopen on it."""
     make_tool("echo", "function run(a) { return String(a.n); }")
     make_template(project, "talker", "instructions: x\ntools: [echo]\n")
     chat = kernel.chat("talker", user_id="anna")
@@ -282,7 +283,11 @@ def test_end_chat_ends_its_process_and_forgets_its_tool_results(
     assert kernel_parts(kernel).history.get(caller, "echo") is not None
     kernel.end_chat(chat)
     assert process.terminated and kernel.list_processes() == []
-    assert kernel_parts(kernel).history.get(caller, "echo") is None  # issue 10: evicted when the session ends
+    assert kernel_parts(kernel).history.get(caller, "echo") is not None  # bounded by limits.history_sessions
+    again = kernel.chat("talker", user_id="anna", session_id=process.session_id, resume=True)
+    caller_again = again.process.caller(kernel.caller().services)
+    assert kernel_parts(kernel).history.get(caller_again, "echo") is not None
+    kernel.end_chat(again)
 
 
 # -- closing ----------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
 from agentkernel.services.memory import LazyMessageStore, session_problem
 from agentkernel.services.scratch import ScratchJanitor
+from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.turn_leases import TurnLeases
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
@@ -103,7 +104,11 @@ class KernelParts:
             self.mcp_servers, lambda: self.catalog.tools(), config.limits, cwd=config.root
         )
         self.tools = ToolRegistry(self.catalog, root=config.root, outside=self.outside)
-        self.history = ToolResultHistory(config.limits.history_per_tool, config.limits.history_sessions)
+        self.history = ToolResultHistory(
+            config.messages_db.with_name(TOOL_RESULTS_FILE),
+            config.limits.history_per_tool,
+            config.limits.history_sessions,
+        )
         self.provider = provider
         self.store = LazyMessageStore(config.messages_db)
         self.live = live
@@ -340,7 +345,7 @@ class KernelParts:
         errors: list[Exception] = []
         closers: list[Callable[[], object]] = [self.outside.close, self.workers.close]  # MCP servers, workers
         closers += [c for c in map(_closer, _unique([*self.services.built(), *self.given])) if c is not None]
-        closers.append(self.store.close)
+        closers += [self.store.close, self.history.close]
         if "cron" in self.__dict__:  # built: its store may be open
             closers.append(self.cron.close)
         if "turn_leases" in self.__dict__:

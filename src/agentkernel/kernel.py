@@ -349,11 +349,13 @@ class Kernel:
         return ChatSession(process, loop, settings, history, records=records, follows_store=resume)
 
     def end_chat(self, chat: ChatSession) -> None:
-        """The chat is over: its process (and sub-agents) end, its session's tool results are dropped."""
-        process = chat.process
-        self._parts.processes.terminate(process.pid)
-        if process.session_id is not None:
-            self._parts.history.forget_session(process.user_id, process.session_id)
+        """The chat is over: its process (and sub-agents) end.
+
+        Its session's tool results stay in the store (`get_tool_result`), as its
+        transcript does: another process may be serving the session, and a chat
+        that opens on it again reads them; `limits.history_sessions` bounds them.
+        """
+        self._parts.processes.terminate(chat.process.pid)
 
     def turn_leases(self) -> TurnLeases:
         """The store's turn leases: one turn per session at a time, across every process on

@@ -67,6 +67,7 @@ def test_run_tool_writes_the_docx_in_the_callers_scratch_folder(kernel: Kernel) 
 
 def test_bad_input_is_a_failed_result_through_dispatch(kernel: Kernel, project: Path) -> None:
     caller = kernel.caller(user_id="u-1", session_id="s-1")
+    kernel.run_tool("make_docx", {"name": "../x.docx", "content": "# x"}, caller)  # the results' store made
     before = sorted(project.rglob("*"))
     named = kernel.run_tool("make_docx", {"name": "../x.docx", "content": "# x"}, caller)
     assert named.success is False and "has a path in it" in str(named.error)

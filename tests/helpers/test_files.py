@@ -114,12 +114,15 @@ def probe(kernel: Kernel, make_tool: ToolFactory, engine: str) -> Probe:
 
 
 def tree(folder: Path) -> list[str]:
-    """Everything below `folder` but the probes' own tool files and their compiled copies."""
+    """Everything below `folder` but the probes' own tool files, their compiled copies and their results
+    (the tool-result store: data/tool_results.db and its WAL files)."""
     cache = ("data", "cache")
     return sorted(
         str(p.relative_to(folder))
         for p in folder.rglob("*")
-        if "scripts" not in p.parts and p.relative_to(folder).parts[:2] != cache
+        if "scripts" not in p.parts
+        and p.relative_to(folder).parts[:2] != cache
+        and not p.name.startswith("tool_results.db")
     )
 
 

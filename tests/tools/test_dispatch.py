@@ -184,7 +184,7 @@ def test_history_is_keyed_by_user_and_session(kernel: Kernel, make_tool: ToolFac
 
 def test_history_holds_a_bounded_number_of_sessions() -> None:
     """A kernel that runs for weeks meets sessions without end: the least recently used go."""
-    history = ToolResultHistory(per_tool=2, sessions=3)
+    history = ToolResultHistory(per_tool=2, sessions=3)  # in memory
     callers = [Caller(user_id="u", session_id=f"s{n}") for n in range(5)]
     for caller in callers[:3]:
         history.record(caller, "t", ToolResult(content=caller.session_id or ""))

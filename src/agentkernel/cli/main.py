@@ -7,7 +7,7 @@
     agentkernel tool test [NAME…] [--junit FILE] | hook test [NAME…] [--junit FILE]
     agentkernel rhai run [--print-result] [--max-operations N] [--max-… N] FILE|-
     agentkernel chat --template NAME [--user U] [--session S] [--llm-url URL] [--model M]
-    agentkernel serve [--host 127.0.0.1] [--port 8765]
+    agentkernel serve [--host 127.0.0.1] [--port 8765] [--workers N|auto]
     agentkernel mcp serve [--template T] [--user U]
     agentkernel cron run [--llm-url URL] [--model M]
     agentkernel cron list [--user U] [--json] | cron cancel NAME --user U

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, port_number
 
 if TYPE_CHECKING:  # the kernel is imported when serve runs, not to build the parser
+    import socket
+
     from agentkernel.kernel import Kernel
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -26,15 +28,36 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve.add_argument("--llm-url", help="override llm.base_url, e.g. http://127.0.0.1:8000/v1")
     serve.add_argument("--model", help="override llm.model")
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="server processes on the one port (default 1; auto: one per core); docs/server.md section 13",
+    )
+    for hidden in ("--listen-fd", "--link-fd", "--worker-index"):  # a worker's, given by its parent
+        serve.add_argument(hidden, type=int, help=argparse.SUPPRESS)
     token = commands.add_parser("token", help="make a bearer token for the server")
     actions = token.add_subparsers(dest="action", required=True, metavar="ACTION")
     new = actions.add_parser("new", help="print a fresh token and the kernel.yaml line for it")
     new.add_argument("user", metavar="USER", help="the user id the token stands for")
 
 
+def _workers(text: str) -> int:
+    """argparse's `type=` for `--workers`: a usage error naming the value when it is not 1+ or auto."""
+    from agentkernel.server.workers import worker_count  # no server import to build the parser
+
+    try:
+        return worker_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def run_command(options: argparse.Namespace) -> int:
     if options.command == "token":
         return _new_token(options.user)
+    if options.listen_fd is not None:
+        return _serve_worker(options)
     return _serve(options)
 
 
@@ -73,8 +96,71 @@ def _serve(options: argparse.Namespace) -> int:
         return EXIT_NOT_FOUND
     with sock:
         _warn_of_problems(kernel)
+        if options.workers > 1:
+            return _supervise(options, kernel, sock)
         server = server_for(kernel, settings, check_llm=True)  # a warning if the LLM does not answer
         print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
+        asyncio.run(run_server(server, kernel, sock))
+    return EXIT_OK
+
+
+def _supervise(options: argparse.Namespace, kernel: Kernel, sock: socket.socket) -> int:
+    """`--workers N`: the kernel that checked the project is closed; N workers serve on `sock`."""
+    from agentkernel.server.serving import url_of
+    from agentkernel.server.workers import Supervisor, WorkerFailed
+
+    config_path = kernel.config.path
+    stop_secs = 2 * kernel.config.server.shutdown_grace_secs
+    if not kernel.config.server.mcp_stateless:
+        print(
+            "agentkernel serve: server.mcp_stateless is false, so an MCP client's session (/mcp) lives in "
+            "the worker that opened it and another worker answers it 404; set it true with --workers "
+            "(docs/server.md section 13)",
+            file=sys.stderr,
+        )
+    kernel.close()
+
+    def command(index: int, listen_fd: int, link_fd: int) -> list[str]:
+        argv = [sys.executable, "-m", "agentkernel"] + ["-v"] * options.verbose + ["serve"]
+        if config_path is not None:
+            argv += ["--config", str(config_path)]
+        for flag, value in (("--llm-url", options.llm_url), ("--model", options.model)):
+            if value is not None:
+                argv += [flag, value]
+        return [*argv, "--listen-fd", str(listen_fd), "--link-fd", str(link_fd), "--worker-index", str(index)]
+
+    supervisor = Supervisor(sock, options.workers, command, stop_secs)
+    try:
+        supervisor.start()
+    except WorkerFailed as exc:
+        print(f"agentkernel serve: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    print(f"agentkernel: serving on {url_of(sock)} with {options.workers} workers (Ctrl-C stops)", flush=True)
+    return supervisor.run()
+
+
+def _serve_worker(options: argparse.Namespace) -> int:
+    """One worker of `--workers N`: its own kernel, serving on the parent's socket until told to stop."""
+    import asyncio
+    import signal
+    import socket
+
+    from agentkernel.server.serving import run_server, server_for
+    from agentkernel.server.workers import watch_parent
+
+    # a stop asked before uvicorn catches the signals itself (a Ctrl-C just after start-up) is kept
+    asked: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: asked.append(signum))
+    kernel = load_kernel("agentkernel serve", options.config, llm_url=options.llm_url, model=options.model)
+    with socket.socket(fileno=options.listen_fd) as sock:
+        # the LLM is probed by the first worker only: one warning, not one a worker
+        server = server_for(kernel, kernel.config.server, check_llm=options.worker_index == 0)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, server.handle_exit)
+        if asked:
+            server.handle_exit(asked[0], None)
+        watch_parent(socket.socket(fileno=options.link_fd), lambda: server.handle_exit(signal.SIGTERM, None))
         asyncio.run(run_server(server, kernel, sock))
     return EXIT_OK
 

@@ -55,10 +55,12 @@ from agentkernel.config.sections import DuckSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.duck_quota import SECTION, QuotaExceeded, check_room, frees_only
 from agentkernel.services.duck_values import convert_rows, unique_names
+from agentkernel.services.file_turns import FileTurn
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 
 SUFFIXES = (".duckdb", ".db")
+WATCH_SECS = 0.02  # how often an idle open file is checked for another process waiting for it
 MAX_PATH_CHARS = 1024
 _MAX_NAME_BYTES = 255
 
@@ -110,18 +112,27 @@ def _write_lock(path: Path) -> threading.Lock:
 
 
 class _Database:
-    """One open file: its root connection, its writer lock and how many calls use it."""
+    """One open file: its root connection, its turn between processes, its writer lock, its calls."""
 
-    def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.connection = connection
+        self.connection: duckdb.DuckDBPyConnection | None = None  # None while it opens
+        self.turn = FileTurn(path)
         self.write_lock = _write_lock(path)
         self.users = 0
+        self.handing_over = False  # another process waits: no new call joins, the last one closes it
         self.last_used = time.monotonic()
 
 
 class DuckPool:
-    """Open database files by real path; a cursor per call, idle files closed when full."""
+    """Open database files by real path; a cursor per call; a file given up when another process needs it.
+
+    A file is open in one process at a time (services/file_turns.py): the
+    pool keeps it open across calls while no other process asks for it; when
+    one does, calls already running finish, new ones wait, and the file is
+    closed for the other process (a thread notices an idle file is wanted).
+    The wait for the file counts in the call's budget.
+    """
 
     def __init__(self, settings: DuckSettings, root: Path | None = None) -> None:
         self.max_open = settings.max_open_files
@@ -138,18 +149,27 @@ class DuckPool:
         }
         self._open: dict[Path, _Database] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a file opened or closed
+        self._watching = False
 
     @property
     def open_files(self) -> tuple[Path, ...]:
         with self._lock:
-            return tuple(self._open)
+            return tuple(p for p, db in self._open.items() if db.connection is not None)
 
     @contextmanager
-    def cursor(self, path: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, threading.Lock]]:
-        """A fresh connection to the file for one call, and the file's writer lock."""
-        database = self._checkout(path)
+    def cursor(
+        self, path: Path, budget: Budget | None = None
+    ) -> Iterator[tuple[duckdb.DuckDBPyConnection, threading.Lock]]:
+        """A fresh connection to the file for one call, and the file's writer lock.
+
+        Waiting for the file (another thread opening it, another process
+        using it) ends at the budget's deadline with a DuckError.
+        """
+        database = self._checkout(path, budget or Budget.start(DuckSettings().query_timeout_secs, None))
         try:
             with self._lock:
+                assert database.connection is not None
                 cursor = database.connection.cursor()
             try:
                 yield cursor, database.write_lock
@@ -157,19 +177,88 @@ class DuckPool:
                 with self._lock:
                     cursor.close()  # rolls back a transaction the call left open
         finally:
-            with self._lock:
-                database.users -= 1
-                database.last_used = time.monotonic()
+            self._checkin(database)
 
-    def _checkout(self, path: Path) -> _Database:
-        with self._lock:
-            database = self._open.get(path)
-            if database is None:
-                self._make_room()
-                database = _Database(path, self._connect(path))
-                self._open[path] = database
+    def _checkout(self, path: Path, budget: Budget) -> _Database:
+        with self._changed:
+            while True:
+                database = self._open.get(path)
+                if database is None:
+                    self._make_room()
+                    database = self._open[path] = _Database(path)
+                    break  # this thread opens it, below
+                if database.connection is not None and not database.handing_over:
+                    if not database.turn.wanted():
+                        database.users += 1
+                        return database
+                    database.handing_over = True  # another process asked: it goes first
+                    if database.users == 0:
+                        self._give_up(database)
+                        continue
+                if not self._changed.wait(max(budget.remaining(), 0.0)):
+                    raise _gave_up(budget)
+        try:
+            self._open_file(database, budget)
+        except BaseException:
+            with self._changed:
+                if self._open.get(path) is database:
+                    del self._open[path]
+                self._changed.notify_all()
+            raise
+        with self._changed:
             database.users += 1
-            return database
+            self._changed.notify_all()
+            self._watch()
+        return database
+
+    def _open_file(self, database: _Database, budget: Budget) -> None:
+        """Take the file's turn (waiting for another process within the budget), then connect."""
+        if not database.turn.acquire(budget.deadline):
+            raise _gave_up(budget)
+        try:
+            connection = self._connect(database.path)
+        except BaseException:
+            database.turn.release()
+            raise
+        with self._lock:
+            database.connection = connection
+
+    def _checkin(self, database: _Database) -> None:
+        with self._changed:
+            database.users -= 1
+            database.last_used = time.monotonic()
+            if database.users == 0 and (database.handing_over or database.turn.wanted()):
+                self._give_up(database)
+
+    def _give_up(self, database: _Database) -> None:
+        """Close a file and give its turn to whoever waits (the pool's lock held); once is enough."""
+        if self._open.get(database.path) is database:
+            del self._open[database.path]
+        if database.connection is not None:
+            database.connection.close()
+            database.connection = None
+        database.turn.release()
+        self._changed.notify_all()
+
+    def _watch(self) -> None:
+        """Start the thread that gives up idle files other processes want (the pool's lock held)."""
+        if self._watching:
+            return
+        self._watching = True
+        threading.Thread(target=self._watch_loop, name="duckdb-handover", daemon=True).start()
+
+    def _watch_loop(self) -> None:
+        """Until no file is open (the last one given up, or the pool closed)."""
+        while True:
+            time.sleep(WATCH_SECS)
+            with self._changed:
+                for database in list(self._open.values()):
+                    idle = database.users == 0 and database.connection is not None
+                    if idle and database.turn.wanted():
+                        self._give_up(database)
+                if not self._open:
+                    self._watching = False
+                    return
 
     def _connect(self, path: Path) -> duckdb.DuckDBPyConnection:
         try:
@@ -180,21 +269,24 @@ class DuckPool:
     def _make_room(self) -> None:
         if len(self._open) < self.max_open:
             return
-        idle = [db for db in self._open.values() if db.users == 0]
+        idle = [db for db in self._open.values() if db.users == 0 and db.connection is not None]
         if not idle:
             raise DuckError(
                 f"too many databases in use at once ({SECTION}.max_open_files = {self.max_open}); try again"
             )
-        oldest = min(idle, key=lambda db: db.last_used)
-        del self._open[oldest.path]
-        oldest.connection.close()
+        self._give_up(min(idle, key=lambda db: db.last_used))
 
     def close(self) -> None:
-        """Close every file (the kernel is shutting down)."""
-        with self._lock:
-            for database in self._open.values():
-                database.connection.close()
-            self._open.clear()
+        """Close every file and give up its turn (the kernel is shutting down), in use or not."""
+        with self._changed:
+            for database in list(self._open.values()):
+                self._give_up(database)
+
+
+def _gave_up(budget: Budget) -> DuckError:
+    return DuckError(
+        f"gave up waiting for this database, in use by another server process: {budget.source} ran out"
+    )
 
 
 # -- one call's clock -----------------------------------------------------------------------
@@ -312,7 +404,7 @@ class DuckService:
         budget = Budget.start(self.settings.query_timeout_secs, remaining)
         statements = self._statements(sql, params)
         file = self.locate(relative, create=True)
-        with self.pool.cursor(file) as (cursor, lock), _holding(lock, budget):
+        with self.pool.cursor(file, budget) as (cursor, lock), _holding(lock, budget):
             return self._run(cursor, file, statements, params, budget)
 
     def query(
@@ -360,7 +452,7 @@ class DuckService:
         writer: bool,
     ) -> JSONObject:
         """One run of a query: as the file's writer, or as a reader in a READ ONLY transaction."""
-        with self.pool.cursor(file) as (cursor, lock), _holding(lock if writer else None, budget):
+        with self.pool.cursor(file, budget) as (cursor, lock), _holding(lock if writer else None, budget):
             if not writer:
                 cursor.execute("BEGIN TRANSACTION READ ONLY")  # closing the cursor rolls it back
             return self._fetch(cursor, file, statements, params, limit, budget, writer=writer)
@@ -370,7 +462,7 @@ class DuckService:
         budget = Budget.start(self.settings.query_timeout_secs, remaining)
         file = self.locate(relative, create=False)
         with (
-            self.pool.cursor(file) as (cursor, _),
+            self.pool.cursor(file, budget) as (cursor, _),
             _Watchdog(cursor, budget) as watchdog,
             _duck_errors(budget, watchdog, self.root),
         ):

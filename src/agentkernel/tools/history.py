@@ -1,67 +1,120 @@
-"""The per-session record of tool results that `get_tool_result` reads (S16.4).
+"""The per-session record of tool results that `get_tool_result` reads (S16.4), kept in the store.
 
 Keyed by user **and** session (`identity.session_key`): a session id is not
-a secret, so user B naming user A's session id reads B's own results. A
-long-running kernel meets sessions without end and is never told that most
-of them are over, so the record is bounded twice: per (session, tool) by
-`limits.history_per_tool`, and in sessions by `limits.history_sessions`,
-the least recently used session going first. `forget_session` drops one at
-once (when its chat ends).
+a secret, so user B naming user A's session id reads B's own results. The
+results live in an SQLite file beside the transcript (services/tool_results.py),
+so every process serving a session (`serve --workers N`, a second server on
+the project, `agentkernel tool run --session`) reads what any of them
+recorded, and a session resumed after its chat closed still has them. The
+record is bounded twice: per (session, tool) by `limits.history_per_tool`,
+and in sessions by `limits.history_sessions`, the least recently used
+session going first. `forget_session` drops one at once.
+
+The file opens on the first call that has a session. A failure to record
+(the disk is full, the store is locked past its wait) is logged and the
+tool's result goes on unharmed: it is only not found by `get_tool_result`.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
-from collections import OrderedDict, deque
+from pathlib import Path
+from typing import cast
 
+from agentkernel.errors import AgentKernelError, HelperError
 from agentkernel.identity import Caller, session_key
+from agentkernel.services.sqlite_db import MEMORY
+from agentkernel.services.tool_results import ToolResultStore
 from agentkernel.tools.results import ToolResult
+from agentkernel.types import JSONObject, VisualBlock
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SESSIONS = 1000
+_STORE_ERRORS = (sqlite3.Error, OSError, AgentKernelError)
 
 
 class ToolResultHistory:
-    """The latest results of each tool in each (user, session), newest first on read."""
+    """The latest results of each tool in each (user, session), newest first on read.
 
-    def __init__(self, per_tool: int = 20, sessions: int = DEFAULT_SESSIONS) -> None:
+    `path`: the store's file; None keeps the results in memory, in this
+    process only (a kernel's own tests).
+    """
+
+    def __init__(
+        self, path: Path | None = None, per_tool: int = 20, sessions: int = DEFAULT_SESSIONS
+    ) -> None:
+        self.path = path
         self.per_tool = per_tool
         self.sessions = sessions
-        self._by_session: OrderedDict[str, dict[str, deque[ToolResult]]] = OrderedDict()
+        self._store: ToolResultStore | None = None
         self._lock = threading.Lock()
 
     def record(self, caller: Caller, tool: str, result: ToolResult) -> None:
         """Keep `result` for the caller's session; a call without a session keeps nothing."""
         if caller.session_id is None:
             return
-        key = session_key(caller.user_id, caller.session_id)
-        with self._lock:
-            tools = self._by_session.get(key)
-            if tools is None:
-                tools = self._by_session[key] = {}
-                while len(self._by_session) > self.sessions:
-                    self._by_session.popitem(last=False)
-            else:
-                self._by_session.move_to_end(key)
-            tools.setdefault(tool, deque(maxlen=self.per_tool)).append(result)
+        try:
+            self._opened().record(session_key(caller.user_id, caller.session_id), tool, _as_json(result))
+        except _STORE_ERRORS as exc:
+            log.warning(
+                "the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.path, exc
+            )
 
     def get(self, caller: Caller, tool: str, index: int = 0) -> ToolResult | None:
         """Index 0 is the latest result; None when there is none at that index."""
         if caller.session_id is None:
             return None
-        with self._lock:
-            bucket = self._by_session.get(session_key(caller.user_id, caller.session_id), {}).get(tool)
-            if bucket is None or index < 0 or index >= len(bucket):
-                return None
-            return bucket[-1 - index]
+        try:
+            found = self._opened().get(session_key(caller.user_id, caller.session_id), tool, index)
+        except _STORE_ERRORS as exc:
+            raise HelperError(f"get_tool_result: the tool-result store ({self.path}) failed: {exc}") from exc
+        return None if found is None else _from_json(found)
 
     def forget_session(self, user_id: str | None, session_id: str) -> None:
-        with self._lock:
-            self._by_session.pop(session_key(user_id, session_id), None)
+        self._opened().forget(session_key(user_id, session_id))
 
     def __len__(self) -> int:
         """Sessions held now."""
+        return self._opened().session_count()
+
+    def close(self) -> None:
         with self._lock:
-            return len(self._by_session)
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    def _opened(self) -> ToolResultStore:
+        with self._lock:
+            if self._store is None:
+                where = MEMORY if self.path is None else self.path
+                self._store = ToolResultStore(where, per_tool=self.per_tool, sessions=self.sessions)
+            return self._store
+
+
+def _as_json(result: ToolResult) -> JSONObject:
+    return {
+        "content": result.content,
+        "success": result.success,
+        "error": result.error,
+        "visual": list(result.visual),
+        "warnings": list(result.warnings),
+        "data": result.data,
+    }
+
+
+def _from_json(found: JSONObject) -> ToolResult:
+    error = found.get("error")
+    return ToolResult(
+        content=str(found.get("content", "")),
+        success=found.get("success") is True,
+        error=error if isinstance(error, str) else None,
+        visual=cast(list[VisualBlock], found.get("visual") or []),
+        warnings=[str(w) for w in cast(list[object], found.get("warnings") or [])],
+        data=found.get("data"),
+    )
 
 
 __all__ = ["DEFAULT_SESSIONS", "ToolResultHistory"]

@@ -1,0 +1,112 @@
+"""The store of tool results that `get_tool_result` reads (S16.4): an SQLite file every process shares.
+
+A result recorded by one server process must be readable by another serving
+the same session (`serve --workers N`), so the results live in a file, not
+in a process (DESIGN rule 7). The file is beside the transcript
+(`tool_results.db` next to `logging.messages_db_path`), apart from it so its
+writes never queue behind the transcript's.
+
+Bounded as the in-memory record was: `per_tool` results per (session, tool),
+the oldest dropped as a new one comes, and `sessions` sessions, the one whose
+last result is oldest dropped (with its results) as a new session comes.
+Each record is one short IMMEDIATE transaction: the insert and both bounds.
+Results are JSON text; the caller owns their shape.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.types import JSONObject
+
+FILE_NAME = "tool_results.db"
+BUSY_TIMEOUT_SECS = 10.0
+SESSIONS, RESULTS = "tool_result_sessions", "tool_results"
+
+SCHEMA = Schema(
+    version=1,
+    upgrades={
+        1: (
+            f"CREATE TABLE {SESSIONS} ("
+            " key TEXT PRIMARY KEY,"  # identity.session_key: the user and the session
+            " used INTEGER NOT NULL"  # rises with each record: the least recently used session goes first
+            ") WITHOUT ROWID",
+            f"CREATE INDEX {SESSIONS}_used ON {SESSIONS} (used)",
+            f"CREATE TABLE {RESULTS} ("
+            f" key TEXT NOT NULL REFERENCES {SESSIONS} (key) ON DELETE CASCADE,"
+            " tool TEXT NOT NULL,"
+            " seq INTEGER NOT NULL,"  # rises with each result of (key, tool): the newest is the highest
+            " result TEXT NOT NULL,"  # JSON
+            " PRIMARY KEY (key, tool, seq)"
+            ") WITHOUT ROWID",
+        ),
+    },
+    too_new=lambda found: AgentKernelError(
+        f"tool-result store schema version {found} is newer than this kernel's"
+    ),
+)
+
+
+class ToolResultStore(SqliteStore):
+    """Results by (session key, tool), newest first; see the module docstring for the bounds."""
+
+    def __init__(self, path: Path | str, *, per_tool: int, sessions: int) -> None:
+        if per_tool < 1 or sessions < 1:
+            raise ValueError(f"per_tool and sessions must be 1 or more, got {per_tool!r} and {sessions!r}")
+        super().__init__(path, SCHEMA, BUSY_TIMEOUT_SECS)
+        self.per_tool = per_tool
+        self.sessions = sessions
+
+    def record(self, key: str, tool: str, result: JSONObject) -> None:
+        """Keep `result` as the newest of (key, tool), within both bounds."""
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        with self._write() as conn:
+            used = conn.execute(f"SELECT coalesce(max(used), 0) + 1 FROM {SESSIONS}").fetchone()[0]
+            known = conn.execute(f"UPDATE {SESSIONS} SET used = ? WHERE key = ?", (used, key)).rowcount
+            if not known:
+                conn.execute(f"INSERT INTO {SESSIONS} (key, used) VALUES (?, ?)", (key, used))
+                over = conn.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - self.sessions
+                if over > 0:
+                    conn.execute(
+                        f"DELETE FROM {SESSIONS} WHERE key IN "
+                        f"(SELECT key FROM {SESSIONS} ORDER BY used LIMIT ?)",
+                        (over,),
+                    )
+            seq = conn.execute(
+                f"SELECT coalesce(max(seq), 0) + 1 FROM {RESULTS} WHERE key = ? AND tool = ?", (key, tool)
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO {RESULTS} (key, tool, seq, result) VALUES (?, ?, ?, ?)", (key, tool, seq, text)
+            )
+            conn.execute(
+                f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
+                (key, tool, seq - self.per_tool),
+            )
+
+    def get(self, key: str, tool: str, index: int) -> JSONObject | None:
+        """The result `index` places before the newest (0: the newest); None when there is none."""
+        if index < 0 or index >= self.per_tool:
+            return None
+        rows = self._read(
+            f"SELECT result FROM {RESULTS} WHERE key = ? AND tool = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+            (key, tool, index),
+        )
+        if not rows:
+            return None
+        found: JSONObject = json.loads(rows[0][0])
+        return found
+
+    def forget(self, key: str) -> None:
+        """Drop every result of one session."""
+        with self._write() as conn:
+            conn.execute(f"DELETE FROM {SESSIONS} WHERE key = ?", (key,))
+
+    def session_count(self) -> int:
+        """Sessions held now."""
+        return int(self._read(f"SELECT count(*) FROM {SESSIONS}", ())[0][0])
+
+
+__all__ = ["FILE_NAME", "ToolResultStore"]
