@@ -116,6 +116,21 @@ def test_banner_names_template_model_server_and_session(
     assert not (agent_project / "data" / "chat_history").exists()  # piped input keeps no history
 
 
+def test_a_session_named_goes_on_and_shows_how_its_last_message_was_answered(
+    agent_project: Path, llm_server: FakeLLMServer
+) -> None:
+    """`--session` reads the conversation back (the LLM gets it whole) and shows the last answer, however
+    it came to be recorded: a server that resumed the run while this chat was away (S25.3) included."""
+    llm_server.add(Reply(text="Первый ответ"), Reply(text="Второй ответ"))
+    assert chat(agent_project, "первый\n", "--session", "s-back").returncode == 0
+    done = chat(agent_project, "второй\n", "--session", "s-back")
+    assert done.returncode == 0, done.stderr
+    assert "last message: первый" in done.stderr and "its answer: Первый ответ" in done.stderr
+    assert "it ended: job_done" in done.stderr
+    sent = chat_requests(llm_server)[1]["messages"]
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")] == ["первый", "Первый ответ", "второй"]
+
+
 # -- slash commands ----------------------------------------------------------------------------------
 
 

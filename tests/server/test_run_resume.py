@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -24,10 +25,11 @@ import httpx
 import pytest
 
 from agentkernel.agent.resume import INTERRUPTED
+from agentkernel.config.server import token_hash
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
-from tests.server.conftest import script_tool, sse_events, write
+from tests.server.conftest import make_project, script_tool, sse_events, write
 from tests.server.test_turns_across_processes import ALICE, Held, Server, asked, new_session, serving
 
 EFFECT = """
@@ -65,9 +67,6 @@ def effect_tool(root: Path, name: str, url: str, version: str = "effect", **fiel
 
 @pytest.fixture
 def project(tmp_path: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver) -> Path:
-    from agentkernel.config.server import token_hash
-    from tests.server.conftest import make_project
-
     make_project(
         tmp_path,
         llm_server,
@@ -252,3 +251,27 @@ def test_a_damaged_journal_ends_its_run_in_error_and_nothing_else(
         assert "has a meta that is not JSON" in said[-2][1] and said[-2][0] == "error", said
         reply = to_b.post(f"/v1/sessions/{session}/messages", json={"content": "again"}, headers=ALICE)
         assert dict(sse_events(reply.text))["reply"]["content"] == "ok"  # the session goes on
+
+
+def test_the_page_reconnects_by_itself_to_the_server_that_resumed_its_run(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event, browser: Any
+) -> None:
+    """The page's stream breaks with its server (kill -9); a server started on the same address resumes
+    the run, and the page, reading the run's events after the last it showed, shows the answer."""
+    from tests.server.test_page_browser import send_in_new_chat
+
+    llm_server.add(Held(gate), Reply(text="answered after the restart"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kernel_yaml = project / "config" / "kernel.yaml"  # no tokens: the page's user is `local`
+    kernel_yaml.write_text(kernel_yaml.read_text().replace(f"  tokens:\n    {token_hash('alice-token')}: alice\n", ""))
+    with serving(project, "a", port) as a:
+        page, _ = send_in_new_chat(browser, a.url, "one")
+        wait_until(lambda: len(asked(llm_server)) == 1, "the page's run to reach the LLM")
+        kill(a)
+    with serving(project, "b", port):
+        page.wait_for_selector(".answer:has-text('answered after the restart')")
+        page.wait_for_selector("#send:enabled")
+        page.screenshot(path=str(project / "reconnected.png"))
+    assert len(asked(llm_server)) == 2

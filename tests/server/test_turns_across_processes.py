@@ -73,13 +73,14 @@ class Server:
 
 
 @contextmanager
-def serving(root: Path, name: str) -> Iterator[Server]:
-    """`agentkernel serve --port 0` in `root`, its log in a file; killed (and reaped) if still running."""
+def serving(root: Path, name: str, port: int = 0) -> Iterator[Server]:
+    """`agentkernel serve --port PORT` in `root` (0: a free one), its log in a file; killed (and reaped)
+    if still running."""
     env = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
     log = root / f"{name}.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [str(BIN / "agentkernel"), "serve", "--port", "0"],
+            [str(BIN / "agentkernel"), "serve", "--port", str(port)],
             cwd=root,
             env=env,
             stdout=subprocess.PIPE,

@@ -32,11 +32,13 @@ from agentkernel.agent.session import ChatSession
 from agentkernel.cli.chat_input import LineReader
 from agentkernel.cli.render import ChatRenderer
 from agentkernel.kernel import Kernel
+from agentkernel.util.short_text import clip
 
 # the runs that count as failed for the exit status of a piped chat
 FAILED = frozenset({EndReason.ERROR, EndReason.BUDGET_EXHAUSTED, EndReason.MAX_TURNS})
 
 Command = Callable[[], bool]  # False: quit
+RECAP_RECORDS = 200  # how far back `--session` looks for the last message and its answer
 MEMORY_HOOK = "memory"  # the built-in hook that answers `/forget` (builtins/hooks/memory.yaml)
 FORGET = "/forget"
 
@@ -67,7 +69,9 @@ class TerminalChat:
         self.stream = stream
         self.renderer = ChatRenderer(console)
         self.failed = False  # some run ended in FAILED
-        self.session = self._open(session_id or str(uuid.uuid4()))
+        # a session named goes on: its conversation read back from the transcript, whoever wrote it
+        self.resumed = session_id is not None
+        self.session = self._open(session_id or str(uuid.uuid4()), resume=self.resumed)
         self.commands: dict[str, tuple[str, Command]] = {
             "/help": ("this list", self._help),
             "/reset": ("start over: a new session, a new process, an empty conversation", self._reset),
@@ -79,9 +83,9 @@ class TerminalChat:
 
     # -- what the chat is talking to ----------------------------------------------------------------
 
-    def _open(self, session_id: str) -> ChatSession:
+    def _open(self, session_id: str, *, resume: bool = False) -> ChatSession:
         return self.kernel.chat(
-            self.template, user_id=self.user_id, session_id=session_id, stream=self.stream
+            self.template, user_id=self.user_id, session_id=session_id, stream=self.stream, resume=resume
         )
 
     @property
@@ -99,6 +103,25 @@ class TerminalChat:
         where = f"model {self.model} · {llm.base_url}" if llm is not None else "no LLM configured"
         out.print(Text(f"template {self.template} · {where}", style="bold"))
         out.print(Text(f"session {self.session_id} · /help for commands, /exit to quit", style="dim"))
+        if self.resumed:
+            for line in self.recap():
+                out.print(Text(line, style="dim"))
+
+    def recap(self) -> list[str]:
+        """The session's last message and how it was answered, as the transcript has it now: a run
+        that ended while this chat was away (a server that resumed it after a crash, S25.3) shows here."""
+        records = self.kernel.transcript(self.session_id, RECAP_RECORDS, user_id=self.user_id)
+        asked = max((i for i, r in enumerate(records) if r.kind == "user"), default=None)
+        if asked is None:
+            return []
+        after = records[asked + 1 :]
+        answers = [r.content for r in after if r.kind == "agent"]
+        end = next((r.content for r in after if r.kind == "end"), None)
+        lines = [f"last message: {clip(records[asked].content, 200)}"]
+        if answers:
+            lines.append(f"its answer: {clip(answers[-1], 2000)}")
+        lines.append(f"it ended: {end}" if end is not None else "it is still being answered (or was cut short)")
+        return lines
 
     def close(self) -> None:
         """The chat is over: its process ends and its tool results are not needed again."""

@@ -311,16 +311,43 @@ function errorLine(message, beforeAnyAnswer) {
   }
 }
 
-// A frame's `event:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the data's
-// JSON may hold U+2028/U+2029 as they are, where a regular expression's `.` and `$` would stop.
+// A frame's `event:`, `id:` and `data:` fields. Its lines end only at LF (the server's frames, per SSE); the
+// data's JSON may hold U+2028/U+2029 as they are, where a regular expression's `.` and `$` would stop.
 function frameFields(frame) {
   const fields = {};
   for (const text of frame.split("\n")) {
     if (text.startsWith("event: ")) fields.type = text.slice(7);
+    else if (text.startsWith("id: ")) fields.id = text.slice(4);
     else if (text.startsWith("data: ")) fields.data = text.slice(6);
   }
   return fields;
 }
+
+// Read a stream of frames to its end, each one's type and parsed data to `handle`, its id to `seen`.
+async function readFrames(response, handle, seen) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let pending = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    pending += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = pending.indexOf("\n\n")) >= 0) {
+      const frame = pending.slice(0, cut);
+      pending = pending.slice(cut + 2);
+      const { type, id, data } = frameFields(frame);
+      if (id !== undefined) seen(id);
+      if (type !== undefined && data !== undefined) handle(type, JSON.parse(data));
+    }
+  }
+}
+
+// A turn's stream that broke before its `done` (the network, the server restarting) is read again from
+// the store after the last event shown (S25.4), on whichever server answers: every RECONNECT_MS, a few
+// minutes at most, so a server that restarts and resumes the run (S25.3) is waited for.
+const RECONNECT_TRIES = 120;
+const RECONNECT_MS = 1000;
 
 // One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
 async function sendMessage(text) {
@@ -332,6 +359,9 @@ async function sendMessage(text) {
   let answer = null;
   let buffer = "";
   let answered = false;
+  let run = null; // the turn's run id (its first event), and the id of the last event shown
+  let lastId = "0";
+  let ended = false;
   const rows = new Map();
   // The answer so far is rendered once a frame, not once a token: each render parses all of it again
   // (marked, then DOMPurify), so a render per token made a long answer quadratic and froze the tab.
@@ -344,7 +374,9 @@ async function sendMessage(text) {
     follow(answer);
   };
   const handle = (type, data) => {
-    if (type === "token") {
+    if (type === "run") {
+      run = data.id;
+    } else if (type === "token") {
       if (!answer) answer = answerBox();
       buffer += data.text;
       if (!frameAsked) frameAsked = requestAnimationFrame(showAnswer);
@@ -373,27 +405,35 @@ async function sendMessage(text) {
     } else if (type === "error") {
       errorLine(data.message, !answered);
     } else if (type === "done") {
+      ended = true;
       if (data.reason !== "job_done") line("notice", "turn ended: " + data.reason);
     }
+  };
+  const seen = (id) => {
+    lastId = id;
   };
   try {
     const response = await api("POST", "/v1/sessions/" + encodeURIComponent(session.id) + "/messages", { content: text });
     if (!session.title) loadSessions().catch((err) => status(err.message)); // its first message named it
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let pending = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      pending += decoder.decode(value, { stream: true });
-      let cut;
-      while ((cut = pending.indexOf("\n\n")) >= 0) {
-        const frame = pending.slice(0, cut);
-        pending = pending.slice(cut + 2);
-        const { type, data } = frameFields(frame);
-        if (type !== undefined && data !== undefined) handle(type, JSON.parse(data));
+    try {
+      await readFrames(response, handle, seen);
+    } catch (err) {
+      if (run === null) throw err; // no run to go back to
+    }
+    for (let tries = 0; run !== null && !ended && tries < RECONNECT_TRIES; tries++) {
+      status("the answer's stream broke; reconnecting…");
+      await new Promise((done) => setTimeout(done, tries ? RECONNECT_MS : 0));
+      try {
+        const again = await fetch("/v1/runs/" + encodeURIComponent(run) + "/events", {
+          headers: { ...headers(false), "Last-Event-ID": lastId },
+        });
+        if (again.ok) await readFrames(again, handle, seen);
+      } catch (err) {
+        // the server is not back yet: the next try
       }
     }
+    if (run !== null && !ended) throw new Error("the connection to the server was lost; the answer goes on there");
+    if (lastId !== "0" && $("status").textContent.startsWith("the answer's stream broke")) status("");
   } catch (err) {
     showAnswer();
     errorLine(err.message, !answered);
