@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentkernel.config import ServerSettings
+from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
-from agentkernel.kernel import Kernel, load_kernel_config
+from agentkernel.kernel import Kernel
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, sse_events, sse_frames
 
