@@ -128,7 +128,8 @@ def test_a_session_named_goes_on_and_shows_how_its_last_message_was_answered(
     assert "last message: первый" in done.stderr and "its answer: Первый ответ" in done.stderr
     assert "it ended: job_done" in done.stderr
     sent = chat_requests(llm_server)[1]["messages"]
-    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")] == ["первый", "Первый ответ", "второй"]
+    said = [m["content"] for m in sent if m["role"] in ("user", "assistant")]
+    assert said == ["первый", "Первый ответ", "второй"]
 
 
 # -- slash commands ----------------------------------------------------------------------------------

@@ -265,13 +265,14 @@ def test_the_page_reconnects_by_itself_to_the_server_that_resumed_its_run(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     kernel_yaml = project / "config" / "kernel.yaml"  # no tokens: the page's user is `local`
-    kernel_yaml.write_text(kernel_yaml.read_text().replace(f"  tokens:\n    {token_hash('alice-token')}: alice\n", ""))
+    tokens = f"  tokens:\n    {token_hash('alice-token')}: alice\n"
+    kernel_yaml.write_text(kernel_yaml.read_text().replace(tokens, ""))
     with serving(project, "a", port) as a:
         page, _ = send_in_new_chat(browser, a.url, "one")
         wait_until(lambda: len(asked(llm_server)) == 1, "the page's run to reach the LLM")
         kill(a)
     with serving(project, "b", port):
-        page.wait_for_selector(".answer:has-text('answered after the restart')")
+        page.wait_for_selector(".msg.agent:has-text('answered after the restart')")
         page.wait_for_selector("#send:enabled")
         page.screenshot(path=str(project / "reconnected.png"))
     assert len(asked(llm_server)) == 2

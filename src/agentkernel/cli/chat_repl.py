@@ -120,7 +120,9 @@ class TerminalChat:
         lines = [f"last message: {clip(records[asked].content, 200)}"]
         if answers:
             lines.append(f"its answer: {clip(answers[-1], 2000)}")
-        lines.append(f"it ended: {end}" if end is not None else "it is still being answered (or was cut short)")
+        lines.append(
+            f"it ended: {end}" if end is not None else "it is being answered still, or was cut short"
+        )
         return lines
 
     def close(self) -> None:
