@@ -297,3 +297,23 @@ def test_a_holder_frozen_past_its_lease_loses_it_and_writes_nothing_into_the_run
     assert said.count(("end", "terminated")) == 0, said  # A's end of turn was refused by the store
     assert said[-1] == ("end", "job_done") and ("agent", "B's answer") in said
     assert "this turn's record was not written" in a.log.read_text() or "not recorded" in a.log.read_text()
+
+
+def test_a_stop_asked_on_the_other_process_stops_the_turn(
+    two: tuple[Server, Server], llm_server: FakeLLMServer, gates: tuple[threading.Event, threading.Event]
+) -> None:
+    """POST /v1/sessions/{id}/stop reaches the turn whichever process runs it: the holder finds the
+    stop in the store (before, B answered `stopped: false` and A's turn ran on)."""
+    a, b = two
+    llm_server.add(Held(gates[0]))
+    with a.client() as to_a, b.client() as to_b:
+        session = new_session(to_a)
+        with to_a.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "one"}, headers=ALICE
+        ) as first:
+            wait_until(lambda: len(asked(llm_server)) == 1, "A's turn to reach the LLM")
+            stopped = to_b.post(f"/v1/sessions/{session}/stop", headers=ALICE)
+            assert stopped.json() == {"stopped": True}
+            events = sse_events(first.read().decode())
+        assert events[-1] == ("done", {"reason": "terminated"}), events
+        assert to_b.post(f"/v1/sessions/{session}/stop", headers=ALICE).json() == {"stopped": False}

@@ -65,6 +65,8 @@ from agentkernel.services.turn_leases import (
 from agentkernel.services.user_work import Cap, TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
+STOP_POLL_SECS = 1.0
+"""How often a running turn looks in the store for a stop asked on another process."""
 STOPPING_SECS = 5.0
 """How long a server stopping waits for the turns it stopped to record their end before cancelling them."""
 
@@ -308,9 +310,16 @@ class TurnRunner:
         return self._leases().running(user_id)
 
     def stop(self, session_id: str) -> bool:
-        """Stop the session's running turn (it ends `terminated`, recorded); False when none runs."""
+        """Stop the session's running turn here (it ends `terminated`, recorded); False when none runs."""
         chat = self._chats.get(session_id) or self._once.get(session_id)
         return session_id in self._running and chat is not None and chat.stop()
+
+    async def stop_anywhere(self, session_id: str) -> bool:
+        """Stop the session's running turn, on this process or another (the holder looks for the stop in
+        the store every STOP_POLL_SECS); False when none runs."""
+        if self.stop(session_id):
+            return True
+        return await asyncio.to_thread(self._leases().ask_stop, session_id)
 
     async def start(
         self,
@@ -430,10 +439,20 @@ class TurnRunner:
 
         Its records are refused by the store from the moment another turn took
         the session (the fence); stopping spares the LLM and tool calls too.
+        Between renewals it looks every STOP_POLL_SECS for a stop asked on
+        another process (POST /v1/sessions/{id}/stop there), and stops the turn.
         """
+        tick = min(lease.secs / 3, STOP_POLL_SECS)
+        since_renewal = 0.0
         while True:
-            await asyncio.sleep(lease.secs / 3)
+            await asyncio.sleep(tick)
+            since_renewal += tick
             try:
+                if await asyncio.to_thread(self._leases().stop_asked, lease):
+                    self._stop_here(lease.session_id)
+                if since_renewal + tick / 2 < lease.secs / 3:
+                    continue
+                since_renewal = 0.0
                 kept = await asyncio.to_thread(lambda: self._leases().renew(lease))
             except Exception:  # a store busy past its wait: the next renewal tries again
                 log.exception("session %s: could not renew the turn's lease", lease.session_id)
@@ -447,7 +466,10 @@ class TurnRunner:
         )
         log.warning("request %s: %s", turn.request_id, message)
         turn.tell(message)  # then the turn's end, `terminated`
-        chat = self._chats.get(lease.session_id) or self._once.get(lease.session_id)
+        self._stop_here(lease.session_id)
+
+    def _stop_here(self, session_id: str) -> None:
+        chat = self._chats.get(session_id) or self._once.get(session_id)
         if chat is not None:
             chat.stop()
 

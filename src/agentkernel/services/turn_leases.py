@@ -79,6 +79,8 @@ _SCHEMA = Schema(
             f"CREATE UNIQUE INDEX {RUNS}_key ON {RUNS} (user_id, idem_key) WHERE idem_key IS NOT NULL",
             f"CREATE INDEX {RUNS}_open ON {RUNS} (session_id) WHERE status = '{RUNNING}'",
             f"CREATE INDEX {RUNS}_session ON {RUNS} (session_id, created_at)",
+            # a stop asked on any process: the holder sees it and stops its turn
+            f"ALTER TABLE {TABLE} ADD COLUMN stop_asked INTEGER NOT NULL DEFAULT 0",
         ),
     },
     too_new=lambda found: AgentKernelError(
@@ -333,6 +335,23 @@ class TurnLeases(SqliteStore):
             return False
         lease.expires_at = expires_at
         return True
+
+    def ask_stop(self, session_id: str) -> bool:
+        """Ask the session's running turn to stop, whichever process holds it; False when none runs."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE {TABLE} SET stop_asked = 1 WHERE session_id = ? AND expires_at > ?",
+                (session_id, time.time()),
+            )
+        return cursor.rowcount == 1
+
+    def stop_asked(self, lease: Lease) -> bool:
+        """Whether a stop was asked of the turn holding `lease` (a read: the holder looks every second)."""
+        rows = self._read(
+            f"SELECT stop_asked FROM {TABLE} WHERE session_id = ? AND token = ?",
+            (lease.session_id, lease.token),
+        )
+        return bool(rows and rows[0][0])
 
     def release(self, lease: Lease) -> None:
         """The turn is over: its row goes (another holder's row, if it lost the lease, stays)."""

@@ -162,11 +162,11 @@ async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool
     """`{stopped}`: stop the answer being made now; it ends with `done` reason `terminated`, recorded.
 
     A running tool call is waited for; no further LLM or tool call is made.
-    `stopped` is false when the session was not answering. (On the event
-    loop: the turn's stop signal belongs to it.)
+    `stopped` is false when the session was not answering. A turn another
+    server process runs stops within a second (it looks in the store).
     """
     info = owned_session(parts, session_id, user)
-    return {"stopped": parts.turns.stop(info.id)}
+    return {"stopped": await parts.turns.stop_anywhere(info.id)}
 
 
 async def _name(parts: ServerParts, info: SessionInfo, message: str) -> None:
