@@ -717,6 +717,7 @@ class AgentLoop:
         The response is recorded first, every call of it in one step (the
         completion's text and tokens with the first), so a run resumed after
         a crash knows what was asked even of the calls that never started.
+        The step marks the first call started (`_calls` says why).
         """
         step = Step()
         for index, call in enumerate(completion.tool_calls):
@@ -727,8 +728,9 @@ class AgentLoop:
                     meta["text"] = completion.text
             shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
             step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
-        await self._commit(caller, step, emit)
-        await self._calls(caller, completion.tool_calls, messages, emit, stop)
+        first = completion.tool_calls[0].id
+        await self._commit(caller, step, emit, {"started_call": first})
+        await self._calls(caller, completion.tool_calls, messages, emit, stop, marked=first)
 
     async def _calls(
         self,
@@ -738,24 +740,33 @@ class AgentLoop:
         emit: Emit,
         stop: asyncio.Event,
         resumed: Resumed | None = None,
+        marked: str | None = None,
     ) -> None:
         """Run `calls` in order, each result appended; after a stop the rest are recorded as not run.
 
-        In a `resumed` run, a call that had started before the crash runs
-        again only when its tool is `idempotent: true`; otherwise its result
-        is the failure INTERRUPTED (S25.3).
+        A call is marked started (the run's `started_call`) before it runs:
+        by the step before it, the response's or the previous call's result
+        (`marked`: the call that step marked), so marking costs no write of
+        its own. Between that step and the call nothing waits on the outside,
+        and a crash there only makes a call that never ran look as if it may
+        have: never a silent second run. In a `resumed` run, a call that had
+        started before the crash runs again only when its tool is
+        `idempotent: true`; otherwise its result is the failure INTERRUPTED
+        (S25.3).
         """
         not_run = Step()
-        for call in calls:
+        for index, call in enumerate(calls):
+            following = calls[index + 1].id if index + 1 < len(calls) else None
             if stop.is_set():
                 meta: JSONObject = {"tool": call.name, "id": call.id, "success": False, "not_run": True}
                 not_run.add(Entry("tool", "tool_result", NOT_RUN, meta))
                 messages.append(ChatMessage.tool(call.id, NOT_RUN, call.name))
                 continue
             if resumed is not None and resumed.may_have_run(call) and not self._idempotent(call, caller):
-                result = await self._settled(caller, call, ToolResult.failure(INTERRUPTED), emit)
+                result = await self._settled(caller, call, ToolResult.failure(INTERRUPTED), emit, following)
             else:
-                result = await self._tool_call(caller, call, emit)
+                result = await self._tool_call(caller, call, emit, call.id == marked, following)
+            marked = following
             messages.append(ChatMessage.tool(call.id, result.content, call.name))
         self.steps.write(caller.session_id, caller.user_id, not_run)
 
@@ -803,22 +814,29 @@ class AgentLoop:
             raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
         return final
 
-    async def _tool_call(self, caller: Caller, call: ToolCall, emit: Emit) -> ToolResult:
+    async def _tool_call(
+        self, caller: Caller, call: ToolCall, emit: Emit, marked: bool, following: str | None
+    ) -> ToolResult:
         """One tool call through the one dispatch path; bad arguments go back to the model.
 
-        Its start is recorded before it runs (the run's `started_call`), so
-        a run resumed after a crash knows the call may have had effects.
+        Its start is recorded before it runs (the run's `started_call`; by
+        the step before it when `marked`), so a run resumed after a crash
+        knows the call may have had effects.
         """
         args, problem = _parse_arguments(call.arguments)
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
+            if not marked:
+                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
             result = await self.dispatcher.acall(call.name, args, caller, self.pool)
-        return await self._settled(caller, call, result, emit)
+        return await self._settled(caller, call, result, emit, following)
 
-    async def _settled(self, caller: Caller, call: ToolCall, result: ToolResult, emit: Emit) -> ToolResult:
-        """A call's result and its warnings recorded in one step, then shown."""
+    async def _settled(
+        self, caller: Caller, call: ToolCall, result: ToolResult, emit: Emit, following: str | None = None
+    ) -> ToolResult:
+        """A call's result and its warnings recorded in one step, then shown; the step marks the
+        `following` call started (`_calls`)."""
         shown = LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()})
         blocks = (LoopEvent("visual", {"tool": call.name, "block": block}) for block in result.visual)
         step = Step().add(
@@ -827,7 +845,7 @@ class AgentLoop:
         for warning in result.warnings:
             said = LoopEvent("warning", {"tool": call.name, "message": warning})
             step.add(Entry("system", "warning", warning, {"tool": call.name}), said)
-        await self._commit(caller, step, emit)
+        await self._commit(caller, step, emit, None if following is None else {"started_call": following})
         return result
 
     async def _finish(
