@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.ports import Entry
 from agentkernel.services.memory import SqliteMessageStore
-from agentkernel.services.turn_leases import LeaseLost, SessionLeased, TurnLeases, UserAtCap
+from agentkernel.services.turn_leases import (
+    LeaseLost,
+    NewRun,
+    RunExists,
+    SessionLeased,
+    TurnLeases,
+    UserAtCap,
+)
 from tests.conftest import wait_until
 
 LONG = 600.0
@@ -69,3 +77,56 @@ def test_changes_counts_the_records_after_a_mark_and_gives_the_last_id(path: Pat
         store.append("s2", "user", "user", "elsewhere", user_id="alice")
         assert store.changes("s1", first) == (1, second)
         assert store.changes("s1", 0) == (2, second)
+
+
+# -- runs (S25) ------------------------------------------------------------------------------------
+
+
+def run_once(leases: TurnLeases, store: SqliteMessageStore, session: str, number: int) -> str:
+    """One whole run as the server makes it: lease and row, the message, the end, the lease back."""
+    run = NewRun(f"run-{number}", f"message {number}")
+    lease = leases.take(session, "alice", LONG, run=run)
+    assert lease.resumes is None
+    asked = [Entry("user", "user", run.text or "")]
+    store.append_step(session, asked, user_id="alice", lease=lease.token, run_id=run.id)
+    ended = {"status": "ended", "reason": "job_done", "ended_at": 1.0}
+    answered = [Entry("assistant", "agent", f"answer {number}"), Entry("system", "end", "job_done")]
+    store.append_step(session, answered, user_id="alice", lease=lease.token, run_id=run.id, run_update=ended)
+    leases.release(lease)
+    return run.id
+
+
+def test_ten_thousand_runs_in_a_session_leave_nothing_to_resume_and_the_next_reads_as_the_first(
+    path: Path,
+) -> None:
+    with TurnLeases(path) as leases, SqliteMessageStore(path) as store:
+        ids = [run_once(leases, store, "s1", n) for n in range(10_000)]
+        assert leases.orphans() == []
+        assert [r.id for r in leases.runs_of("s1", 3)] == ids[:-4:-1]
+        last = leases.run(ids[-1])
+        assert last is not None and (last.status, last.reason) == ("ended", "job_done")
+        records = store.run_records(ids[-1])
+        assert [(r.kind, r.content) for r in records] == [
+            ("user", "message 9999"),
+            ("agent", "answer 9999"),
+            ("end", "job_done"),
+        ]
+        unfinished = leases.take("s1", "alice", SHORT, run=NewRun("run-last", "one more"))
+        wait_until(lambda: leases.orphans() == ["run-last"], "the unfinished run's lease to lapse")
+        taken = leases.take_over("run-last", LONG)
+        assert taken is not None and taken.resumes is not None and taken.resumes.text == "one more"
+        assert leases.take_over("run-last", LONG) is None  # one taker only
+        assert unfinished.token != taken.token
+
+
+def test_a_key_is_one_run_of_its_user_and_another_body_is_told_apart(path: Path) -> None:
+    with TurnLeases(path) as leases:
+        lease = leases.take("s1", "alice", LONG, run=NewRun("r1", "pay", idem_key="k", body_hash="h1"))
+        leases.release(lease)
+        with pytest.raises(RunExists) as same:
+            leases.take("s1", "alice", LONG, run=NewRun("r2", "pay", idem_key="k", body_hash="h1"))
+        assert same.value.same_body and same.value.run.id == "r1"
+        with pytest.raises(RunExists) as other:
+            leases.take("s1", "alice", LONG, run=NewRun("r3", "pay twice", idem_key="k", body_hash="h2"))
+        assert not other.value.same_body
+        leases.take("s2", "bob", LONG, run=NewRun("r4", "pay", idem_key="k", body_hash="h1"))  # bob's own key
