@@ -40,9 +40,10 @@ from typing import Generic, TypeVar
 
 from agentkernel.identity import session_folder_name
 from agentkernel.kernel import Kernel
+from agentkernel.ports import Record
 from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
 from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
-from agentkernel.server.events import StreamEvent
+from agentkernel.server.events import StreamEvent, record_event
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.sqlite_db import SqliteStore
 from agentkernel.tools.results import ToolResult
@@ -233,6 +234,23 @@ def seal_records(sealing: Sealing, records: list[JSONObject], session: SessionIn
             new_meta["visual_warnings"] = list[JSONValue](warnings)
         sealed.append({**record, "meta": new_meta})
     return sealed
+
+
+def sealed_events(sealing: Sealing, records: list[Record], info: SessionInfo) -> list[StreamEvent]:
+    """The events `records` were shown as (events.py `record_event`), their tool results' tables and
+    files sealed for the session's owner as a live stream's are (blocking: SQLite, files)."""
+    sealed = seal_records(sealing, [r.to_json() for r in records], info)
+    events = []
+    for record, shown in zip(records, sealed, strict=True):
+        event = record_event(record)
+        if event is None:
+            continue
+        if event.type == "tool_result":
+            meta = shown.get("meta")
+            visual = meta.get("visual") if isinstance(meta, dict) else None
+            event = StreamEvent(event.type, {**event.data, "visual": visual}, event.id)
+        events.append(event)
+    return events
 
 
 @dataclass(frozen=True)

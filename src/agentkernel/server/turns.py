@@ -91,9 +91,10 @@ class TurnBusy(Exception):
 
 @dataclass(frozen=True)
 class Retry:
-    """How a request that starts a turn says it may be a retry: its Idempotency-Key, its body's hash."""
+    """How a request that starts a turn says it may be a retry: its Idempotency-Key (a chat completion
+    has none: its SDK's retries are found by the body's hash), its body's hash."""
 
-    key: str
+    key: str | None
     body_hash: str
 
 

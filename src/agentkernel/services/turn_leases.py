@@ -79,6 +79,7 @@ _SCHEMA = Schema(
             f"CREATE UNIQUE INDEX {RUNS}_key ON {RUNS} (user_id, idem_key) WHERE idem_key IS NOT NULL",
             f"CREATE INDEX {RUNS}_open ON {RUNS} (session_id) WHERE status = '{RUNNING}'",
             f"CREATE INDEX {RUNS}_session ON {RUNS} (session_id, created_at)",
+            f"CREATE INDEX {RUNS}_body ON {RUNS} (user_id, body_hash, created_at) WHERE one_off = 1",
             # a stop asked on any process: the holder sees it and stops its turn
             f"ALTER TABLE {TABLE} ADD COLUMN stop_asked INTEGER NOT NULL DEFAULT 0",
         ),
@@ -313,6 +314,15 @@ class TurnLeases(SqliteStore):
         """The run `run_id`, or None."""
         with self._reading() as conn:
             return _one_run(conn, "id = ?", (run_id,))
+
+    def latest_of_body(self, user_id: str, body_hash: str, since: float) -> Run | None:
+        """The user's latest stateless run (a chat completion) of a request body, started after `since`."""
+        with self._reading() as conn:
+            return _one_run(
+                conn,
+                "user_id = ? AND body_hash = ? AND one_off = 1 AND created_at > ? ORDER BY created_at DESC",
+                (user_id, body_hash, since),
+            )
 
     def runs_of(self, session_id: str, most: int = 50) -> list[Run]:
         """The session's latest runs, newest first."""

@@ -37,7 +37,9 @@ from starlette.types import Receive, Scope, Send
 from agentkernel.config import ServerSettings
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
-from agentkernel.llm.base import ChatMessage
+from agentkernel.llm.base import ChatMessage, ToolCall
+from agentkernel.server.completion_retries import body_hash, earlier_run, ended_records, is_retry, replayed
+from agentkernel.server.events import StreamEvent
 from agentkernel.server.failures import error_body, field_problems
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.openai_shapes import (
@@ -50,9 +52,11 @@ from agentkernel.server.openai_shapes import (
 )
 from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.problems import documented
+from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.routes.sessions import KEEPALIVE
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.server.turns import TooManyTurns, Turn
+from agentkernel.server.turns import Retry, TooManyTurns, Turn
+from agentkernel.services.turn_leases import Run
 
 NO_RETRY = {"x-should-retry": "false"}  # what OpenAI's SDKs obey: a retry would run the turn's tools again
 
@@ -154,9 +158,16 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         problems = [{**e, "loc": ("body", "messages", *e["loc"])} for e in exc.errors()]
         raise RequestValidationError(problems) from exc
     _within_caps(asked.history, asked.text or "", parts.settings)
+    digest = body_hash(user, body)
+    if is_retry(request):  # the SDK's retry: the run it repeats, when running it again could repeat an effect
+        earlier = await asyncio.to_thread(earlier_run, parts.kernel, user, digest)
+        if earlier is not None:
+            return await _answered_before(request, body, earlier, parts)
     session = SessionInfo(str(uuid.uuid4()), user, body.model, datetime.now(UTC).isoformat())
     try:
-        turn = await parts.turns.start(session, asked.text, request_id(request), asked.history, asked.options)
+        turn = await parts.turns.start(
+            session, asked.text, request_id(request), asked.history, asked.options, Retry(None, digest)
+        )
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
     completion = Completion(body.model, session.id, turn.run_id)
@@ -178,6 +189,46 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         headers = None if failure.retry else NO_RETRY
         return JSONResponse({**shown, "error": failure.error}, status_code=failure.status, headers=headers)
     return completion.body()
+
+
+async def _answered_before(request: Request, body: CompletionRequest, run: Run, parts: ServerParts) -> Any:
+    """A retry's answer: the run it repeats, once ended, as its own request would have been answered."""
+    records = await ended_records(parts.kernel, run)
+    session = SessionInfo(run.session_id, run.user_id, body.model, "")
+    events, theirs = await asyncio.to_thread(replayed, sealing_of(request), records, session)
+    completion = Completion(body.model, run.session_id, run.id)
+    if body.stream:
+        stream = ChunkStream(completion, bool((body.stream_options or {}).get("include_usage")))
+        return StreamingResponse(
+            _replayed_chunks(stream, events, theirs),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Run-Id": run.id},
+        )
+    for event in events:
+        completion.take(event)
+    completion.client_calls = theirs
+    if completion.failed:
+        failure = completion.failure()
+        shown = error_body(
+            failure.status, failure.error["message"], request_id(request), **_extension(completion)
+        )
+        return JSONResponse({**shown, "error": failure.error}, status_code=failure.status, headers=NO_RETRY)
+    return JSONResponse(completion.body(), headers={"X-Run-Id": run.id})
+
+
+async def _replayed_chunks(
+    stream: ChunkStream, events: list[StreamEvent], theirs: tuple[ToolCall, ...]
+) -> AsyncIterator[bytes]:
+    yield _data(stream.opening())
+    for event in events:
+        for chunk in stream.chunks(event):
+            yield _data(chunk)
+    stream.completion.client_calls = theirs
+    for chunk in stream.closing(None):
+        yield _data(chunk)
+    if stream.completion.failed:
+        yield _data({"error": stream.completion.failure().error})
+    yield b"data: [DONE]\n\n"
 
 
 def _within_count(count: int, settings: ServerSettings) -> None:

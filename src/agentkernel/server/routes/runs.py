@@ -17,12 +17,12 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 
 from agentkernel.kernel import Kernel
-from agentkernel.server.events import StreamEvent, record_event
+from agentkernel.server.events import StreamEvent
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
-from agentkernel.server.sealing import Sealing, seal_records
+from agentkernel.server.sealing import Sealing, sealed_events
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.turn_leases import Run
 
@@ -94,7 +94,7 @@ async def _frames(
         if records:
             quiet = 0.0
             since = records[-1].id
-            for event in await asyncio.to_thread(_events, sealing, records, info):
+            for event in await asyncio.to_thread(sealed_events, sealing, records, info):
                 yield event.frame()
                 if event.type == "done":
                     return
@@ -116,22 +116,6 @@ def _saw_the_end(kernel: Kernel, run_id: str, since: int) -> bool:
     """Whether the event the client saw last (`since`) is the run's end (blocking)."""
     last = kernel.run_records(run_id, since - 1, 1) if since > 0 else []
     return bool(last) and last[0].id == since and last[0].kind == "end"
-
-
-def _events(sealing: Sealing, records: list[Any], info: SessionInfo) -> list[StreamEvent]:
-    """The events of `records`, their tool results' tables and files sealed for the owner (blocking)."""
-    sealed = seal_records(sealing, [r.to_json() for r in records], info)
-    events = []
-    for record, shown in zip(records, sealed, strict=True):
-        event = record_event(record)
-        if event is None:
-            continue
-        if event.type == "tool_result":
-            meta = shown.get("meta")
-            visual = meta.get("visual") if isinstance(meta, dict) else None
-            event = StreamEvent(event.type, {**event.data, "visual": visual}, event.id)
-        events.append(event)
-    return events
 
 
 def _answer(kernel: Kernel, run_id: str) -> str | None:
