@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentkernel import builtins
 from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
-from agentkernel.config import KernelConfig, ToolSpec
+from agentkernel.config import HookSpec, KernelConfig, ToolSpec
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
 from agentkernel.config.stores import rhai_cache_folder
 from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
@@ -65,6 +65,9 @@ from agentkernel.tools.sources.mcp.outside import OutsideTools
 from agentkernel.util.environment import Environment
 from agentkernel.util.fair_pool import FairPool
 from agentkernel.util.later import Later
+
+CatalogView = tuple[dict[str, ToolSpec], dict[str, HookSpec]]
+"""The catalog's tools and hooks from one scan of the folders (`ScriptCatalog.tools_and_hooks`)."""
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.hooks import HookPipeline
@@ -142,16 +145,17 @@ class KernelParts:
 
     # -- templates: the face's and the services' (a sub-agent's, a cron job's) ------------------------
 
-    def templates(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
-        """The templates and their problems, unknown tool and hook names and MCP server clashes included."""
+    def templates(self, view: CatalogView | None = None) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
+        """The templates and their problems, unknown tool and hook names and MCP server clashes included;
+        names checked against `view` (the catalog's tools and hooks, one scan) when given."""
         templates, problems = self.template_folder.load()
-        problems += check_references(templates, *self.catalog.tools_and_hooks())
+        problems += check_references(templates, *(view or self.catalog.tools_and_hooks()))
         problems += settle_servers(s for t in templates.values() for s in t.mcp_servers)[1]
         return templates, problems
 
-    def template(self, name: str) -> TemplateSpec:
-        """A template that loads and names only known tools and hooks; ConfigError otherwise."""
-        templates, problems = self.templates()
+    def template(self, name: str, view: CatalogView | None = None) -> TemplateSpec:
+        """A template that loads and names only known tools and hooks (of `view`); ConfigError otherwise."""
+        templates, problems = self.templates(view)
         spec = templates.get(name)
         own = [p for p in problems if spec is not None and p.path == spec.yaml_path]
         if spec is None:
@@ -213,10 +217,13 @@ class KernelParts:
 
         return HookPipeline(self.host, self.config.limits)
 
-    def loop_settings(self, template: TemplateSpec) -> LoopSettings:
+    def loop_settings(
+        self, template: TemplateSpec, hooks: Mapping[str, HookSpec] | None = None
+    ) -> LoopSettings:
+        """The template's loop settings, its hooks found among `hooks` (else the catalog's, scanned now)."""
         from agentkernel.agent.loop import LoopSettings  # imported when a chat opens, not for a tool run
 
-        return LoopSettings.for_template(template, self.catalog)
+        return LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
 
     @cached_property
     def turn_leases(self) -> TurnLeases:

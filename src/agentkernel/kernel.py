@@ -340,8 +340,10 @@ class Kernel:
         from agentkernel.agent.session import ChatSession  # the agent runtime: when a chat opens
         from agentkernel.agent.session_records import SessionRecords  # with it
 
-        process = self.spawn(template, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
-        settings = self._parts.loop_settings(process.template)
+        view = self._parts.catalog.tools_and_hooks()  # one scan of the folders for the template and its hooks
+        spec = self._parts.template(template, view)
+        process = self.spawn(spec, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
+        settings = self._parts.loop_settings(process.template, view[1])
         assert process.session_id is not None
         records = SessionRecords(self._parts.store, process.session_id, process.user_id, RESUME_RECORDS)
         loop = self._parts.agent_loop(stream=stream, transcript=records)

@@ -57,7 +57,6 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -95,9 +94,9 @@ class LoopSettings:
     temperature: float | None = None
 
     @classmethod
-    def for_template(cls, template: TemplateSpec, catalog: ScriptCatalog) -> LoopSettings:
-        """The template's settings, its hooks resolved by name (unknown ones logged, skipped)."""
-        available = catalog.hooks()
+    def for_template(cls, template: TemplateSpec, available: Mapping[str, HookSpec]) -> LoopSettings:
+        """The template's settings, its hooks resolved by name among `available` (unknown ones logged,
+        skipped)."""
         hooks = []
         for name in template.hooks:
             spec = available.get(name)
