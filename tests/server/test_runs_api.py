@@ -3,6 +3,7 @@ from any position, and a retried request (the same Idempotency-Key) that is the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
 from agentkernel.kernel import Kernel
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
-from tests.server.conftest import LiveServer, sse_events, sse_frames
+from tests.server.conftest import Gated, LiveServer, sse_events, sse_frames
 
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
@@ -105,3 +106,34 @@ def test_the_same_idempotency_key_is_the_same_run_never_a_second(
 def _models(llm_server: FakeLLMServer) -> int:
     """The LLM requests that were not chat calls (none here: the in-process server asks no /models)."""
     return sum(1 for r in llm_server.requests if not r.path.endswith("/chat/completions"))
+
+
+def test_a_user_reads_at_most_max_run_streams_per_user_streams_at_once(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    """A stream of a run still going reads the store until its end: one token cannot open them without
+    end (server.max_run_streams_per_user), and another user's streams are not counted with theirs."""
+    gate = threading.Event()
+    llm_server.add(Gated(gate, Reply(text="late")), Reply(text="bob's"))
+    settings = ServerSettings(tokens=TOKENS, max_run_streams_per_user=1)
+    try:
+        with (
+            LiveServer(Kernel(load_kernel_config(kernel_yaml)), settings) as live,
+            live.client() as client,
+            client.stream("POST", f"/v1/sessions/{session_of(client)}/messages", json={"content": "wait"},
+                          headers=ALICE) as turn,
+        ):  # fmt: skip
+            run_id = turn.headers["x-run-id"]
+            with client.stream("GET", f"/v1/runs/{run_id}/events", headers=ALICE) as first:
+                assert first.status_code == 200
+                again = client.get(f"/v1/runs/{run_id}/events", headers=ALICE)
+                assert again.status_code == 429 and "server.max_run_streams_per_user (1)" in again.text
+                theirs = send(client, session_of(client, BOB), "hi", BOB)
+                bobs = client.get(f"/v1/runs/{theirs.headers['x-run-id']}/events", headers=BOB)
+                assert bobs.status_code == 200 and ("done", {"reason": "job_done"}) in sse_events(bobs.text)
+                gate.set()
+                assert sse_events(first.read().decode())[-1] == ("done", {"reason": "job_done"})
+            after = client.get(f"/v1/runs/{run_id}/events", headers=ALICE)  # the slot went back
+            assert after.status_code == 200
+    finally:
+        gate.set()

@@ -40,6 +40,7 @@ class ServerSettings:
     turn_lease_secs: float = 20.0  # a turn's hold on its session, renewed as it runs; a dead server's lapses
     max_running_tool_runs_per_user: int = 4  # tool runs, MCP calls, continuations at once; more is 429
     work_lease_secs: float = 30.0  # a dead process's tool runs stop counting against their users after this
+    max_run_streams_per_user: int = 8  # GET /v1/runs/{id}/events streams one user reads at once; more is 429
     tool_run_token_budget: int = 100_000  # tokens one tool run outside a chat session may spend (S9.2)
     max_mcp_sessions_per_user: int = 32  # handshake-era MCP sessions one user holds open; more is 429
     mcp_session_idle_secs: float = 30 * 60.0  # an MCP session with no request for this long ends
@@ -80,6 +81,7 @@ SERVER_SCHEMA = section(
             "a number of seconds >= 0.1, at most 3600", type="number", minimum=0.1, maximum=3600
         ),
         "max_running_tool_runs_per_user": expect("an integer >= 1", type="integer", minimum=1),
+        "max_run_streams_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "work_lease_secs": expect(
             "a number of seconds >= 1, at most 3600", type="number", minimum=1, maximum=3600
         ),

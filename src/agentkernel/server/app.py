@@ -43,6 +43,7 @@ from agentkernel.server.routes import (
     sessions,
     tools,
 )
+from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
@@ -92,7 +93,8 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         max_running_per_user=chosen.max_running_tool_runs_per_user,
         budget_tokens=chosen.tool_run_token_budget,
     )
-    parts = ServerParts(kernel, chosen, directory, turns, tool_runs, LLMWatch(kernel.llm_config))
+    streams = RunStreams(chosen.max_run_streams_per_user)
+    parts = ServerParts(kernel, chosen, directory, turns, tool_runs, LLMWatch(kernel.llm_config), streams)
     mcp = McpEndpoint(parts, sealing)  # the SDK is imported on the first request to /mcp
 
     @asynccontextmanager

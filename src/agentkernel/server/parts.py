@@ -9,6 +9,7 @@ from fastapi import Request
 from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server.llm_status import LLMWatch
+from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.sessions import SessionDirectory
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
@@ -22,6 +23,7 @@ class ServerParts:
     turns: TurnRunner
     tool_runs: ToolRuns
     llm: LLMWatch
+    run_streams: RunStreams
 
 
 def server_parts(request: Request) -> ServerParts:

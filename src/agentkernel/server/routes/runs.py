@@ -10,6 +10,7 @@ answered exactly as an unknown one (404).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
+from agentkernel.server.run_streams import RunStreams, TooManyStreams
 from agentkernel.server.sealing import Sealing, sealed_events
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.turn_leases import Run
@@ -57,7 +59,7 @@ async def get_run(run_id: str, user: User, parts: Parts) -> dict[str, Any]:
     response_class=StreamingResponse,
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "the run's events"},
-        **documented(404, 422),
+        **documented(404, 422, 429),
     },
 )
 async def run_events(
@@ -76,12 +78,33 @@ async def run_events(
     the `reply` after them holds the whole text."""
     since = after if after is not None else int(last_event_id or 0)
     run, info = await asyncio.to_thread(owned_run, parts, run_id, user)
-    frames = _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs)
+    try:
+        parts.run_streams.check(user)
+    except TooManyStreams as exc:
+        raise HTTPException(429, str(exc)) from exc
+    frames = _held(
+        parts.run_streams,
+        user,
+        _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs),
+    )
     return StreamingResponse(
         frames,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run.id},
     )
+
+
+async def _held(streams: RunStreams, user: str, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`frames`, counted as one of the user's open streams while they are read (a stream that got past
+    the check with another at the same moment, over the cap, says so and ends)."""
+    try:
+        with streams.holding(user):
+            async with contextlib.aclosing(frames) as events:  # type: ignore[type-var]
+                async for frame in events:
+                    yield frame
+    except TooManyStreams as exc:
+        yield StreamEvent("error", {"message": str(exc)}).frame()
+        yield StreamEvent("done", {"reason": "error"}).frame()
 
 
 async def _frames(
