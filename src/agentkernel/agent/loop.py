@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
-from agentkernel.agent.resume import INTERRUPTED, Prompt, Resumed, resumed
+from agentkernel.agent.resume import Prompt, Resumed, resumed
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript
+from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
@@ -58,19 +59,11 @@ from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
 from agentkernel.tools.dispatch import Dispatcher
-from agentkernel.tools.results import ToolResult
-from agentkernel.types import JSONObject, JSONValue
+from agentkernel.types import JSONObject
 from agentkernel.util.fair_pool import FairPool
-from agentkernel.util.short_text import clip
 
 log = logging.getLogger("agentkernel.loop")
 T = TypeVar("T")
-
-# the tool message for a call the model asked for but the user stopped first: the
-# conversation must answer every tool call, or the next request is refused
-NOT_RUN = "not run: the user stopped the turn"
-# visual blocks a tool_result record keeps, within the transcript's 256 KiB meta cap (services/memory.py)
-MAX_RECORDED_VISUAL_BYTES = 200 * 1024
 
 
 class EndReason(StrEnum):
@@ -219,6 +212,7 @@ class AgentLoop:
         # given one. A sub-agent's loop has a pool of its own, so a script waiting for it never
         # holds a worker the sub-agent needs.
         self.pool = pool or dispatcher.pool
+        self.tool_steps = ToolSteps(dispatcher, self.pool, self.steps)
 
     async def _in_thread(self, caller: Caller, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` on a worker of this loop's pool, in `caller`'s user's queue (DESIGN rule 10)."""
@@ -711,75 +705,15 @@ class AgentLoop:
         emit: Emit,
         stop: asyncio.Event,
     ) -> None:
-        """The completion's tool calls in order, each result appended; after a stop, the rest are not run.
-
-        The response is recorded first, every call of it in one step (the
-        completion's text and tokens with the first), so a run resumed after
-        a crash knows what was asked even of the calls that never started.
-        The step marks the first call started (`_calls` says why).
-        """
-        step = Step()
-        for index, call in enumerate(completion.tool_calls):
-            meta: JSONObject = {"tool": call.name, "id": call.id}
-            if index == 0:
-                meta["usage"] = completion.usage.total_tokens
-                if completion.text:
-                    meta["text"] = completion.text
-            shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
-            step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
-        first = completion.tool_calls[0].id
-        await self._commit(caller, step, emit, {"started_call": first})
-        await self._calls(caller, completion.tool_calls, messages, emit, stop, marked=first)
-
-    async def _calls(
-        self,
-        caller: Caller,
-        calls: Sequence[ToolCall],
-        messages: list[ChatMessage],
-        emit: Emit,
-        stop: asyncio.Event,
-        resumed: Resumed | None = None,
-        marked: str | None = None,
-    ) -> None:
-        """Run `calls` in order, each result appended; after a stop the rest are recorded as not run.
-
-        A call is marked started (the run's `started_call`) before it runs:
-        by the step before it, the response's or the previous call's result
-        (`marked`: the call that step marked), so marking costs no write of
-        its own. Between that step and the call nothing waits on the outside,
-        and a crash there only makes a call that never ran look as if it may
-        have: never a silent second run. In a `resumed` run, a call that had
-        started before the crash runs again only when its tool is
-        `idempotent: true`; otherwise its result is the failure INTERRUPTED
-        (S25.3).
-        """
-        not_run = Step()
-        for index, call in enumerate(calls):
-            following = calls[index + 1].id if index + 1 < len(calls) else None
-            if stop.is_set():
-                meta: JSONObject = {"tool": call.name, "id": call.id, "success": False, "not_run": True}
-                not_run.add(Entry("tool", "tool_result", NOT_RUN, meta))
-                messages.append(ChatMessage.tool(call.id, NOT_RUN, call.name))
-                continue
-            if resumed is not None and resumed.may_have_run(call) and not self._idempotent(call, caller):
-                result = await self._settled(caller, call, ToolResult.failure(INTERRUPTED), emit, following)
-            else:
-                result = await self._tool_call(caller, call, emit, call.id == marked, following)
-            marked = following
-            messages.append(ChatMessage.tool(call.id, result.content, call.name))
-        self.steps.write(caller.session_id, caller.user_id, not_run)
+        """The completion's tool calls, recorded then run (tool_steps.py)."""
+        await self.tool_steps.response(caller, completion, messages, emit, stop)
 
     async def _run_pending(
         self, caller: Caller, resumed: Resumed, messages: list[ChatMessage], emit: Emit, stop: asyncio.Event
     ) -> None:
-        """A resumed run's calls left without results (resume.py)."""
+        """A resumed run's calls left without results (resume.py, tool_steps.py)."""
         if resumed.pending:
-            await self._calls(caller, resumed.pending, messages, emit, stop, resumed)
-
-    def _idempotent(self, call: ToolCall, caller: Caller) -> bool:
-        """Whether the call's tool, as loaded now, may run a call again that may have run (S25.3)."""
-        spec = self.dispatcher.registry.get(call.name, caller)
-        return spec is not None and spec.idempotent
+            await self.tool_steps.calls(caller, resumed.pending, messages, emit, stop, resumed)
 
     def _keep_partial(self, caller: Caller, partial: str, messages: list[ChatMessage]) -> str | None:
         """The text of a stopped answer stays: the user saw it, and the model sees it next time."""
@@ -812,40 +746,6 @@ class AgentLoop:
         if final is None:
             raise ProviderError("the LLM stream ended without a final message", status=None, retryable=False)
         return final
-
-    async def _tool_call(
-        self, caller: Caller, call: ToolCall, emit: Emit, marked: bool, following: str | None
-    ) -> ToolResult:
-        """One tool call through the one dispatch path; bad arguments go back to the model.
-
-        Its start is recorded before it runs (the run's `started_call`; by
-        the step before it when `marked`), so a run resumed after a crash
-        knows the call may have had effects.
-        """
-        args, problem = _parse_arguments(call.arguments)
-        if problem is not None:
-            result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
-        else:
-            if not marked:
-                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
-            result = await self.dispatcher.acall(call.name, args, caller, self.pool)
-        return await self._settled(caller, call, result, emit, following)
-
-    async def _settled(
-        self, caller: Caller, call: ToolCall, result: ToolResult, emit: Emit, following: str | None = None
-    ) -> ToolResult:
-        """A call's result and its warnings recorded in one step, then shown; the step marks the
-        `following` call started (`_calls`)."""
-        shown = LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()})
-        blocks = (LoopEvent("visual", {"tool": call.name, "block": block}) for block in result.visual)
-        step = Step().add(
-            Entry("tool", "tool_result", result.content, _result_meta(call, result)), shown, *blocks
-        )
-        for warning in result.warnings:
-            said = LoopEvent("warning", {"tool": call.name, "message": warning})
-            step.add(Entry("system", "warning", warning, {"tool": call.name}), said)
-        await self._commit(caller, step, emit, None if following is None else {"started_call": following})
-        return result
 
     async def _finish(
         self,
@@ -928,23 +828,6 @@ def _clash(visible: Sequence[Any], client: Sequence[ToolSchema]) -> str | None:
     return None
 
 
-def _result_meta(call: ToolCall, result: ToolResult) -> JSONObject:
-    """A tool result's transcript meta: its visual blocks too, for a person reading the session again.
-
-    They are never replayed to the LLM (S6.1). Blocks too big for a record's
-    meta (the transcript caps it, services/memory.py) are left out and their
-    size noted, so the record itself is never lost.
-    """
-    meta: JSONObject = {"tool": call.name, "id": call.id, "success": result.success}
-    if result.visual:
-        size = len(json.dumps(result.visual, ensure_ascii=False).encode())
-        if size <= MAX_RECORDED_VISUAL_BYTES:
-            meta["visual"] = list(result.visual)
-        else:
-            meta["visual_omitted_bytes"] = size
-    return meta
-
-
 async def _unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
     """`work`'s result, or None when `stop` is set first; `work` is then cancelled.
 
@@ -963,17 +846,6 @@ async def _unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
     return None if task.cancelled() else task.result()
 
 
-def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
-    """The model's argument text as JSON, or why it is not (goes back to the model)."""
-    if not text.strip():
-        return {}, None
-    try:
-        value: Any = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return None, f"arguments are not valid JSON ({exc}): {clip(text, 200)}"
-    return value, None
-
-
 # the `code` of an `error` event (`_error`): what failed, for a client to act on (server/openai_shapes.py)
 ERROR_CODES = (
     "no_llm",
@@ -988,6 +860,8 @@ ERROR_CODES = (
 
 __all__ = [
     "ERROR_CODES",
+    "MAX_RECORDED_VISUAL_BYTES",
+    "NOT_RUN",
     "AgentLoop",
     "Emit",
     "EndReason",
