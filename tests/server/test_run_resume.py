@@ -276,3 +276,33 @@ def test_the_page_reconnects_by_itself_to_the_server_that_resumed_its_run(
         page.wait_for_selector("#send:enabled")
         page.screenshot(path=str(project / "reconnected.png"))
     assert len(asked(llm_server)) == 2
+
+
+def test_a_run_whose_resuming_server_dies_each_time_is_given_up_after_three_takeovers(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    """A tool that kills its server, marked idempotent so each resume runs it again: without a bound,
+    every server started on the project would die resuming it. The fourth takeover ends it `error`."""
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(kernel_yaml.read_text() + "shell:\n  enabled: true\n")
+    tools = project / "config" / "scripts" / "tools"
+    script_tool(tools, "crash", "function run() { shell('kill -9 $PPID'); return 'alive'; }", idempotent=True)
+    write(
+        project / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: Test.\ntools: [crash]\n",
+    )
+    llm_server.add(*[Reply(tool_calls=(FakeToolCall("crash", "{}", "c1"),))], Reply(text="never"))
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "crash")
+        a.process.wait()  # the tool killed it
+        stream.close()
+    for name in ("b", "c", "d"):  # each takes the run over, runs the tool again, and dies of it
+        with serving(project, name) as server:
+            server.process.wait()
+    with serving(project, "e") as e, e.client() as to_e:
+        run = ended(to_e, run_id)
+        assert (run["reason"], run["answer"]) == ("error", None)
+        said = records(to_e, session)
+        assert said[-1] == ("end", "error")
+        assert "was taken over 3 times after its server died" in said[-2][1], said
+        assert e.process.poll() is None  # the server that gave it up lives

@@ -130,3 +130,21 @@ def test_a_key_is_one_run_of_its_user_and_another_body_is_told_apart(path: Path)
             leases.take("s1", "alice", LONG, run=NewRun("r3", "pay twice", idem_key="k", body_hash="h2"))
         assert not other.value.same_body
         leases.take("s2", "bob", LONG, run=NewRun("r4", "pay", idem_key="k", body_hash="h1"))  # bob's own key
+
+
+def test_each_takeover_of_an_unfinished_run_is_counted(path: Path) -> None:
+    with TurnLeases(path) as leases:
+        leases.take("s1", "alice", SHORT, run=NewRun("r1", "hi"))
+        counts = []
+        for _ in range(3):
+            wait_until(lambda: leases.orphans() == ["r1"], "the holder's lease to lapse")
+            taken = leases.take_over("r1", SHORT)
+            assert taken is not None and taken.resumes is not None
+            counts.append(taken.resumes.taken_over)
+        wait_until(lambda: leases.orphans() == ["r1"], "the holder's lease to lapse")
+        by_message = leases.take(
+            "s1", "alice", LONG, run=NewRun("r2", "again")
+        )  # a message takes it over too
+        assert by_message.resumes is not None and by_message.resumes.id == "r1"
+        counts.append(by_message.resumes.taken_over)
+        assert counts == [1, 2, 3, 4]

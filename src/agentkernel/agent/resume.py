@@ -26,6 +26,10 @@ from agentkernel.ports import Record
 from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_CALL, KIND_TOOL_RESULT, chat_messages
 from agentkernel.types import JSONObject
 
+MOST_TAKEOVERS = 3
+"""A run whose process died this many times while it was being resumed is not resumed again: it ends
+`error` (a tool that kills its server would otherwise take every server down as it starts)."""
+
 INTERRUPTED = (
     "interrupted: the server running this call stopped before its result was recorded, so it may or "
     "may not have had its effects; check before calling it again"
@@ -136,4 +140,4 @@ def resumed(prompt: Prompt, records: Sequence[Record], started: str | None) -> R
     return Resumed(prompt, steps, llm_calls, pending, started, answer)
 
 
-__all__ = ["INTERRUPTED", "Prompt", "Resumed", "RunDamaged", "resumed"]
+__all__ = ["INTERRUPTED", "MOST_TAKEOVERS", "Prompt", "Resumed", "RunDamaged", "resumed"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, RunState, TurnOptions
 from agentkernel.agent.processes import Process
-from agentkernel.agent.resume import Prompt, RunDamaged
+from agentkernel.agent.resume import MOST_TAKEOVERS, Prompt, RunDamaged
 from agentkernel.agent.session_records import SessionRecords
 from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import Entry
@@ -139,6 +139,11 @@ def _where_it_stood(records: SessionRecords, run: Run) -> tuple[list[ChatMessage
     """
     if run.damaged is not None:
         raise RunDamaged(run.damaged)
+    if run.taken_over > MOST_TAKEOVERS:
+        raise RunDamaged(
+            f"run {run.id} was taken over {run.taken_over - 1} times after its server died, and its server "
+            "died each time; it is not resumed again"
+        )
     steps = records.run_records(run.id)
     for step in steps:
         if step.meta.get(DAMAGED):

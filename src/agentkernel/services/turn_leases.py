@@ -34,7 +34,7 @@ import os
 import secrets
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ _SCHEMA = Schema(
                 idem_key TEXT,
                 body_hash TEXT,
                 created_at REAL NOT NULL,
-                ended_at REAL
+                ended_at REAL,
+                taken_over INTEGER NOT NULL DEFAULT 0
             )""",
             f"CREATE UNIQUE INDEX {RUNS}_key ON {RUNS} (user_id, idem_key) WHERE idem_key IS NOT NULL",
             f"CREATE INDEX {RUNS}_open ON {RUNS} (session_id) WHERE status = '{RUNNING}'",
@@ -126,6 +127,7 @@ class Run:
     created_at: float
     ended_at: float | None
     damaged: str | None = None  # why the row cannot be resumed as it is (a column not as written)
+    taken_over: int = 0  # how many times a process took it over from a dead one (this time included)
 
     @property
     def running(self) -> bool:
@@ -242,7 +244,7 @@ class TurnLeases(SqliteStore):
                 if running >= most_per_user:
                     raise UserAtCap(user_id, running)
             self._hold(conn, lease, now)
-            lease.resumes = _one_run(conn, f"session_id = ? AND status = '{RUNNING}'", (session_id,))
+            lease.resumes = _taken_over(conn, f"session_id = ? AND status = '{RUNNING}'", (session_id,))
             if lease.resumes is None and run is not None:
                 conn.execute(
                     f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
@@ -274,7 +276,8 @@ class TurnLeases(SqliteStore):
             ).fetchone()
             if row is not None and row[0] > now:
                 return None
-            lease = Lease(run.session_id, run.user_id, new_token(), secs, 0.0, resumes=run)
+            taken = _taken_over(conn, "id = ?", (run_id,))
+            lease = Lease(run.session_id, run.user_id, new_token(), secs, 0.0, resumes=taken)
             self._hold(conn, lease, now)
         return lease
 
@@ -380,8 +383,17 @@ class TurnLeases(SqliteStore):
 
 _RUN_FIELDS = (
     "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
-    "created_at, ended_at"
+    "created_at, ended_at, taken_over"
 )
+
+
+def _taken_over(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
+    """The unfinished run `where` picks, counted as taken over once more (in the caller's transaction)."""
+    run = _one_run(conn, where, params)
+    if run is None:
+        return None
+    conn.execute(f"UPDATE {RUNS} SET taken_over = taken_over + 1 WHERE id = ?", (run.id,))
+    return replace(run, taken_over=run.taken_over + 1)
 
 
 def _one_run(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
@@ -412,6 +424,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         float(row[11]),
         None if row[12] is None else float(row[12]),
         damaged,
+        int(row[13]),
     )
 
 
