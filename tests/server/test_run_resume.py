@@ -306,3 +306,31 @@ def test_a_run_whose_resuming_server_dies_each_time_is_given_up_after_three_take
         assert said[-1] == ("end", "error")
         assert "was taken over 3 times after its server died" in said[-2][1], said
         assert e.process.poll() is None  # the server that gave it up lives
+
+
+def test_a_chat_completion_s_run_whose_server_died_is_ended_not_resumed(
+    project: Path, llm_server: FakeLLMServer, gate: threading.Event
+) -> None:
+    """Its conversation was its client's and left with it: the next server ends the run `terminated`."""
+    llm_server.add(Held(gate))
+    body = {"model": "tester", "messages": [{"role": "user", "content": "hi"}]}
+    with serving(project, "a") as a, a.client() as to_a:
+        asking = threading.Thread(
+            target=_post_quietly, args=(to_a, "/v1/chat/completions", body), daemon=True
+        )
+        asking.start()
+        wait_until(lambda: len(asked(llm_server)) == 1, "the completion's run to reach the LLM")
+        kill(a)
+        asking.join(60)
+    with contextlib.closing(sqlite3.connect(project / "data" / "messages.db")) as db:
+        (run_id,) = db.execute("SELECT id FROM runs WHERE one_off = 1").fetchone()
+    with serving(project, "b") as b, b.client() as to_b:
+        assert ended(to_b, run_id)["reason"] == "terminated"
+    assert len(asked(llm_server)) == 1  # nothing asked again
+    assert "a chat completion's, whose client has gone" in b.log.read_text()
+
+
+def _post_quietly(client: httpx.Client, path: str, body: dict[str, Any]) -> None:
+    """POST, the connection's end (its server killed) being expected."""
+    with contextlib.suppress(httpx.HTTPError):
+        client.post(path, json=body, headers=ALICE)

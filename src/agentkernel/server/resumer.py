@@ -6,7 +6,9 @@ when it starts and then every half lease (`server.turn_lease_secs`): for
 each, it takes the session's lease in one transaction (two servers asking
 at once: one gets it) and resumes the run in the background, its events
 recorded for `GET /v1/runs/{id}/events`. A run of a session that was
-deleted meanwhile, or whose owner no longer has it, is ended `error`.
+deleted meanwhile, or whose owner no longer has it, is ended `error`; a
+chat completion's run is ended `terminated` (its conversation was its
+client's, and left with it: the SDK's retry finds the run, completion_retries.py).
 (A message sent to the session first takes the run over the same way:
 turns.py.)
 """
@@ -55,10 +57,19 @@ class RunResumer:
                 continue
             taken += 1
             run = lease.resumes
-            info = await asyncio.to_thread(self.sessions.owned, run.session_id, run.user_id)
-            if info is None:
-                log.warning("run %s: its session %s is gone; the run ends", run.id, run.session_id)
-                await asyncio.to_thread(leases.end_run, run.id, "error", lease.token)
+            info = (
+                None
+                if run.one_off
+                else await asyncio.to_thread(self.sessions.owned, run.session_id, run.user_id)
+            )
+            if (
+                info is None
+            ):  # a chat completion's (its conversation left with its client), or a session deleted
+                why = "a chat completion's, whose client has gone" if run.one_off else "its session is gone"
+                log.warning("run %s: %s; the run ends", run.id, why)
+                await asyncio.to_thread(
+                    leases.end_run, run.id, "terminated" if run.one_off else "error", lease.token
+                )
                 await asyncio.to_thread(leases.release, lease)
             else:
                 self.turns.resume(info, lease, f"resume-{run.id}")

@@ -355,6 +355,7 @@ class TurnRunner:
             one_off=history is not None,
             idem_key=None if retry is None else retry.key,
             body_hash=None if retry is None else retry.body_hash,
+            template=session.template,
         )
         turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id, run_id=run.id)
         self._running[session.id] = turn  # before the lease is asked for: a second message here is 409
@@ -420,8 +421,6 @@ class TurnRunner:
             chat = await self._chat(session)
             if resumes is None:
                 turn.result = await chat.send(text, turn.emit, lease=lease.token, run_id=turn.run_id)
-            elif resumes.one_off:  # a stateless client's turn: its conversation left with its client
-                await asyncio.to_thread(self._leases().end_run, resumes.id, "terminated", lease.token)
             else:
                 turn.result = await chat.resume(resumes, turn.emit, lease=lease.token)
         except Exception as exc:

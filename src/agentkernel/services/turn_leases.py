@@ -75,7 +75,8 @@ _SCHEMA = Schema(
                 body_hash TEXT,
                 created_at REAL NOT NULL,
                 ended_at REAL,
-                taken_over INTEGER NOT NULL DEFAULT 0
+                taken_over INTEGER NOT NULL DEFAULT 0,
+                template TEXT NOT NULL DEFAULT ''
             )""",
             f"CREATE UNIQUE INDEX {RUNS}_key ON {RUNS} (user_id, idem_key) WHERE idem_key IS NOT NULL",
             f"CREATE INDEX {RUNS}_open ON {RUNS} (session_id) WHERE status = '{RUNNING}'",
@@ -107,6 +108,7 @@ class NewRun:
     one_off: bool = False
     idem_key: str | None = None
     body_hash: str | None = None
+    template: str = ""  # the template its session talks to (a chat completion's has no session row)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class Run:
     ended_at: float | None
     damaged: str | None = None  # why the row cannot be resumed as it is (a column not as written)
     taken_over: int = 0  # how many times a process took it over from a dead one (this time included)
+    template: str = ""
 
     @property
     def running(self) -> bool:
@@ -248,7 +251,7 @@ class TurnLeases(SqliteStore):
             if lease.resumes is None and run is not None:
                 conn.execute(
                     f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
-                    "body_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "body_hash, created_at, template) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run.id,
                         session_id,
@@ -259,6 +262,7 @@ class TurnLeases(SqliteStore):
                         run.idem_key,
                         run.body_hash,
                         now,
+                        run.template,
                     ),
                 )
         return lease
@@ -383,7 +387,7 @@ class TurnLeases(SqliteStore):
 
 _RUN_FIELDS = (
     "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
-    "created_at, ended_at, taken_over"
+    "created_at, ended_at, taken_over, template"
 )
 
 
@@ -425,6 +429,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         None if row[12] is None else float(row[12]),
         damaged,
         int(row[13]),
+        str(row[14]),
     )
 
 

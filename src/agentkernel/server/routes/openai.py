@@ -194,7 +194,7 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
 async def _answered_before(request: Request, body: CompletionRequest, run: Run, parts: ServerParts) -> Any:
     """A retry's answer: the run it repeats, once ended, as its own request would have been answered."""
     records = await ended_records(parts.kernel, run)
-    session = SessionInfo(run.session_id, run.user_id, body.model, "")
+    session = SessionInfo(run.session_id, run.user_id, run.template or body.model, "")
     events, theirs = await asyncio.to_thread(replayed, sealing_of(request), records, session)
     completion = Completion(body.model, run.session_id, run.id)
     if body.stream:

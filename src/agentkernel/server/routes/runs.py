@@ -40,6 +40,8 @@ def owned_run(parts: ServerParts, run_id: str, user: str) -> tuple[Run, SessionI
     """The caller's run and its session; 404 when it is unknown or someone else's (one answer for both)."""
     run = parts.kernel.run(run_id)
     info = None if run is None or run.user_id != user else parts.sessions.owned(run.session_id, user)
+    if info is None and run is not None and run.user_id == user and run.one_off:  # a chat completion's
+        info = SessionInfo(run.session_id, user, run.template, "")
     if run is None or info is None:
         raise HTTPException(404, f"no run {run_id!r}")
     return run, info
