@@ -27,7 +27,7 @@ from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
-from agentkernel.services.memory import Record, transcript
+from agentkernel.services.memory import Record, run_journal, transcript
 from agentkernel.services.turn_leases import Run, TurnLeases
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -367,6 +367,10 @@ class Kernel:
     def run(self, run_id: str) -> Run | None:
         """A run (S25.1): whose, in which session, whether it is still going and how it ended."""
         return self._parts.turn_leases.run(run_id)
+
+    def run_journal(self, run_id: str) -> list[Record]:
+        """Every record of a run, oldest first. Whoever calls this has checked the run is the caller's."""
+        return run_journal(self._parts.store, run_id)
 
     def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
         """A run's records after record id `after`, oldest first (its events, read again: S25.4).

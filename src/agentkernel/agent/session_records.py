@@ -23,7 +23,7 @@ from typing import Any
 
 from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import Entry, MessageStore, Owner, Record
-from agentkernel.services.memory import chat_messages
+from agentkernel.services.memory import chat_messages, run_journal
 
 
 class SessionRecords:
@@ -72,15 +72,9 @@ class SessionRecords:
         """The conversation as the transcript holds it now (its last `limit` records), marked as read."""
         return chat_messages(self.records())
 
-    def run_records(self, run_id: str, most: int = 10_000) -> list[Record]:
+    def run_records(self, run_id: str) -> list[Record]:
         """The records of a run of this session, oldest first (its steps so far)."""
-        found: list[Record] = []
-        while len(found) < most:
-            page = self.store.run_records(run_id, found[-1].id if found else 0, min(500, most - len(found)))
-            if not page:
-                break
-            found.extend(page)
-        return found
+        return run_journal(self.store, run_id)
 
     def records(self) -> list[Record]:
         """The session's last `limit` records (this user's), marked as read."""

@@ -35,7 +35,6 @@ RETRY_HEADER = "x-stainless-retry-count"
 RETRY_WINDOW_SECS = 3600.0
 """How long after a request its retry finds its run (the SDKs retry within minutes)."""
 POLL_SECS = 0.25
-PAGE = 500
 
 
 def body_hash(user: str, body: CompletionRequest) -> str:
@@ -59,14 +58,7 @@ def earlier_run(kernel: Kernel, user: str, digest: str) -> Run | None:
 
 
 def _ran_tools(kernel: Kernel, run_id: str) -> bool:
-    return any(r.kind == KIND_TOOL_CALL and not r.meta.get("client") for r in _records(kernel, run_id))
-
-
-def _records(kernel: Kernel, run_id: str) -> list[Record]:
-    found: list[Record] = []
-    while page := kernel.run_records(run_id, found[-1].id if found else 0, PAGE):
-        found.extend(page)
-    return found
+    return any(r.kind == KIND_TOOL_CALL and not r.meta.get("client") for r in kernel.run_journal(run_id))
 
 
 async def ended_records(kernel: Kernel, run: Run) -> list[Record]:
@@ -74,7 +66,7 @@ async def ended_records(kernel: Kernel, run: Run) -> list[Record]:
     while True:
         now = await asyncio.to_thread(kernel.run, run.id)
         if now is None or not now.running:
-            return await asyncio.to_thread(_records, kernel, run.id)
+            return await asyncio.to_thread(kernel.run_journal, run.id)
         await asyncio.sleep(POLL_SECS)
 
 

@@ -511,6 +511,21 @@ def conversation(store: MessageStore, session_id: str, user_id: str | None, limi
     return chat_messages(store.history(session_id, limit, owner=Owner(user_id, unrecorded=True)))
 
 
+RUN_RECORDS_MOST = 10_000
+"""The most records of one run read back whole (a run is bounded by its template's max_turns)."""
+
+
+def run_journal(store: MessageStore, run_id: str, most: int = RUN_RECORDS_MOST) -> list[Record]:
+    """Every record of a run, oldest first (up to `most`), read a page at a time."""
+    found: list[Record] = []
+    while len(found) < most:
+        page = store.run_records(run_id, found[-1].id if found else 0, min(500, most - len(found)))
+        if not page:
+            break
+        found.extend(page)
+    return found
+
+
 def chat_messages(records: list[Record]) -> list[ChatMessage]:
     """The conversation among `records` as the LLM saw it: the user's messages (as the hooks left
     them: `meta.asked`), the answers, and each response's tool calls with their results.

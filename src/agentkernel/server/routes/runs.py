@@ -145,13 +145,8 @@ def _saw_the_end(kernel: Kernel, run_id: str, since: int) -> bool:
 
 def _answer(kernel: Kernel, run_id: str) -> str | None:
     """The run's last answer record, if it has one (blocking)."""
-    answer, since = None, 0
-    while records := kernel.run_records(run_id, since, PAGE):
-        since = records[-1].id
-        for record in records:
-            if record.kind == "agent":
-                answer = record.content
-    return answer
+    answers = [record.content for record in kernel.run_journal(run_id) if record.kind == "agent"]
+    return answers[-1] if answers else None
 
 
 __all__ = ["router"]
