@@ -58,14 +58,19 @@ def test_a_retry_of_a_run_that_called_a_tool_is_that_run(
     assert again.json()["choices"][0]["message"]["content"] == "A it is"
     assert again.json()["agentkernel"]["run"] == first.json()["agentkernel"]["run"]
     assert len(llm_server.requests) == asked  # neither the LLM nor the tool ran again
+    assert again.json()["usage"] == first.json()["usage"]  # what the run cost, told again
+    assert first.json()["usage"]["total_tokens"] > 0
     tool_turn(llm_server, "streamed")  # a streamed request is another body: its retry is streamed too
-    complete(client, ALICE, stream=True)
+    options = {"stream": True, "stream_options": {"include_usage": True}}
+    original = complete(client, ALICE, **options)
     asked = len(llm_server.requests)
-    streamed = complete(client, {**ALICE, **RETRY}, stream=True)
+    streamed = complete(client, {**ALICE, **RETRY}, **options)
     chunks = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
     assert text == "streamed" and streamed.text.rstrip().endswith("data: [DONE]")
     assert len(llm_server.requests) == asked
+    usage = [json.loads(line[6:])["usage"] for line in original.text.splitlines() if '"usage"' in line]
+    assert [c["usage"] for c in chunks if c.get("usage")] == usage and usage[0]["total_tokens"] > 0
 
 
 def test_the_same_body_without_the_retry_header_or_from_another_user_is_a_new_run(

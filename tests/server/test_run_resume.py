@@ -334,3 +334,33 @@ def _post_quietly(client: httpx.Client, path: str, body: dict[str, Any]) -> None
     """POST, the connection's end (its server killed) being expected."""
     with contextlib.suppress(httpx.HTTPError):
         client.post(path, json=body, headers=ALICE)
+
+
+def test_a_run_its_server_stops_gracefully_during_a_tool_call_goes_on_in_the_next_from_its_next_call(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver
+) -> None:
+    """SIGTERM past shutdown_grace_secs hands a session's run off (S25.3): the running call is waited
+    for and recorded, the next is not started (so it is not `interrupted`), and the next server goes
+    on with it: each call ran once, the run ends once."""
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text().replace("server:\n", "server:\n  shutdown_grace_secs: 0\n")
+    )
+    calls = (FakeToolCall("effect", '{"n": 1}', "c1"), FakeToolCall("effect", '{"n": 2}', "c2"))
+    llm_server.add(Reply(tool_calls=calls), Reply(text="after both"))
+    receiver.hold = hold = threading.Event()
+    with serving(project, "a") as a, a.client() as to_a:
+        session, run_id, stream = start_run(a, to_a, "do both")
+        receiver.wait_for(1)  # the first call reached its effect, and waits there
+        a.process.send_signal(signal.SIGTERM)
+        wait_until(lambda: "running turn(s)" in a.log.read_text(), "A to stop its running turn")
+        hold.set()
+        assert a.process.wait() == 0
+        stream.close()
+    assert [body["n"] for body in receiver.bodies] == [1]
+    with serving(project, "b") as b, b.client() as to_b:
+        assert ended(to_b, run_id)["answer"] == "after both"
+        results = [content for kind, content in records(to_b, session) if kind == "tool_result"]
+    assert [body["n"] for body in receiver.bodies] == [1, 2]
+    assert results == ["effect 200 1", "effect 200 2"]
+    assert tool_messages(llm_server, 1) == [("c1", "effect 200 1"), ("c2", "effect 200 2")]

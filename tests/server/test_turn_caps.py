@@ -233,22 +233,45 @@ def kinds(live: LiveServer, session: str) -> list[str]:
     return [record.kind for record in live.kernel.transcript(session)]
 
 
-def test_stopping_the_server_ends_the_running_turns_and_their_count(
+def test_stopping_the_server_leaves_a_sessions_running_turn_to_the_next_and_ends_a_completions(
     kernel_yaml: Path, llm_server: FakeLLMServer, gate: threading.Event
 ) -> None:
-    """Past shutdown_grace_secs a running turn is stopped (recorded `terminated`); none is left counted."""
+    """Past shutdown_grace_secs a session's running turn is handed off, not ended: its run stays
+    `running`, its lease goes back (none left counted), and the next server resumes it and answers
+    once (S25.3). A chat completion's turn ends `terminated`: its client has its conversation."""
     llm_server.add(Held(gate))
-    settings = ServerSettings(tokens=TOKENS, max_running_turns_per_user=1, shutdown_grace_secs=0.01)
+    llm_server.add(Held(gate))
+    settings = ServerSettings(tokens=TOKENS, max_running_turns_per_user=2, shutdown_grace_secs=0.01)
     live = LiveServer(Kernel(load_kernel_config(kernel_yaml)), settings).__enter__()
     with live.client() as client:
         session = new_session(client, ALICE)
-        with client.stream("POST", f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=ALICE):
-            wait_until(lambda: len(llm_server.requests) == 1, "the turn to reach the LLM")
+        streamed = {**COMPLETION, "stream": True}
+        with (
+            client.stream(
+                "POST", f"/v1/sessions/{session}/messages", json={"content": "go"}, headers=ALICE
+            ) as stream,
+            client.stream("POST", "/v1/chat/completions", json=streamed, headers=ALICE) as completion,
+        ):
+            run = stream.headers["X-Run-Id"]
+            wait_until(lambda: len(llm_server.requests) == 2, "both turns to reach the LLM")
             live.stop()
+            opening = json.loads(next(completion.iter_lines()).removeprefix("data: "))
+            one_off = opening["agentkernel"]["run"]
     assert not gate.is_set()
     with Kernel(load_kernel_config(kernel_yaml)) as kernel:  # the store, as the next server reads it
         assert kernel.turn_leases().running("alice") == 0
-        assert kernel.transcript(session)[-1].content == "terminated"
+        left = kernel.run(run)
+        assert left is not None and left.status == "running"
+        ended = kernel.run(one_off)
+        assert ended is not None and (ended.status, ended.reason) == ("ended", "terminated")
+    llm_server.add(Reply(text="answered by the next server"))
+    with serve(kernel_yaml, 2) as again, again.client() as client:
+        wait_until(lambda: getattr(again.kernel.run(run), "status", "") == "ended", "the resumed run's end")
+        events = client.get(f"/v1/runs/{run}/events", headers=ALICE)
+        shown = sse_events(events.text)
+        assert [e[1]["content"] for e in shown if e[0] == "reply"] == ["answered by the next server"]
+        assert shown[-1] == ("done", {"reason": "job_done"})
+        assert [r.content for r in again.kernel.transcript(session) if r.kind == "user"] == ["go"]
 
 
 def test_a_chat_asked_for_at_once_opens_once_and_one_lent_to_a_tool_run_is_never_closed_as_idle() -> None:

@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
-from agentkernel.agent.resume import Prompt, Resumed, resumed
-from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript
+from agentkernel.agent.resume import Prompt, Resumed, left_here, resumed
+from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript, usage_meta
 from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
@@ -484,7 +484,7 @@ class AgentLoop:
         if not settings.hooks:
             return Vetted(vetted)
         for index, said in enumerate(history[:unvetted]):
-            if process.terminated or stop.is_set():
+            if process.terminated or left_here(stop):
                 return Vetted(vetted[:index], stopped=True)
             asked: JSONObject = {"role": said.role, "content": said.content or ""}
             outcome = await self._in_thread(
@@ -565,7 +565,7 @@ class AgentLoop:
             asked_already = resumed.llm_calls
             await self._run_pending(caller, resumed, messages, emit, stop)
         for _ in range(settings.max_turns - asked_already):
-            if process.terminated or stop.is_set():
+            if process.terminated or left_here(stop):
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
             quiet = options.output_schema is not None  # only an answer that validates is shown
@@ -580,6 +580,7 @@ class AgentLoop:
                 await self._error(caller, text, emit, code)
                 return last_text, EndReason.ERROR, messages
             if completion is None:
+                left_here(stop)  # a run left for another process keeps nothing of a cut answer
                 partial = self._keep_partial(caller, "".join(streamed), messages)
                 return partial or last_text, EndReason.TERMINATED, messages
             tally.add(completion.usage)
@@ -605,9 +606,7 @@ class AgentLoop:
                     await self._error(caller, why, emit, "invalid_structured_output")
                     return None, EndReason.ERROR, messages
                 shown = LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet})
-                step = Step().add(
-                    Entry("assistant", "agent", answer, {"usage": completion.usage.total_tokens}), shown
-                )
+                step = Step().add(Entry("assistant", "agent", answer, usage_meta(completion.usage)), shown)
                 await self._commit(caller, step, emit)
                 return answer, EndReason.JOB_DONE, messages
             await self._run_tools(caller, completion, messages, emit, stop)
@@ -660,7 +659,7 @@ class AgentLoop:
         for index, call in enumerate(calls):
             meta: JSONObject = {"tool": call.name, "id": call.id, "client": True}
             if index == 0:
-                meta["usage"] = completion.usage.total_tokens
+                meta.update(usage_meta(completion.usage))
             step.add(Entry("assistant", "tool_call", call.arguments, meta))
         self.steps.write(caller.session_id, caller.user_id, step)
         tally.client_calls = calls

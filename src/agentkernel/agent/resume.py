@@ -17,6 +17,7 @@ over a run left unfinished goes on from there (`AgentLoop.resume`):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,31 @@ INTERRUPTED = (
 
 class RunDamaged(AgentKernelError):
     """A run's journal cannot be read as it was written: it is not resumed, it ends `error`."""
+
+
+class HandedOff(Exception):
+    """The run was left for another process to resume (its server is stopping): nothing more of it
+    is done or recorded here, and it stays `running` in the store (S25.3)."""
+
+
+class Stop(asyncio.Event):
+    """A run's stop: set, the run ends `terminated` at its next step; with `handing_off` too, it is
+    left as it stands for another process to resume (`HandedOff`) instead of ended."""
+
+    handing_off = False
+
+
+def left_here(stop: asyncio.Event) -> bool:
+    """Whether `stop` is set (the run stops at this step); HandedOff when the run is to be left for
+    another process to go on with instead."""
+    if handing_off(stop):
+        raise HandedOff
+    return stop.is_set()
+
+
+def handing_off(stop: asyncio.Event) -> bool:
+    """Whether `stop` says: leave the run here for another process (see `Stop`)."""
+    return stop.is_set() and isinstance(stop, Stop) and stop.handing_off
 
 
 @dataclass(frozen=True)
@@ -140,4 +166,15 @@ def resumed(prompt: Prompt, records: Sequence[Record], started: str | None) -> R
     return Resumed(prompt, steps, llm_calls, pending, started, answer)
 
 
-__all__ = ["INTERRUPTED", "MOST_TAKEOVERS", "Prompt", "Resumed", "RunDamaged", "resumed"]
+__all__ = [
+    "INTERRUPTED",
+    "MOST_TAKEOVERS",
+    "HandedOff",
+    "Prompt",
+    "Resumed",
+    "RunDamaged",
+    "Stop",
+    "handing_off",
+    "left_here",
+    "resumed",
+]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import AgentLoop, Emit, LoopResult, LoopSettings, RunState, TurnOptions
 from agentkernel.agent.processes import Process
-from agentkernel.agent.resume import MOST_TAKEOVERS, Prompt, RunDamaged
+from agentkernel.agent.resume import MOST_TAKEOVERS, Prompt, RunDamaged, Stop
 from agentkernel.agent.session_records import SessionRecords
 from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import Entry
@@ -39,7 +39,7 @@ class ChatSession:
     records: SessionRecords | None = None  # the session's transcript: the truth `history` caches
     follows_store: bool = True  # False once a client gave the history (`from_client`): it is the client's
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _stop: Stop | None = field(default=None, init=False, repr=False)
 
     async def send(
         self,
@@ -57,7 +57,7 @@ class ChatSession:
         started with the lease: its records are its steps.
         """
         async with self._lock:
-            self._stop = stop = asyncio.Event()
+            self._stop = stop = Stop()
             try:
                 if self.records is not None:
                     self.records.lease, self.records.run_id = lease, run_id
@@ -91,7 +91,7 @@ class ChatSession:
         assert self.records is not None, "a run is resumed in a chat that follows its session's transcript"
         records = self.records
         async with self._lock:
-            self._stop = stop = asyncio.Event()
+            self._stop = stop = Stop()
             try:
                 records.lease, records.run_id = lease, run.id
                 history, state = await asyncio.to_thread(_where_it_stood, records, run)
@@ -123,10 +123,16 @@ class ChatSession:
         whatever its role, passes the template's `before_user_message` hooks with the next message."""
         self.history, self.unvetted, self.follows_store = list(history), len(history), False
 
-    def stop(self) -> bool:
-        """Stop the message being handled now; False when there is none. Call it on the session's loop."""
+    def stop(self, hand_off: bool = False) -> bool:
+        """Stop the message being handled now; False when there is none. Call it on the session's loop.
+
+        `hand_off`: its run is left as it stands, `running`, for another
+        process to resume (its server is stopping, S25.3): the loop raises
+        HandedOff at its next step instead of ending it `terminated`.
+        """
         if self._stop is None:
             return False
+        self._stop.handing_off = hand_off
         self._stop.set()
         return True
 

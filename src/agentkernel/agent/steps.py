@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from agentkernel.llm.base import Usage
 from agentkernel.ports import Entry
 from agentkernel.services.turn_leases import LeaseLost
 from agentkernel.types import JSONObject
@@ -123,4 +124,10 @@ class StepWriter:
         return ids
 
 
-__all__ = ["Emit", "LoopEvent", "Step", "StepWriter", "Transcript"]
+def usage_meta(usage: Usage) -> JSONObject:
+    """What a response's record keeps of its cost: `usage`, its total tokens, and `prompt_tokens`, so
+    a run's usage can be told again from its records (a retried request answered from them)."""
+    return {"usage": usage.total_tokens, "prompt_tokens": usage.prompt_tokens}
+
+
+__all__ = ["Emit", "LoopEvent", "Step", "StepWriter", "Transcript", "usage_meta"]

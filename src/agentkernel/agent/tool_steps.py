@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentkernel.agent.resume import INTERRUPTED, Resumed
-from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter
+from agentkernel.agent.resume import INTERRUPTED, HandedOff, Resumed, handing_off
+from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, usage_meta
 from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, Completion, ToolCall
 from agentkernel.ports import Entry
@@ -61,7 +61,7 @@ class ToolSteps:
         for index, call in enumerate(completion.tool_calls):
             meta: JSONObject = {"tool": call.name, "id": call.id}
             if index == 0:
-                meta["usage"] = completion.usage.total_tokens
+                meta.update(usage_meta(completion.usage))
                 if completion.text:
                     meta["text"] = completion.text
             shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
@@ -95,6 +95,9 @@ class ToolSteps:
         not_run = Step()
         for index, call in enumerate(calls):
             following = calls[index + 1].id if index + 1 < len(calls) else None
+            if handing_off(stop):  # the call marked started never ran: the run goes on elsewhere from it
+                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": None})
+                raise HandedOff
             if stop.is_set():
                 meta: JSONObject = {"tool": call.name, "id": call.id, "success": False, "not_run": True}
                 not_run.add(Entry("tool", "tool_result", NOT_RUN, meta))

@@ -30,6 +30,7 @@ from agentkernel.server.sealing import Sealing, sealed_events
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.memory import KIND_TOOL_CALL
 from agentkernel.services.turn_leases import Run
+from agentkernel.types import JSONObject
 
 RETRY_HEADER = "x-stainless-retry-count"
 RETRY_WINDOW_SECS = 3600.0
@@ -70,6 +71,18 @@ async def ended_records(kernel: Kernel, run: Run) -> list[Record]:
         await asyncio.sleep(POLL_SECS)
 
 
+def recorded_usage(records: list[Record]) -> JSONObject:
+    """The tokens the run's LLM calls cost, summed from its responses' records (agent/steps.py
+    `usage_meta`): what the retried request's answer reports, as the first would have."""
+    total = sum(_count(r.meta.get("usage")) for r in records)
+    prompt = sum(_count(r.meta.get("prompt_tokens")) for r in records)
+    return {"prompt_tokens": prompt, "completion_tokens": total - prompt, "total_tokens": total}
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def replayed(
     sealing: Sealing, records: list[Record], session: SessionInfo
 ) -> tuple[list[StreamEvent], tuple[ToolCall, ...]]:
@@ -84,4 +97,12 @@ def replayed(
     return events, theirs
 
 
-__all__ = ["RETRY_HEADER", "body_hash", "earlier_run", "ended_records", "is_retry", "replayed"]
+__all__ = [
+    "RETRY_HEADER",
+    "body_hash",
+    "earlier_run",
+    "ended_records",
+    "is_retry",
+    "recorded_usage",
+    "replayed",
+]

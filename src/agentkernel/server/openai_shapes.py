@@ -373,8 +373,10 @@ class Completion:
             self.events.append({"type": event.type, "data": event.data})
 
     def end(self, result: LoopResult | None) -> None:
-        """What the loop's result adds once the turn is over: the usage, the client's tool calls."""
-        self.usage = usage_of(result)
+        """What the loop's result adds once the turn is over: the usage, the client's tool calls (None:
+        no result, as for a retry answered from a run's records, which set the usage already)."""
+        if result is not None:
+            self.usage = usage_of(result)
         if result is not None and result.client_calls:
             self.client_calls = result.client_calls
             self.reply = result.answer

@@ -47,7 +47,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
-from agentkernel.agent.resume import RunDamaged
+from agentkernel.agent.resume import HandedOff, RunDamaged
 from agentkernel.agent.session import ChatSession
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
@@ -66,7 +66,7 @@ from agentkernel.services.user_work import Cap, TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
 STOP_POLL_SECS = 1.0
-"""How often a running turn looks in the store for a stop asked on another process."""
+"""How often a process looks in the store for stops asked (on another process) of the turns it runs."""
 STOPPING_SECS = 5.0
 """How long a server stopping waits for the turns it stopped to record their end before cancelling them."""
 
@@ -170,6 +170,7 @@ class Turn:
     user_id: str = ""  # whose turn: the per-user cap counts them
     on_abandoned: Callable[[], None] | None = None
     abandoned: bool = False  # the reader left before the end
+    handed_off: bool = False  # left running for another process to resume (the server stopping)
     result: LoopResult | None = (
         None  # how the loop ended (usage, the client's tool calls): set before the end
     )
@@ -302,6 +303,8 @@ class TurnRunner:
         self._running: dict[str, Turn] = {}
         self._lent: dict[str, int] = {}  # session id -> tool runs spending its chat's budget now
         self._opening: dict[str, asyncio.Future[ChatSession]] = {}  # session id -> its chat being opened
+        self._held: dict[str, Lease] = {}  # session id -> the lease of the turn running here
+        self._stop_watch: asyncio.Task[None] | None = None
 
     def running(self, session_id: str) -> bool:
         return session_id in self._running
@@ -415,7 +418,7 @@ class TurnRunner:
     async def _run(
         self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease, resumes: Run | None = None
     ) -> None:
-        keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
+        keeper = self._hold(lease, turn)
         chat: ChatSession | None = None
         try:
             chat = await self._chat(session)
@@ -423,6 +426,9 @@ class TurnRunner:
                 turn.result = await chat.send(text, turn.emit, lease=lease.token, run_id=turn.run_id)
             else:
                 turn.result = await chat.resume(resumes, turn.emit, lease=lease.token)
+        except HandedOff:
+            turn.handed_off = True
+            log.warning("run %s: left for the next server to resume (this one is stopping)", turn.run_id)
         except Exception as exc:
             message = self._failed(session, turn, exc)
             if chat is not None:  # the transcript says why the run ended
@@ -434,25 +440,42 @@ class TurnRunner:
                 del self._running[session.id]
                 turn.close()
 
+    def _hold(self, lease: Lease, turn: Turn) -> asyncio.Task[None]:
+        """Keep `lease` while the turn runs (its renewing task, returned), and watch for stops asked."""
+        self._held[lease.session_id] = lease
+        if self._stop_watch is None or self._stop_watch.done():
+            self._stop_watch = asyncio.create_task(self._watch_stops(), name="turn stops")
+        return asyncio.create_task(self._keep(lease, turn), name=f"lease {lease.session_id}")
+
+    async def _watch_stops(self) -> None:
+        """Every STOP_POLL_SECS while turns run here, one look in the store for the stops asked of any
+        of them on another process (POST /v1/sessions/{id}/stop there); each such turn stops.
+
+        One query a process, not one a turn: at a hundred turns running, a
+        look each per second was a hundred reads a second for a rare event.
+        """
+        while self._held:
+            await asyncio.sleep(STOP_POLL_SECS)
+            held = list(self._held.values())
+            if not held:
+                break
+            try:
+                asked = await asyncio.to_thread(self._leases().stops_asked, held)
+            except Exception:  # a store busy past its wait: the next look tries again
+                log.exception("could not look for stops asked of the turns running here")
+                continue
+            for lease in asked:
+                self._stop_here(lease.session_id)
+
     async def _keep(self, lease: Lease, turn: Turn) -> None:
         """Renew the turn's lease every third of its length; once lost, stop the turn and say why.
 
         Its records are refused by the store from the moment another turn took
         the session (the fence); stopping spares the LLM and tool calls too.
-        Between renewals it looks every STOP_POLL_SECS for a stop asked on
-        another process (POST /v1/sessions/{id}/stop there), and stops the turn.
         """
-        tick = min(lease.secs / 3, STOP_POLL_SECS)
-        since_renewal = 0.0
         while True:
-            await asyncio.sleep(tick)
-            since_renewal += tick
+            await asyncio.sleep(lease.secs / 3)
             try:
-                if await asyncio.to_thread(self._leases().stop_asked, lease):
-                    self._stop_here(lease.session_id)
-                if since_renewal + tick / 2 < lease.secs / 3:
-                    continue
-                since_renewal = 0.0
                 kept = await asyncio.to_thread(lambda: self._leases().renew(lease))
             except Exception:  # a store busy past its wait: the next renewal tries again
                 log.exception("session %s: could not renew the turn's lease", lease.session_id)
@@ -484,11 +507,13 @@ class TurnRunner:
         A run the loop did not end (the turn failed, or never began) is ended
         `error` first, so no process takes it for a run to resume.
         """
+        if self._held.get(lease.session_id) is lease:
+            del self._held[lease.session_id]
         keeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await keeper
         try:
-            if turn.result is None:
+            if turn.result is None and not turn.handed_off:
                 await asyncio.shield(
                     asyncio.to_thread(lambda: self._leases().end_run(turn.run_id, "error", lease.token))
                 )
@@ -508,7 +533,7 @@ class TurnRunner:
         history: list[ChatMessage],
         options: TurnOptions | None,
     ) -> None:
-        keeper = asyncio.create_task(self._keep(lease, turn), name=f"lease {session.id}")
+        keeper = self._hold(lease, turn)
         try:
             self._once[session.id] = chat = await self._open(session, history)
             if turn.abandoned:  # the client left while the chat was opening: nobody to answer
@@ -614,16 +639,25 @@ class TurnRunner:
             self._end_chat(self._chats.pop(session_id))
 
     async def drain(self, grace_secs: float) -> None:
-        """Let running turns finish for up to `grace_secs`, then stop the rest; end every chat."""
+        """Let running turns finish for up to `grace_secs`, then stop the rest; end every chat.
+
+        A session's run stopped so is handed off, not ended: it stays
+        `running` in the store, its lease given back, and the next server
+        (or another worker now) resumes it from its last step (S25.3), so a
+        restart loses no turn. A chat completion's run ends `terminated`.
+        """
         tasks = [t.task for t in self._running.values() if t.task is not None]
         if tasks:
             log.warning("waiting up to %ss for %d running turn(s)", grace_secs, len(tasks))
             _, late = await asyncio.wait(tasks, timeout=grace_secs)
             if late:
                 for session_id in list(self._running):
-                    chat = self._chats.get(session_id) or self._once.get(session_id)
-                    if chat is not None:
-                        chat.stop()  # ends with `terminated`: recorded, a running tool call waited for
+                    # a session's run is left for the next server, at its next step (a running tool
+                    # call waited for); a one-off's ends `terminated` (its client has its conversation)
+                    if session_id in self._chats:
+                        self._chats[session_id].stop(hand_off=True)
+                    elif session_id in self._once:
+                        self._once[session_id].stop()
                 # a stopped turn ends at once (its end recorded) unless a tool call is running; a grace
                 # shorter than that on a busy machine cancelled it before the record
                 await asyncio.wait(late, timeout=max(grace_secs, STOPPING_SECS))

@@ -34,6 +34,7 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -362,13 +363,12 @@ class TurnLeases(SqliteStore):
             )
         return cursor.rowcount == 1
 
-    def stop_asked(self, lease: Lease) -> bool:
-        """Whether a stop was asked of the turn holding `lease` (a read: the holder looks every second)."""
-        rows = self._read(
-            f"SELECT stop_asked FROM {TABLE} WHERE session_id = ? AND token = ?",
-            (lease.session_id, lease.token),
-        )
-        return bool(rows and rows[0][0])
+    def stops_asked(self, leases: Sequence[Lease]) -> list[Lease]:
+        """Those of `leases` whose turn was asked to stop: one read for every turn a process runs
+        (rows asked to stop are few; the process looks every second)."""
+        rows = self._read(f"SELECT session_id, token FROM {TABLE} WHERE stop_asked = 1", ())
+        asked = set(rows)
+        return [lease for lease in leases if (lease.session_id, lease.token) in asked]
 
     def release(self, lease: Lease) -> None:
         """The turn is over: its row goes (another holder's row, if it lost the lease, stays)."""

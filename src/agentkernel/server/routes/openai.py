@@ -38,7 +38,14 @@ from agentkernel.config import ServerSettings
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage, ToolCall
-from agentkernel.server.completion_retries import body_hash, earlier_run, ended_records, is_retry, replayed
+from agentkernel.server.completion_retries import (
+    body_hash,
+    earlier_run,
+    ended_records,
+    is_retry,
+    recorded_usage,
+    replayed,
+)
 from agentkernel.server.events import StreamEvent
 from agentkernel.server.failures import error_body, field_problems
 from agentkernel.server.identity import Parts, User
@@ -197,6 +204,7 @@ async def _answered_before(request: Request, body: CompletionRequest, run: Run, 
     session = SessionInfo(run.session_id, run.user_id, run.template or body.model, "")
     events, theirs = await asyncio.to_thread(replayed, sealing_of(request), records, session)
     completion = Completion(body.model, run.session_id, run.id)
+    completion.usage = recorded_usage(records)
     if body.stream:
         stream = ChunkStream(completion, bool((body.stream_options or {}).get("include_usage")))
         return StreamingResponse(
