@@ -1,4 +1,4 @@
-"""Approvals (S24.4, S24.6): tool calls waiting for a person's decision, kept in the message store's file.
+"""Approvals: tool calls waiting for a person's decision, kept in the message store's file.
 
 A call that needs a person's yes is a row of `approvals` beside the runs
 (kernel.yaml's `logging.messages_db_path`, versioned in `approvals_schema`),
@@ -45,7 +45,7 @@ APPROVERS = "approval_approvers"
 RULES = "approval_rules"
 TOKENS = "approval_tokens"
 BUSY_TIMEOUT_SECS = 10.0
-DEFAULT_TIMEOUT_SECS = 86_400.0  # S24.4's approval_timeout_secs
+DEFAULT_TIMEOUT_SECS = 86_400.0  # the default of approval_timeout_secs
 PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
 APPROVE, DENY, EDIT = "approve", "deny", "edit"
 LINK = "link"  # who decided, when a decision URL did
@@ -129,7 +129,7 @@ class PendingApproval:
     tool: str
     args: dict[str, Any]
     question: str
-    origin: str  # S24.1's origin of the call
+    origin: str  # where the call comes from: llm, call_tool, subagent, panel…
     timeout_secs: float = DEFAULT_TIMEOUT_SECS
     approvers: tuple[str, ...] | None = None  # the tool's `approvers:`, who may decide besides the owner
 
@@ -180,7 +180,7 @@ class Approval:
         return user_id == self.user_id or user_id in (self.approvers or ())
 
     def to_json(self) -> dict[str, Any]:
-        """The approval as the API shows it (S24.6's `approval_required` data, and what became of it)."""
+        """The approval as the API shows it (an `approval_required` event's data, and what became of it)."""
         return {
             "run_id": self.run_id,
             "call": {"id": self.call_id, "tool": self.tool, "args": self.args, "origin": self.origin},
