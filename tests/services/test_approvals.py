@@ -9,6 +9,7 @@ never by timing anything.
 from __future__ import annotations
 
 import json
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.errors import AgentKernelError
 from agentkernel.services.approval_tokens import ELSEWHERE, EXPIRED, FORGED, USED
 from agentkernel.services.approvals import (
     APPROVED,
@@ -551,3 +553,14 @@ def test_sweep_keeps_what_was_closed_after_the_time_given(store: Approvals) -> N
     assert decided.decided_at is not None
     assert store.sweep(decided.decided_at) == 0
     assert store.get("r1", "c1") == decided
+
+
+def test_a_file_whose_approvals_a_newer_kernel_wrote_is_refused_naming_the_version(path: Path) -> None:
+    with Approvals(path):
+        pass
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE approvals_schema SET version = 9")
+    conn.close()
+    with pytest.raises(AgentKernelError, match="approvals in the message store have schema version 9, newer"):
+        Approvals(path)
