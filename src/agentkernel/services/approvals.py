@@ -1,0 +1,616 @@
+"""Approvals: tool calls waiting for a person's decision, kept in the message store's file.
+
+A call that needs a person's yes is a row of `approvals` beside the runs
+(kernel.yaml's `logging.messages_db_path`, versioned in `approvals_schema`),
+so every server process sees it, and a run resumed after a restart finds it
+as it was. Decisions:
+
+- **Asked once**: `ask` for a (run, call) already asked returns that row
+  unchanged (same expiry, and the decision if one was made meanwhile).
+- **Decided once**: `decide` is one write transaction whose update only
+  touches a row still `pending` and not expired, so of two deciders (any
+  processes) exactly one wins; the other gets `ApprovalClosed`, saying
+  decided by whom and when, or expired when.
+- **Who**: the session's owner (`user_id`) or a user the tool's YAML names
+  in `approvers`. Anyone else gets `ApprovalNotFound`, worded as for a call
+  that does not exist, so nothing leaks.
+- **Rules**: an `approve` with `remember` adds a rule (that user, tool and
+  template) in the same transaction; the caller asks `allowed_by_rule`
+  before asking a person.
+- **Decision URLs**: `decision_token` signs one decision of one call
+  (services/approval_tokens.py); `redeem` checks it, and records its nonce as
+  used in the decision's own transaction, so a token decides at most once.
+  Its decision is made by `link`.
+- **Bounded work**: every list and every clean-up takes a limit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentkernel.errors import AgentKernelError
+from agentkernel.services import approval_tokens as tokens
+from agentkernel.services.approval_tokens import DecisionToken, TokenRefused
+from agentkernel.services.install_secret import install_secret
+from agentkernel.services.sqlite_db import MEMORY, Schema, SqliteStore
+
+TABLE = "approvals"
+APPROVERS = "approval_approvers"
+RULES = "approval_rules"
+TOKENS = "approval_tokens"
+BUSY_TIMEOUT_SECS = 10.0
+DEFAULT_TIMEOUT_SECS = 86_400.0  # the default of approval_timeout_secs
+PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
+APPROVE, DENY, EDIT = "approve", "deny", "edit"
+LINK = "link"  # who decided, when a decision URL did
+
+_SCHEMA = Schema(
+    version=1,
+    upgrades={
+        1: (
+            f"""CREATE TABLE {TABLE} (
+                run_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                template TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                args TEXT NOT NULL,
+                question TEXT NOT NULL,
+                origin TEXT NOT NULL,
+                approvers TEXT,
+                status TEXT NOT NULL,
+                decision TEXT,
+                reason TEXT,
+                new_args TEXT,
+                decided_by TEXT,
+                remember INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                expires_at REAL NOT NULL,
+                decided_at REAL,
+                PRIMARY KEY (run_id, call_id)
+            )""",
+            f"CREATE INDEX {TABLE}_user ON {TABLE} (user_id, created_at) WHERE status = '{PENDING}'",
+            f"CREATE INDEX {TABLE}_due ON {TABLE} (expires_at) WHERE status = '{PENDING}'",
+            f"CREATE INDEX {TABLE}_closed ON {TABLE} (decided_at) WHERE status != '{PENDING}'",
+            # the approvers named, one row each, so a user's pending approvals are an index lookup
+            f"""CREATE TABLE {APPROVERS} (
+                user_id TEXT NOT NULL,
+                run_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                PRIMARY KEY (user_id, run_id, call_id),
+                FOREIGN KEY (run_id, call_id) REFERENCES {TABLE} (run_id, call_id) ON DELETE CASCADE
+            )""",
+            f"CREATE INDEX {APPROVERS}_call ON {APPROVERS} (run_id, call_id)",
+            f"""CREATE TABLE {RULES} (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                user_id TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                template TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                created_by TEXT,
+                run_id TEXT,
+                call_id TEXT
+            )""",
+            f"CREATE UNIQUE INDEX {RULES}_key ON {RULES} (user_id, tool, template)",
+            f"""CREATE TABLE {TOKENS} (
+                nonce TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                used_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )""",
+            f"CREATE INDEX {TOKENS}_used ON {TOKENS} (used_at)",
+        ),
+    },
+    too_new=lambda found: AgentKernelError(
+        f"the approvals in the message store have schema version {found}, "
+        "newer than this agentkernel knows (1)"
+    ),
+    version_table=f"{TABLE}_schema",
+)
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """A call to ask a person about: which, whose, what it would do, and for how long to wait."""
+
+    run_id: str
+    call_id: str
+    session_id: str
+    user_id: str  # the session's owner
+    template: str
+    tool: str
+    args: dict[str, Any]
+    question: str
+    origin: str  # where the call comes from: llm, call_tool, subagent, panel…
+    timeout_secs: float = DEFAULT_TIMEOUT_SECS
+    approvers: tuple[str, ...] | None = None  # the tool's `approvers:`, who may decide besides the owner
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.args, dict):
+            raise BadDecision(
+                f"call {self.call_id}: args must be a JSON object, not {type(self.args).__name__}"
+            )
+        if not self.timeout_secs > 0:
+            raise BadDecision(f"call {self.call_id}: timeout_secs must be positive, not {self.timeout_secs}")
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An approval's row: the call, who may decide it, until when, and what was decided."""
+
+    run_id: str
+    call_id: str
+    session_id: str
+    user_id: str
+    template: str
+    tool: str
+    args: dict[str, Any]
+    question: str
+    origin: str
+    approvers: tuple[str, ...] | None
+    status: str  # PENDING, APPROVED, DENIED or EXPIRED
+    decision: str | None  # APPROVE, DENY or EDIT once decided
+    reason: str | None
+    new_args: dict[str, Any] | None  # an EDIT's arguments
+    decided_by: str | None  # a user id, or LINK
+    remember: bool
+    created_at: float
+    expires_at: float
+    decided_at: float | None  # for EXPIRED: when it was marked so
+
+    @property
+    def pending(self) -> bool:
+        return self.status == PENDING
+
+    @property
+    def args_to_run(self) -> dict[str, Any]:
+        """The arguments the call runs with once approved: an edit's, else those asked about."""
+        return self.new_args if self.new_args is not None else self.args
+
+    def may_decide(self, user_id: str) -> bool:
+        """The session's owner, or a user named in `approvers`."""
+        return user_id == self.user_id or user_id in (self.approvers or ())
+
+    def to_json(self) -> dict[str, Any]:
+        """The approval as the API shows it (an `approval_required` event's data, and what became of it)."""
+        return {
+            "run_id": self.run_id,
+            "call": {"id": self.call_id, "tool": self.tool, "args": self.args, "origin": self.origin},
+            "question": self.question,
+            "expires_at": self.expires_at,
+            "session_id": self.session_id,
+            "template": self.template,
+            "status": self.status,
+            "decision": self.decision,
+            "reason": self.reason,
+            "new_args": self.new_args,
+            "decided_by": self.decided_by,
+            "remember": self.remember,
+            "created_at": self.created_at,
+            "decided_at": self.decided_at,
+        }
+
+
+@dataclass(frozen=True)
+class ApprovalRule:
+    """A standing yes: calls of `tool` in runs of `user_id` on `template` need no person."""
+
+    id: int
+    user_id: str
+    tool: str
+    template: str
+    created_at: float
+    created_by: str | None  # who remembered the decision (the owner, or an approver)
+    run_id: str | None  # the approval it came from
+    call_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "template": self.template,
+            "created_at": self.created_at,
+            "created_by": self.created_by,
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+        }
+
+
+class BadDecision(AgentKernelError):
+    """A decision (or an approval asked) that is wrong in itself: what, and which field."""
+
+
+class ApprovalNotFound(AgentKernelError):
+    """No such approval, or one the user may not decide (the same words for both: nothing leaks)."""
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        super().__init__(f"run {run_id} has no approval of call {call_id} that you may decide")
+        self.run_id = run_id
+        self.call_id = call_id
+
+
+class ApprovalClosed(AgentKernelError):
+    """The approval was decided or expired already; `approval` is its row as found."""
+
+    def __init__(self, approval: Approval) -> None:
+        where = f"the approval of call {approval.call_id} in run {approval.run_id}"
+        if approval.status in (APPROVED, DENIED):
+            by = approval.decided_by
+            when = _iso(approval.decided_at or 0.0)
+            text = f"{where} was decided already: {approval.decision} by {by} at {when}"
+        else:
+            text = f"{where} expired at {_iso(approval.expires_at)} (undecided: the call is denied)"
+        super().__init__(text)
+        self.approval = approval
+
+
+class Approvals(SqliteStore):
+    """Approvals, their rules and used decision tokens, in the message store's file; any thread, any process.
+
+    `secret_dir`: where the install's secret for decision URLs lives
+    (services/install_secret.py); by default the store file's folder.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        secret_dir: Path | None = None,
+        busy_timeout_secs: float = BUSY_TIMEOUT_SECS,
+    ) -> None:
+        super().__init__(path, _SCHEMA, busy_timeout_secs)
+        self._secret_dir = secret_dir if secret_dir is not None or str(path) == MEMORY else Path(path).parent
+        self._secret: bytes | None = None
+
+    # -- asking and deciding -------------------------------------------------------------------------
+
+    def ask(self, pending: PendingApproval) -> Approval:
+        """Record `pending`, waiting until now + its timeout; asked before, the row as it is now."""
+        args = json.dumps(pending.args)
+        approvers = None if pending.approvers is None else json.dumps(list(pending.approvers))
+        with self._write() as conn:
+            found = _one(conn, pending.run_id, pending.call_id)
+            if found is not None:
+                return found
+            now = time.time()
+            conn.execute(
+                f"INSERT INTO {TABLE} (run_id, call_id, session_id, user_id, template, tool, args, "
+                "question, origin, approvers, status, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pending.run_id,
+                    pending.call_id,
+                    pending.session_id,
+                    pending.user_id,
+                    pending.template,
+                    pending.tool,
+                    args,
+                    pending.question,
+                    pending.origin,
+                    approvers,
+                    PENDING,
+                    now,
+                    now + pending.timeout_secs,
+                ),
+            )
+            conn.executemany(
+                f"INSERT OR IGNORE INTO {APPROVERS} (user_id, run_id, call_id) VALUES (?, ?, ?)",
+                [(user, pending.run_id, pending.call_id) for user in pending.approvers or ()],
+            )
+            created = _one(conn, pending.run_id, pending.call_id)
+        assert created is not None  # written in this transaction
+        return created
+
+    def decide(
+        self,
+        run_id: str,
+        call_id: str,
+        by_user: str,
+        decision: str,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> Approval:
+        """`by_user`'s decision, if theirs to make and the approval still pending; the row as decided.
+
+        ApprovalNotFound: no such approval, or not `by_user`'s to decide.
+        ApprovalClosed: decided or expired already (another decider won).
+        BadDecision: `edit` without `args` (a JSON object), `args` with
+        another decision, `remember` with anything but `approve`.
+        """
+        _check_decision(decision, args, remember)
+        with self._write() as conn:
+            found = _one(conn, run_id, call_id)
+            if found is None or not found.may_decide(by_user):
+                raise ApprovalNotFound(run_id, call_id)
+            return _close(conn, found, by_user, decision, reason, args, remember)
+
+    def expire_due(self, now: float | None = None, most: int = 100) -> list[Approval]:
+        """Mark up to `most` pending approvals past their expiry `expired` (the caller denies their calls)."""
+        now = time.time() if now is None else now
+        with self._write() as conn:
+            rows = conn.execute(
+                f"UPDATE {TABLE} SET status = '{EXPIRED}', decided_at = ? WHERE rowid IN "
+                f"(SELECT rowid FROM {TABLE} WHERE status = '{PENDING}' AND expires_at <= ? "
+                f"ORDER BY expires_at LIMIT ?) RETURNING {_FIELDS}",
+                (now, now, most),
+            ).fetchall()
+        return sorted((_approval(row) for row in rows), key=lambda a: a.expires_at)
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def get(self, run_id: str, call_id: str) -> Approval | None:
+        """The approval of call `call_id` in run `run_id`, whatever its status, or None."""
+        with self._reading() as conn:
+            return _one(conn, run_id, call_id)
+
+    def pending_for(self, user_id: str, most: int = 50) -> list[Approval]:
+        """The pending, unexpired approvals `user_id` may decide (owner or approver), newest first."""
+        fields = ", ".join(f"a.{field}" for field in _FIELDS.split(", "))
+        live = f"a.status = '{PENDING}' AND a.expires_at > ?"
+        now = time.time()
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {fields} FROM {TABLE} a WHERE a.user_id = ? AND {live} UNION "
+                f"SELECT {fields} FROM {APPROVERS} p JOIN {TABLE} a "
+                f"ON a.run_id = p.run_id AND a.call_id = p.call_id WHERE p.user_id = ? AND {live} "
+                "ORDER BY created_at DESC, run_id, call_id LIMIT ?",
+                (user_id, now, user_id, now, most),
+            ).fetchall()
+        return [_approval(row) for row in rows]
+
+    def pending_of_run(self, run_id: str) -> list[Approval]:
+        """The run's approvals still `pending` (past their expiry too, until `expire_due` marks them)."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_FIELDS} FROM {TABLE} WHERE run_id = ? AND status = '{PENDING}' "
+                "ORDER BY created_at, call_id",
+                (run_id,),
+            ).fetchall()
+        return [_approval(row) for row in rows]
+
+    # -- rules ---------------------------------------------------------------------------------------
+
+    def add_rule(
+        self,
+        user_id: str,
+        tool: str,
+        template: str,
+        created_by: str | None = None,
+        run_id: str | None = None,
+        call_id: str | None = None,
+    ) -> ApprovalRule:
+        """A rule that `tool` needs no approval in `user_id`'s runs on `template`; the one there already
+        if there is one."""
+        with self._write() as conn:
+            return _add_rule(conn, user_id, tool, template, created_by, run_id, call_id)
+
+    def rules_of(self, user_id: str, most: int = 500) -> list[ApprovalRule]:
+        """`user_id`'s rules, newest first."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_RULE_FIELDS} FROM {RULES} WHERE user_id = ? ORDER BY id DESC LIMIT ?",
+                (user_id, most),
+            ).fetchall()
+        return [_rule(row) for row in rows]
+
+    def delete_rule(self, user_id: str, rule_id: int) -> bool:
+        """Remove rule `rule_id` if it is `user_id`'s; False when there is no such rule of theirs."""
+        with self._write() as conn:
+            cursor = conn.execute(f"DELETE FROM {RULES} WHERE id = ? AND user_id = ?", (rule_id, user_id))
+        return cursor.rowcount == 1
+
+    def allowed_by_rule(self, user_id: str, tool: str, template: str) -> bool:
+        """Whether a rule of `user_id` lets `tool` run on `template` without asking."""
+        rows = self._read(
+            f"SELECT 1 FROM {RULES} WHERE user_id = ? AND tool = ? AND template = ?",
+            (user_id, tool, template),
+        )
+        return bool(rows)
+
+    # -- decision URLs -------------------------------------------------------------------------------
+
+    def decision_token(self, run_id: str, call_id: str, decision: str) -> str:
+        """A single-use token deciding `decision` (`approve` or `deny`) of the pending approval, until its
+        expiry. ApprovalNotFound / ApprovalClosed as for `decide`."""
+        if decision not in (APPROVE, DENY):
+            raise BadDecision(f"a decision URL approves or denies; not {decision!r}")
+        found = self.get(run_id, call_id)
+        if found is None:
+            raise ApprovalNotFound(run_id, call_id)
+        if not found.pending or found.expires_at <= time.time():
+            raise ApprovalClosed(found)
+        return tokens.sign(DecisionToken.new(run_id, call_id, decision, found.expires_at), self._key())
+
+    def redeem(self, token: str, run_id: str | None = None, call_id: str | None = None) -> Approval:
+        """Decide by `token`, once; the row as decided (by LINK).
+
+        `run_id` / `call_id`: the approval the URL names, when it names one (a
+        token for another is refused). TokenRefused: forged, for another
+        approval, expired or used; ApprovalNotFound or ApprovalClosed as for
+        `decide`. The nonce is marked used in the decision's transaction.
+        """
+        granted = tokens.verify(token, self._key())
+        if run_id not in (None, granted.run_id) or call_id not in (None, granted.call_id):
+            raise TokenRefused(tokens.ELSEWHERE, f"it decides call {granted.call_id} of run {granted.run_id}")
+        if time.time() >= granted.expires_at:
+            raise TokenRefused(tokens.EXPIRED, f"it was valid until {_iso(granted.expires_at)}")
+        with self._write() as conn:
+            used = conn.execute(f"SELECT used_at FROM {TOKENS} WHERE nonce = ?", (granted.nonce,)).fetchone()
+            if used is not None:
+                raise TokenRefused(tokens.USED, f"it was used at {_iso(used[0])}; a decision URL works once")
+            conn.execute(
+                f"INSERT INTO {TOKENS} (nonce, run_id, call_id, used_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (granted.nonce, granted.run_id, granted.call_id, time.time(), granted.expires_at),
+            )
+            found = _one(conn, granted.run_id, granted.call_id)
+            if found is None:
+                raise ApprovalNotFound(granted.run_id, granted.call_id)
+            return _close(conn, found, LINK, granted.decision, None, None, False)
+
+    def _key(self) -> bytes:
+        if self._secret is None:
+            if self._secret_dir is None:
+                raise AgentKernelError(f"{self.path}: an in-memory store makes tokens with a secret_dir only")
+            self._secret = install_secret(self._secret_dir)
+        return self._secret
+
+    # -- clean-up ------------------------------------------------------------------------------------
+
+    def sweep(self, older_than: float, most: int = 1000) -> int:
+        """Delete up to `most` approvals decided or expired before `older_than` (with their approvers),
+        and up to `most` used tokens used before then and past their expiry; how many rows went."""
+        with self._write() as conn:
+            approvals = conn.execute(
+                f"DELETE FROM {TABLE} WHERE rowid IN (SELECT rowid FROM {TABLE} "
+                f"WHERE status != '{PENDING}' AND decided_at < ? LIMIT ?)",
+                (older_than, most),
+            ).rowcount
+            tokens = conn.execute(
+                f"DELETE FROM {TOKENS} WHERE nonce IN (SELECT nonce FROM {TOKENS} "
+                "WHERE used_at < ? AND expires_at < ? LIMIT ?)",
+                (older_than, time.time(), most),
+            ).rowcount
+        return approvals + tokens
+
+
+_FIELDS = (
+    "run_id, call_id, session_id, user_id, template, tool, args, question, origin, approvers, status, "
+    "decision, reason, new_args, decided_by, remember, created_at, expires_at, decided_at"
+)
+_RULE_FIELDS = "id, user_id, tool, template, created_at, created_by, run_id, call_id"
+
+
+def _check_decision(decision: str, args: dict[str, Any] | None, remember: bool) -> None:
+    if decision not in (APPROVE, DENY, EDIT):
+        raise BadDecision(f"decision must be approve, deny or edit; not {decision!r}")
+    if decision == EDIT and not isinstance(args, dict):
+        raise BadDecision("an edit needs args: the call's new arguments, a JSON object")
+    if decision != EDIT and args is not None:
+        raise BadDecision(f"args go with an edit only, not with {decision!r}")
+    if remember and decision != APPROVE:
+        raise BadDecision(f"remember goes with approve only, not with {decision!r}")
+
+
+def _close(
+    conn: sqlite3.Connection,
+    found: Approval,
+    by: str,
+    decision: str,
+    reason: str | None,
+    args: dict[str, Any] | None,
+    remember: bool,
+) -> Approval:
+    """Decide `found` in the caller's transaction, if still pending and unexpired; else ApprovalClosed."""
+    now = time.time()
+    status = DENIED if decision == DENY else APPROVED
+    new_args = None if args is None else json.dumps(args)
+    cursor = conn.execute(
+        f"UPDATE {TABLE} SET status = ?, decision = ?, reason = ?, new_args = ?, decided_by = ?, "
+        "remember = ?, decided_at = ? "
+        f"WHERE run_id = ? AND call_id = ? AND status = '{PENDING}' AND expires_at > ?",
+        (status, decision, reason, new_args, by, int(remember), now, found.run_id, found.call_id, now),
+    )
+    if cursor.rowcount != 1:
+        raise ApprovalClosed(found)
+    if remember:
+        _add_rule(conn, found.user_id, found.tool, found.template, by, found.run_id, found.call_id)
+    return replace(
+        found,
+        status=status,
+        decision=decision,
+        reason=reason,
+        new_args=args,
+        decided_by=by,
+        remember=remember,
+        decided_at=now,
+    )
+
+
+def _add_rule(
+    conn: sqlite3.Connection,
+    user_id: str,
+    tool: str,
+    template: str,
+    created_by: str | None,
+    run_id: str | None,
+    call_id: str | None,
+) -> ApprovalRule:
+    conn.execute(
+        f"INSERT INTO {RULES} (user_id, tool, template, created_at, created_by, run_id, call_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, tool, template) DO NOTHING",
+        (user_id, tool, template, time.time(), created_by, run_id, call_id),
+    )
+    row = conn.execute(
+        f"SELECT {_RULE_FIELDS} FROM {RULES} WHERE user_id = ? AND tool = ? AND template = ?",
+        (user_id, tool, template),
+    ).fetchone()
+    return _rule(row)
+
+
+def _one(conn: sqlite3.Connection, run_id: str, call_id: str) -> Approval | None:
+    row = conn.execute(
+        f"SELECT {_FIELDS} FROM {TABLE} WHERE run_id = ? AND call_id = ?", (run_id, call_id)
+    ).fetchone()
+    return None if row is None else _approval(row)
+
+
+def _approval(row: tuple[Any, ...]) -> Approval:
+    approvers = None if row[9] is None else tuple(json.loads(row[9]))
+    return Approval(
+        run_id=row[0],
+        call_id=row[1],
+        session_id=row[2],
+        user_id=row[3],
+        template=row[4],
+        tool=row[5],
+        args=json.loads(row[6]),
+        question=row[7],
+        origin=row[8],
+        approvers=approvers,
+        status=row[10],
+        decision=row[11],
+        reason=row[12],
+        new_args=None if row[13] is None else json.loads(row[13]),
+        decided_by=row[14],
+        remember=bool(row[15]),
+        created_at=float(row[16]),
+        expires_at=float(row[17]),
+        decided_at=None if row[18] is None else float(row[18]),
+    )
+
+
+def _rule(row: tuple[Any, ...]) -> ApprovalRule:
+    return ApprovalRule(int(row[0]), row[1], row[2], row[3], float(row[4]), row[5], row[6], row[7])
+
+
+def _iso(secs: float) -> str:
+    return datetime.fromtimestamp(secs, UTC).isoformat(timespec="seconds")
+
+
+__all__ = [
+    "APPROVE",
+    "APPROVED",
+    "DEFAULT_TIMEOUT_SECS",
+    "DENIED",
+    "DENY",
+    "EDIT",
+    "EXPIRED",
+    "LINK",
+    "PENDING",
+    "Approval",
+    "ApprovalClosed",
+    "ApprovalNotFound",
+    "ApprovalRule",
+    "Approvals",
+    "BadDecision",
+    "PendingApproval",
+    "TokenRefused",
+]
