@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
+from agentkernel.agent.approval_gate import ApprovalDesk, ApprovalGate
 from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec
@@ -48,6 +49,7 @@ from agentkernel.ports import (
     TOOLS,
 )
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.services.approvals import Approvals
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
@@ -132,6 +134,9 @@ class KernelParts:
             pool=self.script_pool,
             home=self.home,
         )
+        # a call a person must approve (S24.4): asked in the message store's file, opened on first use
+        self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals)
+        self.dispatcher.desk = self.approval_desk = ApprovalDesk(self.approval_gate)
         self.processes = ProcessTable()
         deny = config.env_deny
         if config.llm is not None and config.llm.api_key_env:
@@ -226,6 +231,12 @@ class KernelParts:
         return LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
 
     @cached_property
+    def approvals(self) -> Approvals:
+        """Calls waiting for a person's decision, and the users' rules (S24.4): in the message store's
+        file, opened by the first call that asks."""
+        return Approvals(self.config.messages_db)
+
+    @cached_property
     def turn_leases(self) -> TurnLeases:
         """One turn per session across processes: in the message store's file, opened when a
         server first takes one (a tool run never does)."""
@@ -245,7 +256,14 @@ class KernelParts:
 
         store = (transcript or self.store) if recorded else None
         return AgentLoop(
-            self.llm, self.dispatcher, self.hooks, self.services, store, stream=stream, pool=pool
+            self.llm,
+            self.dispatcher,
+            self.hooks,
+            self.services,
+            store,
+            stream=stream,
+            pool=pool,
+            gate=self.approval_gate,
         )
 
     def subagent_service(self) -> SubagentService:
@@ -357,6 +375,9 @@ class KernelParts:
             closers.append(self.cron.close)
         if "turn_leases" in self.__dict__:
             closers.append(self.turn_leases.close)
+        self.approval_desk.close()
+        if "approvals" in self.__dict__:
+            closers.append(self.approvals.close)
         for close in closers:
             try:
                 close()

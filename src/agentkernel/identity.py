@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agentkernel.budget import Spender, earlier
 from agentkernel.bundle import Services
+from agentkernel.config import HookSpec
 from agentkernel.types import JSONObject
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -52,6 +53,9 @@ class Caller:
     process: Spender | None = field(default=None, repr=False)
     call_depth: int = 0
     deadline: float | None = None
+    # the hooks its tool calls pass (S24): its template's, as its process opened them; none for a caller
+    # with no template
+    hooks: tuple[HookSpec, ...] = field(default=(), repr=False)
 
     def one_deeper(self, deadline: float | None) -> Caller:
         """This caller for a call nested in one of its own: one deeper, never past `deadline`.

@@ -27,8 +27,11 @@ from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
+from agentkernel.schemas.bounds import ValidationStopped
+from agentkernel.services.approvals import Approvals
 from agentkernel.services.memory import Record, run_journal, transcript
 from agentkernel.services.turn_leases import Run, TurnLeases
+from agentkernel.tools.dispatch import argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
@@ -209,25 +212,30 @@ class Kernel:
         return who
 
     def run_tool(
-        self, tool: str | ToolSpec, args: JSONValue, caller: Caller | Process | None = None
+        self,
+        tool: str | ToolSpec,
+        args: JSONValue,
+        caller: Caller | Process | None = None,
+        origin: str = "panel",
     ) -> ToolResult:
         """One tool call through the one dispatch path (DESIGN rule 6); every failure is in the result.
 
         `tool` is a name, or a spec from `load_spec` (a file outside the
         configured folders). No caller means the kernel itself: every tool,
-        no session, no scratch folder.
+        no session, no scratch folder. `origin`: where the call comes from,
+        as its hooks see it (S24.1; `panel`: a person ran it).
         """
         who = self._as_caller(caller)
         if isinstance(tool, ToolSpec):
-            return self._parts.dispatcher.call_spec(tool, args, who)
-        return self._parts.dispatcher.call(tool, args, who)
+            return self._parts.dispatcher.call_spec(tool, args, who, origin)
+        return self._parts.dispatcher.call(tool, args, who, origin)
 
     async def arun_tool(
-        self, name: str, args: JSONValue, caller: Caller | Process | None = None
+        self, name: str, args: JSONValue, caller: Caller | Process | None = None, origin: str = "panel"
     ) -> ToolResult:
         """`run_tool` from an event loop: the script runs on a worker of the kernel's script pool,
         in its user's queue (fair_pool.py, DESIGN rule 10)."""
-        return await self._parts.dispatcher.acall(name, args, self._as_caller(caller))
+        return await self._parts.dispatcher.acall(name, args, self._as_caller(caller), origin=origin)
 
     async def alist_tools(self, caller: Caller | Process | None = None) -> list[ToolSpec]:
         """`list_tools` from an event loop, on a small pool of its own shared fairly between users (one
@@ -363,6 +371,22 @@ class Kernel:
         """The store's turn leases: one turn per session at a time, across every process on
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases
+
+    def approvals(self) -> Approvals:
+        """The calls waiting for a person's decision and the users' rules (S24.4), every process's."""
+        return self._parts.approvals
+
+    def edit_problem(self, tool: str, args: JSONValue) -> str | None:
+        """Why `args` cannot be a decision's edit of a call of `tool`: they do not match its
+        `parameters` (checked as a call's are, S2.5), or the tool is gone; None when they can."""
+        spec = self._parts.tools.get(tool)
+        if spec is None:
+            return f"tool {tool!r} is not loaded now"
+        try:
+            problem = argument_problem(spec, args, time.monotonic() + self.config.limits.timeout_secs)
+        except ValidationStopped as exc:
+            return f"args: could not be validated: {exc}"
+        return None if problem is None else f"args: {problem}"
 
     def run(self, run_id: str) -> Run | None:
         """A run (S25.1): whose, in which session, whether it is still going and how it ended."""

@@ -53,7 +53,7 @@ def test_the_script_pool_settings_load_and_default(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("limts: {}\n", "unknown key 'limts' (allowed: cron, duckdb, files, http, limits, "),
+        ("limts: {}\n", "unknown key 'limts' (allowed: approvals, cron, duckdb, files, http, limits, "),
         ("limts: {}\n", "; did you mean 'limits'?"),
         ("limits:\n  timeout_secs: soon\n", "limits.timeout_secs: 'soon' is not of type 'number'"),
         ("scripts:\n  tools: config/x\n", "scripts.tools: 'config/x' is not of type 'array'"),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
 from agentkernel.agent.processes import Process
 from agentkernel.agent.resume import Prompt, Resumed, left_here, resumed
@@ -200,6 +201,7 @@ class AgentLoop:
         *,
         stream: bool = True,
         pool: FairPool | None = None,
+        gate: ApprovalGate | None = None,
     ) -> None:
         self.provider = provider
         self.dispatcher = dispatcher
@@ -212,7 +214,7 @@ class AgentLoop:
         # given one. A sub-agent's loop has a pool of its own, so a script waiting for it never
         # holds a worker the sub-agent needs.
         self.pool = pool or dispatcher.pool
-        self.tool_steps = ToolSteps(dispatcher, self.pool, self.steps)
+        self.tool_steps = ToolSteps(dispatcher, self.pool, self.steps, gate)
 
     async def _in_thread(self, caller: Caller, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` on a worker of this loop's pool, in `caller`'s user's queue (DESIGN rule 10)."""
@@ -290,7 +292,7 @@ class AgentLoop:
         tally = _Tally()
         if self.dispatcher.home is not None:
             self.dispatcher.home.adopt(asyncio.get_running_loop())
-        caller = process.caller(self.services)
+        caller = replace(process.caller(self.services), hooks=tuple(settings.hooks))
         prompt = run.prompt
         if prompt is None:  # the hooks had not finished (or had nothing to say): they are asked again
             message: JSONObject = {"role": "user", "content": run.text or ""}
@@ -328,7 +330,7 @@ class AgentLoop:
     ) -> LoopResult:
         if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
             self.dispatcher.home.adopt(asyncio.get_running_loop())
-        caller = process.caller(self.services)
+        caller = replace(process.caller(self.services), hooks=tuple(settings.hooks))
         if options.output_schema is not None:
             settings = replace(
                 settings,
@@ -563,7 +565,7 @@ class AgentLoop:
                 messages.append(ChatMessage.assistant(resumed.answer))
                 return resumed.answer, EndReason.JOB_DONE, messages
             asked_already = resumed.llm_calls
-            await self._run_pending(caller, resumed, messages, emit, stop)
+            await self._run_pending(caller, resumed, messages, emit, stop, _origin(process))
         for _ in range(settings.max_turns - asked_already):
             if process.terminated or left_here(stop):
                 return last_text, EndReason.TERMINATED, messages
@@ -609,7 +611,7 @@ class AgentLoop:
                 step = Step().add(Entry("assistant", "agent", answer, usage_meta(completion.usage)), shown)
                 await self._commit(caller, step, emit)
                 return answer, EndReason.JOB_DONE, messages
-            await self._run_tools(caller, completion, messages, emit, stop)
+            await self._run_tools(caller, completion, messages, emit, stop, _origin(process))
         await self._error(
             caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit, "max_turns"
         )
@@ -703,16 +705,23 @@ class AgentLoop:
         messages: list[ChatMessage],
         emit: Emit,
         stop: asyncio.Event,
+        origin: str,
     ) -> None:
         """The completion's tool calls, recorded then run (tool_steps.py)."""
-        await self.tool_steps.response(caller, completion, messages, emit, stop)
+        await self.tool_steps.response(caller, completion, messages, emit, stop, origin)
 
     async def _run_pending(
-        self, caller: Caller, resumed: Resumed, messages: list[ChatMessage], emit: Emit, stop: asyncio.Event
+        self,
+        caller: Caller,
+        resumed: Resumed,
+        messages: list[ChatMessage],
+        emit: Emit,
+        stop: asyncio.Event,
+        origin: str,
     ) -> None:
         """A resumed run's calls left without results (resume.py, tool_steps.py)."""
         if resumed.pending:
-            await self.tool_steps.calls(caller, resumed.pending, messages, emit, stop, resumed)
+            await self.tool_steps.calls(caller, resumed.pending, messages, emit, stop, resumed, origin=origin)
 
     def _keep_partial(self, caller: Caller, partial: str, messages: list[ChatMessage]) -> str | None:
         """The text of a stopped answer stays: the user saw it, and the model sees it next time."""
@@ -784,6 +793,11 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         shown = LoopEvent("error", {"message": text, "code": code})
         await self._commit(caller, Step().add(Entry("system", "error", text, {"code": code}), shown), emit)
+
+
+def _origin(process: Process) -> str:
+    """Where the loop's tool calls come from, as their hooks see it (S24.1)."""
+    return "subagent" if process.depth > 0 else "llm"
 
 
 def _hook_step(step: Step, records: Sequence[HookRecord]) -> Step:

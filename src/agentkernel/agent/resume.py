@@ -27,6 +27,9 @@ from agentkernel.ports import Record
 from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_CALL, KIND_TOOL_RESULT, chat_messages
 from agentkernel.types import JSONObject
 
+KIND_APPROVAL = "approval"
+"""A run's record of a call's approval asked (agent/tool_steps.py)."""
+
 MOST_TAKEOVERS = 3
 """A run whose process died this many times while it was being resumed is not resumed again: it ends
 `error` (a tool that kills its server would otherwise take every server down as it starts)."""
@@ -113,6 +116,7 @@ class Resumed:
     pending: tuple[ToolCall, ...] = ()
     started: str | None = None
     answer: str | None = None
+    asked: frozenset[str] = frozenset()  # calls whose approval is recorded (S24.4): not asked again
 
     def may_have_run(self, call: ToolCall) -> bool:
         """Whether a pending call had started (it and the pending ones before it): it may have run."""
@@ -129,6 +133,7 @@ def resumed(prompt: Prompt, records: Sequence[Record], started: str | None) -> R
     last_calls: list[ToolCall] = []
     answered: set[str] = set()
     previous_kind = ""
+    asked = frozenset(str(r.meta.get("id", "")) for r in records if r.kind == KIND_APPROVAL)
     for record in records:
         if record.kind == KIND_TOOL_CALL and not record.meta.get("client"):
             if previous_kind != KIND_TOOL_CALL:
@@ -163,7 +168,7 @@ def resumed(prompt: Prompt, records: Sequence[Record], started: str | None) -> R
             for r in records
             if r.kind == KIND_TOOL_RESULT and r.meta.get("id") in {c.id for c in done}
         )
-    return Resumed(prompt, steps, llm_calls, pending, started, answer)
+    return Resumed(prompt, steps, llm_calls, pending, started, answer, asked)
 
 
 __all__ = [

@@ -109,6 +109,11 @@ class StepWriter:
             log.exception("could not record a step (%s)", ", ".join(e.kind for e in step.entries))
         return None
 
+    def run_id(self) -> str | None:
+        """The run the steps are written for, when the transcript is a session's running turn's."""
+        run_id = getattr(self.transcript, "run_id", None)
+        return run_id if isinstance(run_id, str) else None
+
     async def commit(
         self,
         session_id: str | None,

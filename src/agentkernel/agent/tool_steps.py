@@ -12,16 +12,20 @@ but a call that may have run already runs again only when its tool says
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.resume import INTERRUPTED, HandedOff, Resumed, handing_off
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, usage_meta
 from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, Completion, ToolCall
 from agentkernel.ports import Entry
-from agentkernel.tools.dispatch import Dispatcher
+from agentkernel.services.approvals import Approval
+from agentkernel.tools.dispatch import Dispatcher, Vetted
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
@@ -37,10 +41,13 @@ MAX_RECORDED_VISUAL_BYTES = 200 * 1024
 class ToolSteps:
     """Runs a response's tool calls as steps of the run; see the module docstring."""
 
-    def __init__(self, dispatcher: Dispatcher, pool: FairPool, steps: StepWriter) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, pool: FairPool, steps: StepWriter, gate: ApprovalGate | None = None
+    ) -> None:
         self.dispatcher = dispatcher
         self.pool = pool  # where the calls run, shared fairly between users (the loop's)
         self.steps = steps
+        self.gate = gate  # where a call a person must approve waits (None: such a call is denied)
 
     async def response(
         self,
@@ -49,6 +56,7 @@ class ToolSteps:
         messages: list[ChatMessage],
         emit: Emit,
         stop: asyncio.Event,
+        origin: str = "llm",
     ) -> None:
         """The completion's tool calls in order, each result appended; after a stop, the rest are not run.
 
@@ -68,7 +76,7 @@ class ToolSteps:
             step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
         first = completion.tool_calls[0].id
         await self.steps.commit(caller.session_id, caller.user_id, step, emit, {"started_call": first})
-        await self.calls(caller, completion.tool_calls, messages, emit, stop, marked=first)
+        await self.calls(caller, completion.tool_calls, messages, emit, stop, marked=first, origin=origin)
 
     async def calls(
         self,
@@ -79,6 +87,7 @@ class ToolSteps:
         stop: asyncio.Event,
         resumed: Resumed | None = None,
         marked: str | None = None,
+        origin: str = "llm",
     ) -> None:
         """Run `calls` in order, each result appended; after a stop the rest are recorded as not run.
 
@@ -106,7 +115,10 @@ class ToolSteps:
             if resumed is not None and resumed.may_have_run(call) and not self._idempotent(call, caller):
                 result = await self._settled(caller, call, ToolResult.failure(INTERRUPTED), emit, following)
             else:
-                result = await self._tool_call(caller, call, emit, call.id == marked, following)
+                asked = resumed is not None and call.id in resumed.asked
+                result = await self._tool_call(
+                    caller, _Calling(call, origin, call.id == marked, following, asked), emit, stop
+                )
             marked = following
             messages.append(ChatMessage.tool(call.id, result.content, call.name))
         self.steps.write(caller.session_id, caller.user_id, not_run)
@@ -117,22 +129,69 @@ class ToolSteps:
         return spec is not None and spec.idempotent
 
     async def _tool_call(
-        self, caller: Caller, call: ToolCall, emit: Emit, marked: bool, following: str | None
+        self, caller: Caller, calling: _Calling, emit: Emit, stop: asyncio.Event
     ) -> ToolResult:
         """One tool call through the one dispatch path; bad arguments go back to the model.
 
         Its start is recorded before it runs (the run's `started_call`; by
         the step before it when `marked`), so a run resumed after a crash
-        knows the call may have had effects.
+        knows the call may have had effects. A call a person must approve
+        waits for the decision first (`_approved`).
         """
+        call = calling.call
         args, problem = _parse_arguments(call.arguments)
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            if not marked:
+            if not calling.marked:
                 self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
-            result = await self.dispatcher.acall(call.name, args, caller, self.pool)
-        return await self._settled(caller, call, result, emit, following)
+            vet = functools.partial(self.dispatcher.vet, call.name, args, caller, calling.origin, call.id)
+            found = await self.pool.run(caller.user_id, vet)
+            if isinstance(found, Vetted):
+                found = await self._approved(caller, found, emit, stop, calling.asked)
+            result = found
+        return await self._settled(caller, call, result, emit, calling.following)
+
+    async def _approved(
+        self, caller: Caller, vetted: Vetted, emit: Emit, stop: asyncio.Event, recorded: bool
+    ) -> ToolResult:
+        """The call run once a person approved it (S24.4), or its failed result saying why not.
+
+        While it waits the run is `waiting_approval` (its `waiting_call`) and
+        not `started_call`: a run resumed meanwhile asks again, and finds the
+        same approval in the store (`recorded`: its record is in the journal
+        already, from before the restart). The decision is recorded, then
+        the call runs, marked started, as any other.
+        """
+        call = vetted.call
+        if self.gate is None:
+            return ToolResult.failure(
+                f"tool {call.tool!r} not run: it needs a person's approval, and none can be asked here"
+            )
+        run_id = self.steps.run_id() or f"run-{call.id}"
+        asked = await self.pool.run(caller.user_id, functools.partial(self.gate.ask, vetted, caller, run_id))
+        decision = asked.decision
+        if decision is None:
+            assert asked.approval is not None
+            step = Step() if recorded else _asking(asked.approval)  # a resumed run's is recorded
+            await self.steps.commit(caller.session_id, caller.user_id, step, emit, _waiting(call.id))
+            decision = await self.gate.wait(asked.approval, stop)
+        if decision is None:  # stopped while it waited; a run handed off waits again where it goes on
+            if handing_off(stop):
+                raise HandedOff
+            self.steps.write(caller.session_id, caller.user_id, Step(), {"waiting_call": None})
+            return ToolResult.failure(NOT_RUN)
+        shown = LoopEvent(
+            "approval_decided", {"call_id": call.id, "approved": decision.approved, "reason": decision.reason}
+        )
+        meta: JSONObject = {"id": call.id, "tool": call.tool, "approved": decision.approved}
+        if decision.args is not None:
+            meta["args"] = decision.args
+        step = Step().add(Entry("system", "approval_decision", decision.reason, meta), shown)
+        started = {"waiting_call": None, "started_call": call.id if decision.approved else None}
+        await self.steps.commit(caller.session_id, caller.user_id, step, emit, started)
+        run = functools.partial(self.dispatcher.run_vetted, vetted, caller, decision)
+        return await self.pool.run(caller.user_id, run)
 
     async def _settled(
         self, caller: Caller, call: ToolCall, result: ToolResult, emit: Emit, following: str | None = None
@@ -141,9 +200,12 @@ class ToolSteps:
         `following` call started (`_calls`)."""
         shown = LoopEvent("tool_result", {"id": call.id, "name": call.name, **result.to_json()})
         blocks = (LoopEvent("visual", {"tool": call.name, "block": block}) for block in result.visual)
-        step = Step().add(
-            Entry("tool", "tool_result", result.content, _result_meta(call, result)), shown, *blocks
-        )
+        step = Step()
+        for role, kind, content, meta in result.hook_entries:  # the tool-call hooks' calls (S24)
+            step.add(Entry(role, kind, content, meta))
+        step.add(Entry("tool", "tool_result", result.content, _result_meta(call, result)), shown, *blocks)
+        for notice in result.notices:
+            step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
         for warning in result.warnings:
             said = LoopEvent("warning", {"tool": call.name, "message": warning})
             step.add(Entry("system", "warning", warning, {"tool": call.name}), said)
@@ -155,6 +217,38 @@ class ToolSteps:
             None if following is None else {"started_call": following},
         )
         return result
+
+
+@dataclass(frozen=True)
+class _Calling:
+    """One call of a response as it is about to be made: where from, and what the journal has of it."""
+
+    call: ToolCall
+    origin: str  # as its hooks see it (S24.1): `llm`, or `subagent` for a sub-agent's LLM
+    marked: bool  # marked started by the step before it
+    following: str | None  # the call its result's step marks started
+    asked: bool  # its approval is recorded in the run's journal already (a resumed run)
+
+
+def _waiting(call_id: str) -> dict[str, Any]:
+    """The run's columns while `call_id` waits: waiting on it, no call started."""
+    return {"waiting_call": call_id, "started_call": None}
+
+
+def _asking(approval: Approval) -> Step:
+    """The step that records an approval asked, and shows it: `approval_required` (S24.6)."""
+    call: JSONObject = {"id": approval.call_id, "tool": approval.tool, "args": approval.args}
+    shown = LoopEvent(
+        "approval_required",
+        {
+            "run_id": approval.run_id,
+            "call": call,
+            "question": approval.question,
+            "expires_at": approval.expires_at,
+        },
+    )
+    meta: JSONObject = {**call, "run_id": approval.run_id, "expires_at": approval.expires_at}
+    return Step().add(Entry("system", "approval", approval.question, meta), shown)
 
 
 def _result_meta(call: ToolCall, result: ToolResult) -> JSONObject:

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from agentkernel.config.approvals import APPROVALS_SCHEMA, ApprovalSettings, approval_settings
 from agentkernel.config.cron import CRON_SCHEMA, CronSettings, cron_settings
 from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
@@ -83,6 +84,7 @@ KERNEL_SCHEMA: Schema = {
         },
         "server": SERVER_SCHEMA,
         "cron": CRON_SCHEMA,
+        "approvals": APPROVALS_SCHEMA,
         **SECTIONS,
     },
 }
@@ -117,6 +119,7 @@ class KernelConfig:
     duckdb: DuckSettings = field(default_factory=DuckSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     cron: CronSettings = field(default_factory=CronSettings)
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -242,6 +245,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         duckdb=duck_settings(data.get("duckdb", {}), where),
         server=server_settings(data.get("server", {}), where),
         cron=cron_settings(data.get("cron", {}), root, where),
+        approvals=approval_settings(data.get("approvals", {}), where),
     )
 
 

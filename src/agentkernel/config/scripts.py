@@ -65,6 +65,8 @@ _TOOL_PROPERTIES: dict[str, Any] = {
     "ui": {"type": "object"},
     "warnings": {"type": "array", "items": _WARNING_RULE_SCHEMA},
     "idempotent": {"type": "boolean"},  # S25.3: a call cut short by a crash may run again
+    "approval": {"enum": ["always", "never"]},  # S24.4: every call waits for a person's decision
+    "approvers": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
     "tests": {},  # cases for `agentkernel tool test`, checked by testing/cases.py (not needed to load)
 }
 
@@ -167,6 +169,10 @@ class ToolSpec(ScriptSpec):
     # S25.3: a call that started but whose process died before its result was recorded runs again
     # only when its tool says so; otherwise the LLM is told it was interrupted
     idempotent: bool = False
+    # S24.4: `always`, each call waits for a person's decision first; who may decide besides the
+    # session's owner
+    approval: str = "never"
+    approvers: tuple[str, ...] = ()
 
     @cached_property
     def validator(self) -> Any:
@@ -360,6 +366,8 @@ def _tool_spec(
         warnings=rules,
         function=data.get("function"),
         idempotent=data.get("idempotent", False),
+        approval=data.get("approval", "never"),
+        approvers=tuple(data.get("approvers", ())),
     )
 
 

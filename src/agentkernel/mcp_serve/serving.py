@@ -28,6 +28,7 @@ This module imports the SDK: only the MCP commands and the lazily mounted
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Hashable
@@ -121,7 +122,7 @@ class ToolServer:
         self._kernel = kernel
         self._identify = identify
         self._seal = seal
-        self._run = run or kernel.arun_tool
+        self._run = run or functools.partial(kernel.arun_tool, origin="mcp_client")
         self._poll_secs = poll_secs
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)

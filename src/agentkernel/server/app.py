@@ -31,6 +31,7 @@ from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.resumer import RunResumer
 from agentkernel.server.routes import (
+    approvals,
     continuations,
     cron,
     files,
@@ -137,7 +138,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     app.state.sealing = sealing
     app.state.end_streams = mcp.end_streams  # serving.py calls it when shutdown begins
     failures.install(app, chosen.max_body_bytes)
-    for area in (health, sessions, runs, tools, continuations, openai, files, cron, memory, llm):
+    for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))

@@ -169,7 +169,7 @@ def run_continuation(
     caller = None if found is None else _owner_caller(kernel, found)
     if found is None or caller is None:
         return None
-    return _sealed(kernel.run_tool(found.tool, found.args, caller), store, found, seal_more)
+    return _sealed(kernel.run_tool(found.tool, found.args, caller, "continuation"), store, found, seal_more)
 
 
 async def arun_continuation(

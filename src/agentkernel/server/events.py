@@ -124,6 +124,14 @@ def record_event(record: Record) -> StreamEvent | None:
         data = {"message": record.content, **({"code": meta["code"]} if "code" in meta else {})}
     elif kind == "end":
         data = {"reason": record.content}
+    elif kind == "approval":
+        call = {"id": meta.get("id"), "tool": meta.get("tool"), "args": meta.get("args")}
+        data = {"run_id": meta.get("run_id"), "call": call, "question": record.content}
+        data["expires_at"] = meta.get("expires_at")
+        kind = "approval_required"
+    elif kind == "approval_decision":
+        data = {"call_id": meta.get("id"), "approved": meta.get("approved") is True, "reason": record.content}
+        kind = "approval_decided"
     else:
         return None
     return StreamEvent(_RENAMED.get(kind, kind), data, record.id)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import uuid
@@ -174,7 +175,10 @@ class McpEndpoint:
         try:
             serving = await asyncio.to_thread(importlib.import_module, "agentkernel.mcp_serve.serving")
             tools: ToolServer = serving.ToolServer(
-                self._parts.kernel, identify, seal=self._seal, run=self._parts.tool_runs.run
+                self._parts.kernel,
+                identify,
+                seal=self._seal,
+                run=functools.partial(self._parts.tool_runs.run, origin="mcp_client"),
             )
             self._tools = tools
             manager = _session_manager(tools, self._parts.settings)

@@ -96,12 +96,14 @@ class ToolRuns:
         """The block is one of `user_id`'s tool runs (TooManyToolRuns before it starts when it may not)."""
         return self._work.aheld(user_id, self.cap, TooManyToolRuns)
 
-    async def run(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+    async def run(self, name: str, args: JSONValue, caller: Caller, origin: str = "panel") -> ToolResult:
         """The tool run as one of the caller's, `counted` and then as `run_budgeted` runs it."""
         async with self.counted(caller.user_id or LOCAL_USER):
-            return await self.run_budgeted(name, args, caller)
+            return await self.run_budgeted(name, args, caller, origin)
 
-    async def run_budgeted(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+    async def run_budgeted(
+        self, name: str, args: JSONValue, caller: Caller, origin: str = "panel"
+    ) -> ToolResult:
         """The tool run as a process of its own, spending the budget the module docstring says.
 
         The process (and any sub-agent of it) ends with the run. A request
@@ -110,11 +112,12 @@ class ToolRuns:
         cannot be stopped from here, so it holds its slot until it ends (at
         its `timeout_secs` at the latest), and no process is left behind.
         """
-        return await to_the_end(self._run(name, args, caller))
+        return await to_the_end(self._run(name, args, caller, origin))
 
-    async def _run(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+    async def _run(self, name: str, args: JSONValue, caller: Caller, origin: str) -> ToolResult:
         async with self._process(caller, caller.user_id or LOCAL_USER) as process:
-            return await self._kernel.arun_tool(name, args, replace(caller, pid=process.pid, process=process))
+            ran = replace(caller, pid=process.pid, process=process)
+            return await self._kernel.arun_tool(name, args, ran, origin)
 
     @contextlib.asynccontextmanager
     async def _process(self, caller: Caller, user: str) -> AsyncIterator[Process]:

@@ -48,7 +48,7 @@ BUSY_TIMEOUT_SECS = 10.0
 RUNNING, ENDED = "running", "ended"
 
 _SCHEMA = Schema(
-    version=2,
+    version=3,
     upgrades={
         1: (
             f"""CREATE TABLE {TABLE} (
@@ -86,10 +86,13 @@ _SCHEMA = Schema(
             # a stop asked on any process: the holder sees it and stops its turn
             f"ALTER TABLE {TABLE} ADD COLUMN stop_asked INTEGER NOT NULL DEFAULT 0",
         ),
+        # a run waiting for a person's decision on a call (S24.4): still its session's, not counted
+        # as one of its user's running turns
+        3: (f"ALTER TABLE {RUNS} ADD COLUMN waiting_call TEXT",),
     },
     too_new=lambda found: AgentKernelError(
         f"the turn leases in the message store have schema version {found}, "
-        "newer than this agentkernel knows (2)"
+        "newer than this agentkernel knows (3)"
     ),
     version_table=f"{TABLE}_schema",
 )
@@ -132,6 +135,7 @@ class Run:
     damaged: str | None = None  # why the row cannot be resumed as it is (a column not as written)
     taken_over: int = 0  # how many times a process took it over from a dead one (this time included)
     template: str = ""
+    waiting_call: str | None = None  # the call it waits on a person's decision for (S24.4)
 
     @property
     def running(self) -> bool:
@@ -142,7 +146,7 @@ class Run:
         return {
             "id": self.id,
             "session_id": self.session_id,
-            "status": self.status,
+            "status": "waiting_approval" if self.running and self.waiting_call else self.status,
             "reason": self.reason,
             "created_at": self.created_at,
             "ended_at": self.ended_at,
@@ -242,9 +246,7 @@ class TurnLeases(SqliteStore):
             if row is not None and row[0] > now:
                 raise SessionLeased(session_id)
             if most_per_user is not None:
-                (running,) = conn.execute(
-                    f"SELECT count(*) FROM {TABLE} WHERE user_id = ? AND expires_at > ?", (user_id, now)
-                ).fetchone()
+                (running,) = conn.execute(_COUNTED, (user_id, now)).fetchone()
                 if running >= most_per_user:
                     raise UserAtCap(user_id, running)
             self._hold(conn, lease, now)
@@ -379,16 +381,21 @@ class TurnLeases(SqliteStore):
 
     def running(self, user_id: str) -> int:
         """How many live leases `user_id` holds, every process's."""
-        rows = self._read(
-            f"SELECT count(*) FROM {TABLE} WHERE user_id = ? AND expires_at > ?", (user_id, time.time())
-        )
+        rows = self._read(_COUNTED, (user_id, time.time()))
         return int(rows[0][0])
 
 
 _RUN_FIELDS = (
     "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
-    "created_at, ended_at, taken_over, template"
+    "created_at, ended_at, taken_over, template, waiting_call"
 )
+
+_COUNTED = (
+    f"SELECT count(*) FROM {TABLE} AS lease WHERE user_id = ? AND expires_at > ? AND NOT EXISTS "
+    f"(SELECT 1 FROM {RUNS} WHERE session_id = lease.session_id AND status = '{RUNNING}' "
+    "AND waiting_call IS NOT NULL)"
+)
+"""A user's running turns: live leases, less the runs waiting for a person (S24.4)."""
 
 
 def _taken_over(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
@@ -430,6 +437,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         damaged,
         int(row[13]),
         str(row[14]),
+        row[15],
     )
 
 

@@ -1,9 +1,18 @@
-"""The one path every tool call takes (DESIGN rule 6).
+"""The one path every tool call takes (DESIGN rule 6, S24.5).
 
-An LLM's tool call, a script's `call_tool` and a continuation all come here:
-look the tool up, check access, validate the arguments, run the script with
-its limits, normalise the result, apply warnings and truncation, record it
-in the session's history. Nothing escapes as an exception.
+An LLM's tool call, a script's `call_tool`, a sub-agent's, an MCP client's,
+the tools panel's and a continuation all come here: look the tool up, check
+access, ask the caller's `before_tool_call` hooks (deny, new arguments, a
+question for a person), validate the arguments, wait for a person's
+decision when the tool's YAML says `approval: always` or a hook asked, run
+the script with its limits, normalise the result, apply warnings and
+truncation, let `after_tool_call` hooks replace it, record it in the
+session's history. Nothing escapes as an exception.
+
+The agent loop takes the call in two parts when a person must decide
+(`vet`, then `run_vetted`): its run waits for the decision journaled, across
+restarts (agent/approvals.py). Every other path waits here, blocking, by
+its caller's deadline (`ApprovalDesk`).
 """
 
 from __future__ import annotations
@@ -12,6 +21,8 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from agentkernel.config import CallBudget, KernelLimits, ToolSpec, describe_validation_error
 from agentkernel.errors import ScriptError, ScriptLimitError
@@ -20,6 +31,7 @@ from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
+from agentkernel.tools.call_guard import CallGuard, Entries, ToolCallFacts
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker, run_python_tool
@@ -88,6 +100,38 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
+@dataclass(frozen=True)
+class Vetted:
+    """A call its hooks let through, its arguments valid: to run now, or once a person decides (`ask`)."""
+
+    spec: ToolSpec
+    call: ToolCallFacts  # with the arguments to run with (a hook's `replace_args` applied)
+    ask: str | None = None  # the question for a person (a hook's `ask`, or the tool's `approval: always`)
+    notices: tuple[str, ...] = ()
+    entries: Entries = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A person's decision on a call (S24.4): run it (with `args`, an edit's, else its own), or not."""
+
+    approved: bool
+    args: JSONValue = None
+    reason: str = ""
+
+
+class ApprovalDesk(Protocol):
+    """Where a call waits for a person off the agent loop (a script's `call_tool`, the tools panel, an
+    MCP client…): the decision, or a denial saying why none came, by `caller.deadline` at the latest."""
+
+    def decide(self, vetted: Vetted, caller: Caller) -> Decision: ...
+
+
+def approval_question(spec: ToolSpec) -> str:
+    """The question a tool whose YAML says `approval: always` asks, when no hook asked its own."""
+    return f"Run the tool {spec.name!r} with these arguments?"
+
+
 class Dispatcher:
     """Runs tools for callers; every outcome, even a kernel bug, is a ToolResult."""
 
@@ -101,6 +145,8 @@ class Dispatcher:
         *,
         pool: FairPool,
         home: KernelLoop | None = None,
+        guard: CallGuard | None = None,
+        desk: ApprovalDesk | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
@@ -109,24 +155,48 @@ class Dispatcher:
         self.workers = workers  # the processes python_tool built-ins do their work in
         self.pool = pool  # where asynchronous calls run, shared fairly between users
         self.home = home  # told which event loop runs the kernel's async work (services/kernel_loop.py)
+        self.guard = guard  # the callers' tool-call hooks (S24.1); None: no hooks run
+        self.desk = desk  # where a call off the agent loop waits for a person (None: it is denied)
 
-    def call(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
-        """Dispatch a registered tool synchronously (scripts are sync: DESIGN rule 7)."""
-        return self._protected(name, lambda: self._dispatch(name, args, caller), caller)
+    def call(
+        self, name: str, args: JSONValue, caller: Caller, origin: str = "call_tool", call_id: str = ""
+    ) -> ToolResult:
+        """Dispatch a registered tool synchronously (scripts are sync: DESIGN rule 7); a call a person
+        must approve waits for the decision at the desk."""
+        facts = ToolCallFacts(call_id, name, args, origin)
+        return self._protected(name, lambda: self._decided(self._vet(name, facts, caller), caller), caller)
 
-    def call_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+    def call_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller, origin: str = "panel") -> ToolResult:
         """Dispatch a tool loaded from a file outside the registry (`tool run PATH.yaml`)."""
-        return self._protected(spec.name, lambda: self._dispatch_spec(spec, args, caller), caller)
+        facts = ToolCallFacts("", spec.name, args, origin)
+        return self._protected(
+            spec.name, lambda: self._decided(self._vet_spec(spec, facts, caller), caller), caller
+        )
+
+    def vet(
+        self, name: str, args: JSONValue, caller: Caller, origin: str, call_id: str
+    ) -> ToolResult | Vetted:
+        """The first part of a call the agent loop makes: its failure, or it vetted. A vetted call
+        that needs no person is run at once (one hop for the usual case); otherwise it is returned for
+        the loop to wait on, journaled, and run with `run_vetted`."""
+        facts = ToolCallFacts(call_id, name, args, origin)
+        found = self._safely(name, lambda: self._vet(name, facts, caller))
+        if isinstance(found, Vetted) and found.ask is None:
+            return self.run_vetted(found, caller)
+        if isinstance(found, ToolResult):
+            self.history.record(caller, name, found)
+        return found
+
+    def run_vetted(self, vetted: Vetted, caller: Caller, decision: Decision | None = None) -> ToolResult:
+        """Run a vetted call (after a person's `decision`, when one was asked): an edit's arguments are
+        validated again; a denial is the call's failed result, with the reason."""
+        name = vetted.spec.name
+        return self._protected(name, lambda: self._decided(vetted, caller, decision), caller)
 
     def _protected(self, name: str, dispatch: Callable[[], ToolResult], caller: Caller) -> ToolResult:
         started = time.perf_counter()
-        try:
-            result = dispatch()
-        except Exception as exc:  # crash protection: a kernel bug must not end the turn
-            log.exception("tool %s crashed in the kernel", name)
-            result = ToolResult.failure(
-                f"tool {name!r} failed inside the kernel: {type(exc).__name__}: {exc}"
-            )
+        result = self._safely(name, dispatch)
+        assert isinstance(result, ToolResult)
         self.history.record(caller, name, result)
         log.debug(
             "tool %s: success=%s in %.2f ms",
@@ -136,8 +206,21 @@ class Dispatcher:
         )
         return result
 
+    @staticmethod
+    def _safely(name: str, dispatch: Callable[[], ToolResult | Vetted]) -> ToolResult | Vetted:
+        try:
+            return dispatch()
+        except Exception as exc:  # crash protection: a kernel bug must not end the turn
+            log.exception("tool %s crashed in the kernel", name)
+            return ToolResult.failure(f"tool {name!r} failed inside the kernel: {type(exc).__name__}: {exc}")
+
     async def acall(
-        self, name: str, args: JSONValue, caller: Caller, pool: FairPool | None = None
+        self,
+        name: str,
+        args: JSONValue,
+        caller: Caller,
+        pool: FairPool | None = None,
+        origin: str = "call_tool",
     ) -> ToolResult:
         """Dispatch from the event loop on a worker (S21.3): `pool`, else the dispatcher's.
 
@@ -148,9 +231,11 @@ class Dispatcher:
 
         if self.home is not None:
             self.home.adopt(asyncio.get_running_loop())
-        return await (pool or self.pool).run(caller.user_id, functools.partial(self.call, name, args, caller))
+        return await (pool or self.pool).run(
+            caller.user_id, functools.partial(self.call, name, args, caller, origin)
+        )
 
-    def _dispatch(self, name: str, args: JSONValue, caller: Caller) -> ToolResult:
+    def _vet(self, name: str, facts: ToolCallFacts, caller: Caller) -> ToolResult | Vetted:
         spec = self.registry.get(name, caller)
         if spec is None:
             reason = self.registry.unavailable(name, caller)
@@ -159,23 +244,73 @@ class Dispatcher:
             spec = self.registry.get(name, caller) if reason is None else None
             if spec is None:
                 return ToolResult.failure(reason or f"unknown tool {name!r}")
-        return self._dispatch_spec(spec, args, caller)
+        return self._vet_spec(spec, facts, caller)
 
-    def _dispatch_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> ToolResult:
+    def _vet_spec(self, spec: ToolSpec, facts: ToolCallFacts, caller: Caller) -> ToolResult | Vetted:
+        """Access, the `before_tool_call` hooks, the arguments (after any hook replaced them), and
+        whether a person must decide first."""
         name = spec.name
         refusal = depth_refusal(name, caller, self.limits) or self.registry.access.refusal(caller, spec)
         if refusal is not None:
             return ToolResult.failure(refusal)
-        budget = self._budget(spec, caller)
-        try:
-            problem = argument_problem(spec, args, budget.deadline)
-        except ValidationStopped as exc:
-            return ToolResult.failure(f"tool {name!r} not run: its arguments could not be validated: {exc}")
+        if isinstance(spec, OutsideToolSpec):  # a consumed MCP server's tool, whoever asked for it
+            facts = replace(facts, origin="outside_mcp")
+        ask: str | None = None
+        notices: tuple[str, ...] = ()
+        entries: Entries = ()
+        if self.guard is not None and self.guard.watches(caller):
+            before = self.guard.before(facts, caller)
+            notices, entries = before.notices, before.entries
+            if before.deny is not None:
+                return _hooked(self._failed(spec, before.deny), notices, entries)
+            facts, ask = replace(facts, args=before.args), before.ask
+        problem = self._argument_problem(spec, facts.args, caller)
         if problem is not None:
-            result = ToolResult.failure(f"invalid arguments for {name}: {problem}")
-        else:
-            result = self._run(spec, args, caller, budget)
-        return finish(result, spec.warnings, self.limits)
+            return _hooked(self._failed(spec, problem), notices, entries)
+        if ask is None and spec.approval == "always":
+            ask = approval_question(spec)
+        return Vetted(spec, facts, ask, notices, entries)
+
+    def _failed(self, spec: ToolSpec, message: str) -> ToolResult:
+        """A call of `spec` that did not run, its `warnings:` rules applied (S5) as to any failure."""
+        return finish(ToolResult.failure(message), spec.warnings, self.limits)
+
+    def _argument_problem(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> str | None:
+        try:
+            problem = argument_problem(spec, args, self._budget(spec, caller).deadline)
+        except ValidationStopped as exc:
+            return f"tool {spec.name!r} not run: its arguments could not be validated: {exc}"
+        return None if problem is None else f"invalid arguments for {spec.name}: {problem}"
+
+    def _decided(
+        self, vetted: ToolResult | Vetted, caller: Caller, decision: Decision | None = None
+    ) -> ToolResult:
+        """A vetted call run (asked of the desk first when a person must decide and nobody has)."""
+        if isinstance(vetted, ToolResult):
+            return vetted
+        if vetted.ask is not None and decision is None:
+            decision = (
+                self.desk.decide(vetted, caller)
+                if self.desk is not None
+                else Decision(False, reason="it needs a person's approval, and nobody can be asked here")
+            )
+        spec, facts = vetted.spec, vetted.call
+        if decision is not None and not decision.approved:
+            refused = self._failed(spec, f"tool {spec.name!r} not run: denied: {decision.reason}")
+            return _hooked(refused, vetted.notices, vetted.entries)
+        if decision is not None and decision.args is not None and decision.args != facts.args:
+            facts = replace(facts, args=decision.args)
+            problem = self._argument_problem(spec, facts.args, caller)
+            if problem is not None:
+                return _hooked(self._failed(spec, problem), vetted.notices, vetted.entries)
+        result = finish(
+            self._run(spec, facts.args, caller, self._budget(spec, caller)), spec.warnings, self.limits
+        )
+        result = _hooked(result, vetted.notices, vetted.entries)
+        if self.guard is None or not self.guard.watches(caller):
+            return result
+        after = self.guard.after(facts, result, caller)
+        return _hooked(after.result, after.notices, after.entries)
 
     def _budget(self, spec: ToolSpec, caller: Caller) -> CallBudget:
         """The call's limits and deadline, starting now; a nested call's within its caller's."""
@@ -211,4 +346,22 @@ class Dispatcher:
         )
 
 
-__all__ = ["Dispatcher", "argument_problem", "depth_refusal", "nested_memory_bytes", "nested_stack_bytes"]
+def _hooked(result: ToolResult, notices: tuple[str, ...], entries: Entries) -> ToolResult:
+    """`result` carrying what the hooks said of its call (recorded and shown with it)."""
+    if notices or entries:
+        result.notices.extend(notices)
+        result.hook_entries.extend(entries)
+    return result
+
+
+__all__ = [
+    "ApprovalDesk",
+    "Decision",
+    "Dispatcher",
+    "Vetted",
+    "approval_question",
+    "argument_problem",
+    "depth_refusal",
+    "nested_memory_bytes",
+    "nested_stack_bytes",
+]

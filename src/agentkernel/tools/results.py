@@ -39,6 +39,12 @@ class ToolResult:
     warnings: list[str] = field(default_factory=list)
     data: JSONValue = None
     content_cut: bool = field(default=False, compare=False, repr=False)  # already cut, with its note
+    # what the tool-call hooks said of the call (S24): their notices for the user, and their calls as
+    # transcript entries `(role, kind, content, meta)`, recorded with the result
+    notices: list[str] = field(default_factory=list, compare=False, repr=False)
+    hook_entries: list[tuple[str, str, str, JSONObject]] = field(
+        default_factory=list, compare=False, repr=False
+    )
 
     @classmethod
     def failure(cls, message: str) -> ToolResult:

@@ -1,0 +1,226 @@
+"""A call a person must approve (S24.4, S24.6): the run waits, journaled; a decision lets it go on.
+
+Real uvicorn (LiveServer) and the scripted LLM. A tool whose YAML says
+`approval: always` pauses its run: the stream shows `approval_required`,
+`GET /v1/approvals` lists it, `POST /v1/runs/{run}/approvals/{call}`
+decides — approve, deny (the LLM sees the reason), edit (new arguments,
+validated) — exactly once; another user gets 404. Nothing waits on time:
+on the stream's events and the store.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+from agentkernel.config.server import token_hash
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.server.conftest import LiveServer, make_project, script_tool, sse_frames, write
+from tests.server.test_turns_across_processes import asked
+
+ALICE, BOB, CAROL = (
+    {"Authorization": "Bearer alice-token"},
+    {"Authorization": "Bearer bob-token"},
+    {"Authorization": "Bearer carol-token"},
+)
+TOKENS = "".join(f"    {token_hash(name + '-token')}: {name}\n" for name in ("alice", "bob", "carol"))
+SEND = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+
+
+@pytest.fixture
+def project(tmp_path: Path, llm_server: FakeLLMServer) -> Path:
+    make_project(tmp_path, llm_server, f"server:\n  tokens:\n{TOKENS}")
+    tools = tmp_path / "config" / "scripts" / "tools"
+    script_tool(
+        tools,
+        "send",
+        "function run(args) { return 'sent to ' + args.to; }",
+        parameters=SEND,
+        approval="always",
+        approvers=["carol"],
+    )
+    write(
+        tmp_path / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: Test.\ntools: [upper, send]\nmax_turns: 4\n",
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def live(project: Path) -> Iterator[LiveServer]:
+    with LiveServer(Kernel(load_kernel_config(project / "config" / "kernel.yaml"))) as server:
+        yield server
+
+
+class Turn:
+    """A message's stream read on a thread of its own: its frames as they come, and when each kind came."""
+
+    def __init__(self, client: httpx.Client, session: str, text: str) -> None:
+        self.frames: list[tuple[str, int | None, Any]] = []
+        self.seen = threading.Condition()
+        self.status = 0
+        self._thread = threading.Thread(target=self._read, args=(client, session, text), daemon=True)
+        self._thread.start()
+
+    def _read(self, client: httpx.Client, session: str, text: str) -> None:
+        url = f"/v1/sessions/{session}/messages"
+        with client.stream("POST", url, json={"content": text}, headers=ALICE) as stream:
+            self.status = stream.status_code
+            buffer = ""
+            for chunk in stream.iter_text():
+                buffer += chunk
+                *whole, buffer = buffer.split("\n\n")
+                with self.seen:
+                    for frame in whole:
+                        self.frames.extend(sse_frames(frame + "\n\n"))
+                    self.seen.notify_all()
+
+    def wait_for(self, kind: str) -> Any:
+        with self.seen:
+            assert self.seen.wait_for(lambda: any(f[0] == kind for f in self.frames), timeout=60), self.frames
+            return next(f[2] for f in self.frames if f[0] == kind)
+
+    def events(self) -> list[tuple[str, Any]]:
+        self._thread.join(60)
+        return [(kind, data) for kind, _, data in self.frames if kind not in ("run", "token")]
+
+
+def new_session(client: httpx.Client) -> str:
+    made = client.post("/v1/sessions", json={"template": "tester"}, headers=ALICE)
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+def tool_messages(llm_server: FakeLLMServer, index: int) -> list[str]:
+    body = asked(llm_server)[index]
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def send_call(llm_server: FakeLLMServer, to: str = "bob", answer: str = "done") -> None:
+    call = FakeToolCall("send", json.dumps({"to": to}), "c1")
+    llm_server.add(Reply(tool_calls=(call,)), Reply(text=answer))
+
+
+def decide(client: httpx.Client, run: str, headers: dict[str, str], **body: Any) -> httpx.Response:
+    return client.post(f"/v1/runs/{run}/approvals/c1", json=body, headers=headers)
+
+
+def test_an_approved_call_runs_once_its_owner_approves(live: LiveServer, llm_server: FakeLLMServer) -> None:
+    send_call(llm_server)
+    with live.client() as client:
+        turn = Turn(client, new_session(client), "send it")
+        required = turn.wait_for("approval_required")
+        run = required["run_id"]
+        assert required["call"] == {"id": "c1", "tool": "send", "args": {"to": "bob"}}
+        assert required["question"] == "Run the tool 'send' with these arguments?"
+        assert client.get(f"/v1/runs/{run}", headers=ALICE).json()["status"] == "waiting_approval"
+        listed = client.get("/v1/approvals", headers=ALICE).json()["approvals"]
+        assert [(a["run_id"], a["call"]["id"]) for a in listed] == [(run, "c1")]
+        assert len(asked(llm_server)) == 1  # nothing goes on before the decision
+        answer = decide(client, run, ALICE, decision="approve")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "approved"
+        events = turn.events()
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["tool_call", "approval_required", "approval_decided", "tool_result", "reply", "done"]
+    assert dict(events)["tool_result"]["content"] == "sent to bob"
+    assert tool_messages(llm_server, 1) == ["sent to bob"]
+    with live.client() as client:
+        assert client.get("/v1/approvals", headers=ALICE).json()["approvals"] == []
+        assert decide(client, run, ALICE, decision="approve").status_code == 409  # decided once
+        assert client.get(f"/v1/runs/{run}", headers=ALICE).json()["status"] == "ended"
+
+
+def test_a_denied_call_does_not_run_and_the_llm_reads_why(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    send_call(llm_server, answer="I did not send it")
+    with live.client() as client:
+        turn = Turn(client, new_session(client), "send it")
+        run = turn.wait_for("approval_required")["run_id"]
+        assert decide(client, run, BOB, decision="deny").status_code == 404  # not bob's to decide
+        denied = decide(client, run, ALICE, decision="deny", reason="not to bob, ever")
+        assert denied.status_code == 200, denied.text
+        events = dict(turn.events())
+    assert events["tool_result"]["success"] is False
+    assert tool_messages(llm_server, 1) == ["tool 'send' not run: denied: denied by alice: not to bob, ever"]
+    assert events["reply"]["content"] == "I did not send it"
+
+
+def test_an_edit_runs_the_call_with_the_new_arguments_once_they_validate(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    send_call(llm_server)
+    with live.client() as client:
+        turn = Turn(client, new_session(client), "send it")
+        run = turn.wait_for("approval_required")["run_id"]
+        wrong = decide(client, run, ALICE, decision="edit", args={"to": 5})
+        assert wrong.status_code == 422 and "to" in wrong.json()["detail"], wrong.text
+        assert decide(client, run, ALICE, decision="edit").status_code == 422  # an edit needs args
+        edited = decide(client, run, ALICE, decision="edit", args={"to": "carol"})
+        assert edited.status_code == 200, edited.text
+        events = dict(turn.events())
+    assert events["tool_result"]["content"] == "sent to carol"
+
+
+def test_a_named_approver_may_decide_and_a_remembered_approval_asks_no_more(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    send_call(llm_server)
+    with live.client() as client:
+        session = new_session(client)
+        turn = Turn(client, session, "send it")
+        run = turn.wait_for("approval_required")["run_id"]
+        assert [a["call"]["id"] for a in client.get("/v1/approvals", headers=CAROL).json()["approvals"]] == [
+            "c1"
+        ]
+        assert client.get("/v1/approvals", headers=BOB).json()["approvals"] == []
+        assert decide(client, run, CAROL, decision="approve", remember=True).status_code == 200
+        assert dict(turn.events())["tool_result"]["content"] == "sent to bob"
+        rules = client.get("/v1/approval-rules", headers=ALICE).json()["rules"]
+        assert [(r["tool"], r["template"]) for r in rules] == [("send", "tester")]
+        send_call(llm_server, to="dan")
+        again = Turn(client, session, "and to dan")
+        allowed = again.events()  # by the rule, at once: the decision is recorded, saying so
+        assert [k for k, _ in allowed] == ["tool_call", "approval_decided", "tool_result", "reply", "done"]
+        assert dict(allowed)["approval_decided"]["reason"] == "allowed by a rule the user made"
+        assert client.delete(f"/v1/approval-rules/{rules[0]['id']}", headers=BOB).status_code == 404
+        assert client.delete(f"/v1/approval-rules/{rules[0]['id']}", headers=ALICE).status_code == 204
+        send_call(llm_server, to="eve")
+        third = Turn(client, session, "and to eve")
+        run = third.wait_for("approval_required")["run_id"]  # asks again once the rule is gone
+        assert decide(client, run, ALICE, decision="approve").status_code == 200
+        third.events()
+
+
+def test_a_session_whose_run_waits_refuses_another_message_and_its_user_may_start_others(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    """The run keeps its session (409), but it is not one of its user's running turns: a person may
+    take a day to decide, and the user chats on meanwhile."""
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text().replace("server:\n", "server:\n  max_running_turns_per_user: 1\n")
+    )
+    send_call(llm_server)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live, live.client() as client:
+        session = new_session(client)
+        turn = Turn(client, session, "send it")
+        run = turn.wait_for("approval_required")["run_id"]
+        busy = client.post(f"/v1/sessions/{session}/messages", json={"content": "again"}, headers=ALICE)
+        assert busy.status_code == 409, busy.text
+        llm_server.add(Reply(text="meanwhile"))
+        other = client.post(
+            f"/v1/sessions/{new_session(client)}/messages", json={"content": "hi"}, headers=ALICE
+        )
+        assert other.status_code == 200, other.text
+        assert decide(client, run, ALICE, decision="approve").status_code == 200
+        turn.events()
