@@ -326,12 +326,12 @@ class HookPipeline:
         turn: TurnFacts | None = None,
         earlier: bool | None = None,
         *,
-        max_chars: int | None = None,
+        given_chars: int = 0,
     ) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception.
 
-        Its return may have at most `max_chars` characters of JSON
-        (`limits.max_result_chars` by default).
+        Its return may have at most `limits.max_result_chars` characters of
+        JSON, plus `given_chars` (`_given_chars`: what an S24 hook was given).
         """
         call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
         ctx = hook_ctx(caller, spec, turn, earlier)
@@ -344,9 +344,12 @@ class HookPipeline:
         except Exception as exc:  # a kernel bug inside a hook call must not end the turn either
             log.exception("hook %s.%s crashed in the kernel", spec.name, event)
             return HookRecord(spec.name, event, error=f"internal error: {type(exc).__name__}: {exc}")
-        kept = received(
-            None if isinstance(value, NoValue) else value, max_chars or self.limits.max_result_chars
+        base = self.limits.max_result_chars
+        setting = (
+            f"max_result_chars, {base:,} more than the {given_chars:,} it was given" if given_chars else ""
         )
+        returned = None if isinstance(value, NoValue) else value
+        kept = received(returned, base + given_chars, setting or "max_result_chars")
         if kept.problem is not None:
             log.warning("hook %s.%s: %s", spec.name, event, kept.problem)
             return HookRecord(spec.name, event, error=kept.problem)
@@ -377,13 +380,14 @@ class HookPipeline:
         chosen = [spec for spec, failure in lineup if failure is None]
         return chosen, [failure for _, failure in lineup if failure is not None]
 
-    def _verdict_chars(self, given: JSONValue) -> int:
-        """How big an S24 verdict may be: `max_result_chars` more than what the hook was given.
+    @staticmethod
+    def _given_chars(given: JSONValue) -> int:
+        """The JSON size of what an S24 hook was given: its verdict may be `max_result_chars` more.
 
         A hook that scrubs a long conversation or a big result returns about
         as much as it got; one that returns megabytes more is refused.
         """
-        return self.limits.max_result_chars + (json_length(given, sys.maxsize) or 0)
+        return json_length(given, sys.maxsize) or 0
 
     # -- S7's three events --------------------------------------------------------------------
 
@@ -456,7 +460,7 @@ class HookPipeline:
         outcome = ToolCallVerdicts(args=dict(given_args) if isinstance(given_args, dict) else {})
         for spec, failure in self._lineup(hooks, event, caller):
             shown = {**call, "args": outcome.args}
-            record = failure or self.call(spec, event, caller, [shown], max_chars=self._verdict_chars(shown))
+            record = failure or self.call(spec, event, caller, [shown], given_chars=self._given_chars(shown))
             outcome.records.append(record)
             if record.error is not None:
                 if self._fails_closed(spec, outcome, record.error):
@@ -465,7 +469,7 @@ class HookPipeline:
             verdict = parse_before_tool_call(record.result)
             problems = [self._problem(spec, event, problem) for problem in verdict.problems]
             outcome.records.extend(problems)
-            if problems and self._fails_closed(spec, outcome, str(problems[0].error)):
+            if problems and self._fails_closed(spec, outcome, f"a malformed verdict: {verdict.problems[0]}"):
                 break
             if verdict.notice is not None:
                 outcome.notices.append(verdict.notice)
@@ -500,7 +504,7 @@ class HookPipeline:
         participants, outcome.records = self._participants(hooks, event, caller)
         for spec in participants:
             given: list[JSONValue] = [call, outcome.result]
-            record = self.call(spec, event, caller, given, max_chars=self._verdict_chars(given))
+            record = self.call(spec, event, caller, given, given_chars=self._given_chars(given))
             outcome.records.append(record)
             if record.failed:
                 continue
@@ -532,7 +536,7 @@ class HookPipeline:
         participants, outcome.records = self._participants(hooks, event, caller)
         for spec in participants:
             shown: JSONObject = {**request, "messages": list(messages)}
-            record = self.call(spec, event, caller, [shown], max_chars=self._verdict_chars(shown))
+            record = self.call(spec, event, caller, [shown], given_chars=self._given_chars(shown))
             outcome.records.append(record)
             if record.failed:
                 continue

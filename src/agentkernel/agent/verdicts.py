@@ -39,7 +39,7 @@ class Received:
     problem: str | None = None
 
 
-def received(value: JSONValue, max_chars: int) -> Received:
+def received(value: JSONValue, max_chars: int, setting: str = "max_result_chars") -> Received:
     """The value a hook returned, once it is known to be safe to keep, show and record.
 
     Its JSON text may have at most `max_chars` characters (measuring stops
@@ -48,9 +48,7 @@ def received(value: JSONValue, max_chars: int) -> Received:
     warning. The value is the hook's own, so it is repaired in place.
     """
     if value is not None and json_length(value, max_chars) is None:
-        problem = (
-            f"returned more than {max_chars:,} characters of JSON (max_result_chars); its verdict is ignored"
-        )
+        problem = f"returned more than {max_chars:,} characters of JSON ({setting}); its verdict is ignored"
         return Received(problem=problem)
     value, repaired = repair_value(value)
     return Received(value, (surrogate_warning("the hook's return value"),) if repaired else ())
