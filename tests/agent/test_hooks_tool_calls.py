@@ -103,7 +103,8 @@ def test_s24_2_replace_args_chain_in_priority_order(
     [
         ("function before_tool_call() { throw new Error('guard broke'); }", ".js", "", "Error: guard broke"),
         ('fn before_tool_call(ctx, tc) { throw "guard broke"; }', ".rhai", "", "guard broke"),
-        ("function before_tool_call() { while (true) {} }", ".js", "max_operations: 100000\n", "max_operations"),
+        ("function before_tool_call() { while (true) {} }", ".js", "max_operations: 100000\n",
+         "max_operations"),
         ("fn before_tool_call(ctx, tc) { loop {} }", ".rhai", "max_operations: 100000\n", "max_operations"),
         ("function before_tool_call() { while (true) {} }", ".js",
          "timeout_secs: 0.2\nmax_operations: 1000000000000\n", "timeout_secs"),
@@ -331,10 +332,14 @@ def test_s24_3_replace_messages_chain_and_keep_tool_calls(
 @pytest.mark.parametrize(
     ("replacement", "problem"),
     [
-        ("request.messages.slice(1)", "replace_messages: expected 4 messages (one for each of the request's, in order), got 3"),
-        ("request.messages.map(m => ({role: 'user', content: 'x'}))", "replace_messages[0].role: expected 'system'"),
-        ("request.messages.map(m => ({role: m.role, content: 5}))", "replace_messages[0].content: expected a string, got 5"),
-        ("request.messages.map(m => ({role: m.role, content: null}))", "replace_messages[0].content: expected a string, got null"),
+        ("request.messages.slice(1)",
+         "replace_messages: expected 4 messages (one for each of the request's, in order), got 3"),
+        ("request.messages.map(m => ({role: 'user', content: 'x'}))",
+         "replace_messages[0].role: expected 'system'"),
+        ("request.messages.map(m => ({role: m.role, content: 5}))",
+         "replace_messages[0].content: expected a string, got 5"),
+        ("request.messages.map(m => ({role: m.role, content: null}))",
+         "replace_messages[0].content: expected a string, got null"),
         ("request.messages.map(m => ({...m, tool_calls: []}))", "replace_messages[0].tool_calls: differs"),
         ("request.messages.map(m => ({...m, name: 'x'}))", "replace_messages[0]: unknown field 'name'"),
         ("'all of it'", "replace_messages: expected a list of 4 {role, content}"),
@@ -346,7 +351,7 @@ def test_s24_3_a_malformed_replace_messages_is_ignored_and_recorded(
     bad = make_hook(
         hooks_dir,
         "bad",
-        f"function before_llm_call(ctx, request) {{ return {{replace_messages: {replacement}, notice: 'n'}}; }}",
+        f"function before_llm_call(c, request) {{ return {{replace_messages: {replacement},notice: 'n'}}; }}",
     )
     outcome = pipeline.before_llm_call([bad], kernel.caller(), REQUEST)
     assert outcome.contents is None and outcome.notices == ["n"]  # the well-formed rest holds (S7.5)
