@@ -310,7 +310,7 @@ def _event_problems(data: Mapping[str, Any], events: tuple[str, ...] | None) -> 
         listed = ", ".join(events)
         found.append((f"the hook's `events:` leaves {event} out (events: {listed})", ("event",)))
     ours = INPUTS[event]
-    for key in (k for inputs in INPUTS.values() for k in inputs):
+    for key in dict.fromkeys(k for inputs in INPUTS.values() for k in inputs):  # `call` is two events'
         if key in data and key not in ours:
             found.append((f"not an input of {event} (its inputs: {', '.join(ours) or 'none'})", (key,)))
     for key in REQUIRED_INPUTS[event]:
