@@ -155,7 +155,8 @@ def _contents(
         return None, f"replace_messages: expected a list of {count} {{role, content}}, got {_show(value)}"
     if len(value) != count:
         return None, (
-            f"replace_messages: expected {count} messages (one for each of the request's, in order),"
+            f"replace_messages: expected {count} message{'' if count == 1 else 's'}"
+            " (one for each of the request's, in order),"
             f" got {len(value)}"
         )
     contents: list[str | None] = []
