@@ -415,3 +415,40 @@ def test_run_event_gives_each_s24_event_its_outcome(
     llm_run = pipeline.run_event(spec, caller, HookEvent("before_llm_call", request=REQUEST))
     assert llm_run.llm_call is not None and llm_run.llm_call.contents is not None
     assert llm_run.llm_call.contents[1] == "mail [email]"
+
+
+def test_a_verdict_may_be_as_big_as_what_the_hook_got_plus_max_result_chars(
+    kernel: Kernel, pipeline: HookPipeline, hooks_dir: Path
+) -> None:
+    limit = kernel.config.limits.max_result_chars
+    long_text = "Bob@Example.com " * (limit // 8)  # twice max_result_chars
+    request: JSONObject = {"messages": [{"role": "user", "content": long_text}], "tools": [], "model": "m"}
+    lower = make_hook(
+        hooks_dir,
+        "lower",
+        "function before_llm_call(c, r) { return {replace_messages: [{role: 'user', content: "
+        "r.messages[0].content.toLowerCase()}]}; }",
+    )
+    outcome = pipeline.before_llm_call([lower], kernel.caller(), request)
+    assert outcome.contents == [long_text.lower()] and not any(r.failed for r in outcome.records)
+    scrub = make_hook(
+        hooks_dir,
+        "scrub",
+        "fn after_tool_call(c, tc, result) { let t = result.content; t.make_lower(); #{ replace_result: "
+        "#{ content: t } } }",
+        ext=".rhai",
+    )
+    big = {**RESULT, "content": long_text}
+    replaced = pipeline.after_tool_call([scrub], kernel.caller(), CALL, big)
+    assert replaced.result == {"content": long_text.lower()}
+    grower = make_hook(
+        hooks_dir,
+        "grower",
+        f"function after_tool_call(c, tc, r) {{ return {{replace_result: {{content: r.content + "
+        f"'x'.repeat({2 * limit})}}}}; }}",
+    )
+    refused = pipeline.after_tool_call([grower], kernel.caller(), CALL, big)
+    assert not refused.replaced
+    assert f"more than the {len(json.dumps([CALL, big], ensure_ascii=False)):,} it was given" in str(
+        refused.records[-1].error
+    )

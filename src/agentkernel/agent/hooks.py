@@ -326,12 +326,12 @@ class HookPipeline:
         turn: TurnFacts | None = None,
         earlier: bool | None = None,
         *,
-        given_chars: int = 0,
+        grows_from: JSONValue = None,
     ) -> HookRecord:
         """Run one hook function; every failure becomes a record, never an exception.
 
         Its return may have at most `limits.max_result_chars` characters of
-        JSON, plus `given_chars` (`_given_chars`: what an S24 hook was given).
+        JSON, more than `grows_from`'s when given (`_allowance`).
         """
         call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
         ctx = hook_ctx(caller, spec, turn, earlier)
@@ -344,12 +344,8 @@ class HookPipeline:
         except Exception as exc:  # a kernel bug inside a hook call must not end the turn either
             log.exception("hook %s.%s crashed in the kernel", spec.name, event)
             return HookRecord(spec.name, event, error=f"internal error: {type(exc).__name__}: {exc}")
-        base = self.limits.max_result_chars
-        setting = (
-            f"max_result_chars, {base:,} more than the {given_chars:,} it was given" if given_chars else ""
-        )
         returned = None if isinstance(value, NoValue) else value
-        kept = received(returned, base + given_chars, setting or "max_result_chars")
+        kept = received(returned, *self._allowance(returned, grows_from))
         if kept.problem is not None:
             log.warning("hook %s.%s: %s", spec.name, event, kept.problem)
             return HookRecord(spec.name, event, error=kept.problem)
@@ -380,14 +376,19 @@ class HookPipeline:
         chosen = [spec for spec, failure in lineup if failure is None]
         return chosen, [failure for _, failure in lineup if failure is not None]
 
-    @staticmethod
-    def _given_chars(given: JSONValue) -> int:
-        """The JSON size of what an S24 hook was given: its verdict may be `max_result_chars` more.
+    def _allowance(self, returned: JSONValue, grows_from: JSONValue) -> tuple[int, str]:
+        """How many characters of JSON a hook may return, and the setting that says so, for `received`.
 
-        A hook that scrubs a long conversation or a big result returns about
-        as much as it got; one that returns megabytes more is refused.
+        An S24 hook that scrubs a long conversation or a big result returns
+        about as much as it got (`grows_from`): it may return
+        `max_result_chars` more. What it got is measured only when its
+        return passes `max_result_chars`, which most never do.
         """
-        return json_length(given, sys.maxsize) or 0
+        base = self.limits.max_result_chars
+        if grows_from is None or returned is None or json_length(returned, base) is not None:
+            return base, "max_result_chars"
+        given = json_length(grows_from, sys.maxsize) or 0
+        return base + given, f"max_result_chars, {base:,} more than the {given:,} it was given"
 
     # -- S7's three events --------------------------------------------------------------------
 
@@ -460,7 +461,7 @@ class HookPipeline:
         outcome = ToolCallVerdicts(args=dict(given_args) if isinstance(given_args, dict) else {})
         for spec, failure in self._lineup(hooks, event, caller):
             shown = {**call, "args": outcome.args}
-            record = failure or self.call(spec, event, caller, [shown], given_chars=self._given_chars(shown))
+            record = failure or self.call(spec, event, caller, [shown], grows_from=shown)
             outcome.records.append(record)
             if record.error is not None:
                 if self._fails_closed(spec, outcome, record.error):
@@ -504,7 +505,7 @@ class HookPipeline:
         participants, outcome.records = self._participants(hooks, event, caller)
         for spec in participants:
             given: list[JSONValue] = [call, outcome.result]
-            record = self.call(spec, event, caller, given, given_chars=self._given_chars(given))
+            record = self.call(spec, event, caller, given, grows_from=given)
             outcome.records.append(record)
             if record.failed:
                 continue
@@ -536,7 +537,7 @@ class HookPipeline:
         participants, outcome.records = self._participants(hooks, event, caller)
         for spec in participants:
             shown: JSONObject = {**request, "messages": list(messages)}
-            record = self.call(spec, event, caller, [shown], given_chars=self._given_chars(shown))
+            record = self.call(spec, event, caller, [shown], grows_from=shown)
             outcome.records.append(record)
             if record.failed:
                 continue
