@@ -16,7 +16,7 @@ from tests.agent.test_hooks import make_hook
 
 CALL: JSONObject = {"id": "call-7", "tool": "shell", "args": {"command": "ls"}, "origin": "llm"}
 RESULT: JSONObject = {"content": "key=sk-123", "success": True, "error": None, "visual": None, "warnings": []}
-TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "upper", "arguments": "{}"}}
+TOOL_CALL: JSONObject = {"id": "c1", "type": "function", "function": {"name": "upper", "arguments": "{}"}}
 REQUEST: JSONObject = {
     "messages": [
         {"role": "system", "content": "be brief"},
@@ -326,7 +326,9 @@ def test_s24_3_replace_messages_chain_and_keep_tool_calls(
     assert outcome.contents == ["BE BRIEF", "MAIL [EMAIL]", None, "SENT TO [EMAIL]"]
     assert outcome.notices == ["fake: 1 tool(s)"] and not outcome.denied
     assert not any(r.failed for r in outcome.records)
-    assert REQUEST["messages"][1] == {"role": "user", "content": "mail bob@example.com"}  # not changed
+    messages = REQUEST["messages"]
+    assert isinstance(messages, list)
+    assert messages[1] == {"role": "user", "content": "mail bob@example.com"}  # not changed
 
 
 @pytest.mark.parametrize(

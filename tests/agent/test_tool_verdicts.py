@@ -41,7 +41,7 @@ def test_before_tool_call_problems(value: JSONValue, problem: str) -> None:
 
 def test_after_tool_call_shapes() -> None:
     assert parse_after_tool_call("seen").notice == "seen"
-    replaced = {"content": "x", "success": False, "visual": [{"type": "text", "text": "t"}]}
+    replaced: JSONObject = {"content": "x", "success": False, "visual": [{"type": "text", "text": "t"}]}
     verdict = parse_after_tool_call({"replace_result": replaced})
     assert verdict.replace_result == replaced and verdict.problems == ()
     bad = parse_after_tool_call({"replace_result": {"content": 1}, "notice": "kept"})
@@ -50,7 +50,7 @@ def test_after_tool_call_shapes() -> None:
 
 
 def test_before_llm_call_contents() -> None:
-    items = [
+    items: list[JSONValue] = [
         {"role": "user", "content": "HI"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},  # repeated as it is: fine
         {"role": "tool", "content": "DONE"},

@@ -360,7 +360,8 @@ MISSING_HOOK_FUNCTIONS = [
         ".js",
         "",
         "3: script: h.js defines none of the hook functions before_user_message, after_turn, after_loop,"
-        " before_tool_call, after_tool_call, before_llm_call; it defines beforeUserMessage(): did you mean before_user_message?",
+        " before_tool_call, after_tool_call, before_llm_call; it defines beforeUserMessage():"
+        " did you mean before_user_message?",
     ),
     (
         "fn helper(x) { x }\n",
