@@ -151,7 +151,8 @@ HOOK_NEAR_MISSES = [
         ".rhai",
         "events: [before_user_messages]\n",
         "4: events[0]: 'before_user_messages' is not one of "
-        "['before_user_message', 'after_turn', 'after_loop']; did you mean 'before_user_message'?",
+        "['before_user_message', 'after_turn', 'after_loop', 'before_tool_call', 'after_tool_call', "
+        "'before_llm_call']; did you mean 'before_user_message'?",
     ),
 ]
 
@@ -358,14 +359,16 @@ MISSING_HOOK_FUNCTIONS = [
         "function beforeUserMessage(ctx, msg) { return {notice: 'n'}; }\n",
         ".js",
         "",
-        "3: script: h.js defines none of the hook functions before_user_message, after_turn, after_loop;"
-        " it defines beforeUserMessage(): did you mean before_user_message?",
+        "3: script: h.js defines none of the hook functions before_user_message, after_turn, after_loop,"
+        " before_tool_call, after_tool_call, before_llm_call; it defines beforeUserMessage():"
+        " did you mean before_user_message?",
     ),
     (
         "fn helper(x) { x }\n",
         ".rhai",
         "",
-        "3: script: h.rhai defines none of the hook functions before_user_message, after_turn, after_loop",
+        "3: script: h.rhai defines none of the hook functions before_user_message, after_turn, after_loop,"
+        " before_tool_call, after_tool_call, before_llm_call",
     ),
     (
         "fn before_user_message(ctx, msg) { () }\nfn after_turns(ctx, q, a) { () }\n",
@@ -638,7 +641,8 @@ def test_hook_list_shows_hooks_in_run_order(
     ]
     assert err.splitlines() == [
         "not loaded: config/scripts/hooks/broken.yaml:3: script: broken.rhai defines none of the hook"
-        " functions before_user_message, after_turn, after_loop"
+        " functions before_user_message, after_turn, after_loop, before_tool_call, after_tool_call,"
+        " before_llm_call"
     ]
     assert main(["hook", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)

@@ -103,6 +103,20 @@ def test_hook_spec(tmp_path: Path) -> None:
     spec = load_script_spec(path)
     assert isinstance(spec, HookSpec)
     assert (spec.events, spec.priority, spec.raw["mine"]) == (("after_turn",), -3, 1)
+    assert spec.on_error == "deny"  # S24.2: a failing before_tool_call hook denies by default
+
+
+def test_s24_hook_events_and_on_error(tmp_path: Path) -> None:
+    write(tmp_path / "g.js", "function before_tool_call() {}")
+    path = write(
+        tmp_path / "g.yaml",
+        "kind: script_hook\nname: g\nscript: g.js\non_error: allow\n"
+        "events: [before_tool_call, after_tool_call, before_llm_call]\n",
+    )
+    spec = load_script_spec(path)
+    assert isinstance(spec, HookSpec)
+    assert spec.on_error == "allow"
+    assert spec.events == ("before_tool_call", "after_tool_call", "before_llm_call")
 
 
 @pytest.mark.parametrize(
@@ -126,6 +140,15 @@ def test_hook_spec(tmp_path: Path) -> None:
         (
             "kind: script_hook\nname: h\nscript: t.js\nevents: [on_start]\n",
             "events[0]: 'on_start' is not one",
+        ),
+        (
+            "kind: script_hook\nname: h\nscript: t.js\non_error: maybe\n",
+            "on_error: 'maybe' is not one of ['deny', 'allow']",
+        ),
+        ("kind: script_hook\nname: h\nscript: t.js\non_eror: allow\n", "did you mean 'on_error'?"),
+        (
+            "kind: script_hook\nname: h\nscript: t.js\nevents: [before_tool_cal]\n",
+            "did you mean 'before_tool_call'?",
         ),
         (
             "kind: script_tool\nname: t\nscript: t.js\nloop: &a [*a]\n",

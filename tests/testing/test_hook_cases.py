@@ -290,8 +290,9 @@ def test_check_names_file_line_field_and_case(project: Path) -> None:
     assert code == 1, out + err
     path = "config/scripts/hooks/gate.yaml"
     assert out.splitlines()[:-1] == [
-        f"{path}:9: tests[0].expect.replay (case 'typo'): unknown key 'replay' (allowed: error_contains, "
-        "inject, notice, replace_message, reply, result, success, suppress); did you mean 'reply'?",
+        f"{path}:9: tests[0].expect.replay (case 'typo'): unknown key 'replay' (allowed: ask, deny, "
+        "error_contains, inject, notice, replace_args, replace_message, replace_messages, replace_result, "
+        "reply, result, success, suppress); did you mean 'reply'?",
         f"{path}:11: tests[1].event (case 'another event input'): the hook's `events:` leaves after_loop "
         "out (events: before_user_message, after_turn)",
         f"{path}:12: tests[1].message (case 'another event input'): not an input of after_loop "
@@ -300,7 +301,8 @@ def test_check_names_file_line_field_and_case(project: Path) -> None:
         "(expect: success, error_contains, result)",
         f"{path}:15: tests[2].event (case 'missing inputs'): after_turn needs `answer:`",
         f"{path}:19: tests[3].event (case 'not an event'): expected one of before_user_message, "
-        "after_turn, after_loop, got 'before_user_mesage'; did you mean 'before_user_message'?",
+        "after_turn, after_loop, before_tool_call, after_tool_call, before_llm_call, got "
+        "'before_user_mesage'; did you mean 'before_user_message'?",
         f"{path}:26: tests[4].turn.reason (case 'bad turn'): expected an end reason: "
         + ", ".join(REASONS)
         + ", got 'done'",
@@ -308,6 +310,185 @@ def test_check_names_file_line_field_and_case(project: Path) -> None:
     ]
     code, out, _ = agentkernel("hook", "test", "gate", cwd=project)  # a block with problems does not run
     assert code == 1 and out.splitlines()[-1].startswith("0 passed, 0 failed, 8 tests: block problems")
+
+
+GUARD_JS = """
+function before_tool_call(ctx, call) {
+    if (call.tool === "shell") { return { deny: `no shell from ${call.origin}` }; }
+    if (call.args.path === "/etc") { throw new Error("guard broke"); }
+    if (call.tool === "delete") { return { ask: `delete ${call.args.path}?` }; }
+    if (call.args.limit > 10) { return { replace_args: { ...call.args, limit: 10 }, notice: "capped" }; }
+}
+
+function after_tool_call(ctx, call, result) {
+    if (result.content.includes("sk-")) {
+        const content = result.content.replace(/sk-\\w+/, "[key]");
+        return { replace_result: { content, success: result.success } };
+    }
+    return `${call.id}: ${result.success}`;
+}
+
+function before_llm_call(ctx, request) {
+    if (request.model === "forbidden") { return { deny: "not that model" }; }
+    const lower = request.messages.map(m => ({ role: m.role, content: m.content.toLowerCase() }));
+    return { replace_messages: lower, notice: `${request.tools.length} tool(s)` };
+}
+"""
+
+GUARD_RHAI = """
+fn before_tool_call(ctx, tc) {
+    if tc.tool == "shell" { return #{ deny: `no shell from ${tc.origin}` }; }
+    if tc.args.path == "/etc" { throw "guard broke"; }
+    if tc.tool == "delete" { return #{ ask: `delete ${tc.args.path}?` }; }
+    if tc.args.limit != () && tc.args.limit > 10 {
+        let args = tc.args;
+        args.limit = 10;
+        return #{ replace_args: args, notice: "capped" };
+    }
+}
+
+fn after_tool_call(ctx, tc, result) {
+    if result.content.contains("sk-") {
+        let content = result.content;
+        content.replace("sk-123", "[key]");
+        return #{ replace_result: #{ content: content, success: result.success } };
+    }
+    `${tc.id}: ${result.success}`
+}
+
+fn before_llm_call(ctx, request) {
+    if request.model == "forbidden" { return #{ deny: "not that model" }; }
+    let out = [];
+    for m in request.messages { let c = m.content; c.make_lower(); out.push(#{ role: m.role, content: c }); }
+    #{ replace_messages: out, notice: `${request.tools.len()} tool(s)` }
+}
+"""
+
+GUARD_CASES = """
+tests:
+  - name: no shell
+    event: before_tool_call
+    call: {tool: shell, args: {command: ls}, origin: subagent}
+    expect: {deny: "denied by hook guard: no shell from subagent", ask: null, replace_args: null}
+  - name: a throw denies
+    event: before_tool_call
+    call: {tool: read, args: {path: /etc}}
+    expect: {error_contains: guard broke}
+  - name: ask
+    event: before_tool_call
+    call: {tool: delete, args: {path: /tmp/x}}
+    expect: {ask: delete /tmp/x?, deny: null}
+  - name: capped
+    event: before_tool_call
+    call: {tool: search, args: {q: fts5, limit: 50}, id: c9}
+    expect: {replace_args: {q: fts5, limit: 10}, notice: capped}
+  - name: scrubbed
+    event: after_tool_call
+    call: {tool: env}
+    result: "key sk-123"
+    expect: {replace_result: {content: "key [key]", success: true}}
+  - name: scrubbed, by its content
+    event: after_tool_call
+    call: {tool: env}
+    result: {content: "key sk-123", success: false}
+    expect: {replace_result: "key [key]"}
+  - name: a notice
+    event: after_tool_call
+    call: {tool: env, id: c3}
+    result: fine
+    expect: {notice: "c3: true", replace_result: null}
+  - name: lower-cased
+    event: before_llm_call
+    request: {messages: [{role: system, content: Be Brief}, {role: user, content: HI}], tools: [a, b]}
+    expect: {replace_messages: [be brief, hi], notice: 2 tool(s), deny: null}
+  - name: denied
+    event: before_llm_call
+    request: {messages: [], model: forbidden}
+    expect: {deny: "denied by hook guard: not that model", replace_messages: null}
+"""
+GUARD_NAMES = (
+    "no shell",
+    "a throw denies",
+    "ask",
+    "capped",
+    "scrubbed",
+    "scrubbed, by its content",
+    "a notice",
+    "lower-cased",
+    "denied",
+)
+
+
+@pytest.mark.parametrize(("script", "ext"), [(GUARD_JS, ".js"), (GUARD_RHAI, ".rhai")])
+def test_s24_events_cases_pass(project: Path, script: str, ext: str) -> None:
+    hook(project, "guard", script, GUARD_CASES, ext)
+    code, out, err = agentkernel("hook", "test", "guard", cwd=project)
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert lines[:-1] == [f"PASS  guard: {name}" for name in GUARD_NAMES]
+
+
+def test_s24_events_failing_cases_say_what_came(project: Path) -> None:
+    hook(
+        project,
+        "guard",
+        GUARD_JS,
+        """
+        tests:
+          - name: allowed?
+            event: before_tool_call
+            call: {tool: shell}
+            expect: {deny: null}
+          - name: args
+            event: before_tool_call
+            call: {tool: search, args: {limit: 50}}
+            expect: {replace_args: {limit: 5}}
+          - name: contents
+            event: before_llm_call
+            request: {messages: [{role: user, content: HI}]}
+            expect: {replace_messages: [HI]}
+        """,
+    )
+    code, out, _ = agentkernel("hook", "test", "guard", cwd=project)
+    assert code == 1
+    path = "config/scripts/hooks/guard.yaml"
+    assert out.splitlines()[:3] == [
+        f"FAIL  guard: allowed? ({path}:5) — deny: expected none, "
+        "got 'denied by hook guard: no shell from llm'",
+        f'FAIL  guard: args ({path}:9) — replace_args: expected {{"limit": 5}}, got {{"limit": 10}}',
+        f'FAIL  guard: contents ({path}:13) — replace_messages: expected ["HI"], got ["hi"]',
+    ]
+
+
+def test_check_names_the_s24_inputs_and_verdicts(project: Path) -> None:
+    hook(
+        project,
+        "guard",
+        GUARD_JS,
+        """
+        tests:
+          - name: wrong input
+            event: before_llm_call
+            call: {tool: x}
+            expect: {replace_args: {}}
+          - name: no result
+            event: after_tool_call
+            call: {tool: x, origin: elsewhere}
+            expect: {}
+        """,
+    )
+    code, out, err = agentkernel("check", cwd=project)
+    assert code == 1, out + err
+    path = "config/scripts/hooks/guard.yaml"
+    assert out.splitlines()[:-1] == [
+        f"{path}:6: tests[0].event (case 'wrong input'): before_llm_call needs `request:`",
+        f"{path}:7: tests[0].call (case 'wrong input'): not an input of before_llm_call "
+        "(its inputs: request)",
+        f"{path}:8: tests[0].expect.replace_args (case 'wrong input'): not a verdict of before_llm_call "
+        "(expect: success, error_contains, result, notice, deny, replace_messages)",
+        f"{path}:11: tests[1].call.origin (case 'no result'): expected where the call comes from: llm, "
+        "call_tool, subagent, mcp_client, outside_mcp, panel, continuation, client, got 'elsewhere'",
+    ]
 
 
 def test_the_end_reasons_are_the_loop_s() -> None:

@@ -39,7 +39,7 @@ class Received:
     problem: str | None = None
 
 
-def received(value: JSONValue, max_chars: int) -> Received:
+def received(value: JSONValue, max_chars: int, setting: str = "max_result_chars") -> Received:
     """The value a hook returned, once it is known to be safe to keep, show and record.
 
     Its JSON text may have at most `max_chars` characters (measuring stops
@@ -48,9 +48,7 @@ def received(value: JSONValue, max_chars: int) -> Received:
     warning. The value is the hook's own, so it is repaired in place.
     """
     if value is not None and json_length(value, max_chars) is None:
-        problem = (
-            f"returned more than {max_chars:,} characters of JSON (max_result_chars); its verdict is ignored"
-        )
+        problem = f"returned more than {max_chars:,} characters of JSON ({setting}); its verdict is ignored"
         return Received(problem=problem)
     value, repaired = repair_value(value)
     return Received(value, (surrogate_warning("the hook's return value"),) if repaired else ())
@@ -82,8 +80,8 @@ def parse_before_user_message(value: JSONValue) -> Verdict:
     known = {"notice", "reply", "suppress", "inject", "replace_message"}
     for key in sorted(set(value) - known):
         problems.append(f"unknown field {key!r} (expected one of {', '.join(sorted(known))})")
-    notice = _text(value, "notice", problems)
-    reply = _text(value, "reply", problems)
+    notice = text_field(value, "notice", problems)
+    reply = text_field(value, "reply", problems)
     suppress = value.get("suppress", False)
     if not isinstance(suppress, bool):
         problems.append(f"suppress: expected true or false, got {_show(suppress)}")
@@ -103,7 +101,8 @@ def parse_before_user_message(value: JSONValue) -> Verdict:
     return Verdict(notice, reply, suppress, tuple(inject), replacement, tuple(problems))
 
 
-def _text(value: JSONObject, key: str, problems: list[str]) -> str | None:
+def text_field(value: JSONObject, key: str, problems: list[str]) -> str | None:
+    """`value[key]` when it is a string or absent (None); anything else is a problem, and None."""
     item = value.get(key)
     if item is None or isinstance(item, str):
         return item
@@ -124,4 +123,11 @@ def parse_after_turn(value: JSONValue) -> tuple[str | None, tuple[str, ...]]:
     return None, (f"expected a string or {{notice}}, got {_show(value)}",)
 
 
-__all__ = ["Received", "Verdict", "parse_after_turn", "parse_before_user_message", "received"]
+__all__ = [
+    "Received",
+    "Verdict",
+    "parse_after_turn",
+    "parse_before_user_message",
+    "received",
+    "text_field",
+]

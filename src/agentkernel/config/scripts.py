@@ -32,7 +32,15 @@ from agentkernel.types import JSONObject
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
-HOOK_EVENTS = ("before_user_message", "after_turn", "after_loop")
+HOOK_EVENTS = (
+    "before_user_message",
+    "after_turn",
+    "after_loop",
+    "before_tool_call",
+    "after_tool_call",
+    "before_llm_call",
+)
+ON_ERROR = ("deny", "allow")  # a hook's `on_error:` (S24.2): what a failing before_tool_call does
 TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -92,6 +100,7 @@ _HOOK_SCHEMA: dict[str, Any] = {
         **_COMMON_SPEC_PROPERTIES,
         "events": {"type": "array", "items": {"enum": list(HOOK_EVENTS)}, "uniqueItems": True},
         "priority": {"type": "integer"},
+        "on_error": {"enum": list(ON_ERROR)},
         "tests": {},  # cases for `agentkernel hook test`, checked by testing/hook_cases.py
     },
 }
@@ -183,10 +192,15 @@ class ToolSpec(ScriptSpec):
 
 @dataclass(frozen=True)
 class HookSpec(ScriptSpec):
-    """A `kind: script_hook` YAML (S2.2); `events` None means every defined one."""
+    """A `kind: script_hook` YAML (S2.2); `events` None means every defined one.
+
+    `on_error` is what a failure of its `before_tool_call` does (S24.2):
+    `deny` the call (the default), or `allow` it as if the hook had not run.
+    """
 
     events: tuple[str, ...] | None = None
     priority: int = 0
+    on_error: str = "deny"
 
 
 def _yaml_scalar_to_json(value: object) -> str:
@@ -294,6 +308,7 @@ def load_script_spec(
             **common,
             events=tuple(events) if events is not None else None,
             priority=data.get("priority", 0),
+            on_error=data.get("on_error", "deny"),
         )
     return _tool_spec(yaml_path, data, common, limits or KernelLimits())
 
@@ -374,6 +389,7 @@ def _tool_spec(
 __all__ = [
     "HOOK_EVENTS",
     "KINDS",
+    "ON_ERROR",
     "TOOL_NAME_PATTERN",
     "YAML_SUFFIXES",
     "HookSpec",

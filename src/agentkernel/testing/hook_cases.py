@@ -18,6 +18,16 @@
       - event: after_loop
         reason: max_turns                     # optional; job_done otherwise
         expect: {result: null}                # any event: result (exact), success, error_contains
+      - event: before_tool_call
+        call: {tool: shell, args: {command: ls}}   # {tool, args?, id?, origin?}: id call-1, origin llm
+        expect: {deny: "denied by hook guard: no shell"}   # deny, ask, replace_args, notice
+      - event: after_tool_call
+        call: {tool: lookup, args: {}}
+        result: "the key is sk-123"           # the content (success true), or {content, success?, ...}
+        expect: {replace_result: {content: "the key is [redacted]", success: true}}   # and notice
+      - event: before_llm_call
+        request: {messages: [{role: user, content: "mail bob@example.com"}]}   # tools?, model? too
+        expect: {replace_messages: ["mail [email]"]}   # the contents the LLM sees; deny, notice
 
 Each case is one call of one function through the loop's hook pipeline
 (`Kernel.run_hook_event`), so its verdict is read as a run reads it: a
@@ -34,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentkernel.agent.hooks import HookEvent, TurnFacts
+from agentkernel.agent.hooks import CALL_ORIGINS, HookEvent, TurnFacts
 from agentkernel.config import HOOK_EVENTS, HookSpec
 from agentkernel.config.schema import StrictValidator, expect
 from agentkernel.config.server import USER_ID
@@ -62,18 +72,29 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "before_user_message": ("message", "earlier"),
     "after_turn": ("question", "answer", "turn"),
     "after_loop": ("reason",),
+    "before_tool_call": ("call",),
+    "after_tool_call": ("call", "result"),
+    "before_llm_call": ("request",),
 }
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "before_user_message": ("message",),
     "after_turn": ("question", "answer"),
     "after_loop": (),
+    "before_tool_call": ("call",),
+    "after_tool_call": ("call", "result"),
+    "before_llm_call": ("request",),
 }
 _ANY_EVENT = ("success", "error_contains", "result")
 VERDICTS: dict[str, tuple[str, ...]] = {
     "before_user_message": ("notice", "reply", "suppress", "replace_message", "inject"),
     "after_turn": ("notice",),
     "after_loop": (),
+    "before_tool_call": ("notice", "deny", "ask", "replace_args"),
+    "after_tool_call": ("notice", "replace_result"),
+    "before_llm_call": ("notice", "deny", "replace_messages"),
 }
+DEFAULT_CALL_ID = "call-1"
+LLM_ROLES = ("system", "user", "assistant", "tool")
 
 _MAP_MESSAGE: dict[str, Any] = {
     "type": "object",
@@ -102,6 +123,51 @@ _TURN: dict[str, Any] = {
         "subagent": expect("true or false", type="boolean"),
     },
 }
+_CALL: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["tool"],
+    "properties": {
+        "tool": expect("a tool name", type="string", minLength=1),
+        "args": expect("an object: the call's arguments", type="object"),
+        "id": expect("a string: the call's id", type="string"),
+        "origin": expect("where the call comes from: " + ", ".join(CALL_ORIGINS), enum=list(CALL_ORIGINS)),
+    },
+}
+_RESULT_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "required": ["content"],
+    "properties": {"content": {"type": "string"}, "success": {"type": "boolean"}},
+}
+_RESULT = expect(
+    "a tool's result: its content, or {content: TEXT, success?: true|false, ...}",
+    anyOf=[{"type": "string"}, _RESULT_OBJECT],
+)
+_LLM_MESSAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["role", "content"],
+    "additionalProperties": False,
+    "properties": {
+        "role": {"enum": list(LLM_ROLES)},
+        "content": {"type": ["string", "null"]},
+        "tool_calls": {"type": "array"},
+        "tool_call_id": {"type": "string"},
+    },
+}
+_REQUEST: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["messages"],
+    "properties": {
+        "messages": expect(
+            "a list of {role: system|user|assistant|tool, content: TEXT or null, tool_calls?, tool_call_id?}",
+            type="array",
+            items=_LLM_MESSAGE,
+        ),
+        "tools": expect("a list of tool names", type="array", items={"type": "string"}),
+        "model": expect("a string: the model's name", type="string"),
+    },
+}
 _EXPECT: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -119,6 +185,18 @@ _EXPECT: dict[str, Any] = {
         "inject": expect(
             "a list of {role: system|user|assistant, content: TEXT}", type="array", items=_MAP_MESSAGE
         ),
+        "deny": expect("the reason, as the LLM gets it, or null (not denied)", type=["string", "null"]),
+        "ask": expect("the question, or null (no approval asked)", type=["string", "null"]),
+        "replace_args": expect("the arguments, or null (unchanged)", type=["object", "null"]),
+        "replace_result": expect(
+            "the result, its content, or null (unchanged)",
+            anyOf=[{"type": "string"}, _RESULT_OBJECT, {"type": "null"}],
+        ),
+        "replace_messages": expect(
+            "the messages' contents, in order, or null (unchanged)",
+            type=["array", "null"],
+            items={"type": ["string", "null"]},
+        ),
     },
 }
 HOOK_CASE_SCHEMA: dict[str, Any] = {
@@ -134,6 +212,9 @@ HOOK_CASE_SCHEMA: dict[str, Any] = {
         "answer": _ANSWER,
         "turn": _TURN,
         "reason": expect("an end reason: " + ", ".join(REASONS), enum=list(REASONS)),
+        "call": _CALL,
+        "result": _RESULT,
+        "request": _REQUEST,
         "user": expect("a user id (1-128 of letters, digits, _ . @ -)", type="string", pattern=USER_ID),
         "llm": {"type": "array", "items": REPLY_SCHEMA},
         "expect": _EXPECT,
@@ -188,6 +269,39 @@ def message_of(value: JSONValue, role: str) -> JSONObject | None:
     return {"role": value["role"], "content": value["content"]}
 
 
+def call_of(value: Mapping[str, Any] | None) -> JSONObject | None:
+    """A case's `call` as a hook receives it: `{id, tool, args, origin}`, with the defaults filled in."""
+    if value is None:
+        return None
+    return {
+        "id": value.get("id", DEFAULT_CALL_ID),
+        "tool": value["tool"],
+        "args": value.get("args", {}),
+        "origin": value.get("origin", "llm"),
+    }
+
+
+def result_of(value: JSONValue) -> JSONObject | None:
+    """A case's `result` as a hook receives it: a text is a successful result's content."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"content": value, "success": True, "error": None, "visual": None, "warnings": []}
+    assert isinstance(value, dict)  # the schema said so
+    return {"success": True, "error": None, "visual": None, "warnings": [], **value}
+
+
+def request_of(value: Mapping[str, Any] | None) -> JSONObject | None:
+    """A case's `request` as a hook receives it: `{messages, tools, model}` (no tools, model `test-model`)."""
+    if value is None:
+        return None
+    return {
+        "messages": [dict(m) for m in value["messages"]],
+        "tools": list(value.get("tools", [])),
+        "model": value.get("model", "test-model"),
+    }
+
+
 def _event_problems(data: Mapping[str, Any], events: tuple[str, ...] | None) -> list[tuple[str, KeyPath]]:
     """Inputs and expectations that are not the case's event's, and inputs it lacks."""
     event = data["event"]
@@ -196,7 +310,7 @@ def _event_problems(data: Mapping[str, Any], events: tuple[str, ...] | None) -> 
         listed = ", ".join(events)
         found.append((f"the hook's `events:` leaves {event} out (events: {listed})", ("event",)))
     ours = INPUTS[event]
-    for key in (k for inputs in INPUTS.values() for k in inputs):
+    for key in dict.fromkeys(k for inputs in INPUTS.values() for k in inputs):  # `call` is two events'
         if key in data and key not in ours:
             found.append((f"not an input of {event} (its inputs: {', '.join(ours) or 'none'})", (key,)))
     for key in REQUIRED_INPUTS[event]:
@@ -232,6 +346,9 @@ def _given(data: Mapping[str, Any]) -> HookEvent:
         answer=message_of(data.get("answer"), "assistant"),
         turn=TurnFacts(**{"reason": "job_done", **turn}) if turn is not None else None,
         reason=data.get("reason", "job_done"),
+        call=call_of(data.get("call")),
+        result=result_of(data.get("result")),
+        request=request_of(data.get("request")),
     )
 
 
@@ -262,6 +379,9 @@ __all__ = [
     "VERDICTS",
     "HookCase",
     "HookExpectation",
+    "call_of",
     "message_of",
     "read_hook_cases",
+    "request_of",
+    "result_of",
 ]

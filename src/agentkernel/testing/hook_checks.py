@@ -2,9 +2,11 @@
 
 The call's verdict is read as the loop reads it (`HookEventRun`): the
 notice a run would show, the reply, the suppression, the message the LLM
-would see, the messages injected; `result` is the value the function
-returned, as it is; a failed call is one whose record has an `error`
-(a throw, a limit, a verdict with a part ignored).
+would see, the messages injected; for the tool-call events the deny's
+reason as the LLM gets it, the question asked, the args the tool runs
+with, the result the LLM sees, the contents the LLM is sent; `result` is
+the value the function returned, as it is; a failed call is one whose
+record has an `error` (a throw, a limit, a verdict with a part ignored).
 """
 
 from __future__ import annotations
@@ -33,13 +35,37 @@ def _errors(run: HookEventRun) -> str:
     return "; ".join(record.error for record in run.records if record.error is not None)
 
 
+def _notices(run: HookEventRun) -> list[str]:
+    for outcome in (run.before, run.tool_call, run.tool_result, run.llm_call):
+        if outcome is not None:
+            return outcome.notices
+    return run.notices
+
+
+def _tool_decided(run: HookEventRun, key: str) -> JSONValue:
+    """What a tool-call event decided for `key` (hook_cases.VERDICTS): a value, or None for none."""
+    if run.tool_call is not None:
+        verdicts = run.tool_call
+        if key == "replace_args":
+            return verdicts.args if verdicts.replaced else None
+        return verdicts.deny if key == "deny" else verdicts.ask
+    if run.tool_result is not None:
+        return run.tool_result.result if run.tool_result.replaced else None
+    assert run.llm_call is not None  # the event's own verdicts only (hook_cases.VERDICTS)
+    if key == "deny":
+        return run.llm_call.deny
+    contents = run.llm_call.contents
+    return None if contents is None else list(contents)
+
+
 def _decided(case: HookCase, run: HookEventRun, key: str) -> JSONValue:
     """What the call decided for the verdict field `key`, in the form a case states it."""
     before = run.before
     if key == "notice":
-        notices = before.notices if before is not None else run.notices
+        notices = _notices(run)
         return notices[0] if notices else None
-    assert before is not None  # the other verdicts are before_user_message's (hook_cases.VERDICTS)
+    if before is None:
+        return _tool_decided(run, key)
     if key == "reply":
         return before.reply
     if key == "suppress":
@@ -56,8 +82,10 @@ def _verdict_failures(case: HookCase, run: HookEventRun) -> list[str]:
         if key in ("error_contains", "result"):
             continue
         got = _decided(case, run, key)
-        if key == "replace_message" and isinstance(wanted, str) and isinstance(got, dict):
-            got = got["content"]  # a text expected: the text the LLM would see, whatever its role
+        if key in ("replace_message", "replace_result") and isinstance(wanted, str) and isinstance(got, dict):
+            got = got.get("content")  # a text expected: the text the LLM would see
+        elif key == "replace_result" and isinstance(wanted, dict) and isinstance(got, dict):
+            got = {field: got.get(field) for field in wanted}  # the fields the case states
         if got != wanted:
             found.append(f"{key}: expected {_shown(wanted)}, got {_shown(got)}")
     return found
