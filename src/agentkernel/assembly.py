@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
 from agentkernel.agent.approval_gate import ApprovalDesk, ApprovalGate
+from agentkernel.agent.call_hooks import CallHooks
 from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec
@@ -137,6 +138,7 @@ class KernelParts:
         # a call a person must approve (S24.4): asked in the message store's file, opened on first use
         self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals)
         self.dispatcher.desk = self.approval_desk = ApprovalDesk(self.approval_gate)
+        self.dispatcher.guard = CallHooks(lambda: self.hooks, config.limits)  # S24.1 on every path
         self.processes = ProcessTable()
         deny = config.env_deny
         if config.llm is not None and config.llm.api_key_env:
@@ -229,6 +231,12 @@ class KernelParts:
         from agentkernel.agent.loop import LoopSettings  # imported when a chat opens, not for a tool run
 
         return LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
+
+    def template_hooks(self, template: TemplateSpec) -> tuple[HookSpec, ...]:
+        """The template's hooks that load, in its order (one it names that does not load is left out,
+        as a chat leaves it out: `agentkernel check` reports it)."""
+        loaded = self.catalog.hooks() if template.hooks else {}
+        return tuple(loaded[name] for name in template.hooks if name in loaded)
 
     @cached_property
     def approvals(self) -> Approvals:

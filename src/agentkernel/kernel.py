@@ -187,8 +187,12 @@ class Kernel:
         agent: str | None = None,
         pid: str | None = None,
         allowed_tools: frozenset[str] | None = None,
+        spec: TemplateSpec | None = None,
     ) -> Caller:
-        """A Caller for this kernel; a session gets its scratch folder (S14.2)."""
+        """A Caller for this kernel; a session gets its scratch folder (S14.2). With `spec`, the
+        template's: its tools allowed, its hooks asked about each tool call (S24), its name."""
+        if spec is not None:
+            template, allowed_tools = spec.name, spec.allowed_tools()
         temp_dir = None
         if session_id is not None:
             temp_dir = self._parts.scratch_folder(user_id, session_id)
@@ -201,6 +205,7 @@ class Kernel:
             temp_dir=temp_dir,
             allowed_tools=allowed_tools,
             services=self._parts.services,
+            hooks=() if spec is None else self._parts.template_hooks(spec),
         )
 
     def _as_caller(self, who: Caller | Process | None) -> Caller:

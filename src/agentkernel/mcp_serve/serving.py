@@ -199,20 +199,20 @@ class ToolServer:
         thread, as everything that may compile a script is: never on the
         event loop, which serves every other connection meanwhile.
         """
-        allowed = None
+        spec = None
         if identity.template is not None:
             template = identity.template
             try:
                 spec = await anyio.to_thread.run_sync(self._kernel.template, template)
             except ConfigError as exc:
                 raise MCPError(INVALID_PARAMS, f"template {template!r} does not load: {exc}") from exc
-            allowed = spec.allowed_tools()
-        return self._kernel.caller(
+        caller = functools.partial(
+            self._kernel.caller,
             user_id=identity.user_id,
             session_id=identity.session_id if with_session else None,
-            template=identity.template,
-            allowed_tools=allowed,
+            spec=spec,  # its tools, and its hooks asked about each call (S24): found by a scan
         )
+        return await anyio.to_thread.run_sync(caller)
 
     # -- who listens for changes -----------------------------------------------------------------
 

@@ -195,19 +195,13 @@ async def arun_continuation(
 
 def _owner_caller(kernel: Kernel, found: Continuation) -> Caller | None:
     """The identity and rights the table was made with; None when its template no longer loads."""
-    allowed = None
+    spec = None
     if found.template is not None:
         try:
-            allowed = kernel.template(found.template).allowed_tools()
+            spec = kernel.template(found.template)
         except ConfigError:
             return None
-    return kernel.caller(
-        user_id=found.owner,
-        session_id=found.session_id,
-        pid=found.pid,
-        template=found.template,
-        allowed_tools=allowed,
-    )
+    return kernel.caller(user_id=found.owner, session_id=found.session_id, pid=found.pid, spec=spec)
 
 
 def _sealed(

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.server.identity import Parts, User
@@ -36,25 +37,21 @@ class ToolRun(BaseModel):
     session: str | None = Field(default=None, description="run as in this session of yours")
 
 
-def _template_tools(parts: ServerParts, template: str) -> frozenset[str]:
+def _template(parts: ServerParts, template: str) -> TemplateSpec:
     try:
-        return parts.kernel.template(template).allowed_tools()
+        return parts.kernel.template(template)
     except ConfigError as exc:
         raise HTTPException(404, f"no template {template!r} that loads") from exc
 
 
 def _caller(parts: ServerParts, user: str, session: str | None, template: str | None) -> Caller:
-    """The identity a listing or a run uses; a session sets the template (and is checked to be the user's)."""
+    """The identity a listing or a run uses; a session sets the template (and is checked to be the
+    user's). A template's caller has its tools and its hooks (S24: a run from the panel passes them)."""
     if session is not None:
         info = owned_session(parts, session, user)
-        allowed = _template_tools(parts, info.template)
-        return parts.kernel.caller(
-            user_id=user, session_id=info.id, template=info.template, allowed_tools=allowed
-        )
+        return parts.kernel.caller(user_id=user, session_id=info.id, spec=_template(parts, info.template))
     if template is not None:
-        return parts.kernel.caller(
-            user_id=user, template=template, allowed_tools=_template_tools(parts, template)
-        )
+        return parts.kernel.caller(user_id=user, spec=_template(parts, template))
     return parts.kernel.caller(user_id=user)
 
 
