@@ -30,7 +30,7 @@ from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, Tur
 from agentkernel.agent.processes import Process
 from agentkernel.agent.resume import Prompt, Resumed, left_here, resumed
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript, usage_meta
-from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps
+from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps, parsed_arguments
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
@@ -59,6 +59,7 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
+from agentkernel.tools.call_guard import ToolCallFacts
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.types import JSONObject
 from agentkernel.util.fair_pool import FairPool
@@ -588,6 +589,11 @@ class AgentLoop:
             tally.add(completion.usage)
             theirs = tuple(c for c in completion.tool_calls if c.name in client_tools)
             if theirs:  # the client runs them; the template's calls beside them are not made
+                handed, refused = await self._handed(caller, theirs)
+                if refused:  # the LLM reads why, and is asked again: nothing is handed
+                    await self.tool_steps.refused(caller, completion, theirs, refused, messages, emit)
+                    continue
+                theirs = handed
                 messages.append(ChatMessage.assistant(completion.text, theirs))
                 process.prompt_tokens.learn(messages, completion.usage)
                 self._client_calls(caller, completion, theirs, tally)
@@ -652,6 +658,25 @@ class AgentLoop:
         except ValidationStopped as exc:
             return _Invalid(f"{exc} (limits.timeout_secs: {options.validate_secs:g} s)", again=False)
         return json.dumps(value, ensure_ascii=False)
+
+    async def _handed(
+        self, caller: Caller, calls: tuple[ToolCall, ...]
+    ) -> tuple[tuple[ToolCall, ...], dict[str, str]]:
+        """The client's calls as its hooks let them be handed (`before_tool_call`, origin `client`), their
+        arguments replaced where a hook said so; and why each refused one was, by call id."""
+        handed: list[ToolCall] = []
+        refused: dict[str, str] = {}
+        for call in calls:
+            args, problem = parsed_arguments(call.arguments)
+            facts = ToolCallFacts(call.id, call.name, args if problem is None else call.arguments, "client")
+            before = await self._in_thread(caller, self.dispatcher.before_handing, facts, caller)
+            if before.deny is not None:
+                refused[call.id] = before.deny
+            elif before.replaced:
+                handed.append(replace(call, arguments=json.dumps(before.args, ensure_ascii=False)))
+            else:
+                handed.append(call)
+        return tuple(handed), refused
 
     def _client_calls(
         self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...], tally: _Tally

@@ -34,6 +34,8 @@ from agentkernel.util.short_text import clip
 # the tool message for a call the model asked for but the user stopped first: the
 # conversation must answer every tool call, or the next request is refused
 NOT_RUN = "not run: the user stopped the turn"
+# a client's tool call not handed to it because a hook refused another call of the same response
+NOT_HANDED = "not handed to the client: a hook refused another call of the same response"
 # visual blocks a tool_result record keeps, within the transcript's 256 KiB meta cap (services/memory.py)
 MAX_RECORDED_VISUAL_BYTES = 200 * 1024
 
@@ -77,6 +79,34 @@ class ToolSteps:
         first = completion.tool_calls[0].id
         await self.steps.commit(caller.session_id, caller.user_id, step, emit, {"started_call": first})
         await self.calls(caller, completion.tool_calls, messages, emit, stop, marked=first, origin=origin)
+
+    async def refused(
+        self,
+        caller: Caller,
+        completion: Completion,
+        calls: tuple[ToolCall, ...],
+        refused: dict[str, str],
+        messages: list[ChatMessage],
+        emit: Emit,
+    ) -> None:
+        """A response whose calls of the client's tools were not all let through (S24.1, origin
+        `client`): recorded, none handed; each refused call's result says why, the others' that they
+        were not handed either, so the LLM asked again knows what happened."""
+        step = Step()
+        for index, call in enumerate(calls):
+            meta: JSONObject = {"tool": call.name, "id": call.id}
+            if index == 0:
+                meta.update(usage_meta(completion.usage))
+                if completion.text:
+                    meta["text"] = completion.text
+            shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
+            step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
+        await self.steps.commit(caller.session_id, caller.user_id, step, emit)
+        messages.append(ChatMessage.assistant(completion.text, calls))
+        for call in calls:
+            why = refused.get(call.id, NOT_HANDED)
+            result = await self._settled(caller, call, ToolResult.failure(why), emit)
+            messages.append(ChatMessage.tool(call.id, result.content, call.name))
 
     async def calls(
         self,
@@ -139,7 +169,7 @@ class ToolSteps:
         waits for the decision first (`_approved`).
         """
         call = calling.call
-        args, problem = _parse_arguments(call.arguments)
+        args, problem = parsed_arguments(call.arguments)
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
@@ -268,7 +298,7 @@ def _result_meta(call: ToolCall, result: ToolResult) -> JSONObject:
     return meta
 
 
-def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
+def parsed_arguments(text: str) -> tuple[JSONValue, str | None]:
     """The model's argument text as JSON, or why it is not (goes back to the model)."""
     if not text.strip():
         return {}, None
@@ -279,4 +309,4 @@ def _parse_arguments(text: str) -> tuple[JSONValue, str | None]:
     return value, None
 
 
-__all__ = ["MAX_RECORDED_VISUAL_BYTES", "NOT_RUN", "ToolSteps"]
+__all__ = ["MAX_RECORDED_VISUAL_BYTES", "NOT_RUN", "ToolSteps", "parsed_arguments"]

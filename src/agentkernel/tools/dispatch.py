@@ -31,7 +31,7 @@ from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.tools.call_guard import CallGuard, Entries, ToolCallFacts
+from agentkernel.tools.call_guard import BeforeCall, CallGuard, Entries, ToolCallFacts
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool
 from agentkernel.tools.python_tools import pool_worker, run_python_tool
@@ -186,6 +186,22 @@ class Dispatcher:
         if isinstance(found, ToolResult):
             self.history.record(caller, name, found)
         return found
+
+    def before_handing(self, call: ToolCallFacts, caller: Caller) -> BeforeCall:
+        """A client's tool call about to be handed to the client (origin `client`, S24.1): its
+        arguments as the hooks leave them, or why it is not handed. The client runs it, so no person
+        can be asked first here: a hook's `ask` refuses it, saying so."""
+        if self.guard is None or not self.guard.watches(caller):
+            return BeforeCall(call.args)
+        try:
+            before = self.guard.before(replace(call, origin="client"), caller)
+        except Exception as exc:  # crash protection, as for any call
+            log.exception("tool %s: its hooks crashed in the kernel", call.tool)
+            return BeforeCall(call.args, deny=f"not handed to the client: {type(exc).__name__}: {exc}")
+        if before.deny is None and before.ask is not None:
+            why = f"it needs a person's approval ({before.ask}), and a client's tool cannot wait for one"
+            return replace(before, deny=why)
+        return before
 
     def run_vetted(self, vetted: Vetted, caller: Caller, decision: Decision | None = None) -> ToolResult:
         """Run a vetted call (after a person's `decision`, when one was asked): an edit's arguments are
