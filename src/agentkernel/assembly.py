@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,7 +231,10 @@ class KernelParts:
         """The template's loop settings, its hooks found among `hooks` (else the catalog's, scanned now)."""
         from agentkernel.agent.loop import LoopSettings  # imported when a chat opens, not for a tool run
 
-        return LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
+        settings = LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
+        if settings.model is None and self.config.llm is not None:  # named: `before_llm_call` sees it
+            settings = replace(settings, model=self.config.llm.model)
+        return settings
 
     def template_hooks(self, template: TemplateSpec) -> tuple[HookSpec, ...]:
         """The template's hooks that load, in its order (one it names that does not load is left out,

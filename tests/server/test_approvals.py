@@ -17,14 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
+from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_frames, write
-from tests.server.test_turns_across_processes import asked
+from tests.server.test_run_resume import effect_tool, ended, kill, start_run
+from tests.server.test_turns_across_processes import asked, serving
 
 ALICE, BOB, CAROL = (
     {"Authorization": "Bearer alice-token"},
@@ -151,7 +155,7 @@ def test_a_denied_call_does_not_run_and_the_llm_reads_why(
         assert denied.status_code == 200, denied.text
         events = dict(turn.events())
     assert events["tool_result"]["success"] is False
-    assert tool_messages(llm_server, 1) == ["tool 'send' not run: denied: denied by alice: not to bob, ever"]
+    assert tool_messages(llm_server, 1) == ["tool 'send' not run: denied by alice: not to bob, ever"]
     assert events["reply"]["content"] == "I did not send it"
 
 
@@ -224,3 +228,94 @@ def test_a_session_whose_run_waits_refuses_another_message_and_its_user_may_star
         assert other.status_code == 200, other.text
         assert decide(client, run, ALICE, decision="approve").status_code == 200
         turn.events()
+
+
+def test_an_approval_pending_when_its_server_is_killed_twice_is_decided_on_the_third_and_runs_once(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """The wait is the run's, in the store (S24.4, S25.3): a server killed with SIGKILL while the call
+    waits, and the next killed too, leave it pending; approved through the third, the call runs once."""
+    with WebhookReceiver() as receiver:
+        make_project(
+            tmp_path,
+            llm_server,
+            "http:\n  allow_private: true\nserver:\n  turn_lease_secs: 1\n"
+            f"  tokens:\n    {token_hash('alice-token')}: alice\n",
+        )
+        effect_tool(tmp_path, "effect", receiver.url, approval="always")
+        write(
+            tmp_path / "config" / "templates" / "tester.yaml",
+            "name: tester\ninstructions: Test.\ntools: [effect]\nmax_turns: 4\n",
+        )
+        llm_server.add(
+            Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)), Reply(text="approved, sent")
+        )
+        with serving(tmp_path, "a") as a, a.client() as to_a:
+            _, run_id, stream = start_run(a, to_a, "send it")
+            wait_until(lambda: bool(pending_calls(to_a)), "the call to wait for a decision")
+            kill(a)
+            stream.close()
+        for name in ("b", "c"):
+            with serving(tmp_path, name) as server, server.client() as client:
+                wait_until(lambda: "resuming run" in server.log.read_text(), f"{name} to take the run over")
+                assert pending_calls(client) == [(run_id, "c1")]  # the same approval, still pending
+                if name == "b":
+                    kill(server)
+                    continue
+                assert decide(client, run_id, ALICE, decision="approve").status_code == 200
+                assert ended(client, run_id)["answer"] == "approved, sent"
+                journal = [(k, c) for k, c in records_of(client, run_id)]
+        assert len(receiver.bodies) == 1
+        assert [k for k, _ in journal].count("approval_required") == 1
+        assert [k for k, _ in journal].count("tool_result") == 1
+        assert len(asked(llm_server)) == 2  # the recorded response was never asked for again
+
+
+def pending_calls(client: httpx.Client) -> list[tuple[str, str]]:
+    listed = client.get("/v1/approvals", headers=ALICE).json()["approvals"]
+    return [(a["run_id"], a["call"]["id"]) for a in listed]
+
+
+def records_of(client: httpx.Client, run_id: str) -> list[tuple[str, Any]]:
+    return [
+        (kind, data)
+        for kind, _, data in sse_frames(client.get(f"/v1/runs/{run_id}/events", headers=ALICE).text)
+    ]
+
+
+def test_a_streamed_completion_waits_for_the_decision_with_the_openai_sdk(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    """The OpenAI endpoint's stream stays open while the call waits (S24.6 event in the extension
+    field); a decision made through the API lets it go on, in the same stream."""
+    send_call(llm_server, answer="sent, as approved")
+    sdk = openai.OpenAI(base_url=f"{live.url}/v1", api_key="alice-token", max_retries=0)
+    texts: list[str] = []
+    with live.client() as client:
+        stream = sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "send it"}], stream=True
+        )
+        for chunk in stream:
+            extension = (chunk.model_extra or {}).get("agentkernel") or {}
+            if extension.get("type") == "approval_required":
+                required = extension["data"]
+                assert decide(client, required["run_id"], ALICE, decision="approve").status_code == 200
+            texts.extend(c.delta.content or "" for c in chunk.choices)
+    assert "".join(texts) == "sent, as approved"
+    assert tool_messages(llm_server, 1) == ["sent to bob"]
+
+
+def test_a_non_streamed_completion_waits_as_long_as_completion_wait_secs_then_the_call_is_denied(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(kernel_yaml.read_text() + "approvals:\n  completion_wait_secs: 0.5\n")
+    send_call(llm_server, answer="nobody approved")
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        sdk = openai.OpenAI(base_url=f"{live.url}/v1", api_key="alice-token", max_retries=0)
+        answer = sdk.chat.completions.create(
+            model="tester", messages=[{"role": "user", "content": "send it"}]
+        )
+    assert answer.choices[0].message.content == "nobody approved"
+    denied = tool_messages(llm_server, 1)[0]
+    assert denied.startswith("tool 'send' not run: denied: no decision within approvals.completion_wait_secs")

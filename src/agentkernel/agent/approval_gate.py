@@ -102,14 +102,21 @@ class ApprovalGate:
         found = self._store().get(approval.run_id, approval.call_id)
         return decision_of(found if found is not None else approval)
 
-    async def wait(self, approval: Approval, stop: asyncio.Event) -> Decision | None:
-        """The decision, once made or expired; None when `stop` is set first."""
+    async def wait(
+        self, approval: Approval, stop: asyncio.Event, most_secs: float | None = None
+    ) -> Decision | None:
+        """The decision, once made or expired; None when `stop` is set first. With `most_secs`, a
+        denial saying so once that long has passed without one (a request that cannot wait longer)."""
         import asyncio  # only the agent loop waits so: a tool run never imports asyncio
 
+        until = None if most_secs is None else time.monotonic() + most_secs
         while not stop.is_set():
             decision = await asyncio.to_thread(self.look, approval)
             if decision is not None:
                 return decision
+            if until is not None and time.monotonic() >= until:
+                why = f"no decision within approvals.completion_wait_secs ({most_secs:g} s)"
+                return Decision(False, reason=f"denied: {why}, as long as this request waits")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), POLL_SECS)
         return None
@@ -121,10 +128,14 @@ class ApprovalGate:
             if decision is not None:
                 return decision
             if deadline is not None and time.monotonic() >= deadline:
-                return Decision(False, reason="no decision came before the calling script's time ran out")
+                return Decision(
+                    False, reason="denied: no decision came before the calling script's time ran out"
+                )
             wait = POLL_SECS if deadline is None else min(POLL_SECS, max(deadline - time.monotonic(), 0.0))
             if stopped.wait(wait):
-                return Decision(False, reason="the run was stopped while the call waited for a decision")
+                return Decision(
+                    False, reason="denied: the run was stopped while the call waited for a decision"
+                )
 
 
 class ApprovalDesk:
@@ -138,7 +149,9 @@ class ApprovalDesk:
 
     def decide(self, vetted: Vetted, caller: Caller) -> Decision:
         if caller.user_id is None:
-            return Decision(False, reason="it needs a person's approval, and this caller has no user to ask")
+            return Decision(
+                False, reason="denied: it needs a person's approval, and this caller has no user to ask"
+            )
         call_id = vetted.call.id or f"call_{uuid.uuid4().hex[:12]}"
         asked = self.gate.ask(_with_id(vetted, call_id), caller, f"call-{uuid.uuid4()}")
         if asked.decision is not None:
@@ -156,13 +169,17 @@ def decision_of(approval: Approval) -> Decision | None:
     if approval.pending:
         if time.time() < approval.expires_at:
             return None
-        return Decision(False, reason=f"no decision within approvals.timeout_secs; {_expired(approval)}")
+        return Decision(
+            False, reason=f"denied: no decision within approvals.timeout_secs; {_expired(approval)}"
+        )
     if approval.status == EXPIRED:
-        return Decision(False, reason=f"no decision within approvals.timeout_secs; {_expired(approval)}")
+        return Decision(
+            False, reason=f"denied: no decision within approvals.timeout_secs; {_expired(approval)}"
+        )
     if approval.status == APPROVED:
         return Decision(True, approval.new_args, approval.reason or "")  # None: its own arguments
-    who = approval.decided_by or "someone"
-    return Decision(False, reason=f"denied by {who}" + (f": {approval.reason}" if approval.reason else ""))
+    who = f"denied by {approval.decided_by}" if approval.decided_by else "denied"
+    return Decision(False, reason=who + (f": {approval.reason}" if approval.reason else ""))
 
 
 def _expired(approval: Approval) -> str:

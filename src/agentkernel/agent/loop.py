@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
+from agentkernel.agent.llm_hooks import LlmCallHooks
 from agentkernel.agent.processes import Process
 from agentkernel.agent.resume import Prompt, Resumed, left_here, resumed
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript, usage_meta
@@ -142,6 +143,9 @@ class TurnOptions:
     tools: tuple[ToolSchema, ...] = ()
     output_schema: dict[str, Any] | None = None
     validate_secs: float = 30.0
+    # how long a call waits for a person's decision before it is denied (None: until the approval's
+    # timeout); a non-streamed request holds its client that long (approvals.completion_wait_secs)
+    approval_wait_secs: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,7 @@ class AgentLoop:
         # holds a worker the sub-agent needs.
         self.pool = pool or dispatcher.pool
         self.tool_steps = ToolSteps(dispatcher, self.pool, self.steps, gate)
+        self.llm_hooks = LlmCallHooks(hooks, self.steps, self.pool)
 
     async def _in_thread(self, caller: Caller, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` on a worker of this loop's pool, in `caller`'s user's queue (DESIGN rule 10)."""
@@ -572,7 +577,12 @@ class AgentLoop:
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
             quiet = options.output_schema is not None  # only an answer that validates is shown
-            asked = self._inference(process, settings, messages, tools, emit, streamed, quiet)
+            sent = await self.llm_hooks.outgoing(
+                caller, settings.hooks, messages, tools, settings.model, emit
+            )
+            if sent is None:  # a `before_llm_call` hook denied it (S24.3)
+                return last_text, EndReason.BLOCKED, messages
+            asked = self._inference(process, settings, sent, tools, emit, streamed, quiet)
             try:
                 completion = await _unless_stopped(asked, stop)
             except BudgetExhausted as exc:
@@ -617,7 +627,7 @@ class AgentLoop:
                 step = Step().add(Entry("assistant", "agent", answer, usage_meta(completion.usage)), shown)
                 await self._commit(caller, step, emit)
                 return answer, EndReason.JOB_DONE, messages
-            await self._run_tools(caller, completion, messages, emit, stop, _origin(process))
+            await self._run_tools(caller, completion, messages, emit, stop, _origin(process), options)
         await self._error(
             caller, f"stopped after max_turns ({settings.max_turns}) LLM calls", emit, "max_turns"
         )
@@ -731,9 +741,11 @@ class AgentLoop:
         emit: Emit,
         stop: asyncio.Event,
         origin: str,
+        options: TurnOptions,
     ) -> None:
         """The completion's tool calls, recorded then run (tool_steps.py)."""
-        await self.tool_steps.response(caller, completion, messages, emit, stop, origin)
+        waits = options.approval_wait_secs
+        await self.tool_steps.response(caller, completion, messages, emit, stop, origin, waits)
 
     async def _run_pending(
         self,

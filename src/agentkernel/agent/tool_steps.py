@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,7 @@ class ToolSteps:
         emit: Emit,
         stop: asyncio.Event,
         origin: str = "llm",
+        wait_secs: float | None = None,
     ) -> None:
         """The completion's tool calls in order, each result appended; after a stop, the rest are not run.
 
@@ -78,7 +80,16 @@ class ToolSteps:
             step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
         first = completion.tool_calls[0].id
         await self.steps.commit(caller.session_id, caller.user_id, step, emit, {"started_call": first})
-        await self.calls(caller, completion.tool_calls, messages, emit, stop, marked=first, origin=origin)
+        await self.calls(
+            caller,
+            completion.tool_calls,
+            messages,
+            emit,
+            stop,
+            marked=first,
+            origin=origin,
+            wait_secs=wait_secs,
+        )
 
     async def refused(
         self,
@@ -118,6 +129,7 @@ class ToolSteps:
         resumed: Resumed | None = None,
         marked: str | None = None,
         origin: str = "llm",
+        wait_secs: float | None = None,
     ) -> None:
         """Run `calls` in order, each result appended; after a stop the rest are recorded as not run.
 
@@ -147,7 +159,7 @@ class ToolSteps:
             else:
                 asked = resumed is not None and call.id in resumed.asked
                 result = await self._tool_call(
-                    caller, _Calling(call, origin, call.id == marked, following, asked), emit, stop
+                    caller, _Calling(call, origin, call.id == marked, following, asked, wait_secs), emit, stop
                 )
             marked = following
             messages.append(ChatMessage.tool(call.id, result.content, call.name))
@@ -178,12 +190,12 @@ class ToolSteps:
             vet = functools.partial(self.dispatcher.vet, call.name, args, caller, calling.origin, call.id)
             found = await self.pool.run(caller.user_id, vet)
             if isinstance(found, Vetted):
-                found = await self._approved(caller, found, emit, stop, calling.asked)
+                found = await self._approved(caller, found, emit, stop, calling)
             result = found
         return await self._settled(caller, call, result, emit, calling.following)
 
     async def _approved(
-        self, caller: Caller, vetted: Vetted, emit: Emit, stop: asyncio.Event, recorded: bool
+        self, caller: Caller, vetted: Vetted, emit: Emit, stop: asyncio.Event, calling: _Calling
     ) -> ToolResult:
         """The call run once a person approved it (S24.4), or its failed result saying why not.
 
@@ -198,14 +210,14 @@ class ToolSteps:
             return ToolResult.failure(
                 f"tool {call.tool!r} not run: it needs a person's approval, and none can be asked here"
             )
-        run_id = self.steps.run_id() or f"run-{call.id}"
+        run_id = self.steps.run_id() or f"run-{uuid.uuid4()}"  # a chat with no run journal (the terminal)
         asked = await self.pool.run(caller.user_id, functools.partial(self.gate.ask, vetted, caller, run_id))
         decision = asked.decision
         if decision is None:
             assert asked.approval is not None
-            step = Step() if recorded else _asking(asked.approval)  # a resumed run's is recorded
+            step = Step() if calling.asked else _asking(asked.approval)  # a resumed run's is recorded
             await self.steps.commit(caller.session_id, caller.user_id, step, emit, _waiting(call.id))
-            decision = await self.gate.wait(asked.approval, stop)
+            decision = await self.gate.wait(asked.approval, stop, calling.wait_secs)
         if decision is None:  # stopped while it waited; a run handed off waits again where it goes on
             if handing_off(stop):
                 raise HandedOff
@@ -258,6 +270,7 @@ class _Calling:
     marked: bool  # marked started by the step before it
     following: str | None  # the call its result's step marks started
     asked: bool  # its approval is recorded in the run's journal already (a resumed run)
+    wait_secs: float | None = None  # how long it may wait for a person's decision (None: the timeout)
 
 
 def _waiting(call_id: str) -> dict[str, Any]:

@@ -32,6 +32,10 @@ class LineReader(Protocol):
         """The next line without its line break; None when the input ends or the user quits."""
         ...
 
+    async def ask(self, prompt: str) -> str | None:
+        """A line read while an answer runs (a question the agent's run asks), None when none comes."""
+        ...
+
 
 class PipedLines:
     """Lines of a pipe or a file, as they come."""
@@ -41,6 +45,10 @@ class PipedLines:
 
     def read(self, loop: asyncio.AbstractEventLoop) -> str | None:
         line = self.stream.readline()  # Ctrl-C here is a KeyboardInterrupt: the chat ends
+        return line.removesuffix("\n").removesuffix("\r") if line else None
+
+    async def ask(self, prompt: str) -> str | None:
+        line = await asyncio.to_thread(self.stream.readline)
         return line.removesuffix("\n").removesuffix("\r") if line else None
 
 
@@ -67,6 +75,12 @@ class PromptLines:
     def read(self, loop: asyncio.AbstractEventLoop) -> str | None:
         try:
             return loop.run_until_complete(self.session.prompt_async(PROMPT))
+        except (EOFError, KeyboardInterrupt):
+            return None
+
+    async def ask(self, prompt: str) -> str | None:
+        try:
+            return await self.session.prompt_async(prompt)
         except (EOFError, KeyboardInterrupt):
             return None
 

@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterator
 from rich.console import Console
 from rich.text import Text
 
-from agentkernel.agent.loop import EndReason
+from agentkernel.agent.loop import EndReason, LoopEvent
 from agentkernel.agent.session import ChatSession
+from agentkernel.cli.chat_approvals import TerminalApprovals
 from agentkernel.cli.chat_input import LineReader
 from agentkernel.cli.render import ChatRenderer
 from agentkernel.kernel import Kernel
@@ -68,6 +69,8 @@ class TerminalChat:
         self.user_id = user_id
         self.stream = stream
         self.renderer = ChatRenderer(console)
+        self.approvals = TerminalApprovals(kernel, console, user_id)
+        self._reader: LineReader | None = None  # where a question of a run is answered (`run`'s)
         self.failed = False  # some run ended in FAILED
         # a session named goes on: its conversation read back from the transcript, whoever wrote it
         self.resumed = session_id is not None
@@ -133,6 +136,7 @@ class TerminalChat:
 
     def run(self, reader: LineReader) -> None:
         """Read and answer lines until the input ends or the user quits (Ctrl-C between answers too)."""
+        self._reader = reader
         with contextlib.suppress(KeyboardInterrupt):
             while (line := reader.read(self.loop)) is not None:
                 text = line.strip()
@@ -155,12 +159,18 @@ class TerminalChat:
                 task.cancel()
 
         with _on_sigint(self.loop, interrupt):
-            task = self.loop.create_task(self.session.send(text, self.renderer))
+            task = self.loop.create_task(self.session.send(text, self._shown))
             try:
                 result = self.loop.run_until_complete(task)
             except asyncio.CancelledError:
                 raise AnswerAbandoned from None
         self.failed |= result.reason in FAILED
+
+    async def _shown(self, event: LoopEvent) -> None:
+        """An event of the run shown; a call waiting for a person is asked about here (S24.4)."""
+        await self.renderer(event)
+        if event.kind == "approval_required" and self._reader is not None:
+            await self.approvals.ask(self._reader, event.data)
 
     # -- slash commands ------------------------------------------------------------------------------
 

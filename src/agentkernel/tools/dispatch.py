@@ -308,11 +308,13 @@ class Dispatcher:
             decision = (
                 self.desk.decide(vetted, caller)
                 if self.desk is not None
-                else Decision(False, reason="it needs a person's approval, and nobody can be asked here")
+                else Decision(
+                    False, reason="denied: it needs a person's approval, and nobody can be asked here"
+                )
             )
         spec, facts = vetted.spec, vetted.call
         if decision is not None and not decision.approved:
-            refused = self._failed(spec, f"tool {spec.name!r} not run: denied: {decision.reason}")
+            refused = self._failed(spec, f"tool {spec.name!r} not run: {decision.reason}")
             return _hooked(refused, vetted.notices, vetted.entries)
         if decision is not None and decision.args is not None and decision.args != facts.args:
             facts = replace(facts, args=decision.args)

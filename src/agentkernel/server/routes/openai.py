@@ -23,6 +23,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +35,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
+from agentkernel.agent.loop import TurnOptions
 from agentkernel.config import ServerSettings
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
@@ -173,7 +175,12 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
     session = SessionInfo(str(uuid.uuid4()), user, body.model, datetime.now(UTC).isoformat())
     try:
         turn = await parts.turns.start(
-            session, asked.text, request_id(request), asked.history, asked.options, Retry(None, digest)
+            session,
+            asked.text,
+            request_id(request),
+            asked.history,
+            _options(asked.options, body, parts),
+            Retry(None, digest),
         )
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
@@ -196,6 +203,14 @@ async def chat_completions(body: CompletionRequest, request: Request, user: User
         headers = None if failure.retry else NO_RETRY
         return JSONResponse({**shown, "error": failure.error}, status_code=failure.status, headers=headers)
     return completion.body()
+
+
+def _options(options: TurnOptions, body: CompletionRequest, parts: ServerParts) -> TurnOptions:
+    """A non-streamed request holds its client while a call waits for a person: that long at most
+    (approvals.completion_wait_secs), then the call is denied, saying so. A stream waits on (kept alive)."""
+    if body.stream:
+        return options
+    return replace(options, approval_wait_secs=parts.kernel.config.approvals.completion_wait_secs)
 
 
 async def _answered_before(request: Request, body: CompletionRequest, run: Run, parts: ServerParts) -> Any:
