@@ -319,3 +319,37 @@ def test_a_non_streamed_completion_waits_as_long_as_completion_wait_secs_then_th
     assert answer.choices[0].message.content == "nobody approved"
     denied = tool_messages(llm_server, 1)[0]
     assert denied.startswith("tool 'send' not run: denied: no decision within approvals.completion_wait_secs")
+
+
+def test_a_hooks_ask_pauses_the_call_with_its_question_and_the_tools_yaml_fields_reach_the_hook(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    """`ask` from `before_tool_call` (S24.2) is an approval as `approval: always` is, with the hook's
+    question; the hook reads the tool's own YAML fields in `call.config` (here `risky: true`)."""
+    tools, hooks = project / "config" / "scripts" / "tools", project / "config" / "scripts" / "hooks"
+    script_tool(tools, "wipe", "function run() { return 'wiped'; }", risky=True)
+    write(hooks / "careful.yaml", "kind: script_hook\nname: careful\nscript: careful.js\n")
+    write(
+        hooks / "careful.js",
+        "function before_tool_call(ctx, call) {"
+        " if (call.config.risky) return {ask: 'Really ' + call.tool + ' (from ' + call.origin + ')?'}; }",
+    )
+    write(
+        project / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: Test.\ntools: [upper, wipe]\nhooks: [careful]\nmax_turns: 4\n",
+    )
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("upper", '{"text": "a"}', "c0"), FakeToolCall("wipe", "{}", "c1"))),
+        Reply(text="both done"),
+    )
+    with (
+        LiveServer(Kernel(load_kernel_config(project / "config" / "kernel.yaml"))) as live,
+        live.client() as client,
+    ):
+        turn = Turn(client, new_session(client), "wipe it")
+        required = turn.wait_for("approval_required")
+        assert (required["call"]["id"], required["question"]) == ("c1", "Really wipe (from llm)?")
+        assert decide(client, required["run_id"], ALICE, decision="approve").status_code == 200
+        events = turn.events()
+    results = [data["content"] for kind, data in events if kind == "tool_result"]
+    assert results == ["A", "wiped"]  # the call the hook let through ran at once, the other once approved

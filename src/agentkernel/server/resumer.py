@@ -11,6 +11,11 @@ chat completion's run is ended `terminated` (its conversation was its
 client's, and left with it: the SDK's retry finds the run, completion_retries.py).
 (A message sent to the session first takes the run over the same way:
 turns.py.)
+
+The same pass keeps the approvals store tidy (S24.4): approvals past their
+timeout are marked `expired` (the run waiting on one sees the denial by
+itself), and decided ones older than APPROVALS_KEPT_SECS are deleted, a
+bounded number each time.
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory
 from agentkernel.server.turns import TurnRunner
 
 log = logging.getLogger("agentkernel.server")
+APPROVALS_KEPT_SECS = 30 * 86400.0
+"""How long a decided (or expired) approval stays in the store, listed and auditable."""
 
 
 class RunResumer:
@@ -44,8 +52,18 @@ class RunResumer:
                 await self.sweep()
             except Exception:
                 log.exception("could not look for runs to resume")
+            try:
+                await asyncio.to_thread(self.tidy_approvals)
+            except Exception:
+                log.exception("could not tidy the approvals store")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.lease_secs / 2)
+
+    def tidy_approvals(self) -> None:
+        """Mark the approvals past their timeout expired; delete old decided ones (blocking)."""
+        store = self.kernel.approvals()
+        store.expire_due()
+        store.sweep(time.time() - APPROVALS_KEPT_SECS)
 
     async def sweep(self) -> int:
         """Take over and resume the runs left unfinished now; how many were taken."""

@@ -19,7 +19,7 @@
         reason: max_turns                     # optional; job_done otherwise
         expect: {result: null}                # any event: result (exact), success, error_contains
       - event: before_tool_call
-        call: {tool: shell, args: {command: ls}}   # {tool, args?, id?, origin?}: id call-1, origin llm
+        call: {tool: shell, args: {command: ls}}   # {tool, args?, id?, origin?, config?}; id call-1, llm
         expect: {deny: "denied by hook guard: no shell"}   # deny, ask, replace_args, notice
       - event: after_tool_call
         call: {tool: lookup, args: {}}
@@ -132,6 +132,7 @@ _CALL: dict[str, Any] = {
         "args": expect("an object: the call's arguments", type="object"),
         "id": expect("a string: the call's id", type="string"),
         "origin": expect("where the call comes from: " + ", ".join(CALL_ORIGINS), enum=list(CALL_ORIGINS)),
+        "config": expect("an object: the called tool's YAML fields", type="object"),
     },
 }
 _RESULT_OBJECT: dict[str, Any] = {
@@ -270,7 +271,7 @@ def message_of(value: JSONValue, role: str) -> JSONObject | None:
 
 
 def call_of(value: Mapping[str, Any] | None) -> JSONObject | None:
-    """A case's `call` as a hook receives it: `{id, tool, args, origin}`, with the defaults filled in."""
+    """A case's `call` as a hook receives it: `{id, tool, args, origin, config}`, defaults filled in."""
     if value is None:
         return None
     return {
@@ -278,6 +279,7 @@ def call_of(value: Mapping[str, Any] | None) -> JSONObject | None:
         "tool": value["tool"],
         "args": value.get("args", {}),
         "origin": value.get("origin", "llm"),
+        "config": value.get("config", {"name": value["tool"]}),
     }
 
 

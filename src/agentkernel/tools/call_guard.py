@@ -26,15 +26,23 @@ Entries = tuple[tuple[str, str, str, JSONObject], ...]
 
 @dataclass(frozen=True)
 class ToolCallFacts:
-    """One tool call as its hooks see it: `{id, tool, args, origin}`."""
+    """One tool call as its hooks see it: `{id, tool, args, origin, config}`; `config` is the tool's
+    YAML as its own script gets it (S3.2), so a hook can act on a tool's own fields (`risky: true`)."""
 
     id: str
     tool: str
     args: JSONValue
     origin: str
+    config: JSONObject = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
-        return {"id": self.id, "tool": self.tool, "args": self.args, "origin": self.origin}
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "args": self.args,
+            "origin": self.origin,
+            "config": self.config,
+        }
 
 
 @dataclass(frozen=True)
