@@ -108,10 +108,12 @@ def write_project(root: Path, llm: FakeLLMServer, hook_url: str) -> Path:
     write(hooks / "broken.yaml", "kind: script_hook\nname: broken\nscript: broken.js\n")
     write(hooks / "lenient.yaml", "kind: script_hook\nname: lenient\nscript: broken.js\non_error: allow\n")
 
+    outside = stdio_server(extra="tools: [touch]")
     templates = {
         "guarded": "tools: [effect, relay, delegate, delegate_loose, secret, paged]\nhooks: [guard, scrub]\n",
         "helper": "tools: [effect]\nhooks: [guard]\n",
-        "consumer": f"tools: [effect]\nhooks: [guard]\nmcp_servers:\n{stdio_server(extra='tools: [touch]')}",
+        "consumer": f"tools: [effect]\nhooks: [guard]\nmcp_servers:\n{outside}",
+        "open_consumer": f"mcp_servers:\n{outside}",
         "rguarded": "tools: [effect]\nhooks: [rguard]\n",
         "fragile": "tools: [effect]\nhooks: [broken]\n",
         "lenient": "tools: [effect]\nhooks: [lenient]\n",
@@ -187,17 +189,23 @@ def panel_run(client: httpx.Client, tool: str, args: dict[str, Any], session_id:
 # -- the eight origins ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("template", "denied"),
+    [
+        ("guarded", "denied by hook guard: no effect from llm"),
+        ("rguarded", "denied by hook rguard: no effect from llm (rhai)"),
+    ],
+)
 def test_llm_a_call_the_llm_asks_for_is_denied_and_the_llm_reads_why(
-    client: httpx.Client, llm: FakeLLMServer, webhook: WebhookReceiver
+    client: httpx.Client, llm: FakeLLMServer, webhook: WebhookReceiver, template: str, denied: str
 ) -> None:
-    call = FakeToolCall("effect", '{"tag": "from-llm"}', "c1")
-    llm.add(Reply(tool_calls=(call,)), Reply(text="not posted"))
-    events = say(client, session(client, "guarded"), "post it")
-    denied = "denied by hook guard: no effect from llm"
+    tag = f"from-llm-{template}"
+    llm.add(Reply(tool_calls=(FakeToolCall("effect", json.dumps({"tag": tag}), "c1"),)), Reply(text="no"))
+    events = say(client, session(client, template), "post it")
     assert (events["tool_result"]["success"], events["tool_result"]["content"]) == (False, denied)
     assert tool_messages(llm, -1) == [denied]
-    assert events["reply"]["content"] == "not posted"
-    assert "from-llm" not in posted(webhook)
+    assert events["reply"]["content"] == "no"
+    assert tag not in posted(webhook)
 
 
 def test_call_tool_the_outer_tool_runs_and_its_inner_call_is_denied(
@@ -294,6 +302,12 @@ def test_outside_mcp_a_consumed_server_s_tool_is_denied_before_it_is_sent(
     assert (events["tool_result"]["success"], events["tool_result"]["content"]) == (False, denied)
     assert tool_messages(llm, -1) == [denied]
     assert not touched.exists()
+    # the control: with no hook, the same call (from the panel this time) writes the file
+    ran = panel_run(
+        client, "outside__touch", {"path": str(touched), "text": "ran"}, session(client, "open_consumer")
+    )
+    assert ran["success"] is True, ran
+    assert touched.read_text() == "ran"
 
 
 def test_continuation_a_next_page_re_runs_the_tool_through_the_guard(
