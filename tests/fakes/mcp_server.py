@@ -38,6 +38,14 @@ def env(name: str) -> str:
 
 
 @app.tool()
+def touch(path: str, text: str) -> str:
+    """Write `text` to the file `path`: an effect a test can look for (did the call run?)."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)
+    return f"wrote {path}"
+
+
+@app.tool()
 def crash() -> str:
     """End this server's process at once, mid-call."""
     os._exit(3)

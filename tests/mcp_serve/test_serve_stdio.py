@@ -125,6 +125,31 @@ def test_calls_run_as_the_user_in_one_session_per_connection(mcp_project: Path) 
         assert kernel.run_tool("recall", {}, kernel.caller(user_id="local")).content == "null"
 
 
+def test_a_template_s_before_tool_call_hook_sees_and_denies_a_call_from_the_client(mcp_project: Path) -> None:
+    """S24.1, S24.5: `mcp serve --template` carries the template's hooks; the call's origin is mcp_client."""
+    hooks = mcp_project / "config" / "scripts" / "hooks"
+    (hooks / "guard.js").write_text(
+        "function before_tool_call(ctx, call) {"
+        " if (call.tool === 'remember') return {deny: 'no ' + call.tool + ' from ' + call.origin}; }"
+    )
+    (hooks / "guard.yaml").write_text("kind: script_hook\nname: guard\nscript: guard.js\n")
+    (mcp_project / "config" / "templates" / "guarded.yaml").write_text(
+        "name: guarded\ninstructions: Test.\ntools: [remember, upper]\nhooks: [guard]\n"
+    )
+    seen: list[types.CallToolResult] = []
+
+    async def body(client: Client) -> None:
+        seen.append(await client.call_tool("remember", {"note": "denied"}))
+        seen.append(await client.call_tool("upper", {"text": "let through"}))
+
+    run(mcp_project, body, "--template", "guarded", "--user", "alice")
+    denied, allowed = seen
+    assert denied.is_error and text_of(denied) == "denied by hook guard: no remember from mcp_client"
+    assert text_of(allowed) == "LET THROUGH"
+    with Kernel(load_kernel_config(mcp_project / "config" / "kernel.yaml")) as kernel:
+        assert kernel.run_tool("recall", {}, kernel.caller(user_id="alice")).content == "null"  # never kept
+
+
 def test_an_edited_yaml_is_announced_as_list_changed_on_a_handshake_connection(mcp_project: Path) -> None:
     changed = ListChanged()
 

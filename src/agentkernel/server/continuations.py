@@ -67,8 +67,9 @@ class Continuation:
 
 # what else a rerun's blocks need before they leave (sealing.py: files), run on the same worker thread
 SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
-# how a rerun's tool runs (the server's: as a budgeted process of its own, tool_runs.py)
-RunTool = Callable[[str, JSONObject, "Caller"], Awaitable["ToolResult"]]
+# how a rerun's tool runs (the server's: as a budgeted process of its own, tool_runs.py): (tool, args,
+# caller, origin), the origin `continuation`, as its hooks see it (S24.1)
+RunTool = Callable[[str, JSONObject, "Caller", str], Awaitable["ToolResult"]]
 
 
 class ContinuationStore(SealedIdStore):
@@ -189,7 +190,7 @@ async def arun_continuation(
     caller = None if found is None else await asyncio.to_thread(_owner_caller, kernel, found)
     if found is None or caller is None:
         return None
-    result = await (run or kernel.arun_tool)(found.tool, found.args, caller)
+    result = await (run or kernel.arun_tool)(found.tool, found.args, caller, "continuation")
     return await asyncio.to_thread(_sealed, result, store, found, seal_more)
 
 
