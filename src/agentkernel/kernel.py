@@ -222,18 +222,23 @@ class Kernel:
         args: JSONValue,
         caller: Caller | Process | None = None,
         origin: str = "panel",
+        *,
+        approved: bool = False,
     ) -> ToolResult:
         """One tool call through the one dispatch path (DESIGN rule 6); every failure is in the result.
 
         `tool` is a name, or a spec from `load_spec` (a file outside the
         configured folders). No caller means the kernel itself: every tool,
         no session, no scratch folder. `origin`: where the call comes from,
-        as its hooks see it (S24.1; `panel`: a person ran it).
+        as its hooks see it (S24.1; `panel`: a person ran it). `approved`:
+        the person running it approves it by doing so (`agentkernel tool
+        run`, a tool's `tests:`), so a call that needs approval (S24.4)
+        does not wait; the hooks still see it, and may deny it.
         """
         who = self._as_caller(caller)
         if isinstance(tool, ToolSpec):
-            return self._parts.dispatcher.call_spec(tool, args, who, origin)
-        return self._parts.dispatcher.call(tool, args, who, origin)
+            return self._parts.dispatcher.call_spec(tool, args, who, origin, approved=approved)
+        return self._parts.dispatcher.call(tool, args, who, origin, approved=approved)
 
     async def arun_tool(
         self, name: str, args: JSONValue, caller: Caller | Process | None = None, origin: str = "panel"

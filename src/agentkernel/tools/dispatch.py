@@ -127,6 +127,9 @@ class ApprovalDesk(Protocol):
     def decide(self, vetted: Vetted, caller: Caller) -> Decision: ...
 
 
+_BY_THE_CALLER = Decision(True, reason="run by the person it would ask")
+
+
 def approval_question(spec: ToolSpec) -> str:
     """The question a tool whose YAML says `approval: always` asks, when no hook asked its own."""
     return f"Run the tool {spec.name!r} with these arguments?"
@@ -159,18 +162,37 @@ class Dispatcher:
         self.desk = desk  # where a call off the agent loop waits for a person (None: it is denied)
 
     def call(
-        self, name: str, args: JSONValue, caller: Caller, origin: str = "call_tool", call_id: str = ""
+        self,
+        name: str,
+        args: JSONValue,
+        caller: Caller,
+        origin: str = "call_tool",
+        call_id: str = "",
+        *,
+        approved: bool = False,
     ) -> ToolResult:
         """Dispatch a registered tool synchronously (scripts are sync: DESIGN rule 7); a call a person
-        must approve waits for the decision at the desk."""
+        must approve waits for the decision at the desk, unless the caller is that person (`approved`)."""
         facts = ToolCallFacts(call_id, name, args, origin)
-        return self._protected(name, lambda: self._decided(self._vet(name, facts, caller), caller), caller)
+        given = _BY_THE_CALLER if approved else None
+        return self._protected(
+            name, lambda: self._decided(self._vet(name, facts, caller), caller, given), caller
+        )
 
-    def call_spec(self, spec: ToolSpec, args: JSONValue, caller: Caller, origin: str = "panel") -> ToolResult:
+    def call_spec(
+        self,
+        spec: ToolSpec,
+        args: JSONValue,
+        caller: Caller,
+        origin: str = "panel",
+        *,
+        approved: bool = False,
+    ) -> ToolResult:
         """Dispatch a tool loaded from a file outside the registry (`tool run PATH.yaml`)."""
         facts = ToolCallFacts("", spec.name, args, origin)
+        given = _BY_THE_CALLER if approved else None
         return self._protected(
-            spec.name, lambda: self._decided(self._vet_spec(spec, facts, caller), caller), caller
+            spec.name, lambda: self._decided(self._vet_spec(spec, facts, caller), caller, given), caller
         )
 
     def vet(
