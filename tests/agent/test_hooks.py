@@ -197,7 +197,7 @@ def test_s7_2_after_turn_object_string_or_garbage(
 def test_shipped_hooks() -> None:
     with Kernel(load_kernel_config(REPO / "config" / "kernel.yaml"), live=False) as shipped:
         every = shipped.list_hooks()
-        assert [h.name for h in every] == ["moderation", "audit", "memory", "faq_cache"]  # priority order
+        assert [h.name for h in every] == ["guard", "moderation", "audit", "memory", "faq_cache"]  # priority
         hooks = [h for h in every if h.origin == "project"]  # built-ins run only where a template names them
         calm = shipped.run_hooks(hooks, {"role": "user", "content": "Привет, мир"})
         banned = shipped.run_hooks(hooks, {"role": "user", "content": "Где КАЗИНО?"})

@@ -162,7 +162,11 @@ def test_hook_and_template_lists_of_the_shipped_project() -> None:
     hooks = cli("agentkernel", "hook", "list")
     assert hooks.returncode == 0
     own = [line.split()[0] for line in hooks.stdout.splitlines() if line.split()[1] == "project"]
-    assert own == ["guard", "moderation", "audit"]  # run order; the built-ins are listed too, with their origin
+    assert own == [
+        "guard",
+        "moderation",
+        "audit",
+    ]  # run order; the built-ins are listed too, with their origin
     templates = json.loads(cli("agentkernel", "template", "list", "--json").stdout)
     assert {t["name"] for t in templates["templates"]} == {"hello-agent", "review-agent"}
     assert templates["problems"] == []

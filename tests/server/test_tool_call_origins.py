@@ -233,11 +233,6 @@ def test_subagent_the_sub_agent_s_call_passes_its_template_s_guard(
     assert "from-subagent" not in posted(webhook)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a sub-agent started from `instructions` runs with no hooks (agent/subagents.py "
-    "_child_template builds a TemplateSpec with none): the calling template's guard is skipped",
-)
 def test_subagent_a_sub_agent_from_instructions_is_guarded_as_its_caller(
     client: httpx.Client, llm: FakeLLMServer, webhook: WebhookReceiver
 ) -> None:

@@ -84,6 +84,9 @@ class LoopSettings:
 
     instructions: str
     hooks: Sequence[HookSpec] = ()
+    # hooks its tool calls and LLM calls pass besides its own (S24.5): a sub-agent's caller's, so a
+    # script cannot get past its template's guard by asking a sub-agent
+    call_hooks: Sequence[HookSpec] = ()
     max_turns: int = 8
     model: str | None = None
     max_tokens: int | None = None
@@ -298,7 +301,7 @@ class AgentLoop:
         tally = _Tally()
         if self.dispatcher.home is not None:
             self.dispatcher.home.adopt(asyncio.get_running_loop())
-        caller = replace(process.caller(self.services), hooks=tuple(settings.hooks))
+        caller = replace(process.caller(self.services), hooks=_call_hooks(settings))
         prompt = run.prompt
         if prompt is None:  # the hooks had not finished (or had nothing to say): they are asked again
             message: JSONObject = {"role": "user", "content": run.text or ""}
@@ -336,7 +339,7 @@ class AgentLoop:
     ) -> LoopResult:
         if self.dispatcher.home is not None:  # a hook's or tool's sub-agent runs on this loop too
             self.dispatcher.home.adopt(asyncio.get_running_loop())
-        caller = replace(process.caller(self.services), hooks=tuple(settings.hooks))
+        caller = replace(process.caller(self.services), hooks=_call_hooks(settings))
         if options.output_schema is not None:
             settings = replace(
                 settings,
@@ -577,9 +580,7 @@ class AgentLoop:
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
             quiet = options.output_schema is not None  # only an answer that validates is shown
-            sent = await self.llm_hooks.outgoing(
-                caller, settings.hooks, messages, tools, settings.model, emit
-            )
+            sent = await self.llm_hooks.outgoing(caller, caller.hooks, messages, tools, settings.model, emit)
             if sent is None:  # a `before_llm_call` hook denied it (S24.3)
                 return last_text, EndReason.BLOCKED, messages
             asked = self._inference(process, settings, sent, tools, emit, streamed, quiet)
@@ -830,6 +831,13 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         shown = LoopEvent("error", {"message": text, "code": code})
         await self._commit(caller, Step().add(Entry("system", "error", text, {"code": code}), shown), emit)
+
+
+def _call_hooks(settings: LoopSettings) -> tuple[HookSpec, ...]:
+    """The hooks a loop's tool and LLM calls pass: its own, then those it inherits (by name, once)."""
+    own = tuple(settings.hooks)
+    names = {spec.name for spec in own}
+    return own + tuple(spec for spec in settings.call_hooks if spec.name not in names)
 
 
 def _origin(process: Process) -> str:

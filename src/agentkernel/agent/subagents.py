@@ -154,7 +154,7 @@ class SubagentService:
         """Start the child, wait for its answer until `deadline` (time.monotonic()), end it in any case."""
         parent = self._parent(caller)
         template = self._child_template(request, caller)
-        settings = self._settings(template)
+        settings = replace(self._settings(template), call_hooks=caller.hooks)  # its caller's guard too
         deadline = earlier(deadline, caller.deadline)
         try:
             child = self.processes.spawn(
