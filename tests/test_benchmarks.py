@@ -71,6 +71,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^round 1: one process {NUMBER} ms a pair; two at once {NUMBER} / {NUMBER} ms a pair "
         rf"\({NUMBER}x\); DuckDB's open\+close of the file {NUMBER} ms$",
     ],
+    "tool_call_hooks.py": [
+        rf"^\s+none\s+p50 {NUMBER} ms\s+added \+{NUMBER} ms",
+        rf"^\s+js\s+p50 {NUMBER} ms\s+added [+-]{NUMBER} ms",
+        rf"^an allowing JS hook adds -?{NUMBER} ms: (PASS|MISS)",
+    ],
     "tool_results.py": [
         rf"^round 1 \(in the store\): record CPU {NUMBER} µs, wall {NUMBER} µs; get CPU {NUMBER} µs$",
     ],

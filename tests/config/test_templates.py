@@ -38,7 +38,14 @@ def test_shipped_templates_load_without_problems() -> None:
     assert problems == []
     assert set(templates) == {"hello-agent", "review-agent"}
     hello = templates["hello-agent"]
-    assert hello.tools == ("text_stats", "text_stats_rhai", "wordcount", "currency")
+    assert hello.tools == (
+        "text_stats",
+        "text_stats_rhai",
+        "wordcount",
+        "currency",
+        "save_note",
+        "clear_notes",
+    )
     assert hello.instructions.strip()
     assert hello.yaml_path == (SHIPPED / "hello-agent.yaml").resolve()
     assert templates["review-agent"].tools == ("text_stats", "wordcount")

@@ -265,7 +265,7 @@ def test_an_approval_pending_when_its_server_is_killed_twice_is_decided_on_the_t
                 assert decide(client, run_id, ALICE, decision="approve").status_code == 200
                 assert ended(client, run_id)["answer"] == "approved, sent"
                 journal = [(k, c) for k, c in records_of(client, run_id)]
-        assert len(receiver.bodies) == 1
+        assert len(receiver.bodies) == 1, journal
         assert [k for k, _ in journal].count("approval_required") == 1
         assert [k for k, _ in journal].count("tool_result") == 1
         assert len(asked(llm_server)) == 2  # the recorded response was never asked for again

@@ -35,10 +35,11 @@ class CallHooks:
     def pipeline(self) -> HookPipeline:
         return self._pipeline()
 
-    def watches(self, caller: Caller) -> bool:
+    def watches(self, caller: Caller, event: str | None = None) -> bool:
         if not caller.hooks:  # a caller with no template (or hooks): nothing is asked
             return False
-        return any(self._takes_part(spec, event, caller) for spec in caller.hooks for event in _EVENTS)
+        events = _EVENTS if event is None else (event,)
+        return any(self._takes_part(spec, name, caller) for spec in caller.hooks for name in events)
 
     def _takes_part(self, spec: HookSpec, event: str, caller: Caller) -> bool:
         try:

@@ -211,12 +211,15 @@ class ToolSteps:
                 f"tool {call.tool!r} not run: it needs a person's approval, and none can be asked here"
             )
         run_id = self.steps.run_id() or f"run-{uuid.uuid4()}"  # a chat with no run journal (the terminal)
+        # waiting, not started, before the approval exists: a crash once it does never finds the call
+        # marked started (`interrupted`), only waiting, and the next server asks for the same approval
+        self.steps.write(caller.session_id, caller.user_id, Step(), _waiting(call.id))
         asked = await self.pool.run(caller.user_id, functools.partial(self.gate.ask, vetted, caller, run_id))
         decision = asked.decision
         if decision is None:
             assert asked.approval is not None
-            step = Step() if calling.asked else _asking(asked.approval)  # a resumed run's is recorded
-            await self.steps.commit(caller.session_id, caller.user_id, step, emit, _waiting(call.id))
+            if not calling.asked:  # a resumed run's is recorded already
+                await self.steps.commit(caller.session_id, caller.user_id, _asking(asked.approval), emit)
             decision = await self.gate.wait(asked.approval, stop, calling.wait_secs)
         if decision is None:  # stopped while it waited; a run handed off waits again where it goes on
             if handing_off(stop):

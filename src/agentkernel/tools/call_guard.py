@@ -69,8 +69,9 @@ class AfterCall:
 class CallGuard(Protocol):
     """The caller's tool-call hooks, as the dispatcher asks them (never raises: failures are verdicts)."""
 
-    def watches(self, caller: Caller) -> bool:
-        """Whether any hook of the caller takes part in a tool call (else dispatch skips the guard)."""
+    def watches(self, caller: Caller, event: str | None = None) -> bool:
+        """Whether any hook of the caller takes part in a tool call (in `event`, `before_tool_call` or
+        `after_tool_call`, when given); dispatch skips the guard otherwise."""
         ...
 
     def before(self, call: ToolCallFacts, caller: Caller) -> BeforeCall: ...

@@ -213,7 +213,7 @@ class Dispatcher:
         """A client's tool call about to be handed to the client (origin `client`, S24.1): its
         arguments as the hooks leave them, or why it is not handed. The client runs it, so no person
         can be asked first here: a hook's `ask` refuses it, saying so."""
-        if self.guard is None or not self.guard.watches(caller):
+        if self.guard is None or not self.guard.watches(caller, "before_tool_call"):
             return BeforeCall(call.args)
         try:
             before = self.guard.before(replace(call, origin="client"), caller)
@@ -297,7 +297,7 @@ class Dispatcher:
         ask: str | None = None
         notices: tuple[str, ...] = ()
         entries: Entries = ()
-        if self.guard is not None and self.guard.watches(caller):
+        if self.guard is not None and self.guard.watches(caller, "before_tool_call"):
             before = self.guard.before(facts, caller)
             notices, entries = before.notices, before.entries
             if before.deny is not None:
@@ -348,7 +348,7 @@ class Dispatcher:
             self._run(spec, facts.args, caller, self._budget(spec, caller)), spec.warnings, self.limits
         )
         result = _hooked(result, vetted.notices, vetted.entries)
-        if self.guard is None or not self.guard.watches(caller):
+        if self.guard is None or not self.guard.watches(caller, "after_tool_call"):
             return result
         after = self.guard.after(facts, result, caller)
         return _hooked(after.result, after.notices, after.entries)
