@@ -20,6 +20,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.config.server import token_hash
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, make_project, script_tool, write
 from tests.server.test_page_browser import WIDTHS, check_layout, open_page, screenshot, send_in_new_chat
@@ -89,6 +90,13 @@ def test_approve_runs_the_call_and_the_answer_streams_in(
         page.wait_for_selector("#send:enabled")
         rules = live.client().get("/v1/approval-rules").json()["rules"]
         assert [(r["tool"], r["template"]) for r in rules] == [("send", "tester")]
+        # opened again later, the card is read from the transcript, decided
+        page.reload()
+        page.locator("#session-list button").first.click()
+        again = page.locator("#log section.approval.approved")
+        again.locator(".outcome:text-is('✔ Approved')").wait_for()
+        assert again.get_by_role("button", name="Approve").is_disabled()
+        assert page.locator("#approvals").is_hidden()
         assert problems == []
 
 
@@ -204,6 +212,44 @@ def test_a_call_decided_elsewhere_updates_the_card_and_a_late_click_says_decided
         assert stale.get_by_role("button", name="Approve").is_disabled()
         page.wait_for_selector("#send:enabled")
         assert problems == []
+
+
+def test_a_named_approver_decides_from_the_list_of_calls_waiting(
+    tmp_path: Path, llm_server: FakeLLMServer, browser: Any
+) -> None:
+    """A call in alice's chat whose tool names carol in `approvers:`: carol's page has no such chat, so
+    the card itself is in her list of calls waiting, and her Approve lets alice's answer go on."""
+    kernel_yaml = approval_project(tmp_path, llm_server)
+    tokens = "".join(f"    {token_hash(name + '-token')}: {name}\n" for name in ("alice", "carol"))
+    with kernel_yaml.open("a", encoding="utf-8") as config:
+        config.write(f"server:\n  tokens:\n{tokens}")
+    send_yaml = tmp_path / "config" / "scripts" / "tools" / "send.yaml"
+    send_yaml.write_text(send_yaml.read_text(encoding="utf-8") + "approvers: [carol]\n", encoding="utf-8")
+    ask_to_send(llm_server)
+    with LiveServer(Kernel(load_kernel_config(kernel_yaml))) as live:
+        alice = live.client()
+        session = alice.post(
+            "/v1/sessions", json={"template": "tester"}, headers={"Authorization": "Bearer alice-token"}
+        )
+        url = f"/v1/sessions/{session.json()['id']}/messages"
+        with alice.stream(
+            "POST", url, json={"content": "send it"}, headers={"Authorization": "Bearer alice-token"}
+        ) as turn:
+            lines = turn.iter_lines()
+            assert any(line == "event: approval_required" for line in lines)
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(live.url)
+            page.fill("#token", "carol-token")
+            page.keyboard.press("Enter")
+            card = page.locator("#approvals section.approval")
+            card.wait_for()
+            assert "a chat of tester" in page.locator("#approval-list li").inner_text()
+            check_layout(page)
+            screenshot(page, tmp_path / "web-chat-approver-390.png")
+            card.get_by_role("button", name="Approve").click()
+            card.locator(".outcome:text-is('✔ Approved by carol')").wait_for()
+            rest = "\n".join(lines)  # alice's turn goes on, to its end
+        assert "sent to bob" in rest and "event: done" in rest
 
 
 @pytest.mark.parametrize(("width", "height"), [w for w in WIDTHS if w.id != "desktop-1920"])

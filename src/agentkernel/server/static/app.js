@@ -579,10 +579,8 @@ function approvalCard(approval, shown, where) {
     el("p", { class: "quiet expires", text: "Waits until " + until(approval.expires_at) + "; then it is denied." }),
     el(
       "div", { class: "approval-actions" },
-      approve,
-      el("span", { class: "remember" }, remember, el("label", { for: id + "-remember", text: "remember for this tool" })),
-      deny,
-      edit,
+      el("span", { class: "group" }, approve, el("span", { class: "remember" }, remember, el("label", { for: id + "-remember", text: "remember for this tool" }))),
+      el("span", { class: "group" }, deny, edit),
     ),
     denyForm,
     editForm,
@@ -611,6 +609,7 @@ function approvalCard(approval, shown, where) {
     closeForms();
     node.className = "approval " + (how === "approved" || how === "denied" ? how : "closed");
     outcome.textContent = outcomeText(how, why, by);
+    if (where) where.classList.add("decided"); // kept in the list, its outcome shown, until the page reloads
   };
   async function send(body, problem) {
     for (const b of buttons) b.disabled = true;
@@ -689,7 +688,8 @@ async function loadApprovals() {
   const shown = state.session ? state.session.id : null;
   const others = found.filter((a) => a.session_id !== shown);
   const list = $("approval-list");
-  list.replaceChildren();
+  const decided = [...list.querySelectorAll(":scope > li.decided")];
+  list.replaceChildren(...decided);
   for (const a of others) {
     const mine = state.sessions.find((s) => s.id === a.session_id);
     const what = el("span", {}, el("span", { "aria-hidden": "true", text: "✋ " }), el("code", { text: a.call.tool }), " in ", mine ? "“" + (mine.title || "New chat") + "”" : "a chat of " + a.template);
@@ -701,7 +701,7 @@ async function loadApprovals() {
       list.append(item);
     }
   }
-  $("approvals").hidden = others.length === 0;
+  $("approvals").hidden = others.length === 0 && decided.length === 0;
   $("approvals-count").textContent = String(others.length);
   for (const button of $("session-list").querySelectorAll("button[data-session]")) {
     const waits = found.some((a) => a.session_id === button.dataset.session);
