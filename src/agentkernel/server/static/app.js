@@ -12,7 +12,12 @@ const NO_LLM_HELP =
   "The Tools panel works without one.";
 const LLM_POLL_MS = 15_000; // while the LLM does not answer, the status line is checked again this often
 
-const state = { session: null, sessions: [], tools: [], busy: false, turning: null };
+// `cards`: the approval cards in the chat shown, by run and call; `following`: the reading of a run of
+// the chat shown that waits for a decision (ended when another chat opens); `pending`: GET /v1/approvals.
+const state = {
+  session: null, sessions: [], tools: [], busy: false, turning: null,
+  cards: new Map(), cardCount: 0, following: null, pending: [],
+};
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -349,102 +354,362 @@ async function readFrames(response, handle, seen) {
 const RECONNECT_TRIES = 120;
 const RECONNECT_MS = 1000;
 
-// One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
-async function sendMessage(text) {
-  const session = state.session;
-  userMessage(text);
-  setBusy(true);
-  state.turning = session;
-  $("stop").hidden = false;
+// What a turn's events show in the chat: the answer as it streams, the tool calls with their results,
+// the approval cards. `run` (its id, from its first event or an approval) and `lastId` (the last event
+// shown) are where a broken stream is read again from.
+function turnView(lastId) {
+  const view = { run: null, lastId: lastId || "0", ended: false, answered: false };
   let answer = null;
   let buffer = "";
-  let answered = false;
-  let run = null; // the turn's run id (its first event), and the id of the last event shown
-  let lastId = "0";
-  let ended = false;
   const rows = new Map();
   // The answer so far is rendered once a frame, not once a token: each render parses all of it again
   // (marked, then DOMPurify), so a render per token made a long answer quadratic and froze the tab.
   let frameAsked = 0;
-  const showAnswer = () => {
+  view.showAnswer = () => {
     if (frameAsked) cancelAnimationFrame(frameAsked);
     frameAsked = 0;
     if (!answer) return;
     answer.innerHTML = markdown(buffer);
     follow(answer);
   };
-  const handle = (type, data) => {
+  view.handle = (type, data) => {
     if (type === "run") {
-      run = data.id;
+      view.run = data.id;
     } else if (type === "token") {
       if (!answer) answer = answerBox();
       buffer += data.text;
-      if (!frameAsked) frameAsked = requestAnimationFrame(showAnswer);
-      answered = true;
+      if (!frameAsked) frameAsked = requestAnimationFrame(view.showAnswer);
+      view.answered = true;
     } else if (type === "reply") {
       if (frameAsked) cancelAnimationFrame(frameAsked);
       frameAsked = 0;
       if (!answer) answer = answerBox();
       buffer = data.content;
       answer.innerHTML = markdown(buffer);
-      answered = true;
+      view.answered = true;
       answer = null;
       buffer = "";
     } else if (type === "notice") {
       line("notice", data.text);
     } else if (type === "tool_call") {
-      showAnswer(); // the text before the call, whole, before the call's row
+      view.showAnswer(); // the text before the call, whole, before the call's row
       answer = null;
       buffer = "";
       rows.set(data.id, toolRow(data.tool, data.args));
+    } else if (type === "approval_required") {
+      view.showAnswer();
+      if (data.run_id) view.run = data.run_id;
+      const row = data.call && rows.get(data.call.id);
+      if (row) row.querySelector(".state").textContent = " waiting for your approval…";
+      follow(approvalCard(data, "pending"));
+    } else if (type === "approval_decided") {
+      const card = findCard(view.run, data.call_id);
+      if (card) card.decided(data.approved ? "approved" : "denied", data.reason);
+      loadApprovals().catch((err) => status(err.message));
     } else if (type === "tool_result") {
       const row = rows.get(data.id) || toolRow(data.tool, "");
       fillToolRow(row, data);
     } else if (type === "warning") {
       line("warning", "⚠ " + (data.tool ? data.tool + ": " : "") + data.message);
     } else if (type === "error") {
-      errorLine(data.message, !answered);
+      errorLine(data.message, !view.answered);
     } else if (type === "done") {
-      ended = true;
+      view.ended = true;
       if (data.reason !== "job_done") line("notice", "turn ended: " + data.reason);
     }
   };
-  const seen = (id) => {
-    lastId = id;
+  view.seen = (id) => {
+    view.lastId = id;
   };
+  return view;
+}
+
+// A run's events from the store after the last one shown (S25.4), on whichever server answers, until its
+// `done`: every RECONNECT_MS while it cannot be read, a few minutes at most. `signal` ends the reading
+// (another chat opened).
+async function readRun(view, signal, first) {
+  for (let tries = 0; view.run !== null && !view.ended && !signal.aborted && tries < RECONNECT_TRIES; tries++) {
+    if (!first || tries) status("the answer's stream broke; reconnecting…");
+    await new Promise((done) => setTimeout(done, tries ? RECONNECT_MS : 0));
+    try {
+      const again = await fetch("/v1/runs/" + encodeURIComponent(view.run) + "/events", {
+        headers: { ...headers(false), "Last-Event-ID": view.lastId },
+        signal,
+      });
+      if (again.ok) await readFrames(again, view.handle, view.seen);
+      else if (again.status === 404) return; // not this user's run, or gone
+    } catch (err) {
+      // the server is not back yet: the next try
+    }
+  }
+  if (signal.aborted) return;
+  if (view.run !== null && !view.ended) throw new Error("the connection to the server was lost; the answer goes on there");
+  if ($("status").textContent.startsWith("the answer's stream broke")) status("");
+}
+
+// The compose box while a turn is being made (or a run followed): closed, Stop shown.
+function turnStarted(session) {
+  setBusy(true);
+  state.turning = session;
+  $("stop").hidden = false;
+}
+
+function turnOver(view) {
+  view.showAnswer();
+  $("stop").hidden = true;
+  state.turning = null;
+  setBusy(false);
+  $("message").focus();
+  loadJobs().catch((err) => status(err.message)); // the agent's tools may have scheduled a job
+  loadApprovals().catch((err) => status(err.message));
+}
+
+// One turn: POST the message, read `event: TYPE` / `data: JSON` frames as they come.
+async function sendMessage(text) {
+  const session = state.session;
+  userMessage(text);
+  turnStarted(session);
+  const view = turnView();
   try {
     const response = await api("POST", "/v1/sessions/" + encodeURIComponent(session.id) + "/messages", { content: text });
     if (!session.title) loadSessions().catch((err) => status(err.message)); // its first message named it
     try {
-      await readFrames(response, handle, seen);
+      await readFrames(response, view.handle, view.seen);
     } catch (err) {
-      if (run === null) throw err; // no run to go back to
+      if (view.run === null) throw err; // no run to go back to
     }
-    for (let tries = 0; run !== null && !ended && tries < RECONNECT_TRIES; tries++) {
-      status("the answer's stream broke; reconnecting…");
-      await new Promise((done) => setTimeout(done, tries ? RECONNECT_MS : 0));
-      try {
-        const again = await fetch("/v1/runs/" + encodeURIComponent(run) + "/events", {
-          headers: { ...headers(false), "Last-Event-ID": lastId },
-        });
-        if (again.ok) await readFrames(again, handle, seen);
-      } catch (err) {
-        // the server is not back yet: the next try
+    await readRun(view, new AbortController().signal, false);
+  } catch (err) {
+    view.showAnswer();
+    errorLine(err.message, !view.answered);
+  } finally {
+    turnOver(view);
+  }
+}
+
+// A run of the chat shown that waits for a decision (the page was reloaded, or the chat opened again):
+// its events after the transcript's last record, so the answer streams in once it is decided.
+async function followRun(session, runId, lastId) {
+  if (state.following) state.following.abort();
+  const following = new AbortController();
+  state.following = following;
+  turnStarted(session);
+  const view = turnView(lastId);
+  view.run = runId;
+  try {
+    await readRun(view, following.signal, true);
+  } catch (err) {
+    errorLine(err.message, false);
+  } finally {
+    if (state.following === following) {
+      state.following = null;
+      turnOver(view);
+    }
+  }
+}
+
+// -- approvals (S24.4, S24.6) ----------------------------------------------------------------------
+
+const cardKey = (run, call) => String(run) + "\u0000" + String(call);
+
+// The approval card of `call` in the chat shown; the call's id alone when the run is not known.
+function findCard(run, call) {
+  const exact = state.cards.get(cardKey(run, call));
+  if (exact) return exact;
+  for (const card of state.cards.values()) if (card.call === call) return card;
+  return null;
+}
+
+// What became of a call: `approved`, `denied` (the reason as the event says it: "denied by alice: …"),
+// `closed` (no longer waiting, the decision unknown here), `already` (a 409: decided elsewhere).
+function outcomeText(how, why, by) {
+  if (how === "closed") return "No longer waiting (expired, stopped, or decided elsewhere)";
+  if (how === "already") return "Decided already (in another tab, or by someone else)";
+  if (how === "denied" && /^(denied|no decision)/.test(why || "")) return "✖ " + sentence(why);
+  const said = how === "approved" ? "✔ Approved" : "✖ Denied";
+  return said + (by ? " by " + by : "") + (why ? ": " + why : "");
+}
+
+const until = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "—");
+
+// A call waiting for a person: its tool, arguments (as text), question and expiry, and Approve (with
+// "remember"), Deny (an optional reason) and Edit (the arguments as JSON, checked before they are sent).
+// `where` is the element it goes in (the chat's log by default). `shown` is `pending`, `closed` (no
+// longer waiting: expired or stopped), or a decision from the transcript.
+function approvalCard(approval, shown, where) {
+  const call = approval.call || {};
+  const run = approval.run_id;
+  const key = cardKey(run, call.id);
+  const old = state.cards.get(key);
+  if (old && !where) return old.node;
+  const id = "approval-" + (++state.cardCount);
+  const argsText = JSON.stringify(call.args === undefined ? {} : call.args, null, 2);
+  const outcome = el("p", { class: "outcome", role: "status", id: id + "-outcome" });
+  const remember = el("input", { type: "checkbox", id: id + "-remember" });
+  const approve = el("button", { type: "button", class: "approve", text: "Approve" });
+  const deny = el("button", { type: "button", class: "deny", text: "Deny", "aria-expanded": "false", "aria-controls": id + "-deny" });
+  const edit = el("button", { type: "button", class: "edit", text: "Edit", "aria-expanded": "false", "aria-controls": id + "-edit" });
+
+  const reason = el("input", { type: "text", id: id + "-reason", maxlength: "2000", placeholder: "what the agent is told" });
+  const denyForm = el(
+    "form", { class: "approval-form", id: id + "-deny", hidden: true },
+    el("label", { for: id + "-reason", text: "Reason (optional)" }),
+    reason,
+    el("div", { class: "approval-actions" }, el("button", { type: "submit", text: "Deny the call" }), el("button", { type: "button", class: "plain", text: "Cancel", onclick: () => closeForms(deny) })),
+  );
+  const tall = argsText.split("\n").length + Math.floor(argsText.length / 30); // its lines, wrapped at a phone's width
+  const argsBox = el("textarea", { id: id + "-args", rows: String(Math.max(3, Math.min(14, tall))), spellcheck: "false", "aria-describedby": id + "-args-problem" });
+  argsBox.value = argsText;
+  const argsProblem = el("p", { class: "error", id: id + "-args-problem", role: "alert", hidden: true });
+  const editForm = el(
+    "form", { class: "approval-form", id: id + "-edit", hidden: true },
+    el("label", { for: id + "-args", text: "Arguments (JSON)" }),
+    argsBox,
+    argsProblem,
+    el("div", { class: "approval-actions" }, el("button", { type: "submit", text: "Run with these arguments" }), el("button", { type: "button", class: "plain", text: "Cancel", onclick: () => closeForms(edit) })),
+  );
+
+  const node = el(
+    "section",
+    { class: "approval", "aria-labelledby": id + "-title" },
+    el("h3", { id: id + "-title" }, el("span", { "aria-hidden": "true", text: "✋ " }), "Approve tool ", el("code", { text: call.tool || "?" }), "?"),
+    approval.question ? el("p", { class: "question", text: approval.question }) : null,
+    el("p", { class: "label", text: "Arguments" }),
+    el("pre", { class: "args", text: argsText }),
+    el("p", { class: "quiet expires", text: "Waits until " + until(approval.expires_at) + "; then it is denied." }),
+    el(
+      "div", { class: "approval-actions" },
+      el("span", { class: "group" }, approve, el("span", { class: "remember" }, remember, el("label", { for: id + "-remember", text: "remember for this tool" }))),
+      el("span", { class: "group" }, deny, edit),
+    ),
+    denyForm,
+    editForm,
+    outcome,
+  );
+  const buttons = [approve, deny, edit, remember, reason, argsBox, ...denyForm.querySelectorAll("button"), ...editForm.querySelectorAll("button")];
+  const card = { node, run, call: call.id, open: true };
+
+  function closeForms(back) {
+    denyForm.hidden = true;
+    editForm.hidden = true;
+    deny.setAttribute("aria-expanded", "false");
+    edit.setAttribute("aria-expanded", "false");
+    if (back) back.focus();
+  }
+  function toggle(form, button, focus) {
+    const opening = form.hidden;
+    closeForms();
+    form.hidden = !opening;
+    button.setAttribute("aria-expanded", String(opening));
+    if (opening) focus.focus();
+  }
+  card.decided = (how, why, by) => {
+    card.open = false;
+    for (const b of buttons) b.disabled = true;
+    closeForms();
+    node.className = "approval " + (how === "approved" || how === "denied" ? how : "closed");
+    outcome.textContent = outcomeText(how, why, by);
+    if (where) where.classList.add("decided"); // kept in the list, its outcome shown, until the page reloads
+  };
+  async function send(body, problem) {
+    for (const b of buttons) b.disabled = true;
+    outcome.textContent = "sending…";
+    try {
+      const done = await postJSON("/v1/runs/" + encodeURIComponent(run) + "/approvals/" + encodeURIComponent(call.id), body);
+      card.decided(done.status === "approved" ? "approved" : "denied", done.reason, done.decided_by);
+      if (done.decision === "edit") outcome.textContent += ", with the arguments edited";
+      if (done.remember) outcome.textContent += " — remembered: " + call.tool + " runs without asking from now on";
+    } catch (err) {
+      if (err.status === 409) card.decided("already");
+      else if (err.status === 422 && problem) {
+        for (const b of buttons) b.disabled = false;
+        outcome.textContent = "";
+        problem.textContent = "✖ " + err.message;
+        problem.hidden = false;
+        argsBox.focus();
+      } else {
+        for (const b of buttons) b.disabled = err.status === 404;
+        outcome.textContent = "✖ " + (err.status === 404 ? "this call is not yours to decide, or no longer exists" : err.message);
       }
     }
-    if (run !== null && !ended) throw new Error("the connection to the server was lost; the answer goes on there");
-    if (lastId !== "0" && $("status").textContent.startsWith("the answer's stream broke")) status("");
-  } catch (err) {
-    showAnswer();
-    errorLine(err.message, !answered);
-  } finally {
-    showAnswer();
-    $("stop").hidden = true;
-    state.turning = null;
-    setBusy(false);
-    $("message").focus();
-    loadJobs().catch((err) => status(err.message)); // the agent's tools may have scheduled a job
+    loadApprovals().catch((e) => status(e.message));
   }
+  approve.addEventListener("click", () => send({ decision: "approve", remember: remember.checked }));
+  deny.addEventListener("click", () => toggle(denyForm, deny, reason));
+  edit.addEventListener("click", () => toggle(editForm, edit, argsBox));
+  denyForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const why = reason.value.trim();
+    send(why ? { decision: "deny", reason: why } : { decision: "deny" });
+  });
+  editForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    let args;
+    try {
+      args = JSON.parse(argsBox.value);
+    } catch (err) {
+      args = err;
+    }
+    const wrong = args instanceof Error ? "not JSON: " + args.message : args === null || typeof args !== "object" || Array.isArray(args) ? "the arguments must be a JSON object: {…}" : null;
+    if (wrong) {
+      argsProblem.textContent = "✖ " + wrong;
+      argsProblem.hidden = false;
+      argsBox.focus();
+      return;
+    }
+    argsProblem.hidden = true;
+    send({ decision: "edit", args }, argsProblem);
+  });
+  // Esc in a form closes it, and goes no further (Esc elsewhere stops the turn)
+  for (const [form, back] of [[denyForm, deny], [editForm, edit]]) {
+    form.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      event.stopPropagation();
+      closeForms(back);
+    });
+  }
+
+  node.classList.add("pending");
+  if (shown === "closed") card.decided("closed");
+  else if (shown !== "pending") card.decided(shown.approved ? "approved" : "denied", shown.reason);
+  if (where) where.append(node);
+  else {
+    state.cards.set(key, card);
+    $("log").append(node);
+  }
+  return node;
+}
+
+// The calls waiting for the user's decision (GET /v1/approvals), for the chats not shown: each with its
+// chat to open (the user's), or its card to decide from here (a chat of someone naming them an approver).
+async function loadApprovals() {
+  const found = (await getJSON("/v1/approvals")).approvals || [];
+  state.pending = found;
+  const shown = state.session ? state.session.id : null;
+  const others = found.filter((a) => a.session_id !== shown);
+  const list = $("approval-list");
+  const decided = [...list.querySelectorAll(":scope > li.decided")];
+  list.replaceChildren(...decided);
+  for (const a of others) {
+    const mine = state.sessions.find((s) => s.id === a.session_id);
+    const what = el("span", {}, el("span", { "aria-hidden": "true", text: "✋ " }), el("code", { text: a.call.tool }), " in ", mine ? "“" + (mine.title || "New chat") + "”" : "a chat of " + a.template);
+    if (mine) {
+      list.append(el("li", {}, el("button", { type: "button", class: "open-approval", onclick: () => openSession(mine) }, what, el("span", { class: "when", text: "open the chat to decide" }))));
+    } else {
+      const item = el("li", {}, what);
+      approvalCard(a, "pending", item);
+      list.append(item);
+    }
+  }
+  $("approvals").hidden = others.length === 0 && decided.length === 0;
+  $("approvals-count").textContent = String(others.length);
+  for (const button of $("session-list").querySelectorAll("button[data-session]")) {
+    const waits = found.some((a) => a.session_id === button.dataset.session);
+    button.classList.toggle("waiting", waits);
+    const badge = button.querySelector(".badge");
+    if (badge) badge.hidden = !waits;
+  }
+  return found;
 }
 
 // Stop the answer being made (the button, or Esc): it ends `terminated`, what was shown is kept.
@@ -481,9 +746,11 @@ function setBusy(busy) {
   $("log").setAttribute("aria-busy", busy ? "true" : "false");
 }
 
-// A transcript read: what was said, the tool calls and their results with their visual blocks.
-function showTranscript(records) {
+// A transcript read: what was said, the tool calls and their results with their visual blocks, the calls
+// that asked for a person (a card: still waiting when `pending`, GET /v1/approvals, lists it).
+function showTranscript(records, pending) {
   const rows = new Map();
+  const waiting = new Set(pending.map((a) => cardKey(a.run_id, a.call.id)));
   for (const r of records) {
     const meta = r.meta || {};
     if (r.kind === "user") userMessage(r.content);
@@ -491,7 +758,15 @@ function showTranscript(records) {
     else if (r.kind === "tool_call") rows.set(meta.id, toolRow(meta.tool, r.content));
     else if (r.kind === "tool_result") fillToolRow(rows.get(meta.id) || toolRow(meta.tool, ""), { content: r.content, success: meta.success, visual: meta.visual, warnings: meta.visual_warnings });
     else if (r.kind === "notice") line("notice", r.content);
-    else if (r.kind === "warning") line("warning", "⚠ " + r.content);
+    else if (r.kind === "approval") {
+      const approval = { run_id: meta.run_id, call: { id: meta.id, tool: meta.tool, args: meta.args }, question: r.content, expires_at: meta.expires_at };
+      const waits = waiting.has(cardKey(meta.run_id, meta.id));
+      approvalCard(approval, waits ? "pending" : "closed");
+      if (waits && rows.has(meta.id)) rows.get(meta.id).querySelector(".state").textContent = " waiting for your approval…";
+    } else if (r.kind === "approval_decision") {
+      const card = findCard(null, meta.id);
+      if (card) card.decided(meta.approved ? "approved" : "denied", r.content);
+    } else if (r.kind === "warning") line("warning", "⚠ " + r.content);
     else if (r.kind === "error") line("error", "✖ " + r.content);
   }
 }
@@ -509,9 +784,10 @@ async function loadSessions() {
     const when = s.template + " · " + new Date(s.created_at).toLocaleString();
     const button = el(
       "button",
-      { type: "button", "aria-current": current ? "true" : null, title: s.title || null, onclick: () => openSession(s) },
+      { type: "button", "aria-current": current ? "true" : null, title: s.title || null, "data-session": s.id, onclick: () => openSession(s) },
       el("span", { class: "title", text: s.title || "New chat" }),
       el("span", { class: "when", text: when }),
+      el("span", { class: "badge", hidden: !state.pending.some((a) => a.session_id === s.id), text: "✋ waits for your decision" }),
     );
     list.append(el("li", {}, button));
   }
@@ -523,23 +799,35 @@ function showTitle(session) {
 
 // The compose box opens only once the transcript is shown, so a message cannot race its own history.
 async function openSession(session) {
+  if (state.following) state.following.abort(); // the other chat's run is no longer shown
+  state.following = null;
   state.session = session;
   showTitle(session);
   $("log").replaceChildren();
+  state.cards.clear();
   setBusy(true);
+  let waits = null;
   try {
     const [records] = await Promise.all([
       getJSON("/v1/sessions/" + encodeURIComponent(session.id) + "/messages"),
       loadSessions(),
       loadTools(),
     ]);
+    const pending = (await loadApprovals()).filter((a) => a.session_id === session.id);
     if (state.session !== session) return; // another chat was opened meanwhile
-    showTranscript(records);
+    showTranscript(records, pending);
+    for (const a of pending) approvalCard(a, "pending"); // at its place, or else at the end
+    // read on, unless this page reads the run already (its turn's own stream)
+    if (pending.length && state.turning !== session) waits = { run: pending[0].run_id, after: records.length ? String(records[records.length - 1].id) : "0" };
   } catch (err) {
     line("error", "✖ " + err.message);
   }
   setBusy(false);
-  $("message").focus();
+  if (waits) {
+    followRun(session, waits.run, waits.after); // the answer streams in once it is decided
+    const card = findCard(waits.run, state.pending.find((a) => a.run_id === waits.run).call.id);
+    if (card) card.node.querySelector("button.approve").focus();
+  } else $("message").focus();
 }
 
 // The picker shows names; the chosen template's description goes under it (an option as long as its
@@ -768,6 +1056,7 @@ async function start() {
   checkLLM();
   try {
     await Promise.all([loadTemplates(), loadSessions(), loadTools(), loadJobs()]);
+    await loadApprovals();
     status("");
   } catch (err) {
     status(err.message);
