@@ -353,3 +353,31 @@ def test_a_hooks_ask_pauses_the_call_with_its_question_and_the_tools_yaml_fields
         events = turn.events()
     results = [data["content"] for kind, data in events if kind == "tool_result"]
     assert results == ["A", "wiped"]  # the call the hook let through ran at once, the other once approved
+
+
+def test_a_call_id_the_llm_uses_again_is_a_new_call_asked_about_again(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    """A server that numbers its calls afresh in each response (`c1` again): the second is another
+    call, renamed in the conversation, and its approval is asked for anew — never the first's."""
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("send", '{"to": "bob"}', "c1"),)),
+        Reply(tool_calls=(FakeToolCall("send", '{"to": "mallory"}', "c1"),)),
+        Reply(text="done"),
+    )
+    with live.client() as client:
+        turn = Turn(client, new_session(client), "send twice")
+        first = turn.wait_for("approval_required")
+        assert decide(client, first["run_id"], ALICE, decision="approve").status_code == 200
+        with turn.seen:
+            assert turn.seen.wait_for(
+                lambda: sum(f[0] == "approval_required" for f in turn.frames) == 2, timeout=60
+            )
+            second = [f[2] for f in turn.frames if f[0] == "approval_required"][1]
+        assert (second["call"]["id"], second["call"]["args"]) == ("c1_2", {"to": "mallory"})
+        denied = client.post(
+            f"/v1/runs/{first['run_id']}/approvals/c1_2", json={"decision": "deny"}, headers=ALICE
+        )
+        assert denied.status_code == 200, denied.text
+        turn.events()
+    assert tool_messages(llm_server, 2) == ["sent to bob", "tool 'send' not run: denied by alice"]

@@ -31,7 +31,7 @@ from agentkernel.agent.llm_hooks import LlmCallHooks
 from agentkernel.agent.processes import Process
 from agentkernel.agent.resume import Prompt, Resumed, left_here, resumed
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, Transcript, usage_meta
-from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps, parsed_arguments
+from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, ToolSteps
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
@@ -60,7 +60,6 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.tools.call_guard import ToolCallFacts
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.types import JSONObject
 from agentkernel.util.fair_pool import FairPool
@@ -598,16 +597,18 @@ class AgentLoop:
                 partial = self._keep_partial(caller, "".join(streamed), messages)
                 return partial or last_text, EndReason.TERMINATED, messages
             tally.add(completion.usage)
+            completion = _unique_call_ids(completion, messages)
             theirs = tuple(c for c in completion.tool_calls if c.name in client_tools)
             if theirs:  # the client runs them; the template's calls beside them are not made
-                handed, refused = await self._handed(caller, theirs)
+                handed, refused = await self.tool_steps.handed(caller, theirs)
                 if refused:  # the LLM reads why, and is asked again: nothing is handed
                     await self.tool_steps.refused(caller, completion, theirs, refused, messages, emit)
                     continue
                 theirs = handed
                 messages.append(ChatMessage.assistant(completion.text, theirs))
                 process.prompt_tokens.learn(messages, completion.usage)
-                self._client_calls(caller, completion, theirs, tally)
+                self.tool_steps.client_calls(caller, completion, theirs)
+                tally.client_calls = theirs
                 return completion.text, EndReason.JOB_DONE, messages
             messages.append(ChatMessage.assistant(completion.text, completion.tool_calls))
             process.prompt_tokens.learn(messages, completion.usage)
@@ -669,38 +670,6 @@ class AgentLoop:
         except ValidationStopped as exc:
             return _Invalid(f"{exc} (limits.timeout_secs: {options.validate_secs:g} s)", again=False)
         return json.dumps(value, ensure_ascii=False)
-
-    async def _handed(
-        self, caller: Caller, calls: tuple[ToolCall, ...]
-    ) -> tuple[tuple[ToolCall, ...], dict[str, str]]:
-        """The client's calls as its hooks let them be handed (`before_tool_call`, origin `client`), their
-        arguments replaced where a hook said so; and why each refused one was, by call id."""
-        handed: list[ToolCall] = []
-        refused: dict[str, str] = {}
-        for call in calls:
-            args, problem = parsed_arguments(call.arguments)
-            facts = ToolCallFacts(call.id, call.name, args if problem is None else call.arguments, "client")
-            before = await self._in_thread(caller, self.dispatcher.before_handing, facts, caller)
-            if before.deny is not None:
-                refused[call.id] = before.deny
-            elif before.replaced:
-                handed.append(replace(call, arguments=json.dumps(before.args, ensure_ascii=False)))
-            else:
-                handed.append(call)
-        return tuple(handed), refused
-
-    def _client_calls(
-        self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...], tally: _Tally
-    ) -> None:
-        """Record the calls of the client's tools that end the turn (their results come with the next)."""
-        step = Step()
-        for index, call in enumerate(calls):
-            meta: JSONObject = {"tool": call.name, "id": call.id, "client": True}
-            if index == 0:
-                meta.update(usage_meta(completion.usage))
-            step.add(Entry("assistant", "tool_call", call.arguments, meta))
-        self.steps.write(caller.session_id, caller.user_id, step)
-        tally.client_calls = calls
 
     async def _inference(
         self,
@@ -831,6 +800,24 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         shown = LoopEvent("error", {"message": text, "code": code})
         await self._commit(caller, Step().add(Entry("system", "error", text, {"code": code}), shown), emit)
+
+
+def _unique_call_ids(completion: Completion, messages: Sequence[ChatMessage]) -> Completion:
+    """The completion with each tool call's id unique in the conversation: a server that numbers its
+    calls afresh in each response (`call_0` again) would otherwise have a later call taken for an
+    earlier one — its recorded result reused when its run is resumed, its approval found decided."""
+    if not completion.tool_calls:
+        return completion
+    seen = {call.id for message in messages for call in message.tool_calls}
+    calls = []
+    for call in completion.tool_calls:
+        fresh, number = call.id or "call", 1
+        while fresh in seen:
+            number += 1
+            fresh = f"{call.id or 'call'}_{number}"
+        seen.add(fresh)
+        calls.append(call if fresh == call.id else replace(call, id=fresh))
+    return replace(completion, tool_calls=tuple(calls))
 
 
 def _call_hooks(settings: LoopSettings) -> tuple[HookSpec, ...]:

@@ -7,6 +7,11 @@ the step before it; its result and warnings are one step, shown after it.
 A resumed run's calls left without results (resume.py) go the same way,
 but a call that may have run already runs again only when its tool says
 `idempotent: true` (S25.3). After a stop the rest are recorded as not run.
+
+A call a person must approve (S24.4) waits between its vetting and its run,
+journaled (`_approved`). The calls of a client's own tools are not run
+here: they pass the hooks (`handed`) and end the turn for the client to run
+(`client_calls`), or, one refused, are answered with why (`refused`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import functools
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentkernel.agent.approval_gate import ApprovalGate
@@ -26,6 +31,7 @@ from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, Completion, ToolCall
 from agentkernel.ports import Entry
 from agentkernel.services.approvals import Approval
+from agentkernel.tools.call_guard import ToolCallFacts
 from agentkernel.tools.dispatch import Dispatcher, Vetted
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -90,6 +96,36 @@ class ToolSteps:
             origin=origin,
             wait_secs=wait_secs,
         )
+
+    async def handed(
+        self, caller: Caller, calls: tuple[ToolCall, ...]
+    ) -> tuple[tuple[ToolCall, ...], dict[str, str]]:
+        """The client's calls as its hooks let them be handed (`before_tool_call`, origin `client`), their
+        arguments replaced where a hook said so; and why each refused one was, by call id."""
+        handed: list[ToolCall] = []
+        refused: dict[str, str] = {}
+        for call in calls:
+            args, problem = parsed_arguments(call.arguments)
+            facts = ToolCallFacts(call.id, call.name, args if problem is None else call.arguments, "client")
+            vet = functools.partial(self.dispatcher.before_handing, facts, caller)
+            before = await self.pool.run(caller.user_id, vet)
+            if before.deny is not None:
+                refused[call.id] = before.deny
+            elif before.replaced:
+                handed.append(replace(call, arguments=json.dumps(before.args, ensure_ascii=False)))
+            else:
+                handed.append(call)
+        return tuple(handed), refused
+
+    def client_calls(self, caller: Caller, completion: Completion, calls: tuple[ToolCall, ...]) -> None:
+        """Record the calls of the client's tools that end the turn (their results come with the next)."""
+        step = Step()
+        for index, call in enumerate(calls):
+            meta: JSONObject = {"tool": call.name, "id": call.id, "client": True}
+            if index == 0:
+                meta.update(usage_meta(completion.usage))
+            step.add(Entry("assistant", "tool_call", call.arguments, meta))
+        self.steps.write(caller.session_id, caller.user_id, step)
 
     async def refused(
         self,
