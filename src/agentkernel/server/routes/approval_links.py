@@ -66,7 +66,7 @@ HEADERS: Final = {
 }
 NO_SUCH_LINK: Final = "no such decision link: it was not made by this server, or was changed on the way"
 _REFUSED_STATUS: Final = {USED: 409, EXPIRED: 410}
-_PAGE_OR_JSON: Final = {"text/html": {}, "application/json": {}}
+_PAGE_OR_JSON: Final[dict[str, dict[str, Any]]] = {"text/html": {}, "application/json": {}}
 
 
 def _documented() -> dict[int | str, dict[str, Any]]:
