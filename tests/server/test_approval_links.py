@@ -40,6 +40,7 @@ from tests.server.test_approvals import (
 )
 
 PUBLIC = "https://approvals.example.test"
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser sends
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def test_a_notice_carries_two_links_a_get_decides_nothing_and_a_post_approves_on
         approve, deny = local(live, notice["approve_url"]), local(live, notice["deny_url"])
         assert approve != deny
 
-        page = client.get(approve)  # no bearer token: the link's token is the credential
+        page = client.get(approve, headers=BROWSER)  # no bearer token: the link's token is the credential
         assert page.status_code == 200, page.text
         assert page.headers["content-type"].startswith("text/html")
         assert page.headers["cache-control"] == "no-store"
@@ -127,7 +128,7 @@ def test_a_notice_carries_two_links_a_get_decides_nothing_and_a_post_approves_on
         assert client.get(f"/v1/runs/{run}", headers=ALICE).json()["status"] == "waiting_approval"
         assert [a["run_id"] for a in client.get("/v1/approvals", headers=ALICE).json()["approvals"]] == [run]
 
-        decided = client.post(approve)
+        decided = client.post(approve, headers=BROWSER)
         assert decided.status_code == 200, decided.text
         assert "The call was approved" in decided.text
         assert decided.headers["cache-control"] == "no-store"
@@ -135,10 +136,10 @@ def test_a_notice_carries_two_links_a_get_decides_nothing_and_a_post_approves_on
         assert dict(events)["tool_result"]["content"] == "sent to bob"
         assert tool_messages(llm_server, 1) == ["sent to bob"]
 
-        again = client.post(approve)
+        again = client.post(approve, headers=BROWSER)
         assert again.status_code == 409, again.text
         assert "cannot be used again" in again.text and "works once" in again.text
-        other = client.post(deny)  # the same approval's other link: decided already
+        other = client.post(deny, headers=BROWSER)  # the same approval's other link: decided already
         assert other.status_code == 409, other.text
         assert "approve by link" in other.text
         assert client.get(deny).status_code == 409
@@ -160,7 +161,7 @@ def test_a_forged_or_overlong_token_is_404_and_decides_nothing(
         payload = approve.rsplit(".", 1)[0]
         for bad in (forged(approve), forged(payload) + approve[len(payload) :], approve + "x"):
             for method in ("GET", "POST"):
-                answer = client.request(method, bad)
+                answer = client.request(method, bad, headers=BROWSER)
                 assert answer.status_code == 404, (bad, answer.text)
                 assert "no such decision link" in answer.text
                 assert "send" not in answer.text and "bob" not in answer.text  # nothing leaks
@@ -181,9 +182,11 @@ def test_a_deny_link_with_a_reason_tells_the_llm_and_a_program_gets_json(
     with live.client() as client:
         turn, notice = waiting_notice(live, client, llm_server, receiver)
         deny = local(live, notice["deny_url"])
-        page = client.get(deny)
+        page = client.get(deny, headers=BROWSER)
         assert '<textarea id="reason" name="reason"' in page.text and ">Deny</button>" in page.text
-        decided = client.post(deny, data={"reason": "not <today>"}, headers={"Accept": "application/json"})
+        looked = client.get(deny).json()  # a program (no text/html in its Accept) gets JSON
+        assert (looked["decision"], looked["approval"]["status"]) == ("deny", "pending")
+        decided = client.post(deny, data={"reason": "not <today>"})
         assert decided.status_code == 200, decided.text
         body = decided.json()
         assert (body["status"], body["decision"], body["reason"], body["decided_by"]) == (
@@ -222,7 +225,7 @@ def test_a_link_past_the_approvals_expiry_is_refused(
         events = turn.events()  # the run goes on once the approval expired: its call denied
         assert "approvals.timeout_secs" in tool_messages(llm_server, 1)[0]
         for method in ("GET", "POST"):
-            answer = client.request(method, local(live, notice["approve_url"]))
+            answer = client.request(method, local(live, notice["approve_url"]), headers=BROWSER)
             assert answer.status_code == 410, answer.text
             assert "expired" in answer.text
     assert [kind for kind, _ in events][-1] == "done"

@@ -12,8 +12,8 @@ serves every other route only to a caller it knows).
 Answers: 200 the page, or the decision made; 404 a token this install did
 not sign, or too long to be one (refused before any work; nothing leaks);
 409 a token used already, or an approval decided meanwhile; 410 past its
-expiry. An HTML page by default, JSON for a client that asks with
-`Accept: application/json`. Every answer is `no-store`, sends no referrer,
+expiry. An HTML page for a browser (its `Accept` names `text/html`), JSON
+for a program (`Accept: application/json`, or no `text/html`). Every answer is `no-store`, sends no referrer,
 and is held by a Content-Security-Policy with no script at all.
 """
 
@@ -207,7 +207,9 @@ def _reason(content_type: str, body: bytes) -> str | None:
 
 
 def _wants_json(request: Request) -> bool:
-    return "application/json" in request.headers.get("accept", "").lower()
+    """JSON unless the client is a browser: its `Accept` names text/html (and not application/json)."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept or "text/html" not in accept
 
 
 # -- the answers ----------------------------------------------------------------------------------------
