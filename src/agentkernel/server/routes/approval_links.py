@@ -220,7 +220,7 @@ _ASK_TITLE: Final = {APPROVE: "Approve this tool call?", DENY: "Deny this tool c
 def _refusal(request: Request, refused: LinkAnswer) -> Response:
     if _wants_json(request):
         return _json(refused.status, error_body(refused.status, refused.text, request_id(request)))
-    return _page(refused.status, "Nothing was decided", _p(refused.text))
+    return _page(refused.status, "This link decides nothing", _p(refused.text))
 
 
 def _json(status: int, body: dict[str, Any]) -> JSONResponse:
