@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel import builtins
 from agentkernel.agent.approval_gate import ApprovalDesk, ApprovalGate
+from agentkernel.agent.approval_notices import ApprovalNotices
 from agentkernel.agent.call_hooks import CallHooks
 from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
@@ -137,7 +138,14 @@ class KernelParts:
             home=self.home,
         )
         # a call a person must approve (S24.4): asked in the message store's file, opened on first use
-        self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals)
+        # each one asked is posted to approvals.notify with its decision URLs, off the run's thread
+        self.approval_notices = ApprovalNotices(
+            lambda: self.approvals,
+            config.approvals,
+            lambda: self.services.require(HTTP, "approvals.notify"),
+            self._webhook_problem,
+        )
+        self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals, self.approval_notices)
         self.dispatcher.desk = self.approval_desk = ApprovalDesk(self.approval_gate)
         self.dispatcher.guard = CallHooks(lambda: self.hooks, config.limits)  # S24.1 on every path
         self.processes = ProcessTable()
@@ -388,6 +396,7 @@ class KernelParts:
         if "turn_leases" in self.__dict__:
             closers.append(self.turn_leases.close)
         self.approval_desk.close()
+        self.approval_notices.close()  # retries end; notices still queued are dropped
         if "approvals" in self.__dict__:
             closers.append(self.approvals.close)
         for close in closers:

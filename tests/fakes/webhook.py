@@ -1,8 +1,9 @@
 """A webhook receiver on 127.0.0.1: keeps every JSON body POSTed to it, and lets a test wait for them.
 
 `status` is what it answers (200 by default; a test sets 500 to see
-retries); `wait_for(n)` returns once `n` bodies have arrived, `wait_until(check)`
-once `check` holds for them: on a condition, never by polling.
+retries), once the answers `script` lists are given, one a POST, in order;
+`wait_for(n)` returns once `n` bodies have arrived, `wait_until(check)` once
+`check` holds for them: on a condition, never by polling.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        status = self.server.status
+        status = self.server.next_status()
         self.server.keep(json.loads(body), dict(self.headers), status)
         if self.server.hold is not None:  # answer only once the test lets it (a call held mid-way)
             self.server.hold.wait(60)
@@ -40,6 +41,7 @@ class WebhookReceiver(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.status = 200
+        self.script: list[int] = []  # the next answers, in order, before `status`
         self.hold: threading.Event | None = None  # set: each POST is kept, then answered once it is set
         self.bodies: list[dict[str, Any]] = []  # the accepted ones (2xx)
         self.attempts: list[dict[str, Any]] = []  # every POST, refused ones too
@@ -50,6 +52,10 @@ class WebhookReceiver(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+    def next_status(self) -> int:
+        with self._arrived:
+            return self.script.pop(0) if self.script else self.status
 
     def keep(self, body: dict[str, Any], headers: dict[str, str], status: int) -> None:
         with self._arrived:

@@ -410,6 +410,24 @@ def test_of_two_tokens_for_one_call_the_first_used_decides_and_the_other_finds_i
         store.redeem(approve)
 
 
+def test_a_deny_token_carries_its_reason_and_a_look_at_a_token_decides_nothing(store: Approvals) -> None:
+    store.ask(pending())
+    deny = store.decision_token("r1", "c1", "deny")
+    granted, approval = store.granted(deny)
+    assert (granted.decision, granted.run_id, granted.call_id) == ("deny", "r1", "c1")
+    assert approval.status == PENDING and store.get("r1", "c1") == approval
+    assert store.granted(deny)[1].status == PENDING  # looked at twice: still unused
+    decided = store.redeem(deny, reason="not today")
+    assert (decided.status, decided.reason) == (DENIED, "not today")
+    assert store.get("r1", "c1").reason == "not today"  # type: ignore[union-attr]
+    with pytest.raises(TokenRefused) as used:
+        store.granted(deny)
+    assert used.value.reason == USED
+    with pytest.raises(TokenRefused) as forged:
+        store.granted(flip(deny, 3))
+    assert forged.value.reason == FORGED
+
+
 def flip(text: str, at: int) -> str:
     """`text` with the character at `at` replaced by another of the url-safe alphabet."""
     return text[:at] + ("A" if text[at] != "A" else "B") + text[at + 1 :]

@@ -31,6 +31,7 @@ from agentkernel.server.mcp_mount import McpEndpoint
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.resumer import RunResumer
 from agentkernel.server.routes import (
+    approval_links,
     approvals,
     continuations,
     cron,
@@ -140,6 +141,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
+    app.include_router(approval_links.router)  # no bearer token: the URL's own token is the credential
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))
     page.install(app)

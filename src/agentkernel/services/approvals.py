@@ -429,23 +429,21 @@ class Approvals(SqliteStore):
             raise ApprovalClosed(found)
         return tokens.sign(DecisionToken.new(run_id, call_id, decision, found.expires_at), self._key())
 
-    def redeem(self, token: str, run_id: str | None = None, call_id: str | None = None) -> Approval:
-        """Decide by `token`, once; the row as decided (by LINK).
+    def redeem(
+        self, token: str, run_id: str | None = None, call_id: str | None = None, reason: str | None = None
+    ) -> Approval:
+        """Decide by `token`, once; the row as decided (by LINK), with `reason` (what the LLM is told).
 
         `run_id` / `call_id`: the approval the URL names, when it names one (a
         token for another is refused). TokenRefused: forged, for another
         approval, expired or used; ApprovalNotFound or ApprovalClosed as for
         `decide`. The nonce is marked used in the decision's transaction.
         """
-        granted = tokens.verify(token, self._key())
+        granted = self._verified(token)
         if run_id not in (None, granted.run_id) or call_id not in (None, granted.call_id):
             raise TokenRefused(tokens.ELSEWHERE, f"it decides call {granted.call_id} of run {granted.run_id}")
-        if time.time() >= granted.expires_at:
-            raise TokenRefused(tokens.EXPIRED, f"it was valid until {_iso(granted.expires_at)}")
         with self._write() as conn:
-            used = conn.execute(f"SELECT used_at FROM {TOKENS} WHERE nonce = ?", (granted.nonce,)).fetchone()
-            if used is not None:
-                raise TokenRefused(tokens.USED, f"it was used at {_iso(used[0])}; a decision URL works once")
+            _check_unused(conn, granted)
             conn.execute(
                 f"INSERT INTO {TOKENS} (nonce, run_id, call_id, used_at, expires_at) VALUES (?, ?, ?, ?, ?)",
                 (granted.nonce, granted.run_id, granted.call_id, time.time(), granted.expires_at),
@@ -453,7 +451,25 @@ class Approvals(SqliteStore):
             found = _one(conn, granted.run_id, granted.call_id)
             if found is None:
                 raise ApprovalNotFound(granted.run_id, granted.call_id)
-            return _close(conn, found, LINK, granted.decision, None, None, False)
+            return _close(conn, found, LINK, granted.decision, reason, None, False)
+
+    def granted(self, token: str) -> tuple[DecisionToken, Approval]:
+        """What `token` would decide and its approval as it is now, deciding nothing (a decision URL's
+        page). TokenRefused: forged, expired or used; ApprovalNotFound: its approval is gone."""
+        granted = self._verified(token)
+        with self._reading() as conn:
+            _check_unused(conn, granted)
+            found = _one(conn, granted.run_id, granted.call_id)
+        if found is None:
+            raise ApprovalNotFound(granted.run_id, granted.call_id)
+        return granted, found
+
+    def _verified(self, token: str) -> DecisionToken:
+        """The token's grant if this install signed it and it has not expired; else TokenRefused."""
+        granted = tokens.verify(token, self._key())
+        if time.time() >= granted.expires_at:
+            raise TokenRefused(tokens.EXPIRED, f"it was valid until {_iso(granted.expires_at)}")
+        return granted
 
     def _key(self) -> bytes:
         if self._secret is None:
@@ -553,6 +569,12 @@ def _add_rule(
         (user_id, tool, template),
     ).fetchone()
     return _rule(row)
+
+
+def _check_unused(conn: sqlite3.Connection, granted: DecisionToken) -> None:
+    used = conn.execute(f"SELECT used_at FROM {TOKENS} WHERE nonce = ?", (granted.nonce,)).fetchone()
+    if used is not None:
+        raise TokenRefused(tokens.USED, f"it was used at {_iso(used[0])}; a decision URL works once")
 
 
 def _one(conn: sqlite3.Connection, run_id: str, call_id: str) -> Approval | None:
