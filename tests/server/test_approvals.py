@@ -113,8 +113,10 @@ def send_call(llm_server: FakeLLMServer, to: str = "bob", answer: str = "done") 
     llm_server.add(Reply(tool_calls=(call,)), Reply(text=answer))
 
 
-def decide(client: httpx.Client, run: str, headers: dict[str, str], **body: Any) -> httpx.Response:
-    return client.post(f"/v1/runs/{run}/approvals/c1", json=body, headers=headers)
+def decide(
+    client: httpx.Client, run: str, headers: dict[str, str], call: str = "c1", **body: Any
+) -> httpx.Response:
+    return client.post(f"/v1/runs/{run}/approvals/{call}", json=body, headers=headers)
 
 
 def test_an_approved_call_runs_once_its_owner_approves(live: LiveServer, llm_server: FakeLLMServer) -> None:
@@ -200,8 +202,9 @@ def test_a_named_approver_may_decide_and_a_remembered_approval_asks_no_more(
         assert client.delete(f"/v1/approval-rules/{rules[0]['id']}", headers=ALICE).status_code == 204
         send_call(llm_server, to="eve")
         third = Turn(client, session, "and to eve")
-        run = third.wait_for("approval_required")["run_id"]  # asks again once the rule is gone
-        assert decide(client, run, ALICE, decision="approve").status_code == 200
+        asked_again = third.wait_for("approval_required")  # asks again once the rule is gone
+        run, call = asked_again["run_id"], asked_again["call"]["id"]  # c1 renamed: the LLM used it before
+        assert decide(client, run, ALICE, call, decision="approve").status_code == 200
         third.events()
 
 

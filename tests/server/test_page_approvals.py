@@ -113,9 +113,7 @@ def test_deny_with_a_reason_the_llm_reads(tmp_path: Path, llm_server: FakeLLMSer
         page.keyboard.press("Enter")  # the form's submit
         card.locator(".outcome:text-is('✖ Denied by local: not to bob, ever')").wait_for()
         page.wait_for_selector(".msg.agent .md:has-text('I did not send it.')")
-        assert tool_messages(llm_server, 1) == [
-            "tool 'send' not run: denied by local: not to bob, ever"
-        ]
+        assert tool_messages(llm_server, 1) == ["tool 'send' not run: denied by local: not to bob, ever"]
         assert card.get_by_role("button", name="Edit").is_disabled()
         assert problems == []
 
