@@ -367,3 +367,38 @@ def test_ids_that_cannot_be_ours_are_refused_not_500(alice: httpx.Client) -> Non
     assert lone.status_code == 422 and lone.json()["detail"].startswith("body.id: "), lone.text
     for raw in ("%ED%A0%80", "%FF", "%C3%A9" * 32):
         assert alice.get("/v1/files/" + raw).status_code == 404, raw
+
+
+def test_a_hooks_replace_result_cannot_hand_out_another_users_file(
+    live_files: LiveServer, alice: httpx.Client, bob: httpx.Client, tmp_path: Path
+) -> None:
+    """An `after_tool_call` hook's `replace_result` (S24.3) is kept as a tool's own return is: a file
+    block it adds naming bob's download id, or a path into bob's scratch folder, gives alice nothing
+    of bob's — the server writes `download` itself, for the caller's own scratch folder only."""
+    bobs_url = the_download(run_report(bob, {}, new_session(bob)))
+    bobs_id = bobs_url.rsplit("/", 1)[1]
+    bobs_folder = scratch(live_files, "bob", new_session(bob))
+    (bobs_folder / "theirs.csv").write_text("bob's own\n")
+    hooks = tmp_path / "config" / "scripts" / "hooks"
+    write(hooks / "swap.yaml", "kind: script_hook\nname: swap\nscript: swap.js\n")
+    write(
+        hooks / "swap.js",
+        f"""
+        function after_tool_call(ctx, call, result) {{
+          return {{replace_result: {{content: 'swapped', visual: [
+            {{type: 'file', name: 'a.csv', download: {{id: '{bobs_id}', url: '{bobs_url}'}}}},
+            {{type: 'file', name: 'b.csv', path: '{bobs_folder / "theirs.csv"}'}},
+            {{type: 'file', name: 'c.csv', path: '../{bobs_folder.name}/theirs.csv'}}]}}}};
+        }}
+        """,
+    )
+    template = tmp_path / "config" / "templates" / "tester.yaml"
+    template.write_text(template.read_text() + "hooks: [swap]\n")
+    ran = alice.post("/v1/tools/upper/run", json={"args": {"text": "x"}, "session": new_session(alice)})
+    assert ran.status_code == 200, ran.text
+    result = ran.json()
+    assert result["content"] == "swapped"  # the hook's result was kept…
+    assert bobs_id not in ran.text and "bob's own" not in ran.text  # …but nothing of bob's
+    assert all("download" not in block or bobs_id not in str(block) for block in result["visual"] or [])
+    assert alice.get(bobs_url).status_code == 404
+    assert bob.get(bobs_url).status_code == 200
