@@ -17,6 +17,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.processes import Process
 from agentkernel.assembly import KernelParts
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
@@ -31,7 +32,7 @@ from agentkernel.schemas.bounds import ValidationStopped
 from agentkernel.services.approvals import Approvals
 from agentkernel.services.memory import Record, run_journal, transcript
 from agentkernel.services.turn_leases import Run, TurnLeases
-from agentkernel.tools.dispatch import argument_problem
+from agentkernel.tools.dispatch import Asker, argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
@@ -241,11 +242,19 @@ class Kernel:
         return self._parts.dispatcher.call(tool, args, who, origin, approved=approved)
 
     async def arun_tool(
-        self, name: str, args: JSONValue, caller: Caller | Process | None = None, origin: str = "panel"
+        self,
+        name: str,
+        args: JSONValue,
+        caller: Caller | Process | None = None,
+        origin: str = "panel",
+        *,
+        asker: Asker | None = None,
     ) -> ToolResult:
         """`run_tool` from an event loop: the script runs on a worker of the kernel's script pool,
-        in its user's queue (fair_pool.py, DESIGN rule 10)."""
-        return await self._parts.dispatcher.acall(name, args, self._as_caller(caller), origin=origin)
+        in its user's queue (fair_pool.py, DESIGN rule 10). A call a person must approve is put to
+        `asker` when one is given (tools/dispatch.py `Asker`), else it waits at the blocking desk."""
+        who = self._as_caller(caller)
+        return await self._parts.dispatcher.acall(name, args, who, origin=origin, asker=asker)
 
     async def alist_tools(self, caller: Caller | Process | None = None) -> list[ToolSpec]:
         """`list_tools` from an event loop, on a small pool of its own shared fairly between users (one
@@ -385,6 +394,11 @@ class Kernel:
     def approvals(self) -> Approvals:
         """The calls waiting for a person's decision and the users' rules (S24.4), every process's."""
         return self._parts.approvals
+
+    def approval_gate(self) -> ApprovalGate:
+        """Where a call is asked about in the store and its decision awaited (agent/approval_gate.py):
+        for a caller that asks a person its own way (an `Asker`, such as our MCP server's)."""
+        return self._parts.approval_gate
 
     def edit_problem(self, tool: str, args: JSONValue) -> str | None:
         """Why `args` cannot be a decision's edit of a call of `tool`: they do not match its

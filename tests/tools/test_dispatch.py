@@ -19,6 +19,7 @@ from agentkernel.identity import Caller
 from agentkernel.scripting.contract import HelperBinding, LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.testing.parts import kernel_parts
+from agentkernel.tools.dispatch import Asker, Decision, Vetted
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue, NoValue
@@ -263,6 +264,49 @@ def test_acall_runs_on_worker_threads_concurrently(kernel: Kernel, make_tool: To
         return [r.content for r in results]
 
     assert asyncio.run(many()) == [str(n * n) for n in range(20)]
+
+
+def test_acall_puts_a_call_that_needs_a_person_to_its_asker_and_runs_it_as_decided(
+    kernel: Kernel, make_tool: ToolFactory
+) -> None:
+    """S24.4: with an asker, `approval: always` is asked on the event loop (no desk, no wait); a tool
+    that needs nobody never reaches the asker; an asker that fails denies the call."""
+    make_tool("echo", "function run(a) { return 'ran ' + a.text; }", yaml_extra="approval: always\n")
+    make_tool("plain", "function run() { return 'plain ran'; }")
+    caller = kernel.caller(user_id="alice")
+    asked: list[Vetted] = []
+
+    def asker(decision: Decision) -> Asker:
+        async def ask(vetted: Vetted, who: Caller) -> Decision:
+            assert who.user_id == "alice"
+            asked.append(vetted)
+            return decision
+
+        return ask
+
+    async def broken(vetted: Vetted, who: Caller) -> Decision:
+        raise RuntimeError("the line went dead")
+
+    async def calls() -> list[ToolResult]:
+        yes, no = asker(Decision(True)), asker(Decision(False, reason="not today"))
+        return [
+            await kernel.arun_tool("echo", {"text": "hi"}, caller, "mcp_client", asker=yes),
+            await kernel.arun_tool("echo", {"text": "hi"}, caller, "mcp_client", asker=no),
+            await kernel.arun_tool("echo", {"text": "hi"}, caller, "mcp_client", asker=broken),
+            await kernel.arun_tool("plain", {}, caller, "mcp_client", asker=no),
+        ]
+
+    approved, denied, failed, plain = asyncio.run(calls())
+    assert (approved.success, approved.content) == (True, "ran hi")
+    assert (denied.success, denied.content) == (False, "tool 'echo' not run: denied: not today")
+    assert failed.content == (
+        "tool 'echo' not run: denied: asking a person failed: RuntimeError: the line went dead"
+    )
+    assert (plain.success, plain.content) == (True, "plain ran")
+    assert [(v.spec.name, v.call.args, v.call.origin, v.ask) for v in asked] == [
+        ("echo", {"text": "hi"}, "mcp_client", "Run the tool 'echo' with these arguments?")
+    ] * 2
+    assert kernel.approvals().pending_for("alice") == []  # the asker asked; the desk never did
 
 
 def test_results_serialise_to_the_cli_shape(kernel: Kernel, make_tool: ToolFactory) -> None:

@@ -28,9 +28,13 @@ from typing import TYPE_CHECKING
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.identity import Caller
 from agentkernel.services.approvals import (
+    APPROVE,
     APPROVED,
+    DENY,
     EXPIRED,
     Approval,
+    ApprovalClosed,
+    ApprovalNotFound,
     Approvals,
     PendingApproval,
 )
@@ -74,9 +78,10 @@ class ApprovalGate:
         told, the first time) (blocking: the store)."""
         spec, call = vetted.spec, vetted.call
         template = caller.template or ""
+        ruled = self.ruled(vetted, caller)
+        if ruled is not None:
+            return Asked(None, ruled)
         store = self._store()
-        if caller.user_id is not None and store.allowed_by_rule(caller.user_id, spec.name, template):
-            return Asked(None, Decision(True, call.args, "allowed by a rule the user made"))
         args = call.args if isinstance(call.args, dict) else {"value": call.args}
         pending = PendingApproval(
             run_id=run_id,
@@ -97,10 +102,32 @@ class ApprovalGate:
             self._notify(approval)
         return Asked(approval, decision_of(approval))
 
+    def ruled(self, vetted: Vetted, caller: Caller) -> Decision | None:
+        """The approval a rule of the caller's user gives the call (`remember`), None when there is no
+        such rule: asked before a person is, and by a caller that cannot ask one (blocking: the store)."""
+        user, tool, template = caller.user_id, vetted.spec.name, caller.template or ""
+        if user is not None and self._store().allowed_by_rule(user, tool, template):
+            return Decision(True, vetted.call.args, "allowed by a rule the user made")
+        return None
+
     def look(self, approval: Approval) -> Decision | None:
         """The decision on `approval` now, None while it is pending (blocking: the store)."""
         found = self._store().get(approval.run_id, approval.call_id)
         return decision_of(found if found is not None else approval)
+
+    def settle(self, approval: Approval, by_user: str, approved: bool, reason: str) -> Decision:
+        """`by_user`'s approve or deny of `approval`, made in the store, and the decision that holds: theirs,
+        or the one made first elsewhere (the API, a decision URL) or its expiry (blocking: the store)."""
+        decision = APPROVE if approved else DENY
+        try:
+            decided = self._store().decide(approval.run_id, approval.call_id, by_user, decision, reason)
+        except ApprovalClosed as exc:
+            decided = exc.approval
+        except ApprovalNotFound as exc:  # not theirs to decide: nothing is run on their word
+            return Decision(False, reason=str(exc))
+        found = decision_of(decided)
+        assert found is not None  # decided, or expired
+        return found
 
     async def wait(
         self, approval: Approval, stop: asyncio.Event, most_secs: float | None = None

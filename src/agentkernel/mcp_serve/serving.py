@@ -33,7 +33,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -59,8 +59,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
+from agentkernel.mcp_serve.asking import ElicitingAsker
 from agentkernel.mcp_serve.results import call_result
 from agentkernel.services.user_work import TooMuchWork
+from agentkernel.tools.dispatch import Asker
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.version import __version__
@@ -86,8 +88,15 @@ class Identity:
 
 Identify = Callable[[Context], Identity]  # raises MCPError when the request carries no identity
 Seal = Callable[[JSONObject, Caller, str], Awaitable[JSONObject]]  # a result's JSON as it may leave
-# how a call runs (`Kernel.arun_tool` by default); raises TooMuchWork to refuse it (user_work.py)
-RunTool = Callable[[str, JSONValue, Caller], Awaitable[ToolResult]]
+
+
+class RunTool(Protocol):
+    """How a call runs (`Kernel.arun_tool` by default), a call a person must approve put to `asker`;
+    raises TooMuchWork to refuse it (user_work.py)."""
+
+    def __call__(
+        self, name: str, args: JSONValue, caller: Caller, *, asker: Asker | None = None
+    ) -> Awaitable[ToolResult]: ...
 
 
 class _Server(Server[Any]):
@@ -153,15 +162,18 @@ class ToolServer:
         """One call through the kernel's dispatch path; a tool the caller cannot see is a protocol error.
 
         Everything else — bad arguments (naming the fields), a script that
-        throws, a limit hit, a call past the user's cap — is the tool's
-        failed result, `isError`, so the client's model can read why.
+        throws, a limit hit, a call past the user's cap, a call denied by a
+        person or one no person could be asked about (mcp_serve/asking.py) —
+        is the tool's failed result, `isError`, so the client's model can
+        read why.
         """
         await self._track(ctx)
         identity = self._identify(ctx)
         caller = await self._caller(identity, with_session=True)
         name = params.name
+        asker = ElicitingAsker(self._kernel.approval_gate(), ctx)  # asked only if a person must decide
         try:
-            result = await self._run(name, params.arguments or {}, caller)
+            result = await self._run(name, params.arguments or {}, caller, asker=asker)
         except TooMuchWork as exc:
             return call_result({"content": None, "success": False, "error": str(exc)})
         if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup

@@ -46,6 +46,7 @@ from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.user_work import Cap, TooMuchWork
 from agentkernel.services.work_leases import SharedUserWork
+from agentkernel.tools.dispatch import Asker
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue
 
@@ -96,13 +97,15 @@ class ToolRuns:
         """The block is one of `user_id`'s tool runs (TooManyToolRuns before it starts when it may not)."""
         return self._work.aheld(user_id, self.cap, TooManyToolRuns)
 
-    async def run(self, name: str, args: JSONValue, caller: Caller, origin: str = "panel") -> ToolResult:
+    async def run(
+        self, name: str, args: JSONValue, caller: Caller, origin: str = "panel", *, asker: Asker | None = None
+    ) -> ToolResult:
         """The tool run as one of the caller's, `counted` and then as `run_budgeted` runs it."""
         async with self.counted(caller.user_id or LOCAL_USER):
-            return await self.run_budgeted(name, args, caller, origin)
+            return await self.run_budgeted(name, args, caller, origin, asker=asker)
 
     async def run_budgeted(
-        self, name: str, args: JSONValue, caller: Caller, origin: str = "panel"
+        self, name: str, args: JSONValue, caller: Caller, origin: str = "panel", *, asker: Asker | None = None
     ) -> ToolResult:
         """The tool run as a process of its own, spending the budget the module docstring says.
 
@@ -111,13 +114,16 @@ class ToolRuns:
         waits for the run's end all the same: a script on its worker thread
         cannot be stopped from here, so it holds its slot until it ends (at
         its `timeout_secs` at the latest), and no process is left behind.
+        A call a person must approve is put to `asker` (Kernel.arun_tool).
         """
-        return await to_the_end(self._run(name, args, caller, origin))
+        return await to_the_end(self._run(name, args, caller, origin, asker))
 
-    async def _run(self, name: str, args: JSONValue, caller: Caller, origin: str) -> ToolResult:
+    async def _run(
+        self, name: str, args: JSONValue, caller: Caller, origin: str, asker: Asker | None
+    ) -> ToolResult:
         async with self._process(caller, caller.user_id or LOCAL_USER) as process:
             ran = replace(caller, pid=process.pid, process=process)
-            return await self._kernel.arun_tool(name, args, ran, origin)
+            return await self._kernel.arun_tool(name, args, ran, origin, asker=asker)
 
     @contextlib.asynccontextmanager
     async def _process(self, caller: Caller, user: str) -> AsyncIterator[Process]:

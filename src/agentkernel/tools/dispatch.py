@@ -11,8 +11,10 @@ session's history. Nothing escapes as an exception.
 
 The agent loop takes the call in two parts when a person must decide
 (`vet`, then `run_vetted`): its run waits for the decision journaled, across
-restarts (agent/approvals.py). Every other path waits here, blocking, by
-its caller's deadline (`ApprovalDesk`).
+restarts (agent/approvals.py). A caller on an event loop that can ask a
+person itself passes an `Asker` to `acall` (our MCP server asks its client
+through elicitation); every other path waits here, blocking, by its
+caller's deadline (`ApprovalDesk`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -128,6 +130,11 @@ class ApprovalDesk(Protocol):
 
 
 _BY_THE_CALLER = Decision(True, reason="run by the person it would ask")
+
+
+Asker = Callable[[Vetted, Caller], Awaitable[Decision]]
+"""Asks a person about a vetted call from the event loop (`Dispatcher.acall`): the decision, or a
+denial saying why none came. Never raises but to be cancelled."""
 
 
 def approval_question(spec: ToolSpec) -> str:
@@ -259,19 +266,35 @@ class Dispatcher:
         caller: Caller,
         pool: FairPool | None = None,
         origin: str = "call_tool",
+        *,
+        asker: Asker | None = None,
     ) -> ToolResult:
         """Dispatch from the event loop on a worker (S21.3): `pool`, else the dispatcher's.
 
         The call waits in its user's queue of the pool (fair_pool.py): never
         on the event loop's default threads, which every other user shares.
+        With an `asker`, a call a person must approve is vetted on a worker,
+        the asker awaited on the event loop (no worker held while a person
+        thinks), then the call run on a worker; without one it waits at the
+        desk, blocking its worker.
         """
         import asyncio  # only the agent loop dispatches asynchronously; `tool run` never needs it
 
         if self.home is not None:
             self.home.adopt(asyncio.get_running_loop())
-        return await (pool or self.pool).run(
-            caller.user_id, functools.partial(self.call, name, args, caller, origin)
-        )
+        workers = pool or self.pool
+        user = caller.user_id
+        if asker is None:
+            return await workers.run(user, functools.partial(self.call, name, args, caller, origin))
+        found = await workers.run(user, functools.partial(self.vet, name, args, caller, origin, ""))
+        if isinstance(found, ToolResult):  # failed, or run at once: nobody needed asking
+            return found
+        try:
+            decision = await asker(found, caller)
+        except Exception as exc:  # an asker's bug denies the call; it must not end the caller's turn
+            log.exception("tool %s: asking a person about the call failed", name)
+            decision = Decision(False, reason=f"asking a person failed: {type(exc).__name__}: {exc}")
+        return await workers.run(user, functools.partial(self.run_vetted, found, caller, decision))
 
     def _vet(self, name: str, facts: ToolCallFacts, caller: Caller) -> ToolResult | Vetted:
         spec = self.registry.get(name, caller)
@@ -397,6 +420,7 @@ def _hooked(result: ToolResult, notices: tuple[str, ...], entries: Entries) -> T
 
 __all__ = [
     "ApprovalDesk",
+    "Asker",
     "Decision",
     "Dispatcher",
     "Vetted",
