@@ -14,6 +14,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from agentkernel import Kernel
@@ -96,14 +97,19 @@ def live_server(project: Path, extra: str = "") -> LiveServer:
 
 
 def run(
-    url: str, body: Callable[[Client], Awaitable[None]], *, token: str | None = None, mode: str = "auto"
+    url: str,
+    body: Callable[[Client], Awaitable[None]],
+    *,
+    token: str | None = None,
+    mode: str = "auto",
+    elicitation_callback: ElicitationFnT | None = None,
 ) -> None:
     async def main() -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else None
         async with httpx2.AsyncClient(headers=headers, timeout=WAIT_SECS) as http:
             transport = streamable_http_client(url, http_client=http)
             with anyio.fail_after(WAIT_SECS * 2):
-                async with Client(transport, mode=mode) as client:
+                async with Client(transport, mode=mode, elicitation_callback=elicitation_callback) as client:
                     await body(client)
 
     anyio.run(main)

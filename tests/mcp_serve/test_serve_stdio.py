@@ -18,6 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -35,10 +36,17 @@ def served(project: Path, *flags: str) -> StdioServerParameters:
     return StdioServerParameters(command=AGENTKERNEL, args=["mcp", "serve", "--config", config, *flags])
 
 
-def run(project: Path, body: Callable[[Client], Awaitable[None]], *flags: str, mode: str = "legacy") -> None:
+def run(
+    project: Path,
+    body: Callable[[Client], Awaitable[None]],
+    *flags: str,
+    mode: str = "legacy",
+    elicitation_callback: ElicitationFnT | None = None,
+) -> None:
     async def main() -> None:
         with anyio.fail_after(WAIT_SECS * 2):
-            async with Client(served(project, *flags), mode=mode) as client:
+            server = served(project, *flags)
+            async with Client(server, mode=mode, elicitation_callback=elicitation_callback) as client:
                 await body(client)
 
     anyio.run(main)

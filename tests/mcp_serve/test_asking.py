@@ -1,0 +1,241 @@
+"""A tool call through our MCP server that needs a person's approval (S24.4, issue 28).
+
+A client that declared `elicitation` is asked through `elicitation/create`
+(the official client's `elicitation_callback`); its answer is the decision
+of its user, recorded in the approvals store like any other, and a decision
+made meanwhile through the HTTP API wins. A client that cannot be asked gets
+a clear error result at once: no wait. Over `/mcp` in `agentkernel serve`,
+and over stdio (`agentkernel mcp serve`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ElicitationFnT
+
+from agentkernel.config.server import token_hash
+from tests.mcp_serve.conftest import live_server, run, text_of
+from tests.mcp_serve.test_serve_stdio import run as run_stdio
+from tests.server.conftest import LiveServer, script_tool
+
+TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+ALICE = {"Authorization": "Bearer alice-token"}
+QUESTION = "Run the tool 'wire' with these arguments?\n\nTool: wire\nArguments:\n{\n  \"amount\": 5\n}"
+
+
+def add_wire(project: Path) -> None:
+    """`wire` (approval: always) counts its runs in the user's state, so a run is seen exactly once."""
+    script_tool(
+        project / "config" / "scripts" / "tools",
+        "wire",
+        """
+        function run(args) {
+          var n = (state_get('user', 'wired') || 0) + 1;
+          state_set('user', 'wired', n);
+          return 'wired ' + args.amount + ' (' + n + ')';
+        }
+        """,
+        description="Wire money.",
+        parameters={"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]},
+        approval="always",
+    )
+
+
+@pytest.fixture
+def served(mcp_project: Path) -> Iterator[LiveServer]:
+    add_wire(mcp_project)
+    lines = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())
+    with live_server(mcp_project, "server:\n  tokens:\n" + lines) as live:
+        yield live
+
+
+def wired(live: LiveServer) -> Any:
+    """How many times `wire` ran for alice (None: never)."""
+    kernel = live.kernel
+    return json.loads(kernel.run_tool("recall_wired", {}, kernel.caller(user_id="alice")).content)
+
+
+def pending(live: LiveServer) -> list[dict[str, Any]]:
+    """GET /v1/approvals as alice (blocking: call it on a thread from the client's loop)."""
+    with httpx.Client(base_url=live.url, headers=ALICE, timeout=30) as http:
+        answer = http.get("/v1/approvals")
+        assert answer.status_code == 200, answer.text
+        listed: list[dict[str, Any]] = answer.json()["approvals"]
+        return listed
+
+
+def add_recall_wired(project: Path) -> None:
+    script_tool(
+        project / "config" / "scripts" / "tools",
+        "recall_wired",
+        "function run() { return JSON.stringify(state_get('user', 'wired')); }",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _recall(mcp_project: Path) -> None:
+    add_recall_wired(mcp_project)
+
+
+Answer = types.ElicitResult
+Seen = list[tuple[types.ElicitRequestParams, list[dict[str, Any]]]]
+
+
+def answering(answer: Answer, seen: Seen, live: LiveServer) -> ElicitationFnT:
+    """An elicitation callback that notes what it was asked and what alice had pending then, and answers."""
+
+    async def callback(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        seen.append((params, await anyio.to_thread.run_sync(pending, live)))
+        return answer
+
+    return callback
+
+
+def test_a_client_with_elicitation_is_asked_and_its_yes_runs_the_call_once(served: LiveServer) -> None:
+    seen: Seen = []
+    yes = answering(Answer(action="accept", content={"approve": True}), seen, served)
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("wire", {"amount": 5})
+        assert not result.is_error, result
+        assert text_of(result) == "wired 5 (1)"
+
+    run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=yes)
+    ((params, listed),) = seen
+    assert isinstance(params, types.ElicitRequestFormParams)
+    assert params.message == QUESTION
+    assert params.requested_schema["required"] == ["approve"]
+    assert {k: v["type"] for k, v in params.requested_schema["properties"].items()} == {
+        "approve": "boolean",
+        "reason": "string",
+    }
+    (asked,) = listed  # while the client was asked, the approval was pending in the store, listed
+    assert (asked["call"]["tool"], asked["call"]["args"], asked["call"]["origin"]) == (
+        "wire",
+        {"amount": 5},
+        "mcp_client",
+    )
+    row = served.kernel.approvals().get(asked["run_id"], asked["call"]["id"])
+    assert row is not None
+    assert (row.status, row.decision, row.decided_by) == ("approved", "approve", "alice")
+    assert pending(served) == []
+    assert wired(served) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (Answer(action="accept", content={"approve": False, "reason": "not on a Friday"}), "not on a Friday"),
+        (Answer(action="decline"), "declined by the MCP client"),
+        (Answer(action="cancel"), "the MCP client dismissed the question without deciding"),
+    ],
+)
+def test_a_no_from_the_client_denies_the_call_with_its_reason(
+    served: LiveServer, answer: Answer, reason: str
+) -> None:
+    seen: Seen = []
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("wire", {"amount": 5})
+        assert result.is_error
+        assert text_of(result) == f"tool 'wire' not run: denied: denied by alice: {reason}"
+
+    no = answering(answer, seen, served)
+    run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=no)
+    ((_, (asked,)),) = seen
+    row = served.kernel.approvals().get(asked["run_id"], asked["call"]["id"])
+    assert row is not None
+    assert (row.status, row.decided_by, row.reason) == ("denied", "alice", reason)
+    assert wired(served) is None
+
+
+def test_a_decision_made_through_the_api_first_wins(served: LiveServer) -> None:
+    """Someone denies through POST /v1/runs/{run}/approvals/{call} while the client is asked; its yes
+    comes second and is refused by the store: the call is denied with the API's reason."""
+
+    def deny_through_the_api() -> None:
+        (asked,) = pending(served)
+        with httpx.Client(base_url=served.url, headers=ALICE, timeout=30) as http:
+            where = f"/v1/runs/{asked['run_id']}/approvals/{asked['call']['id']}"
+            answer = http.post(where, json={"decision": "deny", "reason": "seen on the page first"})
+            assert answer.status_code == 200, answer.text
+
+    async def yes_too_late(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        await anyio.to_thread.run_sync(deny_through_the_api)
+        return Answer(action="accept", content={"approve": True})
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("wire", {"amount": 5})
+        assert text_of(result) == "tool 'wire' not run: denied: denied by alice: seen on the page first"
+
+    run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=yes_too_late)
+    assert wired(served) is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("legacy", "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"),
+        ("auto", "it speaks MCP 2026-07-28, where a server asks through an `input_required` result"),
+    ],
+)
+def test_a_client_that_cannot_be_asked_gets_a_clear_error_at_once(
+    served: LiveServer, mode: str, why: str
+) -> None:
+    """No elicitation callback (legacy), or an era whose questions this server cannot put (auto): denied
+    at once, saying why and how to approve; nothing is left pending."""
+
+    async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        raise AssertionError("must not be asked")
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("wire", {"amount": 5})
+        assert result.is_error
+        said = text_of(result)
+        assert said.startswith(
+            "tool 'wire' not run: denied: it needs a person's approval, and this MCP client cannot be asked: "
+            + why
+        ), said
+        assert "call it from an MCP client that supports elicitation" in said
+        assert "approve one call of 'wire' with `remember: true`" in said
+
+    callback = None if mode == "legacy" else never
+    run(served.url + "/mcp", body, token="alice-token", mode=mode, elicitation_callback=callback)
+    assert pending(served) == []
+    assert wired(served) is None
+
+
+def test_a_rule_lets_the_call_through_without_asking(served: LiveServer) -> None:
+    served.kernel.approvals().add_rule("alice", "wire", "")
+
+    async def body(client: Client) -> None:
+        assert text_of(await client.call_tool("wire", {"amount": 5})) == "wired 5 (1)"
+
+    run(served.url + "/mcp", body, token="alice-token", mode="legacy")  # no callback: asking would fail
+
+
+def test_over_stdio_the_client_is_asked_too(mcp_project: Path) -> None:
+    add_wire(mcp_project)
+    asked: list[str] = []
+
+    async def yes(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        asked.append(params.message)
+        return Answer(action="accept", content={"approve": True, "reason": "fine"})
+
+    async def body(client: Client) -> None:
+        assert text_of(await client.call_tool("wire", {"amount": 5})) == "wired 5 (1)"
+        assert text_of(await client.call_tool("wire", {"amount": 5})) == "wired 5 (2)"  # asked again
+
+    run_stdio(mcp_project, body, mode="legacy", elicitation_callback=yes)
+    assert asked == [QUESTION, QUESTION]
