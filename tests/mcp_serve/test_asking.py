@@ -149,7 +149,7 @@ def test_a_no_from_the_client_denies_the_call_with_its_reason(
     async def body(client: Client) -> None:
         result = await client.call_tool("wire", {"amount": 5})
         assert result.is_error
-        assert text_of(result) == f"tool 'wire' not run: denied: denied by alice: {reason}"
+        assert text_of(result) == f"tool 'wire' not run: denied by alice: {reason}"
 
     no = answering(answer, seen, served)
     run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=no)
@@ -177,7 +177,7 @@ def test_a_decision_made_through_the_api_first_wins(served: LiveServer) -> None:
 
     async def body(client: Client) -> None:
         result = await client.call_tool("wire", {"amount": 5})
-        assert text_of(result) == "tool 'wire' not run: denied: denied by alice: seen on the page first"
+        assert text_of(result) == "tool 'wire' not run: denied by alice: seen on the page first"
 
     run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=yes_too_late)
     assert wired(served) is None

@@ -288,7 +288,7 @@ def test_acall_puts_a_call_that_needs_a_person_to_its_asker_and_runs_it_as_decid
         raise RuntimeError("the line went dead")
 
     async def calls() -> list[ToolResult]:
-        yes, no = asker(Decision(True)), asker(Decision(False, reason="not today"))
+        yes, no = asker(Decision(True)), asker(Decision(False, reason="denied: not today"))
         return [
             await kernel.arun_tool("echo", {"text": "hi"}, caller, "mcp_client", asker=yes),
             await kernel.arun_tool("echo", {"text": "hi"}, caller, "mcp_client", asker=no),

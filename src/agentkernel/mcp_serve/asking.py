@@ -141,9 +141,9 @@ def unaskable(ctx: Context) -> str | None:
 def cannot_ask(tool: str, why: str) -> str:
     """The reason a call is denied when its client cannot be asked: why, and how to approve it."""
     return (
-        f"it needs a person's approval, and this MCP client cannot be asked: {why}. To run it, call it "
-        "from an MCP client that supports elicitation (it is asked there), or make a rule: approve one "
-        f"call of {tool!r} with `remember: true` (the page, `agentkernel chat`, or "
+        f"denied: it needs a person's approval, and this MCP client cannot be asked: {why}. To run it, "
+        "call it from an MCP client that supports elicitation (it is asked there), or make a rule: "
+        f"approve one call of {tool!r} with `remember: true` (the page, `agentkernel chat`, or "
         "POST /v1/runs/{run}/approvals/{call}), and its calls in this template need nobody from then on"
     )
 

@@ -134,7 +134,8 @@ _BY_THE_CALLER = Decision(True, reason="run by the person it would ask")
 
 Asker = Callable[[Vetted, Caller], Awaitable[Decision]]
 """Asks a person about a vetted call from the event loop (`Dispatcher.acall`): the decision, or a
-denial saying why none came. Never raises but to be cancelled."""
+denial saying why none came (its reason worded as the call's result ends: `denied: …`). Never raises
+but to be cancelled."""
 
 
 def approval_question(spec: ToolSpec) -> str:
@@ -293,7 +294,7 @@ class Dispatcher:
             decision = await asker(found, caller)
         except Exception as exc:  # an asker's bug denies the call; it must not end the caller's turn
             log.exception("tool %s: asking a person about the call failed", name)
-            decision = Decision(False, reason=f"asking a person failed: {type(exc).__name__}: {exc}")
+            decision = Decision(False, reason=f"denied: asking a person failed: {type(exc).__name__}: {exc}")
         return await workers.run(user, functools.partial(self.run_vetted, found, caller, decision))
 
     def _vet(self, name: str, facts: ToolCallFacts, caller: Caller) -> ToolResult | Vetted:
