@@ -239,3 +239,19 @@ def test_over_stdio_the_client_is_asked_too(mcp_project: Path) -> None:
 
     run_stdio(mcp_project, body, mode="legacy", elicitation_callback=yes)
     assert asked == [QUESTION, QUESTION]
+
+
+def test_a_stateless_mcp_endpoint_cannot_ask_and_says_so_at_once(mcp_project: Path) -> None:
+    """With server.mcp_stateless no answer could find its way back to the call: the clear error, no wait."""
+    add_wire(mcp_project)
+
+    async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        raise AssertionError("must not be asked")
+
+    async def body(client: Client) -> None:
+        said = text_of(await client.call_tool("wire", {"amount": 5}))
+        assert "this MCP client cannot be asked: this connection cannot carry a request back" in said, said
+
+    with live_server(mcp_project, "server:\n  mcp_stateless: true\n") as live:
+        run(live.url + "/mcp", body, mode="legacy", elicitation_callback=never)
+        assert wired(live) is None

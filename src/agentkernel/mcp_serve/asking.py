@@ -127,14 +127,14 @@ def unaskable(ctx: Context) -> str | None:
             f"it speaks MCP {ctx.protocol_version}, where a server asks through an `input_required` "
             "result, which this server does not send yet"
         )
+    if not ctx.session.can_send_request:
+        return "this connection cannot carry a request back to the client (server.mcp_stateless is on)"
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     if elicitation is None:
         return "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"
     if elicitation.form is None and elicitation.url is not None:
         return "it supports elicitation in URL mode only, and the question is a form"
-    if not ctx.session.can_send_request:
-        return "this connection cannot carry a request back to the client (server.mcp_stateless is on)"
     return None
 
 
