@@ -10,7 +10,9 @@ serve` (stdio) has one user and one session for its whole life;
 transport may also say how a call runs (`run`): `/mcp`'s counts it against
 the user's cap on tool runs and gives it a budget (server/tool_runs.py); a
 call it refuses (TooMuchWork) is a tool error result naming the setting,
-not a protocol error.
+not a protocol error. A call a person must approve (S24.4) is put to the
+person at the client, through elicitation, or refused at once saying why
+(mcp_serve/asking.py).
 
 Hot reload: the catalog rescans on access, so while a client listens, a
 cheap signature of what the clients may see (the tools' names,
