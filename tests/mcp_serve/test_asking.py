@@ -255,3 +255,22 @@ def test_a_stateless_mcp_endpoint_cannot_ask_and_says_so_at_once(mcp_project: Pa
     with live_server(mcp_project, "server:\n  mcp_stateless: true\n") as live:
         run(live.url + "/mcp", body, mode="legacy", elicitation_callback=never)
         assert wired(live) is None
+
+
+def test_a_question_left_unanswered_is_denied_at_the_approvals_timeout(mcp_project: Path) -> None:
+    """The approval's expiry bounds the wait as everywhere: denied, saying so, and the question withdrawn."""
+    add_wire(mcp_project)
+    done = anyio.Event()
+
+    async def silent(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        await done.wait()  # the person never answers while the call waits
+        return Answer(action="accept", content={"approve": True})
+
+    async def body(client: Client) -> None:
+        said = text_of(await client.call_tool("wire", {"amount": 5}))
+        done.set()
+        assert said.startswith("tool 'wire' not run: denied: no decision within approvals.timeout_secs"), said
+
+    with live_server(mcp_project, "approvals:\n  timeout_secs: 1\n") as live:
+        run(live.url + "/mcp", body, mode="legacy", elicitation_callback=silent)
+        assert wired(live) is None
