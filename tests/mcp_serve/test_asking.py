@@ -23,6 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import ElicitationFnT
+from mcp.shared.exceptions import MCPError
 
 from agentkernel.config.server import token_hash
 from tests.mcp_serve.conftest import live_server, run, text_of
@@ -30,6 +31,7 @@ from tests.mcp_serve.test_serve_stdio import run as run_stdio
 from tests.server.conftest import LiveServer, script_tool
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+MODES = ["legacy", "auto"]  # the 2025 handshake (elicitation/create), and 2026-07-28 (input_required)
 ALICE = {"Authorization": "Bearer alice-token"}
 QUESTION = "Run the tool 'wire' with these arguments?\n\nTool: wire\nArguments:\n{\n  \"amount\": 5\n}"
 
@@ -102,7 +104,12 @@ def answering(answer: Answer, seen: Seen, live: LiveServer) -> ElicitationFnT:
     return callback
 
 
-def test_a_client_with_elicitation_is_asked_and_its_yes_runs_the_call_once(served: LiveServer) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_with_elicitation_is_asked_and_its_yes_runs_the_call_once(
+    served: LiveServer, mode: str
+) -> None:
+    """legacy: `elicitation/create` while the call waits; auto (2026-07-28): an `input_required` result,
+    and the retry with the answer runs it."""
     seen: Seen = []
     yes = answering(Answer(action="accept", content={"approve": True}), seen, served)
 
@@ -111,7 +118,7 @@ def test_a_client_with_elicitation_is_asked_and_its_yes_runs_the_call_once(serve
         assert not result.is_error, result
         assert text_of(result) == "wired 5 (1)"
 
-    run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=yes)
+    run(served.url + "/mcp", body, token="alice-token", mode=mode, elicitation_callback=yes)
     ((params, listed),) = seen
     assert isinstance(params, types.ElicitRequestFormParams)
     assert params.message == QUESTION
@@ -141,8 +148,9 @@ def test_a_client_with_elicitation_is_asked_and_its_yes_runs_the_call_once(serve
         (Answer(action="cancel"), "the MCP client dismissed the question without deciding"),
     ],
 )
+@pytest.mark.parametrize("mode", MODES)
 def test_a_no_from_the_client_denies_the_call_with_its_reason(
-    served: LiveServer, answer: Answer, reason: str
+    served: LiveServer, answer: Answer, reason: str, mode: str
 ) -> None:
     seen: Seen = []
 
@@ -152,7 +160,7 @@ def test_a_no_from_the_client_denies_the_call_with_its_reason(
         assert text_of(result) == f"tool 'wire' not run: denied by alice: {reason}"
 
     no = answering(answer, seen, served)
-    run(served.url + "/mcp", body, token="alice-token", mode="legacy", elicitation_callback=no)
+    run(served.url + "/mcp", body, token="alice-token", mode=mode, elicitation_callback=no)
     ((_, (asked,)),) = seen
     row = served.kernel.approvals().get(asked["run_id"], asked["call"]["id"])
     assert row is not None
@@ -183,21 +191,11 @@ def test_a_decision_made_through_the_api_first_wins(served: LiveServer) -> None:
     assert wired(served) is None
 
 
-@pytest.mark.parametrize(
-    ("mode", "why"),
-    [
-        ("legacy", "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"),
-        ("auto", "it speaks MCP 2026-07-28, where a server asks through an `input_required` result"),
-    ],
-)
-def test_a_client_that_cannot_be_asked_gets_a_clear_error_at_once(
-    served: LiveServer, mode: str, why: str
-) -> None:
-    """No elicitation callback (legacy), or an era whose questions this server cannot put (auto): denied
-    at once, saying why and how to approve; nothing is left pending."""
-
-    async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
-        raise AssertionError("must not be asked")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_that_cannot_be_asked_gets_a_clear_error_at_once(served: LiveServer, mode: str) -> None:
+    """No elicitation callback, so no `elicitation` capability: denied at once, saying why and how to
+    approve; nothing is left pending."""
+    why = "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"
 
     async def body(client: Client) -> None:
         result = await client.call_tool("wire", {"amount": 5})
@@ -210,8 +208,7 @@ def test_a_client_that_cannot_be_asked_gets_a_clear_error_at_once(
         assert "call it from an MCP client that supports elicitation" in said
         assert "approve one call of 'wire' with `remember: true`" in said
 
-    callback = None if mode == "legacy" else never
-    run(served.url + "/mcp", body, token="alice-token", mode=mode, elicitation_callback=callback)
+    run(served.url + "/mcp", body, token="alice-token", mode=mode)
     assert pending(served) == []
     assert wired(served) is None
 
@@ -225,7 +222,8 @@ def test_a_rule_lets_the_call_through_without_asking(served: LiveServer) -> None
     run(served.url + "/mcp", body, token="alice-token", mode="legacy")  # no callback: asking would fail
 
 
-def test_over_stdio_the_client_is_asked_too(mcp_project: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_over_stdio_the_client_is_asked_too(mcp_project: Path, mode: str) -> None:
     add_wire(mcp_project)
     asked: list[str] = []
 
@@ -237,7 +235,7 @@ def test_over_stdio_the_client_is_asked_too(mcp_project: Path) -> None:
         assert text_of(await client.call_tool("wire", {"amount": 5})) == "wired 5 (1)"
         assert text_of(await client.call_tool("wire", {"amount": 5})) == "wired 5 (2)"  # asked again
 
-    run_stdio(mcp_project, body, mode="legacy", elicitation_callback=yes)
+    run_stdio(mcp_project, body, mode=mode, elicitation_callback=yes)
     assert asked == [QUESTION, QUESTION]
 
 
@@ -274,3 +272,39 @@ def test_a_question_left_unanswered_is_denied_at_the_approvals_timeout(mcp_proje
     with live_server(mcp_project, "approvals:\n  timeout_secs: 1\n") as live:
         run(live.url + "/mcp", body, mode="legacy", elicitation_callback=silent)
         assert wired(live) is None
+
+
+def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveServer) -> None:
+    """The `requestState` of an `input_required` result is the client's to echo, so it is checked: another
+    user's retry with it is refused; the asker's own retry with other arguments does not run."""
+    states: list[str] = []
+
+    async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        raise AssertionError("asked by hand here")
+
+    async def alice_asks(client: Client) -> None:
+        first = await client.session.call_tool("wire", {"amount": 5}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert first.request_state is not None
+        states.append(first.request_state)
+
+    async def bob_retries(client: Client) -> None:
+        answer = {"approval": Answer(action="accept", content={"approve": True})}
+        with pytest.raises(MCPError, match="requestState names no question of yours about 'wire'"):
+            await client.call_tool("wire", {"amount": 5}, input_responses=answer, request_state=states[0])
+
+    async def alice_changes_the_call(client: Client) -> None:
+        answer = {"approval": Answer(action="accept", content={"approve": True})}
+        state = states[0]
+        said = await client.call_tool("wire", {"amount": 500}, input_responses=answer, request_state=state)
+        assert text_of(said) == (
+            "tool 'wire' not run: denied: the call's arguments are not those the person was asked about"
+        )
+
+    url = served.url + "/mcp"
+    run(url, alice_asks, token="alice-token", mode="auto", elicitation_callback=never)
+    (asked,) = pending(served)  # the question waits in the store meanwhile, listed
+    run(url, bob_retries, token="bob-token", mode="auto", elicitation_callback=never)
+    assert pending(served) == [asked]
+    run(url, alice_changes_the_call, token="alice-token", mode="auto", elicitation_callback=never)
+    assert wired(served) is None

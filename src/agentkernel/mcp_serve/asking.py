@@ -15,6 +15,11 @@ Our MCP server hands each `tools/call` an `ElicitingAsker` (tools/dispatch.py
   atomic decide; a decision made meanwhile elsewhere (the API, a decision
   URL) or the approval's expiry wins when it comes first, and the question
   to the client is withdrawn;
+- a client of the 2026-07-28 protocol that declared `elicitation` is asked
+  the same question in an `input_required` result instead (the call ends
+  there, its approval pending in the store); it retries the call with the
+  answer and the `requestState` naming that approval (`answered`), which
+  must be its own user's, about the same tool and arguments;
 - any other client cannot be asked: the call is denied at once, its result
   saying why and how to approve it. Never a wait.
 """
@@ -44,6 +49,10 @@ MAX_REASON_CHARS = 2000  # of a reason the client gives, as the API's decisions 
 DECLINED = "declined by the MCP client"
 CANCELLED = "the MCP client dismissed the question without deciding"
 APPROVED_HERE = "approved through the MCP client"
+INPUT_KEY = "approval"  # the question's key in an `input_required` result, and its answer's on the retry
+STATE_PREFIX = "agentkernel-approval "  # a retry's `requestState`: this, the run id, a space, the call id
+CHANGED = "the call's arguments are not those the person was asked about"
+WAITING = "denied: not run yet: the MCP client is asked first (input_required)"
 
 FORM: dict[str, Any] = {  # elicitation forms are flat: primitives only
     "type": "object",
@@ -70,6 +79,7 @@ class ElicitingAsker:
     def __init__(self, gate: ApprovalGate, ctx: Context) -> None:
         self._gate = gate
         self._ctx = ctx
+        self.input_required: types.InputRequiredResult | None = None  # the call's answer, when set
 
     async def __call__(self, vetted: Vetted, caller: Caller) -> Decision:
         ruled = await anyio.to_thread.run_sync(self._gate.ruled, vetted, caller)
@@ -85,6 +95,9 @@ class ElicitingAsker:
         if asked.decision is not None:
             return asked.decision
         assert asked.approval is not None
+        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self.input_required = input_required(asked.approval)
+            return Decision(False, reason=WAITING)
         return await self._first(asked.approval, caller.user_id)
 
     async def _first(self, approval: Approval, user: str) -> Decision:
@@ -120,22 +133,71 @@ class ElicitingAsker:
         return decision
 
 
+class AnsweredAsker:
+    """A retried call's asker (2026-07-28): the decision its client's answer made, if the call is the one
+    the person was asked about."""
+
+    input_required: types.InputRequiredResult | None = None
+
+    def __init__(self, approval: Approval, decision: Decision) -> None:
+        self._approval = approval
+        self._decision = decision
+
+    async def __call__(self, vetted: Vetted, caller: Caller) -> Decision:
+        args = vetted.call.args if isinstance(vetted.call.args, dict) else {"value": vetted.call.args}
+        if args != self._approval.args:
+            return Decision(False, reason=f"denied: {CHANGED}")
+        return self._decision
+
+
+def answered(
+    gate: ApprovalGate, found: Approval | None, tool: str, user: str, responses: Any
+) -> AnsweredAsker | None:
+    """The asker of a retried call whose `requestState` named `found`: the client's answer made its user's
+    decision (or the one made first elsewhere); None when `found` is no question of `user`'s about
+    `tool` from an MCP client (blocking: the store)."""
+    if found is None or found.user_id != user or found.tool != tool or found.origin != "mcp_client":
+        return None
+    answer = responses.get(INPUT_KEY) if isinstance(responses, dict) else None
+    if isinstance(answer, types.ElicitResult):
+        approved, reason = answer_of(answer)
+    else:
+        approved, reason = False, "the MCP client retried the call without an answer"
+    return AnsweredAsker(found, gate.settle(found, user, approved, reason))
+
+
+def state_ids(state: str) -> tuple[str, str] | None:
+    """The (run id, call id) a retry's `requestState` names; None for anything else."""
+    if not state.startswith(STATE_PREFIX):
+        return None
+    parts = state[len(STATE_PREFIX) :].split(" ")
+    return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+
+def input_required(approval: Approval) -> types.InputRequiredResult:
+    """The question as a 2026-07-28 client is asked it: one elicitation form, and the state to retry with."""
+    form = types.ElicitRequestFormParams(message=question_of(approval), requested_schema=FORM)
+    return types.InputRequiredResult(
+        input_requests={INPUT_KEY: types.ElicitRequest(params=form)},
+        request_state=f"{STATE_PREFIX}{approval.run_id} {approval.call_id}",
+    )
+
+
 def unaskable(ctx: Context) -> str | None:
     """Why this request's client cannot be asked through elicitation; None when it can."""
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return (
-            f"it speaks MCP {ctx.protocol_version}, where a server asks through an `input_required` "
-            "result, which this server does not send yet"
-        )
-    if not ctx.session.can_send_request:
-        return "this connection cannot carry a request back to the client (server.mcp_stateless is on)"
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS  # asked in the result: no channel back needed
+    if not modern and not ctx.session.can_send_request:
+        return "this connection cannot carry a request back to the client (server.mcp_stateless is on)"
     if elicitation is None:
-        return "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"
+        return _UNDECLARED
     if elicitation.form is None and elicitation.url is not None:
         return "it supports elicitation in URL mode only, and the question is a form"
     return None
+
+
+_UNDECLARED = "it did not declare the `elicitation` capability (MCP 2025-06-18 and later)"
 
 
 def cannot_ask(tool: str, why: str) -> str:
@@ -170,4 +232,15 @@ def answer_of(answer: types.ElicitResult) -> tuple[bool, str]:
     return False, reason or DECLINED
 
 
-__all__ = ["FORM", "ElicitingAsker", "answer_of", "cannot_ask", "question_of", "unaskable"]
+__all__ = [
+    "FORM",
+    "AnsweredAsker",
+    "ElicitingAsker",
+    "answer_of",
+    "answered",
+    "cannot_ask",
+    "input_required",
+    "question_of",
+    "state_ids",
+    "unaskable",
+]

@@ -50,6 +50,7 @@ from mcp_types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     SubscriptionsListenRequestParams,
@@ -61,7 +62,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.mcp_serve.asking import ElicitingAsker
+from agentkernel.mcp_serve.asking import AnsweredAsker, ElicitingAsker, answered, state_ids
 from agentkernel.mcp_serve.results import call_result
 from agentkernel.services.user_work import TooMuchWork
 from agentkernel.tools.dispatch import Asker
@@ -160,7 +161,9 @@ class ToolServer:
         tools = [Tool(name=s.name, description=s.description, input_schema=s.parameters) for s in specs]
         return ListToolsResult(tools=tools)
 
-    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
+    async def _call_tool(
+        self, ctx: Context, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
         """One call through the kernel's dispatch path; a tool the caller cannot see is a protocol error.
 
         Everything else — bad arguments (naming the fields), a script that
@@ -173,17 +176,38 @@ class ToolServer:
         identity = self._identify(ctx)
         caller = await self._caller(identity, with_session=True)
         name = params.name
-        asker = ElicitingAsker(self._kernel.approval_gate(), ctx)  # asked only if a person must decide
+        asker = await self._asker(ctx, params, caller)  # asked only if a person must decide
         try:
             result = await self._run(name, params.arguments or {}, caller, asker=asker)
         except TooMuchWork as exc:
             return call_result({"content": None, "success": False, "error": str(exc)})
+        if asker.input_required is not None:  # 2026-07-28: the question is the answer; asked, it retries
+            return asker.input_required
         if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup
             await self._check_known(name, caller)
         shown = result.to_json()
         if self._seal is not None:
             shown = await self._seal(shown, caller, name)
         return call_result(shown)
+
+    async def _asker(
+        self, ctx: Context, params: CallToolRequestParams, caller: Caller
+    ) -> ElicitingAsker | AnsweredAsker:
+        """Who is asked if a person must decide the call: its client (mcp_serve/asking.py); for a retry
+        carrying a `requestState` (2026-07-28), the decision the client's answer made. MCPError for a
+        `requestState` that names no question of this caller's about this tool."""
+        gate = self._kernel.approval_gate()
+        if params.request_state is None:
+            return ElicitingAsker(gate, ctx)
+        ids = state_ids(params.request_state)
+        approvals = self._kernel.approvals()
+        found = None if ids is None else await anyio.to_thread.run_sync(approvals.get, *ids)
+        user = caller.user_id or ""
+        responses = params.input_responses
+        asker = await anyio.to_thread.run_sync(answered, gate, found, params.name, user, responses)
+        if asker is None:
+            raise MCPError(INVALID_PARAMS, f"requestState names no question of yours about {params.name!r}")
+        return asker
 
     async def _check_known(self, name: str, caller: Caller) -> None:
         """MCPError unless `name` is among the tools `tools/list` shows this caller.
