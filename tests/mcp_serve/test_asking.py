@@ -289,12 +289,12 @@ def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveSer
         states.append(first.request_state)
 
     async def bob_retries(client: Client) -> None:
-        answer = {"approval": Answer(action="accept", content={"approve": True})}
+        answer: types.InputResponses = {"approval": Answer(action="accept", content={"approve": True})}
         with pytest.raises(MCPError, match="requestState names no question of yours about 'wire'"):
             await client.call_tool("wire", {"amount": 5}, input_responses=answer, request_state=states[0])
 
     async def alice_changes_the_call(client: Client) -> None:
-        answer = {"approval": Answer(action="accept", content={"approve": True})}
+        answer: types.InputResponses = {"approval": Answer(action="accept", content={"approve": True})}
         state = states[0]
         said = await client.call_tool("wire", {"amount": 500}, input_responses=answer, request_state=state)
         assert text_of(said) == (
