@@ -276,7 +276,8 @@ def test_a_question_left_unanswered_is_denied_at_the_approvals_timeout(mcp_proje
 
 def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveServer) -> None:
     """The `requestState` of an `input_required` result is the client's to echo, so it is checked: another
-    user's retry with it is refused; the asker's own retry with other arguments does not run."""
+    user's retry with it is refused; the asker's own retry with other arguments does not run; an answer
+    sent twice runs the call once."""
     states: list[str] = []
 
     async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
@@ -301,6 +302,15 @@ def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveSer
             "tool 'wire' not run: denied: the call's arguments are not those the person was asked about"
         )
 
+    async def alice_approves_twice(client: Client) -> None:
+        answer: types.InputResponses = {"approval": Answer(action="accept", content={"approve": True})}
+        state = states[1]
+        first = await client.call_tool("wire", {"amount": 5}, input_responses=answer, request_state=state)
+        assert text_of(first) == "wired 5 (1)"
+        again = await client.call_tool("wire", {"amount": 5}, input_responses=answer, request_state=state)
+        assert text_of(again).startswith("tool 'wire' not run: denied: the approval of call "), again
+        assert text_of(again).endswith("call the tool again to be asked anew")
+
     url = served.url + "/mcp"
     run(url, alice_asks, token="alice-token", mode="auto", elicitation_callback=never)
     (asked,) = pending(served)  # the question waits in the store meanwhile, listed
@@ -308,3 +318,6 @@ def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveSer
     assert pending(served) == [asked]
     run(url, alice_changes_the_call, token="alice-token", mode="auto", elicitation_callback=never)
     assert wired(served) is None
+    run(url, alice_asks, token="alice-token", mode="auto", elicitation_callback=never)
+    run(url, alice_approves_twice, token="alice-token", mode="auto", elicitation_callback=never)
+    assert wired(served) == 1  # one answer, one run

@@ -115,13 +115,19 @@ class ApprovalGate:
         found = self._store().get(approval.run_id, approval.call_id)
         return decision_of(found if found is not None else approval)
 
-    def settle(self, approval: Approval, by_user: str, approved: bool, reason: str) -> Decision:
+    def settle(
+        self, approval: Approval, by_user: str, approved: bool, reason: str, *, once: bool = False
+    ) -> Decision:
         """`by_user`'s approve or deny of `approval`, made in the store, and the decision that holds: theirs,
-        or the one made first elsewhere (the API, a decision URL) or its expiry (blocking: the store)."""
+        or the one made first elsewhere (the API, a decision URL) or its expiry (blocking: the store).
+        `once`: a call that may come again with the same answer (a retry) runs only on the decision it
+        made itself; one made already denies it, saying so."""
         decision = APPROVE if approved else DENY
         try:
             decided = self._store().decide(approval.run_id, approval.call_id, by_user, decision, reason)
         except ApprovalClosed as exc:
+            if once:
+                return Decision(False, reason=f"denied: {exc}; call the tool again to be asked anew")
             decided = exc.approval
         except ApprovalNotFound as exc:  # not theirs to decide: nothing is run on their word
             return Decision(False, reason=str(exc))

@@ -153,9 +153,10 @@ class AnsweredAsker:
 def answered(
     gate: ApprovalGate, found: Approval | None, tool: str, user: str, responses: Any
 ) -> AnsweredAsker | None:
-    """The asker of a retried call whose `requestState` named `found`: the client's answer made its user's
-    decision (or the one made first elsewhere); None when `found` is no question of `user`'s about
-    `tool` from an MCP client (blocking: the store)."""
+    """The asker of a retried call whose `requestState` named `found`: the decision the client's answer
+    made as its user's, if it was the first (a retry sent twice, or one after a decision made elsewhere,
+    is denied: an answer runs the call at most once); None when `found` is no question of `user`'s
+    about `tool` from an MCP client (blocking: the store)."""
     if found is None or found.user_id != user or found.tool != tool or found.origin != "mcp_client":
         return None
     answer = responses.get(INPUT_KEY) if isinstance(responses, dict) else None
@@ -163,7 +164,7 @@ def answered(
         approved, reason = answer_of(answer)
     else:
         approved, reason = False, "the MCP client retried the call without an answer"
-    return AnsweredAsker(found, gate.settle(found, user, approved, reason))
+    return AnsweredAsker(found, gate.settle(found, user, approved, reason, once=True))
 
 
 def state_ids(state: str) -> tuple[str, str] | None:
