@@ -321,3 +321,31 @@ def test_a_2026_retry_must_be_its_users_and_about_the_call_asked(served: LiveSer
     run(url, alice_asks, token="alice-token", mode="auto", elicitation_callback=never)
     run(url, alice_approves_twice, token="alice-token", mode="auto", elicitation_callback=never)
     assert wired(served) == 1  # one answer, one run
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hooks_ask_reaches_the_client_with_its_question(mcp_project: Path, mode: str) -> None:
+    """`ask` from a template's `before_tool_call` hook (S24.2) at /mcp/{template}: the hook's question is
+    what the client is asked, and the template is named."""
+    hooks = mcp_project / "config" / "scripts" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    (hooks / "careful.yaml").write_text("kind: script_hook\nname: careful\nscript: careful.js\n")
+    (hooks / "careful.js").write_text(
+        "function before_tool_call(ctx, call) { return {ask: 'Upper-case from ' + call.origin + '?'}; }"
+    )
+    (mcp_project / "config" / "templates" / "careful.yaml").write_text(
+        "name: careful\ninstructions: Test.\ntools: [upper]\nhooks: [careful]\n"
+    )
+    asked: list[str] = []
+
+    async def yes(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        asked.append(params.message)
+        return Answer(action="accept", content={"approve": True})
+
+    async def body(client: Client) -> None:
+        assert text_of(await client.call_tool("upper", {"text": "hi"})) == "HI"
+
+    with live_server(mcp_project) as live:
+        run(live.url + "/mcp/careful", body, mode=mode, elicitation_callback=yes)
+    shown = 'Tool: upper (template \'careful\')\nArguments:\n{\n  "text": "hi"\n}'
+    assert asked == [f"Upper-case from mcp_client?\n\n{shown}"]
