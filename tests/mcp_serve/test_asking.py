@@ -25,7 +25,10 @@ from mcp.client.context import ClientRequestContext
 from mcp.client.session import ElicitationFnT
 from mcp.shared.exceptions import MCPError
 
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
+from tests.conftest import wait_until
 from tests.mcp_serve.conftest import live_server, run, text_of
 from tests.mcp_serve.test_serve_stdio import run as run_stdio
 from tests.server.conftest import LiveServer, script_tool
@@ -349,3 +352,37 @@ def test_a_hooks_ask_reaches_the_client_with_its_question(mcp_project: Path, mod
         run(live.url + "/mcp/careful", body, mode=mode, elicitation_callback=yes)
     shown = 'Tool: upper (template \'careful\')\nArguments:\n{\n  "text": "hi"\n}'
     assert asked == [f"Upper-case from mcp_client?\n\n{shown}"]
+
+
+def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(mcp_project: Path) -> None:
+    """Over stdio the cancel reaches the question: its approval is denied, saying so, not left listed."""
+    add_wire(mcp_project)
+    asked, done = anyio.Event(), anyio.Event()
+
+    async def slow(context: ClientRequestContext, params: types.ElicitRequestParams) -> Answer:
+        asked.set()
+        await done.wait()
+        return Answer(action="accept", content={"approve": True})
+
+    async def body(client: Client) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "wire", {"amount": 5})
+            await asked.wait()
+            group.cancel_scope.cancel()  # the client gives up on the call: notifications/cancelled
+        await anyio.to_thread.run_sync(wait_until, withdrawn, "the approval denied")
+        done.set()
+
+    kernel = Kernel(load_kernel_config(mcp_project / "config" / "kernel.yaml"))
+    store = kernel.approvals()
+
+    def withdrawn() -> bool:
+        return store.pending_for("local") == [] and bool(denied())
+
+    def denied() -> list[str | None]:
+        with store._reading() as conn:  # every approval, whatever its status: the test's own look
+            rows = conn.execute("SELECT reason FROM approvals WHERE status = 'denied'").fetchall()
+        return [row[0] for row in rows]
+
+    with kernel:
+        run_stdio(mcp_project, body, mode="legacy", elicitation_callback=slow)
+        assert denied() == ["the MCP client cancelled the call before anyone decided"]

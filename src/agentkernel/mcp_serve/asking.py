@@ -49,6 +49,7 @@ MAX_REASON_CHARS = 2000  # of a reason the client gives, as the API's decisions 
 DECLINED = "declined by the MCP client"
 CANCELLED = "the MCP client dismissed the question without deciding"
 APPROVED_HERE = "approved through the MCP client"
+WITHDRAWN = "the MCP client cancelled the call before anyone decided"
 INPUT_KEY = "approval"  # the question's key in an `input_required` result, and its answer's on the retry
 STATE_PREFIX = "agentkernel-approval "  # a retry's `requestState`: this, the run id, a space, the call id
 CHANGED = "the call's arguments are not those the person was asked about"
@@ -101,7 +102,16 @@ class ElicitingAsker:
         return await self._first(asked.approval, caller.user_id)
 
     async def _first(self, approval: Approval, user: str) -> Decision:
-        """The client's answer or the store's decision (made elsewhere, or expiry), whichever comes first."""
+        """The client's answer or the store's decision (made elsewhere, or expiry), whichever comes first.
+        A call cancelled meanwhile denies its approval, so none is left pending with nobody waiting."""
+        try:
+            return await self._race(approval, user)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._gate.settle, approval, user, False, WITHDRAWN)
+            raise
+
+    async def _race(self, approval: Approval, user: str) -> Decision:
         decided: list[Decision] = []
         async with anyio.create_task_group() as group:
 
