@@ -354,8 +354,12 @@ def test_a_hooks_ask_reaches_the_client_with_its_question(mcp_project: Path, mod
     assert asked == [f"Upper-case from mcp_client?\n\n{shown}"]
 
 
-def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(mcp_project: Path) -> None:
-    """Over stdio the cancel reaches the question: its approval is denied, saying so, not left listed."""
+@pytest.mark.parametrize("over", ["http", "stdio"])
+def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(
+    mcp_project: Path, over: str
+) -> None:
+    """The cancel reaches the question (over /mcp too, where the call itself runs to its end whatever
+    happens to its request): its approval is denied, saying so, not left listed with nobody waiting."""
     add_wire(mcp_project)
     asked, done = anyio.Event(), anyio.Event()
 
@@ -384,5 +388,10 @@ def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(
         return [row[0] for row in rows]
 
     with kernel:
-        run_stdio(mcp_project, body, mode="legacy", elicitation_callback=slow)
+        if over == "stdio":
+            run_stdio(mcp_project, body, mode="legacy", elicitation_callback=slow)
+        else:
+            with live_server(mcp_project) as live:
+                run(live.url + "/mcp", body, mode="legacy", elicitation_callback=slow)
+                assert wired(live) is None
         assert denied() == ["the MCP client cancelled the call before anyone decided"]

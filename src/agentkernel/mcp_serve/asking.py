@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -77,9 +78,10 @@ FORM: dict[str, Any] = {  # elicitation forms are flat: primitives only
 class ElicitingAsker:
     """Asks one `tools/call`'s client, as the module docstring says."""
 
-    def __init__(self, gate: ApprovalGate, ctx: Context) -> None:
+    def __init__(self, gate: ApprovalGate, ctx: Context, tasks: TaskGroup | None = None) -> None:
         self._gate = gate
         self._ctx = ctx
+        self._tasks = tasks  # the request's own: the question ends with it, even if the call outlives it
         self.input_required: types.InputRequiredResult | None = None  # the call's answer, when set
 
     async def __call__(self, vetted: Vetted, caller: Caller) -> Decision:
@@ -103,7 +105,29 @@ class ElicitingAsker:
 
     async def _first(self, approval: Approval, user: str) -> Decision:
         """The client's answer or the store's decision (made elsewhere, or expiry), whichever comes first.
-        A call cancelled meanwhile denies its approval, so none is left pending with nobody waiting."""
+
+        Asked on the request's `tasks` when given: a call run to its end
+        whatever happens to its request (server/tool_runs.py) would not hear
+        the request cancelled; the question, asked there, does.
+        """
+        if self._tasks is None:
+            return await self._asked(approval, user)
+        done = anyio.Event()
+        decided: list[Decision] = []
+
+        async def asking() -> None:
+            try:
+                decided.append(await self._asked(approval, user))
+            finally:
+                done.set()
+
+        self._tasks.start_soon(asking)
+        await done.wait()
+        return decided[0] if decided else Decision(False, reason=f"denied: {WITHDRAWN}")
+
+    async def _asked(self, approval: Approval, user: str) -> Decision:
+        """`_race`; a call cancelled meanwhile denies its approval, so none is left pending with nobody
+        waiting."""
         try:
             return await self._race(approval, user)
         except anyio.get_cancelled_exc_class():

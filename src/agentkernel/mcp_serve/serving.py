@@ -176,11 +176,14 @@ class ToolServer:
         identity = self._identify(ctx)
         caller = await self._caller(identity, with_session=True)
         name = params.name
-        asker = await self._asker(ctx, params, caller)  # asked only if a person must decide
-        try:
-            result = await self._run(name, params.arguments or {}, caller, asker=asker)
-        except TooMuchWork as exc:
-            return call_result({"content": None, "success": False, "error": str(exc)})
+        retried = await self._retried(params, caller)  # MCPError for a requestState that is not this call's
+        async with anyio.create_task_group() as tasks:  # the request's: a question to the client ends with it
+            gate = self._kernel.approval_gate()
+            asker = retried or ElicitingAsker(gate, ctx, tasks)  # asked only if a person must decide
+            try:
+                result = await self._run(name, params.arguments or {}, caller, asker=asker)
+            except TooMuchWork as exc:
+                return call_result({"content": None, "success": False, "error": str(exc)})
         if asker.input_required is not None:  # 2026-07-28: the question is the answer; asked, it retries
             return asker.input_required
         if not result.success:  # was it a tool this caller sees at all? Asked only now: it costs a lookup
@@ -190,15 +193,13 @@ class ToolServer:
             shown = await self._seal(shown, caller, name)
         return call_result(shown)
 
-    async def _asker(
-        self, ctx: Context, params: CallToolRequestParams, caller: Caller
-    ) -> ElicitingAsker | AnsweredAsker:
-        """Who is asked if a person must decide the call: its client (mcp_serve/asking.py); for a retry
-        carrying a `requestState` (2026-07-28), the decision the client's answer made. MCPError for a
-        `requestState` that names no question of this caller's about this tool."""
-        gate = self._kernel.approval_gate()
+    async def _retried(self, params: CallToolRequestParams, caller: Caller) -> AnsweredAsker | None:
+        """For a retry carrying a `requestState` (2026-07-28), the decision the client's answer made
+        (mcp_serve/asking.py); None for a first call. MCPError for a `requestState` that names no
+        question of this caller's about this tool."""
         if params.request_state is None:
-            return ElicitingAsker(gate, ctx)
+            return None
+        gate = self._kernel.approval_gate()
         ids = state_ids(params.request_state)
         approvals = self._kernel.approvals()
         found = None if ids is None else await anyio.to_thread.run_sync(approvals.get, *ids)
