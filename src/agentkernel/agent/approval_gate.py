@@ -5,9 +5,10 @@ or its tool's `approval: always`) is asked here: a rule the user made with
 `remember` lets it through at once; otherwise it becomes a pending approval
 in the store (services/approvals.py), asked once per (run, call), so a run
 resumed after a restart finds the same one, with its decision if one was
-made meanwhile. The wait looks in the store every POLL_SECS until the
-decision comes (from any process: the API, the page, a decision URL, an MCP
-client), the timeout passes (denied), or the run is stopped.
+made meanwhile. The wait looks in the store every POLL_SECS (the agent
+loop's calls of one event loop all in one read, approval_watch.py) until
+the decision comes (from any process: the API, the page, a decision URL,
+an MCP client), the timeout passes (denied), or the run is stopped.
 
 Two kinds of waiter use it: the agent loop (async, its run journaled and
 resumable; ToolSteps) and every other path (`ApprovalDesk.decide`, blocking
@@ -16,11 +17,11 @@ by the caller's deadline: a script's `call_tool`, the tools panel…).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -42,6 +43,8 @@ from agentkernel.tools.dispatch import Decision, Vetted
 
 if TYPE_CHECKING:
     import asyncio
+
+    from agentkernel.agent.approval_watch import ApprovalWatch
 
 log = logging.getLogger("agentkernel.approvals")
 POLL_SECS = 0.5
@@ -72,6 +75,8 @@ class ApprovalGate:
         self._store = store
         self.settings = settings
         self._notify = notify
+        # each event loop's waiting calls, and the task looking for their decisions (forgotten with it)
+        self._watches: weakref.WeakKeyDictionary[object, ApprovalWatch] = weakref.WeakKeyDictionary()
 
     def ask(self, vetted: Vetted, caller: Caller, run_id: str) -> Asked:
         """The call's approval: a rule's pass, its decision if made, or pending (asked now, its sinks
@@ -142,17 +147,27 @@ class ApprovalGate:
         denial saying so once that long has passed without one (a request that cannot wait longer)."""
         import asyncio  # only the agent loop waits so: a tool run never imports asyncio
 
-        until = None if most_secs is None else time.monotonic() + most_secs
-        while not stop.is_set():
-            decision = await asyncio.to_thread(self.look, approval)
-            if decision is not None:
-                return decision
-            if until is not None and time.monotonic() >= until:
-                why = f"no decision within approvals.completion_wait_secs ({most_secs:g} s)"
-                return Decision(False, reason=f"denied: {why}, as long as this request waits")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), POLL_SECS)
-        return None
+        from agentkernel.agent.approval_watch import ApprovalWatch  # asyncio's, as the line above
+
+        loop = asyncio.get_running_loop()
+        watch = self._watches.get(loop)
+        if watch is None:
+            watch = self._watches[loop] = ApprovalWatch(self._store, decision_of)
+        decided: asyncio.Future[Decision] = asyncio.ensure_future(watch.decided(approval))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            done, _ = await asyncio.wait(
+                (decided, stopped), timeout=most_secs, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (decided, stopped):
+                task.cancel()
+        if decided in done:
+            return decided.result()
+        if stopped in done:
+            return None
+        why = f"no decision within approvals.completion_wait_secs ({most_secs:g} s)"
+        return Decision(False, reason=f"denied: {why}, as long as this request waits")
 
     def wait_blocking(self, approval: Approval, deadline: float | None, stopped: threading.Event) -> Decision:
         """The decision by `deadline` (time.monotonic()); a denial saying so when none came by then."""

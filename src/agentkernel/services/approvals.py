@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +49,7 @@ BUSY_TIMEOUT_SECS = 10.0
 DEFAULT_TIMEOUT_SECS = 86_400.0  # the default of approval_timeout_secs
 PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
 APPROVE, DENY, EDIT = "approve", "deny", "edit"
+MANY_AT_ONCE = 500  # runs named in one `get_many` read (SQLite's bound on parameters is 32,766)
 LINK = "link"  # who decided, when a decision URL did
 
 _SCHEMA = Schema(
@@ -350,6 +352,20 @@ class Approvals(SqliteStore):
         """The approval of call `call_id` in run `run_id`, whatever its status, or None."""
         with self._reading() as conn:
             return _one(conn, run_id, call_id)
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Approval]:
+        """The approvals of these (run id, call id) pairs that exist, in one read per MANY_AT_ONCE runs
+        (a process looks for the decisions of all the calls waiting in it at once)."""
+        wanted = set(keys)
+        runs = sorted({run_id for run_id, _ in wanted})
+        found: list[Approval] = []
+        with self._reading() as conn:
+            for start in range(0, len(runs), MANY_AT_ONCE):
+                chunk = runs[start : start + MANY_AT_ONCE]
+                marks = ", ".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT {_FIELDS} FROM {TABLE} WHERE run_id IN ({marks})", chunk)
+                found.extend(a for a in map(_approval, rows) if (a.run_id, a.call_id) in wanted)
+        return found
 
     def pending_for(self, user_id: str, most: int = 50) -> list[Approval]:
         """The pending, unexpired approvals `user_id` may decide (owner or approver), newest first."""
