@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,10 +238,7 @@ class KernelParts:
         """The template's loop settings, its hooks found among `hooks` (else the catalog's, scanned now)."""
         from agentkernel.agent.loop import LoopSettings  # imported when a chat opens, not for a tool run
 
-        settings = LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
-        if settings.model is None and self.config.llm is not None:  # named: `before_llm_call` sees it
-            settings = replace(settings, model=self.config.llm.model)
-        return settings
+        return LoopSettings.for_template(template, self.catalog.hooks() if hooks is None else hooks)
 
     def template_hooks(self, template: TemplateSpec) -> tuple[HookSpec, ...]:
         """The template's hooks that load, in its order (one it names that does not load is left out,
@@ -284,6 +280,7 @@ class KernelParts:
             stream=stream,
             pool=pool,
             gate=self.approval_gate,
+            default_model=self.config.llm.model if self.config.llm is not None else None,
         )
 
     def subagent_service(self) -> SubagentService:

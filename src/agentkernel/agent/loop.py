@@ -209,8 +209,10 @@ class AgentLoop:
         stream: bool = True,
         pool: FairPool | None = None,
         gate: ApprovalGate | None = None,
+        default_model: str | None = None,
     ) -> None:
         self.provider = provider
+        self.default_model = default_model  # kernel.yaml's `llm.model`: the model a template leaves unnamed
         self.dispatcher = dispatcher
         self.hooks = hooks
         self.services = services
@@ -579,7 +581,8 @@ class AgentLoop:
                 return last_text, EndReason.TERMINATED, messages
             streamed: list[str] = []
             quiet = options.output_schema is not None  # only an answer that validates is shown
-            sent = await self.llm_hooks.outgoing(caller, caller.hooks, messages, tools, settings.model, emit)
+            model = settings.model or self.default_model
+            sent = await self.llm_hooks.outgoing(caller, caller.hooks, messages, tools, model, emit)
             if sent is None:  # a `before_llm_call` hook denied it (S24.3)
                 return last_text, EndReason.BLOCKED, messages
             asked = self._inference(process, settings, sent, tools, emit, streamed, quiet)
