@@ -145,11 +145,11 @@ def with_llm(config: KernelConfig, llm_url: str | None, model: str | None) -> Ke
     """`config` with `llm.base_url` and/or `llm.model` replaced; ConfigError naming a bad value."""
     if not llm_url and not model:
         return config
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from agentkernel.config.sections import parse_llm_config
 
-    llm = asdict(config.llm) if config.llm is not None else {}
+    llm = {**config.llm.as_section(), "max_concurrency": config.llm.max_concurrency} if config.llm else {}
     if llm_url:
         llm["base_url"] = llm_url
     if model:

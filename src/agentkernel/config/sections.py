@@ -257,40 +257,80 @@ class LLMConfig:
     timeout_secs: float = 60.0
     max_retries: int = 3
     max_concurrency: int = 16
+    # S26.4: the providers asked in order when this one fails for a retryable cause (each with its own
+    # base_url, model, key and limits; they share `max_concurrency`)
+    fallback: tuple[LLMConfig, ...] = ()
 
+    def named(self) -> str:
+        """How logs and errors name this provider: its model at its server's address."""
+        return f"{self.model} at {self.base_url}"
+
+    def as_section(self) -> dict[str, Any]:
+        """The fields as kernel.yaml's `llm:` writes them (to change one and read them again)."""
+        values: dict[str, Any] = {
+            "base_url": self.base_url,
+            "model": self.model,
+            "provider": self.provider,
+            "api_key_env": self.api_key_env,
+            "timeout_secs": self.timeout_secs,
+            "max_retries": self.max_retries,
+        }
+        if self.fallback:
+            values["fallback"] = [f.as_section() for f in self.fallback]
+        return values
+
+
+_PROVIDER_FIELDS: dict[str, Any] = {
+    "provider": {
+        "enum": list(LLM_PROVIDERS),
+        "x-message": "unknown provider {value!r} (known: " + ", ".join(LLM_PROVIDERS) + ")",
+    },
+    "base_url": _NON_EMPTY,
+    "model": _NON_EMPTY,
+    "api_key_env": {  # the value is never echoed: someone may have pasted the key itself here
+        "type": ["string", "null"],
+        "pattern": ENV_NAME,
+        "x-message": "expected the NAME of an environment variable (letters, digits, _)",
+    },
+    "timeout_secs": expect("a number > 0", type="number", exclusiveMinimum=0),
+    "max_retries": _at_least(0),
+}
+
+_FALLBACK = expect(
+    "a provider: {base_url, model, api_key_env?, timeout_secs?, max_retries?}",
+    **section(
+        _PROVIDER_FIELDS,
+        required=["base_url", "model"],
+        **{"x-refused": dict.fromkeys(("api_key", "key", "token"), SECRET_HINT)},
+    ),
+)
 
 LLM_SCHEMA = section(
     {
-        "provider": {
-            "enum": list(LLM_PROVIDERS),
-            "x-message": "unknown provider {value!r} (known: " + ", ".join(LLM_PROVIDERS) + ")",
-        },
-        "base_url": _NON_EMPTY,
-        "model": _NON_EMPTY,
-        "api_key_env": {  # the value is never echoed: someone may have pasted the key itself here
-            "type": ["string", "null"],
-            "pattern": ENV_NAME,
-            "x-message": "expected the NAME of an environment variable (letters, digits, _)",
-        },
-        "timeout_secs": expect("a number > 0", type="number", exclusiveMinimum=0),
-        "max_retries": _at_least(0),
+        **_PROVIDER_FIELDS,
         "max_concurrency": _at_least(1),
+        "fallback": expect("a list of providers, asked in order", type="array", items=_FALLBACK),
     },
     required=["base_url", "model"],
     **{"x-refused": dict.fromkeys(("api_key", "key", "token"), SECRET_HINT)},
 )
 
 
-def llm_config(values: Mapping[str, Any], where: Where) -> LLMConfig:
+def llm_config(values: Mapping[str, Any], where: Where, at: tuple[str | int, ...] = ("llm",)) -> LLMConfig:
     url = str(values["base_url"]).strip()
     if not url.startswith(("http://", "https://")):
-        raise where.error(("llm", "base_url"), f"expected an http:// or https:// URL, got {url!r}")
+        raise where.error((*at, "base_url"), f"expected an http:// or https:// URL, got {url!r}")
+    fallback = tuple(
+        llm_config(item, where, (*at, "fallback", index))
+        for index, item in enumerate(values.get("fallback", ()))
+    )
     return LLMConfig(
         **{
             **values,
             "base_url": url.rstrip("/"),
             "model": str(values["model"]).strip(),
             "timeout_secs": float(values.get("timeout_secs", LLMConfig.timeout_secs)),
+            "fallback": fallback,
         }
     )
 

@@ -62,6 +62,12 @@ def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -
     from agentkernel.llm.limited import LimitedProvider  # aiologic: paid when an LLM is used
 
     inner = _BUILDERS[config.provider](config, _api_key(config, environ))
+    if config.fallback:  # S26.4: the next on a retryable failure, all within one concurrency limit
+        from agentkernel.llm.fallback import FallbackProvider
+
+        chain = [(config.named(), inner)]
+        chain += [(f.named(), _BUILDERS[f.provider](f, _api_key(f, environ))) for f in config.fallback]
+        inner = FallbackProvider(chain)
     return LimitedProvider(inner, config.max_concurrency)
 
 

@@ -58,12 +58,15 @@ def throwaway_config(config: KernelConfig, data: Path, *, llm_url: str | None = 
 
 def with_scripted_llm(config: KernelConfig, base_url: str) -> KernelConfig:
     """`config` whose `llm:` talks to `base_url`, keyless; the project's other LLM settings kept."""
-    from dataclasses import asdict
-
     from agentkernel.config.sections import parse_llm_config
 
-    given: dict[str, Any] = asdict(config.llm) if config.llm is not None else {"model": SCRIPTED_MODEL}
-    llm = {key: value for key, value in given.items() if key != "api_key_env" and value is not None}
+    given: dict[str, Any] = (
+        {**config.llm.as_section(), "max_concurrency": config.llm.max_concurrency}
+        if config.llm is not None
+        else {"model": SCRIPTED_MODEL}
+    )
+    # keyless, and no fallback: every call goes to the scripted server
+    llm = {k: v for k, v in given.items() if k not in ("api_key_env", "fallback") and v is not None}
     llm["base_url"] = base_url
     return replace(config, llm=parse_llm_config(llm, config.path))
 
