@@ -75,15 +75,7 @@ class ToolSteps:
         a crash knows what was asked even of the calls that never started.
         The step marks the first call started (`_calls` says why).
         """
-        step = Step()
-        for index, call in enumerate(completion.tool_calls):
-            meta: JSONObject = {"tool": call.name, "id": call.id}
-            if index == 0:
-                meta.update(usage_meta(completion.usage))
-                if completion.text:
-                    meta["text"] = completion.text
-            shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
-            step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
+        step = _response_step(completion, completion.tool_calls)
         first = completion.tool_calls[0].id
         await self.steps.commit(caller.session_id, caller.user_id, step, emit, {"started_call": first})
         await self.calls(
@@ -139,16 +131,7 @@ class ToolSteps:
         """A response whose calls of the client's tools were not all let through (S24.1, origin
         `client`): recorded, none handed; each refused call's result says why, the others' that they
         were not handed either, so the LLM asked again knows what happened."""
-        step = Step()
-        for index, call in enumerate(calls):
-            meta: JSONObject = {"tool": call.name, "id": call.id}
-            if index == 0:
-                meta.update(usage_meta(completion.usage))
-                if completion.text:
-                    meta["text"] = completion.text
-            shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
-            step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
-        await self.steps.commit(caller.session_id, caller.user_id, step, emit)
+        await self.steps.commit(caller.session_id, caller.user_id, _response_step(completion, calls), emit)
         messages.append(ChatMessage.assistant(completion.text, calls))
         for call in calls:
             why = refused.get(call.id, NOT_HANDED)
@@ -310,6 +293,21 @@ class _Calling:
     following: str | None  # the call its result's step marks started
     asked: bool  # its approval is recorded in the run's journal already (a resumed run)
     wait_secs: float | None = None  # how long it may wait for a person's decision (None: the timeout)
+
+
+def _response_step(completion: Completion, calls: Sequence[ToolCall]) -> Step:
+    """The step that records an LLM response asking for `calls`, and shows each: the completion's text
+    and tokens ride on the first call's record."""
+    step = Step()
+    for index, call in enumerate(calls):
+        meta: JSONObject = {"tool": call.name, "id": call.id}
+        if index == 0:
+            meta.update(usage_meta(completion.usage))
+            if completion.text:
+                meta["text"] = completion.text
+        shown = LoopEvent("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
+        step.add(Entry("assistant", "tool_call", call.arguments, meta), shown)
+    return step
 
 
 def _waiting(call_id: str) -> dict[str, Any]:
