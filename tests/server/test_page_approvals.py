@@ -250,7 +250,7 @@ def test_a_named_approver_decides_from_the_list_of_calls_waiting(
         assert "sent to bob" in rest and "event: done" in rest
 
 
-@pytest.mark.parametrize(("width", "height"), [w for w in WIDTHS if w.id != "desktop-1920"])
+@pytest.mark.parametrize(("width", "height"), WIDTHS)
 def test_a_waiting_card_fits_the_page_and_is_decided_by_the_keyboard(
     tmp_path: Path, llm_server: FakeLLMServer, browser: Any, width: int, height: int
 ) -> None:
