@@ -384,3 +384,17 @@ def test_a_call_id_the_llm_uses_again_is_a_new_call_asked_about_again(
         assert denied.status_code == 200, denied.text
         turn.events()
     assert tool_messages(llm_server, 2) == ["sent to bob", "tool 'send' not run: denied by alice"]
+
+
+def test_a_tool_run_from_the_panel_is_approved_by_its_runner_and_hooks_still_see_it(
+    live: LiveServer, llm_server: FakeLLMServer
+) -> None:
+    """The person who would be asked is the one running the tool (the page's tools panel, the API's
+    tool runs): an `approval: always` tool runs at once, nothing waits, nothing is listed."""
+    with live.client() as client:
+        ran = client.post(
+            "/v1/tools/send/run", json={"args": {"to": "bob"}, "session": new_session(client)}, headers=ALICE
+        )
+        assert ran.status_code == 200, ran.text
+        assert ran.json()["content"] == "sent to bob"
+        assert client.get("/v1/approvals", headers=ALICE).json()["approvals"] == []

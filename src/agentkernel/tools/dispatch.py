@@ -138,6 +138,12 @@ denial saying why none came (its reason worded as the call's result ends: `denie
 but to be cancelled."""
 
 
+async def the_caller_approves(vetted: Vetted, caller: Caller) -> Decision:
+    """The asker of a call its runner approves by running it (the tools panel, a table's next page of a
+    call that ran): the person who would be asked is the one who asked for it."""
+    return _BY_THE_CALLER
+
+
 def approval_question(spec: ToolSpec) -> str:
     """The question a tool whose YAML says `approval: always` asks, when no hook asked its own."""
     return f"Run the tool {spec.name!r} with these arguments?"
@@ -430,4 +436,5 @@ __all__ = [
     "depth_refusal",
     "nested_memory_bytes",
     "nested_stack_bytes",
+    "the_caller_approves",
 ]

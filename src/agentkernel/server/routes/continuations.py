@@ -8,6 +8,7 @@ get the same 404, so an id says nothing about anyone else's tables.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -17,6 +18,7 @@ from agentkernel.server.continuations import arun_continuation
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.sealing import Sealing
+from agentkernel.tools.dispatch import the_caller_approves
 
 router = APIRouter(prefix="/v1/continuations", tags=["continuations"], responses=documented(*CALLER))
 NOT_FOUND = "no such continuation (unknown, expired, or not yours)"
@@ -42,7 +44,12 @@ async def next_page(body: NextPage, request: Request, user: User, parts: Parts) 
     async with parts.tool_runs.counted(user):  # refused before anything is read or run
         store = await asyncio.to_thread(sealing.continuations.store)
         result = await arun_continuation(
-            parts.kernel, store, body.id, user, sealing.seal_page, parts.tool_runs.run_budgeted
+            parts.kernel,
+            store,
+            body.id,
+            user,
+            sealing.seal_page,
+            functools.partial(parts.tool_runs.run_budgeted, asker=the_caller_approves),
         )
     if result is None:
         raise HTTPException(404, NOT_FOUND)

@@ -28,6 +28,7 @@ from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
 from agentkernel.server.routes.sessions import owned_session
 from agentkernel.server.sealing import seal_result
+from agentkernel.tools.dispatch import the_caller_approves
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"], responses=documented(*CALLER))
 
@@ -78,7 +79,8 @@ async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts
         visible = await parts.kernel.alist_tools(caller)
         if name not in {spec.name for spec in visible}:
             raise HTTPException(404, f"no tool {name!r}")
-        result = await parts.tool_runs.run_budgeted(name, body.args, caller)
+        # the person who would be asked runs it: a call that needs approval (S24.4) is approved by that
+        result = await parts.tool_runs.run_budgeted(name, body.args, caller, asker=the_caller_approves)
     return await seal_result(
         sealing_of(request),
         result.to_json(),
