@@ -204,12 +204,19 @@ class ToolSteps:
         if problem is not None:
             result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
         else:
-            if not calling.marked:
-                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
-            vet = functools.partial(self.dispatcher.vet, call.name, args, caller, calling.origin, call.id)
+            # a call the step before it did not mark started (a resumed run's first) is marked only once
+            # it is sure to run: one that waits for a person first must never look started
+            vet = functools.partial(
+                self.dispatcher.vet, call.name, args, caller, calling.origin, call.id, run=calling.marked
+            )
             found = await self.pool.run(caller.user_id, vet)
-            if isinstance(found, Vetted):
+            if isinstance(found, Vetted) and found.ask is not None:
                 found = await self._approved(caller, found, emit, stop, calling)
+            elif isinstance(found, Vetted):
+                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
+                found = await self.pool.run(
+                    caller.user_id, functools.partial(self.dispatcher.run_vetted, found, caller)
+                )
             result = found
         return await self._settled(caller, call, result, emit, calling.following)
 

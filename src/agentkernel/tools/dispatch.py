@@ -210,14 +210,14 @@ class Dispatcher:
         )
 
     def vet(
-        self, name: str, args: JSONValue, caller: Caller, origin: str, call_id: str
+        self, name: str, args: JSONValue, caller: Caller, origin: str, call_id: str, *, run: bool = True
     ) -> ToolResult | Vetted:
         """The first part of a call the agent loop makes: its failure, or it vetted. A vetted call
-        that needs no person is run at once (one hop for the usual case); otherwise it is returned for
-        the loop to wait on, journaled, and run with `run_vetted`."""
+        that needs no person is run at once when `run` (one hop for the usual case); otherwise it is
+        returned for the loop to wait on, journaled, or to mark started, and run with `run_vetted`."""
         facts = ToolCallFacts(call_id, name, args, origin)
         found = self._safely(name, lambda: self._vet(name, facts, caller))
-        if isinstance(found, Vetted) and found.ask is None:
+        if run and isinstance(found, Vetted) and found.ask is None:
             return self.run_vetted(found, caller)
         if isinstance(found, ToolResult):
             self.history.record(caller, name, found)
