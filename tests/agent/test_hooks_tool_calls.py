@@ -9,10 +9,10 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.agent.hooks import REASON_CHARS, HookEvent, HookPipeline
-from agentkernel.helpers import default_helper_table
-from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject
-from tests.agent.test_hooks import make_hook
+from tests.agent.test_hooks import hooks_dir, make_hook, pipeline
+
+__all__ = ["hooks_dir", "pipeline"]  # the fixtures, shared with test_hooks.py
 
 CALL: JSONObject = {"id": "call-7", "tool": "shell", "args": {"command": "ls"}, "origin": "llm"}
 RESULT: JSONObject = {"content": "key=sk-123", "success": True, "error": None, "visual": None, "warnings": []}
@@ -27,16 +27,6 @@ REQUEST: JSONObject = {
     "tools": ["upper"],
     "model": "fake",
 }
-
-
-@pytest.fixture
-def hooks_dir(project: Path) -> Path:
-    return project / "config" / "scripts" / "hooks"
-
-
-@pytest.fixture
-def pipeline(kernel: Kernel) -> HookPipeline:
-    return HookPipeline(ScriptHost(default_helper_table()), kernel.config.limits)
 
 
 # -- before_tool_call (S24.2) -----------------------------------------------------------------
