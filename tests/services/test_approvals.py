@@ -582,3 +582,12 @@ def test_a_file_whose_approvals_a_newer_kernel_wrote_is_refused_naming_the_versi
     conn.close()
     with pytest.raises(AgentKernelError, match="approvals in the message store have schema version 9, newer"):
         Approvals(path)
+
+
+def test_a_question_or_reason_with_a_lone_surrogate_is_kept_as_valid_text(store: Approvals) -> None:
+    """A person's reason (JSON may spell `\\ud800`) and a hook's question are free text: kept with U+FFFD
+    where a lone surrogate stood, never a write that fails (a 500 for the decision)."""
+    asked = store.ask(pending(question="send \ud800 it?", args={"to": "\udfff"}))
+    decided = store.decide("r1", "c1", "alice", "deny", "not \ud800 now")
+    assert asked.question == "send \ufffd it?" and asked.args == {"to": "\udfff"}  # JSON keeps it escaped
+    assert decided.reason == "not \ufffd now" and store.get("r1", "c1") == decided

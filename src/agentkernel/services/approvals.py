@@ -40,6 +40,7 @@ from agentkernel.services import approval_tokens as tokens
 from agentkernel.services.approval_tokens import DecisionToken, TokenRefused
 from agentkernel.services.install_secret import install_secret
 from agentkernel.services.sqlite_db import MEMORY, Schema, SqliteStore
+from agentkernel.util.valid_unicode import repair_text
 
 TABLE = "approvals"
 APPROVERS = "approval_approvers"
@@ -294,7 +295,7 @@ class Approvals(SqliteStore):
                     pending.template,
                     pending.tool,
                     args,
-                    pending.question,
+                    repair_text(pending.question),  # free text: kept as valid UTF-8 whatever it held
                     pending.origin,
                     approvers,
                     PENDING,
@@ -542,6 +543,7 @@ def _close(
 ) -> Approval:
     """Decide `found` in the caller's transaction, if still pending and unexpired; else ApprovalClosed."""
     now = time.time()
+    reason = None if reason is None else repair_text(reason)  # a person's text: a lone surrogate too
     status = DENIED if decision == DENY else APPROVED
     new_args = None if args is None else json.dumps(args)
     cursor = conn.execute(
