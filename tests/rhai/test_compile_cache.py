@@ -106,7 +106,10 @@ def _refuse(*args: object, **kwargs: object) -> None:
         lambda data: data[:-1],
         lambda data: data[: len(data) // 2],
         lambda data: data[:-7] + bytes(b ^ 0xFF for b in data[-7:]),
-        lambda data: data[: len(FORMAT) + 3] + b"\x00" + data[len(FORMAT) + 4 :],  # the signature
+        # a byte of the signature, flipped (set to a constant, it is already that one time in 256)
+        lambda data: (
+            data[: len(FORMAT) + 3] + bytes([data[len(FORMAT) + 3] ^ 0xFF]) + data[len(FORMAT) + 4 :]
+        ),
         lambda data: b"garbage" + data,
         lambda data: data + b"more",
     ],
