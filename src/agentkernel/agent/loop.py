@@ -701,6 +701,7 @@ class AgentLoop:
                 temperature=settings.temperature,
                 model=settings.model,
                 user=process.user_id,  # the LLM's slots are shared fairly between users
+                template=process.template_name,
             )
             completion = await self._complete(request, emit, streamed, quiet)
             process.charge(completion.usage.total_tokens)

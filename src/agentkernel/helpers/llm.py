@@ -136,6 +136,7 @@ def ask_once(
             max_tokens=max_tokens,
             temperature=question.temperature,
             user=call.caller.user_id,  # the LLM's slots are shared fairly between users
+            template=call.caller.template,
         )
         completion = _complete(call, helper, provider, request)
         if process is not None:

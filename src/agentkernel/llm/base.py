@@ -91,8 +91,10 @@ class CompletionRequest:
     schema; the caller still validates it (S9.3), since not every server can
     enforce every schema. `model` overrides the provider's default model.
     `user` is whose call it is (the Caller's user id; None: the kernel's
-    own), for sharing the kernel's LLM slots fairly (llm/fair_slots.py);
-    it is never sent to the server.
+    own), for sharing the kernel's LLM slots fairly (llm/fair_slots.py),
+    and with `template` (the calling agent's) for usage and quotas (S26.3);
+    `provider` names the configured provider to ask first (S26.4; None: the
+    order `llm:` lists). None of the three is sent to the server.
     """
 
     messages: tuple[ChatMessage, ...]
@@ -102,17 +104,21 @@ class CompletionRequest:
     temperature: float | None = None
     model: str | None = None
     user: str | None = None
+    template: str | None = None
+    provider: str | None = None
 
 
 @dataclass(frozen=True)
 class Completion:
-    """The model's answer: text and/or tool calls, with what it cost."""
+    """The model's answer: text and/or tool calls, with what it cost; `provider` names the
+    configured provider that answered (S26.4), when the kernel's provider stack says."""
 
     text: str | None
     tool_calls: tuple[ToolCall, ...]
     usage: Usage
     finish_reason: str | None
     model: str | None
+    provider: str | None = None
 
     def message(self) -> ChatMessage:
         """The answer as the assistant message to append to the conversation."""
