@@ -34,6 +34,7 @@ from agentkernel.config.sections import (
 )
 from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
+from agentkernel.config.telemetry import TELEMETRY_SCHEMA, TelemetrySettings, telemetry_settings
 from agentkernel.config.yaml_files import read_yaml_file
 from agentkernel.errors import ConfigError
 
@@ -85,6 +86,7 @@ KERNEL_SCHEMA: Schema = {
         "server": SERVER_SCHEMA,
         "cron": CRON_SCHEMA,
         "approvals": APPROVALS_SCHEMA,
+        "telemetry": TELEMETRY_SCHEMA,
         **SECTIONS,
     },
 }
@@ -120,6 +122,7 @@ class KernelConfig:
     server: ServerSettings = field(default_factory=ServerSettings)
     cron: CronSettings = field(default_factory=CronSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -246,6 +249,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         server=server_settings(data.get("server", {}), where),
         cron=cron_settings(data.get("cron", {}), root, where),
         approvals=approval_settings(data.get("approvals", {}), where),
+        telemetry=telemetry_settings(data.get("telemetry"), where),
     )
 
 
