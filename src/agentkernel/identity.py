@@ -56,6 +56,10 @@ class Caller:
     # the hooks its tool calls pass (S24): its template's, as its process opened them; none for a caller
     # with no template
     hooks: tuple[HookSpec, ...] = field(default=(), repr=False)
+    # S26.4: the provider of kernel.yaml's `llm:` its `llm()` calls ask first (its template's), and the
+    # ones a script may name besides
+    llm_provider: str | None = None
+    llm_providers: frozenset[str] = frozenset()
 
     def one_deeper(self, deadline: float | None) -> Caller:
         """This caller for a call nested in one of its own: one deeper, never past `deadline`.

@@ -207,6 +207,8 @@ class Kernel:
             allowed_tools=allowed_tools,
             services=self._parts.services,
             hooks=() if spec is None else self._parts.template_hooks(spec),
+            llm_provider=None if spec is None else spec.model.provider,
+            llm_providers=frozenset() if spec is None else frozenset(spec.model.providers),
         )
 
     def _as_caller(self, who: Caller | Process | None) -> Caller:

@@ -52,8 +52,8 @@ def kernel_yaml_error(tmp_path: Path, text: str) -> str:
         ),
         (
             TEMPLATE + "model: {temprature: 1}\n",
-            "t.yaml:3: model: unknown key 'temprature' (allowed: max_tokens, name, temperature);"
-            " did you mean 'temperature'?",
+            "t.yaml:3: model: unknown key 'temprature' (allowed: max_tokens, name, provider, providers,"
+            " temperature); did you mean 'temperature'?",
         ),
         (TEMPLATE + "max_turns: 3.0\n", "t.yaml:3: max_turns: 3.0 is not of type 'integer'"),
         (TEMPLATE + "budget:\n  tokens: '500'\n", "t.yaml:4: budget.tokens: '500' is not of type 'integer'"),

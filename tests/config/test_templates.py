@@ -106,7 +106,10 @@ def test_defaults_for_omitted_fields(tmp_path: Path) -> None:
         ("instructions: x\n", "'name' is a required property"),
         ("name: t\n", "'instructions' is a required property"),
         (MINIMAL + "toolz: [a]\n", "unknown key 'toolz' (allowed: budget, description, hooks, "),
-        (MINIMAL + "model: {nme: x}\n", "model: unknown key 'nme' (allowed: max_tokens, name, temperature)"),
+        (
+            MINIMAL + "model: {nme: x}\n",
+            "model: unknown key 'nme' (allowed: max_tokens, name, provider, providers, temperature)",
+        ),
         (MINIMAL + "budget: {tokens: 5, usd: 1}\n", "budget: unknown key 'usd' (allowed: tokens)"),
         ("name: 'a b'\ninstructions: x\n", "name: 'a b' does not match"),
         ("name: t\ninstructions: ''\n", "instructions: '' should be non-empty"),

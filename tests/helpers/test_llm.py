@@ -564,3 +564,50 @@ def test_a_kernel_that_is_not_live_attaches_no_llm(
         message = error(kernel.run_tool(probe(make_tool, engine, 'llm("q")'), {}))
     assert message.startswith("llm: no LLM attached to this kernel")
     assert llm_server.requests == []
+
+
+# -- S26.4: a script names a provider its template allows -----------------------------------------------
+
+
+def routed_kernel(project: Path, first: FakeLLMServer, second: FakeLLMServer, model: str) -> Kernel:
+    """`llm:` with two providers, `main` and `spare`; the template `asker` with `model` settings."""
+    yaml_text = (
+        f"llm:\n  base_url: {first.base_url}\n  model: m\n  name: main\n  max_retries: 0\n"
+        f"  fallback:\n    - base_url: {second.base_url}\n      model: s\n      name: spare\n"
+    )
+    kernel = Kernel(load_kernel_config(write_kernel_yaml(project, yaml_text)))
+    path = project / "config" / "templates" / "asker.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"name: asker\ninstructions: x\ntools: [asks]\nmodel: {model}\n", encoding="utf-8")
+    return kernel
+
+
+def test_a_script_asks_the_provider_its_template_allows_and_no_other(
+    project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
+) -> None:
+    with FakeLLMServer() as spare:
+        spare.add(Reply(text="from the spare"))
+        ask_spare = f"llm({obj(engine, user=chr(34) + 'q' + chr(34), provider=chr(34) + 'spare' + chr(34))})"
+        tool = probe(make_tool, engine, ask_spare)
+        with routed_kernel(project, llm_server, spare, "{providers: [spare]}") as kernel:
+            assert value(kernel.run_tool(tool, {}, kernel.spawn("asker"))) == "from the spare"
+        with routed_kernel(project, llm_server, spare, "{}") as kernel:
+            refused = error(kernel.run_tool(tool, {}, kernel.spawn("asker")))
+            bare = error(kernel.run_tool(tool, {}))
+    assert refused == "llm: provider 'spare' is not allowed for template 'asker' (its model.providers: none)"
+    assert (
+        bare
+        == "llm: provider 'spare' is not allowed for a caller with no template (its model.providers: none)"
+    )
+    assert not llm_server.bodies  # nothing was asked of the main provider either
+
+
+def test_a_template_s_provider_is_its_scripts_provider_too(
+    project: Path, make_tool: ToolFactory, engine: str, llm_server: FakeLLMServer
+) -> None:
+    with FakeLLMServer() as spare:
+        spare.add(Reply(text="spare"))
+        tool = probe(make_tool, engine, 'llm("q")')
+        with routed_kernel(project, llm_server, spare, "{provider: spare}") as kernel:
+            assert value(kernel.run_tool(tool, {}, kernel.spawn("asker"))) == "spare"
+    assert not llm_server.bodies

@@ -90,6 +90,7 @@ class LoopSettings:
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    provider: str | None = None  # the provider of `llm:` asked first (S26.4); None: the first listed
 
     @classmethod
     def for_template(cls, template: TemplateSpec, available: Mapping[str, HookSpec]) -> LoopSettings:
@@ -109,6 +110,7 @@ class LoopSettings:
             model=template.model.name,
             max_tokens=template.model.max_tokens,
             temperature=template.model.temperature,
+            provider=template.model.provider,
         )
 
 
@@ -702,6 +704,7 @@ class AgentLoop:
                 model=settings.model,
                 user=process.user_id,  # the LLM's slots are shared fairly between users
                 template=process.template_name,
+                provider=settings.provider,
             )
             completion = await self._complete(request, emit, streamed, quiet)
             process.charge(completion.usage.total_tokens)

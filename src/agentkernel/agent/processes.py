@@ -92,6 +92,8 @@ class Process:
             temp_dir=self.temp_dir,
             allowed_tools=self.template.allowed_tools(),
             services=services,
+            llm_provider=self.template.model.provider,
+            llm_providers=frozenset(self.template.model.providers),
             process=self,
             deadline=self.deadline,
         )

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from agentkernel.config.hosts import HostList, check_allowed_networks, parse_host_list
 from agentkernel.config.schema import Schema, StrictValidator, Where, expect, first_error, section, yaml_error
-from agentkernel.util.yaml_source import NO_LINES
+from agentkernel.util.yaml_source import NO_LINES, dotted
 
 MAX_DUCK_TIMEOUT_SECS = 86_400.0  # a day; also keeps timers and lock waits within what threading accepts
 LLM_PROVIDERS = ("openai_compat",)
@@ -253,6 +253,7 @@ class LLMConfig:
     base_url: str
     model: str
     provider: str = "openai_compat"
+    name: str | None = None  # how templates and scripts name it (S26.4); None: by its `model`
     api_key_env: str | None = None
     timeout_secs: float = 60.0
     max_retries: int = 3
@@ -265,6 +266,15 @@ class LLMConfig:
         """How logs and errors name this provider: its model at its server's address."""
         return f"{self.model} at {self.base_url}"
 
+    @property
+    def label(self) -> str:
+        """The provider's name among the ones `llm:` lists: its `name`, else its model (S26.4)."""
+        return self.name or self.model
+
+    def chain(self) -> tuple[LLMConfig, ...]:
+        """This provider, then its fallbacks: the order a call asks them in."""
+        return (self, *self.fallback)
+
     def as_section(self) -> dict[str, Any]:
         """The fields as kernel.yaml's `llm:` writes them (to change one and read them again)."""
         values: dict[str, Any] = {
@@ -275,6 +285,8 @@ class LLMConfig:
             "timeout_secs": self.timeout_secs,
             "max_retries": self.max_retries,
         }
+        if self.name is not None:
+            values["name"] = self.name
         if self.fallback:
             values["fallback"] = [f.as_section() for f in self.fallback]
         return values
@@ -287,6 +299,9 @@ _PROVIDER_FIELDS: dict[str, Any] = {
     },
     "base_url": _NON_EMPTY,
     "model": _NON_EMPTY,
+    "name": expect(
+        "a name: letters, digits, _, ., - (at most 64)", type="string", pattern=r"^[A-Za-z0-9_.-]{1,64}$"
+    ),
     "api_key_env": {  # the value is never echoed: someone may have pasted the key itself here
         "type": ["string", "null"],
         "pattern": ENV_NAME,
@@ -297,7 +312,7 @@ _PROVIDER_FIELDS: dict[str, Any] = {
 }
 
 _FALLBACK = expect(
-    "a provider: {base_url, model, api_key_env?, timeout_secs?, max_retries?}",
+    "a provider: {base_url, model, name?, api_key_env?, timeout_secs?, max_retries?}",
     **section(
         _PROVIDER_FIELDS,
         required=["base_url", "model"],
@@ -324,7 +339,7 @@ def llm_config(values: Mapping[str, Any], where: Where, at: tuple[str | int, ...
         llm_config(item, where, (*at, "fallback", index))
         for index, item in enumerate(values.get("fallback", ()))
     )
-    return LLMConfig(
+    config = LLMConfig(
         **{
             **values,
             "base_url": url.rstrip("/"),
@@ -333,6 +348,24 @@ def llm_config(values: Mapping[str, Any], where: Where, at: tuple[str | int, ...
             "fallback": fallback,
         }
     )
+    if at == ("llm",):
+        _refuse_twice_named(config, where)
+    return config
+
+
+def _refuse_twice_named(config: LLMConfig, where: Where) -> None:
+    """Each provider `llm:` lists has its own name: a template or a script names the one it means."""
+    seen: dict[str, tuple[str | int, ...]] = {}
+    for index, provider in enumerate(config.chain()):
+        at: tuple[str | int, ...] = ("llm",) if index == 0 else ("llm", "fallback", index - 1)
+        first = seen.setdefault(provider.label, at)
+        if first != at:
+            field = "name" if provider.name else "model"
+            raise where.error(
+                (*at, field),
+                f"a provider named {provider.label!r} is listed already ({dotted(first)}); "
+                "give one of them a `name:` of its own (templates and scripts ask for a provider by name)",
+            )
 
 
 # -- reading one section ----------------------------------------------------------------------------

@@ -37,6 +37,7 @@ _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N
 _NAME: dict[str, Any] = {"type": "string", "pattern": TOOL_NAME_PATTERN}
 _NAME_LIST: dict[str, Any] = {"type": "array", "items": _NAME, "uniqueItems": True}
 
+_PROVIDER_NAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$"}  # as kernel.yaml's llm names one
 _TEMPLATE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -52,6 +53,8 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                 "name": {"type": "string", "minLength": 1},
                 "max_tokens": {"type": "integer", "minimum": 1},
                 "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                "provider": _PROVIDER_NAME,
+                "providers": {"type": "array", "items": _PROVIDER_NAME, "uniqueItems": True},
             },
         },
         "tools": _NAME_LIST,
@@ -71,11 +74,18 @@ _TEMPLATE_VALIDATOR = StrictValidator(_TEMPLATE_SCHEMA)
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """The template's model choice; None everywhere means the kernel's defaults."""
+    """The template's model choice; None everywhere means the kernel's defaults.
+
+    `provider` names the provider of kernel.yaml's `llm:` its LLM calls ask
+    first (its scripts' `llm()` too); `providers` are the others its
+    scripts may name in `llm({provider})` (S26.4).
+    """
 
     name: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    provider: str | None = None
+    providers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +167,8 @@ def load_template(path: Path) -> TemplateSpec:
             name=model.get("name"),
             max_tokens=model.get("max_tokens"),
             temperature=float(temperature) if temperature is not None else None,
+            provider=model.get("provider"),
+            providers=tuple(model.get("providers", ())),
         ),
         tools=tuple(data.get("tools", ())),
         hooks=tuple(data.get("hooks", ())),

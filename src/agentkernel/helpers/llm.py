@@ -47,7 +47,7 @@ DEFAULT_MAX_TOKENS = 1024
 MAX_TOKENS_CAP = 4096
 MAX_TEMPERATURE = 2.0
 
-_OPTIONS = ("user", "system", "max_tokens", "temperature")
+_OPTIONS = ("user", "system", "max_tokens", "temperature", "provider")
 _JSON_OPTIONS = (*_OPTIONS, "output_schema")
 _STRUCTURED_REFUSED = (400, 422)
 """HTTP statuses of a server refusing `response_format`: llm_json asks again without it."""
@@ -61,6 +61,7 @@ class Question:
     system: str | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float | None = None
+    provider: str | None = None  # a provider of kernel.yaml's `llm:` the caller's template allows (S26.4)
 
     def messages(self, extra_system: str | None = None) -> list[ChatMessage]:
         system = "\n\n".join(part for part in (self.system, extra_system) if part)
@@ -137,6 +138,7 @@ def ask_once(
             temperature=question.temperature,
             user=call.caller.user_id,  # the LLM's slots are shared fairly between users
             template=call.caller.template,
+            provider=_provider_for(call, helper, question),
         )
         completion = _complete(call, helper, provider, request)
         if process is not None:
@@ -206,7 +208,24 @@ def _question(helper: str, options: dict[str, JSONValue], known: tuple[str, ...]
         system=None if system is None else _text(helper, "system", system),
         max_tokens=_max_tokens(helper, options.get("max_tokens")),
         temperature=_temperature(helper, options.get("temperature")),
+        provider=None if options.get("provider") is None else _text(helper, "provider", options["provider"]),
     )
+
+
+def _provider_for(call: ScriptCall, helper: str, question: Question) -> str | None:
+    """The provider to ask first: the one the script names, if its template allows it (S26.4), else the
+    template's own."""
+    caller = call.caller
+    named = question.provider
+    if named is None or named == caller.llm_provider:
+        return caller.llm_provider
+    if named not in caller.llm_providers:
+        allowed = ", ".join(sorted(caller.llm_providers)) or "none"
+        whose = f"template {caller.template!r}" if caller.template else "a caller with no template"
+        raise HelperError(
+            f"{helper}: provider {named!r} is not allowed for {whose} (its model.providers: {allowed})"
+        )
+    return named
 
 
 def _text(helper: str, name: str, value: JSONValue) -> str:

@@ -58,17 +58,13 @@ _BUILDERS: dict[str, Callable[[LLMConfig, str | None], Provider]] = {
 
 
 def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -> Provider:
-    """The kernel's provider: the configured backend behind the kernel-wide concurrency limit."""
+    """The kernel's provider: the configured backends, asked in order (S26.4: the next on a retryable
+    failure; a request may name the one to ask first), all behind one kernel-wide concurrency limit."""
+    from agentkernel.llm.fallback import FallbackProvider
     from agentkernel.llm.limited import LimitedProvider  # aiologic: paid when an LLM is used
 
-    inner = _BUILDERS[config.provider](config, _api_key(config, environ))
-    if config.fallback:  # S26.4: the next on a retryable failure, all within one concurrency limit
-        from agentkernel.llm.fallback import FallbackProvider
-
-        chain = [(config.named(), inner)]
-        chain += [(f.named(), _BUILDERS[f.provider](f, _api_key(f, environ))) for f in config.fallback]
-        inner = FallbackProvider(chain)
-    return LimitedProvider(inner, config.max_concurrency)
+    chain = [(p.label, _BUILDERS[p.provider](p, _api_key(p, environ))) for p in config.chain()]
+    return LimitedProvider(FallbackProvider(chain), config.max_concurrency)
 
 
 __all__ = ["LLMConfig", "build_provider", "parse_llm_config", "read_api_key"]
