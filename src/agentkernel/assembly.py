@@ -164,7 +164,8 @@ class KernelParts:
         """The templates and their problems, unknown tool and hook names and MCP server clashes included;
         names checked against `view` (the catalog's tools and hooks, one scan) when given."""
         templates, problems = self.template_folder.load()
-        problems += check_references(templates, *(view or self.catalog.tools_and_hooks()))
+        providers = None if self.config.llm is None else [p.label for p in self.config.llm.chain()]
+        problems += check_references(templates, *(view or self.catalog.tools_and_hooks()), providers)
         problems += settle_servers(s for t in templates.values() for s in t.mcp_servers)[1]
         return templates, problems
 

@@ -124,3 +124,23 @@ def test_a_template_naming_a_provider_sends_its_turns_there(
 
 async def _ignore(event: object) -> None:
     return None
+
+
+def test_a_template_naming_a_provider_llm_lacks_is_a_problem_at_its_line(tmp_path: Path) -> None:
+    """Found when templates load (`agentkernel check`, a turn of it), not at its first LLM call."""
+    write_kernel_yaml(tmp_path, "llm:\n  base_url: http://127.0.0.1:1/v1\n  model: m\n  name: main\n")
+    templates = tmp_path / "config" / "templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    (templates / "t.yaml").write_text(
+        "name: t\ninstructions: x\nmodel:\n  provider: mian\n  providers: [main, x]\n"
+    )
+    with Kernel(load_kernel_config(tmp_path / "config" / "kernel.yaml")) as kernel:
+        problems = [str(p) for p in kernel.problems()]
+        with pytest.raises(ConfigError, match="unknown LLM provider 'mian'"):
+            kernel.chat("t")
+    assert any(
+        "t.yaml:4: template t: model.provider: unknown LLM provider 'mian' (kernel.yaml `llm:` names: main); "
+        "did you mean 'main'?" in p
+        for p in problems
+    ), problems
+    assert any("t.yaml:5: template t: model.providers[1]: unknown LLM provider 'x'" in p for p in problems)

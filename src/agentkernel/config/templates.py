@@ -29,7 +29,7 @@ from agentkernel.errors import ConfigError, LoadProblem, name_clash
 from agentkernel.types import JSONObject
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.near_miss import did_you_mean
-from agentkernel.util.yaml_source import NO_LINES, YamlLines
+from agentkernel.util.yaml_source import NO_LINES, YamlLines, dotted
 
 DEFAULT_MAX_TURNS = 8
 _KNOWN_SHOWN = 20  # names listed in an "unknown tool" message before "… and N more"
@@ -282,9 +282,13 @@ def _unknown_names(
 
 
 def check_references(
-    templates: Mapping[str, TemplateSpec], tool_names: Iterable[str], hook_names: Iterable[str]
+    templates: Mapping[str, TemplateSpec],
+    tool_names: Iterable[str],
+    hook_names: Iterable[str],
+    provider_names: Iterable[str] | None = None,
 ) -> list[LoadProblem]:
-    """A problem for every tool or hook a template names that is not loaded.
+    """A problem for every tool or hook a template names that is not loaded, and every LLM provider it
+    names that kernel.yaml's `llm:` does not (`provider_names` None: no `llm:`, nothing to check).
 
     Run after tools and hooks are loaded: a typo in a template would
     otherwise surface only when the LLM first tries the tool, mid-chat.
@@ -294,7 +298,26 @@ def check_references(
     for template in templates.values():
         problems += _unknown_names(template, "tools", template.tools, tools)
         problems += _unknown_names(template, "hooks", template.hooks, hooks)
+        if provider_names is not None:
+            problems += _unknown_providers(template, set(provider_names))
     return problems
+
+
+def _unknown_providers(template: TemplateSpec, known: set[str]) -> list[LoadProblem]:
+    """`model.provider: unknown LLM provider 'x' (known: …)` for each provider name `llm:` lacks (S26.4)."""
+    where = template.yaml_path or Path(template.name)
+    named = [(("model", "provider"), template.model.provider)] if template.model.provider else []
+    named += [(("model", "providers", i), n) for i, n in enumerate(template.model.providers)]
+    return [
+        LoadProblem(
+            where,
+            f"template {template.name}: {dotted(at)}: unknown LLM provider {n!r} "
+            f"(kernel.yaml `llm:` names: {_known(known)})" + did_you_mean(n, known),
+            template.lines.of(*at),
+        )
+        for at, n in named
+        if n not in known
+    ]
 
 
 __all__ = [
