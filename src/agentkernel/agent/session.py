@@ -19,6 +19,7 @@ from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import Entry
 from agentkernel.services.memory import DAMAGED, chat_messages
 from agentkernel.services.turn_leases import Run
+from agentkernel.telemetry.log_lines import RUN_ID
 
 
 @dataclass
@@ -58,6 +59,7 @@ class ChatSession:
         """
         async with self._lock:
             self._stop = stop = Stop()
+            logged = RUN_ID.set(run_id)  # its log lines name it (--log-format json)
             try:
                 if self.records is not None:
                     self.records.lease, self.records.run_id = lease, run_id
@@ -76,6 +78,7 @@ class ChatSession:
                     options=options,
                 )
             finally:
+                RUN_ID.reset(logged)
                 self._stop = None
                 if self.records is not None:
                     self.records.lease = self.records.run_id = None
@@ -92,11 +95,13 @@ class ChatSession:
         records = self.records
         async with self._lock:
             self._stop = stop = Stop()
+            logged = RUN_ID.set(run.id)
             try:
                 records.lease, records.run_id = lease, run.id
                 history, state = await asyncio.to_thread(_where_it_stood, records, run)
                 result = await self.loop.resume(self.process, self.settings, history, state, emit, stop)
             finally:
+                RUN_ID.reset(logged)
                 self._stop = None
                 records.lease = records.run_id = None
             self.history = await asyncio.to_thread(records.history)

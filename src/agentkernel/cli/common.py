@@ -41,6 +41,13 @@ def add_global_flags(parser: argparse.ArgumentParser, *, inherited: bool) -> Non
     if "-v" not in options:
         count_default: object = argparse.SUPPRESS if inherited else 0
         parser.add_argument("-v", "--verbose", action="count", default=count_default, help=VERBOSE_HELP)
+    if "--log-format" not in options:
+        parser.add_argument(
+            "--log-format",
+            choices=("text", "json"),
+            default=argparse.SUPPRESS if inherited else "text",
+            help="log lines as text (default) or as JSON objects naming each line's run and trace",
+        )
     if "--config" in options:
         options["--config"].default = absent
     else:
@@ -76,8 +83,9 @@ def leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
             yield from leaf_parsers(child)
 
 
-def setup_logging(verbosity: int) -> None:
-    """Log to stderr: warnings by default; scripts' console.log lines with -v."""
+def setup_logging(verbosity: int, log_format: str = "text") -> None:
+    """Log to stderr: warnings by default; scripts' console.log lines with -v; one JSON object a line
+    with `json` (telemetry/log_lines.py: each line of a run names the run and its trace)."""
     import logging  # ~5 ms: not for `--version`, which never gets here
 
     logging.basicConfig(
@@ -85,6 +93,11 @@ def setup_logging(verbosity: int) -> None:
         level=logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if log_format == "json":
+        from agentkernel.telemetry.log_lines import JsonLines
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonLines())
     # console.log output is what a script author runs the CLI to see; debug with -vv.
     logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
     if verbosity == 0:  # the commands print load problems themselves, once

@@ -80,7 +80,7 @@ def show_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, options: argp
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    setup_logging(options.verbose)
+    setup_logging(options.verbose, options.log_format)
     if options.verbose == 0:  # a failing hook is printed as its JSON line; its log line would repeat it
         logging.getLogger("agentkernel.hooks").setLevel(logging.ERROR)
     # the hook's own project: search upward from its file, wherever hook_tool runs

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    setup_logging(options.verbose)
+    setup_logging(options.verbose, options.log_format)
     command = importlib.import_module(COMMANDS[options.command])
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 

@@ -121,7 +121,8 @@ def _supervise(options: argparse.Namespace, kernel: Kernel, sock: socket.socket)
     kernel.close()
 
     def command(index: int, listen_fd: int, link_fd: int) -> list[str]:
-        argv = [sys.executable, "-m", "agentkernel"] + ["-v"] * options.verbose + ["serve"]
+        argv = [sys.executable, "-m", "agentkernel", "--log-format", options.log_format]
+        argv += ["-v"] * options.verbose + ["serve"]
         if config_path is not None:
             argv += ["--config", str(config_path)]
         for flag, value in (("--llm-url", options.llm_url), ("--model", options.model)):

@@ -306,7 +306,9 @@ def check_references(
 def _unknown_providers(template: TemplateSpec, known: set[str]) -> list[LoadProblem]:
     """`model.provider: unknown LLM provider 'x' (known: …)` for each provider name `llm:` lacks (S26.4)."""
     where = template.yaml_path or Path(template.name)
-    named = [(("model", "provider"), template.model.provider)] if template.model.provider else []
+    named: list[tuple[tuple[str | int, ...], str]] = []
+    if template.model.provider:
+        named.append((("model", "provider"), template.model.provider))
     named += [(("model", "providers", i), n) for i, n in enumerate(template.model.providers)]
     return [
         LoadProblem(

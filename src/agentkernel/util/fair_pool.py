@@ -29,7 +29,8 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from contextvars import Context, copy_context
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentkernel.util.fair_share import FairQueue, Key
@@ -39,12 +40,14 @@ T = TypeVar("T")
 
 @dataclass(eq=False)
 class _Call:
-    """One submitted call and the future its result goes to."""
+    """One submitted call and the future its result goes to, run in its submitter's context (the
+    context variables: the run its log lines name, the span its helper calls' spans nest under)."""
 
     future: Future[Any]
     function: Callable[..., Any]
     args: tuple[Any, ...]
     outcome: tuple[bool, Any] | None = None  # (raised, the result or exception), once computed
+    context: Context = field(default_factory=copy_context)
 
     def run(self) -> None:
         """Compute, then hand over: what a call from a worker does in place."""
@@ -56,7 +59,7 @@ class _Call:
         if not self.future.set_running_or_notify_cancel():
             return
         try:
-            self.outcome = (False, self.function(*self.args))
+            self.outcome = (False, self.context.run(self.function, *self.args))
         except BaseException as exc:
             self.outcome = (True, exc)
 
