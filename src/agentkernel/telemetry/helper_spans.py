@@ -2,11 +2,12 @@
 
 The helper table (helpers/table.py) asks `helper_span` for a span around a
 call of a traced helper; the helper modules give its attributes as plain
-values. With no TracerProvider set (telemetry off), `helper_span` answers
-None after one lookup and no attribute is built; a span that does not record
-(sampled out) is None too. A span is the current one while the helper runs,
-so what the helper starts (an LLM call's `chat`, a nested tool call, an HTTP
-request's `traceparent`) is its child.
+values. A helper's span is made only below a span that records — the tool
+call's or the hook's — so with telemetry off (no TracerProvider, every span
+a no-op), or a trace sampled out, `helper_span` answers None after one
+context lookup and no attribute is built. A span is the current one while
+the helper runs, so what the helper starts (an LLM call's `chat`, a nested
+tool call, an HTTP request's `traceparent`) is its child.
 
 Secrets never reach a span: the helper modules give no header, query string,
 argument list or environment; every string attribute is also cleaned of the
@@ -86,16 +87,15 @@ class HelperSpan:
 
 
 def helper_span(name: str, *, client: bool, secrets: Callable[[], Iterable[str]]) -> HelperSpan | None:
-    """A span named `name` (the helper), child of the current span; None when it would not record.
+    """A span named `name` (the helper), child of the current span; None unless both record.
 
     `client`: the call leaves the process (an HTTP request, a database
     file), SpanKind CLIENT; else INTERNAL. `secrets` gives the values no
     attribute may hold, asked for once, at the first string attribute.
     """
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider):  # no provider set: telemetry off
+    if not trace.get_current_span().is_recording():  # telemetry off, sampled out, or outside any trace
         return None
-    span = _tracer(provider).start_span(
+    span = _tracer(trace.get_tracer_provider()).start_span(
         name,
         kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
         attributes={"agentkernel.helper": name},
