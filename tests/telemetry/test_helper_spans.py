@@ -14,7 +14,7 @@ import asyncio
 import json
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,16 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 from agentkernel import Kernel
+from agentkernel.bundle import Services
 from agentkernel.config import load_kernel_config
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
+from agentkernel.identity import Caller
 from agentkernel.telemetry import helper_spans
-from agentkernel.telemetry.helper_spans import REDACTED
+from agentkernel.telemetry.helper_spans import REDACTED, Attributes
 from agentkernel.types import JSONValue
+from agentkernel.util.environment import Environment
 from tests.conftest import write_kernel_yaml
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.helpers.http_server import LocalHTTPServer
 
 ENGINES = [".js", ".rhai"]
@@ -334,3 +339,109 @@ def test_sql_text_reaches_a_span_only_when_contents_are_captured_and_never_a_sec
     assert result.success, result.content
     query = next(s for s in helper_spans_of(spans) if s.name == "db_query")
     assert query.attributes["db.query.text"] == f"SELECT v FROM t WHERE v = '{REDACTED}'"  # type: ignore[index]
+
+
+ASKS_JS = """
+function run(args) {
+    const secret = env_var("AK_SPAN_TEST_SECRET");
+    const said = llm("Say hello to " + secret);
+    const done = run_subagent({task: "Fetch for " + secret, template: "reviewer", tools: ["echo"]});
+    return said + " / " + done.answer;
+}
+"""
+ASKS_RHAI = """
+fn run(args) {
+    let secret = env_var("AK_SPAN_TEST_SECRET");
+    let said = llm("Say hello to " + secret);
+    let done = run_subagent(#{task: "Fetch for " + secret, template: "reviewer", tools: ["echo"]});
+    said + " / " + done.answer
+}
+"""
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_llm_and_subagent_calls_are_spans_and_the_subagents_helpers_nest_below(
+    engine: str,
+    project: Path,
+    server: LocalHTTPServer,
+    llm_server: FakeLLMServer,
+    spans: InMemorySpanExporter,
+    secret: str,
+) -> None:
+    tools = project / "config" / "scripts" / "tools"
+    for name, source in (
+        ("asks", ASKS_JS if engine == ".js" else ASKS_RHAI),
+        ("echo", SOURCES[engine]["echo"]),
+    ):
+        (tools / f"{name}{engine}").write_text(source, encoding="utf-8")
+        (tools / f"{name}.yaml").write_text(
+            f"kind: script_tool\nname: {name}\ndescription: {name}\nscript: {name}{engine}\n",
+            encoding="utf-8",
+        )
+    templates = project / "config" / "templates"
+    templates.mkdir(parents=True)
+    (templates / "reviewer.yaml").write_text("name: reviewer\ninstructions: Review.\ntools: [echo]\n")
+    (templates / "boss.yaml").write_text("name: boss\ninstructions: Lead.\ntools: [asks, echo]\n")
+    config = write_kernel_yaml(
+        project,
+        f"llm:\n  base_url: {llm_server.base_url}\n  model: fake\n  max_retries: 0\n"
+        "http: {allow_private: true}\n",
+    )
+    llm_server.add(
+        Reply(text="hello"),
+        Reply(tool_calls=(FakeToolCall("echo", json.dumps({"base": server.base})),)),
+        Reply(text="fetched"),
+    )
+    with Kernel(load_kernel_config(config)) as kernel:
+        boss = kernel.spawn("boss", user_id="anna")
+        with trace.get_tracer("tests").start_as_current_span("test") as root:
+            result = kernel.run_tool("asks", {}, boss)
+    assert result.content == "hello / fetched", result.content
+    made = {span.name: span for span in helper_spans_of(spans)}
+    assert set(made) == {"llm", "run_subagent", "http_get"}
+    for span in made.values():
+        assert root.get_span_context().span_id in ancestors(span, spans), span.name
+    assert made["llm"].attributes == {
+        "agentkernel.helper": "llm"
+    }  # the prompt is the chat span's, if captured
+    assert made["run_subagent"].attributes == {
+        "agentkernel.helper": "run_subagent",
+        "gen_ai.agent.name": "reviewer",
+    }
+    assert made["run_subagent"].context.span_id in ancestors(made["http_get"], spans)
+    for span in spans.get_finished_spans():
+        for text in texts_of(span):
+            assert secret not in text, (span.name, text)
+
+
+def test_a_bug_in_a_helpers_span_attributes_costs_the_attributes_never_the_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    def broken(_: ScriptCall, __: Sequence[JSONValue]) -> Attributes:
+        raise KeyError("a bug of ours")
+
+    table = HelperTable()
+    table.register("twice", lambda _, value: value * 2, traced=Traced(broken))
+    call = ScriptCall(Caller(services=Services(environment=Environment(source={}))), "probe")
+    with trace.get_tracer("tests").start_as_current_span("test"):
+        assert table.invoke("twice", call, [21]) == 42
+    (span,) = helper_spans_of(spans)
+    assert span.attributes == {"agentkernel.helper": "twice"}
+
+
+def test_every_environment_value_long_enough_to_be_a_secret_is_hidden_denied_ones_too() -> None:
+    environment = Environment(
+        deny=("*_KEY",), source={"A_KEY": "sk-live-1234", "LANG": "C", "T": "tok-5678a"}
+    )
+    hidden = environment.values()
+    assert sorted(hidden) == [
+        "sk-live-1234",
+        "tok-5678a",
+    ]  # `C` is no secret, and hiding it would mangle text
+    assert helper_spans.redacted("https://h/bot-tok-5678a/x?C", hidden) == f"https://h/bot-{REDACTED}/x?C"
