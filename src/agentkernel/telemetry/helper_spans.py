@@ -11,14 +11,15 @@ tool call, an HTTP request's `traceparent`) is its child.
 
 Secrets never reach a span: the helper modules give no header, query string,
 argument list or environment; every string attribute is also cleaned of the
-values `env_var` could give the script (`secrets`), so a token a script put in
-a URL path is `[REDACTED]`. An exception's text is never recorded, only its
+environment's values (`secrets`: util/environment.py `Environment.values`),
+so a token a script read with `env_var` and put in a URL path is `[REDACTED]`. An exception's text is never recorded, only its
 type (`error.type`): a helper's error message may quote what the script sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from contextvars import Token
 from types import TracebackType
 
 from opentelemetry import context, trace
@@ -55,7 +56,7 @@ class HelperSpan:
     def __init__(self, span: Span, secrets: Callable[[], Iterable[str]]) -> None:
         self._span = span
         self._secrets = secrets
-        self._token: object = None
+        self._token: Token[context.Context] | None = None
 
     def set(self, attributes: Attributes | None) -> None:
         """Add `attributes`, each string cleaned of the secrets; an `error.type` marks the call failed."""
@@ -82,7 +83,8 @@ class HelperSpan:
             if kind is not None:
                 self.set({"error.type": kind.__name__})  # the type alone: the message may quote a secret
         finally:
-            context.detach(self._token)  # type: ignore[arg-type]
+            if self._token is not None:
+                context.detach(self._token)
             self._span.end()
 
 
