@@ -29,6 +29,7 @@ from opentelemetry.util._once import Once
 from agentkernel import Kernel
 from agentkernel.bundle import Services
 from agentkernel.config import load_kernel_config
+from agentkernel.helpers import http as http_helpers
 from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.identity import Caller
 from agentkernel.telemetry import helper_spans
@@ -445,3 +446,33 @@ def test_every_environment_value_long_enough_to_be_a_secret_is_hidden_denied_one
         "tok-5678a",
     ]  # `C` is no secret, and hiding it would mangle text
     assert helper_spans.redacted("https://h/bot-tok-5678a/x?C", hidden) == f"https://h/bot-{REDACTED}/x?C"
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "expected"),
+    [
+        (
+            "get",
+            "https://user:pass@api.example.org/v1/items?key=abc#frag",
+            {
+                "server.address": "api.example.org",
+                "server.port": 443,
+                "url.full": "https://api.example.org/v1/items",
+            },
+        ),
+        (
+            "POST",
+            "http://[::1]:8080?token=x",
+            {"server.address": "::1", "server.port": 8080, "url.full": "http://[::1]:8080/"},
+        ),
+        ("BREW", "ftp://example.org/file", {}),
+    ],
+)
+def test_an_http_span_names_the_host_and_path_never_the_query_credentials_or_fragment(
+    method: str, url: str, expected: dict[str, object]
+) -> None:
+    attributes = dict(http_helpers.traced(None).before(ScriptCall(Caller(), "probe"), [method, url]))
+    shown = method.upper() if method.upper() in http_helpers.METHODS else "_OTHER"
+    assert attributes.pop("http.request.method") == shown
+    attributes.pop("url.scheme", None)
+    assert attributes == expected
