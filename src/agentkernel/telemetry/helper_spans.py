@@ -12,8 +12,9 @@ tool call, an HTTP request's `traceparent`) is its child.
 Secrets never reach a span: the helper modules give no header, query string,
 argument list or environment; every string attribute is also cleaned of the
 environment's values (`secrets`: util/environment.py `Environment.values`),
-so a token a script read with `env_var` and put in a URL path is `[REDACTED]`. An exception's text is never recorded, only its
-type (`error.type`): a helper's error message may quote what the script sent.
+so a token a script read with `env_var` and put in a URL path is `[REDACTED]`.
+An exception's text is never recorded, only its type (`error.type`): a
+helper's error message may quote what the script sent.
 """
 
 from __future__ import annotations
