@@ -9,17 +9,24 @@
 3. `state_set`/`state_get` from script tools against redis-py on a local
    Redis server when one can be started: see benchmarks/state_vs_redis.py,
    which this runs with `--state-ops`.
+4. What a helper's span costs (S26.1): one helper call through the helper
+   table, registered traced and untraced, in the same run — with no
+   TracerProvider (telemetry off), then with the SDK's (a batch processor
+   and an exporter that drops the spans); `traceparent` added to a request's
+   headers; carrying the caller's context onto a worker thread.
 Run from the project folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,6 +36,9 @@ from tests.helpers.http_server import LocalHTTPServer  # noqa: E402
 
 from agentkernel import Kernel  # noqa: E402
 from agentkernel.config import load_kernel_config  # noqa: E402
+from agentkernel.helpers.identity import caller as caller_helper  # noqa: E402
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced  # noqa: E402
+from agentkernel.telemetry.helper_spans import add_trace_context  # noqa: E402
 from agentkernel.types import JSONValue  # noqa: E402
 
 ROWS = 10_000
@@ -78,6 +88,53 @@ def time_tool(kernel: Kernel, tool: str, args: dict[str, JSONValue], calls: int,
     return timings
 
 
+def per_call_ns(work: Callable[[], object], calls: int, rounds: int = 7) -> float:
+    """The fastest round's time per call, in nanoseconds."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter_ns()
+        for _ in range(calls):
+            work()
+        best = min(best, (time.perf_counter_ns() - started) / calls)
+    return best
+
+
+def span_costs(kernel: Kernel, calls: int) -> None:
+    """Part 4: the same helper traced and untraced, telemetry off, then on (the SDK, spans dropped)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    traced, plain = HelperTable(), HelperTable()
+    traced.register("caller", caller_helper, traced=Traced())
+    plain.register("caller", caller_helper)
+    call = ScriptCall(kernel.caller(user_id="bench"), "bench")
+
+    def figures(label: str) -> None:
+        untraced = per_call_ns(lambda: plain.invoke("caller", call, ()), calls)
+        spanned = per_call_ns(lambda: traced.invoke("caller", call, ()), calls)
+        extra = spanned - untraced
+        print(f"  {label:<40} untraced {untraced:8.0f} ns   traced {spanned:8.0f} ns   (+{extra:.0f} ns)")
+
+    print(f"a helper call (`caller`) through the helper table, best of 7 rounds of {calls:,}:")
+    figures("telemetry off (no TracerProvider)")
+    headers: dict[str, str] = {}
+    injected = per_call_ns(lambda: add_trace_context(headers), calls)
+    print(f"  {'traceparent, telemetry off':<40} {injected:8.0f} ns")
+    context_hop = per_call_ns(lambda: contextvars.copy_context().run(int), calls)
+    print(f"  {'a worker call in the caller context':<40} {context_hop:8.0f} ns (copy_context + run)")
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    trace.set_tracer_provider(provider)
+    with trace.get_tracer("bench").start_as_current_span("tool"):  # a helper's span is a tool span's child
+        figures("telemetry on (SDK, batch, dropped)")
+    provider.shutdown()
+
+
 def line(label: str, timings: list[float]) -> str:
     p50, low = statistics.median(timings), min(timings)
     return f"  {label:<40} p50 {p50:8.2f} ms   min {low:8.2f} ms   (n={len(timings)})"
@@ -88,12 +145,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="tool calls per http figure")
     parser.add_argument("--query-calls", type=int, default=20, help="tool calls per db_query figure")
     parser.add_argument("--state-ops", type=int, default=5000, help="0 skips the state/Redis part")
+    parser.add_argument("--span-calls", type=int, default=20_000, help="helper calls per span figure")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
     options = parser.parse_args()
     if options.smoke:
-        options.calls, options.query_calls, options.state_ops = 2, 1, 20
+        options.calls, options.query_calls, options.state_ops, options.span_calls = 2, 1, 20, 10
     with (
         tempfile.TemporaryDirectory() as folder,
         LocalHTTPServer() as server,
@@ -109,6 +167,7 @@ def main() -> None:
         url: dict[str, JSONValue] = {"url": f"{server.base}/echo"}
         print(line("JS tool", time_tool(kernel, "h_js", url, options.calls, "200")))
         print(line("Rhai tool", time_tool(kernel, "h_rhai", url, options.calls, "200")))
+        span_costs(kernel, options.span_calls)  # last: it sets the process's TracerProvider
     if options.state_ops:
         print("state_set/state_get vs Redis (benchmarks/state_vs_redis.py):", flush=True)
         done = subprocess.run(

@@ -149,6 +149,11 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+Rhai tool\s+p50\s+{NUMBER} ms",
         r"^http_get against ",
         rf"SqliteStateStore\.get\s+{NUMBER} ops/s",
+        *(
+            rf"^\s+telemetry {state} .*untraced\s+{NUMBER} ns\s+traced\s+{NUMBER} ns"
+            for state in ("off", "on")
+        ),
+        rf"^\s+traceparent, telemetry off\s+{NUMBER} ns",
     ],
 }
 

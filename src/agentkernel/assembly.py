@@ -59,6 +59,7 @@ from agentkernel.services.memory import LazyMessageStore, session_problem
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.turn_leases import TurnLeases
+from agentkernel.telemetry.helper_spans import capture_content
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
@@ -152,6 +153,7 @@ class KernelParts:
         if config.llm is not None and config.llm.api_key_env:
             deny = (*deny, config.llm.api_key_env)  # scripts never read the kernel's own key
         self.environment = Environment(deny=deny)
+        capture_content(config.telemetry.enabled and config.telemetry.capture_content)  # helpers' spans
         self.services = build_services(self, live=live, given=extra_services, extensions=extensions)
         handed = [*(extra_services or {}).values(), *(extensions or {}).values()]
         self.given = [s for s in handed if s is not None]  # closed with the kernel

@@ -6,18 +6,24 @@ one dispatch path, tools/calls.py), `tool_results` (the session's history
 of results, tools/history.py), `subagents` (agent/subagents.py). The
 caller is always the script's own: nothing a script passes can name
 another user, session, template or process.
+
+In a trace (S26.1) `call_tool` is a span with the tool's name and
+`run_subagent` one with the template's (neither the arguments nor the task),
+the parents of the nested tool call's and the sub-agent's own spans.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from agentkernel.config.mcp_servers import allows
 from agentkernel.errors import HelperError
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.llm.structured import SchemaInvalid, check_output_schema
 from agentkernel.ports import SUBAGENTS, TOOL_RESULTS, TOOLS, SubagentRequest
 from agentkernel.schemas.cost import SchemaBounds
+from agentkernel.telemetry.helper_spans import Attributes
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 
@@ -154,12 +160,23 @@ def run_subagent(call: ScriptCall, options: JSONValue) -> JSONValue:
     return service.run(call.caller, request, _deadline(call)).for_script()
 
 
+def _tool_span(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+    name = args[0] if args else None
+    return {"gen_ai.tool.name": name} if isinstance(name, str) else {}
+
+
+def _subagent_span(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+    options = args[0] if args else None
+    template = options.get("template") if isinstance(options, dict) else None
+    return {"gen_ai.agent.name": template} if isinstance(template, str) else {}
+
+
 def register(table: HelperTable) -> None:
     """Add the helpers of S16 and S17 to `table`."""
-    table.register("call_tool", call_tool)
+    table.register("call_tool", call_tool, traced=Traced(_tool_span))
     table.register("list_tools", list_tools)
     table.register("get_tool_result", get_tool_result)
-    table.register("run_subagent", run_subagent)
+    table.register("run_subagent", run_subagent, traced=Traced(_subagent_span))
 
 
 __all__ = ["call_tool", "get_tool_result", "list_tools", "register", "run_subagent", "subagent_request"]

@@ -14,16 +14,23 @@ way to name a folder like `u@alice-…` is to be alice — user B can neither
 guess nor list their way into user A's database (and the
 file helpers cannot read the DuckDB folder at all, S14.3). A placeholder
 whose id this call does not have is an error.
+
+In a trace (S26.1) a call is a CLIENT span: `db.system` duckdb, the
+operation, the path as the script wrote it (placeholders unreplaced: no
+user id), the rows a query returned; the SQL text only with
+`telemetry.capture_content` (a statement may hold user data).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from agentkernel.errors import HelperError
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.identity import safe_folder_name, session_folder_name
 from agentkernel.ports import DUCKDB, DuckDB, Params
+from agentkernel.telemetry.helper_spans import Attributes, content_captured
 from agentkernel.types import JSONValue
 
 MARKER = "@"
@@ -170,7 +177,29 @@ def db_schema(call: ScriptCall, path: JSONValue, table: JSONValue = None) -> JSO
     return _run("db_schema", call, path, "schema", table)
 
 
+# -- in a trace (S26.1) ---------------------------------------------------------------------------
+
+
+def traced(operation: str, *, sql: bool) -> Traced:
+    """The span of a `db_<operation>(path, sql?, …)` call; the SQL only when contents are captured."""
+
+    def before(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+        attributes: dict[str, str] = {"db.system": "duckdb", "db.operation.name": operation}
+        if args and isinstance(args[0], str):
+            attributes["db.namespace"] = args[0]
+        if sql and len(args) > 1 and isinstance(args[1], str) and content_captured():
+            attributes["db.query.text"] = args[1]
+        return attributes
+
+    return Traced(before, _returned_rows, client=True)
+
+
+def _returned_rows(result: JSONValue) -> Attributes:
+    count = result.get("count") if isinstance(result, dict) else None
+    return {"db.response.returned_rows": count} if isinstance(count, int) else {}
+
+
 def register(table: HelperTable) -> None:
-    table.register("db_execute", db_execute)
-    table.register("db_query", db_query)
-    table.register("db_schema", db_schema)
+    table.register("db_execute", db_execute, traced=traced("execute", sql=True))
+    table.register("db_query", db_query, traced=traced("query", sql=True))
+    table.register("db_schema", db_schema, traced=traced("schema", sql=False))

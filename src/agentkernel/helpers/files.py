@@ -8,7 +8,8 @@ contract's texts (S14.2) `fs_write: path … outside the session temp dir` and
 from the script.
 What may be read and written, and how, is the `FilesService`'s business
 (services/files.py, services/confined.py); this module checks the script's
-arguments and converts text and base64.
+arguments and converts text and base64. In a trace (S26.1) a call is a span
+named after the helper, with neither the path nor the contents.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentkernel.errors import HelperError
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.ports import FILES, Files
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.types import JSONValue
@@ -139,11 +140,14 @@ def _kind(value: JSONValue) -> str:
 
 
 def register(table: HelperTable) -> None:
-    table.register("fs_read", fs_read)
-    table.register("fs_write", fs_write)
-    table.register("fs_list", fs_list)
-    table.register("fs_read_bytes", fs_read_bytes)
-    table.register("fs_write_bytes", fs_write_bytes)
+    for name, function in (
+        ("fs_read", fs_read),
+        ("fs_write", fs_write),
+        ("fs_list", fs_list),
+        ("fs_read_bytes", fs_read_bytes),
+        ("fs_write_bytes", fs_write_bytes),
+    ):
+        table.register(name, function, traced=Traced())
 
 
 __all__ = [

@@ -11,6 +11,11 @@ Argument forms: the positions are fixed — `(url[, timeout])` for GET,
 `(url, body[, content_type[, timeout]])` for the others, `(method, url[,
 body[, content_type[, timeout]]])` for `http` — and an object after the
 required arguments, as the last one, is the headers (S8.3).
+
+In a trace (S26.1) a call is a CLIENT span with OpenTelemetry's HTTP client
+attributes — the method, the host and port, the URL without its query,
+fragment or user:password, the status — never a header; and the request
+carries the W3C `traceparent` of that span, unless the script gave its own.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from agentkernel.bundle import MissingService
-from agentkernel.helpers.table import HelperFunction, HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperFunction, HelperTable, ScriptCall, Traced
 from agentkernel.ports import HTTP
+from agentkernel.telemetry.helper_spans import Attributes, add_trace_context
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import clip, shown_value
 from agentkernel.util.valid_unicode import has_lone_surrogate
@@ -256,11 +263,13 @@ def perform(call: ScriptCall, name: str, parse: Callable[[], HttpCall]) -> JSONO
         service = call.caller.services.require(HTTP, name)
     except MissingService as exc:
         return error_result(str(exc))
+    headers = request.all_headers()
+    add_trace_context(headers)  # the helper's span, so the server's spans join the run's trace
     result = service.request(
         request.method,
         request.url,
         content=request.body,
-        headers=request.all_headers(),
+        headers=headers,
         timeout=request.timeout,
         time_left=call.remaining_secs(),
     )
@@ -294,12 +303,60 @@ def _body_parser(method: str) -> Callable[[list[JSONValue]], HttpCall]:
     return parse
 
 
+# -- in a trace (S26.1) ---------------------------------------------------------------------------
+
+
+def request_attributes(method: JSONValue, url: JSONValue) -> Attributes:
+    """The span's request attributes: no query, fragment, user:password or header ever."""
+    shown = method.upper() if isinstance(method, str) else ""
+    attributes: dict[str, str | int] = {"http.request.method": shown if shown in METHODS else "_OTHER"}
+    if not isinstance(url, str):
+        return attributes
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if scheme not in ("http", "https") or not host:
+        return attributes
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:  # not a number: the helper refuses the URL
+        return attributes
+    where = parts.netloc.rpartition("@")[2]  # without user:password
+    attributes |= {
+        "server.address": host,
+        "server.port": port,
+        "url.scheme": scheme,
+        "url.full": f"{scheme}://{where}{parts.path or '/'}",
+    }
+    return attributes
+
+
+def response_attributes(result: JSONValue) -> Attributes:
+    """The status, and `error.type` for a failed exchange (status 0) or an HTTP error status."""
+    status = result.get("status") if isinstance(result, dict) else None
+    if not isinstance(status, int) or status <= 0:
+        return {"error.type": "_OTHER"}
+    if status >= 400:
+        return {"http.response.status_code": status, "error.type": str(status)}
+    return {"http.response.status_code": status}
+
+
+def traced(method: str | None) -> Traced:
+    """The span of `http_<method>(url, …)`, or of `http(method, url, …)` when `method` is None."""
+
+    def before(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+        if method is not None:
+            return request_attributes(method, args[0] if args else None)
+        return request_attributes(args[0] if args else None, args[1] if len(args) > 1 else None)
+
+    return Traced(before, response_attributes, client=True)
+
+
 def register(table: HelperTable) -> None:
-    table.register("http_get", never_throwing("http_get", parse_get))
+    table.register("http_get", never_throwing("http_get", parse_get), traced=traced("GET"))
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         name = f"http_{method.lower()}"
-        table.register(name, never_throwing(name, _body_parser(method)))
-    table.register("http", never_throwing("http", parse_generic))
+        table.register(name, never_throwing(name, _body_parser(method)), traced=traced(method))
+    table.register("http", never_throwing("http", parse_generic), traced=traced(None))
 
 
 __all__ = ["METHODS", "RESERVED_HEADERS", "HttpCall", "register"]

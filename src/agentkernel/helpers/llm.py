@@ -18,6 +18,11 @@ the server's tool runs are processes too (server/tool_runs.py).
 
 `llm_json` validates with llm/structured.py, which `run_subagent`'s
 `output_schema` shares.
+
+In a trace (S26.1) a call is a span named after the helper, the parent of
+the provider's `chat` span — of each of them, when `llm_json` asks again
+for a valid answer — and the time it spent waiting for its turn; the
+prompt stays out of it (the `chat` span has the contents, when captured).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkernel.errors import HelperError
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.llm.base import ChatMessage, Completion, CompletionRequest, ProviderError
 from agentkernel.llm.structured import (
     SchemaInvalid,
@@ -271,7 +276,7 @@ HELPERS: dict[str, Callable[..., JSONValue]] = {"llm": llm, "llm_json": llm_json
 def register(table: HelperTable) -> None:
     """Add `llm` and `llm_json` (S9) to `table`."""
     for name, function in HELPERS.items():
-        table.register(name, function)
+        table.register(name, function, traced=Traced())  # the parent of its `chat` spans (S26.1)
 
 
 __all__ = [

@@ -14,17 +14,24 @@ read (`scripts.env_deny`, the LLM key), and before the first program starts
 the kernel hides its own secrets from `/proc` (services/program_environment.py).
 This is not a sandbox: the program runs with the kernel's own rights (see
 docs/scripts.md, section 8.6).
+
+In a trace (S26.1) a call is a span with the program's name (`sh` for
+`shell`, the file name for `exec`) and its exit code: never the command
+line, an argument or the environment, which may hold what a script read
+with `env_var`.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 
 from agentkernel.bundle import MissingService
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.ports import SHELL, ProgramOutcome
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
+from agentkernel.telemetry.helper_spans import Attributes
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 from agentkernel.util.valid_unicode import has_lone_surrogate
@@ -154,9 +161,31 @@ def _failed(message: str) -> JSONObject:
     return {"ok": False, "exit_code": -1, "stdout": "", "stderr": message}
 
 
+# -- in a trace (S26.1) ---------------------------------------------------------------------------
+
+
+def _shell_program(_: ScriptCall, __: Sequence[JSONValue]) -> Attributes:
+    return {"process.executable.name": "sh"}  # the command line is the script's, and may hold a secret
+
+
+def _exec_program(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+    program = args[0] if args else None
+    return {"process.executable.name": os.path.basename(program)} if isinstance(program, str) else {}
+
+
+def _exit(result: JSONValue) -> Attributes:
+    """The exit code; `error.type` when the program failed (-1: it did not start, or timed out)."""
+    code = result.get("exit_code") if isinstance(result, dict) else None
+    if not isinstance(code, int):
+        return {}
+    if code == 0:
+        return {"process.exit.code": 0}
+    return {"process.exit.code": code, "error.type": "_OTHER" if code < 0 else str(code)}
+
+
 def register(table: HelperTable) -> None:
-    table.register("shell", shell)
-    table.register("exec", exec_program)
+    table.register("shell", shell, traced=Traced(_shell_program, _exit))
+    table.register("exec", exec_program, traced=Traced(_exec_program, _exit))
 
 
 __all__ = ["exec_program", "register", "shell"]

@@ -11,20 +11,22 @@ keys. Every write counts against the caller's user's quota
 
 Script input is checked here (scope, key, indexes); the store checks what
 storing means (JSON form, sizes, types of keys). Every wait on the store is
-bounded by the script call's remaining time.
+bounded by the script call's remaining time. In a trace (S26.1) a call is a
+span with its scope (`agentkernel.state.scope`), never a key or a value.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from agentkernel.errors import HelperError
-from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
 from agentkernel.identity import Caller, session_key
 from agentkernel.ports import STATE, Namespace, StateStore
 from agentkernel.services.state import StateError
+from agentkernel.telemetry.helper_spans import Attributes
 from agentkernel.types import JSONValue
 from agentkernel.util.short_text import shown_value
 
@@ -181,10 +183,15 @@ HELPERS: dict[str, Callable[..., JSONValue]] = {
 }
 
 
+def _scope(_: ScriptCall, args: Sequence[JSONValue]) -> Attributes:
+    scope = args[0] if args else None
+    return {"agentkernel.state.scope": scope} if isinstance(scope, str) and scope in _SCOPES else {}
+
+
 def register(table: HelperTable) -> None:
     """Add the nine state helpers of S11.1 to `table`."""
     for name, function in HELPERS.items():
-        table.register(name, function)
+        table.register(name, function, traced=Traced(_scope))
 
 
 __all__ = ["HELPERS", "MAX_KEY_BYTES", "register"]

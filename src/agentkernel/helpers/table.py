@@ -3,7 +3,9 @@
 A helper sees only plain Python values and the `ScriptCall` (who runs the
 script, its budget, its log; DESIGN rules 1–3); an engine sees the table only
 through the host's binding (scripting/contract.py `HelperBinding`), so adding
-a helper never touches an engine.
+a helper never touches an engine. A helper registered with `Traced` shows in
+a trace as a child span of the tool's or hook's (S26.1): `invoke` makes it,
+from attributes its module gives, and only when telemetry records.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from agentkernel.config import CallBudget, KernelLimits
 from agentkernel.errors import HelperError
 from agentkernel.identity import Caller
 from agentkernel.schemas.cost import SchemaBounds
+from agentkernel.telemetry.helper_spans import Attributes, HelperSpan, helper_span
 from agentkernel.types import JSONValue
 from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text
 
@@ -68,6 +71,7 @@ class ScriptCall:
         self.log_lines = 0
         self.log_chars = 0
         self._log_silenced = False
+        self._secrets: tuple[str, ...] | None = None
 
     @classmethod
     def limited(cls, caller: Caller, script: str, limits: KernelLimits, budget: CallBudget) -> ScriptCall:
@@ -85,6 +89,13 @@ class ScriptCall:
     def remaining_secs(self) -> float | None:
         """Seconds left before the call's wall-clock bound, for helpers' own timeouts."""
         return None if self.budget is None else self.budget.remaining_secs()
+
+    def secrets(self) -> tuple[str, ...]:
+        """The environment's values, which no span of this call may carry (read once, when a span first
+        needs them: a call that records no span never reads them)."""
+        if self._secrets is None:
+            self._secrets = self.caller.services.environment.values()
+        return self._secrets
 
     def log_line(self, level: str, text: str) -> None:
         """Write one line of the script's output to the log, within the call's budgets."""
@@ -109,16 +120,39 @@ class ScriptCall:
 
 
 HelperFunction = Callable[..., JSONValue]
+SpanBefore = Callable[[ScriptCall, Sequence[JSONValue]], Attributes]
+SpanAfter = Callable[[JSONValue], Attributes]
+
+
+def _nothing(*_: object) -> Attributes:
+    return {}
+
+
+@dataclass(frozen=True)
+class Traced:
+    """How a helper's calls show in a trace (S26.1): a span named after the helper.
+
+    `before` gives its attributes from the call and the script's arguments,
+    `after` from the helper's result (an `error.type` among them marks the
+    call failed); both get plain values, run only for a span that records,
+    and must never give a secret: no header, query string, argument list or
+    environment value. `client`: the call leaves the process (SpanKind CLIENT).
+    """
+
+    before: SpanBefore = _nothing
+    after: SpanAfter = _nothing
+    client: bool = False
 
 
 @dataclass(frozen=True)
 class Helper:
-    """A registered helper and the number of script arguments it accepts."""
+    """A registered helper, the number of script arguments it accepts, and how a trace shows it."""
 
     name: str
     function: HelperFunction
     min_args: int
     max_args: int | None
+    traced: Traced | None = None
 
     def check_arity(self, count: int) -> None:
         if count < self.min_args:
@@ -143,11 +177,12 @@ class HelperTable:
     def __init__(self) -> None:
         self._helpers: dict[str, Helper] = {}
 
-    def register(self, name: str, function: HelperFunction) -> None:
+    def register(self, name: str, function: HelperFunction, *, traced: Traced | None = None) -> None:
+        """Add helper `name`; with `traced`, each call is a span when telemetry records (S26.1)."""
         if name in self._helpers:
             raise ValueError(f"helper {name!r} is already registered")
         low, high = _script_arity(function)
-        self._helpers[name] = Helper(name, function, low, high)
+        self._helpers[name] = Helper(name, function, low, high, traced)
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._helpers)
@@ -171,20 +206,50 @@ class HelperTable:
         while args and args[-1] is None and len(args) > helper.min_args:
             args.pop()
         helper.check_arity(len(args))
-        try:
-            return helper.function(call, *args)
-        except HelperError:
-            raise
-        except Exception as exc:  # a helper bug must not take the script host down
-            if any(map(has_lone_surrogate, _texts(args))):
-                # the script's text met a UTF-8 boundary (a path, a program, a store): its fault, not ours
-                log.debug("helper %s refused invalid Unicode for %s", name, call.script, exc_info=True)
-                raise HelperError(
-                    f"{name}: an argument is not valid Unicode: it holds a lone surrogate "
-                    "(U+D800 to U+DFFF alone), which has no UTF-8 form"
-                ) from None
-            log.exception("helper %s failed for %s", name, call.script)
-            raise HelperError(f"{name}: internal error: {type(exc).__name__}: {exc}") from exc
+        traced = helper.traced
+        span = None if traced is None else _span(helper, traced, call, args)
+        if traced is None or span is None:
+            return _run(helper, call, args)
+        with span:
+            result = _run(helper, call, args)
+            span.set(_attributes(helper, traced.after, result))
+            return result
+
+
+def _span(helper: Helper, traced: Traced, call: ScriptCall, args: Sequence[JSONValue]) -> HelperSpan | None:
+    """The call's span with its first attributes, or None when telemetry does not record it."""
+    span = helper_span(helper.name, client=traced.client, secrets=call.secrets)
+    if span is not None:
+        span.set(_attributes(helper, traced.before, call, args))
+    return span
+
+
+def _attributes(helper: Helper, give: Callable[..., Attributes], *values: object) -> Attributes:
+    """What `give` says of the call; a bug of ours there costs the attributes, never the call."""
+    try:
+        return give(*values)
+    except Exception:
+        log.debug("helper %s: its span attributes failed", helper.name, exc_info=True)
+        return {}
+
+
+def _run(helper: Helper, call: ScriptCall, args: Sequence[JSONValue]) -> JSONValue:
+    """The helper's result; every failure comes out as a HelperError."""
+    name = helper.name
+    try:
+        return helper.function(call, *args)
+    except HelperError:
+        raise
+    except Exception as exc:  # a helper bug must not take the script host down
+        if any(map(has_lone_surrogate, _texts(args))):
+            # the script's text met a UTF-8 boundary (a path, a program, a store): its fault, not ours
+            log.debug("helper %s refused invalid Unicode for %s", name, call.script, exc_info=True)
+            raise HelperError(
+                f"{name}: an argument is not valid Unicode: it holds a lone surrogate "
+                "(U+D800 to U+DFFF alone), which has no UTF-8 form"
+            ) from None
+        log.exception("helper %s failed for %s", name, call.script)
+        raise HelperError(f"{name}: internal error: {type(exc).__name__}: {exc}") from exc
 
 
 def _texts(values: Sequence[JSONValue]) -> Iterator[str]:
@@ -201,4 +266,4 @@ def _texts(values: Sequence[JSONValue]) -> Iterator[str]:
             pending.extend(value.values())
 
 
-__all__ = ["Helper", "HelperFunction", "HelperTable", "ScriptCall"]
+__all__ = ["Helper", "HelperFunction", "HelperTable", "ScriptCall", "Traced"]

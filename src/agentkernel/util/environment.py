@@ -7,6 +7,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+SHORTEST_SECRET = 8
+"""The fewest characters of an environment value that spans hide (telemetry/helper_spans.py)."""
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -28,3 +31,11 @@ class Environment:
         if self.is_denied(name):
             return None
         return self.source.get(name)
+
+    def values(self, shortest: int = SHORTEST_SECRET) -> tuple[str, ...]:
+        """Every value of at least `shortest` characters, denied ones too: what a span must not carry.
+
+        Shorter values (`1`, `true`, `C`) are left out: they are no secret,
+        and hiding them would mangle every text that holds them.
+        """
+        return tuple(value for value in self.source.values() if len(value) >= shortest)

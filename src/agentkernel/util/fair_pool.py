@@ -10,7 +10,10 @@ two dozen slow tool runs take that many workers, and the rest of theirs
 wait in their own queue while other users' calls go on.
 
 Who is calling travels with each call (`submit(key, …)`, the Caller's user
-id), never in a thread-local (DESIGN rule 3).
+id), never in a thread-local (DESIGN rule 3). The submitter's context
+variables travel too, as with `asyncio.to_thread`: a call runs in a copy of
+them, so the span of the tool call that submitted it is the parent of the
+spans its script makes (S26.1).
 
 Nested calls never come here: `call_tool` runs on its caller's thread, and
 a sub-agent's tools and hooks get a pool of their own (agent/
@@ -25,6 +28,7 @@ the running ones finish within their own deadlines.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -46,6 +50,7 @@ class _Call:
     future: Future[Any]
     function: Callable[..., Any]
     args: tuple[Any, ...]
+    context: contextvars.Context  # the submitter's context variables, copied
     outcome: tuple[bool, Any] | None = None  # (raised, the result or exception), once computed
     context: Context = field(default_factory=copy_context)
 
@@ -113,7 +118,7 @@ class FairPool:
         from the queue. RuntimeError after `shutdown`.
         """
         future: Future[T] = Future()
-        call = _Call(future, function, args)
+        call = _Call(future, function, args, contextvars.copy_context())
         if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
             call.run()
             return future
