@@ -33,8 +33,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextvars import Context, copy_context
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentkernel.util.fair_share import FairQueue, Key
@@ -52,7 +51,6 @@ class _Call:
     args: tuple[Any, ...]
     context: contextvars.Context  # the submitter's context variables, copied
     outcome: tuple[bool, Any] | None = None  # (raised, the result or exception), once computed
-    context: Context = field(default_factory=copy_context)
 
     def run(self) -> None:
         """Compute, then hand over: what a call from a worker does in place."""
