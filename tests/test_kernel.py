@@ -22,6 +22,7 @@ from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.llm.fallback import FallbackProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
@@ -339,14 +340,16 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
                 result = await kernel.chat("talker", stream=False).send("hi", quiet)
                 assert result.answer == "hello"
-                llm = kernel_parts(kernel).llm
+                llm = kernel_parts(kernel).provider  # the provider the metered one wraps
                 assert isinstance(llm, DeferredProvider) and llm.built
             return llm
 
         llm = asyncio.run(talk())
     limited = llm.inner
-    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, OpenAICompatProvider)
-    assert limited.inner._clients == {}  # released on the loop that used it
+    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, FallbackProvider)
+    ((_, backend),) = limited.inner.providers
+    assert isinstance(backend, OpenAICompatProvider)
+    assert backend._clients == {}  # released on the loop that used it
 
 
 def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
@@ -356,9 +359,9 @@ def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
 
     async def inside() -> None:
         kernel = Kernel(config)
-        llm = kernel_parts(kernel).llm
-        assert llm is not None
-        assert llm.inner is not None  # type: ignore[attr-defined]  # built: it closes on a loop
+        assert kernel_parts(kernel).llm is not None
+        llm = kernel_parts(kernel).provider  # the provider the metered one wraps
+        assert llm.inner is not None  # type: ignore[union-attr]  # built: it closes on a loop
         with pytest.raises(RuntimeError, match=r"use `await kernel.aclose\(\)`"):
             kernel.close()
         await kernel.aclose()
