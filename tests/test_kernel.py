@@ -339,7 +339,7 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
                 result = await kernel.chat("talker", stream=False).send("hi", quiet)
                 assert result.answer == "hello"
-                llm = kernel_parts(kernel).llm
+                llm = kernel_parts(kernel).provider  # the provider the metered one wraps
                 assert isinstance(llm, DeferredProvider) and llm.built
             return llm
 
@@ -356,9 +356,9 @@ def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:
 
     async def inside() -> None:
         kernel = Kernel(config)
-        llm = kernel_parts(kernel).llm
-        assert llm is not None
-        assert llm.inner is not None  # type: ignore[attr-defined]  # built: it closes on a loop
+        assert kernel_parts(kernel).llm is not None
+        llm = kernel_parts(kernel).provider  # the provider the metered one wraps
+        assert llm.inner is not None  # type: ignore[union-attr]  # built: it closes on a loop
         with pytest.raises(RuntimeError, match=r"use `await kernel.aclose\(\)`"):
             kernel.close()
         await kernel.aclose()

@@ -49,6 +49,8 @@ from agentkernel.ports import (
     SUBAGENTS,
     TOOL_RESULTS,
     TOOLS,
+    USAGE,
+    UsageStore,
 )
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.approvals import Approvals
@@ -56,9 +58,11 @@ from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
 from agentkernel.services.memory import LazyMessageStore, session_problem
+from agentkernel.services.metering import MeteredProvider
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.turn_leases import TurnLeases
+from agentkernel.services.usage import UsageLedger
 from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
@@ -216,14 +220,23 @@ class KernelParts:
 
     @cached_property
     def llm(self) -> Provider | None:
-        """The configured LLM (kernel.yaml `llm:`), or the one handed in; None without one.
+        """The configured LLM (kernel.yaml `llm:`), or the one handed in, metered; None without one.
 
         Built — and its HTTP stack imported — on the first request, not here.
+        Every path's calls pass here, so each is counted in the usage ledger
+        once (services/metering.py says why this is the one place).
         """
         if self.provider is None and self.config.llm is not None:
             config = self.config.llm
             self.provider = DeferredProvider(lambda: build_provider(config))
-        return self.provider
+        if self.provider is None:
+            return None
+        default_model = self.config.llm.model if self.config.llm is not None else None
+        return MeteredProvider(self.provider, self._usage_ledger, default_model)
+
+    def _usage_ledger(self) -> UsageStore | None:
+        """The ledger the metered provider writes to; None once the kernel is closed."""
+        return None if self.closed else self.usage
 
     @cached_property
     def hooks(self) -> HookPipeline:
@@ -251,6 +264,12 @@ class KernelParts:
         """Calls waiting for a person's decision, and the users' rules (S24.4): in the message store's
         file, opened by the first call that asks."""
         return Approvals(self.config.messages_db)
+
+    @cached_property
+    def usage(self) -> UsageStore:
+        """The usage ledger (S26.3): in the message store's file, opened by the first LLM call counted
+        (or the first read)."""
+        return UsageLedger(self.config.messages_db)
 
     @cached_property
     def turn_leases(self) -> TurnLeases:
@@ -396,6 +415,8 @@ class KernelParts:
         self.approval_notices.close()  # retries end; notices still queued are dropped
         if "approvals" in self.__dict__:
             closers.append(self.approvals.close)
+        if "usage" in self.__dict__:
+            closers.append(self.usage.close)
         for close in closers:
             try:
                 close()
@@ -518,6 +539,7 @@ SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
     TOOL_RESULTS: lambda parts: parts.history,
     SUBAGENTS: lambda parts: parts.subagent_service(),
     CRON: lambda parts: parts.cron,
+    USAGE: lambda parts: parts.usage,
 }
 """Every service a script can reach: its key (ports.py) and its factory. A new service is one of each."""
 

@@ -28,6 +28,7 @@ from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
+from agentkernel.ports import UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
 from agentkernel.services.approvals import Approvals
 from agentkernel.services.memory import Record, run_journal, transcript
@@ -394,6 +395,11 @@ class Kernel:
     def approvals(self) -> Approvals:
         """The calls waiting for a person's decision and the users' rules (S24.4), every process's."""
         return self._parts.approvals
+
+    def usage(self) -> UsageStore:
+        """The usage ledger (S26.3): every LLM call of every path, per user, template, model and day,
+        every process's (services/usage.py)."""
+        return self._parts.usage
 
     def approval_gate(self) -> ApprovalGate:
         """Where a call is asked about in the store and its decision awaited (agent/approval_gate.py):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -405,6 +406,92 @@ class Shell(Protocol):
     ) -> ProgramOutcome: ...
 
 
+# -- usage (S26.3) --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """What a user (or a template of theirs) spent over some days: LLM calls and their tokens."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One row of the usage ledger: one user's calls to one model for one template on one UTC day.
+
+    `user`, `template` and `provider` are None where the call had none (the
+    kernel's own call; no template; a provider stack that does not say).
+    `estimated_calls` of the `calls` were counted with the kernel's bound, the
+    server having reported no usage.
+    """
+
+    day: date
+    user: str | None
+    template: str | None
+    model: str
+    provider: str | None
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    estimated_calls: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@runtime_checkable
+class UsageStore(Protocol):
+    """The usage ledger (S26.3): every LLM call counted per user, template, model, provider and UTC day.
+
+    Embedded: a table of the message store's SQLite file (services/usage.py);
+    a shared store (PostgreSQL) fits behind the same methods.
+    """
+
+    def record(
+        self,
+        *,
+        user: str | None,
+        template: str | None,
+        model: str,
+        provider: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        estimated: bool = False,
+        at: datetime | None = None,
+    ) -> None:
+        """Count one LLM call (at `at`, default now) in its day's row: one atomic upsert."""
+        ...
+
+    def totals(
+        self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
+    ) -> UsageTotals:
+        """`user`'s calls and tokens from `since` to `until` (inclusive; None: today, UTC)."""
+        ...
+
+    def rows(
+        self,
+        *,
+        user: str | None = None,
+        every_user: bool = False,
+        since: date | None = None,
+        until: date | None = None,
+        template: str | None = None,
+        model: str | None = None,
+    ) -> list[UsageRow]:
+        """The ledger's rows of `user` (or of every user), oldest day first, filtered as asked."""
+        ...
+
+    def close(self) -> None: ...
+
+
 # -- the keys -----------------------------------------------------------------------------------
 
 _LIVE_ONLY = "(hook_tool attaches it with --live)"
@@ -442,6 +529,9 @@ SUBAGENTS: Final = ServiceKey[Subagents](
 CRON: Final = ServiceKey[CronJobs](
     "cron", f"no cron service attached to this kernel {_LIVE_ONLY}", live=True
 )  # S10.3
+USAGE: Final = ServiceKey[UsageStore](
+    "usage", f"no usage ledger attached to this kernel {_LIVE_ONLY}", live=True
+)  # S26.3
 
 
 __all__ = [
@@ -456,6 +546,7 @@ __all__ = [
     "SUBAGENTS",
     "TOOLS",
     "TOOL_RESULTS",
+    "USAGE",
     "CronJobs",
     "DuckDB",
     "Entry",
@@ -476,4 +567,7 @@ __all__ = [
     "Subagents",
     "ToolCalls",
     "ToolResults",
+    "UsageRow",
+    "UsageStore",
+    "UsageTotals",
 ]

@@ -1,0 +1,204 @@
+"""The usage ledger (S26.3): every LLM call's tokens, per user, template, model, provider and UTC day.
+
+A table of the message store's SQLite file (kernel.yaml's
+`logging.messages_db_path`, versioned in its own `usage_schema` table,
+beside the runs and approvals), so every server process (`serve --workers
+N`), a cron run and `agentkernel usage` see the same figures. Decisions:
+
+- **Aggregated rows**: one row per (user, template, model, provider, day),
+  not one per call: a user's month is at most templates x models x 31 rows,
+  so a quota check (`totals`) reads a bounded range of the primary key.
+  `calls`, `input_tokens`, `output_tokens`, and `estimated_calls` (how many
+  of the calls were counted with the kernel's bound, the server having
+  reported no usage).
+- **One upsert a call** (`record`): `INSERT … ON CONFLICT DO UPDATE` adding
+  to the row, in one write transaction (BEGIN IMMEDIATE), so calls recorded
+  at once by several processes are all counted.
+- **No value is NULL in the key**: a call without a user, a template or a
+  named provider is stored under "" (SQLite's NULLs never conflict, which
+  would split a row) and read back as None.
+- **Days are UTC** (`date` values, ISO text in the file, so a range is a
+  key range).
+
+Reached by the key `USAGE` (ports.py `UsageStore`, the port a PostgreSQL
+store will also fit, issue 30), and filled by `MeteredProvider`
+(services/metering.py) around the kernel's provider. For quotas (issue 29
+item 4): `totals(user=…, since=first day of the period)` is what a user has
+spent this day / month, `template=` narrows it to one template; the ledger
+is the truth, shared by every process, so read it before each call rather
+than keeping a count.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from agentkernel.errors import AgentKernelError
+from agentkernel.ports import UsageRow, UsageTotals
+from agentkernel.services.sqlite_db import Schema, SqliteStore
+
+TABLE = "usage"
+BUSY_TIMEOUT_SECS = 10.0
+
+_SCHEMA = Schema(
+    version=1,
+    upgrades={
+        1: (
+            f"""CREATE TABLE {TABLE} (
+                user_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                template TEXT NOT NULL,
+                model TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                calls INTEGER NOT NULL,
+                input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                estimated_calls INTEGER NOT NULL,
+                PRIMARY KEY (user_id, day, template, model, provider)
+            ) WITHOUT ROWID""",
+            f"CREATE INDEX {TABLE}_day ON {TABLE} (day)",
+        ),
+    },
+    too_new=lambda found: AgentKernelError(
+        f"the usage ledger in the message store has schema version {found}, "
+        "newer than this agentkernel knows (1)"
+    ),
+    version_table=f"{TABLE}_schema",
+)
+
+_UPSERT = f"""INSERT INTO {TABLE}
+    (user_id, day, template, model, provider, calls, input_tokens, output_tokens, estimated_calls)
+    VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
+    ON CONFLICT (user_id, day, template, model, provider) DO UPDATE SET
+        calls = calls + 1,
+        input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        estimated_calls = estimated_calls + excluded.estimated_calls"""
+
+_COLUMNS = "day, user_id, template, model, provider, calls, input_tokens, output_tokens, estimated_calls"
+
+
+def utc_day(at: datetime | None = None) -> date:
+    """The UTC day of `at` (a naive datetime is taken as UTC), or today's."""
+    if at is None:
+        return datetime.now(UTC).date()
+    if at.tzinfo is None:
+        return at.date()
+    return at.astimezone(UTC).date()
+
+
+def _key(value: str | None) -> str:
+    return value or ""
+
+
+def _value(text: str) -> str | None:
+    return text or None
+
+
+def _row(
+    day: str,
+    user: str,
+    template: str,
+    model: str,
+    provider: str,
+    calls: int,
+    inputs: int,
+    outputs: int,
+    estimated: int,
+) -> UsageRow:
+    return UsageRow(
+        day=date.fromisoformat(day),
+        user=_value(user),
+        template=_value(template),
+        model=model,
+        provider=_value(provider),
+        calls=int(calls),
+        input_tokens=int(inputs),
+        output_tokens=int(outputs),
+        estimated_calls=int(estimated),
+    )
+
+
+class UsageLedger(SqliteStore):
+    """The usage ledger on one SQLite file: see the module docstring."""
+
+    def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
+        super().__init__(path, _SCHEMA, busy_timeout_secs)
+
+    def record(
+        self,
+        *,
+        user: str | None,
+        template: str | None,
+        model: str,
+        provider: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        estimated: bool = False,
+        at: datetime | None = None,
+    ) -> None:
+        """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0)."""
+        params = (
+            _key(user),
+            utc_day(at).isoformat(),
+            _key(template),
+            model,
+            _key(provider),
+            max(0, int(input_tokens)),
+            max(0, int(output_tokens)),
+            1 if estimated else 0,
+        )
+        with self._write() as conn:
+            conn.execute(_UPSERT, params)
+
+    def totals(
+        self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
+    ) -> UsageTotals:
+        """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
+        sums = "coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)"
+        sql = f"SELECT {sums} FROM {TABLE} WHERE user_id = ? AND day >= ? AND day <= ?"
+        params: list[str] = [_key(user), since.isoformat(), (until or utc_day()).isoformat()]
+        if template is not None:
+            sql += " AND template = ?"
+            params.append(template)
+        calls, inputs, outputs = self._read(sql, tuple(params))[0]
+        return UsageTotals(calls=int(calls), input_tokens=int(inputs), output_tokens=int(outputs))
+
+    def rows(
+        self,
+        *,
+        user: str | None = None,
+        every_user: bool = False,
+        since: date | None = None,
+        until: date | None = None,
+        template: str | None = None,
+        model: str | None = None,
+    ) -> list[UsageRow]:
+        """The rows of `user` (None: the kernel's own calls) or, with `every_user`, of everyone's.
+
+        Oldest day first, then by user, template, model and provider;
+        `since`/`until` inclusive (None: no bound), `template`/`model` exact.
+        """
+        where: list[str] = []
+        params: list[str] = []
+        if not every_user:
+            where.append("user_id = ?")
+            params.append(_key(user))
+        for clause, value in (
+            ("day >= ?", since.isoformat() if since is not None else None),
+            ("day <= ?", until.isoformat() if until is not None else None),
+            ("template = ?", template),
+            ("model = ?", model),
+        ):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        sql = f"SELECT {_COLUMNS} FROM {TABLE}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY day, user_id, template, model, provider"
+        return [_row(*found) for found in self._read(sql, tuple(params))]
+
+
+__all__ = ["TABLE", "UsageLedger", "UsageRow", "UsageTotals", "utc_day"]
