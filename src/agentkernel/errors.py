@@ -167,9 +167,8 @@ class QuotaExhausted(HelperError):
         self.used, self.limit = used, limit
         self.resets_at, self.retry_after_secs = resets_at, retry_after_secs
         within = f" in template {template}" if template is not None else ""
-        super().__init__(
-            f"quota exhausted: {quota} for user {user}{within}: {used:,} of {limit:,} used; resets at {resets_at}"
-        )
+        spent = f"{used:,} of {limit:,} used; resets at {resets_at}"
+        super().__init__(f"quota exhausted: {quota} for user {user}{within}: {spent}")
 
 
 __all__ = [

@@ -35,8 +35,8 @@ from agentkernel.agent.tool_steps import MAX_RECORDED_VISUAL_BYTES, NOT_RUN, Too
 from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
-from agentkernel.errors import QuotaExhausted
 from agentkernel.config.templates import TemplateSpec
+from agentkernel.errors import QuotaExhausted
 from agentkernel.identity import Caller
 from agentkernel.llm.base import (
     ChatMessage,

@@ -64,8 +64,8 @@ class QuotaSettings:
 
     def limits_for(self, user: str | None, template: str | None) -> tuple[QuotaLimit, ...]:
         """The limits a call of `user` within `template` must fit, the user's first, in LIMIT_NAMES order."""
-        own = {**self.default, **self.users.get(user or "", {})}
-        found = [QuotaLimit(name, own[name]) for name in LIMIT_NAMES if own.get(name) is not None]
+        own: dict[str, int | None] = {**self.default, **self.users.get(user or "", {})}
+        found = [QuotaLimit(name, limit) for name in LIMIT_NAMES if (limit := own.get(name)) is not None]
         within = self.templates.get(template or "", {}) if template is not None else {}
         found += [QuotaLimit(name, within[name], template) for name in LIMIT_NAMES if name in within]
         return tuple(found)

@@ -114,7 +114,7 @@ def _worded_field(schema: Mapping[str, Any], path: Sequence[str | int]) -> tuple
 
 
 def _child(node: Mapping[str, Any], step: str | int) -> object:
-    """The schema of `step` inside `node`: an item's, a property's, or any other key's (a mapping of names)."""
+    """The schema of `step` in `node`: an item's, a property's, or any other key's (a mapping of names)."""
     if isinstance(step, int):
         return node.get("items")
     named = node.get("properties", {}).get(step)

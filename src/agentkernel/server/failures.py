@@ -198,7 +198,12 @@ async def _quota(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, QuotaExhausted)
     quota = {"name": exc.quota, "template": exc.template, "used": exc.used, "limit": exc.limit}
     body = error_body(429, str(exc), request_id(request), quota={**quota, "resets_at": exc.resets_at})
-    body["error"] = {"message": str(exc), "type": "insufficient_quota", "param": None, "code": "quota_exhausted"}
+    body["error"] = {
+        "message": str(exc),
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "quota_exhausted",
+    }
     headers = {"Retry-After": str(exc.retry_after_secs), "x-should-retry": "false"}
     return JSONResponse(body, status_code=429, headers=headers)
 
