@@ -152,6 +152,8 @@ class QuotaExhausted(HelperError):
     an RFC 3339 UTC time and `retry_after_secs` the seconds until then.
     """
 
+    PREFIX = "quota exhausted: "
+
     def __init__(
         self,
         *,
@@ -168,7 +170,7 @@ class QuotaExhausted(HelperError):
         self.resets_at, self.retry_after_secs = resets_at, retry_after_secs
         within = f" in template {template}" if template is not None else ""
         spent = f"{used:,} of {limit:,} used; resets at {resets_at}"
-        super().__init__(f"quota exhausted: {quota} for user {user}{within}: {spent}")
+        super().__init__(f"{self.PREFIX}{quota} for user {user}{within}: {spent}")
 
 
 __all__ = [

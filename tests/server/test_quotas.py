@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -35,7 +34,7 @@ from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import make_project, script_tool, sse_events, write
 from tests.server.test_many_processes import WAIT_SECS, Served
 
-USERS = ("ann", "bob", "mid", "oai", "tool", "sub", "rich", "cronny", "mcp")
+USERS = ("ann", "bob", "mid", "oai", "tool", "tool2", "sub", "rich", "cronny", "mcp")
 QUOTAS = """
 quotas:
   default: {calls_per_day: 1}
@@ -159,7 +158,10 @@ def test_a_quota_hit_mid_turn_ends_the_run_with_its_error(served: Served) -> Non
         run_id = ran.headers["X-Run-Id"]
         run = mid.get(f"/v1/runs/{run_id}").json()
     events = sse_events(ran.text)
-    assert [kind for kind, _ in events if kind in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
+    assert [kind for kind, _ in events if kind in ("tool_call", "tool_result")] == [
+        "tool_call",
+        "tool_result",
+    ]
     assert ("error", {"message": spent("mid"), "code": "quota_exhausted"}) in events
     assert events[-1] == ("done", {"reason": "error"})
     assert (run["status"], run["reason"]) == ("ended", "error")
@@ -185,6 +187,14 @@ def test_a_tool_run_s_llm_throws_quota_exhausted_which_the_script_catches(served
     assert runs[1].json()["content"] == f"caught: {spent('tool')}"
 
 
+def test_a_tool_run_that_fails_on_the_quota_is_429(served: Served) -> None:
+    with client(served, "tool2") as tool:
+        runs = [tool.post("/v1/tools/ask_plain/run", json={"args": {}}) for _ in range(2)]
+    assert runs[0].status_code == 200 and runs[0].json()["content"] == "an answer"
+    assert runs[1].status_code == 429, runs[1].text
+    assert runs[1].json()["detail"] == spent("tool2")
+
+
 def test_a_sub_agents_caller_gets_the_quota_error(served: Served) -> None:
     with client(served, "sub") as sub:
         assert sub.post("/v1/tools/ask/run", json={"args": {"q": "hi"}}).json()["content"] == "an answer"
@@ -201,7 +211,8 @@ def test_a_templates_limit_holds_within_it_and_a_users_override_lifts_the_defaul
         elsewhere = say(rich, session(rich), "in tester")
     assert statuses == [200, 200, 429]
     assert refused.json()["detail"] == (
-        f"quota exhausted: tokens_per_day for user rich in template writer: 30 of 20 used; resets at {tomorrow()}"
+        "quota exhausted: tokens_per_day for user rich in template writer: 30 of 20 used; "
+        f"resets at {tomorrow()}"
     )
     assert elsewhere.status_code == 200 and ("done", {"reason": "job_done"}) in sse_events(elsewhere.text)
 
@@ -222,11 +233,11 @@ def test_a_cron_run_records_the_refusal(served: Served) -> None:
 def test_an_mcp_tool_call_past_the_quota_is_a_tool_error(served: Served) -> None:
     async def calls() -> list[tuple[bool, str]]:
         results = []
-        async with httpx2.AsyncClient(headers=headers("mcp"), timeout=WAIT_SECS) as http:
-            async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as mcp:
-                for _ in range(2):
-                    result = await mcp.call_tool("ask_plain", {})
-                    results.append((bool(result.is_error), text_of(result)))
+        http = httpx2.AsyncClient(headers=headers("mcp"), timeout=WAIT_SECS)
+        async with http, Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as mcp:
+            for _ in range(2):
+                result = await mcp.call_tool("ask_plain", {})
+                results.append((bool(result.is_error), text_of(result)))
         return results
 
     first, second = anyio.run(calls)
