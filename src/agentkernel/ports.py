@@ -485,8 +485,10 @@ class UsageStore(Protocol):
         until: date | None = None,
         template: str | None = None,
         model: str | None = None,
+        limit: int | None = None,
     ) -> list[UsageRow]:
-        """The ledger's rows of `user` (or of every user), oldest day first, filtered as asked."""
+        """The ledger's rows of `user` (or of every user), oldest day first, filtered as asked; the
+        first `limit` of them when given."""
         ...
 
     def close(self) -> None: ...

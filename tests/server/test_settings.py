@@ -56,6 +56,16 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
         ("turn_lease_secs: 0", "server.turn_lease_secs: expected a number of seconds >= 0.1, at most 3600"),
         ("turn_lease_secs: .inf", "server.turn_lease_secs: expected a number of seconds >= 0.1"),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
+        ("operators: alice", "server.operators: expected a list of user ids"),
+        ("operators: [alice, alice]", "server.operators: expected a list of user ids (1-128 of letters"),
+        (
+            f"tokens: {{{'a' * 64}: alice}}\n  operators: [alice, bob]",
+            "server.operators[1]: 'bob' is no user of server.tokens (its users: alice)",
+        ),
+        (
+            "operators: [alice]",
+            "server.operators[0]: 'alice' is no user of server.tokens (none is set: the one user is local)",
+        ),
     ],
 )
 def test_mistakes_name_the_field(tmp_path: Path, section: str, expected: str) -> None:
@@ -75,6 +85,11 @@ def test_tokens_are_looked_up_by_their_hash(tmp_path: Path) -> None:
     settings = load_kernel_config(write_kernel_yaml(tmp_path, text)).server
     assert settings.user_of("t0k") == "alice" and settings.user_of(token_hash("t0k")) is None
     assert settings.max_message_chars == 5
+
+
+def test_operators_are_users_of_the_tokens(tmp_path: Path) -> None:
+    text = f"server:\n  tokens: {{{token_hash('a')}: alice, {token_hash('b')}: bob}}\n  operators: [bob]\n"
+    assert load_kernel_config(write_kernel_yaml(tmp_path, text)).server.operators == ("bob",)
 
 
 def test_only_loopback_without_tokens() -> None:

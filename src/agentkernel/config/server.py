@@ -50,6 +50,7 @@ class ServerSettings:
     shutdown_grace_secs: float = 30.0  # how long Ctrl-C or SIGTERM waits for running turns
     transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
     continuation_ttl_secs: float = 24 * 3600.0  # how long a table's "more" id answers (S6.3)
+    operators: tuple[str, ...] = ()  # users who may read every user's usage (GET /v1/usage, S26.3)
 
     def user_of(self, token: str) -> str | None:
         """The user a bearer token belongs to; None for a token not configured."""
@@ -99,12 +100,18 @@ SERVER_SCHEMA = section(
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
         "continuation_ttl_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
+        "operators": expect(
+            "a list of user ids (1-128 of letters, digits, _ . @ -), each once",
+            type="array",
+            items={"type": "string", "pattern": USER_ID},
+            uniqueItems=True,
+        ),
     },
     **{"x-refused": dict.fromkeys(("token", "api_key", "password"), TOKEN_HINT)},
 )
 
 
-def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
+def server_settings(values: Mapping[str, Any], where: Where) -> ServerSettings:
     seconds = {
         key: float(values.get(key, getattr(ServerSettings, key)))
         for key in (
@@ -116,7 +123,20 @@ def server_settings(values: Mapping[str, Any], _: Where) -> ServerSettings:
             "turn_lease_secs",
         )
     }
-    return ServerSettings(**{**values, "tokens": dict(values.get("tokens", {})), **seconds})
+    tokens = dict(values.get("tokens", {}))
+    operators = tuple(values.get("operators", ()))
+    users = set(tokens.values()) if tokens else {LOCAL_USER}
+    for index, name in enumerate(operators):
+        if name not in users:
+            known = (
+                f"its users: {', '.join(sorted(users))}"
+                if tokens
+                else f"none is set: the one user is {LOCAL_USER}"
+            )
+            raise where.error(
+                ("server", "operators", index), f"{name!r} is no user of server.tokens ({known})"
+            )
+    return ServerSettings(**{**values, "tokens": tokens, "operators": operators, **seconds})
 
 
 __all__ = ["LOCAL_USER", "SERVER_SCHEMA", "ServerSettings", "server_settings", "token_hash"]

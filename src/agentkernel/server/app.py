@@ -44,6 +44,7 @@ from agentkernel.server.routes import (
     runs,
     sessions,
     tools,
+    usage,
 )
 from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.sealing import Sealing, TurnSealer
@@ -142,6 +143,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
+    app.include_router(usage.router)  # S26.3
     app.include_router(approval_links.router)  # no bearer token: the URL's own token is the credential
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))

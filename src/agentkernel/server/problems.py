@@ -49,7 +49,8 @@ _WHEN: Final = {
     400: "(the OpenAI-compatible routes) a request the agent cannot honour, or that does not fit the schema, "
     "`error.param` naming the field; or the LLM refused the turn's request",
     401: "tokens are configured and the request has none, or an unknown one",
-    403: "no tokens are configured and the client is not on loopback",
+    403: "no tokens are configured and the client is not on loopback; or (GET /v1/usage) a user "
+    "server.operators does not name asks for another user's usage",
     404: "unknown, or not the caller's",
     409: "the session is still answering its previous message",
     413: "the body is over server.max_body_bytes, the message over server.max_message_chars, or a chat "

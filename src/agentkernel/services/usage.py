@@ -174,11 +174,13 @@ class UsageLedger(SqliteStore):
         until: date | None = None,
         template: str | None = None,
         model: str | None = None,
+        limit: int | None = None,
     ) -> list[UsageRow]:
         """The rows of `user` (None: the kernel's own calls) or, with `every_user`, of everyone's.
 
         Oldest day first, then by user, template, model and provider;
-        `since`/`until` inclusive (None: no bound), `template`/`model` exact.
+        `since`/`until` inclusive (None: no bound), `template`/`model` exact;
+        the first `limit` rows when given.
         """
         where: list[str] = []
         params: list[str] = []
@@ -198,6 +200,8 @@ class UsageLedger(SqliteStore):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY day, user_id, template, model, provider"
+        if limit is not None:
+            sql += f" LIMIT {max(0, int(limit))}"
         return [_row(*found) for found in self._read(sql, tuple(params))]
 
 
