@@ -12,7 +12,6 @@ nothing is read at all.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 from agentkernel.llm.base import Completion, CompletionRequest, Provider, StreamEvent
@@ -49,6 +48,8 @@ class QuotaGate:
 
     async def _check(self, request: CompletionRequest) -> None:
         if request.user is not None and self.book.enabled:
+            import asyncio  # a caller of an async provider has it already; a tool run never imports it
+
             await asyncio.to_thread(self.book.check, user=request.user, template=request.template)
 
 
