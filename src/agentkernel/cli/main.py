@@ -11,6 +11,7 @@
     agentkernel mcp serve [--template T] [--user U]
     agentkernel cron run [--llm-url URL] [--model M]
     agentkernel cron list [--user U] [--json] | cron cancel NAME --user U
+    agentkernel usage [--user U] [--since D] [--until D] [--template T] [--model M] [--json]
     agentkernel token new USER
     agentkernel dev llm [--rules FILE] [--port N]
 
@@ -50,6 +51,7 @@ COMMANDS = {
     "dev": "agentkernel.cli.dev_cmds",
     "mcp": "agentkernel.cli.mcp_cmds",
     "init": "agentkernel.cli.init_cmds",
+    "usage": "agentkernel.cli.usage_cmd",
 }
 
 
