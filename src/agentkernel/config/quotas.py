@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from agentkernel.config.schema import Where, expect, section
@@ -56,9 +57,9 @@ class QuotaSettings:
     users: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     templates: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def enabled(self) -> bool:
-        """Whether any limit is set at all (else no call need read the ledger)."""
+        """Whether any limit is set at all (else no call need read the ledger); asked before every call."""
         overrides = (value for limits in self.users.values() for value in limits.values())
         return bool(self.default or self.templates or any(value is not None for value in overrides))
 
