@@ -34,7 +34,7 @@ from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import make_project, script_tool, sse_events, write
 from tests.server.test_many_processes import WAIT_SECS, Served
 
-USERS = ("ann", "bob", "mid", "oai", "tool", "tool2", "sub", "rich", "cronny", "mcp")
+USERS = ("ann", "bob", "mid", "oai", "oai2", "tool", "tool2", "sub", "rich", "cronny", "mcp")
 QUOTAS = """
 quotas:
   default: {calls_per_day: 1}
@@ -177,6 +177,14 @@ def test_the_openai_endpoint_answers_429_which_the_sdk_raises_as_a_rate_limit(se
     assert refused.value.code == "quota_exhausted"
     assert refused.value.body["message"] == spent("oai")  # type: ignore[index]
     assert refused.value.response.headers["x-should-retry"] == "false"
+
+
+def test_a_completion_whose_quota_runs_out_mid_turn_is_a_429_too(served: Served) -> None:
+    sdk = openai.OpenAI(base_url=f"{served.url}/v1", api_key="oai2-token", max_retries=0)
+    with pytest.raises(openai.RateLimitError) as refused:
+        sdk.chat.completions.create(model="tester", messages=[{"role": "user", "content": "use upper"}])
+    assert refused.value.code == "quota_exhausted"
+    assert refused.value.body["message"] == spent("oai2")  # type: ignore[index]
 
 
 def test_a_tool_run_s_llm_throws_quota_exhausted_which_the_script_catches(served: Served) -> None:
