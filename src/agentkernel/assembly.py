@@ -15,6 +15,7 @@ DuckDB, files, shell) may be replaced by one handed to the kernel.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
@@ -164,6 +165,7 @@ class KernelParts:
         self.given = [s for s in handed if s is not None]  # closed with the kernel
         self.janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self.closed = False
+        self._usage_opening = threading.Lock()  # the ledger is opened once, by whichever call comes first
 
     # -- templates: the face's and the services' (a sub-agent's, a cron job's) ------------------------
 
@@ -245,8 +247,9 @@ class KernelParts:
         return QuotaBook(self.config.quotas, self._usage_ledger)
 
     def _usage_ledger(self) -> UsageStore | None:
-        """The ledger the metered provider writes to; None once the kernel is closed."""
-        return None if self.closed else self.usage
+        """The ledger the metered provider writes to (from worker threads); None once the kernel is closed."""
+        with self._usage_opening:
+            return None if self.closed else self.usage
 
     @cached_property
     def hooks(self) -> HookPipeline:

@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import pytest
 
 from agentkernel.agent.resume import INTERRUPTED
 from agentkernel.config.server import token_hash
+from agentkernel.services.usage import UsageLedger
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
@@ -184,6 +186,10 @@ def test_a_run_killed_during_a_tool_call_runs_it_again_only_when_its_tool_says_s
         assert tool_messages(llm_server, 1) == [("c1", seen)]
         results = [content for kind, content in records(to_b, session) if kind == "tool_result"]
         assert results == [seen]  # one result of the call, whichever server wrote it
+    # S26.3: each LLM call counted once, by the server that made it; the recorded answer is not asked again
+    with UsageLedger(project / "data" / "messages.db") as ledger:
+        spent = ledger.totals(user="alice", since=datetime.now(UTC).date() - timedelta(days=1))
+    assert spent.calls == len(asked(llm_server)) == 2
 
 
 def test_a_run_killed_after_a_tool_s_result_reuses_it_and_its_next_call_uses_the_tool_as_changed(

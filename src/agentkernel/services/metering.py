@@ -21,6 +21,9 @@ the answer's bytes) and marked `estimated`.
 The write goes to a worker thread (a busy SQLite file never blocks the
 event loop) and is awaited, so the ledger holds the call once its answer
 is handed on; a failed write is logged, never the caller's failure.
+
+The quota check before each call (S26.3) wraps this one, for the same
+reason: services/quota_gate.py, reading the ledger's `totals`.
 """
 
 from __future__ import annotations
