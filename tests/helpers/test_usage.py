@@ -1,4 +1,4 @@
-"""`usage()` and the quota refusal inside scripts (S26.3), in JS and Rhai, through the real provider stack.
+"""`usage()` and the quota refusal in scripts and hooks (S26.3), JS and Rhai, through the real provider stack.
 
 Each test runs a script tool through the kernel's one dispatch path as a
 user, against the scripted LLM on 127.0.0.1 (each answer costs 10 input and
@@ -16,7 +16,7 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.services.quotas import rfc3339
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONObject, JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, Reply
 from tests.helpers.probes import ENGINES, probe_source
@@ -103,3 +103,43 @@ def test_usage_gives_the_callers_own_figures_and_quotas(
     assert isinstance(lifted, dict)
     assert json.dumps(lifted["quotas"]).count('"name"') == 1  # calls_per_day lifted for carol
     assert "tokens_per_month" in json.dumps(lifted["quotas"])
+
+
+HOOKS = {
+    ".js": """
+function before_user_message(ctx, msg) {
+    const calls = usage().quotas.find((q) => q.name === "calls_per_day");
+    if (calls.remaining === 0) { return { reply: `no LLM until ${calls.resets_at}` }; }
+    return { notice: `${calls.remaining} calls left` };
+}
+""",
+    ".rhai": """
+fn before_user_message(ctx, msg) {
+    let calls = usage().quotas[0];
+    if calls.remaining == 0 { return #{ reply: `no LLM until ${calls.resets_at}` }; }
+    #{ notice: `${calls.remaining} calls left` }
+}
+""",
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hook_reads_usage_to_answer_before_the_quota_refuses(
+    project: Path, make_tool: ToolFactory, engine: str
+) -> None:
+    hooks = project / "config" / "scripts" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    (hooks / f"thrift{engine}").write_text(HOOKS[engine], encoding="utf-8")
+    (hooks / "thrift.yaml").write_text(f"kind: script_hook\nname: thrift\nscript: thrift{engine}\n")
+    message: JSONObject = {"role": "user", "content": "hi"}
+    with FakeLLMServer() as server:
+        server.add(Reply(text="one"), Reply(text="two"))
+        make_tool("asks", probe_source(engine, 'llm("hi")'), ext=engine)
+        with kernel_of(project, server) as kernel:
+            alice = kernel.caller(user_id="alice", session_id="s-1")
+            fresh = kernel.run_hooks("thrift", message, alice).before
+            for _ in range(2):
+                run_as(kernel, "asks", "alice")
+            spent = kernel.run_hooks("thrift", message, alice).before
+    assert (fresh.notices, fresh.reply) == (["2 calls left"], None)
+    assert spent.reply == f"no LLM until {tomorrow()}"
