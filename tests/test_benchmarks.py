@@ -50,6 +50,10 @@ FIGURES: dict[str, list[str]] = {
         rf"state_set\+state_get from one JS tool call\s+{NUMBER} ops/s",
         rf"SqliteStateStore\.set\s+{NUMBER} ops/s",
     ],
+    "quotas.py": [
+        rf"^\s+quota check, 4 limits\s+p50\s+{NUMBER} ms",
+        rf"^\s+ledger record \(floor\)\s+p50\s+{NUMBER} ms",
+    ],
     "listing.py": [
         rf"^\s+Kernel\.template\(name\)\s+p50\s+{NUMBER} ms$",
         rf"^\s+Kernel\.list_tools\(process\)\s+p50\s+{NUMBER} ms$",

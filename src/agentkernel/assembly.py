@@ -45,6 +45,7 @@ from agentkernel.ports import (
     HTTP,
     LLM,
     MESSAGES,
+    QUOTAS,
     SHELL,
     STATE,
     SUBAGENTS,
@@ -60,6 +61,8 @@ from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
 from agentkernel.services.memory import LazyMessageStore, session_problem
 from agentkernel.services.metering import MeteredProvider
+from agentkernel.services.quota_gate import QuotaGate
+from agentkernel.services.quotas import QuotaBook
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.turn_leases import TurnLeases
@@ -237,7 +240,14 @@ class KernelParts:
         if self.provider is None:
             return None
         default_model = self.config.llm.model if self.config.llm is not None else None
-        return MeteredProvider(self.provider, self._usage_ledger, default_model)
+        # each call checked against the user's quotas (S26.3) before it is made, then counted
+        return QuotaGate(MeteredProvider(self.provider, self._usage_ledger, default_model), self.quotas)
+
+    @cached_property
+    def quotas(self) -> QuotaBook:
+        """kernel.yaml's `quotas:` measured in the usage ledger (S26.3), which is read only when a limit
+        is set."""
+        return QuotaBook(self.config.quotas, self._usage_ledger)
 
     def _usage_ledger(self) -> UsageStore | None:
         """The ledger the metered provider writes to (from worker threads); None once the kernel is closed."""
@@ -546,6 +556,7 @@ SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
     SUBAGENTS: lambda parts: parts.subagent_service(),
     CRON: lambda parts: parts.cron,
     USAGE: lambda parts: parts.usage,
+    QUOTAS: lambda parts: parts.quotas,
 }
 """Every service a script can reach: its key (ports.py) and its factory. A new service is one of each."""
 

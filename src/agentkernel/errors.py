@@ -142,11 +142,43 @@ class HelperError(AgentKernelError):
     """A helper refused or failed; inside a script it is a catchable exception."""
 
 
+class QuotaExhausted(HelperError):
+    """An LLM call refused before it was made: its user spent a quota of kernel.yaml's `quotas:` (S26.3).
+
+    Not a ProviderError: no retry or fallback provider may take the call.
+    Inside a script it is catchable, its message starting `quota exhausted:`;
+    the server answers it with 429. `quota` is the limit's name
+    (`tokens_per_day`…), `template` set for a template's limit, `resets_at`
+    an RFC 3339 UTC time and `retry_after_secs` the seconds until then.
+    """
+
+    PREFIX = "quota exhausted: "
+
+    def __init__(
+        self,
+        *,
+        quota: str,
+        user: str,
+        template: str | None,
+        used: int,
+        limit: int,
+        resets_at: str,
+        retry_after_secs: int,
+    ) -> None:
+        self.quota, self.user, self.template = quota, user, template
+        self.used, self.limit = used, limit
+        self.resets_at, self.retry_after_secs = resets_at, retry_after_secs
+        within = f" in template {template}" if template is not None else ""
+        spent = f"{used:,} of {limit:,} used; resets at {resets_at}"
+        super().__init__(f"{self.PREFIX}{quota} for user {user}{within}: {spent}")
+
+
 __all__ = [
     "AgentKernelError",
     "ConfigError",
     "HelperError",
     "LoadProblem",
+    "QuotaExhausted",
     "ScriptError",
     "ScriptLimitError",
     "ScriptSyntaxError",

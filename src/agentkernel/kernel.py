@@ -403,6 +403,11 @@ class Kernel:
         every process's (services/usage.py)."""
         return self._parts.usage
 
+    def check_quota(self, user_id: str, template: str | None) -> None:
+        """QuotaExhausted, naming the quota, the use and the reset, when `user_id` has spent a quota of
+        kernel.yaml's `quotas:` (S26.3) that a call within `template` must fit; reads the ledger."""
+        self._parts.quotas.check(user=user_id, template=template)
+
     def approval_gate(self) -> ApprovalGate:
         """Where a call is asked about in the store and its decision awaited (agent/approval_gate.py):
         for a caller that asks a person its own way (an `Asker`, such as our MCP server's)."""

@@ -494,6 +494,36 @@ class UsageStore(Protocol):
     def close(self) -> None: ...
 
 
+# -- quotas (S26.3) -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaStanding:
+    """Where a user stands against one limit of kernel.yaml's `quotas:` (`template` set: a template's)."""
+
+    name: str  # tokens_per_day, calls_per_day, tokens_per_month, calls_per_month
+    template: str | None
+    limit: int
+    used: int
+    resets_at: str  # RFC 3339, UTC: when the period's use starts again from zero
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+class Quotas(Protocol):
+    """The quotas of kernel.yaml's `quotas:`, measured in the usage ledger (services/quotas.py)."""
+
+    def standings(self, *, user: str | None, template: str | None) -> list[QuotaStanding]:
+        """Each limit a call of `user` within `template` must fit, with its use now."""
+        ...
+
+    def check(self, *, user: str | None, template: str | None) -> None:
+        """QuotaExhausted when `user` may not make one more LLM call within `template`."""
+        ...
+
+
 # -- the keys -----------------------------------------------------------------------------------
 
 _LIVE_ONLY = "(hook_tool attaches it with --live)"
@@ -534,6 +564,9 @@ CRON: Final = ServiceKey[CronJobs](
 USAGE: Final = ServiceKey[UsageStore](
     "usage", f"no usage ledger attached to this kernel {_LIVE_ONLY}", live=True
 )  # S26.3
+QUOTAS: Final = ServiceKey[Quotas](
+    "quotas", f"no quotas attached to this kernel {_LIVE_ONLY}", live=True
+)  # S26.3
 
 
 __all__ = [
@@ -543,6 +576,7 @@ __all__ = [
     "HTTP",
     "LLM",
     "MESSAGES",
+    "QUOTAS",
     "SHELL",
     "STATE",
     "SUBAGENTS",
@@ -561,6 +595,8 @@ __all__ = [
     "Owner",
     "Params",
     "ProgramOutcome",
+    "QuotaStanding",
+    "Quotas",
     "Record",
     "ScriptResult",
     "Shell",

@@ -277,7 +277,7 @@ def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> N
         assert kernel.run_tool("text_stats", {"text": "a b"}).success
         assert parts.services.built() == []  # no HTTP pool, no DuckDB, no state file
         # the LLM client is not built either
-        assert repr(parts.llm) == "MeteredProvider(DeferredProvider(None))"
+        assert repr(parts.llm) == "QuotaGate(MeteredProvider(DeferredProvider(None)))"
         tools = shipped / "config" / "scripts" / "tools"
         (tools / "who.js").write_text("function run() { return fs_list(caller().temp_dir).length; }")
         (tools / "who.yaml").write_text("kind: script_tool\nname: who\nscript: who.js\n")

@@ -36,6 +36,7 @@ from agentkernel.budget import BudgetExhausted
 from agentkernel.bundle import Services
 from agentkernel.config import HookSpec
 from agentkernel.config.templates import TemplateSpec
+from agentkernel.errors import QuotaExhausted
 from agentkernel.identity import Caller
 from agentkernel.llm.base import (
     ChatMessage,
@@ -597,6 +598,9 @@ class AgentLoop:
                 text, code = _provider_failure(exc)
                 await self._error(caller, text, emit, code)
                 return last_text, EndReason.ERROR, messages
+            except QuotaExhausted as exc:  # the user's quota (S26.3): refused before the LLM was asked
+                await self._error(caller, str(exc), emit, "quota_exhausted")
+                return last_text, EndReason.ERROR, messages
             if completion is None:
                 left_here(stop)  # a run left for another process keeps nothing of a cut answer
                 partial = self._keep_partial(caller, "".join(streamed), messages)
@@ -904,6 +908,7 @@ ERROR_CODES = (
     "llm_refused",
     "llm_rate_limited",
     "llm_unavailable",
+    "quota_exhausted",
     "budget_exhausted",
     "max_turns",
     "invalid_structured_output",

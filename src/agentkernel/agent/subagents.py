@@ -183,11 +183,11 @@ class SubagentService:
     ) -> SubagentResult:
         """The child's run on its task; with `output_schema`, up to ATTEMPTS answers until one validates."""
 
-        errors: list[str] = []
+        errors: list[tuple[str, object]] = []  # each error event's message and code
 
         async def emit(event: LoopEvent) -> None:
             if event.kind == "error":
-                errors.append(str(event.data.get("message")))
+                errors.append((str(event.data.get("message")), event.data.get("code")))
 
         pool = FairPool(WORKER_THREADS, name=f"subagent-{child.name}")
         loop = self._agent_loop(pool)
@@ -220,13 +220,16 @@ def _task_text(request: SubagentRequest) -> str:
     return f"{request.task}\n\n{schema_instruction(request.output_schema)}"
 
 
-def _answer(child: Process, result: LoopResult, errors: list[str]) -> str:
-    """The run's answer; a run that ended without one is the script's error, saying why."""
+def _answer(child: Process, result: LoopResult, errors: list[tuple[str, object]]) -> str:
+    """The run's answer; a run that ended without one is the script's error, saying why (a quota's
+    refusal in its own words, `quota exhausted: …`, as `llm()` throws it)."""
     if result.reason is EndReason.JOB_DONE and result.answer is not None:
         return result.answer
     if result.reason is EndReason.BUDGET_EXHAUSTED:
         raise _error(BUDGET_EXHAUSTED)
-    why = f": {errors[-1]}" if errors else ""
+    if errors and errors[-1][1] == "quota_exhausted":
+        raise HelperError(errors[-1][0])
+    why = f": {errors[-1][0]}" if errors else ""
     raise _error(f"sub-agent {child.name} ended with {result.reason.value}{why}")
 
 

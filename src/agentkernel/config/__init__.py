@@ -28,7 +28,7 @@ Why jsonschema and dataclasses, not pydantic v2:
 
 Modules: schema.py (the validator and the wording of errors), limits.py
 (`limits:`, a script's own limits, the per-call `CallBudget`), sections.py
-and hosts.py (the helper sections and `llm:`), server.py (`server:`), cron.py
+and hosts.py (the helper sections and `llm:`), server.py (`server:`), quotas.py (`quotas:`), cron.py
 (`cron:`, its static jobs included), stores.py (the checks across sections),
 kernel_yaml.py (finding and loading kernel.yaml), scripts.py (tool and hook
 YAML), yaml_files.py (the one reader of every YAML file: parsed once per change).

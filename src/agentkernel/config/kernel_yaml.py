@@ -16,6 +16,7 @@ from typing import Any
 from agentkernel.config.approvals import APPROVALS_SCHEMA, ApprovalSettings, approval_settings
 from agentkernel.config.cron import CRON_SCHEMA, CronSettings, cron_settings
 from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
+from agentkernel.config.quotas import QUOTAS_SCHEMA, QuotaSettings, quota_settings
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
 from agentkernel.config.sections import (
     SECTIONS,
@@ -87,6 +88,7 @@ KERNEL_SCHEMA: Schema = {
         "cron": CRON_SCHEMA,
         "approvals": APPROVALS_SCHEMA,
         "telemetry": TELEMETRY_SCHEMA,
+        "quotas": QUOTAS_SCHEMA,
         **SECTIONS,
     },
 }
@@ -123,6 +125,7 @@ class KernelConfig:
     cron: CronSettings = field(default_factory=CronSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    quotas: QuotaSettings = field(default_factory=QuotaSettings)
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -250,6 +253,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         cron=cron_settings(data.get("cron", {}), root, where),
         approvals=approval_settings(data.get("approvals", {}), where),
         telemetry=telemetry_settings(data.get("telemetry"), where),
+        quotas=quota_settings(data.get("quotas", {}), where),
     )
 
 

@@ -109,9 +109,16 @@ def _worded_field(schema: Mapping[str, Any], path: Sequence[str | int]) -> tuple
         elif node.get("additionalProperties") is False:
             found = None
         if depth < len(path):
-            step = path[depth]
-            node = node.get("items") if isinstance(step, int) else node.get("properties", {}).get(step)
+            node = _child(node, path[depth])
     return found
+
+
+def _child(node: Mapping[str, Any], step: str | int) -> object:
+    """The schema of `step` in `node`: an item's, a property's, or any other key's (a mapping of names)."""
+    if isinstance(step, int):
+        return node.get("items")
+    named = node.get("properties", {}).get(step)
+    return named if named is not None else node.get("additionalProperties")
 
 
 def _field_text(where: KeyPath, schema: Schema, value: object) -> str:

@@ -6,14 +6,26 @@ is the table every engine binds.
 
 from __future__ import annotations
 
-from agentkernel.helpers import cron, delegation, duck, files, http, identity, llm, memory, shell, state
+from agentkernel.helpers import (
+    cron,
+    delegation,
+    duck,
+    files,
+    http,
+    identity,
+    llm,
+    memory,
+    shell,
+    state,
+    usage,
+)
 from agentkernel.helpers.table import HelperTable
 
 
 def default_helper_table() -> HelperTable:
     """A fresh table holding every built-in helper."""
     table = HelperTable()
-    for area in (identity, http, shell, files, state, duck, llm, memory, delegation, cron):
+    for area in (identity, http, shell, files, state, duck, llm, usage, memory, delegation, cron):
         area.register(table)
     return table
 

@@ -84,6 +84,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         chosen.max_running_turns_per_user,
         kernel.turn_leases,  # in the store: turns and their per-user cap across processes
         chosen.turn_lease_secs,
+        check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
     )
     directory = SessionDirectory(sessions_path(kernel))
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py)

@@ -4,7 +4,7 @@
 response): it gives each request an id, sends it back in `X-Request-Id`, and
 turns any exception a route lets escape into a logged 500 whose body
 carries the same id. The handlers give every other error the same shape
-(a per-user cap's refusal, TooMuchWork, included: 429),
+(a per-user cap's refusal, TooMuchWork, and a quota's, QuotaExhausted, included: 429),
 `{"detail": …, "request_id": …, "error": {message, type}}`; a 422 also
 lists each field at fault. `error` is the OpenAI error object, so OpenAI
 SDKs talking to `/v1/chat/completions` show our message, not a bare code.
@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentkernel.errors import QuotaExhausted
 from agentkernel.server.body_limit import BodyLimit
 from agentkernel.server.parts import request_id
 from agentkernel.services.user_work import TooMuchWork
@@ -190,6 +191,23 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _quota(request: Request, exc: Exception) -> JSONResponse:
+    """A quota of kernel.yaml's `quotas:` (S26.3): 429 naming the quota, the use and the reset, as OpenAI
+    says it (`insufficient_quota`); `Retry-After` is the time to the reset, and `x-should-retry: false`
+    keeps OpenAI's SDKs from asking again before it."""
+    assert isinstance(exc, QuotaExhausted)
+    quota = {"name": exc.quota, "template": exc.template, "used": exc.used, "limit": exc.limit}
+    body = error_body(429, str(exc), request_id(request), quota={**quota, "resets_at": exc.resets_at})
+    body["error"] = {
+        "message": str(exc),
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "quota_exhausted",
+    }
+    headers = {"Retry-After": str(exc.retry_after_secs), "x-should-retry": "false"}
+    return JSONResponse(body, status_code=429, headers=headers)
+
+
 async def _too_much(request: Request, exc: Exception) -> JSONResponse:
     """A per-user cap (user_work.py): 429, the detail naming the setting, its limit and how many run."""
     assert isinstance(exc, TooMuchWork)
@@ -203,6 +221,7 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(TooMuchWork, _too_much)
+    app.add_exception_handler(QuotaExhausted, _quota)
 
 
 __all__ = ["HEADER", "RequestIds", "error_body", "field_problems", "install"]

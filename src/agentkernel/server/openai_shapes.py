@@ -316,6 +316,7 @@ _FAILURES: Final[dict[str | None, tuple[int, str, bool]]] = {
     "llm_refused": (400, "invalid_request_error", False),
     "client_tool_clash": (400, "invalid_request_error", False),
     "llm_rate_limited": (429, "rate_limit_error", True),
+    "quota_exhausted": (429, "insufficient_quota", False),  # S26.3: not before the quota resets
     "llm_unavailable": (502, "server_error", True),
     "no_llm": (503, "server_error", False),
     "invalid_structured_output": (500, "server_error", True),

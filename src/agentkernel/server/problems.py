@@ -57,7 +57,8 @@ _WHEN: Final = {
     "completion's conversation over server.max_completion_messages or "
     "server.max_completion_history_bytes; `detail` names the setting",
     429: "the caller has as much work running as a per-user cap allows (server.max_running_turns_per_user, "
-    "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run",
+    "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run; or a quota "
+    "of kernel.yaml's `quotas:` is spent (`detail` names it, the use and the reset; `quota` has them)",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",
     500: "a fault of the server; never a traceback, the log has it under the request id",
     502: "the turn ended in error without an answer: the LLM is unreachable or failing",

@@ -287,8 +287,10 @@ class TurnRunner:
         max_running_per_user: int = 4,
         leases: Callable[[], TurnLeases] | None = None,
         lease_secs: float = 20.0,
+        check_quota: Callable[[str, str], None] | None = None,
     ) -> None:
         self._open_chat = open_chat
+        self._check_quota = check_quota  # (user, template): QuotaExhausted when a quota is spent (S26.3)
         self._cap = turn_cap(max_running_per_user)
         # the store's, shared by every process on it, opened by the first turn (a runner alone, in a
         # test, keeps its own in memory)
@@ -335,7 +337,8 @@ class TurnRunner:
         retry: Retry | None = None,
     ) -> Turn:
         """Start answering `text` in `session`; TurnBusy when it is answering already (here or in another
-        process), TooManyTurns when its user has `max_running_per_user` turns answering (anywhere).
+        process), TooManyTurns when its user has `max_running_per_user` turns answering (anywhere),
+        QuotaExhausted when the user has spent a quota of kernel.yaml's `quotas:` (S26.3).
 
         With `history`, the chat is a one-off: it starts from that history
         (not the session's transcript) and ends with the turn. That is a
@@ -352,6 +355,8 @@ class TurnRunner:
         """
         if session.id in self._running:
             raise TurnBusy(session.id)
+        if self._check_quota is not None:  # a user whose quota is spent is told at once, no run started
+            await asyncio.to_thread(self._check_quota, session.user_id, session.template)
         run = NewRun(
             str(uuid.uuid4()),
             text,

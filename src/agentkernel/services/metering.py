@@ -22,8 +22,8 @@ The write goes to a worker thread (a busy SQLite file never blocks the
 event loop) and is awaited, so the ledger holds the call once its answer
 is handed on; a failed write is logged, never the caller's failure.
 
-For quotas (issue 29 item 4): a check before each call of every path
-belongs here too, for the same reason, reading the ledger's `totals`.
+The quota check before each call (S26.3) wraps this one, for the same
+reason: services/quota_gate.py, reading the ledger's `totals`.
 """
 
 from __future__ import annotations

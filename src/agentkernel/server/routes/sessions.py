@@ -122,7 +122,8 @@ async def send_message(
     `Idempotency-Key` already sent with the same message, the answer is that run's events (from the
     store, as GET /v1/runs/{id}/events gives them), never a second run; with another message, 409.
     413 past server.max_message_chars; 409 while the session answers its previous message;
-    429 while the caller has server.max_running_turns_per_user turns running.
+    429 while the caller has server.max_running_turns_per_user turns running, or has spent a quota
+    (kernel.yaml `quotas:`, S26.3).
     """
     info = owned_session(parts, session_id, user)
     most = parts.settings.max_message_chars

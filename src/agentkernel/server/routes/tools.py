@@ -3,7 +3,8 @@
 A run takes the caller's identity: their user id and, given `session`, that
 session (it must be theirs) and its template's access list, exactly as the
 agent would call the tool there. This works with no LLM configured. A run
-counts against server.max_running_tool_runs_per_user (429 past it) and
+counts against server.max_running_tool_runs_per_user (429 past it; 429 too
+when it failed on the caller's quota, S26.3) and
 spends the session's budget group, or, without a session,
 server.tool_run_token_budget (server/tool_runs.py). The script, and a
 listing (which may start outside MCP servers), run on the kernel's script
@@ -20,7 +21,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
 from agentkernel.config.templates import TemplateSpec
-from agentkernel.errors import ConfigError
+from agentkernel.errors import ConfigError, QuotaExhausted
 from agentkernel.identity import Caller
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
@@ -73,7 +74,8 @@ async def list_tools(
 @router.post("/{name}/run", responses=documented(404, 413, 429))
 async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts: Parts) -> dict[str, Any]:
     """The ToolResult `{content, success, error, visual, warnings}`; 404 for a tool the caller cannot see;
-    429 while the caller has server.max_running_tool_runs_per_user tool runs going."""
+    429 while the caller has server.max_running_tool_runs_per_user tool runs going, and for a run that
+    failed on a quota of the caller's (S26.3: its `llm()` threw `quota exhausted: …`, uncaught)."""
     async with parts.tool_runs.counted(user):  # refused before anything is read or run
         caller = await asyncio.to_thread(_caller, parts, user, body.session, None)
         visible = await parts.kernel.alist_tools(caller)
@@ -81,6 +83,8 @@ async def run_tool(name: str, body: ToolRun, request: Request, user: User, parts
             raise HTTPException(404, f"no tool {name!r}")
         # the person who would be asked runs it: a call that needs approval (S24.4) is approved by that
         result = await parts.tool_runs.run_budgeted(name, body.args, caller, asker=the_caller_approves)
+    if not result.success and QuotaExhausted.PREFIX in (result.error or ""):  # its llm() was refused:
+        await asyncio.to_thread(parts.kernel.check_quota, user, caller.template)  # 429 if it still is
     return await seal_result(
         sealing_of(request),
         result.to_json(),

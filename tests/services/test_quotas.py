@@ -1,0 +1,120 @@
+"""The quota book (S26.3): each limit's use read from the real usage ledger, the refusal's words and resets.
+
+Times are given (`now`), so a day's and a month's boundaries are tested
+without waiting for one: days and months are UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agentkernel.config.quotas import QuotaSettings
+from agentkernel.errors import HelperError, QuotaExhausted
+from agentkernel.llm.base import ProviderError
+from agentkernel.services.quotas import QuotaBook, next_reset
+from agentkernel.services.usage import UsageLedger
+
+NOW = datetime(2026, 12, 5, 15, 30, tzinfo=UTC)
+SETTINGS = QuotaSettings(
+    default={"tokens_per_day": 100, "calls_per_month": 5},
+    users={"alice": {"tokens_per_day": 1000}, "ops": {"calls_per_month": None}},
+    templates={"writer": {"tokens_per_day": 50}},
+)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[UsageLedger]:
+    store = UsageLedger(tmp_path / "messages.db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def spend(ledger: UsageLedger, user: str, tokens: int, *, template: str | None = None, day: int = 5) -> None:
+    ledger.record(
+        user=user,
+        template=template,
+        model="m",
+        provider=None,
+        input_tokens=tokens,
+        output_tokens=0,
+        at=datetime(2026, 12, day, 9, tzinfo=UTC),
+    )
+
+
+def test_a_spent_day_is_refused_naming_the_quota_the_use_and_the_reset(ledger: UsageLedger) -> None:
+    book = QuotaBook(SETTINGS, lambda: ledger)
+    spend(ledger, "bob", 60)
+    book.check(user="bob", template=None, now=NOW)  # 60 of 100: one more call may go
+    spend(ledger, "bob", 200_431 - 60)
+    with pytest.raises(QuotaExhausted) as refused:
+        book.check(user="bob", template=None, now=NOW)
+    assert str(refused.value) == (
+        "quota exhausted: tokens_per_day for user bob: 200,431 of 100 used; resets at 2026-12-06T00:00:00Z"
+    )
+    assert refused.value.retry_after_secs == 8.5 * 3600
+    assert isinstance(refused.value, HelperError) and not isinstance(refused.value, ProviderError)
+    book.check(user="carl", template=None, now=NOW)  # another user is not refused
+    book.check(user="bob", template=None, now=datetime(2026, 12, 6, tzinfo=UTC))  # a new day
+
+
+def test_a_users_override_replaces_the_defaults_limit_and_null_lifts_it(ledger: UsageLedger) -> None:
+    book = QuotaBook(SETTINGS, lambda: ledger)
+    spend(ledger, "alice", 500)
+    book.check(user="alice", template=None, now=NOW)  # her own 1000, not the default's 100
+    for _ in range(5):
+        spend(ledger, "ops", 1)
+        spend(ledger, "alice", 1, day=1)
+    book.check(user="ops", template=None, now=NOW)  # calls_per_month lifted for ops
+    with pytest.raises(
+        QuotaExhausted, match="calls_per_month for user alice: 6 of 5 used; resets at 2027-01-01"
+    ):
+        book.check(user="alice", template=None, now=NOW)  # the default's month still holds for her
+
+
+def test_a_templates_limit_counts_each_users_use_within_it(ledger: UsageLedger) -> None:
+    book = QuotaBook(SETTINGS, lambda: ledger)
+    spend(ledger, "alice", 50, template="writer")
+    spend(ledger, "bob", 49, template="writer")
+    with pytest.raises(QuotaExhausted) as refused:
+        book.check(user="alice", template="writer", now=NOW)
+    assert "tokens_per_day for user alice in template writer: 50 of 50 used" in str(refused.value)
+    assert refused.value.template == "writer"
+    book.check(user="alice", template="reviewer", now=NOW)  # her other templates go on
+    book.check(user="bob", template="writer", now=NOW)  # bob's use within it is his own
+
+
+def test_standings_list_each_limit_with_its_use_and_reset(ledger: UsageLedger) -> None:
+    book = QuotaBook(SETTINGS, lambda: ledger)
+    spend(ledger, "bob", 30, template="writer")
+    spend(ledger, "bob", 10, day=1)
+    shown = [
+        (s.name, s.template, s.limit, s.used, s.remaining, s.resets_at)
+        for s in book.standings(user="bob", template="writer", now=NOW)
+    ]
+    assert shown == [
+        ("tokens_per_day", None, 100, 30, 70, "2026-12-06T00:00:00Z"),
+        ("calls_per_month", None, 5, 2, 3, "2027-01-01T00:00:00Z"),
+        ("tokens_per_day", "writer", 50, 30, 20, "2026-12-06T00:00:00Z"),
+    ]
+
+
+def test_calls_without_a_user_and_kernels_without_quotas_are_never_refused(ledger: UsageLedger) -> None:
+    spend(ledger, "", 10_000)
+    QuotaBook(SETTINGS, lambda: ledger).check(user=None, template=None, now=NOW)
+    spend(ledger, "bob", 10_000)
+    unlimited = QuotaBook(QuotaSettings(), lambda: ledger)
+    assert not unlimited.enabled
+    unlimited.check(user="bob", template=None, now=NOW)
+    QuotaBook(SETTINGS, lambda: None).check(user="bob", template=None, now=NOW)  # a closed kernel's
+
+
+def test_months_reset_on_the_first_of_the_next_and_the_year_turns() -> None:
+    assert next_reset("month", datetime(2026, 12, 31).date()).isoformat() == "2027-01-01T00:00:00+00:00"
+    assert next_reset("month", datetime(2027, 2, 3).date()).isoformat() == "2027-03-01T00:00:00+00:00"
+    assert next_reset("day", datetime(2027, 2, 28).date()).isoformat() == "2027-03-01T00:00:00+00:00"
