@@ -37,6 +37,7 @@ from agentkernel.identity import session_temp_dir
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import build_provider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.ports import (
     CRON,
     DUCKDB,
@@ -223,7 +224,11 @@ class KernelParts:
         if self.provider is None and self.config.llm is not None:
             config = self.config.llm
             self.provider = DeferredProvider(lambda: build_provider(config))
-        return self.provider
+            return self.provider
+        # one handed in (Kernel(provider=...)) is measured as a built one is (S26.2); closed as it was given
+        if self.provider is None:
+            return None
+        return MeasuredProvider(self.provider, self.config.llm.model if self.config.llm is not None else None)
 
     @cached_property
     def hooks(self) -> HookPipeline:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from agentkernel.config.sections import LLMConfig, parse_llm_config
 from agentkernel.llm.base import Provider
+from agentkernel.llm.measured import MeasuredProvider
 
 log = logging.getLogger("agentkernel.llm")
 
@@ -68,7 +69,7 @@ def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -
         chain = [(config.named(), inner)]
         chain += [(f.named(), _BUILDERS[f.provider](f, _api_key(f, environ))) for f in config.fallback]
         inner = FallbackProvider(chain)
-    return LimitedProvider(inner, config.max_concurrency)
+    return LimitedProvider(MeasuredProvider(inner, config.model), config.max_concurrency)
 
 
 __all__ = ["LLMConfig", "build_provider", "parse_llm_config", "read_api_key"]

@@ -39,6 +39,7 @@ from agentkernel.server.routes import (
     health,
     llm,
     memory,
+    metrics,
     openai,
     page,
     runs,
@@ -141,6 +142,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     failures.install(app, chosen.max_body_bytes)
     for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
+    app.include_router(metrics.router)  # a token unless telemetry.metrics_public (S26.2)
     app.include_router(approval_links.router)  # no bearer token: the URL's own token is the credential
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))
