@@ -22,6 +22,7 @@ from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
@@ -345,8 +346,9 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
         llm = asyncio.run(talk())
     limited = llm.inner
-    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, OpenAICompatProvider)
-    assert limited.inner._clients == {}  # released on the loop that used it
+    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, MeasuredProvider)
+    assert isinstance(limited.inner.inner, OpenAICompatProvider)
+    assert limited.inner.inner._clients == {}  # released on the loop that used it
 
 
 def test_close_inside_an_event_loop_asks_for_aclose(project: Path) -> None:

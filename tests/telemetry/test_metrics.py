@@ -6,15 +6,21 @@ reads what its calls added: the value after, less the value before.
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentkernel.services.user_work import Cap, TooMuchWork
 from agentkernel.telemetry import metrics
 
 
+@pytest.fixture(autouse=True)
+def counting() -> None:
+    metrics.start()  # as the server does
+
+
 def sample(name: str, labels: dict[str, str] | None = None) -> float:
     """The value of sample `name` with exactly `labels` on the page now; 0 when absent."""
-    text = metrics.exposition(0)[0].decode()
+    text = metrics.page(0)[0].decode()
     for family in text_string_to_metric_families(text):
         for got in family.samples:
             if got.name == name and got.labels == (labels or {}):
@@ -42,7 +48,7 @@ def test_a_cap_refusal_is_counted_by_its_setting_not_its_user() -> None:
     before = sample("agentkernel_cap_refusals_total", labels)
     TooMuchWork("alice", Cap("turns", "server.max_running_turns_per_user", 1, "wait"), 1)
     assert sample("agentkernel_cap_refusals_total", labels) == before + 1
-    assert "alice" not in metrics.exposition(0)[0].decode()
+    assert "alice" not in metrics.page(0)[0].decode()
 
 
 def test_cron_runs_and_their_lateness() -> None:
@@ -55,7 +61,7 @@ def test_cron_runs_and_their_lateness() -> None:
 
 
 def test_the_page_carries_the_pending_approvals_it_is_given() -> None:
-    body, content_type = metrics.exposition(3)
+    body, content_type = metrics.page(3)
     assert content_type.startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     assert families["agentkernel_approvals_pending"].samples[0].value == 3

@@ -52,6 +52,7 @@ from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.work_leases import SharedUserWork
+from agentkernel.telemetry import metrics as counted
 from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
@@ -64,6 +65,7 @@ def sessions_path(kernel: Kernel) -> Path:
 def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:
     """The app; `settings` default to kernel.yaml's `server:` section; `check_llm`: warn at start-up."""
     chosen = settings or kernel.config.server
+    counted.start()  # the metrics count from here on (S26.2; a CLI command never pays for them)
 
     def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
         # resume: a session opened again after a restart goes on with its conversation

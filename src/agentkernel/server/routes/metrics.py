@@ -15,16 +15,16 @@ from fastapi import APIRouter, Request, Response
 
 from agentkernel.server.identity import Parts, current_user
 from agentkernel.server.problems import CALLER, documented
-from agentkernel.telemetry.metrics import exposition
+from agentkernel.telemetry import metrics as counted
 
 router = APIRouter(tags=["metrics"], responses=documented(*CALLER))
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(request: Request, parts: Parts) -> Response:
+async def metrics_page(request: Request, parts: Parts) -> Response:
     """The metrics page; 401 without a valid token unless `telemetry.metrics_public`."""
     if not parts.kernel.config.telemetry.metrics_public:
         current_user(request, parts)
     pending = await asyncio.to_thread(parts.kernel.approvals().count_pending)
-    body, content_type = await asyncio.to_thread(exposition, pending)
+    body, content_type = await asyncio.to_thread(counted.page, pending)
     return Response(body, media_type=content_type)
