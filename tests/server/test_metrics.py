@@ -178,6 +178,10 @@ def test_a_turn_with_a_tool_call_and_a_hook_moves_the_metrics(served: Served) ->
     values = {value for s in page.samples for value in s.labels.values()}
     assert not values & {"alice", "made_up", "fake-model"}  # no user, no invented tool, no reported model
     assert not {name for s in page.samples for name in s.labels} & {"user", "user_id", "session"}
+    asked = {**ALICE, "Accept": "application/openmetrics-text; version=1.0.0"}  # as Prometheus asks
+    open_metrics = served.request("GET", "/metrics", headers=asked)
+    assert open_metrics.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")
+    assert open_metrics.text.endswith("# EOF\n")
 
 
 def test_the_page_needs_a_token(served: Served) -> None:

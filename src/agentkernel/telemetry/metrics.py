@@ -103,12 +103,13 @@ def start() -> None:
             _recorder = PrometheusRecorder()
 
 
-def page(approvals_pending: int) -> tuple[bytes, str]:
-    """The metrics page and its content type (prometheus_metrics.py), counting from now if not yet."""
+def page(approvals_pending: int, accept: str = "") -> tuple[bytes, str]:
+    """The metrics page and its content type, in the format `accept` asks for (prometheus_metrics.py);
+    counting from now if not yet."""
     start()
     from agentkernel.telemetry.prometheus_metrics import page as rendered
 
-    return rendered(approvals_pending)
+    return rendered(approvals_pending, accept)
 
 
 class _Bounded:

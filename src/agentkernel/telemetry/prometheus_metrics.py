@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -158,9 +158,10 @@ class _Pending(Collector):
         ]
 
 
-def page(approvals_pending: int) -> tuple[bytes, str]:
-    """The page in Prometheus text format and its content type: this process's figures, or in
-    multiprocess mode every process's summed; with the pending approvals the store counted."""
+def page(approvals_pending: int, accept: str = "") -> tuple[bytes, str]:
+    """The page and its content type: this process's figures, or in multiprocess mode every process's
+    summed; with the pending approvals the store counted. In the format `accept` (a request's Accept
+    header) asks for: OpenMetrics, or Prometheus text (0.0.4 unless a later version is asked for)."""
     registry = CollectorRegistry()
     folder = os.environ.get(MULTIPROCESS_ENV)
     if folder:
@@ -168,7 +169,8 @@ def page(approvals_pending: int) -> tuple[bytes, str]:
     else:
         registry.register(_Own())
     registry.register(_Pending(approvals_pending))
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
 
 
 __all__ = ["PrometheusRecorder", "page"]

@@ -1,4 +1,4 @@
-"""`GET /metrics`: the kernel's metrics in Prometheus text format (S26.2, docs/server.md 14).
+"""`GET /metrics`: the kernel's metrics in Prometheus text format (S26.2, docs/server.md 15).
 
 Behind the server's bearer tokens like every other route, unless kernel.yaml
 says `telemetry.metrics_public: true` (a scraper inside the network then
@@ -26,5 +26,6 @@ async def metrics_page(request: Request, parts: Parts) -> Response:
     if not parts.kernel.config.telemetry.metrics_public:
         current_user(request, parts)
     pending = await asyncio.to_thread(parts.kernel.approvals().count_pending)
-    body, content_type = await asyncio.to_thread(counted.page, pending)
+    accept = request.headers.get("accept", "")  # Prometheus asks for OpenMetrics; curl gets text
+    body, content_type = await asyncio.to_thread(counted.page, pending, accept)
     return Response(body, media_type=content_type)
