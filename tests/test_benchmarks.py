@@ -115,6 +115,10 @@ FIGURES: dict[str, list[str]] = {
         rf"^{NUMBER} messages vetted by 3 hooks: {NUMBER} s; /healthz worst {NUMBER} s$",
         rf"^{NUMBER} empty messages refused 413: {NUMBER} s; /healthz worst {NUMBER} s$",
     ],
+    "metrics.py": [
+        rf"^\s+turn_ended\s+{NUMBER} µs\s+{NUMBER} µs$",
+        rf"^\s+metrics off {NUMBER} ms; on {NUMBER} ms; on/off {NUMBER}x$",
+    ],
     "faq_cache.py": [
         rf"^faq_cache hit, hooks of one turn .* p50 {NUMBER} ms, p95 {NUMBER} ms",
         rf"^faq_cache hit, whole turn of the agent loop .* p50 {NUMBER} ms",

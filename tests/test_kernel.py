@@ -23,6 +23,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm import LimitedProvider, OpenAICompatProvider
 from agentkernel.llm.deferred import DeferredProvider
 from agentkernel.llm.fallback import FallbackProvider
+from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.services.state import Namespace, SqliteStateStore, StateError, from_config
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
@@ -346,8 +347,9 @@ def test_async_with_closes_the_llm_client_on_its_loop(project: Path) -> None:
 
         llm = asyncio.run(talk())
     limited = llm.inner
-    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, FallbackProvider)
-    ((_, backend),) = limited.inner.providers
+    assert isinstance(limited, LimitedProvider) and isinstance(limited.inner, MeasuredProvider)
+    assert isinstance(limited.inner.inner, FallbackProvider)
+    ((_, backend),) = limited.inner.inner.providers
     assert isinstance(backend, OpenAICompatProvider)
     assert backend._clients == {}  # released on the loop that used it
 

@@ -38,6 +38,7 @@ from agentkernel.identity import session_temp_dir
 from agentkernel.llm.base import Provider
 from agentkernel.llm.config import build_provider
 from agentkernel.llm.deferred import DeferredProvider
+from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.ports import (
     CRON,
     DUCKDB,
@@ -234,14 +235,17 @@ class KernelParts:
         Every path's calls pass here, so each is counted in the usage ledger
         once (services/metering.py says why this is the one place).
         """
+        default_model = self.config.llm.model if self.config.llm is not None else None
+        measured: Provider
         if self.provider is None and self.config.llm is not None:
             config = self.config.llm
-            self.provider = DeferredProvider(lambda: build_provider(config))
-        if self.provider is None:
+            self.provider = measured = DeferredProvider(lambda: build_provider(config))  # measured within
+        elif self.provider is not None:  # one handed in is measured as a built one is (S26.2)
+            measured = MeasuredProvider(self.provider, default_model)
+        else:
             return None
-        default_model = self.config.llm.model if self.config.llm is not None else None
         # each call checked against the user's quotas (S26.3) before it is made, then counted
-        return QuotaGate(MeteredProvider(self.provider, self._usage_ledger, default_model), self.quotas)
+        return QuotaGate(MeteredProvider(measured, self._usage_ledger, default_model), self.quotas)
 
     @cached_property
     def quotas(self) -> QuotaBook:

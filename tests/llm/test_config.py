@@ -23,6 +23,7 @@ from agentkernel.llm import (
     parse_llm_config,
 )
 from agentkernel.llm.fallback import FallbackProvider
+from agentkernel.llm.measured import MeasuredProvider
 from tests.fakes import FakeLLMServer, Reply
 
 KEY = "sk-live-abcdef0123456789"
@@ -115,9 +116,11 @@ def test_build_provider_wraps_the_backend_in_the_limit() -> None:
     config = parse_llm_config({**MINIMAL, "api_key_env": "LLM_KEY", "timeout_secs": 5, "max_retries": 1})
     provider = build_provider(config, environ={"LLM_KEY": KEY})
     assert isinstance(provider, LimitedProvider)
-    assert isinstance(provider.inner, FallbackProvider)  # one provider: a chain of one, that names it
-    assert provider.inner.names == ("llama3.1",)
-    inner = provider.inner.providers[0][1]
+    measured = provider.inner  # each call's time and tokens in the metrics (S26.2)
+    assert isinstance(measured, MeasuredProvider) and measured.model == "llama3.1"
+    assert isinstance(measured.inner, FallbackProvider)  # one provider: a chain of one, that names it
+    assert measured.inner.names == ("llama3.1",)
+    inner = measured.inner.providers[0][1]
     assert isinstance(inner, OpenAICompatProvider)
     assert (inner.base_url, inner.model, inner.timeout_secs, inner.retry.max_retries) == (
         "http://127.0.0.1:11434/v1",

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentkernel.agent.resume import INTERRUPTED
 from agentkernel.config.server import token_hash
@@ -140,6 +141,9 @@ def test_a_run_killed_during_its_first_llm_call_is_resumed_by_the_next_server(
         run = ended(to_b, run_id)
         assert (run["reason"], run["answer"]) == ("job_done", "resumed answer")
         assert [m["content"] for m in asked(llm_server)[1]["messages"] if m["role"] == "user"] == ["one"]
+        page = text_string_to_metric_families(to_b.get("/metrics", headers=ALICE).text)
+        resumed = [s.value for f in page for s in f.samples if s.name == "agentkernel_runs_resumed_total"]
+        assert resumed == [1.0]  # S26.2
         said = records(to_b, session)
         assert said.count(("user", "one")) == 1 and said[-1] == ("end", "job_done"), said
         events = sse_events(to_b.get(f"/v1/runs/{run_id}/events", headers=ALICE).text)

@@ -135,6 +135,8 @@ def test_each_user_reads_their_own_usage_and_an_operator_anyones(
     [
         ({"since": "2026-13-01"}, "query.since", ""),
         ({"until": "yesterday"}, "query.until", ""),
+        ({"until": "0"}, "query.until", ""),  # a number is no day (pydantic would read a timestamp)
+        ({"since": "2026-02-30"}, "query.since", ""),
         ({"since": "2026-03-02", "until": "2026-03-01"}, "query.since", "is after until"),
         ({"since": "2025-01-01", "until": "2026-01-02"}, "query.since", "at most 366 days"),
         ({"group": "user"}, "query.group", ""),

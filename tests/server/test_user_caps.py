@@ -26,6 +26,7 @@ import httpx
 import pytest
 from mcp import Client
 from mcp_types import CallToolResult
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentkernel.config.server import token_hash
 from tests.conftest import wait_until
@@ -40,6 +41,7 @@ TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 ALICE = {"Authorization": "Bearer alice-token"}
 FLOOD = "flood"  # in every prompt of alice's: the LLM holds those answers until the gate opens
 EACH = 3  # requests of each kind alice sends at once
+REFUSED = "agentkernel_cap_refusals_total"
 TURN_CAP = "server.max_running_turns_per_user (1)"
 RUN_CAP = "server.max_running_tool_runs_per_user (1)"
 
@@ -131,6 +133,14 @@ def test_a_flood_by_every_route_is_refused_past_the_caps_and_another_users_turn_
                 assert events["reply"]["content"] == "bob is answered", events
                 assert events["done"] == {"reason": "job_done"}
                 assert sum(map(floods, llm.requests)) == 3  # alice's turn, tool run and cron run, no more
+                page = text_string_to_metric_families(alice.get("/metrics").text)
+                caps = {
+                    s.labels["cap"]: s.value for f in page for s in f.samples if s.name.startswith(REFUSED)
+                }
+                assert caps == {  # every refusal counted, by its setting (S26.2)
+                    "server.max_running_turns_per_user": EACH - 1,
+                    "server.max_running_tool_runs_per_user": 3 * EACH - 1,
+                }
                 waiting = [job["waiting"] for job in alice.get("/v1/cron").json() if job["waiting"]]
                 assert waiting and "cron.max_running_per_user (1)" in waiting[0], waiting
             finally:

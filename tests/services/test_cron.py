@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
@@ -28,6 +29,7 @@ from agentkernel.services.cron import job_session
 from agentkernel.services.cron_jobs import parse_job
 from agentkernel.services.cron_store import CronStore
 from agentkernel.services.memory import KIND_AGENT, KIND_USER
+from agentkernel.telemetry import metrics
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory, write_kernel_yaml
 from tests.fakes import FakeLLMServer, HttpError, Reply
@@ -385,6 +387,29 @@ def test_a_oneshot_fires_once_and_is_done(
     assert len(fired) == 1 and fired[0]["scheduled_at"].startswith(soon[:-1])
     status = {j["name"]: j for j in statuses(kernel, "anna")}["watch"]
     assert status["done"] is True and status["next_run"] is None and status["runs"] == 1
+
+
+def cron_figures() -> tuple[float, float]:
+    """(runs counted `ok`, lateness observations) on the metrics page of this process now."""
+    samples = [s for f in text_string_to_metric_families(metrics.page(0)[0].decode()) for s in f.samples]
+    ok = sum(
+        s.value for s in samples if s.name == "agentkernel_cron_runs_total" and s.labels == {"outcome": "ok"}
+    )
+    late = sum(s.value for s in samples if s.name == "agentkernel_cron_lateness_seconds_count")
+    return ok, late
+
+
+def test_each_firing_is_counted_in_the_metrics_with_its_lateness(
+    kernel: Kernel, make_tool: ToolFactory, hook: WebhookReceiver
+) -> None:
+    metrics.start()  # as the server does (S26.2)
+    ok, late = cron_figures()
+    anna = kernel.caller(user_id="anna")
+    run(kernel, make_tool, js(job(interval_secs=0.2, notify=[{"type": "webhook", "url": hook.url}])), anna)
+    with Scheduling(kernel):
+        hook.wait_for(2)  # each counted before its delivery
+    now_ok, now_late = cron_figures()
+    assert now_ok >= ok + 2 and now_late - late == now_ok - ok
 
 
 # -- the store's claims: once, coalesced, taken over --------------------------------------------------

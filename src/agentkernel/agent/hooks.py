@@ -34,6 +34,7 @@ from agentkernel.errors import ScriptError
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.scripting.host import ScriptHost
+from agentkernel.telemetry import metrics
 from agentkernel.types import JSONObject, JSONValue, NoValue
 from agentkernel.util.json_size import json_length
 from agentkernel.util.short_text import clip
@@ -318,6 +319,22 @@ class HookPipeline:
         return names
 
     def call(
+        self,
+        spec: HookSpec,
+        event: str,
+        caller: Caller,
+        args: Sequence[JSONValue],
+        turn: TurnFacts | None = None,
+        earlier: bool | None = None,
+        *,
+        grows_from: JSONValue = None,
+    ) -> HookRecord:
+        """Run one hook function (`_call`), its verdict counted in the metrics (S26.2)."""
+        record = self._call(spec, event, caller, args, turn, earlier, grows_from=grows_from)
+        metrics.hook_called(event, record.result, record.failed)
+        return record
+
+    def _call(
         self,
         spec: HookSpec,
         event: str,

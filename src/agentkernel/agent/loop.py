@@ -61,6 +61,7 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
+from agentkernel.telemetry import metrics
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.types import JSONObject
 from agentkernel.util.fair_pool import FairPool
@@ -276,7 +277,7 @@ class AgentLoop:
         there is no new user message. The result says what the turn's LLM
         calls cost, summed (`usage`).
         """
-        tally = _Tally()
+        tally, started = _Tally(), time.perf_counter()
         result = await self._turn(
             process,
             settings,
@@ -289,6 +290,7 @@ class AgentLoop:
             tally,
         )
         result.usage, result.client_calls = tally.usage, tally.client_calls
+        metrics.turn_ended(process.template_name, result.reason, time.perf_counter() - started)
         return result
 
     async def resume(
@@ -302,7 +304,8 @@ class AgentLoop:
     ) -> LoopResult:
         """Go on with a run its process left unfinished (S25.3, resume.py); `history` is the conversation
         before it. Nothing recorded is done again; the events shown are the ones it had not shown yet."""
-        tally = _Tally()
+        tally, started = _Tally(), time.perf_counter()
+        metrics.run_resumed()
         if self.dispatcher.home is not None:
             self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = replace(process.caller(self.services), hooks=_call_hooks(settings))
@@ -327,6 +330,7 @@ class AgentLoop:
             process, settings, caller, history, prompt, emit, stop, TurnOptions(), tally, shape, progress
         )
         result.usage = tally.usage
+        metrics.turn_ended(process.template_name, result.reason, time.perf_counter() - started)
         return result
 
     async def _turn(

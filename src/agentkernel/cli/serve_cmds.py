@@ -7,7 +7,10 @@ are imported when `serve` runs, so every other command starts without them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.cli.common import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, load_kernel, port_number
@@ -109,7 +112,7 @@ def _supervise(options: argparse.Namespace, kernel: Kernel, sock: socket.socket)
     from agentkernel.server.serving import url_of
     from agentkernel.server.workers import Supervisor, WorkerFailed
 
-    config_path = kernel.config.path
+    config_path, data_dir = kernel.config.path, kernel.config.data_dir
     stop_secs = 2 * kernel.config.server.shutdown_grace_secs
     if not kernel.config.server.mcp_stateless:
         print(
@@ -131,13 +134,34 @@ def _supervise(options: argparse.Namespace, kernel: Kernel, sock: socket.socket)
         return [*argv, "--listen-fd", str(listen_fd), "--link-fd", str(link_fd), "--worker-index", str(index)]
 
     supervisor = Supervisor(sock, options.workers, command, stop_secs)
-    try:
-        supervisor.start()
-    except WorkerFailed as exc:
-        print(f"agentkernel serve: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    print(f"agentkernel: serving on {url_of(sock)} with {options.workers} workers (Ctrl-C stops)", flush=True)
-    return supervisor.run()
+    with _shared_metrics(data_dir):
+        try:
+            supervisor.start()
+        except WorkerFailed as exc:
+            print(f"agentkernel serve: {exc}", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        shown = f"agentkernel: serving on {url_of(sock)} with {options.workers} workers (Ctrl-C stops)"
+        print(shown, flush=True)
+        return supervisor.run()
+
+
+@contextlib.contextmanager
+def _shared_metrics(data_dir: Path) -> Iterator[None]:
+    """The workers' metrics folder (S26.2), named to them in PROMETHEUS_MULTIPROC_DIR, so /metrics shows
+    every worker's figures; one the environment names already is the operator's, used as it is."""
+    import os
+
+    from agentkernel.telemetry.metrics_folder import MULTIPROCESS_ENV, metrics_folder
+
+    if os.environ.get(MULTIPROCESS_ENV):
+        yield
+        return
+    with metrics_folder(data_dir) as folder:
+        os.environ[MULTIPROCESS_ENV] = str(folder)
+        try:
+            yield
+        finally:
+            del os.environ[MULTIPROCESS_ENV]
 
 
 def _serve_worker(options: argparse.Namespace) -> int:

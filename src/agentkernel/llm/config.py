@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from agentkernel.config.sections import LLMConfig, parse_llm_config
 from agentkernel.llm.base import Provider
+from agentkernel.llm.measured import MeasuredProvider
 
 log = logging.getLogger("agentkernel.llm")
 
@@ -64,7 +65,7 @@ def build_provider(config: LLMConfig, environ: Mapping[str, str] = os.environ) -
     from agentkernel.llm.limited import LimitedProvider  # aiologic: paid when an LLM is used
 
     chain = [(p.label, _BUILDERS[p.provider](p, _api_key(p, environ))) for p in config.chain()]
-    return LimitedProvider(FallbackProvider(chain), config.max_concurrency)
+    return LimitedProvider(MeasuredProvider(FallbackProvider(chain), config.model), config.max_concurrency)
 
 
 __all__ = ["LLMConfig", "build_provider", "parse_llm_config", "read_api_key"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from agentkernel.helpers.table import HelperTable, ScriptCall
 from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
 from agentkernel.services.confined import read_module
+from agentkernel.telemetry import metrics
 from agentkernel.types import JSONValue, NoValue
 
 
@@ -139,7 +141,11 @@ class ScriptHost:
         budget = _budget_of(call)
         engine, compiled = self.compile(path, budget.deadline)
         binding = TableBinding(self.helpers, call)
-        return engine.call(compiled, function, args, optional, binding, budget)
+        started = time.perf_counter()
+        try:
+            return engine.call(compiled, function, args, optional, binding, budget)
+        finally:
+            metrics.script_ran(engine.name, time.perf_counter() - started)
 
     def defined_functions(self, path: Path, names: Iterable[str], call: ScriptCall) -> frozenset[str]:
         """Which of `names` the script defines; its top level runs within the call's budget."""

@@ -39,6 +39,7 @@ from agentkernel.server.routes import (
     health,
     llm,
     memory,
+    metrics,
     openai,
     page,
     runs,
@@ -52,6 +53,7 @@ from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.work_leases import SharedUserWork
+from agentkernel.telemetry import metrics as counted
 from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
@@ -64,6 +66,7 @@ def sessions_path(kernel: Kernel) -> Path:
 def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:
     """The app; `settings` default to kernel.yaml's `server:` section; `check_llm`: warn at start-up."""
     chosen = settings or kernel.config.server
+    counted.start()  # the metrics count from here on (S26.2; a CLI command never pays for them)
 
     def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
         # resume: a session opened again after a restart goes on with its conversation
@@ -144,6 +147,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
     app.include_router(usage.router)  # S26.3
+    app.include_router(metrics.router)  # a token unless telemetry.metrics_public (S26.2)
     app.include_router(approval_links.router)  # no bearer token: the URL's own token is the credential
     for path in (MCP_PATH, MCP_PATH + "/{template}"):
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))

@@ -25,6 +25,8 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.exceptions import HTTPException
 
+from agentkernel.telemetry import metrics
+
 SETTING = "server.max_mcp_sessions_per_user"
 TOO_MANY_SESSIONS = 429
 
@@ -44,6 +46,7 @@ class PerUserSessions(StreamableHTTPSessionManager):
         if requestor is not None:
             held = sum(1 for owner in self._session_owners.values() if owner == requestor)
             if held >= self._max_per_user:
+                metrics.cap_refused(SETTING)
                 raise HTTPException(
                     TOO_MANY_SESSIONS,
                     f"user {requestor['client_id']!r} has {held} MCP sessions open, the most {SETTING} "

@@ -383,6 +383,14 @@ class Approvals(SqliteStore):
             ).fetchall()
         return [_approval(row) for row in rows]
 
+    def count_pending(self) -> int:
+        """How many approvals wait for a decision now, every user's (the `/metrics` gauge, S26.2)."""
+        with self._reading() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM {TABLE} WHERE status = '{PENDING}' AND expires_at > ?", (time.time(),)
+            ).fetchone()
+        return int(row[0])
+
     def pending_of_run(self, run_id: str) -> list[Approval]:
         """The run's approvals still `pending` (past their expiry too, until `expire_due` marks them)."""
         with self._reading() as conn:

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from agentkernel.services.cron import CronService, RunOutcome
 from agentkernel.services.cron_jobs import Sink
 from agentkernel.services.cron_store import Claim
+from agentkernel.telemetry import metrics
 
 log = logging.getLogger("agentkernel.cron")
 
@@ -127,6 +128,7 @@ class CronScheduler:
         """One due time: run it (or skip a misfire), record the outcome, deliver it to every sink."""
         store = self.service.store
         if claim.misfired:
+            metrics.cron_ran("skipped")
             await asyncio.to_thread(store.release, claim, self.id)
             self._free_again(claim)
             log.info(
@@ -137,9 +139,12 @@ class CronScheduler:
             )
             return
         fired_at = time.time()
+        counted = "failed"  # the run's outcome in the metrics (S26.2)
         try:
             outcome = await asyncio.wait_for(self.run_job(claim), self.settings.run_timeout_secs)
+            counted = "ok" if outcome.ok else counted
         except TimeoutError:
+            counted = "timeout"
             outcome = RunOutcome(
                 False,
                 error=f"the run took longer than cron.run_timeout_secs "
@@ -151,6 +156,7 @@ class CronScheduler:
         except Exception as exc:  # a bug of the run must not end the scheduler
             log.exception("cron %s/%s: the run failed", claim.owner, claim.name)
             outcome = RunOutcome(False, error=f"the run failed: {exc}")
+        metrics.cron_ran(counted, fired_at - claim.scheduled_at)
         await asyncio.to_thread(
             store.finish, claim, self.id, ran_at=fired_at, ok=outcome.ok, error=outcome.error
         )

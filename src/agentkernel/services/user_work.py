@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.telemetry import metrics
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class TooMuchWork(AgentKernelError):
 
     def __init__(self, user_id: str, cap: Cap, running: int) -> None:
         super().__init__(cap.refusal(user_id, running))
+        metrics.cap_refused(cap.setting)  # every refusal is made here (S26.2)
         self.cap = cap
         self.running = running
         self.limit = cap.limit

@@ -33,6 +33,7 @@ from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
+from agentkernel.telemetry import metrics
 from agentkernel.tools.call_guard import BeforeCall, CallGuard, Entries, ToolCallFacts
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool
@@ -221,6 +222,7 @@ class Dispatcher:
             return self.run_vetted(found, caller)
         if isinstance(found, ToolResult):
             self.history.record(caller, name, found)
+            _count(name, found)
         return found
 
     def before_handing(self, call: ToolCallFacts, caller: Caller) -> BeforeCall:
@@ -250,6 +252,7 @@ class Dispatcher:
         result = self._safely(name, dispatch)
         assert isinstance(result, ToolResult)
         self.history.record(caller, name, result)
+        _count(name, result)
         log.debug(
             "tool %s: success=%s in %.2f ms",
             name,
@@ -415,6 +418,13 @@ class Dispatcher:
             max_visual_chars=self.limits.max_visual_chars,
             max_result_chars=self.limits.max_result_chars,
         )
+
+
+def _count(name: str, result: ToolResult) -> None:
+    """The call in the metrics (S26.2): by its tool's name, or `unknown` for a name no tool has (an LLM's
+    invention must not become a label)."""
+    unknown = not result.success and result.error == f"unknown tool {name!r}"
+    metrics.tool_called("unknown" if unknown else name, result.success)
 
 
 def _hooked(result: ToolResult, notices: tuple[str, ...], entries: Entries) -> ToolResult:

@@ -13,11 +13,13 @@ every server process.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable
 from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import BeforeValidator
 
 from agentkernel.config.server import USER_ID
 from agentkernel.ports import UsageRow, UsageStore
@@ -32,14 +34,26 @@ MOST_ROWS = 50_000  # ledger rows one request may read (a row: one user, day, te
 Group = Literal["day", "template", "model"]
 
 
-@router.get("/v1/usage")
+def _written_as_a_day(value: object) -> object:
+    """Only YYYY-MM-DD is a day here: pydantic would also take a number as a timestamp (`until=0`)."""
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        raise ValueError(f"{value!r} is not a day (YYYY-MM-DD)")
+    return value
+
+
+Day = Annotated[date, BeforeValidator(_written_as_a_day)]
+
+
+@router.get("/v1/usage", responses=documented(403, 422))
 async def usage(
     user: User,
     parts: Parts,
     since: Annotated[
-        date | None, Query(description="the first UTC day, YYYY-MM-DD; default: the 1st of `until`'s month")
+        Day | None, Query(description="the first UTC day, YYYY-MM-DD; default: the 1st of `until`'s month")
     ] = None,
-    until: Annotated[date | None, Query(description="the last UTC day, inclusive; default: today")] = None,
+    until: Annotated[
+        Day | None, Query(description="the last UTC day, YYYY-MM-DD, inclusive; default: today")
+    ] = None,
     template: Annotated[str | None, Query(max_length=200, description="only this template's calls")] = None,
     model: Annotated[str | None, Query(max_length=200, description="only this model's calls")] = None,
     group: Annotated[Group | None, Query(description="sum the rows by day, template or model")] = None,
