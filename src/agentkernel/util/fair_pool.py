@@ -10,7 +10,9 @@ two dozen slow tool runs take that many workers, and the rest of theirs
 wait in their own queue while other users' calls go on.
 
 Who is calling travels with each call (`submit(key, …)`, the Caller's user
-id), never in a thread-local (DESIGN rule 3).
+id), never in a thread-local (DESIGN rule 3). A call runs in a copy of its
+submitter's context variables, as `asyncio.to_thread` runs one: the span
+it is part of (telemetry/spans.py) is the one its caller was in.
 
 Nested calls never come here: `call_tool` runs on its caller's thread, and
 a sub-agent's tools and hooks get a pool of their own (agent/
@@ -25,6 +27,7 @@ the running ones finish within their own deadlines.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -44,6 +47,7 @@ class _Call:
     future: Future[Any]
     function: Callable[..., Any]
     args: tuple[Any, ...]
+    context: contextvars.Context  # the submitter's context variables, copied
     outcome: tuple[bool, Any] | None = None  # (raised, the result or exception), once computed
 
     def run(self) -> None:
@@ -56,7 +60,7 @@ class _Call:
         if not self.future.set_running_or_notify_cancel():
             return
         try:
-            self.outcome = (False, self.function(*self.args))
+            self.outcome = (False, self.context.run(self.function, *self.args))
         except BaseException as exc:
             self.outcome = (True, exc)
 
@@ -110,7 +114,7 @@ class FairPool:
         from the queue. RuntimeError after `shutdown`.
         """
         future: Future[T] = Future()
-        call = _Call(future, function, args)
+        call = _Call(future, function, args, contextvars.copy_context())
         if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
             call.run()
             return future
