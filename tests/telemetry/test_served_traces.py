@@ -12,22 +12,26 @@ out unless asked; no secret reaches any attribute.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from agentkernel.config.server import token_hash
-from tests.conftest import ctrl_c_default
+from tests.conftest import ctrl_c_default, wait_until
 from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply
-from tests.fakes.openai_server import Turn
+from tests.fakes.openai_server import Exchange, Turn
 from tests.fakes.otlp import Received, Span, by_id, children, grpc_receiver, http_receiver
 from tests.server.conftest import make_project, script_tool, write
 
@@ -103,6 +107,17 @@ class Served:
         line = self.process.stdout.readline()
         assert line.startswith("agentkernel: serving on http://127.0.0.1:"), (line, log.read_text())
         self.url = line.split()[3]
+
+    def start(self, text: str) -> str:
+        """A session of `traced`, a message sent and left streaming (its response never read); the run."""
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        client = httpx.Client(base_url=self.url, headers=auth, timeout=WAIT_SECS)
+        session = client.post("/v1/sessions", json={"template": "traced"})
+        assert session.status_code == 201, session.text
+        path = f"/v1/sessions/{session.json()['id']}/messages"
+        stream = client.send(client.build_request("POST", path, json={"content": text}), stream=True)
+        assert stream.status_code == 200, stream.read()
+        return stream.headers["x-run-id"]
 
     def turn(self, text: str, headers: dict[str, str] | None = None) -> str:
         """A session of `traced`, one message answered; the run's id."""
@@ -265,5 +280,56 @@ def test_the_grpc_exporter_sends_the_same_trace(tmp_path: Path, llm: FakeLLMServ
     assert one(spans, "execute_tool upper").parent_id == run.span_id
 
 
-def attributes_of(spans: list[Span]) -> list[dict[str, Any]]:
-    return [s.attributes for s in spans]
+def test_a_run_resumed_after_its_server_died_joins_its_trace(tmp_path: Path) -> None:
+    """A's run is killed (SIGKILL) during its first LLM call; B resumes it: B's `invoke_agent` is in the
+    trace A's run began (kept with the run in the store), under A's run's span."""
+    gate = threading.Event()
+    with FakeLLMServer(max_requests=200) as llm, http_receiver() as (endpoint, received):
+        llm.add(Held(gate), Reply(tool_calls=(FakeToolCall("upper", '{"text": "hi"}', id="call_up"),)))
+        llm.add(Reply(text="resumed answer"))
+        root = project(tmp_path / "project", llm, f"telemetry:\n  endpoint: {endpoint}\n")
+        config = root / "config" / "kernel.yaml"
+        config.write_text(config.read_text().replace("server:\n", "server:\n  turn_lease_secs: 1\n"))
+        a = Served(root, tmp_path / "a.log")
+        try:
+            run_id = a.start("say hi")
+            wait_until(lambda: len(chat_requests(llm)) == 1, "A's run to reach the LLM")
+            a.process.send_signal(signal.SIGKILL)
+            a.process.wait()
+        finally:
+            gate.set()
+        with contextlib.closing(sqlite3.connect(root / "data" / "messages.db")) as db:
+            (kept,) = db.execute("SELECT traceparent FROM runs WHERE id = ?", (run_id,)).fetchone()
+        _, trace_id, run_span, _ = kept.split("-")
+        assert chat_requests(llm)[0].headers["traceparent"].split("-")[1] == trace_id
+        b = Served(root, tmp_path / "b.log")
+        try:
+            spans = received.wait_for(
+                lambda spans: (
+                    any(s.attributes.get("agentkernel.run.resumed") for s in spans)
+                    and any(s.name == "execute_tool upper" for s in spans)
+                ),
+                "the resumed run's spans",
+            )
+        finally:
+            b.stop()
+    resumed = next(s for s in spans if s.attributes.get("agentkernel.run.resumed"))
+    assert (resumed.trace_id, resumed.parent_id) == (trace_id, run_span)
+    assert resumed.attributes["agentkernel.run.id"] == run_id
+    assert one(spans, "execute_tool upper").trace_id == trace_id
+
+
+def chat_requests(llm: FakeLLMServer) -> list[RecordedRequest]:
+    return [r for r in llm.requests if r.path.endswith("/chat/completions")]
+
+
+@dataclass(frozen=True)
+class Held:
+    """An LLM answer that waits until the test opens `gate`."""
+
+    gate: threading.Event
+    reply: Reply = field(default_factory=lambda: Reply(text="after the gate"))
+
+    def answer(self, exchange: Exchange) -> None:
+        self.gate.wait()
+        self.reply.answer(exchange)
