@@ -743,7 +743,7 @@ class AgentLoop:
             )
             model = request.model or self.default_model  # what the provider asks for when none is named
             with genai.chat(model, max_tokens, settings.temperature) as traced:
-                if traced.recording:
+                if genai.capturing():
                     traced.set({"gen_ai.input.messages": genai.content(_message_contents(messages))})
                 completion = await self._complete(request, emit, streamed, quiet)
                 _answered_span(traced, completion)
@@ -873,9 +873,10 @@ def _answered_span(traced: Traced, completion: Completion) -> None:
             "gen_ai.usage.output_tokens": completion.usage.completion_tokens,
             "gen_ai.response.finish_reasons": (completion.finish_reason or "unknown",),
             "agentkernel.llm.provider": completion.provider,
-            "gen_ai.output.messages": genai.content(_message_contents([completion.message()])),
         }
     )
+    if genai.capturing():
+        traced.set({"gen_ai.output.messages": genai.content(_message_contents([completion.message()]))})
 
 
 def _message_contents(messages: Sequence[ChatMessage]) -> list[JSONObject]:
