@@ -50,6 +50,25 @@ function run(args) { var s = env_var('MY_SECRET'); return args.text.toUpperCase(
 """
 
 
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+MCP_CALL = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "upper", "arguments": {"text": "hi"}},
+}
+
+
 def answer(request: RecordedRequest) -> Turn:
     """A tool call first; once its result is in the conversation, the answer."""
     messages = (request.body or {}).get("messages", [])
@@ -67,7 +86,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 def project(root: Path, llm: FakeLLMServer, telemetry: str) -> Path:
     """Tool `upper` (reads a secret variable), hook `watch` on it, template `traced`; `telemetry` YAML."""
-    extra = f'server:\n  tokens:\n    "{token_hash(TOKEN)}": alice\n{telemetry}'
+    extra = f'server:\n  mcp_stateless: true\n  tokens:\n    "{token_hash(TOKEN)}": alice\n{telemetry}'
     make_project(root, llm, extra)
     config = root / "config" / "kernel.yaml"
     config.write_text(
@@ -224,6 +243,34 @@ def test_a_callers_traceparent_is_continued(served: tuple[Served, Received]) -> 
     assert (run.trace_id, run.parent_id) == (CALLER_TRACE, CALLER_SPAN)
     assert {s.trace_id for s in spans} == {CALLER_TRACE}
     assert by_id(spans)[one(spans, "execute_tool upper").parent_id] == run
+
+
+def test_a_tool_run_over_the_api_and_over_mcp_continues_the_caller_s_trace(
+    served: tuple[Served, Received],
+) -> None:
+    """POST /v1/tools/upper/run and an MCP `tools/call` at /mcp, each with a caller's traceparent: each
+    call's `execute_tool` is a child of the caller's span, its hook under it."""
+    server, received = served
+    spans_of = {"panel": "0af7651916cd43dd8448eb211c8031aa", "mcp_client": "0af7651916cd43dd8448eb211c8031bb"}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=WAIT_SECS) as client:
+        ran = client.post(
+            "/v1/tools/upper/run",
+            json={"args": {"text": "hi"}},
+            headers={"traceparent": f"00-{spans_of['panel']}-{CALLER_SPAN}-01"},
+        )
+        assert ran.status_code == 200, ran.text
+        mcp = {**MCP_ACCEPT, "traceparent": f"00-{spans_of['mcp_client']}-{CALLER_SPAN}-01"}
+        assert client.post("/mcp", json=MCP_INITIALIZE, headers=mcp).status_code == 200
+        called = client.post("/mcp", json=MCP_CALL, headers=mcp)
+        assert called.status_code == 200 and "HI" in called.text, called.text
+    spans = received.wait_for(
+        lambda spans: {s.trace_id for s in spans if s.name == "execute_tool upper"} >= set(spans_of.values()),
+        "the two calls' spans",
+    )
+    for origin, trace_id in spans_of.items():
+        tool = next(s for s in spans if s.name == "execute_tool upper" and s.trace_id == trace_id)
+        assert (tool.parent_id, tool.attributes["agentkernel.tool.origin"]) == (CALLER_SPAN, origin)
 
 
 def test_no_secret_reaches_any_span(served: tuple[Served, Received]) -> None:
