@@ -80,7 +80,7 @@ class _Live:
     its two layers of generator context managers cost more than the span.
     """
 
-    __slots__ = ("_span", "_token")
+    __slots__ = ("_api", "_span", "_token")
 
     def __init__(
         self,
@@ -90,32 +90,27 @@ class _Live:
         client: bool,
         parent: Context | None,
     ) -> None:
-        from opentelemetry.trace import SpanKind
-
-        kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
+        api = self._api = tracing.api
+        kind = api.client if client else api.internal
         self._span: Span = tracing.tracer.start_span(
             name, context=parent, kind=kind, attributes=_kept(attributes), record_exception=False
         )
         self._token: object = None
 
     def __enter__(self) -> Traced:
-        from opentelemetry import context, trace
-
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        self._token = self._api.attach(self._api.in_context(self._span))
         return Traced(self._span)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        from opentelemetry import context
-
         if kind is not None:  # its type only: an exception's text may quote what a span must not carry
             from opentelemetry.trace import Status, StatusCode
 
             self._span.set_attribute("error.type", kind.__name__)
             self._span.set_status(Status(StatusCode.ERROR))
         self._span.end()
-        context.detach(self._token)  # type: ignore[arg-type]
+        self._api.detach(self._token)
 
 
 def span(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,19 @@ class Tracing:
     tracer: Tracer
     capture_content: bool
     record_user_ids: bool
+    api: Api
     users: int = 1  # the kernels (servers) that started it and have not closed it yet
+
+
+@dataclass(frozen=True)
+class Api:
+    """The few OpenTelemetry functions a span needs, looked up once (spans.py makes one a block)."""
+
+    attach: Callable[[Any], Any]
+    detach: Callable[[Any], None]
+    in_context: Callable[[Any], Any]
+    internal: Any
+    client: Any
 
 
 _lock = threading.Lock()
@@ -125,11 +137,21 @@ def _made(settings: TelemetrySettings, environ: Mapping[str, str] | None) -> Tra
     service = settings.service_name or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(BatchSpanProcessor(_exporter(settings, environ)))
+    from opentelemetry import context, trace
+
+    api = Api(
+        context.attach,
+        context.detach,
+        trace.set_span_in_context,
+        trace.SpanKind.INTERNAL,
+        trace.SpanKind.CLIENT,
+    )
     return Tracing(
         provider,
         provider.get_tracer(SCOPE),
         capture_content=settings.capture_content,
         record_user_ids=settings.record_user_ids,
+        api=api,
     )
 
 
@@ -155,4 +177,4 @@ def http_traces_url(endpoint: str) -> str:
     return base if base.endswith(HTTP_TRACES_PATH) else base + HTTP_TRACES_PATH
 
 
-__all__ = ["Tracing", "active", "close", "flush", "http_traces_url", "protocol", "start", "wanted"]
+__all__ = ["Api", "Tracing", "active", "close", "flush", "http_traces_url", "protocol", "start", "wanted"]
