@@ -146,7 +146,7 @@ FIGURES: dict[str, list[str]] = {
     "telemetry.py": [
         rf"^\s+telemetry off\s+CPU p50 {NUMBER} ms a turn$",
         rf"^\s+OTLP exporter on \(HTTP, batching\)\s+CPU p50 {NUMBER} ms a turn$",
-        rf"^\s+spans received: \d+ \(5\.0 a turn\)$",
+        r"^\s+spans received: \d+ \(5\.0 a turn\)$",
         rf"^exporter on / off, p50 of the pairs: {NUMBER}x \(target <= 1\.10x\): (PASS|MISS)$",
     ],
     "helpers.py": [
