@@ -69,11 +69,22 @@ MCP_CALL = {
 }
 
 
+DELEGATE = """
+function run(args) { return run_subagent({task: 'the inner task', template: 'traced', tools: []}).answer; }
+"""
+
+
 def answer(request: RecordedRequest) -> Turn:
-    """A tool call first; once its result is in the conversation, the answer."""
+    """A tool call first (`delegate` when asked to delegate); once its result is in, the answer. A
+    sub-agent's task is answered at once."""
     messages = (request.body or {}).get("messages", [])
+    said = json.dumps(messages)
+    if "the inner task" in said and not any(m.get("role") == "tool" for m in messages):
+        return Reply(text="the inner answer")
     if any(m.get("role") == "tool" for m in messages):
         return Reply(text="the answer is HI")
+    if "delegate" in said:
+        return Reply(tool_calls=(FakeToolCall("delegate", "{}", id="call_dl"),))
     return Reply(tool_calls=(FakeToolCall("upper", '{"text": "hi"}', id="call_up"),))
 
 
@@ -94,6 +105,11 @@ def project(root: Path, llm: FakeLLMServer, telemetry: str) -> Path:
     )
     text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     script_tool(root / "config" / "scripts" / "tools", "upper", UPPER, parameters=text)
+    script_tool(root / "config" / "scripts" / "tools", "delegate", DELEGATE)
+    write(
+        root / "config" / "templates" / "boss.yaml",
+        "name: boss\ninstructions: Delegate.\ntools: [delegate]\n",
+    )
     hooks = root / "config" / "scripts" / "hooks"
     write(hooks / "watch.js", WATCH)
     write(hooks / "watch.yaml", "kind: script_hook\nname: watch\nscript: watch.js\n")
@@ -138,11 +154,11 @@ class Served:
         assert stream.status_code == 200, stream.read()
         return stream.headers["x-run-id"]
 
-    def turn(self, text: str, headers: dict[str, str] | None = None) -> str:
-        """A session of `traced`, one message answered; the run's id."""
+    def turn(self, text: str, headers: dict[str, str] | None = None, template: str = "traced") -> str:
+        """A session of `template`, one message answered; the run's id."""
         auth = {"Authorization": f"Bearer {TOKEN}", **(headers or {})}
         with httpx.Client(base_url=self.url, headers=auth, timeout=WAIT_SECS) as client:
-            session = client.post("/v1/sessions", json={"template": "traced"})
+            session = client.post("/v1/sessions", json={"template": template})
             assert session.status_code == 201, session.text
             sent = client.post(f"/v1/sessions/{session.json()['id']}/messages", json={"content": text})
             assert sent.status_code == 200, sent.text
@@ -271,6 +287,23 @@ def test_a_tool_run_over_the_api_and_over_mcp_continues_the_caller_s_trace(
     for origin, trace_id in spans_of.items():
         tool = next(s for s in spans if s.name == "execute_tool upper" and s.trace_id == trace_id)
         assert (tool.parent_id, tool.attributes["agentkernel.tool.origin"]) == (CALLER_SPAN, origin)
+
+
+def test_a_sub_agent_s_run_nests_under_the_tool_call_that_started_it(served: tuple[Served, Received]) -> None:
+    server, received = served
+    run_id = server.turn("delegate this", template="boss")
+    spans = received.wait_for(
+        lambda spans: (
+            any(s.name == "invoke_agent traced" for s in spans)
+            and any(s.attributes.get("agentkernel.run.id") == run_id for s in spans)
+        ),
+        "the run and its sub-agent's",
+    )
+    boss = next(s for s in spans if s.attributes.get("agentkernel.run.id") == run_id)
+    call = one(children(spans, boss), "execute_tool delegate")
+    inner = one(children(spans, call), "invoke_agent traced")
+    assert inner.attributes["gen_ai.agent.name"] == "traced" and inner.trace_id == boss.trace_id
+    assert [s.name for s in children(spans, inner)] == ["chat fake"]
 
 
 def test_no_secret_reaches_any_span(served: tuple[Served, Received]) -> None:
