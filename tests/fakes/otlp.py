@@ -9,12 +9,14 @@ never for a time.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -24,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 WAIT_SECS = 60.0  # an upper bound for spans to arrive, never a measured time
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -137,25 +140,34 @@ def http_receiver() -> Iterator[tuple[str, Received]]:
 
 @contextmanager
 def grpc_receiver() -> Iterator[tuple[str, Received]]:
-    """An OTLP/gRPC receiver (insecure, loopback): its endpoint and what it received."""
-    import grpc  # type: ignore[import-untyped]
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+    """An OTLP/gRPC receiver (insecure, loopback): its endpoint and what it received.
 
-    received = Received()
-
-    class Service(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
-            received.take(request, dict(context.invocation_metadata()))
-            return ExportTraceServiceResponse()
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}", received
-    finally:
-        server.stop(None)
+    The gRPC server runs in a child process (otlp_grpc.py) relaying each
+    export to an HTTP receiver here: gRPC's threads in the test process
+    would break every later fork of it (a server started with `preexec_fn`).
+    """
+    with http_receiver() as (http_endpoint, received):
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.otlp_grpc", http_endpoint],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert relay.stdout is not None and relay.stdin is not None
+            port = relay.stdout.readline().strip()
+            assert port.isdigit(), port
+            yield f"http://127.0.0.1:{port}", received
+        finally:
+            if relay.stdin is not None:
+                relay.stdin.close()
+            try:
+                relay.wait(timeout=WAIT_SECS)
+            finally:
+                if relay.poll() is None:
+                    relay.kill()
+                    relay.wait()
 
 
 def by_id(spans: list[Span]) -> dict[str, Span]:

@@ -358,6 +358,7 @@ def test_the_grpc_exporter_sends_the_same_trace(tmp_path: Path, llm: FakeLLMServ
             server.stop()
     run = one(spans, "invoke_agent traced")
     assert one(spans, "execute_tool upper").parent_id == run.span_id
+    assert {h.get("x-received-over") for h in received.headers} == {"grpc"}  # each export came over gRPC
 
 
 def test_a_run_resumed_after_its_server_died_joins_its_trace(tmp_path: Path) -> None:
