@@ -151,6 +151,12 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+kernel bounded validator\s+p50 {NUMBER} µs",
         rf"^\s+\d+ levels\s+{NUMBER}\s+\d+\s+{NUMBER}\s+\d+$",
     ],
+    "telemetry.py": [
+        rf"^\s+telemetry off\s+CPU p50 {NUMBER} ms a turn$",
+        rf"^\s+OTLP exporter on \(HTTP, batching\)\s+CPU p50 {NUMBER} ms a turn$",
+        r"^\s+spans received: \d+ \(5\.0 a turn\)$",
+        rf"^exporter on / off, p50 of the pairs: {NUMBER}x \(target <= 1\.10x\): (PASS|MISS)$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

@@ -8,6 +8,7 @@ timeout is only the failure guard).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -200,3 +201,18 @@ def test_workers_start_on_demand_up_to_max_workers_and_end_with_the_pool(gates: 
 def test_max_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         FairPool(0)
+
+
+def test_a_call_runs_in_a_copy_of_its_submitter_s_context_variables() -> None:
+    """The span a call belongs to travels with it (telemetry/spans.py), as through asyncio.to_thread."""
+    seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="none")
+    pool = FairPool(2)
+    try:
+        token = seen.set("the submitter's")
+        try:
+            assert pool.submit("alice", seen.get).result(GUARD) == "the submitter's"
+        finally:
+            seen.reset(token)
+        assert pool.submit("alice", seen.get).result(GUARD) == "none"
+    finally:
+        pool.shutdown()

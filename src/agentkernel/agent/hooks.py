@@ -34,7 +34,7 @@ from agentkernel.errors import ScriptError
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.telemetry import metrics
+from agentkernel.telemetry import genai, metrics
 from agentkernel.types import JSONObject, JSONValue, NoValue
 from agentkernel.util.json_size import json_length
 from agentkernel.util.short_text import clip
@@ -350,6 +350,24 @@ class HookPipeline:
         Its return may have at most `limits.max_result_chars` characters of
         JSON, more than `grows_from`'s when given (`_allowance`).
         """
+        with genai.hook(spec.name, event) as traced:
+            record = self._called(spec, event, caller, args, turn, earlier, grows_from)
+            if traced.recording:
+                traced.set({"agentkernel.hook.verdict": verdict_of(record)})
+                if record.failed:
+                    traced.fail("hook_error")
+        return record
+
+    def _called(
+        self,
+        spec: HookSpec,
+        event: str,
+        caller: Caller,
+        args: Sequence[JSONValue],
+        turn: TurnFacts | None,
+        earlier: bool | None,
+        grows_from: JSONValue,
+    ) -> HookRecord:
         call = ScriptCall.limited(caller, f"hook {spec.name}", self.limits, spec.call_budget(self.limits))
         ctx = hook_ctx(caller, spec, turn, earlier)
         try:
@@ -628,6 +646,30 @@ class HookPipeline:
 
 
 _CUT = "…"
+
+
+VERDICT_KEYS = (
+    "deny",
+    "ask",
+    "reply",
+    "suppress",
+    "replace_message",
+    "replace_args",
+    "replace_result",
+    "replace_messages",
+    "inject",
+    "notice",
+)
+
+
+def verdict_of(record: HookRecord) -> str:
+    """What a hook call said, for its span: `error`, the verdict's keys (`deny`, `replace_args,notice`…),
+    or `none` — never their values, which may quote the conversation."""
+    if record.failed:
+        return "error"
+    result = record.result
+    said = [key for key in VERDICT_KEYS if isinstance(result, dict) and result.get(key) not in (None, False)]
+    return ",".join(said) or "none"
 
 
 def _denial(spec: HookSpec, reason: str) -> str:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.hooks import BeforeOutcome, HookPipeline, HookRecord, TurnFacts
@@ -61,10 +61,15 @@ from agentkernel.llm.structured import (
 from agentkernel.llm.token_bound import held_for_async
 from agentkernel.ports import Entry, Record
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.telemetry import metrics
+from agentkernel.telemetry import genai, metrics
+from agentkernel.telemetry.context import current_traceparent, remote
+from agentkernel.telemetry.spans import SpanBlock, Traced
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.types import JSONObject
 from agentkernel.util.fair_pool import FairPool
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 log = logging.getLogger("agentkernel.loop")
 T = TypeVar("T")
@@ -163,6 +168,7 @@ class RunState:
     prompt: Prompt | None
     records: Sequence[Record]
     started_call: str | None
+    traceparent: str | None = None  # the run's span as it began: a resumed run joins its trace
 
 
 @dataclass(frozen=True)
@@ -278,18 +284,20 @@ class AgentLoop:
         calls cost, summed (`usage`).
         """
         tally, started = _Tally(), time.perf_counter()
-        result = await self._turn(
-            process,
-            settings,
-            history,
-            text,
-            emit,
-            stop or asyncio.Event(),
-            unvetted,
-            options or TurnOptions(),
-            tally,
-        )
-        result.usage, result.client_calls = tally.usage, tally.client_calls
+        with self._run_span(process) as traced:
+            result = await self._turn(
+                process,
+                settings,
+                history,
+                text,
+                emit,
+                stop or asyncio.Event(),
+                unvetted,
+                options or TurnOptions(),
+                tally,
+            )
+            result.usage, result.client_calls = tally.usage, tally.client_calls
+            _ended_span(traced, result)
         metrics.turn_ended(process.template_name, result.reason, time.perf_counter() - started)
         return result
 
@@ -304,8 +312,24 @@ class AgentLoop:
     ) -> LoopResult:
         """Go on with a run its process left unfinished (S25.3, resume.py); `history` is the conversation
         before it. Nothing recorded is done again; the events shown are the ones it had not shown yet."""
-        tally, started = _Tally(), time.perf_counter()
+        started = time.perf_counter()
         metrics.run_resumed()
+        with self._run_span(process, remote(run.traceparent)) as traced:
+            result = await self._resumed(process, settings, history, run, emit, stop)
+            _ended_span(traced, result)
+        metrics.turn_ended(process.template_name, result.reason, time.perf_counter() - started)
+        return result
+
+    async def _resumed(
+        self,
+        process: Process,
+        settings: LoopSettings,
+        history: list[ChatMessage],
+        run: RunState,
+        emit: Emit,
+        stop: asyncio.Event | None,
+    ) -> LoopResult:
+        tally = _Tally()
         if self.dispatcher.home is not None:
             self.dispatcher.home.adopt(asyncio.get_running_loop())
         caller = replace(process.caller(self.services), hooks=_call_hooks(settings))
@@ -330,8 +354,19 @@ class AgentLoop:
             process, settings, caller, history, prompt, emit, stop, TurnOptions(), tally, shape, progress
         )
         result.usage = tally.usage
-        metrics.turn_ended(process.template_name, result.reason, time.perf_counter() - started)
         return result
+
+    def _run_span(self, process: Process, parent: Context | None = None) -> SpanBlock:
+        """The run's `invoke_agent` span: under `parent` (a resumed run's stored trace), else the current
+        span (a request's traceparent, or the tool call that started a sub-agent)."""
+        return genai.invoke_agent(
+            process.template_name,
+            session_id=process.session_id,
+            user_id=process.user_id,
+            run_id=self.steps.run_id(),
+            parent=parent,
+            resumed=parent is not None,
+        )
 
     async def _turn(
         self,
@@ -368,7 +403,10 @@ class AgentLoop:
                 return await self._refused(
                     process, settings, caller, message, vetted, history, emit, shape, user
                 )
+        trace = _trace_column(current_traceparent())  # kept with the run: a resumed run joins its trace
         if text is None:
+            if trace is not None:
+                self.steps.write(caller.session_id, caller.user_id, Step(), trace)
             shape = replace(base, history_messages=len(history))
             messages = [ChatMessage.system(settings.instructions), *history]
             converse = self._converse(process, settings, caller, messages, emit, stop, options, tally)
@@ -379,7 +417,7 @@ class AgentLoop:
             )
         assert user is not None
         # recorded before the hooks see it (a hook reading the transcript finds it)
-        recorded = self.steps.write(caller.session_id, caller.user_id, Step().add(user))
+        recorded = self.steps.write(caller.session_id, caller.user_id, Step().add(user), trace)
         prompt = await self._prompt(
             settings, caller, None if recorded is None else recorded[0], message, emit
         )
@@ -714,7 +752,12 @@ class AgentLoop:
                 template=process.template_name,
                 provider=settings.provider,
             )
-            completion = await self._complete(request, emit, streamed, quiet)
+            model = request.model or self.default_model  # what the provider asks for when none is named
+            with genai.chat(model, max_tokens, settings.temperature) as traced:
+                if genai.capturing():
+                    traced.set({"gen_ai.input.messages": genai.content(_message_contents(messages))})
+                completion = await self._complete(request, emit, streamed, quiet)
+                _answered_span(traced, completion)
             process.charge(completion.usage.total_tokens)
         return completion
 
@@ -815,6 +858,52 @@ class AgentLoop:
         log.warning("process %s: %s", caller.pid, text)
         shown = LoopEvent("error", {"message": text, "code": code})
         await self._commit(caller, Step().add(Entry("system", "error", text, {"code": code}), shown), emit)
+
+
+def _ended_span(traced: Traced, result: LoopResult) -> None:
+    """The run's span told how the run ended and what its LLM calls cost."""
+    traced.set(
+        {
+            "agentkernel.end_reason": result.reason.value,
+            "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": result.usage.completion_tokens,
+        }
+    )
+    if result.reason == EndReason.ERROR:
+        traced.fail("run_error")
+
+
+def _answered_span(traced: Traced, completion: Completion) -> None:
+    """An LLM call's span told the answer: its model, tokens, finish reason, the provider that gave it."""
+    if not traced.recording:
+        return
+    traced.set(
+        {
+            "gen_ai.response.model": completion.model,
+            "gen_ai.usage.input_tokens": completion.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": completion.usage.completion_tokens,
+            "gen_ai.response.finish_reasons": (completion.finish_reason or "unknown",),
+            "agentkernel.llm.provider": completion.provider,
+        }
+    )
+    if genai.capturing():
+        traced.set({"gen_ai.output.messages": genai.content(_message_contents([completion.message()]))})
+
+
+def _message_contents(messages: Sequence[ChatMessage]) -> list[JSONObject]:
+    """Messages as a span's captured contents: role, text, and the tool calls' names and arguments."""
+    shown: list[JSONObject] = []
+    for message in messages:
+        entry: JSONObject = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            entry["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+        shown.append(entry)
+    return shown
+
+
+def _trace_column(traceparent: str | None) -> dict[str, Any] | None:
+    """The run's `traceparent` column set, when the run is traced."""
+    return None if traceparent is None else {"traceparent": traceparent}
 
 
 def _unique_call_ids(completion: Completion, messages: Sequence[ChatMessage]) -> Completion:

@@ -161,7 +161,7 @@ def _where_it_stood(records: SessionRecords, run: Run) -> tuple[list[ChatMessage
             raise RunDamaged(f"run {run.id}: its record {step.id} ({step.kind}) has a meta that is not JSON")
     before = [r for r in records.records() if not steps or r.id < steps[0].id]
     prompt = None if run.prompt is None else Prompt.from_json(run.prompt)
-    return chat_messages(before), RunState(run.text, prompt, steps, run.started_call)
+    return chat_messages(before), RunState(run.text, prompt, steps, run.started_call, run.traceparent)
 
 
 __all__ = ["ChatSession"]

@@ -31,8 +31,10 @@ from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, Completion, ToolCall
 from agentkernel.ports import Entry
 from agentkernel.services.approvals import Approval
+from agentkernel.telemetry import genai
+from agentkernel.telemetry.spans import OFF, Traced
 from agentkernel.tools.call_guard import ToolCallFacts
-from agentkernel.tools.dispatch import Dispatcher, Vetted
+from agentkernel.tools.dispatch import APPROVAL_ASKED, APPROVAL_DECIDED, Dispatcher, Vetted, told
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.fair_pool import FairPool
@@ -201,27 +203,48 @@ class ToolSteps:
         """
         call = calling.call
         args, problem = parsed_arguments(call.arguments)
-        if problem is not None:
-            result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
-        else:
-            # a call the step before it did not mark started (a resumed run's first) is marked only once
-            # it is sure to run: one that waits for a person first must never look started
-            vet = functools.partial(
-                self.dispatcher.vet, call.name, args, caller, calling.origin, call.id, run=calling.marked
-            )
-            found = await self.pool.run(caller.user_id, vet)
-            if isinstance(found, Vetted) and found.ask is not None:
-                found = await self._approved(caller, found, emit, stop, calling)
-            elif isinstance(found, Vetted):
-                self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
-                found = await self.pool.run(
-                    caller.user_id, functools.partial(self.dispatcher.run_vetted, found, caller)
-                )
-            result = found
+        with genai.execute_tool(call.name, call.id, calling.origin, call.arguments) as traced:
+            if problem is not None:
+                result = ToolResult.failure(f"invalid arguments for {call.name}: {problem}")
+            else:
+                result = await self._dispatched(caller, calling, args, emit, stop, traced)
+            told(traced, result)
         return await self._settled(caller, call, result, emit, calling.following)
 
+    async def _dispatched(
+        self,
+        caller: Caller,
+        calling: _Calling,
+        args: JSONValue,
+        emit: Emit,
+        stop: asyncio.Event,
+        traced: Traced,
+    ) -> ToolResult:
+        """The call vetted, approved when a person must decide, and run, through the one dispatch path."""
+        call = calling.call
+        # a call the step before it did not mark started (a resumed run's first) is marked only once
+        # it is sure to run: one that waits for a person first must never look started
+        vet = functools.partial(
+            self.dispatcher.vet, call.name, args, caller, calling.origin, call.id, run=calling.marked
+        )
+        found = await self.pool.run(caller.user_id, vet)
+        if isinstance(found, Vetted) and found.ask is not None:
+            return await self._approved(caller, found, emit, stop, calling, traced)
+        if isinstance(found, Vetted):
+            self.steps.write(caller.session_id, caller.user_id, Step(), {"started_call": call.id})
+            return await self.pool.run(
+                caller.user_id, functools.partial(self.dispatcher.run_vetted, found, caller)
+            )
+        return found
+
     async def _approved(
-        self, caller: Caller, vetted: Vetted, emit: Emit, stop: asyncio.Event, calling: _Calling
+        self,
+        caller: Caller,
+        vetted: Vetted,
+        emit: Emit,
+        stop: asyncio.Event,
+        calling: _Calling,
+        traced: Traced = OFF,
     ) -> ToolResult:
         """The call run once a person approved it (S24.4), or its failed result saying why not.
 
@@ -242,6 +265,7 @@ class ToolSteps:
         self.steps.write(caller.session_id, caller.user_id, Step(), _waiting(call.id))
         asked = await self.pool.run(caller.user_id, functools.partial(self.gate.ask, vetted, caller, run_id))
         decision = asked.decision
+        traced.event(APPROVAL_ASKED, {"agentkernel.approval.decided_already": decision is not None})
         if decision is None:
             assert asked.approval is not None
             if not calling.asked:  # a resumed run's is recorded already
@@ -252,6 +276,7 @@ class ToolSteps:
                 raise HandedOff
             self.steps.write(caller.session_id, caller.user_id, Step(), {"waiting_call": None})
             return ToolResult.failure(NOT_RUN)
+        traced.event(APPROVAL_DECIDED, {"agentkernel.approval.approved": decision.approved})
         shown = LoopEvent(
             "approval_decided", {"call_id": call.id, "approved": decision.approved, "reason": decision.reason}
         )

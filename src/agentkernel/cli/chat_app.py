@@ -31,6 +31,7 @@ from agentkernel.config import find_kernel_config, load_kernel_config
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.llm.probe import LLMCheckFailed, LLMServer, check_llm
+from agentkernel.telemetry import tracing
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 HISTORY_FILE = "chat_history"  # in the data folder (paths.data_dir)
@@ -100,6 +101,7 @@ def run(options: argparse.Namespace) -> int:
         print(f"agentkernel chat: {exc}", file=sys.stderr)
         return EXIT_FAILED
     loop = asyncio.new_event_loop()
+    tracing.start(kernel.config.telemetry)  # the chat's runs are traces too, when traces are on (S26.1)
     try:
         return _chat(kernel, options, loop)
     except ConfigError as exc:
@@ -124,3 +126,4 @@ def _close(loop: asyncio.AbstractEventLoop, kernel: Kernel) -> None:
         loop.run_until_complete(loop.shutdown_default_executor())
     finally:
         loop.close()
+        tracing.close()  # the spans still queued are sent

@@ -27,6 +27,7 @@ class TelemetrySettings:
     """The `telemetry:` section, validated; `enabled` is False when the section is absent."""
 
     enabled: bool = False  # traces exported: the section is present (unless `enabled: false`)
+    present: bool = False  # the section is written (`enabled: false` then keeps OTEL_* variables off too)
     endpoint: str | None = None  # OTLP endpoint; None: the OTEL_EXPORTER_OTLP_* variables, else the SDK's
     protocol: str | None = None  # http/protobuf | grpc; None: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf
     service_name: str | None = None  # None: OTEL_SERVICE_NAME, else "agentkernel"
@@ -52,7 +53,7 @@ def telemetry_settings(values: Mapping[str, Any] | None, _: Where) -> TelemetryS
     """The section's settings; `values` None: the section is absent (traces off unless OTEL_* say)."""
     if values is None:
         return TelemetrySettings()
-    return TelemetrySettings(**{"enabled": True, **values})
+    return TelemetrySettings(**{"enabled": True, **values, "present": True})
 
 
 __all__ = ["OTLP_PROTOCOLS", "TELEMETRY_SCHEMA", "TelemetrySettings", "telemetry_settings"]

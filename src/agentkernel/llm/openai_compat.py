@@ -48,6 +48,7 @@ from agentkernel.llm.base import (
     ToolSchema,
     Usage,
 )
+from agentkernel.telemetry.context import inject
 from agentkernel.util.short_text import clip
 
 T = TypeVar("T")
@@ -329,6 +330,13 @@ async def _read_to_the_end(events: AsyncIterator[str]) -> None:
 # -- retries ------------------------------------------------------------------------------------------
 
 
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` with the current span's `traceparent` (S26.1): the LLM server's own spans join the run's
+    trace. Nothing is added when traces are off."""
+    inject(headers)
+    return headers
+
+
 def retry_after_secs(headers: httpx.Headers) -> float | None:
     """The server's requested wait: `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
     millis = headers.get("retry-after-ms")
@@ -474,14 +482,14 @@ class OpenAICompatProvider:
 
     async def _complete_once(self, body: bytes) -> Completion:
         try:
-            response = await self._http().post(self._url, content=body)
+            response = await self._http().post(self._url, content=body, headers=_traced({}))
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from exc
         self._raise_for_status(response)
         return self._decode(response)
 
     async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
-        headers = {"Accept": "text/event-stream"}
+        headers = _traced({"Accept": "text/event-stream"})
         try:
             async with self._http().stream("POST", self._url, content=body, headers=headers) as response:
                 if not response.is_success:

@@ -51,9 +51,11 @@ from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.tool_runs import ToolRuns
+from agentkernel.server.trace_context import TraceContext
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.work_leases import SharedUserWork
 from agentkernel.telemetry import metrics as counted
+from agentkernel.telemetry import tracing
 from agentkernel.version import __version__
 
 SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
@@ -106,6 +108,15 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        tracing.start(kernel.config.telemetry)  # this process's exporter, when traces are on (S26.1)
+        try:
+            async with _served():
+                yield
+        finally:
+            await asyncio.to_thread(tracing.close)  # the spans still queued are sent
+
+    @asynccontextmanager
+    async def _served() -> AsyncIterator[None]:
         stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
@@ -144,6 +155,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     app.state.sealing = sealing
     app.state.end_streams = mcp.end_streams  # serving.py calls it when shutdown begins
     failures.install(app, chosen.max_body_bytes)
+    app.add_middleware(TraceContext)  # a caller's traceparent continued (S26.1)
     for area in (health, sessions, runs, approvals, tools, continuations, openai, files, cron, memory, llm):
         app.include_router(area.router)
     app.include_router(usage.router)  # S26.3

@@ -426,7 +426,9 @@ def _check_session(session_id: str) -> None:
         raise ValueError("session_id must be a non-empty string")
 
 
-RUN_COLUMNS = frozenset({"status", "reason", "prompt", "started_call", "ended_at", "waiting_call"})
+RUN_COLUMNS = frozenset(
+    {"status", "reason", "prompt", "started_call", "ended_at", "waiting_call", "traceparent"}
+)
 """The run's columns a step may set (`append_step`'s `run_update`)."""
 
 

@@ -48,7 +48,7 @@ BUSY_TIMEOUT_SECS = 10.0
 RUNNING, ENDED = "running", "ended"
 
 _SCHEMA = Schema(
-    version=3,
+    version=4,
     upgrades={
         1: (
             f"""CREATE TABLE {TABLE} (
@@ -89,10 +89,12 @@ _SCHEMA = Schema(
         # a run waiting for a person's decision on a call (S24.4): still its session's, not counted
         # as one of its user's running turns
         3: (f"ALTER TABLE {RUNS} ADD COLUMN waiting_call TEXT",),
+        # the run's span as it began (W3C traceparent, S26.1): a run resumed elsewhere joins its trace
+        4: (f"ALTER TABLE {RUNS} ADD COLUMN traceparent TEXT",),
     },
     too_new=lambda found: AgentKernelError(
         f"the turn leases in the message store have schema version {found}, "
-        "newer than this agentkernel knows (3)"
+        "newer than this agentkernel knows (4)"
     ),
     version_table=f"{TABLE}_schema",
 )
@@ -136,6 +138,7 @@ class Run:
     taken_over: int = 0  # how many times a process took it over from a dead one (this time included)
     template: str = ""
     waiting_call: str | None = None  # the call it waits on a person's decision for (S24.4)
+    traceparent: str | None = None  # its span as it began (S26.1), when traced
 
     @property
     def running(self) -> bool:
@@ -387,7 +390,7 @@ class TurnLeases(SqliteStore):
 
 _RUN_FIELDS = (
     "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
-    "created_at, ended_at, taken_over, template, waiting_call"
+    "created_at, ended_at, taken_over, template, waiting_call, traceparent"
 )
 
 _COUNTED = (
@@ -438,6 +441,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         int(row[13]),
         str(row[14]),
         row[15],
+        row[16],
     )
 
 

@@ -27,6 +27,8 @@ from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from agentkernel.telemetry.tracing import active
+
 TRACER_NAME = "agentkernel"
 REDACTED = "[REDACTED]"
 TRACE_HEADERS = ("traceparent", "tracestate")
@@ -45,8 +47,10 @@ def capture_content(on: bool) -> None:
 
 
 def content_captured() -> bool:
-    """`telemetry.capture_content` as the kernel last set it (False by default)."""
-    return _content[0]
+    """`telemetry.capture_content`: the running tracing's (tracing.py), else as the kernel last set it
+    (False by default)."""
+    tracing = active()
+    return tracing.capture_content if tracing is not None else _content[0]
 
 
 class HelperSpan:
@@ -98,7 +102,9 @@ def helper_span(name: str, *, client: bool, secrets: Callable[[], Iterable[str]]
     """
     if not trace.get_current_span().is_recording():  # telemetry off, sampled out, or outside any trace
         return None
-    span = _tracer(trace.get_tracer_provider()).start_span(
+    tracing = active()  # the kernel's own provider (tracing.py), else a host application's global one
+    tracer = tracing.tracer if tracing is not None else _tracer(trace.get_tracer_provider())
+    span = tracer.start_span(
         name,
         kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
         attributes={"agentkernel.helper": name},

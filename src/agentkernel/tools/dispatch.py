@@ -33,7 +33,8 @@ from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.telemetry import metrics
+from agentkernel.telemetry import genai, metrics
+from agentkernel.telemetry.spans import Traced, current
 from agentkernel.tools.call_guard import BeforeCall, CallGuard, Entries, ToolCallFacts
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.isolated import WorkerPool
@@ -49,6 +50,8 @@ MAX_REPORTED_ARG_ERRORS = 3
 MAX_COUNTED_ARG_ERRORS = 100  # errors of one call's arguments counted for "and N more"; past it, "more than"
 MIN_NESTED_STACK_BYTES = 64 << 10  # the least JS stack a nested call gets (limits.stack_limit_kb's minimum)
 MIN_NESTED_MEMORY_BYTES = 8 << 20  # the least memory a nested call gets, however deep
+APPROVAL_ASKED = "agentkernel.approval.asked"  # the events of a call's span while a person decides
+APPROVAL_DECIDED = "agentkernel.approval.decided"
 
 
 def depth_refusal(name: str, caller: Caller, limits: KernelLimits) -> str | None:
@@ -190,9 +193,12 @@ class Dispatcher:
         must approve waits for the decision at the desk, unless the caller is that person (`approved`)."""
         facts = ToolCallFacts(call_id, name, args, origin)
         given = _BY_THE_CALLER if approved else None
-        return self._protected(
-            name, lambda: self._decided(self._vet(name, facts, caller), caller, given), caller
-        )
+        with genai.execute_tool(name, call_id, origin, args) as traced:
+            result = self._protected(
+                name, lambda: self._decided(self._vet(name, facts, caller), caller, given), caller
+            )
+            told(traced, result)
+        return result
 
     def call_spec(
         self,
@@ -206,9 +212,12 @@ class Dispatcher:
         """Dispatch a tool loaded from a file outside the registry (`tool run PATH.yaml`)."""
         facts = ToolCallFacts("", spec.name, args, origin)
         given = _BY_THE_CALLER if approved else None
-        return self._protected(
-            spec.name, lambda: self._decided(self._vet_spec(spec, facts, caller), caller, given), caller
-        )
+        with genai.execute_tool(spec.name, "", origin, args) as traced:
+            result = self._protected(
+                spec.name, lambda: self._decided(self._vet_spec(spec, facts, caller), caller, given), caller
+            )
+            told(traced, result)
+        return result
 
     def vet(
         self, name: str, args: JSONValue, caller: Caller, origin: str, call_id: str, *, run: bool = True
@@ -296,14 +305,33 @@ class Dispatcher:
         user = caller.user_id
         if asker is None:
             return await workers.run(user, functools.partial(self.call, name, args, caller, origin))
+        with genai.execute_tool(name, "", origin, args) as traced:
+            result = await self._asked(name, args, caller, workers, origin, asker, traced)
+            told(traced, result)
+        return result
+
+    async def _asked(
+        self,
+        name: str,
+        args: JSONValue,
+        caller: Caller,
+        workers: FairPool,
+        origin: str,
+        asker: Asker,
+        traced: Traced,
+    ) -> ToolResult:
+        """`acall`'s call with an asker: vetted, the asker awaited when a person must decide, then run."""
+        user = caller.user_id
         found = await workers.run(user, functools.partial(self.vet, name, args, caller, origin, ""))
         if isinstance(found, ToolResult):  # failed, or run at once: nobody needed asking
             return found
+        traced.event(APPROVAL_ASKED)
         try:
             decision = await asker(found, caller)
         except Exception as exc:  # an asker's bug denies the call; it must not end the caller's turn
             log.exception("tool %s: asking a person about the call failed", name)
             decision = Decision(False, reason=f"denied: asking a person failed: {type(exc).__name__}: {exc}")
+        traced.event(APPROVAL_DECIDED, {"agentkernel.approval.approved": decision.approved})
         return await workers.run(user, functools.partial(self.run_vetted, found, caller, decision))
 
     def _vet(self, name: str, facts: ToolCallFacts, caller: Caller) -> ToolResult | Vetted:
@@ -361,6 +389,8 @@ class Dispatcher:
         if isinstance(vetted, ToolResult):
             return vetted
         if vetted.ask is not None and decision is None:
+            traced = current()
+            traced.event(APPROVAL_ASKED)
             decision = (
                 self.desk.decide(vetted, caller)
                 if self.desk is not None
@@ -368,6 +398,7 @@ class Dispatcher:
                     False, reason="denied: it needs a person's approval, and nobody can be asked here"
                 )
             )
+            traced.event(APPROVAL_DECIDED, {"agentkernel.approval.approved": decision.approved})
         spec, facts = vetted.spec, vetted.call
         if decision is not None and not decision.approved:
             refused = self._failed(spec, f"tool {spec.name!r} not run: {decision.reason}")
@@ -427,6 +458,23 @@ def _count(name: str, result: ToolResult) -> None:
     metrics.tool_called("unknown" if unknown else name, result.success)
 
 
+def told(traced: Traced, result: ToolResult) -> None:
+    """A tool call's span told its outcome: `success` or `error`, its warnings (their texts, and its
+    result, only with `telemetry.capture_content`)."""
+    if not traced.recording:
+        return
+    traced.set(
+        {
+            "agentkernel.tool.outcome": "success" if result.success else "error",
+            "agentkernel.tool.warnings": len(result.warnings),
+            "agentkernel.tool.warning_texts": genai.content(result.warnings) if result.warnings else None,
+            "gen_ai.tool.call.result": genai.content(result.content),
+        }
+    )
+    if not result.success:
+        traced.fail("tool_error")
+
+
 def _hooked(result: ToolResult, notices: tuple[str, ...], entries: Entries) -> ToolResult:
     """`result` carrying what the hooks said of its call (recorded and shown with it)."""
     if notices or entries:
@@ -436,6 +484,8 @@ def _hooked(result: ToolResult, notices: tuple[str, ...], entries: Entries) -> T
 
 
 __all__ = [
+    "APPROVAL_ASKED",
+    "APPROVAL_DECIDED",
     "ApprovalDesk",
     "Asker",
     "Decision",
@@ -447,4 +497,5 @@ __all__ = [
     "nested_memory_bytes",
     "nested_stack_bytes",
     "the_caller_approves",
+    "told",
 ]

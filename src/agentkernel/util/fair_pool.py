@@ -10,10 +10,11 @@ two dozen slow tool runs take that many workers, and the rest of theirs
 wait in their own queue while other users' calls go on.
 
 Who is calling travels with each call (`submit(key, …)`, the Caller's user
-id), never in a thread-local (DESIGN rule 3). The submitter's context
-variables travel too, as with `asyncio.to_thread`: a call runs in a copy of
-them, so the span of the tool call that submitted it is the parent of the
-spans its script makes (S26.1).
+id), never in a thread-local (DESIGN rule 3). A call runs in a copy of its
+submitter's context variables, as `asyncio.to_thread` runs one: the span
+it is part of (telemetry/spans.py) is the one its caller was in, so the
+spans its script makes are that span's children (S26.1), and its log lines
+name the run (telemetry/log_lines.py).
 
 Nested calls never come here: `call_tool` runs on its caller's thread, and
 a sub-agent's tools and hooks get a pool of their own (agent/
