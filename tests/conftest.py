@@ -21,6 +21,8 @@ from tests.fakes import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ("tests.pg",)  # pg_cluster, pg_url: a throw-away PostgreSQL (S27.2)
+
 ToolFactory = Callable[..., Path]
 
 

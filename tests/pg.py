@@ -1,0 +1,142 @@
+"""A throw-away PostgreSQL for the PostgreSQL stores' tests (S27.2): Debian's `postgresql`, never a mock.
+
+`pg_cluster` (one a session) runs `initdb` and `pg_ctl` from the newest
+/usr/lib/postgresql/*/bin in a temp folder, listening on a free 127.0.0.1
+port and on a socket in that folder, with trust authentication and no
+fsync (nothing here must outlive the session); `pg_ctl start -w` returns
+once the server accepts connections, and `pg_isready` confirms it. As root
+(CI), the cluster runs as `nobody`, since PostgreSQL refuses to run as
+root. Without the binaries the tests FAIL, saying what to install: a
+silent skip would let CI pass without ever testing a store.
+
+`pg_url` (one a test) is a fresh database on that cluster, dropped after.
+Loaded by tests/conftest.py (`pytest_plugins`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+BIN_GLOB = "/usr/lib/postgresql/*/bin"
+UNPRIVILEGED = "nobody"  # who runs the cluster when the tests run as root
+SUPERUSER = "postgres"
+START_TRIES = 3  # a free port found may be taken before the server binds it
+COMMAND_SECS = 120.0
+INITDB_OPTIONS = ("--auth=trust", "--encoding=UTF8", "--no-sync")
+_numbers = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A running cluster: where it listens, and how to reach its maintenance database."""
+
+    folder: Path
+    port: int
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+
+def postgres_bin() -> Path:
+    """The newest installed PostgreSQL's bin folder; the test fails (never skips) without one."""
+    found = [p for p in Path("/").glob(BIN_GLOB.lstrip("/")) if (p / "initdb").is_file()]
+    if not found:
+        pytest.fail(
+            f"PostgreSQL is not installed (no initdb under {BIN_GLOB}): the PostgreSQL store tests need "
+            "Debian's `postgresql` package — `apt-get install postgresql` (.ci/run installs it)",
+            pytrace=False,
+        )
+    return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+
+
+def _as_owner(command: list[str]) -> list[str]:
+    """`command` run as the unprivileged user when we are root (PostgreSQL will not run as root)."""
+    return ["runuser", "-u", UNPRIVILEGED, "--", *command] if os.geteuid() == 0 else command
+
+
+def _run(command: list[str], folder: Path) -> None:
+    done = subprocess.run(
+        _as_owner(command), cwd=folder, capture_output=True, text=True, timeout=COMMAND_SECS, check=False
+    )
+    if done.returncode != 0:
+        log = folder / "server.log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(
+            f"{' '.join(command)} failed ({done.returncode}): {done.stderr}{done.stdout}{tail}"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start(bin_dir: Path, folder: Path) -> int:
+    """Start the server on a free port; the port it listens on."""
+    data = folder / "data"
+    for attempt in range(START_TRIES):
+        port = _free_port()
+        starting = [
+            "-w",
+            "-o",
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "start",
+        ]
+        try:
+            _run(
+                [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(data.parent / "server.log"), *starting],
+                folder,
+            )
+        except RuntimeError:
+            if attempt == START_TRIES - 1:
+                raise
+            continue
+        _run([str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-t", "60"], folder)
+        return port
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A PostgreSQL cluster for the session, in a temp folder, stopped (fast) at the end."""
+    bin_dir = postgres_bin()
+    folder = Path(tempfile.mkdtemp(prefix="agentkernel-pg-"))  # in /tmp: `nobody` can reach it
+    if os.geteuid() == 0:
+        shutil.chown(folder, UNPRIVILEGED)
+    started = False
+    try:
+        _run([str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", SUPERUSER, *INITDB_OPTIONS], folder)
+        port = _start(bin_dir, folder)
+        started = True
+        yield Cluster(folder, port)
+    finally:
+        if started:
+            _run([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-m", "fast", "-w", "stop"], folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    """A fresh, empty database on the session's cluster (its URL), dropped after the test."""
+    import psycopg  # only the PostgreSQL tests import it
+
+    name = f"test_{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield pg_cluster.url(name)
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+__all__ = ["Cluster", "pg_cluster", "pg_url", "postgres_bin"]
