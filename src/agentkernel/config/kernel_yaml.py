@@ -34,6 +34,7 @@ from agentkernel.config.sections import (
     state_settings,
 )
 from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
+from agentkernel.config.store import STORE_SCHEMA, StoreSettings, store_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of
 from agentkernel.config.telemetry import TELEMETRY_SCHEMA, TelemetrySettings, telemetry_settings
 from agentkernel.config.yaml_files import read_yaml_file
@@ -89,6 +90,7 @@ KERNEL_SCHEMA: Schema = {
         "approvals": APPROVALS_SCHEMA,
         "telemetry": TELEMETRY_SCHEMA,
         "quotas": QUOTAS_SCHEMA,
+        "store": STORE_SCHEMA,
         **SECTIONS,
     },
 }
@@ -126,6 +128,7 @@ class KernelConfig:
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)  # S27.2: PostgreSQL, or the SQLite files
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -254,6 +257,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         approvals=approval_settings(data.get("approvals", {}), where),
         telemetry=telemetry_settings(data.get("telemetry"), where),
         quotas=quota_settings(data.get("quotas", {}), where),
+        store=store_settings(data.get("store"), where),
     )
 
 
