@@ -1,4 +1,8 @@
-"""The usage ledger (S26.3): rows per user, template, model, provider and UTC day, summed across processes."""
+"""The usage ledger (S26.3): rows per user, template, model, provider and UTC day, summed across processes.
+
+Every test but the one about the message store's file runs on both
+ledgers: the SQLite file and the PostgreSQL database (S27.2, tests/pg.py).
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,29 @@ from agentkernel.ports import UsageStore, UsageTotals
 from agentkernel.services.approvals import Approvals
 from agentkernel.services.turn_leases import TurnLeases
 from agentkernel.services.usage import UsageLedger
+from agentkernel.services.usage_pg import PostgresUsageLedger
 
 WAIT_SECS = 60.0
 DAY = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 
+Ledger = UsageLedger | PostgresUsageLedger
+
+
+def open_ledger(where: str) -> Ledger:
+    """The PostgreSQL ledger for a postgresql:// URL, else the SQLite one on that file."""
+    return PostgresUsageLedger(where) if where.startswith("postgresql://") else UsageLedger(where)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a ledger lives: a message store file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "messages.db")
+    return str(request.getfixturevalue("pg_url"))
+
 
 def spend(
-    ledger: UsageLedger,
+    ledger: UsageStore,
     user: str | None,
     template: str | None,
     *,
@@ -40,12 +60,12 @@ def spend(
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[UsageLedger]:
-    with UsageLedger(tmp_path / "messages.db") as opened:
+def ledger(where: str) -> Iterator[Ledger]:
+    with open_ledger(where) as opened:
         yield opened
 
 
-def test_calls_of_one_key_and_day_add_up_in_one_row_and_estimates_are_counted(ledger: UsageLedger) -> None:
+def test_calls_of_one_key_and_day_add_up_in_one_row_and_estimates_are_counted(ledger: Ledger) -> None:
     assert isinstance(ledger, UsageStore)
     for estimated in (False, True, False):
         ledger.record(
@@ -65,7 +85,7 @@ def test_calls_of_one_key_and_day_add_up_in_one_row_and_estimates_are_counted(le
     assert row.tokens == 330
 
 
-def test_totals_sum_a_users_days_inclusive_and_by_template_only(ledger: UsageLedger) -> None:
+def test_totals_sum_a_users_days_inclusive_and_by_template_only(ledger: Ledger) -> None:
     for day, user, template, tokens in (
         (DAY - timedelta(days=1), "ann", "a", 1),
         (DAY, "ann", "a", 10),
@@ -82,7 +102,7 @@ def test_totals_sum_a_users_days_inclusive_and_by_template_only(ledger: UsageLed
     assert ledger.totals(user="carol", since=today) == UsageTotals(0, 0, 0)
 
 
-def test_until_defaults_to_today_utc_and_a_day_is_utcs(ledger: UsageLedger) -> None:
+def test_until_defaults_to_today_utc_and_a_day_is_utcs(ledger: Ledger) -> None:
     late_in_tokyo = datetime(2026, 3, 15, 8, 0, tzinfo=timezone(timedelta(hours=9)))  # 23:00 UTC on the 14th
     spend(ledger, "ann", None, at=late_in_tokyo)
     spend(ledger, "ann", None)
@@ -92,7 +112,7 @@ def test_until_defaults_to_today_utc_and_a_day_is_utcs(ledger: UsageLedger) -> N
     assert ledger.totals(user="ann", since=now.day).calls == 1
 
 
-def test_no_user_template_or_provider_is_one_row_read_back_as_none(ledger: UsageLedger) -> None:
+def test_no_user_template_or_provider_is_one_row_read_back_as_none(ledger: Ledger) -> None:
     for _ in range(2):
         spend(ledger, None, None, at=DAY)
     [row] = ledger.rows(user=None)
@@ -100,7 +120,7 @@ def test_no_user_template_or_provider_is_one_row_read_back_as_none(ledger: Usage
     assert ledger.rows(user="ann") == []
 
 
-def test_rows_filter_by_user_days_template_and_model(ledger: UsageLedger) -> None:
+def test_rows_filter_by_user_days_template_and_model(ledger: Ledger) -> None:
     for user, template, model, day in (
         ("ann", "a", "m1", DAY),
         ("ann", "b", "m2", DAY),
@@ -116,6 +136,15 @@ def test_rows_filter_by_user_days_template_and_model(ledger: UsageLedger) -> Non
     assert len(ledger.rows(every_user=True, until=DAY.date())) == 3
 
 
+def test_rows_sort_by_bytes_and_stop_at_the_limit(ledger: Ledger) -> None:
+    for user in ("b", "B", "a", "A"):
+        spend(ledger, user, None, at=DAY)
+    assert [r.user for r in ledger.rows(every_user=True)] == ["A", "B", "a", "b"]
+    assert [r.user for r in ledger.rows(every_user=True, limit=2)] == ["A", "B"]
+    assert ledger.rows(every_user=True, limit=0) == []
+    assert ledger.rows(every_user=True, limit=-1) == []
+
+
 def test_the_ledger_shares_the_message_store_file_with_the_runs_and_approvals(tmp_path: Path) -> None:
     path = tmp_path / "messages.db"
     with TurnLeases(path), Approvals(path), UsageLedger(path) as ledger:
@@ -127,6 +156,8 @@ def test_the_ledger_shares_the_message_store_file_with_the_runs_and_approvals(tm
 RECORDER = """
 import sys
 from agentkernel.services.usage import UsageLedger
+if sys.argv[1].startswith("postgresql://"):
+    from agentkernel.services.usage_pg import PostgresUsageLedger as UsageLedger
 ledger = UsageLedger(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -136,12 +167,12 @@ print("done", flush=True)
 """
 
 
-def test_two_processes_recording_at_once_lose_no_call(tmp_path: Path) -> None:
-    path, each = tmp_path / "messages.db", 200
-    UsageLedger(path).close()
+def test_two_processes_recording_at_once_lose_no_call(where: str) -> None:
+    each = 200
+    open_ledger(where).close()
     started = [
         subprocess.Popen(
-            [sys.executable, "-c", RECORDER, str(path), str(each)],
+            [sys.executable, "-c", RECORDER, where, str(each)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -165,7 +196,7 @@ def test_two_processes_recording_at_once_lose_no_call(tmp_path: Path) -> None:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    with UsageLedger(path) as ledger:
+    with open_ledger(where) as ledger:
         today = datetime.now(UTC).date()
         spent = ledger.totals(user="ann", since=today - timedelta(days=1))
         assert spent == UsageTotals(2 * each, 6 * each, 2 * each)

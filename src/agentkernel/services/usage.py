@@ -20,8 +20,8 @@ N`), a cron run and `agentkernel usage` see the same figures. Decisions:
 - **Days are UTC** (`date` values, ISO text in the file, so a range is a
   key range).
 
-Reached by the key `USAGE` (ports.py `UsageStore`, the port a PostgreSQL
-store will also fit, issue 30), and filled by `MeteredProvider`
+Reached by the key `USAGE` (ports.py `UsageStore`, which the PostgreSQL
+ledger, services/usage_pg.py, fits too: kernel.yaml `store.url`, S27.2), and filled by `MeteredProvider`
 (services/metering.py) around the kernel's provider. For quotas (issue 29
 item 4): `totals(user=…, since=first day of the period)` is what a user has
 spent this day / month, `template=` narrows it to one template; the ledger
@@ -88,7 +88,8 @@ def utc_day(at: datetime | None = None) -> date:
     return at.astimezone(UTC).date()
 
 
-def _key(value: str | None) -> str:
+def key_of(value: str | None) -> str:
+    """A key column's value: None is stored as "" (a NULL would never conflict, splitting a row)."""
     return value or ""
 
 
@@ -96,8 +97,8 @@ def _value(text: str) -> str | None:
     return text or None
 
 
-def _row(
-    day: str,
+def row_of(
+    day: str | date,
     user: str,
     template: str,
     model: str,
@@ -107,8 +108,9 @@ def _row(
     outputs: int,
     estimated: int,
 ) -> UsageRow:
+    """A row as the ledger's SELECT gives it (`day` ISO text in SQLite, a date in PostgreSQL)."""
     return UsageRow(
-        day=date.fromisoformat(day),
+        day=day if isinstance(day, date) else date.fromisoformat(day),
         user=_value(user),
         template=_value(template),
         model=model,
@@ -140,11 +142,11 @@ class UsageLedger(SqliteStore):
     ) -> None:
         """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0)."""
         params = (
-            _key(user),
+            key_of(user),
             utc_day(at).isoformat(),
-            _key(template),
+            key_of(template),
             model,
-            _key(provider),
+            key_of(provider),
             max(0, int(input_tokens)),
             max(0, int(output_tokens)),
             1 if estimated else 0,
@@ -158,7 +160,7 @@ class UsageLedger(SqliteStore):
         """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
         sums = "coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)"
         sql = f"SELECT {sums} FROM {TABLE} WHERE user_id = ? AND day >= ? AND day <= ?"
-        params: list[str] = [_key(user), since.isoformat(), (until or utc_day()).isoformat()]
+        params: list[str] = [key_of(user), since.isoformat(), (until or utc_day()).isoformat()]
         if template is not None:
             sql += " AND template = ?"
             params.append(template)
@@ -186,7 +188,7 @@ class UsageLedger(SqliteStore):
         params: list[str] = []
         if not every_user:
             where.append("user_id = ?")
-            params.append(_key(user))
+            params.append(key_of(user))
         for clause, value in (
             ("day >= ?", since.isoformat() if since is not None else None),
             ("day <= ?", until.isoformat() if until is not None else None),
@@ -202,7 +204,7 @@ class UsageLedger(SqliteStore):
         sql += " ORDER BY day, user_id, template, model, provider"
         if limit is not None:
             sql += f" LIMIT {max(0, int(limit))}"
-        return [_row(*found) for found in self._read(sql, tuple(params))]
+        return [row_of(*found) for found in self._read(sql, tuple(params))]
 
 
-__all__ = ["TABLE", "UsageLedger", "UsageRow", "UsageTotals", "utc_day"]
+__all__ = ["TABLE", "UsageLedger", "UsageRow", "UsageTotals", "key_of", "row_of", "utc_day"]
