@@ -10,6 +10,9 @@ a kernel without it says the key's "no … attached".
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -19,13 +22,16 @@ from agentkernel import assembly
 from agentkernel.assembly import KernelParts
 from agentkernel.bundle import ServiceKey
 from agentkernel.config import load_kernel_config
+from agentkernel.config.store import STORE_URL_ENV
 from agentkernel.errors import HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.kernel import Kernel
+from agentkernel.services.postgres import StoreUnavailable
+from agentkernel.services.usage_pg import PostgresUsageLedger
 from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONValue
-from tests.conftest import ToolFactory
+from tests.conftest import ToolFactory, write_kernel_yaml
 
 # -- step 1, ports.py: the port (what helpers need of the service) and its key ---------------------
 
@@ -109,3 +115,59 @@ def test_an_unknown_service_handed_in_is_refused_by_name(project: Path) -> None:
         ValueError, match=r"extra_services: no local service 'greeter' \(the kernel's own: duckdb"
     ):
         Kernel(config, extra_services={"greeter": None})
+
+
+# -- the stores' place (S27.2): kernel.yaml `store.url` puts the usage ledger in PostgreSQL -------------
+
+STORE_PROBE = """
+import sys
+from agentkernel import Kernel
+from agentkernel.config import load_kernel_config
+with Kernel(load_kernel_config(None)) as kernel:
+    ledger = kernel.usage()
+    ledger.record(user="ann", template=None, model="m", provider=None, input_tokens=1, output_tokens=0)
+    print(type(ledger).__name__, sorted({m.split(".")[0] for m in sys.modules if "psycopg" in m}))
+"""
+
+
+def probe_store(project: Path, store_url: str | None) -> str:
+    """What a kernel in `project` records usage in, and the psycopg packages that imported (a new process)."""
+    env = {k: v for k, v in os.environ.items() if k != STORE_URL_ENV}
+    if store_url is not None:
+        env[STORE_URL_ENV] = store_url
+    done = subprocess.run(
+        [sys.executable, "-c", STORE_PROBE], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_with_a_store_url_the_usage_ledger_is_in_postgresql_and_the_pool_closes_with_the_kernel(
+    tmp_path: Path, pg_url: str
+) -> None:
+    config = load_kernel_config(write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\n"))
+    kernel = Kernel(config)
+    with kernel:
+        kernel.usage().record(
+            user="ann", template="t", model="m", provider=None, input_tokens=2, output_tokens=1
+        )
+        parts = kernel_parts(kernel)
+        assert isinstance(parts.usage, PostgresUsageLedger)
+    with PostgresUsageLedger(pg_url) as ledger:
+        [row] = ledger.rows(user="ann")
+        assert (row.template, row.calls, row.tokens) == ("t", 1, 3)
+    assert not config.messages_db.exists()  # nothing went to the SQLite file
+    with pytest.raises(StoreUnavailable, match="closed"), parts.store_pool.connection():
+        pass
+
+
+def test_the_variable_puts_it_there_too_and_without_either_psycopg_is_never_imported(
+    tmp_path: Path, pg_url: str
+) -> None:
+    write_kernel_yaml(tmp_path)
+    assert probe_store(tmp_path, None) == "UsageLedger []"
+    assert (
+        probe_store(tmp_path, pg_url) == "PostgresUsageLedger ['psycopg', 'psycopg_binary', 'psycopg_pool']"
+    )
+    with PostgresUsageLedger(pg_url) as ledger:
+        assert [row.user for row in ledger.rows(every_user=True)] == ["ann"]

@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.subagents import SubagentService
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
+    from agentkernel.services.postgres import PgPool
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
 LISTING_WORKERS = 4  # threads listing tools at once, for every user together (one listing a user at a time)
@@ -287,9 +288,25 @@ class KernelParts:
 
     @cached_property
     def usage(self) -> UsageStore:
-        """The usage ledger (S26.3): in the message store's file, opened by the first LLM call counted
-        (or the first read)."""
+        """The usage ledger (S26.3): in the message store's file, or in the store database with
+        `store.url` (S27.2); opened by the first LLM call counted (or the first read)."""
+        if self.config.store.url is not None:
+            from agentkernel.services.usage_pg import PostgresUsageLedger  # psycopg: only with a store.url
+
+            return PostgresUsageLedger(self.store_pool)
         return UsageLedger(self.config.messages_db)
+
+    @cached_property
+    def store_pool(self) -> PgPool:
+        """Connections to kernel.yaml's `store.url` (S27.2), shared by the stores that live there; the
+        pool connects on the first operation."""
+        from agentkernel.services.postgres import PgPool  # psycopg is imported only with a store.url
+
+        if self.config.store.url is None:
+            raise ConfigError(
+                self.config.path, "no store.url (nor $AGENTKERNEL_STORE_URL): no store database"
+            )
+        return PgPool(self.config.store.url)
 
     @cached_property
     def turn_leases(self) -> TurnLeases:
@@ -437,6 +454,8 @@ class KernelParts:
             closers.append(self.approvals.close)
         if "usage" in self.__dict__:
             closers.append(self.usage.close)
+        if "store_pool" in self.__dict__:  # after the stores that share it
+            closers.append(self.store_pool.close)
         for close in closers:
             try:
                 close()
