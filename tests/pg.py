@@ -5,8 +5,8 @@
 port and on a socket in that folder, with trust authentication and no
 fsync (nothing here must outlive the session); `pg_ctl start -w` returns
 once the server accepts connections, and `pg_isready` confirms it. As root
-(CI), the cluster runs as `nobody`, since PostgreSQL refuses to run as
-root. Without the binaries the tests FAIL, saying what to install: a
+(CI), the cluster runs as `nobody` (made if missing), since PostgreSQL
+refuses to run as root. Without the binaries the tests FAIL, saying what to install: a
 silent skip would let CI pass without ever testing a store.
 
 `pg_url` (one a test) is a fresh database on that cluster, dropped after.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -59,9 +60,23 @@ def postgres_bin() -> Path:
     return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
 
 
+def cluster_owner() -> str | None:
+    """Who runs the cluster: `nobody` (made, as a system user, if the machine has none) when we are
+    root, since PostgreSQL refuses to run as root; None (ourselves) otherwise."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(UNPRIVILEGED)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", UNPRIVILEGED], check=True, timeout=COMMAND_SECS
+        )
+    return UNPRIVILEGED
+
+
 def _as_owner(command: list[str]) -> list[str]:
-    """`command` run as the unprivileged user when we are root (PostgreSQL will not run as root)."""
-    return ["runuser", "-u", UNPRIVILEGED, "--", *command] if os.geteuid() == 0 else command
+    owner = cluster_owner()
+    return command if owner is None else ["runuser", "-u", owner, "--", *command]
 
 
 def _run(command: list[str], folder: Path) -> None:
@@ -112,8 +127,9 @@ def pg_cluster() -> Iterator[Cluster]:
     """A PostgreSQL cluster for the session, in a temp folder, stopped (fast) at the end."""
     bin_dir = postgres_bin()
     folder = Path(tempfile.mkdtemp(prefix="agentkernel-pg-"))  # in /tmp: `nobody` can reach it
-    if os.geteuid() == 0:
-        shutil.chown(folder, UNPRIVILEGED)
+    owner = cluster_owner()
+    if owner is not None:
+        shutil.chown(folder, owner)
     started = False
     try:
         _run([str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", SUPERUSER, *INITDB_OPTIONS], folder)
@@ -139,4 +155,4 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-__all__ = ["Cluster", "pg_cluster", "pg_url", "postgres_bin"]
+__all__ = ["Cluster", "cluster_owner", "pg_cluster", "pg_url", "postgres_bin"]

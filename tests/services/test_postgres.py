@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import socket
 import threading
 from urllib.parse import urlsplit, urlunsplit
@@ -9,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
+import tests.pg
 from agentkernel.services.postgres import (
     VERSIONS_TABLE,
     PgPool,
@@ -18,6 +21,7 @@ from agentkernel.services.postgres import (
     StoreUnavailable,
     read_version,
 )
+from tests.pg import Cluster, cluster_owner, postgres_bin
 
 V1: dict[int, tuple[str, ...]] = {1: ("CREATE TABLE notes (id INT PRIMARY KEY, body TEXT NOT NULL)",)}
 V2: dict[int, tuple[str, ...]] = {**V1, 2: ("ALTER TABLE notes ADD COLUMN author TEXT NOT NULL DEFAULT ''",)}
@@ -139,3 +143,24 @@ def test_the_pool_connects_on_first_use_and_an_unreachable_database_is_named_wit
 def test_a_schema_without_every_step_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match=r"notes: schema version 3 has no upgrade to version\(s\) \[3\]"):
         schema(3, V2)
+
+
+def test_the_test_cluster_is_a_real_server_run_by_an_unprivileged_user(
+    pg_cluster: Cluster, pg_url: str
+) -> None:
+    """tests/pg.py: Debian's PostgreSQL in a temp folder, as `nobody` when the tests run as root (CI)."""
+    with psycopg.connect(pg_url) as conn:
+        assert conn.info.server_version >= 130000
+        assert (conn.info.host, conn.info.port) == ("127.0.0.1", pg_cluster.port)
+    owner = (pg_cluster.folder / "data").stat().st_uid
+    assert owner == (os.geteuid() if cluster_owner() is None else pwd.getpwnam("nobody").pw_uid)
+    assert owner != 0
+
+
+def test_without_postgresql_installed_the_tests_fail_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI must never pass by skipping every PostgreSQL test."""
+    monkeypatch.setattr(tests.pg, "BIN_GLOB", "/nonexistent/postgresql/*/bin")
+    with pytest.raises(pytest.fail.Exception, match=r"apt-get install postgresql"):
+        postgres_bin()
