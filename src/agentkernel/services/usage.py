@@ -31,8 +31,11 @@ than keeping a count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import UsageRow, UsageTotals
@@ -76,7 +79,7 @@ _UPSERT = f"""INSERT INTO {TABLE}
         output_tokens = output_tokens + excluded.output_tokens,
         estimated_calls = estimated_calls + excluded.estimated_calls"""
 
-_COLUMNS = "day, user_id, template, model, provider, calls, input_tokens, output_tokens, estimated_calls"
+COLUMNS = "day, user_id, template, model, provider, calls, input_tokens, output_tokens, estimated_calls"
 
 
 def utc_day(at: datetime | None = None) -> date:
@@ -122,6 +125,73 @@ def row_of(
     )
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells a query parameter, a day and the rows' order (SQLite here, PostgreSQL in
+    usage_pg.py): the two ledgers build the same queries with it."""
+
+    mark: str  # the parameter placeholder: `?` or `%s`
+    day: Callable[[date], object]  # a day as the driver takes it
+    order: str  # the columns to sort by, oldest day first (byte order for texts)
+
+
+SQLITE = Dialect("?", date.isoformat, "day, user_id, template, model, provider")
+_SUMS = "coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)"
+
+
+def totals_query(
+    dialect: Dialect, user: str | None, since: date, until: date | None, template: str | None
+) -> tuple[str, tuple[object, ...]]:
+    """The query of `UsageStore.totals` and its parameters."""
+    m = dialect.mark
+    sql = f"SELECT {_SUMS} FROM {TABLE} WHERE user_id = {m} AND day >= {m} AND day <= {m}"
+    params: list[object] = [key_of(user), dialect.day(since), dialect.day(until or utc_day())]
+    if template is not None:
+        sql += f" AND template = {m}"
+        params.append(template)
+    return sql, tuple(params)
+
+
+def rows_query(
+    dialect: Dialect,
+    *,
+    user: str | None,
+    every_user: bool,
+    since: date | None,
+    until: date | None,
+    template: str | None,
+    model: str | None,
+    limit: int | None,
+) -> tuple[str, tuple[object, ...]]:
+    """The query of `UsageStore.rows` and its parameters."""
+    m = dialect.mark
+    where: list[str] = [] if every_user else [f"user_id = {m}"]
+    params: list[object] = [] if every_user else [key_of(user)]
+    for clause, value in (
+        (f"day >= {m}", None if since is None else dialect.day(since)),
+        (f"day <= {m}", None if until is None else dialect.day(until)),
+        (f"template = {m}", template),
+        (f"model = {m}", model),
+    ):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    sql = f"SELECT {COLUMNS} FROM {TABLE}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY {dialect.order}"
+    if limit is not None:
+        sql += f" LIMIT {m}"
+        params.append(max(0, int(limit)))
+    return sql, tuple(params)
+
+
+def totals_of(found: list[tuple[Any, ...]]) -> UsageTotals:
+    """The one row `totals_query` reads, as totals."""
+    calls, inputs, outputs = found[0]
+    return UsageTotals(calls=int(calls), input_tokens=int(inputs), output_tokens=int(outputs))
+
+
 class UsageLedger(SqliteStore):
     """The usage ledger on one SQLite file: see the module docstring."""
 
@@ -158,14 +228,7 @@ class UsageLedger(SqliteStore):
         self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
     ) -> UsageTotals:
         """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
-        sums = "coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)"
-        sql = f"SELECT {sums} FROM {TABLE} WHERE user_id = ? AND day >= ? AND day <= ?"
-        params: list[str] = [key_of(user), since.isoformat(), (until or utc_day()).isoformat()]
-        if template is not None:
-            sql += " AND template = ?"
-            params.append(template)
-        calls, inputs, outputs = self._read(sql, tuple(params))[0]
-        return UsageTotals(calls=int(calls), input_tokens=int(inputs), output_tokens=int(outputs))
+        return totals_of(self._read(*totals_query(SQLITE, user, since, until, template)))
 
     def rows(
         self,
@@ -184,27 +247,31 @@ class UsageLedger(SqliteStore):
         `since`/`until` inclusive (None: no bound), `template`/`model` exact;
         the first `limit` rows when given.
         """
-        where: list[str] = []
-        params: list[str] = []
-        if not every_user:
-            where.append("user_id = ?")
-            params.append(key_of(user))
-        for clause, value in (
-            ("day >= ?", since.isoformat() if since is not None else None),
-            ("day <= ?", until.isoformat() if until is not None else None),
-            ("template = ?", template),
-            ("model = ?", model),
-        ):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM {TABLE}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY day, user_id, template, model, provider"
-        if limit is not None:
-            sql += f" LIMIT {max(0, int(limit))}"
-        return [row_of(*found) for found in self._read(sql, tuple(params))]
+        sql, params = rows_query(
+            SQLITE,
+            user=user,
+            every_user=every_user,
+            since=since,
+            until=until,
+            template=template,
+            model=model,
+            limit=limit,
+        )
+        return [row_of(*found) for found in self._read(sql, params)]
 
 
-__all__ = ["TABLE", "UsageLedger", "UsageRow", "UsageTotals", "key_of", "row_of", "utc_day"]
+__all__ = [
+    "COLUMNS",
+    "SQLITE",
+    "TABLE",
+    "Dialect",
+    "UsageLedger",
+    "UsageRow",
+    "UsageTotals",
+    "key_of",
+    "row_of",
+    "rows_query",
+    "totals_of",
+    "totals_query",
+    "utc_day",
+]

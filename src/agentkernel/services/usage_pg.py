@@ -14,7 +14,16 @@ from datetime import date, datetime
 
 from agentkernel.ports import UsageRow, UsageTotals
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
-from agentkernel.services.usage import TABLE, key_of, row_of, utc_day
+from agentkernel.services.usage import (
+    TABLE,
+    Dialect,
+    key_of,
+    row_of,
+    rows_query,
+    totals_of,
+    totals_query,
+    utc_day,
+)
 
 _SCHEMA = PgSchema(
     store="usage",
@@ -48,9 +57,12 @@ _UPSERT = f"""INSERT INTO {TABLE} AS u
         output_tokens = u.output_tokens + excluded.output_tokens,
         estimated_calls = u.estimated_calls + excluded.estimated_calls"""
 
-# byte order, as SQLite sorts text (a database's own collation may sort "B" before "a")
-_ORDER = ", ".join(("day", *(f'{c} COLLATE "C"' for c in ("user_id", "template", "model", "provider"))))
-_COLUMNS = "day, user_id, template, model, provider, calls, input_tokens, output_tokens, estimated_calls"
+# days as dates; texts in byte order, as SQLite sorts them (a database's own collation may put "B" before "a")
+POSTGRES = Dialect(
+    "%s",
+    lambda day: day,
+    ", ".join(("day", *(f'{c} COLLATE "C"' for c in ("user_id", "template", "model", "provider")))),
+)
 
 
 class PostgresUsageLedger(PgStore):
@@ -89,14 +101,7 @@ class PostgresUsageLedger(PgStore):
         self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
     ) -> UsageTotals:
         """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
-        sums = "coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)"
-        sql = f"SELECT {sums} FROM {TABLE} WHERE user_id = %s AND day >= %s AND day <= %s"
-        params: list[str | date] = [key_of(user), since, until or utc_day()]
-        if template is not None:
-            sql += " AND template = %s"
-            params.append(template)
-        calls, inputs, outputs = self._read(sql, tuple(params))[0]
-        return UsageTotals(calls=int(calls), input_tokens=int(inputs), output_tokens=int(outputs))
+        return totals_of(self._read(*totals_query(POSTGRES, user, since, until, template)))
 
     def rows(
         self,
@@ -115,28 +120,17 @@ class PostgresUsageLedger(PgStore):
         `since`/`until` inclusive (None: no bound), `template`/`model` exact;
         the first `limit` rows when given.
         """
-        where: list[str] = []
-        params: list[str | date | int] = []
-        if not every_user:
-            where.append("user_id = %s")
-            params.append(key_of(user))
-        for clause, value in (
-            ("day >= %s", since),
-            ("day <= %s", until),
-            ("template = %s", template),
-            ("model = %s", model),
-        ):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM {TABLE}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += f" ORDER BY {_ORDER}"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(max(0, int(limit)))
-        return [row_of(*found) for found in self._read(sql, tuple(params))]
+        sql, params = rows_query(
+            POSTGRES,
+            user=user,
+            every_user=every_user,
+            since=since,
+            until=until,
+            template=template,
+            model=model,
+            limit=limit,
+        )
+        return [row_of(*found) for found in self._read(sql, params)]
 
 
 __all__ = ["PostgresUsageLedger"]
