@@ -32,10 +32,11 @@ than keeping a count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import UsageRow, UsageTotals
@@ -192,14 +193,26 @@ def totals_of(found: list[tuple[Any, ...]]) -> UsageTotals:
     return UsageTotals(calls=int(calls), input_tokens=int(inputs), output_tokens=int(outputs))
 
 
-class UsageLedger(SqliteStore):
-    """The usage ledger on one SQLite file: see the module docstring."""
+class _Ledger(Protocol):
+    """What `LedgerMethods` needs of the class it is mixed into: a dialect and a store."""
 
-    def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
-        super().__init__(path, _SCHEMA, busy_timeout_secs)
+    dialect: ClassVar[Dialect]
+    upsert: ClassVar[str]
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+
+class LedgerMethods:
+    """What both ledgers do, written once: SQLite's (`UsageLedger`) and PostgreSQL's (usage_pg.py) differ
+    only in their `dialect`, their `upsert` statement and the store underneath (`_read`, `_write`)."""
+
+    dialect: ClassVar[Dialect]
+    upsert: ClassVar[str]  # one call counted: its parameters are `record`'s, in that order
 
     def record(
-        self,
+        self: _Ledger,
         *,
         user: str | None,
         template: str | None,
@@ -213,7 +226,7 @@ class UsageLedger(SqliteStore):
         """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0)."""
         params = (
             key_of(user),
-            utc_day(at).isoformat(),
+            self.dialect.day(utc_day(at)),
             key_of(template),
             model,
             key_of(provider),
@@ -222,16 +235,21 @@ class UsageLedger(SqliteStore):
             1 if estimated else 0,
         )
         with self._write() as conn:
-            conn.execute(_UPSERT, params)
+            conn.execute(self.upsert, params)
 
     def totals(
-        self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
+        self: _Ledger,
+        *,
+        user: str | None,
+        since: date,
+        until: date | None = None,
+        template: str | None = None,
     ) -> UsageTotals:
         """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
-        return totals_of(self._read(*totals_query(SQLITE, user, since, until, template)))
+        return totals_of(self._read(*totals_query(self.dialect, user, since, until, template)))
 
     def rows(
-        self,
+        self: _Ledger,
         *,
         user: str | None = None,
         every_user: bool = False,
@@ -248,7 +266,7 @@ class UsageLedger(SqliteStore):
         the first `limit` rows when given.
         """
         sql, params = rows_query(
-            SQLITE,
+            self.dialect,
             user=user,
             every_user=every_user,
             since=since,
@@ -260,11 +278,22 @@ class UsageLedger(SqliteStore):
         return [row_of(*found) for found in self._read(sql, params)]
 
 
+class UsageLedger(LedgerMethods, SqliteStore):
+    """The usage ledger on one SQLite file: see the module docstring."""
+
+    dialect = SQLITE
+    upsert = _UPSERT
+
+    def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
+        super().__init__(path, _SCHEMA, busy_timeout_secs)
+
+
 __all__ = [
     "COLUMNS",
     "SQLITE",
     "TABLE",
     "Dialect",
+    "LedgerMethods",
     "UsageLedger",
     "UsageRow",
     "UsageTotals",

@@ -10,20 +10,8 @@ so a period is a key range as in the file.
 
 from __future__ import annotations
 
-from datetime import date, datetime
-
-from agentkernel.ports import UsageRow, UsageTotals
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
-from agentkernel.services.usage import (
-    TABLE,
-    Dialect,
-    key_of,
-    row_of,
-    rows_query,
-    totals_of,
-    totals_query,
-    utc_day,
-)
+from agentkernel.services.usage import TABLE, Dialect, LedgerMethods
 
 _SCHEMA = PgSchema(
     store="usage",
@@ -65,72 +53,14 @@ POSTGRES = Dialect(
 )
 
 
-class PostgresUsageLedger(PgStore):
+class PostgresUsageLedger(LedgerMethods, PgStore):
     """The usage ledger in the PostgreSQL database: see the module docstring and `UsageLedger`."""
+
+    dialect = POSTGRES
+    upsert = _UPSERT
 
     def __init__(self, pool: PgPool | str) -> None:
         super().__init__(pool, _SCHEMA)
-
-    def record(
-        self,
-        *,
-        user: str | None,
-        template: str | None,
-        model: str,
-        provider: str | None,
-        input_tokens: int,
-        output_tokens: int,
-        estimated: bool = False,
-        at: datetime | None = None,
-    ) -> None:
-        """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0)."""
-        params = (
-            key_of(user),
-            utc_day(at),
-            key_of(template),
-            model,
-            key_of(provider),
-            max(0, int(input_tokens)),
-            max(0, int(output_tokens)),
-            1 if estimated else 0,
-        )
-        with self._write() as conn:
-            conn.execute(_UPSERT, params)
-
-    def totals(
-        self, *, user: str | None, since: date, until: date | None = None, template: str | None = None
-    ) -> UsageTotals:
-        """`user`'s calls and tokens from `since` to `until` inclusive (None: today, UTC)."""
-        return totals_of(self._read(*totals_query(POSTGRES, user, since, until, template)))
-
-    def rows(
-        self,
-        *,
-        user: str | None = None,
-        every_user: bool = False,
-        since: date | None = None,
-        until: date | None = None,
-        template: str | None = None,
-        model: str | None = None,
-        limit: int | None = None,
-    ) -> list[UsageRow]:
-        """The rows of `user` (None: the kernel's own calls) or, with `every_user`, of everyone's.
-
-        Oldest day first, then by user, template, model and provider;
-        `since`/`until` inclusive (None: no bound), `template`/`model` exact;
-        the first `limit` rows when given.
-        """
-        sql, params = rows_query(
-            POSTGRES,
-            user=user,
-            every_user=every_user,
-            since=since,
-            until=until,
-            template=template,
-            model=model,
-            limit=limit,
-        )
-        return [row_of(*found) for found in self._read(sql, params)]
 
 
 __all__ = ["PostgresUsageLedger"]
