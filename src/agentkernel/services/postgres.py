@@ -93,6 +93,14 @@ class PgPool:
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"the store database {self.shown} failed: {exc}") from exc
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
     def close(self) -> None:
         """Close every connection (after the operations in flight); closing twice is harmless."""
         with self._opening:
