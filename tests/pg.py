@@ -12,11 +12,14 @@ silent skip would let CI pass without ever testing a store.
 `pg_url` (one a test) is a fresh database on that cluster, dropped after;
 `own_pg` a cluster of the test's own, which it may stop and start again.
 
-`--deployment postgres` runs the tests with every kernel's stores on
-PostgreSQL (S27.3): each test's `AGENTKERNEL_STORE_URL` is a fresh database
-of the session's cluster, inherited by the servers and commands it starts;
-tests of the embedded deployment's own files are marked `embedded_only`
-and deselected there. Loaded by tests/conftest.py (`pytest_plugins`).
+Deployments (S27.3): a test runs on `embedded` (the project's files) or
+`postgres` (every kernel's stores on PostgreSQL: the test's
+`AGENTKERNEL_STORE_URL` is a fresh database of the session's cluster,
+inherited by the servers and commands it starts). A test (or module)
+marked `across_deployments` runs once on each, in every run of the suite;
+`--deployment postgres` runs every other test on PostgreSQL too, tests of
+the embedded files' own behaviour (marked `embedded_only`) left out.
+Loaded by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations
@@ -205,6 +208,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "embedded_only: a test of the embedded stores' files, deselected under --deployment postgres",
     )
+    config.addinivalue_line("markers", "across_deployments: run once on each deployment (embedded, postgres)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "deployment" in metafunc.fixturenames and metafunc.definition.get_closest_marker("across_deployments"):
+        metafunc.parametrize("deployment", DEPLOYMENTS, indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -219,7 +228,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def deployment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The deployment the test runs on; under `postgres`, `AGENTKERNEL_STORE_URL` is a fresh database."""
-    chosen: str = request.config.getoption("--deployment")
+    chosen: str = getattr(request, "param", None) or request.config.getoption("--deployment")
     if chosen == POSTGRES:
         monkeypatch.setenv(STORE_URL_ENV, request.getfixturevalue("pg_url"))
     return chosen
