@@ -64,8 +64,30 @@ DECIDER = textwrap.dedent(
         try:
             store.decide("r1", call.strip(), who, decision, reason="no" if decision == "deny" else None)
             print("won", flush=True)
-        except ApprovalClosed:
-            print("closed", flush=True)
+        except ApprovalClosed as closed:  # found as the winner left it, never as it was before
+            print("closed" if "was decided already" in str(closed) else str(closed), flush=True)
+    """
+)
+
+REDEEMER = textwrap.dedent(
+    """
+    import sys
+    from agentkernel.services.approvals import ApprovalClosed, Approvals, TokenRefused
+
+    where = sys.argv[1]
+    if where.startswith("postgresql://"):
+        from agentkernel.services.approvals_pg import PostgresApprovals
+
+        store = PostgresApprovals(where)
+    else:
+        store = Approvals(where)
+    print("ready", flush=True)
+    for token in sys.stdin:  # each round: the test hands both processes the same token at once
+        try:
+            store.redeem(token.strip())
+            print("won", flush=True)
+        except TokenRefused as refused:
+            print(refused.reason, flush=True)
     """
 )
 
@@ -524,6 +546,22 @@ def test_a_token_verifies_in_another_process_store_on_the_same_install(where: st
     token = store.decision_token("r1", "c1", "deny")
     with open_store(where) as other:
         assert other.redeem(token).status == DENIED
+
+
+def test_two_processes_redeeming_one_token_at_once_one_decides_and_the_other_is_told_it_was_used(
+    where: str, store: Store, processes: list[subprocess.Popen[str]]
+) -> None:
+    first, second = (start(processes, REDEEMER, where) for _ in range(2))
+    assert line_of(first) == line_of(second) == "ready"
+    for n in range(RACES):
+        store.ask(pending(f"c{n}"))
+        token = store.decision_token("r1", f"c{n}", "approve")
+        for process in (first, second):  # both get the token before either answers
+            assert process.stdin is not None
+            process.stdin.write(f"{token}\n")
+            process.stdin.flush()
+        assert sorted((line_of(first), line_of(second))) == [USED, "won"]
+        assert store.get("r1", f"c{n}").decided_by == LINK  # type: ignore[union-attr]
 
 
 # -- the secret ----------------------------------------------------------------------------------------
