@@ -33,6 +33,7 @@ from agentkernel.services.approvals import (
     ApprovalClosed,
     ApprovalNotFound,
     Approvals,
+    ApprovalStore,
     BadDecision,
     PendingApproval,
     TokenRefused,
@@ -199,6 +200,7 @@ def expired(approval: Approval) -> bool:
 def test_an_approval_asked_is_pending_until_its_timeout_and_asking_again_finds_it_unchanged(
     store: Store,
 ) -> None:
+    assert isinstance(store, ApprovalStore)
     asked = store.ask(pending(timeout_secs=3600))
     assert asked.status == PENDING and asked.decision is None
     assert asked.expires_at == asked.created_at + 3600

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services import approval_tokens as tokens
@@ -256,6 +256,7 @@ class ApprovalClosed(AgentKernelError):
         self.approval = approval
 
 
+@runtime_checkable
 class ApprovalStore(Protocol):
     """What the kernel, the server and the gate use of an approvals store: the SQLite one here
     (`Approvals`) or the PostgreSQL one (services/approvals_pg.py, kernel.yaml `store.url`)."""
