@@ -21,6 +21,7 @@ from agentkernel.errors import AgentKernelError
 from agentkernel.services.approval_tokens import USED
 from agentkernel.services.approvals import DENIED, Approvals, PendingApproval, TokenRefused
 from agentkernel.services.approvals_pg import PostgresApprovals, copy_from_sqlite
+from agentkernel.services.postgres import StoreUnavailable
 from tests.conftest import write_kernel_yaml
 
 
@@ -118,3 +119,13 @@ def test_approvals_a_newer_kernel_wrote_are_refused_naming_the_file_and_the_vers
         AgentKernelError, match=r"messages.db: the approvals have schema version 9, .* version 1"
     ):
         copy(config, pg_url)
+
+
+def test_a_decision_waits_for_a_row_locked_elsewhere_at_most_the_busy_timeout(pg_url: str) -> None:
+    with PostgresApprovals(pg_url, busy_timeout_secs=0.2) as store:
+        store.ask(pending("c1"))
+        with psycopg.connect(pg_url) as other, other.transaction():  # another process deciding, stuck
+            other.execute("SELECT 1 FROM approvals WHERE call_id = 'c1' FOR UPDATE")
+            with pytest.raises(StoreUnavailable, match="lock timeout"):
+                store.decide("r1", "c1", "alice", "approve")
+        assert store.decide("r1", "c1", "alice", "approve").decided_by == "alice"

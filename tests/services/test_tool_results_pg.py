@@ -15,8 +15,11 @@ import pytest
 from agentkernel.config import load_kernel_config
 from agentkernel.config.kernel_yaml import KernelConfig
 from agentkernel.errors import AgentKernelError
+from agentkernel.identity import Caller
 from agentkernel.services.tool_results import FILE_NAME, ToolResultStore
-from agentkernel.services.tool_results_pg import PostgresToolResults, copy_from_sqlite
+from agentkernel.services.tool_results_pg import WRITE_LOCK, PostgresToolResults, copy_from_sqlite
+from agentkernel.tools.history import ToolResultHistory
+from agentkernel.tools.results import ToolResult
 from tests.conftest import write_kernel_yaml
 
 
@@ -51,3 +54,24 @@ def test_every_session_and_result_is_copied_in_its_order(config: KernelConfig, p
 
 def test_a_project_without_tool_results_copies_nothing(config: KernelConfig, pg_url: str) -> None:
     assert copy(config, pg_url) == {}
+
+
+def test_a_record_waits_for_another_writer_at_most_the_busy_timeout_and_the_history_goes_on(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    def open_store() -> PostgresToolResults:
+        return PostgresToolResults(pg_url, per_tool=2, sessions=2, busy_timeout_secs=0.2)
+
+    history = ToolResultHistory(open_store=open_store, shown="the store database")
+    caller = Caller(user_id="u", session_id="s")
+    try:
+        with psycopg.connect(pg_url) as other, other.transaction():  # another process's write, stuck
+            other.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            history.record(caller, "t", ToolResult(content="lost"))
+        assert "was not kept for get_tool_result (the store database)" in caplog.text
+        assert "lock timeout" in caplog.text
+        history.record(caller, "t", ToolResult(content="kept"))
+        found = history.get(caller, "t")
+        assert found is not None and found.content == "kept"
+    finally:
+        history.close()
