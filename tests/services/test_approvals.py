@@ -656,3 +656,14 @@ def test_a_question_or_reason_with_a_lone_surrogate_is_kept_as_valid_text(store:
     decided = store.decide("r1", "c1", "alice", "deny", "not \ud800 now")
     assert asked.question == "send \ufffd it?" and asked.args == {"to": "\udfff"}  # JSON keeps it escaped
     assert decided.reason == "not \ufffd now" and store.get("r1", "c1") == decided
+
+
+def test_a_question_or_reason_with_a_nul_is_kept_where_the_database_can_hold_it(
+    where: str, store: Store
+) -> None:
+    """PostgreSQL's text holds no NUL: U+FFFD takes its place there, never a failed write; a file keeps it."""
+    asked = store.ask(pending(question="send\x00it?", args={"to": "\x00"}))
+    decided = store.decide("r1", "c1", "alice", "deny", "not\x00now")
+    nul = "\ufffd" if where.startswith("postgresql://") else "\x00"
+    assert (asked.question, decided.reason) == (f"send{nul}it?", f"not{nul}now")
+    assert asked.args == {"to": "\x00"} and store.get("r1", "c1") == decided  # JSON keeps it escaped

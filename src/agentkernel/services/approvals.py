@@ -369,7 +369,9 @@ class ApprovalMethods:
                     pending.template,
                     pending.tool,
                     args,
-                    repair_text(pending.question),  # free text: kept as valid UTF-8 whatever it held
+                    self.dialect.text(
+                        repair_text(pending.question)
+                    ),  # free text: valid UTF-8 whatever it held
                     pending.origin,
                     approvers,
                     PENDING,
@@ -693,7 +695,9 @@ def _close(
 ) -> Approval:
     """Decide `found` in the caller's transaction, if still pending and unexpired; else ApprovalClosed."""
     now = time.time()
-    reason = None if reason is None else repair_text(reason)  # a person's text: a lone surrogate too
+    reason = (
+        None if reason is None else q.dialect.text(repair_text(reason))
+    )  # a person's: a lone surrogate too
     status = DENIED if decision == DENY else APPROVED
     new_args = None if args is None else json.dumps(args)
     cursor = q.execute(

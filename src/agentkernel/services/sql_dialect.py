@@ -6,6 +6,9 @@ and the store's connections; what differs is spelled here:
 
 - **Parameters**: `?` in the text, `%s` on PostgreSQL (`Dialect.sql`); the
   text never holds a `?` or `%` of its own, and never a value.
+- **Free text**: PostgreSQL's text holds no NUL character; `Dialect.text`
+  puts U+FFFD in its place there (as for a lone surrogate), never a failed
+  write, and leaves SQLite's text as it is.
 - **Row locks**: a row read to be changed in the same transaction is read
   `FOR UPDATE` on PostgreSQL (`for_update`), and rows picked to be claimed
   `FOR UPDATE SKIP LOCKED` (`skip_locked`); SQLite needs neither, its write
@@ -35,14 +38,19 @@ class Dialect:
     mark: str
     for_update: str
     skip_locked: str
+    holds_nul: bool
+
+    def text(self, value: str) -> str:
+        """Free text as this database can hold it (see the module docstring)."""
+        return value if self.holds_nul or "\x00" not in value else value.replace("\x00", "\ufffd")
 
     def sql(self, text: str) -> str:
         """`text`, written with `?` marks, in this dialect."""
         return text if self.mark == "?" else text.replace("?", self.mark)
 
 
-SQLITE = Dialect("sqlite", "?", "", "")
-POSTGRES = Dialect("postgres", "%s", " FOR UPDATE", " FOR UPDATE SKIP LOCKED")
+SQLITE = Dialect("sqlite", "?", "", "", holds_nul=True)
+POSTGRES = Dialect("postgres", "%s", " FOR UPDATE", " FOR UPDATE SKIP LOCKED", holds_nul=False)
 
 
 class Statements:
