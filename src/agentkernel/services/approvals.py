@@ -22,6 +22,11 @@ as it was. Decisions:
   used in the decision's own transaction, so a token decides at most once.
   Its decision is made by `link`.
 - **Bounded work**: every list and every clean-up takes a limit.
+
+The queries are written once (`ApprovalMethods`, over a dialect:
+services/sql_dialect.py) for this file and for the PostgreSQL store
+(services/approvals_pg.py, kernel.yaml `store.url`); users are typed by
+`ApprovalStore`, which both fit.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ Bounded as the in-memory record was: `per_tool` results per (session, tool),
 the oldest dropped as a new one comes, and `sessions` sessions, the one whose
 last result is oldest dropped (with its results) as a new session comes.
 Each record is one short IMMEDIATE transaction: the insert and both bounds.
-Results are JSON text; the caller owns their shape.
+Results are JSON text; the caller owns their shape. The queries are
+written once (`ResultMethods`, over a dialect: services/sql_dialect.py) for
+this file and for the PostgreSQL store (services/tool_results_pg.py,
+kernel.yaml `store.url`); `ToolResults` is what both offer.
 """
 
 from __future__ import annotations
