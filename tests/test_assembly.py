@@ -26,8 +26,12 @@ from agentkernel.config.store import STORE_URL_ENV
 from agentkernel.errors import HelperError
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import ScriptCall
+from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
+from agentkernel.services.approvals import PendingApproval
+from agentkernel.services.approvals_pg import PostgresApprovals
 from agentkernel.services.postgres import StoreUnavailable
+from agentkernel.services.tool_results_pg import PostgresToolResults
 from agentkernel.services.usage_pg import PostgresUsageLedger
 from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONValue
@@ -171,3 +175,26 @@ def test_the_variable_puts_it_there_too_and_without_either_psycopg_is_never_impo
     )
     with PostgresUsageLedger(pg_url) as ledger:
         assert [row.user for row in ledger.rows(every_user=True)] == ["ann"]
+
+
+def test_with_a_store_url_the_approvals_and_the_tool_results_are_in_postgresql_too(
+    tmp_path: Path, pg_url: str, make_tool: ToolFactory
+) -> None:
+    config = load_kernel_config(write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\n"))
+    make_tool("echo", "function run(args) { return 'got ' + args.word; }")
+    with Kernel(config) as kernel:
+        asked = kernel.approvals().ask(
+            PendingApproval("r1", "c1", "s1", "ann", "t", "echo", {"word": "x"}, "echo it?", "llm")
+        )
+        assert kernel.run_tool("echo", {"word": "hi"}, Caller(user_id="ann", session_id="s1")).success
+        found = kernel_parts(kernel).history.get(Caller(user_id="ann", session_id="s1"), "echo")
+        assert found is not None and found.content == "got hi"
+        assert isinstance(kernel_parts(kernel).approvals, PostgresApprovals)
+    with (
+        PostgresApprovals(pg_url) as approvals,
+        PostgresToolResults(pg_url, per_tool=1, sessions=1) as results,
+    ):
+        assert approvals.get("r1", "c1") == asked
+        assert results.session_count() == 1
+    assert not config.messages_db.exists()
+    assert not config.messages_db.with_name("tool_results.db").exists()  # nothing went to the SQLite files

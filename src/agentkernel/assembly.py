@@ -56,7 +56,7 @@ from agentkernel.ports import (
     UsageStore,
 )
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.services.approvals import Approvals
+from agentkernel.services.approvals import Approvals, ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
@@ -66,6 +66,7 @@ from agentkernel.services.quota_gate import QuotaGate
 from agentkernel.services.quotas import QuotaBook
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
+from agentkernel.services.tool_results import ToolResults
 from agentkernel.services.turn_leases import TurnLeases
 from agentkernel.services.usage import UsageLedger
 from agentkernel.telemetry.helper_spans import capture_content
@@ -126,6 +127,8 @@ class KernelParts:
             config.messages_db.with_name(TOOL_RESULTS_FILE),
             config.limits.history_per_tool,
             config.limits.history_sessions,
+            open_store=self._tool_results_in_database if config.store.url is not None else None,
+            shown=config.store.shown,
         )
         self.provider = provider
         self.store = LazyMessageStore(config.messages_db)
@@ -281,10 +284,24 @@ class KernelParts:
         return tuple(loaded[name] for name in template.hooks if name in loaded)
 
     @cached_property
-    def approvals(self) -> Approvals:
+    def approvals(self) -> ApprovalStore:
         """Calls waiting for a person's decision, and the users' rules (S24.4): in the message store's
-        file, opened by the first call that asks."""
+        file, or in the store database with `store.url` (S27.2); opened by the first call that asks."""
+        if self.config.store.url is not None:
+            from agentkernel.services.approvals_pg import PostgresApprovals  # psycopg: only with a store.url
+
+            return PostgresApprovals(self.store_pool)
         return Approvals(self.config.messages_db)
+
+    def _tool_results_in_database(self) -> ToolResults:
+        """get_tool_result's record in the store database (`store.url`, S27.2), opened by the history
+        on the first call with a session."""
+        from agentkernel.services.tool_results_pg import PostgresToolResults  # psycopg: only with a store.url
+
+        limits = self.config.limits
+        return PostgresToolResults(
+            self.store_pool, per_tool=limits.history_per_tool, sessions=limits.history_sessions
+        )
 
     @cached_property
     def usage(self) -> UsageStore:

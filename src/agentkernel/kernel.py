@@ -30,7 +30,7 @@ from agentkernel.llm.base import Provider
 from agentkernel.llm.config import LLMConfig
 from agentkernel.ports import UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.services.approvals import Approvals
+from agentkernel.services.approvals import ApprovalStore
 from agentkernel.services.memory import Record, run_journal, transcript
 from agentkernel.services.turn_leases import Run, TurnLeases
 from agentkernel.tools.dispatch import Asker, argument_problem
@@ -394,7 +394,7 @@ class Kernel:
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases
 
-    def approvals(self) -> Approvals:
+    def approvals(self) -> ApprovalStore:
         """The calls waiting for a person's decision and the users' rules (S24.4), every process's."""
         return self._parts.approvals
 

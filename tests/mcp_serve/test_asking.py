@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.server import token_hash
+from agentkernel.services.approvals import Approvals
 from tests.conftest import wait_until
 from tests.mcp_serve.conftest import live_server, run, text_of
 from tests.mcp_serve.test_serve_stdio import run as run_stdio
@@ -378,6 +379,7 @@ def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(
 
     kernel = Kernel(load_kernel_config(mcp_project / "config" / "kernel.yaml"))
     store = kernel.approvals()
+    assert isinstance(store, Approvals)  # the embedded store: the test reads its file
 
     def withdrawn() -> bool:
         return store.pending_for("local") == [] and bool(denied())

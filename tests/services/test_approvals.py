@@ -1,6 +1,8 @@
 """Approvals in the message store's file: asked once, decided once, by whom, rules, decision URLs.
 
-Two stores on one file stand for two processes; the race between deciders
+Every test but those about the message store's file and its secret runs on
+both stores: the SQLite file and the PostgreSQL database (S27.2, tests/pg.py).
+Two stores on one file (or database) stand for two processes; the race between deciders
 and the secret's creation run real ones. An expiry is made by asking with a
 fraction of a second's timeout and waiting until the clock is past it,
 never by timing anything.
@@ -31,11 +33,13 @@ from agentkernel.services.approvals import (
     ApprovalClosed,
     ApprovalNotFound,
     Approvals,
+    ApprovalStore,
     BadDecision,
     PendingApproval,
     TokenRefused,
 )
 from agentkernel.services.approvals import EXPIRED as EXPIRED_STATUS
+from agentkernel.services.approvals_pg import PostgresApprovals
 from agentkernel.services.install_secret import SECRET_FILE, SecretRefused, install_secret
 from agentkernel.services.turn_leases import TurnLeases
 from tests.conftest import wait_until
@@ -49,15 +53,42 @@ DECIDER = textwrap.dedent(
     import sys
     from agentkernel.services.approvals import ApprovalClosed, Approvals
 
-    path, who, decision = sys.argv[1], sys.argv[2], sys.argv[3]
-    store = Approvals(path)
+    where, who, decision = sys.argv[1], sys.argv[2], sys.argv[3]
+    if where.startswith("postgresql://"):
+        from agentkernel.services.approvals_pg import PostgresApprovals
+
+        store = PostgresApprovals(where)
+    else:
+        store = Approvals(where)
     print("ready", flush=True)
     for call in sys.stdin:  # each round: the test hands both processes the same call at once
         try:
             store.decide("r1", call.strip(), who, decision, reason="no" if decision == "deny" else None)
             print("won", flush=True)
-        except ApprovalClosed:
-            print("closed", flush=True)
+        except ApprovalClosed as closed:  # found as the winner left it, never as it was before
+            print("closed" if "was decided already" in str(closed) else str(closed), flush=True)
+    """
+)
+
+REDEEMER = textwrap.dedent(
+    """
+    import sys
+    from agentkernel.services.approvals import ApprovalClosed, Approvals, TokenRefused
+
+    where = sys.argv[1]
+    if where.startswith("postgresql://"):
+        from agentkernel.services.approvals_pg import PostgresApprovals
+
+        store = PostgresApprovals(where)
+    else:
+        store = Approvals(where)
+    print("ready", flush=True)
+    for token in sys.stdin:  # each round: the test hands both processes the same token at once
+        try:
+            store.redeem(token.strip())
+            print("won", flush=True)
+        except TokenRefused as refused:
+            print(refused.reason, flush=True)
     """
 )
 
@@ -95,9 +126,25 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "data" / "messages.db"
 
 
+Store = Approvals | PostgresApprovals
+
+
+def open_store(where: str | Path) -> Store:
+    """The PostgreSQL store for a postgresql:// URL, else the SQLite one on that file."""
+    return PostgresApprovals(str(where)) if str(where).startswith("postgresql://") else Approvals(where)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, path: Path) -> str:
+    """Where the approvals live: the message store's file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(path)
+    return str(request.getfixturevalue("pg_url"))
+
+
 @pytest.fixture
-def store(path: Path) -> Iterator[Approvals]:
-    with Approvals(path) as opened:
+def store(where: str) -> Iterator[Store]:
+    with open_store(where) as opened:
         yield opened
 
 
@@ -151,8 +198,9 @@ def expired(approval: Approval) -> bool:
 
 
 def test_an_approval_asked_is_pending_until_its_timeout_and_asking_again_finds_it_unchanged(
-    store: Approvals,
+    store: Store,
 ) -> None:
+    assert isinstance(store, ApprovalStore)
     asked = store.ask(pending(timeout_secs=3600))
     assert asked.status == PENDING and asked.decision is None
     assert asked.expires_at == asked.created_at + 3600
@@ -161,17 +209,17 @@ def test_an_approval_asked_is_pending_until_its_timeout_and_asking_again_finds_i
     assert store.get("r1", "c2") is None
 
 
-def test_a_call_decided_meanwhile_is_found_decided_when_its_run_asks_again(store: Approvals) -> None:
+def test_a_call_decided_meanwhile_is_found_decided_when_its_run_asks_again(store: Store) -> None:
     store.ask(pending())
     decided = store.decide("r1", "c1", "alice", "approve")
     assert store.ask(pending()) == decided
     assert decided.status == APPROVED
 
 
-def test_a_pending_approval_outlives_a_restart_with_its_expiry(path: Path) -> None:
-    with Approvals(path) as before:
+def test_a_pending_approval_outlives_a_restart_with_its_expiry(where: str) -> None:
+    with open_store(where) as before:
         asked = before.ask(pending())
-    with Approvals(path) as after:
+    with open_store(where) as after:
         assert after.get("r1", "c1") == asked
         assert after.pending_of_run("r1") == [asked]
         assert after.ask(pending()).expires_at == asked.expires_at
@@ -186,7 +234,7 @@ def test_the_approvals_share_the_message_stores_file_with_the_runs(path: Path) -
         assert approvals.pending_of_run("r1")[0].call_id == "c1"
 
 
-def test_a_megabyte_of_args_and_question_round_trips(store: Approvals) -> None:
+def test_a_megabyte_of_args_and_question_round_trips(store: Store) -> None:
     big = {"text": "x" * 1_000_000, "rows": list(range(1000))}
     asked = store.ask(pending(args=big, question="q" * 1_000_000))
     assert store.get("r1", "c1") == asked
@@ -206,7 +254,7 @@ def test_an_approval_asked_with_args_not_an_object_or_no_time_is_refused() -> No
 # -- deciding ------------------------------------------------------------------------------------------
 
 
-def test_approve_deny_and_edit_are_recorded_with_who_and_why(store: Approvals) -> None:
+def test_approve_deny_and_edit_are_recorded_with_who_and_why(store: Store) -> None:
     for call in ("c1", "c2", "c3"):
         store.ask(pending(call))
     approved = store.decide("r1", "c1", "alice", "approve")
@@ -239,7 +287,7 @@ def test_approve_deny_and_edit_are_recorded_with_who_and_why(store: Approvals) -
     ],
 )
 def test_a_decision_wrong_in_itself_is_refused_and_the_approval_stays_pending(
-    store: Approvals, decision: str, args: object, remember: bool, message: str
+    store: Store, decision: str, args: object, remember: bool, message: str
 ) -> None:
     store.ask(pending())
     with pytest.raises(BadDecision, match=message):
@@ -248,7 +296,7 @@ def test_a_decision_wrong_in_itself_is_refused_and_the_approval_stays_pending(
 
 
 def test_another_user_is_told_there_is_no_such_approval_in_the_same_words_as_for_none(
-    store: Approvals,
+    store: Store,
 ) -> None:
     store.ask(pending())
     with pytest.raises(ApprovalNotFound) as theirs:
@@ -260,7 +308,7 @@ def test_another_user_is_told_there_is_no_such_approval_in_the_same_words_as_for
     assert store.get("r1", "c1").status == PENDING  # type: ignore[union-attr]
 
 
-def test_an_approver_the_tool_names_may_decide_and_sees_it_pending(store: Approvals) -> None:
+def test_an_approver_the_tool_names_may_decide_and_sees_it_pending(store: Store) -> None:
     store.ask(pending(approvers=("bob", "carol")))
     assert [a.call_id for a in store.pending_for("bob")] == ["c1"]
     decided = store.decide("r1", "c1", "carol", "deny", reason="carol says no")
@@ -268,7 +316,7 @@ def test_an_approver_the_tool_names_may_decide_and_sees_it_pending(store: Approv
     assert store.pending_for("bob") == [] and store.pending_for("alice") == []
 
 
-def test_a_second_decision_is_refused_saying_who_decided_and_when(store: Approvals) -> None:
+def test_a_second_decision_is_refused_saying_who_decided_and_when(store: Store) -> None:
     store.ask(pending(approvers=("bob",)))
     store.decide("r1", "c1", "bob", "approve")
     with pytest.raises(ApprovalClosed, match=r"was decided already: approve by bob at 20\d\d-") as closed:
@@ -277,7 +325,7 @@ def test_a_second_decision_is_refused_saying_who_decided_and_when(store: Approva
     assert store.get("r1", "c1").decided_by == "bob"  # type: ignore[union-attr]
 
 
-def test_a_decision_after_the_expiry_is_refused_saying_when_it_expired(store: Approvals) -> None:
+def test_a_decision_after_the_expiry_is_refused_saying_when_it_expired(store: Store) -> None:
     asked = store.ask(pending(timeout_secs=SHORT))
     wait_until(lambda: expired(asked), "the approval's expiry")
     with pytest.raises(ApprovalClosed, match=r"expired at 20\d\d-.*the call is denied"):
@@ -286,10 +334,10 @@ def test_a_decision_after_the_expiry_is_refused_saying_when_it_expired(store: Ap
 
 
 def test_two_processes_deciding_each_approval_at_once_one_wins_and_the_other_is_refused(
-    path: Path, store: Approvals, processes: list[subprocess.Popen[str]]
+    where: str, store: Store, processes: list[subprocess.Popen[str]]
 ) -> None:
-    alice = start(processes, DECIDER, str(path), "alice", "approve")
-    bob = start(processes, DECIDER, str(path), "bob", "deny")
+    alice = start(processes, DECIDER, where, "alice", "approve")
+    bob = start(processes, DECIDER, where, "bob", "deny")
     assert line_of(alice) == line_of(bob) == "ready"
     for n in range(RACES):
         store.ask(pending(f"c{n}", approvers=("bob",)))
@@ -308,7 +356,7 @@ def test_two_processes_deciding_each_approval_at_once_one_wins_and_the_other_is_
 # -- listing and expiring ------------------------------------------------------------------------------
 
 
-def test_pending_for_lists_what_a_user_may_decide_newest_first_within_the_limit(store: Approvals) -> None:
+def test_pending_for_lists_what_a_user_may_decide_newest_first_within_the_limit(store: Store) -> None:
     for n in range(5):
         store.ask(pending(f"c{n}"))
     store.ask(pending("b1", run_id="r2", user_id="bob", approvers=("alice",)))
@@ -320,7 +368,7 @@ def test_pending_for_lists_what_a_user_may_decide_newest_first_within_the_limit(
     assert store.pending_for("mallory") == []
 
 
-def test_expire_due_marks_the_pending_ones_past_their_expiry_and_returns_them(store: Approvals) -> None:
+def test_expire_due_marks_the_pending_ones_past_their_expiry_and_returns_them(store: Store) -> None:
     short = [store.ask(pending(f"s{n}", timeout_secs=SHORT)) for n in range(3)]
     store.ask(pending("long", timeout_secs=3600))
     decided = store.ask(pending("decided", timeout_secs=SHORT))
@@ -338,7 +386,7 @@ def test_expire_due_marks_the_pending_ones_past_their_expiry_and_returns_them(st
         store.decide("r1", "s0", "alice", "approve")
 
 
-def test_expire_due_goes_by_the_time_it_is_given(store: Approvals) -> None:
+def test_expire_due_goes_by_the_time_it_is_given(store: Store) -> None:
     asked = store.ask(pending(timeout_secs=3600))
     assert store.expire_due(now=asked.expires_at - 1) == []
     assert [a.call_id for a in store.expire_due(now=asked.expires_at)] == ["c1"]
@@ -347,7 +395,7 @@ def test_expire_due_goes_by_the_time_it_is_given(store: Approvals) -> None:
 # -- rules ---------------------------------------------------------------------------------------------
 
 
-def test_an_approval_remembered_is_a_rule_of_the_owner_for_that_tool_and_template(store: Approvals) -> None:
+def test_an_approval_remembered_is_a_rule_of_the_owner_for_that_tool_and_template(store: Store) -> None:
     store.ask(pending(approvers=("bob",)))
     assert not store.allowed_by_rule("alice", "send_invoice", "assistant")
     store.decide("r1", "c1", "bob", "approve", remember=True)
@@ -365,7 +413,7 @@ def test_an_approval_remembered_is_a_rule_of_the_owner_for_that_tool_and_templat
     )
 
 
-def test_a_refused_decision_adds_no_rule(store: Approvals) -> None:
+def test_a_refused_decision_adds_no_rule(store: Store) -> None:
     store.ask(pending())
     store.decide("r1", "c1", "alice", "deny")
     with pytest.raises(ApprovalClosed):
@@ -373,7 +421,7 @@ def test_a_refused_decision_adds_no_rule(store: Approvals) -> None:
     assert store.rules_of("alice") == []
 
 
-def test_rules_are_listed_newest_first_once_each_and_deleted_by_their_owner_only(store: Approvals) -> None:
+def test_rules_are_listed_newest_first_once_each_and_deleted_by_their_owner_only(store: Store) -> None:
     first = store.add_rule("alice", "a_tool", "t1")
     second = store.add_rule("alice", "b_tool", "t1")
     assert store.add_rule("alice", "a_tool", "t1") == first  # the same rule again: the one there
@@ -390,7 +438,7 @@ def test_rules_are_listed_newest_first_once_each_and_deleted_by_their_owner_only
 # -- decision URLs -------------------------------------------------------------------------------------
 
 
-def test_a_token_decides_once_by_link_and_a_replay_is_refused_as_used(store: Approvals) -> None:
+def test_a_token_decides_once_by_link_and_a_replay_is_refused_as_used(store: Store) -> None:
     store.ask(pending())
     token = store.decision_token("r1", "c1", "approve")
     decided = store.redeem(token, run_id="r1", call_id="c1")
@@ -401,7 +449,7 @@ def test_a_token_decides_once_by_link_and_a_replay_is_refused_as_used(store: App
 
 
 def test_of_two_tokens_for_one_call_the_first_used_decides_and_the_other_finds_it_closed(
-    store: Approvals,
+    store: Store,
 ) -> None:
     store.ask(pending())
     approve, deny = store.decision_token("r1", "c1", "approve"), store.decision_token("r1", "c1", "deny")
@@ -410,7 +458,7 @@ def test_of_two_tokens_for_one_call_the_first_used_decides_and_the_other_finds_i
         store.redeem(approve)
 
 
-def test_a_deny_token_carries_its_reason_and_a_look_at_a_token_decides_nothing(store: Approvals) -> None:
+def test_a_deny_token_carries_its_reason_and_a_look_at_a_token_decides_nothing(store: Store) -> None:
     store.ask(pending())
     deny = store.decision_token("r1", "c1", "deny")
     granted, approval = store.granted(deny)
@@ -434,7 +482,7 @@ def flip(text: str, at: int) -> str:
 
 
 def test_a_token_changed_anywhere_or_signed_elsewhere_is_refused_as_forged(
-    tmp_path: Path, store: Approvals
+    tmp_path: Path, store: Store
 ) -> None:
     store.ask(pending())
     token = store.decision_token("r1", "c1", "approve")
@@ -456,7 +504,7 @@ def test_a_token_changed_anywhere_or_signed_elsewhere_is_refused_as_forged(
     assert store.get("r1", "c1").status == PENDING  # type: ignore[union-attr]
 
 
-def test_a_token_rewritten_for_another_run_or_shown_at_another_calls_url_is_refused(store: Approvals) -> None:
+def test_a_token_rewritten_for_another_run_or_shown_at_another_calls_url_is_refused(store: Store) -> None:
     import base64
 
     store.ask(pending())
@@ -475,7 +523,7 @@ def test_a_token_rewritten_for_another_run_or_shown_at_another_calls_url_is_refu
     assert [store.get(r, "c1").status for r in ("r1", "r2")] == [PENDING, PENDING]  # type: ignore[union-attr]
 
 
-def test_a_token_after_its_expiry_is_refused_as_expired(store: Approvals) -> None:
+def test_a_token_after_its_expiry_is_refused_as_expired(store: Store) -> None:
     asked = store.ask(pending(timeout_secs=SHORT))
     token = store.decision_token("r1", "c1", "approve")
     wait_until(lambda: expired(asked), "the approval's expiry")
@@ -484,7 +532,7 @@ def test_a_token_after_its_expiry_is_refused_as_expired(store: Approvals) -> Non
     assert refused.value.reason == EXPIRED
 
 
-def test_no_token_is_made_for_a_call_not_pending_nor_for_an_edit(store: Approvals) -> None:
+def test_no_token_is_made_for_a_call_not_pending_nor_for_an_edit(store: Store) -> None:
     with pytest.raises(ApprovalNotFound):
         store.decision_token("r1", "c1", "approve")
     store.ask(pending())
@@ -495,21 +543,38 @@ def test_no_token_is_made_for_a_call_not_pending_nor_for_an_edit(store: Approval
         store.decision_token("r1", "c1", "approve")
 
 
-def test_a_token_verifies_in_another_process_store_on_the_same_install(path: Path, store: Approvals) -> None:
+def test_a_token_verifies_in_another_process_store_on_the_same_install(where: str, store: Store) -> None:
     store.ask(pending())
     token = store.decision_token("r1", "c1", "deny")
-    with Approvals(path) as other:
+    with open_store(where) as other:
         assert other.redeem(token).status == DENIED
+
+
+def test_two_processes_redeeming_one_token_at_once_one_decides_and_the_other_is_told_it_was_used(
+    where: str, store: Store, processes: list[subprocess.Popen[str]]
+) -> None:
+    first, second = (start(processes, REDEEMER, where) for _ in range(2))
+    assert line_of(first) == line_of(second) == "ready"
+    for n in range(RACES):
+        store.ask(pending(f"c{n}"))
+        token = store.decision_token("r1", f"c{n}", "approve")
+        for process in (first, second):  # both get the token before either answers
+            assert process.stdin is not None
+            process.stdin.write(f"{token}\n")
+            process.stdin.flush()
+        assert sorted((line_of(first), line_of(second))) == [USED, "won"]
+        assert store.get("r1", f"c{n}").decided_by == LINK  # type: ignore[union-attr]
 
 
 # -- the secret ----------------------------------------------------------------------------------------
 
 
-def test_the_secret_is_made_once_owner_only_beside_the_store_and_reused(path: Path, store: Approvals) -> None:
+def test_the_secret_is_made_once_owner_only_beside_the_store_and_reused(path: Path) -> None:
     secret_file = path.parent / SECRET_FILE
-    assert not secret_file.exists()  # made on first use, not on open
-    store.ask(pending())
-    store.decision_token("r1", "c1", "approve")
+    with Approvals(path) as store:
+        assert not secret_file.exists()  # made on first use, not on open
+        store.ask(pending())
+        store.decision_token("r1", "c1", "approve")
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     made = secret_file.read_bytes()
     assert len(made) == 32
@@ -546,7 +611,7 @@ def test_a_secret_others_may_read_or_of_the_wrong_size_is_refused_naming_it(tmp_
 
 
 def test_sweep_removes_closed_approvals_and_spent_tokens_older_than_asked_in_bounded_steps(
-    store: Approvals,
+    store: Store,
 ) -> None:
     for n in range(3):
         store.ask(pending(f"c{n}", approvers=("bob",)))
@@ -565,7 +630,7 @@ def test_sweep_removes_closed_approvals_and_spent_tokens_older_than_asked_in_bou
     assert store.pending_for("bob") == []
 
 
-def test_sweep_keeps_what_was_closed_after_the_time_given(store: Approvals) -> None:
+def test_sweep_keeps_what_was_closed_after_the_time_given(store: Store) -> None:
     store.ask(pending())
     decided = store.decide("r1", "c1", "alice", "approve")
     assert decided.decided_at is not None
@@ -584,10 +649,21 @@ def test_a_file_whose_approvals_a_newer_kernel_wrote_is_refused_naming_the_versi
         Approvals(path)
 
 
-def test_a_question_or_reason_with_a_lone_surrogate_is_kept_as_valid_text(store: Approvals) -> None:
+def test_a_question_or_reason_with_a_lone_surrogate_is_kept_as_valid_text(store: Store) -> None:
     """A person's reason (JSON may spell `\\ud800`) and a hook's question are free text: kept with U+FFFD
     where a lone surrogate stood, never a write that fails (a 500 for the decision)."""
     asked = store.ask(pending(question="send \ud800 it?", args={"to": "\udfff"}))
     decided = store.decide("r1", "c1", "alice", "deny", "not \ud800 now")
     assert asked.question == "send \ufffd it?" and asked.args == {"to": "\udfff"}  # JSON keeps it escaped
     assert decided.reason == "not \ufffd now" and store.get("r1", "c1") == decided
+
+
+def test_a_question_or_reason_with_a_nul_is_kept_where_the_database_can_hold_it(
+    where: str, store: Store
+) -> None:
+    """PostgreSQL's text holds no NUL: U+FFFD takes its place there, never a failed write; a file keeps it."""
+    asked = store.ask(pending(question="send\x00it?", args={"to": "\x00"}))
+    decided = store.decide("r1", "c1", "alice", "deny", "not\x00now")
+    nul = "\ufffd" if where.startswith("postgresql://") else "\x00"
+    assert (asked.question, decided.reason) == (f"send{nul}it?", f"not{nul}now")
+    assert asked.args == {"to": "\x00"} and store.get("r1", "c1") == decided  # JSON keeps it escaped

@@ -36,7 +36,7 @@ from agentkernel.services.approvals import (
     Approval,
     ApprovalClosed,
     ApprovalNotFound,
-    Approvals,
+    ApprovalStore,
     PendingApproval,
 )
 from agentkernel.tools.dispatch import Decision, Vetted
@@ -70,7 +70,7 @@ class ApprovalGate:
     """Asks for and waits on decisions; see the module docstring."""
 
     def __init__(
-        self, store: Callable[[], Approvals], settings: ApprovalSettings, notify: Notify | None = None
+        self, store: Callable[[], ApprovalStore], settings: ApprovalSettings, notify: Notify | None = None
     ) -> None:
         self._store = store
         self.settings = settings

@@ -30,7 +30,7 @@ from typing import Any
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Http
-from agentkernel.services.approvals import APPROVE, DENY, Approval, Approvals
+from agentkernel.services.approvals import APPROVE, DENY, Approval, ApprovalStore
 
 log = logging.getLogger("agentkernel.approvals")
 
@@ -52,7 +52,7 @@ class ApprovalNotices:
 
     def __init__(
         self,
-        store: Callable[[], Approvals],
+        store: Callable[[], ApprovalStore],
         settings: ApprovalSettings,
         http: Callable[[], Http],
         problem: WebhookProblem,

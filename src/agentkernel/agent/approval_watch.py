@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from agentkernel.services.approvals import Approval, Approvals
+from agentkernel.services.approvals import Approval, ApprovalStore
 from agentkernel.tools.dispatch import Decision
 
 log = logging.getLogger("agentkernel.approvals")
@@ -29,7 +29,7 @@ Judge = Callable[[Approval], Decision | None]  # what was decided on an approval
 class ApprovalWatch:
     """The waiting calls of one event loop, and the task that looks for their decisions."""
 
-    def __init__(self, store: Callable[[], Approvals], judge: Judge) -> None:
+    def __init__(self, store: Callable[[], ApprovalStore], judge: Judge) -> None:
         self._store = store
         self._judge = judge
         self._waiting: dict[Key, tuple[Approval, list[asyncio.Future[Decision]]]] = {}

@@ -10,15 +10,21 @@ Bounded as the in-memory record was: `per_tool` results per (session, tool),
 the oldest dropped as a new one comes, and `sessions` sessions, the one whose
 last result is oldest dropped (with its results) as a new session comes.
 Each record is one short IMMEDIATE transaction: the insert and both bounds.
-Results are JSON text; the caller owns their shape.
+Results are JSON text; the caller owns their shape. The queries are
+written once (`ResultMethods`, over a dialect: services/sql_dialect.py) for
+this file and for the PostgreSQL store (services/tool_results_pg.py,
+kernel.yaml `store.url`); `ToolResults` is what both offer.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.services.sql_dialect import SQLITE, Connection, Dialect, Statements
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.types import JSONObject
 
@@ -50,48 +56,82 @@ SCHEMA = Schema(
 )
 
 
-class ToolResultStore(SqliteStore):
-    """Results by (session key, tool), newest first; see the module docstring for the bounds."""
+@runtime_checkable
+class ToolResults(Protocol):
+    """What the history (tools/history.py) uses of a tool-result store: the SQLite one here
+    (`ToolResultStore`) or the PostgreSQL one (services/tool_results_pg.py, kernel.yaml `store.url`)."""
 
-    def __init__(self, path: Path | str, *, per_tool: int, sessions: int) -> None:
-        if per_tool < 1 or sessions < 1:
-            raise ValueError(f"per_tool and sessions must be 1 or more, got {per_tool!r} and {sessions!r}")
-        super().__init__(path, SCHEMA, BUSY_TIMEOUT_SECS)
-        self.per_tool = per_tool
-        self.sessions = sessions
+    def record(self, key: str, tool: str, result: JSONObject) -> None: ...
 
-    def record(self, key: str, tool: str, result: JSONObject) -> None:
+    def get(self, key: str, tool: str, index: int) -> JSONObject | None: ...
+
+    def forget(self, key: str) -> None: ...
+
+    def session_count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class _Store(Protocol):
+    """What `ResultMethods` needs of the class it is mixed into: a dialect, its bounds and a store."""
+
+    dialect: ClassVar[Dialect]
+    per_tool: int
+    sessions: int
+
+    def _write(self) -> AbstractContextManager[Connection]: ...
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+
+def check_bounds(per_tool: int, sessions: int) -> None:
+    """ValueError unless both bounds are 1 or more."""
+    if per_tool < 1 or sessions < 1:
+        raise ValueError(f"per_tool and sessions must be 1 or more, got {per_tool!r} and {sessions!r}")
+
+
+class ResultMethods:
+    """What both tool-result stores do, written once: SQLite's (`ToolResultStore`) and PostgreSQL's
+    (tool_results_pg.py) differ in their `dialect` and their connections (`_write`, a transaction that
+    is the only writer of the store while it lasts; `_read`)."""
+
+    dialect: ClassVar[Dialect]
+
+    def record(self: _Store, key: str, tool: str, result: JSONObject) -> None:
         """Keep `result` as the newest of (key, tool), within both bounds."""
         text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
         with self._write() as conn:
-            used = conn.execute(f"SELECT coalesce(max(used), 0) + 1 FROM {SESSIONS}").fetchone()[0]
-            known = conn.execute(f"UPDATE {SESSIONS} SET used = ? WHERE key = ?", (used, key)).rowcount
+            q = Statements(conn, self.dialect)
+            used = q.execute(f"SELECT coalesce(max(used), 0) + 1 FROM {SESSIONS}").fetchone()[0]
+            known = q.execute(f"UPDATE {SESSIONS} SET used = ? WHERE key = ?", (used, key)).rowcount
             if not known:
-                conn.execute(f"INSERT INTO {SESSIONS} (key, used) VALUES (?, ?)", (key, used))
-                over = conn.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - self.sessions
+                q.execute(f"INSERT INTO {SESSIONS} (key, used) VALUES (?, ?)", (key, used))
+                over = q.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - self.sessions
                 if over > 0:
-                    conn.execute(
+                    q.execute(
                         f"DELETE FROM {SESSIONS} WHERE key IN "
                         f"(SELECT key FROM {SESSIONS} ORDER BY used LIMIT ?)",
                         (over,),
                     )
-            seq = conn.execute(
+            seq = q.execute(
                 f"SELECT coalesce(max(seq), 0) + 1 FROM {RESULTS} WHERE key = ? AND tool = ?", (key, tool)
             ).fetchone()[0]
-            conn.execute(
+            q.execute(
                 f"INSERT INTO {RESULTS} (key, tool, seq, result) VALUES (?, ?, ?, ?)", (key, tool, seq, text)
             )
-            conn.execute(
+            q.execute(
                 f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
                 (key, tool, seq - self.per_tool),
             )
 
-    def get(self, key: str, tool: str, index: int) -> JSONObject | None:
+    def get(self: _Store, key: str, tool: str, index: int) -> JSONObject | None:
         """The result `index` places before the newest (0: the newest); None when there is none."""
         if index < 0 or index >= self.per_tool:
             return None
         rows = self._read(
-            f"SELECT result FROM {RESULTS} WHERE key = ? AND tool = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+            self.dialect.sql(
+                f"SELECT result FROM {RESULTS} WHERE key = ? AND tool = ? ORDER BY seq DESC LIMIT 1 OFFSET ?"
+            ),
             (key, tool, index),
         )
         if not rows:
@@ -99,14 +139,26 @@ class ToolResultStore(SqliteStore):
         found: JSONObject = json.loads(rows[0][0])
         return found
 
-    def forget(self, key: str) -> None:
+    def forget(self: _Store, key: str) -> None:
         """Drop every result of one session."""
         with self._write() as conn:
-            conn.execute(f"DELETE FROM {SESSIONS} WHERE key = ?", (key,))
+            Statements(conn, self.dialect).execute(f"DELETE FROM {SESSIONS} WHERE key = ?", (key,))
 
-    def session_count(self) -> int:
+    def session_count(self: _Store) -> int:
         """Sessions held now."""
         return int(self._read(f"SELECT count(*) FROM {SESSIONS}", ())[0][0])
 
 
-__all__ = ["FILE_NAME", "ToolResultStore"]
+class ToolResultStore(ResultMethods, SqliteStore):
+    """Results by (session key, tool), newest first, in their SQLite file; see the module docstring."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path | str, *, per_tool: int, sessions: int) -> None:
+        check_bounds(per_tool, sessions)
+        super().__init__(path, SCHEMA, BUSY_TIMEOUT_SECS)
+        self.per_tool = per_tool
+        self.sessions = sessions
+
+
+__all__ = ["FILE_NAME", "ResultMethods", "ToolResultStore", "ToolResults", "check_bounds"]

@@ -45,7 +45,7 @@ from agentkernel.services.sqlite_db import Schema, SqliteStore
 TABLE = "usage"
 BUSY_TIMEOUT_SECS = 10.0
 
-_SCHEMA = Schema(
+SQLITE_SCHEMA = Schema(
     version=1,
     upgrades={
         1: (
@@ -285,7 +285,7 @@ class UsageLedger(LedgerMethods, SqliteStore):
     upsert = _UPSERT
 
     def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
-        super().__init__(path, _SCHEMA, busy_timeout_secs)
+        super().__init__(path, SQLITE_SCHEMA, busy_timeout_secs)
 
 
 __all__ = [

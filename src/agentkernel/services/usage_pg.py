@@ -10,15 +10,14 @@ so a period is a key range as in the file.
 
 from __future__ import annotations
 
-from contextlib import closing
 from typing import Any
 
 import psycopg
 
 from agentkernel.config import KernelConfig
-from agentkernel.services.pg_copy import copy_table, open_readonly
+from agentkernel.services.pg_copy import copy_table, read_only, source_version
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
-from agentkernel.services.usage import TABLE, Dialect, LedgerMethods
+from agentkernel.services.usage import SQLITE_SCHEMA, TABLE, Dialect, LedgerMethods
 
 COLUMNS = (
     "user_id",
@@ -84,10 +83,9 @@ class PostgresUsageLedger(LedgerMethods, PgStore):
 
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
     """The SQLite ledger's rows (in the message store's file) copied into the store database's."""
-    source = open_readonly(config.messages_db)
-    if source is None:
-        return {}
-    with closing(source):
+    with read_only(config.messages_db) as source:
+        if source is None or not source_version(source, SQLITE_SCHEMA, "the usage ledger", config.messages_db):
+            return {}
         return {TABLE: copy_table(source, target, TABLE, COLUMNS)}
 
 

@@ -8,7 +8,9 @@ the project, `agentkernel tool run --session`) reads what any of them
 recorded, and a session resumed after its chat closed still has them. The
 record is bounded twice: per (session, tool) by `limits.history_per_tool`,
 and in sessions by `limits.history_sessions`, the least recently used
-session going first. `forget_session` drops one at once.
+session going first. `forget_session` drops one at once. With kernel.yaml's
+`store.url` the same record lives in the store database instead
+(services/tool_results_pg.py, handed in as `open_store`).
 
 The file opens on the first call that has a session. A failure to record
 (the disk is full, the store is locked past its wait) is logged and the
@@ -20,13 +22,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
 from agentkernel.errors import AgentKernelError, HelperError
 from agentkernel.identity import Caller, session_key
 from agentkernel.services.sqlite_db import MEMORY
-from agentkernel.services.tool_results import ToolResultStore
+from agentkernel.services.tool_results import ToolResults, ToolResultStore
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, VisualBlock
 
@@ -40,16 +43,25 @@ class ToolResultHistory:
     """The latest results of each tool in each (user, session), newest first on read.
 
     `path`: the store's file; None keeps the results in memory, in this
-    process only (a kernel's own tests).
+    process only (a kernel's own tests). `open_store`, when given, opens the
+    store instead (the PostgreSQL one), `shown` naming it in messages.
     """
 
     def __init__(
-        self, path: Path | None = None, per_tool: int = 20, sessions: int = DEFAULT_SESSIONS
+        self,
+        path: Path | None = None,
+        per_tool: int = 20,
+        sessions: int = DEFAULT_SESSIONS,
+        *,
+        open_store: Callable[[], ToolResults] | None = None,
+        shown: str | None = None,
     ) -> None:
         self.path = path
         self.per_tool = per_tool
         self.sessions = sessions
-        self._store: ToolResultStore | None = None
+        self.shown = shown if shown is not None else str(path)
+        self._open_store = open_store
+        self._store: ToolResults | None = None
         self._lock = threading.Lock()
 
     def record(self, caller: Caller, tool: str, result: ToolResult) -> None:
@@ -60,7 +72,7 @@ class ToolResultHistory:
             self._opened().record(session_key(caller.user_id, caller.session_id), tool, _as_json(result))
         except _STORE_ERRORS as exc:
             log.warning(
-                "the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.path, exc
+                "the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.shown, exc
             )
 
     def get(self, caller: Caller, tool: str, index: int = 0) -> ToolResult | None:
@@ -70,7 +82,7 @@ class ToolResultHistory:
         try:
             found = self._opened().get(session_key(caller.user_id, caller.session_id), tool, index)
         except _STORE_ERRORS as exc:
-            raise HelperError(f"get_tool_result: the tool-result store ({self.path}) failed: {exc}") from exc
+            raise HelperError(f"get_tool_result: the tool-result store ({self.shown}) failed: {exc}") from exc
         return None if found is None else _from_json(found)
 
     def forget_session(self, user_id: str | None, session_id: str) -> None:
@@ -86,9 +98,11 @@ class ToolResultHistory:
                 self._store.close()
                 self._store = None
 
-    def _opened(self) -> ToolResultStore:
+    def _opened(self) -> ToolResults:
         with self._lock:
-            if self._store is None:
+            if self._store is None and self._open_store is not None:
+                self._store = self._open_store()
+            elif self._store is None:
                 where = MEMORY if self.path is None else self.path
                 self._store = ToolResultStore(where, per_tool=self.per_tool, sessions=self.sessions)
             return self._store

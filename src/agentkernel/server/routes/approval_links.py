@@ -41,7 +41,7 @@ from agentkernel.services.approvals import (
     Approval,
     ApprovalClosed,
     ApprovalNotFound,
-    Approvals,
+    ApprovalStore,
     TokenRefused,
 )
 
@@ -138,7 +138,7 @@ async def redeem(token: Token, request: Request, parts: Parts) -> Response:
 # -- the store's answers, as LinkAnswers ----------------------------------------------------------------
 
 
-def _granted(store: Approvals, token: str) -> tuple[DecisionToken, Approval]:
+def _granted(store: ApprovalStore, token: str) -> tuple[DecisionToken, Approval]:
     try:
         granted, approval = store.granted(token)
     except (TokenRefused, ApprovalNotFound) as exc:
@@ -148,7 +148,7 @@ def _granted(store: Approvals, token: str) -> tuple[DecisionToken, Approval]:
     return granted, approval
 
 
-def _redeem(store: Approvals, token: str, reason: str | None) -> Approval:
+def _redeem(store: ApprovalStore, token: str, reason: str | None) -> Approval:
     try:
         granted, _ = store.granted(token)
         return store.redeem(token, reason=reason if granted.decision == DENY else None)
