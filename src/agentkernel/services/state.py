@@ -175,7 +175,7 @@ _TRIGGERS = tuple(
     )
 )
 
-_STATE_SCHEMA = Schema(
+STATE_SCHEMA = Schema(
     version=SCHEMA_VERSION,
     fresh=(*_SCHEMA, *_USAGE, *_TRIGGERS),
     upgrades={2: (*_SCHEMA, *_FROM_V1, *_USAGE, *_TRIGGERS), 3: _FROM_V2},
@@ -590,7 +590,7 @@ class SqliteStateStore(StateMethods):
                 raise StateError(f"cannot create the state store's folder: {exc.strerror or exc}") from exc
             try:
                 self._busy_ms = max(0, int(wait * 1000))
-                migrate(conn, _STATE_SCHEMA)
+                migrate(conn, STATE_SCHEMA)
             except BaseException:
                 conn.close()
                 raise
