@@ -1354,6 +1354,68 @@ def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(where: str) -> No
         check_log(store.range(Namespace("global", ""), "log", 0, -1), 2, 300)  # type: ignore[arg-type]
 
 
+QUOTA_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from agentkernel.services.state import Namespace, SqliteStateStore, StateLimitError
+    from agentkernel.services.state_pg import PostgresStateStore
+
+    where, who, quota = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    kind = PostgresStateStore if where.startswith("postgresql://") else SqliteStateStore
+    own, shared = Namespace("user", "alice", user="alice"), Namespace("global", "", user="alice")
+    print("ready", flush=True)
+    sys.stdin.readline()  # "go": both start together
+    stored = 0
+    with kind(where, max_user_bytes=quota) as store:
+        for i in range(QUOTA_TRIES):
+            try:
+                store.push(own, "k" + who, "x" * 40) if i % 2 else store.push(shared, "sh", "x" * 40)
+                stored += 1
+            except StateLimitError:
+                pass
+    print(json.dumps(stored), flush=True)
+    """
+)
+QUOTA_TRIES = 150
+QUOTA = 5_000
+ITEM = 2 + len('"' + "x" * 40 + '"') + ITEM_ROW_BYTES  # a 2-byte key's item of 40 x's
+
+
+def test_two_processes_writing_for_one_user_at_once_never_pass_the_quota(where: str) -> None:
+    """Each write checks the user's total with that total locked (S11 quota, S27.2 across processes)."""
+    worker = QUOTA_WORKER.replace("QUOTA_TRIES", str(QUOTA_TRIES))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", worker, where, str(who), str(QUOTA)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for who in range(2)
+    ]
+    try:
+        for worker_process in workers:
+            assert worker_process.stdout is not None and worker_process.stdout.readline().strip() == "ready"
+        for worker_process in workers:
+            assert worker_process.stdin is not None
+            worker_process.stdin.write("go\n")
+            worker_process.stdin.flush()
+        stored = [json.loads(worker_process.communicate(timeout=120)[0]) for worker_process in workers]
+    finally:
+        for worker_process in workers:
+            worker_process.kill()
+            worker_process.wait()
+    assert all(worker_process.returncode == 0 for worker_process in workers)
+    with open_store(where) as store:
+        own, shared = Namespace("user", "alice"), Namespace("global", "")
+        lengths = [len(store.range(ns, key, 0, -1)) for ns, key in ((own, "k0"), (own, "k1"), (shared, "sh"))]
+    assert sum(lengths) == sum(stored)  # every write reported stored is there, and no other
+    total = usage_in(where)["alice"]
+    assert total == sum(2 + length * ITEM for length in lengths if length)  # the count is exact
+    assert QUOTA - ITEM < total <= QUOTA  # full up to the last item that fits, never past it
+
+
 # -- bounded waits -----------------------------------------------------------------------------
 
 
