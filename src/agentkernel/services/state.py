@@ -8,8 +8,9 @@ type is an error (Redis's WRONGTYPE), except `set` and `delete`, which
 replace or remove a key of any type.
 
 `StateStore` is the small interface the helpers depend on (DESIGN rule 8),
-so a shared store (Redis) can replace the embedded `SqliteStateStore`.
-Decisions:
+so a shared store can replace the embedded `SqliteStateStore`: with
+`store.url`, `PostgresStateStore` (state_pg.py), which shares the
+operations below (`StateMethods`, over a `StateDialect`). Decisions:
 
 - **Concurrency.** One connection per store, opened on first use, guarded by
   a lock (threads); WAL journal, ``busy_timeout`` and ``BEGIN IMMEDIATE``
