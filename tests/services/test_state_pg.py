@@ -7,6 +7,7 @@ form has: its place in the kernel and `copy_from_sqlite`.
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from agentkernel.helpers import state as state_helpers
 from agentkernel.helpers.table import HelperTable
 from agentkernel.ports import STATE, Namespace
 from agentkernel.services.memory import SqliteMessageStore
-from agentkernel.services.state import ITEM_ROW_BYTES, SqliteStateStore
+from agentkernel.services.postgres import PgPool
+from agentkernel.services.state import ITEM_ROW_BYTES, SqliteStateStore, StateError
 from agentkernel.services.state_pg import PostgresStateStore, copy_from_sqlite
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory
@@ -150,3 +152,16 @@ def test_a_file_of_an_older_schema_is_refused_naming_its_version(project: Path, 
         raw.execute("UPDATE state_schema SET version = 2")
     with pytest.raises(AgentKernelError, match="schema version 2, not this agentkernel's 3"):
         copy(config, pg_url)
+
+
+def test_a_database_out_of_reach_is_a_state_error_a_script_can_catch() -> None:
+    """Not an internal error: the helpers turn a StateError into the script's exception (S11, S27.2)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pool = PgPool(f"postgresql://ann:secret@127.0.0.1:{port}/state", timeout_secs=0.5)
+    with PostgresStateStore(pool) as store:
+        with pytest.raises(StateError, match=r"ann:\*\*\*@127\.0\.0\.1") as caught:
+            store.get(Namespace("global", ""), "k")
+        assert "secret" not in str(caught.value)
+    pool.close()
