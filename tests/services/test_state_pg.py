@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -165,3 +167,54 @@ def test_a_database_out_of_reach_is_a_state_error_a_script_can_catch() -> None:
             store.get(Namespace("global", ""), "k")
         assert "secret" not in str(caught.value)
     pool.close()
+
+
+def test_writes_crossing_each_others_payers_all_land(pg_url: str) -> None:
+    """Ann rewrites Bob's keys while Bob rewrites Ann's: each write locks its writer's quota, then the
+    other's (whose bytes it frees), a deadlock PostgreSQL breaks by failing one; the store runs it again."""
+    ann, bob = Namespace("global", "", user="ann"), Namespace("global", "", user="bob")
+    rounds = 150
+    with PostgresStateStore(pg_url) as store:
+        store.set(ann, "ann's", 0)
+        store.set(bob, "bob's", 0)
+        barrier = threading.Barrier(2)
+
+        def rewrite(writer: Namespace, key: str) -> int:
+            barrier.wait(timeout=30)
+            for n in range(rounds):  # each write takes the key (and its bytes) over from the other
+                store.set(writer, key, n)
+            return rounds
+
+        with ThreadPoolExecutor(2) as pool:
+            done = [pool.submit(rewrite, ann, "bob's"), pool.submit(rewrite, bob, "ann's")]
+            assert [future.result(timeout=300) for future in done] == [rounds, rounds]
+        assert store.get(ann, "ann's") == store.get(ann, "bob's") == rounds - 1
+
+
+def test_a_deadlock_the_lock_order_cannot_foresee_is_run_again(pg_url: str) -> None:
+    """Ann replaces lists Carol made and Bob filled while Bob replaces lists Dave made and Ann filled: each
+    write frees the other's bytes (items), found only as it deletes them; PostgreSQL fails one of two
+    crossing writes, and the store runs it again, so every write lands."""
+    ann, bob = Namespace("global", "", user="ann"), Namespace("global", "", user="bob")
+    carol, dave = Namespace("global", "", user="carol"), Namespace("global", "", user="dave")
+    rounds = 20
+    with PostgresStateStore(pg_url) as store:
+        for n in range(rounds):
+            store.push(carol, f"a{n}", 0)
+            store.push(bob, f"a{n}", 1)
+            store.push(dave, f"b{n}", 0)
+            store.push(ann, f"b{n}", 1)
+        barrier = threading.Barrier(2)
+
+        def replace(writer: Namespace, prefix: str) -> int:
+            barrier.wait(timeout=30)
+            for n in range(rounds):
+                store.set(writer, f"{prefix}{n}", n)
+            return rounds
+
+        with ThreadPoolExecutor(2) as pool:
+            done = [pool.submit(replace, ann, "a"), pool.submit(replace, bob, "b")]
+            assert [future.result(timeout=300) for future in done] == [rounds, rounds]
+        assert [store.get(ann, f"{prefix}{n}") for prefix in "ab" for n in range(rounds)] == [
+            *range(rounds)
+        ] * 2

@@ -308,8 +308,8 @@ class StateMethods:
 
     A store gives `_transaction` (one transaction, its waits bounded by
     `timeout`, its failures as `StateError`), `_lock_key` (no other writer of
-    that key until the transaction ends) and `_lock_usage` (the user's total,
-    no other writer of it until the transaction ends): every write holds
+    that key until the transaction ends) and `_lock_usage` (the writer's
+    total, no other writer of it until the transaction ends): every write holds
     both, so sizes, positions and the quota are read and checked in one
     consistent state.
     """
@@ -325,7 +325,7 @@ class StateMethods:
     def _lock_key(self, conn: Any, ns: Namespace, key: str) -> None:
         raise NotImplementedError
 
-    def _lock_usage(self, conn: Any, user: str) -> int:
+    def _lock_usage(self, conn: Any, ns: Namespace, key: str) -> int:
         raise NotImplementedError
 
     @contextmanager
@@ -335,7 +335,7 @@ class StateMethods:
         """A write of `key`; with `quota`, rolled back if it raised the writer's total over the quota."""
         with self._transaction(timeout, write=True) as conn:
             self._lock_key(conn, ns, key)
-            before = self._lock_usage(conn, ns.user) if quota else 0
+            before = self._lock_usage(conn, ns, key) if quota else 0
             yield conn
             if not quota:
                 return
@@ -635,9 +635,9 @@ class SqliteStateStore(StateMethods):
     def _lock_key(self, conn: sqlite3.Connection, ns: Namespace, key: str) -> None:
         """Nothing to do: BEGIN IMMEDIATE holds the file's one write lock."""
 
-    def _lock_usage(self, conn: sqlite3.Connection, user: str) -> int:
-        """The user's total, which no other writer can change (BEGIN IMMEDIATE)."""
-        return self._usage(conn, user)
+    def _lock_usage(self, conn: sqlite3.Connection, ns: Namespace, key: str) -> int:
+        """The writer's total, which no other writer can change (BEGIN IMMEDIATE)."""
+        return self._usage(conn, ns.user)
 
 
 def _item_bytes(key: str, text: str) -> int:

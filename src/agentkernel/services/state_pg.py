@@ -15,11 +15,16 @@ a time (`BEGIN IMMEDIATE`) holds here:
 - **One writer of a user's quota at a time**: then it locks the user's row
   of `state_usage` (made if missing, `SELECT … FOR UPDATE`), reads the
   total, writes, and reads it again: two processes writing for one user
-  never both pass the check. The totals are kept by statement triggers
-  (transition tables: one update a payer a statement, however many rows).
-  A write that frees another user's bytes updates that user's row too;
-  two such writes crossing each other are a deadlock PostgreSQL breaks by
-  failing one, which the caller gets as `StateBusyError` ("try again").
+  never both pass the check, and a write that frees bytes is never refused
+  for bytes another wrote meanwhile. The totals are kept by statement
+  triggers (transition tables: one update a payer a statement, however
+  many rows).
+- **Crossing writers**: a write that frees another user's bytes updates
+  that user's row too. The row of whoever wrote the key's value is locked
+  with the writer's, in payer order, so two users rewriting each other's
+  keys never deadlock; the rest (a list filled by a third user, replaced)
+  may, and PostgreSQL then fails one of the two: its transaction rolled
+  back, the store runs it again while the caller's time lasts (`_again`).
 - **Bounded waits**: a write sets `lock_timeout` to the caller's `timeout`
   (at most `busy_timeout_secs`), so a key or a quota held by another writer
   gives `StateBusyError` by then. Reads take no lock: one snapshot
@@ -37,11 +42,12 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -61,6 +67,10 @@ from agentkernel.services.state import (
     StateError,
     StateMethods,
 )
+from agentkernel.types import JSONValue
+
+T = TypeVar("T")
+_WHERE = "scope = %s AND owner = %s AND key = %s"
 
 TABLES = ("state_keys", "state_list_items", "state_set_members", "state_usage")
 
@@ -248,11 +258,51 @@ class PostgresStateStore(StateMethods):
         """No other writer of this key (in any process) until the transaction ends."""
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (key_lock(ns, key),))
 
-    def _lock_usage(self, conn: psycopg.Connection[tuple[Any, ...]], user: str) -> int:
-        """The user's total, its row locked until the transaction ends (made first if missing)."""
-        conn.execute("INSERT INTO state_usage (payer, bytes) VALUES (%s, 0) ON CONFLICT DO NOTHING", (user,))
-        row = conn.execute("SELECT bytes FROM state_usage WHERE payer = %s FOR UPDATE", (user,)).fetchone()
-        return 0 if row is None else int(row[0])
+    def _lock_usage(self, conn: psycopg.Connection[tuple[Any, ...]], ns: Namespace, key: str) -> int:
+        """The writer's total, its row locked until the transaction ends (made first if missing).
+
+        The row of whoever wrote the key's value is locked too, in payer order,
+        since replacing the value frees that user's bytes: two users rewriting
+        each other's keys take their rows in one order, never crossing.
+        """
+        conn.execute(
+            "INSERT INTO state_usage (payer, bytes) VALUES (%s, 0) ON CONFLICT DO NOTHING", (ns.user,)
+        )
+        rows = conn.execute(
+            "SELECT payer, bytes FROM state_usage WHERE payer = %s OR payer = "
+            f"(SELECT payer FROM state_keys WHERE {_WHERE}) ORDER BY payer FOR UPDATE",
+            (ns.user, *POSTGRES.params(ns, key)),
+        ).fetchall()
+        return sum(int(bytes_) for payer, bytes_ in rows if payer == ns.user)
+
+    # -- writes PostgreSQL failed to break a deadlock run again -------------------------------
+
+    def _again(self, timeout: float | None, operation: Callable[[float | None], T]) -> T:
+        """`operation(time left)`, run again while time is left when PostgreSQL broke a deadlock by
+        failing it: its transaction was rolled back, so nothing of it happened."""
+        deadline = time.monotonic() + (self.busy_timeout_secs if timeout is None else timeout)
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                return operation(left)
+            except StateBusyError as exc:
+                if left <= 0 or not isinstance(exc.__cause__, pg_errors.DeadlockDetected):
+                    raise
+
+    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
+        self._again(timeout, lambda left: StateMethods.set(self, ns, key, value, timeout=left))
+
+    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
+        return self._again(timeout, lambda left: StateMethods.delete(self, ns, key, timeout=left))
+
+    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
+        return self._again(timeout, lambda left: StateMethods.push(self, ns, key, value, timeout=left))
+
+    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        return self._again(timeout, lambda left: StateMethods.sadd(self, ns, key, value, timeout=left))
+
+    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        return self._again(timeout, lambda left: StateMethods.srem(self, ns, key, value, timeout=left))
 
 
 def on_pool(pool: PgPool, settings: StateSettings) -> PostgresStateStore:
