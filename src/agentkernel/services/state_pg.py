@@ -275,7 +275,7 @@ class PostgresStateStore(StateMethods):
         ).fetchall()
         return sum(int(bytes_) for payer, bytes_ in rows if payer == ns.user)
 
-    # -- writes PostgreSQL failed to break a deadlock run again -------------------------------
+    # -- writes: a write PostgreSQL failed to break a deadlock is run again ----------------------
 
     def _again(self, timeout: float | None, operation: Callable[[float | None], T]) -> T:
         """`operation(time left)`, run again while time is left when PostgreSQL broke a deadlock by
