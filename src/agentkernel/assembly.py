@@ -558,6 +558,10 @@ def _http(parts: KernelParts) -> object:
 
 
 def _state(parts: KernelParts) -> object:
+    if parts.config.store.url is not None and parts.config.state.db_path is not None:
+        from agentkernel.services.state_pg import on_pool  # psycopg: only with a store.url
+
+        return on_pool(parts.store_pool, parts.config.state)  # S27.2: in the store database
     from agentkernel.services.state import from_config  # the SQLite file: not opened before a state_* call
 
     return from_config(parts.config)

@@ -3,6 +3,8 @@
 Every helper runs from both engines as a script tool on a real SQLite file;
 the attacks (another user's id, odd keys, huge values, racing writers in
 threads and in processes, a store locked by someone else) are tested too.
+The tests that open a store directly run on both stores: the SQLite file
+and the PostgreSQL database (services/state_pg.py, S27.2, tests/pg.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from agentkernel import Kernel
@@ -39,6 +42,7 @@ from agentkernel.services.state import (
     from_config,
     lrange_bounds,
 )
+from agentkernel.services.state_pg import PostgresStateStore, key_lock
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import REPO, ToolFactory
 
@@ -77,10 +81,38 @@ def skernel(project: Path) -> Iterator[Kernel]:
     close_store(kernel)
 
 
+Store = SqliteStateStore | PostgresStateStore
+
+
+def open_store(where: str, **limits: Any) -> Store:
+    """The PostgreSQL store for a postgresql:// URL, else the SQLite one on that file."""
+    if where.startswith("postgresql://"):
+        return PostgresStateStore(where, **limits)
+    return SqliteStateStore(where, **limits)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives: a state file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStateStore]:
-    with SqliteStateStore(tmp_path / "state.db") as opened:
+def store(where: str) -> Iterator[Store]:
+    with open_store(where) as opened:
         yield opened
+
+
+def usage_in(where: str) -> dict[str, int]:
+    """Each payer's bytes as the store's `state_usage` table counts them (payers at 0 left out)."""
+    sql = "SELECT payer, bytes FROM state_usage WHERE bytes != 0"
+    if where.startswith("postgresql://"):
+        with psycopg.connect(where) as conn:
+            return {payer: int(count) for payer, count in conn.execute(sql).fetchall()}
+    with sqlite3.connect(where) as raw:
+        return dict(raw.execute(sql).fetchall())
 
 
 def run_tool(kernel: Kernel, name: str, args: Any = None, **caller: Any) -> Any:
@@ -578,15 +610,14 @@ def test_a_users_keys_are_held_to_max_user_bytes(project: Path, make_tool: ToolF
     close_store(kernel)
 
 
-def test_the_quota_counts_every_kind_of_key(store: SqliteStateStore) -> None:
+def test_the_quota_counts_every_kind_of_key(store: Store, where: str) -> None:
     """Usage is kept by triggers in the write's own transaction: what goes in, and what comes out."""
     store.max_user_bytes = 10_000
     alice = Namespace("user", "alice", user="alice")
     shared = Namespace("global", "", user="alice")
 
     def usage() -> dict[str, int]:
-        with sqlite3.connect(store.path) as raw:
-            return dict(raw.execute("SELECT payer, bytes FROM state_usage WHERE bytes != 0").fetchall())
+        return usage_in(where)
 
     store.set(alice, "k", "v")  # "k" + '"v"'
     assert usage() == {"alice": 4}
@@ -792,8 +823,8 @@ def test_odd_keys_and_values_round_trip(skernel: Kernel, make_tool: ToolFactory,
     assert data["keys"] == sorted(ODD_KEYS)
     assert data["values"] == [{"key": k, "text": k + "\x00"} for k in ODD_KEYS]
     assert run_tool(skernel, "odd", {"keys": []}, user_id="other")["keys"] == []
-    with sqlite3.connect(skernel.config.root / "data" / "state.db") as raw:  # the tables survived
-        assert raw.execute("SELECT count(*) FROM state_keys").fetchone()[0] == len(ODD_KEYS)
+    store = kernel_parts(skernel).services.get(STATE)  # the tables survived: every key is there
+    assert store is not None and len(store.keys(Namespace("user", "u"))) == len(ODD_KEYS)
 
 
 @pytest.mark.parametrize("ext", ENGINES)
@@ -968,7 +999,7 @@ def test_result_size_limit(project: Path, make_tool: ToolFactory, ext: str) -> N
         close_store(kernel)
 
 
-def test_values_without_a_json_form(store: SqliteStateStore) -> None:
+def test_values_without_a_json_form(store: Store) -> None:
     ns = Namespace("user", "u")
     deep: Any = []
     for _ in range(100_000):
@@ -1117,20 +1148,20 @@ def test_bad_configuration_names_the_field(project: Path, yaml_text: str, messag
     assert caught.value.reason.startswith(message)
 
 
-def test_the_sqlite_store_is_a_state_store(store: SqliteStateStore) -> None:
+def test_both_stores_are_state_stores(store: Store) -> None:
     assert isinstance(store, StateStore)
 
 
 # -- the store itself: persistence, schema, failures -------------------------------------------
 
 
-def test_values_persist_across_store_instances(tmp_path: Path) -> None:
+def test_values_persist_across_store_instances(where: str) -> None:
     ns = Namespace("user", "u")
-    with SqliteStateStore(tmp_path / "s.db") as first:
+    with open_store(where) as first:
         first.set(ns, "v", {"a": 1})
         first.push(ns, "l", 1)
         first.sadd(ns, "s", "x")
-    with SqliteStateStore(tmp_path / "s.db") as second:
+    with open_store(where) as second:
         assert (second.get(ns, "v"), second.range(ns, "l", 0, -1), second.smembers(ns, "s")) == (
             {"a": 1},
             [1],
@@ -1139,13 +1170,16 @@ def test_values_persist_across_store_instances(tmp_path: Path) -> None:
         assert second.push(ns, "l", 2) == 2
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    with SqliteStateStore(path) as store:
+def test_a_newer_schema_is_refused(where: str) -> None:
+    with open_store(where) as store:
         store.keys(Namespace("global", ""))
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE state_schema SET version = 99")
-    with SqliteStateStore(path) as store, pytest.raises(StateError, match="schema version 99 is newer"):
+    if where.startswith("postgresql://"):
+        with psycopg.connect(where) as conn:
+            conn.execute("UPDATE schema_versions SET version = 99 WHERE store = 'state'")
+    else:
+        with sqlite3.connect(where) as raw:
+            raw.execute("UPDATE state_schema SET version = 99")
+    with open_store(where) as store, pytest.raises(StateError, match=r"schema version 99\b.* newer"):
         store.keys(Namespace("global", ""))
 
 
@@ -1159,7 +1193,7 @@ def test_the_file_may_be_shared_with_the_message_store(tmp_path: Path) -> None:
         assert messages.count("s") == 1 and state.get(Namespace("session", "s"), "k") == 1
 
 
-def test_a_closed_store_refuses(store: SqliteStateStore) -> None:
+def test_a_closed_store_refuses(store: Store) -> None:
     store.close()
     store.close()
     with pytest.raises(StateError, match="closed"):
@@ -1228,7 +1262,7 @@ def test_concurrent_pushes_from_threads_lose_nothing(
     lengths = sorted(length for lengths in results for length in lengths)
     assert lengths == list(range(1, 1601))  # every push saw a length of its own
     store = kernel_parts(skernel).services.get(STATE)
-    assert isinstance(store, SqliteStateStore)
+    assert isinstance(store, StateStore)  # either store: the file, or PostgreSQL with store.url
     check_log(store.range(Namespace("global", ""), "log", 0, -1), 8, 200)  # type: ignore[arg-type]
 
 
@@ -1252,28 +1286,36 @@ def test_concurrent_sadd_reports_added_once(skernel: Kernel, make_tool: ToolFact
     results = in_threads(8, lambda _: run_tool(skernel, "adder"))
     assert [sum(r[i] for r in results) for i in range(100)] == [1] * 100
     store = kernel_parts(skernel).services.get(STATE)
-    assert isinstance(store, SqliteStateStore)
+    assert isinstance(store, StateStore)  # either store: the file, or PostgreSQL with store.url
     assert len(store.smembers(Namespace("global", ""), "members")) == 100
 
 
-def test_store_threads_without_scripts(store: SqliteStateStore) -> None:
+def test_store_threads_without_scripts(store: Store) -> None:
+    """Writers of one key, each for a user of its own (quotas apart, so only the key keeps them apart)."""
     ns = Namespace("global", "")
-    in_threads(8, lambda who: [store.push(ns, "log", f"{who}:{i}") for i in range(200)])
+
+    def writer(who: int) -> Namespace:
+        return Namespace("global", "", user=f"user {who}")
+
+    in_threads(8, lambda who: [store.push(writer(who), "log", f"{who}:{i}") for i in range(200)])
     check_log(store.range(ns, "log", 0, -1), 8, 200)  # type: ignore[arg-type]
-    added = in_threads(8, lambda _: store.sadd(ns, "one", "same"))
+    added = in_threads(8, lambda who: store.sadd(writer(who), "one", "same"))
     assert added.count(True) == 1
+    assert store.smembers(ns, "one") == ["same"]
 
 
 WORKER = textwrap.dedent(
     """
     import json, sys
     from agentkernel.services.state import Namespace, SqliteStateStore
+    from agentkernel.services.state_pg import PostgresStateStore
 
-    path, who = sys.argv[1], sys.argv[2]
-    ns = Namespace("global", "")
+    where, who = sys.argv[1], sys.argv[2]
+    ns = Namespace("global", "", user=who)  # quotas apart: only the key keeps the two apart
     print("ready", flush=True)
     sys.stdin.readline()  # "go": both start together
-    with SqliteStateStore(path) as store:  # both open the fresh file at once: WAL switch, schema
+    opened = PostgresStateStore(where) if where.startswith("postgresql://") else SqliteStateStore(where)
+    with opened as store:  # both open the fresh file (or database) at once: WAL switch, schema
         lengths = [store.push(ns, "log", f"{who}:{i}") for i in range(300)]
         added = [i for i in range(200) if store.sadd(ns, "members", i)]
     print(json.dumps({"lengths": lengths, "added": added}), flush=True)
@@ -1281,11 +1323,10 @@ WORKER = textwrap.dedent(
 )
 
 
-def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
+def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(where: str) -> None:
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(path), str(who)],
+            [sys.executable, "-c", WORKER, where, str(who)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -1309,8 +1350,70 @@ def test_two_processes_open_a_fresh_file_push_and_sadd_at_once(tmp_path: Path) -
     assert sorted(reports[0]["lengths"] + reports[1]["lengths"]) == list(range(1, 601))
     added = reports[0]["added"] + reports[1]["added"]
     assert sorted(added) == list(range(200))  # each member added by exactly one process
-    with SqliteStateStore(path) as store:
+    with open_store(where) as store:
         check_log(store.range(Namespace("global", ""), "log", 0, -1), 2, 300)  # type: ignore[arg-type]
+
+
+QUOTA_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from agentkernel.services.state import Namespace, SqliteStateStore, StateLimitError
+    from agentkernel.services.state_pg import PostgresStateStore
+
+    where, who, quota = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    kind = PostgresStateStore if where.startswith("postgresql://") else SqliteStateStore
+    own, shared = Namespace("user", "alice", user="alice"), Namespace("global", "", user="alice")
+    print("ready", flush=True)
+    sys.stdin.readline()  # "go": both start together
+    stored = 0
+    with kind(where, max_user_bytes=quota) as store:
+        for i in range(QUOTA_TRIES):
+            try:
+                store.push(own, "k" + who, "x" * 40) if i % 2 else store.push(shared, "sh", "x" * 40)
+                stored += 1
+            except StateLimitError:
+                pass
+    print(json.dumps(stored), flush=True)
+    """
+)
+QUOTA_TRIES = 150
+QUOTA = 5_000
+ITEM = 2 + len('"' + "x" * 40 + '"') + ITEM_ROW_BYTES  # a 2-byte key's item of 40 x's
+
+
+def test_two_processes_writing_for_one_user_at_once_never_pass_the_quota(where: str) -> None:
+    """Each write checks the user's total with that total locked (S11 quota, S27.2 across processes)."""
+    worker = QUOTA_WORKER.replace("QUOTA_TRIES", str(QUOTA_TRIES))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", worker, where, str(who), str(QUOTA)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for who in range(2)
+    ]
+    try:
+        for worker_process in workers:
+            assert worker_process.stdout is not None and worker_process.stdout.readline().strip() == "ready"
+        for worker_process in workers:
+            assert worker_process.stdin is not None
+            worker_process.stdin.write("go\n")
+            worker_process.stdin.flush()
+        stored = [json.loads(worker_process.communicate(timeout=120)[0]) for worker_process in workers]
+    finally:
+        for worker_process in workers:
+            worker_process.kill()
+            worker_process.wait()
+    assert all(worker_process.returncode == 0 for worker_process in workers)
+    with open_store(where) as store:
+        own, shared = Namespace("user", "alice"), Namespace("global", "")
+        lengths = [len(store.range(ns, key, 0, -1)) for ns, key in ((own, "k0"), (own, "k1"), (shared, "sh"))]
+    assert sum(lengths) == sum(stored)  # every write reported stored is there, and no other
+    total = usage_in(where)["alice"]
+    assert total == sum(2 + length * ITEM for length in lengths if length)  # the count is exact
+    assert QUOTA - ITEM < total <= QUOTA  # full up to the last item that fits, never past it
 
 
 # -- bounded waits -----------------------------------------------------------------------------
@@ -1344,10 +1447,29 @@ def test_a_locked_file_gives_up_by_the_timeout(locked_file: Path) -> None:
         assert store.get(ns, "k", timeout=0.3) is None  # readers do not wait for the writer
 
 
-def test_the_thread_lock_wait_is_bounded(store: SqliteStateStore) -> None:
+def test_the_thread_lock_wait_is_bounded(tmp_path: Path) -> None:
     busy = pytest.raises(StateBusyError, match=r"stayed busy for 0\.1 s")
-    with store._lock, busy:  # another thread's operation in flight
+    with SqliteStateStore(tmp_path / "state.db") as store, store._lock, busy:  # another thread's call
         store.get(Namespace("global", ""), "k", timeout=0.1)
+
+
+@pytest.mark.parametrize("held", ["key", "quota"])
+def test_a_key_or_a_quota_held_in_the_database_gives_up_by_the_timeout(pg_url: str, held: str) -> None:
+    """On PostgreSQL a write waits for its key's advisory lock and its user's usage row, by `lock_timeout`."""
+    ns = Namespace("global", "", user="alice")
+    with PostgresStateStore(pg_url) as store, psycopg.connect(pg_url) as holder:
+        store.set(ns, "other", 1)  # the tables, and alice's usage row
+        if held == "key":
+            holder.execute("SELECT pg_advisory_xact_lock(%s)", (key_lock(ns, "k"),))
+        else:
+            holder.execute("SELECT bytes FROM state_usage WHERE payer = 'alice' FOR UPDATE")
+        with pytest.raises(StateBusyError, match="locked by another writer"):
+            store.set(ns, "k", 1, timeout=0.3)
+        assert store.get(ns, "k", timeout=0.3) is None  # readers do not wait for the writer
+        store.set(Namespace("global", "", user="bob"), "free" if held == "quota" else "k2", 1, timeout=0.3)
+        holder.rollback()
+        store.set(ns, "k", 2, timeout=0.3)
+        assert store.get(ns, "k") == 2
 
 
 def test_a_script_is_not_held_past_its_time_limit(

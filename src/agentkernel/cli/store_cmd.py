@@ -33,6 +33,7 @@ PG_STORES = (
     "agentkernel.services.usage_pg",
     "agentkernel.services.approvals_pg",
     "agentkernel.services.tool_results_pg",
+    "agentkernel.services.state_pg",
 )
 """The modules of the PostgreSQL stores, each with `SCHEMAS` (its PgSchema values) and
 `copy_from_sqlite(config, connection) -> {table: rows}`; migrated and copied in this order."""

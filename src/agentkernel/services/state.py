@@ -8,8 +8,9 @@ type is an error (Redis's WRONGTYPE), except `set` and `delete`, which
 replace or remove a key of any type.
 
 `StateStore` is the small interface the helpers depend on (DESIGN rule 8),
-so a shared store (Redis) can replace the embedded `SqliteStateStore`.
-Decisions:
+so a shared store can replace the embedded `SqliteStateStore`: with
+`store.url`, `PostgresStateStore` (state_pg.py), which shares the
+operations below (`StateMethods`, over a `StateDialect`). Decisions:
 
 - **Concurrency.** One connection per store, opened on first use, guarded by
   a lock (threads); WAL journal, ``busy_timeout`` and ``BEGIN IMMEDIATE``
@@ -60,11 +61,12 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from agentkernel.config import KernelConfig, StateSettings
 from agentkernel.errors import AgentKernelError
@@ -174,7 +176,7 @@ _TRIGGERS = tuple(
     )
 )
 
-_STATE_SCHEMA = Schema(
+STATE_SCHEMA = Schema(
     version=SCHEMA_VERSION,
     fresh=(*_SCHEMA, *_USAGE, *_TRIGGERS),
     upgrades={2: (*_SCHEMA, *_FROM_V1, *_USAGE, *_TRIGGERS), 3: _FROM_V2},
@@ -183,6 +185,11 @@ _STATE_SCHEMA = Schema(
 )
 
 _WHERE = "scope = ? AND owner = ? AND key = ?"
+_ADD_TO_KEY = (
+    "INSERT INTO state_keys (scope, owner, key, type, size, payer, bytes) VALUES (?, ?, ?, ?, 1, ?, ?) "
+    "ON CONFLICT (scope, owner, key) DO UPDATE SET size = state_keys.size + 1"
+)
+"""A list or set one item longer (made when missing); qualified `state_keys.size` as PostgreSQL wants."""
 
 
 class StateError(AgentKernelError):
@@ -268,16 +275,268 @@ def lrange_bounds(length: int, start: int, stop: int) -> tuple[int, int] | None:
     return start, min(stop, length - 1)
 
 
+# -- what both stores do ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StateDialect:
+    """How one database spells the state queries: its parameter mark and how a key is stored.
+
+    SQLite here (`?`, keys as TEXT); PostgreSQL in state_pg.py (`%s`, keys as
+    BYTEA, since a key may hold a NUL, which PostgreSQL's TEXT cannot). Both
+    sort keys by their UTF-8 bytes.
+    """
+
+    mark: str
+    key_param: Callable[[str], object]  # a key as the driver stores it
+    key_text: Callable[[Any], str]  # a stored key back as text
+
+    def sql(self, text: str) -> str:
+        """`text`, written with `?` marks, in this dialect."""
+        return text if self.mark == "?" else text.replace("?", self.mark)
+
+    def params(self, ns: Namespace, key: str) -> tuple[object, ...]:
+        return (ns.scope, ns.owner, self.key_param(key))
+
+
+SQLITE = StateDialect("?", str, str)
+
+
+class StateMethods:
+    """The `StateStore` operations, written once over a dialect and a database (SQLite's
+    `SqliteStateStore`, PostgreSQL's `PostgresStateStore` in state_pg.py).
+
+    A store gives `_transaction` (one transaction, its waits bounded by
+    `timeout`, its failures as `StateError`), `_lock_key` (no other writer of
+    that key until the transaction ends) and `_lock_usage` (the writer's
+    total, no other writer of it until the transaction ends): every write holds
+    both, so sizes, positions and the quota are read and checked in one
+    consistent state.
+    """
+
+    dialect: ClassVar[StateDialect]
+    max_value_bytes: int
+    max_result_bytes: int
+    max_user_bytes: int
+
+    def _transaction(self, timeout: float | None, *, write: bool) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _lock_key(self, conn: Any, ns: Namespace, key: str) -> None:
+        raise NotImplementedError
+
+    def _lock_usage(self, conn: Any, ns: Namespace, key: str) -> int:
+        raise NotImplementedError
+
+    @contextmanager
+    def _writing(
+        self, ns: Namespace, key: str, timeout: float | None, *, quota: bool = True
+    ) -> Iterator[Any]:
+        """A write of `key`; with `quota`, rolled back if it raised the writer's total over the quota."""
+        with self._transaction(timeout, write=True) as conn:
+            self._lock_key(conn, ns, key)
+            before = self._lock_usage(conn, ns, key) if quota else 0
+            yield conn
+            if not quota:
+                return
+            after = self._usage(conn, ns.user)
+            if after > before and after > self.max_user_bytes:
+                whose = "this user's keys" if ns.user else "the keys of callers without a user"
+                raise StateLimitError(
+                    f"{whose} would take {after:,} bytes, over the {self.max_user_bytes:,}-byte "
+                    "quota (state.max_user_bytes); delete keys to make room"
+                )
+
+    def _usage(self, conn: Any, user: str) -> int:
+        row = conn.execute(
+            self.dialect.sql("SELECT bytes FROM state_usage WHERE payer = ?"), (user,)
+        ).fetchone()
+        return int(row[0]) if row is not None else 0
+
+    # -- shared steps ---------------------------------------------------------------------
+
+    def _type_of(self, conn: Any, ns: Namespace, key: str) -> tuple[str, int] | None:
+        row = conn.execute(
+            self.dialect.sql(f"SELECT type, size FROM state_keys WHERE {_WHERE}"),
+            self.dialect.params(ns, key),
+        ).fetchone()
+        return (row[0], int(row[1])) if row is not None else None
+
+    @staticmethod
+    def _expect(ns: Namespace, key: str, found: tuple[str, int] | None, wanted: str) -> int:
+        """The size of a key of type `wanted`; 0 when missing; WrongTypeError otherwise."""
+        if found is None:
+            return 0
+        if found[0] != wanted:
+            raise WrongTypeError(
+                f"key {_shown(key)} in scope {ns.scope!r} holds a {found[0]}, not a {wanted}"
+            )
+        return found[1]
+
+    def _drop(self, conn: Any, ns: Namespace, key: str) -> bool:
+        params, sql = self.dialect.params(ns, key), self.dialect.sql
+        conn.execute(sql(f"DELETE FROM state_list_items WHERE {_WHERE}"), params)
+        conn.execute(sql(f"DELETE FROM state_set_members WHERE {_WHERE}"), params)
+        return int(conn.execute(sql(f"DELETE FROM state_keys WHERE {_WHERE}"), params).rowcount) > 0
+
+    def _collect(self, texts: Iterator[str]) -> list[str]:
+        """`texts`, refusing a result over max_result_bytes before loading it all."""
+        out: list[str] = []
+        total = 0
+        for text in texts:
+            total += len(
+                text.encode("utf-8", "surrogatepass")
+            )  # stored values are valid UTF-8 (encode_value)
+            if total > self.max_result_bytes:
+                raise StateLimitError(
+                    f"the result is over the limit of {self.max_result_bytes} bytes of JSON "
+                    "(state.max_result_bytes); read a smaller range"
+                )
+            out.append(text)
+        return out
+
+    # -- values ---------------------------------------------------------------------------
+
+    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
+        with self._transaction(timeout, write=False) as conn:
+            row = conn.execute(
+                self.dialect.sql(f"SELECT type, value FROM state_keys WHERE {_WHERE}"),
+                self.dialect.params(ns, key),
+            ).fetchone()
+        if row is None:
+            return None
+        self._expect(ns, key, (row[0], 0), VALUE)  # a list or a set cannot be read as a value
+        return _decode(row[1])
+
+    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
+        text = encode_value(value, self.max_value_bytes)
+        with self._writing(ns, key, timeout) as conn:
+            found = self._type_of(conn, ns, key)
+            if found is not None and found[0] != VALUE:
+                self._drop(conn, ns, key)
+            conn.execute(
+                self.dialect.sql(
+                    "INSERT INTO state_keys (scope, owner, key, type, value, payer, bytes) "
+                    "VALUES (?, ?, ?, 'value', ?, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE "
+                    "SET value = excluded.value, payer = excluded.payer, bytes = excluded.bytes"
+                ),
+                (*self.dialect.params(ns, key), text, ns.user, _bytes(key) + _bytes(text)),
+            )
+
+    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
+        with self._writing(ns, key, timeout, quota=False) as conn:
+            return self._drop(conn, ns, key)
+
+    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
+        with self._transaction(timeout, write=False) as conn:
+            rows = conn.execute(
+                self.dialect.sql("SELECT key FROM state_keys WHERE scope = ? AND owner = ? ORDER BY key"),
+                (ns.scope, ns.owner),
+            )
+            return self._collect(self.dialect.key_text(row[0]) for row in rows)
+
+    # -- lists ----------------------------------------------------------------------------
+
+    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
+        text = encode_value(value, self.max_value_bytes)
+        with self._writing(ns, key, timeout) as conn:
+            size = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
+            params = self.dialect.params(ns, key)
+            conn.execute(
+                self.dialect.sql(_ADD_TO_KEY),
+                (*params, LIST, ns.user, _bytes(key)),
+            )
+            conn.execute(
+                self.dialect.sql(
+                    "INSERT INTO state_list_items (scope, owner, key, pos, value, payer, bytes) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (*params, size, text, ns.user, _item_bytes(key, text)),
+            )
+        return size + 1
+
+    def range(
+        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
+    ) -> list[JSONValue]:
+        with self._transaction(timeout, write=False) as conn:
+            length = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
+            bounds = lrange_bounds(length, start, stop)
+            if bounds is None:
+                return []
+            rows = conn.execute(
+                self.dialect.sql(
+                    f"SELECT value FROM state_list_items WHERE {_WHERE} AND pos BETWEEN ? AND ? ORDER BY pos"
+                ),
+                (*self.dialect.params(ns, key), *bounds),
+            )
+            texts = self._collect(row[0] for row in rows)
+        return [_decode(text) for text in texts]
+
+    # -- sets -----------------------------------------------------------------------------
+
+    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        text = encode_value(value, self.max_value_bytes)
+        digest = member_digest(text)
+        with self._writing(ns, key, timeout) as conn:
+            self._expect(ns, key, self._type_of(conn, ns, key), SET)
+            params = self.dialect.params(ns, key)
+            added = int(
+                conn.execute(
+                    self.dialect.sql(
+                        "INSERT INTO state_set_members (scope, owner, key, digest, value, payer, bytes) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, owner, key, digest) DO NOTHING"
+                    ),
+                    (*params, digest, text, ns.user, _item_bytes(key, text)),
+                ).rowcount
+            )
+            if added:
+                conn.execute(
+                    self.dialect.sql(_ADD_TO_KEY),
+                    (*params, SET, ns.user, _bytes(key)),
+                )
+        return added > 0
+
+    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
+        with self._transaction(timeout, write=False) as conn:
+            if not self._expect(ns, key, self._type_of(conn, ns, key), SET):
+                return []
+            rows = conn.execute(
+                self.dialect.sql(f"SELECT value FROM state_set_members WHERE {_WHERE} ORDER BY id"),
+                self.dialect.params(ns, key),
+            )
+            texts = self._collect(row[0] for row in rows)
+        return [_decode(text) for text in texts]
+
+    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
+        # no size limit: a member too big to add cannot be there, and removing it is harmless
+        digest = member_digest(encode_value(value, limit=None))
+        with self._writing(ns, key, timeout, quota=False) as conn:
+            size = self._expect(ns, key, self._type_of(conn, ns, key), SET)
+            params, sql = self.dialect.params(ns, key), self.dialect.sql
+            removed = int(
+                conn.execute(
+                    sql(f"DELETE FROM state_set_members WHERE {_WHERE} AND digest = ?"), (*params, digest)
+                ).rowcount
+            )
+            if removed and size <= 1:
+                conn.execute(sql(f"DELETE FROM state_keys WHERE {_WHERE}"), params)
+            elif removed:
+                conn.execute(sql(f"UPDATE state_keys SET size = size - 1 WHERE {_WHERE}"), params)
+        return removed > 0
+
+
 # -- the SQLite store -----------------------------------------------------------------------
 
 
-class SqliteStateStore:
+class SqliteStateStore(StateMethods):
     """The embedded state store: one SQLite file, safe across threads and processes.
 
     The file (and its folder) is created on the first operation, not at
     construction, so a kernel that never runs a `state_*` helper writes
     nothing. See the module docstring for concurrency and size decisions.
     """
+
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -332,7 +591,7 @@ class SqliteStateStore:
                 raise StateError(f"cannot create the state store's folder: {exc.strerror or exc}") from exc
             try:
                 self._busy_ms = max(0, int(wait * 1000))
-                migrate(conn, _STATE_SCHEMA)
+                migrate(conn, STATE_SCHEMA)
             except BaseException:
                 conn.close()
                 raise
@@ -373,176 +632,12 @@ class SqliteStateStore:
         finally:
             self._lock.release()
 
-    @contextmanager
-    def _writing(self, ns: Namespace, timeout: float | None) -> Iterator[sqlite3.Connection]:
-        """A write transaction that rolls back if it raised the writer's total past `max_user_bytes`."""
-        with self._transaction(timeout, write=True) as conn:
-            before = self._usage(conn, ns.user)
-            yield conn
-            after = self._usage(conn, ns.user)
-            if after > before and after > self.max_user_bytes:
-                whose = "this user's keys" if ns.user else "the keys of callers without a user"
-                raise StateLimitError(
-                    f"{whose} would take {after:,} bytes, over the {self.max_user_bytes:,}-byte "
-                    "quota (state.max_user_bytes); delete keys to make room"
-                )
+    def _lock_key(self, conn: sqlite3.Connection, ns: Namespace, key: str) -> None:
+        """Nothing to do: BEGIN IMMEDIATE holds the file's one write lock."""
 
-    @staticmethod
-    def _usage(conn: sqlite3.Connection, user: str) -> int:
-        row = conn.execute("SELECT bytes FROM state_usage WHERE payer = ?", (user,)).fetchone()
-        return int(row[0]) if row is not None else 0
-
-    # -- shared steps ---------------------------------------------------------------------
-
-    @staticmethod
-    def _type_of(conn: sqlite3.Connection, ns: Namespace, key: str) -> tuple[str, int] | None:
-        row = conn.execute(f"SELECT type, size FROM state_keys WHERE {_WHERE}", ns.params(key)).fetchone()
-        return (row[0], int(row[1])) if row is not None else None
-
-    @staticmethod
-    def _expect(ns: Namespace, key: str, found: tuple[str, int] | None, wanted: str) -> int:
-        """The size of a key of type `wanted`; 0 when missing; WrongTypeError otherwise."""
-        if found is None:
-            return 0
-        if found[0] != wanted:
-            raise WrongTypeError(
-                f"key {_shown(key)} in scope {ns.scope!r} holds a {found[0]}, not a {wanted}"
-            )
-        return found[1]
-
-    @staticmethod
-    def _drop(conn: sqlite3.Connection, ns: Namespace, key: str) -> bool:
-        params = ns.params(key)
-        conn.execute(f"DELETE FROM state_list_items WHERE {_WHERE}", params)
-        conn.execute(f"DELETE FROM state_set_members WHERE {_WHERE}", params)
-        return conn.execute(f"DELETE FROM state_keys WHERE {_WHERE}", params).rowcount > 0
-
-    def _collect(self, rows: Iterator[tuple[Any, ...]]) -> list[str]:
-        """The first column of `rows`, refusing a result over max_result_bytes before loading it all."""
-        out: list[str] = []
-        total = 0
-        for (text,) in rows:
-            total += len(text.encode("utf-8"))  # stored texts are always valid UTF-8 (encode_value)
-            if total > self.max_result_bytes:
-                raise StateLimitError(
-                    f"the result is over the limit of {self.max_result_bytes} bytes of JSON "
-                    "(state.max_result_bytes); read a smaller range"
-                )
-            out.append(text)
-        return out
-
-    # -- values ---------------------------------------------------------------------------
-
-    def get(self, ns: Namespace, key: str, *, timeout: float | None = None) -> JSONValue:
-        with self._transaction(timeout, write=False) as conn:
-            row = conn.execute(
-                f"SELECT type, value FROM state_keys WHERE {_WHERE}", ns.params(key)
-            ).fetchone()
-        if row is None:
-            return None
-        self._expect(ns, key, (row[0], 0), VALUE)  # a list or a set cannot be read as a value
-        return _decode(row[1])
-
-    def set(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> None:
-        text = encode_value(value, self.max_value_bytes)
-        with self._writing(ns, timeout) as conn:
-            found = self._type_of(conn, ns, key)
-            if found is not None and found[0] != VALUE:
-                self._drop(conn, ns, key)
-            conn.execute(
-                "INSERT INTO state_keys (scope, owner, key, type, value, payer, bytes) "
-                "VALUES (?, ?, ?, 'value', ?, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE "
-                "SET value = excluded.value, payer = excluded.payer, bytes = excluded.bytes",
-                (*ns.params(key), text, ns.user, _bytes(key) + _bytes(text)),
-            )
-
-    def delete(self, ns: Namespace, key: str, *, timeout: float | None = None) -> bool:
-        with self._transaction(timeout, write=True) as conn:
-            return self._drop(conn, ns, key)
-
-    def keys(self, ns: Namespace, *, timeout: float | None = None) -> list[str]:
-        with self._transaction(timeout, write=False) as conn:
-            rows = conn.execute(
-                "SELECT key FROM state_keys WHERE scope = ? AND owner = ? ORDER BY key", (ns.scope, ns.owner)
-            )
-            return self._collect(rows)
-
-    # -- lists ----------------------------------------------------------------------------
-
-    def push(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> int:
-        text = encode_value(value, self.max_value_bytes)
-        with self._writing(ns, timeout) as conn:
-            size = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
-            conn.execute(
-                "INSERT INTO state_keys (scope, owner, key, type, size, payer, bytes) VALUES "
-                "(?, ?, ?, 'list', 1, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
-                (*ns.params(key), ns.user, _bytes(key)),
-            )
-            conn.execute(
-                "INSERT INTO state_list_items (scope, owner, key, pos, value, payer, bytes) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*ns.params(key), size, text, ns.user, _item_bytes(key, text)),
-            )
-        return size + 1
-
-    def range(
-        self, ns: Namespace, key: str, start: int, stop: int, *, timeout: float | None = None
-    ) -> list[JSONValue]:
-        with self._transaction(timeout, write=False) as conn:
-            length = self._expect(ns, key, self._type_of(conn, ns, key), LIST)
-            bounds = lrange_bounds(length, start, stop)
-            if bounds is None:
-                return []
-            rows = conn.execute(
-                f"SELECT value FROM state_list_items WHERE {_WHERE} AND pos BETWEEN ? AND ? ORDER BY pos",
-                (*ns.params(key), *bounds),
-            )
-            texts = self._collect(rows)
-        return [_decode(text) for text in texts]
-
-    # -- sets -----------------------------------------------------------------------------
-
-    def sadd(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
-        text = encode_value(value, self.max_value_bytes)
-        digest = member_digest(text)
-        with self._writing(ns, timeout) as conn:
-            self._expect(ns, key, self._type_of(conn, ns, key), SET)
-            added = conn.execute(
-                "INSERT OR IGNORE INTO state_set_members (scope, owner, key, digest, value, payer, bytes) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*ns.params(key), digest, text, ns.user, _item_bytes(key, text)),
-            ).rowcount
-            if added:
-                conn.execute(
-                    "INSERT INTO state_keys (scope, owner, key, type, size, payer, bytes) VALUES "
-                    "(?, ?, ?, 'set', 1, ?, ?) ON CONFLICT (scope, owner, key) DO UPDATE SET size = size + 1",
-                    (*ns.params(key), ns.user, _bytes(key)),
-                )
-        return added > 0
-
-    def smembers(self, ns: Namespace, key: str, *, timeout: float | None = None) -> list[JSONValue]:
-        with self._transaction(timeout, write=False) as conn:
-            if not self._expect(ns, key, self._type_of(conn, ns, key), SET):
-                return []
-            rows = conn.execute(
-                f"SELECT value FROM state_set_members WHERE {_WHERE} ORDER BY id", ns.params(key)
-            )
-            texts = self._collect(rows)
-        return [_decode(text) for text in texts]
-
-    def srem(self, ns: Namespace, key: str, value: JSONValue, *, timeout: float | None = None) -> bool:
-        # no size limit: a member too big to add cannot be there, and removing it is harmless
-        digest = member_digest(encode_value(value, limit=None))
-        with self._transaction(timeout, write=True) as conn:
-            size = self._expect(ns, key, self._type_of(conn, ns, key), SET)
-            removed = conn.execute(
-                f"DELETE FROM state_set_members WHERE {_WHERE} AND digest = ?", (*ns.params(key), digest)
-            ).rowcount
-            if removed and size <= 1:
-                conn.execute(f"DELETE FROM state_keys WHERE {_WHERE}", ns.params(key))
-            elif removed:
-                conn.execute(f"UPDATE state_keys SET size = size - 1 WHERE {_WHERE}", ns.params(key))
-        return removed > 0
+    def _lock_usage(self, conn: sqlite3.Connection, ns: Namespace, key: str) -> int:
+        """The writer's total, which no other writer can change (BEGIN IMMEDIATE)."""
+        return self._usage(conn, ns.user)
 
 
 def _item_bytes(key: str, text: str) -> int:
@@ -595,12 +690,15 @@ __all__ = [
     "MAX_USER_BYTES",
     "MAX_VALUE_BYTES",
     "SET",
+    "SQLITE",
     "VALUE",
     "Namespace",
     "SqliteStateStore",
     "StateBusyError",
+    "StateDialect",
     "StateError",
     "StateLimitError",
+    "StateMethods",
     "StateStore",
     "WrongTypeError",
     "canonical_json",

@@ -84,7 +84,9 @@ class PostgresUsageLedger(LedgerMethods, PgStore):
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
     """The SQLite ledger's rows (in the message store's file) copied into the store database's."""
     with read_only(config.messages_db) as source:
-        if source is None or not source_version(source, SQLITE_SCHEMA, "the usage ledger", config.messages_db):
+        if source is None or not source_version(
+            source, SQLITE_SCHEMA, "the usage ledger", config.messages_db
+        ):
             return {}
         return {TABLE: copy_table(source, target, TABLE, COLUMNS)}
 
