@@ -7,15 +7,24 @@ same due times, and the copy from an embedded project's file.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from agentkernel.config import load_kernel_config
+from agentkernel.errors import AgentKernelError
 from agentkernel.services.cron_jobs import JobSpec, parse_job
 from agentkernel.services.cron_store import CronJobStore, CronStore
-from agentkernel.services.cron_store_pg import PostgresCronStore
+from agentkernel.services.cron_store_pg import TABLE, PostgresCronStore, copy_from_sqlite
+from tests.conftest import write_kernel_yaml
 
 Store = CronStore | PostgresCronStore
 
@@ -173,3 +182,124 @@ def test_an_interval_keeps_its_grid_when_a_firing_is_late(store: Store) -> None:
     (status,) = store.statuses("anna")
     assert status.next_run == start + 60
     assert spec.timing.following(start, start + 150) == start + 180  # missed ones skipped over, on the grid
+
+
+# -- PostgreSQL: schedulers in two processes race for the same due times ------------------------------
+
+CLAIMER = """
+import json, sys
+from agentkernel.config import load_kernel_config
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.cron_store_pg import TABLE, PostgresCronStore, copy_from_sqlite
+from tests.conftest import write_kernel_yaml
+url, scheduler, now, most, finish = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+with PostgresCronStore(url) as store:
+    store.statuses("nobody")  # connected
+    print("ready", flush=True)
+    sys.stdin.readline()
+    while True:
+        claims = [c for c in store.claim_due(scheduler, now, 360, 60, None if most == "-" else int(most))
+                  if not c.held_back]
+        if not claims:
+            break
+        for claim in claims:
+            print(json.dumps([claim.owner, claim.name, claim.scheduled_at]), flush=True)
+            if finish == "finish":
+                store.finish(claim, scheduler, ran_at=now, ok=True, error=None)
+"""
+WAIT_SECS = 120.0
+OWNERS = 300  # enough that the two processes often claim at the same moment
+
+
+def race(url: str, now: float, most: str, finish: str) -> list[tuple[str, str, float]]:
+    """Two processes claim the store's due times at once, each until it finds none; every claim made."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, url, f"k{each}", str(now), most, finish],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for each in range(2)
+    ]
+    try:
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        for process in started:  # both go at once
+            assert process.stdin is not None
+            process.stdin.write("\n")
+            process.stdin.flush()
+        claims: list[tuple[str, str, float]] = []
+        for process in started:
+            out, err = process.communicate(timeout=WAIT_SECS)
+            assert process.returncode == 0, err
+            claims += [tuple(json.loads(line)) for line in out.splitlines()]
+        return claims
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_two_processes_claim_each_due_time_once(pg_url: str) -> None:
+    """Two schedulers (two processes, as on two machines) racing for 300 due jobs fire each once."""
+    now = time.time()
+    with PostgresCronStore(pg_url) as store:
+        for each in range(300):
+            store.put(
+                f"u{each % 30}",
+                spec_of(name=f"j{each}", interval_secs=3600),
+                now - 1,
+                by="",
+                now=now,
+                most=100,
+            )
+    claims = race(pg_url, now, "-", "finish")
+    assert len(claims) == len(set(claims)) == 300, "a due time was claimed twice, or not at all"
+    with PostgresCronStore(pg_url) as store:
+        assert all(status.runs == 1 and not status.running for status in store.statuses())
+
+
+def test_two_processes_keep_an_owners_cap(pg_url: str) -> None:
+    """cron.max_running_per_user 1, two schedulers claiming at once: each owner gets one run, not two
+    (without the owners' advisory locks, one run in three gave some owner two)."""
+    now = time.time()
+    with PostgresCronStore(pg_url) as store:
+        for owner in range(OWNERS):
+            for name in "abc":
+                store.put(
+                    f"u{owner}", spec_of(name=name, interval_secs=3600), now - 1, by="", now=now, most=10
+                )
+    claims = race(pg_url, now, "1", "hold")
+    assert sorted(Counter(owner for owner, _, _ in claims).values()) == [1] * OWNERS
+
+
+def test_copy_from_sqlite_moves_an_embedded_projects_jobs(tmp_path: Path, pg_url: str) -> None:
+    """`agentkernel store migrate`'s part: the file's jobs, statuses and claims, read back through PG."""
+    project = tmp_path / "project"
+    config = load_kernel_config(write_kernel_yaml(project, "cron:\n  db_path: data/jobs.db\n"))
+    now = 1_000_000.0
+    with CronStore(config.cron.db_path) as embedded:
+        for name in ("a", "b"):
+            embedded.put("anna", spec_of(name=name, interval_secs=60), now, by="helper", now=now - 1, most=10)
+        embedded.put(
+            "ops", spec_of(name="n", interval_secs=60), now, by="kernel.yaml", now=now, most=10, static=True
+        )
+        (claim, _, _) = embedded.claim_due("k1", now, 360, 60, most_per_owner=1)
+        embedded.finish(claim, "k1", ran_at=now + 1, ok=False, error="boom")
+        expected = embedded.statuses()
+    with PostgresCronStore(pg_url) as store:
+        with psycopg.connect(pg_url) as target, target.transaction():
+            assert copy_from_sqlite(config, target) == {TABLE: 3}
+        assert store.statuses() == expected
+        assert store.static_jobs() == [("ops", "n")]
+        with (
+            psycopg.connect(pg_url) as target,
+            pytest.raises(AgentKernelError, match=f"table {TABLE} already"),
+        ):
+            copy_from_sqlite(config, target)
+    missing = load_kernel_config(write_kernel_yaml(tmp_path / "empty", ""))
+    with psycopg.connect(pg_url) as target:
+        assert copy_from_sqlite(missing, target) == {}
