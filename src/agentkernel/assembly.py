@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -366,7 +366,11 @@ class KernelParts:
             self._webhook_problem,
             lambda owner, session: session_problem(self.store, owner, session),
         )
-        return CronService(self.config.cron, checks)
+        if self.config.store.url is None:
+            return CronService(self.config.cron, checks)
+        from agentkernel.services.cron_store_pg import PostgresCronStore  # psycopg: only with a store.url
+
+        return CronService(self.config.cron, checks, partial(PostgresCronStore, self.store_pool))
 
     def cron_scheduler(
         self, open_chat: Callable[..., ChatSession], end_chat: Callable[[ChatSession], None]

@@ -27,6 +27,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.identity import Caller
 from agentkernel.services.cron import job_session
 from agentkernel.services.cron_jobs import parse_job
+from agentkernel.services.cron_store_pg import PostgresCronStore
 from agentkernel.services.memory import KIND_AGENT, KIND_USER
 from agentkernel.telemetry import metrics
 from agentkernel.testing.parts import kernel_parts
@@ -471,10 +472,20 @@ def test_a_users_runs_past_the_cap_wait_while_another_users_jobs_go_on_firing(
             )
 
 
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
 def test_two_schedulers_on_one_store_run_each_due_time_once(
-    project: Path, llm: FakeLLMServer, make_tool: ToolFactory, hook: WebhookReceiver
+    where: str,
+    request: pytest.FixtureRequest,
+    project: Path,
+    llm: FakeLLMServer,
+    make_tool: ToolFactory,
+    hook: WebhookReceiver,
 ) -> None:
+    """Two kernels' schedulers on one cron store: the SQLite file, or with `store.url` the PostgreSQL
+    database (S27.2), where the job is and the file is not."""
     extra = "cron:\n  min_interval_secs: 0.05\n"
+    if where == "postgres":
+        extra += f"store:\n  url: {request.getfixturevalue('pg_url')}\n"
     with make_kernel(project, llm, extra) as one, make_kernel(project, llm, extra) as two:
         anna = one.caller(user_id="anna")
         run(one, make_tool, js(job(interval_secs=0.1, notify=[{"type": "webhook", "url": hook.url}])), anna)
@@ -482,6 +493,10 @@ def test_two_schedulers_on_one_store_run_each_due_time_once(
             hook.wait_for(20)
     times = [b["scheduled_at"] for b in hook.bodies]
     assert len(times) == len(set(times)), "a due time ran twice"
+    assert (project / "logs" / "cron.db").exists() == (where == "sqlite")
+    if where == "postgres":
+        with PostgresCronStore(request.getfixturevalue("pg_url")) as store:
+            assert [(s.owner, s.spec.name) for s in store.statuses()] == [("anna", "watch")]
 
 
 # -- static jobs (kernel.yaml) -----------------------------------------------------------------------
