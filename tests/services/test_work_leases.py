@@ -1,16 +1,48 @@
-"""Per-user caps counted in the store (work_leases.py): every holder on a file counts; a dead one expires."""
+"""Per-user caps counted in the store (work_leases.py): every holder on a store counts; a dead one expires.
+
+Every test runs on the message store's file and on the PostgreSQL database
+(S27.2, tests/pg.py); then the PostgreSQL store's own: two processes
+starting at once under one cap, a bounded wait, the copy from a file.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentkernel.services.user_work import Cap, TooMuchWork
-from agentkernel.services.work_leases import SharedUserWork, WorkLeases
+from agentkernel.services.work_leases import SharedUserWork, WorkLeases, WorkLeaseStore
+from agentkernel.services.work_leases_pg import PostgresWorkLeases
 
 RUNS = Cap("tool runs", "server.max_running_tool_runs_per_user", 2, "wait for one to end")
+
+
+Leases = WorkLeases | PostgresWorkLeases
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the leases live: a message store file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "messages.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def open_leases(where: str, **options: Any) -> Leases:
+    """The PostgreSQL leases for a postgresql:// URL, else the SQLite ones on that file."""
+    if where.startswith("postgresql://"):
+        return PostgresWorkLeases(where, **options)
+    return WorkLeases(where, **options)
+
+
+def shared(where: str) -> SharedUserWork:
+    """`SharedUserWork` as the server makes it: on the file, or opening the PostgreSQL store."""
+    if where.startswith("postgresql://"):
+        return SharedUserWork(lambda secs: PostgresWorkLeases(where, lease_secs=secs))
+    return SharedUserWork(Path(where))
 
 
 class Clock:
@@ -21,10 +53,10 @@ class Clock:
         return self.now
 
 
-def test_two_holders_on_one_file_share_a_users_cap(tmp_path: Path) -> None:
+def test_two_holders_on_one_store_share_a_users_cap(where: str) -> None:
     """As two server processes: one start in each, the third (in either) is refused; an end frees it."""
-    path = tmp_path / "messages.db"
-    with WorkLeases(path) as a, WorkLeases(path) as b:
+    with open_leases(where) as a, open_leases(where) as b:
+        assert isinstance(a, WorkLeaseStore)
         first = a.start("alice", RUNS)
         b.start("alice", RUNS)
         with pytest.raises(TooMuchWork) as refused:
@@ -37,13 +69,12 @@ def test_two_holders_on_one_file_share_a_users_cap(tmp_path: Path) -> None:
         assert a.running("alice", RUNS) == 2
 
 
-def test_a_dead_holders_work_stops_counting_once_its_lease_expires(tmp_path: Path) -> None:
+def test_a_dead_holders_work_stops_counting_once_its_lease_expires(where: str) -> None:
     """A holder that never ends its work nor renews (kill -9) holds the slots `lease_secs`, then not."""
     clock = Clock()
-    path = tmp_path / "messages.db"
     with (
-        WorkLeases(path, lease_secs=30, clock=clock) as dead,
-        WorkLeases(path, lease_secs=30, clock=clock) as live,
+        open_leases(where, lease_secs=30, clock=clock) as dead,
+        open_leases(where, lease_secs=30, clock=clock) as live,
     ):
         dead.start("alice", RUNS)
         dead.start("alice", RUNS)
@@ -61,9 +92,9 @@ def test_a_dead_holders_work_stops_counting_once_its_lease_expires(tmp_path: Pat
 
 
 def test_held_and_aheld_free_their_slot_however_the_block_ends_and_close_gives_back_the_rest(
-    tmp_path: Path,
+    where: str,
 ) -> None:
-    work = SharedUserWork(tmp_path / "messages.db")
+    work = shared(where)
     try:
         with pytest.raises(ValueError), work.held("alice", RUNS):
             raise ValueError("the work failed")
@@ -79,5 +110,5 @@ def test_held_and_aheld_free_their_slot_however_the_block_ends_and_close_gives_b
         work.store().start("alice", RUNS)
     finally:
         work.close()
-    with WorkLeases(tmp_path / "messages.db") as other:
+    with open_leases(where) as other:
         assert other.running("alice", RUNS) == 0  # the closing process gave its rows back

@@ -35,8 +35,8 @@ import psycopg
 
 from agentkernel.config import KernelConfig
 from agentkernel.services.cron_store import BUSY_TIMEOUT_SECS, CronDialect, CronMethods
+from agentkernel.services.pg_waits import bounded
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
-from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.services.sqlite_to_pg import copy_tables
 
 TABLE = "cron_jobs"
@@ -85,18 +85,6 @@ def _lock_runs_of(conn: psycopg.Connection[tuple[Any, ...]], owners: Iterable[st
 
 
 POSTGRES = CronDialect(TABLE, "%s", "least", " FOR UPDATE SKIP LOCKED", _lock_jobs_of, _lock_runs_of)
-
-
-@contextmanager
-def bounded(
-    conn: psycopg.Connection[tuple[Any, ...]], what: str, secs: float
-) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-    """The transaction's lock waits bounded by `secs` (`lock_timeout`); StoreBusy naming `what` past it."""
-    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(1, int(secs * 1000))}ms",))
-    try:
-        yield conn
-    except psycopg.errors.LockNotAvailable as exc:
-        raise StoreBusy(f"{what} in the store database was busy for more than {secs:g} s") from exc
 
 
 class PostgresCronStore(CronMethods, PgStore):
