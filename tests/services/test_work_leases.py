@@ -8,14 +8,22 @@ starting at once under one cap, a bounded wait, the copy from a file.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from agentkernel.config import load_kernel_config
+from agentkernel.errors import AgentKernelError
+from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.services.user_work import Cap, TooMuchWork
-from agentkernel.services.work_leases import SharedUserWork, WorkLeases, WorkLeaseStore
-from agentkernel.services.work_leases_pg import PostgresWorkLeases
+from agentkernel.services.work_leases import TABLE, SharedUserWork, WorkLeases, WorkLeaseStore
+from agentkernel.services.work_leases_pg import COUNT_LOCK, PostgresWorkLeases, copy_from_sqlite
+from tests.conftest import write_kernel_yaml
 
 RUNS = Cap("tool runs", "server.max_running_tool_runs_per_user", 2, "wait for one to end")
 
@@ -112,3 +120,86 @@ def test_held_and_aheld_free_their_slot_however_the_block_ends_and_close_gives_b
         work.close()
     with open_leases(where) as other:
         assert other.running("alice", RUNS) == 0  # the closing process gave its rows back
+
+
+# -- PostgreSQL: across processes (as across machines) ------------------------------------------------
+
+STARTER = """
+import sys
+from agentkernel.services.user_work import Cap, TooMuchWork
+from agentkernel.services.work_leases_pg import COUNT_LOCK, PostgresWorkLeases, copy_from_sqlite
+from tests.conftest import write_kernel_yaml
+url, users = sys.argv[1], int(sys.argv[2])
+cap = Cap("tool runs", "server.max_running_tool_runs_per_user", 1, "wait for one to end")
+with PostgresWorkLeases(url) as leases:
+    leases.running("nobody", cap)  # connected
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for user in range(users):
+        try:
+            leases.start(f"u{user}", cap)
+            print(f"u{user}", flush=True)
+        except TooMuchWork:
+            pass
+"""
+USERS = 300
+WAIT_SECS = 120.0
+
+
+def test_two_processes_starting_at_once_keep_each_users_cap(pg_url: str) -> None:
+    """A cap of 1, two server processes (as on two machines) starting work for 300 users at once: one
+    each (without the advisory lock, some user got two)."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", STARTER, pg_url, str(USERS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        for process in started:  # both go at once
+            assert process.stdin is not None
+            process.stdin.write("\n")
+            process.stdin.flush()
+        users: list[str] = []
+        for process in started:
+            out, err = process.communicate(timeout=WAIT_SECS)
+            assert process.returncode == 0, err
+            users += out.split()
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert sorted(Counter(users).values()) == [1] * USERS
+
+
+def test_a_start_waits_for_another_processs_lock_no_longer_than_its_bound(pg_url: str) -> None:
+    with PostgresWorkLeases(pg_url, busy_timeout_secs=0.2) as leases, psycopg.connect(pg_url) as other:
+        with other.transaction():
+            other.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (COUNT_LOCK, "alice"))
+            with pytest.raises(StoreBusy, match="running-work leases in the store database was busy"):
+                leases.start("alice", RUNS)
+        leases.start("alice", RUNS)  # the lock given back: it goes on
+        assert leases.running("alice", RUNS) == 1
+
+
+def test_copy_from_sqlite_moves_the_running_work(tmp_path: Path, pg_url: str) -> None:
+    project = tmp_path / "project"
+    config = load_kernel_config(write_kernel_yaml(project, ""))
+    with WorkLeases(config.messages_db) as embedded:
+        embedded.start("alice", RUNS)
+        embedded.start("bob", RUNS)
+    with psycopg.connect(pg_url) as target, PostgresWorkLeases(pg_url) as leases:
+        with target.transaction():
+            assert copy_from_sqlite(config, target) == {TABLE: 2}
+        assert (leases.running("alice", RUNS), leases.running("bob", RUNS)) == (1, 1)
+        with pytest.raises(AgentKernelError, match=f"{TABLE} already holds rows"):
+            copy_from_sqlite(config, target)
+    with psycopg.connect(pg_url) as target:
+        assert copy_from_sqlite(load_kernel_config(write_kernel_yaml(tmp_path / "empty", "")), target) == {}
