@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import StoreBusy
@@ -203,3 +204,24 @@ def test_copy_from_sqlite_moves_the_running_work(tmp_path: Path, pg_url: str) ->
             copy_from_sqlite(config, target)
     with psycopg.connect(pg_url) as target:
         assert copy_from_sqlite(load_kernel_config(write_kernel_yaml(tmp_path / "empty", "")), target) == {}
+
+
+def test_a_kernel_with_a_store_url_counts_the_servers_work_in_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """What the server makes (`SharedUserWork(kernel.work_leases)`): with `store.url`, rows every
+    machine on the database counts; without, the message store's file as before."""
+    config = load_kernel_config(write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\n"))
+    with Kernel(config) as kernel:
+        work = SharedUserWork(kernel.work_leases, lease_secs=12)
+        try:
+            with work.held("alice", RUNS), PostgresWorkLeases(pg_url) as seen:
+                assert seen.running("alice", RUNS) == 1
+                assert work.store().lease_secs == 12
+        finally:
+            work.close()
+    plain = load_kernel_config(write_kernel_yaml(tmp_path / "embedded", ""))
+    with Kernel(plain) as kernel:
+        leases = kernel.work_leases(30)
+        try:
+            assert isinstance(leases, WorkLeases) and leases.path == str(plain.messages_db)
+        finally:
+            leases.close()

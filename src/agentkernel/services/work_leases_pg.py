@@ -6,8 +6,9 @@ server process on every machine of a deployment counts the same work. What
 SQLite's one writer at a time gave for free is an advisory lock: `start`
 counts a user's rows of one kind and inserts its own under
 `pg_advisory_xact_lock(COUNT_LOCK, hashtext(user))` (every kind of the
-user's work: starts are short), so two processes starting at once for one user queue, and the second counts the
-first's row (a plain count would let both slip under the cap). Lock waits
+user's work: starts are short), so two processes starting at once for one
+user queue, and the second counts the first's row (a plain count would let
+both slip under the cap). Lock waits
 are bounded by `lock_timeout` (SQLite's busy wait): `StoreBusy` past it.
 """
 
