@@ -4,7 +4,9 @@ One SQLite file (WAL; `cron.db_path`, `logs/cron.db` by default) shared by
 every kernel that runs a scheduler on it. A job is keyed by its owner (the
 user who scheduled it) and its name. Its row keeps the definition (JSON),
 `next_run` (UTC epoch seconds; NULL once a oneshot has fired) and the
-status `list_cron` shows.
+status `list_cron` shows. With kernel.yaml `store.url` the same rows are in
+PostgreSQL (`PostgresCronStore`, cron_store_pg.py, which says how its locks
+stand in for BEGIN IMMEDIATE); `CronMethods` is both stores' code.
 
 **Exactly once.** A scheduler takes due times with `claim_due`: in one
 write transaction (BEGIN IMMEDIATE, so two kernels queue) it picks the jobs
