@@ -4,6 +4,8 @@ DuckDB lets one process at a time open a file; the pool hands a file over
 when another process asks (services/file_turns.py). Each test runs a real
 second Python process on the same folder; the calls through the helpers
 are tests/helpers/test_duck.py's, the whole server's tests/server/test_workers.py's.
+Each runs with the turns as flocks and as PostgreSQL's advisory locks
+(`store.url`: machines sharing the folder, services/file_turns_pg.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.config import load_kernel_config
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings
+from tests.conftest import write_kernel_yaml
 
 WAIT_SECS = 60.0  # an upper bound for the other process, never a measured time
 WRITES = 40
@@ -27,15 +31,17 @@ OTHER = textwrap.dedent(
     from pathlib import Path
     from agentkernel.services.duck import DuckService
     from agentkernel.services.file_turns import FileTurn
+    from agentkernel.services.file_turns_pg import PgFileTurn
 
-    root, what = Path(sys.argv[1]), sys.argv[2]
+    root, what, url = Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3] or None
     if what == "hold":  # a process stuck with the file's turn: it never gives it up
-        turn = FileTurn(root / "shared.duckdb")
+        path = root / "shared.duckdb"
+        turn = FileTurn(path) if url is None else PgFileTurn(url, root, path)
         assert turn.acquire(float("inf"))
         print("held", flush=True)
         sys.stdin.read()
         raise SystemExit(0)
-    service = DuckService(root)
+    service = DuckService(root, store_url=url)
     service.execute("shared.duckdb", "CREATE TABLE IF NOT EXISTS t (who VARCHAR, n INTEGER)")
     for n in range(int(what)):
         service.execute("shared.duckdb", "INSERT INTO t VALUES ('other', ?)", [n])
@@ -45,6 +51,12 @@ OTHER = textwrap.dedent(
     service.close()
     """
 )
+
+
+@pytest.fixture(params=["flock", "postgres"])
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """Where the files' turns are taken: flocks beside the file, or a fresh PostgreSQL database."""
+    return None if request.param == "flock" else str(request.getfixturevalue("pg_url"))
 
 
 @pytest.fixture
@@ -58,9 +70,11 @@ def other_process(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
             process.wait()
 
 
-def start_other(started: list[subprocess.Popen[str]], root: Path, what: str) -> subprocess.Popen[str]:
+def start_other(
+    started: list[subprocess.Popen[str]], root: Path, what: str, store_url: str | None
+) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", OTHER, str(root), what],
+        [sys.executable, "-c", OTHER, str(root), what, store_url or ""],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -80,12 +94,12 @@ def first_line(process: subprocess.Popen[str]) -> str:
 
 
 def test_two_processes_write_one_database_at_once_and_every_write_lands(
-    tmp_path: Path, other_process: list[subprocess.Popen[str]]
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], store_url: str | None
 ) -> None:
-    service = DuckService(tmp_path)
+    service = DuckService(tmp_path, store_url=store_url)
     try:
         service.execute("shared.duckdb", "CREATE TABLE IF NOT EXISTS t (who VARCHAR, n INTEGER)")
-        other = start_other(other_process, tmp_path, str(WRITES))
+        other = start_other(other_process, tmp_path, str(WRITES), store_url)
         for n in range(WRITES):
             service.execute("shared.duckdb", "INSERT INTO t VALUES ('this', ?)", [n])
         assert first_line(other) == "done"
@@ -98,11 +112,11 @@ def test_two_processes_write_one_database_at_once_and_every_write_lands(
 
 
 def test_a_file_left_open_and_idle_by_another_process_is_given_up_when_asked(
-    tmp_path: Path, other_process: list[subprocess.Popen[str]]
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], store_url: str | None
 ) -> None:
-    other = start_other(other_process, tmp_path, "1")
+    other = start_other(other_process, tmp_path, "1", store_url)
     assert first_line(other) == "done"  # the other process keeps the file open in its pool
-    service = DuckService(tmp_path)
+    service = DuckService(tmp_path, store_url=store_url)
     try:
         assert service.query("shared.duckdb", "SELECT count(*) AS c FROM t", 1)["rows"] == [{"c": 1}]
         assert service.execute("shared.duckdb", "INSERT INTO t VALUES ('this', 1)") == 1
@@ -111,11 +125,11 @@ def test_a_file_left_open_and_idle_by_another_process_is_given_up_when_asked(
 
 
 def test_the_wait_for_a_file_another_process_holds_ends_with_the_calls_budget(
-    tmp_path: Path, other_process: list[subprocess.Popen[str]]
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], store_url: str | None
 ) -> None:
-    holder = start_other(other_process, tmp_path, "hold")
+    holder = start_other(other_process, tmp_path, "hold", store_url)
     assert first_line(holder) == "held"
-    service = DuckService(tmp_path, DuckSettings(query_timeout_secs=0.2))
+    service = DuckService(tmp_path, DuckSettings(query_timeout_secs=0.2), store_url)
     try:
         with pytest.raises(DuckError) as caught:
             service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)")
@@ -129,14 +143,33 @@ def test_the_wait_for_a_file_another_process_holds_ends_with_the_calls_budget(
 
 
 def test_a_holder_killed_with_9_gives_its_turn_up_with_it(
-    tmp_path: Path, other_process: list[subprocess.Popen[str]]
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], store_url: str | None
 ) -> None:
-    holder = start_other(other_process, tmp_path, "hold")
+    holder = start_other(other_process, tmp_path, "hold", store_url)
     assert first_line(holder) == "held"
     holder.kill()
     holder.wait()
-    service = DuckService(tmp_path, DuckSettings(query_timeout_secs=WAIT_SECS))
+    service = DuckService(tmp_path, DuckSettings(query_timeout_secs=WAIT_SECS), store_url)
     try:
         assert service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)") == 0
+    finally:
+        service.close()
+
+
+def test_a_kernel_with_a_store_url_takes_its_files_turns_in_postgresql(
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], pg_url: str
+) -> None:
+    """kernel.yaml `store.url`: the kernel's DuckDB service waits for a turn another machine's process
+    holds in PostgreSQL (no flock of its would have stopped it)."""
+    config = load_kernel_config(
+        write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\nduckdb:\n  query_timeout_secs: 0.2\n")
+    )
+    config.duckdb_dir.mkdir(parents=True, exist_ok=True)
+    holder = start_other(other_process, config.duckdb_dir, "hold", pg_url)
+    assert first_line(holder) == "held"
+    service = DuckService.from_config(config)
+    try:
+        with pytest.raises(DuckError, match="in use by another server process"):
+            service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)")
     finally:
         service.close()

@@ -38,15 +38,16 @@ Decisions, and why:
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -97,6 +98,16 @@ class DuckError(AgentKernelError):
     """A DuckDB call that failed; the helper puts its own name in front of the text."""
 
 
+class Turn(Protocol):
+    """A file's turn between processes (`FileTurn`, or `PgFileTurn` across machines)."""
+
+    @property
+    def held(self) -> bool: ...
+    def acquire(self, deadline: float) -> bool: ...
+    def wanted(self) -> bool: ...
+    def release(self) -> None: ...
+
+
 # -- the writer lock of each file, shared by every pool of the process ------------------------
 
 _WRITE_LOCKS: dict[Path, threading.Lock] = {}
@@ -114,10 +125,10 @@ def _write_lock(path: Path) -> threading.Lock:
 class _Database:
     """One open file: its root connection, its turn between processes, its writer lock, its calls."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, turn: Turn) -> None:
         self.path = path
         self.connection: duckdb.DuckDBPyConnection | None = None  # None while it opens
-        self.turn = FileTurn(path)
+        self.turn = turn
         self.write_lock = _write_lock(path)
         self.users = 0
         self.handing_over = False  # another process waits: no new call joins, the last one closes it
@@ -134,9 +145,12 @@ class DuckPool:
     The wait for the file counts in the call's budget.
     """
 
-    def __init__(self, settings: DuckSettings, root: Path | None = None) -> None:
+    def __init__(
+        self, settings: DuckSettings, root: Path | None = None, turns: Callable[[Path], Turn] = FileTurn
+    ) -> None:
         self.max_open = settings.max_open_files
         self.root = root
+        self._turns = turns  # a file's turn between processes: a flock, or PostgreSQL's (file_turns_pg.py)
         self._config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
@@ -185,7 +199,7 @@ class DuckPool:
                 database = self._open.get(path)
                 if database is None:
                     self._make_room()
-                    database = self._open[path] = _Database(path)
+                    database = self._open[path] = _Database(path, self._turns(path))
                     break  # this thread opens it, below
                 if database.connection is not None and not database.handing_over:
                     if not database.turn.wanted():
@@ -353,15 +367,27 @@ class _Watchdog:
 class DuckService:
     """`db_execute`, `db_query` and `db_schema` on files under one folder (S12)."""
 
-    def __init__(self, root: Path, settings: DuckSettings | None = None) -> None:
+    def __init__(
+        self, root: Path, settings: DuckSettings | None = None, store_url: str | None = None
+    ) -> None:
         self.settings = settings or DuckSettings()
         self.root = root.resolve()
-        self.pool = DuckPool(self.settings, self.root)
+        self.pool = DuckPool(self.settings, self.root, self._turns(store_url))
+
+    def _turns(self, store_url: str | None) -> Callable[[Path], Turn]:
+        """Files' turns between processes: flocks, or with a store URL advisory locks in PostgreSQL, which
+        hold across the machines sharing the folder (file_turns_pg.py)."""
+        if store_url is None:
+            return FileTurn
+        from agentkernel.services.file_turns_pg import PgFileTurn  # psycopg: only with a store.url
+
+        return functools.partial(PgFileTurn, store_url, self.root)
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> DuckService:
-        """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`."""
-        return cls(config.duckdb_dir, config.duckdb)
+        """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`; its
+        files' turns in the store database with `store.url` (S27.2)."""
+        return cls(config.duckdb_dir, config.duckdb, config.store.url)
 
     def close(self) -> None:
         self.pool.close()
