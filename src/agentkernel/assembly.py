@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool
+    from agentkernel.services.work_leases import WorkLeaseStore
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
 LISTING_WORKERS = 4  # threads listing tools at once, for every user together (one listing a user at a time)
@@ -325,6 +326,17 @@ class KernelParts:
             )
         return PgPool(self.config.store.url)
 
+    def work_leases(self, lease_secs: float) -> WorkLeaseStore:
+        """A store of running work's leases (the server's per-user caps): in the message store's file,
+        or in the store database with `store.url` (S27.2), so the caps hold across machines."""
+        if self.config.store.url is not None:
+            from agentkernel.services.work_leases_pg import PostgresWorkLeases  # psycopg: only with a URL
+
+            return PostgresWorkLeases(self.store_pool, lease_secs=lease_secs)
+        from agentkernel.services.work_leases import WorkLeases  # asyncio: only in the server
+
+        return WorkLeases(self.config.messages_db, lease_secs=lease_secs)
+
     @cached_property
     def turn_leases(self) -> TurnLeases:
         """One turn per session across processes: in the message store's file, opened when a
@@ -383,7 +395,11 @@ class KernelParts:
             self._webhook_problem,
             lambda owner, session: session_problem(self.store, owner, session),
         )
-        return CronService(self.config.cron, checks)
+        if self.config.store.url is None:
+            return CronService(self.config.cron, checks)
+        from agentkernel.services.cron_store_pg import PostgresCronStore  # psycopg: only with a store.url
+
+        return CronService(self.config.cron, checks, partial(PostgresCronStore, self.store_pool))
 
     def cron_scheduler(
         self, open_chat: Callable[..., ChatSession], end_chat: Callable[[ChatSession], None]

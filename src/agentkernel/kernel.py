@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.cron_scheduler import CronScheduler
+    from agentkernel.services.work_leases import WorkLeaseStore
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
 
@@ -393,6 +394,11 @@ class Kernel:
         """The store's turn leases: one turn per session at a time, across every process on
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases
+
+    def work_leases(self, lease_secs: float) -> WorkLeaseStore:
+        """A new store of running work's leases (the server's per-user caps, counted across every
+        process on the project's store; the PostgreSQL one with `store.url`)."""
+        return self._parts.work_leases(lease_secs)
 
     def approvals(self) -> ApprovalStore:
         """The calls waiting for a person's decision and the users' rules (S24.4), every process's."""

@@ -67,5 +67,5 @@ def test_migrate_from_sqlite_copies_the_project_once(tmp_path: Path, pg_url: str
     assert usage_rows(tmp_path, pg_url) == embedded
     again = cli("agentkernel", "store", "migrate", "--from", "sqlite", cwd=tmp_path, env=env)
     assert again.returncode == 1
-    assert "table usage holds rows already" in again.stderr
+    assert "table usage already holds rows" in again.stderr
     assert usage_rows(tmp_path, pg_url) == embedded  # nothing doubled

@@ -211,10 +211,19 @@ def test_s10_2_a_job_fires_into_a_webhook_and_again_after_kill_9(
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
 
 
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
 def test_two_servers_on_one_store_fire_each_due_time_once(
-    project: Path, receiver: WebhookReceiver, servers: Callable[[Path], Served]
+    where: str,
+    request: pytest.FixtureRequest,
+    project: Path,
+    receiver: WebhookReceiver,
+    servers: Callable[[Path], Served],
 ) -> None:
-    """S10 decision: each due time claimed in one transaction, so two live kernels never both run it."""
+    """S10 decision: each due time claimed in one transaction, so two live kernels never both run it; on
+    the cron file, or with `store.url` in PostgreSQL (as two machines would: no cron file at all)."""
+    if where == "postgres":
+        with (project / "config" / "kernel.yaml").open("a", encoding="utf-8") as kernel_yaml:
+            kernel_yaml.write(f"store:\n  url: {request.getfixturevalue('pg_url')}\n")
     one = servers(project)
     with one.client() as client:
         schedule(client, receiver, "shared", interval_secs=1)
@@ -239,6 +248,7 @@ def test_two_servers_on_one_store_fire_each_due_time_once(
     by_one, by_two = one.ran("shared"), two.ran("shared")
     assert by_one.isdisjoint(by_two), f"run by both servers: {sorted(by_one & by_two)}"
     assert set(dues) <= by_one | by_two
+    assert (project / "logs" / "cron.db").exists() == (where == "sqlite")
 
 
 def test_s10_2_a_oneshot_fires_once_and_cancelled_jobs_stop(

@@ -27,7 +27,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.identity import Caller
 from agentkernel.services.cron import job_session
 from agentkernel.services.cron_jobs import parse_job
-from agentkernel.services.cron_store import CronStore
+from agentkernel.services.cron_store_pg import PostgresCronStore
 from agentkernel.services.memory import KIND_AGENT, KIND_USER
 from agentkernel.telemetry import metrics
 from agentkernel.testing.parts import kernel_parts
@@ -412,130 +412,6 @@ def test_each_firing_is_counted_in_the_metrics_with_its_lateness(
     assert now_ok >= ok + 2 and now_late - late == now_ok - ok
 
 
-# -- the store's claims: once, coalesced, taken over --------------------------------------------------
-
-
-def store_with(path: Path, **fields: Any) -> tuple[CronStore, Any]:
-    store = CronStore(path)
-    spec = parse_job(job(**fields), 0, 0)
-    return store, spec
-
-
-def test_due_times_missed_while_down_run_once(tmp_path: Path) -> None:
-    store, spec = store_with(tmp_path / "cron.db", interval_secs=60)
-    now = 1_000_000.0
-    store.put("anna", spec, now - 3600, by="", now=now - 3660, most=10)  # sixty runs missed
-    (claim,) = store.claim_due("k1", now, 360, 60)
-    assert claim.scheduled_at == now - 3600 and not claim.misfired
-    assert store.claim_due("k1", now + 1, 360, 60) == []  # claimed: not again, not by another
-    (status,) = store.statuses("anna")
-    assert status.next_run == now + 60 and status.running  # coalesced: the next due time is after now
-    store.finish(claim, "k1", ran_at=now, ok=True, error=None)
-    assert store.claim_due("k2", now + 30, 360, 60) == []
-    (following,) = store.claim_due("k2", now + 60, 360, 60)
-    assert following.scheduled_at == now + 60
-
-
-def test_misfire_skip_skips_a_late_due_time(tmp_path: Path) -> None:
-    store, spec = store_with(tmp_path / "cron.db", interval_secs=60, misfire="skip")
-    now = 1_000_000.0
-    store.put("anna", spec, now - 3600, by="", now=now - 3660, most=10)
-    (claim,) = store.claim_due("k1", now, 360, 60)
-    assert claim.misfired
-    store.release(claim, "k1")
-    (status,) = store.statuses("anna")
-    assert status.runs == 0 and status.next_run == now + 60 and not status.running
-    assert status.last_error == "skipped the run due at 1970-01-12T12:46:40.000Z (misfire: skip)"
-    (on_time,) = store_with(tmp_path / "other.db", interval_secs=60, misfire="skip")[:1]
-    on_time.put("anna", spec, now - 5, by="", now=now - 65, most=10)
-    (late_a_little,) = on_time.claim_due("k1", now, 360, 60)
-    assert not late_a_little.misfired  # within misfire_grace_secs
-
-
-def test_a_dead_kernels_claim_is_taken_over(tmp_path: Path) -> None:
-    store, spec = store_with(tmp_path / "cron.db", interval_secs=60)
-    now = 1_000_000.0
-    store.put("anna", spec, now, by="", now=now - 60, most=10)
-    (claim,) = store.claim_due("dead", now, 360, 60)
-    assert store.claim_due("alive", now + 359, 360, 60) == []  # the claim holds for its lease
-    (again,) = store.claim_due("alive", now + 361, 360, 60)
-    assert again.scheduled_at == claim.scheduled_at == now
-    assert not store.finish(claim, "dead", ran_at=now, ok=True, error=None)  # the dead one's claim is gone
-    assert store.finish(again, "alive", ran_at=now + 361, ok=True, error=None)
-    (status,) = store.statuses("anna")
-    assert status.runs == 1 and status.next_run == now + 60
-
-
-def test_a_clock_set_back_brings_next_runs_in(tmp_path: Path) -> None:
-    store, spec = store_with(tmp_path / "cron.db", interval_secs=60)
-    store.put("anna", spec, 2_000_000.0, by="", now=1_999_940.0, most=10)
-    assert store.rewind(1_000_000.0) == 1
-    (status,) = store.statuses("anna")
-    assert status.next_run == 1_000_060.0
-
-
-ANNA_WAITS = (
-    "user 'anna' has 2 cron runs running, the most cron.max_running_per_user (2) allows; "
-    "it starts when one of them ends"
-)
-
-
-def test_an_owners_due_times_past_the_cap_wait_due_and_run_when_one_of_theirs_ends(tmp_path: Path) -> None:
-    """cron.max_running_per_user, counted in the store: every kernel's claims, so it holds across them."""
-    store = CronStore(tmp_path / "cron.db")
-    now = 1_000_000.0
-    for offset, (owner, name) in enumerate([("anna", "a"), ("anna", "b"), ("anna", "c"), ("boris", "x")]):
-        spec = parse_job(job(name=name, interval_secs=60), 0, 0)
-        store.put(owner, spec, now - 4 + min(offset, 3), by="", now=now - 60, most=10)
-    claims = store.claim_due("k1", now, 360, 60, most_per_owner=2)
-    assert [(c.owner, c.name, c.held_back) for c in claims] == [
-        ("anna", "a", False),
-        ("anna", "b", False),
-        ("anna", "c", True),  # due, but two of anna's run already: it waits
-        ("boris", "x", False),  # another owner's are their own
-    ]
-    waiting = {status.spec.name: status for status in store.statuses("anna")}["c"]
-    assert waiting.waiting == ANNA_WAITS and waiting.next_run == now - 2 and not waiting.running
-    assert store.next_wake(now, 2) == now + 56  # a's next due time: the waiting one wakes nobody...
-    assert store.next_wake(now) == now - 2  # ...which it would without the cap
-    assert [c.held_back for c in store.claim_due("k2", now + 1, 360, 60, most_per_owner=2)] == [True]
-    (first, _, _, _) = claims
-    store.finish(first, "k1", ran_at=now + 1, ok=True, error=None)
-    (late,) = store.claim_due("k2", now + 2, 360, 60, most_per_owner=2)
-    assert (late.name, late.held_back, late.scheduled_at, late.waited) == ("c", False, now - 2, ANNA_WAITS)
-    assert {s.spec.name: s.waiting for s in store.statuses("anna")}["c"] is None
-
-
-def test_a_skip_job_that_waited_past_the_grace_is_skipped_saying_why(tmp_path: Path) -> None:
-    store = CronStore(tmp_path / "cron.db")
-    now = 1_000_000.0
-    for name, misfire in (("a", "run_once"), ("b", "run_once"), ("c", "skip")):
-        store.put(
-            "anna",
-            parse_job(job(name=name, interval_secs=600, misfire=misfire), 0, 0),
-            now,
-            by="",
-            now=now - 1,
-            most=10,
-        )
-    first, _, held = store.claim_due("k1", now, 360, 60, most_per_owner=2)
-    assert held.held_back
-    store.finish(first, "k1", ran_at=now + 100, ok=True, error=None)
-    (skipped,) = store.claim_due("k1", now + 100, 360, 60, most_per_owner=2)
-    assert skipped.misfired and skipped.waited == ANNA_WAITS
-    store.release(skipped, "k1")
-    status = {s.spec.name: s for s in store.statuses("anna")}["c"]
-    assert (
-        status.runs == 0
-        and status.waiting is None
-        and status.last_error
-        == (
-            "skipped the run due at 1970-01-12T13:46:40.000Z (misfire: skip): it waited past "
-            f"cron.misfire_grace_secs because {ANNA_WAITS}"
-        )
-    )
-
-
 @pytest.fixture
 def gate() -> Iterator[threading.Event]:
     opened = threading.Event()
@@ -596,10 +472,20 @@ def test_a_users_runs_past_the_cap_wait_while_another_users_jobs_go_on_firing(
             )
 
 
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
 def test_two_schedulers_on_one_store_run_each_due_time_once(
-    project: Path, llm: FakeLLMServer, make_tool: ToolFactory, hook: WebhookReceiver
+    where: str,
+    request: pytest.FixtureRequest,
+    project: Path,
+    llm: FakeLLMServer,
+    make_tool: ToolFactory,
+    hook: WebhookReceiver,
 ) -> None:
+    """Two kernels' schedulers on one cron store: the SQLite file, or with `store.url` the PostgreSQL
+    database (S27.2), where the job is and the file is not."""
     extra = "cron:\n  min_interval_secs: 0.05\n"
+    if where == "postgres":
+        extra += f"store:\n  url: {request.getfixturevalue('pg_url')}\n"
     with make_kernel(project, llm, extra) as one, make_kernel(project, llm, extra) as two:
         anna = one.caller(user_id="anna")
         run(one, make_tool, js(job(interval_secs=0.1, notify=[{"type": "webhook", "url": hook.url}])), anna)
@@ -607,6 +493,10 @@ def test_two_schedulers_on_one_store_run_each_due_time_once(
             hook.wait_for(20)
     times = [b["scheduled_at"] for b in hook.bodies]
     assert len(times) == len(set(times)), "a due time ran twice"
+    assert (project / "logs" / "cron.db").exists() == (where == "sqlite")
+    if where == "postgres":
+        with PostgresCronStore(request.getfixturevalue("pg_url")) as store:
+            assert [(s.owner, s.spec.name) for s in store.statuses()] == [("anna", "watch")]
 
 
 # -- static jobs (kernel.yaml) -----------------------------------------------------------------------
@@ -669,15 +559,3 @@ def test_agentkernel_check_reports_a_static_job_with_a_mistake(project: Path, ll
         (problem,) = kernel.problems()
     assert problem.path == project / "config" / "kernel.yaml"
     assert problem.reason.startswith("cron.jobs[0].schedule: must be a cron expression of six fields")
-
-
-def test_an_interval_keeps_its_grid_when_a_firing_is_late(tmp_path: Path) -> None:
-    store, spec = store_with(tmp_path / "cron.db", interval_secs=60)
-    start = 1_000_000.0
-    store.put("anna", spec, start, by="", now=start - 60, most=10)
-    (claim,) = store.claim_due("k1", start + 7, 360, 60)  # claimed 7 s late
-    assert claim.next_run == start + 60  # not start + 67: lateness does not add up
-    store.finish(claim, "k1", ran_at=start + 7, ok=True, error=None)
-    (status,) = store.statuses("anna")
-    assert status.next_run == start + 60
-    assert spec.timing.following(start, start + 150) == start + 180  # missed ones skipped over, on the grid

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from agentkernel.config import load_kernel_config
 from agentkernel.services.duck import DuckError, DuckService, DuckSettings
 from agentkernel.services.file_turns_pg import PgFileTurns
+from tests.conftest import write_kernel_yaml
 
 WAIT_SECS = 60.0  # an upper bound for the other process, never a measured time
 WRITES = 40
@@ -161,5 +163,24 @@ def test_a_holder_killed_with_9_gives_its_turn_up_with_it(
     service = service_on(tmp_path, turns, DuckSettings(query_timeout_secs=WAIT_SECS))
     try:
         assert service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)") == 0
+    finally:
+        service.close()
+
+
+def test_a_kernel_with_a_store_url_takes_its_files_turns_in_postgresql(
+    tmp_path: Path, other_process: list[subprocess.Popen[str]], pg_url: str
+) -> None:
+    """kernel.yaml `store.url`: the kernel's DuckDB service waits for a turn another machine's process
+    holds in PostgreSQL (no flock of its would have stopped it)."""
+    config = load_kernel_config(
+        write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\nduckdb:\n  query_timeout_secs: 0.2\n")
+    )
+    config.duckdb_dir.mkdir(parents=True, exist_ok=True)
+    holder = start_other(other_process, config.duckdb_dir, "hold", pg_url)
+    assert first_line(holder) == "held"
+    service = DuckService.from_config(config)
+    try:
+        with pytest.raises(DuckError, match="in use by another server process"):
+            service.execute("shared.duckdb", "CREATE TABLE t (n INTEGER)")
     finally:
         service.close()

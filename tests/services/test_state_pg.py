@@ -152,7 +152,7 @@ def test_a_file_of_an_older_schema_is_refused_naming_its_version(project: Path, 
         source.set(Namespace("global", ""), "k", 1)
     with sqlite3.connect(project / "data" / "state.db") as raw:
         raw.execute("UPDATE state_schema SET version = 2")
-    with pytest.raises(AgentKernelError, match="schema version 2, not this agentkernel's 3"):
+    with pytest.raises(AgentKernelError, match="have schema version 2, this agentkernel copies version 3"):
         copy(config, pg_url)
 
 

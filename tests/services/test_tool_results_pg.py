@@ -48,7 +48,7 @@ def test_every_session_and_result_is_copied_in_its_order(config: KernelConfig, p
         assert moved.get("a", "t", 0) == {"n": 3} and moved.get("a", "t", 1) == {"n": 2, "text": "é"}
         moved.record("c", "t", {"n": 11})
         assert moved.get("b", "t", 0) is None and moved.get("a", "u", 0) == {"n": 10}
-    with pytest.raises(AgentKernelError, match="table tool_result_sessions holds rows already"):
+    with pytest.raises(AgentKernelError, match="table tool_result_sessions already holds rows"):
         copy(config, pg_url)
 
 

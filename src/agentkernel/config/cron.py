@@ -1,6 +1,7 @@
 """kernel.yaml's `cron:` section (S10): where jobs are kept, their limits, and jobs declared here.
 
-Jobs that scripts schedule live in the cron store (`db_path`, SQLite); the
+Jobs that scripts schedule live in the cron store (`db_path`, SQLite; with
+kernel.yaml `store.url` the table `cron_jobs` in PostgreSQL instead); the
 `jobs` listed here are *static*: written into the same store at start-up,
 owned by `user`, and replaced or removed when this file changes. Each job
 has the fields of `schedule_cron` (docs/scripts.md 8.14): their names and

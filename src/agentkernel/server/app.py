@@ -93,8 +93,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
     )
     directory = SessionDirectory(sessions_path(kernel))
-    # tool runs are counted in the store: every process on the project counts the same (work_leases.py)
-    shared_work = SharedUserWork(kernel.config.messages_db, lease_secs=chosen.work_lease_secs)
+    # tool runs are counted in the store: every process on the project counts the same (work_leases.py;
+    # the PostgreSQL store with store.url: every machine's)
+    shared_work = SharedUserWork(kernel.work_leases, lease_secs=chosen.work_lease_secs)
     tool_runs = ToolRuns(
         kernel,
         directory,

@@ -26,7 +26,7 @@ from agentkernel.config.server import LOCAL_USER
 from agentkernel.errors import HelperError
 from agentkernel.identity import Caller
 from agentkernel.services.cron_jobs import JobInvalid, JobSpec, Sink, parse_job
-from agentkernel.services.cron_store import CronStore, TooManyJobs
+from agentkernel.services.cron_store import CronJobStore, CronStore, TooManyJobs
 from agentkernel.types import JSONObject, JSONValue
 
 log = logging.getLogger("agentkernel.cron")
@@ -65,20 +65,26 @@ def job_session(owner: str, name: str) -> str:
 class CronService:
     """Jobs as scripts see them: scheduled, listed and cancelled by their owner only."""
 
-    def __init__(self, settings: CronSettings, checks: CronChecks) -> None:
+    def __init__(
+        self, settings: CronSettings, checks: CronChecks, open_store: Callable[[], CronJobStore] | None = None
+    ) -> None:
         self.settings = settings
         self.checks = checks
-        self._store: CronStore | None = None
+        self._open_store = open_store  # the kernel's choice (PostgreSQL with store.url); else the file
+        self._store: CronJobStore | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
 
     @property
-    def store(self) -> CronStore:
-        """The store, opened on first use: a kernel that never schedules leaves no file."""
+    def store(self) -> CronJobStore:
+        """The store, opened on first use: a kernel that never schedules leaves no file. The SQLite
+        file (`cron.db_path`), or what `open_store` opens (the kernel's PostgreSQL store with
+        `store.url`, S27.2)."""
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = CronStore(self.settings.db_path)
+                    opening = self._open_store or (lambda: CronStore(self.settings.db_path))
+                    self._store = opening()
         return self._store
 
     def on_change(self, listener: Callable[[], None]) -> None:

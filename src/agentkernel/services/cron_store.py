@@ -4,7 +4,9 @@ One SQLite file (WAL; `cron.db_path`, `logs/cron.db` by default) shared by
 every kernel that runs a scheduler on it. A job is keyed by its owner (the
 user who scheduled it) and its name. Its row keeps the definition (JSON),
 `next_run` (UTC epoch seconds; NULL once a oneshot has fired) and the
-status `list_cron` shows.
+status `list_cron` shows. With kernel.yaml `store.url` the same rows are in
+PostgreSQL (`PostgresCronStore`, cron_store_pg.py, which says how its locks
+stand in for BEGIN IMMEDIATE); `CronMethods` is both stores' code.
 
 **Exactly once.** A scheduler takes due times with `claim_due`: in one
 write transaction (BEGIN IMMEDIATE, so two kernels queue) it picks the jobs
@@ -36,10 +38,11 @@ webhook receiver which due time it is.
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.cron_jobs import JobSpec, rfc3339, spec_from_json
@@ -143,21 +146,90 @@ _STATUS = (
 )
 
 
-class CronStore(SqliteStore):
-    """The jobs of every user in one file; every change is one transaction."""
+@dataclass(frozen=True)
+class CronDialect:
+    """How one database spells the cron store's queries (SQLite here, PostgreSQL in cron_store_pg.py), and
+    the locks it needs that SQLite's one writer at a time (BEGIN IMMEDIATE) gives for free.
 
-    def __init__(self, path: Path | str) -> None:
-        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+    Queries are written once, with `?` for a parameter and `{jobs}` for the table; `q` makes them this
+    database's. `lock_jobs_of(conn, owner)` serialises the job count of `put`; `lock_runs_of(conn,
+    owners)` serialises the count of those owners' live claims in `claim_due` (both no-ops in SQLite).
+    """
 
-    def _too_new(self, version: int) -> AgentKernelError:
-        return AgentKernelError(
-            f"{self.path}: cron store schema version {version} is newer than this kernel's {SCHEMA_VERSION}"
-        )
+    table: str
+    mark: str
+    least: str  # the scalar minimum of two values: SQLite's `min`, PostgreSQL's `least`
+    skip_locked: str  # appended to the due rows' SELECT: "" or " FOR UPDATE SKIP LOCKED"
+    lock_jobs_of: Callable[[Any, str], None]
+    lock_runs_of: Callable[[Any, Iterable[str]], None]
+
+    def q(self, sql: str) -> str:
+        return sql.format(jobs=self.table, least=self.least).replace("?", self.mark)
+
+
+def _no_lock(conn: Any, owners: object) -> None:
+    """SQLite: the write transaction (BEGIN IMMEDIATE) already holds the whole file."""
+
+
+SQLITE = CronDialect("jobs", "?", "min", "", _no_lock, _no_lock)
+
+
+@runtime_checkable
+class CronJobStore(Protocol):
+    """What the cron service and scheduler use of a cron store: `CronStore` (SQLite) and
+    `PostgresCronStore` (cron_store_pg.py) both are one."""
+
+    def put(
+        self,
+        owner: str,
+        spec: JobSpec,
+        first_due: float | None,
+        *,
+        by: str,
+        now: float,
+        most: int,
+        static: bool = False,
+    ) -> None: ...
+    def delete(self, owner: str, name: str) -> bool: ...
+    def statuses(self, owner: str | None = None) -> list[JobStatus]: ...
+    def static_jobs(self) -> list[tuple[str, str]]: ...
+    def definition(self, owner: str, name: str) -> str | None: ...
+    def claim_due(
+        self,
+        scheduler: str,
+        now: float,
+        lease_secs: float,
+        grace_secs: float,
+        most_per_owner: int | None = None,
+    ) -> list[Claim]: ...
+    def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool: ...
+    def release(self, claim: Claim, scheduler: str) -> None: ...
+    def abandon(self, claim: Claim, scheduler: str) -> None: ...
+    def next_wake(self, now: float, most_per_owner: int | None = None) -> float | None: ...
+    def rewind(self, now: float) -> int: ...
+    def close(self) -> None: ...
+
+
+class _Store(Protocol):
+    """What `CronMethods` needs of the class it is mixed into: a dialect and a store underneath."""
+
+    dialect: ClassVar[CronDialect]
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+
+class CronMethods:
+    """The cron store's operations, written once: both stores differ only in their `dialect` and the
+    store underneath (`_read`, `_write`). Every change is one transaction."""
+
+    dialect: ClassVar[CronDialect]
 
     # -- definitions -------------------------------------------------------------------------------
 
     def put(
-        self,
+        self: _Store,
         owner: str,
         spec: JobSpec,
         first_due: float | None,
@@ -173,54 +245,63 @@ class CronStore(SqliteStore):
         of the replaced definition still under way finishes without touching
         the new one (`generation`).
         """
+        q = self.dialect.q
         definition = json.dumps(spec.to_json(), ensure_ascii=False)
         with self._write() as conn:
+            self.dialect.lock_jobs_of(conn, owner)
             (exists,) = conn.execute(
-                "SELECT count(*) FROM jobs WHERE owner = ? AND name = ?", (owner, spec.name)
+                q("SELECT count(*) FROM {jobs} WHERE owner = ? AND name = ?"), (owner, spec.name)
             ).fetchone()
             if not exists:
-                (count,) = conn.execute("SELECT count(*) FROM jobs WHERE owner = ?", (owner,)).fetchone()
+                (count,) = conn.execute(q("SELECT count(*) FROM {jobs} WHERE owner = ?"), (owner,)).fetchone()
                 if count >= most:
                     raise TooManyJobs(
                         f"{owner!r} already has {count} jobs, the most cron.max_jobs_per_user allows"
                     )
             conn.execute(
-                """INSERT INTO jobs (owner, name, definition, scheduled_by, static, created_at, next_run)
+                q(
+                    """INSERT INTO {jobs} AS j
+                       (owner, name, definition, scheduled_by, static, created_at, next_run)
                    VALUES (?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (owner, name) DO UPDATE SET
                      definition = excluded.definition, scheduled_by = excluded.scheduled_by,
-                     static = excluded.static, generation = generation + 1, created_at = excluded.created_at,
+                     static = excluded.static, generation = j.generation + 1,
+                     created_at = excluded.created_at,
                      next_run = excluded.next_run, claimed_by = NULL, claimed_due = NULL, claim_until = NULL,
-                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0, waiting = NULL""",
+                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0, waiting = NULL"""
+                ),
                 (owner, spec.name, definition, by, int(static), now, first_due),
             )
 
-    def delete(self, owner: str, name: str) -> bool:
+    def delete(self: _Store, owner: str, name: str) -> bool:
         """Remove the owner's job; whether there was one."""
+        sql = self.dialect.q("DELETE FROM {jobs} WHERE owner = ? AND name = ?")
         with self._write() as conn:
-            return conn.execute("DELETE FROM jobs WHERE owner = ? AND name = ?", (owner, name)).rowcount > 0
+            return bool(conn.execute(sql, (owner, name)).rowcount > 0)
 
-    def statuses(self, owner: str | None = None) -> list[JobStatus]:
+    def statuses(self: _Store, owner: str | None = None) -> list[JobStatus]:
         """The jobs of `owner` (every owner's when None), by name."""
+        q = self.dialect.q
         if owner is None:
-            rows = self._read(f"SELECT {_STATUS} FROM jobs ORDER BY owner, name", ())
+            rows = self._read(q(f"SELECT {_STATUS} FROM {{jobs}} ORDER BY owner, name"), ())
         else:
-            rows = self._read(f"SELECT {_STATUS} FROM jobs WHERE owner = ? ORDER BY name", (owner,))
+            rows = self._read(q(f"SELECT {_STATUS} FROM {{jobs}} WHERE owner = ? ORDER BY name"), (owner,))
         return [_status(row) for row in rows]
 
-    def static_jobs(self) -> list[tuple[str, str]]:
+    def static_jobs(self: _Store) -> list[tuple[str, str]]:
         """The (owner, name) of every job kernel.yaml declared, whichever user owned them then."""
-        rows = self._read("SELECT owner, name FROM jobs WHERE static = 1", ())
+        rows = self._read(self.dialect.q("SELECT owner, name FROM {jobs} WHERE static = 1"), ())
         return [(str(owner), str(name)) for owner, name in rows]
 
-    def definition(self, owner: str, name: str) -> str | None:
-        rows = self._read("SELECT definition FROM jobs WHERE owner = ? AND name = ?", (owner, name))
+    def definition(self: _Store, owner: str, name: str) -> str | None:
+        sql = self.dialect.q("SELECT definition FROM {jobs} WHERE owner = ? AND name = ?")
+        rows = self._read(sql, (owner, name))
         return str(rows[0][0]) if rows else None
 
     # -- scheduling --------------------------------------------------------------------------------
 
     def claim_due(
-        self,
+        self: _Store,
         scheduler: str,
         now: float,
         lease_secs: float,
@@ -231,17 +312,27 @@ class CronStore(SqliteStore):
 
         With `most_per_owner`, an owner's due times past that many live claims
         of theirs are not claimed: they come back `held_back`, and wait in
-        the store, due and marked `waiting` (the module docstring).
+        the store, due and marked `waiting` (the module docstring). The due
+        rows are taken first (in PostgreSQL locked, skipping rows another
+        scheduler holds), then their owners' run counts (under the owners'
+        lock, so two schedulers never both pass one owner's cap).
         """
         claims: list[Claim] = []
+        dialect = self.dialect
         with self._write() as conn:
-            running = self._running_by_owner(conn, now)
             rows = conn.execute(
-                "SELECT owner, name, generation, definition, next_run, claimed_due, claim_until, waiting "
-                "FROM jobs WHERE (next_run <= ? AND claimed_by IS NULL) OR claim_until < ? "
-                "ORDER BY CASE WHEN claim_until < ? THEN claimed_due ELSE next_run END, owner, name",
+                dialect.q(
+                    "SELECT owner, name, generation, definition, next_run, claimed_due, claim_until, waiting "
+                    "FROM {jobs} WHERE (next_run <= ? AND claimed_by IS NULL) OR claim_until < ? "
+                    "ORDER BY CASE WHEN claim_until < ? THEN claimed_due ELSE next_run END, owner, name"
+                )
+                + dialect.skip_locked,
                 (now, now, now),
             ).fetchall()
+            if not rows:
+                return claims
+            dialect.lock_runs_of(conn, sorted({str(row[0]) for row in rows}))
+            running = _running_by_owner(dialect, conn, now)
             for owner, name, generation, definition, next_run, claimed_due, claim_until, waiting in rows:
                 spec = spec_from_json(definition)
                 taken_over = claim_until is not None and claim_until < now
@@ -250,52 +341,32 @@ class CronStore(SqliteStore):
                 busy = running.get(owner, 0)
                 if not misfired and most_per_owner is not None and busy >= most_per_owner:
                     why = cron_cap(most_per_owner).refusal(owner, busy)
-                    self._hold_back(conn, (owner, name, generation), taken_over, why, waiting)
+                    _hold_back(dialect, conn, (owner, name, generation), taken_over, why, waiting)
                     claims.append(Claim(owner, name, generation, spec, due, False, held_back=True))
                     continue
                 following = next_run if taken_over else spec.timing.following(float(next_run), now)
                 conn.execute(
-                    "UPDATE jobs SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ?, "
-                    "waiting = NULL WHERE owner = ? AND name = ? AND generation = ?",
+                    dialect.q(
+                        "UPDATE {jobs} SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ?, "
+                        "waiting = NULL WHERE owner = ? AND name = ? AND generation = ?"
+                    ),
                     (scheduler, due, now + lease_secs, following, owner, name, generation),
                 )
                 running[owner] = busy + (0 if misfired else 1)
                 claims.append(Claim(owner, name, generation, spec, due, misfired, following, waiting))
         return claims
 
-    @staticmethod
-    def _running_by_owner(conn: sqlite3.Connection, now: float) -> dict[str, int]:
-        """Each owner's runs under way in any kernel: their live claims."""
-        rows = conn.execute(
-            "SELECT owner, count(*) FROM jobs WHERE claimed_by IS NOT NULL AND claim_until >= ? "
-            "GROUP BY owner",
-            (now,),
-        ).fetchall()
-        return {str(owner): int(count) for owner, count in rows}
-
-    @staticmethod
-    def _hold_back(
-        conn: sqlite3.Connection, job: tuple[str, str, int], taken_over: bool, why: str, was: str | None
-    ) -> None:
-        """A due time its owner's cap holds back: it stays due (a dead kernel's claim given back), and
-        says why it waits."""
-        if taken_over:
-            conn.execute(
-                "UPDATE jobs SET claimed_by = NULL, claim_until = NULL, next_run = claimed_due, "
-                "claimed_due = NULL WHERE owner = ? AND name = ? AND generation = ?",
-                job,
-            )
-        if why != was:
-            where = "owner = ? AND name = ? AND generation = ?"
-            conn.execute(f"UPDATE jobs SET waiting = ? WHERE {where}", (why, *job))
-
-    def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool:
+    def finish(
+        self: _Store, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None
+    ) -> bool:
         """Record a claimed run's outcome and release the claim; False when the claim was lost meanwhile."""
         with self._write() as conn:
             cursor = conn.execute(
-                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, last_run = ?, "
-                "last_ok = ?, last_error = ?, runs = runs + 1 "
-                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ? AND claimed_due = ?",
+                self.dialect.q(
+                    "UPDATE {jobs} SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
+                    "last_run = ?, last_ok = ?, last_error = ?, runs = runs + 1 "
+                    "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ? AND claimed_due = ?"
+                ),
                 (
                     ran_at,
                     int(ok),
@@ -307,17 +378,19 @@ class CronStore(SqliteStore):
                     claim.scheduled_at,
                 ),
             )
-            return cursor.rowcount > 0
+            return bool(cursor.rowcount > 0)
 
-    def release(self, claim: Claim, scheduler: str) -> None:
+    def release(self: _Store, claim: Claim, scheduler: str) -> None:
         """Give a claim back unrun (a misfire skipped): the status shows the skip as the last error."""
         why = f"skipped the run due at {rfc3339(claim.scheduled_at)} (misfire: skip)"
         if claim.waited is not None:
             why += f": it waited past cron.misfire_grace_secs because {claim.waited}"
         with self._write() as conn:
             conn.execute(
-                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, last_error = ? "
-                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?",
+                self.dialect.q(
+                    "UPDATE {jobs} SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
+                    "last_error = ? WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?"
+                ),
                 (
                     why,
                     claim.owner,
@@ -327,17 +400,19 @@ class CronStore(SqliteStore):
                 ),
             )
 
-    def abandon(self, claim: Claim, scheduler: str) -> None:
+    def abandon(self: _Store, claim: Claim, scheduler: str) -> None:
         """Give a claim back unfinished (the scheduler is stopping): its due time runs again next time."""
         with self._write() as conn:
             conn.execute(
-                "UPDATE jobs SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
-                "next_run = min(coalesce(next_run, claimed_due), claimed_due) "
-                "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?",
+                self.dialect.q(
+                    "UPDATE {jobs} SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
+                    "next_run = {least}(coalesce(next_run, claimed_due), claimed_due) "
+                    "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?"
+                ),
                 (claim.owner, claim.name, claim.generation, scheduler),
             )
 
-    def next_wake(self, now: float, most_per_owner: int | None = None) -> float | None:
+    def next_wake(self: _Store, now: float, most_per_owner: int | None = None) -> float | None:
         """The earliest moment anything is due: a next run, or a claim that may have been a dead kernel's.
 
         A job claimed (running, here or in another kernel) still counts with
@@ -351,17 +426,19 @@ class CronStore(SqliteStore):
         """
         most = -1 if most_per_owner is None else most_per_owner  # -1: no owner is ever at the cap
         rows = self._read(
-            "SELECT min(m) FROM (SELECT min(next_run) AS m FROM jobs "
-            "WHERE (claimed_by IS NULL OR next_run > ?) AND NOT (claimed_by IS NULL AND next_run <= ? "
-            "AND owner IN (SELECT owner FROM jobs WHERE claimed_by IS NOT NULL AND claim_until >= ? "
-            "GROUP BY owner HAVING ? >= 0 AND count(*) >= ?)) "
-            "UNION ALL SELECT min(claim_until) FROM jobs)",
+            self.dialect.q(
+                "SELECT min(m) FROM (SELECT min(next_run) AS m FROM {jobs} "
+                "WHERE (claimed_by IS NULL OR next_run > ?) AND NOT (claimed_by IS NULL AND next_run <= ? "
+                "AND owner IN (SELECT owner FROM {jobs} WHERE claimed_by IS NOT NULL AND claim_until >= ? "
+                "GROUP BY owner HAVING ? >= 0 AND count(*) >= ?)) "
+                "UNION ALL SELECT min(claim_until) FROM {jobs}) AS due"
+            ),
             (now, now, now, most, most),
         )
         value = rows[0][0]
         return None if value is None else float(value)
 
-    def rewind(self, now: float) -> int:
+    def rewind(self: _Store, now: float) -> int:
         """After the clock went back: a next run further ahead than its job could ask is brought in.
 
         An interval job's next run is at most one interval after now, a
@@ -369,10 +446,14 @@ class CronStore(SqliteStore):
         that was computed from a clock that has since been set back.
         """
         changed = 0
+        q = self.dialect.q
         with self._write() as conn:
             rows = conn.execute(
-                "SELECT owner, name, generation, definition, next_run FROM jobs "
-                "WHERE claimed_by IS NULL AND next_run > ?",
+                q(
+                    "SELECT owner, name, generation, definition, next_run FROM {jobs} "
+                    "WHERE claimed_by IS NULL AND next_run > ?"
+                )
+                + self.dialect.skip_locked,
                 (now,),
             ).fetchall()
             for owner, name, generation, definition, next_run in rows:
@@ -382,11 +463,55 @@ class CronStore(SqliteStore):
                 soonest = spec.timing.due_after(now)
                 if soonest is not None and soonest < next_run:
                     conn.execute(
-                        "UPDATE jobs SET next_run = ? WHERE owner = ? AND name = ? AND generation = ?",
+                        q("UPDATE {jobs} SET next_run = ? WHERE owner = ? AND name = ? AND generation = ?"),
                         (soonest, owner, name, generation),
                     )
                     changed += 1
         return changed
+
+
+def _running_by_owner(dialect: CronDialect, conn: Any, now: float) -> dict[str, int]:
+    """Each owner's runs under way in any kernel: their live claims."""
+    rows = conn.execute(
+        dialect.q(
+            "SELECT owner, count(*) FROM {jobs} WHERE claimed_by IS NOT NULL AND claim_until >= ? "
+            "GROUP BY owner"
+        ),
+        (now,),
+    ).fetchall()
+    return {str(owner): int(count) for owner, count in rows}
+
+
+def _hold_back(
+    dialect: CronDialect, conn: Any, job: tuple[str, str, int], taken_over: bool, why: str, was: str | None
+) -> None:
+    """A due time its owner's cap holds back: it stays due (a dead kernel's claim given back), and
+    says why it waits."""
+    where = "owner = ? AND name = ? AND generation = ?"
+    if taken_over:
+        conn.execute(
+            dialect.q(
+                "UPDATE {jobs} SET claimed_by = NULL, claim_until = NULL, next_run = claimed_due, "
+                f"claimed_due = NULL WHERE {where}"
+            ),
+            job,
+        )
+    if why != was:
+        conn.execute(dialect.q(f"UPDATE {{jobs}} SET waiting = ? WHERE {where}"), (why, *job))
+
+
+class CronStore(CronMethods, SqliteStore):
+    """The jobs of every user in one SQLite file: see the module docstring and `CronMethods`."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+
+    def _too_new(self, version: int) -> AgentKernelError:
+        return AgentKernelError(
+            f"{self.path}: cron store schema version {version} is newer than this kernel's {SCHEMA_VERSION}"
+        )
 
 
 def _status(row: tuple[Any, ...]) -> JobStatus:
@@ -406,4 +531,14 @@ def _status(row: tuple[Any, ...]) -> JobStatus:
     )
 
 
-__all__ = ["Claim", "CronStore", "JobStatus", "TooManyJobs", "cron_cap"]
+__all__ = [
+    "SQLITE",
+    "Claim",
+    "CronDialect",
+    "CronJobStore",
+    "CronMethods",
+    "CronStore",
+    "JobStatus",
+    "TooManyJobs",
+    "cron_cap",
+]

@@ -10,7 +10,9 @@ sees that (`wanted`) and gives the file up as soon as its calls on it end.
 
 flock locks belong to an open file, not to a process, so two pools of one
 process take turns the same way, and a process that dies (kill -9) gives up
-its turn and its wish with it.
+its turn and its wish with it. With kernel.yaml `store.url` the turns are
+PostgreSQL advisory locks instead (file_turns_pg.py), which hold across
+machines sharing the folder.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ steps, in the caller's transaction (never committed here):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,24 +59,60 @@ def copy_table(
     table: str,
     columns: Sequence[str],
     convert: Callable[[Row], Row] | None = None,
+    *,
+    source_table: str | None = None,
 ) -> int:
     """Copy every row of `table` (those `columns`) from `source` to the empty table of `target`; how many.
 
-    Rows stream through PostgreSQL's COPY, a row at a time on either side,
-    so a table of any size takes bounded memory.
+    `source_table` is the file's name for the table when it differs. Rows
+    stream through PostgreSQL's COPY, a row at a time on either side, so a
+    table of any size takes bounded memory.
     """
     if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
         raise AgentKernelError(
-            f"the store database's table {table} holds rows already: "
-            "the migration copies into empty tables only (a fresh database)"
+            f"the store database's table {table} already holds rows: "
+            "`agentkernel store migrate` copies into empty tables only (a fresh database)"
         )
     names = ", ".join(columns)
     copied = 0
     with target.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-        for row in source.execute(f"SELECT {names} FROM {table}"):
+        for row in source.execute(f"SELECT {names} FROM {source_table or table}"):
             copy.write_row(row if convert is None else convert(row))
             copied += 1
     return copied
+
+
+def copy_tables(path: Path, target: psycopg.Connection[Row], tables: Mapping[str, str]) -> dict[str, int]:
+    """Each `tables` key (a table of the file at `path`, when it holds it) copied into its value (a
+    PostgreSQL table), in the columns both have (an older file lacks a later column: the target's
+    default fills it); rows copied per PostgreSQL table."""
+    with read_only(path) as source:
+        if source is None:
+            return {}
+        return {
+            dst: copy_table(source, target, dst, shared_columns(source, src, target, dst), source_table=src)
+            for src, dst in tables.items()
+            if holds(source, src)
+        }
+
+
+def holds(source: sqlite3.Connection, table: str) -> bool:
+    """Whether the SQLite file has `table` (a store never opened has none of its tables)."""
+    found = source.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+    return found.fetchone() is not None
+
+
+def shared_columns(
+    source: sqlite3.Connection, src: str, target: psycopg.Connection[Row], dst: str
+) -> list[str]:
+    """The target table's columns the source table has too, in the target's order."""
+    theirs = {row[1] for row in source.execute(f"PRAGMA table_info({src})")}
+    ours = target.execute(
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_name = %s AND table_schema = current_schema() ORDER BY ordinal_position",
+        (dst,),
+    )
+    return [str(row[0]) for row in ours if row[0] in theirs]
 
 
 def move_sequence(target: psycopg.Connection[Row], table: str, column: str) -> None:
@@ -87,4 +123,12 @@ def move_sequence(target: psycopg.Connection[Row], table: str, column: str) -> N
     )
 
 
-__all__ = ["copy_table", "move_sequence", "read_only", "source_version"]
+__all__ = [
+    "copy_table",
+    "copy_tables",
+    "holds",
+    "move_sequence",
+    "read_only",
+    "shared_columns",
+    "source_version",
+]

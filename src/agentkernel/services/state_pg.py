@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,8 +52,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from agentkernel.config import KernelConfig, StateSettings
-from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Namespace
+from agentkernel.services.pg_copy import copy_table, move_sequence, read_only, source_version
 from agentkernel.services.postgres import PgPool, PgSchema, SchemaTooNew, StoreUnavailable, migrate
 from agentkernel.services.state import (
     BUSY_TIMEOUT_SECS,
@@ -336,51 +335,27 @@ def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any,
     agentkernel) is refused, as is a target table already holding rows.
     """
     path = config.state.db_path
-    if path is None or not Path(path).is_file():
+    if path is None:
         return {}
-    for table in TABLES:
-        if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
-            raise AgentKernelError(
-                f"the store database's {table} already holds rows: the state store is copied only "
-                "into empty tables"
-            )
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        version = STATE_SCHEMA.read_version(source)
-        if version == 0:
+    with read_only(Path(path)) as source:
+        if source is None or not source_version(source, STATE_SCHEMA, "the state store's tables", Path(path)):
             return {}
-        if version != STATE_SCHEMA.version:
-            raise AgentKernelError(
-                f"the state file {path} has schema version {version}, not this agentkernel's "
-                f"{STATE_SCHEMA.version}: copy a file this agentkernel has opened (a state_* call "
-                "upgrades it)"
-            )
-        return {table: _copy_table(source, target, table, columns) for table, columns in _COPIED.items()}
-    finally:
-        source.close()
-
-
-def _copy_table(
-    source: sqlite3.Connection, target: psycopg.Connection[tuple[Any, ...]], table: str, columns: str
-) -> int:
-    names = [name.strip() for name in columns.split(",")]
-    at_key = names.index("key")
-    marks = ", ".join(["%s"] * len(names))
-    copied = 0
-    with target.cursor() as cursor:
-        rows = source.execute(f"SELECT {columns} FROM {table}")
-        while batch := rows.fetchmany(1000):
-            cursor.executemany(
-                f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-                [(*row[:at_key], _key_bytes(row[at_key]), *row[at_key + 1 :]) for row in batch],
-            )
-            copied += len(batch)
-    if table == "state_set_members":
-        target.execute(
-            "SELECT setval(pg_get_serial_sequence('state_set_members', 'id'), "
-            "coalesce((SELECT max(id) FROM state_set_members), 0) + 1, false)"
-        )
+        copied = {
+            table: copy_table(source, target, table, _names(columns), _key_as_bytes(_names(columns)))
+            for table, columns in _COPIED.items()
+        }
+    move_sequence(target, "state_set_members", "id")
     return copied
+
+
+def _names(columns: str) -> list[str]:
+    return [name.strip() for name in columns.split(",")]
+
+
+def _key_as_bytes(names: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A SQLite row with its `key` column as the BYTEA PostgreSQL keeps keys in."""
+    at_key = names.index("key")
+    return lambda row: (*row[:at_key], _key_bytes(row[at_key]), *row[at_key + 1 :])
 
 
 SCHEMAS = (SCHEMA,)

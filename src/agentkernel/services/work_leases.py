@@ -5,7 +5,9 @@ processes on one project each allow a user the whole cap. `WorkLeases`
 keeps one row per piece of work running, in an SQLite table (WAL, one
 short IMMEDIATE transaction per start and per end), so a start counts every
 process's rows and two processes cannot both slip under the cap (BEGIN
-IMMEDIATE queues them).
+IMMEDIATE queues them). With kernel.yaml `store.url` the same table lives
+in PostgreSQL (`PostgresWorkLeases`, work_leases_pg.py), so the cap holds
+across machines too; `LeaseMethods` is both stores' code.
 
 **A holder that dies** (kill -9, a crash, a frozen process) must not hold
 its user's slots forever. Each row is a lease: it lives until `lease_until`,
@@ -26,11 +28,13 @@ import asyncio
 import contextlib
 import os
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
@@ -63,8 +67,123 @@ SCHEMA = Schema(
 )
 
 
-class WorkLeases(SqliteStore):
-    """The table of running work (see the module docstring); one holder id per instance."""
+@dataclass(frozen=True)
+class LeaseDialect:
+    """How one database spells the leases' queries (SQLite here, PostgreSQL in work_leases_pg.py), and
+    the lock a start needs that SQLite's one writer at a time (BEGIN IMMEDIATE) gives for free.
+
+    Queries are written once with `?` for a parameter; `q` makes them this database's.
+    `lock_count(conn, user_id, setting)` serialises the count-then-insert of `start` for one
+    user's kind of work (a no-op in SQLite).
+    """
+
+    mark: str
+    lock_count: Callable[[Any, str, str], None]
+
+    def q(self, sql: str) -> str:
+        return sql.replace("?", self.mark)
+
+
+def _no_lock(conn: Any, user_id: str, setting: str) -> None:
+    """SQLite: the write transaction (BEGIN IMMEDIATE) already holds the whole file."""
+
+
+SQLITE = LeaseDialect("?", _no_lock)
+
+
+@runtime_checkable
+class WorkLeaseStore(Protocol):
+    """What `SharedUserWork` uses of a lease store: `WorkLeases` (SQLite) and `PostgresWorkLeases`
+    (work_leases_pg.py) both are one."""
+
+    lease_secs: float
+    holder: str
+
+    def start(self, user_id: str, cap: Cap, refused: type[TooMuchWork] = TooMuchWork) -> str: ...
+    def end(self, work_id: str) -> None: ...
+    def running(self, user_id: str, cap: Cap) -> int: ...
+    def renew(self) -> int: ...
+    def release_all(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Store(Protocol):
+    """What `LeaseMethods` needs of the class it is mixed into: a dialect, a holder, a clock, a store."""
+
+    dialect: ClassVar[LeaseDialect]
+    lease_secs: float
+    holder: str
+    _clock: Callable[[], float]
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+
+def holder_id() -> str:
+    """A process's (a store instance's) holder id: its pid for people, a random token to be unique."""
+    return f"{os.getpid()}:{secrets.token_hex(8)}"
+
+
+def checked_lease_secs(lease_secs: float) -> float:
+    if not lease_secs > 0:
+        raise ValueError(f"running-work lease_secs must be positive, got {lease_secs!r}")
+    return lease_secs
+
+
+_COUNT = f"SELECT count(*) FROM {TABLE} WHERE owner = ? AND setting = ? AND lease_until > ?"
+
+
+class LeaseMethods:
+    """The leases' operations, written once: both stores differ only in their `dialect` and the store
+    underneath (`_read`, `_write`)."""
+
+    dialect: ClassVar[LeaseDialect]
+
+    def start(self: _Store, user_id: str, cap: Cap, refused: type[TooMuchWork] = TooMuchWork) -> str:
+        """Count one more piece of work (its row id), or raise `refused` when the user is at the cap."""
+        q = self.dialect.q
+        now = self._clock()
+        work_id = secrets.token_hex(12)
+        with self._write() as conn:
+            conn.execute(q(f"DELETE FROM {TABLE} WHERE lease_until <= ?"), (now,))
+            self.dialect.lock_count(conn, user_id, cap.setting)
+            (running,) = conn.execute(q(_COUNT), (user_id, cap.setting, now)).fetchone()
+            if running >= cap.limit:
+                raise refused(user_id, cap, int(running))
+            conn.execute(
+                q(f"INSERT INTO {TABLE} (id, owner, setting, holder, lease_until) VALUES (?, ?, ?, ?, ?)"),
+                (work_id, user_id, cap.setting, self.holder, now + self.lease_secs),
+            )
+        return work_id
+
+    def end(self: _Store, work_id: str) -> None:
+        """The piece of work `start` counted has ended."""
+        with self._write() as conn:
+            conn.execute(self.dialect.q(f"DELETE FROM {TABLE} WHERE id = ?"), (work_id,))
+
+    def running(self: _Store, user_id: str, cap: Cap) -> int:
+        """How much work of `cap`'s kind `user_id` has running now, in every process."""
+        return int(self._read(self.dialect.q(_COUNT), (user_id, cap.setting, self._clock()))[0][0])
+
+    def renew(self: _Store) -> int:
+        """Push this holder's leases `lease_secs` ahead; how many rows it holds."""
+        with self._write() as conn:
+            until = self._clock() + self.lease_secs
+            sql = self.dialect.q(f"UPDATE {TABLE} SET lease_until = ? WHERE holder = ?")
+            return int(conn.execute(sql, (until, self.holder)).rowcount)
+
+    def release_all(self: _Store) -> None:
+        """Delete every row of this holder's (the process is closing)."""
+        with self._write() as conn:
+            conn.execute(self.dialect.q(f"DELETE FROM {TABLE} WHERE holder = ?"), (self.holder,))
+
+
+class WorkLeases(LeaseMethods, SqliteStore):
+    """The table of running work in one SQLite file (see the module docstring); one holder id per
+    instance."""
+
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -73,81 +192,40 @@ class WorkLeases(SqliteStore):
         lease_secs: float = DEFAULT_LEASE_SECS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not lease_secs > 0:
-            raise ValueError(f"running-work lease_secs must be positive, got {lease_secs!r}")
+        self.lease_secs = checked_lease_secs(lease_secs)
         super().__init__(path, SCHEMA, BUSY_TIMEOUT_SECS)
-        self.lease_secs = lease_secs
-        self.holder = f"{os.getpid()}:{secrets.token_hex(8)}"
+        self.holder = holder_id()
         self._clock = clock
-
-    def start(self, user_id: str, cap: Cap, refused: type[TooMuchWork] = TooMuchWork) -> str:
-        """Count one more piece of work (its row id), or raise `refused` when the user is at the cap."""
-        now = self._clock()
-        work_id = secrets.token_hex(12)
-        with self._write() as conn:
-            conn.execute(f"DELETE FROM {TABLE} WHERE lease_until <= ?", (now,))
-            running = self._count(conn, user_id, cap, now)
-            if running >= cap.limit:
-                raise refused(user_id, cap, running)
-            conn.execute(
-                f"INSERT INTO {TABLE} (id, owner, setting, holder, lease_until) VALUES (?, ?, ?, ?, ?)",
-                (work_id, user_id, cap.setting, self.holder, now + self.lease_secs),
-            )
-        return work_id
-
-    def end(self, work_id: str) -> None:
-        """The piece of work `start` counted has ended."""
-        with self._write() as conn:
-            conn.execute(f"DELETE FROM {TABLE} WHERE id = ?", (work_id,))
-
-    def running(self, user_id: str, cap: Cap) -> int:
-        """How much work of `cap`'s kind `user_id` has running now, in every process."""
-        with self._reading() as conn:
-            return self._count(conn, user_id, cap, self._clock())
-
-    def renew(self) -> int:
-        """Push this holder's leases `lease_secs` ahead; how many rows it holds."""
-        with self._write() as conn:
-            until = self._clock() + self.lease_secs
-            return conn.execute(
-                f"UPDATE {TABLE} SET lease_until = ? WHERE holder = ?", (until, self.holder)
-            ).rowcount
-
-    def release_all(self) -> None:
-        """Delete every row of this holder's (the process is closing)."""
-        with self._write() as conn:
-            conn.execute(f"DELETE FROM {TABLE} WHERE holder = ?", (self.holder,))
-
-    @staticmethod
-    def _count(conn: sqlite3.Connection, user_id: str, cap: Cap, now: float) -> int:
-        row = conn.execute(
-            f"SELECT count(*) FROM {TABLE} WHERE owner = ? AND setting = ? AND lease_until > ?",
-            (user_id, cap.setting, now),
-        ).fetchone()
-        return int(row[0])
 
 
 class SharedUserWork:
-    """Per-user work counted on a `WorkLeases` store, its leases renewed by its own thread until `close`.
+    """Per-user work counted on a lease store, its leases renewed by its own thread until `close`.
 
-    The store is opened on first use (a worker thread's: it is file I/O), so
-    a server whose store cannot be opened still starts, and says why on the
+    `where` is the SQLite file (`WorkLeases` on it), or what opens the
+    store given `lease_secs` (the kernel's PostgreSQL one with `store.url`,
+    work_leases_pg.py).
+    The store is opened on first use (a worker thread's: it is I/O), so a
+    server whose store cannot be opened still starts, and says why on the
     request that needs it.
     """
 
-    def __init__(self, path: Path, *, lease_secs: float = DEFAULT_LEASE_SECS) -> None:
-        self.path = path
+    def __init__(
+        self, where: Path | Callable[[float], WorkLeaseStore], *, lease_secs: float = DEFAULT_LEASE_SECS
+    ) -> None:
+        self._open: Callable[[float], WorkLeaseStore] = (
+            (lambda secs: WorkLeases(where, lease_secs=secs)) if isinstance(where, Path) else where
+        )
         self.lease_secs = lease_secs
-        self._store: WorkLeases | None = None
+        self._store: WorkLeaseStore | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
-    def store(self) -> WorkLeases:
+    def store(self) -> WorkLeaseStore:
         """The store, opened (and its renewing thread started) on first use."""
         with self._lock:
             if self._store is None:
-                self._store = WorkLeases(self.path, lease_secs=self.lease_secs)
+                self._store = self._open(self.lease_secs)
                 self._renewer = threading.Thread(
                     target=self._renew, name="agentkernel-work-leases", daemon=True
                 )
@@ -199,7 +277,7 @@ class SharedUserWork:
             await asyncio.shield(asyncio.ensure_future(asyncio.to_thread(store.end, work_id)))
 
     @staticmethod
-    def _end_later(store: WorkLeases, started: asyncio.Future[str]) -> None:
+    def _end_later(store: WorkLeaseStore, started: asyncio.Future[str]) -> None:
         """A start whose awaiting request was cancelled: its row, if it was written, is deleted."""
         if not started.cancelled() and started.exception() is None:
             asyncio.get_running_loop().run_in_executor(None, store.end, started.result())
@@ -217,4 +295,15 @@ class SharedUserWork:
                 self._store = None
 
 
-__all__ = ["DEFAULT_LEASE_SECS", "SharedUserWork", "WorkLeases"]
+__all__ = [
+    "DEFAULT_LEASE_SECS",
+    "SQLITE",
+    "TABLE",
+    "LeaseDialect",
+    "LeaseMethods",
+    "SharedUserWork",
+    "WorkLeaseStore",
+    "WorkLeases",
+    "checked_lease_secs",
+    "holder_id",
+]
