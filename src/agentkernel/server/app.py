@@ -49,7 +49,13 @@ from agentkernel.server.routes import (
 )
 from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.sealing import Sealing, TurnSealer
-from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.sessions import (
+    SESSIONS_FILE,
+    SessionDirectory,
+    SessionInfo,
+    SessionStore,
+    sessions_file,
+)
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.trace_context import TraceContext
 from agentkernel.server.turns import TurnRunner
@@ -58,11 +64,20 @@ from agentkernel.telemetry import metrics as counted
 from agentkernel.telemetry import tracing
 from agentkernel.version import __version__
 
-SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
-
 
 def sessions_path(kernel: Kernel) -> Path:
-    return kernel.config.messages_db.with_name(SESSIONS_FILE)
+    """The sessions file (when the sessions are not in the store database)."""
+    return sessions_file(kernel.config)
+
+
+def session_directory(kernel: Kernel) -> SessionStore:
+    """Who owns which session: in the store database with kernel.yaml `store.url` (S27.2), so every
+    replica knows every session; else in the sessions file beside the transcript."""
+    if kernel.config.store.url is not None:
+        from agentkernel.server.sessions_pg import PostgresSessionDirectory  # psycopg: only with a store.url
+
+        return PostgresSessionDirectory(kernel.store_pool())
+    return SessionDirectory(sessions_path(kernel))
 
 
 def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:
@@ -91,7 +106,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         chosen.turn_lease_secs,
         check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
     )
-    directory = SessionDirectory(sessions_path(kernel))
+    directory = session_directory(kernel)
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py)
     shared_work = SharedUserWork(kernel.config.messages_db, lease_secs=chosen.work_lease_secs)
     tool_runs = ToolRuns(
@@ -179,4 +194,4 @@ async def _ended(cron: asyncio.Task[None]) -> None:
         await cron
 
 
-__all__ = ["create_app", "sessions_path"]
+__all__ = ["SESSIONS_FILE", "create_app", "session_directory", "sessions_path"]

@@ -26,7 +26,7 @@ import logging
 import time
 
 from agentkernel.kernel import Kernel
-from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.sessions import SessionStore
 from agentkernel.server.turns import TurnRunner
 
 log = logging.getLogger("agentkernel.server")
@@ -37,9 +37,7 @@ APPROVALS_KEPT_SECS = 30 * 86400.0
 class RunResumer:
     """Finds the store's unfinished runs whose holder is gone and resumes them here."""
 
-    def __init__(
-        self, kernel: Kernel, sessions: SessionDirectory, turns: TurnRunner, lease_secs: float
-    ) -> None:
+    def __init__(self, kernel: Kernel, sessions: SessionStore, turns: TurnRunner, lease_secs: float) -> None:
         self.kernel = kernel
         self.sessions = sessions
         self.turns = turns
