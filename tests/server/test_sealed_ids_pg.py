@@ -78,18 +78,17 @@ def test_copy_from_sqlite_moves_every_row_with_its_id(config: KernelConfig, pg_u
         download = pg_files.get(report, "ann")
         assert download is not None and (download.folder, download.names) == (folder, ("a", "r.csv"))
         assert pg_files.get(report, "bob") is None
-        with psycopg.connect(pg_url) as target, target.transaction():
-            with pytest.raises(AgentKernelError, match="table 'continuations' already holds rows"):
-                copy_from_sqlite(config, target)
+        refused = pytest.raises(AgentKernelError, match="table 'continuations' already holds rows")
+        with psycopg.connect(pg_url) as target, target.transaction(), refused:
+            copy_from_sqlite(config, target)
 
 
 def test_copy_from_sqlite_of_a_project_without_the_file_or_the_tables(
     config: KernelConfig, pg_url: str
 ) -> None:
-    with PostgresContinuationStore(pg_url), PostgresDownloadStore(pg_url):
-        with psycopg.connect(pg_url) as target:
-            assert copy_from_sqlite(config, target) == {}  # no message store yet
-            with ContinuationStore(config.messages_db) as pages:
-                pages.put(owner="ann", tool="t", args={})
-            assert copy_from_sqlite(config, target) == {"continuations": 1}  # no downloads table in it
-            target.rollback()
+    with PostgresContinuationStore(pg_url), PostgresDownloadStore(pg_url), psycopg.connect(pg_url) as target:
+        assert copy_from_sqlite(config, target) == {}  # no message store yet
+        with ContinuationStore(config.messages_db) as pages:
+            pages.put(owner="ann", tool="t", args={})
+        assert copy_from_sqlite(config, target) == {"continuations": 1}  # no downloads table in it
+        target.rollback()

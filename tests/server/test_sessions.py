@@ -19,9 +19,8 @@ from agentkernel.config import load_kernel_config
 from agentkernel.server.app import sessions_path
 from agentkernel.server.sessions import TITLE_CHARS, SessionDirectory, title_of
 from agentkernel.server.sessions_pg import PostgresSessionDirectory
-from tests.server.conftest import on_postgres
 from tests.fakes import FakeLLMServer, Reply
-from tests.server.conftest import LiveServer
+from tests.server.conftest import LiveServer, on_postgres
 from tests.server.test_api import new_session, send
 
 

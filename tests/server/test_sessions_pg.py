@@ -36,14 +36,12 @@ def test_copy_from_sqlite_moves_every_session_with_its_owner_and_title(
         with psycopg.connect(pg_url) as target, target.transaction():
             assert copy_from_sqlite(config, target) == {"sessions": 3}
         assert moved.of_user("alice") == expected and [s.id for s in expected] == [first.id, second.id]
-        assert (
-            moved.owned(first.id, "alice") is not None
-            and moved.owned(first.id, "alice").title == "Plan my week"
-        )  # type: ignore[union-attr]
+        titled = moved.owned(first.id, "alice")
+        assert titled is not None and titled.title == "Plan my week"
         assert moved.owned(bobs.id, "alice") is None and moved.owned(bobs.id, "bob") == bobs
-        with psycopg.connect(pg_url) as target, target.transaction():
-            with pytest.raises(AgentKernelError, match="table 'sessions' already holds rows"):
-                copy_from_sqlite(config, target)
+        refused = pytest.raises(AgentKernelError, match="table 'sessions' already holds rows")
+        with psycopg.connect(pg_url) as target, target.transaction(), refused:
+            copy_from_sqlite(config, target)
 
 
 def test_copy_from_sqlite_of_no_file_and_of_a_file_from_before_titles(
