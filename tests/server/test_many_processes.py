@@ -318,7 +318,19 @@ def test_an_mcp_client_that_began_on_one_process_goes_on_through_the_other(
 ) -> None:
     """With `server.mcp_stateless`, a handshake-era client's `initialize` answered by A, its calls by B
     then A then B, all answer; its tool runs share one session as a 2026-07-28 client's do."""
-    a, b = two
+    calls_through_both(*two, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_on_postgres_an_mcp_client_goes_on_through_the_other_machine(
+    two_machines: tuple[Served, Served], mode: str
+) -> None:
+    """`/mcp` keeps nothing of its own with `server.mcp_stateless`: two machines answer one client."""
+    calls_through_both(*two_machines, mode)
+
+
+def calls_through_both(a: Served, b: Served, mode: str) -> None:
+    """An MCP client whose requests go to A, B, A, B…: three tool calls, each answered."""
     ports = [int(served.url.rsplit(":", 1)[1]) for served in (a, b)]
     routes = Alternating(*ports)
 
