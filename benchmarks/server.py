@@ -1,7 +1,7 @@
 """`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
 
     .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--workers 1,2] [--samples 200] [--pages 200]
-        [--smoke]
+        [--stores embedded,postgres] [--smoke]
 
 Three processes, as in use: the server (`python -m agentkernel serve --port 0`
 on a temporary project), the scripted OpenAI-compatible LLM of the tests
@@ -25,7 +25,11 @@ the server adds. The target, p99 <= 50 ms at 100 clients, is printed with
 PASS or MISS. `--workers 1,2` runs every level against `serve --workers 1`,
 then `--workers 2` (a fresh server and project each), and prints the turns
 per second of each count over one worker's, level by level; the server's
-CPU is its processes' together. `--profile FILE` runs the server under
+CPU is its processes' together. `--stores embedded,postgres` runs every
+count again with the stores on PostgreSQL (S27.2: a cluster of Debian's
+postgresql started for the run, a fresh database each server; its CPU
+printed as `database`) and prints each figure over the embedded one's.
+`--profile FILE` runs the server under
 cProfile (with more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
 """
@@ -58,6 +62,8 @@ from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply  # n
 from agentkernel.config.server import ServerSettings, token_hash  # noqa: E402
 
 if TYPE_CHECKING:
+    from tests.pg import OwnCluster
+
     from agentkernel import Kernel
 
 TARGET_P99_MS = 50.0
@@ -121,8 +127,9 @@ def auth(client: int) -> dict[str, str]:
     return {"Authorization": f"Bearer {token_of(client)}"}
 
 
-def make_project(root: Path, llm_url: str, clients: int) -> Path:
-    """A project with tools `upper` and `paged`, a template `bench` using both, a user per client."""
+def make_project(root: Path, llm_url: str, clients: int, store_url: str | None = None) -> Path:
+    """A project with tools `upper` and `paged`, a template `bench` using both, a user per client;
+    its stores in the database at `store_url` when given (S27.2)."""
     config = root / "config"
     tools = config / "scripts" / "tools"
     tools.mkdir(parents=True)
@@ -145,7 +152,7 @@ def make_project(root: Path, llm_url: str, clients: int) -> Path:
         "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
         f"llm:\n  base_url: {llm_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 60\n"
         f"  max_concurrency: {max(16, clients + 8)}\n"
-        f"server:\n  tokens:\n{tokens}"
+        f"server:\n  tokens:\n{tokens}" + (f"store:\n  url: {store_url}\n" if store_url else "")
     )
     return config / "kernel.yaml"
 
@@ -188,16 +195,21 @@ class CpuClock:
 
     server_pid: int
     llm_pid: int
+    database_pid: int | None = None  # PostgreSQL's postmaster, with --stores postgres
 
-    def read(self) -> tuple[float, float, float]:
+    def read(self) -> tuple[float, ...]:
         server = cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid)))
-        return server, cpu_seconds(self.llm_pid), time.process_time()
+        spent = [server, cpu_seconds(self.llm_pid), time.process_time()]
+        if self.database_pid is not None:
+            spent.append(sum(map(cpu_seconds, [self.database_pid, *children(self.database_pid)])))
+        return tuple(spent)
 
-    def per_turn(self, before: tuple[float, float, float], turns: int, mine: str = "clients") -> str:
-        """`server X ms, scripted LLM Y ms, clients Z ms`: each process's CPU since `before`, per turn."""
+    def per_turn(self, before: tuple[float, ...], turns: int, mine: str = "clients") -> str:
+        """`server X ms, scripted LLM Y ms, clients Z ms[, database W ms]`: each one's CPU since `before`,
+        per turn."""
         spent = [(now - then) * 1000 / turns for then, now in zip(before, self.read(), strict=True)]
-        who = ("server", "scripted LLM", mine)
-        return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=True))
+        who = ("server", "scripted LLM", mine, "database")
+        return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=False))
 
 
 def children(pid: int) -> list[int]:
@@ -209,8 +221,12 @@ def children(pid: int) -> list[int]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses);
+    0 for a process that has ended (a database backend between two reads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -500,25 +516,85 @@ def print_worker_ratios(by_workers: dict[int, dict[int, Timings]]) -> None:
                 print(f"turns/s with {workers} workers / with 1, {clients} client(s): {ratio:.2f}x")
 
 
+@dataclass(frozen=True)
+class Stores:
+    """Where a measured server keeps its stores: the project's files, or a database of `cluster`."""
+
+    name: str  # embedded | postgres
+    cluster: OwnCluster | None = None
+    databases: list[int] = field(default_factory=lambda: [0])
+
+    def fresh_url(self) -> str | None:
+        """A new, empty database's URL (each server measured starts from nothing); None: embedded."""
+        if self.cluster is None:
+            return None
+        import psycopg
+
+        self.databases[0] += 1
+        name = f"bench_{self.databases[0]}"
+        with psycopg.connect(self.cluster.cluster.url(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        return self.cluster.cluster.url(name)
+
+    def pid(self) -> int | None:
+        """The postmaster's pid (its backends are its children), for the CPU it spends."""
+        if self.cluster is None:
+            return None
+        return int((self.cluster.folder / "data" / "postmaster.pid").read_text().split()[0])
+
+
+@contextlib.contextmanager
+def stores_of(name: str) -> Iterator[Stores]:
+    """`embedded`, or a PostgreSQL cluster of tests/pg.py started for the run (Debian's postgresql)."""
+    if name == "embedded":
+        yield Stores(name)
+        return
+    from tests.pg import running_cluster
+
+    with running_cluster() as cluster:
+        yield Stores(name, cluster)
+
+
+def print_store_ratios(
+    base: str, before: dict[int, dict[int, Timings]], name: str, now: dict[int, dict[int, Timings]]
+) -> None:
+    """Turns per second and p50 on these stores against the first stores', same workers and clients."""
+    for workers, levels in now.items():
+        for clients, timings in levels.items():
+            if clients in before.get(workers, {}):
+                then = before[workers][clients]
+                p50 = percentile(timings.round_trip, 50) - percentile(then.round_trip, 50)
+                print(
+                    f"{name} / {base}, {workers} worker(s), {clients} client(s): turns/s "
+                    f"{timings.rate / then.rate:.2f}x, p50 {p50:+.1f} ms"
+                )
+
+
 def serve_levels(
-    llm_url: str, llm_pid: int, workers: int, options: argparse.Namespace, one: dict[int, Timings] | None
+    llm_url: str,
+    llm_pid: int,
+    workers: int,
+    options: argparse.Namespace,
+    one: dict[int, Timings] | None,
+    stores: Stores,
 ) -> dict[int, Timings]:
     """`serve --workers N` on a fresh project: its levels; with the last count, the kernel alone's too.
 
     `one`: one worker's levels, measured before, which the kernel alone is compared with.
     """
     with tempfile.TemporaryDirectory() as folder:
-        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients))
+        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients), stores.fresh_url())
         command = serve_command(kernel_yaml, options.profile, workers)
         with process(command, "agentkernel: serving on ") as (line, server_pid):
             url = line.split()[3]
             print(
-                f"server {url} (agentkernel serve, {workers} worker(s)), scripted LLM {llm_url}; "
-                "one script tool call a turn"
+                f"server {url} (agentkernel serve, {workers} worker(s), stores: {stores.name}), "
+                f"scripted LLM {llm_url}; one script tool call a turn"
             )
-            cpu = CpuClock(server_pid, llm_pid)
+            cpu = CpuClock(server_pid, llm_pid, stores.pid())
             levels = asyncio.run(server_levels(url, cpu, options))
-            if workers == options.workers[-1]:  # the server idle meanwhile, as before --workers
+            last = workers == options.workers[-1] and stores.name == options.stores[-1]
+            if last:  # the server idle meanwhile, as before --workers
                 asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
     return levels
 
@@ -541,6 +617,13 @@ def main() -> None:
         default=[1],
         help="serve --workers counts to measure one after the other, comma-separated (default 1; e.g. 1,2)",
     )
+    parser.add_argument(
+        "--stores",
+        type=lambda text: text.split(","),
+        default=["embedded"],
+        help="where the server keeps its stores, comma-separated: embedded (SQLite files, the default), "
+        "postgres (a throw-away PostgreSQL cluster started for the run, a fresh database each server)",
+    )
     parser.add_argument("--profile", type=Path, help="run the server under cProfile, writing this file")
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
     parser.add_argument(
@@ -553,11 +636,21 @@ def main() -> None:
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
         vars(options).update(clients=[1, USER_TURN_CAP + 1], session_turns=2, samples=2, pages=2, warmup=1)
+        options.stores = ["embedded", "postgres"]  # both paths, so neither rots
     with process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid):
-        by_workers: dict[int, dict[int, Timings]] = {}
-        for workers in options.workers:
-            by_workers[workers] = serve_levels(llm_url, llm_pid, workers, options, by_workers.get(1))
-        print_worker_ratios(by_workers)
+        first: dict[int, dict[int, Timings]] = {}
+        for name in options.stores:
+            with stores_of(name) as stores:
+                by_workers: dict[int, dict[int, Timings]] = {}
+                for workers in options.workers:
+                    by_workers[workers] = serve_levels(
+                        llm_url, llm_pid, workers, options, by_workers.get(1), stores
+                    )
+            print_worker_ratios(by_workers)
+            if first:
+                print_store_ratios(options.stores[0], first, name, by_workers)
+            else:
+                first = by_workers
 
 
 if __name__ == "__main__":

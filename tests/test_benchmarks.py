@@ -70,6 +70,8 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+kernel turn\s+p50\s+{NUMBER} ms",
         rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
+        r"^server http://\S+ \(agentkernel serve, 1 worker\(s\), stores: postgres\)",
+        rf"^postgres / embedded, 1 worker\(s\), 1 client\(s\): turns/s {NUMBER}x, p50 [+-]{NUMBER} ms$",
     ],
     "duckdb_processes.py": [
         rf"^round 1: one process {NUMBER} ms a pair; two at once {NUMBER} / {NUMBER} ms a pair "

@@ -173,6 +173,11 @@ class QuotaExhausted(HelperError):
         super().__init__(f"{self.PREFIX}{quota} for user {user}{within}: {spent}")
 
 
+class StoreUnavailable(AgentKernelError):
+    """The store database (kernel.yaml `store.url`, S27.2) could not be reached or failed; its URL is
+    named with the password masked. A server answers it 503: the request may be sent again."""
+
+
 __all__ = [
     "AgentKernelError",
     "ConfigError",
@@ -183,5 +188,6 @@ __all__ = [
     "ScriptLimitError",
     "ScriptSyntaxError",
     "SourceLocation",
+    "StoreUnavailable",
     "name_clash",
 ]

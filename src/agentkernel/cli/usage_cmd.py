@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from datetime import date
 
     from agentkernel.ports import UsageRow
+    from agentkernel.services.usage_pg import PostgresUsageLedger
 
 COLUMNS = ("DAY", "USER", "TEMPLATE", "MODEL", "PROVIDER", "CALLS", "IN", "OUT", "ESTIMATED")
 MAX_DAYS = 366  # as GET /v1/usage: a longer range is asked in parts
@@ -64,8 +65,16 @@ def run_command(options: argparse.Namespace) -> int:
         return EXIT_USAGE
     config = load_project_config("agentkernel usage", options.config)
     rows: list[UsageRow] = []
-    if config.messages_db.is_file():
-        with UsageLedger(config.messages_db) as ledger:
+    ledger: UsageLedger | PostgresUsageLedger | None = None
+    where = shown_path(config.messages_db)
+    if config.store.url is not None:  # the ledger lives in the store database (S27.2)
+        from agentkernel.services.usage_pg import PostgresUsageLedger
+
+        ledger, where = PostgresUsageLedger(config.store.url), str(config.store.shown)
+    elif config.messages_db.is_file():
+        ledger = UsageLedger(config.messages_db)
+    if ledger is not None:
+        with ledger:
             rows = ledger.rows(
                 user=options.user,
                 every_user=options.user is None,
@@ -78,7 +87,7 @@ def run_command(options: argparse.Namespace) -> int:
         print(json.dumps(_json(rows, since, until, options.user), ensure_ascii=False, indent=2))
     elif not rows:
         whose = f" of {options.user!r}" if options.user else ""
-        print(f"no usage{whose} from {since} to {until} in {shown_path(config.messages_db)}")
+        print(f"no usage{whose} from {since} to {until} in {where}")
     else:
         _table(rows, since, until)
     return EXIT_OK

@@ -48,6 +48,7 @@ from agentkernel.server.routes import (
     usage,
 )
 from agentkernel.server.run_streams import RunStreams
+from agentkernel.server.run_wakeups import PgRunWakeups, PollingWakeups, RunWakeups
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import (
     SESSIONS_FILE,
@@ -118,7 +119,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         budget_tokens=chosen.tool_run_token_budget,
     )
     streams = RunStreams(chosen.max_run_streams_per_user)
-    parts = ServerParts(kernel, chosen, directory, turns, tool_runs, LLMWatch(kernel.llm_config), streams)
+    parts = ServerParts(
+        kernel, chosen, directory, turns, tool_runs, LLMWatch(kernel.llm_config), streams, _wakeups(kernel)
+    )
     mcp = McpEndpoint(parts, sealing)  # the SDK is imported on the first request to /mcp
 
     @asynccontextmanager
@@ -155,6 +158,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
             parts.sessions.close()
             sealing.close()
             await asyncio.to_thread(shared_work.close)
+            await parts.run_wakeups.close()
 
     app = FastAPI(
         title="agentkernel",
@@ -180,6 +184,12 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         app.router.routes.append(Route(path, mcp, methods=["GET", "POST", "DELETE"]))
     page.install(app)
     return app
+
+
+def _wakeups(kernel: Kernel) -> RunWakeups:
+    """PostgreSQL's notices of new run records with `store.url` (S27.2); polling the files without."""
+    url = kernel.config.store.url
+    return PollingWakeups() if url is None else PgRunWakeups(url)
 
 
 def _report_failure(cron: asyncio.Task[None]) -> None:

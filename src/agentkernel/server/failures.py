@@ -27,13 +27,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentkernel.errors import QuotaExhausted
+from agentkernel.errors import QuotaExhausted, StoreUnavailable
 from agentkernel.server.body_limit import BodyLimit
 from agentkernel.server.parts import request_id
 from agentkernel.services.user_work import TooMuchWork
 
 log = logging.getLogger("agentkernel.server")
 HEADER = "X-Request-Id"
+STORE_RETRY_AFTER_SECS = 5
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _ERROR_TYPES = {
     401: "authentication_error",
@@ -214,6 +215,15 @@ async def _too_much(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(429, str(exc), request_id(request)), status_code=429)
 
 
+async def _store_down(request: Request, exc: Exception) -> JSONResponse:
+    """The store database is down or unreachable (S27.2): 503, saying which (password masked), with
+    `Retry-After`: nothing was half-written (each write is one transaction), so sending again is safe."""
+    assert isinstance(exc, StoreUnavailable)
+    log.warning("request %s: %s", request_id(request), exc)
+    body = error_body(503, str(exc), request_id(request))
+    return JSONResponse(body, status_code=503, headers={"Retry-After": str(STORE_RETRY_AFTER_SECS)})
+
+
 def install(app: FastAPI, max_body_bytes: int) -> None:
     """The middleware and the handlers, on `app`: request ids outermost, then the body limit."""
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
@@ -222,6 +232,7 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(TooMuchWork, _too_much)
     app.add_exception_handler(QuotaExhausted, _quota)
+    app.add_exception_handler(StoreUnavailable, _store_down)
 
 
 __all__ = ["HEADER", "RequestIds", "error_body", "field_problems", "install"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -10,6 +10,7 @@ from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server.llm_status import LLMWatch
 from agentkernel.server.run_streams import RunStreams
+from agentkernel.server.run_wakeups import PollingWakeups, RunWakeups
 from agentkernel.server.sessions import SessionStore
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
@@ -24,6 +25,7 @@ class ServerParts:
     tool_runs: ToolRuns
     llm: LLMWatch
     run_streams: RunStreams
+    run_wakeups: RunWakeups = field(default_factory=PollingWakeups)  # a run's new records (run_wakeups.py)
 
 
 def server_parts(request: Request) -> ServerParts:

@@ -1,6 +1,6 @@
 """How many run event streams each user reads at once (`server.max_run_streams_per_user`).
 
-A stream of a run still going reads the store every POLL_SECS until the
+A stream of a run still going reads the store (run_wakeups.py) until the
 run's `done` (routes/runs.py), so one token opening streams without end
 would make the server read for nobody. Each process counts its own (like
 `server.max_open_chats`): the cap holds per process.

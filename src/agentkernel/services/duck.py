@@ -55,7 +55,7 @@ from agentkernel.config.sections import DuckSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.duck_quota import SECTION, QuotaExceeded, check_room, frees_only
 from agentkernel.services.duck_values import convert_rows, unique_names
-from agentkernel.services.file_turns import FileTurn
+from agentkernel.services.file_turns import FileTurn, Turn, TurnOf
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.short_text import shown_value
 
@@ -114,10 +114,10 @@ def _write_lock(path: Path) -> threading.Lock:
 class _Database:
     """One open file: its root connection, its turn between processes, its writer lock, its calls."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, turn: Turn) -> None:
         self.path = path
         self.connection: duckdb.DuckDBPyConnection | None = None  # None while it opens
-        self.turn = FileTurn(path)
+        self.turn = turn
         self.write_lock = _write_lock(path)
         self.users = 0
         self.handing_over = False  # another process waits: no new call joins, the last one closes it
@@ -134,9 +134,10 @@ class DuckPool:
     The wait for the file counts in the call's budget.
     """
 
-    def __init__(self, settings: DuckSettings, root: Path | None = None) -> None:
+    def __init__(self, settings: DuckSettings, root: Path | None = None, turn_of: TurnOf = FileTurn) -> None:
         self.max_open = settings.max_open_files
         self.root = root
+        self._turn_of = turn_of
         self._config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
@@ -185,7 +186,7 @@ class DuckPool:
                 database = self._open.get(path)
                 if database is None:
                     self._make_room()
-                    database = self._open[path] = _Database(path)
+                    database = self._open[path] = _Database(path, self._turn_of(path))
                     break  # this thread opens it, below
                 if database.connection is not None and not database.handing_over:
                     if not database.turn.wanted():
@@ -353,15 +354,23 @@ class _Watchdog:
 class DuckService:
     """`db_execute`, `db_query` and `db_schema` on files under one folder (S12)."""
 
-    def __init__(self, root: Path, settings: DuckSettings | None = None) -> None:
+    def __init__(self, root: Path, settings: DuckSettings | None = None, turn_of: TurnOf = FileTurn) -> None:
         self.settings = settings or DuckSettings()
         self.root = root.resolve()
-        self.pool = DuckPool(self.settings, self.root)
+        self.pool = DuckPool(self.settings, self.root, turn_of)
 
     @classmethod
     def from_config(cls, config: KernelConfig) -> DuckService:
-        """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`."""
-        return cls(config.duckdb_dir, config.duckdb)
+        """The service for kernel.yaml's `duckdb:` section; its folder is under `paths.data_dir`.
+
+        With `store.url` (S27.2), a file's turn is an advisory lock of the store database, so
+        processes on several machines sharing the folder take turns too (file_turns_pg.py)."""
+        if config.store.url is None:
+            return cls(config.duckdb_dir, config.duckdb)
+        from agentkernel.services.file_turns_pg import PgFileTurns  # psycopg: only with a store.url
+
+        root = config.duckdb_dir.resolve()
+        return cls(root, config.duckdb, PgFileTurns(config.store.url, root))
 
     def close(self) -> None:
         self.pool.close()

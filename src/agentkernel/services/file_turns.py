@@ -18,10 +18,29 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 FIRST_POLL_SECS = 0.001
 MOST_POLL_SECS = 0.01
+
+
+class Turn(Protocol):
+    """A turn with one file between processes: `FileTurn` on one machine, `PgFileTurn` across machines."""
+
+    @property
+    def held(self) -> bool: ...
+
+    def acquire(self, deadline: float) -> bool: ...
+
+    def wanted(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+TurnOf = Callable[[Path], Turn]
+"""The turn of a file, by its path (`FileTurn` itself, or the store database's turns)."""
 
 
 class FileTurn:
@@ -96,4 +115,4 @@ def _open(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
 
-__all__ = ["FileTurn"]
+__all__ = ["FileTurn", "Turn", "TurnOf"]

@@ -7,7 +7,9 @@ machines reach:
 - **One pool a kernel** (`PgPool`): psycopg_pool's `ConnectionPool`, opened
   by the first store operation, not when the kernel starts; its connections
   are autocommit, so a read is one statement and a write is an explicit
-  transaction (`PgStore._write`).
+  transaction (`PgStore._write`). Each connection is checked as it is
+  lent, so after the database restarts the kernel goes on by itself; while
+  it is down an operation fails with `StoreUnavailable` (a server's 503).
 - **Versioned schemas** (`PgSchema`, `migrate`): each store's version is a
   row of `schema_versions(store, version)`; an older database is brought up
   to date at open, in one transaction holding an advisory lock, so two
@@ -31,16 +33,13 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from agentkernel.config.store import masked_url
-from agentkernel.errors import AgentKernelError
+from agentkernel.errors import AgentKernelError, StoreUnavailable
 
 VERSIONS_TABLE = "schema_versions"
 MIGRATION_LOCK = 0x616B_5F73_6368  # pg_advisory_xact_lock key held while any store's schema is migrated
 POOL_MAX_SIZE = 10
-CONNECT_TIMEOUT_SECS = 30.0
-
-
-class StoreUnavailable(AgentKernelError):
-    """The PostgreSQL database could not be reached (named by its URL, the password masked)."""
+CONNECT_TIMEOUT_SECS = 10.0  # how long an operation waits for a connection before StoreUnavailable
+LIBPQ_CONNECT_TIMEOUT_SECS = 5  # one attempt to reach the server (a host that drops packets)
 
 
 class SchemaTooNew(AgentKernelError):
@@ -71,7 +70,8 @@ class PgPool:
                     min_size=1,
                     max_size=self._max_size,
                     timeout=self._timeout_secs,
-                    kwargs={"autocommit": True},
+                    kwargs={"autocommit": True, "connect_timeout": LIBPQ_CONNECT_TIMEOUT_SECS},
+                    check=ConnectionPool.check_connection,  # a connection the database dropped is replaced
                     open=False,
                     name="agentkernel-store",
                 )
@@ -92,6 +92,14 @@ class PgPool:
             ) from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"the store database {self.shown} failed: {exc}") from exc
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     def close(self) -> None:
         """Close every connection (after the operations in flight); closing twice is harmless."""

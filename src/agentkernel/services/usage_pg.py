@@ -10,10 +10,29 @@ so a period is a key range as in the file.
 
 from __future__ import annotations
 
+from contextlib import closing
+from typing import Any
+
+import psycopg
+
+from agentkernel.config import KernelConfig
+from agentkernel.services.pg_copy import copy_table, open_readonly
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
 from agentkernel.services.usage import TABLE, Dialect, LedgerMethods
 
-_SCHEMA = PgSchema(
+COLUMNS = (
+    "user_id",
+    "day",
+    "template",
+    "model",
+    "provider",
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "estimated_calls",
+)
+
+SCHEMA = PgSchema(
     store="usage",
     what="the usage ledger",
     version=1,
@@ -60,7 +79,18 @@ class PostgresUsageLedger(LedgerMethods, PgStore):
     upsert = _UPSERT
 
     def __init__(self, pool: PgPool | str) -> None:
-        super().__init__(pool, _SCHEMA)
+        super().__init__(pool, SCHEMA)
 
 
-__all__ = ["PostgresUsageLedger"]
+def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
+    """The SQLite ledger's rows (in the message store's file) copied into the store database's."""
+    source = open_readonly(config.messages_db)
+    if source is None:
+        return {}
+    with closing(source):
+        return {TABLE: copy_table(source, target, TABLE, COLUMNS)}
+
+
+SCHEMAS = (SCHEMA,)
+
+__all__ = ["COLUMNS", "SCHEMA", "SCHEMAS", "PostgresUsageLedger", "copy_from_sqlite"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -30,8 +31,6 @@ from agentkernel.services.turn_leases import Run
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=documented(*CALLER))
 
-POLL_SECS = 0.25
-"""How often a stream of a run still going looks for its new records (one indexed read)."""
 PAGE = 200
 """Records read at once."""
 
@@ -84,11 +83,8 @@ async def run_events(
         parts.run_streams.check(user)
     except TooManyStreams as exc:
         raise HTTPException(429, str(exc)) from exc
-    frames = _held(
-        parts.run_streams,
-        user,
-        _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs),
-    )
+    records = _frames(parts, sealing_of(request), run, info, since)
+    frames = _held(parts.run_streams, user, records)
     return StreamingResponse(
         frames,
         media_type="text/event-stream",
@@ -110,14 +106,16 @@ async def _held(streams: RunStreams, user: str, frames: AsyncIterator[bytes]) ->
 
 
 async def _frames(
-    kernel: Kernel, sealing: Sealing, run: Run, info: SessionInfo, since: int, keepalive_secs: float
+    parts: ServerParts, sealing: Sealing, run: Run, info: SessionInfo, since: int
 ) -> AsyncIterator[bytes]:
-    """The run's events from the store, after `since`, until its end (see the module docstring)."""
-    quiet = 0.0
+    """The run's events from the store, after `since`, until its end (see the module docstring); between
+    two reads, until the run may have more (run_wakeups.py)."""
+    kernel, keepalive_secs = parts.kernel, parts.settings.keepalive_secs
+    quiet_since = time.monotonic()
     while True:
         records = await asyncio.to_thread(kernel.run_records, run.id, since, PAGE)
         if records:
-            quiet = 0.0
+            quiet_since = time.monotonic()
             since = records[-1].id
             for event in await asyncio.to_thread(sealed_events, sealing, records, info):
                 yield event.frame()
@@ -130,10 +128,9 @@ async def _frames(
                 # ended without an end record (its turn failed): say so, once
                 yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
             return
-        await asyncio.sleep(POLL_SECS)
-        quiet += POLL_SECS
-        if quiet >= keepalive_secs:
-            quiet = 0.0
+        await parts.run_wakeups.wait(run.id)
+        if time.monotonic() - quiet_since >= keepalive_secs:
+            quiet_since = time.monotonic()
             yield b": keep-alive\n\n"
 
 
