@@ -251,6 +251,7 @@ def test_a_continuation_survives_a_restart(store_where: str) -> None:
     assert found is not None and found.args == {"page": 2} and found.session_id == "s1"
 
 
+@pytest.mark.embedded_only  # the message store's file itself
 def test_it_shares_the_transcript_file_with_the_message_store(pager_kernel: Kernel) -> None:
     """Beside the transcript: one SQLite file, each store with its own schema version, in either order."""
     path = pager_kernel.config.messages_db

@@ -104,6 +104,7 @@ def test_a_sessions_file_from_before_titles_lists_its_sessions_untitled(tmp_path
         directory.close()
 
 
+@pytest.mark.embedded_only  # reads the sessions file the server wrote
 def test_the_sessions_api_lists_each_session_with_its_title(
     kernel_yaml: Path, llm_server: FakeLLMServer
 ) -> None:

@@ -52,6 +52,7 @@ from agentkernel.server.run_wakeups import PgRunWakeups, PollingWakeups, RunWake
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import (
     SESSIONS_FILE,
+    OpenedOnFirstUse,
     SessionDirectory,
     SessionInfo,
     SessionStore,
@@ -73,11 +74,12 @@ def sessions_path(kernel: Kernel) -> Path:
 
 def session_directory(kernel: Kernel) -> SessionStore:
     """Who owns which session: in the store database with kernel.yaml `store.url` (S27.2), so every
-    replica knows every session; else in the sessions file beside the transcript."""
+    replica knows every session (opened by the first request that needs it); else in the sessions file
+    beside the transcript."""
     if kernel.config.store.url is not None:
         from agentkernel.server.sessions_pg import PostgresSessionDirectory  # psycopg: only with a store.url
 
-        return PostgresSessionDirectory(kernel.store_pool())
+        return OpenedOnFirstUse(lambda: PostgresSessionDirectory(kernel.store_pool()))
     return SessionDirectory(sessions_path(kernel))
 
 

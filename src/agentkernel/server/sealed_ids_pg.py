@@ -21,22 +21,19 @@ The tables, their columns and every query are the SQLite stores'
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from contextlib import closing
+from typing import Any, ClassVar
 
 import psycopg
 
 from agentkernel.config import KernelConfig
-from agentkernel.errors import AgentKernelError
 from agentkernel.server.continuations import ContinuationMethods
 from agentkernel.server.downloads import DownloadMethods
 from agentkernel.server.sealed_ids import DEFAULT_TTL_SECS, SealedDialect, SealedMethods
+from agentkernel.services.pg_copy import copy_table, has_table, open_readonly
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
-
-COPY_BATCH = 1000  # rows read from the file and inserted at a time
 
 POSTGRES = SealedDialect(
     "%s",
@@ -71,6 +68,7 @@ class PostgresSealedIdStore(SealedMethods, PgStore):
     """One table of rows behind opaque ids in the store database; see the module docstring."""
 
     dialect = POSTGRES
+    pg_schema: ClassVar[PgSchema]
 
     def __init__(
         self,
@@ -80,19 +78,26 @@ class PostgresSealedIdStore(SealedMethods, PgStore):
         clock: Callable[[], float] = time.time,
     ) -> None:
         checked = self._checked_ttl(ttl_secs)
-        super().__init__(pool, pg_sealed_schema(self.table, self.what, self.columns))
+        super().__init__(pool, self.pg_schema)
         self._configure(checked, clock)
 
 
 class PostgresContinuationStore(ContinuationMethods, PostgresSealedIdStore):
     """Continuations in the store database (continuations.py `ContinuationStore`'s behaviour)."""
 
+    pg_schema = pg_sealed_schema(
+        ContinuationMethods.table, ContinuationMethods.what, ContinuationMethods.columns
+    )
+
 
 class PostgresDownloadStore(DownloadMethods, PostgresSealedIdStore):
     """Downloads in the store database (downloads.py `DownloadStore`'s behaviour)."""
 
+    pg_schema = pg_sealed_schema(DownloadMethods.table, DownloadMethods.what, DownloadMethods.columns)
 
-_STORES: tuple[type[SealedMethods], ...] = (PostgresContinuationStore, PostgresDownloadStore)
+
+_STORES: tuple[type[PostgresSealedIdStore], ...] = (PostgresContinuationStore, PostgresDownloadStore)
+SCHEMAS = tuple(store.pg_schema for store in _STORES)  # for `agentkernel store` (cli/store_cmd.py)
 
 
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
@@ -100,60 +105,35 @@ def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any,
 
     Every row, the expired ones too (the first sweep deletes them), in the
     caller's transaction (`target`, not committed); the tables must exist
-    (migrated) and be empty, else AgentKernelError naming the table. A
-    missing file, or one that never held a table, copies nothing of it.
+    (migrated) and be empty, else CopyRefused naming the table
+    (services/pg_copy.py). A missing file, or one that never held a table,
+    copies nothing of it.
     """
-    path = config.messages_db
-    if not path.is_file():
+    source = open_readonly(config.messages_db)
+    if source is None:
         return {}
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
+    with closing(source):
         return {
-            store.table: copied
-            for store in _STORES
-            if (copied := _copy_table(source, target, store, path)) is not None
-        }
-    finally:
-        source.close()
-
-
-def _copy_table(
-    source: sqlite3.Connection,
-    target: psycopg.Connection[tuple[Any, ...]],
-    store: type[SealedMethods],
-    path: Path,
-) -> int | None:
-    """The rows of `store.table` copied; None when the file has no such table."""
-    table = store.table
-    found = source.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-    if found.fetchone() is None:
-        return None
-    if target.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
-        raise AgentKernelError(
-            f"the store database's table {table!r} already holds rows: not copying {path}'s over them"
-        )
-    names = ["key", "owner", *(column.split()[0] for column in store.columns), "created_at"]
-    listed = ", ".join(names)
-    rows = source.execute(f"SELECT {listed} FROM {table}")
-    copied = 0
-    with target.cursor() as cursor:
-        while batch := rows.fetchmany(COPY_BATCH):
-            cursor.executemany(
-                f"INSERT INTO {table} ({listed}) VALUES ({', '.join(['%s'] * len(names))})",
-                [tuple(map(_no_nul, row)) for row in batch],
+            store.table: copy_table(
+                source,
+                target,
+                store.table,
+                ["key", "owner", *(column.split()[0] for column in store.columns), "created_at"],
+                convert=_no_nul,
             )
-            copied += len(batch)
-    return copied
+            for store in _STORES
+            if has_table(source, store.table)
+        }
 
 
-def _no_nul(value: object) -> object:
-    """A file's text as PostgreSQL can hold it: a NUL becomes U+FFFD (downloads.py `put` does the same)."""
-    return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+def _no_nul(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A file's row as PostgreSQL can hold it: a NUL becomes U+FFFD (downloads.py `put` does the same)."""
+    return tuple(value.replace("\x00", "\ufffd") if isinstance(value, str) else value for value in row)
 
 
 __all__ = [
-    "COPY_BATCH",
     "POSTGRES",
+    "SCHEMAS",
     "PostgresContinuationStore",
     "PostgresDownloadStore",
     "PostgresSealedIdStore",

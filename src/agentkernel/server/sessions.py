@@ -11,7 +11,9 @@ knows both.
 from __future__ import annotations
 
 import re
+import threading
 import uuid
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -185,6 +187,41 @@ class SessionDirectory(DirectoryMethods, SqliteStore):
         super().__init__(path, _SCHEMA, BUSY_TIMEOUT_SECS)
 
 
+class OpenedOnFirstUse:
+    """A session store opened by its first operation (the store database's: app.py), so a server whose
+    database is down still starts, and says so on the requests that need it; a failed opening is tried
+    again by the next operation."""
+
+    def __init__(self, opener: Callable[[], SessionStore]) -> None:
+        self._opener = opener
+        self._store: SessionStore | None = None
+        self._lock = threading.Lock()
+
+    def _opened(self) -> SessionStore:
+        with self._lock:
+            if self._store is None:
+                self._store = self._opener()
+            return self._store
+
+    def create(self, user_id: str, template: str) -> SessionInfo:
+        return self._opened().create(user_id, template)
+
+    def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
+        return self._opened().owned(session_id, user_id)
+
+    def of_user(self, user_id: str) -> list[SessionInfo]:
+        return self._opened().of_user(user_id)
+
+    def name(self, session_id: str, message: str) -> str:
+        return self._opened().name(session_id, message)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
 def sessions_file(config: KernelConfig) -> Path:
     """The sessions file: beside the transcript (kernel.yaml's `logging.messages_db_path`)."""
     return config.messages_db.with_name(SESSIONS_FILE)
@@ -195,6 +232,7 @@ __all__ = [
     "SQLITE",
     "TITLE_CHARS",
     "DirectoryMethods",
+    "OpenedOnFirstUse",
     "SessionDirectory",
     "SessionInfo",
     "SessionStore",

@@ -19,16 +19,15 @@ are the sessions file's (`DirectoryMethods`); what differs:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import Any
 
 import psycopg
 
 from agentkernel.config import KernelConfig
-from agentkernel.errors import AgentKernelError
 from agentkernel.server.sessions import BUSY_TIMEOUT_SECS, DirectoryMethods, SessionsDialect, sessions_file
+from agentkernel.services.pg_copy import copy_table, has_table, open_readonly
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
 
 TABLE = "sessions"
@@ -73,36 +72,26 @@ class PostgresSessionDirectory(DirectoryMethods, PgStore):
             yield conn
 
 
+SCHEMAS = (_SCHEMA,)  # for `agentkernel store` (cli/store_cmd.py)
+
+
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
     """Copy the sessions file's sessions into the store database's (migrated, empty) table.
 
-    In the caller's transaction (`target`, not committed); AgentKernelError
-    naming the table when it holds rows already; {} without a sessions file
-    (or one that never held a session table).
+    In the caller's transaction (`target`, not committed); CopyRefused
+    naming the table when it holds rows already (services/pg_copy.py); {}
+    without a sessions file (or one that never held a session table). A file
+    of schema version 1 has no titles: its sessions are copied untitled.
     """
-    path = sessions_file(config)
-    if not path.is_file():
+    source = open_readonly(sessions_file(config))
+    if source is None:
         return {}
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        found = source.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,))
-        if found.fetchone() is None:
+    with closing(source):
+        if not has_table(source, TABLE):
             return {}
-        if target.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchone() is not None:
-            raise AgentKernelError(
-                f"the store database's table {TABLE!r} already holds rows: not copying {path}'s over them"
-            )
-        # a file of schema version 1 has no titles: each session is copied untitled
         titled = any(row[1] == "title" for row in source.execute(f"PRAGMA table_info({TABLE})"))
-        listed = ", ".join(_COPIED if titled else (*_COPIED[:-1], "''"))
-        rows = source.execute(f"SELECT {listed} FROM {TABLE}").fetchall()
-    finally:
-        source.close()
-    with target.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {TABLE} ({', '.join(_COPIED)}) VALUES ({', '.join(['%s'] * len(_COPIED))})", rows
-        )
-    return {TABLE: len(rows)}
+        columns = _COPIED if titled else _COPIED[:-1]
+        return {TABLE: copy_table(source, target, TABLE, columns)}
 
 
-__all__ = ["POSTGRES", "TABLE", "PostgresSessionDirectory", "copy_from_sqlite"]
+__all__ = ["POSTGRES", "SCHEMAS", "TABLE", "PostgresSessionDirectory", "copy_from_sqlite"]
