@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
     from agentkernel.agent.session import ChatSession
     from agentkernel.services.cron_scheduler import CronScheduler
+    from agentkernel.services.postgres import PgPool  # psycopg: imported only with a store.url
     from agentkernel.services.work_leases import WorkLeaseStore
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
@@ -408,6 +409,12 @@ class Kernel:
         """The usage ledger (S26.3): every LLM call of every path, per user, template, model and day,
         every process's (services/usage.py)."""
         return self._parts.usage
+
+    def store_pool(self) -> PgPool:
+        """The connections to kernel.yaml's `store.url` (S27.2) the kernel's stores share, for the
+        server's own stores that live there too (sessions, continuations, downloads); closed with the
+        kernel. ConfigError without a `store.url`."""
+        return self._parts.store_pool
 
     def check_quota(self, user_id: str, template: str | None) -> None:
         """QuotaExhausted, naming the quota, the use and the reset, when `user_id` has spent a quota of

@@ -69,3 +69,38 @@ def test_migrate_from_sqlite_copies_the_project_once(tmp_path: Path, pg_url: str
     assert again.returncode == 1
     assert "table usage already holds rows" in again.stderr
     assert usage_rows(tmp_path, pg_url) == embedded  # nothing doubled
+
+
+def test_migrate_from_sqlite_copies_the_server_s_sessions_and_sealed_rows(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """sessions.db and the message store's continuations and downloads, read back through the PG stores."""
+    from agentkernel.config import load_kernel_config
+    from agentkernel.server.continuations import ContinuationStore
+    from agentkernel.server.sealed_ids_pg import PostgresContinuationStore
+    from agentkernel.server.sessions import SessionDirectory, sessions_file
+    from agentkernel.server.sessions_pg import PostgresSessionDirectory
+
+    config = load_kernel_config(write_kernel_yaml(tmp_path))
+    with SessionDirectory(sessions_file(config)) as directory:
+        session = directory.create("ann", "tester")
+    with ContinuationStore(config.messages_db) as pages:
+        page = pages.put(owner="ann", tool="t", args={"page": 2}, session_id=session.id)
+    copied = cli(
+        "agentkernel",
+        "store",
+        "migrate",
+        "--from",
+        "sqlite",
+        cwd=tmp_path,
+        env={"AGENTKERNEL_STORE_URL": pg_url},
+    )
+    assert copied.returncode == 0, copied.stderr
+    assert "sessions: 1 rows copied" in copied.stdout and "continuations: 1 rows copied" in copied.stdout
+    status = cli("agentkernel", "store", "status", cwd=tmp_path, env={"AGENTKERNEL_STORE_URL": pg_url})
+    assert "the server's sessions: version 1 (up to date)" in status.stdout
+    assert "the continuation store: version 1 (up to date)" in status.stdout
+    with PostgresSessionDirectory(pg_url) as moved, PostgresContinuationStore(pg_url) as moved_pages:
+        assert moved.owned(session.id, "ann") == session
+        found = moved_pages.get(page, "ann")
+        assert found is not None and found.args == {"page": 2}

@@ -226,3 +226,35 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+# -- the server's own stores on either database (S27.2) ----------------------------------------------
+
+
+def on_postgres(where: str) -> bool:
+    """True when `where` (a `store_where` value) is a PostgreSQL URL, False for an SQLite file."""
+    return where.startswith("postgresql://")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a server store lives: a message store file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "data" / "messages.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def raw_rows(where: str, sql: str) -> list[tuple[Any, ...]]:
+    """What a query reads from the store's database itself, past the store (a file or a URL)."""
+    if on_postgres(where):
+        import psycopg  # only the PostgreSQL tests import it
+
+        with psycopg.connect(where) as conn:
+            return conn.execute(sql).fetchall()
+    import sqlite3
+
+    raw = sqlite3.connect(where)
+    try:
+        return raw.execute(sql).fetchall()
+    finally:
+        raw.close()

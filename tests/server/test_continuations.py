@@ -1,27 +1,34 @@
-"""Continuations (S6.3): opaque ids kept in SQLite, run as their owner through the one dispatch path."""
+"""Continuations (S6.3): opaque ids kept in the store, run as their owner through the one dispatch path.
+
+Every test of the store but the one about the message store's file runs on
+both: the SQLite file and the PostgreSQL database (S27.2, tests/pg.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.server.continuations import (
+    ContinuationRows,
     ContinuationStore,
     arun_continuation,
     run_continuation,
     seal_visual,
 )
+from agentkernel.server.sealed_ids_pg import PostgresContinuationStore
 from agentkernel.services.memory import SqliteMessageStore
 from agentkernel.types import JSONObject, JSONValue, VisualBlock
 from tests.conftest import ToolFactory
+from tests.server.conftest import on_postgres, raw_rows
 
 # page N of rows; the next page's args while N < 3; and who ran it, as caller() says
 PAGES_JS = """
@@ -65,13 +72,26 @@ def pager_kernel(pager: Path) -> Iterator[Kernel]:
         yield built
 
 
+Store = ContinuationStore | PostgresContinuationStore
+
+
+def open_store(
+    where: str, *, ttl_secs: float = 24 * 3600.0, clock: Callable[[], float] | None = None
+) -> Store:
+    """The PostgreSQL store for a postgresql:// URL, else the SQLite one on that file."""
+    more: dict[str, Any] = {} if clock is None else {"clock": clock}
+    if on_postgres(where):
+        return PostgresContinuationStore(where, ttl_secs=ttl_secs, **more)
+    return ContinuationStore(where, ttl_secs=ttl_secs, **more)
+
+
 @pytest.fixture
-def store(pager_kernel: Kernel) -> Iterator[ContinuationStore]:
-    with ContinuationStore(pager_kernel.config.messages_db) as opened:
+def store(store_where: str) -> Iterator[Store]:
+    with open_store(store_where) as opened:
         yield opened
 
 
-def first_page(kernel: Kernel, store: ContinuationStore, *, owner: str = "ann") -> str:
+def first_page(kernel: Kernel, store: ContinuationRows, *, owner: str = "ann") -> str:
     """Run `pages` as `owner` in a session of the `pager` template; the id its table leaves with."""
     who = kernel.caller(user_id=owner, session_id="s1", pid="p1", template="pager")
     result = kernel.run_tool("pages", {}, who)
@@ -108,7 +128,7 @@ def identity(visual: list[VisualBlock]) -> JSONObject:
 # -- seal_visual ---------------------------------------------------------------------------------
 
 
-def test_seal_replaces_the_args_with_an_opaque_id_and_leaves_other_blocks(store: ContinuationStore) -> None:
+def test_seal_replaces_the_args_with_an_opaque_id_and_leaves_other_blocks(store: Store) -> None:
     """S6.3: the block carries `continuation: {id}`, never the args; the args stay on the server."""
     args: JSONObject = {"page": 2, "cursor": "after-row-20-secret-marker"}
     visual: list[VisualBlock] = [
@@ -130,7 +150,7 @@ def test_seal_replaces_the_args_with_an_opaque_id_and_leaves_other_blocks(store:
     assert (kept.owner, kept.session_id, kept.pid, kept.tool, kept.args) == ("ann", "s1", "p1", "pages", args)
 
 
-def test_a_continuation_without_object_args_is_dropped_not_passed_on(store: ContinuationStore) -> None:
+def test_a_continuation_without_object_args_is_dropped_not_passed_on(store: Store) -> None:
     visual: list[VisualBlock] = [
         {"type": "table", "columns": [], "rows": [], "continuation": {"args": [1, 2]}},
         {"type": "table", "columns": [], "rows": [], "continuation": {"id": "forged-by-a-script"}},
@@ -140,24 +160,23 @@ def test_a_continuation_without_object_args_is_dropped_not_passed_on(store: Cont
     assert store.count() == 0
 
 
-def test_ids_are_random_url_safe_and_never_derived_from_the_args(store: ContinuationStore) -> None:
+def test_ids_are_random_url_safe_and_never_derived_from_the_args(store: Store, store_where: str) -> None:
     args: JSONObject = {"page": 2}
     ids = {store.put(owner="ann", tool="pages", args=args) for _ in range(50)}
     assert len(ids) == 50  # the same args never give the same id
     for new_id in ids:
         assert len(new_id) >= 22  # ≥ 128 bits in base64url
         assert set(new_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-    with sqlite3.connect(store.path) as raw:
-        keys = [row[0] for row in raw.execute("SELECT key FROM continuations")]
-    assert not set(keys) & ids  # the file keeps a hash of each id, not the id
+    keys = [row[0] for row in raw_rows(store_where, "SELECT key FROM continuations")]
+    assert len(keys) == 50 and not set(keys) & ids  # the store keeps a hash of each id, not the id
 
 
 # -- get: one None for unknown, expired and another user's ---------------------------------------
 
 
-def test_unknown_expired_and_another_users_ids_all_answer_none(tmp_path: Path) -> None:
+def test_unknown_expired_and_another_users_ids_all_answer_none(store_where: str) -> None:
     clock = [1000.0]
-    with ContinuationStore(tmp_path / "m.db", ttl_secs=60, clock=lambda: clock[0]) as store:
+    with open_store(store_where, ttl_secs=60, clock=lambda: clock[0]) as store:
         mine = store.put(owner="ann", tool="pages", args={"page": 2})
         assert store.get(mine, "ann") is not None
         assert store.get(mine, "bob") is None  # another user's
@@ -171,8 +190,8 @@ def test_unknown_expired_and_another_users_ids_all_answer_none(tmp_path: Path) -
         assert store.get(mine, "ann", now=1001.0) is not None  # `now` given wins over the clock
 
 
-def test_expired_rows_are_purged(tmp_path: Path) -> None:
-    with ContinuationStore(tmp_path / "m.db", ttl_secs=60, clock=lambda: 0.0) as store:
+def test_expired_rows_are_purged(store_where: str) -> None:
+    with open_store(store_where, ttl_secs=60, clock=lambda: 0.0) as store:
         store.put(owner="ann", tool="pages", args={}, now=0.0)
         store.put(owner="ann", tool="pages", args={}, now=30.0)
         assert store.count() == 2
@@ -182,14 +201,14 @@ def test_expired_rows_are_purged(tmp_path: Path) -> None:
         assert store.count() == 0
 
 
-def test_one_user_s_rows_are_capped_and_the_oldest_go_first(tmp_path: Path) -> None:
+def test_one_user_s_rows_are_capped_and_the_oldest_go_first(store_where: str) -> None:
     """Each transcript read seals its tables anew, so reading again and again grew the file for a whole
     TTL: a user keeps at most `max_rows_per_owner` rows (checked every TRIM_EVERY rows of theirs), the
     oldest deleted first; another user's rows are not touched."""
     from agentkernel.server.sealed_ids import TRIM_EVERY
 
     clock = [0.0]
-    with ContinuationStore(tmp_path / "m.db", clock=lambda: clock[0]) as store:
+    with open_store(store_where, clock=lambda: clock[0]) as store:
         store.max_rows_per_owner = 10
         bobs = [store.put(owner="bob", tool="pages", args={"n": n}) for n in range(5)]
         anns = []
@@ -203,15 +222,36 @@ def test_one_user_s_rows_are_capped_and_the_oldest_go_first(tmp_path: Path) -> N
         assert all(store.get(kept, "bob") is not None for kept in bobs)
 
 
-def test_a_continuation_survives_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "data" / "messages.db"
-    with ContinuationStore(path) as store:
+def test_two_stores_sweeping_at_once_delete_each_expired_row_once(store_where: str) -> None:
+    """Two replicas on one store purge together: every expired row goes, none twice, nothing fails."""
+    with open_store(store_where, ttl_secs=60) as one, open_store(store_where, ttl_secs=60) as other:
+        for n in range(200):
+            (one if n % 2 else other).put(owner=f"u{n % 7}", tool="pages", args={"n": n}, now=n / 1000)
+        assert one.count() == 200
+        start = threading.Barrier(2)
+        purged: list[int] = []
+
+        def sweep(store: Store) -> None:
+            start.wait()
+            purged.append(store.purge(now=3000.0))
+
+        threads = [threading.Thread(target=sweep, args=(store,)) for store in (one, other)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sum(purged) == 200 and len(purged) == 2 and one.count() == 0
+
+
+def test_a_continuation_survives_a_restart(store_where: str) -> None:
+    with open_store(store_where) as store:
         kept = store.put(owner="ann", tool="pages", args={"page": 2}, session_id="s1")
-    with ContinuationStore(path) as reopened:
+    with open_store(store_where) as reopened:
         found = reopened.get(kept, "ann")
     assert found is not None and found.args == {"page": 2} and found.session_id == "s1"
 
 
+@pytest.mark.embedded_only  # the message store's file itself
 def test_it_shares_the_transcript_file_with_the_message_store(pager_kernel: Kernel) -> None:
     """Beside the transcript: one SQLite file, each store with its own schema version, in either order."""
     path = pager_kernel.config.messages_db
@@ -224,7 +264,7 @@ def test_it_shares_the_transcript_file_with_the_message_store(pager_kernel: Kern
     assert [r.content for r in pager_kernel.transcript("s1")] == ["hi"]
 
 
-def test_bad_input_to_put_is_refused_with_the_reason(store: ContinuationStore) -> None:
+def test_bad_input_to_put_is_refused_with_the_reason(store: Store, store_where: str) -> None:
     with pytest.raises(ValueError, match="args must be a JSON object, got list"):
         store.put(owner="ann", tool="pages", args=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="owner must be a non-empty string"):
@@ -232,10 +272,10 @@ def test_bad_input_to_put_is_refused_with_the_reason(store: ContinuationStore) -
     with pytest.raises(ValueError, match="not plain JSON"):
         store.put(owner="ann", tool="pages", args={"x": float("nan")})
     with pytest.raises(ValueError, match="ttl_secs must be positive"):
-        ContinuationStore(store.path, ttl_secs=0)
+        open_store(store_where, ttl_secs=0)
 
 
-def test_concurrent_puts_from_threads_all_land(store: ContinuationStore) -> None:
+def test_concurrent_puts_from_threads_all_land(store: Store) -> None:
     per_thread = 40
     made: dict[int, list[str]] = {}
     start = threading.Barrier(8)
@@ -260,7 +300,7 @@ def test_concurrent_puts_from_threads_all_land(store: ContinuationStore) -> None
 # -- running a continuation through the kernel -----------------------------------------------------
 
 
-def test_paging_through_a_table_as_its_owner(pager_kernel: Kernel, store: ContinuationStore) -> None:
+def test_paging_through_a_table_as_its_owner(pager_kernel: Kernel, store: Store) -> None:
     """S6.3: the stored call runs through dispatch with the owner's identity; new pages get fresh ids."""
     page2_id = first_page(pager_kernel, store)
     page2 = run_continuation(pager_kernel, store, page2_id, "ann")
@@ -277,13 +317,13 @@ def test_paging_through_a_table_as_its_owner(pager_kernel: Kernel, store: Contin
     assert again is not None and rows(again.visual) == [{"n": 21}, {"n": 22}]
 
 
-def test_another_user_cannot_run_it(pager_kernel: Kernel, store: ContinuationStore) -> None:
+def test_another_user_cannot_run_it(pager_kernel: Kernel, store: Store) -> None:
     page2_id = first_page(pager_kernel, store, owner="ann")
     assert run_continuation(pager_kernel, store, page2_id, "bob") is None
     assert run_continuation(pager_kernel, store, "no-such-id", "ann") is None
 
 
-def test_the_rerun_keeps_the_templates_rights(pager_kernel: Kernel, store: ContinuationStore) -> None:
+def test_the_rerun_keeps_the_templates_rights(pager_kernel: Kernel, store: Store) -> None:
     """The rerun may call only the tools of the template it was made under: `secret` is not in its list."""
     kept = store.put(owner="ann", tool="secret", args={}, session_id="s1", template="pager")
     refused = run_continuation(pager_kernel, store, kept, "ann")
@@ -294,23 +334,23 @@ def test_the_rerun_keeps_the_templates_rights(pager_kernel: Kernel, store: Conti
     assert allowed is not None and allowed.content == "the secret"
 
 
-def test_a_template_gone_ends_its_continuations(pager: Path, pager_kernel: Kernel) -> None:
-    with ContinuationStore(pager_kernel.config.messages_db) as store:
+def test_a_template_gone_ends_its_continuations(pager: Path, pager_kernel: Kernel, store_where: str) -> None:
+    with open_store(store_where) as store:
         page2_id = first_page(pager_kernel, store)
         (pager / "config" / "templates" / "pager.yaml").unlink()
         assert run_continuation(pager_kernel, store, page2_id, "ann") is None
 
 
-def test_a_restarted_kernel_runs_a_stored_continuation(pager: Path) -> None:
+def test_a_restarted_kernel_runs_a_stored_continuation(pager: Path, store_where: str) -> None:
     config = load_kernel_config(pager / "config" / "kernel.yaml")
-    with Kernel(config) as kernel, ContinuationStore(kernel.config.messages_db) as store:
+    with Kernel(config) as kernel, open_store(store_where) as store:
         page2_id = first_page(kernel, store)
-    with Kernel(config) as kernel, ContinuationStore(kernel.config.messages_db) as store:
+    with Kernel(config) as kernel, open_store(store_where) as store:
         page2 = run_continuation(kernel, store, page2_id, "ann")
     assert page2 is not None and rows(page2.visual) == [{"n": 21}, {"n": 22}]
 
 
-def test_the_async_face_gives_the_same_page(pager_kernel: Kernel, store: ContinuationStore) -> None:
+def test_the_async_face_gives_the_same_page(pager_kernel: Kernel, store: Store) -> None:
     page2_id = first_page(pager_kernel, store)
 
     async def both() -> tuple[object, object]:

@@ -1,15 +1,18 @@
-"""Files offered for download (S6.2, issue 11 §2-§3): what a block's `path` may name, sealed ids in SQLite.
+"""Files offered for download (S6.2, issue 11 §2-§3): what a block's `path` may name, sealed ids in the store.
 
 The end-to-end story (a script's file, the API, the download, other users)
 is tests/server/test_files_api.py; this checks the rules one by one on
-real folders and a real SQLite file, with a hostile path for each way out.
+real folders and a real store, with a hostile path for each way out. The
+store's tests run on both: the SQLite file and the PostgreSQL database
+(S27.2, tests/pg.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,9 @@ from agentkernel.server.downloads import (
     seal_files,
 )
 from agentkernel.server.routes.files import content_disposition, media_type
+from agentkernel.server.sealed_ids_pg import PostgresDownloadStore
 from agentkernel.types import VisualBlock
+from tests.server.conftest import on_postgres, raw_rows
 
 SECRET = b"the project's secret\n"
 
@@ -43,9 +48,22 @@ def place(tmp_path: Path) -> Path:
     return folder
 
 
+Store = DownloadStore | PostgresDownloadStore
+
+
+def open_store(
+    where: str, *, ttl_secs: float = 24 * 3600.0, clock: Callable[[], float] | None = None
+) -> Store:
+    """The PostgreSQL store for a postgresql:// URL, else the SQLite one on that file."""
+    more: dict[str, Any] = {} if clock is None else {"clock": clock}
+    if on_postgres(where):
+        return PostgresDownloadStore(where, ttl_secs=ttl_secs, **more)
+    return DownloadStore(where, ttl_secs=ttl_secs, **more)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[DownloadStore]:
-    with DownloadStore(tmp_path / "messages.db") as opened:
+def store(store_where: str) -> Iterator[Store]:
+    with open_store(store_where) as opened:
         yield opened
 
 
@@ -123,9 +141,7 @@ def test_no_session_means_no_folder_to_offer_from() -> None:
 # -- sealing the blocks -------------------------------------------------------------------------------
 
 
-def test_sealing_swaps_the_path_for_a_download_id_and_leaves_other_blocks(
-    place: Path, store: DownloadStore
-) -> None:
+def test_sealing_swaps_the_path_for_a_download_id_and_leaves_other_blocks(place: Path, store: Store) -> None:
     visual: list[VisualBlock] = [
         {"type": "text", "text": "hi"},
         {"type": "file", "name": "report.csv", "mime": "text/csv", "path": "report.csv"},
@@ -146,9 +162,7 @@ def test_sealing_swaps_the_path_for_a_download_id_and_leaves_other_blocks(
     assert store.get(download["id"], "bob") is None  # another user's: as unknown
 
 
-def test_a_refused_path_drops_the_block_with_a_warning_or_keeps_its_url(
-    place: Path, store: DownloadStore
-) -> None:
+def test_a_refused_path_drops_the_block_with_a_warning_or_keeps_its_url(place: Path, store: Store) -> None:
     outside = str(place.parent.parent / "secret.txt")
     visual: list[VisualBlock] = [
         {"type": "file", "name": "secret.txt", "path": outside},
@@ -168,7 +182,7 @@ def test_a_refused_path_drops_the_block_with_a_warning_or_keeps_its_url(
     assert store.count() == 0
 
 
-def test_a_call_with_no_session_offers_no_file(place: Path, store: DownloadStore) -> None:
+def test_a_call_with_no_session_offers_no_file(place: Path, store: Store) -> None:
     visual: list[VisualBlock] = [{"type": "file", "name": "r.csv", "path": "report.csv"}]
     sealed, warnings = seal_files(visual, store, owner="ann", session_id=None, folder=place)
     assert sealed == [] and warnings == [
@@ -180,7 +194,7 @@ def test_a_call_with_no_session_offers_no_file(place: Path, store: DownloadStore
 # -- at download time -------------------------------------------------------------------------------
 
 
-def sealed_download(store: DownloadStore, place: Path, path: str) -> Download:
+def sealed_download(store: Store, place: Path, path: str) -> Download:
     """Seal a block naming `path` for ann, and read its row back."""
     sealed, warnings = seal_files(
         [{"type": "file", "name": "f", "path": path}], store, owner="ann", session_id="s", folder=place
@@ -192,7 +206,7 @@ def sealed_download(store: DownloadStore, place: Path, path: str) -> Download:
     return found
 
 
-def test_a_file_swapped_for_a_link_after_sealing_is_refused(place: Path, store: DownloadStore) -> None:
+def test_a_file_swapped_for_a_link_after_sealing_is_refused(place: Path, store: Store) -> None:
     found = sealed_download(store, place, "report.csv")
     (place / "report.csv").unlink()
     (place / "report.csv").symlink_to(place.parent.parent / "secret.txt")
@@ -204,7 +218,7 @@ def test_a_file_swapped_for_a_link_after_sealing_is_refused(place: Path, store: 
 
 
 def test_a_scratch_folder_swapped_for_a_link_after_sealing_is_refused(
-    place: Path, store: DownloadStore, tmp_path: Path
+    place: Path, store: Store, tmp_path: Path
 ) -> None:
     found = sealed_download(store, place, "sub/deep.txt")
     (place / "sub").rename(tmp_path / "elsewhere")
@@ -220,26 +234,38 @@ def test_a_scratch_folder_swapped_for_a_link_after_sealing_is_refused(
 # -- the store ---------------------------------------------------------------------------------------
 
 
-def test_ids_expire_and_survive_a_reopening(tmp_path: Path, place: Path) -> None:
+def test_ids_expire_and_survive_a_reopening(store_where: str, place: Path) -> None:
     clock = [1000.0]
-    path = tmp_path / "m.db"
-    with DownloadStore(path, ttl_secs=60, clock=lambda: clock[0]) as store:
+    with open_store(store_where, ttl_secs=60, clock=lambda: clock[0]) as store:
         kept = store.put(owner="ann", session_id="s", folder=place, names=["report.csv"], name="r.csv")
-        assert len(kept) >= 32 and kept not in path.read_bytes().decode("latin-1")  # only its hash
-    with DownloadStore(path, ttl_secs=60, clock=lambda: clock[0]) as store:
+        stored = raw_rows(store_where, "SELECT key, owner, session_id, folder, path, name FROM downloads")
+        assert len(kept) >= 32 and len(stored) == 1 and kept not in stored[0]  # only its hash
+    with open_store(store_where, ttl_secs=60, clock=lambda: clock[0]) as store:
         assert store.get(kept, "ann") is not None
         clock[0] += 60
         assert store.get(kept, "ann") is None  # expired: the same None as unknown
         assert store.purge() == 1 and store.count() == 0
 
 
-def test_bad_rows_are_refused_with_the_reason(store: DownloadStore, place: Path) -> None:
+def test_bad_rows_are_refused_with_the_reason(store: Store, place: Path) -> None:
     with pytest.raises(ValueError, match="absolute folder"):
         store.put(owner="ann", session_id="s", folder=Path("rel"), names=["x"], name="x")
     with pytest.raises(ValueError, match="an owner"):
         store.put(owner="", session_id="s", folder=place, names=["x"], name="x")
     assert store.get("x" * 101, "ann") is None and store.get(None, "ann") is None
     assert store.get("\ud800", "ann") is None and store.get("é" * 32, "ann") is None  # not ours: no error
+
+
+def test_a_nul_in_a_name_or_a_media_type_is_kept_as_no_text_of_postgresql_could_hold(
+    store: Store, place: Path
+) -> None:
+    """A script may write "\\u0000" in a block's name or mime; the same row on either database: the name's
+    NUL shown as U+FFFD, a media type with one none at all (it would never be sent)."""
+    kept = store.put(
+        owner="ann", session_id="s", folder=place, names=["report.csv"], name="a\x00b", mime="text/csv\x00"
+    )
+    found = store.get(kept, "ann")
+    assert found is not None and (found.name, found.mime) == ("a\ufffdb", None)
 
 
 # -- the response's headers ---------------------------------------------------------------------------

@@ -130,13 +130,17 @@ def llm(gate: threading.Event) -> Iterator[FakeLLMServer]:
 @pytest.fixture
 def project(tmp_path: Path, llm: FakeLLMServer) -> Path:
     """Tokens for alice and bob, a cap of MOST_RUNS tool runs; tools `paged`, `report`, `ask_llm`."""
+    return served_project(tmp_path / "project", llm)
+
+
+def served_project(root: Path, llm: FakeLLMServer, more: str = "") -> Path:
+    """`project`'s folder at `root`, with `more` (YAML text) in its kernel.yaml."""
     tokens = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())
     extra = (
         f"server:\n  max_running_tool_runs_per_user: {MOST_RUNS}\n  mcp_stateless: true\n  tokens:\n{tokens}"
     )
-    root = tmp_path / "project"
     root.mkdir()
-    make_project(root, llm, extra)
+    make_project(root, llm, extra + more)
     tools = root / "config" / "scripts" / "tools"
     script_tool(
         tools, "paged", PAGED, parameters={"type": "object", "properties": {"page": {"type": "integer"}}}
@@ -157,6 +161,23 @@ def two(project: Path, tmp_path: Path) -> Iterator[tuple[Served, Served]]:
     try:
         for name in ("a", "b"):
             started.append(Served(project, tmp_path / f"serve-{name}.log"))
+        yield started[0], started[1]
+    finally:
+        for served in started:
+            served.stop()
+
+
+@pytest.fixture
+def two_machines(tmp_path: Path, llm: FakeLLMServer, pg_url: str) -> Iterator[tuple[Served, Served]]:
+    """Two servers as on two machines (S27.2): each its own project folder, so its own SQLite files, and
+    one store database (`store.url`), the session scratch folders on a volume both mount (`paths`)."""
+    shared = tmp_path / "shared-scratch"
+    more = f"store:\n  url: {pg_url}\npaths:\n  temp_root: {shared}\n"
+    started: list[Served] = []
+    try:
+        for name in ("a", "b"):
+            root = served_project(tmp_path / f"machine-{name}", llm, more)
+            started.append(Served(root, tmp_path / f"serve-{name}.log"))
         yield started[0], started[1]
     finally:
         for served in started:
@@ -184,6 +205,46 @@ def test_a_next_page_made_on_one_process_pages_through_the_other(two: tuple[Serv
         third = on_a.post("/v1/continuations", json={"id": second.json()["visual"][0]["continuation"]["id"]})
         assert third.json()["visual"][0]["rows"] == [{"n": 3}]
         assert bob_on_b.post("/v1/continuations", json={"id": page_id}).status_code == 404  # still alice's
+
+
+def test_on_postgres_a_next_page_made_on_one_machine_pages_through_the_other(
+    two_machines: tuple[Served, Served],
+) -> None:
+    """The continuation lives in the store database, not in either machine's message store file."""
+    a, b = two_machines
+    with a.client() as on_a, b.client() as on_b, b.client(BOB) as bob_on_b:
+        first = run_tool(on_a, "paged", {"args": {}})
+        assert first.status_code == 200, first.text
+        page_id = first.json()["visual"][0]["continuation"]["id"]
+        second = on_b.post("/v1/continuations", json={"id": page_id})
+        assert second.status_code == 200, second.text
+        assert second.json()["visual"][0]["rows"] == [{"n": 2}]
+        third = on_a.post("/v1/continuations", json={"id": second.json()["visual"][0]["continuation"]["id"]})
+        assert third.status_code == 200, third.text
+        assert third.json()["visual"][0]["rows"] == [{"n": 3}]
+        assert bob_on_b.post("/v1/continuations", json={"id": page_id}).status_code == 404  # still alice's
+
+
+def test_on_postgres_a_session_made_on_one_machine_is_known_to_the_other_with_its_downloads(
+    two_machines: tuple[Served, Served],
+) -> None:
+    """Who owns which session is in the store database: the other machine lists it, runs a tool in it
+    (its scratch folder on the shared volume), and the file it offered is fetched through the first."""
+    a, b = two_machines
+    with a.client() as on_a, b.client() as on_b, a.client(BOB) as bob_on_a, b.client(BOB) as bob_on_b:
+        made = on_a.post("/v1/sessions", json={"template": "reporter"})
+        assert made.status_code in (200, 201), made.text
+        session = made.json()["id"]
+        assert [s["id"] for s in on_b.get("/v1/sessions").json()] == [session]
+        assert bob_on_b.get("/v1/sessions").json() == []
+        report = run_tool(on_b, "report", {"args": {}, "session": session})
+        assert report.status_code == 200, report.text
+        assert run_tool(bob_on_b, "report", {"args": {}, "session": session}).status_code == 404  # alice's
+        url = report.json()["visual"][0]["download"]["url"]
+        fetched = on_a.get(url)
+        assert fetched.status_code == 200, fetched.text
+        assert fetched.text == "a,b\n1,2\n"
+        assert bob_on_a.get(url).status_code == 404
 
 
 def test_a_download_made_on_one_process_is_fetched_on_the_other(two: tuple[Served, Served]) -> None:
@@ -257,7 +318,19 @@ def test_an_mcp_client_that_began_on_one_process_goes_on_through_the_other(
 ) -> None:
     """With `server.mcp_stateless`, a handshake-era client's `initialize` answered by A, its calls by B
     then A then B, all answer; its tool runs share one session as a 2026-07-28 client's do."""
-    a, b = two
+    calls_through_both(*two, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_on_postgres_an_mcp_client_goes_on_through_the_other_machine(
+    two_machines: tuple[Served, Served], mode: str
+) -> None:
+    """`/mcp` keeps nothing of its own with `server.mcp_stateless`: two machines answer one client."""
+    calls_through_both(*two_machines, mode)
+
+
+def calls_through_both(a: Served, b: Served, mode: str) -> None:
+    """An MCP client whose requests go to A, B, A, B…: three tool calls, each answered."""
     ports = [int(served.url.rsplit(":", 1)[1]) for served in (a, b)]
     routes = Alternating(*ports)
 

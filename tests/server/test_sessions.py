@@ -2,7 +2,9 @@
 
 The title lives where the session does (sessions.db), so another server on
 the same file, or the same one restarted, lists it too; a file written before
-titles existed is brought up to date and lists its sessions untitled.
+titles existed is brought up to date and lists its sessions untitled. The
+directory's own tests run on both: the sessions file and the PostgreSQL
+database (S27.2, tests/pg.py).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.server.app import sessions_path
 from agentkernel.server.sessions import TITLE_CHARS, SessionDirectory, title_of
+from agentkernel.server.sessions_pg import PostgresSessionDirectory
 from tests.fakes import FakeLLMServer, Reply
-from tests.server.conftest import LiveServer
+from tests.server.conftest import LiveServer, on_postgres
 from tests.server.test_api import new_session, send
 
 
@@ -43,10 +46,19 @@ def test_a_long_message_is_cut_at_a_word_and_ends_with_an_ellipsis() -> None:
     assert unbroken == "x" * (TITLE_CHARS - 1) + "…"
 
 
-def test_the_first_message_names_the_session_and_later_ones_do_not(tmp_path: Path) -> None:
-    """Written only when the title is empty, in the store: a second directory on the file sees the first."""
-    path = tmp_path / "sessions.db"
-    one, other = SessionDirectory(path), SessionDirectory(path)
+Directory = SessionDirectory | PostgresSessionDirectory
+
+
+def open_directory(where: str) -> Directory:
+    """The PostgreSQL directory for a postgresql:// URL, else the sessions file beside that one."""
+    if on_postgres(where):
+        return PostgresSessionDirectory(where)
+    return SessionDirectory(Path(where).with_name("sessions.db"))
+
+
+def test_the_first_message_names_the_session_and_later_ones_do_not(store_where: str) -> None:
+    """Written only when the title is empty, in the store: a second directory on the store sees the first."""
+    one, other = open_directory(store_where), open_directory(store_where)
     try:
         made = one.create("alice", "tester")
         assert made.title == "" and made.to_json()["title"] == ""
@@ -58,6 +70,18 @@ def test_the_first_message_names_the_session_and_later_ones_do_not(tmp_path: Pat
     finally:
         one.close()
         other.close()
+
+
+def test_a_user_s_sessions_are_theirs_alone_oldest_first(store_where: str) -> None:
+    with open_directory(store_where) as directory:
+        made = [directory.create("alice", "tester") for _ in range(5)]
+        bobs = directory.create("bob", "tester")
+        assert [s.id for s in directory.of_user("alice")] == [s.id for s in made]  # oldest first
+        assert directory.of_user("bob") == [bobs] and directory.of_user("carol") == []
+        assert directory.owned(bobs.id, "alice") is None and directory.owned(bobs.id, "bob") == bobs
+        for odd in ("\ud800", "a\x00b", "", "x" * 10_000):  # no session has it: None, never an error
+            assert directory.owned(odd, "alice") is None
+        assert directory.name("no-such-session", "hello") == "hello"  # nothing to title
 
 
 def test_a_sessions_file_from_before_titles_lists_its_sessions_untitled(tmp_path: Path) -> None:
@@ -80,6 +104,7 @@ def test_a_sessions_file_from_before_titles_lists_its_sessions_untitled(tmp_path
         directory.close()
 
 
+@pytest.mark.embedded_only  # reads the sessions file the server wrote
 def test_the_sessions_api_lists_each_session_with_its_title(
     kernel_yaml: Path, llm_server: FakeLLMServer
 ) -> None:

@@ -85,3 +85,31 @@ def test_a_stopped_database_is_503_and_the_server_goes_on_when_it_is_back(
     finally:
         served.stop()
     assert PASSWORD not in (tmp_path / "serve.log").read_text()
+
+
+def test_a_server_started_while_the_database_is_down_serves_sessions_once_it_is_back(
+    tmp_path: Path, own_pg: OwnCluster, llm_server: FakeLLMServer
+) -> None:
+    """The sessions in the store database are opened by the first request that needs them, not at start."""
+    url = database(own_pg)
+    make_project(
+        tmp_path,
+        llm_server,
+        f"store: {{url: '{url}'}}\nserver:\n  tokens:\n    \"{token_hash('alice-token')}\": alice\n",
+    )
+    own_pg.stop("immediate")
+    served = Served(tmp_path, tmp_path / "serve.log")  # it starts all the same
+    try:
+        with served.client(AS_ALICE) as client:
+            down = client.get("/v1/sessions")
+            assert down.status_code == 503, down.text
+            assert PASSWORD not in down.text and "Traceback" not in down.text
+            own_pg.start()
+            made = client.post("/v1/sessions", json={"template": "tester"})
+            assert made.status_code in (200, 201), made.text
+            assert [s["id"] for s in client.get("/v1/sessions").json()] == [made.json()["id"]]
+    finally:
+        served.stop()
+    log = (tmp_path / "serve.log").read_text()
+    assert "cron jobs will not fire" not in log  # the scheduler waited for the store, it did not die
+    assert "cron: the store database" in log and "trying again" in log

@@ -34,6 +34,8 @@ PG_STORES = (
     "agentkernel.services.approvals_pg",
     "agentkernel.services.tool_results_pg",
     "agentkernel.services.state_pg",
+    "agentkernel.server.sessions_pg",
+    "agentkernel.server.sealed_ids_pg",
 )
 """The modules of the PostgreSQL stores, each with `SCHEMAS` (its PgSchema values) and
 `copy_from_sqlite(config, connection) -> {table: rows}`; migrated and copied in this order."""

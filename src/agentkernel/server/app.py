@@ -50,7 +50,14 @@ from agentkernel.server.routes import (
 from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.run_wakeups import PgRunWakeups, PollingWakeups, RunWakeups
 from agentkernel.server.sealing import Sealing, TurnSealer
-from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.sessions import (
+    SESSIONS_FILE,
+    OpenedOnFirstUse,
+    SessionDirectory,
+    SessionInfo,
+    SessionStore,
+    sessions_file,
+)
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.trace_context import TraceContext
 from agentkernel.server.turns import TurnRunner
@@ -59,11 +66,21 @@ from agentkernel.telemetry import metrics as counted
 from agentkernel.telemetry import tracing
 from agentkernel.version import __version__
 
-SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
-
 
 def sessions_path(kernel: Kernel) -> Path:
-    return kernel.config.messages_db.with_name(SESSIONS_FILE)
+    """The sessions file (when the sessions are not in the store database)."""
+    return sessions_file(kernel.config)
+
+
+def session_directory(kernel: Kernel) -> SessionStore:
+    """Who owns which session: in the store database with kernel.yaml `store.url` (S27.2), so every
+    replica knows every session (opened by the first request that needs it); else in the sessions file
+    beside the transcript."""
+    if kernel.config.store.url is not None:
+        from agentkernel.server.sessions_pg import PostgresSessionDirectory  # psycopg: only with a store.url
+
+        return OpenedOnFirstUse(lambda: PostgresSessionDirectory(kernel.store_pool()))
+    return SessionDirectory(sessions_path(kernel))
 
 
 def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:
@@ -92,7 +109,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         chosen.turn_lease_secs,
         check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
     )
-    directory = SessionDirectory(sessions_path(kernel))
+    directory = session_directory(kernel)
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py;
     # the PostgreSQL store with store.url: every machine's)
     shared_work = SharedUserWork(kernel.work_leases, lease_secs=chosen.work_lease_secs)
@@ -190,4 +207,4 @@ async def _ended(cron: asyncio.Task[None]) -> None:
         await cron
 
 
-__all__ = ["create_app", "sessions_path"]
+__all__ = ["SESSIONS_FILE", "create_app", "session_directory", "sessions_path"]

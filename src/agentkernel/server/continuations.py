@@ -34,11 +34,18 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from agentkernel.errors import ConfigError
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.server.sealed_ids import DEFAULT_TTL_SECS, SealedIdStore, sealed_schema
+from agentkernel.server.sealed_ids import (
+    DEFAULT_TTL_SECS,
+    SealedIdStore,
+    SealedMethods,
+    SealedTable,
+    sealed_schema,
+)
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, VisualBlock
 
@@ -72,15 +79,42 @@ SealMore = Callable[["ToolResult", Continuation], "ToolResult"]
 RunTool = Callable[[str, JSONObject, "Caller", str], Awaitable["ToolResult"]]
 
 
-class ContinuationStore(SealedIdStore):
-    """Continuations in an SQLite file, safe across threads and processes; see the module docstring."""
+class ContinuationRows(Protocol):
+    """Where continuations are kept: an SQLite file (`ContinuationStore`) or the store database
+    (sealed_ids_pg.py, kernel.yaml `store.url`)."""
 
-    table = "continuations"
-    what = "continuation"
-    schema = sealed_schema(table, what, _COLUMNS)
+    ttl_secs: float
 
     def put(
         self,
+        *,
+        owner: str,
+        tool: str,
+        args: JSONObject,
+        session_id: str | None = None,
+        pid: str | None = None,
+        template: str | None = None,
+        now: float | None = None,
+    ) -> str: ...
+
+    def get(self, continuation_id: object, owner: str, now: float | None = None) -> Continuation | None: ...
+
+    def purge(self, now: float | None = None) -> int: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class ContinuationMethods(SealedMethods):
+    """`put` and `get` of a continuation, for both databases (the rules are sealed_ids.py's)."""
+
+    table = "continuations"
+    what = "continuation"
+    columns = _COLUMNS
+
+    def put(
+        self: SealedTable,
         *,
         owner: str,
         tool: str,
@@ -107,7 +141,9 @@ class ContinuationStore(SealedIdStore):
         row = dict(zip(_FIELDS, (session_id, pid, template, tool, args_text), strict=True))
         return self._insert(owner, row, now)
 
-    def get(self, continuation_id: object, owner: str, now: float | None = None) -> Continuation | None:
+    def get(
+        self: SealedTable, continuation_id: object, owner: str, now: float | None = None
+    ) -> Continuation | None:
         """The continuation `continuation_id` of `owner`; None when unknown, expired or another user's."""
         found = self._lookup(continuation_id, owner, _FIELDS, now)
         if found is None:
@@ -116,9 +152,15 @@ class ContinuationStore(SealedIdStore):
         return Continuation(owner, session_id, pid, template, tool, json.loads(args_text), created_at)
 
 
+class ContinuationStore(ContinuationMethods, SealedIdStore):
+    """Continuations in an SQLite file, safe across threads and processes; see the module docstring."""
+
+    schema = sealed_schema(ContinuationMethods.table, ContinuationMethods.what, _COLUMNS)
+
+
 def seal_visual(
     visual: Sequence[VisualBlock] | None,
-    store: ContinuationStore,
+    store: ContinuationRows,
     *,
     owner: str,
     tool: str,
@@ -153,7 +195,7 @@ def seal_visual(
 
 def run_continuation(
     kernel: Kernel,
-    store: ContinuationStore,
+    store: ContinuationRows,
     continuation_id: object,
     user_id: str,
     seal_more: SealMore | None = None,
@@ -175,7 +217,7 @@ def run_continuation(
 
 async def arun_continuation(
     kernel: Kernel,
-    store: ContinuationStore,
+    store: ContinuationRows,
     continuation_id: object,
     user_id: str,
     seal_more: SealMore | None = None,
@@ -206,7 +248,7 @@ def _owner_caller(kernel: Kernel, found: Continuation) -> Caller | None:
 
 
 def _sealed(
-    result: ToolResult, store: ContinuationStore, found: Continuation, seal_more: SealMore | None
+    result: ToolResult, store: ContinuationRows, found: Continuation, seal_more: SealMore | None
 ) -> ToolResult:
     visual = seal_visual(
         result.visual,
@@ -224,6 +266,8 @@ def _sealed(
 __all__ = [
     "DEFAULT_TTL_SECS",
     "Continuation",
+    "ContinuationMethods",
+    "ContinuationRows",
     "ContinuationStore",
     "RunTool",
     "SealMore",

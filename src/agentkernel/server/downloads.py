@@ -46,8 +46,9 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from agentkernel.server.sealed_ids import SealedIdStore, sealed_schema
+from agentkernel.server.sealed_ids import SealedIdStore, SealedMethods, SealedTable, sealed_schema
 from agentkernel.services.confined import NotFound, PathRefused, names_below, open_below
 from agentkernel.types import JSONValue, VisualBlock
 from agentkernel.util.short_text import shown_value
@@ -82,15 +83,42 @@ class Download:
     created_at: float
 
 
-class DownloadStore(SealedIdStore):
-    """Downloads in the message store's SQLite file; the rules of sealed_ids.py."""
+class DownloadRows(Protocol):
+    """Where downloads are kept: the message store's SQLite file (`DownloadStore`) or the store database
+    (sealed_ids_pg.py, kernel.yaml `store.url`)."""
 
-    table = "downloads"
-    what = "download"
-    schema = sealed_schema(table, what, _COLUMNS)
+    ttl_secs: float
 
     def put(
         self,
+        *,
+        owner: str,
+        session_id: str,
+        folder: Path,
+        names: Sequence[str],
+        name: str,
+        mime: str | None = None,
+        now: float | None = None,
+    ) -> str: ...
+
+    def get(self, download_id: object, owner: str, now: float | None = None) -> Download | None: ...
+
+    def purge(self, now: float | None = None) -> int: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class DownloadMethods(SealedMethods):
+    """`put` and `get` of a download, for both databases (the rules are sealed_ids.py's)."""
+
+    table = "downloads"
+    what = "download"
+    columns = _COLUMNS
+
+    def put(
+        self: SealedTable,
         *,
         owner: str,
         session_id: str,
@@ -106,16 +134,26 @@ class DownloadStore(SealedIdStore):
                 f"a download needs an owner, a session, an absolute folder and a file below it; got "
                 f"owner {owner!r}, session {session_id!r}, folder {str(folder)!r}, names {list(names)!r}"
             )
-        row = dict(zip(_FIELDS, (session_id, str(folder), "/".join(names), name, mime), strict=True))
+        # no text of PostgreSQL's holds a NUL: a media type with one is none (never sent, routes/files.py),
+        # and a name's is shown as U+FFFD, in either database
+        kept_mime = None if mime is None or "\x00" in mime else mime
+        kept = (session_id, str(folder), "/".join(names), name.replace("\x00", "\ufffd"), kept_mime)
+        row = dict(zip(_FIELDS, kept, strict=True))
         return self._insert(owner, row, now)
 
-    def get(self, download_id: object, owner: str, now: float | None = None) -> Download | None:
+    def get(self: SealedTable, download_id: object, owner: str, now: float | None = None) -> Download | None:
         """The download `download_id` of `owner`; None when unknown, expired or another user's."""
         found = self._lookup(download_id, owner, _FIELDS, now)
         if found is None:
             return None
         session_id, folder, path, name, mime, created_at = found
         return Download(owner, session_id, Path(folder), tuple(path.split("/")), name, mime, created_at)
+
+
+class DownloadStore(DownloadMethods, SealedIdStore):
+    """Downloads in the message store's SQLite file; the rules of sealed_ids.py."""
+
+    schema = sealed_schema(DownloadMethods.table, DownloadMethods.what, _COLUMNS)
 
 
 # -- the checks: at sealing and at download ----------------------------------------------------------
@@ -177,7 +215,7 @@ def has_file_block(visual: JSONValue | Sequence[VisualBlock]) -> bool:
 
 def seal_files(
     visual: Sequence[VisualBlock] | None,
-    store: DownloadStore,
+    store: DownloadRows,
     *,
     owner: str,
     session_id: str | None,
@@ -227,6 +265,8 @@ def seal_files(
 __all__ = [
     "DOWNLOAD_PREFIX",
     "Download",
+    "DownloadMethods",
+    "DownloadRows",
     "DownloadStore",
     "FileRefused",
     "has_file_block",

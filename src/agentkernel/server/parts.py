@@ -11,7 +11,7 @@ from agentkernel.kernel import Kernel
 from agentkernel.server.llm_status import LLMWatch
 from agentkernel.server.run_streams import RunStreams
 from agentkernel.server.run_wakeups import PollingWakeups, RunWakeups
-from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.sessions import SessionStore
 from agentkernel.server.tool_runs import ToolRuns
 from agentkernel.server.turns import TurnRunner
 
@@ -20,7 +20,7 @@ from agentkernel.server.turns import TurnRunner
 class ServerParts:
     kernel: Kernel
     settings: ServerSettings
-    sessions: SessionDirectory
+    sessions: SessionStore
     turns: TurnRunner
     tool_runs: ToolRuns
     llm: LLMWatch

@@ -25,8 +25,9 @@ import contextlib
 import logging
 import time
 
+from agentkernel.errors import StoreUnavailable
 from agentkernel.kernel import Kernel
-from agentkernel.server.sessions import SessionDirectory
+from agentkernel.server.sessions import SessionStore
 from agentkernel.server.turns import TurnRunner
 
 log = logging.getLogger("agentkernel.server")
@@ -37,9 +38,7 @@ APPROVALS_KEPT_SECS = 30 * 86400.0
 class RunResumer:
     """Finds the store's unfinished runs whose holder is gone and resumes them here."""
 
-    def __init__(
-        self, kernel: Kernel, sessions: SessionDirectory, turns: TurnRunner, lease_secs: float
-    ) -> None:
+    def __init__(self, kernel: Kernel, sessions: SessionStore, turns: TurnRunner, lease_secs: float) -> None:
         self.kernel = kernel
         self.sessions = sessions
         self.turns = turns
@@ -50,10 +49,14 @@ class RunResumer:
         while not stop.is_set():
             try:
                 await self.sweep()
+            except StoreUnavailable as exc:  # said in a line: the next look finds it back
+                log.warning("could not look for runs to resume: %s", exc)
             except Exception:
                 log.exception("could not look for runs to resume")
             try:
                 await asyncio.to_thread(self.tidy_approvals)
+            except StoreUnavailable as exc:
+                log.warning("could not tidy the approvals store: %s", exc)
             except Exception:
                 log.exception("could not tidy the approvals store")
             with contextlib.suppress(TimeoutError):

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
@@ -79,37 +80,89 @@ def sealed_schema(table: str, what: str, columns: Sequence[str]) -> Schema:
     )
 
 
-class SealedIdStore(SqliteStore):
-    """One table of rows behind opaque ids (see the module docstring); subclasses name their table."""
+@dataclass(frozen=True)
+class SealedDialect:
+    """How one database spells a sealed table's statements (SQLite here, PostgreSQL in sealed_ids_pg.py).
+
+    `expired` and `trim` are templates of `{table}`: the expiry sweep (one
+    parameter, the oldest `created_at` kept) and a user's trim (the owner,
+    how many of their newest rows stay).
+    """
+
+    mark: str  # the parameter placeholder: `?` or `%s`
+    expired: str
+    trim: str
+
+
+SQLITE = SealedDialect(
+    "?",
+    "DELETE FROM {table} WHERE created_at <= ?",
+    "DELETE FROM {table} WHERE key IN (SELECT key FROM {table} WHERE owner = ?"
+    " ORDER BY created_at DESC LIMIT -1 OFFSET ?)",
+)
+
+
+class SealedTable(Protocol):
+    """What `SealedMethods` needs of the class it is mixed into (its table, its dialect and a store), and
+    what it gives the tables' own methods (continuations.py, downloads.py)."""
+
+    table: ClassVar[str]
+    dialect: ClassVar[SealedDialect]
+    ttl_secs: float
+    max_rows_per_owner: int
+    _clock: Callable[[], float]
+    _since_trim: dict[str, int]
+
+    def _now(self, now: float | None) -> float: ...
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+    def _trim_now_and_then(self, conn: Any, owner: str) -> None: ...
+
+    def _delete_expired(self, conn: Any, now: float) -> int: ...
+
+    def _insert(self, owner: str, row: Mapping[str, object], now: float | None) -> str: ...
+
+    def _lookup(
+        self, sealed_id: object, owner: str, columns: Sequence[str], now: float | None
+    ) -> tuple[Any, ...] | None: ...
+
+
+class SealedMethods:
+    """What every sealed table does (see the module docstring), written once for both databases: the
+    SQLite store (`SealedIdStore`) and the PostgreSQL one (sealed_ids_pg.py) differ only in their
+    `dialect` and the store underneath (`_read`, `_write`)."""
 
     table: ClassVar[str]
     what: ClassVar[str]  # what a row is, for messages: "continuation"
-    schema: ClassVar[Schema]
+    columns: ClassVar[
+        tuple[str, ...]
+    ]  # the table's own columns (SQL definitions), between owner and created_at
+    dialect: ClassVar[SealedDialect]
 
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        ttl_secs: float = DEFAULT_TTL_SECS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if not ttl_secs > 0:
-            raise ValueError(f"{self.what} ttl_secs must be positive, got {ttl_secs!r}")
-        super().__init__(path, self.schema, BUSY_TIMEOUT_SECS)
+    def _configure(self, ttl_secs: float, clock: Callable[[], float]) -> None:
         self.ttl_secs = ttl_secs
         self._clock = clock
         self.max_rows_per_owner = MAX_ROWS_PER_OWNER
         self._since_trim: dict[str, int] = {}  # rows an owner got since their rows were last trimmed
 
-    def _now(self, now: float | None) -> float:
+    @classmethod
+    def _checked_ttl(cls, ttl_secs: float) -> float:
+        if not ttl_secs > 0:
+            raise ValueError(f"{cls.what} ttl_secs must be positive, got {ttl_secs!r}")
+        return ttl_secs
+
+    def _now(self: SealedTable, now: float | None) -> float:
         return self._clock() if now is None else now
 
-    def _insert(self, owner: str, row: Mapping[str, object], now: float | None) -> str:
+    def _insert(self: SealedTable, owner: str, row: Mapping[str, object], now: float | None) -> str:
         """Keep `row` for `owner`; its new opaque id. Expired rows are deleted in the same transaction."""
         at = self._now(now)
         new_id = secrets.token_urlsafe(ID_BYTES)
         columns = ", ".join(["key", "owner", *row, "created_at"])
-        marks = ", ".join("?" * (len(row) + 3))
+        marks = ", ".join([self.dialect.mark] * (len(row) + 3))
         with self._write() as conn:
             self._delete_expired(conn, at)
             conn.execute(
@@ -119,7 +172,7 @@ class SealedIdStore(SqliteStore):
             self._trim_now_and_then(conn, owner)
         return new_id
 
-    def _trim_now_and_then(self, conn: sqlite3.Connection, owner: str) -> None:
+    def _trim_now_and_then(self: SealedTable, conn: Any, owner: str) -> None:
         """Keep `owner`'s newest `max_rows_per_owner` rows, checked once every TRIM_EVERY of their rows.
 
         Each read of a transcript seals its blocks anew (sealing.py), so a
@@ -128,21 +181,18 @@ class SealedIdStore(SqliteStore):
         user, one user's rows are bounded and nobody else's are touched.
         The oldest go first: their ids answer as expired ones do. Counting
         on every insert would walk the user's rows each time, so it waits
-        for TRIM_EVERY new ones (a user holds at most that many more).
+        for TRIM_EVERY new ones (a user holds at most that many more, per
+        process: the count is only when to look, the rows are the store's).
         """
         since = self._since_trim.get(owner, 0) + 1
         if since < TRIM_EVERY:
             self._since_trim[owner] = since
             return
         self._since_trim.pop(owner, None)
-        conn.execute(
-            f"DELETE FROM {self.table} WHERE key IN (SELECT key FROM {self.table} WHERE owner = ?"
-            " ORDER BY created_at DESC LIMIT -1 OFFSET ?)",
-            (owner, self.max_rows_per_owner),
-        )
+        conn.execute(self.dialect.trim.format(table=self.table), (owner, self.max_rows_per_owner))
 
     def _lookup(
-        self, sealed_id: object, owner: str, columns: Sequence[str], now: float | None
+        self: SealedTable, sealed_id: object, owner: str, columns: Sequence[str], now: float | None
     ) -> tuple[Any, ...] | None:
         """`columns` of `owner`'s live row `sealed_id`, then its `created_at`; None otherwise (see above)."""
         if (
@@ -152,25 +202,45 @@ class SealedIdStore(SqliteStore):
         ):
             return None  # no id of ours (they are ASCII): a lone surrogate from JSON never reaches the hash
         rows = self._read(
-            f"SELECT owner, {', '.join(columns)}, created_at FROM {self.table} WHERE key = ?",
+            f"SELECT owner, {', '.join(columns)}, created_at FROM {self.table} "
+            f"WHERE key = {self.dialect.mark}",
             (sealed_key(sealed_id),),
         )
         if not rows or rows[0][0] != owner or not rows[0][-1] > self._now(now) - self.ttl_secs:
             return None
         return tuple(rows[0][1:])
 
-    def purge(self, now: float | None = None) -> int:
+    def purge(self: SealedTable, now: float | None = None) -> int:
         """Delete the expired rows; how many."""
         with self._write() as conn:
             return self._delete_expired(conn, self._now(now))
 
-    def _delete_expired(self, conn: sqlite3.Connection, now: float) -> int:
+    def _delete_expired(self: SealedTable, conn: Any, now: float) -> int:
         expired = (now - self.ttl_secs,)
-        return conn.execute(f"DELETE FROM {self.table} WHERE created_at <= ?", expired).rowcount
+        return int(conn.execute(self.dialect.expired.format(table=self.table), expired).rowcount)
 
-    def count(self) -> int:
+    def count(self: SealedTable) -> int:
         """How many rows the table holds, expired ones included (for tests and the benchmark)."""
         return int(self._read(f"SELECT count(*) FROM {self.table}", ())[0][0])
+
+
+class SealedIdStore(SealedMethods, SqliteStore):
+    """One table of rows behind opaque ids in an SQLite file (see the module docstring); subclasses name
+    their table."""
+
+    dialect = SQLITE
+    schema: ClassVar[Schema]
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        ttl_secs: float = DEFAULT_TTL_SECS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        checked = self._checked_ttl(ttl_secs)
+        super().__init__(path, self.schema, BUSY_TIMEOUT_SECS)
+        self._configure(checked, clock)
 
 
 def sealed_key(sealed_id: str) -> str:
@@ -184,7 +254,12 @@ __all__ = [
     "ID_BYTES",
     "MAX_ID_CHARS",
     "MAX_ROWS_PER_OWNER",
+    "SQLITE",
+    "TRIM_EVERY",
+    "SealedDialect",
     "SealedIdStore",
+    "SealedMethods",
+    "SealedTable",
     "sealed_key",
     "sealed_schema",
 ]

@@ -36,22 +36,27 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from agentkernel.identity import session_folder_name
 from agentkernel.kernel import Kernel
 from agentkernel.ports import Record
-from agentkernel.server.continuations import Continuation, ContinuationStore, seal_visual
-from agentkernel.server.downloads import DownloadStore, has_file_block, seal_files
+from agentkernel.server.continuations import Continuation, ContinuationRows, ContinuationStore, seal_visual
+from agentkernel.server.downloads import DownloadRows, DownloadStore, has_file_block, seal_files
 from agentkernel.server.events import StreamEvent, record_event
 from agentkernel.server.sessions import SessionInfo
-from agentkernel.services.sqlite_db import SqliteStore
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue, VisualBlock
 
-S = TypeVar("S", bound=SqliteStore)
+S = TypeVar("S", bound="Closable")
 # (owner, session id) → that session's scratch folder (the one its tools write to), None without one
 Scratch = Callable[[str, str], "Path | None"]
+
+
+class Closable(Protocol):
+    """A store: whatever it is, it closes."""
+
+    def close(self) -> None: ...
 
 
 class LazyStore(Generic[S]):
@@ -75,20 +80,21 @@ class LazyStore(Generic[S]):
                 self._store = None
 
 
-class Continuations(LazyStore[ContinuationStore]):
-    """The server's continuation store (continuations.py)."""
+class Continuations(LazyStore[ContinuationRows]):
+    """The server's continuation store (continuations.py), opened by `opener`."""
 
-    def __init__(self, path: Path, ttl_secs: float) -> None:
-        super().__init__(lambda: ContinuationStore(path, ttl_secs=ttl_secs))
-        self.path, self.ttl_secs = path, ttl_secs
+    def __init__(self, opener: Callable[[], ContinuationRows], ttl_secs: float) -> None:
+        super().__init__(opener)
+        self.ttl_secs = ttl_secs
 
 
-class Downloads(LazyStore[DownloadStore]):
-    """The server's download store (downloads.py), and where each session's scratch folder is."""
+class Downloads(LazyStore[DownloadRows]):
+    """The server's download store (downloads.py), opened by `opener`, and where each session's scratch
+    folder is."""
 
-    def __init__(self, path: Path, ttl_secs: float, scratch: Scratch) -> None:
-        super().__init__(lambda: DownloadStore(path, ttl_secs=ttl_secs))
-        self.path, self.ttl_secs, self.scratch = path, ttl_secs, scratch
+    def __init__(self, opener: Callable[[], DownloadRows], ttl_secs: float, scratch: Scratch) -> None:
+        super().__init__(opener)
+        self.ttl_secs, self.scratch = ttl_secs, scratch
 
     def seal(
         self, visual: list[VisualBlock], *, owner: str, session_id: str | None
@@ -121,9 +127,28 @@ class Sealing:
 
     @classmethod
     def for_kernel(cls, kernel: Kernel, ttl_secs: float) -> Sealing:
-        """Beside the transcript, in the message store's file (continuations.py says why)."""
+        """Beside the transcript, in the message store's file (continuations.py says why); in the store
+        database with kernel.yaml `store.url` (S27.2), so what one replica sealed any other opens."""
+        scratch = session_scratch(kernel)
+        if kernel.config.store.url is not None:
+            from agentkernel.server.sealed_ids_pg import (  # psycopg: only with a store.url
+                PostgresContinuationStore,
+                PostgresDownloadStore,
+            )
+
+            return cls(
+                Continuations(
+                    lambda: PostgresContinuationStore(kernel.store_pool(), ttl_secs=ttl_secs), ttl_secs
+                ),
+                Downloads(
+                    lambda: PostgresDownloadStore(kernel.store_pool(), ttl_secs=ttl_secs), ttl_secs, scratch
+                ),
+            )
         path = kernel.config.messages_db
-        return cls(Continuations(path, ttl_secs), Downloads(path, ttl_secs, session_scratch(kernel)))
+        return cls(
+            Continuations(lambda: ContinuationStore(path, ttl_secs=ttl_secs), ttl_secs),
+            Downloads(lambda: DownloadStore(path, ttl_secs=ttl_secs), ttl_secs, scratch),
+        )
 
     def close(self) -> None:
         self.continuations.close()
@@ -276,6 +301,7 @@ class TurnSealer:
 
 
 __all__ = [
+    "Closable",
     "Continuations",
     "Downloads",
     "LazyStore",

@@ -11,16 +11,22 @@ knows both.
 from __future__ import annotations
 
 import re
+import threading
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
+from agentkernel.config import KernelConfig
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text
 
 BUSY_TIMEOUT_SECS = 10.0
+SESSIONS_FILE = "sessions.db"  # beside the transcript (logging.messages_db_path)
 TITLE_CHARS = 60  # a session's title: its first message cut to this, at a word when one ends late enough
 _VERSION = 2
 _COLUMNS = "id, user_id, template, created_at, title"
@@ -80,52 +86,157 @@ class SessionInfo:
         return {"id": self.id, "template": self.template, "created_at": self.created_at, "title": self.title}
 
 
-class SessionDirectory(SqliteStore):
-    """The sessions table; safe to use from any thread (one lock around one connection)."""
+class SessionStore(Protocol):
+    """Where sessions are kept: the sessions file (`SessionDirectory`) or the store database
+    (sessions_pg.py, kernel.yaml `store.url`)."""
 
-    def __init__(self, path: Path | str) -> None:
-        super().__init__(path, _SCHEMA, BUSY_TIMEOUT_SECS)
+    def create(self, user_id: str, template: str) -> SessionInfo: ...
 
-    def create(self, user_id: str, template: str) -> SessionInfo:
+    def owned(self, session_id: str, user_id: str) -> SessionInfo | None: ...
+
+    def of_user(self, user_id: str) -> list[SessionInfo]: ...
+
+    def name(self, session_id: str, message: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionsDialect:
+    """How one database spells the directory's queries (SQLite here, PostgreSQL in sessions_pg.py)."""
+
+    mark: str  # the parameter placeholder: `?` or `%s`
+    order: str  # a user's sessions, oldest first (texts in byte order, as SQLite sorts them)
+
+
+SQLITE = SessionsDialect("?", "created_at, id")
+
+
+class _Directory(Protocol):
+    """What `DirectoryMethods` needs of the class it is mixed into: a dialect and a store."""
+
+    dialect: ClassVar[SessionsDialect]
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+
+class DirectoryMethods:
+    """What both directories do, written once: the sessions file's (`SessionDirectory`) and the store
+    database's (sessions_pg.py) differ only in their `dialect` and the store underneath."""
+
+    dialect: ClassVar[SessionsDialect]
+
+    def create(self: _Directory, user_id: str, template: str) -> SessionInfo:
         info = SessionInfo(str(uuid.uuid4()), user_id, template, datetime.now(UTC).isoformat())
+        m = self.dialect.mark
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO sessions (id, user_id, template, created_at) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO sessions (id, user_id, template, created_at) VALUES ({m}, {m}, {m}, {m})",
                 (info.id, info.user_id, info.template, info.created_at),
             )
         return info
 
-    def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
+    def owned(self: _Directory, session_id: str, user_id: str) -> SessionInfo | None:
         """The session if `user_id` owns it; None when it is unknown or someone else's (the same 404).
 
         An id with a lone surrogate (a JSON body may spell one, `"\\ud800"`)
-        has no UTF-8 form, so SQLite cannot even look it up: no session has it.
+        has no UTF-8 form, and one with a NUL no PostgreSQL text, so neither
+        can even be looked up: no session has it (their ids are UUIDs).
         """
-        if has_lone_surrogate(session_id):
+        if has_lone_surrogate(session_id) or "\x00" in session_id:
             return None
+        m = self.dialect.mark
         rows = self._read(
-            f"SELECT {_COLUMNS} FROM sessions WHERE id = ? AND user_id = ?", (session_id, user_id)
+            f"SELECT {_COLUMNS} FROM sessions WHERE id = {m} AND user_id = {m}", (session_id, user_id)
         )
         return SessionInfo(*rows[0]) if rows else None
 
-    def of_user(self, user_id: str) -> list[SessionInfo]:
+    def of_user(self: _Directory, user_id: str) -> list[SessionInfo]:
         """The user's sessions, oldest first."""
         rows = self._read(
-            f"SELECT {_COLUMNS} FROM sessions WHERE user_id = ? ORDER BY created_at, id", (user_id,)
+            f"SELECT {_COLUMNS} FROM sessions WHERE user_id = {self.dialect.mark} "
+            f"ORDER BY {self.dialect.order}",
+            (user_id,),
         )
         return [SessionInfo(*row) for row in rows]
 
-    def name(self, session_id: str, message: str) -> str:
+    def name(self: _Directory, session_id: str, message: str) -> str:
         """Title the session after `message` unless it has a title already; the title it has after.
 
         One UPDATE that only fills an empty title: whichever message the store
         saw first names the session, whatever server process wrote it.
         """
         title = title_of(message)
+        m = self.dialect.mark
         with self._write() as conn:
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ? AND title = ''", (title, session_id))
-            row = conn.execute("SELECT title FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            conn.execute(
+                f"UPDATE sessions SET title = {m} WHERE id = {m} AND title = ''", (title, session_id)
+            )
+            row = conn.execute(f"SELECT title FROM sessions WHERE id = {m}", (session_id,)).fetchone()
         return str(row[0]) if row else title
 
 
-__all__ = ["TITLE_CHARS", "SessionDirectory", "SessionInfo", "title_of"]
+class SessionDirectory(DirectoryMethods, SqliteStore):
+    """The sessions table in its SQLite file; safe to use from any thread (one lock around one connection)."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path, _SCHEMA, BUSY_TIMEOUT_SECS)
+
+
+class OpenedOnFirstUse:
+    """A session store opened by its first operation (the store database's: app.py), so a server whose
+    database is down still starts, and says so on the requests that need it; a failed opening is tried
+    again by the next operation."""
+
+    def __init__(self, opener: Callable[[], SessionStore]) -> None:
+        self._opener = opener
+        self._store: SessionStore | None = None
+        self._lock = threading.Lock()
+
+    def _opened(self) -> SessionStore:
+        with self._lock:
+            if self._store is None:
+                self._store = self._opener()
+            return self._store
+
+    def create(self, user_id: str, template: str) -> SessionInfo:
+        return self._opened().create(user_id, template)
+
+    def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
+        return self._opened().owned(session_id, user_id)
+
+    def of_user(self, user_id: str) -> list[SessionInfo]:
+        return self._opened().of_user(user_id)
+
+    def name(self, session_id: str, message: str) -> str:
+        return self._opened().name(session_id, message)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def sessions_file(config: KernelConfig) -> Path:
+    """The sessions file: beside the transcript (kernel.yaml's `logging.messages_db_path`)."""
+    return config.messages_db.with_name(SESSIONS_FILE)
+
+
+__all__ = [
+    "SESSIONS_FILE",
+    "SQLITE",
+    "TITLE_CHARS",
+    "DirectoryMethods",
+    "OpenedOnFirstUse",
+    "SessionDirectory",
+    "SessionInfo",
+    "SessionStore",
+    "SessionsDialect",
+    "sessions_file",
+    "title_of",
+]

@@ -42,7 +42,7 @@ from agentkernel.config.server import LOCAL_USER
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.sessions import SessionInfo, SessionStore
 from agentkernel.server.turns import TurnRunner
 from agentkernel.services.user_work import Cap, TooMuchWork
 from agentkernel.services.work_leases import SharedUserWork
@@ -75,7 +75,7 @@ class ToolRuns:
     def __init__(
         self,
         kernel: Kernel,
-        sessions: SessionDirectory,
+        sessions: SessionStore,
         turns: TurnRunner,
         work: SharedUserWork,
         *,

@@ -24,20 +24,24 @@ minute (RESCAN_SECS).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from agentkernel.errors import StoreUnavailable
 from agentkernel.services.cron import CronService, RunOutcome
 from agentkernel.services.cron_jobs import Sink
 from agentkernel.services.cron_store import Claim
+from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.telemetry import metrics
 
 log = logging.getLogger("agentkernel.cron")
 
 RESCAN_SECS = 60.0
+STORE_RETRY_SECS = 5.0  # a store that is down or busy is tried again this often
 """The longest the scheduler sleeps: jobs other kernels add are noticed within it."""
 CLOCK_JUMP_SECS = 2.0
 """A wall clock that moved back more than this against the monotonic one was set back."""
@@ -77,18 +81,26 @@ class CronScheduler:
         """
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        await asyncio.to_thread(self.service.sync_static)
+        synced = False
         wall, mono = time.time(), time.monotonic()
         try:
             while not stop.is_set():
                 self._wake.clear()  # before looking: a change made while it looks wakes the sleep after
                 self._asleep_until = math.inf
-                now = time.time()
-                if (now - wall) - (time.monotonic() - mono) < -CLOCK_JUMP_SECS:  # the clock was set back
-                    await asyncio.to_thread(self.service.store.rewind, now)
-                wall, mono = now, time.monotonic()
-                await self._claim(now)
-                await self._sleep(stop)
+                try:
+                    if not synced:
+                        await asyncio.to_thread(self.service.sync_static)
+                        synced = True
+                    now = time.time()
+                    if (now - wall) - (time.monotonic() - mono) < -CLOCK_JUMP_SECS:  # the clock was set back
+                        await asyncio.to_thread(self.service.store.rewind, now)
+                    wall, mono = now, time.monotonic()
+                    await self._claim(now)
+                    await self._sleep(stop)
+                except (StoreUnavailable, StoreBusy) as exc:  # the store comes back: so do the jobs
+                    log.warning("cron: %s; trying again in %g s", exc, STORE_RETRY_SECS)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), STORE_RETRY_SECS)
         finally:
             await self._drain(self.settings.run_timeout_secs if grace is None else grace)
 

@@ -31,6 +31,10 @@ from agentkernel.services.sqlite_db import Schema
 Row = tuple[Any, ...]
 
 
+class CopyRefused(AgentKernelError):
+    """The store database already holds rows of a table being copied into it."""
+
+
 @contextmanager
 def read_only(path: Path) -> Iterator[sqlite3.Connection | None]:
     """The SQLite file at `path` opened read-only, or None when there is no such file."""
@@ -69,7 +73,7 @@ def copy_table(
     table of any size takes bounded memory.
     """
     if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
-        raise AgentKernelError(
+        raise CopyRefused(
             f"the store database's table {table} already holds rows: "
             "`agentkernel store migrate` copies into empty tables only (a fresh database)"
         )
@@ -124,6 +128,7 @@ def move_sequence(target: psycopg.Connection[Row], table: str, column: str) -> N
 
 
 __all__ = [
+    "CopyRefused",
     "copy_table",
     "copy_tables",
     "holds",
