@@ -70,22 +70,17 @@ def _free_port() -> int:
 
 async def _answers(address: str, deadline: float) -> bool:
     """Whether a Client connects to `address` and lists its namespaces before `deadline`."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
     from temporalio.client import Client
 
     while time.monotonic() < deadline:
         try:
             client = await Client.connect(address, namespace="default")
-            await client.workflow_service.get_system_info(_system_info_request())
+            await client.workflow_service.get_system_info(GetSystemInfoRequest())
             return True
         except Exception:
             await asyncio.sleep(0.1)  # the server is still starting: ask again
     return False
-
-
-def _system_info_request() -> object:
-    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
-
-    return GetSystemInfoRequest()
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

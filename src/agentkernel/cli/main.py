@@ -52,6 +52,7 @@ COMMANDS = {
     "mcp": "agentkernel.cli.mcp_cmds",
     "init": "agentkernel.cli.init_cmds",
     "usage": "agentkernel.cli.usage_cmd",
+    "worker": "agentkernel.cli.worker_cmd",
 }
 
 

@@ -17,6 +17,7 @@ from agentkernel.config.approvals import APPROVALS_SCHEMA, ApprovalSettings, app
 from agentkernel.config.cron import CRON_SCHEMA, CronSettings, cron_settings
 from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
 from agentkernel.config.quotas import QUOTAS_SCHEMA, QuotaSettings, quota_settings
+from agentkernel.config.runs import RUNS_SCHEMA, RunSettings, run_settings
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
 from agentkernel.config.sections import (
     SECTIONS,
@@ -33,7 +34,6 @@ from agentkernel.config.sections import (
     shell_settings,
     state_settings,
 )
-from agentkernel.config.runs import RUNS_SCHEMA, RunSettings, run_settings
 from agentkernel.config.server import SERVER_SCHEMA, ServerSettings, server_settings
 from agentkernel.config.store import STORE_SCHEMA, StoreSettings, store_settings
 from agentkernel.config.stores import ReadRoot, duck_folder, read_roots_of

@@ -29,6 +29,15 @@ A tool run in a session spends the budget group of the session's open chat
 (tool_runs.py), so the runner lends a chat (`lent`), opening it if need be
 and keeping it open while lent.
 
+With `runs.engine: temporal` (a `RunEngine` given), a session's turn is
+not run here: the run is recorded with the lease as always, its workflow
+started with the lease's token (a worker adopts the lease and drives the
+run: server/run_worker.py), and the turn here is `remote`: its events are
+read from the store (GET /v1/runs/{id}/events). A run left unfinished is
+handed to the engine again rather than resumed here. A chat completion's
+one-off turn still runs here: its conversation is its client's, sent with
+the request, and it ends when its client leaves.
+
 Why 409 and not a queue: a second message sent while the first is still
 being answered was typed without seeing the answer; queueing it would answer
 a question the user may no longer ask, and a queue per session is memory a
@@ -45,6 +54,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
 from agentkernel.agent.resume import HandedOff, RunDamaged
@@ -75,6 +85,14 @@ OpenChat = Callable[[SessionInfo, list[ChatMessage] | None], ChatSession]
 EndChat = Callable[[ChatSession], None]
 # what an event becomes before it leaves the server (sealing.py: tables' continuation args become ids)
 Seal = Callable[[SessionInfo, StreamEvent], Awaitable[StreamEvent]]
+
+
+class RunEngine(Protocol):
+    """Where runs are driven when not here (services/temporal_runs.py): started, or cancelled, by run id."""
+
+    async def start(self, run_id: str, lease_token: str | None = None) -> None: ...
+
+    async def cancel(self, run_id: str) -> bool: ...
 
 
 class TurnBusy(Exception):
@@ -171,6 +189,7 @@ class Turn:
     on_abandoned: Callable[[], None] | None = None
     abandoned: bool = False  # the reader left before the end
     handed_off: bool = False  # left running for another process to resume (the server stopping)
+    remote: bool = False  # driven by the run engine's workers: its events are read from the store
     result: LoopResult | None = (
         None  # how the loop ended (usage, the client's tool calls): set before the end
     )
@@ -288,8 +307,10 @@ class TurnRunner:
         leases: Callable[[], TurnLeases] | None = None,
         lease_secs: float = 20.0,
         check_quota: Callable[[str, str], None] | None = None,
+        engine: RunEngine | None = None,
     ) -> None:
         self._open_chat = open_chat
+        self._engine = engine  # runs.engine: temporal: sessions' runs are driven there, not here
         self._check_quota = check_quota  # (user, template): QuotaExhausted when a quota is spent (S26.3)
         self._cap = turn_cap(max_running_per_user)
         # the store's, shared by every process on it, opened by the first turn (a runner alone, in a
@@ -307,6 +328,7 @@ class TurnRunner:
         self._opening: dict[str, asyncio.Future[ChatSession]] = {}  # session id -> its chat being opened
         self._held: dict[str, Lease] = {}  # session id -> the lease of the turn running here
         self._stop_watch: asyncio.Task[None] | None = None
+        self._handing: set[asyncio.Task[None]] = set()  # runs being handed to the engine
 
     def running(self, session_id: str) -> bool:
         return session_id in self._running
@@ -322,9 +344,14 @@ class TurnRunner:
 
     async def stop_anywhere(self, session_id: str) -> bool:
         """Stop the session's running turn, on this process or another (the holder looks for the stop in
-        the store every STOP_POLL_SECS); False when none runs."""
+        the store every STOP_POLL_SECS; with a run engine, its workflow is cancelled); False when none
+        runs."""
         if self.stop(session_id):
             return True
+        if self._engine is not None:
+            runs = await asyncio.to_thread(self._leases().runs_of, session_id, 1)
+            if runs and runs[0].running and not runs[0].one_off and await self._engine.cancel(runs[0].id):
+                return True
         return await asyncio.to_thread(self._leases().ask_stop, session_id)
 
     async def start(
@@ -391,6 +418,9 @@ class TurnRunner:
             del self._running[session.id]
             self.resume(session, lease, request_id)
             raise TurnBusy(session.id, resuming=lease.resumes.id)
+        if self._engine is not None and history is None:
+            await self._hand_over(turn, lease)
+            return turn
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         if history is not None:
@@ -404,11 +434,30 @@ class TurnRunner:
         turn.begin()
         return turn
 
+    async def _hand_over(self, turn: Turn, lease: Lease) -> None:
+        """The run goes to the engine with its lease (a worker adopts it); it is not running here.
+        When the engine cannot start it, the run ends `error` and the lease goes back."""
+        del self._running[turn.session_id]
+        assert self._engine is not None
+        try:
+            await self._engine.start(turn.run_id, lease.token)
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(self._leases().end_run, turn.run_id, "error", lease.token))
+            await asyncio.shield(asyncio.to_thread(self._leases().release, lease))
+            raise
+        turn.remote = True
+
     def resume(self, session: SessionInfo, lease: Lease, request_id: str) -> Turn | None:
         """Go on with the run its dead server left unfinished (`lease.resumes`), in the background: its
-        events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here."""
+        events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here,
+        or when a run engine drives it (its lease given back, its workflow started if none runs)."""
         run = lease.resumes
         assert run is not None
+        if self._engine is not None and not run.one_off:
+            handing = asyncio.create_task(self._to_engine(lease, run.id), name=f"to the engine {run.id}")
+            self._handing.add(handing)
+            handing.add_done_callback(self._handing.discard)
+            return None
         if session.id in self._running:  # cannot be: the lease was free; but never two turns at once here
             asyncio.get_running_loop().run_in_executor(None, self._leases().release, lease)
             return None
@@ -419,6 +468,15 @@ class TurnRunner:
         log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
         turn.task = asyncio.create_task(self._run(session, None, turn, lease, run), name=f"resume {run.id}")
         return turn
+
+    async def _to_engine(self, lease: Lease, run_id: str) -> None:
+        """Give the lease back, then make sure the run's workflow runs (a worker takes the lease over)."""
+        assert self._engine is not None
+        try:
+            await asyncio.to_thread(self._leases().release, lease)
+            await self._engine.start(run_id)
+        except Exception:  # the resumer's next pass asks again
+            log.exception("run %s: could not hand it to the run engine", run_id)
 
     async def _run(
         self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease, resumes: Run | None = None
@@ -675,4 +733,14 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["Retry", "SameRun", "TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner", "turn_cap"]
+__all__ = [
+    "Retry",
+    "RunEngine",
+    "SameRun",
+    "TemplateGone",
+    "TooManyTurns",
+    "Turn",
+    "TurnBusy",
+    "TurnRunner",
+    "turn_cap",
+]

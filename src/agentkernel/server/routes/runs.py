@@ -79,6 +79,14 @@ async def run_events(
     either), as they were streamed, then the rest as they come, until `done`. Tokens are not kept:
     the `reply` after them holds the whole text."""
     since = after if after is not None else int(last_event_id or 0)
+    return await stored_events(run_id, request, user, parts, since)
+
+
+async def stored_events(
+    run_id: str, request: Request, user: str, parts: ServerParts, since: int = 0, first: bytes = b""
+) -> StreamingResponse:
+    """The run's events from the store after `since` (see `run_events`), `first` before them: the
+    response of a message whose run a worker drives (runs.engine: temporal) reads them so too."""
     run, info = await asyncio.to_thread(owned_run, parts, run_id, user)
     try:
         parts.run_streams.check(user)
@@ -87,7 +95,7 @@ async def run_events(
     frames = _held(
         parts.run_streams,
         user,
-        _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs),
+        _frames(parts.kernel, sealing_of(request), run, info, since, parts.settings.keepalive_secs, first),
     )
     return StreamingResponse(
         frames,
@@ -110,9 +118,17 @@ async def _held(streams: RunStreams, user: str, frames: AsyncIterator[bytes]) ->
 
 
 async def _frames(
-    kernel: Kernel, sealing: Sealing, run: Run, info: SessionInfo, since: int, keepalive_secs: float
+    kernel: Kernel,
+    sealing: Sealing,
+    run: Run,
+    info: SessionInfo,
+    since: int,
+    keepalive_secs: float,
+    first: bytes = b"",
 ) -> AsyncIterator[bytes]:
     """The run's events from the store, after `since`, until its end (see the module docstring)."""
+    if first:
+        yield first
     quiet = 0.0
     while True:
         records = await asyncio.to_thread(kernel.run_records, run.id, since, PAGE)

@@ -1,0 +1,207 @@
+"""Runs on Temporal (S27.2): `agentkernel serve` records a run and starts its workflow; `agentkernel
+worker` processes drive it from its journal, and a worker killed mid-run is replaced by another.
+
+Real parts only: the CLI's Temporal dev server (tests/temporal.py), real
+`agentkernel serve` and `agentkernel worker` processes on one project (one
+message store), the scripted LLM server and a webhook receiver in the test
+counting the tools' side effects. A tool call is held mid-effect by the
+receiver (it answers once the test says so) and a worker is killed there
+with SIGKILL: the next worker goes on from the journal, running the call
+again only when its tool says `idempotent: true`, else telling the LLM it
+was interrupted. The client's stream, read from the store, goes on across
+the worker's death. Nothing waits on time: on the LLM's requests, the
+receiver's, the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentkernel.agent.resume import INTERRUPTED
+from agentkernel.config.server import token_hash
+from tests.conftest import ctrl_c_default, wait_until
+from tests.fakes import FakeLLMServer, FakeToolCall, Reply
+from tests.fakes.webhook import WebhookReceiver
+from tests.server.conftest import make_project, sse_events, write
+from tests.server.test_run_resume import effect_tool, ended, records, tool_messages
+from tests.server.test_turns_across_processes import ALICE, BIN, Held, asked, new_session, serving
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[str]
+    log: Path
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+@contextmanager
+def working(root: Path, name: str) -> Iterator[Worker]:
+    """`agentkernel worker` in `root`, once it polls its task queue; killed (and reaped) if still running."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
+    log = root / f"{name}.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [str(BIN / "agentkernel"), "worker"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            preexec_fn=ctrl_c_default,
+        )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("agentkernel: worker on "), (line, log.read_text())
+        yield Worker(process, log)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as hook:
+        try:
+            yield hook
+        finally:
+            if hook.hold is not None:
+                hook.hold.set()  # a held call never outlives its test
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path,
+    llm_server: FakeLLMServer,
+    receiver: WebhookReceiver,
+    temporal_address: str,
+    temporal_task_queue: str,
+) -> Path:
+    make_project(
+        tmp_path,
+        llm_server,
+        f"http:\n  allow_private: true\nserver:\n  turn_lease_secs: 1\n"
+        f"  tokens:\n    {token_hash('alice-token')}: alice\n"
+        f"runs:\n  engine: temporal\n  address: '{temporal_address}'\n"
+        f"  task_queue: {temporal_task_queue}\n  heartbeat_secs: 1\n",
+    )
+    effect_tool(tmp_path, "effect", receiver.url)
+    effect_tool(tmp_path, "effect_again", receiver.url, idempotent=True)
+    write(
+        tmp_path / "config" / "templates" / "tester.yaml",
+        "name: tester\ninstructions: Test.\ntools: [effect, effect_again]\nmax_turns: 4\n",
+    )
+    return tmp_path
+
+
+def workflow_status(address: str, run_id: str) -> str:
+    """The run's workflow's status, as Temporal has it."""
+    from temporalio.client import Client
+
+    async def described() -> str:
+        client = await Client.connect(address)
+        return str((await client.get_workflow_handle(run_id).describe()).status.name)
+
+    return asyncio.run(described())
+
+
+def test_a_turn_with_a_tool_call_is_answered_by_a_worker(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, temporal_address: str
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)), Reply(text="done it"))
+    with serving(project, "api") as api, working(project, "w1") as worker, api.client() as client:
+        session = new_session(client)
+        answer = client.post(f"/v1/sessions/{session}/messages", json={"content": "do"}, headers=ALICE)
+        assert answer.status_code == 200, answer.text
+        run_id = answer.headers["x-run-id"]
+        events = sse_events(answer.text, runs=True)
+        assert events[0] == ("run", {"id": run_id, "session_id": session})
+        assert [kind for kind, _ in events][1:] == ["tool_call", "tool_result", "reply", "done"], events
+        assert events[-2:] == [
+            ("reply", {"content": "done it", "streamed": False}),
+            ("done", {"reason": "job_done"}),
+        ]
+        assert ended(client, run_id)["answer"] == "done it"
+        assert records(client, session) == [
+            ("user", "do"),
+            ("tool_call", '{"n": 1}'),
+            ("tool_result", "effect 200 1"),
+            ("agent", "done it"),
+            ("end", "job_done"),
+        ]
+    assert len(receiver.bodies) == 1 and len(asked(llm_server)) == 2
+    assert run_id in worker.log.read_text()  # the worker drove it, not the server
+    assert workflow_status(temporal_address, run_id) == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("tool", "runs", "seen"),
+    [("effect", 1, INTERRUPTED), ("effect_again", 2, "effect 200 1")],
+    ids=["not-idempotent", "idempotent"],
+)
+def test_a_worker_killed_during_a_tool_call_is_replaced_by_another_that_goes_on_from_the_journal(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, tool: str, runs: int, seen: str
+) -> None:
+    llm_server.add(Reply(tool_calls=(FakeToolCall(tool, '{"n": 1}', "c1"),)), Reply(text="after the call"))
+    receiver.hold = hold = threading.Event()
+    with serving(project, "api") as api, api.client() as client:
+        session = new_session(client)
+        with client.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "do it"}, headers=ALICE
+        ) as stream:
+            run_id = stream.headers["x-run-id"]
+            with working(project, "w1") as first:
+                receiver.wait_for(1)  # the call reached its effect, and waits there
+                first.kill()
+            hold.set()
+            with working(project, "w2") as second:
+                events = sse_events(stream.read().decode())  # the stream goes on across the worker's death
+                assert ended(client, run_id)["answer"] == "after the call"
+        assert events[-1] == ("done", {"reason": "job_done"}), events
+        assert run_id in second.log.read_text()
+        assert len(receiver.bodies) == runs
+        assert tool_messages(llm_server, 1) == [("c1", seen)]
+        results = [content for kind, content in records(client, session) if kind == "tool_result"]
+        assert results == [seen]  # one result of the call, whichever worker wrote it
+        assert records(client, session).count(("user", "do it")) == 1
+
+
+def test_stopping_a_run_cancels_its_workflow_and_the_worker_ends_it(
+    project: Path, llm_server: FakeLLMServer, temporal_address: str
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Held(gate))
+    try:
+        with serving(project, "api") as api, working(project, "w1"), api.client() as client:
+            session = new_session(client)
+            with client.stream(
+                "POST", f"/v1/sessions/{session}/messages", json={"content": "one"}, headers=ALICE
+            ) as stream:
+                run_id = stream.headers["x-run-id"]
+                wait_until(lambda: len(asked(llm_server)) == 1, "the worker's run to reach the LLM")
+                stopped = client.post(f"/v1/sessions/{session}/stop", headers=ALICE)
+                assert stopped.json() == {"stopped": True}
+                events = sse_events(stream.read().decode())
+            assert events[-1] == ("done", {"reason": "terminated"}), events
+            assert ended(client, run_id)["reason"] == "terminated"
+            wait_until(
+                lambda: workflow_status(temporal_address, run_id) == "CANCELED", "the workflow's cancellation"
+            )
+            assert client.post(f"/v1/sessions/{session}/stop", headers=ALICE).json() == {"stopped": False}
+    finally:
+        gate.set()
