@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agentkernel.agent.resume import INTERRUPTED

@@ -59,6 +59,7 @@ class RunDriver:
             now = await asyncio.to_thread(self.kernel.run, given.run_id)
             return "gone" if now is None else (now.reason or now.status)
         run = lease.resumes
+        log.info("run %s: driven on this worker (attempt %d)", run.id, activity.info().attempt)
         leases = self.kernel.turn_leases()
         info = (
             None if run.one_off else await asyncio.to_thread(self.sessions.owned, run.session_id, run.user_id)
