@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -204,3 +206,21 @@ def test_stopping_a_run_cancels_its_workflow_and_the_worker_ends_it(
             assert client.post(f"/v1/sessions/{session}/stop", headers=ALICE).json() == {"stopped": False}
     finally:
         gate.set()
+
+
+def test_a_message_while_temporal_does_not_answer_is_refused_and_leaves_the_session_free(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    config = project / "config" / "kernel.yaml"
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    text = config.read_text()
+    config.write_text(re.sub(r"address: '[^']*'", f"address: '127.0.0.1:{port}'", text))
+    with serving(project, "api") as api, api.client() as client:
+        session = new_session(client)
+        for _ in range(2):  # the first run ended `error`, its lease given back: the second is refused alike
+            answer = client.post(f"/v1/sessions/{session}/messages", json={"content": "hi"}, headers=ALICE)
+            assert answer.status_code == 503, answer.text
+            assert f"runs.address: Temporal at 127.0.0.1:{port}" in answer.json()["detail"]
+    assert asked(llm_server) == []

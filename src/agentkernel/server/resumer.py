@@ -32,7 +32,8 @@ import time
 
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionDirectory
-from agentkernel.server.turns import RunEngine, TurnRunner
+from agentkernel.server.turns import TurnRunner
+from agentkernel.services.run_engine import RunEngine
 
 log = logging.getLogger("agentkernel.server")
 APPROVALS_KEPT_SECS = 30 * 86400.0

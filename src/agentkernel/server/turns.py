@@ -54,7 +54,6 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
 from agentkernel.agent.resume import HandedOff, RunDamaged
@@ -63,6 +62,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
+from agentkernel.services.run_engine import EngineUnavailable, RunEngine
 from agentkernel.services.turn_leases import (
     Lease,
     NewRun,
@@ -85,14 +85,6 @@ OpenChat = Callable[[SessionInfo, list[ChatMessage] | None], ChatSession]
 EndChat = Callable[[ChatSession], None]
 # what an event becomes before it leaves the server (sealing.py: tables' continuation args become ids)
 Seal = Callable[[SessionInfo, StreamEvent], Awaitable[StreamEvent]]
-
-
-class RunEngine(Protocol):
-    """Where runs are driven when not here (services/temporal_runs.py): started, or cancelled, by run id."""
-
-    async def start(self, run_id: str, lease_token: str | None = None) -> None: ...
-
-    async def cancel(self, run_id: str) -> bool: ...
 
 
 class TurnBusy(Exception):
@@ -350,8 +342,11 @@ class TurnRunner:
             return True
         if self._engine is not None:
             runs = await asyncio.to_thread(self._leases().runs_of, session_id, 1)
-            if runs and runs[0].running and not runs[0].one_off and await self._engine.cancel(runs[0].id):
-                return True
+            try:
+                if runs and runs[0].running and not runs[0].one_off and await self._engine.cancel(runs[0].id):
+                    return True
+            except EngineUnavailable:  # the stop is asked in the store: the worker looks there too
+                log.exception("session %s: could not cancel its run's workflow", session_id)
         return await asyncio.to_thread(self._leases().ask_stop, session_id)
 
     async def start(
@@ -735,7 +730,6 @@ class TurnRunner:
 
 __all__ = [
     "Retry",
-    "RunEngine",
     "SameRun",
     "TemplateGone",
     "TooManyTurns",

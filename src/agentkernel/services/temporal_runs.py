@@ -17,12 +17,8 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkernel.config.runs import RunSettings
-from agentkernel.errors import AgentKernelError
+from agentkernel.services.run_engine import EngineUnavailable
 from agentkernel.services.temporal_workflow import RunInput, RunWorkflow
-
-
-class EngineUnavailable(AgentKernelError):
-    """Temporal did not answer (or refused): the run could not be started or cancelled there."""
 
 
 class TemporalRuns:
@@ -78,4 +74,4 @@ class TemporalRuns:
         return True
 
 
-__all__ = ["EngineUnavailable", "TemporalRuns"]
+__all__ = ["TemporalRuns"]

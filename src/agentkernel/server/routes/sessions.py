@@ -28,6 +28,7 @@ from agentkernel.server.routes.runs import run_events, stored_events
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Retry, SameRun, TooManyTurns, Turn, TurnBusy
+from agentkernel.services.run_engine import EngineUnavailable
 
 MAX_KEY_CHARS = 255
 KEY_PATTERN = r"^[!-~]+$"
@@ -141,6 +142,8 @@ async def send_message(
         raise HTTPException(409, str(exc)) from exc
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
+    except EngineUnavailable as exc:  # runs.engine: temporal, and Temporal does not answer: nothing runs
+        raise HTTPException(503, str(exc)) from exc
     if not info.title:
         await _name(parts, info, body.content)
     if turn.remote:  # runs.engine: temporal: a worker answers; its events are read from the store
