@@ -116,7 +116,8 @@ def workflow_status(address: str, run_id: str) -> str:
 
     async def described() -> str:
         client = await Client.connect(address)
-        return str((await client.get_workflow_handle(run_id).describe()).status.name)
+        status = (await client.get_workflow_handle(run_id).describe()).status
+        return "none" if status is None else status.name
 
     return asyncio.run(described())
 
