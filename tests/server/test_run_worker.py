@@ -21,6 +21,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,8 +31,9 @@ from pathlib import Path
 import pytest
 
 from agentkernel.agent.resume import INTERRUPTED
+from agentkernel.config.runs import TEMPORAL_ADDRESS_ENV
 from agentkernel.config.server import token_hash
-from tests.conftest import ctrl_c_default, wait_until
+from tests.conftest import ctrl_c_default, wait_until, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, sse_events, write
@@ -225,3 +227,29 @@ def test_a_message_while_temporal_does_not_answer_is_refused_and_leaves_the_sess
             assert answer.status_code == 503, answer.text
             assert f"runs.address: Temporal at 127.0.0.1:{port}" in answer.json()["detail"]
     assert asked(llm_server) == []
+
+
+SDK_PROBE = """
+import sys
+from agentkernel import Kernel
+from agentkernel.config import find_kernel_config, load_kernel_config
+from agentkernel.server.app import create_app
+with Kernel(load_kernel_config(find_kernel_config(None))) as kernel:
+    create_app(kernel)
+    print(sorted({m.split(".")[0] for m in sys.modules if m.startswith("temporalio")}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "imported"), [("", "[]"), ("runs: {engine: temporal}\n", "['temporalio']")]
+)
+def test_the_temporal_sdk_is_imported_only_with_engine_temporal(
+    tmp_path: Path, extra: str, imported: str
+) -> None:
+    write_kernel_yaml(tmp_path, extra)
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTKERNEL_CONFIG", TEMPORAL_ADDRESS_ENV)}
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == imported
