@@ -253,3 +253,67 @@ def test_the_temporal_sdk_is_imported_only_with_engine_temporal(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == imported
+
+
+def test_a_worker_killed_during_the_llm_call_is_replaced_and_the_llm_asked_again(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    gate = threading.Event()
+    llm_server.add(Held(gate), Reply(text="resumed answer"))
+    try:
+        with serving(project, "api") as api, api.client() as client:
+            session = new_session(client)
+            with client.stream(
+                "POST", f"/v1/sessions/{session}/messages", json={"content": "one"}, headers=ALICE
+            ) as stream:
+                run_id = stream.headers["x-run-id"]
+                with working(project, "w1") as first:
+                    wait_until(lambda: len(asked(llm_server)) == 1, "the first worker's run to reach the LLM")
+                    first.kill()
+                gate.set()  # its answer goes to a connection nobody reads
+                with working(project, "w2"):
+                    events = sse_events(stream.read().decode())
+            assert events[-2:] == [
+                ("reply", {"content": "resumed answer", "streamed": False}),
+                ("done", {"reason": "job_done"}),
+            ]
+            assert ended(client, run_id)["answer"] == "resumed answer"
+            assert records(client, session).count(("user", "one")) == 1
+        assert len(asked(llm_server)) == 2
+    finally:
+        gate.set()
+
+
+def test_a_worker_stopped_gracefully_hands_its_run_to_another_at_its_next_call(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver
+) -> None:
+    """SIGTERM past shutdown_grace_secs: the running call is waited for and recorded, the run handed
+    off (the activity fails, so Temporal retries it elsewhere), and the next worker makes the next call."""
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text().replace("server:\n", "server:\n  shutdown_grace_secs: 0\n")
+    )
+    calls = (FakeToolCall("effect", '{"n": 1}', "c1"), FakeToolCall("effect", '{"n": 2}', "c2"))
+    llm_server.add(Reply(tool_calls=calls), Reply(text="after both"))
+    receiver.hold = hold = threading.Event()
+    with serving(project, "api") as api, api.client() as client:
+        session = new_session(client)
+        with client.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "do both"}, headers=ALICE
+        ) as stream:
+            run_id = stream.headers["x-run-id"]
+            with working(project, "w1") as first:
+                receiver.wait_for(1)  # the first call reached its effect, and waits there
+                first.process.send_signal(signal.SIGTERM)
+                wait_until(lambda: "running turn(s)" in first.log.read_text(), "w1 to stop its running turn")
+                hold.set()
+                assert first.process.wait() == 0
+            assert [body["n"] for body in receiver.bodies] == [1]
+            with working(project, "w2") as second:
+                events = sse_events(stream.read().decode())
+        assert events[-1] == ("done", {"reason": "job_done"}), events
+        assert ended(client, run_id)["answer"] == "after both"
+        assert run_id in second.log.read_text()
+        results = [content for kind, content in records(client, session) if kind == "tool_result"]
+    assert [body["n"] for body in receiver.bodies] == [1, 2]
+    assert results == ["effect 200 1", "effect 200 2"]
