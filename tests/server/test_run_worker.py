@@ -58,7 +58,7 @@ def working(root: Path, name: str) -> Iterator[Worker]:
     log = root / f"{name}.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [str(BIN / "agentkernel"), "worker"],
+            [str(BIN / "agentkernel"), "-v", "worker"],  # -v: it logs each run it drives
             cwd=root,
             env=env,
             stdout=subprocess.PIPE,
@@ -317,3 +317,30 @@ def test_a_worker_stopped_gracefully_hands_its_run_to_another_at_its_next_call(
         results = [content for kind, content in records(client, session) if kind == "tool_result"]
     assert [body["n"] for body in receiver.bodies] == [1, 2]
     assert results == ["effect 200 1", "effect 200 2"]
+
+
+def test_two_workers_on_one_queue_drive_each_run_once(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver
+) -> None:
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)),
+        Reply(text="first done"),
+        Reply(tool_calls=(FakeToolCall("effect", '{"n": 2}', "c2"),)),
+        Reply(text="second done"),
+    )
+    with (
+        serving(project, "api") as api,
+        working(project, "w1") as one,
+        working(project, "w2") as two,
+        api.client() as client,
+    ):
+        run_ids = []
+        for text in ("first", "second"):
+            session = new_session(client)
+            answer = client.post(f"/v1/sessions/{session}/messages", json={"content": text}, headers=ALICE)
+            assert dict(sse_events(answer.text))["done"] == {"reason": "job_done"}, answer.text
+            run_ids.append(answer.headers["x-run-id"])
+    assert sorted(body["n"] for body in receiver.bodies) == [1, 2]
+    logs = one.log.read_text() + two.log.read_text()
+    for run_id in run_ids:
+        assert logs.count(f"run {run_id}: driven on this worker") == 1, logs

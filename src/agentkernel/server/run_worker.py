@@ -69,7 +69,8 @@ class RunDriver:
             await asyncio.to_thread(leases.end_run, run.id, "error", lease.token)
             await asyncio.to_thread(leases.release, lease)
             return "error"
-        turn = self.turns.resume(info, lease, f"worker-{run.id}")
+        fresh = lease.token == given.lease_token  # adopted from its server: not left by a dead worker
+        turn = self.turns.resume(info, lease, f"worker-{run.id}", fresh=fresh)
         if turn is None or turn.task is None:
             raise ApplicationError(f"run {run.id}: its session runs a turn on this worker already")
         await self._until_done(turn, info, given.heartbeat_secs)

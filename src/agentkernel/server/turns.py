@@ -442,10 +442,14 @@ class TurnRunner:
             raise
         turn.remote = True
 
-    def resume(self, session: SessionInfo, lease: Lease, request_id: str) -> Turn | None:
+    def resume(
+        self, session: SessionInfo, lease: Lease, request_id: str, *, fresh: bool = False
+    ) -> Turn | None:
         """Go on with the run its dead server left unfinished (`lease.resumes`), in the background: its
         events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here,
-        or when a run engine drives it (its lease given back, its workflow started if none runs)."""
+        or when a run engine drives it (its lease given back, its workflow started if none runs).
+        `fresh`: the run was handed here by the server that recorded it (a run engine's worker), not left
+        by a dead one."""
         run = lease.resumes
         assert run is not None
         if self._engine is not None and not run.one_off:
@@ -460,7 +464,10 @@ class TurnRunner:
         turn.abandoned = True  # nobody reads it here: its events go nowhere but the store
         turn._stop_reading()
         self._running[session.id] = turn
-        log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
+        if fresh:
+            log.info("session %s: driving run %s, handed here by its server", session.id, run.id)
+        else:
+            log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
         turn.task = asyncio.create_task(self._run(session, None, turn, lease, run), name=f"resume {run.id}")
         return turn
 
