@@ -40,6 +40,8 @@ from agentkernel.services.temporal_workflow import DRIVE_RUN, RunInput, RunWorkf
 from agentkernel.services.turn_leases import Lease
 
 log = logging.getLogger("agentkernel.worker")
+STOP_RETRY_SECS = 0.5
+"""How often a cancelled run is told to stop again while its chat is still opening (nothing to stop yet)."""
 
 
 class RunDriver:
@@ -90,10 +92,10 @@ class RunDriver:
                 await asyncio.wait({turn.task}, timeout=heartbeat_secs / 3)
         except asyncio.CancelledError:
             log.warning("run %s: its workflow was cancelled; the run stops", turn.run_id)
-            self.turns.stop(info.id)
             while not turn.task.done():  # its end is recorded before the cancellation is answered
+                self.turns.stop(info.id)  # again until it takes: the chat may still be opening
                 with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait({turn.task})
+                    await asyncio.wait({turn.task}, timeout=STOP_RETRY_SECS)
             raise
 
     async def _lease(self, given: RunInput) -> Lease | None:
