@@ -37,6 +37,7 @@ from tests.conftest import ctrl_c_default, wait_until, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, sse_events, write
+from tests.server.test_approvals import decide, pending_calls
 from tests.server.test_run_resume import effect_tool, ended, records, tool_messages
 from tests.server.test_turns_across_processes import ALICE, BIN, Held, asked, new_session, serving
 
@@ -105,9 +106,10 @@ def project(
     )
     effect_tool(tmp_path, "effect", receiver.url)
     effect_tool(tmp_path, "effect_again", receiver.url, idempotent=True)
+    effect_tool(tmp_path, "effect_asked", receiver.url, approval="always")
     write(
         tmp_path / "config" / "templates" / "tester.yaml",
-        "name: tester\ninstructions: Test.\ntools: [effect, effect_again]\nmax_turns: 4\n",
+        "name: tester\ninstructions: Test.\ntools: [effect, effect_again, effect_asked]\nmax_turns: 4\n",
     )
     return tmp_path
 
@@ -344,3 +346,33 @@ def test_two_workers_on_one_queue_drive_each_run_once(
     logs = one.log.read_text() + two.log.read_text()
     for run_id in run_ids:
         assert logs.count(f"run {run_id}: driven on this worker") == 1, logs
+
+
+def test_a_worker_killed_while_an_approval_waits_is_replaced_and_the_call_runs_once_when_approved(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver
+) -> None:
+    """The wait is the run's, in the store (S24.4): the next worker waits on the same approval, not
+    asking again; approved, the call runs once."""
+    llm_server.add(
+        Reply(tool_calls=(FakeToolCall("effect_asked", '{"n": 1}', "c1"),)), Reply(text="approved, sent")
+    )
+    with serving(project, "api") as api, api.client() as client:
+        session = new_session(client)
+        with client.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "send it"}, headers=ALICE
+        ) as stream:
+            run_id = stream.headers["x-run-id"]
+            with working(project, "w1") as first:
+                wait_until(lambda: bool(pending_calls(client)), "the call to wait for a decision")
+                first.kill()
+            with working(project, "w2") as second:
+                driving = f"run {run_id}: driven on this worker"
+                wait_until(lambda: driving in second.log.read_text(), "the second worker to take the run")
+                assert pending_calls(client) == [(run_id, "c1")]  # the same approval, still pending
+                assert decide(client, run_id, ALICE, decision="approve").status_code == 200
+                events = sse_events(stream.read().decode())
+        assert events[-1] == ("done", {"reason": "job_done"}), events
+        assert [kind for kind, _ in events].count("approval_required") == 1
+        assert ended(client, run_id)["answer"] == "approved, sent"
+    assert len(receiver.bodies) == 1
+    assert len(asked(llm_server)) == 2  # the recorded response was never asked for again
