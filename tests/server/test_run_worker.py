@@ -36,7 +36,7 @@ from agentkernel.config.server import token_hash
 from tests.conftest import ctrl_c_default, wait_until, write_kernel_yaml
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
-from tests.server.conftest import make_project, sse_events, write
+from tests.server.conftest import make_project, sse_events, sse_frames, write
 from tests.server.test_approvals import decide, pending_calls
 from tests.server.test_run_resume import effect_tool, ended, records, tool_messages
 from tests.server.test_turns_across_processes import ALICE, BIN, Held, asked, new_session, serving
@@ -376,3 +376,43 @@ def test_a_worker_killed_while_an_approval_waits_is_replaced_and_the_call_runs_o
         assert ended(client, run_id)["answer"] == "approved, sent"
     assert len(receiver.bodies) == 1
     assert len(asked(llm_server)) == 2  # the recorded response was never asked for again
+
+
+def test_a_client_whose_api_replica_dies_reads_the_rest_of_the_run_from_another(
+    project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver
+) -> None:
+    """The run is the worker's and its events the store's: a replica killed while its client streams
+    loses nothing; the client asks another with Last-Event-ID and reads the rest, once."""
+    llm_server.add(Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)), Reply(text="all done"))
+    receiver.hold = hold = threading.Event()
+    with (
+        serving(project, "a") as a,
+        serving(project, "b") as b,
+        working(project, "w1"),
+        a.client() as to_a,
+        b.client() as to_b,
+    ):
+        session = new_session(to_a)
+        with to_a.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "do"}, headers=ALICE
+        ) as stream:
+            run_id = stream.headers["x-run-id"]
+            text = ""
+            lines = stream.iter_lines()
+            while "event: tool_call" not in text or not text.endswith("\n\n"):
+                text += next(lines) + "\n"
+            receiver.wait_for(1)  # the call waits at its effect
+            a.process.send_signal(signal.SIGKILL)
+            a.process.wait()
+        seen = sse_frames(text)
+        assert [kind for kind, _, _ in seen] == ["run", "tool_call"]
+        last = seen[-1][1]
+        assert last is not None
+        hold.set()
+        rest = to_b.get(f"/v1/runs/{run_id}/events", headers={**ALICE, "Last-Event-ID": str(last)})
+        assert [kind for kind, _ in sse_events(rest.text)] == ["tool_result", "reply", "done"], rest.text
+        assert sse_events(rest.text)[-2:] == [
+            ("reply", {"content": "all done", "streamed": False}),
+            ("done", {"reason": "job_done"}),
+        ]
+    assert len(receiver.bodies) == 1
