@@ -416,3 +416,24 @@ def test_a_client_whose_api_replica_dies_reads_the_rest_of_the_run_from_another(
             ("done", {"reason": "job_done"}),
         ]
     assert len(receiver.bodies) == 1
+
+
+def test_a_run_stopped_before_any_worker_took_it_ends_terminated_without_asking_the_llm(
+    project: Path, llm_server: FakeLLMServer, temporal_address: str
+) -> None:
+    with serving(project, "api") as api, api.client() as client:
+        session = new_session(client)
+        with client.stream(
+            "POST", f"/v1/sessions/{session}/messages", json={"content": "never"}, headers=ALICE
+        ) as stream:
+            run_id = stream.headers["x-run-id"]
+            stopped = client.post(f"/v1/sessions/{session}/stop", headers=ALICE)  # no worker runs yet
+            assert stopped.json() == {"stopped": True}
+            with working(project, "w1"):
+                events = sse_events(stream.read().decode())
+                assert ended(client, run_id)["reason"] == "terminated"
+        assert events == [("done", {"reason": "terminated"})], events
+        wait_until(lambda: workflow_status(temporal_address, run_id) != "RUNNING", "the workflow to end")
+        assert workflow_status(temporal_address, run_id) == "CANCELED"
+        assert records(client, session) == [("end", "terminated")]
+    assert asked(llm_server) == []

@@ -36,7 +36,7 @@ from agentkernel.server.app import sessions_path
 from agentkernel.server.sessions import SessionDirectory, SessionInfo
 from agentkernel.server.turns import Turn, TurnRunner
 from agentkernel.services.temporal_runs import TemporalRuns
-from agentkernel.services.temporal_workflow import DRIVE_RUN, RunInput, RunWorkflow
+from agentkernel.services.temporal_workflow import DRIVE_RUN, END_STOPPED, RunInput, RunWorkflow
 from agentkernel.services.turn_leases import Lease
 
 log = logging.getLogger("agentkernel.worker")
@@ -82,6 +82,31 @@ class RunDriver:
         if now is not None and now.running:
             raise ApplicationError(f"run {run.id}: its turn ended here without recording its end")
         return "gone" if now is None else (now.reason or now.status)
+
+    @activity.defn(name=END_STOPPED)
+    async def end_stopped(self, given: RunInput) -> str:
+        """End a run whose workflow was cancelled, `terminated`, if it is still running (it was never
+        taken by a worker, or the one driving it died); its reason."""
+        lease = await self._lease(given)
+        if lease is None or lease.resumes is None:
+            now = await asyncio.to_thread(self.kernel.run, given.run_id)
+            return "gone" if now is None else (now.reason or now.status)
+        run = lease.resumes
+        leases = self.kernel.turn_leases()
+        try:
+            chat = await asyncio.to_thread(
+                self.kernel.chat, run.template, user_id=run.user_id, session_id=run.session_id, resume=True
+            )
+            try:
+                await asyncio.to_thread(chat.record_stop, run.id, lease.token)
+            finally:
+                self.kernel.end_chat(chat)
+        except Exception:  # a template gone: the run still ends
+            log.exception("run %s: could not record its stop", run.id)
+            await asyncio.to_thread(leases.end_run, run.id, "terminated", lease.token)
+        finally:
+            await asyncio.to_thread(leases.release, lease)
+        return "terminated"
 
     async def _until_done(self, turn: Turn, info: SessionInfo, heartbeat_secs: float) -> None:
         """Heartbeat until the turn's task is over; a cancelled activity stops the run and waits for it."""
@@ -148,7 +173,7 @@ async def work(kernel: Kernel, stop: asyncio.Event, ready: asyncio.Event | None 
         client,
         task_queue=kernel.config.runs.task_queue,
         workflows=[RunWorkflow],
-        activities=[driver.drive],
+        activities=[driver.drive, driver.end_stopped],
         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
         max_concurrent_activities=kernel.config.server.max_open_chats,
     )

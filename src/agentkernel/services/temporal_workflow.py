@@ -15,7 +15,9 @@ retries and cancels runs:
   `idempotent: true` is told to the LLM as interrupted);
 - cancelling the workflow cancels the activity (delivered with a
   heartbeat's answer), which stops the run as a stop does (`terminated`)
-  and waits for it to record its end (WAIT_CANCELLATION_COMPLETED).
+  and waits for it to record its end (WAIT_CANCELLATION_COMPLETED); a run
+  cancelled before any worker took it is ended `terminated` by a second
+  activity, `END_STOPPED` (a no-op for a run that has ended).
 
 Why one activity and not one per LLM and tool call: that would make the
 agent loop itself workflow code; the journal already makes a run
@@ -26,16 +28,22 @@ workflow sandbox imports it again for each workflow.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, CancelledError
 
 WORKFLOW = "agentkernel.run"
 DRIVE_RUN = "agentkernel.drive_run"
+END_STOPPED = "agentkernel.end_stopped_run"
 RUN_MOST_SECS = 7 * 24 * 3600.0
 """The longest a run may be driven (one waiting for a person's approval included), per attempt."""
+END_MOST_SECS = 300.0
+"""The longest ending a stopped run may take (opening its chat, a dead holder's lease lapsing), per attempt:
+it does not heartbeat, so a worker dying there has it retried after this."""
 MOST_ATTEMPTS = 10
 """Attempts of the activity (workers dying, a store down); a run also ends `error` after its journal says
 it was taken over MOST_TAKEOVERS times (agent/resume.py)."""
@@ -68,16 +76,38 @@ class RunWorkflow:
 
     @workflow.run
     async def run(self, given: RunInput) -> str:
-        result: str = await workflow.execute_activity(
-            DRIVE_RUN,
-            given,
-            result_type=str,
-            start_to_close_timeout=timedelta(seconds=RUN_MOST_SECS),
-            heartbeat_timeout=timedelta(seconds=given.heartbeat_secs),
-            retry_policy=RETRY,
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        )
+        try:
+            result: str = await workflow.execute_activity(
+                DRIVE_RUN,
+                given,
+                result_type=str,
+                start_to_close_timeout=timedelta(seconds=RUN_MOST_SECS),
+                heartbeat_timeout=timedelta(seconds=given.heartbeat_secs),
+                retry_policy=RETRY,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except (asyncio.CancelledError, ActivityError) as exc:
+            if isinstance(exc, ActivityError) and not isinstance(exc.cause, CancelledError):
+                raise
+            await workflow.execute_activity(  # the run may never have been taken: it ends `terminated`
+                END_STOPPED,
+                given,
+                result_type=str,
+                start_to_close_timeout=timedelta(seconds=END_MOST_SECS),
+                retry_policy=RETRY,
+            )
+            raise
         return result
 
 
-__all__ = ["DRIVE_RUN", "MOST_ATTEMPTS", "RETRY", "RUN_MOST_SECS", "WORKFLOW", "RunInput", "RunWorkflow"]
+__all__ = [
+    "DRIVE_RUN",
+    "END_MOST_SECS",
+    "END_STOPPED",
+    "MOST_ATTEMPTS",
+    "RETRY",
+    "RUN_MOST_SECS",
+    "WORKFLOW",
+    "RunInput",
+    "RunWorkflow",
+]
