@@ -114,6 +114,12 @@ def project(
     return tmp_path
 
 
+def workflow_ended(address: str, run_id: str) -> str:
+    """The run's workflow's status once it is no longer running (its worker must be up till then)."""
+    wait_until(lambda: workflow_status(address, run_id) != "RUNNING", f"workflow {run_id} to end")
+    return workflow_status(address, run_id)
+
+
 def workflow_status(address: str, run_id: str) -> str:
     """The run's workflow's status, as Temporal has it."""
     from temporalio.client import Client
@@ -150,9 +156,10 @@ def test_a_turn_with_a_tool_call_is_answered_by_a_worker(
             ("agent", "done it"),
             ("end", "job_done"),
         ]
+        # the worker is up until the workflow has ended: its last task is a worker's
+        assert workflow_ended(temporal_address, run_id) == "COMPLETED"
     assert len(receiver.bodies) == 1 and len(asked(llm_server)) == 2
-    assert run_id in worker.log.read_text()  # the worker drove it, not the server
-    assert workflow_status(temporal_address, run_id) == "COMPLETED"
+    assert f"run {run_id}: driven on this worker" in worker.log.read_text()  # the worker drove it
 
 
 @pytest.mark.parametrize(
@@ -205,9 +212,7 @@ def test_stopping_a_run_cancels_its_workflow_and_the_worker_ends_it(
                 events = sse_events(stream.read().decode())
             assert events[-1] == ("done", {"reason": "terminated"}), events
             assert ended(client, run_id)["reason"] == "terminated"
-            wait_until(
-                lambda: workflow_status(temporal_address, run_id) == "CANCELED", "the workflow's cancellation"
-            )
+            assert workflow_ended(temporal_address, run_id) == "CANCELED"
             assert client.post(f"/v1/sessions/{session}/stop", headers=ALICE).json() == {"stopped": False}
     finally:
         gate.set()
@@ -429,11 +434,10 @@ def test_a_run_stopped_before_any_worker_took_it_ends_terminated_without_asking_
             run_id = stream.headers["x-run-id"]
             stopped = client.post(f"/v1/sessions/{session}/stop", headers=ALICE)  # no worker runs yet
             assert stopped.json() == {"stopped": True}
-            with working(project, "w1"):
+            with working(project, "w1"):  # up until the workflow has ended: its last task is a worker's
                 events = sse_events(stream.read().decode())
                 assert ended(client, run_id)["reason"] == "terminated"
+                assert workflow_ended(temporal_address, run_id) == "CANCELED"
         assert events == [("done", {"reason": "terminated"})], events
-        wait_until(lambda: workflow_status(temporal_address, run_id) != "RUNNING", "the workflow to end")
-        assert workflow_status(temporal_address, run_id) == "CANCELED"
         assert records(client, session) == [("end", "terminated")]
     assert asked(llm_server) == []
