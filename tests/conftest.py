@@ -21,7 +21,8 @@ from tests.fakes import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytest_plugins = ("tests.pg",)  # pg_cluster, pg_url: a throw-away PostgreSQL (S27.2)
+# pg_cluster, pg_url: a throw-away PostgreSQL; temporal_address: a throw-away Temporal (S27.2)
+pytest_plugins = ("tests.pg", "tests.temporal")
 
 ToolFactory = Callable[..., Path]
 

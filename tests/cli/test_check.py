@@ -561,7 +561,8 @@ def test_a_template_naming_a_broken_tool_is_a_problem_too(project: Path, check: 
         (
             "scripts: {}\nlimts: {}\n",
             "2: unknown key 'limts' (allowed: approvals, cron, duckdb, files, http, limits, llm, logging,"
-            " paths, quotas, root, scripts, server, shell, state, store, telemetry); did you mean 'limits'?",
+            " paths, quotas, root, runs, scripts, server, shell, state, store, telemetry);"
+            " did you mean 'limits'?",
         ),
         ("limits:\n  timeout_secs: soon\n", "2: limits.timeout_secs: 'soon' is not of type 'number'"),
         ("llm:\n  model: m\n  base_url: 5\n", "3: llm.base_url: "),

@@ -110,10 +110,18 @@ class ChatSession:
     def record_failure(self, run_id: str, lease: str, message: str) -> None:
         """End a run the loop could not (it failed, or its journal is damaged): an `error` record saying
         why, then its end, `error`, in one step under `lease` (blocking: a worker thread)."""
+        self._record_end(run_id, lease, [Entry("system", "error", message)], "error")
+
+    def record_stop(self, run_id: str, lease: str) -> None:
+        """End a run stopped before anything of it ran (its workflow cancelled before a worker took it):
+        its end, `terminated`, under `lease` (blocking: a worker thread)."""
+        self._record_end(run_id, lease, [], "terminated")
+
+    def _record_end(self, run_id: str, lease: str, before: list[Entry], reason: str) -> None:
         if self.records is None:
             return
-        entries = [Entry("system", "error", message), Entry("system", "end", "error")]
-        ended = {"status": "ended", "reason": "error", "ended_at": time.time()}
+        entries = [*before, Entry("system", "end", reason)]
+        ended = {"status": "ended", "reason": reason, "ended_at": time.time()}
         previous = self.records.lease, self.records.run_id
         self.records.lease, self.records.run_id = lease, run_id
         try:

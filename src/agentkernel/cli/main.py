@@ -53,6 +53,7 @@ COMMANDS = {
     "init": "agentkernel.cli.init_cmds",
     "usage": "agentkernel.cli.usage_cmd",
     "store": "agentkernel.cli.store_cmd",
+    "worker": "agentkernel.cli.worker_cmd",
 }
 
 

@@ -17,6 +17,7 @@ from agentkernel.config.approvals import APPROVALS_SCHEMA, ApprovalSettings, app
 from agentkernel.config.cron import CRON_SCHEMA, CronSettings, cron_settings
 from agentkernel.config.limits import LIMITS_SCHEMA, KernelLimits
 from agentkernel.config.quotas import QUOTAS_SCHEMA, QuotaSettings, quota_settings
+from agentkernel.config.runs import RUNS_SCHEMA, RunSettings, run_settings
 from agentkernel.config.schema import Schema, StrictValidator, Where, first_error, yaml_error
 from agentkernel.config.sections import (
     SECTIONS,
@@ -91,6 +92,7 @@ KERNEL_SCHEMA: Schema = {
         "telemetry": TELEMETRY_SCHEMA,
         "quotas": QUOTAS_SCHEMA,
         "store": STORE_SCHEMA,
+        "runs": RUNS_SCHEMA,
         **SECTIONS,
     },
 }
@@ -129,6 +131,7 @@ class KernelConfig:
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
     store: StoreSettings = field(default_factory=StoreSettings)  # S27.2: PostgreSQL, or the SQLite files
+    runs: RunSettings = field(default_factory=RunSettings)  # S27.2: runs here, or on Temporal
 
     @cached_property
     def duckdb_dir(self) -> Path:
@@ -258,6 +261,7 @@ def _kernel_config_from(data: Mapping[str, Any], root: Path, path: Path | None, 
         telemetry=telemetry_settings(data.get("telemetry"), where),
         quotas=quota_settings(data.get("quotas", {}), where),
         store=store_settings(data.get("store"), where),
+        runs=run_settings(data.get("runs"), where),
     )
 
 

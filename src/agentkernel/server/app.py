@@ -88,6 +88,12 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     chosen = settings or kernel.config.server
     counted.start()  # the metrics count from here on (S26.2; a CLI command never pays for them)
 
+    engine = None
+    if kernel.config.runs.temporal:  # S27.2: sessions' runs are driven by `agentkernel worker` processes
+        from agentkernel.services.temporal_runs import TemporalRuns  # the SDK only then: start-up time
+
+        engine = TemporalRuns(kernel.config.runs)
+
     def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
         # resume: a session opened again after a restart goes on with its conversation
         chat = kernel.chat(info.template, user_id=info.user_id, session_id=info.id, resume=history is None)
@@ -108,6 +114,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         kernel.turn_leases,  # in the store: turns and their per-user cap across processes
         chosen.turn_lease_secs,
         check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
+        engine=engine,
     )
     directory = session_directory(kernel)
     # tool runs are counted in the store: every process on the project counts the same (work_leases.py;
@@ -142,7 +149,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
         # the runs a dead server left unfinished: taken over and resumed here (S25.3)
-        resumer = RunResumer(kernel, directory, turns, chosen.turn_lease_secs)
+        resumer = RunResumer(kernel, directory, turns, chosen.turn_lease_secs, engine)
         resuming = asyncio.create_task(resumer.run(stop))
         # in the background: start-up never waits for the LLM server
         warned = asyncio.create_task(parts.llm.warn()) if check_llm else None

@@ -12,6 +12,11 @@ client's, and left with it: the SDK's retry finds the run, completion_retries.py
 (A message sent to the session first takes the run over the same way:
 turns.py.)
 
+With a run engine (`runs.engine: temporal`) a session's run left
+unfinished is not taken over here: its workflow is started again if none
+runs (a no-op when one does: its activity is between attempts), and a
+worker takes the lease over.
+
 The same pass keeps the approvals store tidy (S24.4): approvals past their
 timeout are marked `expired` (the run waiting on one sees the denial by
 itself), and decided ones older than APPROVALS_KEPT_SECS are deleted, a
@@ -29,6 +34,7 @@ from agentkernel.errors import StoreUnavailable
 from agentkernel.kernel import Kernel
 from agentkernel.server.sessions import SessionStore
 from agentkernel.server.turns import TurnRunner
+from agentkernel.services.run_engine import RunEngine
 
 log = logging.getLogger("agentkernel.server")
 APPROVALS_KEPT_SECS = 30 * 86400.0
@@ -38,8 +44,16 @@ APPROVALS_KEPT_SECS = 30 * 86400.0
 class RunResumer:
     """Finds the store's unfinished runs whose holder is gone and resumes them here."""
 
-    def __init__(self, kernel: Kernel, sessions: SessionStore, turns: TurnRunner, lease_secs: float) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        sessions: SessionStore,
+        turns: TurnRunner,
+        lease_secs: float,
+        engine: RunEngine | None = None,
+    ) -> None:
         self.kernel = kernel
+        self.engine = engine
         self.sessions = sessions
         self.turns = turns
         self.lease_secs = lease_secs
@@ -73,6 +87,11 @@ class RunResumer:
         leases = self.kernel.turn_leases()
         taken = 0
         for run_id in await asyncio.to_thread(leases.orphans):
+            if self.engine is not None:
+                run = await asyncio.to_thread(leases.run, run_id)
+                if run is not None and not run.one_off:
+                    await self.engine.start(run_id)  # its workers take it over
+                    continue
             lease = await asyncio.to_thread(leases.take_over, run_id, self.lease_secs)
             if lease is None or lease.resumes is None:  # another server took it, or it ended meanwhile
                 continue

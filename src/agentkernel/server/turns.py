@@ -29,6 +29,15 @@ A tool run in a session spends the budget group of the session's open chat
 (tool_runs.py), so the runner lends a chat (`lent`), opening it if need be
 and keeping it open while lent.
 
+With `runs.engine: temporal` (a `RunEngine` given), a session's turn is
+not run here: the run is recorded with the lease as always, its workflow
+started with the lease's token (a worker adopts the lease and drives the
+run: server/run_worker.py), and the turn here is `remote`: its events are
+read from the store (GET /v1/runs/{id}/events). A run left unfinished is
+handed to the engine again rather than resumed here. A chat completion's
+one-off turn still runs here: its conversation is its client's, sent with
+the request, and it ends when its client leaves.
+
 Why 409 and not a queue: a second message sent while the first is still
 being answered was typed without seeing the answer; queueing it would answer
 a question the user may no longer ask, and a queue per session is memory a
@@ -53,6 +62,7 @@ from agentkernel.errors import ConfigError
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.events import StreamEvent, failed_turn, stream_event
 from agentkernel.server.sessions import SessionInfo
+from agentkernel.services.run_engine import EngineUnavailable, RunEngine
 from agentkernel.services.turn_leases import (
     Lease,
     NewRun,
@@ -171,6 +181,7 @@ class Turn:
     on_abandoned: Callable[[], None] | None = None
     abandoned: bool = False  # the reader left before the end
     handed_off: bool = False  # left running for another process to resume (the server stopping)
+    remote: bool = False  # driven by the run engine's workers: its events are read from the store
     result: LoopResult | None = (
         None  # how the loop ended (usage, the client's tool calls): set before the end
     )
@@ -288,8 +299,10 @@ class TurnRunner:
         leases: Callable[[], TurnLeases] | None = None,
         lease_secs: float = 20.0,
         check_quota: Callable[[str, str], None] | None = None,
+        engine: RunEngine | None = None,
     ) -> None:
         self._open_chat = open_chat
+        self._engine = engine  # runs.engine: temporal: sessions' runs are driven there, not here
         self._check_quota = check_quota  # (user, template): QuotaExhausted when a quota is spent (S26.3)
         self._cap = turn_cap(max_running_per_user)
         # the store's, shared by every process on it, opened by the first turn (a runner alone, in a
@@ -307,6 +320,7 @@ class TurnRunner:
         self._opening: dict[str, asyncio.Future[ChatSession]] = {}  # session id -> its chat being opened
         self._held: dict[str, Lease] = {}  # session id -> the lease of the turn running here
         self._stop_watch: asyncio.Task[None] | None = None
+        self._handing: set[asyncio.Task[None]] = set()  # runs being handed to the engine
 
     def running(self, session_id: str) -> bool:
         return session_id in self._running
@@ -322,9 +336,17 @@ class TurnRunner:
 
     async def stop_anywhere(self, session_id: str) -> bool:
         """Stop the session's running turn, on this process or another (the holder looks for the stop in
-        the store every STOP_POLL_SECS); False when none runs."""
+        the store every STOP_POLL_SECS; with a run engine, its workflow is cancelled); False when none
+        runs."""
         if self.stop(session_id):
             return True
+        if self._engine is not None:
+            runs = await asyncio.to_thread(self._leases().runs_of, session_id, 1)
+            try:
+                if runs and runs[0].running and not runs[0].one_off and await self._engine.cancel(runs[0].id):
+                    return True
+            except EngineUnavailable:  # the stop is asked in the store: the worker looks there too
+                log.exception("session %s: could not cancel its run's workflow", session_id)
         return await asyncio.to_thread(self._leases().ask_stop, session_id)
 
     async def start(
@@ -391,6 +413,9 @@ class TurnRunner:
             del self._running[session.id]
             self.resume(session, lease, request_id)
             raise TurnBusy(session.id, resuming=lease.resumes.id)
+        if self._engine is not None and history is None:
+            await self._hand_over(turn, lease)
+            return turn
         if self._seal is not None:
             turn.seal = functools.partial(self._seal, session)
         if history is not None:
@@ -404,11 +429,34 @@ class TurnRunner:
         turn.begin()
         return turn
 
-    def resume(self, session: SessionInfo, lease: Lease, request_id: str) -> Turn | None:
+    async def _hand_over(self, turn: Turn, lease: Lease) -> None:
+        """The run goes to the engine with its lease (a worker adopts it); it is not running here.
+        When the engine cannot start it, the run ends `error` and the lease goes back."""
+        del self._running[turn.session_id]
+        assert self._engine is not None
+        try:
+            await self._engine.start(turn.run_id, lease.token)
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(self._leases().end_run, turn.run_id, "error", lease.token))
+            await asyncio.shield(asyncio.to_thread(self._leases().release, lease))
+            raise
+        turn.remote = True
+
+    def resume(
+        self, session: SessionInfo, lease: Lease, request_id: str, *, fresh: bool = False
+    ) -> Turn | None:
         """Go on with the run its dead server left unfinished (`lease.resumes`), in the background: its
-        events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here."""
+        events are read from the store (GET /v1/runs/{id}/events). None when the session runs a turn here,
+        or when a run engine drives it (its lease given back, its workflow started if none runs).
+        `fresh`: the run was handed here by the server that recorded it (a run engine's worker), not left
+        by a dead one."""
         run = lease.resumes
         assert run is not None
+        if self._engine is not None and not run.one_off:
+            handing = asyncio.create_task(self._to_engine(lease, run.id), name=f"to the engine {run.id}")
+            self._handing.add(handing)
+            handing.add_done_callback(self._handing.discard)
+            return None
         if session.id in self._running:  # cannot be: the lease was free; but never two turns at once here
             asyncio.get_running_loop().run_in_executor(None, self._leases().release, lease)
             return None
@@ -416,9 +464,21 @@ class TurnRunner:
         turn.abandoned = True  # nobody reads it here: its events go nowhere but the store
         turn._stop_reading()
         self._running[session.id] = turn
-        log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
+        if fresh:
+            log.info("session %s: driving run %s, handed here by its server", session.id, run.id)
+        else:
+            log.warning("session %s: resuming run %s, which its server left unfinished", session.id, run.id)
         turn.task = asyncio.create_task(self._run(session, None, turn, lease, run), name=f"resume {run.id}")
         return turn
+
+    async def _to_engine(self, lease: Lease, run_id: str) -> None:
+        """Give the lease back, then make sure the run's workflow runs (a worker takes the lease over)."""
+        assert self._engine is not None
+        try:
+            await asyncio.to_thread(self._leases().release, lease)
+            await self._engine.start(run_id)
+        except Exception:  # the resumer's next pass asks again
+            log.exception("run %s: could not hand it to the run engine", run_id)
 
     async def _run(
         self, session: SessionInfo, text: str | None, turn: Turn, lease: Lease, resumes: Run | None = None
@@ -675,4 +735,13 @@ class TurnRunner:
         self._chats.clear()
 
 
-__all__ = ["Retry", "SameRun", "TemplateGone", "TooManyTurns", "Turn", "TurnBusy", "TurnRunner", "turn_cap"]
+__all__ = [
+    "Retry",
+    "SameRun",
+    "TemplateGone",
+    "TooManyTurns",
+    "Turn",
+    "TurnBusy",
+    "TurnRunner",
+    "turn_cap",
+]

@@ -78,13 +78,20 @@ async def run_events(
     either), as they were streamed, then the rest as they come, until `done`. Tokens are not kept:
     the `reply` after them holds the whole text."""
     since = after if after is not None else int(last_event_id or 0)
+    return await stored_events(run_id, request, user, parts, since)
+
+
+async def stored_events(
+    run_id: str, request: Request, user: str, parts: ServerParts, since: int = 0, first: bytes = b""
+) -> StreamingResponse:
+    """The run's events from the store after `since` (see `run_events`), `first` before them: the
+    response of a message whose run a worker drives (runs.engine: temporal) reads them so too."""
     run, info = await asyncio.to_thread(owned_run, parts, run_id, user)
     try:
         parts.run_streams.check(user)
     except TooManyStreams as exc:
         raise HTTPException(429, str(exc)) from exc
-    records = _frames(parts, sealing_of(request), run, info, since)
-    frames = _held(parts.run_streams, user, records)
+    frames = _held(parts.run_streams, user, _frames(parts, sealing_of(request), run, info, since, first))
     return StreamingResponse(
         frames,
         media_type="text/event-stream",
@@ -106,11 +113,13 @@ async def _held(streams: RunStreams, user: str, frames: AsyncIterator[bytes]) ->
 
 
 async def _frames(
-    parts: ServerParts, sealing: Sealing, run: Run, info: SessionInfo, since: int
+    parts: ServerParts, sealing: Sealing, run: Run, info: SessionInfo, since: int, first: bytes = b""
 ) -> AsyncIterator[bytes]:
-    """The run's events from the store, after `since`, until its end (see the module docstring); between
-    two reads, until the run may have more (run_wakeups.py)."""
+    """The run's events from the store, after `since` (`first` before them), until its end (see the
+    module docstring); between two reads, until the run may have more (run_wakeups.py)."""
     kernel, keepalive_secs = parts.kernel, parts.settings.keepalive_secs
+    if first:
+        yield first
     quiet_since = time.monotonic()
     while True:
         records = await asyncio.to_thread(kernel.run_records, run.id, since, PAGE)

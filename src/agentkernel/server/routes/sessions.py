@@ -19,14 +19,16 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from agentkernel.errors import ConfigError
+from agentkernel.server.events import StreamEvent
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts, request_id
 from agentkernel.server.problems import CALLER, documented
 from agentkernel.server.routes.continuations import sealing_of
-from agentkernel.server.routes.runs import run_events
+from agentkernel.server.routes.runs import run_events, stored_events
 from agentkernel.server.sealing import seal_records
 from agentkernel.server.sessions import SessionInfo
 from agentkernel.server.turns import Retry, SameRun, TooManyTurns, Turn, TurnBusy
+from agentkernel.services.run_engine import EngineUnavailable
 
 MAX_KEY_CHARS = 255
 KEY_PATTERN = r"^[!-~]+$"
@@ -140,8 +142,13 @@ async def send_message(
         raise HTTPException(409, str(exc)) from exc
     except TooManyTurns as exc:
         raise HTTPException(429, str(exc)) from exc
+    except EngineUnavailable as exc:  # runs.engine: temporal, and Temporal does not answer: nothing runs
+        raise HTTPException(503, str(exc)) from exc
     if not info.title:
         await _name(parts, info, body.content)
+    if turn.remote:  # runs.engine: temporal: a worker answers; its events are read from the store
+        begun = StreamEvent("run", {"id": turn.run_id, "session_id": turn.session_id}).frame()
+        return await stored_events(turn.run_id, request, user, parts, first=begun)
     return StreamingResponse(
         _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",
