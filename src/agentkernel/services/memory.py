@@ -47,7 +47,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -626,20 +626,28 @@ def session_problem(store: MessageStore, owner: str | None, session_id: str) -> 
     return None
 
 
-class LazyMessageStore:
-    """A SqliteMessageStore opened on first use, so a kernel that never records leaves no file."""
+class ClosableMessageStore(MessageStore, Protocol):
+    """A message store the kernel closes (`SqliteMessageStore`, memory_pg.py's `PostgresMessageStore`)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def close(self) -> None: ...
+
+
+class LazyMessageStore:
+    """A message store opened on first use, so a kernel that never records leaves no file (nor
+    connection): a SqliteMessageStore on `path`, or what `opener` makes (the PostgreSQL one)."""
+
+    def __init__(self, path: Path | str, opener: Callable[[], ClosableMessageStore] | None = None) -> None:
         self.path = path
-        self._store: SqliteMessageStore | None = None
+        self._opener = opener or (lambda: SqliteMessageStore(self.path))
+        self._store: ClosableMessageStore | None = None
         self._lock = threading.Lock()
 
     @property
-    def store(self) -> SqliteMessageStore:
+    def store(self) -> ClosableMessageStore:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = SqliteMessageStore(self.path)
+                    self._store = self._opener()
         return self._store
 
     @property
