@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.ports import Entry
 from agentkernel.services.memory import (
     _MIGRATIONS,
     KIND_AGENT,
@@ -574,3 +575,17 @@ def test_search_index_stays_consistent(db: Path) -> None:
             conn.close()
         assert [r.content for r in store.search("s1", "ежик", 5)] == ["Ёжик в тумане"]
         assert [r.content for r in store.search("s1", "ещё", 5)] == ["ещё одна запись"]
+
+
+def test_a_steps_notes_patch_earlier_records_meta_of_its_session_only(store: Store) -> None:
+    """As JSON merge patch (RFC 7396): keys added or replaced, objects merged, null removes a key."""
+    [first] = store.append_step(
+        "s1", [Entry("user", KIND_USER, "hi", {"a": 1, "nested": {"x": 1}, "gone": 2})]
+    )
+    [other] = store.append_step("s2", [Entry("user", KIND_USER, "elsewhere", {"a": 1})])
+    note = {"asked": "hi!", "nested": {"y": 2}, "gone": None}
+    store.append_step("s1", [], notes={first: note, other: {"asked": "not here"}})
+    (record,) = store.history("s1", 1)
+    assert record.meta == {"a": 1, "nested": {"x": 1, "y": 2}, "asked": "hi!"}
+    assert list(record.meta) == ["a", "nested", "asked"]  # kept keys stay where they were
+    assert store.history("s2", 1)[0].meta == {"a": 1}  # another session's record is never patched

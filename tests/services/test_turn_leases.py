@@ -169,3 +169,13 @@ def test_each_takeover_of_an_unfinished_run_is_counted(path: str) -> None:
         assert by_message.resumes is not None and by_message.resumes.id == "r1"
         counts.append(by_message.resumes.taken_over)
         assert counts == [1, 2, 3, 4]
+
+
+def test_a_stop_asked_of_a_lapsed_holder_is_not_the_next_holders(path: str) -> None:
+    with leases_at(path) as leases:
+        old = leases.take("s1", "alice", SHORT)
+        assert leases.ask_stop("s1") and leases.stops_asked([old]) == [old]
+        wait_until(lambda: leases.running("alice") == 0, "the short lease to lapse")
+        assert not leases.ask_stop("s1")  # nobody runs a turn there now
+        new = leases.take("s1", "alice", LONG)
+        assert leases.stops_asked([old, new]) == []
