@@ -237,6 +237,7 @@ def test_one_call_returns_at_most_max_result_bytes(
 def one_record(kernel: Kernel) -> tuple[SqliteMessageStore, Caller]:
     """The kernel's own store (opened here) holding one record of alice's, and alice as the caller."""
     store = kernel_parts(kernel).store.store
+    assert isinstance(store, SqliteMessageStore)
     store.append("s1", "user", KIND_USER, "первое", user_id="alice")
     return store, kernel.caller(user_id="alice", session_id="s1")
 

@@ -118,7 +118,7 @@ def run_once(leases: Leases, store: Store, session: str, number: int) -> str:
 
 
 def test_ten_thousand_runs_in_a_session_leave_nothing_to_resume_and_the_next_reads_as_the_first(
-    path: Path,
+    path: str,
 ) -> None:
     with leases_at(path) as leases, store_at(path) as store:
         ids = [run_once(leases, store, "s1", n) for n in range(10_000)]
