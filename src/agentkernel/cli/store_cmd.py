@@ -29,7 +29,11 @@ if TYPE_CHECKING:
 
     from agentkernel.config import KernelConfig
 
-PG_STORES = ("agentkernel.services.usage_pg",)
+PG_STORES = (
+    "agentkernel.services.usage_pg",
+    "agentkernel.services.turn_leases_pg",
+    "agentkernel.services.memory_pg",
+)
 """The modules of the PostgreSQL stores, each with `SCHEMAS` (its PgSchema values) and
 `copy_from_sqlite(config, connection) -> {table: rows}`; migrated and copied in this order."""
 

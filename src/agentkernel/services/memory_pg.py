@@ -39,16 +39,14 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import unicodedata
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors
 
-from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Owner, Record
 from agentkernel.services.memory import (
     FIELDS,
@@ -57,6 +55,7 @@ from agentkernel.services.memory import (
     record_of,
     scope,
 )
+from agentkernel.services.pg_copy import BATCH_ROWS, CopyRefused, has_table, move_sequence, open_readonly
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore, migrate
 from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.services.turn_leases import TABLE as LEASES
@@ -311,66 +310,59 @@ def _within(
     )
 
 
-def move_sequence(
-    source: sqlite3.Connection, target: psycopg.Connection[tuple[Any, ...]], table: str, top: int
-) -> None:
-    """Move `table`'s id sequence past `top` and past every id the SQLite file ever gave (its
-    AUTOINCREMENT counter, kept in `sqlite_sequence`): a copied store's ids only increase too."""
-    given = 0
-    if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone() is not None:
-        found = source.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
-        given = int(found[0]) if found is not None else 0
-    if max(top, given) > 0:
-        target.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", (table, max(top, given)))
-
-
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
     """Copy the project's transcript (`messages` of `logging.messages_db_path`) into the store database.
 
-    The SQLite file is opened read-only (missing: nothing copied, {}); the rows
-    go into the migrated, empty `messages` table in the caller's transaction
-    (not committed here) with their ids, each with its search entry; the id
-    sequence moves past them. AgentKernelError when the table holds rows.
+    As services/pg_copy.py copies a table (read-only source, refused into a
+    table holding rows, the caller's transaction, the id sequence moved past
+    every id the file gave), each record with its search entry made here.
     """
-    path = config.messages_db
-    if not path.is_file():
+    source = open_readonly(config.messages_db)
+    if source is None:
         return {}
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages'").fetchone() is None:
+    with closing(source):
+        if not has_table(source, "messages"):
             return {}
-        if target.execute("SELECT EXISTS (SELECT 1 FROM messages)").fetchone() != (False,):
-            raise AgentKernelError(
-                "the store database's table messages already holds records: "
-                "copy the message store only into an empty one"
+        if target.execute("SELECT EXISTS (SELECT 1 FROM messages)").fetchone() == (True,):
+            raise CopyRefused(
+                "the store database's table 'messages' already holds rows: `agentkernel store migrate` "
+                "copies into empty tables only (a second copy would double them)"
             )
         columns = {row[1] for row in source.execute("PRAGMA table_info(messages)")}
-        user = "user_id" if "user_id" in columns else "NULL"
+        user = "user_id" if "user_id" in columns else "NULL"  # a file of version 1 has no users
         run = "run_id" if "run_id" in columns else "NULL"
-        copied, top = 0, 0
-        with target.cursor() as cursor:
-            for row in source.execute(
-                f"SELECT id, session_id, {user}, {run}, role, kind, content, meta, created_at "
-                "FROM messages ORDER BY id"
-            ):
-                content = str(row[6]).replace("\x00", "\ufffd")
-                cursor.execute(
-                    "INSERT INTO messages (id, session_id, user_id, run_id, role, kind, content, meta, "
-                    "created_at, search) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                    "to_tsvector('simple', %s))",
-                    (*row[:6], content, row[7], row[8], index_text(content)),
-                )
-                copied += 1
-                top = row[0]
-        move_sequence(source, target, "messages", top)
+        copied = 0
+        with closing(
+            source.execute(
+                f"SELECT id, session_id, {user}, {run}, role, kind, content, meta, created_at FROM messages"
+            )
+        ) as rows:
+            while batch := rows.fetchmany(BATCH_ROWS):
+                with target.cursor() as cursor:
+                    cursor.executemany(_COPY, [_copied(row) for row in batch])
+                copied += len(batch)
+        if copied:
+            move_sequence(source, target, "messages", "id")
         return {"messages": copied}
-    finally:
-        source.close()
 
+
+_COPY = (
+    "INSERT INTO messages (id, session_id, user_id, run_id, role, kind, content, meta, created_at, search) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, to_tsvector('simple', %s))"
+)
+
+
+def _copied(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    content = str(row[6]).replace("\x00", "\ufffd")
+    return (*row[:6], content, row[7], row[8], index_text(content))
+
+
+SCHEMAS = (SCHEMA,)
 
 __all__ = [
     "INDEX_BYTES",
     "SCHEMA",
+    "SCHEMAS",
     "PostgresMessageStore",
     "copy_from_sqlite",
     "fold",

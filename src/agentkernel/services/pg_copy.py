@@ -79,13 +79,26 @@ def copy_table(
                 cursor.executemany(insert, values)
             copied += len(batch)
     if serial is not None and copied:
-        target.execute(
-            sql.SQL("SELECT setval(pg_get_serial_sequence(%s, %s), (SELECT max({}) FROM {}))").format(
-                sql.Identifier(serial), name
-            ),
-            (table, serial),
-        )
+        move_sequence(source, target, table, serial)
     return copied
 
 
-__all__ = ["BATCH_ROWS", "CopyRefused", "copy_table", "has_table", "open_readonly"]
+def move_sequence(
+    source: sqlite3.Connection, target: psycopg.Connection[tuple[Any, ...]], table: str, serial: str
+) -> None:
+    """Move the target's sequence of `table.serial` past its ids and past every id the SQLite file ever
+    gave (an AUTOINCREMENT table's counter, in `sqlite_sequence`: its newest rows may have been deleted),
+    so the ids written afterwards keep increasing as they did in the file."""
+    given = 0
+    if has_table(source, "sqlite_sequence"):
+        found = source.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        given = int(found[0]) if found is not None and found[0] is not None else 0
+    found = target.execute(
+        sql.SQL("SELECT max({}) FROM {}").format(sql.Identifier(serial), sql.Identifier(table))
+    ).fetchone()
+    top = max(int(found[0]) if found is not None and found[0] is not None else 0, given)
+    if top > 0:
+        target.execute("SELECT setval(pg_get_serial_sequence(%s, %s), %s)", (table, serial, top))
+
+
+__all__ = ["BATCH_ROWS", "CopyRefused", "copy_table", "has_table", "move_sequence", "open_readonly"]

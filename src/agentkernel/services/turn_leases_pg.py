@@ -26,13 +26,13 @@ writer at a time; here many processes on many machines write at once, so:
 
 from __future__ import annotations
 
-import sqlite3
 import time
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from agentkernel.errors import AgentKernelError
+from agentkernel.services.pg_copy import copy_table, has_table, open_readonly
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore
 from agentkernel.services.turn_leases import (
     RUN_FIELDS,
@@ -147,37 +147,21 @@ class PostgresTurnLeases(LeaseMethods, PgStore):
 
 
 def copy_from_sqlite(config: KernelConfig, target: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
-    """Copy the project's turn leases and runs (tables of `logging.messages_db_path`) into the store
-    database: read-only from the file (missing: {}), into the migrated, empty tables in the caller's
-    transaction (not committed here). AgentKernelError naming a table that already holds rows."""
-    path = config.messages_db
-    if not path.is_file():
+    """The runs and turn leases of the message store's file copied into the store database
+    (services/pg_copy.py: read-only, refused into tables holding rows, in the caller's transaction)."""
+    source = open_readonly(config.messages_db)
+    if source is None:
         return {}
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
+    with closing(source):
         copied: dict[str, int] = {}
         for table, columns in ((RUNS, _RUN_COLUMNS), (TABLE, _LEASE_COLUMNS)):
-            if source.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
-                continue
-            if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
-                raise AgentKernelError(
-                    f"the store database's table {table} already holds rows: copy the turn leases and "
-                    "runs only into empty tables"
-                )
-            known = {row[1] for row in source.execute(f"PRAGMA table_info({table})")}
-            present = [c for c in columns if c in known]  # a file of an older version lacks the newer ones
-            names = ", ".join(present)
-            count = 0
-            with target.cursor() as cursor:
-                for row in source.execute(f"SELECT {names} FROM {table}"):
-                    cursor.execute(
-                        f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(present))})", row
-                    )
-                    count += 1
-            copied[table] = count
+            if has_table(source, table):
+                known = {row[1] for row in source.execute(f"PRAGMA table_info({table})")}
+                present = [c for c in columns if c in known]  # a file of an older version lacks some
+                copied[table] = copy_table(source, target, table, present)
         return copied
-    finally:
-        source.close()
 
 
-__all__ = ["SCHEMA", "PostgresTurnLeases", "copy_from_sqlite"]
+SCHEMAS = (SCHEMA,)
+
+__all__ = ["SCHEMA", "SCHEMAS", "PostgresTurnLeases", "copy_from_sqlite"]
