@@ -14,7 +14,7 @@ import pytest
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Entry, Owner
-from agentkernel.services.memory import MAX_CONTENT_BYTES, SqliteMessageStore
+from agentkernel.services.memory import MAX_CONTENT_BYTES, RUN_RECORDS_CHANNEL, SqliteMessageStore
 from agentkernel.services.memory_pg import (
     PostgresMessageStore,
     copy_from_sqlite,
@@ -143,3 +143,12 @@ def test_copy_from_sqlite_without_a_file_copies_nothing(tmp_path: Path, pg_url: 
     with psycopg.connect(pg_url) as target:
         assert copy_from_sqlite(config, target) == {}
     assert not config.messages_db.exists()
+
+
+def test_a_runs_step_is_announced_to_the_servers_listening(pg_url: str) -> None:
+    with PostgresMessageStore(pg_url) as store, psycopg.connect(pg_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {RUN_RECORDS_CHANNEL}")
+        store.append("s1", "user", "user", "no run: no notice")
+        store.append_step("s1", [Entry("agent", "agent", "a step")], run_id="r1")
+        heard = [(n.channel, n.payload) for n in listener.notifies(timeout=60, stop_after=1)]
+        assert heard == [(RUN_RECORDS_CHANNEL, "r1")]

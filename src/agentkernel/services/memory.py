@@ -94,6 +94,9 @@ MAX_QUERY_WORDS = 32
 
 BUSY_TIMEOUT_SECS = 10.0
 SCHEMA_VERSION = 3
+RUN_RECORDS_CHANNEL = "agentkernel_run_records"
+"""Where the PostgreSQL store (memory_pg.py) announces a run's new step: a NOTIFY of the run's id, sent at
+the step's commit; server/run_wakeups.py listens."""
 
 FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
 _HAS_WORD = re.compile(r"\w")
@@ -176,12 +179,15 @@ class _Store(Protocol):
 
     def _note(self, conn: Any, session_id: str, record_id: int, note: Mapping[str, Any]) -> None: ...
 
+    def _stepped(self, conn: Any, run_id: str) -> None: ...
+
 
 class TranscriptMethods:
     """What both message stores do, written once: SQLite's (`SqliteMessageStore`) and PostgreSQL's
     (memory_pg.py) differ in their placeholder (`mark`), how the lease is checked (`lease_check`, one
     row of `session_id, token`), how a record is inserted (`_insert`, its id back) and a note added to
-    a record's meta (`_note`), their searches and the store underneath (`_read`, `_write`)."""
+    a record's meta (`_note`), what a run's step tells others (`_stepped`), their searches and the
+    store underneath (`_read`, `_write`)."""
 
     mark: ClassVar[str]
     lease_check: ClassVar[str]
@@ -243,6 +249,8 @@ class TranscriptMethods:
             if update is not None and run_id is not None:
                 sql, params = update
                 conn.execute(f"UPDATE {RUNS} SET {sql} WHERE id = {self.mark}", (*params, run_id))
+            if run_id is not None:
+                self._stepped(conn, run_id)
         return ids
 
     def run_records(self: _Store, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
@@ -318,6 +326,10 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
             "UPDATE messages SET meta = json_patch(meta, ?) WHERE id = ? AND session_id = ?",
             (json.dumps(note, ensure_ascii=False), record_id, session_id),
         )
+
+    @staticmethod
+    def _stepped(conn: sqlite3.Connection, run_id: str) -> None:
+        """Nothing: a run's readers on the file read it again every little while (server/run_wakeups.py)."""
 
     def history(
         self,

@@ -29,6 +29,9 @@ its lease and moves its run in the records' own transaction. Decisions:
   stored as U+FFFD; the words of a record past `INDEX_BYTES` of index (a
   tsvector holds at most 1 MiB) are not searchable (the record is still
   stored and read whole).
+- **A run's step is announced**: `NOTIFY` on `RUN_RECORDS_CHANNEL` with the
+  run's id, in the step's transaction (so delivered at its commit), for the
+  servers streaming that run's events (server/run_wakeups.py).
 - **Bounded reads**: with `timeout`, the read's transaction sets a local
   `statement_timeout`; past it the read fails with `StoreBusy`, as the
   SQLite store's. `max_bytes` is applied in the query (a running sum), so
@@ -51,6 +54,7 @@ from agentkernel.ports import Owner, Record
 from agentkernel.services.memory import (
     FIELDS,
     MAX_QUERY_WORDS,
+    RUN_RECORDS_CHANNEL,
     TranscriptMethods,
     record_of,
     scope,
@@ -205,6 +209,11 @@ class PostgresMessageStore(TranscriptMethods, PgStore):
             "UPDATE messages SET meta = %s WHERE id = %s",
             (json.dumps(patched, ensure_ascii=False), record_id),
         )
+
+    @staticmethod
+    def _stepped(conn: psycopg.Connection[tuple[Any, ...]], run_id: str) -> None:
+        """Tell every listener the run has a new step: sent at the step's commit, never before it."""
+        conn.execute("SELECT pg_notify(%s, %s)", (RUN_RECORDS_CHANNEL, run_id))
 
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
