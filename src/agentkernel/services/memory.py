@@ -168,6 +168,7 @@ class _Store(Protocol):
 
     mark: ClassVar[str]
     lease_check: ClassVar[str]
+    step_lock: ClassVar[str | None]
 
     def _read(
         self, sql: str, params: tuple[Any, ...], timeout: float | None = None
@@ -184,13 +185,15 @@ class _Store(Protocol):
 
 class TranscriptMethods:
     """What both message stores do, written once: SQLite's (`SqliteMessageStore`) and PostgreSQL's
-    (memory_pg.py) differ in their placeholder (`mark`), how the lease is checked (`lease_check`, one
+    (memory_pg.py) differ in their placeholder (`mark`), how a step keeps the session's ids in commit
+    order (`step_lock`: SQLite's one writer does it already), how the lease is checked (`lease_check`, one
     row of `session_id, token`), how a record is inserted (`_insert`, its id back) and a note added to
     a record's meta (`_note`), what a run's step tells others (`_stepped`), their searches and the
     store underneath (`_read`, `_write`)."""
 
     mark: ClassVar[str]
     lease_check: ClassVar[str]
+    step_lock: ClassVar[str | None]  # run first in a step's transaction, given the session id
 
     def append(
         self: _Store,
@@ -241,6 +244,8 @@ class TranscriptMethods:
         if not rows and not notes and update is None:
             return []
         with self._write() as conn:
+            if self.step_lock is not None:
+                conn.execute(self.step_lock, (session_id,))
             if lease is not None and conn.execute(self.lease_check, (session_id, lease)).fetchone() is None:
                 raise LeaseLost(session_id)
             ids = [self._insert(conn, row) for row in rows]
@@ -299,6 +304,7 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
     """
 
     mark = "?"
+    step_lock: ClassVar[str | None] = None
     lease_check = f"SELECT 1 FROM {LEASES} WHERE session_id = ? AND token = ?"
 
     def __init__(self, path: Path | str) -> None:

@@ -10,7 +10,10 @@ its lease and moves its run in the records' own transaction. Decisions:
   `SELECT … FOR SHARE` of the lease row, so a takeover replacing the lease
   (an UPDATE of that row) waits for the step to commit, and a step after the
   takeover finds another token (LeaseLost): the fence of the SQLite store's
-  one-writer lock, without one. Ids come from a BIGSERIAL: they only increase.
+  one-writer lock, without one. Ids come from a BIGSERIAL: they only increase;
+  a step holds an advisory lock of its session until it commits, so a
+  session's ids are also in commit order (a reader that saw id N never
+  finds a smaller one of that session later: `changes`, run streams).
 - **Search** is PostgreSQL full-text search, with the text folded by this
   module, not by the database: NFC, Latin diacritics removed, ё read as е,
   lower case (`fold`), then split into runs of letters and digits (`words`)
@@ -45,7 +48,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import psycopg
 from psycopg import errors
@@ -173,6 +176,9 @@ class PostgresMessageStore(TranscriptMethods, PgStore):
     """The message store in the PostgreSQL database: see the module docstring and `SqliteMessageStore`."""
 
     mark = "%s"
+    step_lock: ClassVar[str | None] = (
+        "SELECT pg_advisory_xact_lock(hashtextextended('agentkernel.messages.session:' || %s, 0))"
+    )
     lease_check = f"SELECT 1 FROM {LEASES} WHERE session_id = %s AND token = %s FOR SHARE"
 
     def __init__(self, pool: PgPool | str) -> None:
