@@ -30,8 +30,10 @@ from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
 from agentkernel.services.approvals import PendingApproval
 from agentkernel.services.approvals_pg import PostgresApprovals
+from agentkernel.services.memory_pg import PostgresMessageStore
 from agentkernel.services.postgres import StoreUnavailable
 from agentkernel.services.tool_results_pg import PostgresToolResults
+from agentkernel.services.turn_leases_pg import PostgresTurnLeases
 from agentkernel.services.usage_pg import PostgresUsageLedger
 from agentkernel.testing.parts import kernel_parts
 from agentkernel.types import JSONValue
@@ -163,6 +165,23 @@ def test_with_a_store_url_the_usage_ledger_is_in_postgresql_and_the_pool_closes_
     assert not config.messages_db.exists()  # nothing went to the SQLite file
     with pytest.raises(StoreUnavailable, match="closed"), parts.store_pool.connection():
         pass
+
+
+def test_with_a_store_url_the_transcript_runs_and_leases_are_in_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    config = load_kernel_config(write_kernel_yaml(tmp_path, f"store: {{url: '{pg_url}'}}\n"))
+    with Kernel(config) as kernel:
+        parts = kernel_parts(kernel)
+        leases = kernel.turn_leases()
+        assert isinstance(leases, PostgresTurnLeases)
+        lease = leases.take("s1", "ann", 600.0)
+        parts.store.append("s1", "user", "user", "hello", user_id="ann", lease=lease.token)
+        assert isinstance(parts.store.store, PostgresMessageStore)
+    with PostgresMessageStore(pg_url) as store, PostgresTurnLeases(pg_url) as again:
+        assert [r.content for r in store.history("s1", 5)] == ["hello"]
+        assert again.running("ann") == 1
+    assert not config.messages_db.exists()  # nothing went to the SQLite file
 
 
 def test_the_variable_puts_it_there_too_and_without_either_psycopg_is_never_imported(

@@ -60,14 +60,14 @@ from agentkernel.services.approvals import Approvals, ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.llm import KernelLLM
-from agentkernel.services.memory import LazyMessageStore, session_problem
+from agentkernel.services.memory import ClosableMessageStore, LazyMessageStore, session_problem
 from agentkernel.services.metering import MeteredProvider
 from agentkernel.services.quota_gate import QuotaGate
 from agentkernel.services.quotas import QuotaBook
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.tool_results import ToolResults
-from agentkernel.services.turn_leases import TurnLeases
+from agentkernel.services.turn_leases import LeaseStore, TurnLeases
 from agentkernel.services.usage import UsageLedger
 from agentkernel.telemetry.helper_spans import capture_content
 from agentkernel.tools.calls import ToolCallService
@@ -132,7 +132,8 @@ class KernelParts:
             shown=config.store.shown,
         )
         self.provider = provider
-        self.store = LazyMessageStore(config.messages_db)
+        pg_messages = self._pg_messages if config.store.url is not None else None  # S27.2
+        self.store = LazyMessageStore(config.messages_db, pg_messages)
         self.live = live
         self.home = KernelLoop()
         # tool and hook calls of event loops, shared fairly between users; threads start on first use
@@ -338,10 +339,21 @@ class KernelParts:
         return WorkLeases(self.config.messages_db, lease_secs=lease_secs)
 
     @cached_property
-    def turn_leases(self) -> TurnLeases:
-        """One turn per session across processes: in the message store's file, opened when a
-        server first takes one (a tool run never does)."""
+    def turn_leases(self) -> LeaseStore:
+        """One turn per session across processes, and the runs: in the message store's file, or in the
+        store database with `store.url` (S27.2); opened when a server first takes one (a tool run never
+        does)."""
+        if self.config.store.url is not None:
+            from agentkernel.services.turn_leases_pg import PostgresTurnLeases  # psycopg: only with a URL
+
+            return PostgresTurnLeases(self.store_pool)
         return TurnLeases(self.config.messages_db)
+
+    def _pg_messages(self) -> ClosableMessageStore:
+        """The transcript in the store database (`store.url`, S27.2), beside the runs and leases."""
+        from agentkernel.services.memory_pg import PostgresMessageStore  # psycopg: only with a store.url
+
+        return PostgresMessageStore(self.store_pool)
 
     def agent_loop(
         self,

@@ -32,7 +32,7 @@ from agentkernel.ports import UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
 from agentkernel.services.approvals import ApprovalStore
 from agentkernel.services.memory import Record, run_journal, transcript
-from agentkernel.services.turn_leases import Run, TurnLeases
+from agentkernel.services.turn_leases import LeaseStore, Run
 from agentkernel.tools.dispatch import Asker, argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -391,7 +391,7 @@ class Kernel:
         """
         self._parts.processes.terminate(chat.process.pid)
 
-    def turn_leases(self) -> TurnLeases:
+    def turn_leases(self) -> LeaseStore:
         """The store's turn leases: one turn per session at a time, across every process on
         this project's message store (`agentkernel serve` takes one for each turn)."""
         return self._parts.turn_leases

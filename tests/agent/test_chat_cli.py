@@ -28,8 +28,8 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from agentkernel.cli.chat_input import PromptLines
-from agentkernel.services.memory import SqliteMessageStore
 from tests.conftest import ctrl_c_default
+from tests.deployed import message_store
 from tests.fakes import FakeLLMServer, FakeToolCall, HttpError, Reply
 from tests.fakes.openai_server import CHAT_PATH, MODELS_PATH
 
@@ -55,7 +55,7 @@ def chat(
 
 def transcript(project: Path, session: str) -> list[tuple[str, str, str]]:
     """The session's records as (role, kind, content)."""
-    store = SqliteMessageStore(project / "data" / "messages.db")
+    store = message_store(project / "data" / "messages.db")
     try:
         return [(r.role, r.kind, r.content) for r in store.history(session, 1000)]
     finally:

@@ -20,9 +20,16 @@ from agentkernel.config import load_kernel_config
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import memory as memory_helpers
 from agentkernel.identity import Caller
-from agentkernel.services.memory import KIND_AGENT, KIND_TOOL_RESULT, KIND_USER, SqliteMessageStore
+from agentkernel.services.memory import (
+    KIND_AGENT,
+    KIND_TOOL_RESULT,
+    KIND_USER,
+    ClosableMessageStore,
+    SqliteMessageStore,
+)
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import ToolFactory
+from tests.deployed import message_store
 from tests.helpers.probes import probe_source
 
 KEYS = ["id", "role", "kind", "content", "meta", "created_at", "score"]
@@ -35,10 +42,14 @@ def mkernel(project: Path) -> Iterator[Kernel]:
 
 
 @pytest.fixture
-def records(mkernel: Kernel) -> Iterator[SqliteMessageStore]:
-    """The kernel's own transcript file, opened beside it (as a second kernel would)."""
-    with SqliteMessageStore(mkernel.config.messages_db) as store:
+def records(mkernel: Kernel) -> Iterator[ClosableMessageStore]:
+    """The kernel's own message store (its file, or the store database), opened beside it (as a second
+    kernel would)."""
+    store = message_store(mkernel.config.messages_db)
+    try:
         yield store
+    finally:
+        store.close()
 
 
 def probe(kernel: Kernel, make_tool: ToolFactory, engine: str, expr: str, caller: Caller) -> dict[str, Any]:
@@ -50,7 +61,7 @@ def probe(kernel: Kernel, make_tool: ToolFactory, engine: str, expr: str, caller
     return result.data
 
 
-def alice_session(store: SqliteMessageStore) -> None:
+def alice_session(store: ClosableMessageStore) -> None:
     store.append("s1", "user", KIND_USER, "Пришло ли поступление от ООО Ромашка?", user_id="alice")
     store.append("s1", "assistant", KIND_AGENT, "Да, поступление 120 000 ₽ пришло вчера.", user_id="alice")
     store.append("s1", "tool", KIND_TOOL_RESULT, "balance: 5", {"tool": "bank"}, user_id="alice")
@@ -63,7 +74,7 @@ def test_the_table_has_the_three_helpers() -> None:
 
 
 def test_s18_history_is_the_last_n_in_order(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, engine: str
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, engine: str
 ) -> None:
     alice_session(records)
     alice = mkernel.caller(user_id="alice", session_id="s1")
@@ -79,7 +90,7 @@ def test_s18_history_is_the_last_n_in_order(
 
 
 def test_s18_search_ranks_russian_words_and_fills_score(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, engine: str
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, engine: str
 ) -> None:
     alice_session(records)
     records.append("s1", "user", KIND_USER, "поступление, поступление и ещё раз поступление", user_id="alice")
@@ -97,7 +108,7 @@ def test_s18_search_ranks_russian_words_and_fills_score(
 
 
 def test_s18_another_user_naming_the_session_id_reads_nothing_of_it(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, engine: str
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, engine: str
 ) -> None:
     """A session id is chosen by the client (`tool run --session`): the user is part of the scope."""
     alice_session(records)
@@ -124,6 +135,7 @@ def test_s18_another_user_naming_the_session_id_reads_nothing_of_it(
     assert len(mkernel.transcript("s1", 100, user_id="bob")) == 1
 
 
+@pytest.mark.embedded_only  # a file of version 1
 def test_records_from_before_users_were_recorded_are_never_shown_to_scripts(
     mkernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
@@ -198,7 +210,7 @@ def test_s18_without_a_store_the_manuals_error(project: Path, make_tool: ToolFac
 
 
 def test_one_call_returns_at_most_max_records(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(memory_helpers, "MAX_RECORDS", 3)
     for i in range(5):
@@ -210,7 +222,7 @@ def test_one_call_returns_at_most_max_records(
 
 
 def test_search_ranks_the_latest_search_window_matches(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(memory_helpers, "SEARCH_WINDOW", 2)
     records.append("s1", "user", KIND_USER, "счёт счёт счёт, старый", user_id="alice")
@@ -222,7 +234,7 @@ def test_search_ranks_the_latest_search_window_matches(
 
 
 def test_one_call_returns_at_most_max_result_bytes(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A session of big records: the newest (or best) that fit, never the whole session at once."""
     monkeypatch.setattr(memory_helpers, "MAX_RESULT_BYTES", 25_000)
@@ -237,10 +249,12 @@ def test_one_call_returns_at_most_max_result_bytes(
 def one_record(kernel: Kernel) -> tuple[SqliteMessageStore, Caller]:
     """The kernel's own store (opened here) holding one record of alice's, and alice as the caller."""
     store = kernel_parts(kernel).store.store
+    assert isinstance(store, SqliteMessageStore)
     store.append("s1", "user", KIND_USER, "первое", user_id="alice")
     return store, kernel.caller(user_id="alice", session_id="s1")
 
 
+@pytest.mark.embedded_only  # the SQLite store's locks
 def test_reads_do_not_queue_behind_the_stores_writes(
     mkernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
@@ -250,6 +264,7 @@ def test_reads_do_not_queue_behind_the_stores_writes(
         assert probe(mkernel, make_tool, engine, "memory_count()", alice) == {"value": 1}
 
 
+@pytest.mark.embedded_only  # the SQLite store's locks (memory_pg's timeout: tests/services/test_memory_pg.py)
 def test_a_read_waits_for_the_store_no_longer_than_the_script_may_run(
     mkernel: Kernel, make_tool: ToolFactory, engine: str
 ) -> None:
@@ -272,7 +287,7 @@ def test_a_read_waits_for_the_store_no_longer_than_the_script_may_run(
 
 
 def test_s18_the_helpers_only_read(
-    mkernel: Kernel, records: SqliteMessageStore, make_tool: ToolFactory, engine: str
+    mkernel: Kernel, records: ClosableMessageStore, make_tool: ToolFactory, engine: str
 ) -> None:
     alice_session(records)
     alice = mkernel.caller(user_id="alice", session_id="s1")

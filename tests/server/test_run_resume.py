@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-import sqlite3
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -28,8 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agentkernel.agent.resume import INTERRUPTED
 from agentkernel.config.server import token_hash
-from agentkernel.services.usage import UsageLedger
 from tests.conftest import wait_until
+from tests.deployed import store_sql, usage_ledger
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, script_tool, sse_events, write
@@ -191,7 +190,7 @@ def test_a_run_killed_during_a_tool_call_runs_it_again_only_when_its_tool_says_s
         results = [content for kind, content in records(to_b, session) if kind == "tool_result"]
         assert results == [seen]  # one result of the call, whichever server wrote it
     # S26.3: each LLM call counted once, by the server that made it; the recorded answer is not asked again
-    with UsageLedger(project / "data" / "messages.db") as ledger:
+    with usage_ledger(project / "data" / "messages.db") as ledger:
         spent = ledger.totals(user="alice", since=datetime.now(UTC).date() - timedelta(days=1))
     assert spent.calls == len(asked(llm_server)) == 2
 
@@ -249,10 +248,11 @@ def test_a_damaged_journal_ends_its_run_in_error_and_nothing_else(
         wait_until(lambda: len(asked(llm_server)) == 2, "the result to reach the LLM")
         kill(a)
         stream.close()
-    with contextlib.closing(sqlite3.connect(project / "data" / "messages.db")) as db, db:
-        db.execute(
-            "UPDATE messages SET meta = '{\"tool\": \"upp' WHERE run_id = ? AND kind = 'tool_call'", (run_id,)
-        )
+    store_sql(
+        project / "data" / "messages.db",
+        "UPDATE messages SET meta = '{\"tool\": \"upp' WHERE run_id = ? AND kind = 'tool_call'",
+        (run_id,),
+    )
     with serving(project, "b") as b, b.client() as to_b:
         run = ended(to_b, run_id)
         assert run["reason"] == "error"
@@ -332,8 +332,7 @@ def test_a_chat_completion_s_run_whose_server_died_is_ended_not_resumed(
         wait_until(lambda: len(asked(llm_server)) == 1, "the completion's run to reach the LLM")
         kill(a)
         asking.join(60)
-    with contextlib.closing(sqlite3.connect(project / "data" / "messages.db")) as db:
-        (run_id,) = db.execute("SELECT id FROM runs WHERE one_off = 1").fetchone()
+    [(run_id,)] = store_sql(project / "data" / "messages.db", "SELECT id FROM runs WHERE one_off = 1")
     with serving(project, "b") as b, b.client() as to_b:
         assert ended(to_b, run_id)["reason"] == "terminated"
     assert len(asked(llm_server)) == 1  # nothing asked again

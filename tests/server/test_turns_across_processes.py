@@ -13,10 +13,8 @@ test, never by sleeping; nothing asserts on time.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -31,6 +29,7 @@ import pytest
 
 from agentkernel.config.server import token_hash
 from tests.conftest import ctrl_c_default, wait_until
+from tests.deployed import store_sql
 from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.openai_server import CHAT_PATH, Exchange
 from tests.server.conftest import make_project, sse_events
@@ -212,8 +211,8 @@ def test_a_turn_longer_than_its_lease_keeps_it_renewed(
     expiries: set[float] = set()
 
     def renewed_twice() -> bool:
-        with contextlib.closing(sqlite3.connect(a.log.parent / "data" / "messages.db")) as db:
-            expiries.update(row[0] for row in db.execute("SELECT expires_at FROM turn_leases"))
+        rows = store_sql(a.log.parent / "data" / "messages.db", "SELECT expires_at FROM turn_leases")
+        expiries.update(row[0] for row in rows)
         return len(expiries) >= 3  # taken, then renewed twice: held past its first expiry
 
     with a.client() as to_a, b.client() as to_b:

@@ -1,4 +1,8 @@
-"""The message store (S18, S23.5): order, search, isolation, limits, concurrency, durability."""
+"""The message store (S18, S23.5): order, search, isolation, limits, concurrency, durability.
+
+Every test but those about the SQLite file runs on both stores: the SQLite
+file and the PostgreSQL database (S27.2, tests/pg.py); `where` is either.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.ports import Entry
 from agentkernel.services.memory import (
     _MIGRATIONS,
     KIND_AGENT,
@@ -30,8 +35,19 @@ from agentkernel.services.memory import (
     SqliteMessageStore,
     fts_query,
 )
+from agentkernel.services.memory_pg import PostgresMessageStore
 
 ISO_MS_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+Store = SqliteMessageStore | PostgresMessageStore
+
+
+def open_store(where: Path | str) -> Store:
+    """The PostgreSQL store for a postgresql:// URL, else the SQLite one on that file."""
+    if str(where).startswith("postgresql://"):
+        return PostgresMessageStore(str(where))
+    return SqliteMessageStore(where)
 
 
 @pytest.fixture
@@ -39,30 +55,38 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "data" / "messages.sqlite"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, db: Path) -> str:
+    """Where a store lives: a message store file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(db)
+    return str(request.getfixturevalue("pg_url"))
+
+
 @pytest.fixture
-def store(db: Path) -> Iterator[SqliteMessageStore]:
-    with SqliteMessageStore(db) as opened:
+def store(where: str) -> Iterator[Store]:
+    with open_store(where) as opened:
         yield opened
 
 
-def fill(store: SqliteMessageStore, session: str, *texts: str) -> list[int]:
+def fill(store: Store, session: str, *texts: str) -> list[int]:
     return [store.append(session, "user", KIND_USER, text) for text in texts]
 
 
 # --- append, history, records -------------------------------------------------
 
 
-def test_it_is_a_message_store(store: SqliteMessageStore) -> None:
+def test_it_is_a_message_store(store: Store) -> None:
     assert isinstance(store, MessageStore)
     assert {"user", "agent", "tool_call", "tool_result", "hook", "notice", "warning", "error", "end"} == KINDS
 
 
-def test_ids_increase(store: SqliteMessageStore) -> None:
+def test_ids_increase(store: Store) -> None:
     ids = fill(store, "s1", "a", "b", "c")
     assert ids == sorted(ids) and len(set(ids)) == 3
 
 
-def test_history_is_the_last_n_oldest_first(store: SqliteMessageStore) -> None:
+def test_history_is_the_last_n_oldest_first(store: Store) -> None:
     fill(store, "s1", *[f"message {i}" for i in range(10)])
     assert [r.content for r in store.history("s1", 3)] == ["message 7", "message 8", "message 9"]
     assert [r.content for r in store.history("s1", 100)] == [f"message {i}" for i in range(10)]
@@ -70,7 +94,7 @@ def test_history_is_the_last_n_oldest_first(store: SqliteMessageStore) -> None:
     assert store.history("nobody", 5) == []
 
 
-def test_record_shape_is_s18(store: SqliteMessageStore) -> None:
+def test_record_shape_is_s18(store: Store) -> None:
     record_id = store.append("s1", "agent", KIND_AGENT, "hello", {"model": "m"})
     (record,) = store.history("s1", 1)
     assert record == Record(record_id, "agent", "agent", "hello", {"model": "m"}, record.created_at, None)
@@ -81,7 +105,7 @@ def test_record_shape_is_s18(store: SqliteMessageStore) -> None:
     json.dumps(as_json)  # plain JSON all the way down
 
 
-def test_meta_round_trips(store: SqliteMessageStore) -> None:
+def test_meta_round_trips(store: Store) -> None:
     meta = {"tool": "lookup", "args": {"q": "счёт", "n": [1, 2.5, None, True]}, "empty": {}}
     store.append("s1", "tool", KIND_TOOL_CALL, "lookup(...)", meta)
     store.append("s1", "user", KIND_USER, "no meta")
@@ -90,7 +114,7 @@ def test_meta_round_trips(store: SqliteMessageStore) -> None:
     assert second.meta == {}
 
 
-def test_any_short_kind_is_accepted(store: SqliteMessageStore) -> None:
+def test_any_short_kind_is_accepted(store: Store) -> None:
     store.append("s1", "kernel", "budget_exceeded", "over budget")
     assert store.history("s1", 1)[0].kind == "budget_exceeded"
 
@@ -110,21 +134,21 @@ def test_any_short_kind_is_accepted(store: SqliteMessageStore) -> None:
     ],
 )
 def test_bad_appends_raise_value_error(
-    store: SqliteMessageStore, session: str, role: str, kind: str, content: object, meta: object
+    store: Store, session: str, role: str, kind: str, content: object, meta: object
 ) -> None:
     with pytest.raises(ValueError):
         store.append(session, role, kind, content, meta)  # type: ignore[arg-type]
     assert store.count("s") == 0
 
 
-def test_count(store: SqliteMessageStore) -> None:
+def test_count(store: Store) -> None:
     assert store.count("s1") == 0
     fill(store, "s1", "a", "b")
     fill(store, "s2", "c")
     assert (store.count("s1"), store.count("s2")) == (2, 1)
 
 
-def test_sessions_never_see_each_other(store: SqliteMessageStore) -> None:
+def test_sessions_never_see_each_other(store: Store) -> None:
     fill(store, "alice", "the secret password is swordfish")
     fill(store, "bob", "what is the password")
     assert [r.content for r in store.history("bob", 10)] == ["what is the password"]
@@ -133,7 +157,7 @@ def test_sessions_never_see_each_other(store: SqliteMessageStore) -> None:
     assert store.count("bob") == 1
 
 
-def test_s18_an_owner_reads_only_its_users_records_of_the_session(store: SqliteMessageStore) -> None:
+def test_s18_an_owner_reads_only_its_users_records_of_the_session(store: Store) -> None:
     """A session id is not a secret: user B naming user A's session reads B's records only."""
     store.append("shared", "user", KIND_USER, "alice: the password is swordfish", user_id="alice")
     store.append("shared", "user", KIND_USER, "bob: what is the password", user_id="bob")
@@ -187,7 +211,7 @@ def test_a_version_1_file_is_upgraded_and_its_records_keep_no_user(db: Path) -> 
         conn.close()
 
 
-def test_a_window_ranks_only_the_latest_matches(store: SqliteMessageStore) -> None:
+def test_a_window_ranks_only_the_latest_matches(store: Store) -> None:
     """`window` bounds the ranking's cost: the latest N matches of the session (and owner) are ranked."""
     store.append("s1", "user", KIND_USER, "apple apple apple apple", user_id="alice")  # the best, but old
     for i in range(5):
@@ -205,7 +229,7 @@ def test_a_window_ranks_only_the_latest_matches(store: SqliteMessageStore) -> No
     assert len(store.search("s1", "apple", 5, owner=alice, window=2)) == 5  # the window is at least k
 
 
-def test_max_bytes_keeps_the_newest_or_best_records_that_fit(store: SqliteMessageStore) -> None:
+def test_max_bytes_keeps_the_newest_or_best_records_that_fit(store: Store) -> None:
     for i in range(4):
         store.append("s1", "tool", "tool_result", f"part {i} " + "x" * 1000)
     assert [r.content[:6] for r in store.history("s1", 4, max_bytes=2100)] == ["part 2", "part 3"]
@@ -213,7 +237,7 @@ def test_max_bytes_keeps_the_newest_or_best_records_that_fit(store: SqliteMessag
     assert len(store.history("s1", 4, max_bytes=10)) == 1  # one record at least
 
 
-def test_delete_session(store: SqliteMessageStore) -> None:
+def test_delete_session(store: Store) -> None:
     fill(store, "gone", "apples and pears", "more apples")
     last = fill(store, "kept", "apples too")[0]
     assert store.delete_session("gone") == 2
@@ -228,7 +252,7 @@ def test_delete_session(store: SqliteMessageStore) -> None:
 # --- content cap --------------------------------------------------------------
 
 
-def test_long_content_is_truncated_with_a_marker(store: SqliteMessageStore) -> None:
+def test_long_content_is_truncated_with_a_marker(store: Store) -> None:
     content = "я" * (MAX_CONTENT_BYTES // 2 + 7)  # two bytes per letter: just over the cap
     store.append("s1", "tool", "tool_result", content, {"tool": "dump"})
     (record,) = store.history("s1", 1)
@@ -238,14 +262,14 @@ def test_long_content_is_truncated_with_a_marker(store: SqliteMessageStore) -> N
     assert record.meta == {"tool": "dump", "truncated_from_bytes": len(content.encode())}
 
 
-def test_content_at_the_cap_is_kept_whole(store: SqliteMessageStore) -> None:
+def test_content_at_the_cap_is_kept_whole(store: Store) -> None:
     content = "x" * MAX_CONTENT_BYTES
     store.append("s1", "tool", "tool_result", content)
     (record,) = store.history("s1", 1)
     assert record.content == content and record.meta == {}
 
 
-def test_lone_surrogates_do_not_break_appends(store: SqliteMessageStore) -> None:
+def test_lone_surrogates_do_not_break_appends(store: Store) -> None:
     """Issue 9: stored as U+FFFD, so what is read back is valid Unicode, in meta too."""
     store.append("s1", "agent", KIND_AGENT, "half \ud83d a pair", {"raw": "\ud83d", "\udc00": 1})
     (record,) = store.history("s1", 1)
@@ -256,7 +280,7 @@ def test_lone_surrogates_do_not_break_appends(store: SqliteMessageStore) -> None
 # --- search -------------------------------------------------------------------
 
 
-def test_search_ranks_more_of_the_words_first(store: SqliteMessageStore) -> None:
+def test_search_ranks_more_of_the_words_first(store: Store) -> None:
     fill(
         store,
         "s1",
@@ -273,7 +297,7 @@ def test_search_ranks_more_of_the_words_first(store: SqliteMessageStore) -> None
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
 
 
-def test_search_ranks_words_standing_together_first(store: SqliteMessageStore) -> None:
+def test_search_ranks_words_standing_together_first(store: Store) -> None:
     fill(
         store,
         "s1",
@@ -286,25 +310,25 @@ def test_search_ranks_words_standing_together_first(store: SqliteMessageStore) -
     assert found[0].score > found[1].score
 
 
-def test_search_ranks_more_mentions_first(store: SqliteMessageStore) -> None:
+def test_search_ranks_more_mentions_first(store: Store) -> None:
     fill(store, "s1", "deploy once then rest", "deploy deploy deploy again")
     assert store.search("s1", "deploy", 10)[0].content == "deploy deploy deploy again"
 
 
-def test_search_limits_to_k(store: SqliteMessageStore) -> None:
+def test_search_limits_to_k(store: Store) -> None:
     fill(store, "s1", *[f"log line {i}" for i in range(20)])
     assert len(store.search("s1", "log", 5)) == 5
     assert store.search("s1", "log", 0) == []
 
 
-def test_search_fills_record_fields(store: SqliteMessageStore) -> None:
+def test_search_fills_record_fields(store: Store) -> None:
     store.append("s1", "tool", "tool_result", "weather: sunny", {"tool": "weather"})
     (record,) = store.search("s1", "sunny", 3)
     assert (record.role, record.kind, record.meta) == ("tool", "tool_result", {"tool": "weather"})
     assert isinstance(record.to_json()["score"], float)
 
 
-def test_russian_is_searchable(store: SqliteMessageStore) -> None:
+def test_russian_is_searchable(store: Store) -> None:
     fill(store, "s1", "Поступление денег на счёт 5 мая", "Списание за связь", "Hello world")
     assert [r.content for r in store.search("s1", "поступление", 5)] == ["Поступление денег на счёт 5 мая"]
     assert [r.content for r in store.search("s1", "ПОСТУПЛЕНИЕ", 5)] == ["Поступление денег на счёт 5 мая"]
@@ -312,7 +336,7 @@ def test_russian_is_searchable(store: SqliteMessageStore) -> None:
     assert [r.content for r in store.search("s1", "списание связь", 5)] == ["Списание за связь"]
 
 
-def test_diacritics_do_not_matter(store: SqliteMessageStore) -> None:
+def test_diacritics_do_not_matter(store: Store) -> None:
     fill(store, "s1", "Un café crème, s'il vous plaît")
     assert len(store.search("s1", "cafe creme", 5)) == 1
     assert len(store.search("s1", "CRÈME", 5)) == 1
@@ -346,7 +370,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("query", HOSTILE)
-def test_hostile_queries_never_raise(store: SqliteMessageStore, query: str) -> None:
+def test_hostile_queries_never_raise(store: Store, query: str) -> None:
     fill(store, "s1", "payment received a:b", "NEAR the end", "AND OR NOT")
     found = store.search("s1", query, 5)
     assert isinstance(found, list)
@@ -354,12 +378,12 @@ def test_hostile_queries_never_raise(store: SqliteMessageStore, query: str) -> N
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t\n", '" * - : ( )'])
-def test_queries_without_words_find_nothing(store: SqliteMessageStore, query: str) -> None:
+def test_queries_without_words_find_nothing(store: Store, query: str) -> None:
     fill(store, "s1", "anything at all")
     assert store.search("s1", query, 5) == []
 
 
-def test_syntax_characters_are_plain_text(store: SqliteMessageStore) -> None:
+def test_syntax_characters_are_plain_text(store: Store) -> None:
     fill(store, "s1", "ratio a:b is fine", "nothing here", "NEAR the station")
     assert [r.content for r in store.search("s1", "a:b", 5)] == ["ratio a:b is fine"]
     assert [r.content for r in store.search("s1", "NEAR(", 5)] == ["NEAR the station"]
@@ -374,7 +398,7 @@ def test_fts_query_quotes_every_word() -> None:
     assert fts_query("") is None
 
 
-def test_very_long_queries_are_bounded(store: SqliteMessageStore) -> None:
+def test_very_long_queries_are_bounded(store: Store) -> None:
     fill(store, "s1", "word0 appears here")
     found = store.search("s1", " ".join(f"word{i}" for i in range(1000)), 5)
     assert [r.content for r in found] == ["word0 appears here"]
@@ -383,11 +407,11 @@ def test_very_long_queries_are_bounded(store: SqliteMessageStore) -> None:
 # --- files, schema, durability ------------------------------------------------
 
 
-def test_reopened_file_keeps_everything(db: Path) -> None:
-    with SqliteMessageStore(db) as first:
+def test_reopened_file_keeps_everything(where: str) -> None:
+    with open_store(where) as first:
         fill(first, "s1", "remember the milk")
         first.append("s1", "agent", KIND_AGENT, "noted", {"turn": 1})
-    with SqliteMessageStore(db) as again:
+    with open_store(where) as again:
         assert [(r.content, r.meta) for r in again.history("s1", 5)] == [
             ("remember the milk", {}),
             ("noted", {"turn": 1}),
@@ -429,7 +453,7 @@ def run_threads(target: object) -> None:
         thread.join()
 
 
-def check_interleaved(store: SqliteMessageStore, session: str, writers: int, per_writer: int) -> None:
+def check_interleaved(store: Store, session: str, writers: int, per_writer: int) -> None:
     records = store.history(session, writers * per_writer + 10)
     assert len(records) == writers * per_writer == store.count(session)
     ids = [r.id for r in records]
@@ -441,7 +465,7 @@ def check_interleaved(store: SqliteMessageStore, session: str, writers: int, per
     assert all(seq == list(range(per_writer)) for seq in by_writer.values()) and len(by_writer) == writers
 
 
-def test_threads_sharing_one_store_lose_nothing(store: SqliteMessageStore) -> None:
+def test_threads_sharing_one_store_lose_nothing(store: Store) -> None:
     errors: list[BaseException] = []
 
     def write(t: int) -> None:
@@ -458,13 +482,13 @@ def test_threads_sharing_one_store_lose_nothing(store: SqliteMessageStore) -> No
     check_interleaved(store, "shared", THREADS, PER_THREAD)
 
 
-def test_threads_with_their_own_stores_on_one_file_lose_nothing(db: Path) -> None:
-    SqliteMessageStore(db).close()
+def test_threads_with_their_own_stores_on_one_file_lose_nothing(where: str) -> None:
+    open_store(where).close()
     errors: list[BaseException] = []
 
     def write(t: int) -> None:
         try:
-            with SqliteMessageStore(db) as own:
+            with open_store(where) as own:
                 for i in range(PER_THREAD):
                     own.append("shared", "user", KIND_USER, f"t{t} {i}")
         except BaseException as exc:  # pragma: no cover - reported below
@@ -472,7 +496,7 @@ def test_threads_with_their_own_stores_on_one_file_lose_nothing(db: Path) -> Non
 
     run_threads(write)
     assert errors == []
-    with SqliteMessageStore(db) as store:
+    with open_store(where) as store:
         check_interleaved(store, "shared", THREADS, PER_THREAD)
 
 
@@ -482,6 +506,8 @@ WRITER = textwrap.dedent(
     from agentkernel.services.memory import SqliteMessageStore
 
     path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if path.startswith("postgresql://"):
+        from agentkernel.services.memory_pg import PostgresMessageStore as SqliteMessageStore
     store = SqliteMessageStore(path)
     print("ready", flush=True)
     sys.stdin.readline()  # "go": both start together
@@ -492,12 +518,12 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path) -> None:
+def test_two_processes_appending_at_once_lose_nothing(where: str) -> None:
     per_process, tags = 300, ("p0", "p1")
-    SqliteMessageStore(db).close()  # created up front, so both writers race on appends only
+    open_store(where).close()  # created up front, so both writers race on appends only
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db), tag, str(per_process)],
+            [sys.executable, "-c", WRITER, where, tag, str(per_process)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -516,26 +542,50 @@ def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path) 
         for proc in procs:
             if proc.poll() is None:  # pragma: no cover - only on failure
                 proc.kill()
-    with SqliteMessageStore(db) as store:
+    with open_store(where) as store:
         check_interleaved(store, "shared", len(tags), per_process)
 
 
-def test_error_kind_is_recorded(store: SqliteMessageStore) -> None:
+def test_error_kind_is_recorded(store: Store) -> None:
     store.append("s1", "hook", KIND_ERROR, "audit.yaml: TypeError: x is null", {"hook": "audit"})
     assert store.search("s1", "TypeError", 1)[0].kind == "error"
 
 
-def test_search_index_stays_consistent(store: SqliteMessageStore, db: Path) -> None:
+def test_yo_is_read_as_ye_and_deleted_sessions_leave_the_search(store: Store) -> None:
     fill(store, "s1", "Ёжик в тумане", "ещё одна запись")
     fill(store, "s2", "другая сессия")
     store.delete_session("s2")
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-        conn.commit()
-    finally:
-        conn.close()
+    assert store.search("s2", "сессия", 5) == []
     assert [r.content for r in store.search("s1", "ежик", 5)] == ["Ёжик в тумане"]
     assert [r.content for r in store.search("s1", "ещё", 5)] == ["ещё одна запись"]
+
+
+def test_search_index_stays_consistent(db: Path) -> None:
+    with SqliteMessageStore(db) as store:
+        fill(store, "s1", "Ёжик в тумане", "ещё одна запись")
+        fill(store, "s2", "другая сессия")
+        store.delete_session("s2")
+        conn = sqlite3.connect(db)
+        try:
+            conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+            conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+            conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+            conn.commit()
+        finally:
+            conn.close()
+        assert [r.content for r in store.search("s1", "ежик", 5)] == ["Ёжик в тумане"]
+        assert [r.content for r in store.search("s1", "ещё", 5)] == ["ещё одна запись"]
+
+
+def test_a_steps_notes_patch_earlier_records_meta_of_its_session_only(store: Store) -> None:
+    """As JSON merge patch (RFC 7396): keys added or replaced, objects merged, null removes a key."""
+    [first] = store.append_step(
+        "s1", [Entry("user", KIND_USER, "hi", {"a": 1, "nested": {"x": 1}, "gone": 2})]
+    )
+    [other] = store.append_step("s2", [Entry("user", KIND_USER, "elsewhere", {"a": 1})])
+    note = {"asked": "hi!", "nested": {"y": 2}, "gone": None}
+    store.append_step("s1", [], notes={first: note, other: {"asked": "not here"}})
+    (record,) = store.history("s1", 1)
+    assert record.meta == {"a": 1, "nested": {"x": 1, "y": 2}, "asked": "hi!"}
+    assert list(record.meta) == ["a", "nested", "asked"]  # kept keys stay where they were
+    assert store.history("s2", 1)[0].meta == {"a": 1}  # another session's record is never patched

@@ -1,6 +1,8 @@
 """Turn leases in the message store's file: one turn per session, per-user caps, the write fence.
 
-Two stores on one file stand for two processes (each its own connections);
+Every test runs on both stores, the SQLite file and the PostgreSQL database
+(S27.2, tests/pg.py): `path` is either. Two stores on one file stand for two
+processes (each its own connections);
 `tests/server/test_turns_across_processes.py` runs real ones. A lapsed lease is
 made by taking it for a fraction of a second and waiting for the store to
 say it lapsed, never by timing it.
@@ -14,6 +16,7 @@ import pytest
 
 from agentkernel.ports import Entry
 from agentkernel.services.memory import SqliteMessageStore
+from agentkernel.services.memory_pg import PostgresMessageStore
 from agentkernel.services.turn_leases import (
     LeaseLost,
     NewRun,
@@ -22,19 +25,37 @@ from agentkernel.services.turn_leases import (
     TurnLeases,
     UserAtCap,
 )
+from agentkernel.services.turn_leases_pg import PostgresTurnLeases
 from tests.conftest import wait_until
 
 LONG = 600.0
 SHORT = 0.05
 
 
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "messages.db"
+Leases = TurnLeases | PostgresTurnLeases
+Store = SqliteMessageStore | PostgresMessageStore
 
 
-def test_a_live_lease_refuses_another_taker_and_a_released_one_does_not(path: Path) -> None:
-    with TurnLeases(path) as here, TurnLeases(path) as there:
+@pytest.fixture(params=["sqlite", "postgres"])
+def path(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the leases live: the message store's file, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "messages.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def leases_at(where: str) -> Leases:
+    """The PostgreSQL leases for a postgresql:// URL, else the SQLite ones on that file."""
+    return PostgresTurnLeases(where) if where.startswith("postgresql://") else TurnLeases(where)
+
+
+def store_at(where: str) -> Store:
+    """The PostgreSQL message store for a postgresql:// URL, else the SQLite one on that file."""
+    return PostgresMessageStore(where) if where.startswith("postgresql://") else SqliteMessageStore(where)
+
+
+def test_a_live_lease_refuses_another_taker_and_a_released_one_does_not(path: str) -> None:
+    with leases_at(path) as here, leases_at(path) as there:
         held = here.take("s1", "alice", LONG)
         with pytest.raises(SessionLeased, match="session s1 has a turn running"):
             there.take("s1", "alice", LONG)
@@ -43,8 +64,8 @@ def test_a_live_lease_refuses_another_taker_and_a_released_one_does_not(path: Pa
         there.take("s1", "alice", LONG)
 
 
-def test_the_cap_counts_a_users_live_leases_of_every_store_and_no_other_users(path: Path) -> None:
-    with TurnLeases(path) as here, TurnLeases(path) as there:
+def test_the_cap_counts_a_users_live_leases_of_every_store_and_no_other_users(path: str) -> None:
+    with leases_at(path) as here, leases_at(path) as there:
         here.take("s1", "alice", LONG, most_per_user=2)
         there.take("s2", "alice", LONG, most_per_user=2)
         with pytest.raises(UserAtCap) as refused:
@@ -54,8 +75,8 @@ def test_the_cap_counts_a_users_live_leases_of_every_store_and_no_other_users(pa
         assert here.running("alice") == 2 and there.running("bob") == 1
 
 
-def test_a_lapsed_lease_is_taken_over_and_its_holder_can_neither_renew_nor_write(path: Path) -> None:
-    with TurnLeases(path) as dead, TurnLeases(path) as alive, SqliteMessageStore(path) as store:
+def test_a_lapsed_lease_is_taken_over_and_its_holder_can_neither_renew_nor_write(path: str) -> None:
+    with leases_at(path) as dead, leases_at(path) as alive, store_at(path) as store:
         old = dead.take("s1", "alice", SHORT, most_per_user=1)
         store.append("s1", "user", "user", "one", user_id="alice", lease=old.token)
         wait_until(lambda: dead.running("alice") == 0, "the short lease to lapse")
@@ -69,8 +90,8 @@ def test_a_lapsed_lease_is_taken_over_and_its_holder_can_neither_renew_nor_write
         assert [r.content for r in store.history("s1", 10)] == ["one", "on time"]
 
 
-def test_changes_counts_the_records_after_a_mark_and_gives_the_last_id(path: Path) -> None:
-    with SqliteMessageStore(path) as store:
+def test_changes_counts_the_records_after_a_mark_and_gives_the_last_id(path: str) -> None:
+    with store_at(path) as store:
         first = store.append("s1", "user", "user", "one", user_id="alice")
         assert store.changes("s1", first) == (0, first)
         second = store.append("s1", "assistant", "agent", "two", user_id="alice")
@@ -82,7 +103,7 @@ def test_changes_counts_the_records_after_a_mark_and_gives_the_last_id(path: Pat
 # -- runs (S25) ------------------------------------------------------------------------------------
 
 
-def run_once(leases: TurnLeases, store: SqliteMessageStore, session: str, number: int) -> str:
+def run_once(leases: Leases, store: Store, session: str, number: int) -> str:
     """One whole run as the server makes it: lease and row, the message, the end, the lease back."""
     run = NewRun(f"run-{number}", f"message {number}")
     lease = leases.take(session, "alice", LONG, run=run)
@@ -97,9 +118,9 @@ def run_once(leases: TurnLeases, store: SqliteMessageStore, session: str, number
 
 
 def test_ten_thousand_runs_in_a_session_leave_nothing_to_resume_and_the_next_reads_as_the_first(
-    path: Path,
+    path: str,
 ) -> None:
-    with TurnLeases(path) as leases, SqliteMessageStore(path) as store:
+    with leases_at(path) as leases, store_at(path) as store:
         ids = [run_once(leases, store, "s1", n) for n in range(10_000)]
         assert leases.orphans() == []
         assert [r.id for r in leases.runs_of("s1", 3)] == ids[:-4:-1]
@@ -119,8 +140,8 @@ def test_ten_thousand_runs_in_a_session_leave_nothing_to_resume_and_the_next_rea
         assert unfinished.token != taken.token
 
 
-def test_a_key_is_one_run_of_its_user_and_another_body_is_told_apart(path: Path) -> None:
-    with TurnLeases(path) as leases:
+def test_a_key_is_one_run_of_its_user_and_another_body_is_told_apart(path: str) -> None:
+    with leases_at(path) as leases:
         lease = leases.take("s1", "alice", LONG, run=NewRun("r1", "pay", idem_key="k", body_hash="h1"))
         leases.release(lease)
         with pytest.raises(RunExists) as same:
@@ -132,8 +153,8 @@ def test_a_key_is_one_run_of_its_user_and_another_body_is_told_apart(path: Path)
         leases.take("s2", "bob", LONG, run=NewRun("r4", "pay", idem_key="k", body_hash="h1"))  # bob's own key
 
 
-def test_each_takeover_of_an_unfinished_run_is_counted(path: Path) -> None:
-    with TurnLeases(path) as leases:
+def test_each_takeover_of_an_unfinished_run_is_counted(path: str) -> None:
+    with leases_at(path) as leases:
         leases.take("s1", "alice", SHORT, run=NewRun("r1", "hi"))
         counts = []
         for _ in range(3):
@@ -148,3 +169,13 @@ def test_each_takeover_of_an_unfinished_run_is_counted(path: Path) -> None:
         assert by_message.resumes is not None and by_message.resumes.id == "r1"
         counts.append(by_message.resumes.taken_over)
         assert counts == [1, 2, 3, 4]
+
+
+def test_a_stop_asked_of_a_lapsed_holder_is_not_the_next_holders(path: str) -> None:
+    with leases_at(path) as leases:
+        old = leases.take("s1", "alice", SHORT)
+        assert leases.ask_stop("s1") and leases.stops_asked([old]) == [old]
+        wait_until(lambda: leases.running("alice") == 0, "the short lease to lapse")
+        assert not leases.ask_stop("s1")  # nobody runs a turn there now
+        new = leases.take("s1", "alice", LONG)
+        assert leases.stops_asked([old, new]) == []

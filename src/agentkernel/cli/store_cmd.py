@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 PG_STORES = (
     "agentkernel.services.usage_pg",
+    "agentkernel.services.turn_leases_pg",
+    "agentkernel.services.memory_pg",
     "agentkernel.services.approvals_pg",
     "agentkernel.services.tool_results_pg",
     "agentkernel.services.state_pg",

@@ -24,6 +24,7 @@ import logging
 from typing import Protocol
 
 from agentkernel.config.store import masked_url
+from agentkernel.services.memory import RUN_RECORDS_CHANNEL  # the id of a run with new records
 
 log = logging.getLogger("agentkernel.server")
 
@@ -32,8 +33,6 @@ POLL_SECS = 0.25
 SAFETY_SECS = 5.0
 """How often a stream reads anyway when PostgreSQL's notices wake it."""
 RECONNECT_SECS = 1.0
-RUN_RECORDS_CHANNEL = "agentkernel_run_records"
-"""The NOTIFY channel whose payload is the id of a run that has new records (services/postgres.py)."""
 
 
 class RunWakeups(Protocol):

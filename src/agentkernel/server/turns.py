@@ -65,6 +65,7 @@ from agentkernel.server.sessions import SessionInfo
 from agentkernel.services.run_engine import EngineUnavailable, RunEngine
 from agentkernel.services.turn_leases import (
     Lease,
+    LeaseStore,
     NewRun,
     Run,
     RunExists,
@@ -296,7 +297,7 @@ class TurnRunner:
         seal: Seal | None = None,
         max_backlog_bytes: int = 8 << 20,
         max_running_per_user: int = 4,
-        leases: Callable[[], TurnLeases] | None = None,
+        leases: Callable[[], LeaseStore] | None = None,
         lease_secs: float = 20.0,
         check_quota: Callable[[str, str], None] | None = None,
         engine: RunEngine | None = None,

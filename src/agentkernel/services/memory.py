@@ -47,10 +47,11 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage, ToolCall
@@ -93,8 +94,11 @@ MAX_QUERY_WORDS = 32
 
 BUSY_TIMEOUT_SECS = 10.0
 SCHEMA_VERSION = 3
+RUN_RECORDS_CHANNEL = "agentkernel_run_records"
+"""Where the PostgreSQL store (memory_pg.py) announces a run's new step: a NOTIFY of the run's id, sent at
+the step's commit; server/run_wakeups.py listens."""
 
-_FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
+FIELDS = "m.id, m.role, m.kind, m.content, m.meta, m.created_at"
 _HAS_WORD = re.compile(r"\w")
 
 _FOLD_SQL = "replace(replace({}, 'ё', 'е'), 'Ё', 'Е')"
@@ -140,39 +144,59 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 """Version N's statements take a file from version N-1 to N; append, never edit."""
 
 
-def _owner_condition(owner: Owner) -> tuple[str, tuple[str, ...]]:
+def _owner_condition(owner: Owner, mark: str) -> tuple[str, tuple[str, ...]]:
     """The SQL condition on ``m.user_id`` of `owner`'s records, and its parameter."""
     if owner.unrecorded:
-        return "(m.user_id = ? OR m.user_id IS NULL)", (owner.user_id or "",)
-    return "m.user_id = ?", (owner.user_id or "",)
+        return f"(m.user_id = {mark} OR m.user_id IS NULL)", (owner.user_id or "",)
+    return f"m.user_id = {mark}", (owner.user_id or "",)
 
 
-def _scope(session_id: str, owner: Owner | None) -> tuple[str, tuple[str, ...]]:
-    """The WHERE condition of a read: the session, and the owner's records only when one is given."""
-    _check_session(session_id)
-    if owner is None:
-        return "m.session_id = ?", (session_id,)
-    condition, params = _owner_condition(owner)
-    return f"m.session_id = ? AND {condition}", (session_id, *params)
+def scope(session_id: str, owner: Owner | None, mark: str = "?") -> tuple[str, tuple[str, ...]]:
+    """The WHERE condition of a read: the session, and the owner's records only when one is given.
 
-
-class SqliteMessageStore(SqliteStore):
-    """The embedded message store: one SQLite file (or ":memory:"), safe across threads and processes.
-
-    See the module docstring for the concurrency, size and search decisions.
+    `mark` is the database's parameter placeholder (`?` here, `%s` in memory_pg.py).
     """
+    check_session(session_id)
+    if owner is None:
+        return f"m.session_id = {mark}", (session_id,)
+    condition, params = _owner_condition(owner, mark)
+    return f"m.session_id = {mark} AND {condition}", (session_id, *params)
 
-    def __init__(self, path: Path | str) -> None:
-        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
 
-    def _too_new(self, version: int) -> AgentKernelError:
-        return AgentKernelError(
-            f"{self.path}: message store schema version {version} is newer than "
-            f"this kernel's {SCHEMA_VERSION}"
-        )
+class _Store(Protocol):
+    """What `TranscriptMethods` needs of the class it is mixed into (see there)."""
+
+    mark: ClassVar[str]
+    lease_check: ClassVar[str]
+    step_lock: ClassVar[str | None]
+
+    def _read(
+        self, sql: str, params: tuple[Any, ...], timeout: float | None = None
+    ) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+    def _insert(self, conn: Any, row: tuple[Any, ...]) -> int: ...
+
+    def _note(self, conn: Any, session_id: str, record_id: int, note: Mapping[str, Any]) -> None: ...
+
+    def _stepped(self, conn: Any, run_id: str) -> None: ...
+
+
+class TranscriptMethods:
+    """What both message stores do, written once: SQLite's (`SqliteMessageStore`) and PostgreSQL's
+    (memory_pg.py) differ in their placeholder (`mark`), how a step keeps the session's ids in commit
+    order (`step_lock`: SQLite's one writer does it already), how the lease is checked (`lease_check`, one
+    row of `session_id, token`), how a record is inserted (`_insert`, its id back) and a note added to
+    a record's meta (`_note`), what a run's step tells others (`_stepped`), their searches and the
+    store underneath (`_read`, `_write`)."""
+
+    mark: ClassVar[str]
+    lease_check: ClassVar[str]
+    step_lock: ClassVar[str | None]  # run first in a step's transaction, given the session id
 
     def append(
-        self,
+        self: _Store,
         session_id: str,
         role: str,
         kind: str,
@@ -188,12 +212,12 @@ class SqliteMessageStore(SqliteStore):
         is written only while that lease is still the session's, checked in
         the record's own transaction; LeaseLost when it is not, and nothing is written.
         """
-        return self.append_step(session_id, [Entry(role, kind, content, meta)], user_id=user_id, lease=lease)[
-            0
-        ]
+        return TranscriptMethods.append_step(
+            self, session_id, [Entry(role, kind, content, meta)], user_id=user_id, lease=lease
+        )[0]
 
     def append_step(
-        self,
+        self: _Store,
         session_id: str,
         entries: Sequence[Entry],
         *,
@@ -212,61 +236,106 @@ class SqliteMessageStore(SqliteStore):
         `notes` add keys to the meta of earlier records of the same session
         (what a hook made of the user's message).
         """
-        _check_session(session_id)
+        check_session(session_id)
         if user_id is not None and not isinstance(user_id, str):
             raise ValueError(f"user_id must be a string or None, not {type(user_id).__name__}")
-        rows = [_row(session_id, user_id, run_id, entry) for entry in entries]
-        update = _run_update(run_update) if run_update and run_id is not None else None
+        rows = [row_of(session_id, user_id, run_id, entry) for entry in entries]
+        update = run_update_sql(run_update, self.mark) if run_update and run_id is not None else None
         if not rows and not notes and update is None:
             return []
         with self._write() as conn:
-            if (
-                lease is not None
-                and conn.execute(
-                    f"SELECT 1 FROM {LEASES} WHERE session_id = ? AND token = ?", (session_id, lease)
-                ).fetchone()
-                is None
-            ):
+            if self.step_lock is not None:
+                conn.execute(self.step_lock, (session_id,))
+            if lease is not None and conn.execute(self.lease_check, (session_id, lease)).fetchone() is None:
                 raise LeaseLost(session_id)
-            ids = []
-            for row in rows:
-                cursor = conn.execute(
-                    "INSERT INTO messages (session_id, user_id, run_id, role, kind, content, meta, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
-                )
-                assert cursor.lastrowid is not None
-                ids.append(cursor.lastrowid)
+            ids = [self._insert(conn, row) for row in rows]
             for record_id, note in (notes or {}).items():
-                conn.execute(
-                    "UPDATE messages SET meta = json_patch(meta, ?) WHERE id = ? AND session_id = ?",
-                    (json.dumps(note, ensure_ascii=False), record_id, session_id),
-                )
+                self._note(conn, session_id, record_id, note)
             if update is not None and run_id is not None:
                 sql, params = update
-                conn.execute(f"UPDATE {RUNS} SET {sql} WHERE id = ?", (*params, run_id))
+                conn.execute(f"UPDATE {RUNS} SET {sql} WHERE id = {self.mark}", (*params, run_id))
+            if run_id is not None:
+                self._stepped(conn, run_id)
         return ids
 
-    def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
+    def run_records(self: _Store, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
         """A run's records after id `after`, oldest first, up to `most` (its events, read again)."""
+        m = self.mark
         rows = self._read(
-            f"SELECT {_FIELDS} FROM messages m WHERE m.run_id = ? AND m.id > ? ORDER BY m.id LIMIT ?",
+            f"SELECT {FIELDS} FROM messages m WHERE m.run_id = {m} AND m.id > {m} ORDER BY m.id LIMIT {m}",
             (run_id, after, most),
         )
-        return [_record(row) for row in rows]
+        return [record_of(row) for row in rows]
 
-    def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
+    def changes(self: _Store, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
         """How many records the session has after record id `after`, and its last id (`after` if none).
 
         The cheap check that a history read before is still the store's: a
         range of the session's index, the records since then only.
         """
-        where, params = _scope(session_id, owner)
+        where, params = scope(session_id, owner, self.mark)
         rows = self._read(
-            f"SELECT count(*), coalesce(max(m.id), ?) FROM messages m WHERE {where} AND m.id > ?",
+            f"SELECT count(*), coalesce(max(m.id), {self.mark}) FROM messages m "
+            f"WHERE {where} AND m.id > {self.mark}",
             (after, *params, after),
         )
         return int(rows[0][0]), int(rows[0][1])
+
+    def count(
+        self: _Store, session_id: str, *, owner: Owner | None = None, timeout: float | None = None
+    ) -> int:
+        """How many records the session has (served by the session's indexes)."""
+        where, params = scope(session_id, owner, self.mark)
+        rows = self._read(f"SELECT count(*) FROM messages m WHERE {where}", params, timeout)
+        return int(rows[0][0])
+
+    def delete_session(self: _Store, session_id: str) -> int:
+        """Delete the session's records (and their entries in the search index) in one transaction."""
+        check_session(session_id)
+        with self._write() as conn:
+            cursor = conn.execute(f"DELETE FROM messages WHERE session_id = {self.mark}", (session_id,))
+        return int(cursor.rowcount)
+
+
+class SqliteMessageStore(TranscriptMethods, SqliteStore):
+    """The embedded message store: one SQLite file (or ":memory:"), safe across threads and processes.
+
+    See the module docstring for the concurrency, size and search decisions.
+    """
+
+    mark = "?"
+    step_lock: ClassVar[str | None] = None
+    lease_check = f"SELECT 1 FROM {LEASES} WHERE session_id = ? AND token = ?"
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+
+    def _too_new(self, version: int) -> AgentKernelError:
+        return AgentKernelError(
+            f"{self.path}: message store schema version {version} is newer than "
+            f"this kernel's {SCHEMA_VERSION}"
+        )
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> int:
+        cursor = conn.execute(
+            "INSERT INTO messages (session_id, user_id, run_id, role, kind, content, meta, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    @staticmethod
+    def _note(conn: sqlite3.Connection, session_id: str, record_id: int, note: Mapping[str, Any]) -> None:
+        conn.execute(
+            "UPDATE messages SET meta = json_patch(meta, ?) WHERE id = ? AND session_id = ?",
+            (json.dumps(note, ensure_ascii=False), record_id, session_id),
+        )
+
+    @staticmethod
+    def _stepped(conn: sqlite3.Connection, run_id: str) -> None:
+        """Nothing: a run's readers on the file read it again every little while (server/run_wakeups.py)."""
 
     def history(
         self,
@@ -278,17 +347,17 @@ class SqliteMessageStore(SqliteStore):
         timeout: float | None = None,
     ) -> list[Record]:
         """The last `n` records, oldest first; ordered by id, which is commit order."""
-        where, params = _scope(session_id, owner)
+        where, params = scope(session_id, owner)
         if n <= 0:
             return []
         with self._reading(timeout) as conn:
             rows = _rows_within(
                 conn,
-                f"SELECT {_FIELDS} FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT ?",
+                f"SELECT {FIELDS} FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT ?",
                 (*params, n),
                 max_bytes,
             )
-        return [_record(row) for row in reversed(rows)]
+        return [record_of(row) for row in reversed(rows)]
 
     def search(
         self,
@@ -309,7 +378,7 @@ class SqliteMessageStore(SqliteStore):
         order, no ranking), and only those are ranked. Without it, every
         match is ranked.
         """
-        where, params = _scope(session_id, owner)
+        where, params = scope(session_id, owner)
         match = fts_query(query)
         if match is None or k <= 0:
             return []
@@ -328,27 +397,14 @@ class SqliteMessageStore(SqliteStore):
             # bm25() is lower-is-better; S18's score is higher-is-better. CROSS JOIN: the index drives
             rows = _rows_within(
                 conn,
-                f"SELECT {_FIELDS}, -bm25(messages_fts) FROM messages_fts "
+                f"SELECT {FIELDS}, -bm25(messages_fts) FROM messages_fts "
                 "CROSS JOIN messages m ON m.id = messages_fts.rowid "
                 f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND {where} "
                 "ORDER BY bm25(messages_fts), m.id DESC LIMIT ?",
                 (match, since, *params, k),
                 max_bytes,
             )
-        return [_record(row) for row in rows]
-
-    def count(self, session_id: str, *, owner: Owner | None = None, timeout: float | None = None) -> int:
-        """How many records the session has (served by the session's indexes)."""
-        where, params = _scope(session_id, owner)
-        rows = self._read(f"SELECT count(*) FROM messages m WHERE {where}", params, timeout)
-        return int(rows[0][0])
-
-    def delete_session(self, session_id: str) -> int:
-        """Delete the session's records and their index entries (a trigger) in one transaction."""
-        _check_session(session_id)
-        with self._write() as conn:
-            cursor = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        return cursor.rowcount
+        return [record_of(row) for row in rows]
 
 
 def _rows_within(
@@ -421,7 +477,7 @@ def _meta_text(meta: dict[str, Any]) -> str:
     return text
 
 
-def _check_session(session_id: str) -> None:
+def check_session(session_id: str) -> None:
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("session_id must be a non-empty string")
 
@@ -432,7 +488,7 @@ RUN_COLUMNS = frozenset(
 """The run's columns a step may set (`append_step`'s `run_update`)."""
 
 
-def _row(session_id: str, user_id: str | None, run_id: str | None, entry: Entry) -> tuple[Any, ...]:
+def row_of(session_id: str, user_id: str | None, run_id: str | None, entry: Entry) -> tuple[Any, ...]:
     """One record's row, checked: bad labels or meta raise ValueError, long content is cut."""
     _check_label("role", entry.role)
     _check_label("kind", entry.kind)
@@ -442,13 +498,13 @@ def _row(session_id: str, user_id: str | None, run_id: str | None, entry: Entry)
     return (session_id, user_id or "", run_id, entry.role, entry.kind, content, meta_text, _now())
 
 
-def _run_update(update: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+def run_update_sql(update: Mapping[str, Any], mark: str = "?") -> tuple[str, tuple[Any, ...]]:
     """`SET` clauses of a run's row; a column other than RUN_COLUMNS is a kernel bug (ValueError)."""
     unknown = set(update) - RUN_COLUMNS
     if unknown:
         raise ValueError(f"not a run column a step may set: {sorted(unknown)}")
     values = tuple(json.dumps(v, ensure_ascii=False) if k == "prompt" else v for k, v in update.items())
-    return ", ".join(f"{column} = ?" for column in update), values
+    return ", ".join(f"{column} = {mark}" for column in update), values
 
 
 def _check_label(name: str, value: str) -> None:
@@ -461,7 +517,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _record(row: tuple[Any, ...]) -> Record:
+def record_of(row: tuple[Any, ...]) -> Record:
     """A row as a Record; a meta that is not a JSON object (the file damaged) reads as {DAMAGED: true}."""
     score = float(row[6]) if len(row) > 6 else None
     try:
@@ -474,7 +530,7 @@ def _record(row: tuple[Any, ...]) -> Record:
 
 
 DAMAGED = "damaged"
-"""The meta key of a record whose stored meta could not be read (services/memory.py `_record`)."""
+"""The meta key of a record whose stored meta could not be read (services/memory.py `record_of`)."""
 
 
 __all__ = [
@@ -588,20 +644,28 @@ def session_problem(store: MessageStore, owner: str | None, session_id: str) -> 
     return None
 
 
-class LazyMessageStore:
-    """A SqliteMessageStore opened on first use, so a kernel that never records leaves no file."""
+class ClosableMessageStore(MessageStore, Protocol):
+    """A message store the kernel closes (`SqliteMessageStore`, memory_pg.py's `PostgresMessageStore`)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def close(self) -> None: ...
+
+
+class LazyMessageStore:
+    """A message store opened on first use, so a kernel that never records leaves no file (nor
+    connection): a SqliteMessageStore on `path`, or what `opener` makes (the PostgreSQL one)."""
+
+    def __init__(self, path: Path | str, opener: Callable[[], ClosableMessageStore] | None = None) -> None:
         self.path = path
-        self._store: SqliteMessageStore | None = None
+        self._opener = opener or (lambda: SqliteMessageStore(self.path))
+        self._store: ClosableMessageStore | None = None
         self._lock = threading.Lock()
 
     @property
-    def store(self) -> SqliteMessageStore:
+    def store(self) -> ClosableMessageStore:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = SqliteMessageStore(self.path)
+                    self._store = self._opener()
         return self._store
 
     @property

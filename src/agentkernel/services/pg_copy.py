@@ -72,11 +72,7 @@ def copy_table(
     stream through PostgreSQL's COPY, a row at a time on either side, so a
     table of any size takes bounded memory.
     """
-    if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
-        raise CopyRefused(
-            f"the store database's table {table} already holds rows: "
-            "`agentkernel store migrate` copies into empty tables only (a fresh database)"
-        )
+    refuse_unless_empty(target, table)
     names = ", ".join(columns)
     copied = 0
     with target.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
@@ -119,11 +115,29 @@ def shared_columns(
     return [str(row[0]) for row in ours if row[0] in theirs]
 
 
-def move_sequence(target: psycopg.Connection[Row], table: str, column: str) -> None:
-    """Move the identity sequence of `table.column` past its highest value, so new ids come after."""
+def refuse_unless_empty(target: psycopg.Connection[Row], table: str) -> None:
+    """CopyRefused when the store database's `table` already holds rows (a second copy would double them)."""
+    if target.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() != (False,):
+        raise CopyRefused(
+            f"the store database's table {table} already holds rows: "
+            "`agentkernel store migrate` copies into empty tables only (a fresh database)"
+        )
+
+
+def move_sequence(
+    target: psycopg.Connection[Row], table: str, column: str, source: sqlite3.Connection | None = None
+) -> None:
+    """Move the identity sequence of `table.column` past its highest value — and past every id the
+    SQLite `source` ever gave (an AUTOINCREMENT table's counter: its newest rows may have been
+    deleted) — so the ids written afterwards keep increasing as they did in the file."""
+    given = 0
+    if source is not None and holds(source, "sqlite_sequence"):
+        found = source.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        given = int(found[0]) if found is not None and found[0] is not None else 0
     target.execute(
-        f"SELECT setval(pg_get_serial_sequence(%s, %s), coalesce(max({column}), 0) + 1, false) FROM {table}",
-        (table, column),
+        f"SELECT setval(pg_get_serial_sequence(%s, %s), greatest(coalesce(max({column}), 0), %s) + 1, false) "
+        f"FROM {table}",
+        (table, column, given),
     )
 
 
@@ -134,6 +148,7 @@ __all__ = [
     "holds",
     "move_sequence",
     "read_only",
+    "refuse_unless_empty",
     "shared_columns",
     "source_version",
 ]

@@ -35,9 +35,10 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sqlite_db import Schema, SqliteStore
@@ -214,14 +215,31 @@ def new_token() -> str:
     return f"{os.getpid()}:{secrets.token_hex(16)}"
 
 
-class TurnLeases(SqliteStore):
-    """The `turn_leases` table, in the message store's file; safe from any thread and process."""
+class _Leases(Protocol):
+    """What `LeaseMethods` needs of the class it is mixed into (see there)."""
 
-    def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
-        super().__init__(path, _SCHEMA, busy_timeout_secs)
+    mark: ClassVar[str]
+    hold_sql: ClassVar[str]
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+    def _claim(self, conn: Any, session_id: str, user_id: str) -> None: ...
+
+
+class LeaseMethods:
+    """What both lease stores do, written once: SQLite's (`TurnLeases`) and PostgreSQL's
+    (turn_leases_pg.py) differ in their placeholder (`mark`), the statement that sets a session's
+    lease row (`hold_sql`), how a taker keeps others off the session and its user's count until it
+    commits (`_claim`: the SQLite store's write lock does it already), their `take_over` and the
+    store underneath (`_read`, `_write`)."""
+
+    mark: ClassVar[str]
+    hold_sql: ClassVar[str]  # the row (session_id, user_id, token, expires_at), stop_asked cleared
 
     def take(
-        self,
+        self: _Leases,
         session_id: str,
         user_id: str,
         secs: float,
@@ -236,28 +254,30 @@ class TurnLeases(SqliteStore):
         run its dead holder left unfinished, that run is taken over instead
         (`Lease.resumes`) and `run` is not started.
         """
+        m = self.mark
         lease = Lease(session_id, user_id, new_token(), secs, 0.0)
         with self._write() as conn:
+            self._claim(conn, session_id, user_id)
             now = time.time()
             if run is not None and run.idem_key is not None:
-                known = _one_run(conn, "user_id = ? AND idem_key = ?", (user_id, run.idem_key))
+                known = one_run(conn, m, f"user_id = {m} AND idem_key = {m}", (user_id, run.idem_key))
                 if known is not None:
                     raise RunExists(known, known.body_hash == run.body_hash)
             row = conn.execute(
-                f"SELECT expires_at FROM {TABLE} WHERE session_id = ?", (session_id,)
+                f"SELECT expires_at FROM {TABLE} WHERE session_id = {m}", (session_id,)
             ).fetchone()
             if row is not None and row[0] > now:
                 raise SessionLeased(session_id)
             if most_per_user is not None:
-                (running,) = conn.execute(_COUNTED, (user_id, now)).fetchone()
+                (running,) = conn.execute(counted(m), (user_id, now)).fetchone()
                 if running >= most_per_user:
                     raise UserAtCap(user_id, running)
-            self._hold(conn, lease, now)
-            lease.resumes = _taken_over(conn, f"session_id = ? AND status = '{RUNNING}'", (session_id,))
+            hold(conn, self.hold_sql, lease, now)
+            lease.resumes = taken_over(conn, m, f"session_id = {m} AND status = '{RUNNING}'", (session_id,))
             if lease.resumes is None and run is not None:
                 conn.execute(
                     f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
-                    "body_hash, created_at, template) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"body_hash, created_at, template) VALUES ({', '.join([m] * 10)})",
                     (
                         run.id,
                         session_id,
@@ -273,85 +293,63 @@ class TurnLeases(SqliteStore):
                 )
         return lease
 
-    def take_over(self, run_id: str, secs: float) -> Lease | None:
-        """The lease of an unfinished run's session, when its holder is gone (None: it is held, or the
-        run has ended meanwhile). Two processes asking at once: one gets it (the write lock)."""
-        with self._write() as conn:
-            now = time.time()
-            run = _one_run(conn, f"id = ? AND status = '{RUNNING}'", (run_id,))
-            if run is None:
-                return None
-            row = conn.execute(
-                f"SELECT expires_at FROM {TABLE} WHERE session_id = ?", (run.session_id,)
-            ).fetchone()
-            if row is not None and row[0] > now:
-                return None
-            taken = _taken_over(conn, "id = ?", (run_id,))
-            lease = Lease(run.session_id, run.user_id, new_token(), secs, 0.0, resumes=taken)
-            self._hold(conn, lease, now)
-        return lease
-
-    @staticmethod
-    def _hold(conn: sqlite3.Connection, lease: Lease, now: float) -> None:
-        lease.expires_at = now + lease.secs
-        conn.execute(
-            f"INSERT OR REPLACE INTO {TABLE} (session_id, user_id, token, expires_at) VALUES (?, ?, ?, ?)",
-            (lease.session_id, lease.user_id, lease.token, lease.expires_at),
-        )
-
-    def end_run(self, run_id: str, reason: str, lease: str | None = None) -> bool:
+    def end_run(self: _Leases, run_id: str, reason: str, lease: str | None = None) -> bool:
         """End a run the loop did not end (its turn failed); with `lease`, only while that is the session's.
         False when it had ended already, or another holds its session now (it is theirs to resume)."""
+        m = self.mark
         fence = (
-            f" AND EXISTS (SELECT 1 FROM {TABLE} l WHERE l.session_id = {RUNS}.session_id AND l.token = ?)"
+            f" AND EXISTS (SELECT 1 FROM {TABLE} l WHERE l.session_id = {RUNS}.session_id AND l.token = {m})"
         )
         with self._write() as conn:
             cursor = conn.execute(
-                f"UPDATE {RUNS} SET status = '{ENDED}', reason = ?, ended_at = ? "
-                f"WHERE id = ? AND status = '{RUNNING}'" + (fence if lease is not None else ""),
+                f"UPDATE {RUNS} SET status = '{ENDED}', reason = {m}, ended_at = {m} "
+                f"WHERE id = {m} AND status = '{RUNNING}'" + (fence if lease is not None else ""),
                 (reason, time.time(), run_id, *([lease] if lease is not None else [])),
             )
-        return cursor.rowcount == 1
+        return int(cursor.rowcount) == 1
 
-    def orphans(self, most: int = 16) -> list[str]:
+    def orphans(self: _Leases, most: int = 16) -> list[str]:
         """Runs still `running` whose session nobody holds: their process died (or stopped renewing)."""
+        m = self.mark
         rows = self._read(
             f"SELECT r.id FROM {RUNS} r WHERE r.status = '{RUNNING}' AND NOT EXISTS "
-            f"(SELECT 1 FROM {TABLE} l WHERE l.session_id = r.session_id AND l.expires_at > ?) "
-            "ORDER BY r.created_at LIMIT ?",
+            f"(SELECT 1 FROM {TABLE} l WHERE l.session_id = r.session_id AND l.expires_at > {m}) "
+            f"ORDER BY r.created_at LIMIT {m}",
             (time.time(), most),
         )
         return [str(row[0]) for row in rows]
 
-    def run(self, run_id: str) -> Run | None:
+    def run(self: _Leases, run_id: str) -> Run | None:
         """The run `run_id`, or None."""
-        with self._reading() as conn:
-            return _one_run(conn, "id = ?", (run_id,))
+        rows = self._read(f"SELECT {RUN_FIELDS} FROM {RUNS} WHERE id = {self.mark}", (run_id,))
+        return _run(rows[0]) if rows else None
 
-    def latest_of_body(self, user_id: str, body_hash: str, since: float) -> Run | None:
+    def latest_of_body(self: _Leases, user_id: str, body_hash: str, since: float) -> Run | None:
         """The user's latest stateless run (a chat completion) of a request body, started after `since`."""
-        with self._reading() as conn:
-            return _one_run(
-                conn,
-                "user_id = ? AND body_hash = ? AND one_off = 1 AND created_at > ? ORDER BY created_at DESC",
-                (user_id, body_hash, since),
-            )
+        m = self.mark
+        rows = self._read(
+            f"SELECT {RUN_FIELDS} FROM {RUNS} WHERE user_id = {m} AND body_hash = {m} AND one_off = 1 "
+            f"AND created_at > {m} ORDER BY created_at DESC LIMIT 1",
+            (user_id, body_hash, since),
+        )
+        return _run(rows[0]) if rows else None
 
-    def runs_of(self, session_id: str, most: int = 50) -> list[Run]:
+    def runs_of(self: _Leases, session_id: str, most: int = 50) -> list[Run]:
         """The session's latest runs, newest first."""
-        with self._reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_RUN_FIELDS} FROM {RUNS} WHERE session_id = ? ORDER BY created_at DESC LIMIT ?",
-                (session_id, most),
-            ).fetchall()
+        m = self.mark
+        rows = self._read(
+            f"SELECT {RUN_FIELDS} FROM {RUNS} WHERE session_id = {m} ORDER BY created_at DESC LIMIT {m}",
+            (session_id, most),
+        )
         return [_run(row) for row in rows]
 
-    def renew(self, lease: Lease) -> bool:
+    def renew(self: _Leases, lease: Lease) -> bool:
         """Move the expiry `lease.secs` on; False when the row is no longer this holder's (lost)."""
+        m = self.mark
         with self._write() as conn:
             expires_at = time.time() + lease.secs
             cursor = conn.execute(
-                f"UPDATE {TABLE} SET expires_at = ? WHERE session_id = ? AND token = ?",
+                f"UPDATE {TABLE} SET expires_at = {m} WHERE session_id = {m} AND token = {m}",
                 (expires_at, lease.session_id, lease.token),
             )
         if cursor.rowcount != 1:
@@ -359,59 +357,141 @@ class TurnLeases(SqliteStore):
         lease.expires_at = expires_at
         return True
 
-    def ask_stop(self, session_id: str) -> bool:
+    def ask_stop(self: _Leases, session_id: str) -> bool:
         """Ask the session's running turn to stop, whichever process holds it; False when none runs."""
+        m = self.mark
         with self._write() as conn:
             cursor = conn.execute(
-                f"UPDATE {TABLE} SET stop_asked = 1 WHERE session_id = ? AND expires_at > ?",
+                f"UPDATE {TABLE} SET stop_asked = 1 WHERE session_id = {m} AND expires_at > {m}",
                 (session_id, time.time()),
             )
-        return cursor.rowcount == 1
+        return int(cursor.rowcount) == 1
 
-    def stops_asked(self, leases: Sequence[Lease]) -> list[Lease]:
+    def stops_asked(self: _Leases, leases: Sequence[Lease]) -> list[Lease]:
         """Those of `leases` whose turn was asked to stop: one read for every turn a process runs
         (rows asked to stop are few; the process looks every second)."""
         rows = self._read(f"SELECT session_id, token FROM {TABLE} WHERE stop_asked = 1", ())
-        asked = set(rows)
+        asked = {(row[0], row[1]) for row in rows}
         return [lease for lease in leases if (lease.session_id, lease.token) in asked]
 
-    def release(self, lease: Lease) -> None:
+    def release(self: _Leases, lease: Lease) -> None:
         """The turn is over: its row goes (another holder's row, if it lost the lease, stays)."""
+        m = self.mark
         with self._write() as conn:
             conn.execute(
-                f"DELETE FROM {TABLE} WHERE session_id = ? AND token = ?", (lease.session_id, lease.token)
+                f"DELETE FROM {TABLE} WHERE session_id = {m} AND token = {m}", (lease.session_id, lease.token)
             )
 
-    def running(self, user_id: str) -> int:
+    def running(self: _Leases, user_id: str) -> int:
         """How many live leases `user_id` holds, every process's."""
-        rows = self._read(_COUNTED, (user_id, time.time()))
+        rows = self._read(counted(self.mark), (user_id, time.time()))
         return int(rows[0][0])
 
 
-_RUN_FIELDS = (
+class TurnLeases(LeaseMethods, SqliteStore):
+    """The `turn_leases` table, in the message store's file; safe from any thread and process."""
+
+    mark = "?"
+    hold_sql = f"INSERT OR REPLACE INTO {TABLE} (session_id, user_id, token, expires_at) VALUES (?, ?, ?, ?)"
+
+    def __init__(self, path: Path | str, busy_timeout_secs: float = BUSY_TIMEOUT_SECS) -> None:
+        super().__init__(path, _SCHEMA, busy_timeout_secs)
+
+    @staticmethod
+    def _claim(conn: sqlite3.Connection, session_id: str, user_id: str) -> None:
+        """Nothing: the write transaction (BEGIN IMMEDIATE) holds the file's one write lock."""
+
+    def take_over(self, run_id: str, secs: float) -> Lease | None:
+        """The lease of an unfinished run's session, when its holder is gone (None: it is held, or the
+        run has ended meanwhile). Two processes asking at once: one gets it (the write lock)."""
+        with self._write() as conn:
+            now = time.time()
+            run = one_run(conn, "?", f"id = ? AND status = '{RUNNING}'", (run_id,))
+            if run is None:
+                return None
+            row = conn.execute(
+                f"SELECT expires_at FROM {TABLE} WHERE session_id = ?", (run.session_id,)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                return None
+            taken = taken_over(conn, "?", "id = ?", (run_id,))
+            lease = Lease(run.session_id, run.user_id, new_token(), secs, 0.0, resumes=taken)
+            hold(conn, self.hold_sql, lease, now)
+        return lease
+
+
+class LeaseStore(Protocol):
+    """What the kernel and the server need of the turn leases and run journal (`TurnLeases` in the
+    message store's file, `PostgresTurnLeases` in the store database)."""
+
+    def take(
+        self,
+        session_id: str,
+        user_id: str,
+        secs: float,
+        most_per_user: int | None = None,
+        run: NewRun | None = None,
+    ) -> Lease: ...
+
+    def take_over(self, run_id: str, secs: float) -> Lease | None: ...
+
+    def end_run(self, run_id: str, reason: str, lease: str | None = None) -> bool: ...
+
+    def orphans(self, most: int = 16) -> list[str]: ...
+
+    def run(self, run_id: str) -> Run | None: ...
+
+    def latest_of_body(self, user_id: str, body_hash: str, since: float) -> Run | None: ...
+
+    def runs_of(self, session_id: str, most: int = 50) -> list[Run]: ...
+
+    def renew(self, lease: Lease) -> bool: ...
+
+    def ask_stop(self, session_id: str) -> bool: ...
+
+    def stops_asked(self, leases: Sequence[Lease]) -> list[Lease]: ...
+
+    def release(self, lease: Lease) -> None: ...
+
+    def running(self, user_id: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def hold(conn: Any, sql: str, lease: Lease, now: float) -> None:
+    """Set the session's lease row to `lease`, expiring `lease.secs` from `now` (in the caller's
+    transaction)."""
+    lease.expires_at = now + lease.secs
+    conn.execute(sql, (lease.session_id, lease.user_id, lease.token, lease.expires_at))
+
+
+RUN_FIELDS = (
     "id, session_id, user_id, status, reason, text, prompt, started_call, one_off, idem_key, body_hash, "
     "created_at, ended_at, taken_over, template, waiting_call, traceparent"
 )
 
-_COUNTED = (
-    f"SELECT count(*) FROM {TABLE} AS lease WHERE user_id = ? AND expires_at > ? AND NOT EXISTS "
-    f"(SELECT 1 FROM {RUNS} WHERE session_id = lease.session_id AND status = '{RUNNING}' "
-    "AND waiting_call IS NOT NULL)"
-)
-"""A user's running turns: live leases, less the runs waiting for a person (S24.4)."""
+
+def counted(mark: str) -> str:
+    """A user's running turns: live leases, less the runs waiting for a person (S24.4)."""
+    return (
+        f"SELECT count(*) FROM {TABLE} AS lease WHERE user_id = {mark} AND expires_at > {mark} "
+        f"AND NOT EXISTS (SELECT 1 FROM {RUNS} WHERE session_id = lease.session_id "
+        f"AND status = '{RUNNING}' AND waiting_call IS NOT NULL)"
+    )
 
 
-def _taken_over(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
+def taken_over(conn: Any, mark: str, where: str, params: tuple[Any, ...]) -> Run | None:
     """The unfinished run `where` picks, counted as taken over once more (in the caller's transaction)."""
-    run = _one_run(conn, where, params)
+    run = one_run(conn, mark, where, params)
     if run is None:
         return None
-    conn.execute(f"UPDATE {RUNS} SET taken_over = taken_over + 1 WHERE id = ?", (run.id,))
+    conn.execute(f"UPDATE {RUNS} SET taken_over = taken_over + 1 WHERE id = {mark}", (run.id,))
     return replace(run, taken_over=run.taken_over + 1)
 
 
-def _one_run(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> Run | None:
-    row = conn.execute(f"SELECT {_RUN_FIELDS} FROM {RUNS} WHERE {where} LIMIT 1", params).fetchone()
+def one_run(conn: Any, mark: str, where: str, params: tuple[Any, ...]) -> Run | None:
+    """The first run `where` picks (its parameters marked by `mark`), or None."""
+    row = conn.execute(f"SELECT {RUN_FIELDS} FROM {RUNS} WHERE {where} LIMIT 1", params).fetchone()
     return None if row is None else _run(row)
 
 
@@ -452,6 +532,8 @@ __all__ = [
     "TABLE",
     "Lease",
     "LeaseLost",
+    "LeaseMethods",
+    "LeaseStore",
     "NewRun",
     "Run",
     "RunExists",
