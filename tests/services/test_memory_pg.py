@@ -133,7 +133,10 @@ def test_copy_from_sqlite_keeps_ids_users_runs_and_search_and_ids_go_on_increasi
         assert [r.id for r in store.search("s1", "счет", 5)] == [first]
         assert [r.id for r in store.run_records("r1")] == [second]
         assert store.append("s1", "user", "user", "after the copy") > dropped
-    with psycopg.connect(pg_url) as target, pytest.raises(AgentKernelError, match="table messages already holds rows"):
+    with (
+        psycopg.connect(pg_url) as target,
+        pytest.raises(AgentKernelError, match="table messages already holds rows"),
+    ):
         copy_from_sqlite(config, target)
 
 

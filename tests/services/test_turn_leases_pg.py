@@ -119,5 +119,8 @@ def test_copy_from_sqlite_keeps_the_runs_and_leases(tmp_path: Path, pg_url: str)
         first, second = leases.run("r1"), leases.run("r2")
         assert first is not None and (first.status, first.text, first.idem_key) == ("running", "hi", "k")
         assert second is not None and (second.status, second.reason) == ("ended", "job_done")
-    with psycopg.connect(pg_url) as target, pytest.raises(AgentKernelError, match="table runs already holds rows"):
+    with (
+        psycopg.connect(pg_url) as target,
+        pytest.raises(AgentKernelError, match="table runs already holds rows"),
+    ):
         copy_from_sqlite(config, target)
