@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from agentkernel.config.store import STORE_URL_ENV
 from agentkernel.services.memory import ClosableMessageStore, SqliteMessageStore
+from agentkernel.services.state import SqliteStateStore
 from agentkernel.services.usage import UsageLedger
 
 if TYPE_CHECKING:
+    from agentkernel.services.state_pg import PostgresStateStore
     from agentkernel.services.usage_pg import PostgresUsageLedger as PostgresUsageLedgerType
 
 
 def message_store(messages_db: Path) -> ClosableMessageStore:
     """The project's message store: its file, or the store database under the postgres deployment."""
     url = os.environ.get(STORE_URL_ENV)
-    if url is None:
+    if not url:
         return SqliteMessageStore(messages_db)
     from agentkernel.services.memory_pg import PostgresMessageStore
 
@@ -33,17 +35,27 @@ def message_store(messages_db: Path) -> ClosableMessageStore:
 def usage_ledger(messages_db: Path) -> UsageLedger | PostgresUsageLedgerType:
     """The project's usage ledger: in its message store file, or in the store database."""
     url = os.environ.get(STORE_URL_ENV)
-    if url is None:
+    if not url:
         return UsageLedger(messages_db)
     from agentkernel.services.usage_pg import PostgresUsageLedger
 
     return PostgresUsageLedger(url)
 
 
+def state_store(state_db: Path) -> SqliteStateStore | PostgresStateStore:
+    """The project's state store: its file, or the store database under the postgres deployment."""
+    url = os.environ.get(STORE_URL_ENV)
+    if not url:
+        return SqliteStateStore(state_db)
+    from agentkernel.services.state_pg import PostgresStateStore
+
+    return PostgresStateStore(url)
+
+
 def store_sql(messages_db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """One statement (`?` placeholders) on the message store's tables, committed; its rows."""
     url = os.environ.get(STORE_URL_ENV)
-    if url is None:
+    if not url:
         import contextlib
         import sqlite3
 
@@ -56,4 +68,4 @@ def store_sql(messages_db: Path, sql: str, params: tuple[Any, ...] = ()) -> list
         return cursor.fetchall() if cursor.description is not None else []
 
 
-__all__ = ["message_store", "store_sql", "usage_ledger"]
+__all__ = ["message_store", "state_store", "store_sql", "usage_ledger"]

@@ -12,7 +12,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -22,8 +22,12 @@ from agentkernel.agent.session import ChatSession
 from agentkernel.builtins import HOOKS_FOLDER as BUILTIN_HOOKS
 from agentkernel.config import load_kernel_config
 from agentkernel.services.state import Namespace, SqliteStateStore
+from tests import deployed
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer
+
+if TYPE_CHECKING:
+    from agentkernel.services.state_pg import PostgresStateStore
 
 UPPER_TOOL = {
     "kind": "script_tool",
@@ -96,9 +100,10 @@ def ask(kernel: Kernel, template: str, text: str, user: str = "anna") -> Turn:
     return send(kernel.chat(template, user_id=user, session_id=str(uuid.uuid4()), stream=False), text)
 
 
-def state_store(kernel: Kernel) -> SqliteStateStore:
-    """The project's state store, opened beside the kernel's (as another process would)."""
-    return SqliteStateStore(kernel.config.root / "data" / "state.db")
+def state_store(kernel: Kernel) -> SqliteStateStore | PostgresStateStore:
+    """The project's state store, opened beside the kernel's (as another process would): its file, or
+    the store database under the postgres deployment (tests/deployed.py)."""
+    return deployed.state_store(kernel.config.root / "data" / "state.db")
 
 
 def kernel_on(config: Path) -> Kernel:
