@@ -1,7 +1,7 @@
 """`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
 
     .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--workers 1,2] [--samples 200] [--pages 200]
-        [--stores embedded,postgres] [--smoke]
+        [--stores embedded,postgres] [--runs local,temporal] [--smoke]
 
 Three processes, as in use: the server (`python -m agentkernel serve --port 0`
 on a temporary project), the scripted OpenAI-compatible LLM of the tests
@@ -29,6 +29,16 @@ CPU is its processes' together. `--stores embedded,postgres` runs every
 count again with the stores on PostgreSQL (S27.2: a cluster of Debian's
 postgresql started for the run, a fresh database each server; its CPU
 printed as `database`) and prints each figure over the embedded one's.
+`--runs local,temporal` runs the PostgreSQL stores' counts again with the
+runs on Temporal (S27.2; embedded stores always run locally): a dev
+server of the `temporal` CLI started for the run as the tests start it
+(tests/temporal.py; its CPU printed as `temporal`), `runs: {engine:
+temporal}` in each project's kernel.yaml (a task queue of its own), one
+`agentkernel serve` process and, for each `--workers` count, that many
+`agentkernel worker` processes (their CPU printed apart as `workers`); it
+prints what Temporal adds to the round trip's p50 over the same stores
+with local runs (goal <= 100 ms a turn with one tool call) and, with any
+deployment, N workers' turns per second over one's (goal >= 1.7x).
 `--profile FILE` runs the server under
 cProfile (with more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
@@ -63,11 +73,17 @@ from agentkernel.config.server import ServerSettings, token_hash  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.pg import OwnCluster
+    from tests.temporal import DevServer
 
     from agentkernel import Kernel
 
 TARGET_P99_MS = 50.0
 TARGET_CLIENTS = 100
+GOAL_TEMPORAL_ADDED_MS = 100.0  # issue 30: what Temporal may add to a turn's p50 (one tool call)
+GOAL_WORKERS_RATIO = 1.7  # issue 30: two workers' turns/s over one's
+LOCAL, TEMPORAL = "local", "temporal"
+BUSY_TRIES = 1000  # a message answered 409 is sent again this many times at most,
+BUSY_WAIT_SECS = 0.005  # this long apart
 # idle connections are dropped before uvicorn's keep-alive (5 s) ends them, which a request could race
 KEEPALIVE_SECS = 1.0
 # one user's turns at once; --smoke runs more clients than this, so a cap meeting one user fails it
@@ -127,9 +143,12 @@ def auth(client: int) -> dict[str, str]:
     return {"Authorization": f"Bearer {token_of(client)}"}
 
 
-def make_project(root: Path, llm_url: str, clients: int, store_url: str | None = None) -> Path:
+def make_project(
+    root: Path, llm_url: str, clients: int, store_url: str | None = None, runs_yaml: str = ""
+) -> Path:
     """A project with tools `upper` and `paged`, a template `bench` using both, a user per client;
-    its stores in the database at `store_url` when given (S27.2)."""
+    its stores in the database at `store_url` when given, kernel.yaml's `runs:` section `runs_yaml`
+    (S27.2)."""
     config = root / "config"
     tools = config / "scripts" / "tools"
     tools.mkdir(parents=True)
@@ -152,7 +171,7 @@ def make_project(root: Path, llm_url: str, clients: int, store_url: str | None =
         "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
         f"llm:\n  base_url: {llm_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 60\n"
         f"  max_concurrency: {max(16, clients + 8)}\n"
-        f"server:\n  tokens:\n{tokens}" + (f"store:\n  url: {store_url}\n" if store_url else "")
+        f"server:\n  tokens:\n{tokens}" + (f"store:\n  url: {store_url}\n" if store_url else "") + runs_yaml
     )
     return config / "kernel.yaml"
 
@@ -191,25 +210,38 @@ def serve_command(kernel_yaml: Path, profile: Path | None, workers: int = 1) -> 
 
 @dataclass(frozen=True)
 class CpuClock:
-    """CPU seconds (user + system) used so far by the server, the scripted LLM and this process (/proc)."""
+    """CPU seconds (user + system) used so far by the server, the scripted LLM, this process and, when
+    there, PostgreSQL, the `agentkernel worker` processes and the Temporal dev server (/proc)."""
 
     server_pid: int
     llm_pid: int
     database_pid: int | None = None  # PostgreSQL's postmaster, with --stores postgres
+    worker_pids: tuple[int, ...] = ()  # `agentkernel worker` processes, with --runs temporal
+    temporal_pid: int | None = None  # the Temporal dev server, with --runs temporal
 
-    def read(self) -> tuple[float, ...]:
-        server = cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid)))
-        spent = [server, cpu_seconds(self.llm_pid), time.process_time()]
+    def read(self) -> dict[str, float]:
+        """Each one's CPU seconds so far, by name (`clients`: this process)."""
+        spent = {
+            "server": cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid))),
+            "scripted LLM": cpu_seconds(self.llm_pid),
+            "clients": time.process_time(),
+        }
         if self.database_pid is not None:
-            spent.append(sum(map(cpu_seconds, [self.database_pid, *children(self.database_pid)])))
-        return tuple(spent)
+            spent["database"] = sum(map(cpu_seconds, [self.database_pid, *children(self.database_pid)]))
+        if self.worker_pids:
+            spent["workers"] = sum(map(cpu_seconds, self.worker_pids))
+        if self.temporal_pid is not None:
+            spent["temporal"] = cpu_seconds(self.temporal_pid)
+        return spent
 
-    def per_turn(self, before: tuple[float, ...], turns: int, mine: str = "clients") -> str:
-        """`server X ms, scripted LLM Y ms, clients Z ms[, database W ms]`: each one's CPU since `before`,
-        per turn."""
-        spent = [(now - then) * 1000 / turns for then, now in zip(before, self.read(), strict=True)]
-        who = ("server", "scripted LLM", mine, "database")
-        return ", ".join(f"{name} {ms:.1f} ms" for name, ms in zip(who, spent, strict=False))
+    def per_turn(self, before: dict[str, float], turns: int, mine: str = "clients") -> str:
+        """`server X ms, scripted LLM Y ms, clients Z ms[, database W ms][, workers V ms][, temporal U ms]`:
+        each one's CPU since `before`, per turn (`mine`: this process's name)."""
+        now = self.read()
+        return ", ".join(
+            f"{mine if name == 'clients' else name} {(now[name] - then) * 1000 / turns:.1f} ms"
+            for name, then in before.items()
+        )
 
 
 def children(pid: int) -> list[int]:
@@ -240,6 +272,7 @@ class Timings:
     round_trip: list[float] = field(default_factory=list)
     first_event: list[float] = field(default_factory=list)
     rate: float = 0.0
+    busy: int = 0  # messages answered 409 (the session still answering after its `done`), sent again
 
 
 @dataclass
@@ -250,6 +283,7 @@ class TurnSeen:
     reason: str | None = None
     tools_failed: int = 0
     continuation_ids: list[str] = field(default_factory=list)
+    busy: int = 0  # 409s before the message was taken
 
     def read(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "done":
@@ -282,19 +316,29 @@ async def send(
     started = time.perf_counter()
     first = done = math.nan
     path = f"/v1/sessions/{session}/messages"
-    async with client.stream("POST", path, json={"content": text}, headers=headers) as answer:
-        if answer.status_code != 200:
-            await answer.aread()
-            raise SystemExit(f"message to {session}: HTTP {answer.status_code} {answer.text}")
-        kind = ""
-        async for line in answer.aiter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-                first = time.perf_counter() if math.isnan(first) else first
-                done = time.perf_counter() if kind == "done" else done
-                seen.types.append(kind)
-            elif line.startswith("data: "):
-                seen.read(kind, json.loads(line.removeprefix("data: ")))
+    while math.isnan(done):
+        async with client.stream("POST", path, json={"content": text}, headers=headers) as answer:
+            if answer.status_code == 409 and seen.busy < BUSY_TRIES:
+                # runs on Temporal: the worker gives the session's lease back just after the run's end,
+                # which the stream may have sent as `done` already; the wait counts in the round trip
+                await answer.aread()
+                seen.busy += 1
+                await asyncio.sleep(BUSY_WAIT_SECS)
+                continue
+            if answer.status_code != 200:
+                await answer.aread()
+                raise SystemExit(f"message to {session}: HTTP {answer.status_code} {answer.text}")
+            kind = ""
+            async for line in answer.aiter_lines():
+                if line.startswith("event: "):
+                    kind = line.removeprefix("event: ")
+                    first = time.perf_counter() if math.isnan(first) else first
+                    done = time.perf_counter() if kind == "done" else done
+                    seen.types.append(kind)
+                elif line.startswith("data: "):
+                    seen.read(kind, json.loads(line.removeprefix("data: ")))
+            if math.isnan(done):
+                raise SystemExit(f"message to {session}: the stream ended without `done`: {seen.types}")
     seen.check()
     return (done - started) * 1000, (first - started) * 1000, seen
 
@@ -327,9 +371,10 @@ async def talk(
         if number and number % session_turns == 0:
             session = await new_session(client, headers)
         text = f"message {number} of {session[:8]}"
-        round_trip, first_event, _ = await send(client, session, text, headers)
+        round_trip, first_event, seen = await send(client, session, text, headers)
         timings.round_trip.append(round_trip)
         timings.first_event.append(first_event)
+        timings.busy += seen.busy
 
 
 async def clients_level(url: str, clients: int, turns: int, session_turns: int) -> Timings:
@@ -458,6 +503,8 @@ async def server_levels(url: str, cpu: CpuClock, options: argparse.Namespace) ->
         print(figure("message round trip", timings.round_trip))
         print(figure("first event", timings.first_event))
         print(f"  CPU per turn: {spent}")
+        if timings.busy:
+            print(f"  answered 409 (session still answering after its `done`), sent again: {timings.busy}")
     pages = await continuation_pages(url, options.pages)
     print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
     return levels
@@ -504,8 +551,12 @@ def print_ratios(levels: dict[int, Timings], alone: dict[int, tuple[list[float],
     )
 
 
-def print_worker_ratios(by_workers: dict[int, dict[int, Timings]]) -> None:
-    """Turns per second with N workers over one worker's, at each number of clients."""
+def verdict(passed: bool) -> str:
+    return "PASS" if passed else "MISS"
+
+
+def print_worker_ratios(label: str, by_workers: dict[int, dict[int, Timings]]) -> None:
+    """Turns per second with N workers over one worker's, at each number of clients, and the goal."""
     one = by_workers.get(1)
     for workers, levels in by_workers.items():
         if one is None or workers == 1:
@@ -513,7 +564,10 @@ def print_worker_ratios(by_workers: dict[int, dict[int, Timings]]) -> None:
         for clients, timings in levels.items():
             if clients in one:
                 ratio = timings.rate / one[clients].rate
-                print(f"turns/s with {workers} workers / with 1, {clients} client(s): {ratio:.2f}x")
+                print(
+                    f"turns/s with {workers} workers / with 1, {label}, {clients} client(s): {ratio:.2f}x "
+                    f"(goal >= {GOAL_WORKERS_RATIO}x): {verdict(ratio >= GOAL_WORKERS_RATIO)}"
+                )
 
 
 @dataclass(frozen=True)
@@ -541,6 +595,56 @@ class Stores:
         if self.cluster is None:
             return None
         return int((self.cluster.folder / "data" / "postmaster.pid").read_text().split()[0])
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What a measured server runs on: its stores, and where its runs are driven (S27.2)."""
+
+    stores: Stores
+    runs: str = LOCAL  # local | temporal
+    temporal: DevServer | None = None  # the dev server, with runs on Temporal
+    queues: list[int] = field(default_factory=lambda: [0])
+
+    @property
+    def label(self) -> str:
+        return self.stores.name if self.runs == LOCAL else f"{self.stores.name} + {self.runs}"
+
+    def runs_yaml(self) -> str:
+        """kernel.yaml's `runs:` section: none for local runs; on Temporal, a task queue of its own."""
+        if self.temporal is None:
+            return ""
+        self.queues[0] += 1
+        return (
+            f"runs:\n  engine: {TEMPORAL}\n  address: '{self.temporal.address}'\n"
+            f"  task_queue: bench-{os.getpid()}-{self.queues[0]}\n"
+        )
+
+
+@contextlib.contextmanager
+def deployment_of(stores: Stores, runs: str) -> Iterator[Deployment]:
+    """Local runs, or a Temporal dev server of tests/temporal.py started for these runs (the CLI's)."""
+    if runs == LOCAL:
+        yield Deployment(stores)
+        return
+    from tests.temporal import running_dev_server
+
+    with running_dev_server() as server:
+        yield Deployment(stores, runs, server)
+
+
+def print_temporal_added(local: dict[int, dict[int, Timings]], now: dict[int, dict[int, Timings]]) -> None:
+    """What Temporal adds to a turn's p50 over the same stores with local runs, same workers and clients."""
+    for workers, levels in now.items():
+        for clients, timings in levels.items():
+            if clients in local.get(workers, {}):
+                then = local[workers][clients]
+                p50 = percentile(timings.round_trip, 50) - percentile(then.round_trip, 50)
+                print(
+                    f"Temporal's p50 added over local runs (postgres), {workers} worker(s), {clients} "
+                    f"client(s): {p50:+.1f} ms (goal <= {GOAL_TEMPORAL_ADDED_MS:.0f} ms): "
+                    f"{verdict(p50 <= GOAL_TEMPORAL_ADDED_MS)}; turns/s {timings.rate / then.rate:.2f}x"
+                )
 
 
 @contextlib.contextmanager
@@ -576,26 +680,39 @@ def serve_levels(
     workers: int,
     options: argparse.Namespace,
     one: dict[int, Timings] | None,
-    stores: Stores,
+    deployment: Deployment,
+    kernel_alone: bool,
 ) -> dict[int, Timings]:
-    """`serve --workers N` on a fresh project: its levels; with the last count, the kernel alone's too.
+    """`serve --workers N` (local runs) or `serve` and N `agentkernel worker` processes (runs on Temporal)
+    on a fresh project: its levels; with `kernel_alone`, the kernel alone's too.
 
     `one`: one worker's levels, measured before, which the kernel alone is compared with.
     """
-    with tempfile.TemporaryDirectory() as folder:
-        kernel_yaml = make_project(Path(folder), llm_url, max(options.clients), stores.fresh_url())
-        command = serve_command(kernel_yaml, options.profile, workers)
-        with process(command, "agentkernel: serving on ") as (line, server_pid):
-            url = line.split()[3]
-            print(
-                f"server {url} (agentkernel serve, {workers} worker(s), stores: {stores.name}), "
-                f"scripted LLM {llm_url}; one script tool call a turn"
-            )
-            cpu = CpuClock(server_pid, llm_pid, stores.pid())
-            levels = asyncio.run(server_levels(url, cpu, options))
-            last = workers == options.workers[-1] and stores.name == options.stores[-1]
-            if last:  # the server idle meanwhile, as before --workers
-                asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
+    stores = deployment.stores
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as running:
+        kernel_yaml = make_project(
+            Path(folder), llm_url, max(options.clients), stores.fresh_url(), deployment.runs_yaml()
+        )
+        on_temporal = deployment.temporal is not None
+        command = serve_command(kernel_yaml, options.profile, 1 if on_temporal else workers)
+        line, server_pid = running.enter_context(process(command, "agentkernel: serving on "))
+        url = line.split()[3]
+        worker_pids: list[int] = []
+        if on_temporal:
+            worker = [sys.executable, "-m", "agentkernel", "worker", "--config", str(kernel_yaml)]
+            for _ in range(workers):
+                worker_pids.append(running.enter_context(process(worker, "agentkernel: worker on "))[1])
+        how = f"1 worker(s), stores: {stores.name}, runs: {deployment.runs}, {workers} agentkernel worker(s)"
+        print(
+            f"server {url} (agentkernel serve, "
+            f"{how if on_temporal else f'{workers} worker(s), stores: {stores.name}'}), "
+            f"scripted LLM {llm_url}; one script tool call a turn"
+        )
+        temporal_pid = deployment.temporal.process.pid if deployment.temporal is not None else None
+        cpu = CpuClock(server_pid, llm_pid, stores.pid(), tuple(worker_pids), temporal_pid)
+        levels = asyncio.run(server_levels(url, cpu, options))
+        if kernel_alone:  # the server idle meanwhile, as before --workers
+            asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
     return levels
 
 
@@ -624,6 +741,14 @@ def main() -> None:
         help="where the server keeps its stores, comma-separated: embedded (SQLite files, the default), "
         "postgres (a throw-away PostgreSQL cluster started for the run, a fresh database each server)",
     )
+    parser.add_argument(
+        "--runs",
+        type=lambda text: text.split(","),
+        default=[LOCAL],
+        help="where the runs of the PostgreSQL stores' servers are driven, comma-separated: local (in the "
+        "server's processes, the default), temporal (a Temporal dev server started for the run, "
+        "--workers counting `agentkernel worker` processes); embedded stores always run locally",
+    )
     parser.add_argument("--profile", type=Path, help="run the server under cProfile, writing this file")
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
     parser.add_argument(
@@ -636,21 +761,36 @@ def main() -> None:
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
         vars(options).update(clients=[1, USER_TURN_CAP + 1], session_turns=2, samples=2, pages=2, warmup=1)
-        options.stores = ["embedded", "postgres"]  # both paths, so neither rots
+        # every path, so none rots: each store, runs on Temporal, one worker and two
+        vars(options).update(stores=["embedded", "postgres"], runs=[LOCAL, TEMPORAL], workers=[1, 2])
+    if TEMPORAL in options.runs and "postgres" not in options.stores:
+        parser.error("--runs temporal runs with the PostgreSQL stores: add postgres to --stores")
+    deployments = [(name, runs) for name in options.stores for runs in runs_of(name, options.runs)]
+    last_local = max((n for n, (_, runs) in enumerate(deployments) if runs == LOCAL), default=-1)
     with process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid):
-        first: dict[int, dict[int, Timings]] = {}
+        measured: dict[tuple[str, str], dict[int, dict[int, Timings]]] = {}
         for name in options.stores:
             with stores_of(name) as stores:
-                by_workers: dict[int, dict[int, Timings]] = {}
-                for workers in options.workers:
-                    by_workers[workers] = serve_levels(
-                        llm_url, llm_pid, workers, options, by_workers.get(1), stores
-                    )
-            print_worker_ratios(by_workers)
-            if first:
-                print_store_ratios(options.stores[0], first, name, by_workers)
-            else:
-                first = by_workers
+                for runs in runs_of(name, options.runs):
+                    with deployment_of(stores, runs) as deployment:
+                        by_workers: dict[int, dict[int, Timings]] = {}
+                        for workers in options.workers:
+                            alone = workers == options.workers[-1] and (name, runs) == deployments[last_local]
+                            by_workers[workers] = serve_levels(
+                                llm_url, llm_pid, workers, options, by_workers.get(1), deployment, alone
+                            )
+                    print_worker_ratios(deployment.label, by_workers)
+                    first = measured.get((options.stores[0], LOCAL))
+                    if runs == LOCAL and first is not None:
+                        print_store_ratios(options.stores[0], first, name, by_workers)
+                    if runs == TEMPORAL and (name, LOCAL) in measured:
+                        print_temporal_added(measured[name, LOCAL], by_workers)
+                    measured[name, runs] = by_workers
+
+
+def runs_of(stores: str, runs: list[str]) -> list[str]:
+    """Where the runs of servers on `stores` are driven: on Temporal only with PostgreSQL stores."""
+    return runs if stores == "postgres" else [LOCAL]
 
 
 if __name__ == "__main__":

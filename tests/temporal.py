@@ -12,7 +12,8 @@ let CI pass without ever running a workflow.
 
 `temporal_address` is where it listens; `temporal_task_queue` (one a test)
 a task queue no other test uses, so one test's workers never take another's
-runs. Loaded by tests/conftest.py (`pytest_plugins`).
+runs. `running_dev_server` starts one outside pytest too (benchmarks/server.py
+`--runs temporal`). Loaded by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,17 +130,26 @@ def _start(binary: Path, folder: Path) -> DevServer:
     raise AssertionError("unreachable")
 
 
+@contextmanager
+def running_dev_server() -> Iterator[DevServer]:
+    """A new dev server in a temp folder, answering, until the block ends (also benchmarks/server.py's)."""
+    binary = temporal_bin()
+    folder = Path(tempfile.mkdtemp(prefix="agentkernel-temporal-"))
+    try:
+        server = _start(binary, folder)
+        try:
+            yield server
+        finally:
+            _stop(server.process)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def temporal_server() -> Iterator[DevServer]:
     """The session's Temporal dev server, in a temp folder, stopped at the end."""
-    binary = temporal_bin()
-    folder = Path(tempfile.mkdtemp(prefix="agentkernel-temporal-"))
-    server = _start(binary, folder)
-    try:
+    with running_dev_server() as server:
         yield server
-    finally:
-        _stop(server.process)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -153,4 +164,11 @@ def temporal_task_queue() -> str:
     return f"test-{os.getpid()}-{next(_queues)}"
 
 
-__all__ = ["DevServer", "temporal_address", "temporal_bin", "temporal_server", "temporal_task_queue"]
+__all__ = [
+    "DevServer",
+    "running_dev_server",
+    "temporal_address",
+    "temporal_bin",
+    "temporal_server",
+    "temporal_task_queue",
+]

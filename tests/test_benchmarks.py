@@ -72,6 +72,17 @@ FIGURES: dict[str, list[str]] = {
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
         r"^server http://\S+ \(agentkernel serve, 1 worker\(s\), stores: postgres\)",
         rf"^postgres / embedded, 1 worker\(s\), 1 client\(s\): turns/s {NUMBER}x, p50 [+-]{NUMBER} ms$",
+        rf"^turns/s with 2 workers / with 1, embedded, 1 client\(s\): {NUMBER}x "
+        r"\(goal >= 1\.7x\): (PASS|MISS)$",
+        # runs on Temporal (--runs temporal): serve and `agentkernel worker` processes, 1 then 2
+        r"^server http://\S+ \(agentkernel serve, 1 worker\(s\), stores: postgres, runs: temporal, "
+        r"2 agentkernel worker\(s\)\)",
+        rf"^\s+CPU per turn: server {NUMBER} ms, .*, database {NUMBER} ms, workers {NUMBER} ms, "
+        rf"temporal {NUMBER} ms$",
+        rf"^turns/s with 2 workers / with 1, postgres \+ temporal, {USER_TURN_CAP + 1} client\(s\): "
+        rf"{NUMBER}x \(goal >= 1\.7x\): (PASS|MISS)$",
+        rf"^Temporal's p50 added over local runs \(postgres\), 1 worker\(s\), 1 client\(s\): [+-]{NUMBER} ms "
+        rf"\(goal <= 100 ms\): (PASS|MISS); turns/s {NUMBER}x$",
     ],
     "duckdb_processes.py": [
         rf"^round 1: one process {NUMBER} ms a pair; two at once {NUMBER} / {NUMBER} ms a pair "

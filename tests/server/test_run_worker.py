@@ -132,6 +132,7 @@ def workflow_status(address: str, run_id: str) -> str:
     return asyncio.run(described())
 
 
+@pytest.mark.across_deployments  # on PostgreSQL too: the worker finds the sessions where serve keeps them
 def test_a_turn_with_a_tool_call_is_answered_by_a_worker(
     project: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, temporal_address: str
 ) -> None:

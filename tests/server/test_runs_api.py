@@ -3,9 +3,12 @@ from any position, and a retried request (the same Idempotency-Key) that is the 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -137,3 +140,40 @@ def test_a_user_reads_at_most_max_run_streams_per_user_streams_at_once(
             assert after.status_code == 200
     finally:
         gate.set()
+
+
+def test_a_run_ending_between_two_reads_of_its_stream_still_shows_its_last_records() -> None:
+    """A stream finds no new record, then finds its run ended: the run's last step (its answer, its
+    end and the run's row, one transaction) committed between the two reads. It reads once more
+    before saying `done`, so the answer is shown (it was lost under load, PostgreSQL + Temporal)."""
+    from agentkernel.ports import Record
+    from agentkernel.server.routes.runs import _frames
+    from agentkernel.server.sessions import SessionInfo
+    from agentkernel.services.turn_leases import Run
+
+    ended = Run("r1", "s1", "alice", "ended", "job_done", "hi", None, None, False, None, None, 0.0, 1.0)
+    last_step = [
+        Record(7, "agent", "agent", "the answer", {}, "t"),
+        Record(8, "system", "end", "job_done", {}, "t"),
+    ]
+    committed: list[Record] = []
+
+    def run_records(run_id: str, since: int, limit: int) -> list[Record]:
+        return [record for record in committed if record.id > since][:limit]
+
+    def run(run_id: str) -> Run:
+        committed[:] = last_step  # the last step commits just before the run's row is read
+        return ended
+
+    kernel = SimpleNamespace(run_records=run_records, run=run)
+    parts = SimpleNamespace(kernel=kernel, settings=SimpleNamespace(keepalive_secs=15.0), run_wakeups=None)
+    info = SessionInfo("s1", "alice", "tester", "t")
+
+    async def read() -> str:
+        frames = _frames(cast(Any, parts), cast(Any, None), ended, info, since=6)
+        return b"".join([frame async for frame in frames]).decode()
+
+    assert sse_events(asyncio.run(read())) == [
+        ("reply", {"content": "the answer", "streamed": False}),
+        ("done", {"reason": "job_done"}),
+    ]

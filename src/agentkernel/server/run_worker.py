@@ -32,8 +32,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from agentkernel.agent.session import ChatSession
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
-from agentkernel.server.app import sessions_path
-from agentkernel.server.sessions import SessionDirectory, SessionInfo
+from agentkernel.server.app import session_directory
+from agentkernel.server.sessions import SessionInfo, SessionStore
 from agentkernel.server.turns import Turn, TurnRunner
 from agentkernel.services.temporal_runs import TemporalRuns
 from agentkernel.services.temporal_workflow import DRIVE_RUN, END_STOPPED, RunInput, RunWorkflow
@@ -47,7 +47,7 @@ STOP_RETRY_SECS = 0.5
 class RunDriver:
     """The activity: one run driven here from its journal, under its session's lease."""
 
-    def __init__(self, kernel: Kernel, sessions: SessionDirectory, turns: TurnRunner, lease_secs: float):
+    def __init__(self, kernel: Kernel, sessions: SessionStore, turns: TurnRunner, lease_secs: float):
         self.kernel = kernel
         self.sessions = sessions
         self.turns = turns
@@ -160,7 +160,7 @@ def run_driver(kernel: Kernel) -> RunDriver:
         leases=kernel.turn_leases,
         lease_secs=settings.turn_lease_secs,
     )
-    return RunDriver(kernel, SessionDirectory(sessions_path(kernel)), turns, settings.turn_lease_secs)
+    return RunDriver(kernel, session_directory(kernel), turns, settings.turn_lease_secs)
 
 
 async def work(kernel: Kernel, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:

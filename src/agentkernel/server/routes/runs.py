@@ -133,6 +133,8 @@ async def _frames(
             continue
         now = await asyncio.to_thread(kernel.run, run.id)
         if now is None or not now.running:
+            if await asyncio.to_thread(kernel.run_records, run.id, since, 1):
+                continue  # its last step committed between the two reads: its records first, then `done`
             if not await asyncio.to_thread(_saw_the_end, kernel, run.id, since):
                 # ended without an end record (its turn failed): say so, once
                 yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
