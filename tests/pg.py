@@ -213,7 +213,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "deployment" in metafunc.fixturenames and metafunc.definition.get_closest_marker("across_deployments"):
-        metafunc.parametrize("deployment", DEPLOYMENTS, indirect=True)
+        only_files = metafunc.definition.get_closest_marker("embedded_only") is not None
+        metafunc.parametrize("deployment", (EMBEDDED,) if only_files else DEPLOYMENTS, indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

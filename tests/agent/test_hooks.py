@@ -17,6 +17,8 @@ from agentkernel.scripting.host import ScriptHost
 from agentkernel.types import JSONObject
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 MSG: JSONObject = {"role": "user", "content": "привет"}
 
 

@@ -46,6 +46,8 @@ from agentkernel.services.state_pg import PostgresStateStore, key_lock
 from agentkernel.testing.parts import kernel_parts
 from tests.conftest import REPO, ToolFactory
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 STATE_YAML = "logging:\n  state_db_path: data/state.db\n"
 ENGINES = [".js", ".rhai"]
 HELPERS = list(state_helpers.HELPERS)

@@ -355,6 +355,7 @@ def test_a_hooks_ask_reaches_the_client_with_its_question(mcp_project: Path, mod
     assert asked == [f"Upper-case from mcp_client?\n\n{shown}"]
 
 
+@pytest.mark.embedded_only  # the message store's file, broken or read behind the kernel's back
 @pytest.mark.parametrize("over", ["http", "stdio"])
 def test_a_call_the_client_cancels_while_it_is_asked_leaves_no_approval_pending(
     mcp_project: Path, over: str

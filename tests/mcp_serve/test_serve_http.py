@@ -35,6 +35,8 @@ from tests.mcp_serve.conftest import (
 )
 from tests.server.conftest import ROW_SECRET, LiveServer, script_tool
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 
 

@@ -10,6 +10,7 @@ S1.4 (edits apply on the next use).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,11 +20,12 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ElicitationFnT
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.exceptions import MCPError
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.config.store import STORE_URL_ENV
 from tests.mcp_serve.conftest import WAIT_SECS, ListChanged, add_tool, text_of
 from tests.server.conftest import ROW_SECRET
 
@@ -32,8 +34,14 @@ MODES = ["legacy", "auto"]
 
 
 def served(project: Path, *flags: str) -> StdioServerParameters:
+    """`agentkernel mcp serve` over stdio; the store database's URL passed on when the deployment sets one
+    (the SDK hands a stdio server only a few variables of its own, as an MCP client's config would)."""
     config = str(project / "config" / "kernel.yaml")
-    return StdioServerParameters(command=AGENTKERNEL, args=["mcp", "serve", "--config", config, *flags])
+    url = os.environ.get(STORE_URL_ENV)
+    env = {**get_default_environment(), STORE_URL_ENV: url} if url else None
+    return StdioServerParameters(
+        command=AGENTKERNEL, args=["mcp", "serve", "--config", config, *flags], env=env
+    )
 
 
 def run(

@@ -362,6 +362,7 @@ def test_stop_ends_the_running_turn_terminated_and_recorded(
     assert client.post("/v1/sessions/no-such/stop").status_code == 404
 
 
+@pytest.mark.embedded_only  # the message store's file, broken or read behind the kernel's back
 def test_a_500_shows_a_request_id_and_logs_it_never_a_traceback(
     tmp_path: Path, llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:

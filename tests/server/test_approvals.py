@@ -35,6 +35,8 @@ ALICE, BOB, CAROL = (
     {"Authorization": "Bearer bob-token"},
     {"Authorization": "Bearer carol-token"},
 )
+
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
 TOKENS = "".join(f"    {token_hash(name + '-token')}: {name}\n" for name in ("alice", "bob", "carol"))
 SEND = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
 

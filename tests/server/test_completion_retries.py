@@ -23,6 +23,8 @@ from agentkernel.kernel import Kernel
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 BODY: dict[str, Any] = {"model": "tester", "messages": [{"role": "user", "content": "upper a"}]}

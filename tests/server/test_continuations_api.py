@@ -22,6 +22,8 @@ from agentkernel.server.routes.continuations import NOT_FOUND
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 ARGS_SECRET = "cursor-only-the-server-knows"
 PAGES = 3
 PAGED_JS = f"""

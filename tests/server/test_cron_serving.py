@@ -211,7 +211,7 @@ def test_s10_2_a_job_fires_into_a_webhook_and_again_after_kill_9(
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
 
 
-@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+@pytest.mark.parametrize("where", [pytest.param("sqlite", marks=pytest.mark.embedded_only), "postgres"])
 def test_two_servers_on_one_store_fire_each_due_time_once(
     where: str,
     request: pytest.FixtureRequest,

@@ -34,6 +34,8 @@ from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, script_tool, sse_events, write
 from tests.server.test_turns_across_processes import ALICE, Held, Server, asked, new_session, serving
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 EFFECT = """
 function run(args) {{
   var sent = http_post('{url}', JSON.stringify({{n: args.n, tool: '{name}'}}), 'application/json');

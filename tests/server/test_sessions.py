@@ -23,6 +23,8 @@ from tests.fakes import FakeLLMServer, Reply
 from tests.server.conftest import LiveServer, on_postgres
 from tests.server.test_api import new_session, send
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 
 @pytest.mark.parametrize(
     ("message", "title"),

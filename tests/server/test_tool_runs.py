@@ -37,6 +37,8 @@ from tests.mcp_serve.conftest import run as mcp_run
 from tests.mcp_serve.conftest import text_of
 from tests.server.conftest import LiveServer, make_project, script_tool, sse_events, write
 
+pytestmark = pytest.mark.across_deployments  # S27.3: on the project's files and on PostgreSQL
+
 ALICE, BOB = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
 TOKENS = {token_hash("alice-token"): "alice", token_hash("bob-token"): "bob"}
 BUDGET = 1_500  # the `budgeted` template's, and the session-less runs' in the budget tests
