@@ -382,6 +382,14 @@ class LeaseMethods:
                 f"DELETE FROM {TABLE} WHERE session_id = {m} AND token = {m}", (lease.session_id, lease.token)
             )
 
+    def held(self: _Leases, session_id: str) -> bool:
+        """Whether a live lease holds the session (a turn runs in it, on any process)."""
+        m = self.mark
+        rows = self._read(
+            f"SELECT 1 FROM {TABLE} WHERE session_id = {m} AND expires_at > {m}", (session_id, time.time())
+        )
+        return bool(rows)
+
     def running(self: _Leases, user_id: str) -> int:
         """How many live leases `user_id` holds, every process's."""
         rows = self._read(counted(self.mark), (user_id, time.time()))
@@ -452,6 +460,8 @@ class LeaseStore(Protocol):
     def stops_asked(self, leases: Sequence[Lease]) -> list[Lease]: ...
 
     def release(self, lease: Lease) -> None: ...
+
+    def held(self, session_id: str) -> bool: ...
 
     def running(self, user_id: str) -> int: ...
 

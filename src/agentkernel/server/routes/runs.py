@@ -32,6 +32,8 @@ from agentkernel.services.turn_leases import Run
 router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=documented(*CALLER))
 
 PAGE = 200
+FIRST_RELEASE_POLL_SECS = 0.005
+MOST_RELEASE_POLL_SECS = 0.1
 """Records read at once."""
 
 
@@ -82,16 +84,26 @@ async def run_events(
 
 
 async def stored_events(
-    run_id: str, request: Request, user: str, parts: ServerParts, since: int = 0, first: bytes = b""
+    run_id: str,
+    request: Request,
+    user: str,
+    parts: ServerParts,
+    since: int = 0,
+    first: bytes = b"",
+    *,
+    released: bool = False,
 ) -> StreamingResponse:
     """The run's events from the store after `since` (see `run_events`), `first` before them: the
-    response of a message whose run a worker drives (runs.engine: temporal) reads them so too."""
+    response of a message whose run a worker drives (runs.engine: temporal) reads them so too, with
+    `released`: its `done` waits until the worker has given the session back, so a next message sent
+    on `done` is not 409 (the worker releases the session's lease just after the run's end)."""
     run, info = await asyncio.to_thread(owned_run, parts, run_id, user)
     try:
         parts.run_streams.check(user)
     except TooManyStreams as exc:
         raise HTTPException(429, str(exc)) from exc
-    frames = _held(parts.run_streams, user, _frames(parts, sealing_of(request), run, info, since, first))
+    records = _frames(parts, sealing_of(request), run, info, since, first, released=released)
+    frames = _held(parts.run_streams, user, records)
     return StreamingResponse(
         frames,
         media_type="text/event-stream",
@@ -113,7 +125,14 @@ async def _held(streams: RunStreams, user: str, frames: AsyncIterator[bytes]) ->
 
 
 async def _frames(
-    parts: ServerParts, sealing: Sealing, run: Run, info: SessionInfo, since: int, first: bytes = b""
+    parts: ServerParts,
+    sealing: Sealing,
+    run: Run,
+    info: SessionInfo,
+    since: int,
+    first: bytes = b"",
+    *,
+    released: bool = False,
 ) -> AsyncIterator[bytes]:
     """The run's events from the store, after `since` (`first` before them), until its end (see the
     module docstring); between two reads, until the run may have more (run_wakeups.py)."""
@@ -127,6 +146,8 @@ async def _frames(
             quiet_since = time.monotonic()
             since = records[-1].id
             for event in await asyncio.to_thread(sealed_events, sealing, records, info):
+                if event.type == "done" and released:
+                    await _given_back(parts, run.session_id)
                 yield event.frame()
                 if event.type == "done":
                     return
@@ -137,12 +158,25 @@ async def _frames(
                 continue  # its last step committed between the two reads: its records first, then `done`
             if not await asyncio.to_thread(_saw_the_end, kernel, run.id, since):
                 # ended without an end record (its turn failed): say so, once
+                if released:
+                    await _given_back(parts, run.session_id)
                 yield StreamEvent("done", {"reason": (now.reason if now else None) or "error"}).frame()
             return
         await parts.run_wakeups.wait(run.id)
         if time.monotonic() - quiet_since >= keepalive_secs:
             quiet_since = time.monotonic()
             yield b": keep-alive\n\n"
+
+
+async def _given_back(parts: ServerParts, session_id: str) -> None:
+    """Until no turn holds the session (its worker released it), at most `server.turn_lease_secs`: by
+    then a worker that died holding it has lost it too."""
+    leases = parts.kernel.turn_leases()
+    deadline = time.monotonic() + parts.settings.turn_lease_secs
+    pause = FIRST_RELEASE_POLL_SECS
+    while await asyncio.to_thread(leases.held, session_id) and time.monotonic() < deadline:
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, MOST_RELEASE_POLL_SECS)
 
 
 def _saw_the_end(kernel: Kernel, run_id: str, since: int) -> bool:

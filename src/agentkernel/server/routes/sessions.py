@@ -148,7 +148,7 @@ async def send_message(
         await _name(parts, info, body.content)
     if turn.remote:  # runs.engine: temporal: a worker answers; its events are read from the store
         begun = StreamEvent("run", {"id": turn.run_id, "session_id": turn.session_id}).frame()
-        return await stored_events(turn.run_id, request, user, parts, first=begun)
+        return await stored_events(turn.run_id, request, user, parts, first=begun, released=True)
     return StreamingResponse(
         _frames(turn, parts.settings.keepalive_secs),
         media_type="text/event-stream",
