@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from agentkernel.config.store import masked_url
 from agentkernel.errors import AgentKernelError, StoreUnavailable
@@ -81,17 +81,53 @@ class PgPool:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """A connection of the pool (autocommit), given back when the block ends."""
-        pool = self._opened()
+        pool, conn = self._lend()
         try:
-            with pool.connection() as conn:
-                yield conn
-        except PoolTimeout as exc:
-            raise StoreUnavailable(
-                f"the store database {self.shown} gave no connection within {self._timeout_secs:g} s "
-                f"(store.url / $AGENTKERNEL_STORE_URL): is it running and reachable?"
-            ) from exc
+            yield conn
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"the store database {self.shown} failed: {exc}") from exc
+        finally:
+            pool.putconn(conn)
+
+    def _lend(
+        self,
+    ) -> tuple[ConnectionPool[psycopg.Connection[tuple[Any, ...]]], psycopg.Connection[tuple[Any, ...]]]:
+        """A connection, from a fresh pool when the database is back but the pool still waits out the
+        backoff of its reconnection attempts (after a long outage, longer than an operation waits)."""
+        renewed = False
+        while True:
+            pool = self._opened()
+            try:
+                return pool, pool.getconn()
+            except PoolClosed:  # another thread renewed it meanwhile (or the kernel is closing: _opened says)
+                continue
+            except PoolTimeout as exc:
+                if renewed or not self._reachable():
+                    raise self._down() from exc
+            self._renew(pool)
+            renewed = True
+
+    def _reachable(self) -> bool:
+        try:
+            psycopg.connect(self._url, connect_timeout=LIBPQ_CONNECT_TIMEOUT_SECS).close()
+        except psycopg.Error:
+            return False
+        return True
+
+    def _renew(self, stale: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]) -> None:
+        """Drop `stale` for a pool made on the next use; it closes apart (its lent connections as they
+        come back), so no operation waits for it."""
+        with self._opening:
+            if self._pool is not stale:
+                return
+            self._pool = None
+        threading.Thread(target=stale.close, name="agentkernel-store-renewed", daemon=True).start()
+
+    def _down(self) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"the store database {self.shown} gave no connection within {self._timeout_secs:g} s "
+            f"(store.url / $AGENTKERNEL_STORE_URL): is it running and reachable?"
+        )
 
     def __enter__(self) -> Self:
         return self
