@@ -377,3 +377,21 @@ def test_hook_tool_takes_a_hooks_name_in_the_project(audit_hook: Path) -> None:
     unknown = cli("hook_tool", "audti", "user", "x", cwd=audit_hook.parents[3])
     assert unknown.returncode != 0
     assert "unknown hook 'audti' (loaded: audit)" in unknown.stderr
+
+
+def test_hook_tool_live_names_the_store_database_it_recorded_in(
+    tmp_path: Path, audit_hook: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With store.url the verdicts go to the database, and that is where it says they went (S27.2)."""
+    config = write_kernel_yaml(tmp_path, "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\n")
+    monkeypatch.setenv("AGENTKERNEL_STORE_URL", pg_url)  # inherited by the command
+    done = cli(
+        "hook_tool", str(audit_hook), "user", "hi", "--live", "--session", "s-pg", "--config", str(config)
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"recorded in session s-pg of {pg_url}" in done.stderr
+    from agentkernel.services.memory_pg import PostgresMessageStore
+
+    with PostgresMessageStore(pg_url) as store:
+        assert [r.kind for r in store.history("s-pg", 10)] == ["hook", "hook"]
+    assert not (tmp_path / "data" / "messages.db").exists()

@@ -74,7 +74,8 @@ def show_hook(kernel: Kernel, spec: HookSpec, message: JSONObject, options: argp
         line = {k: v for k, v in record.to_json().items() if k != "hook"}
         print(json.dumps(line, ensure_ascii=False))
     if options.live and session is not None:  # the kernel recorded each call in the transcript
-        print(f"recorded in session {session} of {kernel.config.messages_db}", file=sys.stderr)
+        where = kernel.config.store.shown or kernel.config.messages_db  # the store database with store.url
+        print(f"recorded in session {session} of {where}", file=sys.stderr)
     return EXIT_FAILED if any(record.failed for record in run.records) else EXIT_OK
 
 
