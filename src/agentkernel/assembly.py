@@ -85,6 +85,7 @@ CatalogView = tuple[dict[str, ToolSpec], dict[str, HookSpec]]
 """The catalog's tools and hooks from one scan of the folders (`ScriptCatalog.tools_and_hooks`)."""
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
+    from agentkernel.agent.cron_runs import CronRuns
     from agentkernel.agent.hooks import HookPipeline
     from agentkernel.agent.loop import AgentLoop, LoopSettings, Transcript
     from agentkernel.agent.session import ChatSession
@@ -413,14 +414,13 @@ class KernelParts:
 
         return CronService(self.config.cron, checks, partial(PostgresCronStore, self.store_pool))
 
-    def cron_scheduler(
+    def cron_runs(
         self, open_chat: Callable[..., ChatSession], end_chat: Callable[[ChatSession], None]
-    ) -> CronScheduler:
-        """A scheduler of the cron store whose runs are chats opened and ended by the face's verbs."""
+    ) -> CronRuns:
+        """A cron run's parts: chats opened and ended by the face's verbs, the transcript, http, the pool."""
         from agentkernel.agent.cron_runs import CronRuns  # asyncio and croniter: only where jobs fire
-        from agentkernel.services.cron_scheduler import CronScheduler
 
-        runs = CronRuns(
+        return CronRuns(
             open_chat=open_chat,
             end_chat=end_chat,
             messages=lambda: self.store,
@@ -428,6 +428,14 @@ class KernelParts:
             webhook_attempts=self.config.cron.webhook_attempts,
             pool=self.script_pool,
         )
+
+    def cron_scheduler(
+        self, open_chat: Callable[..., ChatSession], end_chat: Callable[[ChatSession], None]
+    ) -> CronScheduler:
+        """A scheduler of the cron store whose runs are chats opened and ended by the face's verbs."""
+        from agentkernel.services.cron_scheduler import CronScheduler
+
+        runs = self.cron_runs(open_chat, end_chat)
         return CronScheduler(self.cron, runs.run, runs.deliver)
 
     def _template_problem(self, name: str) -> str | None:

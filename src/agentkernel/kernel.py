@@ -38,8 +38,10 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
+    from agentkernel.agent.cron_runs import CronRuns
     from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
     from agentkernel.agent.session import ChatSession
+    from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool  # psycopg: imported only with a store.url
     from agentkernel.services.work_leases import WorkLeaseStore
@@ -471,6 +473,15 @@ class Kernel:
         of the job's template (services/cron.py, agent/cron_runs.py).
         """
         return self._parts.cron_scheduler(self.chat, self.end_chat)
+
+    def cron_runs(self) -> CronRuns:
+        """What runs a job's due time and delivers its answer (a Temporal worker's firings use it)."""
+        return self._parts.cron_runs(self.chat, self.end_chat)
+
+    @property
+    def cron(self) -> CronService:
+        """The cron service: the jobs' checks and their store (opened on first use)."""
+        return self._parts.cron
 
     def cron_jobs(self, user_id: str | None = None) -> list[JSONObject]:
         """The jobs of `user_id` (every user's when None) as `list_cron` shows them, each with its `owner`."""

@@ -22,7 +22,7 @@ import pytest
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.cron_jobs import JobSpec, parse_job
-from agentkernel.services.cron_store import CronJobStore, CronStore
+from agentkernel.services.cron_store import CronJobStore, CronStore, Firing
 from agentkernel.services.cron_store_pg import TABLE, PostgresCronStore, copy_from_sqlite
 from tests.conftest import write_kernel_yaml
 
@@ -170,6 +170,77 @@ def test_a_skip_job_that_waited_past_the_grace_is_skipped_saying_why(store: Stor
             f"cron.misfire_grace_secs because {ANNA_WAITS}"
         )
     )
+
+
+# -- due times fired by an outside scheduler (a Temporal Schedule, S27.2) ----------------------------
+
+
+def test_a_fired_due_time_is_claimed_once_and_taken_back_by_its_own_retry(store: Store) -> None:
+    spec = spec_of(interval_secs=60)
+    now = 1_000_000.0
+    store.put("anna", spec, now, by="", now=now - 60, most=10)
+    (stored,) = store.scheduled_jobs()
+    firing = Firing("wf-1", "anna", "watch", stored.generation, now)
+    claim = store.claim_fired(firing, now + 1, 360, 60)
+    assert claim is not None and claim.scheduled_at == now and not claim.held_back and not claim.misfired
+    other = Firing("wf-2", "anna", "watch", stored.generation, now + 60)
+    assert store.claim_fired(other, now + 61, 360, 60) is None  # a run under way: never two at once
+    again = store.claim_fired(firing, now + 2, 360, 60)  # the same firing's retry (its worker died)
+    assert again is not None and again.scheduled_at == now
+    assert store.finish(again, "wf-1", ran_at=now + 2, ok=True, error=None)
+    assert store.claim_fired(firing, now + 3, 360, 60) is None  # run: a retry after that runs nothing
+    (status,) = store.statuses("anna")
+    assert (status.runs, status.next_run, status.running) == (1, now + 60, False)
+    assert store.claim_fired(other, now + 62, 360, 60) is not None  # the last one ended: the next runs
+    replaced = Firing("wf-3", "anna", "watch", stored.generation + 1, now + 120)
+    assert store.claim_fired(replaced, now + 121, 360, 60) is None  # no such generation
+    assert store.delete("anna", "watch")
+    assert store.claim_fired(Firing("wf-4", "anna", "watch", stored.generation, now), now, 360, 60) is None
+
+
+def test_a_fired_due_time_past_the_owners_cap_waits_and_a_late_skip_job_is_skipped(store: Store) -> None:
+    now = 1_000_000.0
+    for name in ("a", "b"):
+        store.put(
+            "anna",
+            parse_job(job(name=name, interval_secs=60, misfire="skip"), 0, 0),
+            now,
+            by="",
+            now=now,
+            most=10,
+        )
+    generation = {job.spec.name: job.generation for job in store.scheduled_jobs()}
+    first = store.claim_fired(Firing("wf-a", "anna", "a", generation["a"], now, 1), now, 360, 60)
+    assert first is not None and not first.held_back
+    held = store.claim_fired(Firing("wf-b", "anna", "b", generation["b"], now, 1), now + 1, 360, 60)
+    assert held is not None and held.held_back
+    assert {s.spec.name: s.waiting for s in store.statuses("anna")}["b"] == (
+        "user 'anna' has 1 cron runs running, the most cron.max_running_per_user (1) allows; "
+        "it starts when one of them ends"
+    )
+    store.finish(first, "wf-a", ran_at=now + 2, ok=True, error=None)
+    late = store.claim_fired(Firing("wf-b", "anna", "b", generation["b"], now, 1), now + 61, 360, 60)
+    assert late is not None and late.misfired and not late.held_back  # waited past the grace: skipped
+
+
+def test_the_change_mark_moves_with_every_change_an_outside_scheduler_must_see(store: Store) -> None:
+    now = 1_000_000.0
+    marks = [store.changes_mark()]
+    store.put("anna", spec_of(oneshot_at="2026-12-01T09:00:00Z"), now, by="", now=now, most=10)
+    marks.append(store.changes_mark())
+    store.put("anna", spec_of(interval_secs=60), now, by="", now=now, most=10)  # replaced: same count
+    marks.append(store.changes_mark())
+    store.put("boris", spec_of(oneshot_at="2026-12-01T09:00:00Z"), now, by="", now=now, most=10)
+    marks.append(store.changes_mark())
+    (boris,) = [job for job in store.scheduled_jobs() if job.owner == "boris"]
+    at = boris.spec.timing.oneshot_at
+    assert at is not None
+    claim = store.claim_fired(Firing("wf", "boris", "watch", boris.generation, at), at + 1, 360, 60)
+    assert claim is not None and claim.next_run is None  # the oneshot's last run
+    marks.append(store.changes_mark())
+    store.delete("anna", "watch")
+    marks.append(store.changes_mark())
+    assert len(set(marks)) == len(marks), marks
 
 
 def test_an_interval_keeps_its_grid_when_a_firing_is_late(store: Store) -> None:

@@ -61,6 +61,14 @@ def _run(options: argparse.Namespace) -> int:
 
     logging.getLogger("agentkernel.cron").setLevel(min(logging.INFO, logging.getLogger().level))
     kernel = load_kernel("agentkernel cron run", options.config, llm_url=options.llm_url, model=options.model)
+    if kernel.config.runs.temporal:
+        kernel.close()
+        print(
+            "agentkernel cron run: kernel.yaml's runs.engine is `temporal`: the jobs fire from Temporal "
+            "Schedules on `agentkernel worker` processes (docs/kernel.md section 14)",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_FOUND
     store = shown_path(kernel.config.cron.db_path)
     print(f"agentkernel: scheduling the jobs of {store} (Ctrl-C stops)", flush=True)
     try:

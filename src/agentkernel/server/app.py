@@ -146,7 +146,7 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
     @asynccontextmanager
     async def _served() -> AsyncIterator[None]:
         stop = asyncio.Event()  # the cron scheduler fires jobs on this loop while the server runs (S10)
-        cron = asyncio.create_task(kernel.cron_scheduler().run(stop, grace=chosen.shutdown_grace_secs))
+        cron = asyncio.create_task(_cron(kernel, stop, chosen.shutdown_grace_secs))
         cron.add_done_callback(_report_failure)
         # the runs a dead server left unfinished: taken over and resumed here (S25.3)
         resumer = RunResumer(kernel, directory, turns, chosen.turn_lease_secs, engine)
@@ -200,6 +200,13 @@ def _wakeups(kernel: Kernel) -> RunWakeups:
     """PostgreSQL's notices of new run records with `store.url` (S27.2); polling the files without."""
     url = kernel.config.store.url
     return PollingWakeups() if url is None else PgRunWakeups(url)
+
+
+async def _cron(kernel: Kernel, stop: asyncio.Event, grace: float) -> None:
+    """Fire the cron jobs until `stop` — unless runs are on Temporal, whose Schedules fire them on the
+    workers (server/cron_worker.py)."""
+    if not kernel.config.runs.temporal:
+        await kernel.cron_scheduler().run(stop, grace=grace)
 
 
 def _report_failure(cron: asyncio.Task[None]) -> None:

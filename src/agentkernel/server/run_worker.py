@@ -1,5 +1,8 @@
 """`agentkernel worker`: a Temporal worker that drives the project's runs (S27.2, `runs.engine: temporal`).
 
+It also fires the project's cron jobs, each from its Temporal Schedule, and
+keeps those Schedules equal to the cron store (server/cron_worker.py).
+
 A worker process has the project's kernel (scripts, helpers, the LLM
 provider) and polls `runs.task_queue` for runs' workflows and their one
 activity (services/temporal_workflow.py). The activity (`RunDriver.drive`)
@@ -33,10 +36,11 @@ from agentkernel.agent.session import ChatSession
 from agentkernel.kernel import Kernel
 from agentkernel.llm.base import ChatMessage
 from agentkernel.server.app import session_directory
+from agentkernel.server.cron_worker import cron_parts
 from agentkernel.server.sessions import SessionInfo, SessionStore
 from agentkernel.server.turns import Turn, TurnRunner
 from agentkernel.services.temporal_runs import TemporalRuns
-from agentkernel.services.temporal_workflow import DRIVE_RUN, END_STOPPED, RunInput, RunWorkflow
+from agentkernel.services.temporal_workflow import DRIVE_RUN, END_STOPPED, CronWorkflow, RunInput, RunWorkflow
 from agentkernel.services.turn_leases import Lease
 
 log = logging.getLogger("agentkernel.worker")
@@ -168,20 +172,23 @@ async def work(kernel: Kernel, stop: asyncio.Event, ready: asyncio.Event | None 
     `server.shutdown_grace_secs` to end, and the rest are handed off to another worker."""
     client: Client = await TemporalRuns(kernel.config.runs).client()
     driver = run_driver(kernel)
+    firer, cron_sync = cron_parts(kernel, client)
     restrictions = SandboxRestrictions.default.with_passthrough_modules("agentkernel")
     worker = Worker(
         client,
         task_queue=kernel.config.runs.task_queue,
-        workflows=[RunWorkflow],
-        activities=[driver.drive, driver.end_stopped],
+        workflows=[RunWorkflow, CronWorkflow],
+        activities=[driver.drive, driver.end_stopped, firer.fire],
         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
         max_concurrent_activities=kernel.config.server.max_open_chats,
     )
     async with worker:
+        syncing = asyncio.create_task(cron_sync.run(stop))  # the cron jobs' Schedules (S10 on Temporal)
         if ready is not None:
             ready.set()
         await stop.wait()
         await driver.turns.drain(kernel.config.server.shutdown_grace_secs)
+        await syncing
     driver.sessions.close()
 
 

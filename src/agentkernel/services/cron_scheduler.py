@@ -51,6 +51,30 @@ Run = Callable[[Claim], Awaitable[RunOutcome]]
 Deliver = Callable[[Claim, Sink, RunOutcome, float], Awaitable[None]]
 
 
+async def run_claim(run_job: Run, claim: Claim, timeout_secs: float) -> tuple[RunOutcome, float]:
+    """Run a claimed due time's job under `timeout_secs` (cron.run_timeout_secs): its outcome — a
+    timeout or a bug of the run is a failed one, never an exception — and when it started; counted in
+    the metrics (S26.2). Shared by this scheduler and a Temporal worker's firing (server/cron_worker.py)."""
+    fired_at = time.time()
+    counted = "failed"
+    try:
+        outcome = await asyncio.wait_for(run_job(claim), timeout_secs)
+        counted = "ok" if outcome.ok else counted
+    except TimeoutError:
+        counted = "timeout"
+        outcome = RunOutcome(
+            False,
+            error=f"the run took longer than cron.run_timeout_secs ({timeout_secs:g} s) and was stopped",
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a bug of the run must not end the scheduler
+        log.exception("cron %s/%s: the run failed", claim.owner, claim.name)
+        outcome = RunOutcome(False, error=f"the run failed: {exc}")
+    metrics.cron_ran(counted, fired_at - claim.scheduled_at)
+    return outcome, fired_at
+
+
 class CronScheduler:
     """Fires the store's due times, each once, on the running event loop (see the module docstring)."""
 
@@ -150,25 +174,11 @@ class CronScheduler:
                 claim.scheduled_at,
             )
             return
-        fired_at = time.time()
-        counted = "failed"  # the run's outcome in the metrics (S26.2)
         try:
-            outcome = await asyncio.wait_for(self.run_job(claim), self.settings.run_timeout_secs)
-            counted = "ok" if outcome.ok else counted
-        except TimeoutError:
-            counted = "timeout"
-            outcome = RunOutcome(
-                False,
-                error=f"the run took longer than cron.run_timeout_secs "
-                f"({self.settings.run_timeout_secs:g} s) and was stopped",
-            )
+            outcome, fired_at = await run_claim(self.run_job, claim, self.settings.run_timeout_secs)
         except asyncio.CancelledError:
             await asyncio.shield(asyncio.to_thread(store.abandon, claim, self.id))
             raise
-        except Exception as exc:  # a bug of the run must not end the scheduler
-            log.exception("cron %s/%s: the run failed", claim.owner, claim.name)
-            outcome = RunOutcome(False, error=f"the run failed: {exc}")
-        metrics.cron_ran(counted, fired_at - claim.scheduled_at)
         await asyncio.to_thread(
             store.finish, claim, self.id, ran_at=fired_at, ok=outcome.ok, error=outcome.error
         )
@@ -202,4 +212,4 @@ class CronScheduler:
             await asyncio.wait(pending)
 
 
-__all__ = ["CronScheduler"]
+__all__ = ["CronScheduler", "run_claim"]

@@ -50,7 +50,7 @@ from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.services.user_work import Cap
 from agentkernel.types import JSONObject
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_SECS = 10.0
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -77,6 +77,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX jobs_claim_until ON jobs (claim_until)",
     ),
     2: ("ALTER TABLE jobs ADD COLUMN waiting TEXT",),  # why a due time waits (the owner's cap), or NULL
+    3: ("ALTER TABLE jobs ADD COLUMN last_firing TEXT",),  # who ended the last claim: a retry sees its own
 }
 
 
@@ -102,6 +103,35 @@ class Claim:
     next_run: float | None = None  # the job's next due time once this claim ends (None: no more)
     waited: str | None = None  # why the due time waited before this claim (its owner's cap), if it did
     held_back: bool = False  # not claimed: its owner is at the cap; it waits, due, for one of theirs to end
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One due time of one job, fired by an outside scheduler (a Temporal Schedule, S27.2), to be claimed.
+
+    `by` names the firing, the same for every attempt at it (a retry after a
+    worker died takes its own claim back); `most_per_owner` is
+    `cron.max_running_per_user`.
+    """
+
+    by: str
+    owner: str
+    name: str
+    generation: int
+    due: float
+    most_per_owner: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A job as an outside scheduler needs it: what it is, which version, and when it was set."""
+
+    owner: str
+    spec: JobSpec
+    generation: int
+    created_at: float
+    next_run: float | None
+    running: bool
 
 
 @dataclass(frozen=True)
@@ -162,6 +192,7 @@ class CronDialect:
     skip_locked: str  # appended to the due rows' SELECT: "" or " FOR UPDATE SKIP LOCKED"
     lock_jobs_of: Callable[[Any, str], None]
     lock_runs_of: Callable[[Any, Iterable[str]], None]
+    row_lock: str = ""  # appended to a SELECT of rows about to change: "" or " FOR UPDATE"
 
     def q(self, sql: str) -> str:
         return sql.format(jobs=self.table, least=self.least).replace("?", self.mark)
@@ -202,6 +233,11 @@ class CronJobStore(Protocol):
         grace_secs: float,
         most_per_owner: int | None = None,
     ) -> list[Claim]: ...
+    def claim_fired(
+        self, firing: Firing, now: float, lease_secs: float, grace_secs: float
+    ) -> Claim | None: ...
+    def scheduled_jobs(self) -> list[StoredJob]: ...
+    def changes_mark(self) -> tuple[float, ...]: ...
     def finish(self, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None) -> bool: ...
     def release(self, claim: Claim, scheduler: str) -> None: ...
     def abandon(self, claim: Claim, scheduler: str) -> None: ...
@@ -268,7 +304,8 @@ class CronMethods:
                      static = excluded.static, generation = j.generation + 1,
                      created_at = excluded.created_at,
                      next_run = excluded.next_run, claimed_by = NULL, claimed_due = NULL, claim_until = NULL,
-                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0, waiting = NULL"""
+                     last_run = NULL, last_ok = NULL, last_error = NULL, runs = 0, waiting = NULL,
+                     last_firing = NULL"""
                 ),
                 (owner, spec.name, definition, by, int(static), now, first_due),
             )
@@ -356,6 +393,96 @@ class CronMethods:
                 claims.append(Claim(owner, name, generation, spec, due, misfired, following, waiting))
         return claims
 
+    def claim_fired(
+        self: _Store, firing: Firing, now: float, lease_secs: float, grace_secs: float
+    ) -> Claim | None:
+        """Claim one due time an outside scheduler fired (a Temporal Schedule), in one transaction.
+
+        None when there is nothing to run: the job is gone or was replaced
+        (another `generation`), or another firing of it holds a live claim
+        (its runs never overlap; this due time is coalesced into that run, as
+        `claim_due` coalesces). A claim by `firing.by` itself (an attempt of
+        this firing whose worker died) is taken back. Past its owner's cap
+        the claim comes back `held_back` and the job says why it waits; ask
+        again later. `misfired` as in `claim_due`.
+        """
+        dialect = self.dialect
+        with self._write() as conn:
+            dialect.lock_runs_of(conn, [firing.owner])
+            row = conn.execute(
+                dialect.q(
+                    "SELECT definition, claimed_by, claim_until, waiting, last_firing FROM {jobs} "
+                    "WHERE owner = ? AND name = ? AND generation = ?"
+                )
+                + dialect.row_lock,
+                (firing.owner, firing.name, firing.generation),
+            ).fetchone()
+            if row is None:
+                return None
+            definition, claimed_by, claim_until, waiting, last_firing = row
+            if last_firing == firing.by:  # this firing ran (or was skipped) already: its retry runs nothing
+                return None
+            if claimed_by is not None and claimed_by != firing.by and claim_until >= now:
+                return None
+            spec = spec_from_json(definition)
+            misfired = spec.misfire == "skip" and now - firing.due > grace_secs
+            job = (firing.owner, firing.name, firing.generation)
+            mine = 1 if claimed_by is not None and claim_until >= now else 0  # counted among the owner's
+            busy = _running_by_owner(dialect, conn, now).get(firing.owner, 0) - mine
+            most = firing.most_per_owner
+            if not misfired and most is not None and busy >= most:
+                why = cron_cap(most).refusal(firing.owner, busy)
+                if why != waiting:
+                    conn.execute(
+                        dialect.q(
+                            "UPDATE {jobs} SET waiting = ? WHERE owner = ? AND name = ? AND generation = ?"
+                        ),
+                        (why, *job),
+                    )
+                return Claim(*job, spec, firing.due, False, held_back=True)
+            following = spec.timing.following(firing.due, now)
+            conn.execute(
+                dialect.q(
+                    "UPDATE {jobs} SET claimed_by = ?, claimed_due = ?, claim_until = ?, next_run = ?, "
+                    "waiting = NULL WHERE owner = ? AND name = ? AND generation = ?"
+                ),
+                (firing.by, firing.due, now + lease_secs, following, *job),
+            )
+            return Claim(*job, spec, firing.due, misfired, following, waiting)
+
+    def scheduled_jobs(self: _Store) -> list[StoredJob]:
+        """Every owner's jobs, with their generation and when they were set (an outside scheduler's view)."""
+        rows = self._read(
+            self.dialect.q(
+                "SELECT owner, definition, generation, created_at, next_run, claimed_by FROM {jobs} "
+                "ORDER BY owner, name"
+            ),
+            (),
+        )
+        return [
+            StoredJob(
+                str(owner),
+                spec_from_json(definition),
+                int(generation),
+                float(created),
+                next_run,
+                by is not None,
+            )
+            for owner, definition, generation, created, next_run, by in rows
+        ]
+
+    def changes_mark(self: _Store) -> tuple[float, ...]:
+        """A mark that changes whenever a job is added, replaced, removed or has run its last: a cheap
+        way for an outside scheduler to know whether to look at `scheduled_jobs` again."""
+        rows = self._read(
+            self.dialect.q(
+                "SELECT count(*), coalesce(sum(generation), 0), coalesce(max(created_at), 0), "
+                "count(next_run) FROM {jobs}"
+            ),
+            (),
+        )
+        return tuple(float(value) for value in rows[0])
+
     def finish(
         self: _Store, claim: Claim, scheduler: str, *, ran_at: float, ok: bool, error: str | None
     ) -> bool:
@@ -364,7 +491,7 @@ class CronMethods:
             cursor = conn.execute(
                 self.dialect.q(
                     "UPDATE {jobs} SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
-                    "last_run = ?, last_ok = ?, last_error = ?, runs = runs + 1 "
+                    "last_firing = claimed_by, last_run = ?, last_ok = ?, last_error = ?, runs = runs + 1 "
                     "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ? AND claimed_due = ?"
                 ),
                 (
@@ -389,7 +516,8 @@ class CronMethods:
             conn.execute(
                 self.dialect.q(
                     "UPDATE {jobs} SET claimed_by = NULL, claimed_due = NULL, claim_until = NULL, "
-                    "last_error = ? WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?"
+                    "last_firing = claimed_by, last_error = ? "
+                    "WHERE owner = ? AND name = ? AND generation = ? AND claimed_by = ?"
                 ),
                 (
                     why,
@@ -538,7 +666,9 @@ __all__ = [
     "CronJobStore",
     "CronMethods",
     "CronStore",
+    "Firing",
     "JobStatus",
+    "StoredJob",
     "TooManyJobs",
     "cron_cap",
 ]

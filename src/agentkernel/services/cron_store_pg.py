@@ -46,7 +46,7 @@ RUNS_LOCK = 0x63726E72  # pg_advisory_xact_lock(RUNS_LOCK, hashtext(owner)): an 
 _SCHEMA = PgSchema(
     store="cron",
     what="the cron store",
-    version=1,
+    version=2,
     upgrades={
         1: (
             f"""CREATE TABLE {TABLE} (
@@ -71,6 +71,7 @@ _SCHEMA = PgSchema(
             f"CREATE INDEX {TABLE}_next_run ON {TABLE} (next_run)",
             f"CREATE INDEX {TABLE}_claim_until ON {TABLE} (claim_until)",
         ),
+        2: (f"ALTER TABLE {TABLE} ADD COLUMN last_firing TEXT",),  # as the SQLite store's version 3
     },
 )
 
@@ -84,7 +85,9 @@ def _lock_runs_of(conn: psycopg.Connection[tuple[Any, ...]], owners: Iterable[st
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (RUNS_LOCK, owner))
 
 
-POSTGRES = CronDialect(TABLE, "%s", "least", " FOR UPDATE SKIP LOCKED", _lock_jobs_of, _lock_runs_of)
+POSTGRES = CronDialect(
+    TABLE, "%s", "least", " FOR UPDATE SKIP LOCKED", _lock_jobs_of, _lock_runs_of, " FOR UPDATE"
+)
 
 
 class PostgresCronStore(CronMethods, PgStore):

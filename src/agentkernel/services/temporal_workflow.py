@@ -22,6 +22,12 @@ retries and cancels runs:
 Why one activity and not one per LLM and tool call: that would make the
 agent loop itself workflow code; the journal already makes a run
 resumable step by step, so the loop stays one and the same in both engines.
+A cron job's due time fired by its Temporal Schedule (services/temporal_cron.py)
+is a workflow too, `CronWorkflow`: one activity, `FIRE_CRON`, that claims the
+due time in the cron store, runs the job and delivers its answer, retried on
+another worker when one dies (the claim is the firing's own, so the retry
+takes it back), as the servers' scheduler runs it once more after a crash.
+
 This module imports only the standard library and temporalio: the
 workflow sandbox imports it again for each workflow.
 """
@@ -33,12 +39,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, CancelledError
 
 WORKFLOW = "agentkernel.run"
 DRIVE_RUN = "agentkernel.drive_run"
 END_STOPPED = "agentkernel.end_stopped_run"
+CRON_WORKFLOW = "agentkernel.cron"
+FIRE_CRON = "agentkernel.fire_cron"
+SCHEDULED_AT = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+"""Set by Temporal on a workflow its Schedule started: the due time it was started for."""
 RUN_MOST_SECS = 7 * 24 * 3600.0
 """The longest a run may be driven (one waiting for a person's approval included), per attempt."""
 END_MOST_SECS = 300.0
@@ -100,14 +110,59 @@ class RunWorkflow:
         return result
 
 
+@dataclass(frozen=True)
+class CronFire:
+    """A job's firing as its Schedule starts it: which job, which version (`generation`) of it."""
+
+    owner: str
+    name: str
+    generation: int
+    heartbeat_secs: float = 10.0
+    most_secs: float = RUN_MOST_SECS  # an attempt's longest: waiting for its owner's cap, the run, delivery
+
+
+@dataclass(frozen=True)
+class CronFiring:
+    """What the activity is given: the firing, and the due time it is for (UTC epoch seconds)."""
+
+    job: CronFire
+    due: float
+
+
+@workflow.defn(name=CRON_WORKFLOW)
+class CronWorkflow:
+    """A due time of a cron job: its one activity, retried elsewhere when a worker dies; its result the
+    firing's outcome (`ok`, `failed`, `skipped`, `gone`)."""
+
+    @workflow.run
+    async def run(self, job: CronFire) -> str:
+        started = workflow.info().typed_search_attributes.get(SCHEDULED_AT)
+        due = (started or workflow.now()).timestamp()  # none: started by hand, due now
+        result: str = await workflow.execute_activity(
+            FIRE_CRON,
+            CronFiring(job, due),
+            result_type=str,
+            start_to_close_timeout=timedelta(seconds=job.most_secs),
+            heartbeat_timeout=timedelta(seconds=job.heartbeat_secs),
+            retry_policy=RETRY,
+        )
+        return result
+
+
 __all__ = [
+    "CRON_WORKFLOW",
     "DRIVE_RUN",
     "END_MOST_SECS",
     "END_STOPPED",
+    "FIRE_CRON",
     "MOST_ATTEMPTS",
     "RETRY",
     "RUN_MOST_SECS",
+    "SCHEDULED_AT",
     "WORKFLOW",
+    "CronFire",
+    "CronFiring",
+    "CronWorkflow",
     "RunInput",
     "RunWorkflow",
 ]
