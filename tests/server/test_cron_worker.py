@@ -1,0 +1,185 @@
+"""Cron jobs on Temporal (S10, S27.2): Schedules fire them on `agentkernel worker` processes.
+
+Real parts: the CLI's Temporal dev server (tests/temporal.py), a real
+`agentkernel serve` (where a script tool schedules the jobs: it fires
+nothing itself with `runs.engine: temporal`) and real workers, the scripted
+LLM and a webhook receiver in the test that wakes it on each delivery. A
+firing while every worker is down runs once when one comes back (`misfire:
+run_once`), or is skipped (`misfire: skip`) — Temporal's overlap policy
+coalescing the due times in between. Nothing sleeps: the test waits on the
+receiver, on the store and on the Schedule as Temporal describes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, ScheduleDescription
+from temporalio.service import RPCError, RPCStatusCode
+
+from agentkernel.config.server import token_hash
+from agentkernel.services.cron import job_session
+from tests.fakes import FakeLLMServer, RecordedRequest, Reply
+from tests.fakes.webhook import WebhookReceiver
+from tests.server.conftest import make_project, script_tool, write
+from tests.server.test_cron_serving import ANSWER, Served, count, due, listed, of, schedule
+from tests.server.test_run_worker import working
+
+WAIT_SECS = 120.0  # an upper bound for one thing to happen, never a measured time
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    def answer(_: RecordedRequest) -> Reply:
+        return Reply(text=ANSWER)
+
+    with FakeLLMServer(max_requests=2000) as server:
+        server.respond_with(answer)
+        yield server
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as started:
+        yield started
+
+
+@pytest.fixture
+def project(tmp_path: Path, llm: FakeLLMServer, temporal_address: str, temporal_task_queue: str) -> Path:
+    """alice's token, loopback webhooks, template `watcher`, tool cron_set; runs (and cron) on Temporal."""
+    extra = (
+        f"server:\n  tokens:\n    {token_hash('alice-token')}: alice\nhttp:\n  allow_private: true\n"
+        "cron:\n  run_timeout_secs: 10\n  misfire_grace_secs: 1\n"
+        f"runs:\n  engine: temporal\n  address: '{temporal_address}'\n  task_queue: {temporal_task_queue}\n"
+        "  heartbeat_secs: 1\n"
+    )
+    make_project(tmp_path, llm, extra)
+    tools = tmp_path / "config" / "scripts" / "tools"
+    script_tool(tools, "cron_set", "function run(args) { return JSON.stringify(schedule_cron(args)); }")
+    write(
+        tmp_path / "config" / "templates" / "watcher.yaml",
+        "name: watcher\ninstructions: Report the price.\nmax_turns: 2\n",
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def serve(project: Path, tmp_path: Path) -> Iterator[Served]:
+    served = Served(project, tmp_path / "serve.log")
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def described(address: str, queue: str, name: str) -> ScheduleDescription | None:
+    """alice's job's Schedule as Temporal describes it; None when there is none."""
+
+    async def describe() -> ScheduleDescription | None:
+        client = await Client.connect(address)
+        try:
+            return await client.get_schedule_handle(f"{queue}.{job_session('alice', name)}").describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+
+    return asyncio.run(describe())
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    """Wait for something a worker or Temporal brings about, asking at a gentle pace (bounded)."""
+    deadline = time.monotonic() + WAIT_SECS
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def schedule_of(
+    address: str, queue: str, name: str, check: Callable[[ScheduleDescription], bool], what: str
+) -> None:
+    wait_until(lambda: (found := described(address, queue, name)) is not None and check(found), what)
+
+
+def test_a_job_scheduled_in_serve_fires_on_a_worker_and_its_schedule_goes_with_it(
+    project: Path, serve: Served, receiver: WebhookReceiver, temporal_address: str, temporal_task_queue: str
+) -> None:
+    with working(project, "w1") as worker, serve.client() as client:
+        schedule(client, receiver, "tick", interval_secs=1)
+        at = time.time() + 3
+        moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+        schedule(client, receiver, "once", oneshot_at=moment)
+        first = count(receiver, "tick", 2)[0]
+        assert (first["job"], first["ok"], first["answer"], first["error"]) == ("tick", True, ANSWER, None)
+        (fired,) = count(receiver, "once", 1)
+        assert fired["scheduled_at"] == moment.replace("Z", ".000Z") and fired["ok"] is True
+        status = listed(client)
+        assert status["tick"]["last_ok"] is True and status["tick"]["runs"] >= 1
+        assert status["once"]["done"] is True and status["once"]["runs"] == 1
+        assert serve.ran("tick") == set()  # serve fired nothing: the worker did, from the Schedule
+        assert "cron alice/tick (" in worker.log.read_text()
+
+        gone = client.delete("/v1/cron/tick")
+        assert gone.status_code == 204
+        cancelled = time.time()
+        wait_until(
+            lambda: described(temporal_address, temporal_task_queue, "tick") is None, "its Schedule gone"
+        )
+        wait_until(
+            lambda: described(temporal_address, temporal_task_queue, "once") is None, "the oneshot's gone"
+        )
+    late = [post["scheduled_at"] for post in of(receiver, "tick") if due(post) > cancelled]
+    assert late == [], f"tick fired after it was cancelled: {late}"
+    assert len(of(receiver, "once")) == 1
+
+
+@pytest.mark.parametrize(("misfire", "runs"), [("run_once", 1), ("skip", 0)])
+def test_a_schedule_firing_while_every_worker_is_down_runs_once_when_one_comes_back(
+    project: Path,
+    serve: Served,
+    receiver: WebhookReceiver,
+    temporal_address: str,
+    temporal_task_queue: str,
+    misfire: str,
+    runs: int,
+) -> None:
+    """Due times while no worker runs are one firing waiting (the others skipped as overlapping): it
+    runs once when a worker is back — or, `misfire: skip` and later than the grace, is skipped."""
+    with serve.client() as client:
+        with working(project, "w1") as first:
+            schedule(client, receiver, "tick", interval_secs=3, misfire=misfire)
+            schedule_of(temporal_address, temporal_task_queue, "tick", lambda _: True, "its Schedule placed")
+            first.kill()
+        down = time.time()
+        placed = described(temporal_address, temporal_task_queue, "tick")
+        assert placed is not None and placed.info.num_actions == 0, "it fired before the worker was killed"
+        schedule_of(
+            temporal_address,
+            temporal_task_queue,
+            "tick",
+            lambda found: found.info.num_actions >= 1 and found.info.num_actions_skipped_overlap >= 1,
+            "a firing waiting and another skipped while no worker runs",
+        )
+        with working(project, "w2"):
+            back = time.time()
+            if runs:
+                count(receiver, "tick", 1)
+            else:
+                wait_until(
+                    lambda: "(misfire: skip)" in str(listed(client)["tick"]["last_error"]),
+                    "the late due time skipped",
+                )
+            later: list[dict[str, Any]] = receiver.wait_until(
+                lambda bodies: any(due(post) > back for post in bodies),
+                "a due time after the worker came back",
+                WAIT_SECS,
+            )
+    while_down = [post["scheduled_at"] for post in later if down < due(post) <= back]
+    assert len(while_down) == runs, while_down
+    dues = [post["scheduled_at"] for post in of(receiver, "tick")]
+    assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
