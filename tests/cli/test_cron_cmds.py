@@ -225,3 +225,13 @@ def test_a_wrong_static_job_stops_cron_run_naming_the_field(cron_project: Path) 
         "agentkernel cron run: cron.jobs[0].schedule: must be a cron expression of six fields" in done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+def test_cron_run_refuses_when_runs_are_on_temporal(cron_project: Path) -> None:
+    """With runs.engine: temporal the workers fire the jobs from Temporal Schedules (kernel.md 14.1)."""
+    kernel_yaml = cron_project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(kernel_yaml.read_text() + "runs:\n  engine: temporal\n  address: 127.0.0.1:1\n")
+    done = agentkernel("cron", "run", cwd=cron_project)
+    assert done.returncode == 1, done
+    assert "runs.engine is `temporal`: the jobs fire from Temporal Schedules" in done.stderr
+    assert "scheduling the jobs" not in done.stdout
