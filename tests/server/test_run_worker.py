@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agentkernel.agent.resume import INTERRUPTED
@@ -53,13 +54,13 @@ class Worker:
 
 
 @contextmanager
-def working(root: Path, name: str) -> Iterator[Worker]:
+def working(root: Path, name: str, *options: str) -> Iterator[Worker]:
     """`agentkernel worker` in `root`, once it polls its task queue; killed (and reaped) if still running."""
     env = {k: v for k, v in os.environ.items() if k != "AGENTKERNEL_CONFIG"}
     log = root / f"{name}.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [str(BIN / "agentkernel"), "-v", "worker"],  # -v: it logs each run it drives
+            [str(BIN / "agentkernel"), "-v", "worker", *options],  # -v: it logs each run it drives
             cwd=root,
             env=env,
             stdout=subprocess.PIPE,
@@ -161,6 +162,33 @@ def test_a_turn_with_a_tool_call_is_answered_by_a_worker(
         assert workflow_ended(temporal_address, run_id) == "COMPLETED"
     assert len(receiver.bodies) == 1 and len(asked(llm_server)) == 2
     assert f"run {run_id}: driven on this worker" in worker.log.read_text()  # the worker drove it
+
+
+def test_a_worker_serves_its_own_metrics_behind_the_servers_tokens(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    """S26.2 on a worker: its turns and tool calls are counted where they run, on `--metrics-port`."""
+    llm_server.add(Reply(tool_calls=(FakeToolCall("effect", '{"n": 1}', "c1"),)), Reply(text="done it"))
+    with (
+        serving(project, "api") as api,
+        working(project, "w1", "--metrics-port", "0") as worker,
+        api.client() as client,
+    ):
+        assert worker.process.stdout is not None
+        line = worker.process.stdout.readline()
+        assert line.startswith("agentkernel: worker metrics on http://127.0.0.1:"), line
+        url = line.split()[-1]
+        session = new_session(client)
+        answer = client.post(f"/v1/sessions/{session}/messages", json={"content": "do"}, headers=ALICE)
+        assert answer.status_code == 200, answer.text
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(url.replace("/metrics", "/other"), headers=ALICE).status_code == 404
+        page = httpx.get(url, headers=ALICE)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
+        assert 'agentkernel_turns_total{end_reason="job_done",template="tester"} 1.0' in page.text
+        assert 'agentkernel_tool_calls_total{outcome="ok",tool="effect"} 1.0' in page.text
+        assert "agentkernel_approvals_pending 0.0" in page.text
 
 
 @pytest.mark.across_deployments  # on PostgreSQL a step's NOTIFY wakes the stream at once: the race is widest

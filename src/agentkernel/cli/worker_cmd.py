@@ -22,6 +22,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     worker.add_argument("--llm-url", help="override llm.base_url, e.g. http://127.0.0.1:8000/v1")
     worker.add_argument("--model", help="override llm.model")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve this worker's metrics at http://HOST:PORT/metrics (0: a free port, printed; default off)",
+    )
+    worker.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="the address the metrics page binds to (default 127.0.0.1)",
+    )
 
 
 def run_command(options: argparse.Namespace) -> int:
@@ -38,7 +48,7 @@ def run_command(options: argparse.Namespace) -> int:
             )
             return EXIT_NOT_FOUND
         try:
-            asyncio.run(_work(kernel))
+            asyncio.run(_work(kernel, options))
         except Exception as exc:  # Temporal unreachable: say where, not a traceback
             from agentkernel.errors import AgentKernelError
 
@@ -49,12 +59,23 @@ def run_command(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _work(kernel: Kernel) -> None:
-    """Work until SIGINT or SIGTERM; say once it polls."""
+async def _work(kernel: Kernel, options: argparse.Namespace) -> None:
+    """Work until SIGINT or SIGTERM; say once it polls (and where its metrics page is, if asked)."""
     import asyncio
     import signal
 
     from agentkernel.server.run_worker import work
+    from agentkernel.server.worker_metrics import MetricsPage
+
+    page = None
+    if options.metrics_port is not None:
+        page = MetricsPage(
+            options.metrics_host,
+            options.metrics_port,
+            kernel.config.server,
+            kernel.config.telemetry,
+            lambda: kernel.approvals().count_pending(),
+        )
 
     stop, ready = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -69,7 +90,13 @@ async def _work(kernel: Kernel) -> None:
             f"{runs.task_queue}) (Ctrl-C stops)",
             flush=True,
         )
-    await working
+        if page is not None:
+            print(f"agentkernel: worker metrics on {page.url}", flush=True)
+    try:
+        await working
+    finally:
+        if page is not None:
+            page.close()
 
 
 __all__ = ["add_parser", "run_command"]
