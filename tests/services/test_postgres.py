@@ -164,3 +164,44 @@ def test_without_postgresql_installed_the_tests_fail_saying_what_to_install(
     monkeypatch.setattr(tests.pg, "BIN_GLOB", "/nonexistent/postgresql/*/bin")
     with pytest.raises(pytest.fail.Exception, match=r"apt-get install postgresql"):
         postgres_bin()
+
+
+def test_a_callers_time_left_bounds_the_wait_for_a_connection(pg_url: str) -> None:
+    """A script with half a second left is not kept waiting the pool's 10 s for a connection (and the
+    state store's helpers pass their time left down to it)."""
+    from agentkernel.services.state import Namespace, StateError
+    from agentkernel.services.state_pg import PostgresStateStore
+
+    pool = PgPool(pg_url, max_size=1)
+    state = PostgresStateStore(pool)
+    alice = Namespace("user", "alice", user="alice")
+    try:
+        state.set(alice, "k", 0)  # its tables made
+        with pool.connection():  # the pool's only connection, held
+            with pytest.raises(StoreUnavailable) as caught, pool.connection(0.2):
+                pass
+            assert "gave no connection within 0.2 s (the time left to the caller)" in str(caught.value)
+            with pytest.raises(StateError, match=r"within 0\.3 s \(the time left to the caller\)"):
+                state.set(alice, "k", 1, timeout=0.3)
+        with pool.connection(0.2) as conn:  # given back: lent at once
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pool.close()
+
+
+def test_a_pool_whose_every_connection_is_lent_says_so_and_opens_no_other(pg_url: str) -> None:
+    """Load is not an outage: a busy pool is not replaced by a fresh one (which would open max_size more
+    connections each time the load outlasts the wait)."""
+    pool = PgPool(pg_url, max_size=1, timeout_secs=0.5)
+    try:
+        with pool.connection() as held:
+            pid = held.info.backend_pid
+            with (
+                pytest.raises(StoreUnavailable, match="every connection of the pool is lent"),
+                pool.connection(),
+            ):
+                pass
+        with pool.connection() as again:
+            assert again.info.backend_pid == pid  # the same pool, the same connection
+    finally:
+        pool.close()

@@ -23,6 +23,7 @@ machines reach:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class PgPool:
         self._opening = threading.Lock()
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
         self._closed = False
+        self._lent: Counter[int] = Counter()  # connections lent and not yet given back, by id of their pool
 
     def _opened(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
         with self._opening:
@@ -79,33 +81,51 @@ class PgPool:
             return self._pool
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A connection of the pool (autocommit), given back when the block ends."""
-        pool, conn = self._lend()
+    def connection(self, wait_secs: float | None = None) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A connection of the pool (autocommit), given back when the block ends; waited for at most
+        `wait_secs` (a script's time left) when shorter than the pool's own wait."""
+        pool, conn = self._lend(wait_secs)
         try:
             yield conn
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"the store database {self.shown} failed: {exc}") from exc
         finally:
             pool.putconn(conn)
+            with self._opening:
+                self._lent[id(pool)] -= 1
+                if not self._lent[id(pool)]:
+                    del self._lent[id(pool)]
 
     def _lend(
-        self,
+        self, wait_secs: float | None = None
     ) -> tuple[ConnectionPool[psycopg.Connection[tuple[Any, ...]]], psycopg.Connection[tuple[Any, ...]]]:
         """A connection, from a fresh pool when the database is back but the pool still waits out the
         backoff of its reconnection attempts (after a long outage, longer than an operation waits)."""
+        wait = self._timeout_secs if wait_secs is None else max(0.001, min(wait_secs, self._timeout_secs))
         renewed = False
         while True:
             pool = self._opened()
             try:
-                return pool, pool.getconn()
+                conn = pool.getconn(timeout=wait)
             except PoolClosed:  # another thread renewed it meanwhile (or the kernel is closing: _opened says)
                 continue
             except PoolTimeout as exc:
+                if wait < self._timeout_secs:  # the caller's time ran out first: busy, not down
+                    raise self._down(wait, "the time left to the caller") from exc
+                if self._busy(pool):  # every connection is lent: load, not a pool stuck reconnecting
+                    raise self._down(wait, "every connection of the pool is lent") from exc
                 if renewed or not self._reachable():
-                    raise self._down() from exc
+                    raise self._down(wait) from exc
+            else:
+                with self._opening:
+                    self._lent[id(pool)] += 1
+                return pool, conn
             self._renew(pool)
             renewed = True
+
+    def _busy(self, pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]) -> bool:
+        with self._opening:
+            return self._lent[id(pool)] >= self._max_size
 
     def _reachable(self) -> bool:
         try:
@@ -123,9 +143,14 @@ class PgPool:
             self._pool = None
         threading.Thread(target=stale.close, name="agentkernel-store-renewed", daemon=True).start()
 
-    def _down(self) -> StoreUnavailable:
+    def _down(self, waited: float, bound: str = "") -> StoreUnavailable:
+        if bound:
+            return StoreUnavailable(
+                f"the store database {self.shown} gave no connection within {waited:.2g} s ({bound}): "
+                f"every connection of the pool is busy, or the database does not answer"
+            )
         return StoreUnavailable(
-            f"the store database {self.shown} gave no connection within {self._timeout_secs:g} s "
+            f"the store database {self.shown} gave no connection within {waited:g} s "
             f"(store.url / $AGENTKERNEL_STORE_URL): is it running and reachable?"
         )
 

@@ -228,7 +228,7 @@ class PostgresStateStore(StateMethods):
         wait = self.busy_timeout_secs if timeout is None else max(0.0, min(timeout, self.busy_timeout_secs))
         try:
             self._migrate()
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout) as conn:  # a script's time left bounds the pool's wait too
                 yield from self._in_transaction(conn, wait, write=write)
         except (StoreUnavailable, SchemaTooNew) as exc:
             raise StateError(str(exc)) from exc
