@@ -29,6 +29,7 @@ from agentkernel.server.serving import GracefulServer, bind, run_server, server_
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.openai_server import Exchange
+from tests.fakes.webhook import WebhookReceiver
 
 ROW_SECRET = "row-only-the-user-sees"  # a table cell: must never reach the LLM (S6)
 # Debian's, as `.ci/run` installs it; never `playwright install` (the variable: only for the test that
@@ -184,6 +185,18 @@ def make_project(root: Path, llm: FakeLLMServer | None, extra: str = "") -> Path
         "name: tester\ninstructions: You are a test agent.\ntools: [upper, table]\nmax_turns: 4\n",
     )
     return root / "config" / "kernel.yaml"
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    """A webhook receiver on 127.0.0.1 that wakes the test on each POST; a call it holds never outlives
+    its test."""
+    with WebhookReceiver() as hook:
+        try:
+            yield hook
+        finally:
+            if hook.hold is not None:
+                hook.hold.set()
 
 
 @pytest.fixture

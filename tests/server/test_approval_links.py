@@ -43,12 +43,6 @@ PUBLIC = "https://approvals.example.test"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser sends
 
 
-@pytest.fixture
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as hook:
-        yield hook
-
-
 def project_with(root: Path, llm_server: FakeLLMServer, receiver: WebhookReceiver, more: str = "") -> Path:
     """Alice, Bob and Carol's tokens; loopback webhooks allowed (the receiver); `send` needs approval."""
     make_project(

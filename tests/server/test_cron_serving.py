@@ -129,12 +129,6 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as started:
-        yield started
-
-
-@pytest.fixture
 def project(tmp_path: Path, llm: FakeLLMServer) -> Path:
     """Tokens for alice and bob, loopback webhooks allowed, template `watcher`, tools cron_set/cancel/list."""
     tokens = "".join(f'    "{token_hash(token)}": {user}\n' for token, user in TOKENS.items())

@@ -24,7 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentkernel.config.server import token_hash
 from agentkernel.services.cron import job_session
-from tests.fakes import FakeLLMServer, RecordedRequest, Reply
+from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, script_tool, write
 from tests.server.test_cron_serving import ANSWER, Served, count, due, listed, of, schedule
@@ -34,23 +34,9 @@ WAIT_SECS = 120.0  # an upper bound for one thing to happen, never a measured ti
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    def answer(_: RecordedRequest) -> Reply:
-        return Reply(text=ANSWER)
-
-    with FakeLLMServer(max_requests=2000) as server:
-        server.respond_with(answer)
-        yield server
-
-
-@pytest.fixture
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as started:
-        yield started
-
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLMServer, temporal_address: str, temporal_task_queue: str) -> Path:
+def project(
+    tmp_path: Path, llm_server: FakeLLMServer, temporal_address: str, temporal_task_queue: str
+) -> Path:
     """alice's token, loopback webhooks, template `watcher`, tool cron_set; runs (and cron) on Temporal."""
     extra = (
         f"server:\n  tokens:\n    {token_hash('alice-token')}: alice\nhttp:\n  allow_private: true\n"
@@ -58,7 +44,8 @@ def project(tmp_path: Path, llm: FakeLLMServer, temporal_address: str, temporal_
         f"runs:\n  engine: temporal\n  address: '{temporal_address}'\n  task_queue: {temporal_task_queue}\n"
         "  heartbeat_secs: 1\n"
     )
-    make_project(tmp_path, llm, extra)
+    llm_server.respond_with(lambda _: Reply(text=ANSWER))
+    make_project(tmp_path, llm_server, extra)
     tools = tmp_path / "config" / "scripts" / "tools"
     script_tool(tools, "cron_set", "function run(args) { return JSON.stringify(schedule_cron(args)); }")
     write(

@@ -46,16 +46,6 @@ NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 
 
 @pytest.fixture
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as hook:
-        try:
-            yield hook
-        finally:
-            if hook.hold is not None:
-                hook.hold.set()  # a held call never outlives its test
-
-
-@pytest.fixture
 def gate() -> Iterator[threading.Event]:
     opened = threading.Event()
     try:

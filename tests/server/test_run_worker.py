@@ -80,16 +80,6 @@ def working(root: Path, name: str, *options: str) -> Iterator[Worker]:
 
 
 @pytest.fixture
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as hook:
-        try:
-            yield hook
-        finally:
-            if hook.hold is not None:
-                hook.hold.set()  # a held call never outlives its test
-
-
-@pytest.fixture
 def project(
     tmp_path: Path,
     llm_server: FakeLLMServer,
