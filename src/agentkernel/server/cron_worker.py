@@ -34,7 +34,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from agentkernel.agent.cron_runs import CronRuns
-from agentkernel.errors import AgentKernelError, StoreUnavailable
+from agentkernel.errors import AgentKernelError, HelperError, StoreUnavailable
 from agentkernel.kernel import Kernel
 from agentkernel.services.cron import CronService
 from agentkernel.services.cron_scheduler import run_claim
@@ -163,8 +163,11 @@ class CronSync:
         last = -float("inf")
         while not stop.is_set():
             try:
-                if not static_written:
-                    await asyncio.to_thread(service.sync_static)
+                if not static_written:  # a store that is down: the next pass tries again
+                    try:
+                        await asyncio.to_thread(service.sync_static)
+                    except HelperError as exc:  # a static job of kernel.yaml: `cron.jobs[0].schedule: …`
+                        log.error("cron: kernel.yaml's jobs were not scheduled: %s", exc)
                     static_written = True
                 now_mark = await asyncio.to_thread(service.store.changes_mark)
                 if now_mark != mark or time.monotonic() - last >= RESYNC_SECS:
