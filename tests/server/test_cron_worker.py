@@ -96,7 +96,16 @@ def schedule_of(
 def test_a_job_scheduled_in_serve_fires_on_a_worker_and_its_schedule_goes_with_it(
     project: Path, serve: Served, receiver: WebhookReceiver, temporal_address: str, temporal_task_queue: str
 ) -> None:
+    kernel_yaml = project / "config" / "kernel.yaml"
+    static = (
+        "  jobs:\n    - {name: static, template: watcher, interval_secs: 1, prompt: Цена?,\n"
+        f"       notify: [{{type: webhook, url: '{receiver.url}'}}]}}\n"
+    )
+    kernel_yaml.write_text(
+        kernel_yaml.read_text().replace("  misfire_grace_secs: 1\n", "  misfire_grace_secs: 1\n" + static)
+    )
     with working(project, "w1") as worker, serve.client() as client:
+        count(receiver, "static", 1)  # kernel.yaml's jobs: written to the store and placed by the worker
         schedule(client, receiver, "tick", interval_secs=1)
         at = time.time() + 3
         moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
