@@ -328,10 +328,28 @@ def process(command: list[str], first_line: str) -> Iterator[tuple[str, int]]:
 
 
 def serve_command(kernel_yaml: Path, profile: Path | None, workers: int = 1) -> list[str]:
-    """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread)."""
-    profiled = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
-    serve = ["-m", "agentkernel", "serve", "--port", "0", "--config", str(kernel_yaml)]
-    return [sys.executable, *profiled, *serve, *(["--workers", str(workers)] if workers != 1 else [])]
+    """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread's CPU time)."""
+    serve = ["serve", "--port", "0", "--config", str(kernel_yaml)]
+    serve += ["--workers", str(workers)] if workers != 1 else []
+    if profile is None:
+        return [sys.executable, "-m", "agentkernel", *serve]
+    return [sys.executable, "-c", PROFILED_SERVE, str(profile), *serve]
+
+
+# the server under cProfile counting its event loop thread's CPU time (not the wall clock, which on a busy
+# machine counts the waits for the GIL and for a core); the profile is written when the server stops
+PROFILED_SERVE = """
+import cProfile, sys, time
+from agentkernel.cli.main import main
+out, sys.argv = sys.argv[1], ["agentkernel", *sys.argv[2:]]
+profiler = cProfile.Profile(time.thread_time)
+profiler.enable()
+try:
+    main()
+finally:
+    profiler.disable()
+    profiler.dump_stats(out)
+"""
 
 
 @dataclass(frozen=True)
@@ -349,6 +367,8 @@ class CpuClock:
         """Each one's CPU seconds so far, by name (`clients`: this process)."""
         spent = {
             "server": cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid))),
+            # of which its main thread's, the event loop's with one worker (the rest: worker threads)
+            "its event loop": cpu_seconds(self.server_pid, thread=self.server_pid),
             "scripted LLM": cpu_seconds(self.llm_pid),
             "clients": time.process_time(),
         }
@@ -382,11 +402,13 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses);
-    0 for a process that has ended (a database backend between two reads)."""
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """utime + stime of `pid` (of its thread `thread` when given), from /proc/PID/stat (fields 14 and 15,
+    after the command's parentheses); 0 for a process that has ended (a database backend between two
+    reads)."""
+    stat = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
