@@ -1,7 +1,7 @@
 """`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
 
     .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--workers 1,2] [--samples 200] [--pages 200]
-        [--stores embedded,postgres] [--runs local,temporal] [--smoke]
+        [--stores embedded,postgres] [--runs local,temporal] [--rounds 3] [--no-kernel-alone] [--smoke]
 
 Three processes, as in use: the server (`python -m agentkernel serve --port 0`
 on a temporary project), the scripted OpenAI-compatible LLM of the tests
@@ -39,8 +39,16 @@ temporal}` in each project's kernel.yaml (a task queue of its own), one
 prints what Temporal adds to the round trip's p50 over the same stores
 with local runs (goal <= 100 ms a turn with one tool call) and, with any
 deployment, N workers' turns per second over one's (goal >= 1.7x).
-`--profile FILE` runs the server under
-cProfile (with more than one worker: the parent only).
+Beside the embedded stores' server, the floor (issue 31): a bare agent on
+FastAPI + uvicorn (uvicorn's defaults: uvloop and httptools when
+installed) in a process of its own, with the same routes, bearer tokens,
+events and scripted LLM, the conversation in memory and the tool in
+Python; at each number of clients, `--rounds` pairs (the server, then the
+floor) one after the other, and the server's CPU per turn and turns/s over
+the floor's, each pair's and their median, against the goals (CPU <= 1.3x;
+turns/s >= 0.8x with one worker, >= 1.5x with two). `--profile FILE` runs
+the server under cProfile counting its event loop thread's CPU time (with
+more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
 """
 
@@ -931,7 +939,9 @@ def serve_levels(
         levels, ratios = asyncio.run(server_levels(url, cpu, options, floor))
         print_floor_ratios(workers, ratios)
         if kernel_alone:  # the server idle meanwhile, as before --workers
-            asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
+            # on the loop `serve` runs on (uvloop when installed), so the difference is the server's layer
+            with asyncio.Runner(loop_factory=uvicorn.Config(app="none:none").get_loop_factory()) as runner:
+                runner.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
     return levels
 
 
