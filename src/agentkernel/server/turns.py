@@ -170,8 +170,9 @@ class Turn:
 
     The events wait in a queue for the one reader, the HTTP response, which
     takes the next (or, a session's stream, every one waiting, written in one
-    piece) only when the client has taken the last (uvicorn's flow control). The turn never waits for its reader, so the queue holds what a
-    slow client has yet to read: its backlog, in bytes of frames. A reader
+    piece) only when the client has taken the last (uvicorn's flow control).
+    The turn never waits for its reader, so the queue holds what a slow
+    client has yet to read: its backlog, in bytes of frames. A reader
     with more than `max_backlog_bytes` waiting when the next event comes is
     cut off: nothing more is queued for it, and after what waits it reads an
     `error` saying why, then `done`. A reader that leaves drops the queue at
