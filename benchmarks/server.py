@@ -1,7 +1,7 @@
 """`agentkernel serve` under load: a message's round trip, its first event, a table's next page (issue 11 §7).
 
     .venv/bin/python benchmarks/server.py [--clients 1,10,100] [--workers 1,2] [--samples 200] [--pages 200]
-        [--stores embedded,postgres] [--runs local,temporal] [--smoke]
+        [--stores embedded,postgres] [--runs local,temporal] [--rounds 3] [--no-kernel-alone] [--smoke]
 
 Three processes, as in use: the server (`python -m agentkernel serve --port 0`
 on a temporary project), the scripted OpenAI-compatible LLM of the tests
@@ -39,8 +39,16 @@ temporal}` in each project's kernel.yaml (a task queue of its own), one
 prints what Temporal adds to the round trip's p50 over the same stores
 with local runs (goal <= 100 ms a turn with one tool call) and, with any
 deployment, N workers' turns per second over one's (goal >= 1.7x).
-`--profile FILE` runs the server under
-cProfile (with more than one worker: the parent only).
+Beside the embedded stores' server, the floor (issue 31): a bare agent on
+FastAPI + uvicorn (uvicorn's defaults: uvloop and httptools when
+installed) in a process of its own, with the same routes, bearer tokens,
+events and scripted LLM, the conversation in memory and the tool in
+Python; at each number of clients, `--rounds` pairs (the server, then the
+floor) one after the other, and the server's CPU per turn and turns/s over
+the floor's, each pair's and their median, against the goals (CPU <= 1.3x;
+turns/s >= 0.8x with one worker, >= 1.5x with two). `--profile FILE` runs
+the server under cProfile counting its event loop thread's CPU time (with
+more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
 """
 
@@ -57,12 +65,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import uvicorn
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import StreamingResponse
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -81,6 +92,8 @@ TARGET_P99_MS = 50.0
 TARGET_CLIENTS = 100
 GOAL_TEMPORAL_ADDED_MS = 100.0  # issue 30: what Temporal may add to a turn's p50 (one tool call)
 GOAL_WORKERS_RATIO = 1.7  # issue 30: two workers' turns/s over one's
+GOAL_FLOOR_CPU = 1.3  # issue 31: the server's CPU per turn over the bare FastAPI + uvicorn agent's
+GOAL_FLOOR_RATE = {1: 0.8, 2: 1.5}  # issue 31: the server's turns/s over the bare agent's, by workers
 LOCAL, TEMPORAL = "local", "temporal"
 BUSY_TRIES = 1000  # a message answered 409 is sent again this many times at most,
 BUSY_WAIT_SECS = 0.005  # this long apart
@@ -129,6 +142,127 @@ def serve_llm() -> None:
         server.respond_with(llm_turn)
         print(server.base_url, flush=True)
         sys.stdin.read()  # the benchmark closes our stdin when it is done (or dies)
+
+
+# -- the floor: a bare FastAPI + uvicorn agent, in a process of its own --------------------------
+
+UPPER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "upper",
+        "description": "Upper-case a text.",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    },
+}
+
+
+def bare_frame(kind: str, data: dict[str, Any]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+async def bare_llm_call(
+    llm: httpx.AsyncClient, messages: list[dict[str, Any]]
+) -> AsyncIterator[tuple[str, Any]]:
+    """One streamed chat completion, read to its end (so the connection is pooled): ("token", text)
+    as they come, then ("message", the assistant message with its tool calls)."""
+    body = {"model": "fake", "messages": messages, "tools": [UPPER_TOOL], "stream": True}
+    body["stream_options"] = {"include_usage": True}
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    async with llm.stream("POST", "/chat/completions", json=body) as answer:
+        async for line in answer.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            for choice in json.loads(line[6:])["choices"]:
+                delta = choice["delta"]
+                if delta.get("content"):
+                    text.append(delta["content"])
+                    yield "token", delta["content"]
+                for part in delta.get("tool_calls") or []:
+                    call = calls.setdefault(part["index"], {"id": "", "name": "", "arguments": ""})
+                    call["id"] = part.get("id") or call["id"]
+                    function = part.get("function") or {}
+                    call["name"] += function.get("name") or ""
+                    call["arguments"] += function.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls.values()
+        ]
+    yield "message", message
+
+
+def serve_bare(llm_url: str, clients: int) -> None:
+    """`--bare`: the floor, a hand-written agent on FastAPI + uvicorn (uvicorn's defaults: its loop and
+    HTTP parser as installed): the same sessions and messages routes, bearer tokens, the same events,
+    the conversation in memory, the `upper` tool as a Python function, streamed LLM calls on pooled
+    connections. Prints its URL, serves until stdin closes."""
+    import socket
+    import threading
+    import uuid
+
+    users = {f"Bearer {token_of(n)}": f"user-{n}" for n in range(clients)}
+    sessions: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    limits = httpx.Limits(max_connections=clients + 8, keepalive_expiry=KEEPALIVE_SECS)
+    llm = httpx.AsyncClient(base_url=llm_url, timeout=60, limits=limits)
+    app = FastAPI()
+
+    def user_of(request: Request) -> str:
+        user = users.get(request.headers.get("authorization", ""))
+        if user is None:
+            raise HTTPException(401, "a valid bearer token is required")
+        return user
+
+    @app.post("/v1/sessions", status_code=201)
+    async def create(request: Request) -> dict[str, str]:
+        session = str(uuid.uuid4())
+        instructions = {"role": "system", "content": "Answer briefly."}
+        sessions[session] = (user_of(request), [instructions])
+        return {"id": session}
+
+    @app.post("/v1/sessions/{session}/messages")
+    async def message(session: str, request: Request) -> StreamingResponse:
+        owner, history = sessions.get(session, ("", []))
+        if owner != user_of(request):
+            raise HTTPException(404, "no such session")
+        history.append({"role": "user", "content": (await request.json())["content"]})
+        return StreamingResponse(turn(history), media_type="text/event-stream")
+
+    async def turn(history: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+        yield bare_frame("run", {"id": str(uuid.uuid4())})
+        for _ in range(4):
+            async for kind, value in bare_llm_call(llm, history):
+                if kind == "token":
+                    yield bare_frame("token", {"text": value})
+                    continue
+                history.append(value)
+                if "tool_calls" not in value:
+                    yield bare_frame("reply", {"content": value["content"], "streamed": True})
+                    yield bare_frame("done", {"reason": "job_done"})
+                    return
+                for call in value["tool_calls"]:
+                    name, arguments = call["function"]["name"], json.loads(call["function"]["arguments"])
+                    yield bare_frame("tool_call", {"id": call["id"], "tool": name, "args": arguments})
+                    content = arguments["text"].upper()
+                    history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+                    result = {"id": call["id"], "tool": name, "content": content, "success": True}
+                    yield bare_frame("tool_result", result)
+        yield bare_frame("done", {"reason": "max_turns"})
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
+
+    def stop_when_told() -> None:  # the benchmark closes our stdin when it is done (or dies)
+        sys.stdin.read()
+        server.should_exit = True
+
+    threading.Thread(target=stop_when_told, daemon=True).start()
+    print(f"bare agent: serving on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    server.run(sockets=[sock])
 
 
 # -- the project and the two servers ----------------------------------------------------------
@@ -202,10 +336,28 @@ def process(command: list[str], first_line: str) -> Iterator[tuple[str, int]]:
 
 
 def serve_command(kernel_yaml: Path, profile: Path | None, workers: int = 1) -> list[str]:
-    """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread)."""
-    profiled = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
-    serve = ["-m", "agentkernel", "serve", "--port", "0", "--config", str(kernel_yaml)]
-    return [sys.executable, *profiled, *serve, *(["--workers", str(workers)] if workers != 1 else [])]
+    """`agentkernel serve` on a free port, optionally under cProfile (its event loop thread's CPU time)."""
+    serve = ["serve", "--port", "0", "--config", str(kernel_yaml)]
+    serve += ["--workers", str(workers)] if workers != 1 else []
+    if profile is None:
+        return [sys.executable, "-m", "agentkernel", *serve]
+    return [sys.executable, "-c", PROFILED_SERVE, str(profile), *serve]
+
+
+# the server under cProfile counting its event loop thread's CPU time (not the wall clock, which on a busy
+# machine counts the waits for the GIL and for a core); the profile is written when the server stops
+PROFILED_SERVE = """
+import cProfile, sys, time
+from agentkernel.cli.main import main
+out, sys.argv = sys.argv[1], ["agentkernel", *sys.argv[2:]]
+profiler = cProfile.Profile(time.thread_time)
+profiler.enable()
+try:
+    main()
+finally:
+    profiler.disable()
+    profiler.dump_stats(out)
+"""
 
 
 @dataclass(frozen=True)
@@ -223,6 +375,8 @@ class CpuClock:
         """Each one's CPU seconds so far, by name (`clients`: this process)."""
         spent = {
             "server": cpu_seconds(self.server_pid) + sum(map(cpu_seconds, children(self.server_pid))),
+            # of which its main thread's, the event loop's with one worker (the rest: worker threads)
+            "its event loop": cpu_seconds(self.server_pid, thread=self.server_pid),
             "scripted LLM": cpu_seconds(self.llm_pid),
             "clients": time.process_time(),
         }
@@ -233,6 +387,10 @@ class CpuClock:
         if self.temporal_pid is not None:
             spent["temporal"] = cpu_seconds(self.temporal_pid)
         return spent
+
+    def server_ms(self, before: dict[str, float], turns: int) -> float:
+        """The server's CPU milliseconds per turn since `before`."""
+        return (self.read()["server"] - before["server"]) * 1000 / turns
 
     def per_turn(self, before: dict[str, float], turns: int, mine: str = "clients") -> str:
         """`server X ms, scripted LLM Y ms, clients Z ms[, database W ms][, workers V ms][, temporal U ms]`:
@@ -252,11 +410,13 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of `pid`, from /proc/PID/stat (fields 14 and 15, after the command's parentheses);
-    0 for a process that has ended (a database backend between two reads)."""
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """utime + stime of `pid` (of its thread `thread` when given), from /proc/PID/stat (fields 14 and 15,
+    after the command's parentheses); 0 for a process that has ended (a database backend between two
+    reads)."""
+    stat = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -489,25 +649,90 @@ def figure(label: str, values: list[float]) -> str:
     return f"  {label:<22} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   (n={len(values)})"
 
 
-async def server_levels(url: str, cpu: CpuClock, options: argparse.Namespace) -> dict[int, Timings]:
-    """The server's figures at each number of clients, and a table's next page."""
+@dataclass(frozen=True)
+class Floor:
+    """The bare FastAPI + uvicorn agent (`--bare`): its URL and its CPU clock."""
+
+    url: str
+    cpu: CpuClock
+
+
+@dataclass
+class FloorRatios:
+    """The server over the floor at one number of clients, a pair per round: CPU per turn, turns/s."""
+
+    cpu: list[float] = field(default_factory=list)
+    rate: list[float] = field(default_factory=list)
+
+
+async def server_levels(
+    url: str, cpu: CpuClock, options: argparse.Namespace, floor: Floor | None = None
+) -> tuple[dict[int, Timings], dict[int, FloorRatios]]:
+    """The server's figures at each number of clients, and a table's next page; with a floor, the bare
+    agent's beside them, `--rounds` pairs interleaved (server, then floor) at each number of clients."""
     await clients_level(url, 1, options.warmup, options.session_turns)
+    if floor is not None:
+        await clients_level(floor.url, 1, options.warmup, options.session_turns)
     levels: dict[int, Timings] = {}
+    ratios: dict[int, FloorRatios] = {}
     for clients in options.clients:
         turns = max(options.session_turns, math.ceil(options.samples / clients))
-        before = cpu.read()
-        timings = await clients_level(url, clients, turns, options.session_turns)
-        spent = cpu.per_turn(before, clients * turns)
-        levels[clients] = timings
-        print(f"{clients} concurrent client(s), {turns} turns each, {timings.rate:.0f} turns/s:")
-        print(figure("message round trip", timings.round_trip))
-        print(figure("first event", timings.first_event))
-        print(f"  CPU per turn: {spent}")
-        if timings.busy:
-            print(f"  answered 409 (session still answering after its `done`), sent again: {timings.busy}")
+        for _ in range(options.rounds if floor is not None else 1):
+            before = cpu.read()
+            timings = await clients_level(url, clients, turns, options.session_turns)
+            server_ms = cpu.server_ms(before, clients * turns)
+            spent = cpu.per_turn(before, clients * turns)
+            levels[clients] = timings  # the last round's: the ratios below take every round's
+            print(f"{clients} concurrent client(s), {turns} turns each, {timings.rate:.0f} turns/s:")
+            print(figure("message round trip", timings.round_trip))
+            print(figure("first event", timings.first_event))
+            print(f"  CPU per turn: {spent}")
+            if timings.busy:
+                print(
+                    f"  answered 409 (session still answering after its `done`), sent again: {timings.busy}"
+                )
+            if floor is not None:
+                cpu_ratio, rate_ratio = await floor_level(floor, clients, turns, options, server_ms, timings)
+                pair = ratios.setdefault(clients, FloorRatios())
+                pair.cpu.append(cpu_ratio)
+                pair.rate.append(rate_ratio)
     pages = await continuation_pages(url, options.pages)
     print(f"continuation page (20 rows), 1 client: p50 {statistics.median(pages):.2f} ms   (n={len(pages)})")
-    return levels
+    return levels, ratios
+
+
+async def floor_level(
+    floor: Floor, clients: int, turns: int, options: argparse.Namespace, server_ms: float, server: Timings
+) -> tuple[float, float]:
+    """The bare agent at `clients` clients, just after the server: the server's CPU per turn over the
+    bare agent's, and its turns/s over the bare agent's."""
+    before = floor.cpu.read()
+    bare = await clients_level(floor.url, clients, turns, options.session_turns)
+    bare_ms = floor.cpu.server_ms(before, clients * turns)
+    p50 = percentile(bare.round_trip, 50)
+    print(
+        f"bare agent (FastAPI + uvicorn), {clients} client(s): {bare.rate:.0f} turns/s, round trip p50 "
+        f"{p50:.2f} ms, CPU per turn {bare_ms:.2f} ms; server / bare: CPU {server_ms / bare_ms:.2f}x, "
+        f"turns/s {server.rate / bare.rate:.2f}x"
+    )
+    return server_ms / bare_ms, server.rate / bare.rate
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def print_floor_ratios(workers: int, ratios: dict[int, FloorRatios]) -> None:
+    """The server over the bare agent, median of the rounds and their spread, against issue 31's goals."""
+    goal_rate = GOAL_FLOOR_RATE[1] if workers == 1 else GOAL_FLOOR_RATE[2]
+    for clients, pair in ratios.items():
+        cpu, rate = statistics.median(pair.cpu), statistics.median(pair.rate)
+        print(
+            f"server / bare agent, {workers} worker(s), {clients} client(s), {len(pair.cpu)} round(s): "
+            f"CPU per turn {cpu:.2f}x ({spread(pair.cpu)}; goal <= {GOAL_FLOOR_CPU}x): "
+            f"{verdict(cpu <= GOAL_FLOOR_CPU)}; turns/s {rate:.2f}x ({spread(pair.rate)}; "
+            f"goal >= {goal_rate}x): {verdict(rate >= goal_rate)}"
+        )
 
 
 async def kernel_figures(
@@ -682,6 +907,7 @@ def serve_levels(
     one: dict[int, Timings] | None,
     deployment: Deployment,
     kernel_alone: bool,
+    floor: Floor | None = None,
 ) -> dict[int, Timings]:
     """`serve --workers N` (local runs) or `serve` and N `agentkernel worker` processes (runs on Temporal)
     on a fresh project: its levels; with `kernel_alone`, the kernel alone's too.
@@ -710,9 +936,12 @@ def serve_levels(
         )
         temporal_pid = deployment.temporal.process.pid if deployment.temporal is not None else None
         cpu = CpuClock(server_pid, llm_pid, stores.pid(), tuple(worker_pids), temporal_pid)
-        levels = asyncio.run(server_levels(url, cpu, options))
+        levels, ratios = asyncio.run(server_levels(url, cpu, options, floor))
+        print_floor_ratios(workers, ratios)
         if kernel_alone:  # the server idle meanwhile, as before --workers
-            asyncio.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
+            # on the loop `serve` runs on (uvloop when installed), so the difference is the server's layer
+            with asyncio.Runner(loop_factory=uvicorn.Config(app="none:none").get_loop_factory()) as runner:
+                runner.run(kernel_figures(one or levels, kernel_yaml, cpu, options))
     return levels
 
 
@@ -750,7 +979,23 @@ def main() -> None:
         "--workers counting `agentkernel worker` processes); embedded stores always run locally",
     )
     parser.add_argument("--profile", type=Path, help="run the server under cProfile, writing this file")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="embedded stores: pairs of (server, bare agent) measured one after the other at each number "
+        "of clients (default 3)",
+    )
+    parser.add_argument(
+        "--kernel-alone",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure the kernel alone too (Kernel.chat(...).send in this process; default on)",
+    )
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
+    parser.add_argument(
+        "--bare", nargs=2, help=argparse.SUPPRESS
+    )  # the floor's own process: LLM URL, clients
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
@@ -758,16 +1003,26 @@ def main() -> None:
     if options.llm:
         serve_llm()
         return
+    if options.bare:
+        serve_bare(options.bare[0], int(options.bare[1]))
+        return
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
         vars(options).update(clients=[1, USER_TURN_CAP + 1], session_turns=2, samples=2, pages=2, warmup=1)
+        vars(options).update(rounds=1, kernel_alone=True)
         # every path, so none rots: each store, runs on Temporal, one worker and two
         vars(options).update(stores=["embedded", "postgres"], runs=[LOCAL, TEMPORAL], workers=[1, 2])
     if TEMPORAL in options.runs and "postgres" not in options.stores:
         parser.error("--runs temporal runs with the PostgreSQL stores: add postgres to --stores")
     deployments = [(name, runs) for name in options.stores for runs in runs_of(name, options.runs)]
     last_local = max((n for n, (_, runs) in enumerate(deployments) if runs == LOCAL), default=-1)
-    with process([sys.executable, __file__, "--llm"], "http://") as (llm_url, llm_pid):
+    with contextlib.ExitStack() as running:
+        llm_url, llm_pid = running.enter_context(process([sys.executable, __file__, "--llm"], "http://"))
+        floor = None
+        if "embedded" in options.stores:  # the floor beside the embedded stores' server (issue 31)
+            bare = [sys.executable, __file__, "--bare", llm_url, str(max(options.clients))]
+            line, bare_pid = running.enter_context(process(bare, "bare agent: serving on "))
+            floor = Floor(line.split()[4], CpuClock(bare_pid, llm_pid))
         measured: dict[tuple[str, str], dict[int, dict[int, Timings]]] = {}
         for name in options.stores:
             with stores_of(name) as stores:
@@ -777,7 +1032,14 @@ def main() -> None:
                         for workers in options.workers:
                             alone = workers == options.workers[-1] and (name, runs) == deployments[last_local]
                             by_workers[workers] = serve_levels(
-                                llm_url, llm_pid, workers, options, by_workers.get(1), deployment, alone
+                                llm_url,
+                                llm_pid,
+                                workers,
+                                options,
+                                by_workers.get(1),
+                                deployment,
+                                alone and options.kernel_alone,
+                                floor if name == "embedded" else None,
                             )
                     print_worker_ratios(deployment.label, by_workers)
                     first = measured.get((options.stores[0], LOCAL))

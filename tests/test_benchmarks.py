@@ -69,6 +69,13 @@ FIGURES: dict[str, list[str]] = {
         rf"^continuation page \(20 rows\), 1 client: p50 {NUMBER} ms",
         rf"^\s+kernel turn\s+p50\s+{NUMBER} ms",
         rf"^round trip p50 / kernel turn p50, 1 client\(s\): {NUMBER}x$",
+        # issue 31: the server over a bare FastAPI + uvicorn agent measured beside it, 1 worker and 2
+        *(
+            rf"^server / bare agent, {workers} worker\(s\), {USER_TURN_CAP + 1} client\(s\), 1 round\(s\): "
+            rf"CPU per turn {NUMBER}x \({NUMBER}-{NUMBER}; goal <= 1\.3x\): (PASS|MISS); "
+            rf"turns/s {NUMBER}x \({NUMBER}-{NUMBER}; goal >= {goal}x\): (PASS|MISS)$"
+            for workers, goal in ((1, r"0\.8"), (2, r"1\.5"))
+        ),
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
         r"^server http://\S+ \(agentkernel serve, 1 worker\(s\), stores: postgres\)",
         rf"^postgres / embedded, 1 worker\(s\), 1 client\(s\): turns/s {NUMBER}x, p50 [+-]{NUMBER} ms$",

@@ -7,7 +7,6 @@ waited for by `GET /healthz`, never by sleeping.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -25,7 +24,7 @@ import yaml
 
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
-from agentkernel.server.serving import GracefulServer, bind, run_server, server_for, url_of
+from agentkernel.server.serving import GracefulServer, bind, serve_until_stopped, server_for, url_of
 from tests.conftest import write_kernel_yaml
 from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.openai_server import Exchange
@@ -68,7 +67,7 @@ class LiveServer:
         def main() -> None:
             try:
                 with sock:
-                    asyncio.run(run_server(server, self.kernel, sock))
+                    serve_until_stopped(server, self.kernel, sock)  # on `serve`'s loop
             except BaseException as exc:  # surfaced by stop()
                 self.failure = exc
 

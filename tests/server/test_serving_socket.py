@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
+
+import pytest
 
 from agentkernel.server.serving import bind
 
 
-def test_connections_accepted_on_the_served_socket_have_nagle_off() -> None:
+def uvloop_loop() -> asyncio.AbstractEventLoop:
+    uvloop = pytest.importorskip("uvloop")  # `serve`'s loop where it is installed (serving.py)
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
+@pytest.mark.parametrize("new_loop", [asyncio.new_event_loop, uvloop_loop], ids=["asyncio", "uvloop"])
+def test_connections_accepted_on_the_served_socket_have_nagle_off(
+    new_loop: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
     async def accept_one() -> int:
         accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -35,4 +47,5 @@ def test_connections_accepted_on_the_served_socket_have_nagle_off() -> None:
                 finally:
                     writer.close()
 
-    assert asyncio.run(accept_one()) != 0
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        assert runner.run(accept_one()) != 0

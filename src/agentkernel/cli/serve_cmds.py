@@ -84,9 +84,14 @@ def _new_token(user: str) -> int:
 
 
 def _serve(options: argparse.Namespace) -> int:
-    import asyncio
-
-    from agentkernel.server.serving import ServeRefused, bind, check_binding, run_server, server_for, url_of
+    from agentkernel.server.serving import (
+        ServeRefused,
+        bind,
+        check_binding,
+        serve_until_stopped,
+        server_for,
+        url_of,
+    )
 
     kernel = load_kernel("agentkernel serve", options.config, llm_url=options.llm_url, model=options.model)
     settings = kernel.config.server
@@ -103,7 +108,7 @@ def _serve(options: argparse.Namespace) -> int:
             return _supervise(options, kernel, sock)
         server = server_for(kernel, settings, check_llm=True)  # a warning if the LLM does not answer
         print(f"agentkernel: serving on {url_of(sock)} (Ctrl-C stops)", flush=True)
-        asyncio.run(run_server(server, kernel, sock))
+        serve_until_stopped(server, kernel, sock)
     return EXIT_OK
 
 
@@ -166,11 +171,10 @@ def _shared_metrics(data_dir: Path) -> Iterator[None]:
 
 def _serve_worker(options: argparse.Namespace) -> int:
     """One worker of `--workers N`: its own kernel, serving on the parent's socket until told to stop."""
-    import asyncio
     import signal
     import socket
 
-    from agentkernel.server.serving import run_server, server_for
+    from agentkernel.server.serving import serve_until_stopped, server_for
     from agentkernel.server.workers import watch_parent
 
     # a stop asked before uvicorn catches the signals itself (a Ctrl-C just after start-up) is kept
@@ -186,7 +190,7 @@ def _serve_worker(options: argparse.Namespace) -> int:
         if asked:
             server.handle_exit(asked[0], None)
         watch_parent(socket.socket(fileno=options.link_fd), lambda: server.handle_exit(signal.SIGTERM, None))
-        asyncio.run(run_server(server, kernel, sock))
+        serve_until_stopped(server, kernel, sock)
     return EXIT_OK
 
 

@@ -113,7 +113,9 @@ def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_
         chosen.max_running_turns_per_user,
         kernel.turn_leases,  # in the store: turns and their per-user cap across processes
         chosen.turn_lease_secs,
-        check_quota=kernel.check_quota,  # S26.3: a spent quota is a 429 before the turn starts
+        # S26.3: a spent quota is a 429 before the turn starts; without `quotas:` (read once, at load) no
+        # turn needs the check, nor its hop to a worker thread
+        check_quota=kernel.check_quota if kernel.config.quotas.enabled else None,
         engine=engine,
     )
     directory = session_directory(kernel)

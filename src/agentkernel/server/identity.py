@@ -72,7 +72,7 @@ def local_refusal(client: str | None, host_header: str | None, origin: str | Non
     return None
 
 
-def current_user(request: Request, parts: Annotated[ServerParts, Depends(server_parts)]) -> str:
+def current_user(request: Request, parts: ServerParts) -> str:
     """The caller's user id; 401 for a missing or unknown token (the same answer for both)."""
     if not parts.settings.tokens:
         client = request.client.host if request.client is not None else None
@@ -89,7 +89,13 @@ def current_user(request: Request, parts: Annotated[ServerParts, Depends(server_
     return user
 
 
-User = Annotated[str, Depends(current_user)]
+async def caller(request: Request, parts: Annotated[ServerParts, Depends(server_parts)]) -> str:
+    """`current_user` as a FastAPI dependency: async, so it runs on the event loop (it reads only memory;
+    a plain function's dependency would cost every request a hop to a worker thread and back)."""
+    return current_user(request, parts)
+
+
+User = Annotated[str, Depends(caller)]
 Parts = Annotated[ServerParts, Depends(server_parts)]
 
-__all__ = ["Parts", "User", "current_user", "host_name", "is_loopback", "local_refusal"]
+__all__ = ["Parts", "User", "caller", "current_user", "host_name", "is_loopback", "local_refusal"]

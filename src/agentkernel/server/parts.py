@@ -28,8 +28,9 @@ class ServerParts:
     run_wakeups: RunWakeups = field(default_factory=PollingWakeups)  # a run's new records (run_wakeups.py)
 
 
-def server_parts(request: Request) -> ServerParts:
-    """The app's parts (a FastAPI dependency)."""
+async def server_parts(request: Request) -> ServerParts:
+    """The app's parts (a FastAPI dependency; async, so it runs on the event loop: FastAPI runs a plain
+    function's dependency on a worker thread, a hop for every request)."""
     parts: ServerParts = request.app.state.parts
     return parts
 

@@ -9,6 +9,7 @@ shutdown lets the remaining turns finish (bounded too) and records them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import signal
@@ -114,4 +115,21 @@ async def run_server(server: uvicorn.Server, kernel: Kernel, sock: socket.socket
         await server.serve(sockets=[sock])
 
 
-__all__ = ["GracefulServer", "ServeRefused", "bind", "check_binding", "run_server", "server_for", "url_of"]
+def serve_until_stopped(server: uvicorn.Server, kernel: Kernel, sock: socket.socket) -> None:
+    """`run_server` on the event loop uvicorn's own setup picks (`server.config.loop`, "auto": uvloop when
+    it is installed, asyncio's otherwise), as `uvicorn.run` would; `asyncio.run` would always take
+    asyncio's."""
+    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+        runner.run(run_server(server, kernel, sock))
+
+
+__all__ = [
+    "GracefulServer",
+    "ServeRefused",
+    "bind",
+    "check_binding",
+    "run_server",
+    "serve_until_stopped",
+    "server_for",
+    "url_of",
+]

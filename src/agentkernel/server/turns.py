@@ -49,11 +49,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import functools
 import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from agentkernel.agent.loop import LoopEvent, LoopResult, TurnOptions
 from agentkernel.agent.resume import HandedOff, RunDamaged
@@ -155,14 +157,22 @@ class TemplateGone(Exception):
         )
 
 
+class _Idle(enum.Enum):
+    IDLE = "idle"
+
+
+_IDLE: Final = _Idle.IDLE  # no event for a keep-alive's while
+
+
 @dataclass
 class Turn:
     """One running turn: the events it emitted so far, in order, then None when it is over.
 
     The events wait in a queue for the one reader, the HTTP response, which
-    takes the next only when the client has taken the last (uvicorn's flow
-    control). The turn never waits for its reader, so the queue holds what a
-    slow client has yet to read: its backlog, in bytes of frames. A reader
+    takes the next (or, a session's stream, every one waiting, written in one
+    piece) only when the client has taken the last (uvicorn's flow control).
+    The turn never waits for its reader, so the queue holds what a slow
+    client has yet to read: its backlog, in bytes of frames. A reader
     with more than `max_backlog_bytes` waiting when the next event comes is
     cut off: nothing more is queued for it, and after what waits it reads an
     `error` saying why, then `done`. A reader that leaves drops the queue at
@@ -254,9 +264,8 @@ class Turn:
         """
         try:
             while True:
-                try:
-                    event = await asyncio.wait_for(self._events.get(), idle_secs)
-                except TimeoutError:
+                event = await self._next(idle_secs)
+                if event is _IDLE:
                     yield None
                     continue
                 if event is None:
@@ -267,6 +276,44 @@ class Turn:
         finally:
             self._stop_reading()
             self.leave()
+
+    async def batches(self, idle_secs: float) -> AsyncGenerator[list[StreamEvent] | None, None]:
+        """As `events`, but every event waiting when the reader comes for the next, together: a reader
+        behind the turn (a busy server) writes them in one piece, not one a frame.
+
+        Only an empty queue is waited on (with the timeout, which costs a task a wait).
+        """
+        try:
+            while True:
+                event = await self._next(idle_secs)
+                if event is _IDLE:
+                    yield None
+                    continue
+                batch: list[StreamEvent] = []
+                while event is not None:
+                    self._backlog -= len(event.frame())
+                    batch.append(event)
+                    if self._events.empty():
+                        break
+                    event = self._events.get_nowait()
+                if batch:
+                    yield batch
+                if event is None:  # after the last events were taken: a reader gone before is abandoned
+                    self._read_to_end = True
+                    return
+        finally:
+            self._stop_reading()
+            self.leave()
+
+    async def _next(self, idle_secs: float) -> StreamEvent | _Idle | None:
+        """The next event, the end (None), or _IDLE after `idle_secs` without one. Only an empty queue is
+        waited on: the wait's timeout costs a task."""
+        if not self._events.empty():
+            return self._events.get_nowait()
+        try:
+            return await asyncio.wait_for(self._events.get(), idle_secs)
+        except TimeoutError:
+            return _IDLE
 
     def leave(self) -> None:
         """The reader is done with the turn: when it did not read to the end, the turn is abandoned.

@@ -189,7 +189,8 @@ KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it, proxies se
 
 
 async def _frames(turn: Turn, keepalive_secs: float) -> AsyncIterator[bytes]:
-    # closed with the response, so a client gone drops the turn's queue at once (turns.py)
-    async with contextlib.aclosing(turn.events(keepalive_secs)) as events:
-        async for event in events:
-            yield KEEPALIVE if event is None else event.frame()
+    """The turn's frames, those waiting together in one write; closed with the response, so a client
+    gone drops the turn's queue at once (turns.py)."""
+    async with contextlib.aclosing(turn.batches(keepalive_secs)) as batches:
+        async for batch in batches:
+            yield KEEPALIVE if batch is None else b"".join(event.frame() for event in batch)
