@@ -95,6 +95,9 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
     Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
     """
+    quick = spec.plain_check
+    if quick is not None and quick(args) and (deadline is None or time.monotonic() <= deadline):
+        return None  # what the schema certainly accepts, as jsonschema would say (schemas/plain.py)
     found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)
     if not found:
         return None
