@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.scripting.js.engine import _prelude_source
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
@@ -371,3 +373,17 @@ def test_eval_and_json_are_real_javascript(kernel: Kernel, make_tool: ToolFactor
         " Math.max(1, 5), [3,1,2].sort().join('')].join(' '); }",
     )
     assert run(kernel, "stdlib")["content"] == "2 3 b 5 123"
+
+
+def test_the_compiled_prelude_keeps_the_lines_of_prelude_js() -> None:
+    """Comments and indentation are dropped before the prelude is compiled, never a line: a stack
+    frame of `<agentkernel>` names the line of prelude.js it ran."""
+    written = (
+        resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8").split("\n")
+    )
+    compiled = _prelude_source(["fs_read"]).split("\n")
+    assert len(compiled) == len(written)
+    for line, code in zip(written, compiled, strict=True):
+        assert code == (
+            "" if line.strip().startswith("//") else line.strip().replace("HELPER_NAMES", '["fs_read"]')
+        )

@@ -120,7 +120,7 @@ def _location(stack: str | None, path: Path) -> SourceLocation | None:
     return chosen[0] if chosen else None
 
 
-_COMMENT_LINE = re.compile(r"^\s*//.*$", re.MULTILINE)
+_COMMENT_LINE = re.compile(r"^[ \t]*//.*$", re.MULTILINE)
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
 
