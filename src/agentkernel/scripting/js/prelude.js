@@ -2,6 +2,8 @@
 // Binds each helper of the kernel's table as a global function, plus
 // console.*/print, and returns the `invoke` function the host calls the
 // script's entry point through. HELPER_NAMES is replaced by a JSON array.
+// It is compiled without its comment lines and indentation (engine.py
+// `_prelude_source`): no string in it may span lines.
 (function (g, names) {
   "use strict";
   const call = g.__ak_call;
