@@ -32,6 +32,11 @@ FIGURES: dict[str, list[str]] = {
         rf"same tool in Rhai \(text_stats_rhai\)\s+p50\s+{NUMBER}",
         rf"node -e per call\s+p50\s+{NUMBER}|^node per call: skipped",  # node may be missing
     ],
+    "js_tool_call.py": [
+        rf"^JS tool call / fresh bare QuickJS context: {NUMBER}x \(rounds {NUMBER}-{NUMBER}\); "
+        r"target <= 1\.3x: (PASS|MISS)$",
+        rf"^the prelude alone: -?{NUMBER} ms a call \(rounds -?{NUMBER}--?{NUMBER}\)$",
+    ],
     "rhai_speed.py": [
         rf"^{name}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}" for name in ("loop", "fib", "sieve", "objects")
     ],

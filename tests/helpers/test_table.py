@@ -181,6 +181,16 @@ def test_registered_helper_is_callable_from_js_with_plain_values(
     ]
 
 
+def test_a_helper_registered_after_calls_is_bound_in_the_next(project: Path, make_tool: ToolFactory) -> None:
+    """The table's names are kept between calls (every call binds them): one registered later counts."""
+    table = default_helper_table()
+    kernel = Kernel(load_kernel_config(project / "config" / "kernel.yaml"), helpers=table)
+    make_tool("late", "function run() { return typeof late_helper === 'function' ? late_helper() : 'none'; }")
+    assert content(kernel, "late") == "none"
+    table.register("late_helper", lambda call: "bound")
+    assert content(kernel, "late") == "bound"
+
+
 def test_trailing_undefined_arguments_are_dropped(custom_kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool("trail", "function run() { return JSON.stringify(echo('x', undefined)); }")
     assert json.loads(content(custom_kernel, "trail"))["times"] == 1

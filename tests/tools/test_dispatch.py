@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from agentkernel.identity import Caller
 from agentkernel.scripting.contract import HelperBinding, LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.testing.parts import kernel_parts
-from agentkernel.tools.dispatch import Asker, Decision, Vetted
+from agentkernel.tools.dispatch import Asker, Decision, Vetted, certainly_valid
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue, NoValue
@@ -96,6 +98,50 @@ def test_a_failed_hook_of_the_same_name_is_not_the_tool(kernel: Kernel, project:
     hooks = project / "config" / "scripts" / "hooks"
     (hooks / "audit.yaml").write_text("kind: script_hook\nname: audit\nscript: gone.rhai\n")
     assert kernel.run_tool("audit", {}).content == "unknown tool 'audit'"
+
+
+PLAIN_PARAMS = """
+parameters:
+  type: object
+  properties:
+    text: {type: string, description: the text}
+    count: {type: integer}
+  required: [text]
+  additionalProperties: false
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "outcome"),
+    [
+        ({"text": "ab"}, "2:0"),
+        ({"text": "ab", "count": 3}, "2:3"),
+        (
+            {"text": "ab", "count": 1.0},
+            "2:1",
+        ),  # an integer to JSON Schema: the quick check leaves it to jsonschema
+        ({}, "invalid arguments for stats: 'text' is a required property"),
+        ({"text": "a", "count": True}, "invalid arguments for stats: count: True is not of type 'integer'"),
+        ({"text": "a", "extra": 1}, "Additional properties are not allowed ('extra' was unexpected)"),
+        ([1, 2], "invalid arguments for stats: [1, 2] is not of type 'object'"),
+    ],
+)
+def test_a_plain_schema_passes_and_refuses_as_jsonschema_does(
+    kernel: Kernel, make_tool: ToolFactory, args: JSONValue, outcome: str
+) -> None:
+    make_tool("stats", STATS, yaml_extra=PLAIN_PARAMS)
+    assert kernel.tool("stats").plain_check is not None
+    assert outcome in kernel.run_tool("stats", args).content
+
+
+def test_a_quick_yes_waits_for_no_deadline_that_passed(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """Past its caller's deadline a nested call is not run, whether its arguments are checked quickly
+    or by jsonschema."""
+    make_tool("stats", STATS, yaml_extra=PLAIN_PARAMS)
+    late = replace(kernel.caller(), deadline=time.monotonic() - 1)
+    assert certainly_valid(kernel.tool("stats"), {"text": "a"}, None)
+    assert not certainly_valid(kernel.tool("stats"), {"text": "a"}, late.deadline)
+    assert not kernel.run_tool("stats", {"text": "a"}, late).success
 
 
 def test_callers_outside_the_allow_list_learn_nothing_of_the_file(

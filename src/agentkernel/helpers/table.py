@@ -176,6 +176,7 @@ class HelperTable:
 
     def __init__(self) -> None:
         self._helpers: dict[str, Helper] = {}
+        self._names: tuple[str, ...] = ()  # asked for at every script call
 
     def register(self, name: str, function: HelperFunction, *, traced: Traced | None = None) -> None:
         """Add helper `name`; with `traced`, each call is a span when telemetry records (S26.1)."""
@@ -183,9 +184,10 @@ class HelperTable:
             raise ValueError(f"helper {name!r} is already registered")
         low, high = _script_arity(function)
         self._helpers[name] = Helper(name, function, low, high, traced)
+        self._names = tuple(self._helpers)
 
     def names(self) -> tuple[str, ...]:
-        return tuple(self._helpers)
+        return self._names
 
     def __contains__(self, name: object) -> bool:
         return name in self._helpers

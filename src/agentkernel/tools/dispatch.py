@@ -95,6 +95,8 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
     Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
     """
+    if certainly_valid(spec, args, deadline):
+        return None
     found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)
     if not found:
         return None
@@ -104,6 +106,13 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
     if len(found) > MAX_COUNTED_ARG_ERRORS:
         return f"{shown}; and more than {more} more"
     return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def certainly_valid(spec: ToolSpec, args: JSONValue, deadline: float | None) -> bool:
+    """Whether the quick check of a plain `parameters` schema passes `args` (schemas/plain.py), which
+    jsonschema would then pass too, before `deadline`, past which validating stops instead."""
+    quick = spec.plain_check
+    return quick is not None and quick(args) and (deadline is None or time.monotonic() <= deadline)
 
 
 @dataclass(frozen=True)
@@ -376,6 +385,9 @@ class Dispatcher:
         return finish(ToolResult.failure(message), spec.warnings, self.limits)
 
     def _argument_problem(self, spec: ToolSpec, args: JSONValue, caller: Caller) -> str | None:
+        # the call's own deadline is later than now: only its caller's can have passed
+        if certainly_valid(spec, args, caller.deadline):
+            return None
         try:
             problem = argument_problem(spec, args, self._budget(spec, caller).deadline)
         except ValidationStopped as exc:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.scripting.js.engine import _prelude_source
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory
 
@@ -113,6 +115,51 @@ def test_prototype_pollution_does_not_survive(kernel: Kernel, make_tool: ToolFac
     make_tool("victim", "function run() { return String(({}).evil) + String([].x); }")
     assert run(kernel, "polluter")["content"] == "ok"
     assert run(kernel, "victim")["content"] == "undefinedundefined"
+
+
+def test_a_builtin_a_call_replaces_is_guarded_again_in_the_next(
+    kernel: Kernel, make_tool: ToolFactory
+) -> None:
+    """The guards are set in each fresh context: one call's own `includes`, `JSON.parse` or
+    `String.prototype.indexOf` (or a global it leaves) is gone in the next call, which sees the
+    guarded builtins answering as ever."""
+    make_tool(
+        "replacer",
+        """
+        function run() {
+          Array.prototype.includes = () => 'mine'; JSON.parse = () => 'mine';
+          String.prototype.indexOf = () => 'mine'; globalThis.left = 'mine';
+          return [[1].includes(1), JSON.parse('1'), 'ab'.indexOf('b'), left].join();
+        }
+        """,
+    )
+    make_tool(
+        "reader",
+        "function run() { return [[1, 2].includes(2), JSON.parse('[7]')[0], 'ab'.indexOf('b'),"
+        " typeof left, String(Array.prototype.includes).includes('native code')].join(); }",
+    )
+    assert run(kernel, "replacer")["content"] == "mine,mine,mine,mine"
+    assert run(kernel, "reader")["content"] == "true,7,1,undefined,true"
+
+
+def test_guarded_builtins_look_like_the_builtins(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """A guarded builtin keeps its name, its length and its `[native code]` text, and is still no
+    constructor; a helper is named after itself."""
+    make_tool(
+        "looks",
+        """
+        function run() {
+          const seen = [Array.prototype.includes, String.prototype.indexOf, JSON.stringify,
+                        Array.prototype.map, Int8Array.prototype.sort].map((f) => `${f.name}/${f.length}`);
+          let constructed = 'no error';
+          try { new Array.prototype.includes(); } catch (e) { constructed = e.constructor.name; }
+          return [...seen, String([].indexOf).includes('[native code]'), constructed, fs_read.name].join();
+        }
+        """,
+    )
+    assert run(kernel, "looks")["content"] == (
+        "includes/1,indexOf/1,stringify/3,map/1,sort/1,true,TypeError,fs_read"
+    )
 
 
 # -- Promises --------------------------------------------------------------------
@@ -326,3 +373,17 @@ def test_eval_and_json_are_real_javascript(kernel: Kernel, make_tool: ToolFactor
         " Math.max(1, 5), [3,1,2].sort().join('')].join(' '); }",
     )
     assert run(kernel, "stdlib")["content"] == "2 3 b 5 123"
+
+
+def test_the_compiled_prelude_keeps_the_lines_of_prelude_js() -> None:
+    """Comments and indentation are dropped before the prelude is compiled, never a line: a stack
+    frame of `<agentkernel>` names the line of prelude.js it ran."""
+    written = (
+        resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8").split("\n")
+    )
+    compiled = _prelude_source(["fs_read"]).split("\n")
+    assert len(compiled) == len(written)
+    for line, code in zip(written, compiled, strict=True):
+        assert code == (
+            "" if line.strip().startswith("//") else line.strip().replace("HELPER_NAMES", '["fs_read"]')
+        )

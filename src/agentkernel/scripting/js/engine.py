@@ -120,9 +120,17 @@ def _location(stack: str | None, path: Path) -> SourceLocation | None:
     return chosen[0] if chosen else None
 
 
+_COMMENT_LINE = re.compile(r"^[ \t]*//.*$", re.MULTILINE)
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+
+
 def _prelude_source(names: Sequence[str]) -> str:
+    """prelude.js for these helpers, its comment lines and indentation dropped: QuickJS keeps each
+    function's source text in its bytecode, which every fresh context reads and frees. Lines stay
+    where they were, so a stack frame of `<agentkernel>` still names a line of prelude.js."""
     template = resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8")
-    return template.replace("HELPER_NAMES", json.dumps(list(names)))
+    source = template.replace("HELPER_NAMES", json.dumps(list(names)))
+    return _INDENT.sub("", _COMMENT_LINE.sub("", source))
 
 
 class JsEngine:
