@@ -466,7 +466,7 @@ def print_figures(rounds: list[dict[str, dict[str, float]]], played: list[Contes
             line = f"{mine} / {other.name}: {statistics.median(ratios):.2f}x ({spread(ratios)})"
             if other.name == "httpx":
                 line += f"  target <= 2x: {'PASS' if statistics.median(ratios) <= 2 else 'MISS'}"
-            else:
+            elif other.peer:
                 line += f"  target < 1x: {'PASS' if statistics.median(ratios) < 1 else 'MISS'}"
             print(line)
 
