@@ -1,6 +1,7 @@
 """A turn with one tool call, in process: agentkernel's CPU beside a bare httpx loop and its peers (issue 31).
 
-    .venv/bin/python benchmarks/peers.py [--rounds 5] [--turns 200] [--warmup 20] [--only NAME,...] [--smoke]
+    .venv/bin/python benchmarks/peers.py [--rounds 5] [--turns 200] [--warmup 20] [--only NAME,...]
+        [--before SRC] [--smoke]
 
 Every contestant plays the same turn against the same scripted OpenAI-compatible
 LLM (tests/fakes, in a process of its own on 127.0.0.1, TCP_NODELAY, keep-alive):
@@ -30,6 +31,9 @@ Rounds are interleaved (each round runs every contestant, in a rotated order); a
 contestant's figure is the median over rounds with the spread (max / min), and
 the ratios (to the floor, to each peer) are the median of each round's ratio,
 with their min and max. `--smoke` runs every installed contestant at a tiny size.
+`--before SRC` plays agentkernel's streamed turn a second time, importing
+it from SRC (the `src` folder of another checkout, as `git archive COMMIT src`
+unpacks it), and prints our ratio to it: before and after in one run.
 Run from the project folder (it imports tests.fakes).
 """
 
@@ -40,6 +44,7 @@ import asyncio
 import importlib
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -383,7 +388,10 @@ CONTESTANTS = [
     Contestant("langgraph", "LangGraph create_react_agent, streamed", langgraph_turn, True, ("langgraph",)),
     Contestant("pydantic-ai", "Pydantic AI, streamed", pydantic_ai_turn, True, ("pydantic_ai",)),
 ]
-BY_NAME = {c.name: c for c in CONTESTANTS}
+BEFORE = "agentkernel-before"  # agentkernel, streamed, from another source folder (`--before`)
+BY_NAME = {c.name: c for c in CONTESTANTS} | {
+    BEFORE: Contestant(BEFORE, "agentkernel, streamed, --before's source", agentkernel_turn, True, peer=False)
+}
 
 
 def installed(contestant: Contestant) -> bool:
@@ -414,14 +422,21 @@ async def play(contestant: Contestant, url: str, project: Path, turns: int, warm
     return {"cpu_ms": cpu * 1000 / turns, "wall_ms": wall * 1000 / turns}
 
 
-def run_one(contestant: Contestant, url: str, project: Path, turns: int, warmup: int) -> dict[str, float]:
-    """`contestant`'s figures from a fresh process (`--run`)."""
+def run_one(
+    contestant: Contestant, url: str, project: Path, turns: int, warmup: int, before: Path | None = None
+) -> dict[str, float]:
+    """`contestant`'s figures from a fresh process (`--run`); `agentkernel-before` imports agentkernel from
+    the source folder `before` (`--before`)."""
+    env = dict(os.environ)
+    if contestant.name == BEFORE:
+        assert before is not None
+        env["PYTHONPATH"] = os.pathsep.join([str(before), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [
             sys.executable,
             __file__,
             "--run",
-            contestant.name,
+            "agentkernel" if contestant.name == BEFORE else contestant.name,
             "--url",
             url,
             "--project",
@@ -432,6 +447,7 @@ def run_one(contestant: Contestant, url: str, project: Path, turns: int, warmup:
             str(warmup),
         ],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
@@ -456,15 +472,16 @@ def print_figures(rounds: list[dict[str, dict[str, float]]], played: list[Contes
         wall = statistics.median(r[c.name]["wall_ms"] for r in rounds)
         print(f"  {c.label:<42} {statistics.median(cpu):7.2f} ms  ({spread(cpu)})  wall {wall:.2f} ms")
     print("\nratios, each round's own (median; min-max):")
-    for mine in ("agentkernel", "agentkernel-nostream"):
-        if mine not in rounds[0]:
+    for mine in ("agentkernel", "agentkernel-nostream", BEFORE):
+        floor = "httpx-nostream" if mine == "agentkernel-nostream" else "httpx"
+        if mine not in rounds[0] or floor not in rounds[0]:
             continue
-        floor = "httpx" if mine == "agentkernel" else "httpx-nostream"
         peers = [c for c in played if c.peer] if mine == "agentkernel" else []  # the peers are streamed
-        for other in [BY_NAME[floor], *peers]:
+        before = [BY_NAME[BEFORE]] if mine == "agentkernel" and BEFORE in rounds[0] else []
+        for other in [BY_NAME[floor], *peers, *before]:
             ratios = [r[mine]["cpu_ms"] / r[other.name]["cpu_ms"] for r in rounds]
             line = f"{mine} / {other.name}: {statistics.median(ratios):.2f}x ({spread(ratios)})"
-            if other.name == "httpx":
+            if other.name == "httpx" and mine == "agentkernel":
                 line += f"  target <= 2x: {'PASS' if statistics.median(ratios) <= 2 else 'MISS'}"
             elif other.peer:
                 line += f"  target < 1x: {'PASS' if statistics.median(ratios) < 1 else 'MISS'}"
@@ -480,6 +497,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--only", type=lambda s: s.split(","), default=None, help="contestants, by name")
     parser.add_argument("--smoke", action="store_true", help="every installed contestant, tiny counts")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a `src` folder of another checkout of agentkernel: its streamed turn is played too",
+    )
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -497,6 +519,8 @@ def main() -> None:
         options.rounds, options.turns, options.warmup = 1, 3, 1
     chosen = [BY_NAME[name] for name in options.only] if options.only else CONTESTANTS
     played = []
+    if options.before is not None:
+        chosen = [*chosen, BY_NAME[BEFORE]]
     for contestant in chosen:
         if installed(contestant):
             played.append(contestant)
@@ -511,7 +535,12 @@ def main() -> None:
         )
         for number in range(options.rounds):
             order = played[number % len(played) :] + played[: number % len(played)]
-            rounds.append({c.name: run_one(c, url, project, options.turns, options.warmup) for c in order})
+            rounds.append(
+                {
+                    c.name: run_one(c, url, project, options.turns, options.warmup, options.before)
+                    for c in order
+                }
+            )
             shown = ", ".join(f"{c.name} {rounds[-1][c.name]['cpu_ms']:.2f}" for c in played)
             print(f"round {number + 1}: CPU ms a turn: {shown}", flush=True)
     print_figures(rounds, played)
