@@ -81,12 +81,12 @@ def test_files_and_folders_added_or_removed_are_seen_at_once(catalog: ScriptCata
 
 
 def test_a_script_outside_the_folders_is_watched_too(catalog: ScriptCatalog, tmp_path: Path) -> None:
-    shared = tmp_path / "shared" / "gamma.js"
-    write(shared, "function run() { return 3; }")
-    tool(tmp_path / "tools", "gamma", script="../shared/gamma.js")
+    library = tmp_path / "lib" / "gamma.js"
+    write(library, "function run() { return 3; }")
+    tool(tmp_path / "tools", "gamma", script="../lib/gamma.js")
     assert described(catalog) == {"alpha": "v1", "gamma": "v1"}
     assert described(catalog) == {"alpha": "v1", "gamma": "v1"}
-    write(shared, "function run( {")
+    write(library, "function run( {")
     assert described(catalog) == {"alpha": "v1"}
 
 
