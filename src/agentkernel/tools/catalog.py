@@ -146,6 +146,7 @@ class ScriptCatalog:
         self._watch = FolderWatch()
         self._watched: set[Path] = set()  # the folders watched since the last scan
         self._scanned_at = -RESCAN_SECS  # time.monotonic() of the last scan the watch vouches for
+        self._entries_seen = False  # a scan has been made (the next one sets the watch up)
 
     # -- loading -------------------------------------------------------------
 
@@ -245,8 +246,12 @@ class ScriptCatalog:
         """Watch the folders the scan walked and those of the scripts (a script may live anywhere).
 
         A folder watched for the first time may have changed between the scan's look and its watch:
-        the next lookup scans again, by when every folder is watched.
+        the next lookup scans again, by when every folder is watched. The first scan watches nothing:
+        a process that looks once (`agentkernel tool run`) never pays for a watch.
         """
+        if not self._entries_seen:
+            self._entries_seen = True
+            return
         folders = set(walk.folders)
         for entry in entries.values():
             if entry.spec is not None:

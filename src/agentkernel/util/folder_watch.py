@@ -20,7 +20,6 @@ caller's own rescan now and then (`ScriptCatalog`'s `RESCAN_SECS`).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 import sys
@@ -70,6 +69,8 @@ class _Inotify:
         if self.fd is not None:  # a forked child's copy of its parent's: reading it would steal the events
             os.close(self.fd)
         self.pid, self.fd, self.watchers = os.getpid(), None, {}
+        import ctypes  # when a catalog first scans: a tool run's start-up never pays for it
+
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             init, self._add, self._rm = libc.inotify_init1, libc.inotify_add_watch, libc.inotify_rm_watch
