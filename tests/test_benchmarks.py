@@ -182,6 +182,11 @@ FIGURES: dict[str, list[str]] = {
         r"^\s+spans received: \d+ \(5\.0 a turn\)$",
         rf"^exporter on / off, p50 of the pairs: {NUMBER}x \(target <= 1\.10x\): (PASS|MISS)$",
     ],
+    "peers.py": [
+        rf"^\s+agentkernel, streamed\s+{NUMBER} ms",
+        rf"^\s+httpx loop \(the floor\), streamed\s+{NUMBER} ms",
+        rf"^agentkernel / httpx: {NUMBER}x \(.*\)  target <= 2x: (PASS|MISS)$",
+    ],
     "helpers.py": [
         r"^db_query of 10,000 rows",
         rf"^\s+JS tool\s+p50\s+{NUMBER} ms",

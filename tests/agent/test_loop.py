@@ -302,3 +302,30 @@ def test_every_llm_request_says_whose_it_is(agent_project: Path) -> None:
         result, _ = send(kernel.chat("whose", user_id="alice", stream=False), "go")
     assert result.answer == "answer to tool"
     assert provider.asked == [("go", "alice"), ("inner", "alice"), ("sub", "alice"), ("tool", "alice")]
+
+
+def test_an_event_a_hook_comes_to_define_mid_chat_fires_at_the_next_turn(
+    agent_project: Path, llm_server: FakeLLMServer
+) -> None:
+    """An event no hook takes part in goes to no worker thread (the loop asks first); the question is
+    asked at each event, so a hook script edited to define it between turns is heard at the next one."""
+    gate = agent_project / "config" / "scripts" / "hooks" / "gate.js"
+    gate.write_text("function before_llm_call(ctx, request) { return null; }\n", encoding="utf-8")
+    llm_server.add(Reply(text="one"), Reply(text="two"))
+    with Kernel(load_kernel_config(agent_project / "config" / "kernel.yaml")) as kernel:
+        chat = kernel.chat("tester", user_id="u1", session_id="s1")
+        first, events = send(chat, "hello")
+        assert (first.answer, kinds(events)) == ("one", ["answer", "end"])
+        gate.write_text(
+            "function before_user_message(ctx, msg) { return {notice: 'heard ' + msg.content}; }\n"
+            "function after_turn(ctx, q, a) { return 'after ' + a.content; }\n"
+            "function after_loop(ctx, reason) { throw new Error('ended ' + reason); }\n",
+            encoding="utf-8",
+        )
+        second, events = send(chat, "again")
+        assert second.answer == "two"
+        assert [e.data["text"] for e in events if e.kind == "notice"] == ["heard again", "after two"]
+        failed = [
+            r for r in kernel.transcript("s1", 50) if r.kind == "error" and "ended job_done" in r.content
+        ]
+        assert len(failed) == 1  # after_loop ran, and its failure was recorded

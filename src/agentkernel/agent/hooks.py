@@ -307,6 +307,19 @@ class HookPipeline:
             return False
         return event in self.defined(spec, caller)
 
+    def takes_part(self, hooks: Iterable[HookSpec], event: str, caller: Caller) -> bool:
+        """Whether any of `hooks` takes part in `event` (one that no longer compiles does: the pipeline
+        records why). Cheap once the scripts are compiled: the loop asks before it hands an event to a
+        worker thread, so an event no hook listens to costs no hop. Asked at each event, so a hook
+        script that comes to define the event's function is seen at the next one."""
+        for spec in hooks:
+            try:
+                if self.handles(spec, event, caller):
+                    return True
+            except ScriptError:
+                return True
+        return False
+
     def defined(self, spec: HookSpec, caller: Caller) -> frozenset[str]:
         """The hook functions a script defines, cached until the script changes."""
         _, compiled = self.host.compile(spec.script)

@@ -17,7 +17,6 @@ from dataclasses import replace
 from agentkernel.agent.hooks import HookPipeline
 from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter
 from agentkernel.config import HookSpec
-from agentkernel.errors import ScriptError
 from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, ToolSchema
 from agentkernel.ports import Entry
@@ -53,15 +52,6 @@ class LlmCallHooks:
         self.steps = steps
         self.pool = pool
 
-    def _watching(self, hooks: Sequence[HookSpec], caller: Caller) -> bool:
-        for spec in hooks:
-            try:
-                if self.pipeline.handles(spec, EVENT, caller):
-                    return True
-            except ScriptError:  # one that no longer compiles: the pipeline records why
-                return True
-        return False
-
     async def outgoing(
         self,
         caller: Caller,
@@ -73,7 +63,7 @@ class LlmCallHooks:
     ) -> list[ChatMessage] | None:
         """The messages to send, their contents as the hooks replaced them; None when a hook denied the
         call (recorded and shown: the turn ends `blocked`)."""
-        if not hooks or not self._watching(hooks, caller):
+        if not hooks or not self.pipeline.takes_part(hooks, EVENT, caller):
             return messages
         request = request_json(messages, tools, model)
         ask = functools.partial(self.pipeline.before_llm_call, hooks, caller, request)

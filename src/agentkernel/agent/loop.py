@@ -437,9 +437,11 @@ class AgentLoop:
         is noted on its record (`meta.asked`): the conversation read back
         from the transcript has what the LLM saw.
         """
-        before = await self._in_thread(
-            caller, self.hooks.before_user_message, settings.hooks, caller, message
-        )
+        before = BeforeOutcome(message=dict(message))
+        if self.hooks.takes_part(settings.hooks, "before_user_message", caller):
+            before = await self._in_thread(
+                caller, self.hooks.before_user_message, settings.hooks, caller, message
+            )
         prompt = Prompt(before.message, tuple(before.inject), before.reply, before.suppressed)
         asked = before.message.get("content")
         step = _hook_step(Step(), before.records)
@@ -837,15 +839,20 @@ class AgentLoop:
             {"role": "assistant", "content": answer} if answer is not None else None
         )
         turn = replace(shape, reason=reason.value)
-        notices, records = await self._in_thread(
-            caller, self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
-        )
+        notices: list[str] = []
+        records: list[HookRecord] = []
+        if self.hooks.takes_part(settings.hooks, "after_turn", caller):
+            notices, records = await self._in_thread(
+                caller, self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
+            )
         step = _hook_step(Step(), records)
         for notice in notices:
             step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
-        loop_records = await self._in_thread(
-            caller, self.hooks.after_loop, settings.hooks, caller, reason.value
-        )
+        loop_records: list[HookRecord] = []
+        if self.hooks.takes_part(settings.hooks, "after_loop", caller):
+            loop_records = await self._in_thread(
+                caller, self.hooks.after_loop, settings.hooks, caller, reason.value
+            )
         _hook_step(step, loop_records).add(
             Entry("system", "end", reason.value), LoopEvent("end", {"reason": reason.value})
         )

@@ -47,10 +47,12 @@ from agentkernel.tools.python_tools import python_function
 from agentkernel.tools.tool_function import check_tool_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
+from agentkernel.util.folder_watch import FolderWatch
 
 log = logging.getLogger("agentkernel.tools.catalog")
 
 Kind = Literal["tool", "hook"]
+RESCAN_SECS = 1.0  # the folders are scanned at least this often, watched or not (util/folder_watch.py)
 SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 
 
@@ -69,23 +71,48 @@ class _Entry:
     checked: bool = False
 
 
-def _yaml_files(folders: Iterable[Path]) -> list[Path]:
+@dataclass
+class _Walk:
+    """What a scan of the folders found: the YAML files, and every folder whose change could change
+    what a scan finds (each folder walked, and the real folder of each linked file)."""
+
+    files: list[Path]
+    folders: set[Path]
+    complete: bool  # False: a configured folder is missing or linked, which a watch cannot follow
+
+
+def _yaml_files(folders: Iterable[Path]) -> _Walk:
     found: set[Path] = set()
+    walk = _Walk([], set(), True)
     for folder in folders:
-        if folder.is_dir():
-            found.update(_yaml_files_in(folder.resolve()))
-    return sorted(found)
+        if not folder.is_dir():
+            walk.complete = False  # made later: noticed by the scans the watch then cannot skip
+            continue
+        resolved = folder.resolve()
+        walk.complete = walk.complete and resolved == folder.absolute()
+        walk.folders.add(resolved)
+        found.update(_yaml_files_in(resolved, walk.folders))
+    walk.files = sorted(found)
+    return walk
 
 
-def _yaml_files_in(folder: Path) -> Iterator[Path]:
+def _yaml_files_in(folder: Path, walked: set[Path]) -> Iterator[Path]:
     """The YAML files below `folder` (resolved), as their real paths; linked folders are not entered.
 
     Every listing scans the folders (hot reload), so a path is resolved
     only when it is a link (resolving each cost an `lstat` per component).
+    Each folder walked, and the real folder of a linked file, is added to `walked`.
     """
     for entry in entries_below(folder):
-        if os.path.splitext(entry.name)[1] in YAML_SUFFIXES and not entry.is_dir():
-            yield Path(entry.path).resolve() if entry.is_symlink() else Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            walked.add(Path(entry.path))
+        elif os.path.splitext(entry.name)[1] in YAML_SUFFIXES and not entry.is_dir():
+            if entry.is_symlink():
+                real = Path(entry.path).resolve()
+                walked.add(real.parent)
+                yield real
+            else:
+                yield Path(entry.path)
 
 
 def _kind(spec: ToolSpec | HookSpec) -> Kind:
@@ -116,6 +143,10 @@ class ScriptCatalog:
         self._claims: dict[tuple[Kind, str], list[Path]] = {}
         self._clashes: list[LoadProblem] = []
         self._lock = threading.RLock()
+        self._watch = FolderWatch()
+        self._watched: set[Path] = set()  # the folders watched since the last scan
+        self._scanned_at = -RESCAN_SECS  # time.monotonic() of the last scan the watch vouches for
+        self._entries_seen = False  # a scan has been made (the next one sets the watch up)
 
     # -- loading -------------------------------------------------------------
 
@@ -184,9 +215,17 @@ class ScriptCatalog:
         return entry.spec is None or stamp_of(entry.spec.script) == entry.script_stamp
 
     def _scan(self) -> None:
-        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name."""
+        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name.
+
+        Skipped while the watch of the folders saw no change since the last scan, and that scan is
+        younger than RESCAN_SECS (the watch cannot see every change: util/folder_watch.py).
+        """
+        now = time.monotonic()
+        if now - self._scanned_at < RESCAN_SECS and not self._watch.changed():
+            return
         entries: dict[Path, _Entry] = {}
-        for path in _yaml_files((*self.folders, *self.builtin_folders)):
+        walk = _yaml_files((*self.folders, *self.builtin_folders))
+        for path in walk.files:
             old = self._entries.get(path)
             entries[path] = old if old is not None and self._is_fresh(path, old) else self._parse(path)
         claims: dict[tuple[Kind, str], list[Path]] = {}
@@ -201,6 +240,34 @@ class ScriptCatalog:
             if problem not in self._clashes:
                 log.warning("not loaded: %s", problem)
         self._entries, self._claims, self._clashes = entries, claims, clashes
+        self._watch_what(walk, entries, now)
+
+    def _watch_what(self, walk: _Walk, entries: dict[Path, _Entry], now: float) -> None:
+        """Watch the folders the scan walked and those of the scripts (a script may live anywhere).
+
+        A folder watched for the first time may have changed between the scan's look and its watch:
+        the next lookup scans again, by when every folder is watched. The first scan watches nothing:
+        a process that looks once (`agentkernel tool run`) never pays for a watch.
+        """
+        if not self._entries_seen:
+            self._entries_seen = True
+            return
+        folders = set(walk.folders)
+        for entry in entries.values():
+            if entry.spec is not None:
+                script = entry.spec.script
+                folders.update(
+                    (script.parent, script.resolve().parent) if script.is_symlink() else (script.parent,)
+                )
+        new = not folders <= self._watched
+        if walk.complete:
+            self._watch.watch(folders)
+            self._watched = folders
+        self._scanned_at = now if walk.complete and not new else -RESCAN_SECS
+
+    def close(self) -> None:
+        """Stop watching the folders (lookups after this scan every time)."""
+        self._watch.close()
 
     def _settle(
         self, kind: Kind, name: str, paths: list[Path], entries: dict[Path, _Entry]

@@ -1,0 +1,112 @@
+"""The script catalog's listings between edits (S1.4, S2.4): a watch of the folders lets a listing skip
+its scan while nothing changed, and never hides a change made before the listing starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentkernel.config import ToolSpec
+from agentkernel.helpers import default_helper_table
+from agentkernel.scripting.host import ScriptHost
+from agentkernel.tools.catalog import ScriptCatalog
+
+TOOL_YAML = "kind: script_tool\nname: {name}\nscript: {script}\ndescription: {description}\n"
+
+
+def write(path: Path, text: str) -> None:
+    """Write `text` so the file's stamp surely changes (a new time even within the clock's grain)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.stat().st_mtime_ns if path.exists() else None
+    path.write_text(text, encoding="utf-8")
+    if before is not None and path.stat().st_mtime_ns == before:
+        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+def tool(folder: Path, name: str, description: str = "v1", script: str | None = None) -> None:
+    write(
+        folder / f"{name}.yaml",
+        TOOL_YAML.format(name=name, script=script or f"{name}.js", description=description),
+    )
+    if script is None:
+        write(folder / f"{name}.js", "function run() { return 1; }")
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Iterator[ScriptCatalog]:
+    folder = tmp_path / "tools"
+    tool(folder, "alpha")
+    catalog = ScriptCatalog([folder], ScriptHost(default_helper_table()))
+    for _ in range(4):  # past the first scans: from here the watch vouches for the folders
+        assert list(catalog.tools()) == ["alpha"]
+    yield catalog
+    catalog.close()
+
+
+def described(catalog: ScriptCatalog) -> dict[str, str | None]:
+    return {name: spec.description for name, spec in catalog.tools().items()}
+
+
+def test_an_edit_between_two_listings_is_in_the_second(catalog: ScriptCatalog, tmp_path: Path) -> None:
+    folder = tmp_path / "tools"
+    tool(folder, "alpha", "v2")
+    assert described(catalog) == {"alpha": "v2"}
+    assert described(catalog) == {"alpha": "v2"}
+    write(folder / "alpha.js", "function run( {")  # its script broken: the tool is not offered
+    assert described(catalog) == {}
+    write(folder / "alpha.js", "function run() { return 2; }")
+    assert described(catalog) == {"alpha": "v2"}
+
+
+def test_files_and_folders_added_or_removed_are_seen_at_once(catalog: ScriptCatalog, tmp_path: Path) -> None:
+    folder = tmp_path / "tools"
+    tool(folder / "more" / "deeper", "beta")  # a new folder, and one in it
+    assert described(catalog) == {"alpha": "v1", "beta": "v1"}
+    tool(folder / "more" / "deeper", "beta", "v2")  # in a folder the watch has just taken up
+    assert described(catalog) == {"alpha": "v1", "beta": "v2"}
+    tool(folder / "more" / "deeper", "beta", "v3")
+    assert described(catalog) == {"alpha": "v1", "beta": "v3"}
+    tool(folder / "more" / "other", "delta")  # a folder made in one that holds no file of its own
+    assert described(catalog) == {"alpha": "v1", "beta": "v3", "delta": "v1"}
+    (folder / "more" / "other" / "delta.yaml").unlink()
+    (folder / "more").rename(folder / "moved")
+    assert described(catalog) == {"alpha": "v1", "beta": "v3"}
+    tool(folder / "moved" / "deeper", "beta", "v4")  # the moved folder is still watched
+    assert described(catalog) == {"alpha": "v1", "beta": "v4"}
+    (folder / "moved" / "deeper" / "beta.yaml").unlink()
+    assert described(catalog) == {"alpha": "v1"}
+
+
+def test_a_script_outside_the_folders_is_watched_too(catalog: ScriptCatalog, tmp_path: Path) -> None:
+    library = tmp_path / "lib" / "gamma.js"
+    write(library, "function run() { return 3; }")
+    tool(tmp_path / "tools", "gamma", script="../lib/gamma.js")
+    assert described(catalog) == {"alpha": "v1", "gamma": "v1"}
+    assert described(catalog) == {"alpha": "v1", "gamma": "v1"}
+    write(library, "function run( {")
+    assert described(catalog) == {"alpha": "v1"}
+
+
+def test_a_closed_catalog_still_sees_edits(catalog: ScriptCatalog, tmp_path: Path) -> None:
+    catalog.close()
+    tool(tmp_path / "tools", "alpha", "v2")
+    assert described(catalog) == {"alpha": "v2"}
+
+
+def test_a_folder_made_after_the_catalog_is_seen(tmp_path: Path) -> None:
+    later = tmp_path / "later"
+    catalog = ScriptCatalog([tmp_path / "tools", later], ScriptHost(default_helper_table()))
+    tool(tmp_path / "tools", "alpha")
+    for _ in range(4):
+        assert list(catalog.tools()) == ["alpha"]
+    tool(later, "beta")
+    assert list(catalog.tools()) == ["alpha", "beta"]
+    catalog.close()
+
+
+def test_tool_specs_are_what_the_files_say(catalog: ScriptCatalog) -> None:
+    spec = catalog.tools()["alpha"]
+    assert isinstance(spec, ToolSpec) and spec.script.name == "alpha.js"
