@@ -19,8 +19,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.config.yaml_files import read_yaml_file
@@ -187,6 +185,8 @@ class ToolSpec(ScriptSpec):
     def validator(self) -> Any:
         """The compiled `parameters` schema (2020-12), built once per loaded spec; it validates only
         through schema_bounds.bounded_errors, by the call's deadline."""
+        from jsonschema import Draft202012Validator  # a call whose arguments are surely valid needs none
+
         return bounded_validator(self.parameters, Draft202012Validator)
 
 

@@ -31,6 +31,7 @@ from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
+from agentkernel.schemas.plain import surely_valid
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.telemetry import genai, metrics
@@ -94,7 +95,10 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
 
     Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
+    Arguments schemas/plain.py proves valid (within its few steps) need no validator.
     """
+    if surely_valid(spec.parameters, args):
+        return None
     found = bounded_errors(spec.validator, args, deadline, MAX_COUNTED_ARG_ERRORS + 1)
     if not found:
         return None
