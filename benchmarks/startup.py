@@ -16,12 +16,18 @@ way. `--before SRC` also times every command on the package in SRC (the
 `src` folder of another commit, e.g. `git archive COMMIT src | tar -x -C
 DIR`, put first on PYTHONPATH) in the same rounds, each line under its
 "after". A command that installation lacks prints `n/a`.
+
+`--instructions` also counts the instructions each command executes, once,
+under valgrind (cachegrind, no cache simulation): a figure the machine's
+load does not move, where the times on a busy shared machine spread wide.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,6 +78,9 @@ def main() -> None:
         help="also time the package in SRC (another commit's src folder)",
     )
     parser.add_argument(
+        "--instructions", action="store_true", help="also count each command's instructions under valgrind"
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
     options = parser.parse_args()
@@ -99,7 +108,36 @@ def main() -> None:
                 if elapsed is None:
                     raise SystemExit(f"{' '.join(argv)} failed after the warm-up")
                 times[name].append(elapsed)
+        counts = (
+            {name: instructions(*run, options.project) for name, run in table.items()}
+            if options.instructions
+            else {}
+        )
     report(times, options.runs, options.bin, list(envs))
+    if options.instructions:
+        report_instructions(counts)
+
+
+def instructions(argv: list[str], env: dict[str, str], project: Path) -> int | None:
+    """The instructions `argv` executes (valgrind's `I refs`), or None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run([*tool, *argv], cwd=project, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+def report_instructions(counts: dict[str, int | None]) -> None:
+    """Each command's instructions, in millions and as a ratio to `python -c pass`'s."""
+    floor = counts.get(FLOOR)
+    if floor is None:
+        print("instructions: skipped (no valgrind)")
+        return
+    print(f"instructions (valgrind), ratio to python -c pass ({floor / 1e6:.0f} M):")
+    for name, count in counts.items():
+        if count is not None:
+            print(f"  {name:<37} {count / 1e6:7.0f} M  {count / floor:5.1f}x")
 
 
 def report(times: dict[str, list[float]], runs: int, bin_dir: Path, suffixes: list[str]) -> None:

@@ -65,12 +65,24 @@ def test_what_it_refuses_the_whole_parser_words(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["--help", "tool"], ["tool", "--help"], ["tool", "run", "-h"], ["--version", "rhai"]]
+    "argv",
+    [
+        ["--help"],
+        ["--help", "tool"],
+        ["tool", "--help"],
+        ["tool", "run", "-h"],
+        ["--version"],
+        ["--version", "rhai"],
+    ],
 )
 def test_help_and_version_read_as_the_whole_parser_prints_them(argv: list[str]) -> None:
     code, out, err = _outcome(parse, argv)
     assert (code, out, err) == _outcome(_parser().parse_args, argv)
     assert code == 0 and out
+
+
+def test_version_builds_no_commands_parser(tmp_path: Path) -> None:
+    assert not modules_after(["--version"], tmp_path) & set(COMMANDS.values())
 
 
 def test_rhai_run_builds_no_other_commands_parser(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ _FLAGS = re.compile(r"-v+|--verbose|(--config|--log-format)=.*")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser, or (`only`) one with the subcommands of `only`'s module alone."""
+    """The whole parser, or (`only`) one with the subcommands of `only`'s module alone (none for "")."""
     parser = argparse.ArgumentParser(
         prog="agentkernel",
         description=(__doc__ or "").split("\n\n")[0],
@@ -80,7 +80,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentkernel {__version__}")
     add_global_flags(parser, inherited=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    modules = dict.fromkeys(COMMANDS.values()) if only is None else [COMMANDS[only]]
+    modules = list(dict.fromkeys(COMMANDS.values())) if only is None else [COMMANDS[only]] if only else []
     for module in modules:  # each keeps its heavy imports inside its functions
         importlib.import_module(module).add_parser(commands)
     for leaf in leaf_parsers(parser):
@@ -113,14 +113,14 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
     accepts, reading it alike (the same flags, the same subparsers); what it
     refuses is handed to the whole parser, which words the error.
     """
-    command = _named_command(args)
+    command = "" if list(args) == ["--version"] else _named_command(args)  # "": no command's parser
     if command is not None:
         refused = io.StringIO()
         try:
             with contextlib.redirect_stderr(refused):
                 return _parser(command).parse_args(args)
         except SystemExit as exc:
-            if exc.code == 0:  # --help or --version, printed: the whole parser's words
+            if exc.code == 0:  # --help or --version, printed as the whole parser prints them
                 raise
     return _parser().parse_args(args)
 
