@@ -48,8 +48,12 @@ FIGURES: dict[str, list[str]] = {
     ],
     "startup.py": [
         r"ratio to python -c pass",
-        rf"^\s+agentkernel --version\s+{NUMBER} ms\s+{NUMBER}x$",
-        rf"^\s+tool run text_stats \(JS\)\s+{NUMBER} ms\s+{NUMBER}x$",
+        rf"^\s+agentkernel --version\s+{NUMBER} ms\s+{NUMBER}x  \[{NUMBER}-{NUMBER}\]$",
+        # issue 31: the ratio per round, its spread, and the target
+        rf"^\s+rhai run print\(1\)\s+{NUMBER} ms\s+{NUMBER}x  \[{NUMBER}-{NUMBER}\]  "
+        r"target <= 3x: (PASS|MISS)$",
+        rf"^\s+tool run text_stats \(JS\)\s+{NUMBER} ms\s+{NUMBER}x  \[{NUMBER}-{NUMBER}\]  "
+        r"target <= 6x: (PASS|MISS)$",
     ],
     "state_vs_redis.py": [
         rf"state_set\+state_get from one JS tool call\s+{NUMBER} ops/s",

@@ -285,16 +285,34 @@ def test_a_tool_run_builds_only_the_services_its_script_uses(shipped: Path) -> N
         assert [type(s).__name__ for s in parts.services.built()] == ["FilesService"]
 
 
+# JSON Schema's validator and what it brings: a valid project read and a valid call need none (issue 31)
+JSONSCHEMA = {"jsonschema", "jsonschema_specifications", "referencing", "attrs", "regex"}
+
+
 def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path) -> None:
     loaded = modules_after(["tool", "run", "text_stats", '{"text": "a b"}'], shipped)
-    assert {"agentkernel.kernel", "quickjs", "yaml", "jsonschema"} <= loaded
+    assert {"agentkernel.kernel", "quickjs", "yaml"} <= loaded
     unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.rhai.engine"}
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
-    unused |= {"mcp", "mcp_types"}
+    unused |= {"mcp", "mcp_types", "opentelemetry", "subprocess", "pickle"} | JSONSCHEMA
     assert not loaded & unused, loaded & unused
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
     assert "agentkernel.rhai.engine" in rhai
-    assert not rhai & (unused - {"agentkernel.rhai.engine"})
+    assert not rhai & (unused - {"agentkernel.rhai.engine", "pickle"})  # pickle: the Rhai compile cache
+
+
+def test_a_bad_call_or_project_is_still_told_by_jsonschema(shipped: Path) -> None:
+    """What jsonschema is no longer imported for at start-up, it still says when something is wrong."""
+    bad_args = ["tool", "run", "text_stats", '{"text": 5}']
+    assert JSONSCHEMA - {"regex"} <= modules_after(bad_args, shipped)
+    done = cli("agentkernel", *bad_args, cwd=shipped)
+    error = json.loads(done.stdout)["error"]
+    assert error == "invalid arguments for text_stats: text: 5 is not of type 'string'"
+    kernel_yaml = shipped / "config" / "kernel.yaml"
+    text = kernel_yaml.read_text(encoding="utf-8")
+    kernel_yaml.write_text(text.replace("timeout_secs: 30 ", "timeout_secs: fast "), encoding="utf-8")
+    done = cli("agentkernel", "tool", "run", "text_stats", '{"text": "a"}', cwd=shipped)
+    assert done.returncode == 1 and "kernel.yaml:12: limits.timeout_secs: " in done.stderr, done.stderr
 
 
 def test_check_of_a_project_without_mcp_servers_never_imports_mcp(shipped: Path) -> None:

@@ -422,6 +422,16 @@ def test_billion_laughs_is_refused_before_it_is_built(tmp_path: Path) -> None:
     assert caught.value.line is not None and caught.value.line > 4
 
 
+def test_as_many_values_written_out_without_an_alias_are_refused_too(tmp_path: Path) -> None:
+    """Only a short file without a `*` skips the count (util/yaml_source.py `_may_expand`)."""
+    write(tmp_path / "t.js", "function run() {}")
+    values = "[" + ",".join(["{}"] * 100_001) + "]"
+    path = write(tmp_path / "t.yaml", f"kind: script_tool\nname: t\nscript: t.js\nx: {values}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_script_spec(path)
+    assert caught.value.reason == "its aliases expand to more than 100,000 values"
+
+
 def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
     write(tmp_path / "t.js", "function run() {}")
     path = write(tmp_path / "t.yaml", "kind: script_tool\nname: t\nscript: t.js\nx: &x [1, *x]\n")

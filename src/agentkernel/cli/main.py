@@ -18,12 +18,20 @@
 `-v` and `--config FILE` may come before or after the subcommand. Each
 command imports only what it needs, when it runs: building this parser loads
 no kernel, no service and no third-party library: start-up stays short.
+A command line that names its command is parsed first by a parser of that
+command alone (building all of them costs more than some commands do); only
+if that parser refuses it, or none is named, is the whole parser built and
+asked, so every error and `--help` reads as the whole parser words it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import re
+import sys
 from collections.abc import Sequence
 
 from agentkernel.cli.common import (
@@ -57,7 +65,13 @@ COMMANDS = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+# the global flags (common.py add_global_flags), as they may come before the command
+_VALUED_FLAGS = ("--config", "--log-format")
+_FLAGS = re.compile(r"-v+|--verbose|(--config|--log-format)=.*")
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (`only`) one with the subcommands of `only`'s module alone (none for "")."""
     parser = argparse.ArgumentParser(
         prog="agentkernel",
         description=(__doc__ or "").split("\n\n")[0],
@@ -66,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentkernel {__version__}")
     add_global_flags(parser, inherited=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in dict.fromkeys(COMMANDS.values()):  # each keeps its heavy imports inside its functions
+    modules = list(dict.fromkeys(COMMANDS.values())) if only is None else [COMMANDS[only]] if only else []
+    for module in modules:  # each keeps its heavy imports inside its functions
         importlib.import_module(module).add_parser(commands)
     for leaf in leaf_parsers(parser):
         if leaf is not parser:
@@ -74,8 +89,44 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _named_command(args: Sequence[str]) -> str | None:
+    """The command `args` name, if known: their first word after nothing but global flags.
+
+    Any other flag before it (`--help`, `--version`, an abbreviation) is the
+    whole parser's to read.
+    """
+    words = iter(args)
+    for word in words:
+        if word in _VALUED_FLAGS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+        elif not _FLAGS.fullmatch(word):
+            return None
+    return None
+
+
+def parse(args: Sequence[str]) -> argparse.Namespace:
+    """The options of `args`, as the whole parser reads them.
+
+    A parser of the named command alone accepts only what the whole parser
+    accepts, reading it alike (the same flags, the same subparsers); what it
+    refuses is handed to the whole parser, which words the error.
+    """
+    command = "" if list(args) == ["--version"] else _named_command(args)  # "": no command's parser
+    if command is not None:
+        refused = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(refused):
+                return _parser(command).parse_args(args)
+        except SystemExit as exc:
+            if exc.code == 0:  # --help or --version, printed as the whole parser prints them
+                raise
+    return _parser().parse_args(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    options = _parser().parse_args(argv)
+    options = parse(sys.argv[1:] if argv is None else argv)
     setup_logging(options.verbose, options.log_format)
     command = importlib.import_module(COMMANDS[options.command])
     return quiet_broken_pipe(lambda: int(command.run_command(options)))

@@ -14,11 +14,13 @@ YAML the kernel reads — templates and their `mcp_servers:`, a tool's
 by schema.py the same way.
 
 Why jsonschema and dataclasses, not pydantic v2:
-- start-up: `tool run` already imports jsonschema (a tool's `parameters`
-  are JSON Schema, which pydantic does not validate), so the config costs
-  no new import; pydantic would add an import as heavy as jsonschema's,
-  and the building of its models, to a short command (the figures are in
-  docs/benchmarks.md, "Before and after the reshaping");
+- start-up: the schemas are plain data, so a valid document is proved
+  valid by schemas/plain.py without importing jsonschema at all, which is
+  imported only to word an error (a tool's `parameters` are JSON Schema
+  too, which pydantic does not validate); pydantic would add an import as
+  heavy as jsonschema's, and the building of its models, to every short
+  command (docs/benchmarks.md, "Before and after the reshaping" and
+  "Speed II (issue 31): start-up");
 - the error texts: users and tests read ours (`http.max_redirects:
   expected an integer of at least 0, got -1`, `unknown key 'limts' …; did
   you mean 'limits'?`), and pydantic's (`Input should be greater than or

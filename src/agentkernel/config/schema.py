@@ -26,19 +26,20 @@ LLM's rules files are all checked this way.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.validators import extend
+from typing import TYPE_CHECKING, Any
 
 from agentkernel.errors import ConfigError
+from agentkernel.schemas.plain import surely_valid
 from agentkernel.util.near_miss import did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, KeyPath, YamlLines, dotted
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import SchemaError, ValidationError
 
 Schema = dict[str, Any]
 
@@ -53,9 +54,37 @@ def _number(_: object, value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
 
 
-_STRICT_TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _integer, "number": _number})
-StrictValidator: Any = extend(Draft202012Validator, type_checker=_STRICT_TYPES)  # type: ignore[no-untyped-call]
-"""The validator of the kernel's own YAML (not of a tool's `parameters`, which stay standard JSON Schema)."""
+@functools.cache
+def _strict_class() -> Any:
+    """Draft 2020-12 with the types above: jsonschema is imported here, when a document needs it."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    types = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _integer, "number": _number})
+    return extend(Draft202012Validator, type_checker=types)  # type: ignore[no-untyped-call]
+
+
+class StrictValidator:
+    """The validator of the kernel's own YAML (not of a tool's `parameters`, which stay standard JSON Schema).
+
+    A document schemas/plain.py proves valid has no errors to find; any
+    other is validated by jsonschema, built on first need, whose errors
+    give the texts. So a valid project is read without importing jsonschema.
+    """
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+
+    @functools.cached_property
+    def _jsonschema(self) -> Any:
+        return _strict_class()(self.schema)
+
+    def iter_errors(self, instance: object) -> Iterator[ValidationError]:
+        """jsonschema's errors of `instance`: none when it is surely valid."""
+        if surely_valid(self.schema, instance, strict=True):
+            return iter(())
+        errors: Iterator[ValidationError] = self._jsonschema.iter_errors(instance)
+        return errors
 
 
 def expect(text: str, **schema: Any) -> Schema:

@@ -19,8 +19,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from agentkernel.config.limits import LIMIT_FIELDS, CallBudget, KernelLimits, ScriptLimits
 from agentkernel.config.schema import StrictValidator, first_error, yaml_error
 from agentkernel.config.yaml_files import read_yaml_file
@@ -28,7 +26,6 @@ from agentkernel.errors import ConfigError
 from agentkernel.schemas.bounds import bounded_validator
 from agentkernel.schemas.parameters import describe as describe_parameters_problem
 from agentkernel.schemas.parameters import parameters_problem
-from agentkernel.schemas.plain import PlainCheck, plain_check
 from agentkernel.types import JSONObject
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, YamlLines
@@ -188,13 +185,9 @@ class ToolSpec(ScriptSpec):
     def validator(self) -> Any:
         """The compiled `parameters` schema (2020-12), built once per loaded spec; it validates only
         through schema_bounds.bounded_errors, by the call's deadline."""
-        return bounded_validator(self.parameters, Draft202012Validator)
+        from jsonschema import Draft202012Validator  # a call whose arguments are surely valid needs none
 
-    @cached_property
-    def plain_check(self) -> PlainCheck | None:
-        """A quick yes for arguments a plain `parameters` schema certainly accepts (schemas/plain.py);
-        None for any other schema, whose arguments only `validator` checks."""
-        return plain_check(self.parameters)
+        return bounded_validator(self.parameters, Draft202012Validator)
 
 
 @dataclass(frozen=True)

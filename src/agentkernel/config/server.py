@@ -8,7 +8,6 @@ line to paste here.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +58,8 @@ class ServerSettings:
 
 def token_hash(token: str) -> str:
     """The form a token takes in kernel.yaml: its SHA-256, hex."""
+    import hashlib  # (OpenSSL's library) when a token is checked, not to read the settings
+
     return hashlib.sha256(token.encode()).hexdigest()
 
 

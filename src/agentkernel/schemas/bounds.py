@@ -260,10 +260,10 @@ def bounded_validator(schema: Any, base: Any = None) -> Any:
     """
     from jsonschema import validators
 
-    from agentkernel.schemas.refs import LOCAL_REFS  # the JSON Schema specifications: on first use
+    from agentkernel.schemas.refs import local_refs
 
     draft = base or validators.validator_for(schema, default=validators.Draft202012Validator)
-    return _bounded_class(draft)(schema, registry=LOCAL_REFS, format_checker=None)
+    return _bounded_class(draft)(schema, registry=local_refs(), format_checker=None)
 
 
 def bounded_errors(validator: Any, instance: Any, deadline: float | None, most: int) -> list[Any]:

@@ -22,12 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from jsonschema_specifications import REGISTRY as SPECIFICATIONS
-from referencing import Specification
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT3, DRAFT202012, lookup_recursive_ref, specification_with
-
-from agentkernel.schemas.refs import LOCAL_REFS, remote_refs
+from agentkernel.schemas.refs import local_refs, remote_refs
 from agentkernel.util.json_size import json_length
 from agentkernel.util.yaml_source import KeyPath, dotted
 
@@ -129,20 +124,43 @@ class _Step:
     depth: int
 
 
+def _mentions_refs(schema: Any) -> bool:
+    """Whether any object in `schema` holds a `$ref`, `$dynamicRef` or `$recursiveRef` string."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(isinstance(node.get(keyword), str) for keyword in _REFS):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 class _Expansion:
     """The walk of a schema as a validator applies it: subschemas in place and into the value, `$ref`s
-    followed, each loop once."""
+    followed, each loop once.
 
-    def __init__(self, schema: Any, bounds: SchemaBounds, specification: Specification[Any]) -> None:
+    `specification` None: the schema holds no reference, so the walk needs no
+    resolver (and `referencing` is not imported).
+    """
+
+    def __init__(self, schema: Any, bounds: SchemaBounds, specification: Any) -> None:
         self.bounds = bounds
         self.specification = specification
-        self.remote = set(remote_refs(schema))
+        self.remote = set(remote_refs(schema)) if specification is not None else set()
         self.nodes = 0
         self.on_path: dict[int, int] = {}  # id of a subschema on the current path → its place in `into`
         self.into: list[bool] = []
-        resource = specification.create_resource(schema)
+        self.root = self._resolver(schema) if specification is not None else None
+
+    def _resolver(self, schema: Any) -> Any:
+        from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+
+        resource = self.specification.create_resource(schema)
         uri = resource.id() or ""
-        self.root = SPECIFICATIONS.combine(LOCAL_REFS).with_resource(uri, resource).crawl().resolver(uri)
+        return SPECIFICATIONS.combine(local_refs()).with_resource(uri, resource).crawl().resolver(uri)
 
     def problem(self, schema: Any) -> CostProblem | None:
         todo: list[_Step | None] = [_Step(schema, (), self.root, False, 1)]
@@ -170,7 +188,11 @@ class _Expansion:
         self.into.append(step.into)
         todo.append(None)
         for child, into, at in _children(node, False):
-            resolver = step.resolver.in_subresource(self.specification.create_resource(child))
+            resolver = (
+                step.resolver.in_subresource(self.specification.create_resource(child))
+                if step.resolver is not None
+                else None
+            )
             todo.append(_Step(child, (*step.path, *at), resolver, into, step.depth + 1))
         for keyword in _REFS:
             ref = node.get(keyword)
@@ -182,6 +204,9 @@ class _Expansion:
 
     def _follow(self, keyword: str, ref: str, step: _Step, todo: list[_Step | None]) -> CostProblem | None:
         """Push the subschema `ref` names (once per loop); a loop not stepping into the value is refused."""
+        from referencing.exceptions import Unresolvable
+        from referencing.jsonschema import lookup_recursive_ref
+
         path = (*step.path, keyword)
         try:
             resolved = (
@@ -242,6 +267,10 @@ def cost_problem(schema: Any, bounds: SchemaBounds) -> CostProblem | None:
     if found is not None or not isinstance(schema, dict | bool):
         return found
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if not isinstance(dialect, str) and not _mentions_refs(schema):
+        return _Expansion(schema, bounds, None).problem(schema)  # 2020-12, nothing to resolve
+    from referencing.jsonschema import DRAFT3, DRAFT202012, specification_with
+
     specification = specification_with(dialect if isinstance(dialect, str) else "", default=DRAFT202012)
     if specification is DRAFT3:
         return CostProblem(("$schema",), "draft-03 schemas are not supported (draft 2020-12 is the default)")

@@ -6,8 +6,10 @@ misspelt keyword (`requried`, `propertes`) is an unknown keyword, which JSON
 Schema ignores, and a `required` name missing from `properties` is a field
 the LLM is never told about. This module finds those at load time.
 
-Which keywords exist and where subschemas sit is read off the 2020-12
-metaschema itself, so the walk knows every keyword the validator knows.
+Which keywords exist and where subschemas sit is the 2020-12 metaschema's
+(KEYWORDS, held equal to it by a test), so the walk knows every keyword the
+validator knows. jsonschema checks a schema against the metaschema only when
+schemas/plain.py cannot tell it is valid: a plain one loads without it.
 Unknown keywords that are not near misses (`x-ui`, `order`) stay allowed.
 """
 
@@ -18,43 +20,78 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema_specifications import REGISTRY
-
 from agentkernel.schemas.bounds import SchemaBounds, schema_problem
+from agentkernel.schemas.plain import surely_a_schema
 from agentkernel.schemas.refs import remote_refs_problem
 from agentkernel.schemas.type_names import type_hint
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import KeyPath, dotted
 
-_SUBSCHEMA = {"$dynamicRef": "#meta"}
-_SCHEMA_ARRAY = {"$ref": "#/$defs/schemaArray"}
-
-
-def _vocabularies() -> list[Mapping[str, Any]]:
-    meta = Draft202012Validator.META_SCHEMA
-    base = str(meta["$id"]).rsplit("/", 1)[0]
-    return [meta, *(REGISTRY[f"{base}/{part['$ref']}"].contents for part in meta["allOf"])]
-
-
-def _keyword_shapes() -> dict[str, str]:
-    """Every 2020-12 keyword → `schema`, `array` (of schemas), `map` (name → schema) or `value`."""
-    shapes: dict[str, str] = {}
-    for vocabulary in _vocabularies():
-        for keyword, rule in vocabulary.get("properties", {}).items():
-            if rule == _SUBSCHEMA:
-                shapes[keyword] = "schema"
-            elif rule == _SCHEMA_ARRAY:
-                shapes[keyword] = "array"
-            elif isinstance(rule, Mapping) and rule.get("additionalProperties") == _SUBSCHEMA:
-                shapes[keyword] = "map"
-            else:
-                shapes[keyword] = "value"
-    return shapes
-
-
-KEYWORDS = _keyword_shapes()
+_SCHEMA_KEYWORDS = [
+    "items",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "not",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+]
+_VALUE_KEYWORDS = [
+    "dependencies",
+    "$recursiveAnchor",
+    "$recursiveRef",
+    "$id",
+    "$schema",
+    "$ref",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$comment",
+    "type",
+    "const",
+    "enum",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+]
+KEYWORDS: dict[str, str] = {
+    **dict.fromkeys(("definitions", "$defs", "properties", "patternProperties", "dependentSchemas"), "map"),
+    **dict.fromkeys(("prefixItems", "allOf", "anyOf", "oneOf"), "array"),
+    **dict.fromkeys(_SCHEMA_KEYWORDS, "schema"),
+    **dict.fromkeys(_VALUE_KEYWORDS, "value"),
+}
+"""Every 2020-12 keyword → `schema`, `array` (of schemas), `map` (name → schema) or `value`: as read off
+the metaschema and its vocabularies (tests/schemas/test_parameters.py reads them and holds this equal),
+written out so that loading a tool needs no jsonschema."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +145,11 @@ def _too_costly(schema: Mapping[str, Any], bounds: SchemaBounds) -> SchemaProble
 
 
 def _not_a_schema(schema: Mapping[str, Any]) -> SchemaProblem | None:
+    if surely_a_schema(schema, KEYWORDS):
+        return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:

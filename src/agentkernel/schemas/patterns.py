@@ -82,27 +82,29 @@ def _width_reason(shown: str) -> str:
 
 def patterns_problem(schema: Any) -> CostProblem | None:
     """Why the patterns of `schema` cannot be matched with a bound, or None."""
-    import regex
-
     written = list(written_subschemas(schema))
     keywords = {key for node, _, _ in written for key in node}
     if "patternProperties" in keywords and "unevaluatedProperties" in keywords:
         return CostProblem((), "unevaluatedProperties together with patternProperties is not supported")
+    patterns = [found for node, path, _ in written for found in _patterns(node, path)]
+    if not patterns:
+        return None  # most schemas hold none: `regex` is imported only to compile one
+    import regex
+
     width = 0
-    for node, path, _ in written:
-        for pattern, at in _patterns(node, path):
-            shown = clip(pattern, 80)
-            try:
-                width += unrolled_width(pattern, MAX_PATTERN_WIDTH - width)
-                if width > MAX_PATTERN_WIDTH:
-                    return CostProblem(at, _width_reason(shown))
-                regex.compile(pattern)
-            except (re.error, regex.error) as exc:
-                return CostProblem(
-                    at, f"the pattern {shown!r} is not a regular expression the kernel runs: {exc}"
-                )
-            except RecursionError:
-                return CostProblem(at, f"the pattern {shown!r} nests its groups too deep")
+    for pattern, at in patterns:
+        shown = clip(pattern, 80)
+        try:
+            width += unrolled_width(pattern, MAX_PATTERN_WIDTH - width)
+            if width > MAX_PATTERN_WIDTH:
+                return CostProblem(at, _width_reason(shown))
+            regex.compile(pattern)
+        except (re.error, regex.error) as exc:
+            return CostProblem(
+                at, f"the pattern {shown!r} is not a regular expression the kernel runs: {exc}"
+            )
+        except RecursionError:
+            return CostProblem(at, f"the pattern {shown!r} nests its groups too deep")
     return None
 
 

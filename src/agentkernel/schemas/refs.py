@@ -6,7 +6,7 @@ address rules (S8), so `169.254.169.254` and the kernel's own network are
 reachable. Schemas reach validators from where the kernel trusts nothing:
 a script's `llm_json` schema (S9), a sub-agent's `output_schema` (S17), an
 outside MCP server's input schema (S23.7). So every validator built from
-such a schema gets `LOCAL_REFS`, a registry that refuses to retrieve: a
+such a schema gets `local_refs()`, a registry that refuses to retrieve: a
 reference inside the schema (`#/$defs/x`, or a `$id` the schema itself
 declares) resolves as always; any other fails without a byte sent. And
 `remote_refs` finds those references up front, so the schema is refused
@@ -15,22 +15,32 @@ when it is given, naming the reference, rather than failing mid-call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urldefrag, urljoin
 
-from jsonschema_specifications import REGISTRY as SPECIFICATIONS
-from referencing import Registry
-from referencing.exceptions import NoSuchResource
+if TYPE_CHECKING:
+    from referencing import Registry
 
 MAX_SHOWN_REFS = 3
 
 
 def _refuse(uri: str) -> NoReturn:
+    from referencing.exceptions import NoSuchResource
+
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs fields, unseen by mypy
 
 
-LOCAL_REFS: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+@functools.cache
+def local_refs() -> Registry[Any]:
+    """The registry every validator of a schema from outside gets: it resolves only inside the schema.
+
+    Made on first use: `referencing` is imported only by a command that validates through jsonschema.
+    """
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
 
 def _nodes(schema: Any, base: str) -> Iterator[tuple[dict[str, Any], str]]:
@@ -48,6 +58,13 @@ def _nodes(schema: Any, base: str) -> Iterator[tuple[dict[str, Any], str]]:
             stack.extend((child, where) for child in node)
 
 
+def _specifications() -> Any:
+    """The JSON Schema metaschemas, by their URIs (imported only when a reference leaves its schema)."""
+    from jsonschema_specifications import REGISTRY
+
+    return REGISTRY
+
+
 def remote_refs(schema: Any) -> list[str]:
     """The `$ref`/`$dynamicRef` values of `schema` that point at a document it does not hold itself
     (the JSON Schema metaschemas, which the kernel holds, excepted)."""
@@ -60,7 +77,7 @@ def remote_refs(schema: Any) -> list[str]:
             if not isinstance(ref, str):
                 continue
             document = urldefrag(urljoin(where, ref))[0]
-            if document not in held and document not in SPECIFICATIONS and ref not in remote:
+            if document not in held and ref not in remote and document not in _specifications():
                 remote.append(ref)
     return remote
 
@@ -78,4 +95,4 @@ def remote_refs_problem(schema: Any) -> str | None:
     )
 
 
-__all__ = ["LOCAL_REFS", "remote_refs", "remote_refs_problem"]
+__all__ = ["local_refs", "remote_refs", "remote_refs_problem"]

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
-import secrets
 from dataclasses import dataclass
 
 from agentkernel.errors import AgentKernelError
@@ -48,6 +45,8 @@ class DecisionToken:
 
     @classmethod
     def new(cls, run_id: str, call_id: str, decision: str, expires_at: float) -> DecisionToken:
+        import secrets  # when a token is made, not by every kernel that could make one
+
         return cls(run_id, call_id, decision, expires_at, secrets.token_urlsafe(NONCE_BYTES))
 
 
@@ -66,6 +65,8 @@ def verify(text: str, secret: bytes) -> DecisionToken:
     payload, mac = _unb64(payload_text), _unb64(mac_text)
     if not dot or payload is None or mac is None:
         raise TokenRefused(FORGED, "not a decision token (two url-safe base64 parts joined by a dot)")
+    import hmac  # (OpenSSL's library) when a token is read or made, not by every kernel that could
+
     if not hmac.compare_digest(mac, _mac(payload, secret)):
         raise TokenRefused(FORGED, "its signature is not this installation's")
     run_id, call_id, decision, expires_at, nonce = json.loads(payload)
@@ -73,6 +74,9 @@ def verify(text: str, secret: bytes) -> DecisionToken:
 
 
 def _mac(payload: bytes, secret: bytes) -> bytes:
+    import hashlib
+    import hmac
+
     return hmac.new(secret, PURPOSE + payload, hashlib.sha256).digest()
 
 

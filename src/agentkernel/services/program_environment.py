@@ -29,8 +29,6 @@ clean.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import fnmatch
 import logging
 import os
@@ -106,6 +104,9 @@ def _blank_initial_environment(is_denied: Callable[[str], bool]) -> int:
 
 
 def _set_non_dumpable() -> None:
+    import ctypes  # with `shell.non_dumpable`, not by every kernel
+    import ctypes.util
+
     libc_name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(libc_name, use_errno=True)

@@ -15,19 +15,27 @@ environment's values (`secrets`: util/environment.py `Environment.values`),
 so a token a script read with `env_var` and put in a URL path is `[REDACTED]`.
 An exception's text is never recorded, only its type (`error.type`): a
 helper's error message may quote what the script sent.
+
+A process that never imported OpenTelemetry's API (no tracing of ours
+started, no host application's) can have no span current: this module
+looks for the API among the imported modules and imports nothing itself
+until one records, so a command that traces nothing never loads it.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from contextvars import Token
 from types import TracebackType
-
-from opentelemetry import context, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from typing import TYPE_CHECKING, Any
 
 from agentkernel.telemetry.tracing import active
+
+if TYPE_CHECKING:
+    from opentelemetry import context
+    from opentelemetry.trace import Span, Tracer, TracerProvider
 
 TRACER_NAME = "agentkernel"
 REDACTED = "[REDACTED]"
@@ -36,9 +44,21 @@ TRACE_HEADERS = ("traceparent", "tracestate")
 AttributeValue = str | bool | int | float
 Attributes = Mapping[str, AttributeValue]
 
-_W3C = TraceContextTextMapPropagator()  # traceparent and tracestate only: no baggage to outside hosts
 _content = [False]  # telemetry.capture_content, process-wide as the TracerProvider is
-_tracer_of: list[tuple[trace.TracerProvider, trace.Tracer]] = []  # the last provider's, one at a time
+_tracer_of: list[tuple[TracerProvider, Tracer]] = []  # the last provider's, one at a time
+
+
+def _trace_api() -> Any:
+    """`opentelemetry.trace` when this process has imported it; None: then no span is current."""
+    return sys.modules.get("opentelemetry.trace")
+
+
+@functools.cache
+def _w3c() -> Any:
+    """traceparent and tracestate only: no baggage to outside hosts."""
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator()
 
 
 def capture_content(on: bool) -> None:
@@ -75,9 +95,13 @@ class HelperSpan:
                 value = redacted(value, hidden)
             self._span.set_attribute(key, value)
         if "error.type" in attributes:
+            from opentelemetry.trace import Status, StatusCode
+
             self._span.set_status(Status(StatusCode.ERROR))
 
     def __enter__(self) -> HelperSpan:
+        from opentelemetry import context, trace
+
         self._token = context.attach(trace.set_span_in_context(self._span))
         return self
 
@@ -89,6 +113,8 @@ class HelperSpan:
                 self.set({"error.type": kind.__name__})  # the type alone: the message may quote a secret
         finally:
             if self._token is not None:
+                from opentelemetry import context
+
                 context.detach(self._token)
             self._span.end()
 
@@ -100,8 +126,11 @@ def helper_span(name: str, *, client: bool, secrets: Callable[[], Iterable[str]]
     file), SpanKind CLIENT; else INTERNAL. `secrets` gives the values no
     attribute may hold, asked for once, at the first string attribute.
     """
-    if not trace.get_current_span().is_recording():  # telemetry off, sampled out, or outside any trace
+    trace = _trace_api()
+    if trace is None or not trace.get_current_span().is_recording():  # off, sampled out, or outside a trace
         return None
+    from opentelemetry.trace import SpanKind
+
     tracing = active()  # the kernel's own provider (tracing.py), else a host application's global one
     tracer = tracing.tracer if tracing is not None else _tracer(trace.get_tracer_provider())
     span = tracer.start_span(
@@ -115,7 +144,7 @@ def helper_span(name: str, *, client: bool, secrets: Callable[[], Iterable[str]]
     return HelperSpan(span, secrets)
 
 
-def _tracer(provider: trace.TracerProvider) -> trace.Tracer:
+def _tracer(provider: TracerProvider) -> Tracer:
     """The kernel's tracer of `provider`, made once per provider (a test may set another)."""
     known = _tracer_of[0] if _tracer_of else None
     if known is None or known[0] is not provider:
@@ -139,11 +168,12 @@ def add_trace_context(headers: MutableMapping[str, str]) -> None:
     any case), nothing is added, so a script relaying another trace keeps it.
     Without a valid current span (telemetry off) nothing is added.
     """
-    if not trace.get_current_span().get_span_context().is_valid:
+    trace = _trace_api()
+    if trace is None or not trace.get_current_span().get_span_context().is_valid:
         return
     if any(name.lower() in TRACE_HEADERS for name in headers):
         return
-    _W3C.inject(headers)
+    _w3c().inject(headers)
 
 
 __all__ = [

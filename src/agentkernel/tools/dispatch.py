@@ -31,6 +31,7 @@ from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.schemas.bounds import ValidationStopped, bounded_errors
+from agentkernel.schemas.plain import surely_valid
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.telemetry import genai, metrics
@@ -94,6 +95,7 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
 
     Validated by `deadline` (time.monotonic(); schemas/bounds.py): the schema
     and the arguments may both come from outside. ValidationStopped past it.
+    Arguments schemas/plain.py proves valid (within its few steps) need no validator.
     """
     if certainly_valid(spec, args, deadline):
         return None
@@ -109,10 +111,9 @@ def argument_problem(spec: ToolSpec, args: JSONValue, deadline: float | None = N
 
 
 def certainly_valid(spec: ToolSpec, args: JSONValue, deadline: float | None) -> bool:
-    """Whether the quick check of a plain `parameters` schema passes `args` (schemas/plain.py), which
-    jsonschema would then pass too, before `deadline`, past which validating stops instead."""
-    quick = spec.plain_check
-    return quick is not None and quick(args) and (deadline is None or time.monotonic() <= deadline)
+    """Whether schemas/plain.py proves `args` valid against the tool's `parameters` (jsonschema would
+    pass them too), before `deadline`, past which validating stops instead."""
+    return surely_valid(spec.parameters, args) and (deadline is None or time.monotonic() <= deadline)
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,11 @@ long documents never take every worker.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
 import os
-import pickle
-import select
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -49,8 +45,9 @@ from typing import Any, TypeVar
 
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError, ScriptLimitError
-from agentkernel.tools.worker_process import READY, FrameTooLarge, receive_frame, send_frame
 from agentkernel.util.fair_share import FairQueue, Key
+
+# processes, sockets and pickles are imported with the first call (a kernel builds its pool at start)
 
 log = logging.getLogger("agentkernel.workers")
 T = TypeVar("T")
@@ -75,6 +72,9 @@ class _Worker:
     """One worker process and the kernel's end of its socket."""
 
     def __init__(self, preload: Sequence[str]) -> None:
+        import socket
+        import subprocess
+
         mine, theirs = socket.socketpair()
         path = [os.path.abspath(entry) for entry in sys.path if entry]
         environment = {name: os.environ[name] for name in _ENVIRONMENT if name in os.environ}
@@ -99,6 +99,8 @@ class _Worker:
 
     def call(self, request: bytes, deadline: float, reply_limit: int) -> bytes:
         """Send the request, wait for the answer until `deadline`; _Late, EOFError, OSError, FrameTooLarge."""
+        from agentkernel.tools.worker_process import receive_frame, send_frame
+
         if not self.ready:
             self._wait_ready(deadline)
         try:
@@ -111,6 +113,10 @@ class _Worker:
 
     def _wait_ready(self, deadline: float) -> None:
         """Wait for the worker's READY, consuming nothing if it does not come in time (_Late: starting)."""
+        import select
+
+        from agentkernel.tools.worker_process import READY, receive_frame
+
         left = deadline - time.monotonic()
         try:
             started = left > 0 and bool(select.select([self.sock], [], [], left)[0])
@@ -181,6 +187,8 @@ class WorkerPool:
         function raised, or saying the worker failed. `label` names the
         work in those messages (`make_docx`).
         """
+        import pickle
+
         request = pickle.dumps(
             (function, args, budget.memory_limit_bytes, budget.timeout_secs + _CPU_SLACK_SECS),
             protocol=pickle.HIGHEST_PROTOCOL,
@@ -199,6 +207,10 @@ class WorkerPool:
         self, worker: _Worker, request: bytes, label: str, budget: CallBudget, user: Key
     ) -> tuple[str, Any]:
         """The worker's answer (kind, value); the worker back in the pool, or killed and replaced."""
+        import pickle
+
+        from agentkernel.tools.worker_process import FrameTooLarge
+
         healthy = False
         try:
             reply = worker.call(request, budget.deadline, budget.memory_limit_bytes + _REPLY_SLACK)
@@ -316,16 +328,25 @@ def _end_all(workers: set[_Worker]) -> None:
         worker.end()
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Unpickles plain values only (None, bool, numbers, str, bytes, tuple, list, dict): no class is found."""
+@functools.cache
+def _plain_unpickler() -> Any:
+    """An Unpickler of plain values only (None, bool, numbers, str, bytes, tuple, list, dict): no class is
+    found."""
+    import pickle
 
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"a worker's answer named {module}.{name}: only plain values may cross")
+    class PlainUnpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            reason = f"a worker's answer named {module}.{name}: only plain values may cross"
+            raise pickle.UnpicklingError(reason)
+
+    return PlainUnpickler
 
 
 def _plain(reply: bytes) -> tuple[str, Any, bool]:
     """A worker's answer: its kind, its value, and whether the worker may be kept (worker_process.reply)."""
-    answer = _PlainUnpickler(io.BytesIO(reply)).load()
+    import pickle
+
+    answer = _plain_unpickler()(io.BytesIO(reply)).load()
     if not (isinstance(answer, tuple) and len(answer) == 3 and isinstance(answer[0], str)):
         raise pickle.UnpicklingError("a worker's answer is not (kind, value, keep)")
     return answer[0], answer[1], answer[2] is True
@@ -341,6 +362,8 @@ def _died(label: str, budget: CallBudget, how: int) -> ScriptError:
     """A worker that ended on its own: C code that ran out of memory may crash rather than fail."""
     if how >= 0:
         return ScriptError(f"{label}: its worker process ended unexpectedly (exit status {how})")
+    import signal
+
     megabytes = budget.memory_limit_bytes / (1 << 20)
     return ScriptError(
         f"{label}: its worker process died ({signal.Signals(-how).name}), most likely out of "

@@ -10,7 +10,6 @@ taken for typos (`ui` and `url` differ by one letter and are both honest).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 MIN_LENGTH = 4
@@ -25,6 +24,8 @@ def close_match(word: str, known: Iterable[str], cutoff: float = CUTOFF) -> str 
     if len(word) < MIN_LENGTH or word in names:
         return None
     by_lower = {k.lower(): k for k in names}
+    import difflib  # when a name is checked against others, not by every command that could
+
     found = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=cutoff)
     return by_lower[found[0]] if found else None
 

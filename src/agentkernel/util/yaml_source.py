@@ -155,14 +155,25 @@ def _key_lines(path: Path, root: yaml.Node | None) -> YamlLines:
     return YamlLines(lines)
 
 
+def _may_expand(text: str) -> bool:
+    """Whether a document of `text` may hold more than MAX_EXPANDED_VALUES values or any alias.
+
+    Without an alias (`*name`) every value is written in the text, and n
+    characters write far fewer than 4n values: a short file without a `*`
+    needs no count (every tool's YAML, read at each start).
+    """
+    return "*" in text or 4 * len(text) >= MAX_EXPANDED_VALUES
+
+
 def load_yaml(path: Path) -> tuple[object, YamlLines]:
     """Parse one YAML file into its value and its key lines; every failure is a ConfigError."""
-    stream = io.StringIO(_read_text(path))
+    text = _read_text(path)
+    stream = io.StringIO(text)
     stream.name = str(path)  # the parser names the file in its marks
     loader = _Loader(stream)
     try:
         root = loader.get_single_node()
-        if root is not None:
+        if root is not None and _may_expand(text):
             _check_expansion(path, root)
         lines = _key_lines(path, root)
         return (loader.construct_document(root) if root is not None else None), lines

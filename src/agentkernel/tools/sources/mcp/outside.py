@@ -25,9 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from agentkernel.config import KernelLimits, ToolSpec
 from agentkernel.config.mcp_servers import SEPARATOR, McpServerSpec, server_of
 from agentkernel.errors import LoadProblem
@@ -325,6 +322,9 @@ def _refusal(
     costly = schema_problem(same[0].input_schema, bounds)
     if costly is not None:
         return f"{where}: its inputSchema {describe_cost(costly)}; not offered"
+    from jsonschema import Draft202012Validator  # only where an outside server's tools are offered
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(same[0].input_schema)
     except SchemaError as exc:
