@@ -98,6 +98,10 @@ class Chains(FunctionBase):
         if args is None:
             args = [self.value_copy(a) for a in node.args]
         out = self.temp()
+        if node.name == "call" and node.args:  # `x.call(fn, …)`: `fn` not a pointer fails where it stands
+            self.emit(
+                f"if type({receiver}) is not FnPtr: rt_expect({args[0]}, FnPtr)", ast.start_pos(node.args[0])
+            )
         arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)
         if node.name in ("type_of", "is_shared") and not args:

@@ -95,6 +95,7 @@ class Statements(FunctionBase):
             self.emit(f"rt.global_consts[{self.m.constant(stmt.name)}] = {info.load}")
         if self.export_lets and len(self.scopes) == 1:
             self.emit(f"dyn[{self.m.constant(stmt.name)}] = {info.load}")
+            self.emit(f"rt.eval_lets.add({self.m.constant(stmt.name)})")
 
     def try_catch(self, stmt: ast.TryCatch) -> Operand:
         out = self.temp()
@@ -116,8 +117,9 @@ class Statements(FunctionBase):
                     init = f"rt.catch_value({caught})"
                     self.emit(f"{info.py} = Cell({init})" if info.cell else f"{info.py} = {init}")
                 self.catch_vars.append(caught)
-                value = self.block_body(stmt.handler.stmts, want_value=True)
-                self.emit(f"{out} = {value}")
+                # the reference discards the handler's value (its pure statements with it)
+                self.block_body(stmt.handler.stmts, want_value=False)
+                self.emit(f"{out} = None")
                 self.catch_vars.pop()
         return out
 

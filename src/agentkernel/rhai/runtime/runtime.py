@@ -188,6 +188,10 @@ class Runtime:
         self.depth_hint = 0
         self.eval_scope: dict[str, Any] = {}
         self.eval_consts: frozenset[str] = frozenset()  # the caller's constants a running `eval` sees
+        # the names a running `eval`'s text declared with `let` at its top level, and those of the
+        # caller's variables the last `eval` declared anew (shadowed: a closure keeps the old one)
+        self.eval_lets: set[str] = set()
+        self.eval_declared: frozenset[str] = frozenset()
         self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
         # `import`: what finds and loads modules (modules.ModuleLoader; None = no module can be found),
         # the modules in sight by name (the top level's imports), and the running module's exports
@@ -598,8 +602,9 @@ class Runtime:
         box = ThisBox(this) if this is not NO_THIS else None
         if fn.target is not None:
             arity = getattr(fn.target, "rhai_arity", len(full))
-            if arity != len(full):
-                raise self.not_found(fn.name, full)
+            if arity != len(full):  # called by name and arity: its captured variables come first
+                captured = [cell.v for cell in getattr(fn.target, "args", ())]
+                raise self.not_found(fn.name, [*captured, *full])
             result = fn.target(self, depth, box, *full)
         else:
             script = self.script_for(fn.name, len(full), box)
