@@ -40,7 +40,7 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
-from agentkernel.rhai.runtime.runtime import Cell, ExitScript, Runtime, locate, wrap_call
+from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
 from agentkernel.rhai.runtime.values import TAGGED, FnPtr, TaggedStr, plain, type_name
 from agentkernel.rhai.stdlib import Mutated
 
@@ -55,7 +55,8 @@ RUNTIME_MEMBERS = frozenset(
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "get_prop", "set_prop", "index_get", "index_set", "iterate",
+        "call_native", "call_native_ref", "pure_method", "get_prop", "set_prop", "index_get", "index_set",
+        "iterate",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",
         "print_value", "debug_value", "debug_text", "eval_scope", "eval_lets",
@@ -205,6 +206,7 @@ def _builtins() -> dict[str, Any]:
         "Exception": Exception,
         "type": type,
         "str": str,
+        "bool": bool,
         "int": int,
         "list": list,
         "dict": dict,
@@ -221,6 +223,7 @@ def _runtime_types() -> dict[str, Any]:
         "Cell": Cell,
         "ExitScript": ExitScript,
         "FnPtr": FnPtr,
+        "NOT_PURE": NOT_PURE,
         "Jump": Jump,
         "Mutated": Mutated,
         "RhaiRuntimeError": RhaiRuntimeError,

@@ -119,12 +119,18 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
+        if len(args) == 1 and node.name not in ("call", "curry"):  # a pure native at once, if one is known
+            self.emit(f"{out} = rt.pure_method({name}, {receiver}, {args[0]})", node.pos)
+            self.emit(f"if {out} is NOT_PURE:")
+            self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
             self.emit(f"{out} = {out}.result")
+        if len(args) == 1 and node.name not in ("call", "curry"):
+            self.ind -= 1
         return out
 
 

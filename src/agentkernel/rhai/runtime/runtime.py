@@ -45,6 +45,7 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
 def _holds(container: Any, index: Any, value: Any) -> bool:
@@ -165,6 +166,7 @@ class Runtime:
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
+        self.pure_calls = self.library.pure_calls
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
         # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
         # method call costs them one test
@@ -424,6 +426,8 @@ class Runtime:
         first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
+        if native is not None and native.pure and not native.needs_context and len(args) == 2:
+            self._remember_pure(name, args, native.impl)
         if native is None:
             if has_tagged(args):  # natives take a tagged value as its plain value
                 return self._call_untagged(name, args, const)
@@ -433,6 +437,36 @@ class Runtime:
         if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
             _poll()  # a big receiver or first argument: a look at the clock first
         result = self.library.invoke(self, native, args)
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def _remember_pure(self, name: str, args: list[Any], impl: Callable[..., Any]) -> None:
+        """A pure native of one argument after the receiver, found for these types, is found
+        again by `pure_method` (never for a range, whose two kinds share one type)."""
+        if RangeVal not in (kinds := tuple(type(a) for a in args)):
+            self.pure_calls[(name, *kinds)] = impl
+
+    def pure_method(self, name: str, receiver: Any, arg: Any) -> Any:
+        """`receiver.name(arg)` by a pure native seen before for these types (`_remember_pure`),
+        with what `call_native_ref` does around it: a look at the clock for a big argument,
+        the data limit. `NOT_PURE` when there is none, or when the full path must decide: a
+        map (its property may be a pointer to call), a script function of the name or typed
+        methods, a native that failed (the full path words the failure)."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind, type(arg)))
+        if impl is None or kind is dict or self.methods or (name, 1) in self.functions:
+            return NOT_PURE
+        if (kind in _LENGTHY and len(receiver) >= _POLL_SIZE) or (
+            type(arg) in _LENGTHY and len(arg) >= _POLL_SIZE
+        ):
+            _poll()
+        try:
+            result = impl(receiver, arg)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
         if self.data_limit and type(result) in _BUILT:
             self._account_native(result)
         return result
