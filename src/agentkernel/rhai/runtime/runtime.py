@@ -443,8 +443,9 @@ class Runtime:
 
     def _remember_pure(self, name: str, args: list[Any], impl: Callable[..., Any]) -> None:
         """A pure native of one argument after the receiver, found for these types, is found
-        again by `pure_method` (never for a range, whose two kinds share one type)."""
-        if RangeVal not in (kinds := tuple(type(a) for a in args)):
+        again by `pure_method` (never for a map, nor a range, whose two kinds share one type)."""
+        kinds = tuple(type(a) for a in args)
+        if kinds[0] is not dict and RangeVal not in kinds:  # a map's property may be a pointer
             self.pure_calls[(name, *kinds)] = impl
 
     def pure_method(self, name: str, receiver: Any, arg: Any) -> Any:
@@ -455,7 +456,7 @@ class Runtime:
         methods, a native that failed (the full path words the failure)."""
         kind = type(receiver)
         impl = self.pure_calls.get((name, kind, type(arg)))
-        if impl is None or kind is dict or self.methods or (name, 1) in self.functions:
+        if impl is None or self.methods or (name, 1) in self.functions:
             return NOT_PURE
         if (kind in _LENGTHY and len(receiver) >= _POLL_SIZE) or (
             type(arg) in _LENGTHY and len(arg) >= _POLL_SIZE
