@@ -12,6 +12,8 @@ from agentkernel.rhai.codegen.operands import NONE, Operand
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 
+_UNIT_LOOPS = (ast.For, ast.While, ast.DoLoop)  # whose value is `()` (a `break` with a value: not pure)
+
 
 class Statements(FunctionBase):
     """Statements and blocks of statements."""
@@ -56,11 +58,12 @@ class Statements(FunctionBase):
         """The reference's optimizer removes pure expression statements whose value is unused."""
         if not (isinstance(stmt, ast.ExprStmt) and self.facts.pure(stmt.expr)):
             return False
-        # as the script's value a pure block still counts, unless its value is () anyway
+        # as the script's value a pure block still counts, unless its value is () anyway, as a
+        # loop's is
         unit_block = isinstance(stmt.expr, ast.Block) and not (
             stmt.expr.stmts and isinstance(stmt.expr.stmts[-1], ast.ExprStmt)
         )
-        return not is_result or unit_block
+        return not is_result or unit_block or isinstance(stmt.expr, _UNIT_LOOPS)
 
     def statement(self, stmt: ast.Stmt, *, want_value: bool) -> Operand:
         self.m.clock.tick()
