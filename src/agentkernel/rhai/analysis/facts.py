@@ -56,7 +56,7 @@ _PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
 _FOLDABLE = frozenset(
     {
         ast.Literal, ast.ArrayLit, ast.MapLit, ast.Unary, ast.Binary, ast.And, ast.Or,
-        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall,
+        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch,
     }
 )  # fmt: skip  # the classes folding.fold may fold (it says NOT_CONSTANT of every other)
 _COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export})  # see `_count`
@@ -106,6 +106,11 @@ class Facts:
         """The operations a statement (or a loop's condition) counts: its nodes, a folded
         constant as one, nested blocks not (they count when they run)."""
         return self._facts[id(node)][1]
+
+    def constant(self, node: object) -> Any:
+        """The constant an `if` or a `switch` on a constant folds to (folding.py), or
+        NOT_CONSTANT: the reference's optimizer leaves only the arm taken."""
+        return self._folds.get(id(node), NOT_CONSTANT)
 
     def pure(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _PURE)
@@ -170,13 +175,17 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
-        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
-            ops = 1  # the reference's optimizer made it one constant, and drops it unused
+        if kind in _FOLDABLE and (folded := fold(node, self._folds)) is not NOT_CONSTANT:
+            # the reference's optimizer made it one constant (a `switch` the arm taken, a block
+            # of one constant), and drops it unused
+            ops = 2 if kind is ast.Switch and folded is not None else 1
             bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
             if kind is ast.MethodCall or kind is ast.Property:
                 ops += _DOT_EXTRA[kind] + (1 if kind is ast.MethodCall and node.args else 0)
+            elif kind is ast.And or kind is ast.Or:
+                ops = self._logic_ops(node, kind is ast.And, ops)
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
@@ -219,6 +228,19 @@ class Facts:
         if kind is ast.ArrayLit:
             return all(facts[id(item)][0] & _PURE for item in node.items)
         return all(facts[id(value)][0] & _PURE for _, value in node.items)  # a map
+
+    def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:
+        """`&&`/`||` with a constant side, as the reference's optimizer leaves it: `x && true`
+        and `true && x` are `x`, `false && x` and `x && false` (x pure) one constant `false`;
+        `||` the same with `false` and `true` swapped. Only the count follows it."""
+        left, right = fold(node.left, self._folds), fold(node.right, self._folds)
+        if left is is_and:
+            return self._facts[id(node.right)][1]
+        if right is is_and:
+            return self._facts[id(node.left)][1]
+        if left is (not is_and) or (right is (not is_and) and self.pure(node.left)):
+            return 1
+        return ops
 
     def _pure_itself(self, node: Any, kind: type) -> bool:
         """Whether a node that is no constant is pure, once its children are known."""
