@@ -186,6 +186,8 @@ class Facts:
                 ops += _DOT_EXTRA[kind] + (1 if kind is ast.MethodCall and node.args else 0)
             elif kind is ast.And or kind is ast.Or:
                 ops = self._logic_ops(node, kind is ast.And, ops)
+            elif kind is ast.Binary and self._library_operator(node):
+                ops += 1
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
@@ -228,6 +230,15 @@ class Facts:
         if kind is ast.ArrayLit:
             return all(facts[id(item)][0] & _PURE for item in node.items)
         return all(facts[id(value)][0] & _PURE for _, value in node.items)  # a map
+
+    def _library_operator(self, node: ast.Binary) -> bool:
+        """An operator on two constants that no built-in operator takes (`[1] == [1]`,
+        `1 + "a"`): a library function there, called as one (folding.py did not fold it)."""
+        return (
+            node.op not in ("??", "..", "..=")
+            and fold(node.left, self._folds) is not NOT_CONSTANT
+            and fold(node.right, self._folds) is not NOT_CONSTANT
+        )
 
     def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:
         """`&&`/`||` with a constant side, as the reference's optimizer leaves it: `x && true`
