@@ -68,6 +68,7 @@ _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
 # again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
 # 927 counts exact with these, 415 without.
 _DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
+_SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
 
 
 class Facts:
@@ -188,6 +189,8 @@ class Facts:
                 ops = self._logic_ops(node, kind is ast.And, ops)
             elif kind is ast.Binary and self._library_operator(node):
                 ops += 1
+            elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
+                ops = self._keyword_ops(node, ops)
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
@@ -230,6 +233,16 @@ class Facts:
         if kind is ast.ArrayLit:
             return all(facts[id(item)][0] & _PURE for item in node.items)
         return all(facts[id(value)][0] & _PURE for _, value in node.items)  # a map
+
+    def _keyword_ops(self, node: ast.Call | ast.MethodCall, ops: int) -> int:
+        """What the reference counts of the calls it evaluates itself: `is_def_var`,
+        `is_shared` and `type_of` 1 less than a native's (no call of a function), `Fn` of a
+        string literal 1 (its optimizer makes it a constant pointer)."""
+        if node.name in _SELF_EVALUATED and (type(node) is ast.Call or not node.args):
+            return ops - 1
+        if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1:
+            return 1 if type(node.args[0]) is ast.Literal and type(node.args[0].value) is str else ops
+        return ops
 
     def _library_operator(self, node: ast.Binary) -> bool:
         """An operator on two constants that no built-in operator takes (`[1] == [1]`,
