@@ -237,9 +237,14 @@ class Facts:
     def _keyword_ops(self, node: ast.Call | ast.MethodCall, ops: int) -> int:
         """What the reference counts of the calls it evaluates itself: `is_def_var`,
         `is_shared` and `type_of` 1 less than a native's (no call of a function), `Fn` of a
-        string literal 1 (its optimizer makes it a constant pointer)."""
+        string literal 1 (its optimizer makes it a constant pointer); and a call of a script
+        function whose body is empty 1 less (it returns before counting the call)."""
         if node.name in _SELF_EVALUATED and (type(node) is ast.Call or not node.args):
             return ops - 1
+        if type(node) is ast.Call:
+            fn = self._functions.get((node.name, len(node.args)))
+            if isinstance(fn, ast.FnDef) and not fn.body.stmts:  # the reference returns at once
+                return ops - 1
         if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1:
             return 1 if type(node.args[0]) is ast.Literal and type(node.args[0].value) is str else ops
         return ops
