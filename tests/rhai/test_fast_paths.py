@@ -140,3 +140,14 @@ def test_not_of_a_bool_is_inline_and_of_anything_else_the_operator() -> None:
     assert engine.eval('let x = "abc".contains("z"); [!x, !!x]') == [True, False]
     with pytest.raises(RhaiRuntimeError, match=r"^Function not found: ! \(i64\)"):
         engine.eval("let x = 1; !x")
+
+
+def test_a_strings_character_at_a_literal_index_is_read_inline_as_the_full_path_reads_it() -> None:
+    engine = Engine()
+    assert "Char(" in engine.compile('let s = "héy"; s[-1]').module.source
+    assert engine.eval('let s = "héy"; [s[0], s[1], s[-1], s[-3]]') == ["h", "é", "y", "h"]
+    assert engine.eval('let s = "héy"; type_of(s[1])') == "char"
+    assert engine.eval('let s = "ab"; s.set_tag(7); s[1]') == "b"  # tagged: the full path
+    for index in ("3", "-4"):
+        with pytest.raises(RhaiRuntimeError, match=rf"^String index {index} out of bounds"):
+            engine.eval(f'let s = "héy"; s[{index}]')

@@ -41,7 +41,7 @@ from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
-from agentkernel.rhai.runtime.values import TAGGED, FnPtr, TaggedStr, plain, type_name
+from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, TaggedStr, plain, type_name
 from agentkernel.rhai.stdlib import Mutated
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
@@ -223,6 +223,7 @@ def _runtime_types() -> dict[str, Any]:
         "Cell": Cell,
         "ExitScript": ExitScript,
         "FnPtr": FnPtr,
+        "Char": Char,
         "NOT_PURE": NOT_PURE,
         "Jump": Jump,
         "Mutated": Mutated,

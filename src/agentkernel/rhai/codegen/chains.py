@@ -82,7 +82,10 @@ class Chains(FunctionBase):
             index = self.index_of(link)
             fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
-            if not self.known_int(index):
+            if index.int_value is not None:  # a literal index: a string's character at once too
+                string_test = list_index_test(current, index).replace("is list", "is str", 1)
+                slow = f"Char({current}[{index}]) if {string_test} else {slow}"
+            elif not self.known_int(index):
                 slow = (
                     f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
                 )
