@@ -61,6 +61,7 @@ CONFIG = REPO / "config" / "kernel.yaml"
 TOOL = "text_stats"
 RHAI_TOOL = "text_stats_rhai"  # the same tool in Rhai (config/scripts/tools/text_stats.rhai)
 TARGET_P50_MS = 0.5
+RHAI_TARGET = 6.0  # a Rhai tool call / the same logic in Python (issue 31)
 NODE_TIMEOUT_SECS = 30.0
 
 # A short mixed-language paragraph, the size of a typical tool argument.
@@ -212,6 +213,55 @@ def bench_kernel(
     return time_calls(one, calls, warmup)
 
 
+def python_text_stats(args: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """text_stats.rhai's logic as a plain Python function: the floor a Rhai tool call is held to."""
+    text = args.get("text") or ""
+    assert isinstance(text, str)
+    words = [w for w in text.split() if len(w) > 0]
+    if not words:
+        return {"content": "текст пуст", "success": False, "error": "empty text"}
+    ends = ".!?…"
+    sentences, open_sentence = 0, False
+    for word in words:
+        for c in word:
+            if c not in ends:
+                open_sentence = True
+        if open_sentence and word[-1] in ends:
+            sentences += 1
+            open_sentence = False
+    if open_sentence:
+        sentences += 1
+    content = f"Символов: {len(text)}, слов: {len(words)}, предложений: {sentences}"
+    return {"content": content, "success": True}
+
+
+def rhai_over_python(
+    kernel: Kernel, args: dict[str, JSONValue], rounds: int, calls: int
+) -> tuple[float, float, float]:
+    """The Rhai tool call through `run_tool` over the same logic as a Python function: in
+    interleaved rounds of `calls` each, the ratio of their median times; the median ratio of
+    the rounds and its spread (medians: a loaded machine's outliers do not count)."""
+    caller = kernel.caller(user_id="bench", agent="benchmarks/tool_call.py")
+    if python_text_stats(args)["content"] != kernel.run_tool(RHAI_TOOL, args, caller).content:
+        raise SystemExit("the Python twin of text_stats.rhai disagrees with it; not benchmarking")
+
+    def median_ns(call: Callable[[], object]) -> int:
+        samples = []
+        for _ in range(calls):
+            started = time.perf_counter_ns()
+            call()
+            samples.append(time.perf_counter_ns() - started)
+        return sorted(samples)[len(samples) // 2]
+
+    ratios = []
+    for _ in range(rounds):
+        gc.collect()
+        rhai = median_ns(lambda: kernel.run_tool(RHAI_TOOL, args, caller))
+        ratios.append(rhai / max(1, median_ns(lambda: python_text_stats(args))))
+    ratios.sort()
+    return ratios[len(ratios) // 2], ratios[0], ratios[-1]
+
+
 def bench_split(kernel: Kernel, args: dict[str, JSONValue], calls: int, warmup: int) -> dict[str, Stats]:
     """The pure-Python pieces of the dispatch path, each timed on its own."""
     spec = kernel.tool(TOOL)
@@ -291,11 +341,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.add_argument(
+        "--rounds", type=int, default=9, help="interleaved rounds of Rhai / Python (default 9)"
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
     args = parser.parse_args(argv)
     if args.smoke:
-        args.calls, args.warmup, args.node_calls = 5, 1, 1
+        args.calls, args.warmup, args.node_calls, args.rounds = 5, 1, 1, 1
     if args.calls < 1:
         parser.error("--calls must be at least 1")
     if args.warmup < 0 or args.node_calls < 0:
@@ -316,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_result(kernel.run_tool(RHAI_TOOL, tool_args, kernel.caller()))
     rhai_stats, rhai_failures = bench_kernel(kernel, tool_args, options.calls, options.warmup, RHAI_TOOL)
     split = bench_split(kernel, tool_args, options.calls, options.warmup)
+    rhai_ratio = rhai_over_python(kernel, tool_args, options.rounds, max(1, options.calls // options.rounds))
     kernel.close()
 
     node_stats: Stats | None = None
@@ -340,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "text_chars": len(SAMPLE_TEXT),
             "kernel": asdict(kernel_stats) | {"failures": kernel_failures, "warmup": options.warmup},
             "kernel_rhai": asdict(rhai_stats) | {"failures": rhai_failures, "tool": RHAI_TOOL},
+            "rhai_over_python": {"median": rhai_ratio[0], "min": rhai_ratio[1], "max": rhai_ratio[2]},
             "split_ms": {name: asdict(stats) for name, stats in split.items()},
             "node_per_call": (
                 asdict(node_stats) | {"failures": node_failures} if node_stats is not None else None
@@ -360,6 +415,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if kernel_failures:
             print(f"  !! {kernel_failures} kernel calls did not succeed")
         print(f"  target p50 <= {TARGET_P50_MS} ms: {verdict} (informational)")
+        median, low, high = rhai_ratio
+        print(
+            f"  Rhai tool call / the same logic as a Python function: {median:.1f}x "
+            f"(rounds {low:.1f}-{high:.1f}x; target <= {RHAI_TARGET:g}x)"
+        )
         print()
         print("cost split (each timed alone; means add up, medians do not):")
         for name, stats in split.items():

@@ -30,6 +30,7 @@ FIGURES: dict[str, list[str]] = {
     "tool_call.py": [
         rf"agentkernel run_tool\s+p50\s+{NUMBER}",
         rf"same tool in Rhai \(text_stats_rhai\)\s+p50\s+{NUMBER}",
+        rf"^\s+Rhai tool call / the same logic as a Python function: {NUMBER}x \(rounds {NUMBER}-{NUMBER}x",
         rf"node -e per call\s+p50\s+{NUMBER}|^node per call: skipped",  # node may be missing
     ],
     "js_tool_call.py": [

@@ -33,7 +33,7 @@ DELEGATE = {  # a tool handing its arguments to run_subagent, its error caught
     ".js": "function run(args) { try { const r = run_subagent(args); return {content: r.answer, data: r}; }"
     " catch (e) { return {content: e.message, data: {error: e.message}}; } }",
     ".rhai": "fn run(args) { try { let r = run_subagent(args); #{content: r.answer, data: r} }"
-    " catch (e) { #{content: e, data: #{error: e}} } }",
+    " catch (e) { return #{content: e, data: #{error: e}} } }",
 }
 TEMPLATES = {
     "boss": "name: boss\ninstructions: Ты начальник.\ntools: [delegate, pass_on, upper]\n"

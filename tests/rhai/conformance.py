@@ -20,7 +20,7 @@ from typing import Any
 from agentkernel.rhai.runner import RunOutcome, limits_from_flags, run_source
 
 HERE = Path(__file__).resolve().parent / "conformance"
-CASE_FILES = ("cases.jsonl", "stdlib.jsonl")
+CASE_FILES = ("cases.jsonl", "stdlib.jsonl", "from_source.jsonl")
 SAFETY_OPERATIONS = 50_000_000  # a runaway case must not hang the suite
 _POSITION = re.compile(r" \(line \d+, position \d+\)")
 

@@ -22,8 +22,10 @@ import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiSyntaxError
 from agentkernel.rhai.codegen import abi
+from agentkernel.rhai.codegen.script_module import compile_script
 from agentkernel.rhai.runtime.runtime import Runtime
 from agentkernel.rhai.stdlib import Mutated
+from agentkernel.rhai.syntax.parser import parse
 from tests.rhai.conformance import CASE_FILES, HERE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,10 +103,18 @@ def _global_names(table: symtable.SymbolTable) -> set[str]:
     return names
 
 
+# texts handed to `eval`, compiled as `eval` compiles them (their `let`s go back to the caller)
+EVAL_TEXTS = ["let s = 1; s += 1;", "let t = s + 1; if t > 1 { let u = t; }"]
+
+
 @cache
 def used() -> Used:
     engine = Engine(limits=Limits(max_expr_depth=0, max_fn_expr_depth=0))
     seen = Used()
+    for text in EVAL_TEXTS:
+        seen.add(
+            compile_script(parse(text, engine.parse_options(allow_functions=False)), eval_mode=True).source
+        )
     compiled = 0
     for source in corpus():
         try:

@@ -130,7 +130,7 @@ def test_any_python_error_of_a_registered_function_is_catchable() -> None:
 
     engine.register_fn("broken", broken)
     assert (
-        engine.eval("try { broken() } catch (e) { e }") == "internal error in 'broken'"
+        engine.eval("try { broken() } catch (e) { return e }") == "internal error in 'broken'"
     )  # Python's words go to the log
 
 

@@ -32,10 +32,10 @@ def test_kinds_are_the_reference_names_and_compare_as_strings() -> None:
 
 
 def test_a_catch_map_shows_the_plain_name() -> None:
-    caught = Engine().eval("try { 1 / 0 } catch (e) { e }")
+    caught = Engine().eval("try { 1 / 0 } catch (e) { return e }")
     assert caught["error"] == "ErrorArithmetic"
     assert type(caught["error"]) is str  # a Rhai string, not a Python enum
-    assert Engine().eval("try { 1 / 0 } catch (e) { type_of(e.error) + e.error.len() }") == "string15"
+    assert Engine().eval("try { 1 / 0 } catch (e) { return type_of(e.error) + e.error.len() }") == "string15"
 
 
 def test_every_run_time_error_is_built_in_failures() -> None:

@@ -105,3 +105,49 @@ def test_a_function_without_native_calls_still_nests_callbacks_at_its_depth() ->
     assert engine.eval(source.replace("N", "1")) == [1]
     with pytest.raises(RhaiRuntimeError, match="Stack overflow"):
         engine.eval(source.replace("N", "4"))
+
+
+def test_a_pure_native_called_at_once_still_yields_to_what_the_script_defines() -> None:
+    """`x.name(arg)` calls a pure native seen before for the types at once
+    (`Runtime.pure_method`); the library is shared by every script of an engine, so a
+    script's own function or typed method of the name, a map's pointer of the name, a
+    native registered later, must still win over what another script made it remember."""
+    engine = Engine()
+    assert engine.eval('"abc".contains("b")') is True  # remembered for (str, str)
+    assert engine.eval('fn contains(c) { "mine " + c } "abc".contains("b")') == "mine b"
+    assert engine.eval('fn string.contains(c) { "typed " + c } "abc".contains("b")') == "typed b"
+    assert engine.eval('#{b: 1}.contains("b")') is True  # remembered for (map, str)
+    assert engine.eval('let m = #{contains: |c| "map " + c}; m.contains("b")') == "map b"
+    engine.register_fn("contains", lambda s, c: "host", params=[str, str])
+    assert engine.eval('"abc".contains("b")') == "host"
+
+
+def test_a_pure_native_called_at_once_fails_and_counts_as_the_full_path_does() -> None:
+    engine = Engine(limits=Limits(max_data_size=1300))
+    engine.register_fn("half", lambda s, n: 1 // (n % 2 - 1) * n, params=[str, int])
+    assert engine.eval('"a".half(2)') == -2  # remembered for (str, int)
+    with pytest.raises(RhaiRuntimeError, match=r"^Runtime error: internal error in 'half'"):
+        engine.eval('"a".half(3)')  # a Python failure: the full path words it
+    assert engine.eval('"ab".split(1)') == ["a", "b"]  # remembered for (str, int)
+    assert engine.eval('let s = "x"; s.pad(500, "-"); s.split(250).len()') == 2
+    with pytest.raises(RhaiRuntimeError, match=r"too large \(line 1, position 33\)"):  # what it built counts
+        engine.eval('let s = "x"; s.pad(600, "-"); s.split(300).len()')
+
+
+def test_not_of_a_bool_is_inline_and_of_anything_else_the_operator() -> None:
+    engine = Engine()
+    assert "op_unary(" in engine.compile("let x = true; !x").module.source
+    assert engine.eval('let x = "abc".contains("z"); [!x, !!x]') == [True, False]
+    with pytest.raises(RhaiRuntimeError, match=r"^Function not found: ! \(i64\)"):
+        engine.eval("let x = 1; !x")
+
+
+def test_a_strings_character_at_a_literal_index_is_read_inline_as_the_full_path_reads_it() -> None:
+    engine = Engine()
+    assert "Char(" in engine.compile('let s = "héy"; s[-1]').module.source
+    assert engine.eval('let s = "héy"; [s[0], s[1], s[-1], s[-3]]') == ["h", "é", "y", "h"]
+    assert engine.eval('let s = "héy"; type_of(s[1])') == "char"
+    assert engine.eval('let s = "ab"; s.set_tag(7); s[1]') == "b"  # tagged: the full path
+    for index in ("3", "-4"):
+        with pytest.raises(RhaiRuntimeError, match=rf"^String index {index} out of bounds"):
+            engine.eval(f'let s = "héy"; s[{index}]')

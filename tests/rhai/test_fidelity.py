@@ -47,7 +47,7 @@ def test_fn_of_other_names() -> None:
     assert error_of('Fn("a b")') == "Function not found: a b (line 1, position 4)"
     assert error_of('Fn("_1")') == "Function not found: _1 (line 1, position 4)"  # not an identifier
     assert run('Fn("exit").name') == "exit"  # `exit` is listed by the reference but not reserved
-    caught = run('try { Fn("+") } catch (e) { e }')
+    caught = run('try { Fn("+") } catch (e) { return e }')
     assert caught == {
         "error": "ErrorParsing",
         "message": "Syntax error: '+' is a reserved symbol",
@@ -206,3 +206,22 @@ def test_a_tagged_string_counts_toward_the_data_limit() -> None:
     source += " for i in 0..5 { let t = s; t.set_tag(i + 1); a.push(t) }"
     with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
         engine.eval(source)
+
+
+@pytest.mark.parametrize(
+    ("source", "shown", "position"),
+    [
+        ("let f = |x, y| x * y; f.call(1)", "(i64)", 25),  # too few: no function of that arity
+        ("let f = |x| x; f.call()", "()", 18),
+        ("let k = 3; let f = |x, y| x * y * k; f.call(1)", "(i64, i64)", 40),  # the captured k first
+    ],
+)
+def test_a_closure_called_with_too_few_arguments_is_not_found(source: str, shown: str, position: int) -> None:
+    """The reference's `make_method_call`: the closure's parameters (its captured variables
+    first) are not as many as the arguments, so it is called by name and arity, and is not
+    found. Its name hashes the body with the reference's own hasher: only its form is checked."""
+    message = error_of(source)
+    assert re.fullmatch(
+        rf"Function not found: anon\$[0-9a-f]{{16}} {re.escape(shown)} \(line 1, position {position}\)",
+        message,
+    ), message

@@ -102,8 +102,8 @@ DEEP_CASES = {
     "continue": ("let n = 0; for i in 0..5 { ", "n += i; continue;", " n = 999; } n", 10),
     "return": ("fn f(a) { ", "return a * 2;", " 0 } f(21)", 42),
     "closure": ("let y = 1; let f = 0; ", "f = |v| v + y;", " y = 10; f.call(1)", 11),
-    "caught error": ("try { ", "let z = [1]; z[5]", " } catch (e) { e.position }", None),
-    "rethrow": ("try { try { throw 5 } catch { ", "throw;", " } } catch (e) { e }", 5),
+    "caught error": ("try { ", "let z = [1]; z[5]", " } catch (e) { return e.position }", None),
+    "rethrow": ("try { try { throw 5 } catch { ", "throw;", " } } catch (e) { return e }", 5),
     "eval": ("let q = 1; ", 'eval("q += 1"); eval("let w = q + 1"); q = w;', " q", None),
     "uncaught": ("let x = 1;\n", "\nx.nope()", "", None),
     "exit": ("let v = 7; ", "if v > 1 { exit(v) }", " 0", 7),
@@ -196,9 +196,9 @@ def test_an_unexpected_python_exception_at_compile_is_a_rhai_syntax_error(
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("is_def_fn([1], 1)", "Function not found: is_def_fn (array, i64)"),
-        ("is_def_fn(#{}, 1)", "Function not found: is_def_fn (map, i64)"),
-        ('is_def_fn("f", [1])', "Function not found: is_def_fn (&str | ImmutableString | String, array)"),
+        ("is_def_fn([1], 1)", "Data type incorrect: array (expecting string)"),
+        ("is_def_fn(#{}, 1)", "Data type incorrect: map (expecting string)"),
+        ('is_def_fn("f", [1])', "Data type incorrect: array (expecting i64)"),
     ],
 )
 def test_no_internal_python_error_from_compiled_calls(source: str, message: str) -> None:

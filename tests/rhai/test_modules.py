@@ -113,7 +113,7 @@ def test_errors_in_a_module_say_which_module(folder: Path) -> None:
     assert str(error_of(folder, '\nimport "boom";')) == (
         "Variable not found: nope (line 2, position 9)\nin module 'boom' (line 2, position 8)"
     )
-    caught = run_in(folder, 'try { import "boom"; } catch (e) { e.error + " " + e["module"] }')
+    caught = run_in(folder, 'try { import "boom"; } catch (e) { return e.error + " " + e["module"] }')
     assert caught == "ErrorInModule boom"
     assert str(error_of(folder, 'import "missing" as m;')) == "Module not found: missing (line 1, position 8)"
     assert (
@@ -205,7 +205,7 @@ def test_an_error_in_a_module_function_names_its_source(folder: Path) -> None:
         "in call to function 'g' (from 'err') @ 'err' (line 1, position 10)\n"
         "in call to function 'f' (from 'err') (line 2, position 4)"
     )
-    caught = run_in(folder, 'import "err" as m; try { m::f() } catch (e) { [e.function, e.source] }')
+    caught = run_in(folder, 'import "err" as m; try { m::f() } catch (e) { return [e.function, e.source] }')
     assert caught == ["f", "err"]
 
 

@@ -96,6 +96,21 @@ def test_s21_1_exact_operation_limit(kernel: Kernel, make_tool: ToolFactory) -> 
     assert result["content"] == "script exceeded max_operations (5,000): Too many operations"
 
 
+def test_each_tool_keeps_its_own_limits_with_engines_made_once(
+    kernel: Kernel, make_tool: ToolFactory
+) -> None:
+    """The adapter makes an engine per pair of limits once, not per call: tools with other
+    limits, called in turn, each still get their own."""
+    body = "fn run(args) { let n = 0; while n < 3000 { n += 1 } n }"
+    make_tool("tight", body, ext=".rhai", yaml_extra="max_operations: 5000\n")
+    make_tool("loose", body, ext=".rhai")
+    for _ in range(2):
+        assert run(kernel, "loose")["content"] == "3000"
+        assert run(kernel, "tight")["content"] == (
+            "script exceeded max_operations (5,000): Too many operations"
+        )
+
+
 def test_operation_limit_cannot_be_caught(kernel: Kernel, make_tool: ToolFactory) -> None:
     make_tool(
         "sly",

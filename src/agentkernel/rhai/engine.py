@@ -351,21 +351,23 @@ class Engine:
         except RhaiSyntaxError as exc:
             inner = failures.parsing(f"Syntax error: {exc.message}", exc.pos)
             raise wrap_call(inner, "in call to function 'eval'") from None
-        saved = rt.eval_scope
+        saved, saved_lets = rt.eval_scope, rt.eval_lets
         combined = {**scope, **saved}
         initial = dict(combined)
-        rt.eval_scope = combined
+        rt.eval_scope, rt.eval_lets = combined, set()
         try:
             return compiled.main(rt, rt.depth_hint, None)
         except RhaiRuntimeError as exc:
             raise wrap_call(exc, "in call to function 'eval'") from None
         finally:
-            rt.eval_scope = saved
+            declared = rt.eval_lets & scope.keys()
+            rt.eval_scope, rt.eval_lets = saved, saved_lets
             for name, value in combined.items():
                 if name not in scope:
                     saved[name] = value  # defined here: the caller's eval scope keeps it
-                elif value is not initial[name]:
-                    scope[name] = value  # assigned: back to the caller's variable
+                elif value is not initial[name] or name in declared:
+                    scope[name] = value  # assigned, or declared anew: back to the caller's variable
+            rt.eval_declared = frozenset(declared)
 
 
 def _typed_method(script: CompiledScript, name: str, arity: int) -> ScriptFn | None:

@@ -27,7 +27,7 @@ from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.compile_cache import CompileCache
 from agentkernel.rhai.compiled import CompiledScript
 from agentkernel.rhai.runtime.failures import terminated
-from agentkernel.rhai.runtime.module_files import MODULE_EXTENSION, FileModuleResolver
+from agentkernel.rhai.runtime.module_files import MODULE_EXTENSION, Compile, FileModuleResolver
 from agentkernel.rhai.runtime.modules import ModuleLoader
 from agentkernel.rhai.runtime.pacing import Deadline
 from agentkernel.rhai.runtime.printing import to_string
@@ -139,21 +139,30 @@ class RhaiEngine:
         self._bound: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._resolvers: dict[Path, FileModuleResolver] = {}  # per script folder: its compiled modules
+        # built once, not per call: an engine per pair of limits, what a script's imports need
+        self._engines: dict[tuple[int, int], Engine] = {}
+        self._importers: dict[Path, tuple[Compile, FileModuleResolver, str]] = {}
 
     def _engine(self, limits: ScriptLimits | None = None) -> Engine:
-        rhai_limits = Limits(
-            max_operations=limits.max_operations if limits else 0,
-            max_string_size=MAX_STRING_CHARS,
-            max_array_size=MAX_ARRAY_ITEMS,
-            max_map_size=MAX_MAP_ITEMS,
-            max_data_size=limits.memory_limit_bytes if limits else 0,
-        )
-        return Engine(
-            limits=rhai_limits,
-            library=self._library,
-            max_source_size=MAX_SCRIPT_SIZE,
-            compile_cache=self._cache,
-        )
+        """The engine for these limits, made on first use (it holds nothing of a call)."""
+        key = (limits.max_operations, limits.memory_limit_bytes) if limits else (0, 0)
+        engine = self._engines.get(key)
+        if engine is None:
+            rhai_limits = Limits(
+                max_operations=key[0],
+                max_string_size=MAX_STRING_CHARS,
+                max_array_size=MAX_ARRAY_ITEMS,
+                max_map_size=MAX_MAP_ITEMS,
+                max_data_size=key[1],
+            )
+            engine = Engine(
+                limits=rhai_limits,
+                library=self._library,
+                max_source_size=MAX_SCRIPT_SIZE,
+                compile_cache=self._cache,
+            )
+            engine = self._engines.setdefault(key, engine)
+        return engine
 
     def compile(self, path: Path, source: str, deadline: float | None = None) -> RhaiScript:
         """Compile by `deadline`; a script that fails fails alone, with a Rhai error."""
@@ -201,7 +210,15 @@ class RhaiEngine:
         """`import "lib"` in a tool or hook: `.rhai` files below the kernel's scripts folders
         (its tools and hooks folders), or below its own folder for a script outside them, read
         as the file helpers and an `.mjs` script's imports read (S1.1); each module compiled
-        once per change of its file (S1.4)."""
+        once per change of its file (S1.4). What finds them is made once per script; the
+        loader, which holds one call's modules, per call."""
+        found = self._importers.get(path)
+        if found is None:
+            found = self._importers.setdefault(path, self._importer(path))
+        compile_module, resolver, importer = found
+        return ModuleLoader(compile_module, resolver, importer)
+
+    def _importer(self, path: Path) -> tuple[Compile, FileModuleResolver, str]:
         folder = Path(os.path.abspath(path)).parent
         inside = any(folder == root or root in folder.parents for root in self._script_folders)
         key = self._script_folders[0] if inside else folder
@@ -215,7 +232,7 @@ class RhaiEngine:
         def compile_module(text: str, name: str, deadline: float | None) -> CompiledScript:
             return engine.compile(text, source_name=name, deadline=deadline)
 
-        return ModuleLoader(compile_module, resolver, str(folder / path.name))
+        return compile_module, resolver, str(folder / path.name)
 
     def call(
         self,

@@ -56,12 +56,19 @@ _PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
 _FOLDABLE = frozenset(
     {
         ast.Literal, ast.ArrayLit, ast.MapLit, ast.Unary, ast.Binary, ast.And, ast.Or,
-        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall,
+        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch,
     }
 )  # fmt: skip  # the classes folding.fold may fold (it says NOT_CONSTANT of every other)
 _COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export})  # see `_count`
 _PURE_BY_PARTS = frozenset({ast.Block, ast.ArrayLit, ast.MapLit})  # see `_pure_parts`
+_PURE_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.DoLoop, ast.Switch})  # `_pure_statement`
 _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
+# What the reference counts beyond one a node for a dot: `x.p` and `x.f()` one more (its chain
+# is evaluated as a dot and then as the call or property), `x.f(a…)` with arguments one more
+# again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
+# 927 counts exact with these, 415 without.
+_DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
+_SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
 
 
 class Facts:
@@ -100,6 +107,11 @@ class Facts:
         """The operations a statement (or a loop's condition) counts: its nodes, a folded
         constant as one, nested blocks not (they count when they run)."""
         return self._facts[id(node)][1]
+
+    def constant(self, node: object) -> Any:
+        """The constant an `if` or a `switch` on a constant folds to (folding.py), or
+        NOT_CONSTANT: the reference's optimizer leaves only the arm taken."""
+        return self._folds.get(id(node), NOT_CONSTANT)
 
     def pure(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _PURE)
@@ -164,12 +176,22 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
-        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
-            ops = 1  # the reference's optimizer made it one constant, and drops it unused
+        if kind in _FOLDABLE and (folded := fold(node, self._folds)) is not NOT_CONSTANT:
+            # the reference's optimizer made it one constant (a `switch` the arm taken, a block
+            # of one constant), and drops it unused
+            ops = 2 if kind is ast.Switch and folded is not None else 1
             bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
-            if kind in _PURE_NODES or (kind in _PURE_BY_PARTS and self._pure_parts(node, kind)):
+            if kind is ast.MethodCall or kind is ast.Property:
+                ops += _DOT_EXTRA[kind] + (1 if kind is ast.MethodCall and node.args else 0)
+            elif kind is ast.And or kind is ast.Or:
+                ops = self._logic_ops(node, kind is ast.And, ops)
+            elif kind is ast.Binary and self._library_operator(node):
+                ops += 1
+            elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
+                ops = self._keyword_ops(node, ops)
+            if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
@@ -211,6 +233,88 @@ class Facts:
         if kind is ast.ArrayLit:
             return all(facts[id(item)][0] & _PURE for item in node.items)
         return all(facts[id(value)][0] & _PURE for _, value in node.items)  # a map
+
+    def _keyword_ops(self, node: ast.Call | ast.MethodCall, ops: int) -> int:
+        """What the reference counts of the calls it evaluates itself: `is_def_var`,
+        `is_shared` and `type_of` 1 less than a native's (no call of a function), `Fn` of a
+        string literal 1 (its optimizer makes it a constant pointer); and a call of a script
+        function whose body is empty 1 less (it returns before counting the call)."""
+        if node.name in _SELF_EVALUATED and (type(node) is ast.Call or not node.args):
+            return ops - 1
+        if type(node) is ast.Call:
+            fn = self._functions.get((node.name, len(node.args)))
+            if isinstance(fn, ast.FnDef) and not fn.body.stmts:  # the reference returns at once
+                return ops - 1
+        if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1:
+            return 1 if type(node.args[0]) is ast.Literal and type(node.args[0].value) is str else ops
+        return ops
+
+    def _library_operator(self, node: ast.Binary) -> bool:
+        """An operator on two constants that no built-in operator takes (`[1] == [1]`,
+        `1 + "a"`): a library function there, called as one (folding.py did not fold it)."""
+        return (
+            node.op not in ("??", "..", "..=")
+            and fold(node.left, self._folds) is not NOT_CONSTANT
+            and fold(node.right, self._folds) is not NOT_CONSTANT
+        )
+
+    def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:
+        """`&&`/`||` with a constant side, as the reference's optimizer leaves it: `x && true`
+        and `true && x` are `x`, `false && x` and `x && false` (x pure) one constant `false`;
+        `||` the same with `false` and `true` swapped. Only the count follows it."""
+        left, right = fold(node.left, self._folds), fold(node.right, self._folds)
+        if left is is_and:
+            return self._facts[id(node.right)][1]
+        if right is is_and:
+            return self._facts[id(node.left)][1]
+        if left is (not is_and) or (right is (not is_and) and self.pure(node.left)):
+            return 1
+        return ops
+
+    def _pure_itself(self, node: Any, kind: type) -> bool:
+        """Whether a node that is no constant is pure, once its children are known."""
+        if kind in _PURE_NODES:
+            return True
+        if kind in _PURE_BY_PARTS:
+            return self._pure_parts(node, kind)
+        return kind in _PURE_STATEMENTS and self._pure_statement(node, kind)
+
+    def _pure_statement(self, node: Any, kind: type) -> bool:
+        """The reference's `Stmt::is_pure` (its optimizer drops such a statement unused): an
+        `if` or a `for` of pure parts, a `switch` of pure parts with a default arm, a loop
+        that never runs its body or runs it once (a `let` is never pure here)."""
+        pure = self.pure
+        if kind is ast.If:
+            rest = node.otherwise
+            return (
+                pure(node.cond)
+                and self._block_pure(node.then)
+                and (rest is None or (pure(rest) if type(rest) is ast.If else self._block_pure(rest)))
+            )
+        if kind is ast.For:
+            return pure(node.iterable) and self._block_pure(node.body)
+        if kind is ast.While:
+            return type(node.cond) is ast.Literal and node.cond.value is False
+        if kind is ast.DoLoop:
+            return (
+                type(node.cond) is ast.Literal
+                and node.cond.value is node.until
+                and self._block_pure(node.body)
+            )
+        return (  # a switch
+            pure(node.subject)
+            and node.default is not None
+            and pure(node.default)
+            and all(
+                all(pure(p) for p in case.patterns)
+                and (case.condition is None or pure(case.condition))
+                and pure(case.body)
+                for case in node.cases
+            )
+        )
+
+    def _block_pure(self, block: ast.Block) -> bool:
+        return all(type(s) is ast.ExprStmt and self.pure(s.expr) for s in block.stmts)
 
     # -- `for` loops whose variable their body may change ------------------------------------
 

@@ -13,7 +13,8 @@ The rules follow `optimize_expr` in the reference's `optimizer.rs`: literals;
 arrays, maps and interpolated strings of constants; `!` of a bool; a binary
 operator on two constants when it succeeds (`1 / 0` is not folded, so it still
 fails where it stands); `&&`, `||` and `??` of constants; `type_of` of a
-constant; a block holding a single constant expression.
+constant; a block holding a single constant expression; an `if` or a `switch`
+on a constant whose arm taken is a constant.
 """
 
 from __future__ import annotations
@@ -64,11 +65,45 @@ def _fold(node: Any, memo: dict[int, Any]) -> Any:
         return _fold_interpolated(node, memo)
     if kind is ast.Block and len(node.stmts) == 1 and isinstance(node.stmts[0], ast.ExprStmt):
         return fold(node.stmts[0].expr, memo)
+    if kind is ast.If:
+        return _fold_if(node, memo)
+    if kind is ast.Switch:
+        return _fold_switch(node, memo)
     if kind is ast.Call and node.name == "type_of" and node.namespace is None and len(node.args) == 1:
         return _type_of(fold(node.args[0], memo))
     if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
         return _type_of(fold(node.target, memo))
     return NOT_CONSTANT
+
+
+def _fold_if(node: ast.If, memo: dict[int, Any]) -> Any:
+    """`if` on a constant: the branch taken, when it is a constant (`()` when there is none)."""
+    cond = fold(node.cond, memo)
+    if type(cond) is not bool:
+        return NOT_CONSTANT
+    branch = node.then if cond else node.otherwise
+    if branch is None or (type(branch) is ast.Block and not branch.stmts):
+        return None
+    return fold(branch, memo)
+
+
+_SWITCHED = frozenset({int, str, bool, Char})  # the constants a `switch` on one is folded for
+
+
+def _fold_switch(node: ast.Switch, memo: dict[int, Any]) -> Any:
+    """`switch` on a constant with plain constant cases: the arm taken, when it is a
+    constant (`()` when no arm is); an arm with a condition or a range is left alone."""
+    subject = fold(node.subject, memo)
+    if type(subject) not in _SWITCHED:
+        return NOT_CONSTANT
+    for case in node.cases:
+        for pattern in case.patterns:
+            value = fold(pattern, memo)
+            if type(value) not in _SWITCHED or case.condition is not None:
+                return NOT_CONSTANT
+            if type(value) is type(subject) and value == subject:
+                return fold(case.body, memo)
+    return None if node.default is None else fold(node.default, memo)
 
 
 def _fold_unary(node: ast.Unary, memo: dict[int, Any]) -> Any:

@@ -40,8 +40,8 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
-from agentkernel.rhai.runtime.runtime import Cell, ExitScript, Runtime, locate, wrap_call
-from agentkernel.rhai.runtime.values import TAGGED, FnPtr, TaggedStr, plain, type_name
+from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
+from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, TaggedStr, plain, type_name
 from agentkernel.rhai.stdlib import Mutated
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
@@ -55,10 +55,11 @@ RUNTIME_MEMBERS = frozenset(
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "get_prop", "set_prop", "index_get", "index_set", "iterate",
+        "call_native", "call_native_ref", "pure_method", "get_prop", "set_prop", "index_get", "index_set",
+        "iterate",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",
-        "print_value", "debug_value", "debug_text", "eval_scope",
+        "print_value", "debug_value", "debug_text", "eval_scope", "eval_lets",
     }
 )  # fmt: skip
 
@@ -78,6 +79,7 @@ VALUE_ATTRIBUTES = frozenset(
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
         "join",  # str: an interpolation's parts joined inline when no size limit is set
+        "add",  # set: `rt.eval_lets`, the names an `eval`'s text declared
     }
 )
 
@@ -97,44 +99,49 @@ def rt_dyn_get(scope: dict[str, Any], name: str) -> Any:
     raise failures.variable_not_found(name)
 
 
-def rt_call(rt: Runtime, fn: Any, args: list[Any], depth: int) -> Any:
-    if type(fn) is str:
-        fn = FnPtr(fn)
-    if type(fn) is not FnPtr:
-        raise rt.not_found("call", [fn, *args])
+def rt_call(rt: Runtime, fn: FnPtr, args: list[Any], depth: int) -> Any:
+    """`call(fn, args…)`: `fn` was checked to be a pointer where it stands (`rt_expect`)."""
     return rt.call_fn_ptr(fn, args, NO_THIS, depth)
 
 
-def rt_curry(fn: Any, args: list[Any]) -> FnPtr:
-    if type(fn) is not FnPtr:
-        raise failures.not_found_text(f"curry ({type_name(fn)})", keyed=False)
+def rt_curry(fn: FnPtr, args: list[Any]) -> FnPtr:
     return FnPtr(fn.name, (*fn.curried, *args), fn.target)
 
 
+def rt_expect(value: Any, expected: type) -> Any:
+    """An argument `call`, `curry` or `is_def_fn` must have of one type, else the reference's
+    `Data type incorrect: <actual> (expecting Fn | string | i64)` where the argument stands."""
+    if type(value) is not expected:
+        raise failures.mismatch(_EXPECTED_NAMES[expected], type_name(value))
+    return value
+
+
+_EXPECTED_NAMES: dict[type, str] = {FnPtr: "Fn", str: "string", int: "i64"}
+
+
 def rt_method(rt: Runtime, name: str, receiver: Any, args: list[Any], const: bool, depth: int) -> Any:
-    """`x.name(args)`, including the pointer methods `call` and `curry`."""
+    """`x.name(args)`, including the pointer methods `call` and `curry` (on another receiver,
+    `call` wants a pointer as its first argument and `curry` fails, as in the reference)."""
     if name == "call":
         if type(receiver) is FnPtr:
             return rt.call_fn_ptr(receiver, args, NO_THIS, depth)
-        if args and type(args[0]) is FnPtr:
-            result = rt.call_fn_ptr(args[0], args[1:], receiver, depth)
-            after = rt.last_this()
-            return Mutated(after, result) if after is not receiver else result
-    if name == "curry" and type(receiver) is FnPtr:
-        return rt_curry(receiver, args)
+        if not args:
+            raise failures.mismatch("Fn", type_name(receiver))
+        fn = rt_expect(args[0], FnPtr)  # the compiler checked it at the argument (chains.py)
+        result = rt.call_fn_ptr(fn, args[1:], receiver, depth)
+        after = rt.last_this()
+        return Mutated(after, result) if after is not receiver else result
+    if name == "curry":
+        return rt_curry(rt_expect(receiver, FnPtr), args)
     return rt.method(name, receiver, args, const, depth)
 
 
-def rt_is_def_fn(rt: Runtime, name: Any, arity: Any, this_type: Any = None) -> bool:
-    """`is_def_fn(name, n)`: a string and an int, else not found, as in the reference
-    (a map there once reached Python's hashing). `is_def_fn(type, name, n)` asks for a
-    typed method; the type is the stored one ("i64", not "int"), as in the reference."""
+def rt_is_def_fn(rt: Runtime, name: str, arity: int, this_type: str | None = None) -> bool:
+    """`is_def_fn(name, n)` (a string and an int: checked where they stand, `rt_expect`).
+    `is_def_fn(type, name, n)` asks for a typed method; the type is the stored one ("i64",
+    not "int"), as in the reference."""
     if this_type is not None:
-        if type(this_type) is not str or type(name) is not str or type(arity) is not int:
-            raise rt.not_found("is_def_fn", [this_type, name, arity])
         return (name, arity, this_type) in rt.methods
-    if type(name) is not str or type(arity) is not int:
-        raise rt.not_found("is_def_fn", [name, arity])
     return (name, arity) in rt.functions
 
 
@@ -150,12 +157,16 @@ def rt_eval(rt: Runtime, text: Any, visible: Visible | None) -> Any:
     frame = sys._getframe(1)
     scope, consts = read_scope(frame, visible)
     before = dict(scope)
+    rt.eval_declared = frozenset()
     try:
         return rt.eval_text(text, scope, consts)
     finally:
-        changed = {name: value for name, value in scope.items() if value is not before[name]}
+        declared, rt.eval_declared = rt.eval_declared, frozenset()
+        changed = {
+            name: value for name, value in scope.items() if value is not before[name] or name in declared
+        }
         if changed:
-            write_scope(frame, visible, changed)
+            write_scope(frame, visible, changed, declared)
 
 
 def rt_dyn_set(rt: Runtime, scope: dict[str, Any], name: str, value: Any) -> None:
@@ -195,6 +206,7 @@ def _builtins() -> dict[str, Any]:
         "Exception": Exception,
         "type": type,
         "str": str,
+        "bool": bool,
         "int": int,
         "list": list,
         "dict": dict,
@@ -211,6 +223,8 @@ def _runtime_types() -> dict[str, Any]:
         "Cell": Cell,
         "ExitScript": ExitScript,
         "FnPtr": FnPtr,
+        "Char": Char,
+        "NOT_PURE": NOT_PURE,
         "Jump": Jump,
         "Mutated": Mutated,
         "RhaiRuntimeError": RhaiRuntimeError,
@@ -234,6 +248,7 @@ def _helpers() -> dict[str, Callable[..., Any]]:
         "rt_dyn_set": rt_dyn_set,
         "rt_call": rt_call,
         "rt_curry": rt_curry,
+        "rt_expect": rt_expect,
         "rt_method": rt_method,
         "rt_is_def_fn": rt_is_def_fn,
         "rt_is_def_var": rt_is_def_var,

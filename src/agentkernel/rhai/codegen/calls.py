@@ -95,14 +95,25 @@ def _fn(c: Calls, node: ast.Call, out: Operand) -> None:
     c.emit(f"{out} = rt.make_fn_ptr({c.expr(node.args[0])})", node.args[0].pos)
 
 
+def _expected(c: Calls, arg: ast.Expr, expected: str, *, copy: bool = False) -> Operand:
+    """An argument that must be of one type (`FnPtr`, `str`, `int`), checked as the reference
+    does: once evaluated, before the next argument, its error at the argument's start."""
+    value = c.value_copy(arg) if copy else c.expr(arg)
+    checked = c.temp()
+    c.emit(f"{checked} = rt_expect({value}, {expected})", ast.start_pos(arg))
+    return checked
+
+
 def _call(c: Calls, node: ast.Call, out: Operand) -> None:
-    values = [c.value_copy(a) for a in node.args]
-    c.emit(f"{out} = rt_call(rt, {values[0]}, [{joined(values[1:])}], d + 1)", node.pos)
+    fn = _expected(c, node.args[0], "FnPtr")
+    values = [c.value_copy(a) for a in node.args[1:]]
+    c.emit(f"{out} = rt_call(rt, {fn}, [{joined(values)}], d + 1)", node.pos)
 
 
 def _curry(c: Calls, node: ast.Call, out: Operand) -> None:
-    values = [c.value_copy(a) for a in node.args]
-    c.emit(f"{out} = rt_curry({values[0]}, [{joined(values[1:])}])", node.pos)
+    fn = _expected(c, node.args[0], "FnPtr")
+    values = [c.value_copy(a) for a in node.args[1:]]
+    c.emit(f"{out} = rt_curry({fn}, [{joined(values)}])", node.pos)
 
 
 def _eval(c: Calls, node: ast.Call, out: Operand) -> None:
@@ -116,12 +127,11 @@ def _is_def_var(c: Calls, node: ast.Call, out: Operand) -> None:
 
 def _is_def_fn(c: Calls, node: ast.Call, out: Operand) -> None:
     """`is_def_fn(name, arity)`, or `is_def_fn(this_type, name, arity)`: a typed method."""
-    if len(node.args) == 2:
-        fn_name, arity = c.expr(node.args[0]), c.expr(node.args[1])
-        c.emit(f"{out} = rt_is_def_fn(rt, {fn_name}, {arity})", node.pos)
-        return
-    this_type, fn_name, arity = (c.expr(arg) for arg in node.args)
-    c.emit(f"{out} = rt_is_def_fn(rt, {fn_name}, {arity}, {this_type})", node.pos)
+    *texts, last = node.args
+    names = [_expected(c, arg, "str") for arg in texts]
+    arity = _expected(c, last, "int")
+    this_type = f", {names[0]}" if len(names) == 2 else ""
+    c.emit(f"{out} = rt_is_def_fn(rt, {names[-1]}, {arity}{this_type})", node.pos)
 
 
 def _is_shared(c: Calls, node: ast.Call, out: Operand) -> None:
@@ -152,7 +162,7 @@ SPECIAL_CALLS: dict[str, SpecialCall] = {
     "type_of": SpecialCall(1, 1, _type_of),
     "Fn": SpecialCall(1, 1, _fn),
     "call": SpecialCall(1, _ANY, _call),
-    "curry": SpecialCall(1, _ANY, _curry),
+    "curry": SpecialCall(2, _ANY, _curry),  # with one argument an ordinary (missing) function
     "eval": SpecialCall(1, 1, _eval),
     "is_def_var": SpecialCall(1, 1, _is_def_var),
     "is_def_fn": SpecialCall(2, 3, _is_def_fn),

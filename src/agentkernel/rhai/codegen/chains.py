@@ -82,7 +82,10 @@ class Chains(FunctionBase):
             index = self.index_of(link)
             fast = list_index_test(current, index)
             slow = f"rt.index_get({current}, {index})"
-            if not self.known_int(index):
+            if index.int_value is not None:  # a literal index: a string's character at once too
+                string_test = list_index_test(current, index).replace("is list", "is str", 1)
+                slow = f"Char({current}[{index}]) if {string_test} else {slow}"
+            elif not self.known_int(index):
                 slow = (
                     f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
                 )
@@ -98,6 +101,10 @@ class Chains(FunctionBase):
         if args is None:
             args = [self.value_copy(a) for a in node.args]
         out = self.temp()
+        if node.name == "call" and node.args:  # `x.call(fn, …)`: `fn` not a pointer fails where it stands
+            self.emit(
+                f"if type({receiver}) is not FnPtr: rt_expect({args[0]}, FnPtr)", ast.start_pos(node.args[0])
+            )
         arg_list = f"[{joined(args)}]"
         name = self.m.constant(node.name)
         if node.name in ("type_of", "is_shared") and not args:
@@ -115,12 +122,18 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
+        if len(args) == 1 and node.name not in ("call", "curry"):  # a pure native at once, if one is known
+            self.emit(f"{out} = rt.pure_method({name}, {receiver}, {args[0]})", node.pos)
+            self.emit(f"if {out} is NOT_PURE:")
+            self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
             self.emit(f"{out} = {out}.result")
+        if len(args) == 1 and node.name not in ("call", "curry"):
+            self.ind -= 1
         return out
 
 

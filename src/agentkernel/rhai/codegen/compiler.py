@@ -87,6 +87,9 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
                     if info.cell:
                         self.emit(f"{info.py} = Cell({info.py})")
                 value = self.block_body(body.stmts, want_value=True)
+                if self.export_lets:  # `eval`'s text: its variables' last values go back to the caller
+                    for name, info in self.scopes[0].items():
+                        self.emit(f"dyn[{self.m.constant(name)}] = {info.load}")
                 self.emit(f"return {value}")
             self.error_handler(wrap)
             if hinted:

@@ -17,6 +17,9 @@ from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
 from agentkernel.rhai.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.literals import Char
+
+_SCALARS = frozenset({int, float, bool, str, Char, type(None)})  # constants shared by every use
 
 
 class ControlFlow(FunctionBase):
@@ -29,7 +32,16 @@ class ControlFlow(FunctionBase):
         self.emit(f"{out} = {value}")
         return out
 
+    def folded_arm(self, node: ast.If | ast.Switch) -> Operand | None:
+        """An `if` or a `switch` on a constant whose arm taken is a scalar constant: that
+        constant, as the reference's optimizer leaves it (its other arms never run)."""
+        value = self.facts.constant(node)
+        return self.m.constant(value) if type(value) in _SCALARS else None
+
     def x_If(self, node: ast.If) -> Operand:
+        folded = self.folded_arm(node)
+        if folded is not None:
+            return folded
         out = self.temp()
         inline = self.inline_comparison(node.cond)
         if inline is not None:  # `if n < 2`: compared and tested on one line
@@ -50,6 +62,9 @@ class ControlFlow(FunctionBase):
         return out
 
     def x_Switch(self, node: ast.Switch) -> Operand:
+        folded = self.folded_arm(node)
+        if folded is not None:
+            return folded
         out = self.temp()
         subject = self.expr(node.subject)
         self.emit(f"{out} = None")

@@ -17,6 +17,8 @@ from agentkernel.rhai.codegen.operands import (
     FALSE,
     INT_ARITHMETIC,
     INT_COMPARISONS,
+    LOCAL,
+    TEMP,
     TRUE,
     Operand,
     joined,
@@ -95,7 +97,10 @@ class Expressions(FunctionBase):
     def x_Unary(self, node: ast.Unary) -> Operand:
         operand = self.expr(node.operand)
         out = self.temp()
-        self.emit(f"{out} = op_unary({self.m.constant(node.op)}, {operand})", node.pos)
+        slow = f"op_unary({self.m.constant(node.op)}, {operand})"
+        if node.op == "!" and operand.place in (TEMP, LOCAL):  # a bool at once; the rest: tags, errors
+            slow = f"({operand} is False) if type({operand}) is bool else {slow}"
+        self.emit(f"{out} = {slow}", node.pos)
         return out
 
     def x_Binary(self, node: ast.Binary) -> Operand:

@@ -12,6 +12,8 @@ from agentkernel.rhai.codegen.operands import NONE, Operand
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 
+_UNIT_LOOPS = (ast.For, ast.While, ast.DoLoop)  # whose value is `()` (a `break` with a value: not pure)
+
 
 class Statements(FunctionBase):
     """Statements and blocks of statements."""
@@ -56,11 +58,12 @@ class Statements(FunctionBase):
         """The reference's optimizer removes pure expression statements whose value is unused."""
         if not (isinstance(stmt, ast.ExprStmt) and self.facts.pure(stmt.expr)):
             return False
-        # as the script's value a pure block still counts, unless its value is () anyway
+        # as the script's value a pure block still counts, unless its value is () anyway, as a
+        # loop's is
         unit_block = isinstance(stmt.expr, ast.Block) and not (
             stmt.expr.stmts and isinstance(stmt.expr.stmts[-1], ast.ExprStmt)
         )
-        return not is_result or unit_block
+        return not is_result or unit_block or isinstance(stmt.expr, _UNIT_LOOPS)
 
     def statement(self, stmt: ast.Stmt, *, want_value: bool) -> Operand:
         self.m.clock.tick()
@@ -95,6 +98,7 @@ class Statements(FunctionBase):
             self.emit(f"rt.global_consts[{self.m.constant(stmt.name)}] = {info.load}")
         if self.export_lets and len(self.scopes) == 1:
             self.emit(f"dyn[{self.m.constant(stmt.name)}] = {info.load}")
+            self.emit(f"rt.eval_lets.add({self.m.constant(stmt.name)})")
 
     def try_catch(self, stmt: ast.TryCatch) -> Operand:
         out = self.temp()
@@ -116,8 +120,9 @@ class Statements(FunctionBase):
                     init = f"rt.catch_value({caught})"
                     self.emit(f"{info.py} = Cell({init})" if info.cell else f"{info.py} = {init}")
                 self.catch_vars.append(caught)
-                value = self.block_body(stmt.handler.stmts, want_value=True)
-                self.emit(f"{out} = {value}")
+                # the reference discards the handler's value (its pure statements with it)
+                self.block_body(stmt.handler.stmts, want_value=False)
+                self.emit(f"{out} = None")
                 self.catch_vars.pop()
         return out
 

@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 from agentkernel.rhai.codegen.variables import Visible
+from agentkernel.rhai.runtime.runtime import Cell
 
 _UNSET: Any = object()
 
@@ -48,29 +49,39 @@ def read_scope(frame: FrameType, visible: Visible | None) -> tuple[dict[str, Any
     return values, frozenset(consts)
 
 
-def write_scope(frame: FrameType, visible: Visible | None, changed: dict[str, Any]) -> None:
-    """Store `changed` values into the innermost variables of those names in sight."""
+def write_scope(
+    frame: FrameType, visible: Visible | None, changed: dict[str, Any], declared: frozenset[str] = frozenset()
+) -> None:
+    """Store `changed` values into the innermost variables of those names in sight.
+
+    A name in `declared` was declared anew by the text (`let K = …`): the caller's
+    variable is shadowed, not assigned, so a closure that captured it keeps the old
+    one — its Cell is replaced, not written into.
+    """
     link = visible
     pending = dict(changed)
     while link is not None and pending:
         if link.name is None:
             frame = frame.f_back  # type: ignore[assignment]
         elif link.name in pending:
-            _store(frame, link, pending.pop(link.name))
+            _store(frame, link, pending.pop(link.name), link.name in declared)
         link = link.parent
 
 
-def _store(frame: FrameType, link: Visible, value: Any) -> None:
+def _store(frame: FrameType, link: Visible, value: Any, anew: bool) -> None:
     holder = frame.f_locals.get(link.local, _UNSET)
     if holder is _UNSET:
         return  # not yet bound where the call stands: nothing to write
     if link.index >= 0:
-        if link.cell:
+        if link.cell and not anew:
             holder[link.index].v = value
         else:
-            holder[link.index] = value
+            holder[link.index] = Cell(value) if link.cell else value
     elif link.cell:
-        holder.v = value
+        if anew:
+            _set_local(frame, link.local, Cell(value))
+        else:
+            holder.v = value
     else:
         _set_local(frame, link.local, value)
 

@@ -45,6 +45,7 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
 def _holds(container: Any, index: Any, value: Any) -> bool:
@@ -165,6 +166,7 @@ class Runtime:
     ) -> None:
         self.limits = limits or Limits()
         self.library = library or default_library()
+        self.pure_calls = self.library.pure_calls
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
         # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
         # method call costs them one test
@@ -188,6 +190,10 @@ class Runtime:
         self.depth_hint = 0
         self.eval_scope: dict[str, Any] = {}
         self.eval_consts: frozenset[str] = frozenset()  # the caller's constants a running `eval` sees
+        # the names a running `eval`'s text declared with `let` at its top level, and those of the
+        # caller's variables the last `eval` declared anew (shadowed: a closure keeps the old one)
+        self.eval_lets: set[str] = set()
+        self.eval_declared: frozenset[str] = frozenset()
         self.eval_hook: Callable[[Runtime, str, dict[str, Any]], Any] | None = None
         # `import`: what finds and loads modules (modules.ModuleLoader; None = no module can be found),
         # the modules in sight by name (the top level's imports), and the running module's exports
@@ -420,6 +426,8 @@ class Runtime:
         first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
+        if native is not None and native.pure and not native.needs_context and len(args) == 2:
+            self._remember_pure(name, args, native.impl)
         if native is None:
             if has_tagged(args):  # natives take a tagged value as its plain value
                 return self._call_untagged(name, args, const)
@@ -429,6 +437,37 @@ class Runtime:
         if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
             _poll()  # a big receiver or first argument: a look at the clock first
         result = self.library.invoke(self, native, args)
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def _remember_pure(self, name: str, args: list[Any], impl: Callable[..., Any]) -> None:
+        """A pure native of one argument after the receiver, found for these types, is found
+        again by `pure_method` (never for a map, nor a range, whose two kinds share one type)."""
+        kinds = tuple(type(a) for a in args)
+        if kinds[0] is not dict and RangeVal not in kinds:  # a map's property may be a pointer
+            self.pure_calls[(name, *kinds)] = impl
+
+    def pure_method(self, name: str, receiver: Any, arg: Any) -> Any:
+        """`receiver.name(arg)` by a pure native seen before for these types (`_remember_pure`),
+        with what `call_native_ref` does around it: a look at the clock for a big argument,
+        the data limit. `NOT_PURE` when there is none, or when the full path must decide: a
+        map (its property may be a pointer to call), a script function of the name or typed
+        methods, a native that failed (the full path words the failure)."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind, type(arg)))
+        if impl is None or self.methods or (name, 1) in self.functions:
+            return NOT_PURE
+        if (kind in _LENGTHY and len(receiver) >= _POLL_SIZE) or (
+            type(arg) in _LENGTHY and len(arg) >= _POLL_SIZE
+        ):
+            _poll()
+        try:
+            result = impl(receiver, arg)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
         if self.data_limit and type(result) in _BUILT:
             self._account_native(result)
         return result
@@ -598,8 +637,9 @@ class Runtime:
         box = ThisBox(this) if this is not NO_THIS else None
         if fn.target is not None:
             arity = getattr(fn.target, "rhai_arity", len(full))
-            if arity != len(full):
-                raise self.not_found(fn.name, full)
+            if arity != len(full):  # called by name and arity: its captured variables come first
+                captured = [cell.v for cell in getattr(fn.target, "args", ())]
+                raise self.not_found(fn.name, [*captured, *full])
             result = fn.target(self, depth, box, *full)
         else:
             script = self.script_for(fn.name, len(full), box)

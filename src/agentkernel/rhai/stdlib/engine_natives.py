@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.errors import NO_POS, RhaiRuntimeError, RhaiSyntaxError
@@ -11,6 +12,7 @@ from agentkernel.rhai.runtime.data_size import LIST, LIST_SLOT, MAP, MAP_ENTRY, 
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, type_name
 from agentkernel.rhai.stdlib import Library
+from agentkernel.rhai.syntax.lexer import is_reserved
 
 if TYPE_CHECKING:
     from agentkernel.rhai.runtime.runtime import Runtime, ScriptFn
@@ -50,6 +52,39 @@ def _parse_error(message: str, line: int, column: int) -> RhaiRuntimeError:
     return failures.parsing(text, NO_POS)
 
 
+_NAME = re.compile(r"_*[A-Za-z][A-Za-z0-9_]*")
+
+
+def _variable_at(text: str, exc: json.JSONDecodeError) -> str | None:
+    """The name a value position holds, when the text is JSON but for names there.
+
+    The reference reads the text as a Rhai map literal and evaluates it: a name
+    (`parse_json("bad")`, `{"a": x}`) parses as a variable, which is not found.
+    Here no name is ever looked up: the first one is reported as the reference
+    does, provided the text parses once every such name is read as `null`.
+    """
+    if exc.msg != "Expecting value":
+        return None
+    match = _NAME.match(text, exc.pos)
+    if match is None or is_reserved(match.group()) or match.group() in ("true", "false", "null"):
+        return None
+    rest = text[: exc.pos] + "null" + text[match.end() :]
+    try:
+        json.loads(rest)
+    except json.JSONDecodeError as again:
+        if _variable_at(rest, again) is None:
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return match.group()
+
+
+def _variable_not_found(name: str, line: int, column: int) -> RhaiRuntimeError:
+    error = failures.variable_not_found(name)
+    error.pos = (line, column)
+    return error
+
+
 def _parsed_size(text: str) -> int:
     """At most what parsing `text` builds: each bracket a container, each comma an item."""
     containers = text.count("[") * (LIST + LIST_SLOT) + text.count("{") * (MAP + MAP_ENTRY)
@@ -67,6 +102,9 @@ def parse_json(ctx: Runtime, text: str) -> Any:
     try:
         value = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
     except json.JSONDecodeError as exc:
+        name = _variable_at(text, exc)
+        if name is not None:
+            raise _variable_not_found(name, exc.lineno, exc.colno) from None
         raise _parse_error(_MESSAGES.get(exc.msg, exc.msg), exc.lineno, exc.colno) from None
     except _Duplicate as exc:
         raise _parse_error(f"Duplicated property for object map literal: {exc.key}", 1, 1) from None

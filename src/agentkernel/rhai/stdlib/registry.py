@@ -108,6 +108,9 @@ class Library:
         self._setters: dict[tuple[Any, str, Any], Setter] = {}
         self._variadic: dict[str, NativeFn] = {}
         self._resolved: dict[tuple[Any, ...], NativeFn | None] = {}
+        # (name, type of each argument) → the function of a pure native that needs no context,
+        # for the runtime's fast path of method calls (filled by it, emptied by `register`)
+        self.pure_calls: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
     def copy(self) -> Library:
         """An independent copy, to extend without touching this library."""
@@ -133,6 +136,7 @@ class Library:
     ) -> None:
         """Add an overload; a later registration of the same signature replaces the earlier."""
         self._resolved.clear()
+        self.pure_calls.clear()
         for signature in _expand(params):
             native = NativeFn(name, signature, impl, pure, needs_context)
             self._arities.add((name, len(signature)))
