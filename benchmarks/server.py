@@ -708,7 +708,8 @@ async def floor_level(
     bare agent's, and its turns/s over the bare agent's."""
     before = floor.cpu.read()
     bare = await clients_level(floor.url, clients, turns, options.session_turns)
-    bare_ms = floor.cpu.server_ms(before, clients * turns)
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK") / (clients * turns)  # /proc counts CPU in clock ticks
+    bare_ms = max(floor.cpu.server_ms(before, clients * turns), tick_ms)  # a few turns may not fill one
     p50 = percentile(bare.round_trip, 50)
     print(
         f"bare agent (FastAPI + uvicorn), {clients} client(s): {bare.rate:.0f} turns/s, round trip p50 "
