@@ -7,6 +7,7 @@ the server's parts are imported when the worker runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_command(options: argparse.Namespace) -> int:
+    """Work, then leave at once: the Temporal SDK's native threads (its Rust core, grpc) may still call
+    into Python while the interpreter finalizes, which aborts it now and then ("PyGILState_Release");
+    the kernel is closed and the output flushed before, so nothing is lost by skipping finalization."""
+    code = _worker(options)
+    if "temporalio" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _worker(options: argparse.Namespace) -> int:
     import asyncio
 
     kernel = load_kernel("agentkernel worker", options.config, llm_url=options.llm_url, model=options.model)
