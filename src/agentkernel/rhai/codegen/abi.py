@@ -147,7 +147,7 @@ def rt_is_def_fn(rt: Runtime, name: str, arity: int, this_type: str | None = Non
 
 def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
     if type(name) is not str:
-        raise failures.mismatch("string", type_name(name), keyed=False)
+        raise failures.mismatch("string", type_name(name))
     return visible is not None and name in visible.names()
 
 

@@ -410,7 +410,7 @@ class Runtime:
             return True
         if value is False:
             return False
-        raise failures.mismatch("bool", type_name(value), keyed=False)
+        raise failures.mismatch("bool", type_name(value))
 
     # -- natives ---------------------------------------------------------------------------------
 
@@ -598,7 +598,7 @@ class Runtime:
     def make_fn_ptr(self, name: Any) -> FnPtr:
         """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
         if type(name) is not str:
-            raise failures.mismatch("string", type_name(name), keyed=False)
+            raise failures.mismatch("string", type_name(name))
         if not is_valid_function_name(name):
             if is_reserved(name):  # the reference's parse error, raised where `Fn` is called
                 raise failures.parsing(f"Syntax error: {reserved_message(name)}", None)
