@@ -41,7 +41,15 @@ from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
-from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, TaggedStr, plain, type_name
+from agentkernel.rhai.runtime.values import (
+    TAGGED,
+    TAGGED_CONTAINERS,
+    Char,
+    FnPtr,
+    TaggedStr,
+    plain,
+    type_name,
+)
 from agentkernel.rhai.stdlib import Mutated
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
@@ -212,7 +220,7 @@ def _builtins() -> dict[str, Any]:
         "dict": dict,
         "len": len,
         "enumerate": enumerate,
-        "CONTAINERS": frozenset({list, dict, bytearray}),
+        "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
     }
 
