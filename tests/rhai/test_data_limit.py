@@ -18,7 +18,7 @@ from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.codegen.abi import bind_closure
 from agentkernel.rhai.runtime.data_size import SCALAR, STRING
 from agentkernel.rhai.runtime.runtime import Cell, data_size_of
-from agentkernel.rhai.runtime.values import FnPtr
+from agentkernel.rhai.runtime.values import FnPtr, with_tag
 
 MIB = 1 << 20
 
@@ -48,6 +48,18 @@ def test_a_shared_string_counts_each_time_it_is_stored() -> None:
     once = data_size_of([text])
     assert data_size_of([text] * 10) >= 10 * (STRING + 1000)
     assert data_size_of([[text], [text]]) > 2 * once - 100
+
+
+def test_a_tagged_array_or_map_counts_as_an_untagged_one() -> None:
+    def array() -> list[Any]:
+        return [{"k": "x" * 100}, ["y" * 50]]
+
+    def table() -> dict[str, Any]:
+        return {"a": ["y" * 50], "b": "z" * 70}
+
+    assert data_size_of(with_tag(array(), 7)) == data_size_of(array())
+    assert data_size_of(with_tag(table(), 7)) == data_size_of(table())
+    assert data_size_of([with_tag(array(), 7)]) == data_size_of([array()])
 
 
 def test_scalars_nested_values_and_closures_count() -> None:

@@ -185,10 +185,20 @@ def test_a_tag_is_kept_by_copies_and_lost_by_operations() -> None:
 
 
 def test_tags_of_other_types_and_wrong_tags() -> None:
-    """Arrays, maps, bools, () and the rest keep no tag here (the reference's do); a map's
-    `.tag` is its property, as in the reference."""
-    assert run("let a = [1]; a.set_tag(5); [a.tag(), a]") == [0, [1]]
+    """Arrays, maps and bools keep a tag as the reference's do (a copy keeps it, a change in
+    place keeps it, an operator's result has none); a map's `.tag` is its property, as in the
+    reference; the host gets a tagged bool as a bool."""
+    assert run("let a = [1]; a.set_tag(5); a.push(2); let b = a; [a.tag(), b.tag, a, tag(a + b)]") == [
+        5,
+        5,
+        [1, 2],
+        0,
+    ]
     assert run("let m = #{}; m.tag = 12; let n = m; [n.tag, tag(n)]") == [12, 0]
+    assert run("let m = #{}; m.set_tag(3); m.k = 1; let n = m; [n.tag, tag(n), n]") == [None, 3, {"k": 1}]
+    result = run("let t = true; t.set_tag(4); [t, tag(t), tag(!t), #{t: t}]")
+    assert result == [True, 4, 0, {"t": True}]
+    assert type(result[0]) is bool and type(result[3]["t"]) is bool
     assert (
         error_of("let x = 1; x.set_tag(1.5); x")
         == "Function not found: set_tag (i64, f64) (line 1, position 14)"

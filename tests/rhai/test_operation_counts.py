@@ -66,6 +66,18 @@ def test_a_folded_constant_counts_one_as_in_the_reference() -> None:
         Engine().eval("1 / 0; 2")
 
 
+def test_a_failing_builtin_on_constants_counts_as_on_a_variable() -> None:
+    """`1 / 0` is not folded, yet it is a built-in's call: the reference's optimizer
+    (optimizer.rs, "Call built-in operators") leaves the call when the built-in fails,
+    and its evaluation calls get_builtin_binary_op_fn's function directly, as for `x / 0`
+    — not a library function's call, which counts one more (`[1] == [1]`)."""
+    let_x = our_count("let x = 1;")
+    assert our_count("try { 1 / 0 } catch { }") == our_count("let x = 1; try { x / 0 } catch { }") - let_x
+    overflow = "try { 9223372036854775807 + 1 } catch { }"
+    assert our_count(overflow) == our_count("let x = 9223372036854775807; try { x + 1 } catch { }") - let_x
+    assert our_count("[1] == [1]") == our_count("let x = [1]; x == [1]") - our_count("let x = [1];") + 1
+
+
 @pytest.mark.parametrize("source", LOOPS)
 def test_a_loop_counting_in_a_local_stops_where_inline_counting_does(
     source: str, monkeypatch: pytest.MonkeyPatch

@@ -40,7 +40,7 @@ from agentkernel.rhai.runtime.runtime import (
     locate,
     wrap_call,
 )
-from agentkernel.rhai.runtime.values import RangeVal
+from agentkernel.rhai.runtime.values import RangeVal, host_value
 from agentkernel.rhai.stdlib import ANY, Library, default_library, engine_natives
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
@@ -321,9 +321,9 @@ class Engine:
         if fn is None:
             raise rt.not_found(name, list(args))
         try:
-            return rt.run(fn.body, 1, None, *[copy_value(a) for a in args])
+            return host_value(rt.run(fn.body, 1, None, *[copy_value(a) for a in args]))
         except ExitScript as stop:
-            return stop.value
+            return host_value(stop.value)
         except RhaiError:
             raise
         except Exception as exc:  # never let Python leak out (Ctrl-C and SystemExit do)
@@ -378,9 +378,9 @@ def _typed_method(script: CompiledScript, name: str, arity: int) -> ScriptFn | N
 
 def _run_main(rt: Runtime, script: CompiledScript) -> Any:
     try:
-        return rt.run(script.main, 0, None)
+        return host_value(rt.run(script.main, 0, None))
     except ExitScript as stop:
-        return stop.value
+        return host_value(stop.value)
     except RhaiError:
         raise
     except Exception as exc:  # KeyboardInterrupt and SystemExit are the host's, not the script's

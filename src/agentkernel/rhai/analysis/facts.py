@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin
 from agentkernel.rhai.syntax import ast
 
 # what a node's subtree holds, as bits (each set when the node or any node below it has it)
@@ -251,11 +251,17 @@ class Facts:
 
     def _library_operator(self, node: ast.Binary) -> bool:
         """An operator on two constants that no built-in operator takes (`[1] == [1]`,
-        `1 + "a"`): a library function there, called as one (folding.py did not fold it)."""
+        `1 + "a"`): a library function there, called as one (folding.py did not fold it).
+        A built-in that fails (`1 / 0`, an overflow) is called at run time as directly as
+        on variables: nothing more."""
+        if node.op in ("??", "..", "..="):
+            return False
+        left = fold(node.left, self._folds)
+        right = fold(node.right, self._folds)
         return (
-            node.op not in ("??", "..", "..=")
-            and fold(node.left, self._folds) is not NOT_CONSTANT
-            and fold(node.right, self._folds) is not NOT_CONSTANT
+            left is not NOT_CONSTANT
+            and right is not NOT_CONSTANT
+            and not has_builtin(node.op, type(left), type(right))
         )
 
     def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:

@@ -120,7 +120,7 @@ def _fold_binary(op: str, left: Any, right: Any) -> Any:
         return NOT_CONSTANT
     if op == "??":
         return right if left is None else left
-    if not _builtin(op, type(left), type(right)):
+    if not has_builtin(op, type(left), type(right)):
         return NOT_CONSTANT
     operator = ops.BINARY.get(op)
     if operator is None:
@@ -136,7 +136,7 @@ _NUMBERS = frozenset({int, float})
 _COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 
 
-def _builtin(op: str, left: type, right: type) -> bool:
+def has_builtin(op: str, left: type, right: type) -> bool:
     """Whether the reference has a built-in operator for these operand types (its
     `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
     characters, bools, and any comparison of two different types (always false, or
@@ -164,4 +164,4 @@ def _type_of(value: Any) -> Any:
     return type_name(value)
 
 
-__all__ = ["NOT_CONSTANT", "fold"]
+__all__ = ["NOT_CONSTANT", "fold", "has_builtin"]

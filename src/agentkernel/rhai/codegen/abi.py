@@ -41,7 +41,15 @@ from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
-from agentkernel.rhai.runtime.values import TAGGED, Char, FnPtr, TaggedStr, plain, type_name
+from agentkernel.rhai.runtime.values import (
+    TAGGED,
+    TAGGED_CONTAINERS,
+    Char,
+    FnPtr,
+    TaggedStr,
+    plain,
+    type_name,
+)
 from agentkernel.rhai.stdlib import Mutated
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
@@ -147,7 +155,7 @@ def rt_is_def_fn(rt: Runtime, name: str, arity: int, this_type: str | None = Non
 
 def rt_is_def_var(name: Any, visible: Visible | None) -> bool:
     if type(name) is not str:
-        raise failures.mismatch("string", type_name(name), keyed=False)
+        raise failures.mismatch("string", type_name(name))
     return visible is not None and name in visible.names()
 
 
@@ -212,7 +220,7 @@ def _builtins() -> dict[str, Any]:
         "dict": dict,
         "len": len,
         "enumerate": enumerate,
-        "CONTAINERS": frozenset({list, dict, bytearray}),
+        "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
     }
 

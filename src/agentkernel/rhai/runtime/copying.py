@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime.pacing import POLL_SIZE, poll
+from agentkernel.rhai.runtime.values import TAGGED_CONTAINERS, plain, with_tag
 
 
 def clone(value: Any) -> Any:
-    """A Rhai value copy: arrays, maps and blobs are values, so nested ones copy too."""
+    """A Rhai value copy: arrays, maps and blobs are values, so nested ones copy too
+    (a tagged one with its tag)."""
     kind = type(value)
     if kind is list:
         if len(value) >= POLL_SIZE:
@@ -23,10 +25,12 @@ def clone(value: Any) -> Any:
         return {k: clone(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
     if kind is bytearray:
         return bytearray(value)
+    if kind in TAGGED_CONTAINERS:  # a copy keeps the tag
+        return with_tag(clone(plain(value)), value.tag)
     return value
 
 
-_CONTAINERS = frozenset({list, dict, bytearray})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 
 
 __all__ = ["clone"]

@@ -53,12 +53,13 @@ def arithmetic(message: str) -> RhaiRuntimeError:
     return RhaiRuntimeError(ErrorKind.ARITHMETIC, message)
 
 
-def mismatch(expected: str, actual: str, *, keyed: bool = True) -> RhaiRuntimeError:
-    """`Data type incorrect: <actual> (expecting <expected>)` (`keyed=False`: without the
-    `requested`/`actual` keys, as a condition, `Fn(…)` and `is_def_var` have it)."""
-    extras = {"requested": expected, "actual": actual} if keyed else None
+def mismatch(expected: str, actual: str) -> RhaiRuntimeError:
+    """`Data type incorrect: <actual> (expecting <expected>)`, with the `requested` and
+    `actual` keys a `catch` sees (the reference's dump_fields adds them to every one)."""
     return RhaiRuntimeError(
-        ErrorKind.MISMATCH_DATA_TYPE, f"Data type incorrect: {actual} (expecting {expected})", extras=extras
+        ErrorKind.MISMATCH_DATA_TYPE,
+        f"Data type incorrect: {actual} (expecting {expected})",
+        extras={"requested": expected, "actual": actual},
     )
 
 

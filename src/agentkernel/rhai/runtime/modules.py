@@ -174,7 +174,7 @@ def rt_import(rt: Runtime, path: Any, alias: str | None, top_level: bool) -> Rha
     """`import path [as alias];`: the module; at a top level its alias is in sight of the
     functions called from there (the reference's imports are a stack they see)."""
     if type(path) is not str:
-        raise failures.mismatch("string", type_name(path), keyed=False)
+        raise failures.mismatch("string", type_name(path))
     loader: ModuleLoader | None = rt.module_loader
     if loader is None:
         raise failures.module_not_found(path)

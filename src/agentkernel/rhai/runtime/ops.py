@@ -50,13 +50,22 @@ from agentkernel.rhai.runtime.numeric import (
     shift_right,
 )
 from agentkernel.rhai.runtime.printing import format_float_rust, to_string
-from agentkernel.rhai.runtime.values import TAGGED, Char, RangeVal, Timestamp, plain
+from agentkernel.rhai.runtime.values import (
+    TAGGED,
+    TAGGED_CONTAINERS,
+    Char,
+    RangeVal,
+    TaggedDict,
+    TaggedList,
+    Timestamp,
+    plain,
+)
 
 Binary = Callable[[Any, Any], Any]
 
 HARD_MAX_SIZE = 2**31  # no string, array or BLOB may grow past this, limits or not
 _LONG_TEXT = 1 << 16  # comparing strings this long looks at the clock first
-_CONTAINERS = frozenset({list, dict, bytearray})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _NUMBERS = frozenset({int, float})
 
 
@@ -556,13 +565,13 @@ def compound(op: str, a: Any, b: Any) -> Any:
         op = op[:-1]
     if op == "+":
         kind = type(a)
-        if kind is list:
+        if kind is list or kind is TaggedList:  # in place: a tagged array keeps its tag
             return _push_or_extend(a, b)
         if kind is bytearray:
             appended = _blob_append(a, b)
             if appended is not None:
                 return appended
-        elif kind is dict and type(b) is dict:
+        elif (kind is dict or kind is TaggedDict) and (type(b) is dict or type(b) is TaggedDict):
             a.update(clone(b))
             return a
         elif kind is Char and type(b) is str and not b:
@@ -571,7 +580,7 @@ def compound(op: str, a: Any, b: Any) -> Any:
 
 
 def _push_or_extend(a: list[Any], b: Any) -> list[Any]:
-    if type(b) is list:
+    if type(b) is list or type(b) is TaggedList:
         _joined(a, b)
         a.extend(clone(b))
     else:

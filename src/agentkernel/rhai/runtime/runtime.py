@@ -27,19 +27,24 @@ from agentkernel.rhai.runtime.internal_errors import log_internal_error
 from agentkernel.rhai.runtime.printing import to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
+    TAGGED_CONTAINERS,
     Char,
     FnPtr,
     RangeVal,
+    TaggedBool,
+    TaggedDict,
+    TaggedList,
     TaggedStr,
     has_tagged,
     plain,
+    restore,
     type_name,
     with_tag,
 )
 from agentkernel.rhai.stdlib import Library, Mutated, default_library
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
-_CONTAINERS = (list, dict, bytearray)
+_CONTAINERS = frozenset({list, dict, bytearray, TaggedList, TaggedDict})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
 _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
@@ -410,7 +415,9 @@ class Runtime:
             return True
         if value is False:
             return False
-        raise failures.mismatch("bool", type_name(value), keyed=False)
+        if type(value) is TaggedBool:
+            return value.value
+        raise failures.mismatch("bool", type_name(value))
 
     # -- natives ---------------------------------------------------------------------------------
 
@@ -474,10 +481,13 @@ class Runtime:
 
     def _call_untagged(self, name: str, args: list[Any], const: bool) -> Any:
         """A native called with the plain values of tagged arguments; a receiver it changes
-        in place (`s.pad(5, "-")`) keeps its tag, as the reference's does."""
-        result = self.call_native_ref(name, [plain(a) for a in args], const)
+        in place (`s.pad(5, "-")`, `a.push(1)`) keeps its tag, as the reference's does."""
+        plains = [plain(a) for a in args]
+        result = self.call_native_ref(name, plains, const)
         if type(result) is Mutated and type(args[0]) in TAGGED:
             return Mutated(with_tag(result.receiver, args[0].tag), result.result)
+        if type(args[0]) in TAGGED_CONTAINERS:
+            restore(args[0], plains[0])  # a tagged array or map changed in place
         return result
 
     def _account_native(self, result: Any) -> None:
@@ -492,7 +502,7 @@ class Runtime:
     # -- properties and indexing --------------------------------------------------------------------
 
     def get_prop(self, obj: Any, name: str) -> Any:
-        if type(obj) is dict:
+        if type(obj) is dict or type(obj) is TaggedDict:  # a map's `tag` is its key
             return obj.get(name)
         try:
             return self.library.get_property(self, obj, name)
@@ -503,7 +513,7 @@ class Runtime:
 
     def set_prop(self, obj: Any, name: str, value: Any) -> Any:
         """Set `obj.name = value`; returns the object to store back (maps change in place)."""
-        if type(obj) is dict:
+        if type(obj) is dict or type(obj) is TaggedDict:
             if obj.get(name) is value:
                 return obj  # stored back after growing in place (`o.a += x`): counted as it grew
             obj[name] = value
@@ -514,7 +524,7 @@ class Runtime:
             return self.library.set_property(self, obj, name, value)
         except RhaiRuntimeError:
             if type(obj) in TAGGED or type(value) in TAGGED:
-                return self.set_prop(plain(obj), name, plain(value))
+                return restore(obj, self.set_prop(plain(obj), name, plain(value)))
             raise
 
     def index_get(self, obj: Any, index: Any) -> Any:
@@ -539,7 +549,7 @@ class Runtime:
             result = self.library.index_set(self, obj, index, value)
         except RhaiRuntimeError as exc:
             if type(obj) in TAGGED or type(index) in TAGGED:  # the value keeps its tag if it can
-                return self.index_set(plain(obj), plain(index), value, where)
+                return restore(obj, self.index_set(plain(obj), plain(index), value, where))
             if type(value) in TAGGED:
                 return self.index_set(obj, index, plain(value), where)
             if where is not None and exc.pos is None:
@@ -598,7 +608,7 @@ class Runtime:
     def make_fn_ptr(self, name: Any) -> FnPtr:
         """`Fn("name")`: a pointer resolved at call time (RHAI.md §10)."""
         if type(name) is not str:
-            raise failures.mismatch("string", type_name(name), keyed=False)
+            raise failures.mismatch("string", type_name(name))
         if not is_valid_function_name(name):
             if is_reserved(name):  # the reference's parse error, raised where `Fn` is called
                 raise failures.parsing(f"Syntax error: {reserved_message(name)}", None)

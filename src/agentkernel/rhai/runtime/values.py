@@ -87,12 +87,16 @@ class IterVal:
 # -- value tags ---------------------------------------------------------------------------
 #
 # The reference keeps a 32-bit tag in every value (`set_tag`, `tag`, `x.tag = n`): copies
-# keep it (`let y = x`, arguments, array elements), operations make untagged values. Here
-# only a tagged value pays: `set_tag` makes an instance of a subclass of its type holding
-# the tag (an i64, f64, string or char; other types keep no tag). Untagged values stay the
-# plain Python values every fast path tests with `type(x) is int`; a tagged value fails
-# those tests, and the slow paths treat it as its plain value where they fail to match
-# (`plain`), so whatever it meets computes as the reference does, and the result is untagged.
+# keep it (`let y = x`, arguments, array elements), a change in place keeps it (`a.push(x)`,
+# `m.k = v`), operations make untagged values (`a + b`, `!b`). Here only a tagged value
+# pays: `set_tag` makes an instance of a tagged type holding the tag — a subclass of an
+# i64, f64, string, char, array or map, and for a bool (which Python cannot subclass) a
+# small box. Untagged values stay the plain Python values every fast path tests with
+# `type(x) is int`; a tagged value fails those tests, and the slow paths treat it as its
+# plain value where they fail to match (`plain`), so whatever it meets computes as the
+# reference does, and the result is untagged. A tagged array's or map's plain value is a
+# copy: a slow path that changes it writes the change back (`restore`) so the tagged
+# container itself changes, as the reference's does.
 
 
 class TaggedInt(int):
@@ -119,8 +123,57 @@ class TaggedChar(Char):
     tag: int
 
 
+class TaggedList(list):  # type: ignore[type-arg]
+    """An array with a tag."""
+
+    tag: int
+
+
+class TaggedDict(dict):  # type: ignore[type-arg]
+    """A map with a tag."""
+
+    tag: int
+
+
+class TaggedBool:
+    """A bool with a tag: a box, as Python's bool has no subclasses. `bool(x)` is its value;
+    it equals its value and the other box of that value (an array's `==` compares items so)."""
+
+    __slots__ = ("tag", "value")
+
+    #: whether one was ever made in this process (until then `host_value` has nothing to do)
+    made = False
+
+    def __init__(self, value: Any) -> None:
+        self.value = bool(value)
+        self.tag = 0
+        TaggedBool.made = True
+
+    def __bool__(self) -> bool:
+        return self.value
+
+    def __eq__(self, other: object) -> bool:
+        return other is self.value or (type(other) is TaggedBool and other.value is self.value)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"TaggedBool({self.value}, tag={self.tag})"
+
+
 #: each tagged type and its plain type
-TAGGED: dict[type, type] = {TaggedInt: int, TaggedFloat: float, TaggedStr: str, TaggedChar: Char}
+TAGGED: dict[type, type] = {
+    TaggedInt: int,
+    TaggedFloat: float,
+    TaggedStr: str,
+    TaggedChar: Char,
+    TaggedList: list,
+    TaggedDict: dict,
+    TaggedBool: bool,
+}
+#: the tagged containers: copied where a plain one is (copying.py), changed in place
+TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict})
 _TAGGABLE: dict[type, type] = {plain: tagged for tagged, plain in TAGGED.items()}
 
 
@@ -128,6 +181,35 @@ def plain(value: Any) -> Any:
     """A tagged value as its plain value (an untagged one as it is)."""
     base = TAGGED.get(type(value))
     return value if base is None else base(value)
+
+
+def restore(tagged: Any, changed: Any) -> Any:
+    """A tagged array or map given what a slow path made of its plain copy: when that is
+    the copy changed in place, the change goes into `tagged` (which keeps its tag and
+    identity) and `tagged` is returned; anything else is returned as it is."""
+    if type(tagged) is TaggedList and type(changed) is list:
+        tagged[:] = changed
+        return tagged
+    if type(tagged) is TaggedDict and type(changed) is dict:
+        tagged.clear()
+        tagged.update(changed)
+        return tagged
+    return changed
+
+
+def host_value(value: Any) -> Any:
+    """A script's value as the host gets it: a tagged bool, wherever it is in arrays and
+    maps, a Python bool (the other tagged values are subclasses of the host's types)."""
+    if not TaggedBool.made:
+        return value
+    kind = type(value)
+    if kind is TaggedBool:
+        return value.value
+    if kind is list or kind is TaggedList:
+        return [host_value(v) for v in value]
+    if kind is dict or kind is TaggedDict:
+        return {k: host_value(v) for k, v in value.items()}
+    return value
 
 
 def has_tagged(values: Any) -> bool:
@@ -168,6 +250,9 @@ _TYPE_NAMES: dict[type, str] = {
     TaggedFloat: "f64",
     TaggedStr: "string",
     TaggedChar: "char",
+    TaggedList: "array",
+    TaggedDict: "map",
+    TaggedBool: "bool",
 }
 
 
@@ -192,17 +277,23 @@ __all__ = [
     "I64_MAX",
     "I64_MIN",
     "TAGGED",
+    "TAGGED_CONTAINERS",
     "Char",
     "FnPtr",
     "IterVal",
     "RangeVal",
+    "TaggedBool",
     "TaggedChar",
+    "TaggedDict",
     "TaggedFloat",
     "TaggedInt",
+    "TaggedList",
     "TaggedStr",
     "Timestamp",
     "has_tagged",
+    "host_value",
     "plain",
+    "restore",
     "signature_type_name",
     "tag_of",
     "type_name",

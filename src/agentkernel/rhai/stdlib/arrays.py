@@ -21,12 +21,12 @@ from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.failures import not_found_text, raw_type_name
 from agentkernel.rhai.runtime.numeric import I64_MAX
 from agentkernel.rhai.runtime.pacing import CHUNK, paced, poll
-from agentkernel.rhai.runtime.values import TAGGED, Char, RangeVal, has_tagged, plain
+from agentkernel.rhai.runtime.values import TAGGED, TAGGED_CONTAINERS, Char, RangeVal, has_tagged, plain
 from agentkernel.rhai.stdlib.limits import HARD_MAX_SIZE, reserve_array, reserve_copies
 from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import exclusive_bounds, inclusive_bounds, index_from_end, offset_len
 
-_CONTAINERS = frozenset({list, dict, bytearray})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SORTABLE = frozenset({int, Char, str, bool})
 
 

@@ -25,10 +25,10 @@ from agentkernel.rhai.errors import ErrorKind, RhaiRuntimeError
 from agentkernel.rhai.runtime.context import NO_THIS, NativeContext
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.failures import in_function_call, not_found_text
-from agentkernel.rhai.runtime.values import FnPtr
+from agentkernel.rhai.runtime.values import TAGGED_CONTAINERS, FnPtr
 
 _DIRECT, _MOVED, _MOVED_EXTRAS, _EXTRAS, _BY_NAME = range(5)
-_CONTAINERS = frozenset({list, dict, bytearray})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 
 
 def is_identifier(name: str) -> bool:

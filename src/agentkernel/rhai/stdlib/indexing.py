@@ -27,10 +27,10 @@ from agentkernel.rhai.runtime.failures import (
 )
 from agentkernel.rhai.runtime.numeric import I64_MAX, wrap_i64
 from agentkernel.rhai.runtime.printing import to_string
-from agentkernel.rhai.runtime.values import Char, RangeVal
+from agentkernel.rhai.runtime.values import TAGGED_CONTAINERS, Char, RangeVal
 from agentkernel.rhai.stdlib.text import index_from_end
 
-_CONTAINERS = frozenset({list, dict, bytearray})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 
 
 def _position(length: int, index: Any) -> int:
