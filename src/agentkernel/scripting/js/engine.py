@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +119,9 @@ def _location(stack: str | None, path: Path) -> SourceLocation | None:
     return chosen[0] if chosen else None
 
 
+#: Package data beside this module (pyproject's package-data ships it in the wheel); read by path, as
+#: `importlib.resources` alone costs a tenth of a `tool run`'s start-up.
+_PRELUDE = Path(__file__).with_name("prelude.js")
 _COMMENT_LINE = re.compile(r"^[ \t]*//.*$", re.MULTILINE)
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
@@ -128,7 +130,7 @@ def _prelude_source(names: Sequence[str]) -> str:
     """prelude.js for these helpers, its comment lines and indentation dropped: QuickJS keeps each
     function's source text in its bytecode, which every fresh context reads and frees. Lines stay
     where they were, so a stack frame of `<agentkernel>` still names a line of prelude.js."""
-    template = resources.files("agentkernel.scripting.js").joinpath("prelude.js").read_text("utf-8")
+    template = _PRELUDE.read_text("utf-8")
     source = template.replace("HELPER_NAMES", json.dumps(list(names)))
     return _INDENT.sub("", _COMMENT_LINE.sub("", source))
 
