@@ -8,7 +8,6 @@ is keyed by both (`session_key`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -107,6 +106,8 @@ def session_folder_name(user_id: str | None, session_id: str) -> str:
 
 
 def _named(readable: str, unique: str) -> str:
+    import hashlib  # OpenSSL's library: not for a command that names no session
+
     shown = _UNSAFE.sub("_", readable).strip(".")[:48] or "id"
     digest = hashlib.sha256(unique.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{shown}-{digest}"

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -240,6 +239,8 @@ def _refusal(folder: int, name: str, path: str, walked: list[str], exc: OSError)
 
 def _replace(folder: int, name: str, data: bytes, path: str) -> None:
     """Put `data` at `name` in `folder` by writing a new file and renaming it over the old entry."""
+    import secrets  # with hashlib: not for a command that writes no file
+
     temporary = f".fs_write-{secrets.token_hex(8)}.tmp"
     try:
         handle = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=folder)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Iterator
@@ -98,6 +97,8 @@ def remove_tree(folder: Path) -> None:
 
 def _empty_folder(handle: int, top: int) -> list[str]:
     """Unlink what the folder `handle` holds, but move its folders to `top`; their names there."""
+    import secrets  # with hashlib: for a folder removed only
+
     moved: list[str] = []
     with os.scandir(handle) as entries:
         found = list(entries)

@@ -57,7 +57,6 @@ operations below (`StateMethods`, over a `StateDialect`). Decisions:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -252,6 +251,8 @@ def canonical_json(text: str) -> str:
 
 def member_digest(text: str) -> str:
     """The key a set member is unique by: SHA-256 of its canonical JSON."""
+    import hashlib  # OpenSSL's library: for a set member only
+
     try:
         canonical = canonical_json(text)
     except RecursionError:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -212,6 +211,8 @@ class LeaseLost(AgentKernelError):
 
 def new_token() -> str:
     """A holder's token: its process id (for a person reading the table) and 16 random bytes."""
+    import secrets  # with hashlib: for a lease taken only
+
     return f"{os.getpid()}:{secrets.token_hex(16)}"
 
 

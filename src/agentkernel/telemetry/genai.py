@@ -14,7 +14,6 @@ cut at CONTENT_CHARS.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,8 @@ def user_attributes(user_id: str | None) -> dict[str, Value]:
         return {}
     if tracing.record_user_ids:
         return {"user.id": user_id}
+    import hashlib  # OpenSSL's library: only once traces are on
+
     return {"user.hash": hashlib.sha256(user_id.encode()).hexdigest()[:16]}
 
 

@@ -18,7 +18,6 @@ project's paths or templates from them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -32,6 +31,8 @@ _ENTRY_CHARS = 16
 
 def template_entry(root: Path | None, template: str) -> str:
     """The chain's entry for template `template` of the project in `root`."""
+    import hashlib  # OpenSSL's library: for an MCP call's chain only
+
     where = str(root.resolve()) if root is not None else ""
     described = f"{where}\0{template}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(described).hexdigest()[:_ENTRY_CHARS]
