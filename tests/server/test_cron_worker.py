@@ -151,7 +151,6 @@ def test_a_schedule_firing_while_every_worker_is_down_runs_once_when_one_comes_b
             schedule(client, receiver, "tick", interval_secs=3, misfire=misfire)
             schedule_of(temporal_address, temporal_task_queue, "tick", lambda _: True, "its Schedule placed")
             first.kill()
-        down = time.time()
         placed = described(temporal_address, temporal_task_queue, "tick")
         assert placed is not None and placed.info.num_actions == 0, "it fired before the worker was killed"
         schedule_of(
@@ -175,7 +174,10 @@ def test_a_schedule_firing_while_every_worker_is_down_runs_once_when_one_comes_b
                 "a due time after the worker came back",
                 WAIT_SECS,
             )
-    while_down = [post["scheduled_at"] for post in later if down < due(post) <= back]
+    # no firing was started while the first worker lived (num_actions was 0 after its kill; Temporal may
+    # take a due time a little late, so its nominal time can even precede the kill): every due time up to
+    # the second worker's start fired while no worker ran
+    while_down = [post["scheduled_at"] for post in later if due(post) <= back]
     assert len(while_down) == runs, while_down
     dues = [post["scheduled_at"] for post in of(receiver, "tick")]
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
