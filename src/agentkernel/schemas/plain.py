@@ -352,35 +352,16 @@ _VALUES: dict[str, Any] = {
     "default": lambda v: True,
     "examples": lambda v: isinstance(v, list),
 }
-# a keyword whose value is one subschema, a non-empty list of them, or a map of names to them
-_SUBSCHEMAS = {
-    **dict.fromkeys(
-        (
-            "items",
-            "contains",
-            "additionalProperties",
-            "propertyNames",
-            "if",
-            "then",
-            "else",
-            "not",
-            "unevaluatedItems",
-            "unevaluatedProperties",
-            "contentSchema",
-        ),
-        "schema",
-    ),
-    **dict.fromkeys(("allOf", "anyOf", "oneOf", "prefixItems"), "array"),
-    **dict.fromkeys(("properties", "dependentSchemas", "definitions"), "map"),
-}
+_NOT_WALKED = frozenset({"$defs", "patternProperties"})
+"""Maps of subschemas whose check is left to jsonschema (the walk answers False on them)."""
 
 
 def surely_a_schema(schema: object, keywords: Mapping[str, str]) -> bool:
     """True only when jsonschema's 2020-12 metaschema check (`check_schema`) passes `schema`; False when
     it may not, or when this module cannot tell.
 
-    `keywords` are the 2020-12 keywords (schemas/parameters.py KEYWORDS): a key
-    that is none of them is an unknown keyword, which the metaschema allows.
+    `keywords` are the 2020-12 keywords and the shape of each one's value (schemas/parameters.py
+    KEYWORDS): a key that is none of them is an unknown keyword, which the metaschema allows.
     """
     todo: list[object] = [schema]
     steps = 0
@@ -396,7 +377,7 @@ def surely_a_schema(schema: object, keywords: Mapping[str, str]) -> bool:
         for keyword, value in node.items():
             if keyword not in keywords:
                 continue
-            shape = _SUBSCHEMAS.get(keyword)
+            shape = "value" if keyword in _NOT_WALKED else keywords[keyword]
             if shape == "schema":
                 todo.append(value)
             elif shape == "array":
