@@ -181,6 +181,27 @@ def test_a_worker_serves_its_own_metrics_behind_the_servers_tokens(
         assert "agentkernel_approvals_pending 0.0" in page.text
 
 
+def test_a_metrics_page_caller_that_sends_nothing_is_dropped_and_others_still_answered() -> None:
+    """A scraper (or anyone) holding connections open without a request never pins the page's threads."""
+    from agentkernel.config.server import ServerSettings
+    from agentkernel.config.telemetry import TelemetrySettings
+    from agentkernel.server.worker_metrics import MetricsPage
+
+    page = MetricsPage(
+        "127.0.0.1", 0, ServerSettings(), TelemetrySettings(), lambda: 0, read_timeout_secs=0.3
+    )
+    try:
+        host, port = page.url.split("//")[1].split("/")[0].split(":")
+        idle = [socket.create_connection((host, int(port))) for _ in range(20)]
+        assert httpx.get(page.url).status_code == 200  # loopback, no tokens configured
+        for held in idle:
+            held.settimeout(30)
+            assert held.recv(1) == b""  # closed by the server, not by this test
+            held.close()
+    finally:
+        page.close()
+
+
 @pytest.mark.across_deployments  # on PostgreSQL a step's NOTIFY wakes the stream at once: the race is widest
 def test_a_message_sent_on_done_is_taken_the_worker_having_given_the_session_back(
     project: Path, llm_server: FakeLLMServer

@@ -24,6 +24,7 @@ from agentkernel.server.identity import is_loopback
 from agentkernel.telemetry import metrics
 
 BEARER = "bearer "
+READ_TIMEOUT_SECS = 10.0
 
 
 class MetricsPage:
@@ -36,9 +37,10 @@ class MetricsPage:
         server: ServerSettings,
         telemetry: TelemetrySettings,
         pending: Callable[[], int],
+        read_timeout_secs: float = READ_TIMEOUT_SECS,
     ) -> None:
         metrics.start()  # this process counts from now
-        handler = _handler(server, telemetry, pending)
+        handler = _handler(server, telemetry, pending, read_timeout_secs)
         try:
             self._http = ThreadingHTTPServer((host, port), handler)
         except OSError as exc:
@@ -61,9 +63,11 @@ class MetricsPage:
 
 
 def _handler(
-    server: ServerSettings, telemetry: TelemetrySettings, pending: Callable[[], int]
+    server: ServerSettings, telemetry: TelemetrySettings, pending: Callable[[], int], read_timeout_secs: float
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = read_timeout_secs  # a caller that holds its connection open and sends nothing is dropped
+
         def do_GET(self) -> None:
             if self.path.split("?", 1)[0] != "/metrics":
                 self._answer(HTTPStatus.NOT_FOUND, b"only /metrics is served here\n", "text/plain")
