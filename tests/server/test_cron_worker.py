@@ -13,21 +13,23 @@ receiver, on the store and on the Schedule as Temporal describes it.
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, ScheduleDescription
+from temporalio.client import Client, ScheduleActionExecutionStartWorkflow, ScheduleDescription
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkernel.config.server import token_hash
 from agentkernel.services.cron import job_session
-from tests.fakes import FakeLLMServer, Reply
+from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.webhook import WebhookReceiver
 from tests.server.conftest import make_project, script_tool, write
-from tests.server.test_cron_serving import ANSWER, Served, count, due, listed, of, schedule
+from tests.server.test_cron_serving import ANSWER, Served, count, due, listed, of, run_tool, schedule
 from tests.server.test_run_worker import working
 
 WAIT_SECS = 120.0  # an upper bound for one thing to happen, never a measured time
@@ -181,3 +183,70 @@ def test_a_schedule_firing_while_every_worker_is_down_runs_once_when_one_comes_b
     assert len(while_down) == runs, while_down
     dues = [post["scheduled_at"] for post in of(receiver, "tick")]
     assert len(dues) == len(set(dues)), f"a due time was delivered twice: {dues}"
+
+
+def pending_activities(address: str, queue: str, name: str) -> int | None:
+    """How many activities the job's running firing has pending (None: no firing runs)."""
+
+    async def count() -> int | None:
+        client = await Client.connect(address)
+        found = await client.get_schedule_handle(f"{queue}.{job_session('alice', name)}").describe()
+        running = [
+            a for a in found.info.running_actions if isinstance(a, ScheduleActionExecutionStartWorkflow)
+        ]
+        if not running:
+            return None
+        firing = client.get_workflow_handle(running[0].workflow_id)
+        return len((await firing.describe()).raw_description.pending_activities)
+
+    return asyncio.run(count())
+
+
+def test_a_firing_past_its_owners_cap_waits_on_a_timer_and_runs_when_the_other_ends(
+    project: Path,
+    serve: Served,
+    receiver: WebhookReceiver,
+    llm_server: FakeLLMServer,
+    temporal_address: str,
+    temporal_task_queue: str,
+) -> None:
+    """cron.max_running_per_user across a worker: the second job's firing is held (its status says why)
+    while the first runs, holding no worker slot, and runs once the first has ended."""
+    release = threading.Event()
+
+    def answer(request: RecordedRequest) -> Reply:
+        if "slow" in json.dumps(request.body, ensure_ascii=False):
+            release.wait(WAIT_SECS)  # the first job's run holds its owner's only slot until the test says
+        return Reply(text=ANSWER)
+
+    llm_server.respond_with(answer)
+    kernel_yaml = project / "config" / "kernel.yaml"
+    kernel_yaml.write_text(
+        kernel_yaml.read_text().replace(
+            "run_timeout_secs: 10", "run_timeout_secs: 120\n  max_running_per_user: 1"
+        )
+    )
+    try:
+        with working(project, "w1"), serve.client() as client:
+            first = time.time() + 3
+            for name, at in (("slow", first), ("quick", first + 2)):  # the slow one first, for certain
+                moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+                job: dict[str, Any] = {"name": name, "template": "watcher", "oneshot_at": moment}
+                job |= {"prompt": f"{name} price?", "notify": [{"type": "webhook", "url": receiver.url}]}
+                assert run_tool(client, "cron_set", job)
+            wait_until(
+                lambda: listed(client)["quick"]["waiting"] is not None, "the second job held by the cap"
+            )
+            assert "cron.max_running_per_user (1)" in listed(client)["quick"]["waiting"]
+            wait_until(  # between its asks it waits on a timer: no activity, no worker's slot
+                lambda: pending_activities(temporal_address, temporal_task_queue, "quick") == 0,
+                "the held firing to wait with no activity pending",
+            )
+            assert of(receiver, "quick") == []
+            release.set()
+            (slow,) = count(receiver, "slow", 1)
+            (quick,) = count(receiver, "quick", 1)
+            assert quick["ok"] and quick["fired_at"] >= slow["fired_at"]
+            assert listed(client)["quick"]["waiting"] is None and listed(client)["quick"]["runs"] == 1
+    finally:
+        release.set()

@@ -12,8 +12,9 @@ worker` processes do both halves of cron.
   reconcile is idempotent.
 - `CronFirer.fire` is the firing's activity: it claims the due time in the
   store under the firing's own name (so a retry after a worker died takes
-  its claim back), waits — heartbeating — while the owner is at
-  `cron.max_running_per_user`, skips a `misfire: skip` due time taken later
+  its claim back), answers HELD while the owner is at
+  `cron.max_running_per_user` (the workflow asks again after a timer, so a
+  waiting firing holds no worker's slot), skips a `misfire: skip` due time taken later
   than `cron.misfire_grace_secs`, runs the job as the servers' scheduler
   does (services/cron_scheduler.py `run_claim`), records the outcome and
   delivers it to every sink before it returns. A firing whose job is gone
@@ -41,7 +42,7 @@ from agentkernel.services.cron_scheduler import run_claim
 from agentkernel.services.cron_store import Claim, Firing
 from agentkernel.services.sqlite_db import StoreBusy
 from agentkernel.services.temporal_cron import CronSchedules
-from agentkernel.services.temporal_workflow import FIRE_CRON, CronFiring
+from agentkernel.services.temporal_workflow import FIRE_CRON, HELD, CronFiring
 from agentkernel.telemetry import metrics
 
 log = logging.getLogger("agentkernel.cron")
@@ -50,8 +51,6 @@ SYNC_POLL_SECS = 2.0
 """How often a worker looks at the store's change mark: a new job's Schedule is placed within this."""
 RESYNC_SECS = 60.0
 """How often a worker reconciles even when nothing changed in the store."""
-HELD_POLL_SECS = 2.0
-"""How often a firing held back by its owner's cap asks again."""
 
 T = TypeVar("T")
 
@@ -85,6 +84,8 @@ class CronFirer:
         claim = await self._claim(given)
         if claim is None:
             return "gone"
+        if claim.held_back:  # the workflow asks again after a timer, holding no slot meanwhile
+            return HELD
         store = self.service.store
         if claim.misfired:
             metrics.cron_ran("skipped")
@@ -103,23 +104,19 @@ class CronFirer:
         return "ok" if outcome.ok else "failed"
 
     async def _claim(self, given: Firing) -> Claim | None:
-        """The due time claimed; None when there is nothing to run (the job gone: its Schedule too)."""
+        """The due time claimed (`held_back` when its owner is at the cap); None when there is nothing to
+        run (the job gone: its Schedule too)."""
         settings = self.service.settings
-        while True:
-            claim = await asyncio.to_thread(
-                self.service.store.claim_fired,
-                given,
-                time.time(),
-                settings.lease_secs,
-                settings.misfire_grace_secs,
-            )
-            if claim is None:
-                await self._forget_if_gone(given)
-                return None
-            if not claim.held_back:
-                return claim
-            activity.heartbeat()  # waiting for one of the owner's runs to end
-            await asyncio.sleep(HELD_POLL_SECS)
+        claim = await asyncio.to_thread(
+            self.service.store.claim_fired,
+            given,
+            time.time(),
+            settings.lease_secs,
+            settings.misfire_grace_secs,
+        )
+        if claim is None:
+            await self._forget_if_gone(given)
+        return claim
 
     async def _forget_if_gone(self, given: Firing) -> None:
         """A firing of a job no longer in the store (or replaced): its Schedule goes when the job did."""
@@ -198,4 +195,4 @@ def cron_parts(kernel: Kernel, client: Client) -> tuple[CronFirer, CronSync]:
     return CronFirer(kernel, schedules), CronSync(kernel, schedules)
 
 
-__all__ = ["HELD_POLL_SECS", "RESYNC_SECS", "SYNC_POLL_SECS", "CronFirer", "CronSync", "cron_parts"]
+__all__ = ["RESYNC_SECS", "SYNC_POLL_SECS", "CronFirer", "CronSync", "cron_parts"]

@@ -47,6 +47,10 @@ DRIVE_RUN = "agentkernel.drive_run"
 END_STOPPED = "agentkernel.end_stopped_run"
 CRON_WORKFLOW = "agentkernel.cron"
 FIRE_CRON = "agentkernel.fire_cron"
+HELD = "held"
+"""A firing's activity answer while its owner is at the cap: ask again later."""
+HELD_FIRST_PAUSE_SECS = 1.0
+HELD_MOST_PAUSE_SECS = 30.0
 SCHEDULED_AT = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 """Set by Temporal on a workflow its Schedule started: the due time it was started for."""
 RUN_MOST_SECS = 7 * 24 * 3600.0
@@ -132,21 +136,29 @@ class CronFiring:
 @workflow.defn(name=CRON_WORKFLOW)
 class CronWorkflow:
     """A due time of a cron job: its one activity, retried elsewhere when a worker dies; its result the
-    firing's outcome (`ok`, `failed`, `skipped`, `gone`)."""
+    firing's outcome (`ok`, `failed`, `skipped`, `gone`). While its owner is at
+    `cron.max_running_per_user` the activity answers HELD at once and the workflow waits on a timer
+    (growing from HELD_FIRST_PAUSE_SECS to HELD_MOST_PAUSE_SECS) before it asks again: a user's waiting
+    firings hold no worker's activity slot another user's runs need."""
 
     @workflow.run
     async def run(self, job: CronFire) -> str:
         started = workflow.info().typed_search_attributes.get(SCHEDULED_AT)
         due = (started or workflow.now()).timestamp()  # none: started by hand, due now
-        result: str = await workflow.execute_activity(
-            FIRE_CRON,
-            CronFiring(job, due),
-            result_type=str,
-            start_to_close_timeout=timedelta(seconds=job.most_secs),
-            heartbeat_timeout=timedelta(seconds=job.heartbeat_secs),
-            retry_policy=RETRY,
-        )
-        return result
+        pause = HELD_FIRST_PAUSE_SECS
+        while True:
+            result: str = await workflow.execute_activity(
+                FIRE_CRON,
+                CronFiring(job, due),
+                result_type=str,
+                start_to_close_timeout=timedelta(seconds=job.most_secs),
+                heartbeat_timeout=timedelta(seconds=job.heartbeat_secs),
+                retry_policy=RETRY,
+            )
+            if result != HELD:
+                return result
+            await workflow.sleep(pause)  # a timer, not a worker's slot: the owner's cap holds it back
+            pause = min(pause * 2, HELD_MOST_PAUSE_SECS)
 
 
 __all__ = [
@@ -155,6 +167,7 @@ __all__ = [
     "END_MOST_SECS",
     "END_STOPPED",
     "FIRE_CRON",
+    "HELD",
     "MOST_ATTEMPTS",
     "RETRY",
     "RUN_MOST_SECS",
