@@ -372,7 +372,9 @@ def test_a_webhook_that_fails_is_retried(
 def test_a_oneshot_fires_once_and_is_done(
     kernel: Kernel, make_tool: ToolFactory, hook: WebhookReceiver
 ) -> None:
-    soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1.5))
+    soon = time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3)
+    )  # whole seconds: a slow call must not see it past
     anna = kernel.caller(user_id="anna")
     run(kernel, make_tool, js(job(oneshot_at=soon, notify=[{"type": "webhook", "url": hook.url}])), anna)
     run(

@@ -158,7 +158,9 @@ def test_a_cron_run_is_counted_as_its_jobs_user_and_template(
     llm_server.respond_with(lambda request: Reply(text="tick", prompt_tokens=5, completion_tokens=1))
     with WebhookReceiver() as hook:
         ann = kernel.caller(user_id="ann", session_id="chat-1")
-        soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        soon = time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3)
+        )  # whole seconds: a slow call must not see it past
         options = job(template="plain", oneshot_at=soon, notify=[{"type": "webhook", "url": hook.url}])
         assert run(kernel, make_tool, js(options), ann)["ok"]
         with Scheduling(kernel):
