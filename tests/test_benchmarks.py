@@ -43,7 +43,7 @@ FIGURES: dict[str, list[str]] = {
     ],
     "rhai_compile.py": [
         *(rf"^{case}\s+100\s+" for case in ("lets", "map", "closures", "statements", "deep")),
-        rf"^realistic\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+        rf"^realistic\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
         rf"^\s+after its file changed\s+{NUMBER}$",
         rf"^\s+after a restart, compile cache warm\s+{NUMBER}$",
     ],

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
+from agentkernel.rhai import engine as engine_module
+from agentkernel.rhai.engine import LazyFunction
 from agentkernel.rhai.runtime.values import Char
 from agentkernel.rhai.stdlib import ANY
 
@@ -161,3 +167,55 @@ def test_ctrl_c_and_system_exit_pass_through_unchanged(stop: type[BaseException]
     with pytest.raises(stop) as caught:
         engine.call_fn(script, "g", [])
     assert caught.value is raised
+
+
+LIBRARY = """
+fn double(x) { x * 2 }
+fn quadruple(x) { double(double(x)) }
+fn unused() { 1 }
+fn int.plus(y) { this + y }
+fn broken(items) {
+    let n = items.len();
+    n - "a"
+}
+"""
+
+
+def test_a_function_is_compiled_on_its_first_call_and_then_called_directly() -> None:
+    engine = Engine()
+    script = engine.compile(LIBRARY + "quadruple(5) + 3.plus(1)")
+    assert all(isinstance(fn.body, LazyFunction) for fn in script.functions.values())
+    assert isinstance(script.methods[("plus", 1, "i64")].body, LazyFunction)
+    assert engine.run(script) == 24
+    called = [("double", 1), ("quadruple", 1)]
+    assert not any(isinstance(script.functions[key].body, LazyFunction) for key in called)
+    assert script.namespace["f_double_1"] is script.functions[("double", 1)].body
+    assert not isinstance(script.methods[("plus", 1, "i64")].body, LazyFunction)
+    assert isinstance(script.functions[("unused", 0)].body, LazyFunction)  # never called: never compiled
+    assert engine.call_fn(script, "unused", []) == 1
+
+
+def test_an_error_in_a_function_compiled_late_has_its_line_in_the_whole_script() -> None:
+    engine = Engine()
+    script = engine.compile(LIBRARY + "broken([1])")
+    with pytest.raises(RhaiRuntimeError, match=r"\(line 8, position 7\)\nin call to function 'broken'"):
+        engine.run(script)
+    with pytest.raises(RhaiRuntimeError, match=r"\(line 8, position 7\)"):
+        engine.call_fn(script, "broken", [[1, 2]], run_top_level=False)
+
+
+def test_threads_calling_a_function_first_at_once_compile_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine()
+    script = engine.compile(LIBRARY)
+    compiles: list[str] = []
+    compile_part = engine_module._compiled
+    monkeypatch.setattr(engine_module, "_compiled", lambda *a: compiles.append(a[0][:12]) or compile_part(*a))
+    start = threading.Barrier(8)
+
+    def call() -> Any:
+        start.wait()
+        return engine.call_fn(script, "quadruple", [3], run_top_level=False)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(lambda _: call(), range(8))) == [12] * 8
+    assert sorted(compiles) == ["def f_double", "def f_quadru"]

@@ -62,7 +62,7 @@ class CachedCompile:
     """One entry: the module as compiled, and the bytecode of each of its parts."""
 
     module: CompiledModule
-    codes: list[CodeType]
+    codes: list[CodeType | None]  # None: a script function compiled on its first call
 
 
 @cache
@@ -143,7 +143,7 @@ class CompileCache:
         except Exception:  # signed by us, yet unreadable (a bug of ours): compile afresh
             return None
 
-    def store(self, key: str, module: CompiledModule, codes: Sequence[CodeType]) -> None:
+    def store(self, key: str, module: CompiledModule, codes: Sequence[CodeType | None]) -> None:
         """Write the entry for `key` (atomically); a failure only means the next start compiles."""
         import pickle  # here: `agentkernel rhai run` never pays for its import
 

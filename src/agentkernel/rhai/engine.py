@@ -15,9 +15,11 @@ import gc
 import inspect
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import CodeType
@@ -54,36 +56,75 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 
 def _load(
-    module: CompiledModule, source_name: str | None, codes: Sequence[CodeType] | None = None
+    module: CompiledModule, source_name: str | None, codes: Sequence[CodeType | None] | None = None
 ) -> CompiledScript:
-    """Run the module's parts (compiled here, or `codes` already compiled) into a namespace."""
+    """Run the module's parts (compiled here, or `codes` already compiled) into a namespace.
+
+    A part given as None is a script function compiled on its first call (`LazyFunction`).
+    """
     namespace = dict(GLOBALS)
     namespace["K"] = module.constants
     namespace["LINES"] = module.positions
     namespace["NOPOS"] = module.operator_lines
-    for code in codes if codes is not None else _compiled_parts(module, source_name):
-        exec(code, namespace)
-    signatures = module.signatures
+    if codes is None:
+        codes = list(_compiled_parts(module, source_name))
+    first_line = 1
+    for part, code in zip(module.parts, codes, strict=True):
+        if code is not None:
+            exec(code, namespace)
+        else:
+            name = _function_defined(part)
+            assert name is not None, "only a script function's part is compiled on its first call"
+            namespace[name] = LazyFunction(namespace, name, part, first_line, _filename(source_name))
+        first_line += part.count("\n")
+    return _script_of(module, namespace, source_name)
+
+
+def _script_of(module: CompiledModule, namespace: dict[str, Any], source_name: str | None) -> CompiledScript:
+    """The loaded script: its functions by name and arity, its typed methods by type too."""
     functions: dict[tuple[str, int], ScriptFn] = {}
     methods: dict[tuple[str, int, str], ScriptFn] = {}
-    for name, arity, this_type, private, params in signatures:
+    for name, arity, this_type, private, params in module.signatures:
         body = namespace[fn_py_name(name, arity, this_type)]
         compiled = ScriptFn(name, arity, body, this_type, private, params)
         if this_type is None:
             functions[(name, arity)] = compiled
         else:
             methods[(name, arity, this_type)] = compiled
+        if type(body) is LazyFunction:
+            body.tables.append(
+                (functions, (name, arity)) if this_type is None else (methods, (name, arity, this_type))
+            )
     return CompiledScript(module, namespace, functions, source_name, methods)
 
 
-def _compiled_parts(module: CompiledModule, source_name: str | None) -> Iterator[CodeType]:
+def _compiled_parts(
+    module: CompiledModule, source_name: str | None, *, lazy: bool = False
+) -> Iterator[CodeType | None]:
     """Each part's bytecode, lines numbered across the module: one `compile()` per function,
-    so that the memory CPython needs to compile one is freed before the next."""
+    so that the memory CPython needs to compile one is freed before the next. With `lazy`,
+    a script function's part is None: `_load` compiles it on its first call."""
     first_line = 1
+    filename = _filename(source_name)
     for part in module.parts:
-        code = compile(part, _filename(source_name), "exec")
-        yield _moved(code, first_line - 1) if first_line > 1 else code
+        if lazy and _function_defined(part) is not None:
+            yield None
+        else:
+            yield _compiled(part, filename, first_line)
         first_line += part.count("\n")
+
+
+def _compiled(part: str, filename: str, first_line: int) -> CodeType:
+    code = compile(part, filename, "exec")
+    return _moved(code, first_line - 1) if first_line > 1 else code
+
+
+def _function_defined(part: str) -> str | None:
+    """The Python name of the script function (or typed method) `part` defines, if it is
+    one (`fn_py_name`: `f_…`/`m_…`; closures, parts apart and the top level are not)."""
+    if part.startswith(("def f_", "def m_")):
+        return part[4 : part.index("(")]
+    return None
 
 
 def _filename(source_name: str | None) -> str:
@@ -94,6 +135,48 @@ def _moved(code: CodeType, lines: int) -> CodeType:
     """`code` (and the functions in it) as if compiled `lines` lines further down the module."""
     consts = tuple(_moved(c, lines) if isinstance(c, CodeType) else c for c in code.co_consts)
     return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
+
+
+class LazyFunction:
+    """A script function whose bytecode is compiled on its first call.
+
+    A script of many functions that calls a few (a tool's helpers, a library
+    of functions) pays CPython's `compile()` (half of a compile's time) only
+    for those. The first call compiles the part into the script's namespace,
+    where the generated code finds the function by name from then on, and puts
+    the real function in the tables (`CompiledScript.functions`/`methods`)
+    that named this one, so that later calls pay nothing. Threads calling it
+    first at once compile it once.
+    """
+
+    __slots__ = ("_filename", "_first_line", "_lock", "_name", "_namespace", "_part", "_real", "tables")
+
+    def __init__(
+        self, namespace: dict[str, Any], name: str, part: str, first_line: int, filename: str
+    ) -> None:
+        self._namespace = namespace
+        self._name = name
+        self._part = part
+        self._first_line = first_line
+        self._filename = filename
+        self._lock = threading.Lock()
+        self._real: Callable[..., Any] | None = None
+        self.tables: list[tuple[dict[Any, ScriptFn], Any]] = []  # where a ScriptFn names this one
+
+    def __call__(self, *args: Any) -> Any:
+        real = self._real
+        return (real if real is not None else self.compiled())(*args)
+
+    def compiled(self) -> Callable[..., Any]:
+        """The real function, compiled now if no call compiled it yet."""
+        with self._lock:
+            if self._real is None:
+                _stack_room()
+                exec(_compiled(self._part, self._filename, self._first_line), self._namespace)
+                real = self._real = self._namespace[self._name]
+                for table, key in self.tables:
+                    table[key] = replace(table[key], body=real)
+            return self._real
 
 
 # The code generator never writes what CPython warns about (a literal subscripted,
@@ -155,7 +238,7 @@ def _compile_checked(
         with _collector_paused():
             script = parse(source, options, clock)
             module = compile_script(script, eval_mode=eval_mode, clock=clock)
-            codes = list(_compiled_parts(module, source_name))
+            codes = list(_compiled_parts(module, source_name, lazy=True))
             if cache is not None:
                 cache.store(key, module, codes)
             return _load(module, source_name, codes)
