@@ -258,6 +258,12 @@ def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
     loaded = modules_after(["rhai", "run", str(script)], tmp_path)
     assert "agentkernel.rhai.engine" in loaded
     assert not loaded & (HEAVY | KERNEL), loaded & (HEAVY | KERNEL)
+    # a closure's name hashes with OpenSSL's sha256, parse_json needs json: each loads its module (issue 31)
+    assert not loaded & {"hashlib", "_hashlib", "json"}, loaded & {"hashlib", "_hashlib", "json"}
+    script.write_text('print(parse_json("{\\"a\\": 1}").a); let f = |x| x + 1; print(f.call(1)); print(f)')
+    done = cli("agentkernel", "rhai", "run", str(script))
+    assert done.stdout.splitlines()[:2] == ["1", "2"], done.stderr
+    assert done.stdout.splitlines()[2].startswith("Fn(anon$"), done.stdout
 
 
 def test_rhai_run_flags_are_the_runners() -> None:
