@@ -265,6 +265,10 @@ def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
     assert not loaded & (HEAVY | KERNEL), loaded & (HEAVY | KERNEL)
     # a closure's name hashes with OpenSSL's sha256, parse_json needs json: each loads its module (issue 31)
     assert not loaded & {"hashlib", "_hashlib", "json"}, loaded & {"hashlib", "_hashlib", "json"}
+    natives = {name for name in loaded if name.startswith("agentkernel.rhai.stdlib.")}
+    assert natives <= {
+        f"agentkernel.rhai.stdlib.{m}" for m in ("registry", "indexing", "text", "engine_natives")
+    }
     script.write_text('print(parse_json("{\\"a\\": 1}").a); let f = |x| x + 1; print(f.call(1)); print(f)')
     done = cli("agentkernel", "rhai", "run", str(script))
     assert done.stdout.splitlines()[:2] == ["1", "2"], done.stderr

@@ -49,7 +49,9 @@ def test_a_text_read_again_comes_from_the_cache_as_pyyaml_made_it(
 @pytest.mark.parametrize(
     "path", sorted(p.relative_to(REPO) for p in (REPO / "config").rglob("*.yaml")), ids=str
 )
-def test_every_shipped_file_reads_back_from_the_cache_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_shipped_file_reads_back_from_the_cache_alike(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Types included (repr tells `1` from `1.0` and from `true`), and every key's line."""
     parsed = yaml_parse.parse_yaml(REPO / path, (REPO / path).read_text(encoding="utf-8"))
     assert load_yaml(REPO / path)[0] == parsed[0]
