@@ -19,6 +19,7 @@ import pytest
 
 from agentkernel.config import find_kernel_config
 from agentkernel.errors import ConfigError
+from agentkernel.helpers import AREAS
 from tests.cli.conftest import BIN, cli
 from tests.conftest import REPO, write_kernel_yaml
 
@@ -315,6 +316,7 @@ def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path, tmp_path
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
     unused |= {"mcp", "mcp_types", "opentelemetry", "subprocess", "pickle"} | JSONSCHEMA
     unused |= {"importlib.resources", "hashlib", "secrets"}  # the JS prelude read by its path (issue 31)
+    unused |= {f"agentkernel.helpers.{area}" for area in AREAS}  # text_stats calls no helper
     assert not loaded & unused, loaded & unused
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
     assert "agentkernel.rhai.engine" in rhai
