@@ -25,6 +25,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,7 @@ def _plain(value: object) -> bool:
 
 def _write(where: Path, name: str, data: bytes) -> None:
     """Write the entry whole (a reader sees the old file or the new), then keep at most MAX_ENTRIES."""
-    part = where / f".{name}.{os.getpid()}.part"
+    part = where / f".{name}.{os.getpid()}.{threading.get_ident()}.part"  # this thread's alone
     try:
         part.write_bytes(data)
         os.replace(part, where / name)
