@@ -423,7 +423,7 @@ def test_billion_laughs_is_refused_before_it_is_built(tmp_path: Path) -> None:
 
 
 def test_as_many_values_written_out_without_an_alias_are_refused_too(tmp_path: Path) -> None:
-    """Only a short file without a `*` skips the count (util/yaml_source.py `_may_expand`)."""
+    """Only a short file without a `*` skips the count (util/yaml_parse.py `_may_expand`)."""
     write(tmp_path / "t.js", "function run() {}")
     values = "[" + ",".join(["{}"] * 100_001) + "]"
     path = write(tmp_path / "t.yaml", f"kind: script_tool\nname: t\nscript: t.js\nx: {values}\n")

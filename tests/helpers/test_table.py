@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,9 +14,9 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.errors import HelperError
-from agentkernel.helpers import default_helper_table
+from agentkernel.helpers import AREAS, default_helper_table, register_area
 from agentkernel.helpers.table import HelperTable, ScriptCall
-from agentkernel.identity import safe_folder_name
+from agentkernel.identity import Caller, safe_folder_name
 from agentkernel.types import JSONValue
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -271,3 +272,58 @@ def test_runaway_logging_is_capped(
     records = [r for r in caplog.records if r.name == "agentkernel.script"]
     assert len(records) == 201
     assert "more output suppressed (limit 200 lines)" in records[-1].getMessage()
+
+
+# -- helpers registered on first use (issue 31: start-up) ------------------------------------------------
+
+
+UNSET = "AGENTKERNEL_SURELY_UNSET_VARIABLE"
+
+
+@pytest.mark.parametrize("area", sorted(AREAS))
+def test_each_area_registers_the_helpers_the_index_names(area: str) -> None:
+    """The index the default table names helpers from, before importing anything, is each module's own."""
+    table = HelperTable()
+    register_area(area, table)
+    assert table.names() == AREAS[area]
+
+
+def test_the_default_table_names_every_helper_at_once_and_registers_on_first_call() -> None:
+    table = default_helper_table()
+    every = HelperTable()
+    for area in AREAS:
+        register_area(area, every)
+    assert table.names() == every.names()  # an engine binds them all, in the same order
+    assert "usage" in table and "nope" not in table
+    assert table.invoke("env_var", ScriptCall(Caller(), "t"), ["AGENTKERNEL_SURELY_UNSET_VARIABLE"]) == ""
+    assert [(h.name, h.min_args, h.max_args) for h in table] == [
+        (h.name, h.min_args, h.max_args) for h in every
+    ]
+
+
+def test_a_built_in_name_is_taken_before_its_module_is_loaded() -> None:
+    table = default_helper_table()
+    with pytest.raises(ValueError, match="already registered"):
+        table.register("http_get", lambda call: None)
+    with pytest.raises(ValueError, match="already registered"):
+        table.register_later(["mine", "caller"], lambda table: None)
+    assert "mine" not in table
+
+
+def test_threads_calling_a_helper_first_all_find_it() -> None:
+    table = default_helper_table()
+    start = threading.Barrier(8)
+    results: list[JSONValue] = []
+
+    def first_call() -> None:
+        start.wait()
+        results.append(
+            table.invoke("env_var", ScriptCall(Caller(), "t"), ["AGENTKERNEL_SURELY_UNSET_VARIABLE"])
+        )
+
+    threads = [threading.Thread(target=first_call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [""] * 8

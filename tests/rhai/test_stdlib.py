@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NativeContext
@@ -1186,3 +1187,37 @@ def test_huge_sizes_are_refused_before_allocating() -> None:
         with pytest.raises(RhaiRuntimeError) as info:
             fn()
         assert info.value.kind == "ErrorDataTooLarge" and info.value.catchable is False
+
+
+# -- the standard library filled on first use (issue 31: start-up) ---------------------------------------
+
+
+def test_a_default_library_is_filled_by_its_first_use_whatever_it_is() -> None:
+    """Each method of a library not yet filled answers as the filled library does."""
+    full = build_library()
+    assert default_library().function_names() == full.function_names()
+    assert default_library().has_function("sub_string", 3)
+    assert default_library().resolve("len", ["abc"]) == full.resolve("len", ["abc"])
+    assert default_library().call(FakeContext(), "sub_string", ["hello", 1, 3]) == "ell"
+    assert default_library().copy().function_names() == full.function_names()
+    assert default_library().get_property(FakeContext(), "abc", "len") == 3
+
+
+def test_a_function_registered_before_any_use_still_wins_over_the_standard_one() -> None:
+    """Filling after the host's registration would put the standard overload back over it."""
+    lib = default_library()
+    lib.register("to_upper", (str,), lambda s: "mine")
+    assert lib.call(FakeContext(), "to_upper", ["abc"]) == "mine"
+    engine = Engine()
+    engine.register_fn("to_upper", lambda s: "mine", [str])
+    assert engine.eval('"abc".to_upper()') == "mine"
+    assert Engine().eval('"abc".to_upper()') == "ABC"
+
+
+def test_a_runtime_made_before_the_library_is_filled_keeps_its_fast_path_table() -> None:
+    engine = Engine()
+    script = engine.compile('let s = "a b"; s.contains(" ")')
+    runtime = engine.new_runtime(script)
+    assert engine.eval('parse_json(`{"a": 1}`).a') == 1  # the engine's own natives come with the fill
+    assert runtime.pure_calls is engine.library.pure_calls
+    assert engine.run(script) is True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -172,28 +173,63 @@ def _script_arity(function: HelperFunction) -> tuple[int, int | None]:
 
 
 class HelperTable:
-    """Helpers by name; `invoke` is the single entry both engines call."""
+    """Helpers by name; `invoke` is the single entry both engines call.
+
+    Helpers given with `register_later` are named at once (an engine binds
+    every name) and registered when a script first calls one of them, so a
+    command whose scripts call no helper of an area never imports its module.
+    """
 
     def __init__(self) -> None:
         self._helpers: dict[str, Helper] = {}
+        self._known: dict[str, None] = {}  # every name, registered or later, in order
         self._names: tuple[str, ...] = ()  # asked for at every script call
+        self._later: dict[str, Callable[[HelperTable], None]] = {}  # name → what registers it
+        self._registering = threading.Lock()
 
     def register(self, name: str, function: HelperFunction, *, traced: Traced | None = None) -> None:
         """Add helper `name`; with `traced`, each call is a span when telemetry records (S26.1)."""
-        if name in self._helpers:
+        if name in self._helpers or name in self._later:
             raise ValueError(f"helper {name!r} is already registered")
         low, high = _script_arity(function)
         self._helpers[name] = Helper(name, function, low, high, traced)
-        self._names = tuple(self._helpers)
+        self._name(name)
+
+    def register_later(self, names: Sequence[str], register: Callable[[HelperTable], None]) -> None:
+        """Helpers `names`, which `register(table)` registers when one of them is first called
+        (or the table is walked); a name already taken is refused now, as `register` would."""
+        for name in names:
+            if name in self._known:
+                raise ValueError(f"helper {name!r} is already registered")
+        for name in names:
+            self._later[name] = register
+            self._name(name)
+
+    def _name(self, name: str) -> None:
+        if name not in self._known:
+            self._known[name] = None
+            self._names = tuple(self._known)
+
+    def _register_now(self, name: str) -> None:
+        """Run what registers `name` (and the helpers registered with it), once, whichever thread asks."""
+        with self._registering:
+            register = self._later.get(name)
+            if register is None:  # registered already (maybe by another thread), or never named
+                return
+            for other in [n for n, r in self._later.items() if r is register]:
+                del self._later[other]
+            register(self)
 
     def names(self) -> tuple[str, ...]:
         return self._names
 
     def __contains__(self, name: object) -> bool:
-        return name in self._helpers
+        return name in self._known
 
     def __iter__(self) -> Iterator[Helper]:
-        return iter(self._helpers.values())
+        for name in list(self._later):
+            self._register_now(name)
+        return iter([self._helpers[name] for name in self._known if name in self._helpers])
 
     def invoke(self, name: str, call: ScriptCall, args: Sequence[JSONValue]) -> JSONValue:
         """Run a helper for a script; every failure comes out as a HelperError.
@@ -202,6 +238,9 @@ class HelperTable:
         and `http_get(url, ())` in Rhai mean `http_get(url)`.
         """
         helper = self._helpers.get(name)
+        if helper is None and name in self._known:
+            self._register_now(name)
+            helper = self._helpers.get(name)
         if helper is None:
             raise HelperError(f"{name}: no such helper")
         args = list(args)

@@ -306,12 +306,12 @@ class Engine:
         compile_cache: CompileCache | None = None,
     ) -> None:
         self.limits = limits or Limits()
-        self.library = library or default_library()
+        self.library = library or default_library(engine_natives.register)  # filled on first use
         self.max_source_size = max_source_size
         self.module_resolver = module_resolver
         self.compile_cache = compile_cache
-        if not self.library.has_function("parse_json", 1):
-            engine_natives.register(self.library)
+        if library is not None and not library.has_function("parse_json", 1):
+            engine_natives.register(library)
 
     def parse_options(self, *, allow_functions: bool = True, source: str | None = None) -> ParseOptions:
         return ParseOptions(

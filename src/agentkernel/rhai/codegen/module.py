@@ -6,7 +6,6 @@ This module knows Python source text, not Rhai syntax; the compiler
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +113,8 @@ def fn_py_name(name: str, arity: int, this_type: str | None = None) -> str:
 
 def anon_for(node: ast.Closure) -> str:
     """A closure's name, `anon$<16 hex digits>` like the reference's, from where it stands."""
+    import hashlib  # here: OpenSSL's library is loaded only by a script with a closure
+
     key = f"{node.pos}:{node.params}"
     return "anon$" + hashlib.sha256(key.encode()).hexdigest()[:16]
 

@@ -4,48 +4,38 @@
     lib.call(ctx, "sub_string", ["hello", 1, 3])      # -> "ell"
 
 One module per area registers its natives into a `Library` (a table keyed
-by name and parameter types). Operators live in `rhai/ops.py`; `print`,
+by name and parameter types); they are imported when a library is first
+filled, not with this package. Operators live in `rhai/ops.py`; `print`,
 `debug`, `type_of`, `Fn`, `call`, `curry`, `eval`, `parse_json`, `exit` and
 the `is_def_*`/`is_shared` functions are the compiler's.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
-from agentkernel.rhai.stdlib import (
-    arrays,
-    bits,
-    blobs,
-    chars,
-    conversions,
-    core,
-    fn_ptrs,
-    higher_order,
-    json_text,
-    maps,
-    numbers,
-    ranges,
-    strings,
-    timestamps,
-)
 from agentkernel.rhai.stdlib.registry import ANY, EXCLUSIVE, INCLUSIVE, Library, Mutated, NativeFn
 
+# the modules that register natives, in registration order (a later overload of a signature wins)
 _AREAS = (
-    core,
-    conversions,
-    numbers,
-    bits,
-    chars,
-    strings,
-    arrays,
-    higher_order,
-    blobs,
-    maps,
-    json_text,
-    ranges,
-    timestamps,
-    fn_ptrs,
+    "core",
+    "conversions",
+    "numbers",
+    "bits",
+    "chars",
+    "strings",
+    "arrays",
+    "higher_order",
+    "blobs",
+    "maps",
+    "json_text",
+    "ranges",
+    "timestamps",
+    "fn_ptrs",
 )
 
 
@@ -53,7 +43,7 @@ def build_library() -> Library:
     """A fresh library with every standard native (for callers that add their own)."""
     lib = Library()
     for area in _AREAS:
-        area.register(lib)
+        importlib.import_module(f"{__name__}.{area}").register(lib)
     return lib
 
 
@@ -62,10 +52,52 @@ def _standard() -> Library:
     return build_library()
 
 
-def default_library() -> Library:
-    """The standard library: built once, handed out as a copy (cheap: the tables are
-    copied, not rebuilt), so a caller may register its own functions into it."""
-    return _standard().copy()
+def default_library(then: Callable[[Library], None] | None = None) -> Library:
+    """The standard library, as a copy a caller may register its own functions into (cheap:
+    the tables are copied, not rebuilt), and `then` run on it (e.g. an engine's own natives).
+
+    Filled when first asked anything, not here: a script that calls no native
+    (`print(1)`) never imports the modules of the natives.
+    """
+    return _Unfilled(then)
+
+
+_FILLING = threading.Lock()
+
+
+class _Unfilled(Library):
+    """A `Library` not filled yet: any method first fills it, then the instance becomes a
+    plain `Library` (its class is swapped), so later calls cost nothing more."""
+
+    def __init__(self, then: Callable[[Library], None] | None) -> None:
+        super().__init__()
+        self._then = then
+
+    def _fill(self) -> None:
+        with _FILLING:
+            if type(self) is not _Unfilled:  # another thread filled it meanwhile
+                return
+            full = _standard().copy()
+            if self._then is not None:
+                self._then(full)
+            full.pure_calls = self.pure_calls  # the dict a runtime may hold already
+            del self._then
+            vars(self).update(vars(full))
+            object.__setattr__(self, "__class__", Library)  # from now on a plain Library
+
+
+def _filling_first(name: str) -> Callable[..., Any]:
+    def method(self: _Unfilled, *args: Any, **kwargs: Any) -> Any:
+        self._fill()
+        return getattr(self, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _member in vars(Library).items():
+    if callable(_member) and not _name.startswith("__"):
+        setattr(_Unfilled, _name, _filling_first(_name))
 
 
 __all__ = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,8 @@ from agentkernel.rhai.stdlib import Library
 from agentkernel.rhai.syntax.lexer import is_reserved
 
 if TYPE_CHECKING:
+    import json
+
     from agentkernel.rhai.runtime.runtime import Runtime, ScriptFn
 
 # JSON's complaints in the words of the reference, which reads JSON as a map literal
@@ -69,6 +70,8 @@ def _variable_at(text: str, exc: json.JSONDecodeError) -> str | None:
     if match is None or is_reserved(match.group()) or match.group() in ("true", "false", "null"):
         return None
     rest = text[: exc.pos] + "null" + text[match.end() :]
+    import json
+
     try:
         json.loads(rest)
     except json.JSONDecodeError as again:
@@ -98,6 +101,8 @@ def parse_json(ctx: Runtime, text: str) -> Any:
     Short text can make many values (`[[],[],…]`), so what it may build is
     reserved against the data limit before parsing.
     """
+    import json  # here: a script that never parses JSON never loads the module
+
     ctx.reserve_data(_parsed_size(text), ARRAY_TOO_LARGE)
     try:
         value = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
