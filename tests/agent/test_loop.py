@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.llm import ChatMessage, Completion, CompletionRequest, StreamEvent, ToolCall, Usage
 from agentkernel.llm.token_bound import MESSAGE_MARGIN, message_bound
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
+from tests.tools.sources.mcp.conftest import SERVER, make_project
 
 
 @pytest.fixture
@@ -329,3 +332,43 @@ def test_an_event_a_hook_comes_to_define_mid_chat_fires_at_the_next_turn(
             r for r in kernel.transcript("s1", 50) if r.kind == "error" and "ended job_done" in r.content
         ]
         assert len(failed) == 1  # after_loop ran, and its failure was recorded
+
+
+def test_a_listing_that_starts_an_mcp_server_leaves_the_event_loop_free(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """The tools of a template granted an MCP server are listed on a worker thread (listing starts the
+    server: a wait), so another session's turn goes on meanwhile; a template granted none lists them on
+    the event loop (its script tools: the catalog's lookup). The server here starts once the test lets it."""
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    script = (
+        f"touch {shlex.quote(str(started))}; while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.02; done; "
+    )
+    script += f"exec {shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
+    entry = f"  - name: outside\n    command: /bin/sh\n    args: {json.dumps(['-c', script])}\n"
+    templates = {
+        "slow": f"name: slow\ninstructions: x\nmcp_servers:\n{entry}",
+        "quick": "name: quick\ninstructions: y\n",
+    }
+    config = make_project(tmp_path, templates, llm_server)
+    llm_server.respond_with(lambda request: Reply(text="ok"))
+
+    async def ignore(event: LoopEvent) -> None:
+        pass
+
+    async def both() -> tuple[Any, Any, bool]:
+        async with Kernel(load_kernel_config(config)) as kernel:
+            slow, quick = kernel.chat("slow"), kernel.chat("quick")
+            waiting = asyncio.create_task(slow.send("a", ignore))
+            while not started.exists():  # the slow turn's listing is starting the server
+                await asyncio.sleep(0.01)
+            answered = await quick.send("b", ignore)
+            still_waiting = not waiting.done()
+            gate.touch()
+            return answered, await waiting, still_waiting
+
+    quick_result, slow_result, still_waiting = asyncio.run(both())
+    assert still_waiting
+    assert (quick_result.answer, slow_result.answer) == ("ok", "ok")
+    slow_body = next(body for body in llm_server.bodies if body["messages"][0]["content"] == "x")
+    assert "outside__echo" in [t["function"]["name"] for t in slow_body["tools"]]  # the server's, listed

@@ -696,8 +696,11 @@ class AgentLoop:
         if self.provider is None:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit, "no_llm")
             return None
-        # on a worker thread: listing may start the template's MCP servers
-        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
+        registry = self.dispatcher.registry
+        if registry.granted_servers(caller):  # on a worker thread: listing may start these MCP servers
+            visible = await self._in_thread(caller, registry.visible_to, caller)
+        else:  # the script tools only: the catalog's lookup, as the chat's opening made on the loop
+            visible = registry.visible_to(caller)
         clash = _clash(visible, options.tools)
         if clash is not None:
             await self._error(caller, clash, emit, "client_tool_clash")
