@@ -372,3 +372,41 @@ def test_a_listing_that_starts_an_mcp_server_leaves_the_event_loop_free(
     assert (quick_result.answer, slow_result.answer) == ("ok", "ok")
     slow_body = next(body for body in llm_server.bodies if body["messages"][0]["content"] == "x")
     assert "outside__echo" in [t["function"]["name"] for t in slow_body["tools"]]  # the server's, listed
+
+
+def test_an_after_turn_hook_finds_the_answer_in_the_transcript(
+    agent_project: Path, kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    """The answer is written before the hooks after the turn run: one that reads the transcript finds
+    it there (with no such hook, the answer is written with the run's end, in one transaction)."""
+    hooks = agent_project / "config" / "scripts" / "hooks"
+    (hooks / "reader.yaml").write_text("kind: script_hook\nname: reader\nscript: reader.js\n")
+    (hooks / "reader.js").write_text(
+        "function after_turn(ctx, q, a) { const h = memory_history(1); return 'last: ' + h[0].kind + ' '"
+        " + h[0].content; }"
+    )
+    (agent_project / "config" / "templates" / "reading.yaml").write_text(
+        "name: reading\ninstructions: x\nhooks: [reader]\n"
+    )
+    llm_server.add(Reply(text="the answer"))
+    result, events = send(kernel_for.chat("reading", session_id="s-reading"), "hi")
+    assert result.answer == "the answer"
+    assert [e.data for e in events if e.kind == "notice"] == [{"text": "last: agent the answer"}]
+
+
+def test_with_no_hook_after_the_turn_the_answer_and_the_end_are_recorded_in_order(
+    agent_project: Path, kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    """Written together, the answer and the end keep their order: records, events and their ids."""
+    (agent_project / "config" / "templates" / "plain.yaml").write_text("name: plain\ninstructions: x\n")
+    llm_server.add(Reply(text="the answer"))
+    result, events = send(kernel_for.chat("plain", session_id="s-plain"), "hi")
+    assert result.answer == "the answer"
+    answer, end = (e for e in events if e.kind in ("answer", "end"))
+    assert (answer.data["content"], end.data["reason"]) == ("the answer", "job_done")
+    assert answer.id is not None and end.id == answer.id + 1
+    records = kernel_for.transcript("s-plain", 10)
+    assert [(r.id, r.kind, r.content) for r in records[-2:]] == [
+        (answer.id, "agent", "the answer"),
+        (end.id, "end", "job_done"),
+    ]
