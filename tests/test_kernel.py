@@ -260,7 +260,8 @@ def test_spawn_terminate_and_the_process_table(kernel: Kernel, project: Path) ->
         "helper-1",
         boss.pid,
     )
-    assert child.budget is boss.budget and boss.temp_dir is not None and boss.temp_dir.is_dir()
+    assert child.budget is boss.budget and boss.temp_dir is not None and child.temp_dir == boss.temp_dir
+    assert boss.temp_dir.parent == kernel.config.temp_root.resolve()  # made on first use (test_files.py)
     assert kernel.process(child.pid) is child and kernel.list_processes() == [boss, child]
     assert kernel.terminate(boss.pid) == [boss, child]
     assert child.terminated and kernel.process(boss.pid) is None and kernel.list_processes() == []

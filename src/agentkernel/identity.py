@@ -8,6 +8,7 @@ is keyed by both (`session_key`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,6 +40,10 @@ class Caller:
     None) is the moment by which anything run for it must end: a nested
     call's is its calling script's, a sub-agent's is the deadline of the
     script that started it (S17).
+
+    `temp_dir` is the session's scratch folder, which a process makes on
+    first use: a helper that uses it (or shows it, `caller()`) calls
+    `scratch_made` first.
     """
 
     pid: str | None = None
@@ -119,10 +124,36 @@ def session_temp_dir(temp_root: Path, *, user_id: str | None, session_id: str) -
     Its time stamp is renewed on every use, so the scratch clean-up
     (services/scratch.py) never removes the folder of a session in use.
     """
-    path = temp_root.resolve() / session_folder_name(user_id, session_id)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.utime(path)
-    return path
+    return scratch_made(session_temp_path(temp_root, user_id=user_id, session_id=session_id))
 
 
-__all__ = ["Caller", "safe_folder_name", "session_folder_name", "session_key", "session_temp_dir"]
+def session_temp_path(temp_root: Path, *, user_id: str | None, session_id: str) -> Path:
+    """Where `user_id`'s session's scratch folder is, made or not (`scratch_made` makes it)."""
+    return temp_root.resolve() / session_folder_name(user_id, session_id)
+
+
+def scratch_made(folder: Path) -> Path:
+    """`folder` (a `session_temp_path`), made if missing (private to the kernel user), its time stamp
+    renewed: what every user of a session's scratch folder calls before using it."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.utime(folder)
+    return folder
+
+
+def scratch_renewed(folder: Path) -> None:
+    """Renew the time stamp of `folder` when it exists, without making it: a session that opens again
+    keeps its folder from the clean-up, and one that never writes a file costs no folder."""
+    with contextlib.suppress(FileNotFoundError):
+        os.utime(folder)
+
+
+__all__ = [
+    "Caller",
+    "safe_folder_name",
+    "scratch_made",
+    "scratch_renewed",
+    "session_folder_name",
+    "session_key",
+    "session_temp_dir",
+    "session_temp_path",
+]

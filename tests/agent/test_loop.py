@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.llm import ChatMessage, Completion, CompletionRequest, StreamEvent, ToolCall, Usage
 from agentkernel.llm.token_bound import MESSAGE_MARGIN, message_bound
 from tests.fakes import Drop, FakeLLMServer, FakeToolCall, HttpError, Reply
+from tests.tools.sources.mcp.conftest import SERVER, make_project
 
 
 @pytest.fixture
@@ -329,3 +332,81 @@ def test_an_event_a_hook_comes_to_define_mid_chat_fires_at_the_next_turn(
             r for r in kernel.transcript("s1", 50) if r.kind == "error" and "ended job_done" in r.content
         ]
         assert len(failed) == 1  # after_loop ran, and its failure was recorded
+
+
+def test_a_listing_that_starts_an_mcp_server_leaves_the_event_loop_free(
+    tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    """The tools of a template granted an MCP server are listed on a worker thread (listing starts the
+    server: a wait), so another session's turn goes on meanwhile; a template granted none lists them on
+    the event loop (its script tools: the catalog's lookup). The server here starts once the test lets it."""
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    script = (
+        f"touch {shlex.quote(str(started))}; while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.02; done; "
+    )
+    script += f"exec {shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
+    entry = f"  - name: outside\n    command: /bin/sh\n    args: {json.dumps(['-c', script])}\n"
+    templates = {
+        "slow": f"name: slow\ninstructions: x\nmcp_servers:\n{entry}",
+        "quick": "name: quick\ninstructions: y\n",
+    }
+    config = make_project(tmp_path, templates, llm_server)
+    llm_server.respond_with(lambda request: Reply(text="ok"))
+
+    async def ignore(event: LoopEvent) -> None:
+        pass
+
+    async def both() -> tuple[Any, Any, bool]:
+        async with Kernel(load_kernel_config(config)) as kernel:
+            slow, quick = kernel.chat("slow"), kernel.chat("quick")
+            waiting = asyncio.create_task(slow.send("a", ignore))
+            while not started.exists():  # the slow turn's listing is starting the server
+                await asyncio.sleep(0.01)
+            answered = await quick.send("b", ignore)
+            still_waiting = not waiting.done()
+            gate.touch()
+            return answered, await waiting, still_waiting
+
+    quick_result, slow_result, still_waiting = asyncio.run(both())
+    assert still_waiting
+    assert (quick_result.answer, slow_result.answer) == ("ok", "ok")
+    slow_body = next(body for body in llm_server.bodies if body["messages"][0]["content"] == "x")
+    assert "outside__echo" in [t["function"]["name"] for t in slow_body["tools"]]  # the server's, listed
+
+
+def test_an_after_turn_hook_finds_the_answer_in_the_transcript(
+    agent_project: Path, kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    """The answer is written before the hooks after the turn run: one that reads the transcript finds
+    it there (with no such hook, the answer is written with the run's end, in one transaction)."""
+    hooks = agent_project / "config" / "scripts" / "hooks"
+    (hooks / "reader.yaml").write_text("kind: script_hook\nname: reader\nscript: reader.js\n")
+    (hooks / "reader.js").write_text(
+        "function after_turn(ctx, q, a) { const h = memory_history(1); return 'last: ' + h[0].kind + ' '"
+        " + h[0].content; }"
+    )
+    (agent_project / "config" / "templates" / "reading.yaml").write_text(
+        "name: reading\ninstructions: x\nhooks: [reader]\n"
+    )
+    llm_server.add(Reply(text="the answer"))
+    result, events = send(kernel_for.chat("reading", session_id="s-reading"), "hi")
+    assert result.answer == "the answer"
+    assert [e.data for e in events if e.kind == "notice"] == [{"text": "last: agent the answer"}]
+
+
+def test_with_no_hook_after_the_turn_the_answer_and_the_end_are_recorded_in_order(
+    agent_project: Path, kernel_for: Kernel, llm_server: FakeLLMServer
+) -> None:
+    """Written together, the answer and the end keep their order: records, events and their ids."""
+    (agent_project / "config" / "templates" / "plain.yaml").write_text("name: plain\ninstructions: x\n")
+    llm_server.add(Reply(text="the answer"))
+    result, events = send(kernel_for.chat("plain", session_id="s-plain"), "hi")
+    assert result.answer == "the answer"
+    answer, end = (e for e in events if e.kind in ("answer", "end"))
+    assert (answer.data["content"], end.data["reason"]) == ("the answer", "job_done")
+    assert answer.id is not None and end.id == answer.id + 1
+    records = kernel_for.transcript("s-plain", 10)
+    assert [(r.id, r.kind, r.content) for r in records[-2:]] == [
+        (answer.id, "agent", "the answer"),
+        (end.id, "end", "job_done"),
+    ]

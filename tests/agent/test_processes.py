@@ -16,7 +16,7 @@ from agentkernel.budget import BudgetExhausted, BudgetGroup
 from agentkernel.bundle import Services
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import HelperError
-from agentkernel.identity import Caller, session_folder_name, session_key, session_temp_dir
+from agentkernel.identity import Caller, scratch_made, session_folder_name, session_key, session_temp_dir
 
 HELLO = TemplateSpec(
     name="hello-agent", instructions="hi", tools=("text_stats", "wordcount"), budget_tokens=100
@@ -55,9 +55,11 @@ def test_spawn_takes_a_name_and_pids_are_unique(table: ProcessTable, tmp_path: P
 
 
 def test_a_session_gets_its_scratch_folder(table: ProcessTable, tmp_path: Path) -> None:
+    """Named at spawn, made by its first use (tests/helpers/test_files.py: a script writing to it)."""
     proc = spawn(table, tmp_path / "tmp", session_id="../s/1")
+    assert proc.temp_dir is not None and not proc.temp_dir.exists()
     assert proc.temp_dir == session_temp_dir(tmp_path / "tmp", user_id=None, session_id="../s/1")
-    assert proc.temp_dir is not None and proc.temp_dir.is_dir()
+    assert proc.temp_dir.is_dir()
     assert proc.temp_dir.parent == (tmp_path / "tmp").resolve()
     assert proc.temp_dir.name == session_folder_name(None, "../s/1")
     assert proc.temp_dir.name.startswith("_s_1-") and "/" not in proc.temp_dir.name
@@ -86,6 +88,16 @@ def test_using_a_session_folder_renews_its_time_stamp(tmp_path: Path) -> None:
     os.utime(folder, (1_000_000, 1_000_000))
     assert session_temp_dir(tmp_path, user_id="u", session_id="s") == folder
     assert folder.stat().st_mtime > 1_000_000
+
+
+def test_a_session_opened_again_renews_its_folders_time_stamp(table: ProcessTable, tmp_path: Path) -> None:
+    """A process of a session whose folder exists marks it as in use (the clean-up keeps it), without
+    making one for a session that has none."""
+    folder = session_temp_dir(tmp_path, user_id="u", session_id="s")
+    os.utime(folder, (1_000_000, 1_000_000))
+    assert spawn(table, tmp_path, user_id="u", session_id="s").temp_dir == folder
+    assert folder.stat().st_mtime > 1_000_000
+    assert not spawn(table, tmp_path, user_id="u", session_id="t").temp_dir.exists()  # type: ignore[union-attr]
 
 
 def test_no_session_means_no_scratch_folder(table: ProcessTable, tmp_path: Path) -> None:
@@ -164,7 +176,7 @@ def test_terminate_is_idempotent_and_ignores_unknown_pids(table: ProcessTable, t
 def test_terminate_keeps_the_session_folder(table: ProcessTable, tmp_path: Path) -> None:
     proc = spawn(table, tmp_path, session_id="s")
     assert proc.temp_dir is not None
-    (proc.temp_dir / "notes.txt").write_text("kept", encoding="utf-8")
+    (scratch_made(proc.temp_dir) / "notes.txt").write_text("kept", encoding="utf-8")
     table.terminate(proc.pid)
     assert (proc.temp_dir / "notes.txt").read_text(encoding="utf-8") == "kept"
 

@@ -23,6 +23,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.ports import FILES
@@ -967,3 +968,53 @@ def test_a_removed_folder_starts_its_quota_afresh(project: Path, make_tool: Tool
     _age(temp, 2 * DAY)
     assert kernel.clean_scratch() == [temp]
     assert probe.write("b.txt", "x" * 900) == str(temp / "b.txt")
+
+
+# -- a process's scratch folder, made on first use ---------------------------------------------------
+
+
+def in_a_process(kernel: Kernel, make_tool: ToolFactory, engine: str, session: str, expr: str) -> JSONValue:
+    """`expr` in a fresh tool called for a process of `session`, as a chat's tool call is (the process's
+    scratch folder, not the one `kernel.caller` makes)."""
+    tool = f"probe{next(_counter)}"
+    make_tool(tool, probe_source(engine, expr), ext=engine)
+    template = TemplateSpec(name="scratchy", instructions="", tools=(tool,))
+    process = kernel.spawn(template, user_id="u-1", session_id=session)
+    try:
+        result = kernel.run_tool(tool, {}, process)
+    finally:
+        kernel.terminate(process.pid)
+    assert result.success and result.content == "ok", (result.content, result.data)
+    assert isinstance(result.data, dict)
+    return result.data["value"]
+
+
+def test_a_session_that_writes_nothing_has_no_scratch_folder(kernel: Kernel) -> None:
+    """A process names its session's folder but makes it only when a helper uses it: a chat turn that
+    writes no file costs no folder."""
+    process = kernel.spawn(TemplateSpec(name="scratchy", instructions=""), user_id="u-1", session_id="idle")
+    assert process.temp_dir is not None and not process.temp_dir.exists()
+    assert process.temp_dir.parent == kernel.config.temp_root.resolve()
+
+
+def test_a_script_finds_the_folder_it_writes_to(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    """The first fs_write of a session makes its folder, private to the kernel user; what it wrote is
+    there for the next call (another process of the session) to list and read."""
+    written = in_a_process(kernel, make_tool, engine, "writes", 'fs_write("notes/a.txt", "kept")')
+    assert isinstance(written, str) and Path(written).read_text(encoding="utf-8") == "kept"
+    folder = Path(written).parent.parent
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert in_a_process(kernel, make_tool, engine, "writes", "fs_list(caller().temp_dir)") == ["notes/"]
+    read = 'fs_read(caller().temp_dir + "/notes/a.txt")'
+    assert in_a_process(kernel, make_tool, engine, "writes", read) == "kept"
+
+
+def test_a_fresh_session_lists_an_empty_folder(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    """Reading a session's folder before anything wrote to it is reading an empty folder, not an error."""
+    assert in_a_process(kernel, make_tool, engine, "fresh", "fs_list(caller().temp_dir)") == []
+
+
+def test_caller_names_a_folder_that_is_there(kernel: Kernel, make_tool: ToolFactory, engine: str) -> None:
+    """`caller().temp_dir` is a folder that exists (a script may hand it to a program or a tool)."""
+    named = in_a_process(kernel, make_tool, engine, "named", "caller().temp_dir")
+    assert isinstance(named, str) and Path(named).is_dir()

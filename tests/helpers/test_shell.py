@@ -19,6 +19,7 @@ import pytest
 
 from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
+from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError
 from agentkernel.helpers import default_helper_table
 from agentkernel.ports import SHELL
@@ -516,3 +517,21 @@ def test_results_are_plain_json(kernel: Kernel, make_tool: ToolFactory) -> None:
         "stdout": "x",
         "stderr": "",
     }
+
+
+def test_a_program_runs_in_the_sessions_folder_made_for_it(
+    kernel: Kernel, make_tool: ToolFactory, engine: str
+) -> None:
+    """A process makes its session's scratch folder on first use: the first program of a fresh session
+    runs in it (its working folder), the folder made for it."""
+    tool = f"probe{next(_counter)}"
+    make_tool(tool, probe_source(engine, 'exec("pwd", [], 10)'), ext=engine)
+    process = kernel.spawn(
+        TemplateSpec(name="scratchy", instructions="", tools=(tool,)), user_id="u-1", session_id="runs"
+    )
+    assert process.temp_dir is not None and not process.temp_dir.exists()
+    result = kernel.run_tool(tool, {}, process)
+    assert result.success and isinstance(result.data, dict), result.content
+    value = result.data["value"]
+    assert isinstance(value, dict) and value["ok"] is True, value
+    assert value["stdout"] == f"{process.temp_dir}\n"

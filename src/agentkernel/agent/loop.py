@@ -195,6 +195,9 @@ class _Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     client_calls: tuple[ToolCall, ...] = ()
+    # the answer's step when nothing runs between it and the run's end (no after_turn or after_loop
+    # hook takes part): written with the end, one transaction (`_finish`)
+    answer: Step | None = None
 
     def add(self, usage: Usage) -> None:
         self.prompt_tokens += usage.prompt_tokens
@@ -413,7 +416,7 @@ class AgentLoop:
             answer, reason, messages = await converse
             shape = replace(shape, tool_calls=sum(len(m.tool_calls) for m in messages[1 + len(history) :]))
             return await self._finish(
-                process, settings, caller, message, answer, reason, messages[1:], emit, shape
+                process, settings, caller, message, answer, reason, messages[1:], emit, shape, tally.answer
             )
         assert user is not None
         # recorded before the hooks see it (a hook reading the transcript finds it)
@@ -510,7 +513,9 @@ class AgentLoop:
         kept = messages[1:start] + messages[start + len(prompt.inject) :]
         calls = sum(len(m.tool_calls) for m in messages[start + len(prompt.inject) :])
         shape = replace(shape, tool_calls=calls)
-        return await self._finish(process, settings, caller, question, answer, reason, kept, emit, shape)
+        return await self._finish(
+            process, settings, caller, question, answer, reason, kept, emit, shape, tally.answer
+        )
 
     async def _vetted(
         self,
@@ -680,7 +685,10 @@ class AgentLoop:
                     return None, EndReason.ERROR, messages
                 shown = LoopEvent("answer", {"content": answer, "streamed": self.stream and not quiet})
                 step = Step().add(Entry("assistant", "agent", answer, usage_meta(completion.usage)), shown)
-                await self._commit(caller, step, emit)
+                if self._hooks_after(settings, caller):  # they may read the transcript: the answer is there
+                    await self._commit(caller, step, emit)
+                else:
+                    tally.answer = step
                 return answer, EndReason.JOB_DONE, messages
             await self._run_tools(caller, completion, messages, emit, stop, _origin(process), options)
         await self._error(
@@ -696,8 +704,11 @@ class AgentLoop:
         if self.provider is None:
             await self._error(caller, "no LLM provider is configured (kernel.yaml `llm:`)", emit, "no_llm")
             return None
-        # on a worker thread: listing may start the template's MCP servers
-        visible = await self._in_thread(caller, self.dispatcher.registry.visible_to, caller)
+        registry = self.dispatcher.registry
+        if registry.granted_servers(caller):  # on a worker thread: listing may start these MCP servers
+            visible = await self._in_thread(caller, registry.visible_to, caller)
+        else:  # the script tools only: the catalog's lookup, as the chat's opening made on the loop
+            visible = registry.visible_to(caller)
         clash = _clash(visible, options.tools)
         if clash is not None:
             await self._error(caller, clash, emit, "client_tool_clash")
@@ -833,8 +844,13 @@ class AgentLoop:
         history: list[ChatMessage],
         emit: Emit,
         shape: TurnFacts,
+        answer_step: Step | None = None,
     ) -> LoopResult:
-        """`after_turn` (with how the turn went, `ctx.turn`), `after_loop`, the end record."""
+        """`after_turn` (with how the turn went, `ctx.turn`), `after_loop`, the end record.
+
+        `answer_step`: the answer's step, not written yet (no hook runs after the turn): it is written
+        with the end, in one transaction, its events first.
+        """
         answer_message: JSONObject | None = (
             {"role": "assistant", "content": answer} if answer is not None else None
         )
@@ -845,7 +861,7 @@ class AgentLoop:
             notices, records = await self._in_thread(
                 caller, self.hooks.after_turn, settings.hooks, caller, question, answer_message, turn
             )
-        step = _hook_step(Step(), records)
+        step = _hook_step(answer_step or Step(), records)
         for notice in notices:
             step.add(Entry("system", "notice", notice), LoopEvent("notice", {"text": notice}))
         loop_records: list[HookRecord] = []
@@ -859,6 +875,12 @@ class AgentLoop:
         ended = {"status": "ended", "reason": reason.value, "ended_at": time.time()}
         await self._commit(caller, step, emit, ended)
         return LoopResult(answer, reason, history)
+
+    def _hooks_after(self, settings: LoopSettings, caller: Caller) -> bool:
+        """Whether a hook runs after the turn's answer (`after_turn`, `after_loop`), before its end."""
+        return self.hooks.takes_part(settings.hooks, "after_turn", caller) or self.hooks.takes_part(
+            settings.hooks, "after_loop", caller
+        )
 
     async def _error(self, caller: Caller, text: str, emit: Emit, code: str) -> None:
         """An `error` event: `message` for a person, `code` (ERROR_CODES) for a program to act on."""

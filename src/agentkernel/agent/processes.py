@@ -18,7 +18,7 @@ from agentkernel.budget import BudgetGroup, earlier
 from agentkernel.bundle import Services
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import AgentKernelError
-from agentkernel.identity import Caller, session_temp_dir
+from agentkernel.identity import Caller, scratch_renewed, session_temp_path
 from agentkernel.llm.token_bound import PromptTokens
 
 
@@ -161,11 +161,13 @@ class ProcessTable:
             depth=parent.depth + 1 if parent is not None else 0,
             deadline=deadline,
             temp_dir=(
-                session_temp_dir(temp_root, user_id=user_id, session_id=session_id)
+                session_temp_path(temp_root, user_id=user_id, session_id=session_id)
                 if session_id is not None
                 else None
             ),
         )
+        if process.temp_dir is not None:  # made by the first helper that uses it (identity.scratch_made)
+            scratch_renewed(process.temp_dir)
         with self._lock:
             if parent is not None and self._processes.get(parent.pid) is not parent:
                 raise ProcessError(f"spawn: parent process {parent.pid} is not running")

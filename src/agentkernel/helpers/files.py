@@ -23,6 +23,7 @@ from pathlib import Path
 
 from agentkernel.errors import HelperError
 from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
+from agentkernel.identity import scratch_made
 from agentkernel.ports import FILES, Files
 from agentkernel.services.confined import PathRefused, show_path
 from agentkernel.types import JSONValue
@@ -106,12 +107,13 @@ def write_scratch_file(helper: str, call: ScriptCall, path: JSONValue, data: byt
             "and this script runs outside a session (caller().temp_dir is null)"
         )
     with _refusals(helper):
-        return service.write_file(Path(temp_dir), _path(helper, path), data)
+        return service.write_file(scratch_made(Path(temp_dir)), _path(helper, path), data)
 
 
 def _temp_dir(call: ScriptCall) -> Path | None:
+    """The caller's session scratch folder, made if missing (a process makes it on first use)."""
     temp_dir = call.caller.temp_dir
-    return Path(temp_dir) if temp_dir is not None else None
+    return scratch_made(Path(temp_dir)) if temp_dir is not None else None
 
 
 def _service(helper: str, call: ScriptCall) -> Files:

@@ -6,13 +6,17 @@ import logging
 
 from agentkernel.errors import HelperError
 from agentkernel.helpers.table import HelperTable, ScriptCall
+from agentkernel.identity import scratch_made
 from agentkernel.types import JSONValue
 
 log = logging.getLogger("agentkernel.helpers")
 
 
 def caller(call: ScriptCall) -> JSONValue:
-    """`{pid, session_id, user_id, template, temp_dir}`, null where unknown."""
+    """`{pid, session_id, user_id, template, temp_dir}`, null where unknown; the folder `temp_dir` names
+    is made first (a process makes its scratch folder on first use): a script may hand it to anything."""
+    if call.caller.temp_dir is not None:
+        scratch_made(call.caller.temp_dir)
     return call.caller.identity()
 
 

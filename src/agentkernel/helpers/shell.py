@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from agentkernel.bundle import MissingService
 from agentkernel.helpers.table import HelperTable, ScriptCall, Traced
+from agentkernel.identity import scratch_made
 from agentkernel.ports import SHELL, ProgramOutcome
 from agentkernel.services.program_environment import guard_kernel_environment, program_environment
 from agentkernel.telemetry.helper_spans import Attributes
@@ -129,7 +130,8 @@ def _run(call: ScriptCall, helper: str, argv: list[str], timeout: JSONValue) -> 
     environment = call.caller.services.environment
     guard_kernel_environment(environment.is_denied, non_dumpable=service.settings.non_dumpable)
     env = program_environment(environment.source, service.settings.env_allow, environment.is_denied)
-    outcome = service.run(argv, timeout=budget, cwd=call.caller.temp_dir, env=env)
+    cwd = None if call.caller.temp_dir is None else scratch_made(call.caller.temp_dir)
+    outcome = service.run(argv, timeout=budget, cwd=cwd, env=env)
     return _result(helper, outcome, budget, capped)
 
 

@@ -106,14 +106,21 @@ class ToolRegistry:
         servers it would mean.
         """
         tools = [s for s in self.all() if self.access.refusal(caller, s) is None]
-        allowed = caller.allowed_tools
-        if self.outside is not None and allowed is not None:
-            servers = sorted(n.removesuffix(GRANT_SUFFIX) for n in allowed if n.endswith(GRANT_SUFFIX))
-            found = self.outside.for_servers(servers) if servers else []
+        servers = self.granted_servers(caller)
+        if self.outside is not None and servers:
+            found = self.outside.for_servers(servers)
             tools += sorted(
                 (s for s in found if self.access.refusal(caller, s) is None), key=lambda s: s.name
             )
         return tools
+
+    def granted_servers(self, caller: Caller) -> list[str]:
+        """The outside MCP servers whose tools `visible_to` lists for this caller, by name: the ones it may
+        start (a wait), none when the kernel has no outside tools or the caller no allow list."""
+        allowed = caller.allowed_tools
+        if self.outside is None or allowed is None:
+            return []
+        return sorted(n.removesuffix(GRANT_SUFFIX) for n in allowed if n.endswith(GRANT_SUFFIX))
 
     def list_for(self, caller: Caller) -> list[JSONObject]:
         """`[{name, description, parameters}]`: the tools this caller's LLM sees (S16.3)."""
