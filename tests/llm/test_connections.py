@@ -77,3 +77,33 @@ def test_a_client_lent_when_the_stack_closes_is_closed_when_given_back() -> None
         assert lent.is_closed and stack.idle == 0
 
     asyncio.run(go())
+
+
+def test_a_request_lending_while_an_idle_client_closes_takes_a_client_safely() -> None:
+    """Closing an idle client waits; another request may lend meanwhile (the stack emptied under it)."""
+    closing, lent, closed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class SlowToClose(httpx.AsyncClient):
+        async def aclose(self) -> None:
+            closing.set()
+            await lent.wait()  # the other request took the last idle client meanwhile
+            await super().aclose()
+            closed.set()
+
+    async def go() -> None:
+        stack = ClientStack(lambda limits: SlowToClose(limits=limits), idle_secs=0.0)
+
+        async def lend_while_closing() -> httpx.AsyncClient:
+            await closing.wait()
+            async with stack.lend() as client:
+                lent.set()
+                await closed.wait()
+                return client
+
+        other = asyncio.create_task(lend_while_closing())
+        async with stack.lend() as kept, stack.lend():
+            pass  # the inner one goes back first, and is closed as idle when `kept` comes back
+        assert await other is kept and stack.idle == 1
+        await stack.aclose()
+
+    asyncio.run(go())

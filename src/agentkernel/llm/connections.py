@@ -61,14 +61,18 @@ class ClientStack:
             return
         now = time.monotonic()
         self._idle.append((now, client))
+        expired: list[httpx.AsyncClient] = []  # taken off first: another request may lend while one closes
         while self._idle[0][0] < now - self._idle_secs:  # the one given back now never is
-            await self._idle.popleft()[1].aclose()
+            expired.append(self._idle.popleft()[1])
+        for old in expired:
+            await old.aclose()
 
     async def aclose(self) -> None:
         """Close every idle client now, and every lent one when it is given back."""
         self._closed = True
-        while self._idle:
-            await self._idle.popleft()[1].aclose()
+        idle, self._idle = self._idle, deque()
+        for _, client in idle:
+            await client.aclose()
 
 
 __all__ = ["IDLE_SECS", "ClientStack"]
