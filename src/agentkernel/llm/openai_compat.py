@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -48,8 +48,12 @@ from agentkernel.llm.base import (
     ToolSchema,
     Usage,
 )
+from agentkernel.llm.connections import ClientStack
 from agentkernel.telemetry.context import inject
 from agentkernel.util.short_text import clip
+
+if TYPE_CHECKING:
+    import ssl
 
 T = TypeVar("T")
 
@@ -391,9 +395,10 @@ def _is_retryable_status(status: int) -> bool:
 class OpenAICompatProvider:
     """`Provider` for any server with an OpenAI-style `POST {base_url}/chat/completions`.
 
-    An HTTP client is made on first use inside each event loop that calls,
-    and belongs to that loop: the server's loop, a chat's, and a kernel's
-    own loop (services/kernel_loop.py) each keep their own connections.
+    Connections are made on first use inside each event loop that calls,
+    and belong to that loop: the server's loop, a chat's, and a kernel's
+    own loop (services/kernel_loop.py) each keep their own (a stack of
+    one-connection clients, llm/connections.py; one TLS context for all).
     `aclose()` (or `async with`) releases them all, each on its own loop.
     """
 
@@ -421,7 +426,8 @@ class OpenAICompatProvider:
         self._api_key = api_key or None
         self._url = f"{self.base_url}/chat/completions"
         self._shown_url = shown_url(self.base_url)
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._clients: dict[asyncio.AbstractEventLoop, ClientStack] = {}
+        self._tls: ssl.SSLContext | None = None  # made with the first client, shared by every one
         self._clients_lock = threading.Lock()  # loops on several threads make and drop clients
 
     def __repr__(self) -> str:
@@ -482,7 +488,8 @@ class OpenAICompatProvider:
 
     async def _complete_once(self, body: bytes) -> Completion:
         try:
-            response = await self._http().post(self._url, content=body, headers=_traced({}))
+            async with self._http().lend() as client:
+                response = await client.post(self._url, content=body, headers=_traced({}))
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from exc
         self._raise_for_status(response)
@@ -491,7 +498,10 @@ class OpenAICompatProvider:
     async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
         headers = _traced({"Accept": "text/event-stream"})
         try:
-            async with self._http().stream("POST", self._url, content=body, headers=headers) as response:
+            async with (
+                self._http().lend() as client,
+                client.stream("POST", self._url, content=body, headers=headers) as response,
+            ):
                 if not response.is_success:
                     await response.aread()
                     self._raise_for_status(response)
@@ -529,22 +539,26 @@ class OpenAICompatProvider:
 
     # -- helpers --
 
-    def _http(self) -> httpx.AsyncClient:
-        """The client of the running event loop; those of closed loops are dropped, not reused."""
+    def _http(self) -> ClientStack:
+        """The clients of the running event loop; those of closed loops are dropped, not reused."""
         loop = asyncio.get_running_loop()
         with self._clients_lock:
-            client = self._clients.get(loop)
-            if client is None:
+            clients = self._clients.get(loop)
+            if clients is None:
                 self._clients = {seen: c for seen, c in self._clients.items() if not seen.is_closed()}
-                client = self._clients[loop] = self._new_client()
-        return client
+                clients = self._clients[loop] = ClientStack(self._new_client)
+        return clients
 
-    def _new_client(self) -> httpx.AsyncClient:
+    def _new_client(self, limits: httpx.Limits) -> httpx.AsyncClient:
+        """A client with `limits`; the TLS context (its CA certificates read once) shared by all."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         headers["User-Agent"] = USER_AGENT
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_secs))
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
+        timeout = httpx.Timeout(self.timeout_secs)
+        return httpx.AsyncClient(headers=headers, timeout=timeout, limits=limits, verify=self._tls)
 
     async def _with_retries(self, attempt_once: Callable[[], Awaitable[T]]) -> T:
         attempt = 0

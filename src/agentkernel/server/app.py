@@ -52,6 +52,7 @@ from agentkernel.server.run_wakeups import PgRunWakeups, PollingWakeups, RunWake
 from agentkernel.server.sealing import Sealing, TurnSealer
 from agentkernel.server.sessions import (
     SESSIONS_FILE,
+    KnownSessions,
     OpenedOnFirstUse,
     SessionDirectory,
     SessionInfo,
@@ -79,8 +80,8 @@ def session_directory(kernel: Kernel) -> SessionStore:
     if kernel.config.store.url is not None:
         from agentkernel.server.sessions_pg import PostgresSessionDirectory  # psycopg: only with a store.url
 
-        return OpenedOnFirstUse(lambda: PostgresSessionDirectory(kernel.store_pool()))
-    return SessionDirectory(sessions_path(kernel))
+        return KnownSessions(OpenedOnFirstUse(lambda: PostgresSessionDirectory(kernel.store_pool())))
+    return KnownSessions(SessionDirectory(sessions_path(kernel)))
 
 
 def create_app(kernel: Kernel, settings: ServerSettings | None = None, *, check_llm: bool = False) -> FastAPI:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -222,6 +223,62 @@ class OpenedOnFirstUse:
                 self._store = None
 
 
+class KnownSessions:
+    """A session store that remembers the sessions it has seen (up to `most`, the least recently asked
+    for forgotten first), so a message to a known session costs no lookup in the store — on the event
+    loop, and with `store.url` a round trip to the database.
+
+    Safe because a session is never deleted and never changes owner or
+    template: only its title does, once, from "" to its first message's. A
+    title given by this process (`name`) is remembered; one another process
+    gave is learned the next time this one names the session (its UPDATE
+    changes nothing and answers the title the store has).
+    """
+
+    def __init__(self, store: SessionStore, most: int = 4096) -> None:
+        self._store = store
+        self._most = most
+        self._known: OrderedDict[str, SessionInfo] = OrderedDict()  # least recently asked for first
+        self._lock = threading.Lock()  # `owned` runs on the event loop, `create` and `name` on threads
+
+    def _remember(self, info: SessionInfo) -> None:
+        with self._lock:
+            self._known[info.id] = info
+            self._known.move_to_end(info.id)
+            while len(self._known) > self._most:
+                self._known.popitem(last=False)
+
+    def create(self, user_id: str, template: str) -> SessionInfo:
+        info = self._store.create(user_id, template)
+        self._remember(info)
+        return info
+
+    def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
+        with self._lock:
+            info = self._known.get(session_id)
+            if info is not None:
+                self._known.move_to_end(session_id)
+        if info is None:
+            info = self._store.owned(session_id, user_id)
+            if info is not None:
+                self._remember(info)
+        return info if info is not None and info.user_id == user_id else None
+
+    def of_user(self, user_id: str) -> list[SessionInfo]:
+        return self._store.of_user(user_id)
+
+    def name(self, session_id: str, message: str) -> str:
+        title = self._store.name(session_id, message)
+        with self._lock:
+            info = self._known.get(session_id)
+            if info is not None:
+                self._known[session_id] = replace(info, title=title)
+        return title
+
+    def close(self) -> None:
+        self._store.close()
+
+
 def sessions_file(config: KernelConfig) -> Path:
     """The sessions file: beside the transcript (kernel.yaml's `logging.messages_db_path`)."""
     return config.messages_db.with_name(SESSIONS_FILE)
@@ -232,6 +289,7 @@ __all__ = [
     "SQLITE",
     "TITLE_CHARS",
     "DirectoryMethods",
+    "KnownSessions",
     "OpenedOnFirstUse",
     "SessionDirectory",
     "SessionInfo",
