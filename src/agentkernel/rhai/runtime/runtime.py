@@ -12,9 +12,8 @@ import itertools
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -184,6 +183,9 @@ class Runtime:
         self.max_operations = self.limits.max_operations
         # compiled code counts inline and calls reached_checkpoint() past this
         self.checkpoint: float = self.max_operations or float("inf")
+        # the highest count a native's callback reached (its operations are then forgotten)
+        self.callback_peak = 0
+        self.limit_or_inf: float = self.max_operations or float("inf")
         self.string_limit = self.limits.max_string_size
         self.array_limit = self.limits.max_array_size
         self.map_limit = self.limits.max_map_size
@@ -253,6 +255,23 @@ class Runtime:
         if self.operations > self.checkpoint:
             self.reached_checkpoint()
         return self.checkpoint - self.operations
+
+    def counted(self) -> int:
+        """The evaluation's operation count: the smallest `max_operations` that lets it
+        finish, which a callback's operations reach before they are forgotten (`call_back`)."""
+        return max(self.operations, self.callback_peak)
+
+    def forget_since(self, before: int) -> None:
+        """A native's callback is over: its operations are forgotten, as the reference's
+        `NativeCallContext` counts them on a copy of its state, while the limit held them
+        from the count at the call. A checkpoint short of the limit (a subclass's periodic
+        one, e.g. a look at the clock) still comes nearer by the work they were."""
+        ops = self.operations
+        if ops > self.callback_peak:
+            self.callback_peak = ops
+        self.operations = before
+        if self.checkpoint < self.limit_or_inf:
+            self.checkpoint -= ops - before
 
     def enter(self, depth: int) -> None:
         """A script function is being entered at nesting `depth` (1 = called from the top)."""
@@ -626,13 +645,48 @@ class Runtime:
     def last_this(self) -> Any:
         return self._this_after
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Iterable[Any]], Iterator[Any]] | None:
         """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
-        to this evaluation: `filter` and `map` call it with each item itself, not a copy."""
+        to this evaluation: `filter` and `map` call it with each item itself, not a copy. What
+        it returns calls it with each item in turn and yields the results, each call counted
+        as `call_back` counts it (inlined: a loop here costs less than a call per item)."""
         target = fn.target
         if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
             return None
-        return partial(target, self, self.depth_hint + 1, None)
+        depth = self.depth_hint + 1
+
+        def each(items: Iterable[Any]) -> Iterator[Any]:
+            before = self.operations
+            start, peak, limit = before + 1, self.callback_peak, self.limit_or_inf
+            try:
+                for item in items:
+                    self.operations = start
+                    if start > self.checkpoint:
+                        self.reached_checkpoint()
+                    value = target(self, depth, None, item)
+                    ops = self.operations
+                    if ops > peak:
+                        peak = ops
+                    if self.checkpoint < limit:
+                        self.checkpoint -= ops - before
+                    yield value
+            finally:
+                self.operations = before
+                if peak > self.callback_peak:  # a callback's own callbacks may have gone higher
+                    self.callback_peak = peak
+
+        return each
+
+    def call_back(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
+        """A native's call of a callback (`map`, `sort`, `drain`…): as `call_fn_ptr`, counted
+        as in the reference, 1 for the call, and what it counted forgotten after it
+        (`forget_since`): a callback is bounded by the limit, from the count at the call."""
+        before = self.operations
+        self.count(1)
+        try:
+            return self.call_fn_ptr(fn, args, this)
+        finally:
+            self.forget_since(before)
 
     def call_fn_ptr(
         self, fn: FnPtr | str, args: Sequence[Any], this: Any = NO_THIS, depth: int | None = None
