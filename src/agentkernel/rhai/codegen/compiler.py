@@ -131,6 +131,8 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
         out = self.temp()
         for cell in cells:
             self.emit(f"{cell}.shared = True")
+        if cells:  # the reference's block of `Share` and `curry(closure, captured…)`: 3 and 1 each
+            self.count(3 + len(cells), node.pos)
         target = f"bind_closure({py_name}, {arity}, {', '.join(cells)})" if cells else py_name
         if not cells:
             self.m.emit_module_level(f"{py_name}.rhai_arity = {arity}")
