@@ -17,14 +17,16 @@ from agentkernel.rhai.engine import _run_main
 from agentkernel.rhai.runtime.runtime import Runtime
 from tests.rhai.operation_counts import count_all, our_count
 
-# at the time of writing 714 exact and 772 within 10% of 927 (710 and 767 before a closure's
+# at the time of writing 742 exact and 801 within 10% of 927 (714 and 772 before print's and
+# to_string's calls of natives were counted and the statements after a callback, 710 and 767
+# before a closure's
 # captures were counted, 684 and 737 before a native's
 # callbacks were forgotten as in the reference, 410 and 433 before pure
 # statements were dropped, dots, library operators and keyword calls counted and
 # `if`/`switch`/`&&`/`||` on constants folded as the reference does, 272 and 312 before
 # constant folding was counted as its optimizer does)
-EXACT_FLOOR = 714
-CLOSE_FLOOR = 772
+EXACT_FLOOR = 742
+CLOSE_FLOOR = 801
 
 LOOPS = [
     "let x = 0; while x < 1000 { x += 1 } x",
@@ -169,7 +171,9 @@ def test_a_callbacks_operations_are_forgotten_after_it_as_in_the_reference(sourc
     the smallest limit that lets the script finish."""
     longer = source.replace("[1, ", "[1, 1, 1, 1, ").replace("[3, ", "[3, 3, 3, 3, ")
     assert longer != source
-    assert our_count(longer) == our_count(source) == smallest_limit(source)
+    assert our_count(longer) == our_count(source) <= smallest_limit(source)
+    if source.endswith(")"):  # the callbacks counted last: the count is their peak
+        assert our_count(source) == smallest_limit(source)
 
 
 @pytest.mark.parametrize(
@@ -228,3 +232,31 @@ def test_a_closure_that_captures_counts_as_the_references_share_and_curry() -> N
     assert our_count("let y = 10; let f = |x| x + y;") == our_count("let y = 10; let f = |x| x + 1;") + 4
     two = "let y = 1; let z = 2; let f = |x| x + y + z;"
     assert our_count(two) == our_count("let y = 1; let z = 2; let f = |x| x + 1 + 2;") + 5
+
+
+@pytest.mark.parametrize(
+    ("source", "reference"),
+    [
+        ("let a = [3, 1, 2]; a.sort(|x, y| y - x); a", 10),
+        ("let a = [1, 2, 3, 4, 5, 6]; let e = a.drain(|x| x % 2 == 0); [a, e]", 12),
+        ("let s = 0; [1, 2, 3].for_each(|x| s += x); s", 14),
+    ],
+)
+def test_the_count_is_the_references_last_report_when_statements_follow_the_callbacks(
+    source: str, reference: int
+) -> None:
+    """The reference's count is what it reported last: the statements after a native's call
+    (its block counted them ahead here, `rt.ahead` tells how many), not the callbacks'
+    forgotten work, although its limit must let that work run."""
+    assert our_count(source) == reference < smallest_limit(source)
+
+
+def test_print_and_debug_count_the_natives_the_reference_calls_on_a_copy() -> None:
+    """`print`/`debug` of a type without a function of its own calls `to_string`/`to_debug`,
+    and an array's or a map's items each (string_basic.rs `print_with_func`), nesting:
+    counted as a callback's work is, when nothing is counted after them."""
+    assert our_count("debug(1)") == our_count("debug(1.0)") + 1 == 4
+    assert our_count("print([1, [2, [3]]])") == our_count("print([1, 2, 3])") + 2
+    assert our_count("print([1, 2.5, \"s\", 'c', (), true, #{a: [1]}])") == 6
+    assert our_count("let a = [\"a\", 'c']; a.to_string()") == 7
+    assert our_count("print(42); 1") == our_count("print(4.2); 1") == 5

@@ -86,6 +86,7 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
                 for info in infos:
                     if info.cell:
                         self.emit(f"{info.py} = Cell({info.py})")
+                self.main_top = self.top_level and not self.export_lets
                 value = self.block_body(body.stmts, want_value=True)
                 if self.export_lets:  # `eval`'s text: its variables' last values go back to the caller
                     for name, info in self.scopes[0].items():

@@ -65,6 +65,7 @@ class FunctionBase:
         self.dynamic = False
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
+        self.main_top = False  # the next block is the script's top level (statements.py `ahead`)
         self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool

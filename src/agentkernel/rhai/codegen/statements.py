@@ -46,13 +46,32 @@ class Statements(FunctionBase):
             self.pending_ops = 0
         if operations:
             self.count(operations, kept[0].pos if kept else pos)
+        ahead = self._ahead(kept) if self.main_top else None
+        self.main_top = False
         value = NONE
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
+            if ahead is not None and ahead[index] is not None:
+                self.emit(f"rt.ahead = {ahead[index]}")
             value = self.statement(stmt, want_value=want_value and last)
         if not kept or not want_value:
             return NONE
         return value
+
+    def _ahead(self, kept: list[ast.Stmt]) -> list[int | None]:
+        """For each top-level statement with a call, the operations of the statements after
+        it, which its block counted ahead (None: nothing to tell the runtime). A native's
+        callback, or its call of another native, counts from where the reference is then:
+        it has not counted them yet."""
+        told, after, ahead = 0, 0, [None] * len(kept)
+        rest = [0] * len(kept)
+        for index in range(len(kept) - 1, -1, -1):
+            rest[index] = after
+            after += self.facts.ops(kept[index])
+        for index, stmt in enumerate(kept):
+            if self.facts.has_calls(stmt) and rest[index] != told:
+                ahead[index] = told = rest[index]
+        return ahead
 
     def _dropped(self, stmt: ast.Stmt, is_result: bool) -> bool:
         """The reference's optimizer removes pure expression statements whose value is unused."""

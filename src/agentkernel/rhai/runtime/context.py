@@ -50,6 +50,11 @@ class NativeContext(Protocol):
         toward the limit while it runs, and not after (as in the reference)."""
         ...
 
+    def count_apart(self, operations: int) -> None:
+        """Count `operations` as the reference does those of a native's call of another native
+        (on a copy of its state): toward the limit, not after."""
+        ...
+
     def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
         """Whether calling `fn` with `arg_count` arguments (after curried ones)
         would find a function: lets `map`/`filter` pass `(item, index)` or `(item)`."""
