@@ -54,6 +54,8 @@ class Statements(FunctionBase):
             if ahead is not None and ahead[index] is not None:
                 self.emit(f"rt.ahead = {ahead[index]}")
             value = self.statement(stmt, want_value=want_value and last)
+        if ahead is not None and any(ahead):
+            self.emit("rt.ahead = 0")  # for the functions a host calls after the top level
         if not kept or not want_value:
             return NONE
         return value
@@ -63,7 +65,8 @@ class Statements(FunctionBase):
         it, which its block counted ahead (None: nothing to tell the runtime). A native's
         callback, or its call of another native, counts from where the reference is then:
         it has not counted them yet."""
-        told, after, ahead = 0, 0, [None] * len(kept)
+        told, after = 0, 0
+        ahead: list[int | None] = [None] * len(kept)
         rest = [0] * len(kept)
         for index in range(len(kept) - 1, -1, -1):
             rest[index] = after

@@ -276,4 +276,10 @@ def _item_calls(container: Any) -> int:
 __all__ = [
     "calls_to_format",
     "calls_to_print",
-    "format_float", "format_float_debug", "format_float_rust", "to_debug", "to_display", "to_string"]
+    "format_float",
+    "format_float_debug",
+    "format_float_rust",
+    "to_debug",
+    "to_display",
+    "to_string",
+]
