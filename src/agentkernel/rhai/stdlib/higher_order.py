@@ -113,7 +113,7 @@ def index_of_name_from(ctx: NativeContext, a: list[Any], name: str, start: int) 
         except RhaiRuntimeError as err:
             if not _names_missing(err, name):
                 raise
-    return arrays.index_of_from(a, name, start)
+    return arrays.index_of_from_counted(ctx, a, name, start)
 
 
 def _names_missing(err: RhaiRuntimeError, name: str) -> bool:
