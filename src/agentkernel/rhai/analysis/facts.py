@@ -68,6 +68,7 @@ _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
 # again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
 # 927 counts exact with these, 415 without.
 _DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
+_JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
 _SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
 
 
@@ -191,6 +192,8 @@ class Facts:
                 ops += 1
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
+            elif kind in _JUMPS and not (kind is ast.Break and node.value is not None):
+                ops -= 1  # a statement there, counted as one: its statement here counts it
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
