@@ -206,8 +206,8 @@ class Facts:
                 ops -= 1  # a statement there, counted as one: its statement here counts it
             elif kind is ast.ExprStmt and not self._as_written and self._call_statement(node.expr):
                 ops -= 1
-            elif kind is ast.For and type(node.iterable) is ast.Call and self._native_call(node.iterable):
-                ops -= 1  # the iterable's call counted as a statement's (read off ops.jsonl)
+            elif kind is ast.For:
+                ops -= 1  # a statement there that evaluates its iterable: one, not two
             if kind is ast.Call and self._native_call(node):
                 ops += 1  # evaluated as an expression there, then called (exec_native_fn_call)
             if self._pure_itself(node, kind):
