@@ -96,6 +96,12 @@ class FakeContext:
         self._this = cell.value
         return result
 
+    def count_apart(self, operations: int) -> None:
+        pass
+
+    def call_back(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
+        return self.call_fn_ptr(fn, args, this)
+
     def last_this(self) -> Any:
         return self._this
 

@@ -54,7 +54,7 @@ def our_count(source: str) -> int:
     script = engine.compile(strip_shebang(source))
     rt = engine.new_runtime(script, stdout=lambda text: None)
     _run_main(rt, script)
-    return rt.operations
+    return rt.counted()
 
 
 def count_all() -> list[Count]:

@@ -68,6 +68,11 @@ _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
 # again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
 # 927 counts exact with these, 415 without.
 _DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
+# the calls the reference evaluates itself, not as a native's call (its `make_function_call`)
+_KEYWORD_CALLS = frozenset(
+    {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
+)
+_JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
 _SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
 
 
@@ -87,6 +92,8 @@ class Facts:
         self._var_names: list[str] = []  # and its name
         self._changing: set[int] = set()  # the `for` loops whose body may change their variable
         self._watched: dict[str, list[int]] = {}  # `for` loops being walked, not yet changing, by variable
+        # closures and interpolations being walked: their statements count as written (`_visit`)
+        self._as_written = 0
 
     @classmethod
     def of(
@@ -157,6 +164,8 @@ class Facts:
             self._changes(node, kind)
         facts = self._facts
         bits = below = 0
+        if kind is ast.Closure or kind is ast.Interpolated:
+            self._as_written += 1
         for field in ast.CHILD_FIELDS[kind]:
             value = getattr(node, field)
             if value is None:
@@ -173,6 +182,8 @@ class Facts:
                 below += facts[id(value)][1]
         if kind is ast.For:
             self._unwatch(node)
+        elif kind is ast.Closure or kind is ast.Interpolated:
+            self._as_written -= 1
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
@@ -191,6 +202,14 @@ class Facts:
                 ops += 1
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
+            elif kind in _JUMPS and not (kind is ast.Break and node.value is not None):
+                ops -= 1  # a statement there, counted as one: its statement here counts it
+            elif kind is ast.ExprStmt and not self._as_written and self._call_statement(node.expr):
+                ops -= 1
+            elif kind is ast.For:
+                ops -= 1  # a statement there that evaluates its iterable: one, not two
+            if kind is ast.Call and self._native_call(node):
+                ops += 1  # evaluated as an expression there, then called (exec_native_fn_call)
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
@@ -248,6 +267,28 @@ class Facts:
         if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1:
             return 1 if type(node.args[0]) is ast.Literal and type(node.args[0].value) is str else ops
         return ops
+
+    def _native_call(self, node: ast.Call) -> bool:
+        """A call of a native that the reference makes through `exec_native_fn_call`, which
+        counts one more than the call's expression (not a keyword it evaluates itself)."""
+        return (
+            node.namespace is None
+            and node.name not in _KEYWORD_CALLS
+            and (node.name, len(node.args)) not in self._functions
+        )
+
+    def _call_statement(self, expr: Any) -> bool:
+        """A statement that is a call, which the reference's optimizer makes a `Stmt::FnCall`,
+        evaluated without counting the expression: a native's call, an operator (a call there)."""
+        kind = type(expr)
+        if kind is ast.Call:
+            return self._native_call(expr)
+        return (
+            kind is ast.Binary
+            and expr.op != "??"
+            and fold(expr, self._folds) is NOT_CONSTANT
+            and not self._library_operator(expr)  # on constants: counted in full there
+        )
 
     def _library_operator(self, node: ast.Binary) -> bool:
         """An operator on two constants that no built-in operator takes (`[1] == [1]`,

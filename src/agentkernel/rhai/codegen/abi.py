@@ -58,6 +58,7 @@ RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
         "operations", "checkpoint", "reached_checkpoint", "settle", "enter", "max_depth", "depth_hint",
+        "ahead",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",

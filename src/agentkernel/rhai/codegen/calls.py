@@ -142,6 +142,7 @@ def _is_shared(c: Calls, node: ast.Call, out: Operand) -> None:
 
 def _exit(c: Calls, node: ast.Call, out: Operand) -> None:
     value = c.expr(node.args[0]) if node.args else NONE
+    c.uncount()  # the reference ends here: the statements after, counted ahead, never run
     c.emit(f"raise ExitScript({value})")
     c.emit(f"{out} = None")
 

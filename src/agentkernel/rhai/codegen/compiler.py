@@ -86,6 +86,7 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
                 for info in infos:
                     if info.cell:
                         self.emit(f"{info.py} = Cell({info.py})")
+                self.main_top = self.top_level and not self.export_lets
                 value = self.block_body(body.stmts, want_value=True)
                 if self.export_lets:  # `eval`'s text: its variables' last values go back to the caller
                     for name, info in self.scopes[0].items():
@@ -131,6 +132,8 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
         out = self.temp()
         for cell in cells:
             self.emit(f"{cell}.shared = True")
+        if cells:  # the reference's block of `Share` and `curry(closure, captured…)`: 3 and 1 each
+            self.count(3 + len(cells), node.pos)
         target = f"bind_closure({py_name}, {arity}, {', '.join(cells)})" if cells else py_name
         if not cells:
             self.m.emit_module_level(f"{py_name}.rhai_arity = {arity}")

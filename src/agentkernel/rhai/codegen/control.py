@@ -147,7 +147,7 @@ class ControlFlow(FunctionBase):
         self.loops.pop()
 
     def x_While(self, node: ast.While) -> Operand:
-        loop = LoopTarget(self.temp())
+        loop = LoopTarget(self.temp(), len(self.rests))
         self.emit(f"{loop.result} = None")
         head = self.inline_comparison(node.cond)
         with self.counted_locally(node):
@@ -190,7 +190,7 @@ class ControlFlow(FunctionBase):
         return f"({fast} if {ints} else cond({BINARY_NAMES[node.op]}({left}, {right})))"
 
     def x_Loop(self, node: ast.Loop) -> Operand:
-        loop = LoopTarget(self.temp())
+        loop = LoopTarget(self.temp(), len(self.rests))
         self.emit(f"{loop.result} = None")
         with self.counted_locally(node):
             self.emit("while True:")
@@ -200,7 +200,7 @@ class ControlFlow(FunctionBase):
         return loop.result
 
     def x_DoLoop(self, node: ast.DoLoop) -> Operand:
-        loop = LoopTarget(self.temp())
+        loop = LoopTarget(self.temp(), len(self.rests))
         first = self.m.fresh("first")
         self.emit(f"{loop.result} = None")
         self.emit(f"{first} = True")
@@ -218,7 +218,7 @@ class ControlFlow(FunctionBase):
         return loop.result
 
     def x_For(self, node: ast.For) -> Operand:
-        loop = LoopTarget(self.temp())
+        loop = LoopTarget(self.temp(), len(self.rests))
         iterable = self.expr(node.iterable)
         self.emit(f"{loop.result} = None")
         if not node.body.stmts:  # the reference's optimizer drops a loop with an empty body
@@ -255,6 +255,8 @@ class ControlFlow(FunctionBase):
             return NONE
         if node.value is not None and self.loops:
             self.emit(f"{self.loops[-1].result} = {value}")
+        if self.loops:
+            self.uncount(self.loops[-1].rests_at)
         self.emit("break")
         return NONE
 
@@ -262,11 +264,13 @@ class ControlFlow(FunctionBase):
         if not self.loops and self.apart is not None:
             self.emit(self.apart.jump(CONTINUE, NONE))
         else:
+            self.uncount(self.loops[-1].rests_at if self.loops else 0)
             self.emit("continue")
         return NONE
 
     def x_Return(self, node: ast.Return) -> Operand:
         value = self.expr(node.value) if node.value is not None else NONE
+        self.uncount()
         self.emit(f"return {value}" if self.apart is None else self.apart.jump(RETURN, value))
         return NONE
 

@@ -32,6 +32,7 @@ class LoopTarget:
     """The loop a `break` leaves: where its value goes."""
 
     result: Operand
+    rests_at: int = 0  # how many blocks were being compiled outside the loop (`FunctionBase.rests`)
 
 
 class FunctionBase:
@@ -65,6 +66,10 @@ class FunctionBase:
         self.dynamic = False
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
+        self.main_top = False  # the next block is the script's top level (statements.py `ahead`)
+        # per block being compiled, the operations it counted ahead for its statements after the
+        # current one: what a `break`, `continue`, `return` or `exit` leaving them un-counts
+        self.rests: list[int] = []
         self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
@@ -94,6 +99,17 @@ class FunctionBase:
         self.visible = visible
         self.module_scopes.pop()
         self.scopes.pop()
+
+    def uncount(self, since: int = 0) -> None:
+        """Leaving the blocks being compiled from the `since`th on: the reference never counts
+        their statements after this one, which they counted ahead here."""
+        operations = sum(self.rests[since:])
+        if not operations:
+            return
+        if self.counter is not None:
+            self.emit(f"{self.counter} -= {operations}")
+        else:
+            self.emit(f"rt.operations -= {operations}")
 
     def too_deep(self) -> bool:
         """Whether code nested further must go to a function of its own (see `nesting.py`)."""

@@ -46,13 +46,45 @@ class Statements(FunctionBase):
             self.pending_ops = 0
         if operations:
             self.count(operations, kept[0].pos if kept else pos)
+        rests = self._rests(kept)
+        ahead = self._ahead(kept) if self.main_top else None
+        self.main_top = False
         value = NONE
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
-            value = self.statement(stmt, want_value=want_value and last)
+            if ahead is not None and ahead[index] is not None:
+                self.emit(f"rt.ahead = {ahead[index]}")
+            self.rests.append(0 if counted else rests[index])
+            try:
+                value = self.statement(stmt, want_value=want_value and last)
+            finally:
+                self.rests.pop()
+        if ahead is not None and any(ahead):
+            self.emit("rt.ahead = 0")  # for the functions a host calls after the top level
         if not kept or not want_value:
             return NONE
         return value
+
+    def _rests(self, kept: list[ast.Stmt]) -> list[int]:
+        """For each statement, the operations of the statements after it (counted ahead)."""
+        after, rests = 0, [0] * len(kept)
+        for index in range(len(kept) - 1, -1, -1):
+            rests[index] = after
+            after += self.facts.ops(kept[index])
+        return rests
+
+    def _ahead(self, kept: list[ast.Stmt]) -> list[int | None]:
+        """For each top-level statement with a call, the operations of the statements after
+        it, which its block counted ahead (None: nothing to tell the runtime). A native's
+        callback, or its call of another native, counts from where the reference is then:
+        it has not counted them yet."""
+        told = 0
+        ahead: list[int | None] = [None] * len(kept)
+        rest = self._rests(kept)
+        for index, stmt in enumerate(kept):
+            if self.facts.has_calls(stmt) and rest[index] != told:
+                ahead[index] = told = rest[index]
+        return ahead
 
     def _dropped(self, stmt: ast.Stmt, is_result: bool) -> bool:
         """The reference's optimizer removes pure expression statements whose value is unused."""

@@ -7,7 +7,7 @@ see anything else of the interpreter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from agentkernel.rhai.runtime.values import FnPtr
@@ -45,6 +45,16 @@ class NativeContext(Protocol):
         name takes that many arguments)."""
         ...
 
+    def call_back(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
+        """`call_fn_ptr` for a callback of a native (`map`, `sort`…): its operations count
+        toward the limit while it runs, and not after (as in the reference)."""
+        ...
+
+    def count_apart(self, operations: int) -> None:
+        """Count `operations` as the reference does those of a native's call of another native
+        (on a copy of its state): toward the limit, not after."""
+        ...
+
     def fn_ptr_accepts(self, fn: FnPtr, arg_count: int) -> bool:
         """Whether calling `fn` with `arg_count` arguments (after curried ones)
         would find a function: lets `map`/`filter` pass `(item, index)` or `(item)`."""
@@ -54,9 +64,10 @@ class NativeContext(Protocol):
         """The value of `this` after the last `call_fn_ptr` that bound one."""
         ...
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
-        """`fn` as a function of one item, when it is a closure of one parameter that only
-        reads it (no copy of the item needed, no argument layouts to try); else None."""
+    def reading_callback(self, fn: FnPtr) -> Callable[[Iterable[Any]], Iterator[Any]] | None:
+        """`fn` as a function of items yielding its result for each, when it is a closure of
+        one parameter that only reads it (no copy of the item needed, no argument layouts to
+        try); else None. Each call is counted as `call_back` counts it."""
         ...
 
     def check_string_size(self, value: str) -> None:

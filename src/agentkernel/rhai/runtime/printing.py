@@ -241,4 +241,45 @@ def _shared_form(value: Any, form: Callable[[Any], str] = to_string) -> str:
     return repr(value)
 
 
-__all__ = ["format_float", "format_float_debug", "format_float_rust", "to_debug", "to_display", "to_string"]
+# the types the reference prints with a function of their own (string_basic.rs): any other's
+# `print`/`debug` calls its `to_string`/`to_debug` (`print_with_func`), a native's call
+_PRINTED_ITSELF = frozenset({str, Char, bool, type(None), float})
+
+
+def calls_to_print(value: Any, debug: bool) -> int:
+    """How deep the reference's `print(value)` (or `debug`) nests calls of natives, each
+    counted on a copy of its state: 1 for a value without a print function of its own
+    (`debug` has one for function pointers), an array's or a map's items' (`calls_to_format`)."""
+    kind = TAGGED.get(type(value), type(value))
+    if kind is list or kind is dict:
+        return _item_calls(value)
+    return 0 if kind in _PRINTED_ITSELF or (debug and kind is FnPtr) else 1
+
+
+def calls_to_format(value: Any) -> int:
+    """How deep the reference's `to_string(value)` (or `to_debug`) nests calls of natives: an
+    array or a map calls `to_debug` for each item, an item array or map for each of its own."""
+    kind = TAGGED.get(type(value), type(value))
+    return _item_calls(value) if kind is list or kind is dict else 0
+
+
+def _item_calls(container: Any) -> int:
+    deepest = 0
+    for item in container.values() if isinstance(container, dict) else container:
+        kind = TAGGED.get(type(item), type(item))
+        depth = 1 + _item_calls(item) if kind is list or kind is dict else 1
+        if depth > deepest:
+            deepest = depth
+    return deepest
+
+
+__all__ = [
+    "calls_to_format",
+    "calls_to_print",
+    "format_float",
+    "format_float_debug",
+    "format_float_rust",
+    "to_debug",
+    "to_display",
+    "to_string",
+]

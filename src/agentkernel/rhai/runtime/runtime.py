@@ -12,9 +12,8 @@ import itertools
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -24,7 +23,7 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.rhai.runtime.internal_errors import log_internal_error
-from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.printing import calls_to_print, to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
     TAGGED_CONTAINERS,
@@ -184,6 +183,13 @@ class Runtime:
         self.max_operations = self.limits.max_operations
         # compiled code counts inline and calls reached_checkpoint() past this
         self.checkpoint: float = self.max_operations or float("inf")
+        # the highest count a native's callback reached (its operations are then forgotten)
+        self.callback_peak = 0
+        # the operations of the top level's later statements, counted ahead with its block
+        # (codegen/statements.py): the reference has not counted them when a callback runs
+        self.ahead = 0
+        self.callbacks_running = 0  # a callback's own callbacks count from where it is
+        self.limit_or_inf: float = self.max_operations or float("inf")
         self.string_limit = self.limits.max_string_size
         self.array_limit = self.limits.max_array_size
         self.map_limit = self.limits.max_map_size
@@ -253,6 +259,37 @@ class Runtime:
         if self.operations > self.checkpoint:
             self.reached_checkpoint()
         return self.checkpoint - self.operations
+
+    def counted(self) -> int:
+        """The evaluation's operation count as the reference reports it last: what a native's
+        callbacks counted when they were the last to count (`call_back`, `count_apart`), else
+        the count. It is the smallest `max_operations` that lets the script finish unless a
+        callback counted more than the statements after it."""
+        return max(self.operations, self.callback_peak)
+
+    def forget_since(self, before: int, start: int) -> None:
+        """A native's callback, which counted from `start`, is over: its operations are
+        forgotten (the count is `before` again), as the reference's `NativeCallContext`
+        counts them on a copy of its state, while the limit held them. A checkpoint short of
+        the limit (a subclass's periodic one, e.g. a look at the clock) still comes nearer by
+        the work they were."""
+        ops = self.operations
+        if ops > self.callback_peak and not self.ahead:
+            self.callback_peak = ops
+        self.operations = before
+        if self.checkpoint < self.limit_or_inf:
+            self.checkpoint -= ops - start
+
+    def count_apart(self, operations: int) -> None:
+        """`operations` the reference counts on a copy of its state, as a native calls another
+        (`print` of an array calls `to_debug` for each item, nesting): they reach the limit and
+        the count's peak (`counted`), and the count goes on from where it was."""
+        if operations:
+            ops = self.operations + operations - (0 if self.callbacks_running else self.ahead)
+            if self.max_operations and ops > self.max_operations:
+                raise failures.too_many_operations()
+            if ops > self.callback_peak and not self.ahead:
+                self.callback_peak = ops
 
     def enter(self, depth: int) -> None:
         """A script function is being entered at nesting `depth` (1 = called from the top)."""
@@ -397,9 +434,11 @@ class Runtime:
         time.sleep(seconds)
 
     def print_value(self, value: Any) -> None:
+        self.count_apart(calls_to_print(value, False))
         self._stdout(to_string(value))
 
     def debug_value(self, value: Any, pos: Pos) -> None:
+        self.count_apart(calls_to_print(value, True))
         self.debug_text(to_debug(value), pos)
 
     def debug_text(self, text: str, pos: Pos) -> None:
@@ -626,13 +665,53 @@ class Runtime:
     def last_this(self) -> Any:
         return self._this_after
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Any], Any] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Iterable[Any]], Iterator[Any]] | None:
         """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
-        to this evaluation: `filter` and `map` call it with each item itself, not a copy."""
+        to this evaluation: `filter` and `map` call it with each item itself, not a copy. What
+        it returns calls it with each item in turn and yields the results, each call counted
+        as `call_back` counts it (inlined: a loop here costs less than a call per item)."""
         target = fn.target
         if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
             return None
-        return partial(target, self, self.depth_hint + 1, None)
+        depth = self.depth_hint + 1
+
+        def each(items: Iterable[Any]) -> Iterator[Any]:
+            before = self.operations
+            start = before + 1 if self.callbacks_running else before - self.ahead + 1
+            peak, limit = self.callback_peak, self.limit_or_inf
+            try:
+                for item in items:
+                    self.operations = start
+                    if start > self.checkpoint:
+                        self.reached_checkpoint()
+                    value = target(self, depth, None, item)
+                    ops = self.operations
+                    if ops > peak:
+                        peak = ops
+                    if self.checkpoint < limit:
+                        self.checkpoint -= ops - start + 1
+                    yield value
+            finally:
+                self.operations = before
+                if peak > self.callback_peak and not self.ahead:
+                    self.callback_peak = peak
+
+        return each
+
+    def call_back(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
+        """A native's call of a callback (`map`, `sort`, `drain`…): as `call_fn_ptr`, counted
+        as in the reference, 1 for the call, and what it counted forgotten after it
+        (`forget_since`): a callback is bounded by the limit, from the count at the call."""
+        before = self.operations
+        # the count where the reference is: it has not counted the statements after this one
+        start = self.operations = before if self.callbacks_running else before - self.ahead
+        self.callbacks_running += 1
+        self.count(1)
+        try:
+            return self.call_fn_ptr(fn, args, this)
+        finally:
+            self.callbacks_running -= 1
+            self.forget_since(before, start)
 
     def call_fn_ptr(
         self, fn: FnPtr | str, args: Sequence[Any], this: Any = NO_THIS, depth: int | None = None

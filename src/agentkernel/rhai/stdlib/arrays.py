@@ -79,6 +79,28 @@ def index_of_from(a: list[Any], value: Any, start: int) -> int:
     return -1
 
 
+def count_comparisons(ctx: NativeContext, a: list[Any], start: int = 0) -> None:
+    """The reference compares items with `==` called as a native's call of another (counted
+    on a copy of its state, `count_apart`): 1 when there is an item to compare."""
+    if a and offset_len(len(a), start, 0)[0] < len(a):
+        ctx.count_apart(1)
+
+
+def contains_counted(ctx: NativeContext, a: list[Any], value: Any) -> bool:
+    count_comparisons(ctx, a)
+    return contains(a, value)
+
+
+def index_of_counted(ctx: NativeContext, a: list[Any], value: Any) -> int:
+    count_comparisons(ctx, a)
+    return index_of_from(a, value, 0)
+
+
+def index_of_from_counted(ctx: NativeContext, a: list[Any], value: Any, start: int) -> int:
+    count_comparisons(ctx, a, start)
+    return index_of_from(a, value, start)
+
+
 def extract(a: list[Any], start: int, count: int) -> list[Any]:
     if not a or count <= 0:
         return []
@@ -326,9 +348,9 @@ def _register_reading(lib: Library) -> None:
     lib.getter(list, "len", length)
     lib.getter(list, "is_empty", is_empty)
     lib.register("get", (list, int), get, pure=False)
-    lib.register("contains", (list, ANY), contains)
-    lib.register("index_of", (list, ANY), index_of)
-    lib.register("index_of", (list, ANY, int), index_of_from)
+    lib.register("contains", (list, ANY), contains_counted, needs_context=True)
+    lib.register("index_of", (list, ANY), index_of_counted, needs_context=True)
+    lib.register("index_of", (list, ANY, int), index_of_from_counted, needs_context=True)
     lib.register("extract", (list, int, int), extract, pure=False)
     lib.register("extract", (list, int), extract_from, pure=False)
     lib.register("extract", (list, RangeVal), extract_range, pure=False)

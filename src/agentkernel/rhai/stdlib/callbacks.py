@@ -118,8 +118,8 @@ class Callback:
     def _call(self, args: list[Any], this: Any) -> Any:
         if this is NO_THIS:
             self.this_after = NO_THIS
-            return self.ctx.call_fn_ptr(self.fn, args)
-        result = self.ctx.call_fn_ptr(self.fn, args, this)
+            return self.ctx.call_back(self.fn, args)
+        result = self.ctx.call_back(self.fn, args, this)
         self.this_after = self.ctx.last_this()
         return result
 
@@ -150,7 +150,7 @@ class Callback:
 
 def call_plain(ctx: NativeContext, fn: FnPtr, args: Sequence[Any]) -> Any:
     """A comparer's call (`sort`, `dedup`): just the arguments, no `this`, no extras."""
-    return ctx.call_fn_ptr(fn, list(args))
+    return ctx.call_back(fn, list(args))
 
 
 __all__ = ["Callback", "call_plain", "fn_from_name", "is_identifier"]

@@ -12,8 +12,9 @@ from functools import cache
 from typing import Any
 
 from agentkernel.rhai.runtime import numeric
+from agentkernel.rhai.runtime.context import NativeContext
 from agentkernel.rhai.runtime.failures import arithmetic
-from agentkernel.rhai.runtime.printing import to_debug, to_string
+from agentkernel.rhai.runtime.printing import calls_to_format, to_debug, to_string
 from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import trim
 
@@ -85,11 +86,13 @@ def int_to_float(x: int) -> float:
     return float(x)
 
 
-def any_to_string(value: Any) -> str:
+def any_to_string(ctx: NativeContext, value: Any) -> str:
+    ctx.count_apart(calls_to_format(value))
     return to_string(value)
 
 
-def any_to_debug(value: Any) -> str:
+def any_to_debug(ctx: NativeContext, value: Any) -> str:
+    ctx.count_apart(calls_to_format(value))
     return to_debug(value)
 
 
@@ -101,8 +104,8 @@ def register(lib: Library) -> None:
     lib.register("to_int", (float,), numeric.float_to_int)
     lib.register("to_float", (int,), int_to_float)
     lib.register("to_float", (float,), float_to_float)
-    lib.register("to_string", (ANY,), any_to_string)
-    lib.register("to_debug", (ANY,), any_to_debug)
+    lib.register("to_string", (ANY,), any_to_string, needs_context=True)
+    lib.register("to_debug", (ANY,), any_to_debug, needs_context=True)
 
 
 __all__ = ["parse_float", "parse_int", "parse_int_radix", "register"]

@@ -52,8 +52,8 @@ def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     mapped: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
-        for item in a:
-            mapped.append(own(reader(item)))
+        for value in reader(a):
+            mapped.append(own(value))
         return mapped
     cb = _per_item(ctx, fn, "map")
     for i in _items(a):
@@ -66,8 +66,8 @@ def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     kept: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
-        for item in a:
-            if reader(item) is True:
+        for item, verdict in zip(a, reader(a), strict=False):
+            if verdict is True:
                 kept.append(own(item))
         return kept
     cb = _per_item(ctx, fn, "filter")
@@ -113,7 +113,7 @@ def index_of_name_from(ctx: NativeContext, a: list[Any], name: str, start: int) 
         except RhaiRuntimeError as err:
             if not _names_missing(err, name):
                 raise
-    return arrays.index_of_from(a, name, start)
+    return arrays.index_of_from_counted(ctx, a, name, start)
 
 
 def _names_missing(err: RhaiRuntimeError, name: str) -> bool:
