@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from types import CodeType
 from typing import Any
 
 import pytest
@@ -209,7 +210,12 @@ def test_threads_calling_a_function_first_at_once_compile_it_once(monkeypatch: p
     script = engine.compile(LIBRARY)
     compiles: list[str] = []
     compile_part = engine_module._compiled
-    monkeypatch.setattr(engine_module, "_compiled", lambda *a: compiles.append(a[0][:12]) or compile_part(*a))
+
+    def counted(part: str, filename: str, first_line: int) -> CodeType:
+        compiles.append(part[:12])
+        return compile_part(part, filename, first_line)
+
+    monkeypatch.setattr(engine_module, "_compiled", counted)
     start = threading.Barrier(8)
 
     def call() -> Any:
