@@ -151,3 +151,74 @@ def test_a_strings_character_at_a_literal_index_is_read_inline_as_the_full_path_
     for index in ("3", "-4"):
         with pytest.raises(RhaiRuntimeError, match=rf"^String index {index} out of bounds"):
             engine.eval(f'let s = "héy"; s[{index}]')
+
+
+def test_contains_and_len_run_inline_only_while_they_are_the_standard_natives() -> None:
+    """`s.contains(x)` of a string and `.len` of a string or an array run as Python's own `in`
+    and `len` (`Runtime.natives_inline`); a host's registration of either, a script's
+    `contains(x)` or any typed method must still win, and other receivers take the full path."""
+    engine = Engine()
+    source = engine.compile('let s = "héllo"; [s.contains("é"), s.contains(s[1]), s.len]').module.source
+    assert "rt.natives_inline" in source
+    assert engine.eval('let s = "héllo"; [s.contains("é"), s.contains(s[4]), s.contains("x"), s.len]') == [
+        True,
+        True,
+        False,
+        5,
+    ]
+    assert engine.eval("let a = [1, 2]; let m = #{len: 7}; let b = blob(3); [a.len, m.len, b.len]") == [
+        2,
+        7,
+        3,
+    ]
+    assert engine.eval('let s = "ab"; s.set_tag(1); [s.len, s.contains("b")]') == [
+        2,
+        True,
+    ]  # tagged: full path
+    long = "x" * 300
+    assert engine.eval(f'let s = "{long}y"; s.contains("y")') is True  # a long receiver: the full path
+    assert engine.eval('fn contains(c) { "mine " + c } "abc".contains("b")') == "mine b"
+    assert engine.eval('fn int.double() { this * 2 } "abc".contains("b")') is True  # typed methods: full path
+    engine.library.getter(str, "len", lambda s: 99)
+    assert engine.eval('"abc".len') == 99
+    engine.register_fn("contains", lambda s, c: "host", params=[str, str])
+    assert engine.eval('"abc".contains("b")') == "host"
+
+
+def test_storing_at_an_int_index_fails_and_stores_as_the_full_path_does() -> None:
+    """`a[i] = literal` with `i` proven an int lets Python's bounds check stand for the
+    test (a negative index counts from the end in both); anything else is the full path."""
+    engine = Engine()
+    assert "raise IndexError" in engine.compile("let a = [1, 2]; let i = 1; a[i] = 0; a").module.source
+    assert engine.eval("let a = [1, 2]; let i = -1; a[i] = 9; a") == [1, 9]
+    assert engine.eval("let a = [[1, 2], [3]]; let i = 1; a[0][i] = 7; a") == [[1, 7], [3]]
+    assert engine.eval("let b = blob(3); let i = 1; b[i] = 300; b") == bytearray(b"\x00\x2c\x00")
+    assert engine.eval("let s = \"abc\"; let i = 1; s[i] = 'x'; s") == "axc"
+    failures = {
+        "let a = [1, 2]; let i = 5; a[i] = 1;": "Array index 5 out of bounds: only 2 elements in array "
+        "(line 1, position 30)",
+        "let a = [1, 2]; let i = -3; a[i] = 9;": "Array index -3 out of bounds: only 2 elements in array "
+        "(line 1, position 31)",
+        'let s = "abc"; let i = 1; s[i] = 120;': "Data type incorrect: i64 (expecting char) "
+        "(line 1, position 32)",
+        "let m = #{}; let i = 1; m[i] = 2;": "Data type incorrect: i64 (expecting string) "
+        "(line 1, position 27)",
+    }
+    for script, message in failures.items():
+        with pytest.raises(RhaiRuntimeError) as caught:
+            engine.eval(script)
+        assert str(caught.value) == message
+    assert engine.eval("let a = [1, 2]; let i = 1; try { a[i + 5] = 1 } catch (e) { a[i] = 0 } a") == [1, 0]
+
+
+def test_an_engine_library_keeps_the_inline_natives_standard_without_being_filled() -> None:
+    """An engine's library is filled on first use; it says the inline natives are the
+    standard ones before that (`then_keeps_inline`), which holds once it is filled."""
+    from agentkernel.rhai.stdlib import build_library, engine_natives, inlines_standard
+
+    filled = build_library()
+    engine_natives.register(filled)
+    assert inlines_standard(filled)
+    engine = Engine()
+    assert engine.library.inline_standard is True and type(engine.library).__name__ == "_Unfilled"
+    assert engine.eval('"abc".contains("b")') is True

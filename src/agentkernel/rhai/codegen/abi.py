@@ -58,6 +58,7 @@ RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
         "operations", "checkpoint", "reached_checkpoint", "settle", "enter", "max_depth", "depth_hint",
+        "natives_inline",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
@@ -212,6 +213,7 @@ def _builtins() -> dict[str, Any]:
     return {
         "__builtins__": {},
         "Exception": Exception,
+        "IndexError": IndexError,
         "type": type,
         "str": str,
         "bool": bool,
@@ -222,6 +224,7 @@ def _builtins() -> dict[str, Any]:
         "enumerate": enumerate,
         "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
+        "TEXT": frozenset({str, Char}),
     }
 
 

@@ -41,7 +41,7 @@ from agentkernel.rhai.runtime.values import (
     type_name,
     with_tag,
 )
-from agentkernel.rhai.stdlib import Library, Mutated, default_library
+from agentkernel.rhai.stdlib import Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
 _CONTAINERS = frozenset({list, dict, bytearray, TaggedList, TaggedDict})
@@ -179,6 +179,8 @@ class Runtime:
         # `x.push(v)` and `s.append(x)` take fast paths unless a script defines its own
         self.functions_named_push = self._defines_method("push")
         self.functions_named_append = self._defines_method("append")
+        self._standard_inline = inlines_standard(self.library)
+        self.natives_inline = self.natives_inlinable()
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
@@ -214,6 +216,12 @@ class Runtime:
         self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
         # compiled code checks and counts what it builds only when some size limit is set
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
+
+    def natives_inlinable(self) -> bool:
+        """Whether compiled code may run the natives it inlines (`s.contains(x)`, `.len`) as the
+        standard library's: no typed method, no script `contains(x)`, no host registration of
+        them. Whoever changes `functions` sets `natives_inline` anew with this."""
+        return self._standard_inline and not self.methods and ("contains", 1) not in self.functions
 
     def _defines_method(self, name: str) -> bool:
         """Whether the script defines a method `name(x)`, typed or not."""
