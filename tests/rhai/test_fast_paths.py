@@ -222,3 +222,25 @@ def test_an_engine_library_keeps_the_inline_natives_standard_without_being_fille
     engine = Engine()
     assert engine.library.inline_standard is True and type(engine.library).__name__ == "_Unfilled"
     assert engine.eval('"abc".contains("b")') is True
+
+
+def test_a_string_compared_to_a_string_literal_is_equal_as_the_operator_says() -> None:
+    """`s == "lit"` / `s != "lit"` compare at once when `s` is a plain string; a char, a
+    tagged string, a number take the operator (`op_eq`/`op_ne`), which decides as before."""
+    engine = Engine()
+    assert "is str else op_ne(" in engine.compile('let s = "a"; s != ""').module.source
+    checks = {
+        'let s = "é"; [s == "é", s != "e", "" == s, "é" != s]': [True, True, False, False],
+        'let c = "ab"[0]; [c == "a", c != "a", "a" == c]': [True, False, True],
+        'let x = 1; [x == "1", "1" != x]': [False, True],
+        'let s = "ab"; s.set_tag(3); [s == "ab", "ab" != s]': [True, False],
+    }
+    for script, expected in checks.items():
+        assert engine.eval(script) == expected
+
+
+def test_appending_a_string_literal_still_grows_and_checks_the_string() -> None:
+    engine = Engine(limits=Limits(max_string_size=5))
+    assert engine.eval('let s = "ab"; s += "cd"; let a = [1]; a += "x"; [s, a]') == ["abcd", [1, "x"]]
+    with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
+        engine.eval('let s = "abcd"; s += "ef"; s')

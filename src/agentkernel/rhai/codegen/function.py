@@ -20,7 +20,7 @@ from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
-from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand
+from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
 from agentkernel.rhai.codegen.variables import VarInfo, Visible
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
@@ -142,6 +142,12 @@ class FunctionBase:
         return in_range if ints == "True" else f"{ints} and {in_range}"
 
     # -- operands ------------------------------------------------------------------------------
+
+    def is_str_constant(self, operand: Operand) -> bool:
+        """Whether the operand is an entry of the constants table holding a plain string."""
+        if operand.place != CONSTANT:
+            return False
+        return type(self.m.constants[int(operand.text[2:-1])]) is str
 
     def named(self, operand: Operand) -> Operand:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first
