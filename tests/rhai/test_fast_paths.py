@@ -244,3 +244,22 @@ def test_appending_a_string_literal_still_grows_and_checks_the_string() -> None:
     assert engine.eval('let s = "ab"; s += "cd"; let a = [1]; a += "x"; [s, a]') == ["abcd", [1, "x"]]
     with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
         engine.eval('let s = "abcd"; s += "ef"; s')
+
+
+def test_a_pure_native_of_no_or_two_arguments_called_at_once_still_yields_to_the_script() -> None:
+    """`x.name()` and `x.name(a, b)` call a pure native seen before for the types at once
+    (`Runtime.pure_method0`, `pure_method2`), under the rules of `pure_method`."""
+    engine = Engine()
+    assert "rt.pure_method0(" in engine.compile('"ab".to_upper()').module.source
+    assert engine.eval('["abc".to_upper(), "abcdef".sub_string(1, 3)]') == ["ABC", "bcd"]  # remembered
+    assert engine.eval('["abc".to_upper(), "abcdef".sub_string(1, 3)]') == ["ABC", "bcd"]  # at once
+    assert engine.eval('fn to_upper() { "mine " + this } "abc".to_upper()') == "mine abc"
+    assert engine.eval('fn sub_string(a, b) { a + b } "abc".sub_string(1, 3)') == 4
+    assert engine.eval('fn string.to_upper() { "typed" } "abc".to_upper()') == "typed"
+    assert engine.eval("let m = #{len: || 5}; m.len()") == 5  # a map's pointer: never at once
+    engine.register_fn("to_upper", lambda s: "host", params=[str])
+    assert engine.eval('"abc".to_upper()') == "host"
+    limited = Engine(limits=Limits(max_data_size=1300))
+    assert limited.eval('let s = "x"; s.pad(200, "-"); s.to_upper().len()') == 200
+    with pytest.raises(RhaiRuntimeError, match="too large"):  # what it built counts, at once too
+        limited.eval('let s = "x"; s.pad(600, "-"); let a = s.to_upper(); let b = s.to_upper(); a + b')

@@ -64,7 +64,8 @@ RUNTIME_MEMBERS = frozenset(
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "pure_method", "get_prop", "set_prop", "index_get", "index_set",
+        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
+        "get_prop", "set_prop", "index_get", "index_set",
         "iterate",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",

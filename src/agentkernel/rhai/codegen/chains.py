@@ -15,6 +15,8 @@ from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_
 from agentkernel.rhai.runtime.pacing import POLL_SIZE
 from agentkernel.rhai.syntax import ast
 
+PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
+
 
 class Chains(FunctionBase):
     """Property, index and method-call chains."""
@@ -126,14 +128,11 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
-        if len(args) == 1 and node.name not in ("call", "curry"):  # a pure native at once, if one is known
-            pure = f"rt.pure_method({name}, {receiver}, {args[0]})"
-            if (
-                node.name == "contains"
-            ):  # a string's: the standard native's own work, as `pure_method` runs it
-                text = (
-                    f"type({receiver}) is str and type({args[0]}) in TEXT and len({receiver}) < {POLL_SIZE}"
-                )
+        at_once = len(args) <= 2 and node.name not in ("call", "curry")
+        if at_once:  # a pure native at once, if one is known
+            pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
+            if node.name == "contains" and len(args) == 1:  # a string's: the standard native's own work
+                text = f"type({receiver}) is str and {self.text_test(args[0])}len({receiver}) < {POLL_SIZE}"
                 pure = f"({args[0]} in {receiver}) if {text} and rt.natives_inline else {pure}"
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
@@ -144,9 +143,13 @@ class Chains(FunctionBase):
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
             self.emit(f"{out} = {out}.result")
-        if len(args) == 1 and node.name not in ("call", "curry"):
+        if at_once:
             self.ind -= 1
         return out
+
+    def text_test(self, operand: Operand) -> str:
+        """`type(x) in TEXT and ` (a string or a char), nothing for a string literal."""
+        return "" if self.is_str_constant(operand) else f"type({operand}) in TEXT and "
 
 
 __all__ = ["Chains"]

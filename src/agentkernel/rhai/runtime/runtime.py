@@ -441,7 +441,7 @@ class Runtime:
         first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
-        if native is not None and native.pure and not native.needs_context and len(args) == 2:
+        if native is not None and native.pure and not native.needs_context and 1 <= len(args) <= 3:
             self._remember_pure(name, args, native.impl)
         if native is None:
             if has_tagged(args):  # natives take a tagged value as its plain value
@@ -462,6 +462,44 @@ class Runtime:
         kinds = tuple(type(a) for a in args)
         if kinds[0] is not dict and RangeVal not in kinds:  # a map's property may be a pointer
             self.pure_calls[(name, *kinds)] = impl
+
+    def pure_method0(self, name: str, receiver: Any) -> Any:
+        """`receiver.name()` as `pure_method` runs `receiver.name(arg)`."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind))
+        if impl is None or self.methods or (name, 0) in self.functions:
+            return NOT_PURE
+        if kind in _LENGTHY and len(receiver) >= _POLL_SIZE:
+            _poll()
+        try:
+            result = impl(receiver)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def pure_method2(self, name: str, receiver: Any, first: Any, second: Any) -> Any:
+        """`receiver.name(first, second)` as `pure_method` runs `receiver.name(arg)`."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind, type(first), type(second)))
+        if impl is None or self.methods or (name, 2) in self.functions:
+            return NOT_PURE
+        if (kind in _LENGTHY and len(receiver) >= _POLL_SIZE) or (
+            type(first) in _LENGTHY and len(first) >= _POLL_SIZE
+        ):
+            _poll()
+        try:
+            result = impl(receiver, first, second)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
 
     def pure_method(self, name: str, receiver: Any, arg: Any) -> Any:
         """`receiver.name(arg)` by a pure native seen before for these types (`_remember_pure`),
