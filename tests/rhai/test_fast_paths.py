@@ -263,3 +263,26 @@ def test_a_pure_native_of_no_or_two_arguments_called_at_once_still_yields_to_the
     assert limited.eval('let s = "x"; s.pad(200, "-"); s.to_upper().len()') == 200
     with pytest.raises(RhaiRuntimeError, match="too large"):  # what it built counts, at once too
         limited.eval('let s = "x"; s.pad(600, "-"); let a = s.to_upper(); let b = s.to_upper(); a + b')
+
+
+def test_the_chars_a_loop_walks_are_values_whatever_the_script_does_with_them() -> None:
+    """`for c in s` hands out one shared `Char` per character (`runtime._CHARS`): a tag or
+    a change in place made to `c` in one loop is never seen by the next loop's `c`."""
+    engine = Engine()
+    assert engine.eval(
+        'let a = []; for c in "aa" { c.set_tag(5); a.push(c.tag) } for c in "aa" { a.push(c.tag) } a'
+    ) == [
+        5,
+        5,
+        0,
+        0,
+    ]
+    assert engine.eval(
+        'let a = []; for c in "ab" { c.make_upper(); a.push(c) } for c in "ab" { a.push(c) } a'
+    ) == [
+        "A",
+        "B",
+        "a",
+        "b",
+    ]
+    assert engine.eval('let n = 0; for c in "héllo" { if type_of(c) == "char" { n += 1 } } n') == 5

@@ -50,6 +50,18 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+class _CharCache(dict[str, Char]):
+    """The `Char` of each character a `for` walks, made once: a Char is an immutable value
+    (a tagged one is a TaggedChar, never shared), so one object serves every loop."""
+
+    def __missing__(self, text: str) -> Char:
+        char = Char(text)
+        if len(self) < 4096:  # the characters scripts meet; any other is made anew
+            self[text] = char
+        return char
+
+
+_CHARS = _CharCache()
 NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
@@ -631,7 +643,7 @@ class Runtime:
                 return self._snapshot(value)
             return list(value)
         if kind is str:
-            return map(Char, value)  # one char at a time: a string never changes under the loop
+            return map(_CHARS.__getitem__, value)  # a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             if kind in TAGGED:
