@@ -50,6 +50,8 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+
+
 class _CharCache(dict[str, Char]):
     """The `Char` of each character a `for` walks, made once: a Char is an immutable value
     (a tagged one is a TaggedChar, never shared), so one object serves every loop."""
