@@ -286,3 +286,24 @@ def test_the_chars_a_loop_walks_are_values_whatever_the_script_does_with_them() 
         "b",
     ]
     assert engine.eval('let n = 0; for c in "héllo" { if type_of(c) == "char" { n += 1 } } n') == 5
+
+
+def test_a_while_head_spares_its_first_statement_only_the_overflow_it_rules_out() -> None:
+    """`while x > 0 { x -= 1 }`: the head proves `x - 1` an i64 (no test); at the edge of the
+    range, or for a step past it, the test stays and the overflow is still the reference's."""
+    engine = Engine()
+    source = engine.compile("let x = 3; while x > 0 { x -= 1; } x").module.source
+    assert "compound" not in source and "t4 = v1_x - 1" in source
+    assert engine.eval("let x = 3; while x > 0 { x -= 1; } x") == 0
+    assert engine.eval("let x = 0; while 5 > x { x += 2; } x") == 6
+    assert engine.eval("let x = -9223372036854775807; while x >= -9223372036854775807 { x -= 1; } x") == -(
+        2**63
+    )
+    assert (
+        engine.eval("let x = 9223372036854775806; while x < 9223372036854775807 { x += 1; } x") == 2**63 - 1
+    )
+    with pytest.raises(RhaiRuntimeError, match=r"^Addition overflow: 9223372036854775807 \+ 1"):
+        engine.eval("let x = 9223372036854775806; while x <= 9223372036854775807 { x += 1; } x")
+    with pytest.raises(RhaiRuntimeError, match=r"^Subtraction overflow"):
+        engine.eval("let x = -9223372036854775807; while x > -9223372036854775808 { x -= 2; } x")
+    assert engine.eval("let x = 1.5; while x > 0 { x -= 1; } x") == -0.5  # not an int: the full path

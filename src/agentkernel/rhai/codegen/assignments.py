@@ -38,7 +38,9 @@ class Assignments(FunctionBase):
         assert stmt.op is not None
         value = self.temp()
         slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
-        if stmt.op.rstrip("=") in INT_ARITHMETIC:
+        if self.in_range_at_entry(stmt, current, stmt.op.rstrip("="), right):
+            self.emit(f"{value} = {current} {stmt.op.rstrip('=')} {right}", stmt.pos)
+        elif stmt.op.rstrip("=") in INT_ARITHMETIC:
             fast = self.int_result(value, current, stmt.op.rstrip("="), right)
             self.emit(f"if not ({fast}): {value} = {slow}", stmt.pos)
         else:

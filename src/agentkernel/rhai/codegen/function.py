@@ -34,6 +34,17 @@ class LoopTarget:
     result: Operand
 
 
+@dataclass(frozen=True)
+class EntryBound:
+    """At `stmt`, the first statement of a `while` body, the int local `local` lies within
+    [low, high] (None: unbounded), as the loop's head just tested."""
+
+    stmt: ast.Stmt
+    local: Operand
+    low: int | None
+    high: int | None
+
+
 class FunctionBase:
     """The state of one Python function being generated: a script fn, a closure, the top level,
     or a part of one compiled apart (nesting.py)."""
@@ -70,6 +81,8 @@ class FunctionBase:
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
+        # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
+        self.entry: EntryBound | None = None
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -126,6 +139,19 @@ class FunctionBase:
     def int_checks(self, *operands: Operand) -> str:
         """`type(x) is int and …` for the operands not already known to be ints."""
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
+
+    def in_range_at_entry(self, stmt: ast.Assign, current: Operand, op: str, right: Operand) -> bool:
+        """Whether `current op right`, the first statement of a `while` body whose head bounds
+        `current` (`while x > 0 { x -= 1 }`), stays an i64: no overflow test is needed."""
+        entry, step = self.entry, right.int_value
+        if entry is None or entry.stmt is not stmt or entry.local != current or step is None:
+            return False
+        delta = step if op == "+" else -step if op == "-" else None
+        if delta is None:
+            return False
+        if delta >= 0:
+            return entry.high is not None and entry.high + delta <= I64_MAX
+        return entry.low is not None and entry.low + delta >= I64_MIN
 
     def int_result(self, out: Operand, left: Operand, op: str, right: Operand) -> str:
         """The condition of integer arithmetic's fast path: both operands ints, and
