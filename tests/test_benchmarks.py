@@ -39,7 +39,8 @@ FIGURES: dict[str, list[str]] = {
         rf"^the prelude alone: -?{NUMBER} ms a call \(rounds -?{NUMBER}--?{NUMBER}\)$",
     ],
     "rhai_speed.py": [
-        rf"^{name}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}" for name in ("loop", "fib", "sieve", "objects")
+        rf"^{name}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}"
+        for name in ("loop", "fib", "sieve", "objects", "textops")
     ],
     "rhai_compile.py": [
         *(rf"^{case}\s+100\s+" for case in ("lets", "map", "closures", "statements", "deep")),

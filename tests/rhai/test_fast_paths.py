@@ -151,3 +151,159 @@ def test_a_strings_character_at_a_literal_index_is_read_inline_as_the_full_path_
     for index in ("3", "-4"):
         with pytest.raises(RhaiRuntimeError, match=rf"^String index {index} out of bounds"):
             engine.eval(f'let s = "héy"; s[{index}]')
+
+
+def test_contains_and_len_run_inline_only_while_they_are_the_standard_natives() -> None:
+    """`s.contains(x)` of a string and `.len` of a string or an array run as Python's own `in`
+    and `len` (`Runtime.natives_inline`); a host's registration of either, a script's
+    `contains(x)` or any typed method must still win, and other receivers take the full path."""
+    engine = Engine()
+    source = engine.compile('let s = "héllo"; [s.contains("é"), s.contains(s[1]), s.len]').module.source
+    assert "rt.natives_inline" in source
+    assert engine.eval('let s = "héllo"; [s.contains("é"), s.contains(s[4]), s.contains("x"), s.len]') == [
+        True,
+        True,
+        False,
+        5,
+    ]
+    assert engine.eval("let a = [1, 2]; let m = #{len: 7}; let b = blob(3); [a.len, m.len, b.len]") == [
+        2,
+        7,
+        3,
+    ]
+    assert engine.eval('let s = "ab"; s.set_tag(1); [s.len, s.contains("b")]') == [
+        2,
+        True,
+    ]  # tagged: full path
+    long = "x" * 300
+    assert engine.eval(f'let s = "{long}y"; s.contains("y")') is True  # a long receiver: the full path
+    assert engine.eval('fn contains(c) { "mine " + c } "abc".contains("b")') == "mine b"
+    assert engine.eval('fn int.double() { this * 2 } "abc".contains("b")') is True  # typed methods: full path
+    engine.library.getter(str, "len", lambda s: 99)
+    assert engine.eval('"abc".len') == 99
+    engine.register_fn("contains", lambda s, c: "host", params=[str, str])
+    assert engine.eval('"abc".contains("b")') == "host"
+
+
+def test_storing_at_an_int_index_fails_and_stores_as_the_full_path_does() -> None:
+    """`a[i] = literal` with `i` proven an int lets Python's bounds check stand for the
+    test (a negative index counts from the end in both); anything else is the full path."""
+    engine = Engine()
+    assert "raise IndexError" in engine.compile("let a = [1, 2]; let i = 1; a[i] = 0; a").module.source
+    assert engine.eval("let a = [1, 2]; let i = -1; a[i] = 9; a") == [1, 9]
+    assert engine.eval("let a = [[1, 2], [3]]; let i = 1; a[0][i] = 7; a") == [[1, 7], [3]]
+    assert engine.eval("let b = blob(3); let i = 1; b[i] = 300; b") == bytearray(b"\x00\x2c\x00")
+    assert engine.eval("let s = \"abc\"; let i = 1; s[i] = 'x'; s") == "axc"
+    failures = {
+        "let a = [1, 2]; let i = 5; a[i] = 1;": "Array index 5 out of bounds: only 2 elements in array "
+        "(line 1, position 30)",
+        "let a = [1, 2]; let i = -3; a[i] = 9;": "Array index -3 out of bounds: only 2 elements in array "
+        "(line 1, position 31)",
+        'let s = "abc"; let i = 1; s[i] = 120;': "Data type incorrect: i64 (expecting char) "
+        "(line 1, position 32)",
+        "let m = #{}; let i = 1; m[i] = 2;": "Data type incorrect: i64 (expecting string) "
+        "(line 1, position 27)",
+    }
+    for script, message in failures.items():
+        with pytest.raises(RhaiRuntimeError) as caught:
+            engine.eval(script)
+        assert str(caught.value) == message
+    assert engine.eval("let a = [1, 2]; let i = 1; try { a[i + 5] = 1 } catch (e) { a[i] = 0 } a") == [1, 0]
+
+
+def test_an_engine_library_keeps_the_inline_natives_standard_without_being_filled() -> None:
+    """An engine's library is filled on first use; it says the inline natives are the
+    standard ones before that (`then_keeps_inline`), which holds once it is filled."""
+    from agentkernel.rhai.stdlib import build_library, engine_natives, inlines_standard
+
+    filled = build_library()
+    engine_natives.register(filled)
+    assert inlines_standard(filled)
+    engine = Engine()
+    assert engine.library.inline_standard is True and type(engine.library).__name__ == "_Unfilled"
+    assert engine.eval('"abc".contains("b")') is True
+
+
+def test_a_string_compared_to_a_string_literal_is_equal_as_the_operator_says() -> None:
+    """`s == "lit"` / `s != "lit"` compare at once when `s` is a plain string; a char, a
+    tagged string, a number take the operator (`op_eq`/`op_ne`), which decides as before."""
+    engine = Engine()
+    assert "is str else op_ne(" in engine.compile('let s = "a"; s != ""').module.source
+    checks = {
+        'let s = "é"; [s == "é", s != "e", "" == s, "é" != s]': [True, True, False, False],
+        'let c = "ab"[0]; [c == "a", c != "a", "a" == c]': [True, False, True],
+        'let x = 1; [x == "1", "1" != x]': [False, True],
+        'let s = "ab"; s.set_tag(3); [s == "ab", "ab" != s]': [True, False],
+    }
+    for script, expected in checks.items():
+        assert engine.eval(script) == expected
+
+
+def test_appending_a_string_literal_still_grows_and_checks_the_string() -> None:
+    engine = Engine(limits=Limits(max_string_size=5))
+    assert engine.eval('let s = "ab"; s += "cd"; let a = [1]; a += "x"; [s, a]') == ["abcd", [1, "x"]]
+    with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
+        engine.eval('let s = "abcd"; s += "ef"; s')
+
+
+def test_a_pure_native_of_no_or_two_arguments_called_at_once_still_yields_to_the_script() -> None:
+    """`x.name()` and `x.name(a, b)` call a pure native seen before for the types at once
+    (`Runtime.pure_method0`, `pure_method2`), under the rules of `pure_method`."""
+    engine = Engine()
+    assert "rt.pure_method0(" in engine.compile('"ab".to_upper()').module.source
+    assert engine.eval('["abc".to_upper(), "abcdef".sub_string(1, 3)]') == ["ABC", "bcd"]  # remembered
+    assert engine.eval('["abc".to_upper(), "abcdef".sub_string(1, 3)]') == ["ABC", "bcd"]  # at once
+    assert engine.eval('fn to_upper() { "mine " + this } "abc".to_upper()') == "mine abc"
+    assert engine.eval('fn sub_string(a, b) { a + b } "abc".sub_string(1, 3)') == 4
+    assert engine.eval('fn string.to_upper() { "typed" } "abc".to_upper()') == "typed"
+    assert engine.eval("let m = #{len: || 5}; m.len()") == 5  # a map's pointer: never at once
+    engine.register_fn("to_upper", lambda s: "host", params=[str])
+    assert engine.eval('"abc".to_upper()') == "host"
+    limited = Engine(limits=Limits(max_data_size=1300))
+    assert limited.eval('let s = "x"; s.pad(200, "-"); s.to_upper().len()') == 200
+    with pytest.raises(RhaiRuntimeError, match="too large"):  # what it built counts, at once too
+        limited.eval('let s = "x"; s.pad(600, "-"); let a = s.to_upper(); let b = s.to_upper(); a + b')
+
+
+def test_the_chars_a_loop_walks_are_values_whatever_the_script_does_with_them() -> None:
+    """`for c in s` hands out one shared `Char` per character (`runtime._CHARS`): a tag or
+    a change in place made to `c` in one loop is never seen by the next loop's `c`."""
+    engine = Engine()
+    assert engine.eval(
+        'let a = []; for c in "aa" { c.set_tag(5); a.push(c.tag) } for c in "aa" { a.push(c.tag) } a'
+    ) == [
+        5,
+        5,
+        0,
+        0,
+    ]
+    assert engine.eval(
+        'let a = []; for c in "ab" { c.make_upper(); a.push(c) } for c in "ab" { a.push(c) } a'
+    ) == [
+        "A",
+        "B",
+        "a",
+        "b",
+    ]
+    assert engine.eval('let n = 0; for c in "héllo" { if type_of(c) == "char" { n += 1 } } n') == 5
+
+
+def test_a_while_head_spares_its_first_statement_only_the_overflow_it_rules_out() -> None:
+    """`while x > 0 { x -= 1 }`: the head proves `x - 1` an i64 (no test); at the edge of the
+    range, or for a step past it, the test stays and the overflow is still the reference's."""
+    engine = Engine()
+    source = engine.compile("let x = 3; while x > 0 { x -= 1; } x").module.source
+    assert "compound" not in source and "t4 = v1_x - 1" in source
+    assert engine.eval("let x = 3; while x > 0 { x -= 1; } x") == 0
+    assert engine.eval("let x = 0; while 5 > x { x += 2; } x") == 6
+    assert engine.eval("let x = -9223372036854775807; while x >= -9223372036854775807 { x -= 1; } x") == -(
+        2**63
+    )
+    assert (
+        engine.eval("let x = 9223372036854775806; while x < 9223372036854775807 { x += 1; } x") == 2**63 - 1
+    )
+    with pytest.raises(RhaiRuntimeError, match=r"^Addition overflow: 9223372036854775807 \+ 1"):
+        engine.eval("let x = 9223372036854775806; while x <= 9223372036854775807 { x += 1; } x")
+    with pytest.raises(RhaiRuntimeError, match=r"^Subtraction overflow"):
+        engine.eval("let x = -9223372036854775807; while x > -9223372036854775808 { x -= 2; } x")
+    assert engine.eval("let x = 1.5; while x > 0 { x -= 1; } x") == -0.5  # not an int: the full path

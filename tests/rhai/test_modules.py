@@ -231,3 +231,10 @@ def test_the_host_reads_the_files_the_resolver_finds(tmp_path: Path) -> None:
         engine.eval('import "lost";')
     with pytest.raises(RhaiRuntimeError, match=r"Module not found: elsewhere \(not in the table\)"):
         engine.eval('import "elsewhere";')
+
+
+def test_a_modules_own_contains_wins_over_the_inline_native(folder: Path) -> None:
+    """Compiled code runs a string's `contains` inline while no script function takes the
+    name (`Runtime.natives_inline`); a module's functions bring their own in sight."""
+    (folder / "own.rhai").write_text('fn contains(c) { "own " + c } fn probe() { "abc".contains("b") }')
+    assert run_in(folder, 'import "own" as o; [o::probe(), "abc".contains("b")]') == ["own b", True]

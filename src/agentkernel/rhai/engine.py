@@ -306,7 +306,9 @@ class Engine:
         compile_cache: CompileCache | None = None,
     ) -> None:
         self.limits = limits or Limits()
-        self.library = library or default_library(engine_natives.register)  # filled on first use
+        self.library = library or default_library(
+            engine_natives.register, then_keeps_inline=True
+        )  # filled on first use
         self.max_source_size = max_source_size
         self.module_resolver = module_resolver
         self.compile_cache = compile_cache

@@ -58,13 +58,14 @@ RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
         "operations", "checkpoint", "reached_checkpoint", "settle", "enter", "max_depth", "depth_hint",
-        "ahead",
+        "ahead", "natives_inline",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "pure_method", "get_prop", "set_prop", "index_get", "index_set",
+        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
+        "get_prop", "set_prop", "index_get", "index_set",
         "iterate",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",
@@ -213,6 +214,7 @@ def _builtins() -> dict[str, Any]:
     return {
         "__builtins__": {},
         "Exception": Exception,
+        "IndexError": IndexError,
         "type": type,
         "str": str,
         "bool": bool,
@@ -223,6 +225,7 @@ def _builtins() -> dict[str, Any]:
         "enumerate": enumerate,
         "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
+        "TEXT": frozenset({str, Char}),
     }
 
 

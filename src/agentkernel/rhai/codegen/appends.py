@@ -104,9 +104,12 @@ def _text(c: FunctionBase, current: Operand, right: Operand, also: str) -> Opera
     """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
     text = c.temp()
     c.emit(f"{text} = None")
-    c.emit(f"if type({current}) is str and {also}:")
+    c.emit(f"if type({current}) is str{'' if also == 'True' else f' and {also}'}:")
     with c.indented():
-        c.emit(f"{text} = {right} if type({right}) is str else rt.append_text({right})")
+        if c.is_str_constant(right):
+            c.emit(f"{text} = {right}")
+        else:
+            c.emit(f"{text} = {right} if type({right}) is str else rt.append_text({right})")
         c.emit(f"if rt.string_limit and len({current}) + len({text}) > rt.string_limit: {text} = None")
     c.emit(f"if {text} is not None:")
     c.ind += 1

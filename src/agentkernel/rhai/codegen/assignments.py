@@ -38,7 +38,9 @@ class Assignments(FunctionBase):
         assert stmt.op is not None
         value = self.temp()
         slow = f"rt.compound({self.m.constant(stmt.op)}, {current}, {right})"
-        if stmt.op.rstrip("=") in INT_ARITHMETIC:
+        if self.in_range_at_entry(stmt, current, stmt.op.rstrip("="), right):
+            self.emit(f"{value} = {current} {stmt.op.rstrip('=')} {right}", stmt.pos)
+        elif stmt.op.rstrip("=") in INT_ARITHMETIC:
             fast = self.int_result(value, current, stmt.op.rstrip("="), right)
             self.emit(f"if not ({fast}): {value} = {slow}", stmt.pos)
         else:
@@ -122,10 +124,19 @@ class Assignments(FunctionBase):
         )
         where = self.m.constant((target.pos, pos))
         slow = f"{new} = rt.index_set({obj}, {index}, {value}, {where})"
-        if store_back:
+        if store_back and not counted and self.known_int(index) and index.int_value is None:
+            # an int index: Python's own bounds check (a negative one counts from the end, as
+            # Rhai's does) stands for the test; out of range, the slow path words the failure
+            self.emit("try:")
+            with self.indented(blocks=1):
+                self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
+                self.emit(f"{obj}[{index}] = {value}", ast.expr_pos(target.index))
+            self.emit("except IndexError:")
+        elif store_back:
             self.emit(f"if {fast}: {counted}{obj}[{index}] = {value}", ast.expr_pos(target.index))
             self.emit("else:")
-            with self.indented():
+        if store_back:
+            with self.indented(blocks=1):  # an except handler is a block to CPython
                 self.emit(slow, ast.expr_pos(target.index))
                 self.emit(f"if {new} is not {obj}:")
                 with self.indented():

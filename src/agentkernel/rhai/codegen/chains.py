@@ -12,7 +12,10 @@ from typing import Any
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
+from agentkernel.rhai.runtime.pacing import POLL_SIZE
 from agentkernel.rhai.syntax import ast
+
+PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
 
 
 class Chains(FunctionBase):
@@ -77,10 +80,13 @@ class Chains(FunctionBase):
         if isinstance(link, ast.Property):
             name = self.m.constant(link.name)
             fast = f"{current}.get({name}) if type({current}) is dict"
+            if link.name == "len":  # the standard getter's own work, unless a host replaced it
+                kinds = f"(type({current}) is str or type({current}) is list)"
+                fast = f"{fast} else len({current}) if {kinds} and rt.natives_inline"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.index_of(link)
-            fast = list_index_test(current, index)
+            fast = list_index_test(current, index, self.known_int(index))
             slow = f"rt.index_get({current}, {index})"
             if index.int_value is not None:  # a literal index: a string's character at once too
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
@@ -122,8 +128,13 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
-        if len(args) == 1 and node.name not in ("call", "curry"):  # a pure native at once, if one is known
-            self.emit(f"{out} = rt.pure_method({name}, {receiver}, {args[0]})", node.pos)
+        at_once = len(args) <= 2 and node.name not in ("call", "curry")
+        if at_once:  # a pure native at once, if one is known
+            pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
+            if node.name == "contains" and len(args) == 1:  # a string's: the standard native's own work
+                text = f"type({receiver}) is str and {self.text_test(args[0])}len({receiver}) < {POLL_SIZE}"
+                pure = f"({args[0]} in {receiver}) if {text} and rt.natives_inline else {pure}"
+            self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
@@ -132,9 +143,13 @@ class Chains(FunctionBase):
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
             self.emit(f"{out} = {out}.result")
-        if len(args) == 1 and node.name not in ("call", "curry"):
+        if at_once:
             self.ind -= 1
         return out
+
+    def text_test(self, operand: Operand) -> str:
+        """`type(x) in TEXT and ` (a string or a char), nothing for a string literal."""
+        return "" if self.is_str_constant(operand) else f"type({operand}) in TEXT and "
 
 
 __all__ = ["Chains"]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agentkernel.rhai.codegen.function import FunctionBase, LoopTarget
+from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
@@ -20,6 +20,7 @@ from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.literals import Char
 
 _SCALARS = frozenset({int, float, bool, str, Char, type(None)})  # constants shared by every use
+_BOUNDS = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # each comparison, its sides swapped
 
 
 class ControlFlow(FunctionBase):
@@ -161,10 +162,30 @@ class ControlFlow(FunctionBase):
     def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
         with self.indented(blocks=1):
             self.pending_ops = self.facts.ops(node.cond)  # the condition, at each iteration, as the reference
+            self.entry = self.entry_bound(node) if head is not None else None
             if head is None:
                 condition = self.expr(node.cond)
                 self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
             self.loop_body(node.body, loop)
+
+    def entry_bound(self, node: ast.While) -> EntryBound | None:
+        """What `while x > 5` (or `<`, `<=`, `>=`, either way round) proves of `x`, a local
+        known to hold an int, at the body's first statement, where nothing has changed it yet."""
+        cond = node.cond
+        if not node.body.stmts or not (isinstance(cond, ast.Binary) and cond.op in _BOUNDS):
+            return None
+        op, var, limit = cond.op, cond.left, cond.right
+        if isinstance(var, ast.Literal):  # `5 < x` is `x > 5`
+            op, var, limit = _BOUNDS[op], limit, var
+        if not (isinstance(var, ast.Var) and var.namespace is None and isinstance(limit, ast.Literal)):
+            return None
+        info = self.lookup(var.name)
+        if info is None or info.cell or type(limit.value) is not int or not self.known_int(info.load):
+            return None
+        value = limit.value
+        low = value + 1 if op == ">" else value if op == ">=" else None
+        high = value - 1 if op == "<" else value if op == "<=" else None
+        return EntryBound(node.body.stmts[0], info.load, low, high)
 
     def inline_comparison(self, node: ast.Expr) -> str | None:
         """A comparison of plain local variables and number literals as one Python test:

@@ -136,6 +136,14 @@ class Expressions(FunctionBase):
         elif node.op in INT_COMPARISONS and both_int:
             self.emit(f"{out} = {left} {node.op} {right}", node.pos, operator=True)
             self.bool_operands.add(out)
+        elif node.op in ("==", "!=") and (self.is_str_constant(left) or self.is_str_constant(right)):
+            # a string against a string literal: Python's own equality (a char, a tag: the operator)
+            other = right if self.is_str_constant(left) else left
+            self.emit(
+                f"{out} = {left} {node.op} {right} if type({other}) is str else {slow}",
+                node.pos,
+                operator=True,
+            )
         elif node.op in INT_COMPARISONS:
             self.emit(f"{out} = {left} {node.op} {right} if {ints} else {slow}", node.pos, operator=True)
         else:

@@ -20,7 +20,7 @@ from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
-from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand
+from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
 from agentkernel.rhai.codegen.variables import VarInfo, Visible
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
@@ -33,6 +33,17 @@ class LoopTarget:
 
     result: Operand
     rests_at: int = 0  # how many blocks were being compiled outside the loop (`FunctionBase.rests`)
+
+
+@dataclass(frozen=True)
+class EntryBound:
+    """At `stmt`, the first statement of a `while` body, the int local `local` lies within
+    [low, high] (None: unbounded), as the loop's head just tested."""
+
+    stmt: ast.Stmt
+    local: Operand
+    low: int | None
+    high: int | None
 
 
 class FunctionBase:
@@ -75,6 +86,8 @@ class FunctionBase:
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
+        # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
+        self.entry: EntryBound | None = None
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -143,6 +156,19 @@ class FunctionBase:
         """`type(x) is int and …` for the operands not already known to be ints."""
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
 
+    def in_range_at_entry(self, stmt: ast.Assign, current: Operand, op: str, right: Operand) -> bool:
+        """Whether `current op right`, the first statement of a `while` body whose head bounds
+        `current` (`while x > 0 { x -= 1 }`), stays an i64: no overflow test is needed."""
+        entry, step = self.entry, right.int_value
+        if entry is None or entry.stmt is not stmt or entry.local != current or step is None:
+            return False
+        delta = step if op == "+" else -step if op == "-" else None
+        if delta is None:
+            return False
+        if delta >= 0:
+            return entry.high is not None and entry.high + delta <= I64_MAX
+        return entry.low is not None and entry.low + delta >= I64_MIN
+
     def int_result(self, out: Operand, left: Operand, op: str, right: Operand) -> str:
         """The condition of integer arithmetic's fast path: both operands ints, and
         `out := left op right` within the i64 range. Adding a non-negative literal can
@@ -158,6 +184,12 @@ class FunctionBase:
         return in_range if ints == "True" else f"{ints} and {in_range}"
 
     # -- operands ------------------------------------------------------------------------------
+
+    def is_str_constant(self, operand: Operand) -> bool:
+        """Whether the operand is an entry of the constants table holding a plain string."""
+        if operand.place != CONSTANT:
+            return False
+        return type(self.m.constants[int(operand.text[2:-1])]) is str
 
     def named(self, operand: Operand) -> Operand:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first

@@ -142,9 +142,11 @@ class ModuleLoader:
             rt.exports,
             rt.functions_named_push,
             rt.depth_hint,
+            rt.natives_inline,
         )
         rt.functions = dict(compiled.functions)
         rt.functions_named_push = ("push", 1) in rt.functions
+        rt.natives_inline = rt.natives_inlinable()
         rt.global_consts, rt.imports, rt.exports = {}, {}, {}
         self.importing.append((found.key, path))
         try:
@@ -156,7 +158,7 @@ class ModuleLoader:
         finally:
             self.importing.pop()
             (rt.functions, rt.global_consts, rt.imports, rt.exports) = saved[:4]
-            rt.functions_named_push, rt.depth_hint = saved[4:]
+            rt.functions_named_push, rt.depth_hint, rt.natives_inline = saved[4:]
 
 
 # -- what generated code calls (abi.py lists them) --------------------------------------------
@@ -210,14 +212,15 @@ def rt_module_call(
     fn = inner.public.get((name, len(args))) if inner is not None else None
     if fn is None or inner is None:
         raise failures.not_found_text(f"{namespace}::{failures.signature(name, args)}")
-    saved = (rt.functions, rt.global_consts, rt.imports, rt.functions_named_push)
+    saved = (rt.functions, rt.global_consts, rt.imports, rt.functions_named_push, rt.natives_inline)
     rt.functions, rt.imports = inner.environment(rt.functions, rt.imports)
     rt.global_consts = inner.constants
     rt.functions_named_push = ("push", 1) in rt.functions
+    rt.natives_inline = rt.natives_inlinable()
     try:
         return fn.body(rt, depth, None, *args)
     finally:
-        rt.functions, rt.global_consts, rt.imports, rt.functions_named_push = saved
+        rt.functions, rt.global_consts, rt.imports, rt.functions_named_push, rt.natives_inline = saved
 
 
 def rt_export(rt: Runtime, alias: str, cell: Any) -> None:

@@ -40,7 +40,7 @@ from agentkernel.rhai.runtime.values import (
     type_name,
     with_tag,
 )
-from agentkernel.rhai.stdlib import Library, Mutated, default_library
+from agentkernel.rhai.stdlib import Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
 _CONTAINERS = frozenset({list, dict, bytearray, TaggedList, TaggedDict})
@@ -49,6 +49,20 @@ _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
+
+
+class _CharCache(dict[str, Char]):
+    """The `Char` of each character a `for` walks, made once: a Char is an immutable value
+    (a tagged one is a TaggedChar, never shared), so one object serves every loop."""
+
+    def __missing__(self, text: str) -> Char:
+        char = Char(text)
+        if len(self) < 4096:  # the characters scripts meet; any other is made anew
+            self[text] = char
+        return char
+
+
+_CHARS = _CharCache()
 NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
@@ -178,6 +192,8 @@ class Runtime:
         # `x.push(v)` and `s.append(x)` take fast paths unless a script defines its own
         self.functions_named_push = self._defines_method("push")
         self.functions_named_append = self._defines_method("append")
+        self._standard_inline = inlines_standard(self.library)
+        self.natives_inline = self.natives_inlinable()
         self.global_consts: dict[str, Any] = {}
         self.operations = 0
         self.max_operations = self.limits.max_operations
@@ -220,6 +236,12 @@ class Runtime:
         self.iterating: weakref.WeakValueDictionary[int, _Snapshot] | None = None
         # compiled code checks and counts what it builds only when some size limit is set
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
+
+    def natives_inlinable(self) -> bool:
+        """Whether compiled code may run the natives it inlines (`s.contains(x)`, `.len`) as the
+        standard library's: no typed method, no script `contains(x)`, no host registration of
+        them. Whoever changes `functions` sets `natives_inline` anew with this."""
+        return self._standard_inline and not self.methods and ("contains", 1) not in self.functions
 
     def _defines_method(self, name: str) -> bool:
         """Whether the script defines a method `name(x)`, typed or not."""
@@ -472,7 +494,7 @@ class Runtime:
         first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
-        if native is not None and native.pure and not native.needs_context and len(args) == 2:
+        if native is not None and native.pure and not native.needs_context and 1 <= len(args) <= 3:
             self._remember_pure(name, args, native.impl)
         if native is None:
             if has_tagged(args):  # natives take a tagged value as its plain value
@@ -493,6 +515,44 @@ class Runtime:
         kinds = tuple(type(a) for a in args)
         if kinds[0] is not dict and RangeVal not in kinds:  # a map's property may be a pointer
             self.pure_calls[(name, *kinds)] = impl
+
+    def pure_method0(self, name: str, receiver: Any) -> Any:
+        """`receiver.name()` as `pure_method` runs `receiver.name(arg)`."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind))
+        if impl is None or self.methods or (name, 0) in self.functions:
+            return NOT_PURE
+        if kind in _LENGTHY and len(receiver) >= _POLL_SIZE:
+            _poll()
+        try:
+            result = impl(receiver)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
+
+    def pure_method2(self, name: str, receiver: Any, first: Any, second: Any) -> Any:
+        """`receiver.name(first, second)` as `pure_method` runs `receiver.name(arg)`."""
+        kind = type(receiver)
+        impl = self.pure_calls.get((name, kind, type(first), type(second)))
+        if impl is None or self.methods or (name, 2) in self.functions:
+            return NOT_PURE
+        if (kind in _LENGTHY and len(receiver) >= _POLL_SIZE) or (
+            type(first) in _LENGTHY and len(first) >= _POLL_SIZE
+        ):
+            _poll()
+        try:
+            result = impl(receiver, first, second)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
+        if self.data_limit and type(result) in _BUILT:
+            self._account_native(result)
+        return result
 
     def pure_method(self, name: str, receiver: Any, arg: Any) -> Any:
         """`receiver.name(arg)` by a pure native seen before for these types (`_remember_pure`),
@@ -624,7 +684,7 @@ class Runtime:
                 return self._snapshot(value)
             return list(value)
         if kind is str:
-            return map(Char, value)  # one char at a time: a string never changes under the loop
+            return map(_CHARS.__getitem__, value)  # a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             if kind in TAGGED:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from agentkernel.rhai.runtime.values import Char
 from agentkernel.rhai.stdlib.registry import ANY, EXCLUSIVE, INCLUSIVE, Library, Mutated, NativeFn
 
 # the modules that register natives, in registration order (a later overload of a signature wins)
@@ -52,14 +53,36 @@ def _standard() -> Library:
     return build_library()
 
 
-def default_library(then: Callable[[Library], None] | None = None) -> Library:
+def inlines_standard(lib: Library) -> bool:
+    """Whether `lib` has the standard natives compiled code runs inline (`s.contains(x)` of
+    a string, `.len` of a string or an array): a host's own registration of them turns it off.
+
+    Asked once per library (`Library.inline_standard`, forgotten by a registration); a
+    library not filled yet answers as it was made (`default_library`), without filling.
+    """
+    if lib.inline_standard is None:
+        from agentkernel.rhai.stdlib import arrays, strings  # filled by now: imported already
+
+        contains = (lib.resolve("contains", ("", "")), lib.resolve("contains", ("", Char(" "))))
+        lib.inline_standard = (
+            all(native is not None and native.impl is strings.contains for native in contains)
+            and lib.getter_of(str, "len") is strings.length
+            and lib.getter_of(list, "len") is arrays.length
+        )
+    return lib.inline_standard
+
+
+def default_library(
+    then: Callable[[Library], None] | None = None, *, then_keeps_inline: bool = False
+) -> Library:
     """The standard library, as a copy a caller may register its own functions into (cheap:
     the tables are copied, not rebuilt), and `then` run on it (e.g. an engine's own natives).
 
     Filled when first asked anything, not here: a script that calls no native
-    (`print(1)`) never imports the modules of the natives.
+    (`print(1)`) never imports the modules of the natives. `then_keeps_inline`: `then`
+    registers none of the natives compiled code runs inline (`inlines_standard`).
     """
-    return _Unfilled(then)
+    return _Unfilled(then, then is None or then_keeps_inline)
 
 
 _FILLING = threading.Lock()
@@ -69,9 +92,10 @@ class _Unfilled(Library):
     """A `Library` not filled yet: any method first fills it, then the instance becomes a
     plain `Library` (its class is swapped), so later calls cost nothing more."""
 
-    def __init__(self, then: Callable[[Library], None] | None) -> None:
+    def __init__(self, then: Callable[[Library], None] | None, inline_standard: bool) -> None:
         super().__init__()
         self._then = then
+        self.inline_standard = True if inline_standard else None  # None: asked once filled
 
     def _fill(self) -> None:
         with _FILLING:
@@ -109,4 +133,5 @@ __all__ = [
     "NativeFn",
     "build_library",
     "default_library",
+    "inlines_standard",
 ]

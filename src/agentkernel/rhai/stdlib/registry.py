@@ -111,6 +111,9 @@ class Library:
         # (name, type of each argument) → the function of a pure native that needs no context,
         # for the runtime's fast path of method calls (filled by it, emptied by `register`)
         self.pure_calls: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        # whether compiled code's inline natives are this library's (`inlines_standard`): asked
+        # once, forgotten by `register` and `getter`
+        self.inline_standard: bool | None = None
 
     def copy(self) -> Library:
         """An independent copy, to extend without touching this library."""
@@ -137,6 +140,7 @@ class Library:
         """Add an overload; a later registration of the same signature replaces the earlier."""
         self._resolved.clear()
         self.pure_calls.clear()
+        self.inline_standard = None
         for signature in _expand(params):
             native = NativeFn(name, signature, impl, pure, needs_context)
             self._arities.add((name, len(signature)))
@@ -163,10 +167,12 @@ class Library:
             self.register(name, params, impl, pure=pure, needs_context=needs_context)
         else:
             self._resolved.clear()
+            self.inline_standard = None
             self._variadic[name] = NativeFn(name, (), impl, pure, needs_context)
 
     def getter(self, kind: ParamType, prop: str, impl: Getter) -> None:
         """`obj.prop` for a non-map `obj` of this type (`ANY` for every type)."""
+        self.inline_standard = None
         for (signature,) in _expand([kind]):
             self._getters[(signature, prop)] = impl
 
@@ -248,6 +254,10 @@ class Library:
         if getter is None:
             raise failures.no_getter(obj, name)
         return getter(obj)
+
+    def getter_of(self, kind: Any, name: str) -> Getter | None:
+        """The getter `obj.name` reaches on a value of type `kind`, if any."""
+        return self._getters.get((kind, name)) or self._getters.get((ANY, name))
 
     def set_property(self, ctx: NativeContext, obj: Any, name: str, value: Any) -> Any:
         """`obj.name = value` for a non-map; returns the object to store back."""
