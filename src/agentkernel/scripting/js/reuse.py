@@ -1,0 +1,119 @@
+"""QuickJS contexts kept between calls on a thread, each proved unchanged before it is used again (S3.3).
+
+A fresh context costs about as much as a small tool's whole run, and the
+prelude (helpers and guards) as much again. So a script that is no ES module
+runs in a kept context: its top level is a function (engine.py `_wrapped`), so
+its declarations live and die with the call, and lockdown.js has sealed the
+builtins. After the call the context goes back to its thread's pool only if
+the call ended without an error, left no job pending, imported nothing, and
+`clean()` finds every builtin and global as it was; any other context is
+dropped, and the next call makes a new one.
+
+The host functions a kept context calls (`__ak_call`, `__ak_log`, `__ak_poll`,
+the module loader) answer for the call under way, set by `enter` and cleared
+by `leave`, so no call reaches another's helpers, log or deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import quickjs
+
+#: Kept contexts a thread holds for one set of helpers and memory limit (a helper that runs
+#: another script tool holds a second one while the first is in use).
+POOL_SIZE = 2
+_LOCKDOWN = Path(__file__).with_name("lockdown.js")
+
+HelperCall = Callable[[str, str], str]
+LogLine = Callable[[str, str], None]
+Poll = Callable[[], bool]
+Loader = Callable[[str], "str | None"]
+
+
+def lockdown_source() -> str:
+    """lockdown.js as it is compiled (engine.py strips its comments as the prelude's)."""
+    return _LOCKDOWN.read_text("utf-8")
+
+
+class KeptContext:
+    """One runtime and context with the prelude and lockdown.js run in it, and the slot its host
+    functions read."""
+
+    def __init__(self, runtime: Any, ctx: Any) -> None:
+        self.runtime = runtime
+        self.ctx = ctx
+        self.global_object: Any = ctx.get_global()
+        self.invoke: Any = None
+        self.begin: Any = None
+        self.lookup: Any = None
+        self.clean: Any = None
+        self._call: HelperCall | None = None
+        self._log: LogLine | None = None
+        self._poll: Poll | None = None
+        self._load: Loader | None = None
+        self.imported = False
+
+    # -- the host functions, as QuickJS calls them --------------------------------------
+
+    def helper(self, name: str, payload: str) -> str:
+        assert self._call is not None, "a kept context ran outside a call"
+        return self._call(name, payload)
+
+    def log(self, level: str, text: str) -> None:
+        assert self._log is not None, "a kept context ran outside a call"
+        self._log(level, text)
+
+    def poll(self) -> bool:
+        assert self._poll is not None, "a kept context ran outside a call"
+        return self._poll()
+
+    def load(self, name: str) -> str | None:
+        """An import makes a module the context would keep: this context is not used again."""
+        assert self._load is not None, "a kept context ran outside a call"
+        self.imported = True
+        return self._load(name)
+
+    # -- one call ------------------------------------------------------------------------
+
+    def enter(self, call: HelperCall, log: LogLine, poll: Poll, load: Loader) -> None:
+        self._call, self._log, self._poll, self._load = call, log, poll, load
+        self.begin.call()
+
+    def leave(self) -> bool:
+        """End the call; True when the context may serve another."""
+        self._call = self._log = self._poll = self._load = None
+        if self.imported or self.ctx.has_pending_job:
+            return False
+        try:
+            return self.clean.call() is True
+        except quickjs.QuickJSError:  # out of memory or past the deadline in the check: not known clean
+            return False
+
+
+class ContextPool:
+    """Kept contexts by thread (a QuickJS runtime serves the thread that made it), then by key."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _idle(self, key: object) -> list[KeptContext]:
+        pools: dict[object, list[KeptContext]] | None = getattr(self._local, "pools", None)
+        if pools is None:
+            pools = self._local.pools = {}
+        return pools.setdefault(key, [])
+
+    def take(self, key: object) -> KeptContext | None:
+        idle = self._idle(key)
+        return idle.pop() if idle else None
+
+    def give_back(self, key: object, kept: KeptContext) -> None:
+        idle = self._idle(key)
+        if len(idle) < POOL_SIZE:
+            idle.append(kept)
+
+
+__all__ = ["POOL_SIZE", "ContextPool", "KeptContext", "lockdown_source"]
