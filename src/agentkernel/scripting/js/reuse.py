@@ -115,5 +115,10 @@ class ContextPool:
         if len(idle) < POOL_SIZE:
             idle.append(kept)
 
+    def idle(self) -> list[KeptContext]:
+        """The contexts this thread holds for its next calls."""
+        pools: dict[object, list[KeptContext]] = getattr(self._local, "pools", {})
+        return [kept for idle in pools.values() for kept in idle]
+
 
 __all__ = ["POOL_SIZE", "ContextPool", "KeptContext", "lockdown_source"]
