@@ -25,7 +25,7 @@ def run(kernel: Kernel, name: str, args: JSONValue = None, user: str | None = No
 
 
 def js_engine(kernel: Kernel) -> JsEngine:
-    engine = kernel._parts.host.engine_for(Path("x.js"))  # noqa: SLF001
+    engine = kernel._parts.host.engine_for(Path("x.js"))
     assert isinstance(engine, JsEngine)
     return engine
 
@@ -35,13 +35,17 @@ function run() {
   const proto = Object.getPrototypeOf(globalThis) === Object.prototype;
   const iter = Object.getPrototypeOf([][Symbol.iterator]());
   Array.prototype.map = Array.prototype.map;  // still writable
-  return [typeof left, typeof later, String(({}).evil), String([].x), [1].map((x) => x + 1)[0], typeof JSON.parse,
-          Object.isExtensible(globalThis), proto, typeof console.log, typeof fs_read, typeof iter.next,
-          String(Object.getOwnPropertyDescriptor(Array.prototype, "map").writable), typeof module.exports.leak,
-          typeof iterLeak].join();
+  return [typeof left, typeof later, String(({}).evil), String([].x), [1].map((x) => x + 1)[0],
+          typeof JSON.parse, Object.isExtensible(globalThis), proto, typeof console.log, typeof fs_read,
+          typeof iter.next, String(Object.getOwnPropertyDescriptor(Array.prototype, "map").writable),
+          typeof module.exports.leak, typeof iterLeak].join();
 }
 """
-AS_NEW = "undefined,undefined,undefined,undefined,2,function,true,true,function,function,function,true,undefined,undefined"
+AS_NEW = ",".join(
+    ["undefined"] * 4
+    + ["2", "function", "true", "true", "function", "function", "function", "true"]
+    + ["undefined"] * 2
+)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +76,10 @@ AS_NEW = "undefined,undefined,undefined,undefined,2,function,true,true,function,
 def test_what_a_call_changes_is_gone_in_the_next(kernel: Kernel, make_tool: ToolFactory, change: str) -> None:
     make_tool("changer", f"function run() {{ try {{ {change} }} catch (e) {{}} return 'changed'; }}")
     make_tool("reader", READER)
-    make_tool("async_reader", READER.replace("function run()", "async function run()").replace("{\n", "{ await null;\n", 1))
+    make_tool(
+        "async_reader",
+        READER.replace("function run()", "async function run()").replace("{\n", "{ await null;\n", 1),
+    )
     assert run(kernel, "reader") == AS_NEW
     assert run(kernel, "changer") == "changed"
     assert run(kernel, "async_reader") == AS_NEW  # its `await` runs any job the changer left
@@ -94,7 +101,10 @@ def test_top_level_declarations_are_the_calls_own(kernel: Kernel, make_tool: Too
         """
         let calls = 0; const once = {}; var seen = (typeof seen === 'number') ? seen + 1 : 1;
         class Box {}
-        function run() { calls += 1; once.n = (once.n || 0) + 1; return `${calls}/${once.n}/${seen}/${typeof Box}`; }
+        function run() {
+          calls += 1; once.n = (once.n || 0) + 1;
+          return `${calls}/${once.n}/${seen}/${typeof Box}`;
+        }
         """,
     )
     assert [run(kernel, "decls") for _ in range(3)] == ["1/1/1/function"] * 3
@@ -102,7 +112,11 @@ def test_top_level_declarations_are_the_calls_own(kernel: Kernel, make_tool: Too
 
 def test_a_helper_answers_the_user_of_the_call_under_way(project: Path, make_tool: ToolFactory) -> None:
     kernel = build_kernel(project, "state:\n  db_path: data/state.db\n")
-    make_tool("note", "function run(a) { if (a.text) state_set('user', 'note', a.text); return String(state_get('user', 'note')); }")
+    make_tool(
+        "note",
+        "function run(a) { if (a.text) state_set('user', 'note', a.text);"
+        " return String(state_get('user', 'note')); }",
+    )
     assert run(kernel, "note", {"text": "alice's"}, user="alice") == "alice's"
     assert run(kernel, "note", {}, user="bob") == "null"
     assert run(kernel, "note", {}, user="alice") == "alice's"
@@ -110,9 +124,16 @@ def test_a_helper_answers_the_user_of_the_call_under_way(project: Path, make_too
 
 def test_limits_hold_in_a_kept_context(kernel: Kernel, make_tool: ToolFactory) -> None:
     """A call past its time or memory fails as in a fresh context; the calls after it run as ever."""
-    make_tool("spin", "function run() { for (;;) {} }", yaml_extra="timeout_secs: 0.3\nmax_operations: 1000000000000\n")
-    make_tool("hog", "function run() { const a = []; for (;;) a.push('x'.repeat(1000) + a.length); }",
-              yaml_extra="memory_limit_mb: 16\n")
+    make_tool(
+        "spin",
+        "function run() { for (;;) {} }",
+        yaml_extra="timeout_secs: 0.3\nmax_operations: 1000000000000\n",
+    )
+    make_tool(
+        "hog",
+        "function run() { const a = []; for (;;) a.push('x'.repeat(1000) + a.length); }",
+        yaml_extra="memory_limit_mb: 16\n",
+    )
     make_tool("fine", "function run() { return 'fine'; }", yaml_extra="memory_limit_mb: 16\n")
     for _ in range(2):
         assert run(kernel, "fine") == "fine"
@@ -126,7 +147,7 @@ def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) 
     call that changed it leaves none behind."""
     make_tool("plain", "function run(a) { return [1, 2].map((x) => x * a.n).join(); }")
     make_tool("dirty", "function run() { globalThis.left = 1; return 'dirty'; }")
-    pool = js_engine(kernel)._pool  # noqa: SLF001 - what the engine keeps is its own
+    pool = js_engine(kernel)._pool
     assert run(kernel, "plain", {"n": 2}) == "2,4"
     kept = pool.idle()
     assert len(kept) == 1

@@ -391,7 +391,12 @@ def _found(value: object) -> bool:
 
 
 def _run(
-    ctx: Any, invoke: Any, target: Any, function: str, args: Sequence[JSONValue], optional: Sequence[JSONValue]
+    ctx: Any,
+    invoke: Any,
+    target: Any,
+    function: str,
+    args: Sequence[JSONValue],
+    optional: Sequence[JSONValue],
 ) -> JSONValue | NoValue:
     """Call `target` through the prelude's `invoke` with the arguments it declares room for."""
     declared = target.get("length")
