@@ -134,12 +134,30 @@ def test_limits_hold_in_a_kept_context(kernel: Kernel, make_tool: ToolFactory) -
         "function run() { const a = []; for (;;) a.push('x'.repeat(1000) + a.length); }",
         yaml_extra="memory_limit_mb: 16\n",
     )
+    make_tool(
+        "cycles",
+        "function run() { const a = []; a.self = a; for (;;) a.push({ s: 'x'.repeat(100), a }); }",
+        yaml_extra="memory_limit_mb: 16\n",
+    )
     make_tool("fine", "function run() { return 'fine'; }", yaml_extra="memory_limit_mb: 16\n")
     for _ in range(2):
         assert run(kernel, "fine") == "fine"
         assert run(kernel, "spin") == "script exceeded timeout_secs (0.3 s)"
         assert "script ran out of memory (limit 16 MiB)" in str(run(kernel, "hog"))
+        assert "script ran out of memory (limit 16 MiB)" in str(run(kernel, "cycles"))
     assert run(kernel, "fine") == "fine"
+
+
+def test_a_calls_garbage_leaves_the_next_its_whole_memory(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """Cycles the last call left (`big` and `run` hold each other) are collected before they could
+    crowd a call that needs most of its memory limit, as in a fresh context."""
+    make_tool(
+        "near_limit",
+        "const big = []; function run() { for (let i = 0; i < 90000; i++) big.push('x'.repeat(100) + i);"
+        " big.me = run; return 'ok'; }",
+        yaml_extra="memory_limit_mb: 16\n",
+    )
+    assert [run(kernel, "near_limit") for _ in range(4)] == ["ok"] * 4
 
 
 def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) -> None:

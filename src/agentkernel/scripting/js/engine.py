@@ -35,7 +35,7 @@ from agentkernel.scripting.contract import (
 )
 from agentkernel.scripting.js.hints import hint_for
 from agentkernel.scripting.js.modules import module_loader
-from agentkernel.scripting.js.reuse import ContextPool, KeptContext, lockdown_source
+from agentkernel.scripting.js.reuse import GC_HEADROOM, ContextPool, KeptContext, lockdown_source
 from agentkernel.types import NO_VALUE, JSONValue, NoValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
@@ -250,7 +250,7 @@ class JsEngine:
         except quickjs.QuickJSError as exc:
             raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
         finally:
-            if kept.leave() and reusable:
+            if kept.leave(reusable):
                 self._pool.give_back(key, kept)
 
     def _enter(
@@ -261,6 +261,7 @@ class JsEngine:
         runtime.set_memory_limit(limits.memory_limit_bytes)
         runtime.set_max_stack_size(limits.stack_limit_bytes)
         runtime.set_interrupt_handler(budget)
+        runtime.set_gc_threshold(kept.gc_threshold)
         kept.enter(
             _helper_trampoline(binding),
             binding.log_line,
@@ -285,14 +286,17 @@ class JsEngine:
         runtime.set_max_stack_size(limits.stack_limit_bytes)
         ctx = runtime.new_context()
         kept = KeptContext(runtime, ctx)
-        ctx.set("__ak_call", kept.helper)
-        ctx.set("__ak_log", kept.log)
-        ctx.set("__ak_poll", kept.poll)
+        slot = kept.slot
+        ctx.set("__ak_call", slot.helper)
+        ctx.set("__ak_log", slot.log)
+        ctx.set("__ak_poll", slot.poll)
         ctx.set("__ak_walk_limit", limits.memory_limit_bytes // JS_VALUE_BYTES)
-        ctx.set_module_loader(kept.load)
+        ctx.set_module_loader(slot.load)
         kept.invoke = ctx.eval_function(ctx.read_object(self._prelude(names)))
         done = ctx.eval_function(ctx.read_object(self._lockdown_bytecode()))
         kept.begin, kept.lookup, kept.clean = done.get(0), done.get(1), done.get(2)
+        runtime.run_gc()
+        kept.gc_threshold = runtime.compute_memory_usage()["malloc_size"] + GC_HEADROOM
         return kept
 
     def _lockdown_bytecode(self) -> bytes:
@@ -323,7 +327,7 @@ class JsEngine:
             except quickjs.JSError as exc:
                 raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
             finally:
-                if kept.leave() and reusable:
+                if kept.leave(reusable):
                     self._pool.give_back(key, kept)
         ctx = self._new_context(binding, limits, budget)
         try:

@@ -26,6 +26,9 @@ import quickjs
 #: Kept contexts a thread holds for one set of helpers and memory limit (a helper that runs
 #: another script tool holds a second one while the first is in use).
 POOL_SIZE = 2
+#: How far a kept context's heap may grow past its size when made before QuickJS collects its
+#: cycles: a call must not find the last call's garbage between it and its memory limit.
+GC_HEADROOM = 256 << 10
 _LOCKDOWN = Path(__file__).with_name("lockdown.js")
 
 HelperCall = Callable[[str, str], str]
@@ -39,6 +42,36 @@ def lockdown_source() -> str:
     return _LOCKDOWN.read_text("utf-8")
 
 
+class _Slot:
+    """The host functions a kept context calls, answering for the call under way. It holds no
+    reference to the context (QuickJS holds it), so a dropped context is freed at once."""
+
+    def __init__(self) -> None:
+        self.call: HelperCall | None = None
+        self.log_line: LogLine | None = None
+        self.poll_deadline: Poll | None = None
+        self.read: Loader | None = None
+        self.imported = False
+
+    def helper(self, name: str, payload: str) -> str:
+        assert self.call is not None, "a kept context ran outside a call"
+        return self.call(name, payload)
+
+    def log(self, level: str, text: str) -> None:
+        assert self.log_line is not None, "a kept context ran outside a call"
+        self.log_line(level, text)
+
+    def poll(self) -> bool:
+        assert self.poll_deadline is not None, "a kept context ran outside a call"
+        return self.poll_deadline()
+
+    def load(self, name: str) -> str | None:
+        """An import makes a module the context would keep: this context is not used again."""
+        assert self.read is not None, "a kept context ran outside a call"
+        self.imported = True
+        return self.read(name)
+
+
 class KeptContext:
     """One runtime and context with the prelude and lockdown.js run in it, and the slot its host
     functions read."""
@@ -46,51 +79,32 @@ class KeptContext:
     def __init__(self, runtime: Any, ctx: Any) -> None:
         self.runtime = runtime
         self.ctx = ctx
+        self.slot = _Slot()
         self.global_object: Any = ctx.get_global()
         self.invoke: Any = None
         self.begin: Any = None
         self.lookup: Any = None
         self.clean: Any = None
-        self._call: HelperCall | None = None
-        self._log: LogLine | None = None
-        self._poll: Poll | None = None
-        self._load: Loader | None = None
-        self.imported = False
-
-    # -- the host functions, as QuickJS calls them --------------------------------------
-
-    def helper(self, name: str, payload: str) -> str:
-        assert self._call is not None, "a kept context ran outside a call"
-        return self._call(name, payload)
-
-    def log(self, level: str, text: str) -> None:
-        assert self._log is not None, "a kept context ran outside a call"
-        self._log(level, text)
-
-    def poll(self) -> bool:
-        assert self._poll is not None, "a kept context ran outside a call"
-        return self._poll()
-
-    def load(self, name: str) -> str | None:
-        """An import makes a module the context would keep: this context is not used again."""
-        assert self._load is not None, "a kept context ran outside a call"
-        self.imported = True
-        return self._load(name)
-
-    # -- one call ------------------------------------------------------------------------
+        self.gc_threshold = 0
 
     def enter(self, call: HelperCall, log: LogLine, poll: Poll, load: Loader) -> None:
-        self._call, self._log, self._poll, self._load = call, log, poll, load
+        slot = self.slot
+        slot.call, slot.log_line, slot.poll_deadline, slot.read = call, log, poll, load
         self.begin.call()
 
-    def leave(self) -> bool:
-        """End the call; True when the context may serve another."""
-        self._call = self._log = self._poll = self._load = None
-        if self.imported or self.ctx.has_pending_job:
+    def leave(self, succeeded: bool) -> bool:
+        """End the call; True when the context may serve another: the call `succeeded` (after a
+        failure, out of memory above all, QuickJS is asked nothing more) and left it unchanged."""
+        slot = self.slot
+        slot.call = slot.log_line = slot.poll_deadline = slot.read = None
+        if not succeeded or slot.imported or self.ctx.has_pending_job:
             return False
+        # The check is the host's own bounded work, run no script code: no deadline, no memory limit
+        self.runtime.set_interrupt_handler(None)
+        self.runtime.set_memory_limit(-1)
         try:
             return self.clean.call() is True
-        except quickjs.QuickJSError:  # out of memory or past the deadline in the check: not known clean
+        except quickjs.QuickJSError:
             return False
 
 
@@ -121,4 +135,4 @@ class ContextPool:
         return [kept for idle in pools.values() for kept in idle]
 
 
-__all__ = ["POOL_SIZE", "ContextPool", "KeptContext", "lockdown_source"]
+__all__ = ["GC_HEADROOM", "POOL_SIZE", "ContextPool", "KeptContext", "lockdown_source"]
