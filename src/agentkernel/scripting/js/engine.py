@@ -145,18 +145,76 @@ def _stripped(source: str) -> str:
 
 
 #: A script's top level as a method named `<eval>`, the name QuickJS gives a script's top level in a
-#: stack trace; it returns the script's lookup of a function by name. On the script's first line,
-#: QuickJS counts the prefix's columns too (`_script_error` takes them off).
+#: stack trace; it returns the script's lookup of a function by name (`_finder`). On the script's first
+#: line, QuickJS counts the prefix's columns too (`_script_error` takes them off).
 _WRAP_PREFIX = '({"<eval>"() {'
-_WRAP_SUFFIX = (
-    "\n;return (__ak_name) => eval(`typeof ${__ak_name} === 'function' ? ${__ak_name} : undefined`);"
-    '\n}})["<eval>"]'
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+#: Words that cannot follow `typeof` in a script, strict or not.
+_RESERVED = frozenset(
+    [
+        "await",
+        "break",
+        "case",
+        "catch",
+        "class",
+        "const",
+        "continue",
+        "debugger",
+        "default",
+        "delete",
+        "do",
+        "else",
+        "enum",
+        "export",
+        "extends",
+        "false",
+        "finally",
+        "for",
+        "function",
+        "if",
+        "implements",
+        "import",
+        "in",
+        "instanceof",
+        "interface",
+        "let",
+        "new",
+        "null",
+        "package",
+        "private",
+        "protected",
+        "public",
+        "return",
+        "static",
+        "super",
+        "switch",
+        "this",
+        "throw",
+        "true",
+        "try",
+        "typeof",
+        "var",
+        "void",
+        "while",
+        "with",
+        "yield",
+        "arguments",
+        "eval",
+    ]
 )
 
 
 def _wrapped(source: str) -> str:
     """`source` run as a function: its declarations are the call's own, not globals of the context."""
-    return _WRAP_PREFIX + source + _WRAP_SUFFIX
+    return f'{_WRAP_PREFIX}{source}\n;return {_finder(source)};\n}}}})["<eval>"]'
+
+
+def _finder(source: str) -> str:
+    """A function of a name giving the function the script's top level sees by that name: one case
+    for each name the source spells (a name it never spells it cannot have declared)."""
+    names = sorted(set(_NAME.findall(source)) - _RESERVED)
+    cases = "".join(f'case "{n}": return typeof {n} === "function" ? {n} : undefined; ' for n in names)
+    return f"(__ak_name) => {{ switch (__ak_name) {{ {cases}}} return undefined; }}"
 
 
 class JsEngine:
@@ -235,7 +293,7 @@ class JsEngine:
     ) -> JSONValue | NoValue:
         """`call` in a kept context (reuse.py), which goes back to the pool only if the call left
         it as it found it."""
-        key = (binding.names, limits.memory_limit_bytes)
+        key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
         kept = self._enter(key, script, binding, limits, budget)
         reusable = False
         try:
@@ -257,16 +315,13 @@ class JsEngine:
         self, key: object, script: JsScript, binding: HelperBinding, limits: CallBudget, budget: _Budget
     ) -> KeptContext:
         kept = self._pool.take(key) or self._new_kept(binding.names, limits)
-        runtime = kept.runtime
-        runtime.set_memory_limit(limits.memory_limit_bytes)
-        runtime.set_max_stack_size(limits.stack_limit_bytes)
-        runtime.set_interrupt_handler(budget)
-        runtime.set_gc_threshold(kept.gc_threshold)
+        kept.runtime.set_gc_threshold(kept.gc_threshold)
         kept.enter(
             _helper_trampoline(binding),
             binding.log_line,
             budget.past_deadline,
             module_loader(script.path, script.source, self._read_below),
+            budget,
         )
         return kept
 
@@ -287,6 +342,7 @@ class JsEngine:
         ctx = runtime.new_context()
         kept = KeptContext(runtime, ctx)
         slot = kept.slot
+        runtime.set_interrupt_handler(slot.interrupt)
         ctx.set("__ak_call", slot.helper)
         ctx.set("__ak_log", slot.log)
         ctx.set("__ak_poll", slot.poll)
@@ -315,7 +371,7 @@ class JsEngine:
     ) -> frozenset[str]:
         budget = _Budget(limits)
         if script.wrapped is not None:
-            key = (binding.names, limits.memory_limit_bytes)
+            key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
             kept = self._enter(key, script, binding, limits, budget)
             reusable = False
             try:

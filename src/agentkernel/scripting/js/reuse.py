@@ -51,7 +51,14 @@ class _Slot:
         self.log_line: LogLine | None = None
         self.poll_deadline: Poll | None = None
         self.read: Loader | None = None
+        self.budget: Poll | None = None
         self.imported = False
+
+    def interrupt(self) -> bool:
+        """QuickJS's interrupt handler, set once: the call's budget (none while the kernel's own
+        prelude and lockdown.js run)."""
+        budget = self.budget
+        return budget is not None and budget()
 
     def helper(self, name: str, payload: str) -> str:
         assert self.call is not None, "a kept context ran outside a call"
@@ -87,25 +94,26 @@ class KeptContext:
         self.clean: Any = None
         self.gc_threshold = 0
 
-    def enter(self, call: HelperCall, log: LogLine, poll: Poll, load: Loader) -> None:
+    def enter(self, call: HelperCall, log: LogLine, poll: Poll, load: Loader, budget: Poll) -> None:
         slot = self.slot
         slot.call, slot.log_line, slot.poll_deadline, slot.read = call, log, poll, load
+        slot.budget = budget
         self.begin.call()
 
     def leave(self, succeeded: bool) -> bool:
         """End the call; True when the context may serve another: the call `succeeded` (after a
-        failure, out of memory above all, QuickJS is asked nothing more) and left it unchanged."""
+        failure, out of memory above all, QuickJS is asked nothing more) and left it unchanged.
+        The check runs within the call's budget: stopped by it, the context is not used again."""
         slot = self.slot
         slot.call = slot.log_line = slot.poll_deadline = slot.read = None
-        if not succeeded or slot.imported or self.ctx.has_pending_job:
-            return False
-        # The check is the host's own bounded work, run no script code: no deadline, no memory limit
-        self.runtime.set_interrupt_handler(None)
-        self.runtime.set_memory_limit(-1)
         try:
+            if not succeeded or slot.imported or self.ctx.has_pending_job:
+                return False
             return self.clean.call() is True
         except quickjs.QuickJSError:
             return False
+        finally:
+            slot.budget = None
 
 
 class ContextPool:
