@@ -162,8 +162,8 @@ def test_a_calls_garbage_leaves_the_next_its_whole_memory(kernel: Kernel, make_t
 
 
 def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) -> None:
-    """The pool does hold a context: the second call of a tool runs in the one the first used, and a
-    call that changed it leaves none behind."""
+    """The pool does hold a context: the second call of a tool runs in the one the first used, a
+    call that changed it leaves none behind, and that script's next calls take fresh contexts."""
     make_tool("plain", "function run(a) { return [1, 2].map((x) => x * a.n).join(); }")
     make_tool("dirty", "function run() { globalThis.left = 1; return 'dirty'; }")
     pool = js_engine(kernel)._pool
@@ -174,6 +174,11 @@ def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) 
     assert pool.idle() == kept
     assert run(kernel, "dirty") == "dirty"
     assert pool.idle() == []
+    assert run(kernel, "plain", {"n": 1}) == "1,2"
+    kept = pool.idle()
+    assert len(kept) == 1
+    assert run(kernel, "dirty") == "dirty"  # a script that left its context unusable runs in a fresh one
+    assert pool.idle() == kept
 
 
 def test_errors_name_the_scripts_own_lines_and_columns(kernel: Kernel, make_tool: ToolFactory) -> None:

@@ -228,6 +228,9 @@ class JsEngine:
         self._lockdown: bytes | None = None
         self._lock = threading.Lock()
         self._pool = ContextPool()
+        #: Scripts whose call left a kept context unusable: their calls take a fresh one, which costs
+        #: less than making and locking down a context to keep (until the file changes).
+        self._fresh: dict[Path, JsScript] = {}
 
     # -- compiling ---------------------------------------------------------
 
@@ -267,7 +270,7 @@ class JsEngine:
         limits: CallBudget,
     ) -> JSONValue | NoValue:
         budget = _Budget(limits)
-        if script.wrapped is not None:
+        if script.wrapped is not None and self._fresh.get(script.path) is not script:
             return self._call_kept(script, function, args, optional, binding, limits, budget)
         ctx = self._new_context(binding, limits, budget)
         try:
@@ -308,8 +311,13 @@ class JsEngine:
         except quickjs.QuickJSError as exc:
             raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
         finally:
-            if kept.leave(reusable):
-                self._pool.give_back(key, kept)
+            self._after(key, kept, script, reusable)
+
+    def _after(self, key: object, kept: KeptContext, script: JsScript, succeeded: bool) -> None:
+        if kept.leave(succeeded):
+            self._pool.give_back(key, kept)
+        else:
+            self._fresh[script.path] = script
 
     def _enter(
         self, key: object, script: JsScript, binding: HelperBinding, limits: CallBudget, budget: _Budget
@@ -383,8 +391,7 @@ class JsEngine:
             except quickjs.JSError as exc:
                 raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
             finally:
-                if kept.leave(reusable):
-                    self._pool.give_back(key, kept)
+                self._after(key, kept, script, reusable)
         ctx = self._new_context(binding, limits, budget)
         try:
             self._install(ctx, script, binding)
