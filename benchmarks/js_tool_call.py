@@ -1,11 +1,14 @@
 """A JavaScript tool call against a fresh bare QuickJS context running the same logic, in one run.
 
-Why: every script call gets a fresh QuickJS runtime and context (S3.3), so
-that floor is paid by any engine that isolates calls. What the kernel adds
-on top is its own: the helper prelude evaluated in each context (the
-helpers, console, the guards that keep builtins within timeout_secs), the
-tool lookup, the access check, argument validation, normalisation. The
-target (issue 31) is a JS tool call at most 1.3x the bare context.
+Why: a fresh QuickJS runtime and context is the floor any engine pays that
+isolates calls by making a new one each time. The kernel isolates a call
+otherwise (S3.3): a script runs in a context kept on its thread, its builtins
+sealed and checked unchanged after every call (scripting/js/reuse.py), so its
+helper prelude (the helpers, console, the guards that keep builtins within
+timeout_secs) is paid once per context, not per call. What it adds per call is
+the tool lookup, the access check, argument validation, normalisation and
+that check. The target (issue 31) is a JS tool call at most 1.3x the bare
+context.
 
 What it measures, in rounds that alternate which side goes first (the
 machine is shared and noisy):

@@ -1,8 +1,10 @@
 """The QuickJS engine adapter: `.js`, `.cjs` and `.mjs` scripts (S1.1, S3, S21.1).
 
-Each call gets a fresh runtime and context on the calling thread (S3.3), with
-a memory limit, a stack limit and an interrupt handler that enforces both the
-operation budget and the wall-clock bound. Values cross the boundary only as
+Each call starts from a fresh scope (S3.3): an ES module in a new runtime and
+context on the calling thread, any other script in a context kept on that
+thread whose builtins are proved unchanged after every call (reuse.py). Each
+call has a memory limit, a stack limit and an interrupt handler that enforces
+both the operation budget and the wall-clock bound. Values cross the boundary only as
 JSON text, so no Python object (cyclic or not) ever reaches QuickJS and no JS
 object ever leaks into Python.
 """
@@ -33,6 +35,7 @@ from agentkernel.scripting.contract import (
 )
 from agentkernel.scripting.js.hints import hint_for
 from agentkernel.scripting.js.modules import module_loader
+from agentkernel.scripting.js.reuse import GC_HEADROOM, ContextPool, KeptContext, lockdown_source
 from agentkernel.types import NO_VALUE, JSONValue, NoValue
 
 # QuickJS polls its interrupt handler once per this many "ticks" (backward
@@ -53,12 +56,15 @@ class JsScript:
     ES modules are kept as source: QuickJS bytecode of a module that imports
     others cannot be linked through this binding (it crashes), so a module is
     compiled again, from this cached text, through the module loader per call.
+    `wrapped` is a script's top level as a function (`_wrapped`), run in a kept
+    context; None for a module, or a script that compiles only as it is.
     """
 
     path: Path
     source: str
     bytecode: bytes | None
     module: bool
+    wrapped: bytes | None = None
 
 
 class _Budget:
@@ -131,8 +137,84 @@ def _prelude_source(names: Sequence[str]) -> str:
     function's source text in its bytecode, which every fresh context reads and frees. Lines stay
     where they were, so a stack frame of `<agentkernel>` still names a line of prelude.js."""
     template = _PRELUDE.read_text("utf-8")
-    source = template.replace("HELPER_NAMES", json.dumps(list(names)))
+    return _stripped(template.replace("HELPER_NAMES", json.dumps(list(names))))
+
+
+def _stripped(source: str) -> str:
     return _INDENT.sub("", _COMMENT_LINE.sub("", source))
+
+
+#: A script's top level as a method named `<eval>`, the name QuickJS gives a script's top level in a
+#: stack trace; it returns the script's lookup of a function by name (`_finder`). On the script's first
+#: line, QuickJS counts the prefix's columns too (`_script_error` takes them off).
+_WRAP_PREFIX = '({"<eval>"() {'
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+#: Words that cannot follow `typeof` in a script, strict or not.
+_RESERVED = frozenset(
+    [
+        "await",
+        "break",
+        "case",
+        "catch",
+        "class",
+        "const",
+        "continue",
+        "debugger",
+        "default",
+        "delete",
+        "do",
+        "else",
+        "enum",
+        "export",
+        "extends",
+        "false",
+        "finally",
+        "for",
+        "function",
+        "if",
+        "implements",
+        "import",
+        "in",
+        "instanceof",
+        "interface",
+        "let",
+        "new",
+        "null",
+        "package",
+        "private",
+        "protected",
+        "public",
+        "return",
+        "static",
+        "super",
+        "switch",
+        "this",
+        "throw",
+        "true",
+        "try",
+        "typeof",
+        "var",
+        "void",
+        "while",
+        "with",
+        "yield",
+        "arguments",
+        "eval",
+    ]
+)
+
+
+def _wrapped(source: str) -> str:
+    """`source` run as a function: its declarations are the call's own, not globals of the context."""
+    return f'{_WRAP_PREFIX}{source}\n;return {_finder(source)};\n}}}})["<eval>"]'
+
+
+def _finder(source: str) -> str:
+    """A function of a name giving the function the script's top level sees by that name: one case
+    for each name the source spells (a name it never spells it cannot have declared)."""
+    names = sorted(set(_NAME.findall(source)) - _RESERVED)
+    cases = "".join(f'case "{n}": return typeof {n} === "function" ? {n} : undefined; ' for n in names)
+    return f"(__ak_name) => {{ switch (__ak_name) {{ {cases}}} return undefined; }}"
 
 
 class JsEngine:
@@ -143,7 +225,12 @@ class JsEngine:
     def __init__(self, read_below: ReadBelow) -> None:
         self._read_below = read_below  # how an imported module is read (contract.py ReadBelow)
         self._preludes: dict[tuple[str, ...], bytes] = {}
+        self._lockdown: bytes | None = None
         self._lock = threading.Lock()
+        self._pool = ContextPool()
+        #: Scripts whose call left a kept context unusable: their calls take a fresh one, which costs
+        #: less than making and locking down a context to keep (until the file changes).
+        self._fresh: dict[Path, JsScript] = {}
 
     # -- compiling ---------------------------------------------------------
 
@@ -159,7 +246,8 @@ class JsEngine:
             message = str(exc)
             raise ScriptSyntaxError(message, _location(stack, path), stack, hint_for(message)) from None
         bytecode = None if module else code.write_object()
-        return JsScript(path=path, source=source, bytecode=bytecode, module=module)
+        wrapped = None if module else _compile_wrapped(ctx, path, source)
+        return JsScript(path=path, source=source, bytecode=bytecode, module=module, wrapped=wrapped)
 
     def _prelude(self, names: tuple[str, ...]) -> bytes:
         bytecode = self._preludes.get(names)
@@ -182,24 +270,105 @@ class JsEngine:
         limits: CallBudget,
     ) -> JSONValue | NoValue:
         budget = _Budget(limits)
+        if script.wrapped is not None and self._fresh.get(script.path) is not script:
+            return self._call_kept(script, function, args, optional, binding, limits, budget)
         ctx = self._new_context(binding, limits, budget)
         try:
             invoke = self._install(ctx, script, binding)
             target = self._lookup(ctx, script, function)
             if target is None:
                 raise ScriptError(f"{script.path.name} does not define a function {function}()")
-            declared = target.get("length")
-            extra = list(optional[: max(0, int(declared) - len(args))])
-            # ASCII JSON: a lone surrogate (JSON may spell one) crosses as an escape, not as bad UTF-8
-            argv = ctx.parse_json(json.dumps([*args, *extra], allow_nan=False))
-            result = invoke.call(target, argv)
-            if isinstance(result, quickjs.Value) and result.is_promise:
-                result = result.result()
-            return _export(result, function)
+            return _run(ctx, invoke, target, function, args, optional)
         except quickjs.JSError as exc:
             raise _script_error(exc, budget, script.path, limits) from None
         except quickjs.QuickJSError as exc:
             raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
+
+    def _call_kept(
+        self,
+        script: JsScript,
+        function: str,
+        args: Sequence[JSONValue],
+        optional: Sequence[JSONValue],
+        binding: HelperBinding,
+        limits: CallBudget,
+        budget: _Budget,
+    ) -> JSONValue | NoValue:
+        """`call` in a kept context (reuse.py), which goes back to the pool only if the call left
+        it as it found it."""
+        key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
+        kept = self._enter(key, script, binding, limits, budget)
+        reusable = False
+        try:
+            target = self._start_kept(kept, script, function)
+            if target is None:
+                raise ScriptError(f"{script.path.name} does not define a function {function}()")
+            value = _run(kept.ctx, kept.invoke, target, function, args, optional)
+            reusable = True
+            return value
+        except quickjs.JSError as exc:
+            raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
+        except quickjs.QuickJSError as exc:
+            raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
+        finally:
+            self._after(key, kept, script, reusable)
+
+    def _after(self, key: object, kept: KeptContext, script: JsScript, succeeded: bool) -> None:
+        if kept.leave(succeeded):
+            self._pool.give_back(key, kept)
+        else:
+            self._fresh[script.path] = script
+
+    def _enter(
+        self, key: object, script: JsScript, binding: HelperBinding, limits: CallBudget, budget: _Budget
+    ) -> KeptContext:
+        kept = self._pool.take(key) or self._new_kept(binding.names, limits)
+        kept.runtime.set_gc_threshold(kept.gc_threshold)
+        kept.enter(
+            _helper_trampoline(binding),
+            binding.log_line,
+            budget.past_deadline,
+            module_loader(script.path, script.source, self._read_below),
+            budget,
+        )
+        return kept
+
+    @staticmethod
+    def _start_kept(kept: KeptContext, script: JsScript, function: str) -> Any | None:
+        """Run the script's top level in `kept`; its function named `function`, or None."""
+        ctx = kept.ctx
+        assert script.wrapped is not None
+        find = ctx.eval_function(ctx.read_object(script.wrapped)).call(this=kept.global_object)
+        found = kept.lookup.call(find, function, _identifier(function))
+        return found if _found(found) else None
+
+    def _new_kept(self, names: tuple[str, ...], limits: ScriptLimits) -> KeptContext:
+        """A runtime and context with the prelude and lockdown.js run, its host functions the slot's."""
+        runtime = quickjs.Runtime()
+        runtime.set_memory_limit(limits.memory_limit_bytes)
+        runtime.set_max_stack_size(limits.stack_limit_bytes)
+        ctx = runtime.new_context()
+        kept = KeptContext(runtime, ctx)
+        slot = kept.slot
+        runtime.set_interrupt_handler(slot.interrupt)
+        ctx.set("__ak_call", slot.helper)
+        ctx.set("__ak_log", slot.log)
+        ctx.set("__ak_poll", slot.poll)
+        ctx.set("__ak_walk_limit", limits.memory_limit_bytes // JS_VALUE_BYTES)
+        ctx.set_module_loader(slot.load)
+        kept.invoke = ctx.eval_function(ctx.read_object(self._prelude(names)))
+        done = ctx.eval_function(ctx.read_object(self._lockdown_bytecode()))
+        kept.begin, kept.lookup, kept.clean = done.get(0), done.get(1), done.get(2)
+        runtime.run_gc()
+        kept.gc_threshold = runtime.compute_memory_usage()["malloc_size"] + GC_HEADROOM
+        return kept
+
+    def _lockdown_bytecode(self) -> bytes:
+        if self._lockdown is None:
+            ctx = quickjs.Runtime().new_context()
+            code = ctx.compile(_stripped(lockdown_source()), filename="<agentkernel>")
+            self._lockdown = code.write_object()
+        return self._lockdown
 
     def defined_functions(
         self,
@@ -209,6 +378,20 @@ class JsEngine:
         limits: CallBudget,
     ) -> frozenset[str]:
         budget = _Budget(limits)
+        if script.wrapped is not None:
+            key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
+            kept = self._enter(key, script, binding, limits, budget)
+            reusable = False
+            try:
+                find = kept.ctx.eval_function(kept.ctx.read_object(script.wrapped))
+                find = find.call(this=kept.global_object)
+                found = frozenset(n for n in names if _found(kept.lookup.call(find, n, _identifier(n))))
+                reusable = True
+                return found
+            except quickjs.JSError as exc:
+                raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
+            finally:
+                self._after(key, kept, script, reusable)
         ctx = self._new_context(binding, limits, budget)
         try:
             self._install(ctx, script, binding)
@@ -264,6 +447,41 @@ class JsEngine:
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+
+def _identifier(name: str) -> bool:
+    return _IDENTIFIER.match(name) is not None
+
+
+def _found(value: object) -> bool:
+    return isinstance(value, quickjs.Value) and value.is_function
+
+
+def _run(
+    ctx: Any,
+    invoke: Any,
+    target: Any,
+    function: str,
+    args: Sequence[JSONValue],
+    optional: Sequence[JSONValue],
+) -> JSONValue | NoValue:
+    """Call `target` through the prelude's `invoke` with the arguments it declares room for."""
+    declared = target.get("length")
+    extra = list(optional[: max(0, int(declared) - len(args))])
+    # ASCII JSON: a lone surrogate (JSON may spell one) crosses as an escape, not as bad UTF-8
+    argv = ctx.parse_json(json.dumps([*args, *extra], allow_nan=False))
+    result = invoke.call(target, argv)
+    if isinstance(result, quickjs.Value) and result.is_promise:
+        result = result.result()
+    return _export(result, function)
+
+
+def _compile_wrapped(ctx: Any, path: Path, source: str) -> bytes | None:
+    """The bytecode of `_wrapped(source)`, or None when only the script itself compiles (a hashbang)."""
+    try:
+        return bytes(ctx.compile(_wrapped(source), filename=str(path)).write_object())
+    except quickjs.JSError:
+        return None
 
 
 def _lexical(ctx: Any, name: str) -> object:
@@ -323,12 +541,17 @@ def _export(value: object, function: str) -> JSONValue | NoValue:
         raise ScriptError(f"{function}() returned a value nested too deeply") from None
 
 
-def _script_error(exc: quickjs.JSError, budget: _Budget, path: Path, limits: ScriptLimits) -> ScriptError:
-    """Map a QuickJS exception to the kernel's error, naming the limit when one hit."""
+def _script_error(
+    exc: quickjs.JSError, budget: _Budget, path: Path, limits: ScriptLimits, shift: int = 0
+) -> ScriptError:
+    """Map a QuickJS exception to the kernel's error, naming the limit when one hit; `shift`
+    columns are taken off the positions on the script's first line (a `_wrapped` script's)."""
     if budget.tripped is not None:
         return budget.error()
     message = str(exc)
     stack = getattr(exc, "js_stack", None)
+    if shift and stack:
+        stack = _unshift(stack, path, shift)
     if message == "InternalError: out of memory":
         return ScriptLimitError(
             "memory", f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB)"
@@ -346,6 +569,11 @@ def _script_error(exc: quickjs.JSError, budget: _Budget, path: Path, limits: Scr
     if "circular reference" in message:
         message = f"{message} (a cyclic object cannot be returned)"
     return ScriptError(message, _location(stack, path), stack, hint_for(message))
+
+
+def _unshift(stack: str, path: Path, shift: int) -> str:
+    first_line = re.compile(re.escape(f"{path}:1:") + r"(\d+)")
+    return first_line.sub(lambda m: f"{path}:1:{max(1, int(m[1]) - shift)}", stack)
 
 
 __all__ = ["JS_EXTENSIONS", "TICK_OPERATIONS", "JsEngine", "JsScript"]

@@ -204,7 +204,9 @@
   // null passes through untouched: it is also what QuickJS throws when it is
   // out of memory, and then allocating an Error would fail again.
   const asError = (e) => (e instanceof Error || e === null ? e : new Error(show(e)));
+  // `work` starts from nothing in each call, also in a context kept between calls (reuse.py).
   return function invoke(fn, args) {
+    work = 0;
     let result;
     try {
       result = fn(...args);

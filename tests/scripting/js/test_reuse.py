@@ -1,0 +1,192 @@
+"""A QuickJS context kept between calls (reuse.py, lockdown.js): S3.3 holds as with a fresh one.
+
+Each test has one call change something a kept context would carry over, and
+the next call (another tool, or another user) look for it: it must find the
+context as new. The tests fail if a changed context were kept (`leave` always
+True), and `test_a_clean_call_keeps_its_context` fails if none were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentkernel import Kernel
+from agentkernel.scripting.js.engine import JsEngine
+from agentkernel.types import JSONValue
+from tests.conftest import ToolFactory
+from tests.helpers.test_files import build_kernel
+
+
+def run(kernel: Kernel, name: str, args: JSONValue = None, user: str | None = None) -> JSONValue:
+    caller = kernel.caller(user_id=user)
+    return kernel.run_tool(name, {} if args is None else args, caller).to_json()["content"]
+
+
+def js_engine(kernel: Kernel) -> JsEngine:
+    engine = kernel._parts.host.engine_for(Path("x.js"))
+    assert isinstance(engine, JsEngine)
+    return engine
+
+
+READER = """
+function run() {
+  const proto = Object.getPrototypeOf(globalThis) === Object.prototype;
+  const iter = Object.getPrototypeOf([][Symbol.iterator]());
+  Array.prototype.map = Array.prototype.map;  // still writable
+  return [typeof left, typeof later, String(({}).evil), String([].x), [1].map((x) => x + 1)[0],
+          typeof JSON.parse, Object.isExtensible(globalThis), proto, typeof console.log, typeof fs_read,
+          typeof iter.next, String(Object.getOwnPropertyDescriptor(Array.prototype, "map").writable),
+          typeof module.exports.leak, typeof iterLeak].join();
+}
+"""
+AS_NEW = ",".join(
+    ["undefined"] * 4
+    + ["2", "function", "true", "true", "function", "function", "function", "true"]
+    + ["undefined"] * 2
+)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "globalThis.left = 1;",
+        "left = 1;",  # a sloppy script's undeclared name
+        "Object.defineProperty(globalThis, 'left', { value: 1 });",
+        "JSON.parse = null;",
+        "Array.prototype.map = () => [0];",
+        "console.log = null;",
+        "fs_read = null;",
+        "delete globalThis.fs_read;",
+        "Object.prototype.evil = 1; Array.prototype.x = 2;",
+        "Object.defineProperty(Array.prototype, 'map', { writable: false });",
+        "Object.freeze(Array.prototype);",
+        "Object.freeze(globalThis);",
+        "Object.preventExtensions(globalThis);",
+        "Object.setPrototypeOf(globalThis, { left: 1 });",
+        "globalThis.__proto__ = { left: 1 };",
+        "Object.getPrototypeOf([][Symbol.iterator]()).next = null;",
+        "Object.getPrototypeOf([][Symbol.iterator]()).iterLeak = 1; globalThis.iterLeak = 1;",
+        "module.exports.leak = 1;",
+        "globalThis.__defineGetter__('module', () => ({ exports: { leak: 1 } }));",
+        "Promise.resolve().then(() => { globalThis.later = 1; });",
+        "(0, eval)('let left = 1; class iterLeak {}');",  # eval code's `let` is its own
+        "eval = null;",
+        "(0, eval)('var left = 1;');",
+    ],
+)
+def test_what_a_call_changes_is_gone_in_the_next(kernel: Kernel, make_tool: ToolFactory, change: str) -> None:
+    make_tool("changer", f"function run() {{ try {{ {change} }} catch (e) {{}} return 'changed'; }}")
+    make_tool("reader", READER)
+    make_tool(
+        "async_reader",
+        READER.replace("function run()", "async function run()").replace("{\n", "{ await null;\n", 1),
+    )
+    assert run(kernel, "reader") == AS_NEW
+    assert run(kernel, "changer") == "changed"
+    assert run(kernel, "async_reader") == AS_NEW  # its `await` runs any job the changer left
+    assert run(kernel, "changer") == "changed"
+    assert run(kernel, "reader") == AS_NEW
+
+
+def test_eval_called_directly_still_sees_the_callers_scope(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "direct", "const base = 40;\nfunction run() { const two = 2; return String(eval('base + two')); }"
+    )
+    assert [run(kernel, "direct") for _ in range(2)] == ["42", "42"]
+
+
+def test_a_module_imported_by_one_call_is_loaded_anew_by_the_next(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path
+) -> None:
+    (tools_dir / "counter.mjs").write_text("let n = 0;\nexport const next = () => ++n;\n")
+    make_tool("importer", "async function run() { return String((await import('./counter.mjs')).next()); }")
+    assert [run(kernel, "importer") for _ in range(3)] == ["1", "1", "1"]
+
+
+def test_top_level_declarations_are_the_calls_own(kernel: Kernel, make_tool: ToolFactory) -> None:
+    make_tool(
+        "decls",
+        """
+        let calls = 0; const once = {}; var seen = (typeof seen === 'number') ? seen + 1 : 1;
+        class Box {}
+        function run() {
+          calls += 1; once.n = (once.n || 0) + 1;
+          return `${calls}/${once.n}/${seen}/${typeof Box}`;
+        }
+        """,
+    )
+    assert [run(kernel, "decls") for _ in range(3)] == ["1/1/1/function"] * 3
+
+
+def test_a_helper_answers_the_user_of_the_call_under_way(project: Path, make_tool: ToolFactory) -> None:
+    kernel = build_kernel(project, "state:\n  db_path: data/state.db\n")
+    make_tool(
+        "note",
+        "function run(a) { if (a.text) state_set('user', 'note', a.text);"
+        " return String(state_get('user', 'note')); }",
+    )
+    assert run(kernel, "note", {"text": "alice's"}, user="alice") == "alice's"
+    assert run(kernel, "note", {}, user="bob") == "null"
+    assert run(kernel, "note", {}, user="alice") == "alice's"
+
+
+def test_limits_hold_in_a_kept_context(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """A call past its time fails as in a fresh context, and the calls after it run as ever: each
+    call's budget, not the first one's, answers QuickJS's interrupt handler."""
+    make_tool(
+        "spin",
+        "function run() { for (;;) {} }",
+        yaml_extra="timeout_secs: 0.3\nmax_operations: 1000000000000\n",
+    )
+    make_tool(
+        "fine", "function run() { let n = 0; for (let i = 0; i < 30000; i++) n += i; return `fine ${n}`; }"
+    )
+    for _ in range(2):
+        assert run(kernel, "fine") == "fine 449985000"
+        assert run(kernel, "spin") == "script exceeded timeout_secs (0.3 s)"
+        assert run(kernel, "fine") == "fine 449985000"
+
+
+def test_a_calls_garbage_leaves_the_next_its_whole_memory(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """Cycles the last call left (`big` and `run` hold each other) are collected before they could
+    crowd a call that needs most of its memory limit, as in a fresh context."""
+    make_tool(
+        "near_limit",
+        "const big = []; function run() { for (let i = 0; i < 90000; i++) big.push('x'.repeat(100) + i);"
+        " big.me = run; return 'ok'; }",
+        yaml_extra="memory_limit_mb: 16\n",
+    )
+    assert [run(kernel, "near_limit") for _ in range(4)] == ["ok"] * 4
+
+
+def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """The pool does hold a context: the second call of a tool runs in the one the first used, a
+    call that changed it leaves none behind, and that script's next calls take fresh contexts."""
+    make_tool("plain", "function run(a) { return [1, 2].map((x) => x * a.n).join(); }")
+    make_tool("dirty", "function run() { globalThis.left = 1; return 'dirty'; }")
+    pool = js_engine(kernel)._pool
+    assert run(kernel, "plain", {"n": 2}) == "2,4"
+    kept = pool.idle()
+    assert len(kept) == 1
+    assert run(kernel, "plain", {"n": 3}) == "3,6"
+    assert pool.idle() == kept
+    assert run(kernel, "dirty") == "dirty"
+    assert pool.idle() == []
+    assert run(kernel, "plain", {"n": 1}) == "1,2"
+    kept = pool.idle()
+    assert len(kept) == 1
+    assert run(kernel, "dirty") == "dirty"  # a script that left its context unusable runs in a fresh one
+    assert pool.idle() == kept
+
+
+def test_errors_name_the_scripts_own_lines_and_columns(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """The top level runs as a function, yet a stack names `<eval>` and the columns of line 1 as
+    QuickJS gives them for the script itself (run as it is: `run (…thrower.js:1:33)`)."""
+    make_tool("thrower", "function run() { throw new Error('boom'); }\n")
+    make_tool("top", "const x = 1;\nnull.y;\nfunction run() {}\n")
+    thrown = kernel.run_tool("thrower", {})
+    assert thrown.error == "Error: boom (at thrower.js:1:33)"
+    top = kernel.run_tool("top", {})
+    assert top.error is not None and top.error.endswith("(at top.js:2:5)")
