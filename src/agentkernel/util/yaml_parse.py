@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from agentkernel.errors import ConfigError
-from agentkernel.util.yaml_source import KeyPath, dotted
+from agentkernel.util.key_paths import KeyPath, dotted
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -9,28 +9,13 @@ given twice and aliases that expand without end) unless the parse cache
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentkernel.errors import ConfigError
 from agentkernel.util import yaml_cache
-
-KeyPath = tuple[str | int, ...]
-
-
-def dotted(path: Iterable[str | int]) -> str:
-    """`a.b[0].c`: a key path as the error texts show it."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-
-
-_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
-
-
-def undotted(text: str) -> KeyPath:
-    """The key path `dotted` wrote: `a.b[0].c` → ("a", "b", 0, "c")."""
-    return tuple(int(index) if index else key for key, index in _STEP.findall(text))
+from agentkernel.util.key_paths import KeyPath, dotted, undotted
 
 
 @dataclass(frozen=True)
