@@ -42,8 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import quickjs
-
+import agentkernel_quickjs as quickjs
 from agentkernel.helpers import default_helper_table
 from agentkernel.kernel import Kernel
 from agentkernel.scripting.js.engine import JS_VALUE_BYTES, _prelude_source

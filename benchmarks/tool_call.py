@@ -46,10 +46,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import agentkernel_quickjs as quickjs
 from agentkernel.errors import ConfigError
 from agentkernel.kernel import Kernel
 from agentkernel.tools.dispatch import argument_problem
@@ -176,10 +176,7 @@ def node_version(node: str | None) -> str | None:
 
 
 def machine(node: str | None) -> Machine:
-    try:
-        quickjs_version = metadata.version("quickjs-bindings")
-    except metadata.PackageNotFoundError:
-        quickjs_version = "unknown"
+    quickjs_version = f"agentkernel_quickjs (QuickJS {quickjs.quickjs_version})"
     return Machine(
         nproc=os.cpu_count(),
         cpu_model=cpu_model(),
@@ -407,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(figures, ensure_ascii=False, indent=2))
     else:
         print(f"machine: {host.nproc} cpu, {host.cpu_model}; Python {host.python}; {host.platform}")
-        print(f"         quickjs-bindings {host.quickjs_bindings}; node {host.node or 'not found'}")
+        print(f"         {host.quickjs_bindings}; node {host.node or 'not found'}")
         print(f"tool:    {TOOL} on a {len(SAMPLE_TEXT)}-character text; all figures in ms per call")
         print()
         print(row("agentkernel run_tool", kernel_stats))

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import quickjs
-
+import agentkernel_quickjs as quickjs
 from agentkernel.scripting.contract import (
     CallBudget,
     HelperBinding,
@@ -218,7 +217,7 @@ def _finder(source: str) -> str:
 
 
 class JsEngine:
-    """QuickJS through `quickjs-bindings`; see the module docstring for the rules."""
+    """QuickJS through its vendored binding (agentkernel_quickjs); the module docstring has the rules."""
 
     name = "javascript"
 
@@ -561,6 +560,12 @@ def _script_error(
             "memory",
             f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB), or threw null",
         )
+    if message == _NO_TEXT:
+        return ScriptLimitError(
+            "memory",
+            f"script ran out of memory (limit {limits.memory_limit_bytes >> 20} MiB), "
+            "or threw a value whose toString() failed",
+        )
     if message == "InternalError: stack overflow":
         return ScriptLimitError(
             "stack",
@@ -569,6 +574,11 @@ def _script_error(
     if "circular reference" in message:
         message = f"{message} (a cyclic object cannot be returned)"
     return ScriptError(message, _location(stack, path), stack, hint_for(message))
+
+
+#: The binding's message for an exception it could not turn into text: no memory left for the
+#: text, or a thrown object whose `toString()` threw in turn.
+_NO_TEXT = "<unknown JS error>"
 
 
 def _unshift(stack: str, path: Path, shift: int) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import quickjs
+import agentkernel_quickjs as quickjs
 
 #: Kept contexts a thread holds for one set of helpers and memory limit (a helper that runs
 #: another script tool holds a second one while the first is in use).
