@@ -45910,8 +45910,11 @@ static int js_string_normalize1(JSContext *ctx, uint32_t **pout_buf,
     out_len = unicode_normalize(&out_buf, buf, buf_len, n_type,
                                 ctx->rt, (DynBufReallocFunc *)js_realloc_rt);
     js_free(ctx, buf);
-    if (out_len < 0)
+    if (out_len < 0) {
+        /* agentkernel: its buffer could not grow; say so, or the caller throws no exception at all */
+        JS_ThrowOutOfMemory(ctx);
         return -1;
+    }
     *pout_buf = out_buf;
     return out_len;
 }

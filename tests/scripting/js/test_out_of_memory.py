@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agentkernel import Kernel
 from tests.conftest import ToolFactory
 
 #: Scripts that fill their heap with small allocations: the failing one leaves too little room for
@@ -74,3 +75,16 @@ def test_running_out_of_memory_fails_the_call_not_the_process(project: Path, mak
     assert len(failures) == len(names) * CALLS
     for answer in failures:
         assert "out of memory" in str(answer) or "near the limit" in str(answer), answer
+
+
+def test_a_builtin_out_of_memory_throws_an_error_a_catch_sees(kernel: Kernel, make_tool: ToolFactory) -> None:
+    """`normalize` failed without an exception: a `catch` got a value printed `[unsupported type]`."""
+    make_tool(
+        "normalize",
+        """
+        function run() {
+          try { return 'x'.repeat(1e7).normalize('NFD').length; } catch (e) { return 'caught ' + e; }
+        }
+        """,
+    )
+    assert kernel.run_tool("normalize", {}).to_json()["content"] == "caught InternalError: out of memory"
