@@ -245,6 +245,13 @@ POLYFILLS: dict[str, tuple[str, JSONValue, str]] = {
         {"text": "hello"},
         "Hello",
     ),
+    "in run": (
+        "function run(a) {\n  if (!String.prototype.capitalize) {\n"
+        "    String.prototype.capitalize = function () { return this[0].toUpperCase() + this.slice(1); };\n"
+        "  }\n  return a.text.capitalize();\n}",
+        {"text": "hello"},
+        "Hello",
+    ),
     "strict": (
         '"use strict";\nArray.prototype.last = function () { return this[this.length - 1]; };\n'
         "function run() { return String([1, 2, 3].last()); }",
@@ -288,8 +295,10 @@ NONE_SEEN = "undefined,undefined,undefined,undefined,undefined,function,undefine
 def test_a_polyfill_works_from_the_first_call_and_stays_its_own(
     kernel: Kernel, make_tool: ToolFactory, name: str
 ) -> None:
-    """The first call runs in a kept context, the later ones in fresh contexts (its change dropped
-    the kept one): all answer alike, and another script on the thread never sees the change."""
+    """The script's top level first runs in a kept context when the tool loads (to find `run`), and
+    `run` first runs in one on the first call: a change made there drops that context, and the
+    script's later calls take fresh contexts. Every call answers alike, and another script on the
+    thread never sees the change."""
     source, args, want = POLYFILLS[name]
     make_tool("polyfilled", source)
     make_tool("seer", SEER)
