@@ -49,7 +49,8 @@ function run() {
           names.includes("JSON"), names.indexOf("fs_read") < names.indexOf("console"),
           Object.getOwnPropertySymbols(globalThis).length, String(Math.length), new Map().size,
           Object.keys(Array.prototype[Symbol.unscopables]).length,
-          Object.hasOwn(TypeError.prototype, "message")].join();
+          Object.hasOwn(TypeError.prototype, "message"), Object.keys(Array.prototype[Symbol.unscopables])[0],
+          ].join();
 }
 """
 AS_NEW = ",".join(
@@ -57,7 +58,7 @@ AS_NEW = ",".join(
     + ["2", "function", "true", "true", "function", "function", "function", "true"]
     + ["undefined"] * 3
     + ["function", "undefined", "true", "0", "[object Math]", "max", "undefined", "false", "true", "1"]
-    + ["undefined", "0", "16", "true"]
+    + ["undefined", "0", "16", "true", "at"]
 )
 #: A base class whose constructor returns the object it is given: a derived class's fields are then
 #: defined on that object, as by `Object.defineProperty` but without calling it.
@@ -112,8 +113,11 @@ STAMP = "class Given { constructor(o) { return o; } }"
         "delete Map.prototype.size;",
         "Array.prototype[Symbol.unscopables].left = true;",
         "delete Array.prototype[Symbol.unscopables].at;",
+        "const u = Array.prototype[Symbol.unscopables]; delete u.at; u.at = true;",  # the same, but last
         "delete TypeError.prototype.message;",  # as it reads: Error.prototype.message is "" too
         "const f = fs_read; delete globalThis.fs_read; globalThis.fs_read = f;",
+        "const f = fs_read, e = exports; delete globalThis.fs_read; fs_read = f;"
+        " delete globalThis.exports; exports = e;",  # exports is last again
         f"{STAMP} new (class extends Given {{ JSON = JSON; }})(globalThis);",
         "globalThis[Symbol.for('left')] = 1;",
         "delete globalThis[Symbol.toStringTag];",

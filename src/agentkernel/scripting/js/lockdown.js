@@ -12,9 +12,9 @@
 // - a property added by assignment (a class field of an object a base constructor returned, an
 //   array method) is enumerable, and no builtin has an enumerable property but those of
 //   `Array.prototype[Symbol.unscopables]`: one `Object.assign` of every other builtin onto an
-//   empty object must copy nothing, and that one keeps its key count;
-// - the global object keeps its enumerable names' count and last name (one deleted and set again
-//   comes last), its symbols and which of them are enumerable;
+//   empty object must copy nothing, and that one keeps its key list;
+// - the global object keeps its enumerable names in their order (one deleted and set again comes
+//   last), its symbols and which of them are enumerable;
 // - every writable value is compared with the one it had;
 // - a deleted property reads differently (what its prototype gives, or undefined) or, where that
 //   could be the same and for an accessor, `Object.hasOwn` misses it;
@@ -188,10 +188,10 @@
   // make a JS tool call 1.65x a fresh bare context instead of 1.2x. `Function.prototype` is open.
   const FP = Function.prototype;
   const frozen = (o) => typeof o === "function" && o !== FP && !hasOwn(o, "prototype");
-  // Builtins with enumerable properties of their own have their key counts compared; the others
+  // Builtins with enumerable properties of their own have their key lists compared; the others
   // are `Object.assign`'s sources.
   const listed = [];
-  const counts = [];
+  const listedKeys = [];
   const sources = [null];
   while (todo.length > 0) {
     const o = todo.pop();
@@ -210,7 +210,7 @@
     }
     if (enumerable) {
       listed.push(o);
-      counts.push(keys.length);
+      listedKeys.push(keys);
     } else {
       sources.push(o);
     }
@@ -226,29 +226,31 @@
     "has",
     `"use strict"; const ${locals};\n${lines.join("\n")}\nreturn true;`,
   );
+  // Whether two key lists are the same keys in the same order (a key deleted and set again is last).
+  const sameList = (keys, was) => {
+    if (keys.length !== was.length) return false;
+    for (let i = 0; i < was.length; i++) if (keys[i] !== was[i]) return false;
+    return true;
+  };
   // The global object: a property added by assignment (a sloppy script's undeclared name, a class
   // field of an object returned from a base constructor) is enumerable, and one deleted and set
-  // again is the last of them: its enumerable names, their count and last, and its symbols.
+  // again comes last: its enumerable names in their order, its symbols and which are enumerable.
   const globalNames = keysOf(g);
-  const globalLast = globalNames[globalNames.length - 1];
   const globalSymbols = getSymbols(g);
   const symbolsEnumerable = globalSymbols.map((k) => apply(isEnumerable, g, [k]));
   const sameGlobal = () => {
     if (!isExtensible(g) || getProto(g) !== globalProto) return false;
     const names = keysOf(g);
-    if (names.length !== globalNames.length || names[names.length - 1] !== globalLast) return false;
-    const symbols = getSymbols(g);
-    if (symbols.length !== globalSymbols.length) return false;
-    for (let i = 0; i < symbols.length; i++) {
-      if (symbols[i] !== globalSymbols[i] || apply(isEnumerable, g, [symbols[i]]) !== symbolsEnumerable[i]) {
-        return false;
-      }
+    if (!sameList(names, globalNames)) return false;
+    if (!sameList(getSymbols(g), globalSymbols)) return false;
+    for (let i = 0; i < globalSymbols.length; i++) {
+      if (apply(isEnumerable, g, [globalSymbols[i]]) !== symbolsEnumerable[i]) return false;
     }
     return true;
   };
   // Whether any builtin but the listed ones has an enumerable own property.
   const noneAdded = () => {
-    for (let i = 0; i < listed.length; i++) if (ownKeys(listed[i]).length !== counts[i]) return false;
+    for (let i = 0; i < listed.length; i++) if (!sameList(ownKeys(listed[i]), listedKeys[i])) return false;
     const sink = create(null);
     sources[0] = sink;
     apply(assign, null, sources);
