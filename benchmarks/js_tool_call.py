@@ -3,7 +3,7 @@
 Why: a fresh QuickJS runtime and context is the floor any engine pays that
 isolates calls by making a new one each time. The kernel isolates a call
 otherwise (S3.3): a script runs in a context kept on its thread, its builtins
-sealed and checked unchanged after every call (scripting/js/reuse.py), so its
+checked unchanged after every call (scripting/js/reuse.py), so its
 helper prelude (the helpers, console, the guards that keep builtins within
 timeout_secs) is paid once per context, not per call. What it adds per call is
 the tool lookup, the access check, argument validation, normalisation and

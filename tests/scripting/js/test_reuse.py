@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 
 from agentkernel import Kernel
+from agentkernel.agent.hooks import HookPipeline
 from agentkernel.scripting.js.engine import JsEngine
-from agentkernel.types import JSONValue
+from agentkernel.types import JSONObject, JSONValue
+from tests.agent.test_hooks import hooks_dir, make_hook, pipeline
 from tests.conftest import ToolFactory
 from tests.helpers.test_files import build_kernel
+
+__all__ = ["hooks_dir", "pipeline"]  # the fixtures, shared with tests/agent/test_hooks.py
 
 
 def run(kernel: Kernel, name: str, args: JSONValue = None, user: str | None = None) -> JSONValue:
@@ -34,18 +38,31 @@ READER = """
 function run() {
   const proto = Object.getPrototypeOf(globalThis) === Object.prototype;
   const iter = Object.getPrototypeOf([][Symbol.iterator]());
+  const names = Object.keys(globalThis);
   Array.prototype.map = Array.prototype.map;  // still writable
   return [typeof left, typeof later, String(({}).evil), String([].x), [1].map((x) => x + 1)[0],
           typeof JSON.parse, Object.isExtensible(globalThis), proto, typeof console.log, typeof fs_read,
           typeof iter.next, String(Object.getOwnPropertyDescriptor(Array.prototype, "map").writable),
-          typeof module.exports.leak, typeof iterLeak].join();
+          typeof module.exports.leak, typeof iterLeak,
+          typeof "".capitalize, typeof [].includes, String(Math.left), Object.isExtensible(Math),
+          Object.keys(Array.prototype).length, String(Math), Math.max.name, String(Math.max.tag),
+          names.includes("JSON"), names.indexOf("fs_read") < names.indexOf("console"),
+          Object.getOwnPropertySymbols(globalThis).length, String(Math.length), new Map().size,
+          Object.keys(Array.prototype[Symbol.unscopables]).length,
+          Object.hasOwn(TypeError.prototype, "message"), Object.keys(Array.prototype[Symbol.unscopables])[0],
+          ].join();
 }
 """
 AS_NEW = ",".join(
     ["undefined"] * 4
     + ["2", "function", "true", "true", "function", "function", "function", "true"]
-    + ["undefined"] * 2
+    + ["undefined"] * 3
+    + ["function", "undefined", "true", "0", "[object Math]", "max", "undefined", "false", "true", "1"]
+    + ["undefined", "0", "16", "true", "at"]
 )
+#: A base class whose constructor returns the object it is given: a derived class's fields are then
+#: defined on that object, as by `Object.defineProperty` but without calling it.
+STAMP = "class Given { constructor(o) { return o; } }"
 
 
 @pytest.mark.parametrize(
@@ -74,6 +91,37 @@ AS_NEW = ",".join(
         "(0, eval)('let left = 1; class iterLeak {}');",  # eval code's `let` is its own
         "eval = null;",
         "(0, eval)('var left = 1;');",
+        # a polyfill, and what else an open builtin lets a call do: add, delete, redefine, re-prototype
+        "String.prototype.capitalize = function () { return this[0].toUpperCase() + this.slice(1); };",
+        "Object.defineProperty(String.prototype, 'capitalize', { value: () => '' });",
+        "delete Array.prototype.includes;",
+        "Reflect.deleteProperty(Array.prototype, 'includes');",
+        "const m = Array.prototype.map; delete Array.prototype.map; Array.prototype.map = m;",
+        f"{STAMP} new (class extends Given {{ map = Array.prototype.map; }})(Array.prototype);",
+        "Object.setPrototypeOf(Math, { left: 1 });",
+        "Reflect.setPrototypeOf(Math, { left: 1 });",
+        "Math.__proto__ = { left: 1 };",
+        """Object.assign(Math, JSON.parse('{"__proto__": {"left": 1}}'));""",
+        "Object.prototype.__defineGetter__.call(Math, 'left', () => 1);",
+        "Object.preventExtensions(Math);",
+        "Object.seal(Math);",
+        "Reflect.preventExtensions(Math);",
+        "delete Math[Symbol.toStringTag];",
+        "Object.defineProperty(Math, Symbol.toStringTag, { value: 'Math', enumerable: true });",
+        "delete Math.max.name; Math.max.tag = 1;",  # a builtin method stays frozen
+        "Array.prototype.push.call(Math, 1);",
+        "delete Map.prototype.size;",
+        "Array.prototype[Symbol.unscopables].left = true;",
+        "delete Array.prototype[Symbol.unscopables].at;",
+        "const u = Array.prototype[Symbol.unscopables]; delete u.at; u.at = true;",  # the same, but last
+        "delete TypeError.prototype.message;",  # as it reads: Error.prototype.message is "" too
+        "const f = fs_read; delete globalThis.fs_read; globalThis.fs_read = f;",
+        "const f = fs_read, e = exports; delete globalThis.fs_read; fs_read = f;"
+        " delete globalThis.exports; exports = e;",  # exports is last again
+        f"{STAMP} new (class extends Given {{ JSON = JSON; }})(globalThis);",
+        "globalThis[Symbol.for('left')] = 1;",
+        "delete globalThis[Symbol.toStringTag];",
+        "Object.getPrototypeOf([][Symbol.iterator]()).iterLeak = 1; delete globalThis.left;",
     ],
 )
 def test_what_a_call_changes_is_gone_in_the_next(kernel: Kernel, make_tool: ToolFactory, change: str) -> None:
@@ -190,3 +238,93 @@ def test_errors_name_the_scripts_own_lines_and_columns(kernel: Kernel, make_tool
     assert thrown.error == "Error: boom (at thrower.js:1:33)"
     top = kernel.run_tool("top", {})
     assert top.error is not None and top.error.endswith("(at top.js:2:5)")
+
+
+#: Scripts that change a builtin at their top level, the arguments they are called with, and what a
+#: fresh context answers: every call must answer it, the first in a kept context included.
+POLYFILLS: dict[str, tuple[str, JSONValue, str]] = {
+    "method": (
+        "String.prototype.capitalize = function () { return this[0].toUpperCase() + this.slice(1); };\n"
+        "function run(a) { return a.text.capitalize(); }",
+        {"text": "hello"},
+        "Hello",
+    ),
+    "in run": (
+        "function run(a) {\n  if (!String.prototype.capitalize) {\n"
+        "    String.prototype.capitalize = function () { return this[0].toUpperCase() + this.slice(1); };\n"
+        "  }\n  return a.text.capitalize();\n}",
+        {"text": "hello"},
+        "Hello",
+    ),
+    "strict": (
+        '"use strict";\nArray.prototype.last = function () { return this[this.length - 1]; };\n'
+        "function run() { return String([1, 2, 3].last()); }",
+        None,
+        "3",
+    ),
+    "namespace": (
+        "Object.myHelper = (x) => x * 2; Math.clamp = (x, lo, hi) => Math.min(Math.max(x, lo), hi);\n"
+        "function run() { return `${Object.myHelper(21)} ${Math.clamp(9, 0, 5)}`; }",
+        None,
+        "42 5",
+    ),
+    "read-only": (
+        "Object.defineProperty(Array.prototype, 'second', { value: function () { return this[1]; } });\n"
+        "function run() { 'use strict';\n"
+        "  try { [].second = 0; } catch (e) { return `${[1, 2].second()} ${e.name}`; } }",
+        None,
+        "2 TypeError",
+    ),
+    "deleted": (
+        "delete Array.prototype.includes;\nfunction run() { return typeof [].includes; }",
+        None,
+        "undefined",
+    ),
+    "prototype": (
+        "Object.setPrototypeOf(Math, { answer: 42 });\nfunction run() { return String(Math.answer); }",
+        None,
+        "42",
+    ),
+}
+SEER = """
+function run() {
+  return [typeof "".capitalize, typeof [].last, typeof Object.myHelper, typeof Math.clamp, typeof [].second,
+          typeof [].includes, String(Math.answer)].join();
+}
+"""
+NONE_SEEN = "undefined,undefined,undefined,undefined,undefined,function,undefined"
+
+
+@pytest.mark.parametrize("name", sorted(POLYFILLS))
+def test_a_polyfill_works_from_the_first_call_and_stays_its_own(
+    kernel: Kernel, make_tool: ToolFactory, name: str
+) -> None:
+    """The script's top level first runs in a kept context when the tool loads (to find `run`), and
+    `run` first runs in one on the first call: a change made there drops that context, and the
+    script's later calls take fresh contexts. Every call answers alike, and another script on the
+    thread never sees the change."""
+    source, args, want = POLYFILLS[name]
+    make_tool("polyfilled", source)
+    make_tool("seer", SEER)
+    assert run(kernel, "seer") == NONE_SEEN
+    assert run(kernel, "polyfilled", args) == want
+    assert run(kernel, "seer") == NONE_SEEN
+    assert [run(kernel, "polyfilled", args) for _ in range(2)] == [want] * 2
+    assert any(path.name.startswith("polyfilled") for path in js_engine(kernel)._fresh)
+    assert run(kernel, "seer") == NONE_SEEN
+
+
+def test_a_hooks_polyfill_works_from_the_first_call(
+    kernel: Kernel, pipeline: HookPipeline, hooks_dir: Path
+) -> None:
+    """Hooks run through the same engine: finding the hook's functions runs its top level, then
+    each event calls it; the polyfill holds in every one."""
+    shouter = make_hook(
+        hooks_dir,
+        "shouter",
+        "String.prototype.shout = function () { return this.toUpperCase() + '!'; };\n"
+        "function before_tool_call(ctx, call) { return {notice: call.tool.shout()}; }",
+    )
+    call: JSONObject = {"id": "c1", "tool": "shell", "args": {}, "origin": "llm"}
+    notices = [pipeline.before_tool_call([shouter], kernel.caller(), call).notices for _ in range(3)]
+    assert notices == [["SHELL!"]] * 3

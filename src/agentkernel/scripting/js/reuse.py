@@ -3,11 +3,13 @@
 A fresh context costs about as much as a small tool's whole run, and the
 prelude (helpers and guards) as much again. So a script that is no ES module
 runs in a kept context: its top level is a function (engine.py `_wrapped`), so
-its declarations live and die with the call, and lockdown.js has sealed the
-builtins. After the call the context goes back to its thread's pool only if
-the call ended without an error, left no job pending, imported nothing, and
-`clean()` finds every builtin and global as it was; any other context is
-dropped, and the next call makes a new one.
+its declarations live and die with the call, and lockdown.js has recorded the
+builtins' shape (they stay open, so a polyfill works on the first call; only
+builtin functions that construct nothing are frozen). After the call the
+context goes back to its thread's pool only if the call ended without an
+error, left no job pending, imported nothing, and `clean()` finds every
+builtin and global as it was; any other context is dropped, and the next call
+makes a new one.
 
 The host functions a kept context calls (`__ak_call`, `__ak_log`, `__ak_poll`,
 the module loader) answer for the call under way, set by `enter` and cleared
