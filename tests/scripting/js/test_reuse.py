@@ -229,6 +229,34 @@ def test_a_clean_call_keeps_its_context(kernel: Kernel, make_tool: ToolFactory) 
     assert pool.idle() == kept
 
 
+def test_a_call_that_throws_keeps_its_context_and_a_limit_drops_it(
+    kernel: Kernel, make_tool: ToolFactory
+) -> None:
+    """A tool that refuses bad input by throwing stays on the kept path (it went to fresh contexts
+    for good after its first error); a call a limit stopped leaves no context, yet the script's next
+    call runs kept again."""
+    make_tool(
+        "picky",
+        "function run(a) { if (a.n < 0) throw new Error('n must be >= 0'); if (a.n > 1e6) { const b = [];"
+        " for (;;) b.push('x'.repeat(1000)); } return `n=${a.n}`; }",
+        yaml_extra="memory_limit_mb: 4\n",
+    )
+    engine = js_engine(kernel)
+    pool = engine._pool
+    assert run(kernel, "picky", {"n": 1}) == "n=1"
+    kept = pool.idle()
+    assert len(kept) == 1
+    assert "n must be >= 0" in str(run(kernel, "picky", {"n": -1}))
+    assert pool.idle() == kept
+    assert run(kernel, "picky", {"n": 2}) == "n=2"
+    assert pool.idle() == kept
+    assert "out of memory" in str(run(kernel, "picky", {"n": 1e7}))
+    assert pool.idle() == []
+    assert run(kernel, "picky", {"n": 3}) == "n=3"
+    assert len(pool.idle()) == 1 and pool.idle() != kept
+    assert not any(path.name.startswith("picky") for path in engine._fresh)
+
+
 def test_errors_name_the_scripts_own_lines_and_columns(kernel: Kernel, make_tool: ToolFactory) -> None:
     """The top level runs as a function, yet a stack names `<eval>` and the columns of line 1 as
     QuickJS gives them for the script itself (run as it is: `run (…thrower.js:1:33)`)."""

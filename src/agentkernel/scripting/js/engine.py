@@ -297,25 +297,35 @@ class JsEngine:
         it as it found it."""
         key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
         kept = self._enter(key, script, binding, limits, budget)
-        reusable = False
+        stopped = True  # until the call ends, with a value or an error, within its limits
         try:
             target = self._start_kept(kept, script, function)
             if target is None:
                 raise ScriptError(f"{script.path.name} does not define a function {function}()")
             value = _run(kept.ctx, kept.invoke, target, function, args, optional)
-            reusable = True
+            stopped = False
             return value
         except quickjs.JSError as exc:
-            raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
+            error = _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX))
+            stopped = isinstance(error, ScriptLimitError)
+            raise error from None
         except quickjs.QuickJSError as exc:
+            stopped = False  # its pending jobs keep the context from being used again
             raise ScriptError(f"{function}() returned a Promise that never settled: {exc}") from None
+        except ScriptError:  # no such function, or a value with no JSON form
+            stopped = False
+            raise
         finally:
-            self._after(key, kept, script, reusable)
+            self._after(key, kept, script, stopped)
 
-    def _after(self, key: object, kept: KeptContext, script: JsScript, succeeded: bool) -> None:
-        if kept.leave(succeeded):
+    def _after(self, key: object, kept: KeptContext, script: JsScript, stopped: bool) -> None:
+        """Give `kept` back to the pool if its call was not `stopped` by a limit and left it as it
+        found it, a call that threw included. A call that changed it (a polyfill, an import, a job
+        left pending) sends its script's later calls to fresh contexts, which cost less than making
+        a kept one per call; a limit only drops the context, after which QuickJS is asked nothing."""
+        if kept.leave(not stopped):
             self._pool.give_back(key, kept)
-        else:
+        elif not stopped:
             self._fresh[script.path] = script
 
     def _enter(
@@ -380,17 +390,19 @@ class JsEngine:
         if script.wrapped is not None:
             key = (binding.names, limits.memory_limit_bytes, limits.stack_limit_bytes)
             kept = self._enter(key, script, binding, limits, budget)
-            reusable = False
+            stopped = True
             try:
                 find = kept.ctx.eval_function(kept.ctx.read_object(script.wrapped))
                 find = find.call(this=kept.global_object)
                 found = frozenset(n for n in names if _found(kept.lookup.call(find, n, _identifier(n))))
-                reusable = True
+                stopped = False
                 return found
             except quickjs.JSError as exc:
-                raise _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX)) from None
+                error = _script_error(exc, budget, script.path, limits, len(_WRAP_PREFIX))
+                stopped = isinstance(error, ScriptLimitError)
+                raise error from None
             finally:
-                self._after(key, kept, script, reusable)
+                self._after(key, kept, script, stopped)
         ctx = self._new_context(binding, limits, budget)
         try:
             self._install(ctx, script, binding)

@@ -23,7 +23,7 @@
 //   `setPrototypeOf` and the `__proto__` setter, `freeze`, `seal` and `preventExtensions` of a
 //   builtin or the global object, and a FinalizationRegistry (its callbacks would run in a later
 //   call).
-// The host adds: jobs left pending, an import, any error.
+// The host adds: jobs left pending, an import, a limit that stopped the call.
 // It is compiled without its comment lines and indentation (engine.py `_prelude_source`).
 (function (g) {
   "use strict";

@@ -6,10 +6,10 @@ runs in a kept context: its top level is a function (engine.py `_wrapped`), so
 its declarations live and die with the call, and lockdown.js has recorded the
 builtins' shape (they stay open, so a polyfill works on the first call; only
 builtin functions that construct nothing are frozen). After the call the
-context goes back to its thread's pool only if the call ended without an
-error, left no job pending, imported nothing, and `clean()` finds every
-builtin and global as it was; any other context is dropped, and the next call
-makes a new one.
+context goes back to its thread's pool only if no limit stopped the call (a
+value returned or an error thrown alike), it left no job pending, imported
+nothing, and `clean()` finds every builtin and global as it was; any other
+context is dropped, and the next call makes a new one.
 
 The host functions a kept context calls (`__ak_call`, `__ak_log`, `__ak_poll`,
 the module loader) answer for the call under way, set by `enter` and cleared
@@ -102,14 +102,15 @@ class KeptContext:
         slot.budget = budget
         self.begin.call()
 
-    def leave(self, succeeded: bool) -> bool:
-        """End the call; True when the context may serve another: the call `succeeded` (after a
-        failure, out of memory above all, QuickJS is asked nothing more) and left it unchanged.
-        The check runs within the call's budget: stopped by it, the context is not used again."""
+    def leave(self, usable: bool) -> bool:
+        """End the call; True when the context may serve another: it is still `usable` (no limit
+        stopped the call: after one, out of memory above all, QuickJS is asked nothing more) and
+        the call left it unchanged. The check runs within the call's budget: stopped by it, the
+        context is not used again."""
         slot = self.slot
         slot.call = slot.log_line = slot.poll_deadline = slot.read = None
         try:
-            if not succeeded or slot.imported or self.ctx.has_pending_job:
+            if not usable or slot.imported or self.ctx.has_pending_job:
                 return False
             return self.clean.call() is True
         except quickjs.QuickJSError:
