@@ -73,6 +73,9 @@ _KEYWORD_CALLS = frozenset(
     {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
 )
 _JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
+# the statements the reference parses as statements of their own (its `parse_stmt`): in an
+# expression it wraps one in a block (`Expr::Stmt`), which counts 1 more (`_statement_form_ops`)
+_STATEMENT_FORMS = frozenset({ast.If, ast.Switch, ast.While, ast.Loop, ast.DoLoop, ast.For})
 _SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
 
 
@@ -187,11 +190,15 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
-        if kind in _FOLDABLE and (folded := fold(node, self._folds)) is not NOT_CONSTANT:
+        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
             # the reference's optimizer made it one constant (a `switch` the arm taken, a block
             # of one constant), and drops it unused
-            ops = 2 if kind is ast.Switch and folded is not None else 1
+            ops = 1
             bits |= _PURE
+        elif kind in _STATEMENT_FORMS:
+            ops = self._statement_form_ops(node, kind)
+            if self._pure_itself(node, kind):
+                bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
             if kind is ast.MethodCall or kind is ast.Property:
@@ -202,18 +209,47 @@ class Facts:
                 ops += 1
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
-            elif kind in _JUMPS and not (kind is ast.Break and node.value is not None):
+            elif kind in _JUMPS:
                 ops -= 1  # a statement there, counted as one: its statement here counts it
-            elif kind is ast.ExprStmt and not self._as_written and self._call_statement(node.expr):
-                ops -= 1
-            elif kind is ast.For:
-                ops -= 1  # a statement there that evaluates its iterable: one, not two
+            elif kind is ast.ExprStmt:
+                ops -= self._statement_discount(node.expr)
             if kind is ast.Call and self._native_call(node):
                 ops += 1  # evaluated as an expression there, then called (exec_native_fn_call)
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
+
+    def _statement_form_ops(self, node: Any, kind: type) -> int:
+        """What an `if`, `switch` or loop counts where it is reached, as an expression (the
+        reference's block around it, 1, the statement, 1, and its head): the condition of an
+        `if`, the subject of a `switch`, the iterable of a `for`, the condition of a `while`
+        (not of `while true`, a plain loop there); a `do` loop's condition counts with its body,
+        an `else if` in its branch, a `switch`'s arm taken in that arm (codegen/control.py)."""
+        if kind is ast.If:
+            head: Any = node.cond
+        elif kind is ast.Switch:
+            head = node.subject
+        elif kind is ast.For:
+            head = node.iterable
+        elif kind is ast.While and not (type(node.cond) is ast.Literal and node.cond.value is True):
+            head = node.cond
+        else:
+            return 2
+        return 2 + self._facts[id(head)][1]
+
+    def _statement_discount(self, expr: Any) -> int:
+        """How much less than 1 + its expression a statement of one expression counts: an
+        `if`, `switch` or loop that no constant folded is a statement there (2: no block around
+        it, no statement of ours beside its own); a block the reference's optimizer flattens
+        into the enclosing one (its `optimize_stmt_block`: no `let`, `import` or `eval` in it)
+        counts nothing of its own, one that it keeps 1; a call is a call statement (1)."""
+        kind = type(expr)
+        if kind in _STATEMENT_FORMS and self._folds.get(id(expr), NOT_CONSTANT) is NOT_CONSTANT:
+            return 2
+        if kind is ast.Block:  # (a block in a field of its own counts nothing here: 1 in all)
+            return 0 if any(block_dependent(s) for s in expr.stmts) else 1
+        return 1 if not self._as_written and self._call_statement(expr) else 0
 
     def _call_bits(self, node: ast.Call) -> int:
         bits = _EVAL if node.name == "eval" else 0
@@ -396,6 +432,15 @@ class Facts:
             self._changing.update(self._watched.pop(root.name, ()))
 
 
+def block_dependent(stmt: ast.Stmt) -> bool:
+    """The reference's `Stmt::is_block_dependent`: a statement that keeps its block apart
+    from the enclosing one (a `let` or `const`, an `import`, an `export`, a call of `eval`)."""
+    if isinstance(stmt, ast.ExprStmt):
+        expr = stmt.expr
+        return isinstance(expr, ast.Call) and expr.name == "eval" and expr.namespace is None
+    return isinstance(stmt, ast.Let | ast.Import | ast.Export)
+
+
 _CHANGES = frozenset({ast.Assign, ast.MethodCall, ast.Call, ast.Closure})  # the nodes `_changes` looks at
 
-__all__ = ["Facts"]
+__all__ = ["Facts", "block_dependent"]

@@ -87,23 +87,36 @@ def _fold_if(node: ast.If, memo: dict[int, Any]) -> Any:
     return fold(branch, memo)
 
 
-_SWITCHED = frozenset({int, str, bool, Char})  # the constants a `switch` on one is folded for
+_SWITCHED = frozenset({list, dict})  # the constants a `switch` on one is folded for
 
 
 def _fold_switch(node: ast.Switch, memo: dict[int, Any]) -> Any:
-    """`switch` on a constant with plain constant cases: the arm taken, when it is a
-    constant (`()` when no arm is); an arm with a condition or a range is left alone."""
+    """`switch` on a constant array or map with plain constant cases: the arm taken, when it
+    is a constant (`()` when no arm is); an arm with a condition or a range is left alone.
+    The reference's optimizer folds only a subject it made a `Dynamic` constant (its
+    `is_hashable_constant`): a literal int, string, char or bool is left to run."""
     subject = fold(node.subject, memo)
     if type(subject) not in _SWITCHED:
         return NOT_CONSTANT
     for case in node.cases:
         for pattern in case.patterns:
             value = fold(pattern, memo)
-            if type(value) not in _SWITCHED or case.condition is not None:
+            if value is NOT_CONSTANT or case.condition is not None:
                 return NOT_CONSTANT
-            if type(value) is type(subject) and value == subject:
+            if _same(value, subject):
                 return fold(case.body, memo)
     return None if node.default is None else fold(node.default, memo)
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal and of the same types all through (`1` is not `1.0` nor `true` there)."""
+    if type(left) is not type(right):
+        return False
+    if type(left) is list:
+        return len(left) == len(right) and all(map(_same, left, right))
+    if type(left) is dict:
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
+    return bool(left == right)
 
 
 def _fold_unary(node: ast.Unary, memo: dict[int, Any]) -> Any:
