@@ -63,11 +63,6 @@ _COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export
 _PURE_BY_PARTS = frozenset({ast.Block, ast.ArrayLit, ast.MapLit})  # see `_pure_parts`
 _PURE_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.DoLoop, ast.Switch})  # `_pure_statement`
 _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
-# What the reference counts beyond one a node for a dot: `x.p` and `x.f()` one more (its chain
-# is evaluated as a dot and then as the call or property), `x.f(a…)` with arguments one more
-# again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
-# 927 counts exact with these, 415 without.
-_DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
 # the calls the reference evaluates itself, not as a native's call (its `make_function_call`)
 _KEYWORD_CALLS = frozenset(
     {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
@@ -201,8 +196,10 @@ class Facts:
                 bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
-            if kind is ast.MethodCall or kind is ast.Property:
-                ops += _DOT_EXTRA[kind] + (1 if kind is ast.MethodCall and node.args else 0)
+            if kind is ast.MethodCall or kind is ast.Property or kind is ast.Index:
+                ops = self._chain_ops(node)
+            elif kind is ast.Assign and type(node.target) in _CHAIN_LINKS:
+                ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif kind is ast.And or kind is ast.Or:
                 ops = self._logic_ops(node, kind is ast.And, ops)
             elif kind is ast.Binary and self._library_operator(node):
@@ -219,6 +216,34 @@ class Facts:
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
+
+    def _chain_ops(self, node: ast.Index | ast.Property | ast.MethodCall) -> int:
+        """What a dot/index chain of n steps counts as the reference evaluates it (its
+        `eval_dot_index_chain`): 1 the expression, its root, 1 each step taken (an index, a
+        property, a call); and first the steps' arguments, 1 each step and what each
+        evaluates (an index, a method's arguments) — unless the chain is one step whose
+        argument needs nothing evaluated (`x.p`, `x.f()`, `x[1]`)."""
+        facts = self._facts
+        steps: list[ast.Index | ast.Property | ast.MethodCall] = []
+        root: Any = node
+        while isinstance(root, _CHAIN_LINKS):
+            steps.append(root)
+            root = root.target
+        arguments = 0
+        for step in steps:
+            if type(step) is ast.Index:
+                arguments += facts[id(step.index)][1]
+            elif type(step) is ast.MethodCall:
+                arguments += sum(facts[id(arg)][1] for arg in step.args)
+        if isinstance(node, ast.MethodCall):
+            evaluates_nothing = not node.args
+        elif isinstance(node, ast.Index):
+            evaluates_nothing = fold(node.index, self._folds) is not NOT_CONSTANT
+        else:
+            evaluates_nothing = True
+        short = len(steps) == 1 and evaluates_nothing
+        evaluated = 0 if short else len(steps) + arguments
+        return 1 + evaluated + facts[id(root)][1] + len(steps)
 
     def _statement_form_ops(self, node: Any, kind: type) -> int:
         """What an `if`, `switch` or loop counts where it is reached, as an expression (the

@@ -116,13 +116,17 @@ class FunctionBase:
     def uncount(self, since: int = 0) -> None:
         """Leaving the blocks being compiled from the `since`th on: the reference never counts
         their statements after this one, which they counted ahead here."""
-        operations = sum(self.rests[since:])
+        self.take_back(sum(self.rests[since:]))
+
+    def take_back(self, operations: int, prefix: str = "") -> None:
+        """Un-count `operations` counted ahead that the reference does not count after all
+        (`prefix`: a condition for it, `if x: `)."""
         if not operations:
             return
         if self.counter is not None:
-            self.emit(f"{self.counter} -= {operations}")
+            self.emit(f"{prefix}{self.counter} -= {operations}")
         else:
-            self.emit(f"rt.operations -= {operations}")
+            self.emit(f"{prefix}rt.operations -= {operations}")
 
     def too_deep(self) -> bool:
         """Whether code nested further must go to a function of its own (see `nesting.py`)."""
