@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin, library_operator_calls
 from agentkernel.rhai.syntax import ast
 
 # what a node's subtree holds, as bits (each set when the node or any node below it has it)
@@ -203,7 +203,9 @@ class Facts:
             elif kind is ast.And or kind is ast.Or:
                 ops = self._logic_ops(node, kind is ast.And, ops)
             elif kind is ast.Binary and self._library_operator(node):
-                ops += 1
+                ops += 1 + library_operator_calls(
+                    node.op, fold(node.left, self._folds), fold(node.right, self._folds)
+                )
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
             elif kind in _JUMPS:
@@ -344,12 +346,9 @@ class Facts:
         kind = type(expr)
         if kind is ast.Call:
             return self._native_call(expr)
-        return (
-            kind is ast.Binary
-            and expr.op != "??"
-            and fold(expr, self._folds) is NOT_CONSTANT
-            and not self._library_operator(expr)  # on constants: counted in full there
-        )
+        if kind is ast.Unary:  # `!x` (its other unary operators are calls of functions there)
+            return expr.op == "!" and fold(expr, self._folds) is NOT_CONSTANT
+        return kind is ast.Binary and expr.op != "??" and fold(expr, self._folds) is NOT_CONSTANT
 
     def _library_operator(self, node: ast.Binary) -> bool:
         """An operator on two constants that no built-in operator takes (`[1] == [1]`,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime import ops
-from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.printing import calls_to_format, to_string
 from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
 from agentkernel.rhai.syntax import ast
 
@@ -154,11 +154,62 @@ def has_builtin(op: str, left: type, right: type) -> bool:
     `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
     characters, bools, and any comparison of two different types (always false, or
     true for `!=`). `"a" + 1` is a library function there, evaluated at run time."""
+    if op in _CALLED:
+        return False
     if left is right:
         return left in _SCALARS or left is Char or left is RangeVal
     if {left, right} <= _NUMBERS or {left, right} == {str, Char}:
         return True
+    if {left, right} == _UNIT_AND_STRING:
+        return op == "+" or op in _COMPARISONS
     return op in _COMPARISONS
+
+
+_CALLED = frozenset({"in", "!in"})  # `x in y` is `contains(y, x)` there, a function's call
+_UNIT_AND_STRING = frozenset({type(None), str})
+
+
+def library_operator_calls(op: str, left: Any, right: Any) -> int:
+    """How deep the library function an operator on two constants calls (`has_builtin` has
+    none for them) nests calls of natives, each counted on a copy of the reference's state:
+    `==` of arrays or maps calls `==` on their items (array_basic.rs, map_basic.rs `equals`),
+    `+` of a string and another value its `to_string` (string_more.rs `add_append`), `in` an
+    array `==` on its items up to the one found."""
+    if op in ("==", "!="):
+        return _equals_calls(left, right)
+    if op in _CALLED and type(right) is list:  # `contains` compares the items with `==`
+        deepest = 0
+        for item in right:
+            deepest = max(deepest, 1 + _equals_calls(item, left))
+            if _same(item, left):
+                break
+        return deepest
+    if op == "+" and (type(left) is str) is not (type(right) is str):
+        other = right if type(left) is str else left
+        return 0 if type(other) in _NOT_PRINTED else 1 + calls_to_format(other)
+    return 0
+
+
+_NOT_PRINTED = frozenset({Char, type(None), bytearray})  # `+` with a string: no `to_string` call
+
+
+def _equals_calls(left: Any, right: Any) -> int:
+    """The natives' nesting of `left == right` on arrays or maps: 1 an item compared, as
+    deep as the deepest of them, up to the first unequal one (none when the sizes differ)."""
+    if type(left) is list and type(right) is list and len(left) == len(right):
+        pairs = list(zip(left, right, strict=True))
+    elif type(left) is dict and type(right) is dict and len(left) == len(right):
+        pairs = [(left[key], right.get(key, NOT_CONSTANT)) for key in sorted(left)]
+    else:
+        return 0
+    deepest = 0
+    for mine, theirs in pairs:
+        if theirs is NOT_CONSTANT:
+            break
+        deepest = max(deepest, 1 + _equals_calls(mine, theirs))
+        if not _same(mine, theirs):
+            break
+    return deepest
 
 
 def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
@@ -177,4 +228,4 @@ def _type_of(value: Any) -> Any:
     return type_name(value)
 
 
-__all__ = ["NOT_CONSTANT", "fold", "has_builtin"]
+__all__ = ["NOT_CONSTANT", "fold", "has_builtin", "library_operator_calls"]
