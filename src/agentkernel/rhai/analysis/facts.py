@@ -56,7 +56,8 @@ _PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
 _FOLDABLE = frozenset(
     {
         ast.Literal, ast.ArrayLit, ast.MapLit, ast.Unary, ast.Binary, ast.And, ast.Or,
-        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch,
+        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch, ast.Property,
+        ast.Index,
     }
 )  # fmt: skip  # the classes folding.fold may fold (it says NOT_CONSTANT of every other)
 _COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export})  # see `_count`
@@ -202,6 +203,8 @@ class Facts:
                 ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif kind is ast.And or kind is ast.Or:
                 ops = self._logic_ops(node, kind is ast.And, ops)
+            elif kind is ast.Binary and node.op == "??":
+                ops -= sum(type(side) is ast.Binary and side.op == "??" for side in (node.left, node.right))
             elif kind is ast.Binary and self._library_operator(node):
                 ops += 1 + library_operator_calls(
                     node.op, fold(node.left, self._folds), fold(node.right, self._folds)

@@ -69,11 +69,39 @@ def _fold(node: Any, memo: dict[int, Any]) -> Any:
         return _fold_if(node, memo)
     if kind is ast.Switch:
         return _fold_switch(node, memo)
+    if (kind is ast.Property or kind is ast.Index) and not node.optional:
+        return _fold_link(node, memo)
     if kind is ast.Call and node.name == "type_of" and node.namespace is None and len(node.args) == 1:
         return _type_of(fold(node.args[0], memo))
     if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
         return _type_of(fold(node.target, memo))
     return NOT_CONSTANT
+
+
+_LITERALS = frozenset({ast.MapLit, ast.ArrayLit, ast.Literal})
+_INT_BITS = 64
+
+
+def _fold_link(node: ast.Property | ast.Index, memo: dict[int, Any]) -> Any:
+    """A property or an index of a literal, one step (the reference's optimizer folds none
+    inside a longer chain): a map's item (`()` when absent), an array's item in range, an
+    integer's bit, a string's character."""
+    if type(node.target) not in _LITERALS:
+        return NOT_CONSTANT
+    target = fold(node.target, memo)
+    if isinstance(node, ast.Property):
+        return target.get(node.name) if type(target) is dict else NOT_CONSTANT
+    index = fold(node.index, memo)
+    if type(target) is dict and type(index) is str:
+        return target.get(index)
+    if type(index) is not int or type(target) not in (list, int, str):
+        return NOT_CONSTANT
+    size = _INT_BITS if type(target) is int else len(target)
+    if not -size <= index < size:
+        return NOT_CONSTANT
+    if type(target) is int:
+        return bool(target >> (index % _INT_BITS) & 1)
+    return Char(target[index]) if type(target) is str else target[index]
 
 
 def _fold_if(node: ast.If, memo: dict[int, Any]) -> Any:
