@@ -105,6 +105,7 @@ class Facts:
         facts = cls(functions, special_calls)
         for body in bodies:
             facts._visit(body)
+            facts._reduce_return(body)
         return facts
 
     # -- what the compiler asks ------------------------------------------------------------
@@ -249,6 +250,20 @@ class Facts:
         short = len(steps) == 1 and evaluates_nothing
         evaluated = 0 if short else len(steps) + arguments
         return 1 + evaluated + facts[id(root)][1] + len(steps)
+
+    def _reduce_return(self, body: ast.Block) -> None:
+        """A function's or the script's last statement (what follows a jump is dead code)
+        as the reference's optimizer leaves it (`optimize_stmt_block`, `reduce_return`):
+        `return x` is the statement `x` (a call statement when `x` is a call or an operator),
+        and `return;` is dropped."""
+        jump = next((s for s in body.stmts if type(s) is ast.ExprStmt and type(s.expr) in _JUMPS), None)
+        last = jump if jump is not None or not body.stmts else body.stmts[-1]
+        if not isinstance(last, ast.ExprStmt) or not isinstance(last.expr, ast.Return):
+            return
+        value = last.expr.value
+        if value is None or self._call_statement(value):
+            bits, ops, first, end = self._facts[id(last)]
+            self._facts[id(last)] = (bits, 0 if value is None else ops - 1, first, end)
 
     def _statement_form_ops(self, node: Any, kind: type) -> int:
         """What an `if`, `switch` or loop counts where it is reached, as an expression (the
