@@ -73,6 +73,7 @@ _JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
 # expression it wraps one in a block (`Expr::Stmt`), which counts 1 more (`_statement_form_ops`)
 _STATEMENT_FORMS = frozenset({ast.If, ast.Switch, ast.While, ast.Loop, ast.DoLoop, ast.For})
 _SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
+_CALL_STATEMENTS = frozenset({"is_def_fn"})  # keywords counted as call statements (`_call_statement`)
 
 
 class Facts:
@@ -198,8 +199,12 @@ class Facts:
                 bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
-            if kind is ast.MethodCall or kind is ast.Property or kind is ast.Index:
+            if kind is ast.MethodCall:
+                ops = self._keyword_ops(node, self._chain_ops(node))
+            elif kind is ast.Property or kind is ast.Index:
                 ops = self._chain_ops(node)
+            elif kind is ast.Let and node.value is None:
+                ops += 1  # `let x;` evaluates a `()` there
             elif kind is ast.Assign and type(node.target) in _CHAIN_LINKS:
                 ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif kind is ast.And or kind is ast.Or:
@@ -336,10 +341,13 @@ class Facts:
 
     def _keyword_ops(self, node: ast.Call | ast.MethodCall, ops: int) -> int:
         """What the reference counts of the calls it evaluates itself: `is_def_var`,
-        `is_shared` and `type_of` 1 less than a native's (no call of a function), `Fn` of a
+        `is_shared` and `type_of` (`x.type_of()` too) and `p.curry(…)` 1 less
+        than a native's (no call of a function), `Fn` of a
         string literal 1 (its optimizer makes it a constant pointer); and a call of a script
         function whose body is empty 1 less (it returns before counting the call)."""
         if node.name in _SELF_EVALUATED and (type(node) is ast.Call or not node.args):
+            return ops - 1
+        if type(node) is ast.MethodCall and node.name == "curry":  # a pointer's method there
             return ops - 1
         if type(node) is ast.Call:
             fn = self._functions.get((node.name, len(node.args)))
@@ -363,7 +371,7 @@ class Facts:
         evaluated without counting the expression: a native's call, an operator (a call there)."""
         kind = type(expr)
         if kind is ast.Call:
-            return self._native_call(expr)
+            return self._native_call(expr) or (expr.namespace is None and expr.name in _CALL_STATEMENTS)
         if kind is ast.Unary:  # `!x` (its other unary operators are calls of functions there)
             return expr.op == "!" and fold(expr, self._folds) is NOT_CONSTANT
         return kind is ast.Binary and expr.op != "??" and fold(expr, self._folds) is NOT_CONSTANT
