@@ -205,6 +205,8 @@ class Facts:
                 ops = self._chain_ops(node)
             elif kind is ast.Let and node.value is None:
                 ops += 1  # `let x;` evaluates a `()` there
+            elif kind is ast.TryCatch and self._pure_parts(node.body, ast.Block):
+                ops = 0  # a `try` that cannot fail: a block there, of statements it drops
             elif kind is ast.Assign and type(node.target) in _CHAIN_LINKS:
                 ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif kind is ast.And or kind is ast.Or:
