@@ -45,7 +45,11 @@ def first(kind: type, node: Any) -> Any:
         ("let x = a + b;", 4),
         ("f(a, [b, c]);", 6),  # the statement, the call, `a`, the array and its items
         ("let x = { a + b };", 1),  # a block in a field of its own counts when it runs
-        ("if a { b } else { c }", 3),
+        ("if a { b } else { c }", 2),  # a statement there: itself and its condition
+        ("let x = if a { b } else { c };", 4),  # in an expression, in a block there: 2 more
+        ("{ a + b; }", 0),  # a block the reference's optimizer flattens counts nothing
+        ("{ let y = a; }", 1),  # one it keeps (a `let` in it) counts 1, as a statement
+        ("while true { a }", 1),  # `while true` is a loop there: its condition never counts
         ("`x${a + b}y`;", 6),  # an interpolation counts its blocks' statements
         ("export let x = a + 1;", 4),  # one statement
     ],

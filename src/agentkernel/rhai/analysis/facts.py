@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin, library_operator_calls
 from agentkernel.rhai.syntax import ast
 
 # what a node's subtree holds, as bits (each set when the node or any node below it has it)
@@ -56,24 +56,24 @@ _PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
 _FOLDABLE = frozenset(
     {
         ast.Literal, ast.ArrayLit, ast.MapLit, ast.Unary, ast.Binary, ast.And, ast.Or,
-        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch,
+        ast.Interpolated, ast.Block, ast.Call, ast.MethodCall, ast.If, ast.Switch, ast.Property,
+        ast.Index,
     }
 )  # fmt: skip  # the classes folding.fold may fold (it says NOT_CONSTANT of every other)
 _COUNTED_APART = frozenset({ast.Interpolated, ast.Block, ast.Closure, ast.Export})  # see `_count`
 _PURE_BY_PARTS = frozenset({ast.Block, ast.ArrayLit, ast.MapLit})  # see `_pure_parts`
 _PURE_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.DoLoop, ast.Switch})  # `_pure_statement`
 _CHAIN_LINKS = (ast.Property, ast.Index, ast.MethodCall)
-# What the reference counts beyond one a node for a dot: `x.p` and `x.f()` one more (its chain
-# is evaluated as a dot and then as the call or property), `x.f(a…)` with arguments one more
-# again (its arguments are evaluated as a list of their own). Read off `ops.jsonl`: 651 of its
-# 927 counts exact with these, 415 without.
-_DOT_EXTRA = {ast.MethodCall: 1, ast.Property: 1}
 # the calls the reference evaluates itself, not as a native's call (its `make_function_call`)
 _KEYWORD_CALLS = frozenset(
     {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
 )
 _JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
+# the statements the reference parses as statements of their own (its `parse_stmt`): in an
+# expression it wraps one in a block (`Expr::Stmt`), which counts 1 more (`_statement_form_ops`)
+_STATEMENT_FORMS = frozenset({ast.If, ast.Switch, ast.While, ast.Loop, ast.DoLoop, ast.For})
 _SELF_EVALUATED = frozenset({"is_def_var", "is_shared", "type_of"})  # see `_keyword_ops`
+_CALL_STATEMENTS = frozenset({"is_def_fn"})  # keywords counted as call statements (`_call_statement`)
 
 
 class Facts:
@@ -106,6 +106,7 @@ class Facts:
         facts = cls(functions, special_calls)
         for body in bodies:
             facts._visit(body)
+            facts._reduce_return(body)
         return facts
 
     # -- what the compiler asks ------------------------------------------------------------
@@ -187,33 +188,120 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
-        if kind in _FOLDABLE and (folded := fold(node, self._folds)) is not NOT_CONSTANT:
+        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
             # the reference's optimizer made it one constant (a `switch` the arm taken, a block
             # of one constant), and drops it unused
-            ops = 2 if kind is ast.Switch and folded is not None else 1
+            ops = 1
             bits |= _PURE
+        elif kind in _STATEMENT_FORMS:
+            ops = self._statement_form_ops(node, kind)
+            if self._pure_itself(node, kind):
+                bits |= _PURE
         else:
             ops = self._count(node, kind, below) if kind in _COUNTED_APART else 1 + below
-            if kind is ast.MethodCall or kind is ast.Property:
-                ops += _DOT_EXTRA[kind] + (1 if kind is ast.MethodCall and node.args else 0)
+            if kind is ast.MethodCall:
+                ops = self._keyword_ops(node, self._chain_ops(node))
+            elif kind is ast.Property or kind is ast.Index:
+                ops = self._chain_ops(node)
+            elif kind is ast.Let and node.value is None:
+                ops += 1  # `let x;` evaluates a `()` there
+            elif kind is ast.TryCatch and self._pure_parts(node.body, ast.Block):
+                ops = 0  # a `try` that cannot fail: a block there, of statements it drops
+            elif kind is ast.Assign and type(node.target) in _CHAIN_LINKS:
+                ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif kind is ast.And or kind is ast.Or:
                 ops = self._logic_ops(node, kind is ast.And, ops)
+            elif kind is ast.Binary and node.op == "??":
+                ops -= sum(type(side) is ast.Binary and side.op == "??" for side in (node.left, node.right))
             elif kind is ast.Binary and self._library_operator(node):
-                ops += 1
+                ops += 1 + library_operator_calls(
+                    node.op, fold(node.left, self._folds), fold(node.right, self._folds)
+                )
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
-            elif kind in _JUMPS and not (kind is ast.Break and node.value is not None):
+            elif kind in _JUMPS:
                 ops -= 1  # a statement there, counted as one: its statement here counts it
-            elif kind is ast.ExprStmt and not self._as_written and self._call_statement(node.expr):
-                ops -= 1
-            elif kind is ast.For:
-                ops -= 1  # a statement there that evaluates its iterable: one, not two
+            elif kind is ast.ExprStmt:
+                ops -= self._statement_discount(node.expr)
             if kind is ast.Call and self._native_call(node):
                 ops += 1  # evaluated as an expression there, then called (exec_native_fn_call)
             if self._pure_itself(node, kind):
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
+
+    def _chain_ops(self, node: ast.Index | ast.Property | ast.MethodCall) -> int:
+        """What a dot/index chain of n steps counts as the reference evaluates it (its
+        `eval_dot_index_chain`): 1 the expression, its root, 1 each step taken (an index, a
+        property, a call); and first the steps' arguments, 1 each step and what each
+        evaluates (an index, a method's arguments) — unless the chain is one step whose
+        argument needs nothing evaluated (`x.p`, `x.f()`, `x[1]`)."""
+        facts = self._facts
+        steps: list[ast.Index | ast.Property | ast.MethodCall] = []
+        root: Any = node
+        while isinstance(root, _CHAIN_LINKS):
+            steps.append(root)
+            root = root.target
+        arguments = 0
+        for step in steps:
+            if type(step) is ast.Index:
+                arguments += facts[id(step.index)][1]
+            elif type(step) is ast.MethodCall:
+                arguments += sum(facts[id(arg)][1] for arg in step.args)
+        if isinstance(node, ast.MethodCall):
+            evaluates_nothing = not node.args
+        elif isinstance(node, ast.Index):
+            evaluates_nothing = fold(node.index, self._folds) is not NOT_CONSTANT
+        else:
+            evaluates_nothing = True
+        short = len(steps) == 1 and evaluates_nothing
+        evaluated = 0 if short else len(steps) + arguments
+        return 1 + evaluated + facts[id(root)][1] + len(steps)
+
+    def _reduce_return(self, body: ast.Block) -> None:
+        """A function's or the script's last statement (what follows a jump is dead code)
+        as the reference's optimizer leaves it (`optimize_stmt_block`, `reduce_return`):
+        `return x` is the statement `x` (a call statement when `x` is a call or an operator),
+        and `return;` is dropped."""
+        jump = next((s for s in body.stmts if type(s) is ast.ExprStmt and type(s.expr) in _JUMPS), None)
+        last = jump if jump is not None or not body.stmts else body.stmts[-1]
+        if not isinstance(last, ast.ExprStmt) or not isinstance(last.expr, ast.Return):
+            return
+        value = last.expr.value
+        if value is None or self._call_statement(value):
+            bits, ops, first, end = self._facts[id(last)]
+            self._facts[id(last)] = (bits, 0 if value is None else ops - 1, first, end)
+
+    def _statement_form_ops(self, node: Any, kind: type) -> int:
+        """What an `if`, `switch` or loop counts where it is reached, as an expression (the
+        reference's block around it, 1, the statement, 1, and its head): the condition of an
+        `if`, the subject of a `switch`, the iterable of a `for`, the condition of a `while`
+        (not of `while true`, a plain loop there); a `do` loop's condition counts with its body,
+        an `else if` in its branch, a `switch`'s arm taken in that arm (codegen/control.py)."""
+        if kind is ast.If:
+            head: Any = node.cond
+        elif kind is ast.Switch:
+            head = node.subject
+        elif kind is ast.For:
+            head = node.iterable
+        elif kind is ast.While and not (type(node.cond) is ast.Literal and node.cond.value is True):
+            head = node.cond
+        else:
+            return 2
+        return 2 + self._facts[id(head)][1]
+
+    def _statement_discount(self, expr: Any) -> int:
+        """How much less than 1 + its expression a statement of one expression counts: an
+        `if`, `switch` or loop that no constant folded is a statement there (2: no block around
+        it, no statement of ours beside its own); a block the reference's optimizer flattens
+        into the enclosing one (its `optimize_stmt_block`: no `let`, `import` or `eval` in it)
+        counts nothing of its own, one that it keeps 1; a call is a call statement (1)."""
+        kind = type(expr)
+        if kind in _STATEMENT_FORMS and self._folds.get(id(expr), NOT_CONSTANT) is NOT_CONSTANT:
+            return 2
+        if kind is ast.Block:  # (a block in a field of its own counts nothing here: 1 in all)
+            return 0 if any(block_dependent(s) for s in expr.stmts) else 1
+        return 1 if not self._as_written and self._call_statement(expr) else 0
 
     def _call_bits(self, node: ast.Call) -> int:
         bits = _EVAL if node.name == "eval" else 0
@@ -255,10 +343,13 @@ class Facts:
 
     def _keyword_ops(self, node: ast.Call | ast.MethodCall, ops: int) -> int:
         """What the reference counts of the calls it evaluates itself: `is_def_var`,
-        `is_shared` and `type_of` 1 less than a native's (no call of a function), `Fn` of a
+        `is_shared` and `type_of` (`x.type_of()` too) and `p.curry(…)` 1 less
+        than a native's (no call of a function), `Fn` of a
         string literal 1 (its optimizer makes it a constant pointer); and a call of a script
         function whose body is empty 1 less (it returns before counting the call)."""
         if node.name in _SELF_EVALUATED and (type(node) is ast.Call or not node.args):
+            return ops - 1
+        if type(node) is ast.MethodCall and node.name == "curry":  # a pointer's method there
             return ops - 1
         if type(node) is ast.Call:
             fn = self._functions.get((node.name, len(node.args)))
@@ -282,13 +373,10 @@ class Facts:
         evaluated without counting the expression: a native's call, an operator (a call there)."""
         kind = type(expr)
         if kind is ast.Call:
-            return self._native_call(expr)
-        return (
-            kind is ast.Binary
-            and expr.op != "??"
-            and fold(expr, self._folds) is NOT_CONSTANT
-            and not self._library_operator(expr)  # on constants: counted in full there
-        )
+            return self._native_call(expr) or (expr.namespace is None and expr.name in _CALL_STATEMENTS)
+        if kind is ast.Unary:  # `!x` (its other unary operators are calls of functions there)
+            return expr.op == "!" and fold(expr, self._folds) is NOT_CONSTANT
+        return kind is ast.Binary and expr.op != "??" and fold(expr, self._folds) is NOT_CONSTANT
 
     def _library_operator(self, node: ast.Binary) -> bool:
         """An operator on two constants that no built-in operator takes (`[1] == [1]`,
@@ -396,6 +484,15 @@ class Facts:
             self._changing.update(self._watched.pop(root.name, ()))
 
 
+def block_dependent(stmt: ast.Stmt) -> bool:
+    """The reference's `Stmt::is_block_dependent`: a statement that keeps its block apart
+    from the enclosing one (a `let` or `const`, an `import`, an `export`, a call of `eval`)."""
+    if isinstance(stmt, ast.ExprStmt):
+        expr = stmt.expr
+        return isinstance(expr, ast.Call) and expr.name == "eval" and expr.namespace is None
+    return isinstance(stmt, ast.Let | ast.Import | ast.Export)
+
+
 _CHANGES = frozenset({ast.Assign, ast.MethodCall, ast.Call, ast.Closure})  # the nodes `_changes` looks at
 
-__all__ = ["Facts"]
+__all__ = ["Facts", "block_dependent"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime import ops
-from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.printing import calls_to_format, to_string
 from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
 from agentkernel.rhai.syntax import ast
 
@@ -69,11 +69,39 @@ def _fold(node: Any, memo: dict[int, Any]) -> Any:
         return _fold_if(node, memo)
     if kind is ast.Switch:
         return _fold_switch(node, memo)
+    if (kind is ast.Property or kind is ast.Index) and not node.optional:
+        return _fold_link(node, memo)
     if kind is ast.Call and node.name == "type_of" and node.namespace is None and len(node.args) == 1:
         return _type_of(fold(node.args[0], memo))
     if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
         return _type_of(fold(node.target, memo))
     return NOT_CONSTANT
+
+
+_LITERALS = frozenset({ast.MapLit, ast.ArrayLit, ast.Literal})
+_INT_BITS = 64
+
+
+def _fold_link(node: ast.Property | ast.Index, memo: dict[int, Any]) -> Any:
+    """A property or an index of a literal, one step (the reference's optimizer folds none
+    inside a longer chain): a map's item (`()` when absent), an array's item in range, an
+    integer's bit, a string's character."""
+    if type(node.target) not in _LITERALS:
+        return NOT_CONSTANT
+    target = fold(node.target, memo)
+    if isinstance(node, ast.Property):
+        return target.get(node.name) if type(target) is dict else NOT_CONSTANT
+    index = fold(node.index, memo)
+    if type(target) is dict and type(index) is str:
+        return target.get(index)
+    if type(index) is not int or type(target) not in (list, int, str):
+        return NOT_CONSTANT
+    size = _INT_BITS if type(target) is int else len(target)
+    if not -size <= index < size:
+        return NOT_CONSTANT
+    if type(target) is int:
+        return bool(target >> (index % _INT_BITS) & 1)
+    return Char(target[index]) if type(target) is str else target[index]
 
 
 def _fold_if(node: ast.If, memo: dict[int, Any]) -> Any:
@@ -87,23 +115,36 @@ def _fold_if(node: ast.If, memo: dict[int, Any]) -> Any:
     return fold(branch, memo)
 
 
-_SWITCHED = frozenset({int, str, bool, Char})  # the constants a `switch` on one is folded for
+_SWITCHED = frozenset({list, dict})  # the constants a `switch` on one is folded for
 
 
 def _fold_switch(node: ast.Switch, memo: dict[int, Any]) -> Any:
-    """`switch` on a constant with plain constant cases: the arm taken, when it is a
-    constant (`()` when no arm is); an arm with a condition or a range is left alone."""
+    """`switch` on a constant array or map with plain constant cases: the arm taken, when it
+    is a constant (`()` when no arm is); an arm with a condition or a range is left alone.
+    The reference's optimizer folds only a subject it made a `Dynamic` constant (its
+    `is_hashable_constant`): a literal int, string, char or bool is left to run."""
     subject = fold(node.subject, memo)
     if type(subject) not in _SWITCHED:
         return NOT_CONSTANT
     for case in node.cases:
         for pattern in case.patterns:
             value = fold(pattern, memo)
-            if type(value) not in _SWITCHED or case.condition is not None:
+            if value is NOT_CONSTANT or case.condition is not None:
                 return NOT_CONSTANT
-            if type(value) is type(subject) and value == subject:
+            if _same(value, subject):
                 return fold(case.body, memo)
     return None if node.default is None else fold(node.default, memo)
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal and of the same types all through (`1` is not `1.0` nor `true` there)."""
+    if type(left) is not type(right):
+        return False
+    if type(left) is list:
+        return len(left) == len(right) and all(map(_same, left, right))
+    if type(left) is dict:
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
+    return bool(left == right)
 
 
 def _fold_unary(node: ast.Unary, memo: dict[int, Any]) -> Any:
@@ -141,11 +182,62 @@ def has_builtin(op: str, left: type, right: type) -> bool:
     `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
     characters, bools, and any comparison of two different types (always false, or
     true for `!=`). `"a" + 1` is a library function there, evaluated at run time."""
+    if op in _CALLED:
+        return False
     if left is right:
         return left in _SCALARS or left is Char or left is RangeVal
     if {left, right} <= _NUMBERS or {left, right} == {str, Char}:
         return True
+    if {left, right} == _UNIT_AND_STRING:
+        return op == "+" or op in _COMPARISONS
     return op in _COMPARISONS
+
+
+_CALLED = frozenset({"in", "!in"})  # `x in y` is `contains(y, x)` there, a function's call
+_UNIT_AND_STRING = frozenset({type(None), str})
+
+
+def library_operator_calls(op: str, left: Any, right: Any) -> int:
+    """How deep the library function an operator on two constants calls (`has_builtin` has
+    none for them) nests calls of natives, each counted on a copy of the reference's state:
+    `==` of arrays or maps calls `==` on their items (array_basic.rs, map_basic.rs `equals`),
+    `+` of a string and another value its `to_string` (string_more.rs `add_append`), `in` an
+    array `==` on its items up to the one found."""
+    if op in ("==", "!="):
+        return _equals_calls(left, right)
+    if op in _CALLED and type(right) is list:  # `contains` compares the items with `==`
+        deepest = 0
+        for item in right:
+            deepest = max(deepest, 1 + _equals_calls(item, left))
+            if _same(item, left):
+                break
+        return deepest
+    if op == "+" and (type(left) is str) is not (type(right) is str):
+        other = right if type(left) is str else left
+        return 0 if type(other) in _NOT_PRINTED else 1 + calls_to_format(other)
+    return 0
+
+
+_NOT_PRINTED = frozenset({Char, type(None), bytearray})  # `+` with a string: no `to_string` call
+
+
+def _equals_calls(left: Any, right: Any) -> int:
+    """The natives' nesting of `left == right` on arrays or maps: 1 an item compared, as
+    deep as the deepest of them, up to the first unequal one (none when the sizes differ)."""
+    if type(left) is list and type(right) is list and len(left) == len(right):
+        pairs = list(zip(left, right, strict=True))
+    elif type(left) is dict and type(right) is dict and len(left) == len(right):
+        pairs = [(left[key], right.get(key, NOT_CONSTANT)) for key in sorted(left)]
+    else:
+        return 0
+    deepest = 0
+    for mine, theirs in pairs:
+        if theirs is NOT_CONSTANT:
+            break
+        deepest = max(deepest, 1 + _equals_calls(mine, theirs))
+        if not _same(mine, theirs):
+            break
+    return deepest
 
 
 def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
@@ -164,4 +256,4 @@ def _type_of(value: Any) -> Any:
     return type_name(value)
 
 
-__all__ = ["NOT_CONSTANT", "fold", "has_builtin"]
+__all__ = ["NOT_CONSTANT", "fold", "has_builtin", "library_operator_calls"]

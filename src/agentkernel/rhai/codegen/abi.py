@@ -253,6 +253,7 @@ def _helpers() -> dict[str, Callable[..., Any]]:
         "wrap_call": wrap_call,
         "cond": Runtime.condition,
         "op_unary": ops.unary,
+        "compound_calls": ops.compound_calls,
         "rt_var_not_found": failures.variable_not_found,
         "rt_global_const": rt_global_const,
         "rt_too_many_variables": failures.too_many_variables,

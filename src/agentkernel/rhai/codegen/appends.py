@@ -33,19 +33,27 @@ Slow = Callable[[Operand], None]
 
 
 def append_in_place(
-    c: FunctionBase, target: ast.Expr, right: Operand, slow: Slow, also: str = "True"
+    c: FunctionBase,
+    target: ast.Expr,
+    right: Operand,
+    slow: Slow,
+    also: str = "True",
+    *,
+    counted: bool = False,
 ) -> bool:
     """Compile `target += right` (or `target.append(right)`) growing a string in place.
 
-    `also`: one more run-time condition of the fast path. Returns False,
+    `also`: one more run-time condition of the fast path; `counted`: `+=`, whose `+=` of a
+    value that is no string nor char calls a function of the reference's library, counted
+    as it runs (`append` is a method's call, counted with its node). Returns False,
     having emitted nothing, when the target is not a kind this can take
     (`this`, a constant, a variable proven to hold an int); the caller then
     compiles its general path alone.
     """
     if isinstance(target, ast.Var):
-        return _to_variable(c, target, right, slow, also)
+        return _to_variable(c, target, right, slow, also, counted)
     if isinstance(target, ast.Property | ast.Index) and c.is_lvalue(target) and not _optional(target):
-        _to_member(c, target, right, slow, also)
+        _to_member(c, target, right, slow, also, counted)
         return True
     return False
 
@@ -58,20 +66,22 @@ def _optional(node: ast.Expr) -> bool:
     return False
 
 
-def _to_variable(c: FunctionBase, target: ast.Var, right: Operand, slow: Slow, also: str) -> bool:
+def _to_variable(
+    c: FunctionBase, target: ast.Var, right: Operand, slow: Slow, also: str, counted: bool
+) -> bool:
     info = c.lookup(target.name)
     if target.namespace is not None or info is None or info.const or info.load in c.int_operands:
         return False  # a variable known to hold an int keeps the int fast path
     if not info.cell:
         current = info.load
-        text = _text(c, current, right, also)
+        text = _text(c, current, right, also, counted)
         c.emit(f"{current} += {text}")
         _charge(c, text)
         _otherwise(c, current, slow)
         return True
     current = c.temp()
     c.emit(f"{current} = {info.py}.v")
-    text = _text(c, current, right, also)
+    text = _text(c, current, right, also, counted)
     c.emit(f"{info.py}.v = None")  # the Cell lets go: `current` is the string's one reference
     c.emit(f"{current} += {text}")
     c.emit(f"{info.py}.v = {current}")
@@ -81,7 +91,7 @@ def _to_variable(c: FunctionBase, target: ast.Var, right: Operand, slow: Slow, a
 
 
 def _to_member(
-    c: FunctionBase, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str
+    c: FunctionBase, target: ast.Property | ast.Index, right: Operand, slow: Slow, also: str, counted: bool
 ) -> None:
     holder = c.named(c.expr(target.target))
     current = c.link(target, holder)
@@ -92,7 +102,7 @@ def _to_member(
         key = c.index_of(target)
         dict_slot = f"type({holder}) is dict and type({key}) is str"
         plain_slot = f"(({list_index_test(holder, key)}) or ({dict_slot}))"
-    text = _text(c, current, right, f"{also} and {plain_slot}")
+    text = _text(c, current, right, f"{also} and {plain_slot}", counted)
     c.emit(f"{holder}[{key}] = None")  # the container lets go: `current` is the string's one reference
     c.emit(f"{current} += {text}")
     c.emit(f"{holder}[{key}] = {current}")
@@ -100,7 +110,7 @@ def _to_member(
     _otherwise(c, current, slow)
 
 
-def _text(c: FunctionBase, current: Operand, right: Operand, also: str) -> Operand:
+def _text(c: FunctionBase, current: Operand, right: Operand, also: str, counted: bool) -> Operand:
     """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
     text = c.temp()
     c.emit(f"{text} = None")
@@ -108,6 +118,14 @@ def _text(c: FunctionBase, current: Operand, right: Operand, also: str) -> Opera
     with c.indented():
         if c.is_str_constant(right):
             c.emit(f"{text} = {right}")
+        elif counted:
+            c.emit(f"if type({right}) is str: {text} = {right}")
+            c.emit("else:")
+            with c.indented():
+                c.emit(f"{text} = rt.append_text({right})")
+                c.emit(f"if type({right}) is not Char:")
+                with c.indented():
+                    c.count(1, None)
         else:
             c.emit(f"{text} = {right} if type({right}) is str else rt.append_text({right})")
         c.emit(f"if rt.string_limit and len({current}) + len({text}) > rt.string_limit: {text} = None")

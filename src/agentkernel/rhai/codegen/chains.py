@@ -58,12 +58,17 @@ class Chains(FunctionBase):
         out = self.temp()
         current = self.named(self.expr(base))
         going: str | None = None  # after an optional link: whether the chain goes on
-        for link in links:
+        for place, link in enumerate(links):
+            # a link that meets `()` takes back the steps the reference then never takes
             if link.optional and going is None:
                 going = self.m.fresh("go")
                 self.emit(f"{going} = {current} is not None")
+                self.take_back(len(links) - place, f"if not {going}: ")
             elif link.optional:
-                self.emit(f"if {going}: {going} = {current} is not None")
+                self.emit(f"if {going} and {current} is None:")
+                with self.indented():
+                    self.emit(f"{going} = False")
+                    self.take_back(len(links) - place)
             if going is None:
                 current = self.link(link, current)
                 continue

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agentkernel.rhai.analysis.facts import block_dependent
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
@@ -58,6 +60,9 @@ class ControlFlow(FunctionBase):
             if node.otherwise is None:
                 self.emit(f"{out} = None")
             else:
+                if type(node.otherwise) is ast.If and self.facts.constant(node.otherwise) is NOT_CONSTANT:
+                    # an `else if`: a statement of the `else` block there, counted when reached
+                    self.count(self.facts.ops(node.otherwise) - 1, ast.expr_pos(node.otherwise.cond))
                 value = self.expr(node.otherwise)
                 self.emit(f"{out} = {value}")
         return out
@@ -71,15 +76,18 @@ class ControlFlow(FunctionBase):
         self.emit(f"{out} = None")
         done = self.m.fresh("sw")
         self.emit(f"{done} = False")
+        counted = self.facts.constant(node) is NOT_CONSTANT  # else it counted as its constant
         for case in node.cases:
             tests = [self.pattern_test(subject, p) for p in case.patterns]
             self.emit(f"if not {done} and ({' or '.join(tests)}):")
             with self.indented():
                 if case.condition is not None:
+                    if counted and type(case.condition) is not ast.Literal:  # a `true` is not run
+                        self.count(self.facts.ops(case.condition), case.condition.pos)
                     condition = self.expr(case.condition)
                     self.emit(f"if cond({condition}):", case.condition.pos)
                     self.ind += 1
-                value = self.expr(case.body)
+                value = self.switch_arm(case.body, counted)
                 self.emit(f"{out} = {value}")
                 self.emit(f"{done} = True")
                 if case.condition is not None:
@@ -87,9 +95,26 @@ class ControlFlow(FunctionBase):
         if node.default is not None:
             self.emit(f"if not {done}:")
             with self.indented():
-                value = self.expr(node.default)
+                value = self.switch_arm(node.default, counted)
                 self.emit(f"{out} = {value}")
         return out
+
+    def switch_arm(self, body: ast.Expr, counted: bool) -> Operand:
+        """The arm taken, counted as the reference evaluates it: an expression as itself; a
+        block its block there, 1, and a block of its own when it keeps one (a `let` in it:
+        `{ let y = 1; y }`), or the one expression it holds, its optimizer's promotion."""
+        if not counted:
+            return self.expr(body)
+        if type(body) is not ast.Block:
+            self.count(self.facts.ops(body), ast.expr_pos(body))
+            return self.expr(body)
+        only = body.stmts[0] if len(body.stmts) == 1 else None
+        if type(only) is ast.ExprStmt and type(only.expr) is not ast.Block:
+            self.count(self.facts.ops(only.expr), ast.expr_pos(only.expr))
+            return self.expr(only.expr)
+        kept = any(block_dependent(s) for s in body.stmts)
+        self.count(2 if kept else 1, body.pos)
+        return self.expr(body)
 
     def pattern_test(self, subject: Operand, pattern: Any) -> str:
         if isinstance(pattern, ast.Binary) and pattern.op in ("..", "..="):
@@ -161,7 +186,9 @@ class ControlFlow(FunctionBase):
 
     def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
         with self.indented(blocks=1):
-            self.pending_ops = self.facts.ops(node.cond)  # the condition, at each iteration, as the reference
+            # the condition, at each iteration, as the reference (`while true` is a plain loop there)
+            forever = type(node.cond) is ast.Literal and node.cond.value is True
+            self.pending_ops = 0 if forever else self.facts.ops(node.cond)
             self.entry = self.entry_bound(node) if head is not None else None
             if head is None:
                 condition = self.expr(node.cond)
@@ -235,7 +262,13 @@ class ControlFlow(FunctionBase):
                     test = "" if node.until else "not "
                     self.emit(f"if {test}{self.test(condition)}: break", ast.expr_pos(node.cond))
                 self.emit(f"{first} = False")
-                self.loop_body(node.body, loop)
+                # its body counted the condition ahead: a `break` or `continue` takes it back too,
+                # as the reference evaluates it after the body (and not at all after a `continue`)
+                self.rests.append(self.pending_ops)
+                try:
+                    self.loop_body(node.body, loop)
+                finally:
+                    self.rests.pop()
         return loop.result
 
     def x_For(self, node: ast.For) -> Operand:

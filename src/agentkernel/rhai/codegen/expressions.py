@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT
 from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.operands import (
@@ -161,6 +162,9 @@ class Expressions(FunctionBase):
         return operand
 
     def coalesce(self, node: ast.Binary) -> Operand:
+        """`a ?? b`; the reference makes `a ?? b ?? c` one list it evaluates up to the first
+        value that is not `()`: what it never evaluates is taken back (facts.py counts the
+        list's 1 once)."""
         out = self.temp()
         left = self.expr(node.left)
         self.emit(f"{out} = {left}")
@@ -168,6 +172,10 @@ class Expressions(FunctionBase):
         with self.indented():
             right = self.expr(node.right)
             self.emit(f"{out} = {right}")
+        if self.facts.ops(node.right) and self.facts.constant(node) is NOT_CONSTANT:  # counted in full
+            self.emit("else:")
+            with self.indented():
+                self.take_back(self.facts.ops(node.right))
         return out
 
     def x_And(self, node: ast.And) -> Operand:

@@ -116,19 +116,25 @@ class FunctionBase:
     def uncount(self, since: int = 0) -> None:
         """Leaving the blocks being compiled from the `since`th on: the reference never counts
         their statements after this one, which they counted ahead here."""
-        operations = sum(self.rests[since:])
+        self.take_back(sum(self.rests[since:]))
+
+    @property
+    def count_into(self) -> str:
+        """Where an operation counted here goes: a loop's local counter or the runtime's."""
+        return self.counter if self.counter is not None else "rt.operations"
+
+    def take_back(self, operations: int, prefix: str = "") -> None:
+        """Un-count `operations` counted ahead that the reference does not count after all
+        (`prefix`: a condition for it, `if x: `)."""
         if not operations:
             return
-        if self.counter is not None:
-            self.emit(f"{self.counter} -= {operations}")
-        else:
-            self.emit(f"rt.operations -= {operations}")
+        self.emit(f"{prefix}{self.count_into} -= {operations}")
 
     def too_deep(self) -> bool:
         """Whether code nested further must go to a function of its own (see `nesting.py`)."""
         return self.blocks >= MAX_BLOCKS or self.ind >= MAX_INDENT
 
-    def count(self, operations: int, pos: Pos | None) -> None:
+    def count(self, operations: int | str, pos: Pos | None) -> None:
         """Count operations inline; past the checkpoint the runtime decides (limit, clock).
 
         `Too many operations` is reported at the first statement of the block.

@@ -107,6 +107,8 @@ class Statements(FunctionBase):
         elif isinstance(stmt, ast.Assign):
             self.assign(stmt)
         elif isinstance(stmt, ast.TryCatch):
+            if not self.facts.ops(stmt):  # its body cannot fail: the reference drops it whole
+                return NONE
             value = self.try_catch(stmt)
             return value if want_value else NONE
         elif isinstance(stmt, ast.Import):

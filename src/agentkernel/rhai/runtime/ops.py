@@ -579,6 +579,44 @@ def compound(op: str, a: Any, b: Any) -> Any:
     return BINARY[op](a, b)
 
 
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "**"})
+# per pair of operand types, the operators the reference's `x op= y` runs itself (its
+# eval_op_assignment and get_builtin_op_assignment_fn): no native's call counted
+_BUILTIN_ASSIGNMENTS: dict[tuple[type, type], frozenset[str]] = {
+    (int, int): frozenset({*_ARITHMETIC, "<<", ">>", "&", "|", "^"}),
+    (float, float): _ARITHMETIC,
+    (float, int): _ARITHMETIC,
+    (bool, bool): frozenset({"&", "|", "^"}),
+    (Char, Char): frozenset({"+"}),
+    (str, str): frozenset({"+", "-"}),
+    (str, Char): frozenset({"+", "-"}),
+    (Char, str): frozenset({"+"}),
+    (bytearray, bytearray): frozenset({"+"}),
+    (bytearray, int): frozenset({"+"}),
+    (bytearray, Char): frozenset({"+"}),
+    (bytearray, str): frozenset({"+"}),
+}
+# and those its library has an `op=` function for (string_more.rs, map_basic.rs, time_basic.rs)
+_LIBRARY_ASSIGNMENTS: dict[tuple[type, type], frozenset[str]] = {
+    (dict, dict): frozenset({"+"}),
+    (Timestamp, int): frozenset({"+", "-"}),
+    (Timestamp, float): frozenset({"+", "-"}),
+}
+
+
+def compound_calls(op: str, a: Any, b: Any) -> int:
+    """The natives' calls the reference counts for `a op= b` (`op` as "+="): none for its
+    built-ins, 1 for an `op=` function of its library (a string's `+=` of any other value, a
+    map's, a timestamp's), else 2: `op=` looked for in vain, then `op` called."""
+    op = op[:-1] if op[-1] == "=" else op
+    left, right = TAGGED.get(type(a), type(a)), TAGGED.get(type(b), type(b))
+    if (left is list and op == "+") or op in _BUILTIN_ASSIGNMENTS.get((left, right), ()):
+        return 0
+    if op in _LIBRARY_ASSIGNMENTS.get((left, right), ()) or (left is str and op == "+"):
+        return 1
+    return 2
+
+
 def _push_or_extend(a: list[Any], b: Any) -> list[Any]:
     if type(b) is list or type(b) is TaggedList:
         _joined(a, b)

@@ -313,6 +313,15 @@ class Runtime:
             if ops > self.callback_peak and not self.ahead:
                 self.callback_peak = ops
 
+    def count_evaluation(self, operations: int) -> None:
+        """An evaluation of its own the reference makes, counting from 0 (its `parse_json`
+        evaluates the text as a script): it reaches the limit by itself, and is the count's
+        peak when it is the last the reference reports (no statements counted ahead)."""
+        if self.max_operations and operations > self.max_operations:
+            raise failures.too_many_operations()
+        if operations > self.callback_peak and not self.ahead:
+            self.callback_peak = operations
+
     def enter(self, depth: int) -> None:
         """A script function is being entered at nesting `depth` (1 = called from the top)."""
         if depth > self.max_depth:

@@ -97,7 +97,9 @@ def _parsed_size(text: str) -> int:
 def parse_json(ctx: Runtime, text: str) -> Any:
     """`parse_json(text)`: a map from JSON text, `null` as `()` (RHAI.md §13).
 
-    Parsed as data, never run as code: it cannot print, loop or call anything.
+    Parsed as data, never run as code: it cannot print, loop or call anything. The
+    reference evaluates the text as a script of its own, whose operations count from 0: so
+    are they counted here, as one evaluation (`Runtime.count_evaluation`).
     Short text can make many values (`[[],[],…]`), so what it may build is
     reserved against the data limit before parsing.
     """
@@ -117,7 +119,17 @@ def parse_json(ctx: Runtime, text: str) -> Any:
         raise _parse_error("Expression exceeds maximum complexity", 1, 1) from None
     if type(value) is not dict:
         raise failures.mismatch_output(type_name(value), "map")
+    ctx.count_evaluation(1 + _nodes(value))  # the statement and its map literal's nodes
     return value
+
+
+def _nodes(value: Any) -> int:
+    """The expression nodes of a value written as a literal: 1 each value, item and entry."""
+    if type(value) is dict:
+        return 1 + sum(map(_nodes, value.values()))
+    if type(value) is list:
+        return 1 + sum(map(_nodes, value))
+    return 1
 
 
 def fn_metadata(ctx: Runtime, name: str | None = None, arity: int | None = None) -> list[dict[str, Any]]:
