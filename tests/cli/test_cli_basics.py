@@ -236,7 +236,7 @@ HEAVY = {
     "yaml",
     "sqlite3",
     "asyncio",
-    "quickjs",
+    "agentkernel_quickjs",  # the vendored QuickJS
     "fastapi",
     "uvicorn",
     "mcp",  # the MCP SDK: ~1.5 s to import, loaded only where MCP is spoken (issue 16)
@@ -310,7 +310,7 @@ def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path, tmp_path
     cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     assert "yaml" in modules_after(argv, shipped, cache)  # the project's YAML parsed, and kept
     loaded = modules_after(argv, shipped, cache)  # unchanged since: the parse cache has it (issue 31)
-    assert "agentkernel.kernel" in loaded and "quickjs" in loaded
+    assert "agentkernel.kernel" in loaded and "agentkernel_quickjs" in loaded
     assert not loaded & {"yaml", "agentkernel.util.yaml_parse"}, loaded & {"yaml"}
     unused = {"httpx", "duckdb", "rich", "asyncio", "prompt_toolkit", "agentkernel.rhai.engine"}
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
