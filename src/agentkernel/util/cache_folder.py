@@ -1,6 +1,6 @@
 """The user's own cache folder of one kind (`$XDG_CACHE_HOME/agentkernel/KIND`), or none.
 
-Shared by the caches that only save start-up time (yaml_cache.py, dataclass_cache.py): a folder
+Shared by the caches that only save start-up time (yaml_cache.py, code_cache.py): a folder
 anyone else may write is never used, since what it holds is read back as parsed values or code.
 """
 

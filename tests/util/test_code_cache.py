@@ -1,4 +1,4 @@
-"""The table of compiled dataclass methods (agentkernel/util/dataclass_cache.py): a class made through
+"""The table of compiled dataclass methods (agentkernel/util/code_cache.py): a class made through
 it is the class `dataclasses` makes, a later process compiles nothing it saw, and a bad table or
 folder is only a miss."""
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from agentkernel.util import dataclass_cache
+from agentkernel.rhai.syntax import records
+from agentkernel.util import code_cache
 from tests.conftest import REPO
 
 METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__ge__", "__setattr__", "__delattr__")
@@ -26,15 +27,17 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache folder of this test's own, an empty table, and `dataclasses` as it was afterwards."""
     home = tmp_path / "cache-home"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
-    monkeypatch.setattr(dataclass_cache, "_table", {})
-    monkeypatch.setattr(dataclass_cache, "_added", {})
+    monkeypatch.setattr(code_cache, "_table", {})
+    monkeypatch.setattr(code_cache, "_added", {})
+    monkeypatch.setattr(code_cache, "_name", [])
     monkeypatch.delattr(dataclasses, "exec", raising=False)  # a command run in this process installed it
+    monkeypatch.delattr(records, "exec", raising=False)
     return home / "agentkernel" / "code"
 
 
 def through_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """From here on, `dataclasses` compiles through the table (undone after the test)."""
-    monkeypatch.setattr(dataclasses, "exec", dataclass_cache.cached_exec, raising=False)
+    monkeypatch.setattr(dataclasses, "exec", code_cache.cached_exec, raising=False)
 
 
 def make() -> type:
@@ -76,12 +79,12 @@ def behaviour(kind: Any) -> list[object]:
 def test_a_class_made_through_the_table_is_the_one_dataclasses_makes(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = make()
     through_table(monkeypatch)
-    before = dataclass_cache.compiled()
+    before = code_cache.compiled()
     compiled_now = make()
-    assert dataclass_cache.compiled() > before  # a miss: compiled and kept
-    after_miss = dataclass_cache.compiled()
+    assert code_cache.compiled() > before  # a miss: compiled and kept
+    after_miss = code_cache.compiled()
     from_table = make()
-    assert dataclass_cache.compiled() == after_miss  # a hit: nothing compiled
+    assert code_cache.compiled() == after_miss  # a hit: nothing compiled
     for kind in (compiled_now, from_table):
         for name in METHODS:
             assert getattr(kind, name).__code__ == getattr(plain, name).__code__, name
@@ -92,22 +95,23 @@ def test_a_class_made_through_the_table_is_the_one_dataclasses_makes(monkeypatch
 def test_what_a_process_compiled_is_read_back_by_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     through_table(monkeypatch)
     plain = make()
-    dataclass_cache.save()
-    assert dataclass_cache.table_path() is not None
-    monkeypatch.setattr(dataclass_cache, "_table", {})
-    dataclass_cache._table.update(dataclass_cache._read(str(dataclass_cache.table_path())))
-    before = dataclass_cache.compiled()
+    code_cache.save()
+    assert code_cache.table_path() is not None
+    monkeypatch.setattr(code_cache, "_table", {})
+    code_cache._table.update(code_cache._read(str(code_cache.table_path())))
+    before = code_cache.compiled()
     assert behaviour(make()) == behaviour(plain)
-    assert dataclass_cache.compiled() == before
+    assert code_cache.compiled() == before
 
 
 PROBE = """
 import contextlib, io, sys
 from agentkernel.cli.main import main
-from agentkernel.util import dataclass_cache
+from agentkernel.rhai.syntax import records
+from agentkernel.util import code_cache
 with contextlib.redirect_stdout(io.StringIO()):
     main(sys.argv[1:])
-print(dataclass_cache.compiled())
+print(code_cache.compiled())
 """
 
 
@@ -132,15 +136,15 @@ def test_a_second_command_compiles_no_dataclass_method(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [b"not marshal", marshal.dumps((dataclass_cache.FORMAT + 1, {})), marshal.dumps({"a": 1})]
+    "data", [b"not marshal", marshal.dumps((code_cache.FORMAT + 1, {})), marshal.dumps({"a": 1})]
 )
 def test_a_damaged_or_foreign_table_is_a_miss(
     data: bytes, cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = make()
     cache_home.mkdir(parents=True, mode=0o700)
-    Path(str(dataclass_cache.table_path())).write_bytes(data)
-    assert dataclass_cache._read(str(dataclass_cache.table_path())) == {}
+    Path(str(code_cache.table_path())).write_bytes(data)
+    assert code_cache._read(str(code_cache.table_path())) == {}
     through_table(monkeypatch)
     assert behaviour(make()) == behaviour(plain)
 
@@ -148,24 +152,50 @@ def test_a_damaged_or_foreign_table_is_a_miss(
 def test_a_folder_others_may_write_is_not_used(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache_home.mkdir(parents=True, mode=0o700)
     cache_home.chmod(0o777)
-    assert dataclass_cache.table_path() is None
+    assert code_cache.table_path() is None
     through_table(monkeypatch)
     make()
-    dataclass_cache.save()
+    code_cache.save()
     assert list(cache_home.iterdir()) == []
 
 
 def test_a_full_table_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     through_table(monkeypatch)
     make()
-    dataclass_cache.save()
-    path = str(dataclass_cache.table_path())
-    kept = len(dataclass_cache._read(path))
-    monkeypatch.setattr(dataclass_cache, "MAX_ENTRIES", kept)
+    code_cache.save()
+    path = str(code_cache.table_path())
+    kept = len(code_cache._read(path))
+    monkeypatch.setattr(code_cache, "MAX_ENTRIES", kept)
 
     @dataclass
     class Other:
         z: bytes
 
-    dataclass_cache.save()
-    assert 0 < len(dataclass_cache._read(path)) < kept  # Other's methods alone
+    code_cache.save()
+    assert 0 < len(code_cache._read(path)) < kept  # Other's methods alone
+
+
+def make_record() -> type:
+    @records.record
+    class Node:
+        name: str
+        line: int = 0
+
+    return Node
+
+
+def test_a_record_made_through_the_table_is_the_one_records_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = make_record()
+    monkeypatch.setattr(records, "exec", code_cache.cached_exec, raising=False)
+    make_record()
+    before = code_cache.compiled()
+    from_table = make_record()
+    assert code_cache.compiled() == before
+    for name in ("__init__", "__eq__", "__hash__"):
+        assert getattr(from_table, name).__code__ == getattr(plain, name).__code__, name
+    a, b = from_table("x", 2), plain("x", 2)
+    assert (repr(a), a == from_table("x", 2), hash(a) == hash(from_table("x", 2))) == (
+        repr(b).replace(plain.__qualname__, from_table.__qualname__),
+        True,
+        True,
+    )
