@@ -266,6 +266,7 @@ def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
     assert not loaded & (HEAVY | KERNEL), loaded & (HEAVY | KERNEL)
     # a closure's name hashes with OpenSSL's sha256, parse_json needs json: each loads its module (issue 31)
     assert not loaded & {"hashlib", "_hashlib", "json"}, loaded & {"hashlib", "_hashlib", "json"}
+    assert "logging" not in loaded  # set up when first imported, which a run logging nothing never does
     natives = {name for name in loaded if name.startswith("agentkernel.rhai.stdlib.")}
     assert natives <= {
         f"agentkernel.rhai.stdlib.{m}" for m in ("registry", "indexing", "text", "engine_natives")
