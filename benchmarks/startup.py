@@ -7,7 +7,11 @@ them alike). A command's ratio is taken in each round against that round's
 `python -c pass`; the figures are the medians over the rounds, and the
 spread is the lowest and highest of the per-round ratios. Bytecode is allowed
 (PYTHONDONTWRITEBYTECODE is removed) and a first untimed round warms it up,
-as a user's second command would find it. Targets (issue 31): `rhai run` of
+as a user's second command would find it; the caches it fills (parsed YAML,
+compiled dataclass methods) are this run's own (`XDG_CACHE_HOME` in a
+temporary folder; `--before` has its own, as a cache entry records the
+code that made it), so other processes on the machine cannot evict them
+between rounds. Targets (issue 31): `rhai run` of
 `print(1)` ≤ 3×, `tool run text_stats` ≤ 6×.
 The tool commands run in `--project` (default: this repository) and use its
 config/kernel.yaml; `--bin` (default: this venv's bin folder) picks the
@@ -86,11 +90,14 @@ def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         options.runs = 1
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "AGENTKERNEL_CONFIG")}
-    envs = {"": env}
-    if options.before is not None:
-        envs[BEFORE] = {**env, "PYTHONPATH": str(options.before.resolve())}
     with tempfile.TemporaryDirectory() as tmp:
+        dropped = ("PYTHONDONTWRITEBYTECODE", "AGENTKERNEL_CONFIG")
+        env = {k: v for k, v in os.environ.items() if k not in dropped}
+        env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        envs = {"": env}
+        if options.before is not None:  # caches of its own: an entry records the code that made it
+            source = str(options.before.resolve())
+            envs[BEFORE] = {**env, "PYTHONPATH": source, "XDG_CACHE_HOME": str(Path(tmp) / "cache-before")}
         script = Path(tmp) / "print1.rhai"
         script.write_text("print(1)\n", encoding="utf-8")
         table = {

@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
+from agentkernel.util.after_import import after_import
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
 if TYPE_CHECKING:
@@ -85,8 +87,16 @@ def leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 def setup_logging(verbosity: int, log_format: str = "text") -> None:
     """Log to stderr: warnings by default; scripts' console.log lines with -v; one JSON object a line
-    with `json` (telemetry/log_lines.py: each line of a run names the run and its trace)."""
-    import logging  # ~5 ms: not for `--version`, which never gets here
+    with `json` (telemetry/log_lines.py: each line of a run names the run and its trace).
+
+    Applied when `logging` is first imported (util/after_import.py), which is before anything can
+    log: a command that logs nothing (`rhai run`) never imports it.
+    """
+    after_import("logging", lambda: _configure_logging(verbosity, log_format))
+
+
+def _configure_logging(verbosity: int, log_format: str) -> None:
+    import logging
 
     logging.basicConfig(
         stream=sys.stderr,

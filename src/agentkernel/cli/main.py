@@ -128,6 +128,13 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(sys.argv[1:] if argv is None else argv)
     setup_logging(options.verbose, options.log_format)
+    import dataclasses  # not for --version, --help
+
+    from agentkernel.rhai.syntax import records
+    from agentkernel.util import code_cache
+
+    # before the command imports its modules and defines their classes; a table of its own
+    code_cache.install(options.command, dataclasses, records)
     command = importlib.import_module(COMMANDS[options.command])
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 

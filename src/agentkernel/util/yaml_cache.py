@@ -30,6 +30,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from agentkernel.util.cache_folder import cache_folder
+
 FORMAT = 1  # bump when what an entry holds changes
 MAX_ENTRIES = 512
 MAX_TEXT_CHARS = 256 * 1024  # a larger file is parsed each time (it is not a config file)
@@ -40,17 +42,8 @@ Stamp = tuple[int, int] | None
 
 def folder() -> Path | None:
     """The cache folder, made owner-only if missing; None when there is no usable one."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
-        return None
-    path = Path(base, "agentkernel", "yaml")
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.stat(path)
-    except OSError:
-        return None
-    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
-    return path if mine and info.st_mode & 0o077 == 0 else None
+    path = cache_folder("yaml")
+    return None if path is None else Path(path)
 
 
 def _stamp(path: str) -> Stamp:
