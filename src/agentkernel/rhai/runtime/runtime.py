@@ -172,6 +172,22 @@ class ExitScript(BaseException):
 class Runtime:
     """One evaluation: limits, counters, output, global constants and functions."""
 
+    # what compiled code reads or writes at every operation, function call or push, as
+    # slots: CPython's shared-key instance dict gives up past 30 attributes (this class has
+    # more), and a slot is read and written faster than a key of a dict of its own
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "checkpoint",
+        "data_limit",
+        "functions_named_push",
+        "map_limit",
+        "max_depth",
+        "operations",
+        "sizes_checked",
+        "variable_limit",
+    )
+
     def __init__(
         self,
         *,
