@@ -77,12 +77,33 @@ def test_integer_overflow_is_caught_on_either_side() -> None:
 def test_a_comparison_tested_inline_keeps_its_types_and_errors() -> None:
     engine = Engine()
     script = engine.compile('fn f(n) { if n < 2 { "small" } else { "big" } } [f(1), f(2.5), f(1.5)]')
-    assert "if (v1_n < 2 if type(v1_n) is int else cond(op_lt(v1_n, 2))):" in script.module.source
+    # the `if` alone in its block: compared first, then counted with the branch taken
+    assert "if type(v1_n) is int: t3 = v1_n < 2" in script.module.source
+    assert "t3 = cond(op_lt(v1_n, 2))" in script.module.source
     assert engine.run(script) == ["small", "big", "small"]
     assert engine.eval('fn f(n) { if n < 2 { 1 } else { 2 } } f("a")') == 2  # two types: never less
     with pytest.raises(RhaiRuntimeError, match="Variable not found: y"):
         engine.eval("let x = 1; while x < y { x += 1 }")
     assert engine.eval("let x = 5; let n = 0; while x > 0 { x -= 1; n += 1 } n") == 5
+
+
+@pytest.mark.parametrize("argument", ["5", '"x"', "1"])
+def test_an_if_counted_in_its_branches_stops_where_two_counts_would(argument: str) -> None:
+    """A block's count moved into the branches of its one `if` reaches the limit at the same
+    count and position as the block's count and the branch's apart: the `if` up to 6, then
+    the statement of the branch taken (the `else` block's first, or `n` in the `then`)."""
+    source = f"fn f(n) {{\n  if n < 2 {{ n }} else {{\n    let a = 1;\n    a + n\n  }}\n}}\nf({argument})"
+    stops = {"5": ((3, 5), 11), '"x"': ((3, 5), 11), "1": ((2, 14), 8)}[argument]
+    for limit in range(3, stops[1] + 2):
+        engine = Engine(limits=Limits(max_operations=limit))
+        if limit > stops[1]:
+            engine.eval(source)
+            continue
+        line, column = (2, 3) if limit <= 6 else stops[0]
+        with pytest.raises(
+            RhaiRuntimeError, match=rf"Too many operations \(line {line}, position {column}\)"
+        ):
+            engine.eval(source)
 
 
 def test_interpolation_joins_inline_and_still_checks_sizes() -> None:

@@ -17,7 +17,7 @@ from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarg
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
-from agentkernel.rhai.errors import RhaiSyntaxError
+from agentkernel.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.literals import Char
 
@@ -45,6 +45,9 @@ class ControlFlow(FunctionBase):
         folded = self.folded_arm(node)
         if folded is not None:
             return folded
+        head, self.head_count = self.head_count, None
+        if head is not None:
+            return self.if_counted_in_branches(node, head)
         out = self.temp()
         inline = self.inline_comparison(node.cond)
         if inline is not None:  # `if n < 2`: compared and tested on one line
@@ -66,6 +69,55 @@ class ControlFlow(FunctionBase):
                 value = self.expr(node.otherwise)
                 self.emit(f"{out} = {value}")
         return out
+
+    def if_counted_in_branches(self, node: ast.If, head: tuple[int, Pos | None]) -> Operand:
+        """`if a < b { … } else { … }` alone in its block, whose count (`head`) each branch
+        adds to its own (statements.py `block_body`). On ints the comparison cannot fail, so
+        counting it later changes nothing; on anything else it is counted first, as before,
+        and taken back once compared, so that the branch's count is the same."""
+        parts = self.comparison_parts(node.cond)
+        assert parts is not None  # merges_into_if
+        fast, ints, slow = parts
+        head_ops, head_pos = head
+        out, test = self.temp(), self.temp()
+        if ints == "True":
+            self.emit(f"{test} = {fast}", node.cond.pos, operator=True)
+        else:
+            self.emit(f"if {ints}: {test} = {fast}", node.cond.pos, operator=True)
+            self.emit("else:")
+            with self.indented():
+                self.count(head_ops, head_pos)
+                self.emit(f"{test} = cond({slow})", node.cond.pos, operator=True)
+                self.emit(f"rt.operations -= {head_ops}")
+        self.emit(f"if {test}:")
+        with self.indented(), self.scope():
+            self.branch_extra = head
+            value = self.block_body(node.then.stmts, want_value=True)
+            self.emit(f"{out} = {value}")
+        self.emit("else:")
+        with self.indented():
+            if node.otherwise is None:
+                self.count(head_ops, head_pos)
+                self.emit(f"{out} = None")
+            else:
+                self.branch_extra = head
+                value = self.expr(node.otherwise)
+                self.emit(f"{out} = {value}")
+        return out
+
+    def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
+        """Whether a block's count can go into the branches of the one `if` it holds (counted
+        in the runtime, on a comparison of locals and literals, with a block or nothing for
+        `else`): a function's `if n < 2 { … } else { … }` then counts once per call, not twice."""
+        if self.counter is not None or len(kept) != 1 or not isinstance(kept[0], ast.ExprStmt):
+            return False
+        node = kept[0].expr
+        return (
+            isinstance(node, ast.If)
+            and type(node.otherwise) is not ast.If
+            and self.facts.constant(node) is NOT_CONSTANT
+            and self.comparison_parts(node.cond) is not None
+        )
 
     def x_Switch(self, node: ast.Switch) -> Operand:
         folded = self.folded_arm(node)
@@ -217,6 +269,15 @@ class ControlFlow(FunctionBase):
     def inline_comparison(self, node: ast.Expr) -> str | None:
         """A comparison of plain local variables and number literals as one Python test:
         ints compared directly, anything else through the operator and `cond`."""
+        parts = self.comparison_parts(node)
+        if parts is None:
+            return None
+        fast, ints, slow = parts
+        return fast if ints == "True" else f"({fast} if {ints} else cond({slow}))"
+
+    def comparison_parts(self, node: ast.Expr) -> tuple[str, str, str] | None:
+        """`inline_comparison`'s parts: the comparison of ints, the test that the sides are
+        ints ("True" when known), and the comparison of anything else (a Rhai value)."""
         if not (isinstance(node, ast.Binary) and node.op in INT_COMPARISONS) or self.dynamic:
             return None
         sides = []
@@ -231,11 +292,11 @@ class ControlFlow(FunctionBase):
             else:
                 return None
         left, right = sides
-        ints = self.int_checks(left, right)
-        fast = f"{left} {node.op} {right}"
-        if ints == "True":
-            return fast
-        return f"({fast} if {ints} else cond({BINARY_NAMES[node.op]}({left}, {right})))"
+        return (
+            f"{left} {node.op} {right}",
+            self.int_checks(left, right),
+            f"{BINARY_NAMES[node.op]}({left}, {right})",
+        )
 
     def x_Loop(self, node: ast.Loop) -> Operand:
         loop = LoopTarget(self.temp(), len(self.rests))

@@ -88,6 +88,10 @@ class FunctionBase:
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
         self.entry: EntryBound | None = None
+        # a block's count (operations, position) moved into the branches of the `if` it holds
+        # (control.py `x_If`), and the part of it the next block compiled counts with its own
+        self.head_count: tuple[int, Pos | None] | None = None
+        self.branch_extra: tuple[int, Pos | None] | None = None
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -147,6 +151,22 @@ class FunctionBase:
             return
         self.emit(f"rt.operations += {operations}")
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+
+    def count_merged(self, head: tuple[int, Pos | None], operations: int, pos: Pos | None) -> None:
+        """Count a block's `operations` (at `pos`) with the `head` an `if` moved into it: one
+        addition and one test; only past the checkpoint are the two checked apart, each at its
+        own position, as two counts would be (the condition between them cannot fail)."""
+        head_ops, head_pos = head
+        if not operations:
+            self.count(head_ops, head_pos)
+            return
+        self.emit(f"rt.operations += {head_ops + operations}")
+        self.emit("if rt.operations > rt.checkpoint:")
+        with self.indented():
+            self.emit(f"rt.operations -= {operations}")
+            self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", head_pos)
+            self.emit(f"rt.operations += {operations}")
+            self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
 
     def test(self, operand: Operand) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
@@ -314,6 +334,9 @@ class FunctionBase:
 
     def expr(self, node: Any) -> Operand:
         raise NotImplementedError  # compiler.py: the part that compiles the node
+
+    def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
+        raise NotImplementedError  # control.py
 
     def block_body(
         self,

@@ -32,6 +32,10 @@ class Statements(FunctionBase):
         `counted`: the enclosing statement's count already covers these (interpolations).
         `at_least`: the fewest operations to count (a loop's body: 1, so no loop runs free).
         """
+        extra, self.branch_extra = self.branch_extra, None
+        if extra is not None and (counted or self.too_deep()):
+            self.count(*extra)
+            extra = None
         if self.too_deep():
             return compile_apart(
                 self,
@@ -44,10 +48,15 @@ class Statements(FunctionBase):
         operations = 0 if counted else max(sum(self.facts.ops(s) for s in kept) + self.pending_ops, at_least)
         if not counted:
             self.pending_ops = 0
-        if operations:
-            self.count(operations, kept[0].pos if kept else pos)
-        rests = self._rests(kept)
+        first = kept[0].pos if kept else pos
         ahead = self._ahead(kept) if self.main_top else None
+        if extra is not None:
+            self.count_merged(extra, operations, first)
+        elif operations and ahead is None and self.merges_into_if(kept):
+            self.head_count = (operations, first)  # x_If counts it in its branches
+        elif operations:
+            self.count(operations, first)
+        rests = self._rests(kept)
         self.main_top = False
         value = NONE
         for index, stmt in enumerate(kept):
