@@ -328,3 +328,20 @@ def test_a_while_head_spares_its_first_statement_only_the_overflow_it_rules_out(
     with pytest.raises(RhaiRuntimeError, match=r"^Subtraction overflow"):
         engine.eval("let x = -9223372036854775807; while x > -9223372036854775808 { x -= 2; } x")
     assert engine.eval("let x = 1.5; while x > 0 { x -= 1; } x") == -0.5  # not an int: the full path
+
+
+def test_an_int_index_read_keeps_rhai_bounds_and_types() -> None:
+    """`a[i]` with `i` known to be an int reads a list through Python's own bounds check:
+    a negative index counts from the end, out of range and other types take the slow path."""
+    engine = Engine()
+    script = engine.compile("let a = [1, 2, 3]; let i = -1; a[i]")
+    assert "if type(v2_a) is not list: raise IndexError" in script.module.source
+    assert "t5 = v2_a[v3_i]" in script.module.source
+    assert engine.run(script) == 3
+    for i, stop in ((3, "Array index 3 out of bounds"), (-4, "Array index -4 out of bounds")):
+        with pytest.raises(RhaiRuntimeError, match=stop):
+            engine.eval(f"let a = [1, 2, 3]; let i = {i}; a[i]")
+    assert engine.eval('let a = "abc"; let i = 1; a[i]') == "b"
+    assert engine.eval("let a = blob(3, 7); let i = 2; a[i]") == 7
+    with pytest.raises(RhaiRuntimeError, match="expecting string"):
+        engine.eval("let a = #{}; let i = 2; a[i]")

@@ -12,6 +12,7 @@ from typing import Any
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
+from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.pacing import POLL_SIZE
 from agentkernel.rhai.syntax import ast
 
@@ -91,6 +92,9 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.index_of(link)
+            if self.known_int(index) and index.int_value is None and current.is_name:
+                self.list_item(out, current, index, ast.expr_pos(link.index))
+                return out
             fast = list_index_test(current, index, self.known_int(index))
             slow = f"rt.index_get({current}, {index})"
             if index.int_value is not None:  # a literal index: a string's character at once too
@@ -104,6 +108,18 @@ class Chains(FunctionBase):
         else:
             return self.method_call(link, current)
         return out
+
+    def list_item(self, out: Operand, current: Operand, index: Operand, pos: Pos | None) -> None:
+        """`current[index]` for an index known to be an int: Python's own bounds check (a
+        negative index counts from the end, as Rhai's does) stands for the test, as in an
+        assignment's (assignments.py); out of range or not a list, the slow path words it."""
+        self.emit("try:")
+        with self.indented(blocks=1):
+            self.emit(f"if type({current}) is not list: raise IndexError", pos)
+            self.emit(f"{out} = {current}[{index}]", pos)
+        self.emit("except IndexError:")
+        with self.indented(blocks=1):  # an except handler is a block to CPython
+            self.emit(f"{out} = rt.index_get({current}, {index})", pos)
 
     def method_call(
         self, node: ast.MethodCall, receiver: Operand, args: list[Operand] | None = None
