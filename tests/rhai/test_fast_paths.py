@@ -345,3 +345,18 @@ def test_an_int_index_read_keeps_rhai_bounds_and_types() -> None:
     assert engine.eval("let a = blob(3, 7); let i = 2; a[i]") == 7
     with pytest.raises(RhaiRuntimeError, match="expecting string"):
         engine.eval("let a = #{}; let i = 2; a[i]")
+
+
+def test_a_sum_of_locals_never_below_zero_tests_only_the_top_of_the_range() -> None:
+    """`k += p` with both proven ≥ 0 (int_types.py `non_negative_declarations`) compares
+    with the i64 maximum only, and still stops at it; one that may go below 0 keeps both."""
+    engine = Engine()
+    source = "let k = 9223372036854775800; for p in 0..10 { k += p } k"
+    assert "if not ((t" in engine.compile(source).module.source
+    with pytest.raises(RhaiRuntimeError, match="overflow"):
+        engine.eval(source)
+    below = "let k = -9223372036854775800; for p in 0..10 { k -= p; k = k + (-p) } k"
+    assert "if not (-9223372036854775808 <= (t" in engine.compile(below).module.source
+    with pytest.raises(RhaiRuntimeError, match="overflow"):
+        engine.eval(below)
+    assert engine.eval("let k = 5; let j = k % 3; for p in 1..4 { j = j * p + k / 2 } j") == 32

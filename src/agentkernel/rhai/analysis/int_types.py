@@ -38,23 +38,33 @@ class IntFacts:
 def _int_dependencies(value: Any, bound: dict[int, DeclKey]) -> set[DeclKey] | None:
     """The declarations `value` is an int through, or None when it is not an int expression
     (an int literal, a variable, integer arithmetic on them, a `for` over an int range)."""
+    return _dependencies(value, bound, INT_RESULT_OPS, ("-", "+"), non_negative=False)
+
+
+def _dependencies(
+    value: Any, bound: dict[int, DeclKey], ops: frozenset[str], unary: tuple[str, ...], *, non_negative: bool
+) -> set[DeclKey] | None:
+    """The declarations `value` is built from by the operators `ops` and `unary` out of int
+    literals (≥ 0 if `non_negative`, and then a range's start alone), or None if it is not."""
     if value is UNKNOWN:
         return None
     found: set[DeclKey] = set()
-    pending = [value[1].left, value[1].right] if isinstance(value, tuple) and value[0] == "range" else [value]
+    pending = [value]
+    if isinstance(value, tuple) and value[0] == "range":
+        pending = [value[1].left] if non_negative else [value[1].left, value[1].right]
     while pending:
         expr = pending.pop()
         if isinstance(expr, ast.Literal):
-            if type(expr.value) is not int:
+            if type(expr.value) is not int or (non_negative and expr.value < 0):
                 return None
         elif isinstance(expr, ast.Var):
             key = bound.get(id(expr))
             if key is None:
                 return None
             found.add(key)
-        elif isinstance(expr, ast.Unary) and expr.op in ("-", "+"):
+        elif isinstance(expr, ast.Unary) and expr.op in unary:
             pending.append(expr.operand)
-        elif isinstance(expr, ast.Binary) and expr.op in INT_RESULT_OPS:
+        elif isinstance(expr, ast.Binary) and expr.op in ops:
             pending += (expr.left, expr.right)
         else:
             return None
@@ -97,4 +107,42 @@ def int_declarations(facts: IntFacts) -> frozenset[DeclKey]:
     return frozenset(ints)
 
 
-__all__ = ["INT_RESULT_OPS", "UNKNOWN", "DeclKey", "IntFacts", "int_declarations"]
+NON_NEGATIVE_OPS = frozenset({"+", "*", "/", "%"})  # on non-negative i64s: non-negative, or an error
+
+
+def non_negative_declarations(facts: IntFacts, ints: frozenset[DeclKey]) -> frozenset[DeclKey]:
+    """Of the int declarations `ints`, those that never hold a value below 0: every value is
+    built by `+`, `*`, `/`, `%` from non-negative literals and such declarations (overflow
+    raises, so a sum or product of them that completes is one too), or a `for` over a range
+    that starts at one. Adding or multiplying two then needs no test of the i64 range's bottom."""
+    candidates = set(ints)
+    dependents: dict[DeclKey, list[DeclKey]] = {}
+    failing: list[DeclKey] = []
+    for key in ints:
+        for value in facts.assigned.get(key, ()):
+            found = _dependencies(value, facts.bound, NON_NEGATIVE_OPS, ("+",), non_negative=True)
+            if found is None:
+                failing.append(key)
+                break
+            for need in found:
+                dependents.setdefault(need, []).append(key)
+                if need not in ints:
+                    failing.append(key)
+    for key in failing:
+        candidates.discard(key)
+    while failing:
+        for dependent in dependents.get(failing.pop(), ()):
+            if dependent in candidates:
+                candidates.discard(dependent)
+                failing.append(dependent)
+    return frozenset(candidates)
+
+
+__all__ = [
+    "INT_RESULT_OPS",
+    "UNKNOWN",
+    "DeclKey",
+    "IntFacts",
+    "int_declarations",
+    "non_negative_declarations",
+]

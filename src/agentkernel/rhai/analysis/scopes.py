@@ -27,7 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkernel.rhai.analysis.int_types import UNKNOWN, DeclKey, IntFacts, int_declarations
+from agentkernel.rhai.analysis.int_types import (
+    UNKNOWN,
+    DeclKey,
+    IntFacts,
+    int_declarations,
+    non_negative_declarations,
+)
 from agentkernel.rhai.syntax import ast
 
 
@@ -49,6 +55,7 @@ class Scopes:
     captured: set[DeclKey] = field(default_factory=set)
     closure_captures: dict[int, tuple[DeclKey, ...]] = field(default_factory=dict)
     int_keys: frozenset[DeclKey] = frozenset()
+    non_negative_keys: frozenset[DeclKey] = frozenset()  # of int_keys, those never below 0
 
 
 class _Analysis:
@@ -67,6 +74,7 @@ class _Analysis:
         self.levels.pop()
         self.facts.excluded |= self.scopes.captured  # a Cell is never a plain int
         self.scopes.int_keys = int_declarations(self.facts)
+        self.scopes.non_negative_keys = non_negative_declarations(self.facts, self.scopes.int_keys)
         return self.scopes
 
     # -- scopes ---------------------------------------------------------------

@@ -83,6 +83,7 @@ class FunctionBase:
         self.rests: list[int] = []
         self.int_keys: frozenset[tuple[int, str]] = frozenset()  # declarations proven i64 (int_types.py)
         self.int_operands: set[Operand] = set()  # operands known to hold an int
+        self.non_negative_operands: set[Operand] = set()  # of those, the ones never below 0
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
@@ -178,6 +179,11 @@ class FunctionBase:
         """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
         return operand.is_int_literal or operand in self.int_operands
 
+    def non_negative(self, operand: Operand) -> bool:
+        """Whether the operand is an int ≥ 0: a literal, or a local proven never below 0."""
+        value = operand.int_value
+        return value >= 0 if value is not None else operand in self.non_negative_operands
+
     def int_checks(self, *operands: Operand) -> str:
         """`type(x) is int and …` for the operands not already known to be ints."""
         return " and ".join(f"type({o}) is int" for o in operands if not self.known_int(o)) or "True"
@@ -204,6 +210,8 @@ class FunctionBase:
         if step is not None and op in ("+", "-") and step != 0:
             upward = (op == "+") == (step > 0)
             in_range = f"{value} <= {I64_MAX}" if upward else f"{I64_MIN} <= {value}"
+        elif op in ("+", "*") and self.non_negative(left) and self.non_negative(right):
+            in_range = f"{value} <= {I64_MAX}"  # the sum or product of two ints ≥ 0 is ≥ 0
         else:
             in_range = f"{I64_MIN} <= {value} <= {I64_MAX}"
         ints = self.int_checks(left, right)
@@ -264,6 +272,8 @@ class FunctionBase:
         info = VarInfo(self.m.fresh("v") + "_" + name, const, key in self.resolution.captured)
         if key in self.int_keys and not info.cell:
             self.int_operands.add(info.load)
+            if key in self.resolution.non_negative_keys:
+                self.non_negative_operands.add(info.load)
         self.bind(name, info)
         return info
 
