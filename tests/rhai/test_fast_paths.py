@@ -360,3 +360,16 @@ def test_a_sum_of_locals_never_below_zero_tests_only_the_top_of_the_range() -> N
     with pytest.raises(RhaiRuntimeError, match="overflow"):
         engine.eval(below)
     assert engine.eval("let k = 5; let j = k % 3; for p in 1..4 { j = j * p + k / 2 } j") == 32
+
+
+def test_an_index_not_proven_int_tries_a_map_key_first_and_keeps_lists() -> None:
+    """`x[k]` with `k` of unknown type tests for a map's string key first, then a list's int
+    index, then the slow path; reads and stores alike."""
+    engine = Engine()
+    script = engine.compile('fn f(x, k) { x[k] = x[k] + 1; x[k] } [f(#{a: 1}, "a"), f([5, 6], 1)]')
+    assert "if type(v1_x) is dict and type(v2_k) is str else" in script.module.source
+    assert engine.run(script) == [2, 7]
+    with pytest.raises(RhaiRuntimeError, match="out of bounds"):
+        engine.eval("fn f(x, k) { x[k] } f([5], 1)")
+    with pytest.raises(RhaiRuntimeError, match="expecting string"):
+        engine.eval("fn f(x, k) { x[k] } f(#{}, 1)")

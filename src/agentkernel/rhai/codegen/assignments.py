@@ -123,7 +123,8 @@ class Assignments(FunctionBase):
         new = self.temp()
         fast = list_index_test(obj, index, self.known_int(index))
         if not self.known_int(index):
-            fast = f"({fast}) or (type({obj}) is dict and type({index}) is str and not rt.map_limit)"
+            # a map first: an index not proven an int is most often a map's key
+            fast = f"(type({obj}) is dict and type({index}) is str and not rt.map_limit) or ({fast})"
         # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
         counted = (
             ""

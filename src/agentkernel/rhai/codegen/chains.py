@@ -100,10 +100,11 @@ class Chains(FunctionBase):
             if index.int_value is not None:  # a literal index: a string's character at once too
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
                 slow = f"Char({current}[{index}]) if {string_test} else {slow}"
-            elif not self.known_int(index):
-                slow = (
-                    f"{current}.get({index}) if type({current}) is dict and type({index}) is str else {slow}"
-                )
+            elif not self.known_int(index):  # a map's key first: what such an index most often is
+                keyed = f"{current}.get({index}) if type({current}) is dict and type({index}) is str"
+                listed = f"{current}[{index}] if {fast}"
+                self.emit(f"{out} = {keyed} else {listed} else {slow}", ast.expr_pos(link.index))
+                return out
             self.emit(f"{out} = {current}[{index}] if {fast} else {slow}", ast.expr_pos(link.index))
         else:
             return self.method_call(link, current)
