@@ -209,6 +209,28 @@ def test_tags_of_other_types_and_wrong_tags() -> None:
     )
 
 
+def test_ranges_fns_and_timestamps_keep_a_tag() -> None:
+    """The reference's `Dynamic` holds a tag beside every value (`types/dynamic.rs`,
+    `set_tag`): a range, an Fn and a timestamp keep theirs through copies, and what is made
+    from them (`curry`, `ts + 1`, `r.start`) has none; the tag changes nothing else."""
+    source = """
+        let f = Fn("abs"); f.set_tag(3); let g = f; f.tag = 4;
+        let r = 1..3; r.set_tag(-3); let s = 0; for i in r { s += i }
+        let q = 1..=3; q.tag = 5; let a = [q];
+        let t = timestamp(); t.set_tag(2147483647);
+        [f.tag, g.tag, tag(f.curry(1)), f.call(-2), type_of(f), `${f}`,
+         r.tag, s, type_of(r), r.contains(2), tag(r.start),
+         a[0].tag, q == 1..=3, to_json(#{r: q}), t.tag, tag(t + 1), type_of(t)]
+    """
+    assert run(source) == [
+        *[4, 3, 0, 2, "Fn", "Fn(abs)"],
+        *[-3, 3, "range", True, 0],
+        *[5, True, '{"r":1..=3}', 2147483647, 0, "timestamp"],
+    ]
+    closure = "let k = 1; let f = |x| x + k; f.set_tag(9); [f.call(1), f.tag, call(f, 2), [1, 2].map(f)]"
+    assert run(closure) == [2, 9, 3, [2, 3]]
+
+
 def test_a_tagged_string_counts_toward_the_data_limit() -> None:
     """Each tagged copy is a string of its own: storing them cannot slip past `max_data_size`."""
     engine = Engine(limits=Limits(max_data_size=1_000_000))

@@ -22,6 +22,7 @@ copied, copying.py.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class RangeVal:
     start: int
     end: int
     inclusive: bool = False
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     def as_range(self) -> range:
         return range(self.start, self.end + 1 if self.inclusive else self.end)
@@ -53,6 +56,8 @@ class FnPtr:
     name: str
     curried: tuple[Any, ...] = ()
     target: Callable[..., Any] | None = field(default=None, compare=False)
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     @property
     def is_anonymous(self) -> bool:
@@ -64,6 +69,8 @@ class Timestamp:
     """A moment from `timestamp()`, on the monotonic clock, in seconds."""
 
     seconds: float
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     @classmethod
     def now(cls) -> Timestamp:
@@ -96,7 +103,8 @@ class IterVal:
 # plain value where they fail to match (`plain`), so whatever it meets computes as the
 # reference does, and the result is untagged. A tagged array's or map's plain value is a
 # copy: a slow path that changes it writes the change back (`restore`) so the tagged
-# container itself changes, as the reference's does.
+# container itself changes, as the reference's does. A range, Fn or timestamp (frozen
+# values of ours) holds its tag in a field instead: `set_tag` makes a copy with the tag.
 
 
 class TaggedInt(int):
@@ -175,6 +183,9 @@ TAGGED: dict[type, type] = {
 #: the tagged containers: copied where a plain one is (copying.py), changed in place
 TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict})
 _TAGGABLE: dict[type, type] = {plain: tagged for tagged, plain in TAGGED.items()}
+#: the types that hold their tag in a field of their own (0: untagged): immutable values of
+#: ours, so a tagged copy is still of their type and every test of their type still holds
+_TAG_FIELD: frozenset[type] = frozenset({RangeVal, FnPtr, Timestamp})
 
 
 def plain(value: Any) -> Any:
@@ -218,11 +229,14 @@ def has_tagged(values: Any) -> bool:
 
 
 def tag_of(value: Any) -> int:
-    return value.tag if type(value) in TAGGED else 0
+    kind = type(value)
+    return value.tag if kind in TAGGED or kind in _TAG_FIELD else 0
 
 
 def with_tag(value: Any, tag: int) -> Any:
     """`value` with `tag` (0: untagged); a type that keeps no tag is returned as it is."""
+    if type(value) in _TAG_FIELD:  # an immutable value of our own: a copy with the tag
+        return dataclasses.replace(value, tag=tag)
     base = TAGGED.get(type(value), type(value))
     tagged_type = _TAGGABLE.get(base)
     if tagged_type is None:
