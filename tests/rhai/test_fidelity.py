@@ -231,6 +231,27 @@ def test_ranges_fns_and_timestamps_keep_a_tag() -> None:
     assert run(closure) == [2, 9, 3, [2, 3]]
 
 
+def test_a_blob_keeps_a_tag_as_an_array_does() -> None:
+    """A BLOB's tag, as the reference keeps it: copies keep it, changes in place (`push`,
+    `+=`, `b[0] = …`, through an array or a map) keep it, a new BLOB (`b + c`, `extract`)
+    has none; everything else computes as on the untagged BLOB."""
+    source = """
+        let b = blob(2, 7); b.set_tag(3); let c = b; b.push(1);
+        let a = [c]; a[0].push(2); let m = #{b: c}; m.b[1] = 4;
+        b += 1; b += blob(1, 2); b[0] = 9; let s = 0; for x in b { s += x }
+        [b.tag, c.tag, a[0].tag, m.b.tag, m.b, type_of(b), b.len(), tag(b + c), tag(b.extract(0, 1)),
+         b == c, s, `${c}`, b.to_array(), 7 in b]
+    """
+    result = run(source)
+    assert result == [
+        *[3, 3, 3, 3, bytearray(b"\x07\x04"), "blob", 5, 0, 0],
+        *[False, 20, "[0707]", [9, 7, 1, 1, 2], True],
+    ]
+    engine = Engine(limits=Limits(max_data_size=1000))
+    with pytest.raises(RhaiRuntimeError, match="Size of array/BLOB too large"):
+        engine.eval("let b = blob(400); b.set_tag(1); let a = []; for i in 0..3 { let t = b; a.push(t) }")
+
+
 def test_a_tagged_string_counts_toward_the_data_limit() -> None:
     """Each tagged copy is a string of its own: storing them cannot slip past `max_data_size`."""
     engine = Engine(limits=Limits(max_data_size=1_000_000))

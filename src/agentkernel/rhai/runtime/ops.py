@@ -55,6 +55,7 @@ from agentkernel.rhai.runtime.values import (
     TAGGED_CONTAINERS,
     Char,
     RangeVal,
+    TaggedBlob,
     TaggedDict,
     TaggedList,
     Timestamp,
@@ -567,7 +568,7 @@ def compound(op: str, a: Any, b: Any) -> Any:
         kind = type(a)
         if kind is list or kind is TaggedList:  # in place: a tagged array keeps its tag
             return _push_or_extend(a, b)
-        if kind is bytearray:
+        if kind is bytearray or kind is TaggedBlob:  # in place: a tagged BLOB keeps its tag
             appended = _blob_append(a, b)
             if appended is not None:
                 return appended

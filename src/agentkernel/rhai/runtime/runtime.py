@@ -32,7 +32,6 @@ from agentkernel.rhai.runtime.values import (
     RangeVal,
     TaggedBool,
     TaggedDict,
-    TaggedList,
     TaggedStr,
     has_tagged,
     plain,
@@ -43,7 +42,7 @@ from agentkernel.rhai.runtime.values import (
 from agentkernel.rhai.stdlib import Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
-_CONTAINERS = frozenset({list, dict, bytearray, TaggedList, TaggedDict})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
 _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE

@@ -97,7 +97,7 @@ class IterVal:
 # keep it (`let y = x`, arguments, array elements), a change in place keeps it (`a.push(x)`,
 # `m.k = v`), operations make untagged values (`a + b`, `!b`). Here only a tagged value
 # pays: `set_tag` makes an instance of a tagged type holding the tag — a subclass of an
-# i64, f64, string, char, array or map, and for a bool (which Python cannot subclass) a
+# i64, f64, string, char, array, map or BLOB, and for a bool (which Python cannot subclass) a
 # small box. Untagged values stay the plain Python values every fast path tests with
 # `type(x) is int`; a tagged value fails those tests, and the slow paths treat it as its
 # plain value where they fail to match (`plain`), so whatever it meets computes as the
@@ -143,6 +143,12 @@ class TaggedDict(dict):  # type: ignore[type-arg]
     tag: int
 
 
+class TaggedBlob(bytearray):
+    """A BLOB with a tag."""
+
+    tag: int
+
+
 class TaggedBool:
     """A bool with a tag: a box, as Python's bool has no subclasses. `bool(x)` is its value;
     it equals its value and the other box of that value (an array's `==` compares items so)."""
@@ -178,10 +184,11 @@ TAGGED: dict[type, type] = {
     TaggedChar: Char,
     TaggedList: list,
     TaggedDict: dict,
+    TaggedBlob: bytearray,
     TaggedBool: bool,
 }
 #: the tagged containers: copied where a plain one is (copying.py), changed in place
-TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict})
+TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict, TaggedBlob})
 _TAGGABLE: dict[type, type] = {plain: tagged for tagged, plain in TAGGED.items()}
 #: the types that hold their tag in a field of their own (0: untagged): immutable values of
 #: ours, so a tagged copy is still of their type and every test of their type still holds
@@ -199,6 +206,9 @@ def restore(tagged: Any, changed: Any) -> Any:
     the copy changed in place, the change goes into `tagged` (which keeps its tag and
     identity) and `tagged` is returned; anything else is returned as it is."""
     if type(tagged) is TaggedList and type(changed) is list:
+        tagged[:] = changed
+        return tagged
+    if type(tagged) is TaggedBlob and type(changed) is bytearray:
         tagged[:] = changed
         return tagged
     if type(tagged) is TaggedDict and type(changed) is dict:
@@ -266,6 +276,7 @@ _TYPE_NAMES: dict[type, str] = {
     TaggedChar: "char",
     TaggedList: "array",
     TaggedDict: "map",
+    TaggedBlob: "blob",
     TaggedBool: "bool",
 }
 
@@ -296,6 +307,7 @@ __all__ = [
     "FnPtr",
     "IterVal",
     "RangeVal",
+    "TaggedBlob",
     "TaggedBool",
     "TaggedChar",
     "TaggedDict",
