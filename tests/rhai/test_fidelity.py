@@ -278,3 +278,60 @@ def test_a_closure_called_with_too_few_arguments_is_not_found(source: str, shown
         rf"Function not found: anon\$[0-9a-f]{{16}} {re.escape(shown)} \(line 1, position {position}\)",
         message,
     ), message
+
+
+# -- what `catch (e)` binds ------------------------------------------------------------------------
+
+
+def caught(body: str, prelude: str = "") -> Any:
+    return run(f"{prelude} let r = (); try {{ {body} }} catch (e) {{ r = e }} r")
+
+
+def test_an_undefined_function_is_caught_as_the_references_map() -> None:
+    """The reference's `Stmt::TryCatch`: a map of the error's `dump_fields`, its message
+    without the outer position, and where it was."""
+    assert caught("undefined_fn(1)") == {
+        "error": "ErrorFunctionNotFound",
+        "function": "undefined_fn (i64)",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64)",
+        "position": 20,
+    }
+    assert caught("f(1)", "fn f(x) { undefined_fn(x) }") == {
+        "error": "ErrorInFunctionCall",
+        "function": "f",
+        "source": "",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64) (line 1, position 11)\nin call to function 'f'",
+        "position": 47,
+    }
+
+
+def test_a_closures_error_is_caught_with_the_closures_name() -> None:
+    """`ErrorInFunctionCall` holds the closure's `fn_def.name` (`anon$…`), shown as `in
+    closure call` and kept as the map's `function`."""
+    error = caught("g.call(1)", "let g = |x| undefined_fn(x);")
+    assert re.fullmatch(r"anon\$[0-9a-f]{16}", error.pop("function")), error
+    assert error == {
+        "error": "ErrorInFunctionCall",
+        "source": "",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64) (line 1, position 13)\nin closure call",
+        "position": 50,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "prelude", "value"),
+    [
+        ("f()", "fn f() { throw 5 }", 5),
+        ("f()", "fn f() { g() } fn g() { throw [1] }", [1]),  # through every call level
+        ("g.call()", 'let g = || { throw "x" };', "x"),
+        ("f()", "fn f() { [1].map(|x| { throw 7 }) }", 7),  # a callback's closure, in a function
+        ('eval("throw 8")', "", 8),
+    ],
+)
+def test_a_value_thrown_inside_a_call_is_caught_as_itself(body: str, prelude: str, value: Any) -> None:
+    """The reference's catch looks through `ErrorInFunctionCall` (`unwrap_inner`): a thrown
+    value is bound as itself however deep it was thrown, not as a map of the call."""
+    assert caught(body, prelude) == value
