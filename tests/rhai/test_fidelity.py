@@ -335,3 +335,102 @@ def test_a_value_thrown_inside_a_call_is_caught_as_itself(body: str, prelude: st
     """The reference's catch looks through `ErrorInFunctionCall` (`unwrap_inner`): a thrown
     value is bound as itself however deep it was thrown, not as a map of the call."""
     assert caught(body, prelude) == value
+
+
+# -- `call`, `curry` and `is_def_fn` corners, tags at their edges, `parse_json`, `eval` ------------
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "position"),
+    [
+        # the reference's `make_function_call`: the first argument must be an Fn, found where it stands
+        (
+            'fn inc() { this += 1; } let x = 5; call(x, Fn("inc"))',
+            "Data type incorrect: i64 (expecting Fn)",
+            41,
+        ),  # noqa: E501
+        ("let f = |y| this + y; call(3, f, 4)", "Data type incorrect: i64 (expecting Fn)", 28),
+        ('call("not a fn ptr", 1)', "Data type incorrect: string (expecting Fn)", 6),
+        ("curry(5, 1)", "Data type incorrect: i64 (expecting Fn)", 7),
+        ("is_def_fn(1, 1)", "Data type incorrect: i64 (expecting string)", 11),
+        # with too few arguments each is a plain function of that name, not found at the call
+        ('curry(Fn("a"))', "Function not found: curry (Fn)", 1),
+        ("call()", "Function not found: call ()", 1),
+        # its `make_method_call`: `x.call()` with no Fn fails at the call, one of another type where it stands
+        ("let x = 5; x.call()", "Data type incorrect: i64 (expecting Fn)", 14),
+        ('let x = 5; x.call("s", 1)', "Data type incorrect: string (expecting Fn)", 19),
+        ("let x = 5; x.curry(1)", "Data type incorrect: i64 (expecting Fn)", 14),
+        # an Fn called on a value passes it as `this`, so its function has one parameter fewer
+        ('fn inc(a) { this += a; } let x = 5; x.call(Fn("inc"))', "Function not found: inc (i64)", 39),
+        ("let f = |y| this + y; call(f, 4)", "'this' not bound (line 1, position 13)\nin closure call", 23),
+    ],
+)
+def test_call_and_curry_corners_fail_as_the_reference(source: str, error: str, position: int) -> None:
+    assert error_of(source) == f"{error} (line 1, position {position})"
+
+
+def test_an_fn_called_on_a_value_changes_it_in_place() -> None:
+    """`x.call(f, …)` binds `this` to `x` itself: what the function does to it stays."""
+    assert run('fn inc() { this += 1; } let x = 5; x.call(Fn("inc")); x.call(Fn("inc")); x') == 7
+    assert run("let f = |y| this + y; let x = 3; x.call(f, 4)") == 7
+    assert run("let f = |y| { this += y; }; let x = 3; x.call(f, 4); x") == 7
+    assert run('let x = [1]; x.call(Fn("push"), 2); x') == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ("let x = 1; x.set_tag(2147483647); x.tag", 2147483647),
+        ("let x = 1; x.set_tag(-2147483648); x.tag", -2147483648),
+        ("let x = 5; x.tag = -7; let y = x; [y.tag, tag(y + 0)]", [-7, 0]),
+        ("let x = 5; x.tag = 7; x.tag += 1; x.tag", 8),
+    ],
+)
+def test_tags_at_the_edges_of_their_range(source: str, value: Any) -> None:
+    assert run(source) == value
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "position"),
+    [
+        # `lang_core.rs`'s `set_tag`, the setter of `tag` too: an ErrorArithmetic at the call or the property
+        ("let x = 1; x.set_tag(2147483648)", "2147483648 is too large", 14),
+        ("let x = 1; x.set_tag(-2147483649)", "-2147483649 is too small", 14),
+        ("let x = 1; x.tag = 2147483648", "2147483648 is too large", 14),
+        ("let x = 1; x.tag = -2147483649", "-2147483649 is too small", 14),
+        ("let x = 5; x.set_tag(2147483647); x.tag += 1", "2147483648 is too large", 37),
+        ('let x = "a"; set_tag(x, 4000000000)', "4000000000 is too large", 14),
+    ],
+)
+def test_tags_past_the_edges_of_their_range(source: str, error: str, position: int) -> None:
+    edges = "must be between -2147483648 and 2147483647"
+    assert error_of(source) == f"{error} to fit into a tag ({edges}) (line 1, position {position})"
+    assert caught(source)["error"] == "ErrorArithmetic"
+
+
+def test_parse_json_of_bad_text_is_the_references_error() -> None:
+    """`parse_json` evaluates the text as a map literal (`api/json.rs`): `bad` is a variable
+    it does not know, at the text's own position, wherever the call stands."""
+    assert error_of('let m = parse_json("bad");') == "Variable not found: bad (line 1, position 1)"
+    assert caught('parse_json("bad")') == {
+        "error": "ErrorVariableNotFound",
+        "line": 1,
+        "message": "Variable not found: bad",
+        "position": 1,
+        "variable": "bad",
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ('let K = 10; let f = |x| x + K; eval("let K = 100;"); [f.call(5), K]', [15, 100]),
+        ('let K = 10; let f = |x| x + K; K = 20; eval("let K = 100;"); [f.call(5), K]', [25, 100]),
+        (
+            'let K = 10; let f = |x| { K += 1; x + K }; eval("let K = 1;"); [f.call(5), f.call(5), K]',
+            [16, 17, 1],
+        ),  # noqa: E501
+    ],
+)
+def test_a_closure_keeps_its_captured_variable_after_eval_declares_another(source: str, value: Any) -> None:
+    assert run(source) == value
