@@ -252,6 +252,39 @@ def test_a_blob_keeps_a_tag_as_an_array_does() -> None:
         engine.eval("let b = blob(400); b.set_tag(1); let a = []; for i in 0..3 { let t = b; a.push(t) }")
 
 
+def test_unit_keeps_a_tag_and_stays_unit() -> None:
+    """`()` keeps a tag as every value of the reference does (`Union::Unit((), tag, _)`), and
+    is still `()` wherever `()` decides: `==`, `??`, `?.`, `switch`, printing, the host."""
+    source = """
+        let x = (); x.set_tag(3); let y = x; let m = #{a: x};
+        [x.tag, y.tag, m.a.tag, type_of(x), x == (), () == x, x != (), `${x}`, x.to_debug(),
+         x ?? 5, m.a?.foo, x?.len(), switch x { () => 1, _ => 2 }, [x] == [()], [x].index_of(()),
+         to_json(m), x]
+    """
+    result = run(source)
+    assert result == [
+        3,
+        3,
+        3,
+        "()",
+        True,
+        True,
+        False,
+        "",
+        "()",
+        5,
+        None,
+        None,
+        1,
+        True,
+        0,
+        '{"a":null}',
+        None,
+    ]  # noqa: E501
+    assert result[-1] is None  # the host gets a plain ()
+    assert run("let x; x.tag = -1; x.set_tag(0); [x.tag, x ?? 5]") == [0, 5]
+
+
 def test_a_tagged_string_counts_toward_the_data_limit() -> None:
     """Each tagged copy is a string of its own: storing them cannot slip past `max_data_size`."""
     engine = Engine(limits=Limits(max_data_size=1_000_000))
@@ -348,7 +381,7 @@ def test_a_value_thrown_inside_a_call_is_caught_as_itself(body: str, prelude: st
             'fn inc() { this += 1; } let x = 5; call(x, Fn("inc"))',
             "Data type incorrect: i64 (expecting Fn)",
             41,
-        ),  # noqa: E501
+        ),
         ("let f = |y| this + y; call(3, f, 4)", "Data type incorrect: i64 (expecting Fn)", 28),
         ('call("not a fn ptr", 1)', "Data type incorrect: string (expecting Fn)", 6),
         ("curry(5, 1)", "Data type incorrect: i64 (expecting Fn)", 7),
@@ -429,7 +462,7 @@ def test_parse_json_of_bad_text_is_the_references_error() -> None:
         (
             'let K = 10; let f = |x| { K += 1; x + K }; eval("let K = 1;"); [f.call(5), f.call(5), K]',
             [16, 17, 1],
-        ),  # noqa: E501
+        ),
     ],
 )
 def test_a_closure_keeps_its_captured_variable_after_eval_declares_another(source: str, value: Any) -> None:

@@ -319,7 +319,7 @@ def _eq_slow(a: Any, b: Any) -> bool:
     if ta in _TEXT and tb in _TEXT:
         return bool(a == b)
     if ta is not tb:
-        return False if a is None or b is None else _types_differ("==", a, b, False)
+        return _types_differ("==", a, b, False)  # unequal, unless a tag made the difference
     if a is None:
         return True
     if ta is list:

@@ -97,8 +97,8 @@ class IterVal:
 # keep it (`let y = x`, arguments, array elements), a change in place keeps it (`a.push(x)`,
 # `m.k = v`), operations make untagged values (`a + b`, `!b`). Here only a tagged value
 # pays: `set_tag` makes an instance of a tagged type holding the tag — a subclass of an
-# i64, f64, string, char, array, map or BLOB, and for a bool (which Python cannot subclass) a
-# small box. Untagged values stay the plain Python values every fast path tests with
+# i64, f64, string, char, array, map or BLOB, and for a bool or `()` (which Python cannot
+# subclass) a small box. Untagged values stay the plain Python values every fast path tests with
 # `type(x) is int`; a tagged value fails those tests, and the slow paths treat it as its
 # plain value where they fail to match (`plain`), so whatever it meets computes as the
 # reference does, and the result is untagged. A tagged array's or map's plain value is a
@@ -155,7 +155,8 @@ class TaggedBool:
 
     __slots__ = ("tag", "value")
 
-    #: whether one was ever made in this process (until then `host_value` has nothing to do)
+    #: whether a box (this or a TaggedUnit) was ever made in this process (until then
+    #: `host_value` has nothing to do)
     made = False
 
     def __init__(self, value: Any) -> None:
@@ -176,6 +177,28 @@ class TaggedBool:
         return f"TaggedBool({self.value}, tag={self.tag})"
 
 
+class TaggedUnit:
+    """`()` with a tag: a box, as Python's None has no subclasses. It equals `()` and the
+    other boxes; the host gets None (`host_value`)."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.tag = 0
+        TaggedBool.made = True  # a box was made: `host_value` has work to do
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or type(other) is TaggedUnit
+
+    def __hash__(self) -> int:
+        return hash(None)
+
+    def __repr__(self) -> str:
+        return f"TaggedUnit(tag={self.tag})"
+
+
+_UNIT = type(None)
+
 #: each tagged type and its plain type
 TAGGED: dict[type, type] = {
     TaggedInt: int,
@@ -186,6 +209,7 @@ TAGGED: dict[type, type] = {
     TaggedDict: dict,
     TaggedBlob: bytearray,
     TaggedBool: bool,
+    TaggedUnit: _UNIT,
 }
 #: the tagged containers: copied where a plain one is (copying.py), changed in place
 TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict, TaggedBlob})
@@ -198,7 +222,9 @@ _TAG_FIELD: frozenset[type] = frozenset({RangeVal, FnPtr, Timestamp})
 def plain(value: Any) -> Any:
     """A tagged value as its plain value (an untagged one as it is)."""
     base = TAGGED.get(type(value))
-    return value if base is None else base(value)
+    if base is None:
+        return value
+    return None if base is _UNIT else base(value)
 
 
 def restore(tagged: Any, changed: Any) -> Any:
@@ -219,13 +245,16 @@ def restore(tagged: Any, changed: Any) -> Any:
 
 
 def host_value(value: Any) -> Any:
-    """A script's value as the host gets it: a tagged bool, wherever it is in arrays and
-    maps, a Python bool (the other tagged values are subclasses of the host's types)."""
+    """A script's value as the host gets it: a tagged bool or `()`, wherever it is in arrays
+    and maps, a Python bool or None (the other tagged values are subclasses of the host's
+    types)."""
     if not TaggedBool.made:
         return value
     kind = type(value)
     if kind is TaggedBool:
         return value.value
+    if kind is TaggedUnit:
+        return None
     if kind is list or kind is TaggedList:
         return [host_value(v) for v in value]
     if kind is dict or kind is TaggedDict:
@@ -252,7 +281,7 @@ def with_tag(value: Any, tag: int) -> Any:
     if tagged_type is None:
         return value
     if tag == 0:
-        return base(value)
+        return plain(value)
     tagged = tagged_type(value)
     tagged.tag = tag
     return tagged
@@ -278,6 +307,7 @@ _TYPE_NAMES: dict[type, str] = {
     TaggedDict: "map",
     TaggedBlob: "blob",
     TaggedBool: "bool",
+    TaggedUnit: "()",
 }
 
 
@@ -315,6 +345,7 @@ __all__ = [
     "TaggedInt",
     "TaggedList",
     "TaggedStr",
+    "TaggedUnit",
     "Timestamp",
     "has_tagged",
     "host_value",
