@@ -280,7 +280,7 @@ def test_unit_keeps_a_tag_and_stays_unit() -> None:
         0,
         '{"a":null}',
         None,
-    ]  # noqa: E501
+    ]
     assert result[-1] is None  # the host gets a plain ()
     assert run("let x; x.tag = -1; x.set_tag(0); [x.tag, x ?? 5]") == [0, 5]
 
