@@ -209,6 +209,82 @@ def test_tags_of_other_types_and_wrong_tags() -> None:
     )
 
 
+def test_ranges_fns_and_timestamps_keep_a_tag() -> None:
+    """The reference's `Dynamic` holds a tag beside every value (`types/dynamic.rs`,
+    `set_tag`): a range, an Fn and a timestamp keep theirs through copies, and what is made
+    from them (`curry`, `ts + 1`, `r.start`) has none; the tag changes nothing else."""
+    source = """
+        let f = Fn("abs"); f.set_tag(3); let g = f; f.tag = 4;
+        let r = 1..3; r.set_tag(-3); let s = 0; for i in r { s += i }
+        let q = 1..=3; q.tag = 5; let a = [q];
+        let t = timestamp(); t.set_tag(2147483647);
+        [f.tag, g.tag, tag(f.curry(1)), f.call(-2), type_of(f), `${f}`,
+         r.tag, s, type_of(r), r.contains(2), tag(r.start),
+         a[0].tag, q == 1..=3, to_json(#{r: q}), t.tag, tag(t + 1), type_of(t)]
+    """
+    assert run(source) == [
+        *[4, 3, 0, 2, "Fn", "Fn(abs)"],
+        *[-3, 3, "range", True, 0],
+        *[5, True, '{"r":1..=3}', 2147483647, 0, "timestamp"],
+    ]
+    closure = "let k = 1; let f = |x| x + k; f.set_tag(9); [f.call(1), f.tag, call(f, 2), [1, 2].map(f)]"
+    assert run(closure) == [2, 9, 3, [2, 3]]
+
+
+def test_a_blob_keeps_a_tag_as_an_array_does() -> None:
+    """A BLOB's tag, as the reference keeps it: copies keep it, changes in place (`push`,
+    `+=`, `b[0] = …`, through an array or a map) keep it, a new BLOB (`b + c`, `extract`)
+    has none; everything else computes as on the untagged BLOB."""
+    source = """
+        let b = blob(2, 7); b.set_tag(3); let c = b; b.push(1);
+        let a = [c]; a[0].push(2); let m = #{b: c}; m.b[1] = 4;
+        b += 1; b += blob(1, 2); b[0] = 9; let s = 0; for x in b { s += x }
+        [b.tag, c.tag, a[0].tag, m.b.tag, m.b, type_of(b), b.len(), tag(b + c), tag(b.extract(0, 1)),
+         b == c, s, `${c}`, b.to_array(), 7 in b]
+    """
+    result = run(source)
+    assert result == [
+        *[3, 3, 3, 3, bytearray(b"\x07\x04"), "blob", 5, 0, 0],
+        *[False, 20, "[0707]", [9, 7, 1, 1, 2], True],
+    ]
+    engine = Engine(limits=Limits(max_data_size=1000))
+    with pytest.raises(RhaiRuntimeError, match="Size of array/BLOB too large"):
+        engine.eval("let b = blob(400); b.set_tag(1); let a = []; for i in 0..3 { let t = b; a.push(t) }")
+
+
+def test_unit_keeps_a_tag_and_stays_unit() -> None:
+    """`()` keeps a tag as every value of the reference does (`Union::Unit((), tag, _)`), and
+    is still `()` wherever `()` decides: `==`, `??`, `?.`, `switch`, printing, the host."""
+    source = """
+        let x = (); x.set_tag(3); let y = x; let m = #{a: x};
+        [x.tag, y.tag, m.a.tag, type_of(x), x == (), () == x, x != (), `${x}`, x.to_debug(),
+         x ?? 5, m.a?.foo, x?.len(), switch x { () => 1, _ => 2 }, [x] == [()], [x].index_of(()),
+         to_json(m), x]
+    """
+    result = run(source)
+    assert result == [
+        3,
+        3,
+        3,
+        "()",
+        True,
+        True,
+        False,
+        "",
+        "()",
+        5,
+        None,
+        None,
+        1,
+        True,
+        0,
+        '{"a":null}',
+        None,
+    ]
+    assert result[-1] is None  # the host gets a plain ()
+    assert run("let x; x.tag = -1; x.set_tag(0); [x.tag, x ?? 5]") == [0, 5]
+
+
 def test_a_tagged_string_counts_toward_the_data_limit() -> None:
     """Each tagged copy is a string of its own: storing them cannot slip past `max_data_size`."""
     engine = Engine(limits=Limits(max_data_size=1_000_000))
@@ -235,3 +311,159 @@ def test_a_closure_called_with_too_few_arguments_is_not_found(source: str, shown
         rf"Function not found: anon\$[0-9a-f]{{16}} {re.escape(shown)} \(line 1, position {position}\)",
         message,
     ), message
+
+
+# -- what `catch (e)` binds ------------------------------------------------------------------------
+
+
+def caught(body: str, prelude: str = "") -> Any:
+    return run(f"{prelude} let r = (); try {{ {body} }} catch (e) {{ r = e }} r")
+
+
+def test_an_undefined_function_is_caught_as_the_references_map() -> None:
+    """The reference's `Stmt::TryCatch`: a map of the error's `dump_fields`, its message
+    without the outer position, and where it was."""
+    assert caught("undefined_fn(1)") == {
+        "error": "ErrorFunctionNotFound",
+        "function": "undefined_fn (i64)",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64)",
+        "position": 20,
+    }
+    assert caught("f(1)", "fn f(x) { undefined_fn(x) }") == {
+        "error": "ErrorInFunctionCall",
+        "function": "f",
+        "source": "",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64) (line 1, position 11)\nin call to function 'f'",
+        "position": 47,
+    }
+
+
+def test_a_closures_error_is_caught_with_the_closures_name() -> None:
+    """`ErrorInFunctionCall` holds the closure's `fn_def.name` (`anon$…`), shown as `in
+    closure call` and kept as the map's `function`."""
+    error = caught("g.call(1)", "let g = |x| undefined_fn(x);")
+    assert re.fullmatch(r"anon\$[0-9a-f]{16}", error.pop("function")), error
+    assert error == {
+        "error": "ErrorInFunctionCall",
+        "source": "",
+        "line": 1,
+        "message": "Function not found: undefined_fn (i64) (line 1, position 13)\nin closure call",
+        "position": 50,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "prelude", "value"),
+    [
+        ("f()", "fn f() { throw 5 }", 5),
+        ("f()", "fn f() { g() } fn g() { throw [1] }", [1]),  # through every call level
+        ("g.call()", 'let g = || { throw "x" };', "x"),
+        ("f()", "fn f() { [1].map(|x| { throw 7 }) }", 7),  # a callback's closure, in a function
+        ('eval("throw 8")', "", 8),
+    ],
+)
+def test_a_value_thrown_inside_a_call_is_caught_as_itself(body: str, prelude: str, value: Any) -> None:
+    """The reference's catch looks through `ErrorInFunctionCall` (`unwrap_inner`): a thrown
+    value is bound as itself however deep it was thrown, not as a map of the call."""
+    assert caught(body, prelude) == value
+
+
+# -- `call`, `curry` and `is_def_fn` corners, tags at their edges, `parse_json`, `eval` ------------
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "position"),
+    [
+        # the reference's `make_function_call`: the first argument must be an Fn, found where it stands
+        (
+            'fn inc() { this += 1; } let x = 5; call(x, Fn("inc"))',
+            "Data type incorrect: i64 (expecting Fn)",
+            41,
+        ),
+        ("let f = |y| this + y; call(3, f, 4)", "Data type incorrect: i64 (expecting Fn)", 28),
+        ('call("not a fn ptr", 1)', "Data type incorrect: string (expecting Fn)", 6),
+        ("curry(5, 1)", "Data type incorrect: i64 (expecting Fn)", 7),
+        ("is_def_fn(1, 1)", "Data type incorrect: i64 (expecting string)", 11),
+        # with too few arguments each is a plain function of that name, not found at the call
+        ('curry(Fn("a"))', "Function not found: curry (Fn)", 1),
+        ("call()", "Function not found: call ()", 1),
+        # its `make_method_call`: `x.call()` with no Fn fails at the call, one of another type where it stands
+        ("let x = 5; x.call()", "Data type incorrect: i64 (expecting Fn)", 14),
+        ('let x = 5; x.call("s", 1)', "Data type incorrect: string (expecting Fn)", 19),
+        ("let x = 5; x.curry(1)", "Data type incorrect: i64 (expecting Fn)", 14),
+        # an Fn called on a value passes it as `this`, so its function has one parameter fewer
+        ('fn inc(a) { this += a; } let x = 5; x.call(Fn("inc"))', "Function not found: inc (i64)", 39),
+        ("let f = |y| this + y; call(f, 4)", "'this' not bound (line 1, position 13)\nin closure call", 23),
+    ],
+)
+def test_call_and_curry_corners_fail_as_the_reference(source: str, error: str, position: int) -> None:
+    assert error_of(source) == f"{error} (line 1, position {position})"
+
+
+def test_an_fn_called_on_a_value_changes_it_in_place() -> None:
+    """`x.call(f, …)` binds `this` to `x` itself: what the function does to it stays."""
+    assert run('fn inc() { this += 1; } let x = 5; x.call(Fn("inc")); x.call(Fn("inc")); x') == 7
+    assert run("let f = |y| this + y; let x = 3; x.call(f, 4)") == 7
+    assert run("let f = |y| { this += y; }; let x = 3; x.call(f, 4); x") == 7
+    assert run('let x = [1]; x.call(Fn("push"), 2); x') == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ("let x = 1; x.set_tag(2147483647); x.tag", 2147483647),
+        ("let x = 1; x.set_tag(-2147483648); x.tag", -2147483648),
+        ("let x = 5; x.tag = -7; let y = x; [y.tag, tag(y + 0)]", [-7, 0]),
+        ("let x = 5; x.tag = 7; x.tag += 1; x.tag", 8),
+    ],
+)
+def test_tags_at_the_edges_of_their_range(source: str, value: Any) -> None:
+    assert run(source) == value
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "position"),
+    [
+        # `lang_core.rs`'s `set_tag`, the setter of `tag` too: an ErrorArithmetic at the call or the property
+        ("let x = 1; x.set_tag(2147483648)", "2147483648 is too large", 14),
+        ("let x = 1; x.set_tag(-2147483649)", "-2147483649 is too small", 14),
+        ("let x = 1; x.tag = 2147483648", "2147483648 is too large", 14),
+        ("let x = 1; x.tag = -2147483649", "-2147483649 is too small", 14),
+        ("let x = 5; x.set_tag(2147483647); x.tag += 1", "2147483648 is too large", 37),
+        ('let x = "a"; set_tag(x, 4000000000)', "4000000000 is too large", 14),
+    ],
+)
+def test_tags_past_the_edges_of_their_range(source: str, error: str, position: int) -> None:
+    edges = "must be between -2147483648 and 2147483647"
+    assert error_of(source) == f"{error} to fit into a tag ({edges}) (line 1, position {position})"
+    assert caught(source)["error"] == "ErrorArithmetic"
+
+
+def test_parse_json_of_bad_text_is_the_references_error() -> None:
+    """`parse_json` evaluates the text as a map literal (`api/json.rs`): `bad` is a variable
+    it does not know, at the text's own position, wherever the call stands."""
+    assert error_of('let m = parse_json("bad");') == "Variable not found: bad (line 1, position 1)"
+    assert caught('parse_json("bad")') == {
+        "error": "ErrorVariableNotFound",
+        "line": 1,
+        "message": "Variable not found: bad",
+        "position": 1,
+        "variable": "bad",
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ('let K = 10; let f = |x| x + K; eval("let K = 100;"); [f.call(5), K]', [15, 100]),
+        ('let K = 10; let f = |x| x + K; K = 20; eval("let K = 100;"); [f.call(5), K]', [25, 100]),
+        (
+            'let K = 10; let f = |x| { K += 1; x + K }; eval("let K = 1;"); [f.call(5), f.call(5), K]',
+            [16, 17, 1],
+        ),
+    ],
+)
+def test_a_closure_keeps_its_captured_variable_after_eval_declares_another(source: str, value: Any) -> None:
+    assert run(source) == value

@@ -47,6 +47,7 @@ from agentkernel.rhai.runtime.values import (
     Char,
     FnPtr,
     TaggedStr,
+    TaggedUnit,
     plain,
     type_name,
 )
@@ -240,6 +241,7 @@ def _runtime_types() -> dict[str, Any]:
         "Jump": Jump,
         "Mutated": Mutated,
         "RhaiRuntimeError": RhaiRuntimeError,
+        "TaggedUnit": TaggedUnit,
     }
 
 

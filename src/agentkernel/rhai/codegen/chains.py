@@ -63,10 +63,10 @@ class Chains(FunctionBase):
             # a link that meets `()` takes back the steps the reference then never takes
             if link.optional and going is None:
                 going = self.m.fresh("go")
-                self.emit(f"{going} = {current} is not None")
+                self.emit(f"{going} = {current} is not None and type({current}) is not TaggedUnit")
                 self.take_back(len(links) - place, f"if not {going}: ")
             elif link.optional:
-                self.emit(f"if {going} and {current} is None:")
+                self.emit(f"if {going} and ({current} is None or type({current}) is TaggedUnit):")
                 with self.indented():
                     self.emit(f"{going} = False")
                     self.take_back(len(links) - place)

@@ -42,6 +42,7 @@ from agentkernel.rhai.codegen.nesting import FLAT_NODES
 from agentkernel.rhai.codegen.operands import Operand
 from agentkernel.rhai.codegen.statements import Statements
 from agentkernel.rhai.codegen.variables import VarInfo
+from agentkernel.rhai.runtime.failures import closure_call
 from agentkernel.rhai.syntax import ast
 
 
@@ -127,7 +128,8 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
             cells.append(info.py)
             inner.bind(name, VarInfo(self.m.fresh("v") + "_" + name, info.const, True))
         leading = tuple(info.py for info in inner.scopes[0].values())
-        inner.function(py_name, node.params, node.body, node, leading=leading, wrap="in closure call")
+        wrap = closure_call(anon_for(node))
+        inner.function(py_name, node.params, node.body, node, leading=leading, wrap=wrap)
         arity = len(node.params)
         out = self.temp()
         for cell in cells:

@@ -168,7 +168,7 @@ class Expressions(FunctionBase):
         out = self.temp()
         left = self.expr(node.left)
         self.emit(f"{out} = {left}")
-        self.emit(f"if {out} is None:")
+        self.emit(f"if {out} is None or type({out}) is TaggedUnit:")  # a tagged `()` too
         with self.indented():
             right = self.expr(node.right)
             self.emit(f"{out} = {right}")

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentkernel.rhai.runtime import pacing
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE, MAP_TOO_LARGE, STRING_TOO_LARGE
-from agentkernel.rhai.runtime.values import FnPtr, TaggedDict, TaggedList, TaggedStr
+from agentkernel.rhai.runtime.values import FnPtr, TaggedBlob, TaggedDict, TaggedList, TaggedStr
 
 SCALAR = 16  # an element that is a number, bool, char or `()`: its object, shared or not
 LIST, LIST_SLOT = 56, 8  # an empty list, and each slot (a pointer)
@@ -84,6 +84,7 @@ class Walker:
             TaggedStr: lambda text: (),  # a tagged string: counted in `_walk`, as rare as tags
             TaggedList: lambda array: array,  # a tagged array or map: counted in `_walk` too
             TaggedDict: lambda table: table.values(),
+            TaggedBlob: lambda blob: (),  # a tagged BLOB: counted in `_walk`
             types.FunctionType: _function_parts,
             functools.partial: _bound_parts,
         }
@@ -156,6 +157,8 @@ class Walker:
                     arrays += LIST + (LIST_SLOT + SCALAR) * len(value)
                 elif kind is TaggedDict:
                     maps += MAP + (MAP_ENTRY + SCALAR) * len(value)
+                elif kind is TaggedBlob:
+                    arrays += BLOB + len(value)
                 items = self.holders[kind](value)
             if len(items) > _SMALL:
                 pacing.poll_size(len(items))

@@ -237,12 +237,26 @@ def in_function_call(caller: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
     return call_level(f"in call to function '{caller}'", inner)
 
 
+_CLOSURE_CALL = "in closure call"
+_OF = " of "
+
+
+def closure_call(name: str) -> str:
+    """The call level label of the closure named `name` (`anon$…`): it reads `in closure
+    call`, and its error's `function` is the closure's name, as the reference's
+    `ErrorInFunctionCall` of the closure's `fn_def.name` (`dump_fields`)."""
+    return f"{_CLOSURE_CALL}{_OF}{name}"
+
+
 def call_level(label: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
-    """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`;
-    a closure's label names no function, so its level has no `function` key)."""
+    """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`,
+    or `closure_call`'s label, which shows as `in closure call`)."""
     prefix, source = "in call to function '", " (from '"
     extras = None
-    if label.startswith(prefix):  # `in call to function 'f'`, ` (from 'lib')` when the script has a source
+    if label.startswith(_CLOSURE_CALL + _OF):
+        label, _, name = label.partition(_OF)
+        extras = {"function": name}
+    elif label.startswith(prefix):  # `in call to function 'f'`, ` (from 'lib')` when the script has a source
         name, _, rest = label[len(prefix) :].partition("'")
         extras = {"function": name, **({"source": rest[len(source) : -2]} if rest.startswith(source) else {})}
     return RhaiRuntimeError(
@@ -275,6 +289,7 @@ __all__ = [
     "array_bounds",
     "bit_bounds",
     "call_level",
+    "closure_call",
     "constant_assigned",
     "data_limit",
     "dot_expr",

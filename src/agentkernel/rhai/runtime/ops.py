@@ -55,6 +55,7 @@ from agentkernel.rhai.runtime.values import (
     TAGGED_CONTAINERS,
     Char,
     RangeVal,
+    TaggedBlob,
     TaggedDict,
     TaggedList,
     Timestamp,
@@ -318,7 +319,7 @@ def _eq_slow(a: Any, b: Any) -> bool:
     if ta in _TEXT and tb in _TEXT:
         return bool(a == b)
     if ta is not tb:
-        return False if a is None or b is None else _types_differ("==", a, b, False)
+        return _types_differ("==", a, b, False)  # unequal, unless a tag made the difference
     if a is None:
         return True
     if ta is list:
@@ -567,7 +568,7 @@ def compound(op: str, a: Any, b: Any) -> Any:
         kind = type(a)
         if kind is list or kind is TaggedList:  # in place: a tagged array keeps its tag
             return _push_or_extend(a, b)
-        if kind is bytearray:
+        if kind is bytearray or kind is TaggedBlob:  # in place: a tagged BLOB keeps its tag
             appended = _blob_append(a, b)
             if appended is not None:
                 return appended

@@ -32,7 +32,6 @@ from agentkernel.rhai.runtime.values import (
     RangeVal,
     TaggedBool,
     TaggedDict,
-    TaggedList,
     TaggedStr,
     has_tagged,
     plain,
@@ -43,7 +42,7 @@ from agentkernel.rhai.runtime.values import (
 from agentkernel.rhai.stdlib import Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
-_CONTAINERS = frozenset({list, dict, bytearray, TaggedList, TaggedDict})
+_CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
 _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
@@ -883,9 +882,14 @@ class Runtime:
 
     @staticmethod
     def catch_value(exc: RhaiRuntimeError) -> Any:
-        """What `catch (e)` binds: the thrown value, or a map describing the error."""
-        if exc.kind == ErrorKind.RUNTIME and exc.message.startswith("Runtime error"):
-            return exc.value
+        """What `catch (e)` binds: the thrown value, or a map describing the error. A value
+        thrown inside a function is the value too: the reference looks through its call
+        levels first (`unwrap_inner`)."""
+        thrown = exc
+        while thrown.kind in _LEVELS and thrown.inner is not None:
+            thrown = thrown.inner
+        if thrown.kind == ErrorKind.RUNTIME and thrown.message.startswith("Runtime error"):
+            return thrown.value
         value: dict[str, Any] = {"error": str(exc.kind)}  # the plain name, not the enum
         if exc.kind == ErrorKind.IN_FUNCTION_CALL or (exc.kind == ErrorKind.IN_MODULE and exc.inner):
             inner = exc.inner
@@ -959,6 +963,8 @@ def _from_python(exc: Exception) -> RhaiRuntimeError:
     return failures.runtime("internal error")
 
 
+#: the errors that wrap another one level up: a function's or a module's
+_LEVELS = frozenset({ErrorKind.IN_FUNCTION_CALL, ErrorKind.IN_MODULE})
 _UNWRAPPED = frozenset(
     {ErrorKind.STACK_OVERFLOW, ErrorKind.TOO_MANY_OPERATIONS, ErrorKind.DATA_TOO_LARGE, ErrorKind.TERMINATED}
 )

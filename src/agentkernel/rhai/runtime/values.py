@@ -22,6 +22,7 @@ copied, copying.py.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class RangeVal:
     start: int
     end: int
     inclusive: bool = False
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     def as_range(self) -> range:
         return range(self.start, self.end + 1 if self.inclusive else self.end)
@@ -53,6 +56,8 @@ class FnPtr:
     name: str
     curried: tuple[Any, ...] = ()
     target: Callable[..., Any] | None = field(default=None, compare=False)
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     @property
     def is_anonymous(self) -> bool:
@@ -64,6 +69,8 @@ class Timestamp:
     """A moment from `timestamp()`, on the monotonic clock, in seconds."""
 
     seconds: float
+    #: the value's tag (value tags, below): not part of its value
+    tag: int = field(default=0, compare=False, repr=False)
 
     @classmethod
     def now(cls) -> Timestamp:
@@ -90,13 +97,14 @@ class IterVal:
 # keep it (`let y = x`, arguments, array elements), a change in place keeps it (`a.push(x)`,
 # `m.k = v`), operations make untagged values (`a + b`, `!b`). Here only a tagged value
 # pays: `set_tag` makes an instance of a tagged type holding the tag — a subclass of an
-# i64, f64, string, char, array or map, and for a bool (which Python cannot subclass) a
-# small box. Untagged values stay the plain Python values every fast path tests with
+# i64, f64, string, char, array, map or BLOB, and for a bool or `()` (which Python cannot
+# subclass) a small box. Untagged values stay the plain Python values every fast path tests with
 # `type(x) is int`; a tagged value fails those tests, and the slow paths treat it as its
 # plain value where they fail to match (`plain`), so whatever it meets computes as the
 # reference does, and the result is untagged. A tagged array's or map's plain value is a
 # copy: a slow path that changes it writes the change back (`restore`) so the tagged
-# container itself changes, as the reference's does.
+# container itself changes, as the reference's does. A range, Fn or timestamp (frozen
+# values of ours) holds its tag in a field instead: `set_tag` makes a copy with the tag.
 
 
 class TaggedInt(int):
@@ -135,13 +143,20 @@ class TaggedDict(dict):  # type: ignore[type-arg]
     tag: int
 
 
+class TaggedBlob(bytearray):
+    """A BLOB with a tag."""
+
+    tag: int
+
+
 class TaggedBool:
     """A bool with a tag: a box, as Python's bool has no subclasses. `bool(x)` is its value;
     it equals its value and the other box of that value (an array's `==` compares items so)."""
 
     __slots__ = ("tag", "value")
 
-    #: whether one was ever made in this process (until then `host_value` has nothing to do)
+    #: whether a box (this or a TaggedUnit) was ever made in this process (until then
+    #: `host_value` has nothing to do)
     made = False
 
     def __init__(self, value: Any) -> None:
@@ -162,6 +177,28 @@ class TaggedBool:
         return f"TaggedBool({self.value}, tag={self.tag})"
 
 
+class TaggedUnit:
+    """`()` with a tag: a box, as Python's None has no subclasses. It equals `()` and the
+    other boxes; the host gets None (`host_value`)."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.tag = 0
+        TaggedBool.made = True  # a box was made: `host_value` has work to do
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or type(other) is TaggedUnit
+
+    def __hash__(self) -> int:
+        return hash(None)
+
+    def __repr__(self) -> str:
+        return f"TaggedUnit(tag={self.tag})"
+
+
+_UNIT = type(None)
+
 #: each tagged type and its plain type
 TAGGED: dict[type, type] = {
     TaggedInt: int,
@@ -170,17 +207,24 @@ TAGGED: dict[type, type] = {
     TaggedChar: Char,
     TaggedList: list,
     TaggedDict: dict,
+    TaggedBlob: bytearray,
     TaggedBool: bool,
+    TaggedUnit: _UNIT,
 }
 #: the tagged containers: copied where a plain one is (copying.py), changed in place
-TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict})
+TAGGED_CONTAINERS: frozenset[type] = frozenset({TaggedList, TaggedDict, TaggedBlob})
 _TAGGABLE: dict[type, type] = {plain: tagged for tagged, plain in TAGGED.items()}
+#: the types that hold their tag in a field of their own (0: untagged): immutable values of
+#: ours, so a tagged copy is still of their type and every test of their type still holds
+_TAG_FIELD: frozenset[type] = frozenset({RangeVal, FnPtr, Timestamp})
 
 
 def plain(value: Any) -> Any:
     """A tagged value as its plain value (an untagged one as it is)."""
     base = TAGGED.get(type(value))
-    return value if base is None else base(value)
+    if base is None:
+        return value
+    return None if base is _UNIT else base(value)
 
 
 def restore(tagged: Any, changed: Any) -> Any:
@@ -188,6 +232,9 @@ def restore(tagged: Any, changed: Any) -> Any:
     the copy changed in place, the change goes into `tagged` (which keeps its tag and
     identity) and `tagged` is returned; anything else is returned as it is."""
     if type(tagged) is TaggedList and type(changed) is list:
+        tagged[:] = changed
+        return tagged
+    if type(tagged) is TaggedBlob and type(changed) is bytearray:
         tagged[:] = changed
         return tagged
     if type(tagged) is TaggedDict and type(changed) is dict:
@@ -198,13 +245,16 @@ def restore(tagged: Any, changed: Any) -> Any:
 
 
 def host_value(value: Any) -> Any:
-    """A script's value as the host gets it: a tagged bool, wherever it is in arrays and
-    maps, a Python bool (the other tagged values are subclasses of the host's types)."""
+    """A script's value as the host gets it: a tagged bool or `()`, wherever it is in arrays
+    and maps, a Python bool or None (the other tagged values are subclasses of the host's
+    types)."""
     if not TaggedBool.made:
         return value
     kind = type(value)
     if kind is TaggedBool:
         return value.value
+    if kind is TaggedUnit:
+        return None
     if kind is list or kind is TaggedList:
         return [host_value(v) for v in value]
     if kind is dict or kind is TaggedDict:
@@ -218,17 +268,20 @@ def has_tagged(values: Any) -> bool:
 
 
 def tag_of(value: Any) -> int:
-    return value.tag if type(value) in TAGGED else 0
+    kind = type(value)
+    return value.tag if kind in TAGGED or kind in _TAG_FIELD else 0
 
 
 def with_tag(value: Any, tag: int) -> Any:
     """`value` with `tag` (0: untagged); a type that keeps no tag is returned as it is."""
+    if type(value) in _TAG_FIELD:  # an immutable value of our own: a copy with the tag
+        return dataclasses.replace(value, tag=tag)
     base = TAGGED.get(type(value), type(value))
     tagged_type = _TAGGABLE.get(base)
     if tagged_type is None:
         return value
     if tag == 0:
-        return base(value)
+        return plain(value)
     tagged = tagged_type(value)
     tagged.tag = tag
     return tagged
@@ -252,7 +305,9 @@ _TYPE_NAMES: dict[type, str] = {
     TaggedChar: "char",
     TaggedList: "array",
     TaggedDict: "map",
+    TaggedBlob: "blob",
     TaggedBool: "bool",
+    TaggedUnit: "()",
 }
 
 
@@ -282,6 +337,7 @@ __all__ = [
     "FnPtr",
     "IterVal",
     "RangeVal",
+    "TaggedBlob",
     "TaggedBool",
     "TaggedChar",
     "TaggedDict",
@@ -289,6 +345,7 @@ __all__ = [
     "TaggedInt",
     "TaggedList",
     "TaggedStr",
+    "TaggedUnit",
     "Timestamp",
     "has_tagged",
     "host_value",

@@ -1,9 +1,9 @@
 """Language-core natives (Rhai 1.25 `lang_core.rs`) that are plain functions:
 `take` and the value tag. (`exit`, `parse_json`, `print`, … are the compiler's.)
 
-Tags (values.py, "value tags"): an i64, f64, string, char, array, map or bool
-keeps its tag in a tagged type of its own; any other value keeps none (`tag(x)`
-stays 0).
+Tags (values.py, "value tags"): every value keeps one, as the reference's does —
+an i64, f64, string, char, array, map, BLOB, bool or `()` in a tagged type of its
+own, a range, Fn or timestamp in a field of its own.
 """
 
 from __future__ import annotations
