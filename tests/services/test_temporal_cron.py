@@ -33,6 +33,19 @@ def job(**fields: Any) -> dict[str, Any]:
     return {"name": "watch", "template": "watcher", "prompt": "Проверь цену", **fields}
 
 
+LISTING_SECS = 60.0  # an upper bound for Temporal's visibility to catch up, never a measured time
+
+
+async def listed(schedules: CronSchedules, *names: str) -> None:
+    """Wait until Temporal lists exactly the Schedules of `names` (anna's jobs) for this task queue:
+    its list is eventually consistent, and `reconcile` reads it."""
+    wanted = {schedules.schedule_id("anna", name) for name in names}
+    deadline = time.monotonic() + LISTING_SECS
+    while set(await schedules._placed()) != wanted:
+        assert time.monotonic() < deadline, f"Temporal never listed exactly {sorted(wanted)}"
+        await asyncio.sleep(0.1)
+
+
 def on_temporal(address: str, queue: str, work: Callable[[CronSchedules], Awaitable[T]]) -> T:
     async def run() -> T:
         client = await Client.connect(address)
@@ -123,6 +136,7 @@ def test_the_schedules_follow_the_store(
         )
         seen: list[Any] = [await other.reconcile(store.scheduled_jobs())]
         seen.append(await schedules.reconcile(store.scheduled_jobs()))
+        await listed(schedules, "a", "b")
         seen.append(await schedules.reconcile(store.scheduled_jobs()))  # nothing changed
         store.put(
             "anna", parse_job(job(name="a", interval_secs=7200), 0, 0), now + 7200, by="", now=now, most=10
@@ -130,11 +144,14 @@ def test_the_schedules_follow_the_store(
         store.delete("anna", "b")
         seen.append(await schedules.reconcile(store.scheduled_jobs()))
         await schedules.client.get_schedule_handle(schedules.schedule_id("anna", "a")).delete()
+        await listed(schedules)
         seen.append(await schedules.reconcile(store.scheduled_jobs()))
         described = await schedules.client.get_schedule_handle(schedules.schedule_id("anna", "a")).describe()
         seen.append(described.schedule.spec.intervals[0].every)
+        await listed(schedules, "a")
         store.delete("anna", "a")
         seen.append(await schedules.reconcile(store.scheduled_jobs()))
+        await listed(other, "a", "b")
         seen.append(await other.reconcile([]))  # the other queue's own, cleaned up
         return seen
 
