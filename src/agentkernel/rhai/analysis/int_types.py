@@ -99,11 +99,7 @@ def int_declarations(facts: IntFacts) -> frozenset[DeclKey]:
             for need in needs:
                 dependents.setdefault(need, []).append(key)
             failing += [need for need in needs if need not in facts.assigned]
-    while failing:
-        for dependent in dependents.get(failing.pop(), ()):
-            if dependent in ints:
-                ints.discard(dependent)
-                failing.append(dependent)
+    _drop_dependents(ints, dependents, failing)
     return frozenset(ints)
 
 
@@ -130,12 +126,19 @@ def non_negative_declarations(facts: IntFacts, ints: frozenset[DeclKey]) -> froz
                     failing.append(key)
     for key in failing:
         candidates.discard(key)
+    _drop_dependents(candidates, dependents, failing)
+    return frozenset(candidates)
+
+
+def _drop_dependents(
+    kept: set[DeclKey], dependents: dict[DeclKey, list[DeclKey]], failing: list[DeclKey]
+) -> None:
+    """Take out of `kept` every declaration that depends, directly or not, on one in `failing`."""
     while failing:
         for dependent in dependents.get(failing.pop(), ()):
-            if dependent in candidates:
-                candidates.discard(dependent)
+            if dependent in kept:
+                kept.discard(dependent)
                 failing.append(dependent)
-    return frozenset(candidates)
 
 
 __all__ = [
