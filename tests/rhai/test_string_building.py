@@ -143,3 +143,24 @@ def test_the_data_limit_counts_appends_to_any_holder_and_not_what_is_stored_back
     # an array grown in place and stored back is not counted again: 5,000 appends stay under 200 KB
     assert limited.eval("let o = #{a: []}; for i in 0..5000 { o.a += i; } o.a.len()") == 5000
     assert limited.eval("let a = [[]]; for i in 0..5000 { a[0] += i; } a[0].len()") == 5000
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("let x = 5; `a{b}${x}c'd\"e\\\\f`", "a{b}5c'd\"e\\\\f"),  # raw text: no escapes
+        (
+            "let x = 'é'; let y = [1, \"z\"]; `${x}|${y}|${()}|${1.5}|${true}|${#{a: 1}}`",
+            'é|[1, "z"]||1.5|true|#{"a": 1}',
+        ),
+        ('let x = "s"; let n = -3; `{{${x}}}${n}${n + 1}\\n\\t\\u2003`', "{{s}}-3-2\\n\\t\\u2003"),
+        ('let s = "ab"; s.set_tag(3); `${s}${s.len}`', "ab2"),
+        ("let x = 1; `line\nnext\u2028\x00${x}`", "line\nnext\u2028\x001"),  # the text holds them as they are
+    ],
+)
+def test_an_interpolation_joins_its_parts_as_to_string_writes_them(source: str, expected: str) -> None:
+    """Compiled as an f-string: its literal text escaped, each value as `to_string` gives it,
+    with and without a size limit (which joins through `rt.interpolate`)."""
+    assert "f'" in generated(source)
+    assert Engine().eval(source) == expected
+    assert Engine(limits=Limits(max_string_size=1000)).eval(source) == expected

@@ -63,7 +63,7 @@ RUNTIME_MEMBERS = frozenset(
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
-        "functions_named_append", "append_text", "account_slot",
+        "functions_named_append", "append_text", "account_slot", "account",
         # natives, properties, indexing, iteration
         "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
         "get_prop", "set_prop", "index_get", "index_set",
@@ -89,7 +89,13 @@ VALUE_ATTRIBUTES = frozenset(
         "rhai_reads_only",  # a closure's function: it cannot change its argument (Facts.reads_only)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
-        "join",  # str: an interpolation's parts joined inline when no size limit is set
+        # str: the standard string methods compiled inline (inline_methods.py)
+        "upper",
+        "lower",
+        "strip",
+        "startswith",
+        "endswith",
+        "find",
         "add",  # set: `rt.eval_lets`, the names an `eval`'s text declared
     }
 )

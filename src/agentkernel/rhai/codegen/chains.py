@@ -11,9 +11,9 @@ from typing import Any
 
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
+from agentkernel.rhai.codegen.inline_methods import inline_method
 from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
 from agentkernel.rhai.errors import Pos
-from agentkernel.rhai.runtime.pacing import POLL_SIZE
 from agentkernel.rhai.syntax import ast
 
 PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
@@ -150,12 +150,10 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
+        inlined = inline_method(self, node, receiver, args, out, const)  # opens the general path's `else:`
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
-            if node.name == "contains" and len(args) == 1:  # a string's: the standard native's own work
-                text = f"type({receiver}) is str and {self.text_test(args[0])}len({receiver}) < {POLL_SIZE}"
-                pure = f"({args[0]} in {receiver}) if {text} and rt.natives_inline else {pure}"
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
@@ -167,11 +165,9 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {out}.result")
         if at_once:
             self.ind -= 1
+        if inlined:
+            self.ind -= 1
         return out
-
-    def text_test(self, operand: Operand) -> str:
-        """`type(x) in TEXT and ` (a string or a char), nothing for a string literal."""
-        return "" if self.is_str_constant(operand) else f"type({operand}) in TEXT and "
 
 
 __all__ = ["Chains"]

@@ -26,6 +26,15 @@ from agentkernel.rhai.codegen.operands import (
 )
 from agentkernel.rhai.syntax import ast
 
+_NOT_IN_F_STRING = frozenset("'\"\\#")  # what an f-string's expression may not hold (before Python 3.12)
+
+
+def f_string_text(text: str) -> str:
+    """`text` as the literal text of an f-string written `f'…'`: escaped, braces doubled."""
+    quoted = repr(text)
+    body = quoted[1:-1] if quoted[0] == "'" else quoted[1:-1].replace("'", "\\'")
+    return body.replace("{", "{{").replace("}", "}}")
+
 
 class Expressions(FunctionBase):
     """Expressions other than chains, calls and control flow."""
@@ -35,19 +44,27 @@ class Expressions(FunctionBase):
 
     def x_Interpolated(self, node: ast.Interpolated) -> Operand:
         parts = []
+        pieces = []  # the same, as the pieces of an f-string
         for part in node.parts:
             if isinstance(part, str):
                 parts.append(self.m.constant(part).text)
+                pieces.append(f_string_text(part))
+                continue
+            with self.scope():
+                value = self.block_body(part.stmts, want_value=True, counted=True)
+            if self.known_int(value):
+                parts.append(f"str({value})")
+                pieces.append(f"{{({value})}}")
             else:
-                with self.scope():
-                    value = self.block_body(part.stmts, want_value=True, counted=True)
-                if self.known_int(value):
-                    parts.append(f"str({value})")
-                else:
-                    parts.append(f"(str({value}) if type({value}) is int else to_string({value}))")
+                parts.append(f"(str({value}) if type({value}) is int else to_string({value}))")
+                # an f-string formats a string or an int as `to_string` does
+                plain = f"type({value}) is str or type({value}) is int"
+                pieces.append(f"{{({value} if {plain} else to_string({value}))}}")
         out = self.temp()
-        # no size limit to check: the parts joined inline
-        inline = " + ".join(parts) if len(parts) == 2 else f"''.join(({joined(parts)},))"
+        # no size limit to check: the parts joined inline, by an f-string (an operand's text
+        # is a name, a number or an entry of the constants table: nothing an f-string refuses)
+        assert not any(_NOT_IN_F_STRING.intersection(p) for p in parts), parts
+        inline = f"f'{''.join(pieces)}'"
         checked = f"rt.interpolate(({joined(parts)},))"
         self.emit(f"{out} = {inline} if not rt.sizes_checked else {checked}", node.pos)
         return out

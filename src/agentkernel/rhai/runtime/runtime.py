@@ -39,7 +39,7 @@ from agentkernel.rhai.runtime.values import (
     type_name,
     with_tag,
 )
-from agentkernel.rhai.stdlib import Library, Mutated, default_library, inlines_standard
+from agentkernel.rhai.stdlib import INLINED_NAMES, Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
@@ -253,10 +253,11 @@ class Runtime:
         self.sizes_checked = bool(self.string_limit or self.array_limit or self.map_limit or self.data_limit)
 
     def natives_inlinable(self) -> bool:
-        """Whether compiled code may run the natives it inlines (`s.contains(x)`, `.len`) as the
-        standard library's: no typed method, no script `contains(x)`, no host registration of
-        them. Whoever changes `functions` sets `natives_inline` anew with this."""
-        return self._standard_inline and not self.methods and ("contains", 1) not in self.functions
+        """Whether compiled code may run the natives it inlines (`s.trim()`, `s.contains(x)`,
+        `.len`: stdlib `INLINED`) as the standard library's: no typed method, no script function
+        of one's name and arity, no host registration of them. Whoever changes `functions` sets
+        `natives_inline` anew with this."""
+        return self._standard_inline and not self.methods and self.functions.keys().isdisjoint(INLINED_NAMES)
 
     def _defines_method(self, name: str) -> bool:
         """Whether the script defines a method `name(x)`, typed or not."""

@@ -53,9 +53,31 @@ def _standard() -> Library:
     return build_library()
 
 
+# The natives compiled code runs inline (codegen/inline_methods.py), by name and number of
+# arguments after the receiver, each with a sample call of every signature it is inlined for:
+# a host's own registration of one, or a script function of the name and arity, turns it off.
+_CHAR = Char(" ")
+INLINED: dict[tuple[str, int], tuple[tuple[Any, ...], ...]] = {
+    ("len", 0): (("",), ([],)),
+    ("is_empty", 0): (("",),),
+    ("to_upper", 0): (("",),),
+    ("to_lower", 0): (("",),),
+    ("trim", 0): (("",),),
+    ("make_upper", 0): (("",),),
+    ("make_lower", 0): (("",),),
+    ("contains", 1): (("", ""), ("", _CHAR)),
+    ("starts_with", 1): (("", ""), ("", _CHAR)),
+    ("ends_with", 1): (("", ""), ("", _CHAR)),
+    ("index_of", 1): (("", ""), ("", _CHAR)),
+    ("sub_string", 1): (("", 0),),
+    ("sub_string", 2): (("", 0, 0),),
+}
+INLINED_NAMES = frozenset(INLINED)
+
+
 def inlines_standard(lib: Library) -> bool:
-    """Whether `lib` has the standard natives compiled code runs inline (`s.contains(x)` of
-    a string, `.len` of a string or an array): a host's own registration of them turns it off.
+    """Whether `lib` has the standard natives compiled code runs inline (`INLINED`, and the
+    `.len` property of a string or an array): a host's own registration of one turns it off.
 
     Asked once per library (`Library.inline_standard`, forgotten by a registration); a
     library not filled yet answers as it was made (`default_library`), without filling.
@@ -63,9 +85,13 @@ def inlines_standard(lib: Library) -> bool:
     if lib.inline_standard is None:
         from agentkernel.rhai.stdlib import arrays, strings  # filled by now: imported already
 
-        contains = (lib.resolve("contains", ("", "")), lib.resolve("contains", ("", Char(" "))))
+        standard = _standard()
         lib.inline_standard = (
-            all(native is not None and native.impl is strings.contains for native in contains)
+            all(
+                lib.resolve(name, sample) == standard.resolve(name, sample)
+                for (name, _), samples in INLINED.items()
+                for sample in samples
+            )
             and lib.getter_of(str, "len") is strings.length
             and lib.getter_of(list, "len") is arrays.length
         )
@@ -128,6 +154,8 @@ __all__ = [
     "ANY",
     "EXCLUSIVE",
     "INCLUSIVE",
+    "INLINED",
+    "INLINED_NAMES",
     "Library",
     "Mutated",
     "NativeFn",
