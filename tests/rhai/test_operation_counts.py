@@ -51,6 +51,9 @@ LOOPS = [
     "fn f() { let n = 0; while true { n += 1; if n == 77 { return n } } } f()",
     "let n = 0; try { while true { n += 1; if n == 90 { throw n } } } catch (e) { n = e * 2 } n",
     "let a = [1, 2, 3]; let s = 0; for x in a { s += x } for i in 0..0 { s += 1 } s",
+    # a `for` whose iterable calls (a native, a callback) counts its body in a local all the same
+    'let c = #{}; for w in "a b  a c".split(" ") { if w != "" { c[w] = (c[w] ?? 0) + 1 } } c.len()',
+    "let s = 0; for x in [1, 2, 3].map(|v| v * 2) { s += x } s",
 ]
 
 

@@ -74,10 +74,12 @@ def _to_variable(
         return False  # a variable known to hold an int keeps the int fast path
     if not info.cell:
         current = info.load
-        text = _text(c, current, right, also, counted)
-        c.emit(f"{current} += {text}")
-        _charge(c, text)
-        _otherwise(c, current, slow)
+        _unchecked(c, current, right, also)
+        with c.indented():
+            text = _text(c, current, right, also, counted)
+            c.emit(f"{current} += {text}")
+            _charge(c, text)
+            _otherwise(c, current, slow)
         return True
     current = c.temp()
     c.emit(f"{current} = {info.py}.v")
@@ -108,6 +110,20 @@ def _to_member(
     c.emit(f"{holder}[{key}] = {current}")
     _charge(c, text)
     _otherwise(c, current, slow)
+
+
+def _unchecked(c: FunctionBase, current: Operand, right: Operand, also: str) -> None:
+    """A string to a string with no size limit set (nothing to check, nothing to count):
+    Python's `+=` alone; opens the `else:` of every other case."""
+    tests = [f"type({current}) is str"]
+    if not c.is_str_constant(right):
+        tests.append(f"type({right}) is str")
+    if also != "True":
+        tests.append(also)
+    c.emit(f"if {' and '.join(tests)} and not rt.sizes_checked:")
+    with c.indented():
+        c.emit(f"{current} += {right}")
+    c.emit("else:")
 
 
 def _text(c: FunctionBase, current: Operand, right: Operand, also: str, counted: bool) -> Operand:

@@ -139,18 +139,7 @@ class Expressions(FunctionBase):
             if both_int:  # in range, or the slow path raised the overflow
                 self.int_operands.add(out)
         elif node.op in ("%", "/"):
-            python_op = "%" if node.op == "%" else "//"
-            positive = " and ".join(
-                [f"{left} >= 0"] * (not left.is_int_literal) + [f"{right} > 0"] * (not right.is_int_literal)
-            )
-            guard = " and ".join(x for x in (ints, positive) if x and x != "True") or "True"
-            right_value, left_value = right.int_value, left.int_value
-            if (right_value is not None and right_value <= 0) or (left_value is not None and left_value < 0):
-                self.emit(f"{out} = {slow}", node.pos, operator=True)
-            else:
-                self.emit(
-                    f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True
-                )
+            self.divide(node, out, left, right, slow)
         elif node.op in INT_COMPARISONS and both_int:
             self.emit(f"{out} = {left} {node.op} {right}", node.pos, operator=True)
             self.bool_operands.add(out)
@@ -167,6 +156,24 @@ class Expressions(FunctionBase):
         else:
             self.emit(f"{out} = {slow}", node.pos, operator=True)
         return out
+
+    def divide(self, node: ast.Binary, out: Operand, left: Operand, right: Operand, slow: str) -> None:
+        """`left % right`, `left / right`: Python's own for ints, the left ≥ 0 and the right > 0
+        (where Python's and Rust's rounding agree); an int whenever both sides are."""
+        python_op = "%" if node.op == "%" else "//"
+        ints = self.int_checks(left, right)
+        left_known = left.is_int_literal or self.non_negative(left)
+        positive = [f"{left} >= 0"] * (not left_known) + [f"{right} > 0"] * (not right.is_int_literal)
+        guard = " and ".join(x for x in (ints, *positive) if x != "True") or "True"
+        right_value, left_value = right.int_value, left.int_value
+        if (right_value is not None and right_value <= 0) or (left_value is not None and left_value < 0):
+            self.emit(f"{out} = {slow}", node.pos, operator=True)
+        elif guard == "True":
+            self.emit(f"{out} = {left} {python_op} {right}", node.pos, operator=True)
+        else:
+            self.emit(f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True)
+        if ints == "True":  # an int, or the slow path raised (division by zero, overflow)
+            self.int_operands.add(out)
 
     def stable(self, operand: Operand, later: Any) -> Operand:
         """Snapshot a variable operand when evaluating `later` might rebind it."""
