@@ -26,6 +26,7 @@ from agentkernel.rhai.codegen.operands import (
 )
 from agentkernel.rhai.syntax import ast
 
+_SHORT_LITERAL = 40  # characters: a string constant this short is written into the code itself
 _NOT_IN_F_STRING = frozenset("'\"\\#")  # what an f-string's expression may not hold (before Python 3.12)
 
 
@@ -145,17 +146,29 @@ class Expressions(FunctionBase):
             self.bool_operands.add(out)
         elif node.op in ("==", "!=") and (self.is_str_constant(left) or self.is_str_constant(right)):
             # a string against a string literal: Python's own equality (a char, a tag: the operator)
-            other = right if self.is_str_constant(left) else left
-            self.emit(
-                f"{out} = {left} {node.op} {right} if type({other}) is str else {slow}",
-                node.pos,
-                operator=True,
+            other, literal = (
+                (right, self.str_literal(left))
+                if self.is_str_constant(left)
+                else (left, self.str_literal(right))
             )
+            sides = (
+                f"{literal} {node.op} {other}"
+                if self.is_str_constant(left)
+                else f"{other} {node.op} {literal}"
+            )
+            self.emit(f"{out} = {sides} if type({other}) is str else {slow}", node.pos, operator=True)
+            self.bool_operands.add(out)  # every comparison gives a bool or fails (ops.py)
         elif node.op in INT_COMPARISONS:
             self.emit(f"{out} = {left} {node.op} {right} if {ints} else {slow}", node.pos, operator=True)
+            self.bool_operands.add(out)
         else:
             self.emit(f"{out} = {slow}", node.pos, operator=True)
         return out
+
+    def str_literal(self, constant: Operand) -> str:
+        """A short string of the constants table as a Python literal (no lookup at run time)."""
+        value = self.m.constants[int(constant.text[2:-1])]
+        return repr(value) if len(value) <= _SHORT_LITERAL else constant.text
 
     def divide(self, node: ast.Binary, out: Operand, left: Operand, right: Operand, slow: str) -> None:
         """`left % right`, `left / right`: Python's own for ints, the left ≥ 0 and the right > 0
@@ -189,9 +202,10 @@ class Expressions(FunctionBase):
         """`a ?? b`; the reference makes `a ?? b ?? c` one list it evaluates up to the first
         value that is not `()`: what it never evaluates is taken back (facts.py counts the
         list's 1 once)."""
-        out = self.temp()
         left = self.expr(node.left)
-        self.emit(f"{out} = {left}")
+        out = left if left.place == TEMP else self.temp()  # a temporary of its own: no copy
+        if out is not left:
+            self.emit(f"{out} = {left}")
         self.emit(f"if {out} is None or type({out}) is TaggedUnit:")  # a tagged `()` too
         with self.indented():
             right = self.expr(node.right)
