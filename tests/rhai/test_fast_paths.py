@@ -373,3 +373,30 @@ def test_an_index_not_proven_int_tries_a_map_key_first_and_keeps_lists() -> None
         engine.eval("fn f(x, k) { x[k] } f([5], 1)")
     with pytest.raises(RhaiRuntimeError, match="expecting string"):
         engine.eval("fn f(x, k) { x[k] } f(#{}, 1)")
+
+
+def test_a_for_over_a_calls_new_list_walks_it_uncopied_and_any_other_a_copy() -> None:
+    """`for x in s.split(" ")` walks the native's list as it is (nothing else holds it); a list
+    a call gives back that something else holds is copied first, so the loop cannot see it grow."""
+    engine = Engine()
+    source = 'let c = 0; for w in "a b c".split(" ") { c += 1 } c'
+    assert "rt.iterate_new(" in engine.compile(source).module.source
+    assert engine.eval(source) == 3
+    held_by_a_map = "let m = #{items: [1, 2]}; fn get() { this.items } let n = 0;"
+    assert engine.eval(held_by_a_map + "for x in m.get() { m.items.push(x); n += 1 } [n, m.items]") == [
+        2,
+        [1, 2, 1, 2],
+    ]
+    held_by_a_variable = "let a = [1, 2]; fn same(x) { x } let n = 0;"
+    assert engine.eval(held_by_a_variable + "for x in same(a) { a.push(x); n += 1 } [n, a]") == [
+        2,
+        [1, 2, 1, 2],
+    ]
+    assert engine.eval("let a = [1, 2]; let n = 0; for x in a.map(|v| v) { a.push(x); n += 1 } [n, a]") == [
+        2,
+        [1, 2, 1, 2],
+    ]
+    with pytest.raises(RhaiRuntimeError, match="too large"):  # the data limit still sees the walked list
+        Engine(limits=Limits(max_data_size=5000)).eval(
+            'let s = "ab ".pad(3000, "x "); let k = []; for w in s.split(" ") { k.push(w) } k.len()'
+        )

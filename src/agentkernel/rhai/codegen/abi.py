@@ -67,7 +67,7 @@ RUNTIME_MEMBERS = frozenset(
         # natives, properties, indexing, iteration
         "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
         "get_prop", "set_prop", "index_get", "index_set",
-        "iterate",
+        "iterate", "iterate_new",
         # functions, `this`, errors, output, eval
         "make_fn_ptr", "this_value", "throw", "catch_value", "global_consts",
         "print_value", "debug_value", "debug_text", "eval_scope", "eval_lets",

@@ -353,8 +353,10 @@ class ControlFlow(FunctionBase):
             if direct:  # `for v_x in …`: the item needs no copy and goes straight to the variable
                 item = var.load
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
+            # a call's new list (`s.split(" ")`): no copy when nothing else holds it
+            walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
             with self.counted_locally(node):
-                self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
+                self.emit(f"for {head}rt.{walk}({iterable})):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
                     if not direct:

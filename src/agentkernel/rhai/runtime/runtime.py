@@ -47,6 +47,7 @@ _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
 _LENGTHY = frozenset({str, list, dict, bytearray, TaggedStr})
 _POLL_SIZE = pacing.POLL_SIZE
 _poll = pacing.poll
+_ONLY_THE_TEMPORARY = 3  # sys.getrefcount of a list the compiled code's temporary alone holds
 _BUILT = _SIZED | {Mutated}  # what a native's result may hold that counts toward the data limit
 
 
@@ -716,6 +717,15 @@ class Runtime:
                 return self.iterate(plain(value))
             raise failures.not_iterable()
         return iterator
+
+    def iterate_new(self, value: Any) -> Iterable[Any]:
+        """`for x in f(…)`: a list that nothing but the compiled code's temporary holds (a
+        native's new result) is walked as it is; no copy, since nothing can change it under
+        the loop. Anything else as `iterate`. (The references: the temporary, `value`, and
+        `getrefcount`'s own argument.)"""
+        if type(value) is list and sys.getrefcount(value) <= _ONLY_THE_TEMPORARY:
+            return value
+        return self.iterate(value)
 
     def _snapshot(self, value: list[Any] | bytearray) -> _Snapshot:
         """The copy a `for` walks, kept where the data limit sees it while the loop runs

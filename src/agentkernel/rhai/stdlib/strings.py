@@ -144,28 +144,28 @@ def split_on(ctx: NativeContext, s: str, sep: str) -> list[Any]:
     if not s or (sep and sep not in s):
         return [s]
     _reserve_split(ctx, s, sep)
-    return list(text.split(s, str(sep)))
+    return text.split(s, str(sep))  # a new list: no copy of it
 
 
 def split_on_n(ctx: NativeContext, s: str, sep: str, segments: int) -> list[Any]:
     if segments <= 1 or not s or (sep and sep not in s):
         return [s]
     _reserve_split(ctx, s, sep, segments)
-    return list(text.split(s, str(sep), segments))
+    return text.split(s, str(sep), segments)
 
 
 def split_rev(ctx: NativeContext, s: str, sep: str) -> list[Any]:
     if not s or (sep and sep not in s):
         return [s]
     _reserve_split(ctx, s, sep)
-    return list(text.rsplit(s, str(sep)))
+    return text.rsplit(s, str(sep))
 
 
 def split_rev_n(ctx: NativeContext, s: str, sep: str, segments: int) -> list[Any]:
     if segments <= 1 or not s or (sep and sep not in s):
         return [s]
     _reserve_split(ctx, s, sep, segments)
-    return list(text.rsplit(s, str(sep), segments))
+    return text.rsplit(s, str(sep), segments)
 
 
 def split_at(s: str, index: int) -> list[Any]:
