@@ -9,7 +9,9 @@ of its choices depend on that whole subtree:
   value is unused is dropped, as the reference's optimizer drops it;
 * `calls_natives`: a function body that may call a native keeps
   `rt.depth_hint` for natives that call back into the script;
-* `has_calls`: a loop that calls nothing counts its operations in a local;
+* `has_calls`: a statement that calls nothing needs no count ahead for callbacks;
+* `has_loop_calls`: a loop that calls nothing but methods compiled inline counts its
+  operations in a local;
 * `reads_only`: a closure that only reads gets items uncopied from `filter`
   and `map` (stdlib/higher_order.py);
 * `changes_variable`: a `for` loop whose body may change its variable in
@@ -30,6 +32,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin, library_operator_calls
+from agentkernel.rhai.stdlib import INLINED_NAMES
 from agentkernel.rhai.syntax import ast
 
 # what a node's subtree holds, as bits (each set when the node or any node below it has it)
@@ -38,7 +41,10 @@ _NATIVE = 2  # something that may call a native: a method, an import, a call of 
 _CALLS = 4  # a call, a method call or a closure, which count operations of their own
 _NOT_READING = 8  # a node that does more than read (a call, an assignment, a `let`…)
 _PURE = 16  # the node itself is pure (not inherited)
-_INHERITED = _EVAL | _NATIVE | _CALLS | _NOT_READING
+# a call a loop counting in a local cannot hold: any but a method call the compiler may run
+# inline, whose general path hands the runtime the count first (codegen/inline_methods.py)
+_LOOP_CALLS = 32
+_INHERITED = _EVAL | _NATIVE | _CALLS | _NOT_READING | _LOOP_CALLS
 
 _READING_NODES = frozenset(
     {
@@ -48,8 +54,8 @@ _READING_NODES = frozenset(
 )  # fmt: skip
 # the bits a node has of its own, by its class (a plain call's depend on the call: `_call_bits`)
 _OWN_BITS: dict[type, int] = {kind: _NOT_READING * (kind not in _READING_NODES) for kind in ast.CHILD_FIELDS}
-_OWN_BITS[ast.Call] |= _CALLS
-_OWN_BITS[ast.Closure] |= _CALLS
+_OWN_BITS[ast.Call] |= _CALLS | _LOOP_CALLS
+_OWN_BITS[ast.Closure] |= _CALLS | _LOOP_CALLS
 _OWN_BITS[ast.MethodCall] |= _CALLS | _NATIVE
 _OWN_BITS[ast.Import] |= _NATIVE  # an import runs the module at depth + 1
 _PURE_NODES = frozenset({ast.Literal, ast.Var, ast.This, ast.Closure})
@@ -130,6 +136,10 @@ class Facts:
     def has_calls(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _CALLS)
 
+    def has_loop_calls(self, node: object) -> bool:
+        """Calls other than of the methods compiled inline (stdlib `INLINED`)."""
+        return bool(self._facts[id(node)][0] & _LOOP_CALLS)
+
     def reads_only(self, closure: ast.Closure) -> bool:
         return not self._facts[id(closure.body)][0] & _NOT_READING
 
@@ -188,6 +198,8 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
+        elif kind is ast.MethodCall and (node.name, len(node.args)) not in INLINED_NAMES:
+            bits |= _LOOP_CALLS
         if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
             # the reference's optimizer made it one constant (a `switch` the arm taken, a block
             # of one constant), and drops it unused

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentkernel.rhai.codegen.appends import append_in_place
 from agentkernel.rhai.codegen.function import FunctionBase
-from agentkernel.rhai.codegen.inline_methods import inline_method
+from agentkernel.rhai.codegen.inline_methods import INLINE, inline_method
 from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
@@ -151,6 +151,9 @@ class Chains(FunctionBase):
             self.ind -= 1
             return out
         inlined = inline_method(self, node, receiver, args, out, const)  # opens the general path's `else:`
+        handed = self.counter is not None and (node.name, len(args)) in INLINE
+        if handed:  # a loop counting in a local (control.py): the runtime takes the count first
+            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
@@ -165,6 +168,8 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {out}.result")
         if at_once:
             self.ind -= 1
+        if handed:
+            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
         if inlined:
             self.ind -= 1
         return out

@@ -193,7 +193,8 @@ class ControlFlow(FunctionBase):
     @contextmanager
     def counted_locally(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> Iterator[None]:
         """Count a loop's operations in a local rather than in `rt.operations`, when
-        nothing in it can count on its own (no call of any kind; a `for`'s iterable may call).
+        nothing in it can count on its own (no call but of a method compiled inline, whose
+        general path hands the runtime the count first; a `for`'s iterable may call).
 
         The local holds what was counted since the runtime last saw it, beside the room
         left to the checkpoint: past that room the runtime takes the count and decides
@@ -201,7 +202,9 @@ class ControlFlow(FunctionBase):
         would; the rest is added when the loop ends, however it ends.
         """
         # a `for` evaluates its iterable once, before the loop: only its body must be call-free
-        if self.counter is not None or self.facts.has_calls(loop.body if isinstance(loop, ast.For) else loop):
+        if self.counter is not None or self.facts.has_loop_calls(
+            loop.body if isinstance(loop, ast.For) else loop
+        ):
             yield
             return
         counter = self.m.fresh("o")
