@@ -126,6 +126,8 @@ class Chains(FunctionBase):
         self, node: ast.MethodCall, receiver: Operand, args: list[Operand] | None = None
     ) -> Operand:
         """`receiver.name(args)`; `args` when already evaluated (`append_call`)."""
+        if args is None and node.name == "contains" and len(node.args) == 1:
+            return self.contains_call(node, receiver)
         if args is None:
             args = [self.value_copy(a) for a in node.args]
         out = self.temp()
@@ -153,9 +155,6 @@ class Chains(FunctionBase):
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
-            if node.name == "contains" and len(args) == 1:  # a string's: the standard native's own work
-                text = f"type({receiver}) is str and {self.text_test(args[0])}len({receiver}) < {POLL_SIZE}"
-                pure = f"({args[0]} in {receiver}) if {text} and rt.natives_inline else {pure}"
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
@@ -167,6 +166,23 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {out}.result")
         if at_once:
             self.ind -= 1
+        return out
+
+    def contains_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
+        """`receiver.contains(arg)`: a string's at once (the standard native's own work) on the
+        argument itself; only the other paths, which may keep it, get the copy a second owner
+        needs (`value_copy`): a string or a char is never copied anyway."""
+        arg = self.expr(node.args[0])
+        out = self.temp()
+        text = f"type({receiver}) is str and {self.text_test(arg)}len({receiver}) < {POLL_SIZE}"
+        self.emit(f"{out} = ({arg} in {receiver}) if {text} and rt.natives_inline else NOT_PURE", node.pos)
+        self.emit(f"if {out} is NOT_PURE:")
+        with self.indented():
+            copy = arg
+            if isinstance(node.args[0], ast.Var | ast.Property | ast.Index | ast.This):
+                copy = self.temp()
+                self.emit(f"{copy} = {self.copied(arg)}")
+            self.emit(f"{out} = {self.method_call(node, receiver, [copy])}")
         return out
 
     def text_test(self, operand: Operand) -> str:

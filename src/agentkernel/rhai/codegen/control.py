@@ -353,7 +353,9 @@ class ControlFlow(FunctionBase):
                 item = var.load
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
             with self.counted_locally(node):
-                self.emit(f"for {head}rt.iterate({iterable})):", ast.start_pos(node.iterable))
+                # a string's characters without a call of the runtime's (what `iterate` does)
+                walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.iterate({iterable})"
+                self.emit(f"for {head}{walked}):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
                     if not direct:

@@ -62,6 +62,7 @@ class _CharCache(dict[str, Char]):
 
 
 _CHARS = _CharCache()
+CHAR_OF = _CHARS.__getitem__  # a string's character as a `char`: what `for c in s` walks (one each)
 NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
@@ -708,7 +709,7 @@ class Runtime:
                 return self._snapshot(value)
             return list(value)
         if kind is str:
-            return map(_CHARS.__getitem__, value)  # a string never changes under the loop
+            return map(CHAR_OF, value)  # a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             if kind in TAGGED:
@@ -978,6 +979,7 @@ def wrap_call(exc: Exception, label: str) -> Exception:
 
 
 __all__ = [
+    "CHAR_OF",
     "Cell",
     "ExitScript",
     "Limits",
