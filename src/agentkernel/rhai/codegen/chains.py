@@ -88,7 +88,7 @@ class Chains(FunctionBase):
             fast = f"{current}.get({name}) if type({current}) is dict"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"(type({current}) is str or type({current}) is list)"
-                fast = f"{fast} else len({current}) if {kinds} and rt.natives_inline"
+                fast = f"len({current}) if {kinds} and rt.natives_inline else {fast}"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.index_of(link)

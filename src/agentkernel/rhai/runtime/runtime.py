@@ -271,10 +271,11 @@ class Runtime:
         data limit counts.
         """
         self.entry_frame = sys._getframe()
+        token = pacing.install(self.deadline)
         try:
-            with pacing.deadline_scope(self.deadline):
-                return body(self, *args)
+            return body(self, *args)
         finally:
+            pacing.uninstall(token)
             self.entry_frame = None
 
     # -- counting and limits ---------------------------------------------------------------
