@@ -99,7 +99,7 @@ class Chains(FunctionBase):
             slow = f"rt.index_get({current}, {index})"
             if index.int_value is not None:  # a literal index: a string's character at once too
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
-                slow = f"Char({current}[{index}]) if {string_test} else {slow}"
+                slow = f"CHAR_OF({current}[{index}]) if {string_test} else {slow}"
             elif not self.known_int(index):  # a map's key first: what such an index most often is
                 keyed = f"{current}.get({index}) if type({current}) is dict and type({index}) is str"
                 listed = f"{current}[{index}] if {fast}"
