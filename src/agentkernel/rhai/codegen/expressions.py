@@ -201,8 +201,13 @@ class Expressions(FunctionBase):
         return out
 
     def as_bool(self, operand: Operand) -> str:
-        """The operand as a Python bool: as it is when known to hold one, else through `cond`."""
-        return operand.text if operand in self.bool_operands else f"cond({operand})"
+        """The operand as a Python bool: as it is when known to hold one, else through `cond`
+        (a name tested first: a bool, what it nearly always holds, needs no call)."""
+        if operand in self.bool_operands:
+            return operand.text
+        if operand.is_name:
+            return f"{operand} if type({operand}) is bool else cond({operand})"
+        return f"cond({operand})"
 
     def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> Operand | None:
         """The reference's optimizer folds boolean identities (RHAI.md §16):
