@@ -27,6 +27,7 @@ Run it by hand from anywhere (it resolves the config relative to this file):
     .venv/bin/python benchmarks/tool_call.py
     .venv/bin/python benchmarks/tool_call.py --calls 5000 --node-calls 20
     .venv/bin/python benchmarks/tool_call.py --json
+    .venv/bin/python benchmarks/tool_call.py --rhai-only   # only the Rhai call / Python ratio (issue 31)
 
 The exit status is 0 when every measured call succeeded, 1 otherwise.
 """
@@ -343,6 +344,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
+    parser.add_argument(
+        "--rhai-only",
+        action="store_true",
+        help="only the Rhai tool call / the same logic in Python (the rounds of --rounds, --calls in all)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.calls, args.warmup, args.node_calls, args.rounds = 5, 1, 1, 1
@@ -353,8 +359,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def rhai_only(options: argparse.Namespace) -> int:
+    """`--rhai-only`: the ratio issue 31 holds a Rhai tool call to, and nothing else."""
+    kernel = build_kernel()
+    tool_args: dict[str, JSONValue] = {"text": SAMPLE_TEXT}
+    try:
+        for _ in range(options.warmup):
+            kernel.run_tool(RHAI_TOOL, tool_args, kernel.caller())
+        calls = max(1, options.calls // options.rounds)
+        median, low, high = rhai_over_python(kernel, tool_args, options.rounds, calls)
+    finally:
+        kernel.close()
+    print(
+        f"Rhai tool call / the same logic as a Python function: {median:.1f}x "
+        f"(rounds {low:.1f}-{high:.1f}x; target <= {RHAI_TARGET:g}x)"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_args(argv)
+    if options.rhai_only:
+        return rhai_only(options)
     node = shutil.which("node")
     host = machine(node)
     kernel = build_kernel()

@@ -231,3 +231,18 @@ def test_benchmark_runs_in_smoke_mode(name: str) -> None:
         assert re.search(figure, done.stdout, re.MULTILINE), (
             f"{name}: no line like {figure!r}:\n{done.stdout}"
         )
+
+
+def test_tool_call_measures_the_rhai_ratio_alone() -> None:
+    """`tool_call.py --rhai-only` (issue 31's figure) prints the ratio and nothing of the other parts."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "tool_call.py"), "--rhai-only", "--smoke"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a safety net against a hang, not a speed check
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ratio = rf"^Rhai tool call / the same logic as a Python function: {NUMBER}x \(rounds {NUMBER}-{NUMBER}x"
+    assert re.search(ratio, done.stdout, re.MULTILINE), done.stdout
+    assert "run_tool" not in done.stdout and "node" not in done.stdout, done.stdout

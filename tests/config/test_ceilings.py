@@ -153,3 +153,15 @@ def test_script_limits_are_capped_even_for_a_spec_built_by_hand(
     spec = load_script_spec(make_tool("t", GREEDY_JS, yaml_extra="memory_limit_mb: 4096\ntimeout_secs: 99\n"))
     limits = spec.script_limits(KernelLimits())
     assert (limits.memory_limit_bytes, limits.timeout_secs) == (64 << 20, 30.0)
+
+
+def test_script_limits_follow_the_defaults_they_are_asked_with(project: Path, make_tool: ToolFactory) -> None:
+    """A spec keeps its limits for the kernel's defaults (asked at every call); others get their own."""
+    from agentkernel.config import load_script_spec
+
+    spec = load_script_spec(make_tool("t", GREEDY_JS))
+    first, other = KernelLimits(), KernelLimits(timeout_secs=5.0, memory_limit_mb=8)
+    assert spec.script_limits(first) is spec.script_limits(first)
+    limits = spec.script_limits(other)
+    assert (limits.timeout_secs, limits.memory_limit_bytes) == (5.0, 8 << 20)
+    assert spec.script_limits(first).timeout_secs == 30.0

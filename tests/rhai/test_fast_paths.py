@@ -165,7 +165,7 @@ def test_not_of_a_bool_is_inline_and_of_anything_else_the_operator() -> None:
 
 def test_a_strings_character_at_a_literal_index_is_read_inline_as_the_full_path_reads_it() -> None:
     engine = Engine()
-    assert "Char(" in engine.compile('let s = "héy"; s[-1]').module.source
+    assert "CHAR_OF(" in engine.compile('let s = "héy"; s[-1]').module.source
     assert engine.eval('let s = "héy"; [s[0], s[1], s[-1], s[-3]]') == ["h", "é", "y", "h"]
     assert engine.eval('let s = "héy"; type_of(s[1])') == "char"
     assert engine.eval('let s = "ab"; s.set_tag(7); s[1]') == "b"  # tagged: the full path
@@ -400,3 +400,42 @@ def test_a_for_over_a_calls_new_list_walks_it_uncopied_and_any_other_a_copy() ->
         Engine(limits=Limits(max_data_size=5000)).eval(
             'let s = "ab ".pad(3000, "x "); let k = []; for w in s.split(" ") { k.push(w) } k.len()'
         )
+
+
+def test_split_at_whitespace_cuts_where_rust_cuts_whichever_way_it_runs() -> None:
+    """`s.split()` runs Python's `split` unless the text holds \\x1c-\\x1f, which Python cuts at and
+    Rust's White_Space does not: both ways give the reference's pieces."""
+    engine = Engine()
+    assert engine.eval('"  a\\u3000b\\u0085c\\td  ".split()') == ["a", "b", "c", "d"]
+    assert engine.eval('"a\\u001cb c\\u001f".split()') == ["a\x1cb", "c\x1f"]
+    assert engine.eval('"a\\u001cb\\u2028c".split()') == ["a\x1cb", "c"]
+
+
+def test_not_and_logic_results_are_tested_as_the_bools_they_are() -> None:
+    """`!x`, `a && b` and `a || b` give a bool or fail: an `if` on one tests it as it is, and a
+    value that is not a bool still fails where it stands."""
+    engine = Engine()
+    source = engine.compile("let x = true; let y = false; if !x || y { 1 } else { 2 }").module.source
+    assert "cond(t" not in source and "is not False and cond" not in source  # `!x` is used as it is
+    assert engine.eval("let x = true; let y = false; if !x || y { 1 } else { 2 }") == 2
+    assert engine.eval("let x = false; if !x && !x { 1 } else { 2 }") == 1
+    with pytest.raises(RhaiRuntimeError, match=r"^Function not found: ! \(i64\)"):
+        engine.eval("let x = 5; if !x { 1 }")
+    with pytest.raises(RhaiRuntimeError, match=r"^Data type incorrect: i64 \(expecting bool\)"):
+        engine.eval("let x = true; let y = 5; if x && y { 1 }")
+
+
+def test_contains_copies_its_argument_only_for_the_full_path() -> None:
+    """`s.contains(c)` of a string runs on the argument itself; an array's gets the copy a value
+    needs, so what it holds cannot change the variable it came from."""
+    engine = Engine()
+    source = engine.compile("let s = \"abc\"; let c = 'b'; s.contains(c)").module.source
+    lines = source.splitlines()
+    inline = next(index for index, line in enumerate(lines) if " in v" in line)  # the fast path's work
+    assert "rt.copy" not in "".join(lines[inline - 1 : inline + 1])  # nor its test
+    assert "rt.copy" in "".join(lines[inline + 1 :])  # the general path's copy
+    assert engine.eval('let s = "abc"; let c = \'b\'; [s.contains(c), s.contains("x")]') == [True, False]
+    assert engine.eval("let a = [[1], [2]]; let x = [2]; let r = a.contains(x); x.push(3); [r, x]") == [
+        True,
+        [2, 3],
+    ]

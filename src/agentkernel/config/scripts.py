@@ -144,8 +144,19 @@ class ScriptSpec:
         """This spec's own limits where set, the kernel's defaults elsewhere, never above a ceiling.
 
         Loading refuses a YAML over a ceiling (`ceiling_problem`); the cap here
-        keeps that promise for a spec that was built some other way.
+        keeps that promise for a spec that was built some other way. Asked at
+        every call with the kernel's one `defaults`: the answer for the last
+        defaults is kept (both are frozen, so it cannot go stale).
         """
+        kept = self.__dict__.get("_limits_for")
+        if kept is not None and kept[0] is defaults:
+            return kept[1]  # type: ignore[no-any-return]
+        limits = self._script_limits(defaults)
+        object.__setattr__(self, "_limits_for", (defaults, limits))
+        return limits
+
+    def _script_limits(self, defaults: KernelLimits) -> ScriptLimits:
+        """`script_limits` worked out."""
 
         def own(name: str, value: int | float | None) -> Any:
             chosen = value or getattr(defaults, name)

@@ -137,6 +137,7 @@ class RhaiEngine:
         self._cache = CompileCache(compile_cache) if compile_cache is not None else None
         self._library = build_library()
         self._bound: frozenset[str] = frozenset()
+        self._last_names: tuple[str, ...] | None = None  # the last names found all bound
         self._lock = threading.Lock()
         self._resolvers: dict[Path, FileModuleResolver] = {}  # per script folder: its compiled modules
         # built once, not per call: an engine per pair of limits, what a script's imports need
@@ -180,7 +181,8 @@ class RhaiEngine:
     def _bind_helpers(self, names: tuple[str, ...]) -> None:
         """Register each helper once as a native that finds its binding on the runtime
         (a call whose helpers are all registered already does no work here)."""
-        if self._bound.issuperset(names):
+        if names is self._last_names or self._bound.issuperset(names):
+            self._last_names = names  # the table's tuple, the same object at every call
             return
         with self._lock:
             for name in names:

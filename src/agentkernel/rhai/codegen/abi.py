@@ -40,7 +40,7 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
-from agentkernel.rhai.runtime.runtime import NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
+from agentkernel.rhai.runtime.runtime import CHAR_OF, NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
 from agentkernel.rhai.runtime.values import (
     TAGGED,
     TAGGED_CONTAINERS,
@@ -230,6 +230,7 @@ def _builtins() -> dict[str, Any]:
         "dict": dict,
         "len": len,
         "enumerate": enumerate,
+        "map": map,
         "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
         "TEXT": frozenset({str, Char}),
@@ -243,6 +244,7 @@ def _runtime_types() -> dict[str, Any]:
         "ExitScript": ExitScript,
         "FnPtr": FnPtr,
         "Char": Char,
+        "CHAR_OF": CHAR_OF,
         "NOT_PURE": NOT_PURE,
         "Jump": Jump,
         "Mutated": Mutated,

@@ -88,7 +88,7 @@ class Chains(FunctionBase):
             fast = f"{current}.get({name}) if type({current}) is dict"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"(type({current}) is str or type({current}) is list)"
-                fast = f"{fast} else len({current}) if {kinds} and rt.natives_inline"
+                fast = f"len({current}) if {kinds} and rt.natives_inline else {fast}"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.index_of(link)
@@ -99,7 +99,7 @@ class Chains(FunctionBase):
             slow = f"rt.index_get({current}, {index})"
             if index.int_value is not None:  # a literal index: a string's character at once too
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
-                slow = f"Char({current}[{index}]) if {string_test} else {slow}"
+                slow = f"CHAR_OF({current}[{index}]) if {string_test} else {slow}"
             elif not self.known_int(index):  # a map's key first: what such an index most often is
                 keyed = f"{current}.get({index}) if type({current}) is dict and type({index}) is str"
                 listed = f"{current}[{index}] if {fast}"
@@ -126,6 +126,8 @@ class Chains(FunctionBase):
         self, node: ast.MethodCall, receiver: Operand, args: list[Operand] | None = None
     ) -> Operand:
         """`receiver.name(args)`; `args` when already evaluated (`append_call`)."""
+        if args is None and (node.name, len(node.args)) in INLINE:
+            return self.inlined_call(node, receiver)
         if args is None:
             args = [self.value_copy(a) for a in node.args]
         out = self.temp()
@@ -150,10 +152,6 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
-        inlined = inline_method(self, node, receiver, args, out, const)  # opens the general path's `else:`
-        handed = self.counter is not None and (node.name, len(args)) in INLINE
-        if handed:  # a loop counting in a local (control.py): the runtime takes the count first
-            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
@@ -168,11 +166,34 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {out}.result")
         if at_once:
             self.ind -= 1
+        return out
+
+    def inlined_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
+        """A method of `INLINE` (inline_methods.py): the fast path takes the arguments as they are;
+        only the general path, which may keep them, gets the copy a second owner needs
+        (`value_copy`). In a loop counting in a local (control.py), the general path hands
+        the runtime the count first and takes the room left back after."""
+        values = [self.expr(a) for a in node.args]
+        out = self.temp()
+        opened = inline_method(self, node, receiver, values, out, self.is_const(node.target))
+        handed = self.counter is not None
+        if handed:
+            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        kept = [self.kept_copy(arg, value) for arg, value in zip(node.args, values, strict=True)]
+        self.emit(f"{out} = {self.method_call(node, receiver, kept)}")
         if handed:
             self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
-        if inlined:
+        if opened:
             self.ind -= 1
         return out
+
+    def kept_copy(self, arg: ast.Expr, value: Operand) -> Operand:
+        """`value` (of `arg`, already evaluated) for a second owner, as `value_copy` gives it."""
+        if isinstance(arg, ast.Var | ast.Property | ast.Index | ast.This) and not self.known_int(value):
+            copy = self.temp()
+            self.emit(f"{copy} = {self.copied(value)}")
+            return copy
+        return value
 
 
 __all__ = ["Chains"]

@@ -359,7 +359,9 @@ class ControlFlow(FunctionBase):
             # a call's new list (`s.split(" ")`): no copy when nothing else holds it
             walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
             with self.counted_locally(node):
-                self.emit(f"for {head}rt.{walk}({iterable})):", ast.start_pos(node.iterable))
+                # a string's characters without a call of the runtime's (what `iterate` does)
+                walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
+                self.emit(f"for {head}{walked}):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
                     if not direct:

@@ -120,6 +120,8 @@ class Expressions(FunctionBase):
         if node.op == "!" and operand.place in (TEMP, LOCAL):  # a bool at once; the rest: tags, errors
             slow = f"({operand} is False) if type({operand}) is bool else {slow}"
         self.emit(f"{out} = {slow}", node.pos)
+        if node.op == "!":  # `!` gives a bool or fails (ops.logical_not): tested as it is
+            self.bool_operands.add(out)
         return out
 
     def x_Binary(self, node: ast.Binary) -> Operand:
@@ -228,12 +230,22 @@ class Expressions(FunctionBase):
             return folded
         out = self.temp()
         left = self.expr(node.left)
-        self.emit(f"{out} = cond({left})", node.left.pos)
+        self.emit(f"{out} = {self.as_bool(left)}", node.left.pos)
         self.emit(f"if {out} is {go_on}:")
         with self.indented():
             right = self.expr(node.right)
-            self.emit(f"{out} = cond({right})", node.right.pos)
+            self.emit(f"{out} = {self.as_bool(right)}", node.right.pos)
+        self.bool_operands.add(out)  # `cond` gives a bool or fails
         return out
+
+    def as_bool(self, operand: Operand) -> str:
+        """The operand as a Python bool: as it is when known to hold one, else through `cond`
+        (a name tested first: a bool, what it nearly always holds, needs no call)."""
+        if operand in self.bool_operands:
+            return operand.text
+        if operand.is_name:
+            return f"{operand} if type({operand}) is bool else cond({operand})"
+        return f"cond({operand})"
 
     def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> Operand | None:
         """The reference's optimizer folds boolean identities (RHAI.md §16):

@@ -63,6 +63,7 @@ class _CharCache(dict[str, Char]):
 
 
 _CHARS = _CharCache()
+CHAR_OF = _CHARS.__getitem__  # a string's character as a `char`: what `for c in s` walks (one each)
 NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
 
@@ -272,10 +273,11 @@ class Runtime:
         data limit counts.
         """
         self.entry_frame = sys._getframe()
+        token = pacing.install(self.deadline)
         try:
-            with pacing.deadline_scope(self.deadline):
-                return body(self, *args)
+            return body(self, *args)
         finally:
+            pacing.uninstall(token)
             self.entry_frame = None
 
     # -- counting and limits ---------------------------------------------------------------
@@ -710,7 +712,7 @@ class Runtime:
                 return self._snapshot(value)
             return list(value)
         if kind is str:
-            return map(_CHARS.__getitem__, value)  # a string never changes under the loop
+            return map(CHAR_OF, value)  # a string never changes under the loop
         iterator: Iterable[Any] | None = self.library.iterate(value)
         if iterator is None:
             if kind in TAGGED:
@@ -989,6 +991,7 @@ def wrap_call(exc: Exception, label: str) -> Exception:
 
 
 __all__ = [
+    "CHAR_OF",
     "Cell",
     "ExitScript",
     "Limits",

@@ -27,6 +27,7 @@ from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import exclusive_bounds, inclusive_bounds, index_from_end, offset_len
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
+CONTAINERS = _CONTAINERS  # the values `own` copies
 _SORTABLE = frozenset({int, Char, str, bool})
 
 
@@ -380,4 +381,4 @@ def _register_changing(lib: Library) -> None:
     lib.register("retain", (list, RangeVal), retain_range, pure=False)
 
 
-__all__ = ["bounds_of", "own", "register"]
+__all__ = ["CONTAINERS", "bounds_of", "own", "register"]

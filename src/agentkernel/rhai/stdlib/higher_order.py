@@ -29,6 +29,7 @@ from agentkernel.rhai.stdlib.registry import ANY, Library
 from agentkernel.rhai.stdlib.text import offset_len
 
 own = arrays.own
+_CONTAINERS = arrays.CONTAINERS
 
 
 def _per_item(ctx: NativeContext, fn: FnPtr, caller: str, *, move: bool = True) -> Callback:
@@ -66,6 +67,8 @@ def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     kept: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
+        if _CONTAINERS.isdisjoint(map(type, a)):  # nor are any to copy as they are kept
+            return [item for item, verdict in zip(a, reader(a), strict=False) if verdict is True]
         for item, verdict in zip(a, reader(a), strict=False):
             if verdict is True:
                 kept.append(own(item))

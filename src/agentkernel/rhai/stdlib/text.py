@@ -22,8 +22,13 @@ def trim(text: str) -> str:
 
 
 def split_whitespace(text: str) -> list[str]:
-    """Rust's `split_whitespace`: runs of White_Space separate, empty pieces dropped."""
-    return _WORD.findall(text)
+    """Rust's `split_whitespace`: runs of White_Space separate, empty pieces dropped.
+
+    Python's own `split()` cuts at the same characters and at \x1c-\x1f too: it is used,
+    four times cheaper than the pattern, for a text that holds none of those four."""
+    if "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text:
+        return _WORD.findall(text)
+    return text.split()
 
 
 def split(text: str, sep: str, limit: int | None = None) -> list[str]:
