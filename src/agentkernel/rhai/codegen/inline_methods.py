@@ -49,6 +49,7 @@ class Inline(NamedTuple):
     mutates: bool = False  # the expression is the receiver's new value; the call gives `()`
     sized: bool = True  # the work grows with the receiver: a long one takes the general path
     builds: bool = False  # a new string: counted toward the data limit
+    bounded_by: int | None = None  # the argument whose value bounds the work, if any (a count)
 
 
 def _slice(c: FunctionBase, s: str, args: list[str]) -> str:
@@ -79,7 +80,7 @@ INLINE: dict[tuple[str, int], Inline] = {
     ("ends_with", 1): Inline(lambda c, s, a: f"{s}.endswith({a[0]})", (TEXT,)),
     ("index_of", 1): Inline(lambda c, s, a: f"({s}.find({a[0]}) if {s} else -1)", (TEXT,)),
     ("sub_string", 1): Inline(_slice, (START,), builds=True),
-    ("sub_string", 2): Inline(_slice, (START, START), builds=True),
+    ("sub_string", 2): Inline(_slice, (START, START), builds=True, bounded_by=1),
 }
 
 
@@ -118,7 +119,8 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
         tests.append(" or ".join(f"type({receiver}) is {kind}" for kind in inline.receivers))
         if len(inline.receivers) > 1:
             tests[-1] = f"({tests[-1]})"
-    if inline.sized:
+    bound = args[inline.bounded_by].int_value if inline.bounded_by is not None else None
+    if inline.sized and (bound is None or bound >= POLL_SIZE):  # `s.sub_string(0, 3)`: small work
         tests.append(f"len({receiver}) < {POLL_SIZE}")
     for kind, arg in zip(inline.args, args, strict=True):
         tested = _arg_tests(c, kind, arg)
