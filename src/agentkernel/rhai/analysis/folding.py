@@ -13,8 +13,9 @@ The rules follow `optimize_expr` in the reference's `optimizer.rs`: literals;
 arrays, maps and interpolated strings of constants; `!` of a bool; a binary
 operator on two constants when it succeeds (`1 / 0` is not folded, so it still
 fails where it stands); `&&`, `||` and `??` of constants; `type_of` of a
-constant; a block holding a single constant expression; an `if` or a `switch`
-on a constant whose arm taken is a constant.
+constant; `Fn("name")`; a block holding a single constant expression; an `if`
+or a `switch` on a constant whose arm taken is a constant. (A closure that
+captures nothing is a constant pointer too: facts.py knows which.)
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import Any
 
 from agentkernel.rhai.runtime import ops
 from agentkernel.rhai.runtime.printing import calls_to_format, to_string
-from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
+from agentkernel.rhai.runtime.values import Char, FnPtr, RangeVal, type_name
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.lexer import is_valid_function_name
 
 NOT_CONSTANT: Any = object()  # the fold of an expression that is not a constant
 
@@ -75,6 +77,9 @@ def _fold(node: Any, memo: dict[int, Any]) -> Any:
         return _type_of(fold(node.args[0], memo))
     if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
         return _type_of(fold(node.target, memo))
+    if kind is ast.Call and node.name == "Fn" and node.namespace is None and len(node.args) == 1:
+        name = fold(node.args[0], memo)  # `Fn("f")`: a constant pointer, when `f` may be a name
+        return FnPtr(name) if type(name) is str and is_valid_function_name(name) else NOT_CONSTANT
     return NOT_CONSTANT
 
 

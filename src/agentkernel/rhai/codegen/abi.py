@@ -62,7 +62,7 @@ RUNTIME_MEMBERS = frozenset(
         "ahead", "natives_inline",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
-        "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
+        "copy", "built", "pushed", "compound", "interpolate", "count_to_string", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
         "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",

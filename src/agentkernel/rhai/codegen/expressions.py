@@ -19,6 +19,7 @@ from agentkernel.rhai.codegen.operands import (
     INT_ARITHMETIC,
     INT_COMPARISONS,
     LOCAL,
+    NONE,
     TEMP,
     TRUE,
     Operand,
@@ -35,6 +36,7 @@ class Expressions(FunctionBase):
 
     def x_Interpolated(self, node: ast.Interpolated) -> Operand:
         parts = []
+        value = NONE
         for part in node.parts:
             if isinstance(part, str):
                 parts.append(self.m.constant(part).text)
@@ -50,6 +52,11 @@ class Expressions(FunctionBase):
         inline = " + ".join(parts) if len(parts) == 2 else f"''.join(({joined(parts)},))"
         checked = f"rt.interpolate(({joined(parts)},))"
         self.emit(f"{out} = {inline} if not rt.sizes_checked else {checked}", node.pos)
+        counted_last = node is self.final_value and self.facts.constant(node) is NOT_CONSTANT
+        if counted_last and not isinstance(node.parts[-1], str):
+            # the reference's `to_string` of the last part, on a copy of its state, is then the
+            # last count it reports (the earlier parts' are below the count that follows them)
+            self.emit(f"if type({value}) is not str: rt.ahead = 0; rt.count_to_string({value})")
         return out
 
     def x_ArrayLit(self, node: ast.ArrayLit) -> Operand:

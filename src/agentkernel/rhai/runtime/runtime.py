@@ -23,7 +23,7 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.rhai.runtime.internal_errors import log_internal_error
-from agentkernel.rhai.runtime.printing import calls_to_print, to_debug, to_string
+from agentkernel.rhai.runtime.printing import calls_to_format, calls_to_print, to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
     TAGGED_CONTAINERS,
@@ -274,6 +274,12 @@ class Runtime:
         token = pacing.install(self.deadline)
         try:
             return body(self, *args)
+        except ExitScript:
+            # `exit` in a function: the top level's statements after the one that called it,
+            # counted ahead, never ran there (one `exit` of its own took them back already)
+            self.operations -= self.ahead
+            self.ahead = 0
+            raise
         finally:
             pacing.uninstall(token)
             self.entry_frame = None
@@ -329,6 +335,11 @@ class Runtime:
                 raise failures.too_many_operations()
             if ops > self.callback_peak and not self.ahead:
                 self.callback_peak = ops
+
+    def count_to_string(self, value: Any) -> None:
+        """The reference's `to_string` of a value that is no string (an interpolation's part),
+        a native's call on a copy of its state, and the calls it makes (an array's items')."""
+        self.count_apart(1 + calls_to_format(value))
 
     def count_evaluation(self, operations: int) -> None:
         """An evaluation of its own the reference makes, counting from 0 (its `parse_json`
