@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin, library_operator_calls
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold
 from agentkernel.rhai.runtime.values import FnPtr
 from agentkernel.rhai.syntax import ast
 
@@ -70,6 +70,7 @@ _KEYWORD_CALLS = frozenset(
     {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
 )
 _JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
+_CALLED_OPERATORS = frozenset({"in", "!in"})
 # the statements the reference parses as statements of their own (its `parse_stmt`): in an
 # expression it wraps one in a block (`Expr::Stmt`), which counts 1 more (`_statement_form_ops`)
 _STATEMENT_FORMS = frozenset({ast.If, ast.Switch, ast.While, ast.Loop, ast.DoLoop, ast.For})
@@ -214,6 +215,8 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
+        elif kind is ast.Binary and node.op in _CALLED_OPERATORS:
+            bits |= _CALLS  # `x in y` is a call of `contains` there
         if kind in _FOLDABLE and not self._unoptimized and fold(node, self._folds) is not NOT_CONSTANT:
             # the reference's optimizer made it one constant (a `switch` the arm taken, a block
             # of one constant), and drops it unused
@@ -239,8 +242,6 @@ class Facts:
                 ops = self._logic_ops(node, kind is ast.And, ops)
             elif kind is ast.Binary and node.op == "??":
                 ops -= sum(type(side) is ast.Binary and side.op == "??" for side in (node.left, node.right))
-            elif kind is ast.Binary and self._library_operator(node):
-                ops += 1 + library_operator_calls(node.op, self._fold(node.left), self._fold(node.right))
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
             elif kind in _JUMPS:
@@ -429,21 +430,6 @@ class Facts:
         if kind is ast.Unary:  # `!x` (its other unary operators are calls of functions there)
             return expr.op == "!" and self._fold(expr) is NOT_CONSTANT
         return kind is ast.Binary and expr.op != "??" and self._fold(expr) is NOT_CONSTANT
-
-    def _library_operator(self, node: ast.Binary) -> bool:
-        """An operator on two constants that no built-in operator takes (`[1] == [1]`,
-        `1 + "a"`): a library function there, called as one (folding.py did not fold it).
-        A built-in that fails (`1 / 0`, an overflow) is called at run time as directly as
-        on variables: nothing more."""
-        if node.op in ("??", "..", "..="):
-            return False
-        left = self._fold(node.left)
-        right = self._fold(node.right)
-        return (
-            left is not NOT_CONSTANT
-            and right is not NOT_CONSTANT
-            and not has_builtin(node.op, type(left), type(right))
-        )
 
     def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:
         """`&&`/`||` with a constant side, as the reference's optimizer leaves it: `x && true`

@@ -38,6 +38,7 @@ from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
+from agentkernel.rhai.runtime.library_ops import counted
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import CHAR_OF, NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
@@ -275,9 +276,10 @@ def _helpers() -> dict[str, Callable[..., Any]]:
     }
 
 
-def _operators() -> dict[str, Callable[[Any, Any], Any]]:
-    """`op_add`, `op_eq`, …: the binary operators' slow paths, by the names codegen gives them."""
-    return {py_name: ops.BINARY[symbol] for symbol, py_name in BINARY_NAMES.items()}
+def _operators() -> dict[str, Callable[..., Any]]:
+    """`op_add`, `op_eq`, …: the binary operators' slow paths, by the names codegen gives them,
+    each counting the reference's library function where it has no built-in (`rt` passed)."""
+    return {py_name: counted(symbol) for symbol, py_name in BINARY_NAMES.items()}
 
 
 GLOBALS: dict[str, Any] = {**_builtins(), **_runtime_types(), **_helpers(), **_operators()}

@@ -25,7 +25,10 @@ from agentkernel.rhai.codegen.operands import (
     Operand,
     joined,
 )
+from agentkernel.rhai.runtime.values import Char, RangeVal
 from agentkernel.rhai.syntax import ast
+
+_FOLDED = frozenset({int, float, bool, str, Char, type(None), RangeVal})  # immutable: one shared constant
 
 
 class Expressions(FunctionBase):
@@ -56,7 +59,7 @@ class Expressions(FunctionBase):
         if counted_last and not isinstance(node.parts[-1], str):
             # the reference's `to_string` of the last part, on a copy of its state, is then the
             # last count it reports (the earlier parts' are below the count that follows them)
-            self.emit(f"if type({value}) is not str: rt.ahead = 0; rt.count_to_string({value})")
+            self.emit(f"if type({value}) is not str: rt.count_to_string({value})")
         return out
 
     def x_ArrayLit(self, node: ast.ArrayLit) -> Operand:
@@ -114,12 +117,17 @@ class Expressions(FunctionBase):
         return out
 
     def x_Binary(self, node: ast.Binary) -> Operand:
+        folded = self.facts.constant(node)
+        if type(folded) in _FOLDED:  # the reference's optimizer made it this constant: no call runs
+            return literal_operand(self.m, folded)
         if node.op == "??":
             return self.coalesce(node)
         left = self.stable(self.expr(node.left), node.right)
         right = self.expr(node.right)
         out = self.temp()
-        slow = f"{BINARY_NAMES[node.op]}({left}, {right})"
+        # the reference's library function, when no built-in takes the operands (library_ops.py)
+        last = ", True" if node is self.final_value else ""
+        slow = f"{BINARY_NAMES[node.op]}({left}, {right}, rt{last})"
         ints = self.int_checks(left, right)
         both_int = ints == "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)

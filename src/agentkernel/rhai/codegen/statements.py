@@ -85,16 +85,15 @@ class Statements(FunctionBase):
         return rests
 
     def _ahead(self, kept: list[ast.Stmt]) -> list[int | None]:
-        """For each top-level statement with a call, the operations of the statements after
-        it, which its block counted ahead (None: nothing to tell the runtime). A native's
-        callback, or its call of another native, counts from where the reference is then:
-        it has not counted them yet."""
+        """For each top-level statement, the operations of the statements after it, which its
+        block counted ahead (None: nothing new to tell the runtime). A native's callback, or
+        what the reference counts on a copy of its state, counts from where the reference is
+        then: it has not counted them yet."""
         told = 0
         ahead: list[int | None] = [None] * len(kept)
-        rest = self._rests(kept)
-        for index, stmt in enumerate(kept):
-            if self.facts.has_calls(stmt) and rest[index] != told:
-                ahead[index] = told = rest[index]
+        for index, rest in enumerate(self._rests(kept)):
+            if rest != told:
+                ahead[index] = told = rest
         return ahead
 
     def _dropped(self, stmt: ast.Stmt, is_result: bool) -> bool:
