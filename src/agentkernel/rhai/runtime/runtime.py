@@ -642,9 +642,10 @@ class Runtime:
             return obj.get(name)
         try:
             return self.library.get_property(self, obj, name)
-        except RhaiRuntimeError:
+        except RhaiRuntimeError as error:
             if type(obj) in TAGGED:
                 return self.get_prop(plain(obj), name)
+            self._tried_indexer(error)
             raise
 
     def set_prop(self, obj: Any, name: str, value: Any) -> Any:
@@ -658,10 +659,17 @@ class Runtime:
             return obj
         try:
             return self.library.set_property(self, obj, name, value)
-        except RhaiRuntimeError:
+        except RhaiRuntimeError as error:
             if type(obj) in TAGGED or type(value) in TAGGED:
                 return restore(obj, self.set_prop(plain(obj), name, plain(value)))
+            self._tried_indexer(error)
             raise
+
+    def _tried_indexer(self, error: RhaiRuntimeError) -> None:
+        """A property no getter or setter serves: the reference then tries an indexer with its
+        name (chaining.rs `call_indexer_get`/`_set`), one more native's call, which fails too."""
+        if error.kind == ErrorKind.DOT_EXPR:
+            self.count(1)
 
     def index_get(self, obj: Any, index: Any) -> Any:
         try:
