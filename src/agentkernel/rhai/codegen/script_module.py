@@ -16,6 +16,7 @@ from agentkernel.rhai.codegen.calls import SPECIAL_CALLS
 from agentkernel.rhai.codegen.compiler import FunctionCompiler
 from agentkernel.rhai.codegen.module import Module, fn_py_name
 from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.runtime.failures import from_source
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
 
@@ -59,6 +60,7 @@ def compile_script(
     # reached through method calls: runtime.Runtime.method)
     functions = {(f.name, len(f.params)): f for f in script.functions if f.this_type is None}
     module.function_names = frozenset(f.name for f in script.functions)
+    module.source = script.source
     body = ast.Block(script.stmts, (1, 1))
     resolutions = [analyse(fn.params, fn.body, fn) for fn in script.functions]
     top = analyse((), body, script)
@@ -72,7 +74,7 @@ def compile_script(
             fn.params,
             fn.body,
             fn,
-            wrap=f"in call to function '{fn.name}'" + (f" (from '{script.source}')" if script.source else ""),
+            wrap=f"in call to function '{fn.name}'{from_source(script.source)}",
         )
     main = FunctionCompiler(module, functions, top, facts, label="main", top_level=True)
     main.dynamic = eval_mode or facts.uses_eval(body)
