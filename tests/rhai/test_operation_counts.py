@@ -635,3 +635,10 @@ def test_a_library_operator_in_a_loop_counts_each_time_and_is_stopped() -> None:
 def test_a_property_no_getter_or_setter_serves_counts_the_indexer_tried_after_it(source: str) -> None:
     """chaining.rs: a getter's (or setter's) call fails, then an indexer's with the name."""
     assert our_count(source) == 12
+
+
+def test_a_folded_operator_compiles_to_its_constant_yet_a_string_is_built_where_it_stands() -> None:
+    """The reference's optimizer leaves a string its size limit refuses to run (and fail)."""
+    assert "op_range(" not in Engine().compile("let r = 0..5; r").module.source
+    with pytest.raises(RhaiRuntimeError, match="Length of string too large"):
+        Engine(limits=Limits(max_string_size=5)).eval('let s = "xxxx" + "yyyy"; s')

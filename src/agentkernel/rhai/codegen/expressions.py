@@ -28,7 +28,8 @@ from agentkernel.rhai.codegen.operands import (
 from agentkernel.rhai.runtime.values import Char, RangeVal
 from agentkernel.rhai.syntax import ast
 
-_FOLDED = frozenset({int, float, bool, str, Char, type(None), RangeVal})  # immutable: one shared constant
+# immutable and small: one shared constant (a string is built at run time, where its size is checked)
+_FOLDED = frozenset({int, float, bool, Char, type(None), RangeVal})
 
 
 class Expressions(FunctionBase):
