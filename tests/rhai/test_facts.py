@@ -50,7 +50,7 @@ def first(kind: type, node: Any) -> Any:
         ("{ a + b; }", 0),  # a block the reference's optimizer flattens counts nothing
         ("{ let y = a; }", 1),  # one it keeps (a `let` in it) counts 1, as a statement
         ("while true { a }", 1),  # `while true` is a loop there: its condition never counts
-        ("`x${a + b}y`;", 6),  # an interpolation counts its blocks' statements
+        ("`x${a + b}y`;", 7),  # an interpolation counts its texts and the expression in `${…}`
         ("export let x = a + 1;", 4),  # one statement
     ],
 )

@@ -467,3 +467,49 @@ def test_parse_json_of_bad_text_is_the_references_error() -> None:
 )
 def test_a_closure_keeps_its_captured_variable_after_eval_declares_another(source: str, value: Any) -> None:
     assert run(source) == value
+
+
+def error_with_source(source: str, name: str) -> str:
+    engine = Engine()
+    with pytest.raises(RhaiRuntimeError) as caught:
+        engine.run(engine.compile(source, source_name=name))
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        (
+            "let c = |a| a.foo();\nc.call(1)",
+            "Function not found: foo (i64) @ 'lib.rhai' (line 1, position 15)\n"
+            "in closure call (from 'lib.rhai') (line 2, position 3)",
+        ),
+        (
+            'eval("x + 1")',
+            "Variable not found: x @ 'lib.rhai' (line 1, position 1)\n"
+            "in call to function 'eval' (from 'lib.rhai') (line 1, position 6)",
+        ),
+        (
+            "fn f() { x }\nf()",
+            "Variable not found: x @ 'lib.rhai' (line 1, position 10)\n"
+            "in call to function 'f' (from 'lib.rhai') (line 2, position 1)",
+        ),
+    ],
+)
+def test_a_call_levels_error_names_the_scripts_source_as_the_references(source: str, text: str) -> None:
+    """The reference's `ErrorInFunctionCall` carries the running script's source (its
+    rhai-run sets the file's name): a closure's and `eval`'s level say ` (from 'src')` too,
+    and the error inside `@ 'src'` (texts of /work/rhai-ref/rhai-run, Rhai 1.25.0)."""
+    assert error_with_source(source, "lib.rhai") == text
+    assert "from '" not in error_of(source) and "@ '" not in error_of(source)
+
+
+def test_a_caught_closure_or_eval_error_holds_the_source() -> None:
+    source = (
+        "let c = |a| a.foo(); let r = [];"
+        "try { c.call(1) } catch (e) { r.push(e.source) }"
+        'try { eval("x") } catch (e) { r.push(e.source) } r'
+    )
+    engine = Engine()
+    assert engine.run(engine.compile(source, source_name="m")) == ["m", "m"]
+    assert engine.run(engine.compile(source)) == ["", ""]

@@ -213,9 +213,11 @@ def test_a_firing_past_its_owners_cap_waits_on_a_timer_and_runs_when_the_other_e
     """cron.max_running_per_user across a worker: the second job's firing is held (its status says why)
     while the first runs, holding no worker slot, and runs once the first has ended."""
     release = threading.Event()
+    slow_running = threading.Event()
 
     def answer(request: RecordedRequest) -> Reply:
         if "slow" in json.dumps(request.body, ensure_ascii=False):
+            slow_running.set()
             release.wait(WAIT_SECS)  # the first job's run holds its owner's only slot until the test says
         return Reply(text=ANSWER)
 
@@ -228,12 +230,15 @@ def test_a_firing_past_its_owners_cap_waits_on_a_timer_and_runs_when_the_other_e
     )
     try:
         with working(project, "w1"), serve.client() as client:
-            first = time.time() + 3
-            for name, at in (("slow", first), ("quick", first + 2)):  # the slow one first, for certain
-                moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+            # the quick one is set only once the slow one's run holds the slot: on a busy machine a
+            # firing can start seconds late, and two set 2 s apart could run in either order
+            for name in ("slow", "quick"):
+                moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
                 job: dict[str, Any] = {"name": name, "template": "watcher", "oneshot_at": moment}
                 job |= {"prompt": f"{name} price?", "notify": [{"type": "webhook", "url": receiver.url}]}
                 assert run_tool(client, "cron_set", job)
+                if name == "slow":
+                    assert slow_running.wait(WAIT_SECS), "the slow job's run never asked the LLM"
             wait_until(
                 lambda: listed(client)["quick"]["waiting"] is not None, "the second job held by the cap"
             )

@@ -435,7 +435,7 @@ class Engine:
             )
         except RhaiSyntaxError as exc:
             inner = failures.parsing(f"Syntax error: {exc.message}", exc.pos)
-            raise wrap_call(inner, "in call to function 'eval'") from None
+            raise wrap_call(inner, _eval_call(rt)) from None
         saved, saved_lets = rt.eval_scope, rt.eval_lets
         combined = {**scope, **saved}
         initial = dict(combined)
@@ -443,7 +443,7 @@ class Engine:
         try:
             return compiled.main(rt, rt.depth_hint, None)
         except RhaiRuntimeError as exc:
-            raise wrap_call(exc, "in call to function 'eval'") from None
+            raise wrap_call(exc, _eval_call(rt)) from None
         finally:
             declared = rt.eval_lets & scope.keys()
             rt.eval_scope, rt.eval_lets = saved, saved_lets
@@ -453,6 +453,12 @@ class Engine:
                 elif value is not initial[name] or name in declared:
                     scope[name] = value  # assigned, or declared anew: back to the caller's variable
             rt.eval_declared = frozenset(declared)
+
+
+def _eval_call(rt: Runtime) -> str:
+    """The call level `eval`'s error is seen through, naming the running script's source as
+    the reference's does (`global.source()`)."""
+    return f"in call to function 'eval'{failures.from_source(rt.source)}"
 
 
 def _typed_method(script: CompiledScript, name: str, arity: int) -> ScriptFn | None:

@@ -31,7 +31,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold, has_builtin, library_operator_calls
+from agentkernel.rhai.analysis.folding import NOT_CONSTANT, fold
+from agentkernel.rhai.runtime.values import FnPtr
 from agentkernel.rhai.stdlib import INLINED_NAMES
 from agentkernel.rhai.syntax import ast
 
@@ -75,6 +76,7 @@ _KEYWORD_CALLS = frozenset(
     {"Fn", "call", "curry", "eval", "is_def_var", "is_def_fn", "is_shared", "type_of", "exit"}
 )
 _JUMPS = frozenset({ast.Return, ast.Break, ast.Continue, ast.Throw})
+_CALLED_OPERATORS = frozenset({"in", "!in"})
 # the statements the reference parses as statements of their own (its `parse_stmt`): in an
 # expression it wraps one in a block (`Expr::Stmt`), which counts 1 more (`_statement_form_ops`)
 _STATEMENT_FORMS = frozenset({ast.If, ast.Switch, ast.While, ast.Loop, ast.DoLoop, ast.For})
@@ -85,11 +87,21 @@ _CALL_STATEMENTS = frozenset({"is_def_fn"})  # keywords counted as call statemen
 class Facts:
     """The facts of one script's nodes (see the module's docstring for what each means)."""
 
-    def __init__(self, functions: Mapping[tuple[str, int], object], special_calls: Collection[str]) -> None:
+    def __init__(
+        self,
+        functions: Mapping[tuple[str, int], object],
+        special_calls: Collection[str],
+        capturing: Collection[int] = (),
+        *,
+        optimized: bool = True,
+    ) -> None:
         """`functions`: the script functions a plain call reaches, by name and arity;
-        `special_calls`: the names the compiler compiles itself (print, eval, …)."""
+        `special_calls`: the names the compiler compiles itself (print, eval, …);
+        `capturing`: the ids of the closures that capture a variable (scopes.py);
+        `optimized`: False for a text `eval` runs, which the reference never optimizes."""
         self._functions = functions
         self._special = special_calls
+        self._capturing = capturing
         # per node (by id): its bits, its ops, and the first and last place of its subtree in the walk
         self._facts: dict[int, tuple[int, int, int, int]] = {}
         self._folds: dict[int, Any] = {}  # folding.fold's memo: each node folded once
@@ -98,8 +110,10 @@ class Facts:
         self._var_names: list[str] = []  # and its name
         self._changing: set[int] = set()  # the `for` loops whose body may change their variable
         self._watched: dict[str, list[int]] = {}  # `for` loops being walked, not yet changing, by variable
-        # closures and interpolations being walked: their statements count as written (`_visit`)
-        self._as_written = 0
+        # >0 while the walk is where the reference runs the tree as parsed, its optimizer's work
+        # not seen: a closure's body (its pointer holds the body as parsed) or an `eval`'s text
+        self._unoptimized = 0 if optimized else 1
+        self._kept: set[int] = set()  # the statements there, which no optimizer drops unused
 
     @classmethod
     def of(
@@ -107,12 +121,16 @@ class Facts:
         bodies: Iterable[ast.Block],
         functions: Mapping[tuple[str, int], object],
         special_calls: Collection[str],
+        capturing: Collection[int] = (),
+        *,
+        optimized: bool = True,
     ) -> Facts:
         """The facts of every node in `bodies` (a script's functions' bodies and its top level)."""
-        facts = cls(functions, special_calls)
+        facts = cls(functions, special_calls, capturing, optimized=optimized)
         for body in bodies:
             facts._visit(body)
-            facts._reduce_return(body)
+            if optimized:
+                facts._reduce_return(body)
         return facts
 
     # -- what the compiler asks ------------------------------------------------------------
@@ -129,6 +147,11 @@ class Facts:
 
     def pure(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _PURE)
+
+    def droppable(self, stmt: ast.ExprStmt) -> bool:
+        """Whether the reference's optimizer drops this statement when its value is unused:
+        a pure one, not where the tree runs as parsed (a closure's body, an `eval`'s text)."""
+        return bool(self._facts[id(stmt.expr)][0] & _PURE) and id(stmt) not in self._kept
 
     def calls_natives(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _NATIVE)
@@ -175,8 +198,10 @@ class Facts:
             self._changes(node, kind)
         facts = self._facts
         bits = below = 0
-        if kind is ast.Closure or kind is ast.Interpolated:
-            self._as_written += 1
+        if kind is ast.Closure:
+            self._unoptimized += 1
+        elif kind is ast.ExprStmt and self._unoptimized:
+            self._kept.add(id(node))
         for field in ast.CHILD_FIELDS[kind]:
             value = getattr(node, field)
             if value is None:
@@ -193,14 +218,18 @@ class Facts:
                 below += facts[id(value)][1]
         if kind is ast.For:
             self._unwatch(node)
-        elif kind is ast.Closure or kind is ast.Interpolated:
-            self._as_written -= 1
+        elif kind is ast.Closure:
+            self._unoptimized -= 1
+            if id(node) not in self._capturing:  # a constant pointer there (parser.rs `parse_anon_fn`)
+                self._folds[id(node)] = FnPtr("anon$")
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
         elif kind is ast.MethodCall and (node.name, len(node.args)) not in INLINED_NAMES:
             bits |= _LOOP_CALLS
-        if kind in _FOLDABLE and fold(node, self._folds) is not NOT_CONSTANT:
+        elif kind is ast.Binary and node.op in _CALLED_OPERATORS:
+            bits |= _CALLS | _LOOP_CALLS  # `x in y` is a call of `contains` there
+        if kind in _FOLDABLE and not self._unoptimized and fold(node, self._folds) is not NOT_CONSTANT:
             # the reference's optimizer made it one constant (a `switch` the arm taken, a block
             # of one constant), and drops it unused
             ops = 1
@@ -217,18 +246,14 @@ class Facts:
                 ops = self._chain_ops(node)
             elif kind is ast.Let and node.value is None:
                 ops += 1  # `let x;` evaluates a `()` there
-            elif kind is ast.TryCatch and self._pure_parts(node.body, ast.Block):
+            elif kind is ast.TryCatch and not self._unoptimized and self._pure_parts(node.body, ast.Block):
                 ops = 0  # a `try` that cannot fail: a block there, of statements it drops
             elif kind is ast.Assign and type(node.target) in _CHAIN_LINKS:
                 ops -= 1  # a chain assigned into is not evaluated as an expression there
-            elif kind is ast.And or kind is ast.Or:
+            elif (kind is ast.And or kind is ast.Or) and not self._unoptimized:
                 ops = self._logic_ops(node, kind is ast.And, ops)
             elif kind is ast.Binary and node.op == "??":
                 ops -= sum(type(side) is ast.Binary and side.op == "??" for side in (node.left, node.right))
-            elif kind is ast.Binary and self._library_operator(node):
-                ops += 1 + library_operator_calls(
-                    node.op, fold(node.left, self._folds), fold(node.right, self._folds)
-                )
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
                 ops = self._keyword_ops(node, ops)
             elif kind in _JUMPS:
@@ -241,6 +266,19 @@ class Facts:
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
+
+    def _fold(self, node: Any) -> Any:
+        """The constant `node` is where the walk is: folded (folding.py), or only a literal
+        where the tree runs as parsed (the parser makes `-5` one too)."""
+        if not self._unoptimized:
+            return fold(node, self._folds)
+        kind = type(node)
+        if kind is ast.Literal:
+            return node.value
+        if kind is ast.Unary and node.op == "-" and type(node.operand) is ast.Literal:
+            value = node.operand.value
+            return -value if isinstance(value, int | float) and type(value) is not bool else NOT_CONSTANT
+        return NOT_CONSTANT
 
     def _chain_ops(self, node: ast.Index | ast.Property | ast.MethodCall) -> int:
         """What a dot/index chain of n steps counts as the reference evaluates it (its
@@ -312,8 +350,8 @@ class Facts:
         if kind in _STATEMENT_FORMS and self._folds.get(id(expr), NOT_CONSTANT) is NOT_CONSTANT:
             return 2
         if kind is ast.Block:  # (a block in a field of its own counts nothing here: 1 in all)
-            return 0 if any(block_dependent(s) for s in expr.stmts) else 1
-        return 1 if not self._as_written and self._call_statement(expr) else 0
+            return 0 if self._unoptimized or any(block_dependent(s) for s in expr.stmts) else 1
+        return 1 if not self._unoptimized and self._call_statement(expr) else 0
 
     def _call_bits(self, node: ast.Call) -> int:
         bits = _EVAL if node.name == "eval" else 0
@@ -330,13 +368,28 @@ class Facts:
         other node counts 1 and its children, a block in a field of its own not counted: its
         statements count when it runs)."""
         if kind is ast.Interpolated:
-            blocks = [part for part in node.parts if type(part) is ast.Block]
-            return 1 + sum(self._facts[id(s)][1] for block in blocks for s in block.stmts)
+            return 1 + sum(self._part_ops(part) for part in node.parts)
         if kind is ast.Block or kind is ast.Closure:
             return 1
         if node.decl is not None:  # an export: `export let x = …` is one statement
             return self._facts[id(node.decl)][1]
         return 1 + below
+
+    def _part_ops(self, part: str | ast.Block) -> int:
+        """What a part of an interpolation counts there: its text 1 (none when empty), a
+        `${ … }` a block (`Expr::Stmt`: 1 and its statements), which its optimizer makes the
+        one expression it holds (`()` dropped) or, of several statements, keeps."""
+        if type(part) is str:
+            return 1 if part else 0
+        assert isinstance(part, ast.Block)
+        statements = sum(self._facts[id(s)][1] for s in part.stmts)
+        if self._unoptimized:
+            return 1 + statements
+        only = part.stmts[0] if len(part.stmts) == 1 else None
+        if type(only) is ast.ExprStmt:
+            value = fold(only.expr, self._folds)
+            return 0 if value is None else self._facts[id(only.expr)][1]
+        return 1 + statements
 
     def _pure_parts(self, node: Any, kind: type) -> bool:
         """Whether a block, array or map that is no constant is pure by its parts: a block whose
@@ -367,7 +420,7 @@ class Facts:
             fn = self._functions.get((node.name, len(node.args)))
             if isinstance(fn, ast.FnDef) and not fn.body.stmts:  # the reference returns at once
                 return ops - 1
-        if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1:
+        if type(node) is ast.Call and node.name == "Fn" and len(node.args) == 1 and not self._unoptimized:
             return 1 if type(node.args[0]) is ast.Literal and type(node.args[0].value) is str else ops
         return ops
 
@@ -387,23 +440,8 @@ class Facts:
         if kind is ast.Call:
             return self._native_call(expr) or (expr.namespace is None and expr.name in _CALL_STATEMENTS)
         if kind is ast.Unary:  # `!x` (its other unary operators are calls of functions there)
-            return expr.op == "!" and fold(expr, self._folds) is NOT_CONSTANT
-        return kind is ast.Binary and expr.op != "??" and fold(expr, self._folds) is NOT_CONSTANT
-
-    def _library_operator(self, node: ast.Binary) -> bool:
-        """An operator on two constants that no built-in operator takes (`[1] == [1]`,
-        `1 + "a"`): a library function there, called as one (folding.py did not fold it).
-        A built-in that fails (`1 / 0`, an overflow) is called at run time as directly as
-        on variables: nothing more."""
-        if node.op in ("??", "..", "..="):
-            return False
-        left = fold(node.left, self._folds)
-        right = fold(node.right, self._folds)
-        return (
-            left is not NOT_CONSTANT
-            and right is not NOT_CONSTANT
-            and not has_builtin(node.op, type(left), type(right))
-        )
+            return expr.op == "!" and self._fold(expr) is NOT_CONSTANT
+        return kind is ast.Binary and expr.op != "??" and self._fold(expr) is NOT_CONSTANT
 
     def _logic_ops(self, node: ast.And | ast.Or, is_and: bool, ops: int) -> int:
         """`&&`/`||` with a constant side, as the reference's optimizer leaves it: `x && true`

@@ -13,8 +13,9 @@ The rules follow `optimize_expr` in the reference's `optimizer.rs`: literals;
 arrays, maps and interpolated strings of constants; `!` of a bool; a binary
 operator on two constants when it succeeds (`1 / 0` is not folded, so it still
 fails where it stands); `&&`, `||` and `??` of constants; `type_of` of a
-constant; a block holding a single constant expression; an `if` or a `switch`
-on a constant whose arm taken is a constant.
+constant; `Fn("name")`; a block holding a single constant expression; an `if`
+or a `switch` on a constant whose arm taken is a constant. (A closure that
+captures nothing is a constant pointer too: facts.py knows which.)
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime import ops
-from agentkernel.rhai.runtime.printing import calls_to_format, to_string
-from agentkernel.rhai.runtime.values import Char, RangeVal, type_name
+from agentkernel.rhai.runtime.library_ops import has_builtin, same
+from agentkernel.rhai.runtime.printing import to_string
+from agentkernel.rhai.runtime.values import Char, FnPtr, type_name
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.lexer import is_valid_function_name
 
 NOT_CONSTANT: Any = object()  # the fold of an expression that is not a constant
 
@@ -75,6 +78,9 @@ def _fold(node: Any, memo: dict[int, Any]) -> Any:
         return _type_of(fold(node.args[0], memo))
     if kind is ast.MethodCall and node.name == "type_of" and not node.args and not node.optional:
         return _type_of(fold(node.target, memo))
+    if kind is ast.Call and node.name == "Fn" and node.namespace is None and len(node.args) == 1:
+        name = fold(node.args[0], memo)  # `Fn("f")`: a constant pointer, when `f` may be a name
+        return FnPtr(name) if type(name) is str and is_valid_function_name(name) else NOT_CONSTANT
     return NOT_CONSTANT
 
 
@@ -131,20 +137,9 @@ def _fold_switch(node: ast.Switch, memo: dict[int, Any]) -> Any:
             value = fold(pattern, memo)
             if value is NOT_CONSTANT or case.condition is not None:
                 return NOT_CONSTANT
-            if _same(value, subject):
+            if same(value, subject):
                 return fold(case.body, memo)
     return None if node.default is None else fold(node.default, memo)
-
-
-def _same(left: Any, right: Any) -> bool:
-    """Equal and of the same types all through (`1` is not `1.0` nor `true` there)."""
-    if type(left) is not type(right):
-        return False
-    if type(left) is list:
-        return len(left) == len(right) and all(map(_same, left, right))
-    if type(left) is dict:
-        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
-    return bool(left == right)
 
 
 def _fold_unary(node: ast.Unary, memo: dict[int, Any]) -> Any:
@@ -172,74 +167,6 @@ def _fold_binary(op: str, left: Any, right: Any) -> Any:
         return NOT_CONSTANT
 
 
-_SCALARS = frozenset({int, float, bool, str, type(None)})
-_NUMBERS = frozenset({int, float})
-_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
-
-
-def has_builtin(op: str, left: type, right: type) -> bool:
-    """Whether the reference has a built-in operator for these operand types (its
-    `get_builtin_binary_op_fn`), the only ones its optimizer calls: numbers, strings and
-    characters, bools, and any comparison of two different types (always false, or
-    true for `!=`). `"a" + 1` is a library function there, evaluated at run time."""
-    if op in _CALLED:
-        return False
-    if left is right:
-        return left in _SCALARS or left is Char or left is RangeVal
-    if {left, right} <= _NUMBERS or {left, right} == {str, Char}:
-        return True
-    if {left, right} == _UNIT_AND_STRING:
-        return op == "+" or op in _COMPARISONS
-    return op in _COMPARISONS
-
-
-_CALLED = frozenset({"in", "!in"})  # `x in y` is `contains(y, x)` there, a function's call
-_UNIT_AND_STRING = frozenset({type(None), str})
-
-
-def library_operator_calls(op: str, left: Any, right: Any) -> int:
-    """How deep the library function an operator on two constants calls (`has_builtin` has
-    none for them) nests calls of natives, each counted on a copy of the reference's state:
-    `==` of arrays or maps calls `==` on their items (array_basic.rs, map_basic.rs `equals`),
-    `+` of a string and another value its `to_string` (string_more.rs `add_append`), `in` an
-    array `==` on its items up to the one found."""
-    if op in ("==", "!="):
-        return _equals_calls(left, right)
-    if op in _CALLED and type(right) is list:  # `contains` compares the items with `==`
-        deepest = 0
-        for item in right:
-            deepest = max(deepest, 1 + _equals_calls(item, left))
-            if _same(item, left):
-                break
-        return deepest
-    if op == "+" and (type(left) is str) is not (type(right) is str):
-        other = right if type(left) is str else left
-        return 0 if type(other) in _NOT_PRINTED else 1 + calls_to_format(other)
-    return 0
-
-
-_NOT_PRINTED = frozenset({Char, type(None), bytearray})  # `+` with a string: no `to_string` call
-
-
-def _equals_calls(left: Any, right: Any) -> int:
-    """The natives' nesting of `left == right` on arrays or maps: 1 an item compared, as
-    deep as the deepest of them, up to the first unequal one (none when the sizes differ)."""
-    if type(left) is list and type(right) is list and len(left) == len(right):
-        pairs = list(zip(left, right, strict=True))
-    elif type(left) is dict and type(right) is dict and len(left) == len(right):
-        pairs = [(left[key], right.get(key, NOT_CONSTANT)) for key in sorted(left)]
-    else:
-        return 0
-    deepest = 0
-    for mine, theirs in pairs:
-        if theirs is NOT_CONSTANT:
-            break
-        deepest = max(deepest, 1 + _equals_calls(mine, theirs))
-        if not _same(mine, theirs):
-            break
-    return deepest
-
-
 def _fold_interpolated(node: ast.Interpolated, memo: dict[int, Any]) -> Any:
     text = []
     for part in node.parts:
@@ -256,4 +183,4 @@ def _type_of(value: Any) -> Any:
     return type_name(value)
 
 
-__all__ = ["NOT_CONSTANT", "fold", "has_builtin", "library_operator_calls"]
+__all__ = ["NOT_CONSTANT", "fold"]

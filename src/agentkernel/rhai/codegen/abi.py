@@ -38,6 +38,7 @@ from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.eval_frames import read_scope, write_scope
+from agentkernel.rhai.runtime.library_ops import counted
 from agentkernel.rhai.runtime.modules import HELPERS as MODULE_HELPERS
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.runtime import CHAR_OF, NOT_PURE, Cell, ExitScript, Runtime, locate, wrap_call
@@ -62,7 +63,7 @@ RUNTIME_MEMBERS = frozenset(
         "ahead", "natives_inline",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
-        "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
+        "copy", "built", "pushed", "compound", "interpolate", "count_to_string", "functions_named_push",
         "functions_named_append", "append_text", "account_slot", "account",
         # natives, properties, indexing, iteration
         "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
@@ -281,9 +282,10 @@ def _helpers() -> dict[str, Callable[..., Any]]:
     }
 
 
-def _operators() -> dict[str, Callable[[Any, Any], Any]]:
-    """`op_add`, `op_eq`, …: the binary operators' slow paths, by the names codegen gives them."""
-    return {py_name: ops.BINARY[symbol] for symbol, py_name in BINARY_NAMES.items()}
+def _operators() -> dict[str, Callable[..., Any]]:
+    """`op_add`, `op_eq`, …: the binary operators' slow paths, by the names codegen gives them,
+    each counting the reference's library function where it has no built-in (`rt` passed)."""
+    return {py_name: counted(symbol) for symbol, py_name in BINARY_NAMES.items()}
 
 
 GLOBALS: dict[str, Any] = {**_builtins(), **_runtime_types(), **_helpers(), **_operators()}

@@ -143,6 +143,8 @@ def _is_shared(c: Calls, node: ast.Call, out: Operand) -> None:
 def _exit(c: Calls, node: ast.Call, out: Operand) -> None:
     value = c.expr(node.args[0]) if node.args else NONE
     c.uncount()  # the reference ends here: the statements after, counted ahead, never run
+    if c.top_level:
+        c.emit("rt.ahead = 0")  # taken back with the rest (else the runtime takes it back: `run`)
     c.emit(f"raise ExitScript({value})")
     c.emit(f"{out} = None")
 

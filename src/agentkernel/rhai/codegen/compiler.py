@@ -128,7 +128,7 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains
             cells.append(info.py)
             inner.bind(name, VarInfo(self.m.fresh("v") + "_" + name, info.const, True))
         leading = tuple(info.py for info in inner.scopes[0].values())
-        wrap = closure_call(anon_for(node))
+        wrap = closure_call(anon_for(node), self.m.source)
         inner.function(py_name, node.params, node.body, node, leading=leading, wrap=wrap)
         arity = len(node.params)
         out = self.temp()

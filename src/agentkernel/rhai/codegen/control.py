@@ -199,7 +199,8 @@ class ControlFlow(FunctionBase):
         The local holds what was counted since the runtime last saw it, beside the room
         left to the checkpoint: past that room the runtime takes the count and decides
         (`Runtime.settle`), so the limit trips at the very same block as counting inline
-        would; the rest is added when the loop ends, however it ends.
+        would; the rest is added when the loop ends, however it ends. (An operator without a
+        built-in counts its call in the runtime: checked there, and again when the loop ends.)
         """
         # a `for` evaluates its iterable once, before the loop: only its body must be call-free
         if self.counter is not None or self.facts.has_loop_calls(
@@ -219,6 +220,9 @@ class ControlFlow(FunctionBase):
         self.emit("finally:")
         with self.indented():
             self.emit(f"rt.operations += {counter}")
+        # an operator's library call (runtime/library_ops.py) counts in the runtime, which the
+        # local's room did not see: the limit holds the whole count at the latest here
+        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", loop.pos)
 
     def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
         self.loops.append(loop)
@@ -299,7 +303,7 @@ class ControlFlow(FunctionBase):
         return (
             f"{left} {node.op} {right}",
             self.int_checks(left, right),
-            f"{BINARY_NAMES[node.op]}({left}, {right})",
+            f"{BINARY_NAMES[node.op]}({left}, {right}, rt)",
         )
 
     def x_Loop(self, node: ast.Loop) -> Operand:

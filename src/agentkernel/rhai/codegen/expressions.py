@@ -19,11 +19,13 @@ from agentkernel.rhai.codegen.operands import (
     INT_ARITHMETIC,
     INT_COMPARISONS,
     LOCAL,
+    NONE,
     TEMP,
     TRUE,
     Operand,
     joined,
 )
+from agentkernel.rhai.runtime.values import Char, RangeVal
 from agentkernel.rhai.syntax import ast
 
 _SHORT_LITERAL = 40  # characters: a string constant this short is written into the code itself
@@ -37,6 +39,10 @@ def f_string_text(text: str) -> str:
     return body.replace("{", "{{").replace("}", "}}")
 
 
+# immutable and small: one shared constant (a string is built at run time, where its size is checked)
+_FOLDED = frozenset({int, float, bool, Char, type(None), RangeVal})
+
+
 class Expressions(FunctionBase):
     """Expressions other than chains, calls and control flow."""
 
@@ -46,6 +52,7 @@ class Expressions(FunctionBase):
     def x_Interpolated(self, node: ast.Interpolated) -> Operand:
         parts = []
         pieces = []  # the same, as the pieces of an f-string
+        value = NONE
         for part in node.parts:
             if isinstance(part, str):
                 parts.append(self.m.constant(part).text)
@@ -68,6 +75,11 @@ class Expressions(FunctionBase):
         inline = f"f'{''.join(pieces)}'"
         checked = f"rt.interpolate(({joined(parts)},))"
         self.emit(f"{out} = {inline} if not rt.sizes_checked else {checked}", node.pos)
+        counted_last = node is self.final_value and self.facts.constant(node) is NOT_CONSTANT
+        if counted_last and not isinstance(node.parts[-1], str):
+            # the reference's `to_string` of the last part, on a copy of its state, is then the
+            # last count it reports (the earlier parts' are below the count that follows them)
+            self.emit(f"if type({value}) is not str: rt.count_to_string({value})")
         return out
 
     def x_ArrayLit(self, node: ast.ArrayLit) -> Operand:
@@ -125,12 +137,17 @@ class Expressions(FunctionBase):
         return out
 
     def x_Binary(self, node: ast.Binary) -> Operand:
+        folded = self.facts.constant(node)
+        if type(folded) in _FOLDED:  # the reference's optimizer made it this constant: no call runs
+            return literal_operand(self.m, folded)
         if node.op == "??":
             return self.coalesce(node)
         left = self.stable(self.expr(node.left), node.right)
         right = self.expr(node.right)
         out = self.temp()
-        slow = f"{BINARY_NAMES[node.op]}({left}, {right})"
+        # the reference's library function, when no built-in takes the operands (library_ops.py)
+        last = ", True" if node is self.final_value else ""
+        slow = f"{BINARY_NAMES[node.op]}({left}, {right}, rt{last})"
         ints = self.int_checks(left, right)
         both_int = ints == "True"
         # arithmetic errors of binary operators carry no position (RHAI.md §5)

@@ -78,6 +78,9 @@ class FunctionBase:
         self.export_lets = False
         self.pending_ops = 0  # a loop head's operation, added to its body's count
         self.main_top = False  # the next block is the script's top level (statements.py `ahead`)
+        # the expression the script's last statement evaluates: the reference counts nothing
+        # after it, so what it counts on a copy of its state there is its last report
+        self.final_value: ast.Expr | None = None
         # per block being compiled, the operations it counted ahead for its statements after the
         # current one: what a `break`, `continue`, `return` or `exit` leaving them un-counts
         self.rests: list[int] = []

@@ -36,6 +36,7 @@ class Module:
 
     clock: CompileClock = field(default_factory=CompileClock)
     function_names: frozenset[str] = frozenset()  # the script's functions, usable as pointers
+    source: str | None = None  # the script's source name (a module's path): its errors name it
     constants: list[Any] = field(default_factory=list)
     _constant_index: dict[tuple[type, Any], int] = field(default_factory=dict)
     _open: list[Chunk] = field(default_factory=lambda: [Chunk()])

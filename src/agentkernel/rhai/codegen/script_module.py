@@ -16,6 +16,7 @@ from agentkernel.rhai.codegen.calls import SPECIAL_CALLS
 from agentkernel.rhai.codegen.compiler import FunctionCompiler
 from agentkernel.rhai.codegen.module import Module, fn_py_name
 from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.runtime.failures import from_source
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
 
@@ -59,20 +60,23 @@ def compile_script(
     # reached through method calls: runtime.Runtime.method)
     functions = {(f.name, len(f.params)): f for f in script.functions if f.this_type is None}
     module.function_names = frozenset(f.name for f in script.functions)
+    module.source = script.source
     body = ast.Block(script.stmts, (1, 1))
-    facts = Facts.of([*(fn.body for fn in script.functions), body], functions, SPECIAL_CALLS)
-    for fn in script.functions:
-        resolution = analyse(fn.params, fn.body, fn)
+    resolutions = [analyse(fn.params, fn.body, fn) for fn in script.functions]
+    top = analyse((), body, script)
+    capturing = {key for r in (*resolutions, top) for key, needs in r.closure_captures.items() if needs}
+    bodies = [*(fn.body for fn in script.functions), body]
+    facts = Facts.of(bodies, functions, SPECIAL_CALLS, capturing, optimized=not eval_mode)
+    for fn, resolution in zip(script.functions, resolutions, strict=True):
         compiler = FunctionCompiler(module, functions, resolution, facts, label=fn.name, top_level=False)
         compiler.function(
             fn_py_name(fn.name, len(fn.params), fn.this_type),
             fn.params,
             fn.body,
             fn,
-            wrap=f"in call to function '{fn.name}'" + (f" (from '{script.source}')" if script.source else ""),
+            wrap=f"in call to function '{fn.name}'{from_source(script.source)}",
         )
-    resolution = analyse((), body, script)
-    main = FunctionCompiler(module, functions, resolution, facts, label="main", top_level=True)
+    main = FunctionCompiler(module, functions, top, facts, label="main", top_level=True)
     main.dynamic = eval_mode or facts.uses_eval(body)
     main.export_lets = eval_mode
     main.function("main", (), body, script)

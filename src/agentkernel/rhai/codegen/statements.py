@@ -57,10 +57,12 @@ class Statements(FunctionBase):
         elif operations:
             self.count(operations, first)
         rests = self._rests(kept)
-        self.main_top = False
+        top, self.main_top = self.main_top, False
         value = NONE
         for index, stmt in enumerate(kept):
             last = index == len(kept) - 1
+            if top and last:
+                self.final_value = _value_of(stmt)
             if ahead is not None and ahead[index] is not None:
                 self.emit(f"rt.ahead = {ahead[index]}")
             self.rests.append(0 if counted else rests[index])
@@ -83,21 +85,20 @@ class Statements(FunctionBase):
         return rests
 
     def _ahead(self, kept: list[ast.Stmt]) -> list[int | None]:
-        """For each top-level statement with a call, the operations of the statements after
-        it, which its block counted ahead (None: nothing to tell the runtime). A native's
-        callback, or its call of another native, counts from where the reference is then:
-        it has not counted them yet."""
+        """For each top-level statement, the operations of the statements after it, which its
+        block counted ahead (None: nothing new to tell the runtime). A native's callback, or
+        what the reference counts on a copy of its state, counts from where the reference is
+        then: it has not counted them yet."""
         told = 0
         ahead: list[int | None] = [None] * len(kept)
-        rest = self._rests(kept)
-        for index, stmt in enumerate(kept):
-            if self.facts.has_calls(stmt) and rest[index] != told:
-                ahead[index] = told = rest[index]
+        for index, rest in enumerate(self._rests(kept)):
+            if rest != told:
+                ahead[index] = told = rest
         return ahead
 
     def _dropped(self, stmt: ast.Stmt, is_result: bool) -> bool:
         """The reference's optimizer removes pure expression statements whose value is unused."""
-        if not (isinstance(stmt, ast.ExprStmt) and self.facts.pure(stmt.expr)):
+        if not (isinstance(stmt, ast.ExprStmt) and self.facts.droppable(stmt)):
             return False
         # as the script's value a pure block still counts, unless its value is () anyway, as a
         # loop's is
@@ -147,8 +148,8 @@ class Statements(FunctionBase):
         out = self.temp()
         self.emit("try:")
         # the optimizer drops pure statements of a try body, even the last one
-        pure = self.facts.pure
-        body = tuple(s for s in stmt.body.stmts if not (isinstance(s, ast.ExprStmt) and pure(s.expr)))
+        droppable = self.facts.droppable
+        body = tuple(s for s in stmt.body.stmts if not (isinstance(s, ast.ExprStmt) and droppable(s)))
         with self.indented(blocks=1), self.scope():
             value = self.block_body(body, want_value=True)
             self.emit(f"{out} = {value}")
@@ -191,6 +192,13 @@ class Statements(FunctionBase):
             self.emit(f"raise rt_var_not_found({self.m.constant(stmt.name)})", stmt.pos)
             return
         self.emit(f"rt_export(rt, {self.m.constant(stmt.alias)}, {info.py})")
+
+
+def _value_of(stmt: ast.Stmt) -> ast.Expr | None:
+    """The expression whose value a statement is (or binds): nothing is counted after it."""
+    if isinstance(stmt, ast.ExprStmt):
+        return stmt.expr
+    return stmt.value if isinstance(stmt, ast.Let) else None
 
 
 __all__ = ["Statements"]

@@ -241,27 +241,44 @@ _CLOSURE_CALL = "in closure call"
 _OF = " of "
 
 
-def closure_call(name: str) -> str:
+def closure_call(name: str, source: str | None = None) -> str:
     """The call level label of the closure named `name` (`anon$…`): it reads `in closure
-    call`, and its error's `function` is the closure's name, as the reference's
-    `ErrorInFunctionCall` of the closure's `fn_def.name` (`dump_fields`)."""
-    return f"{_CLOSURE_CALL}{_OF}{name}"
+    call`, with ` (from 'lib')` when its script has a source, and its error's `function` is
+    the closure's name, as the reference's `ErrorInFunctionCall` of the closure's
+    `fn_def.name` (`dump_fields`)."""
+    return f"{_CLOSURE_CALL}{from_source(source)}{_OF}{name}"
+
+
+def from_source(source: str | None) -> str:
+    """What a call level's line adds for a script with a source (the reference's
+    `ErrorInFunctionCall` display): ` (from 'lib')`, or nothing."""
+    return f"{_FROM}{source}')" if source else ""
+
+
+_FROM = " (from '"
 
 
 def call_level(label: str, inner: RhaiRuntimeError) -> RhaiRuntimeError:
     """`inner` seen one call level up, `label` the level's line (`in call to function 'f'`,
-    or `closure_call`'s label, which shows as `in closure call`)."""
-    prefix, source = "in call to function '", " (from '"
-    extras = None
-    if label.startswith(_CLOSURE_CALL + _OF):
-        label, _, name = label.partition(_OF)
-        extras = {"function": name}
+    or `closure_call`'s label, which shows as `in closure call`), ` (from 'lib')` after it
+    when the call's script has a source: the error's `source`, and its inner levels say
+    `@ 'lib'`."""
+    prefix = "in call to function '"
+    extras: dict[str, str] | None = None
+    if label.startswith(_CLOSURE_CALL):
+        label, _, name = label.rpartition(_OF)
+        extras = {"function": name, **_source_of(label[len(_CLOSURE_CALL) :])}
     elif label.startswith(prefix):  # `in call to function 'f'`, ` (from 'lib')` when the script has a source
         name, _, rest = label[len(prefix) :].partition("'")
-        extras = {"function": name, **({"source": rest[len(source) : -2]} if rest.startswith(source) else {})}
+        extras = {"function": name, **_source_of(rest)}
     return RhaiRuntimeError(
         ErrorKind.IN_FUNCTION_CALL, label, extras=extras, inner=inner, catchable=inner.catchable
     )
+
+
+def _source_of(rest: str) -> dict[str, str]:
+    """`{"source": "lib"}` of a label's rest ` (from 'lib')`, else nothing."""
+    return {"source": rest[len(_FROM) : -2]} if rest.startswith(_FROM) else {}
 
 
 def runtime(text: str) -> RhaiRuntimeError:
@@ -293,6 +310,7 @@ __all__ = [
     "constant_assigned",
     "data_limit",
     "dot_expr",
+    "from_source",
     "function_not_found",
     "host_failure",
     "in_function_call",

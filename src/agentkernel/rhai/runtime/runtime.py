@@ -23,7 +23,7 @@ from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.data_size import LIST_SLOT, LiveData, Walker
 from agentkernel.rhai.runtime.internal_errors import log_internal_error
-from agentkernel.rhai.runtime.printing import calls_to_print, to_debug, to_string
+from agentkernel.rhai.runtime.printing import calls_to_format, calls_to_print, to_debug, to_string
 from agentkernel.rhai.runtime.values import (
     TAGGED,
     TAGGED_CONTAINERS,
@@ -276,6 +276,12 @@ class Runtime:
         token = pacing.install(self.deadline)
         try:
             return body(self, *args)
+        except ExitScript:
+            # `exit` in a function: the top level's statements after the one that called it,
+            # counted ahead, never ran there (one `exit` of its own took them back already)
+            self.operations -= self.ahead
+            self.ahead = 0
+            raise
         finally:
             pacing.uninstall(token)
             self.entry_frame = None
@@ -331,6 +337,11 @@ class Runtime:
                 raise failures.too_many_operations()
             if ops > self.callback_peak and not self.ahead:
                 self.callback_peak = ops
+
+    def count_to_string(self, value: Any) -> None:
+        """The reference's `to_string` of a value that is no string (an interpolation's part),
+        a native's call on a copy of its state, and the calls it makes (an array's items')."""
+        self.count_apart(1 + calls_to_format(value))
 
     def count_evaluation(self, operations: int) -> None:
         """An evaluation of its own the reference makes, counting from 0 (its `parse_json`
@@ -633,9 +644,10 @@ class Runtime:
             return obj.get(name)
         try:
             return self.library.get_property(self, obj, name)
-        except RhaiRuntimeError:
+        except RhaiRuntimeError as error:
             if type(obj) in TAGGED:
                 return self.get_prop(plain(obj), name)
+            self._tried_indexer(error)
             raise
 
     def set_prop(self, obj: Any, name: str, value: Any) -> Any:
@@ -649,10 +661,17 @@ class Runtime:
             return obj
         try:
             return self.library.set_property(self, obj, name, value)
-        except RhaiRuntimeError:
+        except RhaiRuntimeError as error:
             if type(obj) in TAGGED or type(value) in TAGGED:
                 return restore(obj, self.set_prop(plain(obj), name, plain(value)))
+            self._tried_indexer(error)
             raise
+
+    def _tried_indexer(self, error: RhaiRuntimeError) -> None:
+        """A property no getter or setter serves: the reference then tries an indexer with its
+        name (chaining.rs `call_indexer_get`/`_set`), one more native's call, which fails too."""
+        if error.kind == ErrorKind.DOT_EXPR:
+            self.count(1)
 
     def index_get(self, obj: Any, index: Any) -> Any:
         try:
