@@ -314,7 +314,7 @@ def test_a_while_head_spares_its_first_statement_only_the_overflow_it_rules_out(
     range, or for a step past it, the test stays and the overflow is still the reference's."""
     engine = Engine()
     source = engine.compile("let x = 3; while x > 0 { x -= 1; } x").module.source
-    assert "compound" not in source and "t4 = v1_x - 1" in source
+    assert "compound" not in source and " = v1_x - 1\n" in source
     assert engine.eval("let x = 3; while x > 0 { x -= 1; } x") == 0
     assert engine.eval("let x = 0; while 5 > x { x += 2; } x") == 6
     assert engine.eval("let x = -9223372036854775807; while x >= -9223372036854775807 { x -= 1; } x") == -(
@@ -373,3 +373,89 @@ def test_an_index_not_proven_int_tries_a_map_key_first_and_keeps_lists() -> None
         engine.eval("fn f(x, k) { x[k] } f([5], 1)")
     with pytest.raises(RhaiRuntimeError, match="expecting string"):
         engine.eval("fn f(x, k) { x[k] } f(#{}, 1)")
+
+
+STEPPED = [
+    "let x = 300; while x > 0 { x -= 1; } x",
+    "let a = []; a.pad(60, true); let k = 4; while k <= 59 { a[k] = false; k += 4; } a",
+    "let n = 90; let p = 7; let s = 0; while n >= p { s += n; n -= p; } [n, s]",
+    "let t = 0; for i in 1..30 { let k = 0; while k < 100 { t += k; k += i; } } t",
+    "let a = [0, 0, 0]; let k = 0; try { while k <= 5 { a[k] = 1; k += 1; } } catch { } let j = 0; "
+    "while j < 9 { j += 1; } [a, k]",
+    "let x = 9223372036854775790; try { while x <= 9223372036854775807 { x += 4; } } catch { } x",
+    "let a = \"abc\"; let k = 0; while k < 3 { a[k] = 'z'; k += 1; } a",
+    "let k = 5; let p = 0; let n = 0; while k < 9 && n < 20 { n += 1; } [k, n]",
+]
+
+
+def outcomes(source: str, limits: range) -> list[object]:
+    """What `source` gives under each operation limit: its value, or its error's text."""
+    seen: list[object] = []
+    for limit in limits:
+        try:
+            seen.append(Engine(limits=Limits(max_operations=limit)).eval(source))
+        except RhaiRuntimeError as error:
+            seen.append(str(error))
+    return seen
+
+
+@pytest.mark.parametrize("source", STEPPED)
+def test_a_loop_counted_at_entry_stops_and_fails_where_counting_each_iteration_does(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `while` of known trip count counts its iterations at once and runs a copy of its
+    body that counts nothing (codegen/stepped.py): under every limit, the script stops at the
+    same place with the same error, or gives the same value, as when every loop counts each
+    iteration inline; a failure inside the copy leaves the count of the failing iteration."""
+    from tests.rhai.operation_counts import our_count
+
+    total = our_count(source)
+    limits = range(max(1, total - 700), total + 2)
+    at_entry = (total, outcomes(source, limits))
+    monkeypatch.setattr(Facts, "has_calls", lambda facts, node: True)  # every loop counts inline
+    assert " // " not in Engine().compile(source).module.source
+    assert (our_count(source), outcomes(source, limits)) == at_entry
+
+
+def test_only_a_loop_stepping_a_bounded_int_is_counted_at_entry() -> None:
+    """The copy exists for a loop whose last statement steps the head's int local; its arrays
+    lose their type test there, and a body that counts on its own, jumps or changes the
+    bound keeps the loop as it was."""
+    engine = Engine()
+    sieve = engine.compile(
+        "let a = []; a.pad(9, 1); let k = 2; while k < 9 { a[k] = 0; k += 2; } a"
+    ).module.source
+    assert sieve.count("while v") == 2 and sieve.count("raise IndexError") == 1
+    for plain in (
+        "let k = 0; while k < 9 { k += 1; if k == 3 { break } } k",  # a jump
+        "let k = 0; let e = 9; while k < e { e -= 1; k += 1; } k",  # the bound changes
+        "let k = 0; while k < 9 { k += 1; k += 1; } k",  # stepped twice
+        "let k = 0; while k < 9 { k += 1; let j = k; } k",  # not stepped last
+        "let k = 0; let s = 0.5; while k < 9 { s += k; k += 1; } s",  # a float's `+=`: its count
+        "let k = 0; while k < 9 { k -= 1; } k",  # away from the bound
+    ):
+        assert " // " not in engine.compile(plain).module.source, plain
+    assert engine.eval("let k = 0; while k < 9 { k += 1; let j = k; } k") == 9
+    assert engine.eval("let k = 0; let e = 9; while k < e { e -= 1; k += 1; } k") == 5
+
+
+def test_a_step_not_above_zero_or_an_array_that_is_none_runs_the_loop_as_it_was() -> None:
+    """The test at entry sends a step ≤ 0, a container that is no array, or iterations past
+    the room left to the checkpoint to the loop counting each iteration."""
+    engine = Engine(limits=Limits(max_operations=2_000))
+    with pytest.raises(RhaiRuntimeError, match=r"Too many operations \(line 1, position 39\)"):
+        engine.eval("let k = 0; let p = 0; while k < 5 { k += p; }")
+    assert engine.eval("let b = blob(4); let k = 0; while k < 4 { b[k] = 7; k += 1; } b") == bytearray(
+        b"\x07" * 4
+    )
+    with pytest.raises(RhaiRuntimeError, match=r"Too many operations \(line 1, position 31\)"):
+        engine.eval("let k = 0; while k < 1000 { k += 1; }")
+
+
+def test_a_loop_whose_bound_or_step_is_its_own_variable_counts_each_iteration() -> None:
+    engine = Engine(limits=Limits(max_operations=500))
+    for source in ("let k = 1; while k <= k { k += 1; }", "let k = 1; while k < 1000 { k += k; } k"):
+        assert " // " not in engine.compile(source).module.source
+    with pytest.raises(RhaiRuntimeError, match="Too many operations"):
+        engine.eval("let k = 1; while k <= k { k += 1; }")
+    assert engine.eval("let k = 1; while k < 1000 { k += k; } k") == 1024

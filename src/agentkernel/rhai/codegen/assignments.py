@@ -50,9 +50,11 @@ class Assignments(FunctionBase):
 
     def general_compound(self, stmt: ast.Assign, value: Operand, current: Operand, right: Operand) -> None:
         """`value = current op right` through the runtime, first counting the natives the
-        reference calls for it (none for its built-ins), where the limit sees them."""
+        reference calls for it (none for its built-ins, as every `op=` of two ints), where the
+        limit sees them."""
         op = self.m.constant(stmt.op)
-        self.count(f"compound_calls({op}, {current}, {right})", stmt.pos)
+        if not (self.known_int(current) and self.known_int(right)):
+            self.count(f"compound_calls({op}, {current}, {right})", stmt.pos)
         self.emit(f"{value} = rt.compound({op}, {current}, {right})", stmt.pos)
 
     def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
@@ -138,7 +140,8 @@ class Assignments(FunctionBase):
             # Rhai's does) stands for the test; out of range, the slow path words the failure
             self.emit("try:")
             with self.indented(blocks=1):
-                self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
+                if obj.text not in self.proven_lists:
+                    self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
                 self.emit(f"{obj}[{index}] = {value}", ast.expr_pos(target.index))
             self.emit("except IndexError:")
         elif store_back:

@@ -116,7 +116,8 @@ class Chains(FunctionBase):
         assignment's (assignments.py); out of range or not a list, the slow path words it."""
         self.emit("try:")
         with self.indented(blocks=1):
-            self.emit(f"if type({current}) is not list: raise IndexError", pos)
+            if current.text not in self.proven_lists:
+                self.emit(f"if type({current}) is not list: raise IndexError", pos)
             self.emit(f"{out} = {current}[{index}]", pos)
         self.emit("except IndexError:")
         with self.indented(blocks=1):  # an except handler is a block to CPython

@@ -229,11 +229,16 @@ class ControlFlow(FunctionBase):
         self.emit(f"{loop.result} = None")
         head = self.inline_comparison(node.cond)
         with self.counted_locally(node):
-            if head is None:
-                self.emit("while True:")
-            else:
-                self.emit(f"while {head}:", node.cond.pos, operator=True)
-            self.indented_while(node, loop, head)
+
+            def general() -> None:
+                if head is None:
+                    self.emit("while True:")
+                else:
+                    self.emit(f"while {head}:", node.cond.pos, operator=True)
+                self.indented_while(node, loop, head)
+
+            if head is None or not self.stepped_while(node, loop, head, general):
+                general()
         return loop.result
 
     def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:

@@ -11,7 +11,7 @@ entry points one part calls in another are declared here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +93,11 @@ class FunctionBase:
         # (control.py `x_If`), and the part of it the next block compiled counts with its own
         self.head_count: tuple[int, Pos | None] | None = None
         self.branch_extra: tuple[int, Pos | None] | None = None
+        self.counts_emitted = 0  # counts emitted so far (stepped.py: a loop body's copy has none)
+        # in a loop body's copy counted at entry (stepped.py): the locals proven to hold arrays,
+        # and the statement stepping the loop when its overflow is ruled out
+        self.proven_lists: frozenset[str] = frozenset()
+        self.safe_step: ast.Stmt | None = None
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -144,6 +149,7 @@ class FunctionBase:
 
         `Too many operations` is reported at the first statement of the block.
         """
+        self.counts_emitted += 1
         if self.counter is not None:
             self.emit(f"{self.counter} += {operations}")
             # the local is zeroed as the runtime takes its count, before the check may raise
@@ -158,6 +164,7 @@ class FunctionBase:
         addition and one test; only past the checkpoint are the two checked apart, each at its
         own position, as two counts would be (the condition between them cannot fail)."""
         head_ops, head_pos = head
+        self.counts_emitted += 1
         if not operations:
             self.count(head_ops, head_pos)
             return
@@ -191,6 +198,8 @@ class FunctionBase:
     def in_range_at_entry(self, stmt: ast.Assign, current: Operand, op: str, right: Operand) -> bool:
         """Whether `current op right`, the first statement of a `while` body whose head bounds
         `current` (`while x > 0 { x -= 1 }`), stays an i64: no overflow test is needed."""
+        if stmt is self.safe_step:
+            return True
         entry, step = self.entry, right.int_value
         if entry is None or entry.stmt is not stmt or entry.local != current or step is None:
             return False
@@ -347,6 +356,14 @@ class FunctionBase:
 
     def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
         raise NotImplementedError  # control.py
+
+    def kept(self, stmts: tuple[ast.Stmt, ...], want_value: bool) -> list[ast.Stmt]:
+        raise NotImplementedError  # statements.py
+
+    def stepped_while(
+        self, node: ast.While, loop: LoopTarget, head: str, general: Callable[[], None]
+    ) -> bool:
+        raise NotImplementedError  # stepped.py
 
     def block_body(
         self,
