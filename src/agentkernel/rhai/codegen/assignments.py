@@ -125,8 +125,11 @@ class Assignments(FunctionBase):
         new = self.temp()
         fast = list_index_test(obj, index, self.known_int(index))
         if not self.known_int(index):
-            # a map first: an index not proven an int is most often a map's key
-            fast = f"(type({obj}) is dict and type({index}) is str and not rt.map_limit) or ({fast})"
+            # a map first: an index not proven an int is most often a map's key (a string one
+            # never a list's)
+            keyed = " and ".join([*self.key_test(obj, index), "not rt.map_limit"])
+            text = index in self.text_operands or self.is_str_constant(index)
+            fast = keyed if text else f"({keyed}) or ({fast})"
         # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
         counted = (
             ""

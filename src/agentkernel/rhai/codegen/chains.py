@@ -85,6 +85,9 @@ class Chains(FunctionBase):
         out = self.temp()
         if isinstance(link, ast.Property):
             name = self.m.constant(link.name)
+            if current in self.map_operands:  # a map's property is its key, whatever the name
+                self.emit(f"{out} = {current}.get({name})", link.pos)
+                return out
             fast = f"{current}.get({name}) if type({current}) is dict"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"(type({current}) is str or type({current}) is list)"
@@ -101,14 +104,32 @@ class Chains(FunctionBase):
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
                 slow = f"Char({current}[{index}]) if {string_test} else {slow}"
             elif not self.known_int(index):  # a map's key first: what such an index most often is
-                keyed = f"{current}.get({index}) if type({current}) is dict and type({index}) is str"
-                listed = f"{current}[{index}] if {fast}"
-                self.emit(f"{out} = {keyed} else {listed} else {slow}", ast.expr_pos(link.index))
+                self.keyed_item(out, current, index, f"{current}[{index}] if {fast} else {slow}", link)
                 return out
             self.emit(f"{out} = {current}[{index}] if {fast} else {slow}", ast.expr_pos(link.index))
         else:
             return self.method_call(link, current)
         return out
+
+    def keyed_item(
+        self, out: Operand, current: Operand, index: Operand, listed: str, link: ast.Index
+    ) -> None:
+        """`current[index]`, an index not proven an int: a map's string key first, tested only
+        as far as the types are not known; a string index never reads a list (`listed`)."""
+        keyed = self.key_test(current, index)
+        text = index in self.text_operands or self.is_str_constant(index)
+        read = f"{current}.get({index})"
+        if keyed:
+            slow = f"rt.index_get({current}, {index})" if text else listed
+            read = f"{read} if {' and '.join(keyed)} else {slow}"
+        self.emit(f"{out} = {read}", ast.expr_pos(link.index))
+
+    def key_test(self, container: Operand, key: Operand) -> list[str]:
+        """What is left to test for `container[key]` to be a map's string key."""
+        tests = [] if container in self.map_operands else [f"type({container}) is dict"]
+        if not (key in self.text_operands or self.is_str_constant(key)):
+            tests.append(f"type({key}) is str")
+        return tests
 
     def list_item(self, out: Operand, current: Operand, index: Operand, pos: Pos | None) -> None:
         """`current[index]` for an index known to be an int: Python's own bounds check (a

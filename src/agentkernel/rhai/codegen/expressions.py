@@ -121,19 +121,31 @@ class Expressions(FunctionBase):
             self.emit(f"if not ({fast}): {out} = {slow}", node.pos, operator=True)
             if both_int:  # in range, or the slow path raised the overflow
                 self.int_operands.add(out)
+                if node.op != "-" and self.non_negative(left) and self.non_negative(right):
+                    self.non_negative_operands.add(out)
         elif node.op in ("%", "/"):
             python_op = "%" if node.op == "%" else "//"
+            # Python's `%` and `//` are Rhai's for an int ≥ 0 by an int > 0
             positive = " and ".join(
-                [f"{left} >= 0"] * (not left.is_int_literal) + [f"{right} > 0"] * (not right.is_int_literal)
+                [f"{left} >= 0"] * (not self.non_negative(left))
+                + [f"{right} > 0"] * (not right.is_int_literal)
             )
             guard = " and ".join(x for x in (ints, positive) if x and x != "True") or "True"
             right_value, left_value = right.int_value, left.int_value
             if (right_value is not None and right_value <= 0) or (left_value is not None and left_value < 0):
                 self.emit(f"{out} = {slow}", node.pos, operator=True)
             else:
+                fast = f"{left} {python_op} {right}"
                 self.emit(
-                    f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True
+                    f"{out} = {fast} if {guard} else {slow}" if guard != "True" else f"{out} = {fast}",
+                    node.pos,
+                    operator=True,
                 )
+                if both_int:  # an int, or the operator raised (by zero, i64::MIN by -1)
+                    self.int_operands.add(out)
+                    # a remainder has the sign of the dividend; a quotient of two ints ≥ 0 is ≥ 0
+                    if self.non_negative(left) and (node.op == "%" or self.non_negative(right)):
+                        self.non_negative_operands.add(out)
         elif node.op in INT_COMPARISONS and both_int:
             self.emit(f"{out} = {left} {node.op} {right}", node.pos, operator=True)
             self.bool_operands.add(out)

@@ -85,6 +85,8 @@ class FunctionBase:
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.non_negative_operands: set[Operand] = set()  # of those, the ones never below 0
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
+        self.text_operands: set[Operand] = set()  # locals known to hold a plain string
+        self.map_operands: set[Operand] = set()  # locals known to hold an object map
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
@@ -283,6 +285,11 @@ class FunctionBase:
             self.int_operands.add(info.load)
             if key in self.resolution.non_negative_keys:
                 self.non_negative_operands.add(info.load)
+        if not info.cell and not self.dynamic:  # an `eval` may give a variable any value
+            if key in self.resolution.text_keys:
+                self.text_operands.add(info.load)
+            if key in self.resolution.map_keys:
+                self.map_operands.add(info.load)
         self.bind(name, info)
         return info
 
@@ -383,6 +390,9 @@ class FunctionBase:
         raise NotImplementedError  # assignments.py
 
     def link(self, link: Any, current: Operand) -> Operand:
+        raise NotImplementedError  # chains.py
+
+    def key_test(self, container: Operand, key: Operand) -> list[str]:
         raise NotImplementedError  # chains.py
 
 
