@@ -51,6 +51,7 @@ LOOPS = [
     "fn f() { let n = 0; while true { n += 1; if n == 77 { return n } } } f()",
     "let n = 0; try { while true { n += 1; if n == 90 { throw n } } } catch (e) { n = e * 2 } n",
     "let a = [1, 2, 3]; let s = 0; for x in a { s += x } for i in 0..0 { s += 1 } s",
+    'let n = 0; for w in "a b  c d".split(" ") { if w != "" { n += w.len } } n',  # a call before the loop
 ]
 
 

@@ -198,9 +198,11 @@ class ControlFlow(FunctionBase):
         The local holds what was counted since the runtime last saw it, beside the room
         left to the checkpoint: past that room the runtime takes the count and decides
         (`Runtime.settle`), so the limit trips at the very same block as counting inline
-        would; the rest is added when the loop ends, however it ends.
+        would; the rest is added when the loop ends, however it ends. A `for` loop's iterable
+        is evaluated before, once: only its body matters (`for w in s.split(" ")`).
         """
-        if self.counter is not None or self.facts.has_calls(loop):
+        inside = loop.body if isinstance(loop, ast.For) else loop
+        if self.counter is not None or self.facts.has_calls(inside):
             yield
             return
         counter = self.m.fresh("o")
