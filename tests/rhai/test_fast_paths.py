@@ -459,3 +459,36 @@ def test_a_loop_whose_bound_or_step_is_its_own_variable_counts_each_iteration() 
     with pytest.raises(RhaiRuntimeError, match="Too many operations"):
         engine.eval("let k = 1; while k <= k { k += 1; }")
     assert engine.eval("let k = 1; while k < 1000 { k += k; } k") == 1024
+
+
+def test_trim_and_len_run_inline_only_while_they_are_the_standard_natives() -> None:
+    """`s.trim()` of a string variable and `x.len()` of a string or an array run as the
+    standard natives' own work (Rust's White_Space trimmed, not Python's whitespace); a
+    script's own `trim()`/`len()`, a typed method or a host's registration still wins, and a
+    constant is still refused."""
+    engine = Engine()
+    source = 'let s = " \\u3000a\\u001c\\t "; s.trim(); let a = [1, 2]; [s, s.len(), a.len(), "xyz".len()]'
+    assert ".strip(" in engine.compile(source).module.source
+    assert engine.eval(source) == ["a\x1c", 2, 2, 3]
+    assert engine.eval('let m = #{a: 1}; let s = " b "; s.trim(); [m.len(), s]') == [1, "b"]
+    assert engine.eval('fn trim() { this = "mine" } let s = " b "; s.trim(); s') == "mine"
+    assert engine.eval("fn len() { 7 } let s = [1]; s.len()") == 7
+    assert engine.eval('fn string.len() { 9 } let s = "ab"; s.len()') == 9
+    with pytest.raises(RhaiRuntimeError, match="constant"):
+        engine.eval('const S = " a "; S.trim();')
+    engine.register_fn("trim", lambda s: None, params=[str])
+    assert engine.eval('let s = " b "; s.trim(); s') == " b "
+
+
+def test_a_string_changing_native_called_at_once_stores_back_as_the_full_path_does() -> None:
+    """A native seen to change a string receiver (`make_upper`, `pad`…) is called at once on
+    the next such call (`Runtime.changing_method`); the variable gets the new string, a
+    constant is still refused, a script's function of the name still wins."""
+    engine = Engine()
+    source = 'let s = "ab"; s.make_upper(); let t = "x"; t.pad(3, "-"); '
+    source += 'let u = "ab"; let c = u.pop(); [s, t, u, c]'
+    assert engine.eval(source) == ["AB", "x--", "a", "b"]
+    assert engine.eval(source) == ["AB", "x--", "a", "b"]  # remembered: at once
+    assert engine.eval('fn make_upper() { this = "mine" } let s = "ab"; s.make_upper(); s') == "mine"
+    with pytest.raises(RhaiRuntimeError, match="constant"):
+        engine.eval('const S = "ab"; S.make_upper();')

@@ -65,7 +65,7 @@ RUNTIME_MEMBERS = frozenset(
         "copy", "built", "pushed", "compound", "interpolate", "functions_named_push",
         "functions_named_append", "append_text", "account_slot",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
+        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2", "changing_method",
         "get_prop", "set_prop", "index_get", "index_set",
         "iterate",
         # functions, `this`, errors, output, eval
@@ -90,6 +90,7 @@ VALUE_ATTRIBUTES = frozenset(
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
         "join",  # str: an interpolation's parts joined inline when no size limit is set
+        "strip",  # str: `s.trim()` inline, with the reference's White_Space
         "add",  # set: `rt.eval_lets`, the names an `eval`'s text declared
     }
 )

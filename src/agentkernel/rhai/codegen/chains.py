@@ -14,6 +14,7 @@ from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.operands import EXPR, TEMP, Operand, joined, list_index_test
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.pacing import POLL_SIZE
+from agentkernel.rhai.stdlib.text import WHITESPACE
 from agentkernel.rhai.syntax import ast
 
 PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
@@ -172,6 +173,7 @@ class Chains(FunctionBase):
             self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
             self.ind -= 1
             return out
+        inline = self.inline_method(node, receiver, args, const, out)
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
@@ -181,7 +183,18 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
+            if const == "False" and self.is_lvalue(node.target):  # a string's change at once
+                self.emit(
+                    f"{out} = rt.changing_method({name}, {receiver}{''.join(f', {a}' for a in args)})",
+                    node.pos,
+                )
+                self.emit(f"if {out} is NOT_PURE:")
+                self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+        if at_once and const == "False" and self.is_lvalue(node.target):
+            self.ind -= 1
+        if inline:
+            self.ind -= 1
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             if self.is_lvalue(node.target):
@@ -190,6 +203,33 @@ class Chains(FunctionBase):
         if at_once:
             self.ind -= 1
         return out
+
+    def inline_method(
+        self, node: ast.MethodCall, receiver: Operand, args: list[Operand], const: str, out: Operand
+    ) -> bool:
+        """`s.len()` of a string or an array, and `s.trim()` of a string variable, as the standard
+        natives' own work (while they are the natives called: `Runtime.natives_inline`): emit the
+        test and the work, then `else:` one level in for the general path, and say True."""
+        if args or not receiver.is_name:
+            return False
+        if node.name == "len":
+            self.emit(f"if (type({receiver}) is str or type({receiver}) is list) and rt.natives_inline:")
+            with self.indented():
+                self.emit(f"{out} = len({receiver})")
+        elif node.name == "trim" and const == "False" and self.is_lvalue(node.target):
+            # the reference trims Unicode's White_Space, not Python's whitespace (text.py)
+            short = f"type({receiver}) is str and len({receiver}) < {POLL_SIZE}"
+            self.emit(f"if {short} and rt.natives_inline:")
+            with self.indented():
+                self.store(
+                    node.target, Operand(f"{receiver}.strip({self.m.constant(WHITESPACE)})", EXPR), node.pos
+                )
+                self.emit(f"{out} = None")
+        else:
+            return False
+        self.emit("else:")
+        self.ind += 1
+        return True
 
     def text_test(self, operand: Operand) -> str:
         """`type(x) in TEXT and ` (a string or a char), nothing for a string literal."""
