@@ -461,6 +461,22 @@ def test_a_loop_whose_bound_or_step_is_its_own_variable_counts_each_iteration() 
     assert engine.eval("let k = 1; while k < 1000 { k += k; } k") == 1024
 
 
+def test_the_string_changing_natives_are_the_ones_the_code_generator_calls_at_once() -> None:
+    from agentkernel.rhai.codegen.chains import CHANGING_STRING_METHODS
+    from agentkernel.rhai.stdlib import build_library
+
+    """`codegen/chains.py` names the natives of a string receiver that may be called at once
+    as they change it: every one of the standard library's that needs no context."""
+    library = build_library()
+    natives = [*library._exact.values(), *(n for overloads in library._loose.values() for n in overloads)]
+    found = {
+        native.name
+        for native in natives
+        if not native.pure and not native.needs_context and native.params and native.params[0] is str
+    }
+    assert found == CHANGING_STRING_METHODS
+
+
 def test_trim_and_len_run_inline_only_while_they_are_the_standard_natives() -> None:
     """`s.trim()` of a string variable and `x.len()` of a string or an array run as the
     standard natives' own work (Rust's White_Space trimmed, not Python's whitespace); a
@@ -481,14 +497,15 @@ def test_trim_and_len_run_inline_only_while_they_are_the_standard_natives() -> N
 
 
 def test_a_string_changing_native_called_at_once_stores_back_as_the_full_path_does() -> None:
-    """A native seen to change a string receiver (`make_upper`, `pad`…) is called at once on
+    """A native seen to change a string receiver (`make_upper`, `crop`…) is called at once on
     the next such call (`Runtime.changing_method`); the variable gets the new string, a
     constant is still refused, a script's function of the name still wins."""
     engine = Engine()
-    source = 'let s = "ab"; s.make_upper(); let t = "x"; t.pad(3, "-"); '
+    source = 'let s = "ab"; s.make_upper(); let t = "xyz"; t.crop(1, 5); '
     source += 'let u = "ab"; let c = u.pop(); [s, t, u, c]'
-    assert engine.eval(source) == ["AB", "x--", "a", "b"]
-    assert engine.eval(source) == ["AB", "x--", "a", "b"]  # remembered: at once
+    assert "rt.changing_method(" in engine.compile(source).module.source
+    assert engine.eval(source) == ["AB", "yz", "a", "b"]
+    assert engine.eval(source) == ["AB", "yz", "a", "b"]  # remembered: at once
     assert engine.eval('fn make_upper() { this = "mine" } let s = "ab"; s.make_upper(); s') == "mine"
     with pytest.raises(RhaiRuntimeError, match="constant"):
         engine.eval('const S = "ab"; S.make_upper();')

@@ -18,6 +18,11 @@ from agentkernel.rhai.stdlib.text import WHITESPACE
 from agentkernel.rhai.syntax import ast
 
 PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
+# the natives that change a string receiver and need no context (stdlib/strings.py
+# `_register_changing`): on a variable, once seen, called at once (`Runtime.changing_method`)
+CHANGING_STRING_METHODS = frozenset(
+    {"trim", "make_upper", "make_lower", "clear", "truncate", "crop", "pop", "set", "remove"}
+)
 
 
 class Chains(FunctionBase):
@@ -175,6 +180,12 @@ class Chains(FunctionBase):
             return out
         inline = self.inline_method(node, receiver, args, const, out)
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
+        changing = (
+            at_once
+            and node.name in CHANGING_STRING_METHODS
+            and const == "False"
+            and self.is_lvalue(node.target)
+        )
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
             if node.name == "contains" and len(args) == 1:  # a string's: the standard native's own work
@@ -183,7 +194,7 @@ class Chains(FunctionBase):
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
-            if const == "False" and self.is_lvalue(node.target):  # a string's change at once
+            if changing:  # a string's change at once
                 self.emit(
                     f"{out} = rt.changing_method({name}, {receiver}{''.join(f', {a}' for a in args)})",
                     node.pos,
@@ -191,7 +202,7 @@ class Chains(FunctionBase):
                 self.emit(f"if {out} is NOT_PURE:")
                 self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
-        if at_once and const == "False" and self.is_lvalue(node.target):
+        if changing:
             self.ind -= 1
         if inline:
             self.ind -= 1
