@@ -9,13 +9,18 @@ still hold. The shapes of the generated code are asserted, never its speed
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.engine import _run_main
+from agentkernel.rhai.runtime.runtime import Runtime
 from agentkernel.rhai.syntax import ast as rhai_ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 from agentkernel.rhai.syntax.parser import parse
+from tests.rhai.operation_counts import our_count
 
 
 def reads_only(source: str) -> bool:
@@ -400,15 +405,14 @@ def outcomes(source: str, limits: range) -> list[object]:
 
 
 @pytest.mark.parametrize("source", STEPPED)
-def test_a_loop_counted_at_entry_stops_and_fails_where_counting_each_iteration_does(
+def test_a_loop_counted_in_runs_stops_and_fails_where_counting_each_iteration_does(
     source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A `while` of known trip count counts its iterations at once and runs a copy of its
-    body that counts nothing (codegen/stepped.py): under every limit, the script stops at the
-    same place with the same error, or gives the same value, as when every loop counts each
-    iteration inline; a failure inside the copy leaves the count of the failing iteration."""
-    from tests.rhai.operation_counts import our_count
-
+    """A `while` of known trip count counts the iterations that fit before the checkpoint at
+    once and runs them in a copy of its body that counts nothing (codegen/stepped.py): under
+    every limit, the script stops at the same place with the same error, or gives the same
+    value, as when every loop counts each iteration inline; a failure inside the copy leaves
+    the count of the failing iteration."""
     total = our_count(source)
     limits = range(max(1, total - 700), total + 2)
     at_entry = (total, outcomes(source, limits))
@@ -417,7 +421,7 @@ def test_a_loop_counted_at_entry_stops_and_fails_where_counting_each_iteration_d
     assert (our_count(source), outcomes(source, limits)) == at_entry
 
 
-def test_only_a_loop_stepping_a_bounded_int_is_counted_at_entry() -> None:
+def test_only_a_loop_stepping_a_bounded_int_is_counted_in_runs() -> None:
     """The copy exists for a loop whose last statement steps the head's int local; its arrays
     lose their type test there, and a body that counts on its own, jumps or changes the
     bound keeps the loop as it was."""
@@ -440,7 +444,7 @@ def test_only_a_loop_stepping_a_bounded_int_is_counted_at_entry() -> None:
 
 
 def test_a_step_not_above_zero_or_an_array_that_is_none_runs_the_loop_as_it_was() -> None:
-    """The test at entry sends a step ≤ 0, a container that is no array, or iterations past
+    """The test before a run sends a step ≤ 0, a container that is no array, or iterations past
     the room left to the checkpoint to the loop counting each iteration."""
     engine = Engine(limits=Limits(max_operations=2_000))
     with pytest.raises(RhaiRuntimeError, match=r"Too many operations \(line 1, position 39\)"):
@@ -509,3 +513,36 @@ def test_a_string_changing_native_called_at_once_stores_back_as_the_full_path_do
     assert engine.eval('fn make_upper() { this = "mine" } let s = "ab"; s.make_upper(); s') == "mine"
     with pytest.raises(RhaiRuntimeError, match="constant"):
         engine.eval('const S = "ab"; S.make_upper();')
+
+
+class _LookingRuntime(Runtime):
+    """A runtime that looks (at a clock, say) every 1,000 operations, as a kernel tool's does."""
+
+    looks = 0
+
+    def reached_checkpoint(self) -> None:
+        super().reached_checkpoint()
+        self.looks += 1
+        self.checkpoint = min(self.limit_or_inf, self.operations + 1_000)
+
+
+def looked(source: str) -> tuple[Any, int, int]:
+    """What `source` gives under a runtime that looks every 1,000 operations: its value, its
+    count and how many times it looked."""
+    engine = Engine()
+    script = engine.compile(source)
+    rt = _LookingRuntime(library=engine.library, functions=dict(script.functions))
+    rt.checkpoint = 1_000
+    return _run_main(rt, script), rt.operations, rt.looks
+
+
+def test_a_loop_counted_in_runs_still_reaches_each_periodic_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between two looks of a host's periodic check, a stepped loop runs the iterations that
+    fit in a copy and one counting itself: the host looks as often, at the same counts."""
+    source = "let a = []; a.pad(5000, 0); let k = 0; while k < 5000 { a[k] = k; k += 1; } a[4999]"
+    assert " // " in Engine().compile(source).module.source
+    in_runs = looked(source)
+    monkeypatch.setattr(Facts, "has_calls", lambda facts, node: True)  # every loop counts inline
+    assert looked(source) == in_runs == (4999, our_count(source), 59)

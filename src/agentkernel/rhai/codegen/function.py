@@ -11,7 +11,7 @@ entry points one part calls in another are declared here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -96,7 +96,7 @@ class FunctionBase:
         self.head_count: tuple[int, Pos | None] | None = None
         self.branch_extra: tuple[int, Pos | None] | None = None
         self.counts_emitted = 0  # counts emitted so far (stepped.py: a loop body's copy has none)
-        # in a loop body's copy counted at entry (stepped.py): the locals proven to hold arrays,
+        # in a loop body's copy counted in runs (stepped.py): the locals proven to hold arrays,
         # and the statement stepping the loop when its overflow is ruled out
         self.proven_lists: frozenset[str] = frozenset()
         self.safe_step: ast.Stmt | None = None
@@ -367,10 +367,11 @@ class FunctionBase:
     def kept(self, stmts: tuple[ast.Stmt, ...], want_value: bool) -> list[ast.Stmt]:
         raise NotImplementedError  # statements.py
 
-    def stepped_while(
-        self, node: ast.While, loop: LoopTarget, head: str, general: Callable[[], None]
-    ) -> bool:
+    def stepped_while(self, node: ast.While, loop: LoopTarget, head: str) -> bool:
         raise NotImplementedError  # stepped.py
+
+    def while_body(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
+        raise NotImplementedError  # control.py
 
     def block_body(
         self,

@@ -1,31 +1,33 @@
-"""A `while` loop of known trip count, counted once at its entry (sieve's `while k <= MAX`).
+"""A `while` loop of known trip count, counted in runs of iterations (sieve's `while k <= MAX`).
 
 `while k <= e { …; k += p; }` (or `<`, or downward with `>`/`>=` and `-=`): `k` a
 local proven an int that only the body's last statement changes, by a step `p`
 that is a literal or an int local the body leaves alone (at run time, > 0), and
-`e` an int literal or such a local. Its trip count is known when it starts:
-`n = (e - k) // p + 1`, or 0 when the head fails at once.
+`e` an int literal or such a local. At each iteration, the number left is known:
+`(e - k) // p + 1`.
 
-When the loop counts in a local (control.py `counted_locally`) and its `n`
-iterations' operations fit in the room left to the checkpoint, they are counted
-at once and the loop runs a copy of its body that counts nothing; else it runs
-as before, counting each iteration, so the limit (and a host's periodic check)
-stops it at the same count and place. The copy
+When the loop counts in a local (control.py `counted_locally`), each iteration
+first takes as many of the iterations left as fit in the room left to the
+checkpoint, counts them at once and runs them in a copy of the body that counts
+nothing; when none fits, the iteration runs as before, counting itself, so the
+limit (and a host's periodic look at the clock) stops the loop at the same count
+and place, and the next iteration takes a run again. Without a limit the whole
+loop is one run. The copy
 
 * has no jump and nothing that counts on its own (a nested block, a
   compound assignment's call of a native): such a body has no copy;
-* runs its `n` iterations, unless something fails: then the operations of the
+* runs its iterations, unless something fails: then the operations of the
   iterations not begun are taken back, so the count is the failing
   iteration's, as counting each iteration leaves it;
 * reads and stores at an int index of the arrays it indexes without testing
-  that they are arrays when they were at entry: the copy's only writes to them
-  are stores at an index, which keep an array one;
+  that they are arrays when they were at the run's start: the copy's only
+  writes to them are stores at an index, which keep an array one;
 * steps `k` without an overflow test when `e ± p` is an i64.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -53,7 +55,7 @@ class Stepping:
 
     var: Operand  # the local the head compares, which the last statement steps
     bound: Operand  # what it is compared with
-    step: Operand  # the step's size: a literal > 0, or a local tested > 0 at entry
+    step: Operand  # the step's size: a literal > 0, or a local tested > 0 before each run
     upward: bool  # `k < e` / `k <= e` stepped by `k += p` (else `>`/`>=` and `-=`)
     strict: bool  # `<` or `>`
     last: ast.Assign  # the statement that steps it
@@ -75,28 +77,27 @@ def _root(target: ast.Expr) -> ast.Expr:
 
 
 class SteppedLoops(FunctionBase):
-    """`while` loops counted once at entry, on a copy of their body."""
+    """`while` loops counted in runs, on a copy of their body."""
 
-    def stepped_while(
-        self, node: ast.While, loop: LoopTarget, head: str, general: Callable[[], None]
-    ) -> bool:
-        """Emit `node` as its counted-at-entry copy, then (`else:`) as `general` emits it, and
-        say True; or emit nothing and say False when the loop is not of the kind."""
+    def stepped_while(self, node: ast.While, loop: LoopTarget, head: str) -> bool:
+        """Emit `node` with a run of iterations in a copy of its body at the top of each
+        iteration, and say True; or emit nothing and say False when it is not of the kind."""
         stepping = self.stepping(node)
         if stepping is None:
             return False
         mark, counts = self.m.mark(), self.counts_emitted
         ops = self.iteration_ops(node)
         trips = self.m.fresh("n")
-        self.emit(f"if {self.entry_test(stepping, head, trips, ops)}:")
-        with self.indented():
-            self.counted_copy(node, loop, head, stepping, trips, ops)
-        if self.counts_emitted != counts:  # something in the body counts on its own: no copy
-            self.m.rollback(mark)
-            return False
-        self.emit("else:")
-        with self.indented():
-            general()
+        self.emit(f"while {head}:", node.cond.pos, operator=True)
+        with self.indented(blocks=1):
+            self.emit(f"if {self.run_test(stepping, trips, ops)}:")
+            with self.indented():
+                self.counted_copy(node, loop, stepping, trips, ops)
+                self.emit("continue")
+            if self.counts_emitted != counts:  # something in the body counts on its own: no copy
+                self.m.rollback(mark)
+                return False
+            self.while_body(node, loop, head)
         return True
 
     def iteration_ops(self, node: ast.While) -> int:
@@ -105,7 +106,7 @@ class SteppedLoops(FunctionBase):
         return max(body + self.facts.ops(node.cond), 1)
 
     def stepping(self, node: ast.While) -> Stepping | None:
-        """What `node` is stepped by, if its trip count is known at entry (the module's docstring)."""
+        """What `node` is stepped by, if its iterations left are known (the module's docstring)."""
         cond, stmts = node.cond, node.body.stmts
         if self.counter is None or self.dynamic or not stmts or not isinstance(cond, ast.Binary):
             return None
@@ -187,9 +188,10 @@ class SteppedLoops(FunctionBase):
                 arrays.append(info.load)
         return tuple(arrays)
 
-    def entry_test(self, stepping: Stepping, head: str, trips: str, ops: int) -> str:
-        """The test at entry: a step > 0, the arrays arrays, no overflow of the step when
-        that is not known already, and the iterations' operations within the room left."""
+    def run_test(self, stepping: Stepping, trips: str, ops: int) -> str:
+        """The test for a run: a step > 0, the arrays arrays, no overflow of the step when
+        that is not known already, and at least one iteration's operations in the room left,
+        all that are left if they fit (how many: `trips`)."""
         k, e, p = stepping.var, stepping.bound, stepping.step
         tests = [] if p.int_value is not None else [f"{p} > 0"]
         tests += [f"type({a}) is list" for a in stepping.arrays]
@@ -197,9 +199,9 @@ class SteppedLoops(FunctionBase):
             tests.append(f"{e} + {p} <= {I64_MAX}" if stepping.upward else f"{e} - {p} >= {I64_MIN}")
         gap = f"{e} - {k}" if stepping.upward else f"{k} - {e}"
         gap += " - 1" if stepping.strict else ""
-        counter = self.counter
+        room = f"{self.counter}_room - {self.counter}"
         tests.append(
-            f"{counter} + ({trips} := (({gap}) // {p} + 1 if {head} else 0)) * {ops} <= {counter}_room"
+            f"(({trips} := ({gap}) // {p} + 1) * {ops} <= {room} or ({trips} := ({room}) // {ops}) > 0)"
         )
         return " and ".join(tests)
 
@@ -212,17 +214,22 @@ class SteppedLoops(FunctionBase):
         return bound + step <= I64_MAX if stepping.upward else bound - step >= I64_MIN
 
     def counted_copy(
-        self, node: ast.While, loop: LoopTarget, head: str, stepping: Stepping, trips: str, ops: int
+        self, node: ast.While, loop: LoopTarget, stepping: Stepping, trips: str, ops: int
     ) -> None:
-        """The iterations counted at once (`ops` each), then the body's copy, which counts
-        nothing; if it fails, the operations of the iterations not begun are taken back."""
-        start = self.m.fresh("k")
+        """`trips` iterations counted at once (`ops` each), then run in the body's copy, which
+        counts nothing; if it fails, the operations of the iterations not begun are taken back."""
+        start, stop = self.m.fresh("k"), self.m.fresh("last")
         k, p, counter = stepping.var, stepping.step, self.counter
         self.emit(f"{counter} += {trips} * {ops}")
         self.emit(f"{start} = {k}")
+        self.emit(
+            f"{stop} = {k} + ({trips} - 1) * {p}"
+            if stepping.upward
+            else f"{stop} = {k} - ({trips} - 1) * {p}"
+        )
         self.emit("try:")
         with self.indented(blocks=1):
-            self.emit(f"while {head}:", node.cond.pos, operator=True)
+            self.emit(f"while {k} <= {stop}:" if stepping.upward else f"while {k} >= {stop}:")
             with self.indented(blocks=1), self.copy_facts(stepping):
                 self.loops.append(loop)
                 with self.scope():
@@ -238,7 +245,7 @@ class SteppedLoops(FunctionBase):
     @contextmanager
     def copy_facts(self, stepping: Stepping) -> Iterator[None]:
         """While the copy is compiled: its arrays are arrays, its step needs no test when the
-        entry tested it, and the head's count is in the one at entry."""
+        run tested it, and the head's count is in the run's."""
         saved = self.proven_lists, self.safe_step
         self.proven_lists = frozenset(a.text for a in stepping.arrays)
         self.safe_step = stepping.last if self.step_in_range(stepping) is not False else None
