@@ -9,13 +9,18 @@ still hold. The shapes of the generated code are asserted, never its speed
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.engine import _run_main
+from agentkernel.rhai.runtime.runtime import Runtime
 from agentkernel.rhai.syntax import ast as rhai_ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 from agentkernel.rhai.syntax.parser import parse
+from tests.rhai.operation_counts import our_count
 
 
 def reads_only(source: str) -> bool:
@@ -315,7 +320,7 @@ def test_a_while_head_spares_its_first_statement_only_the_overflow_it_rules_out(
     range, or for a step past it, the test stays and the overflow is still the reference's."""
     engine = Engine()
     source = engine.compile("let x = 3; while x > 0 { x -= 1; } x").module.source
-    assert "compound" not in source and "t4 = v1_x - 1" in source
+    assert "compound" not in source and " = v1_x - 1\n" in source
     assert engine.eval("let x = 3; while x > 0 { x -= 1; } x") == 0
     assert engine.eval("let x = 0; while 5 > x { x += 2; } x") == 6
     assert engine.eval("let x = -9223372036854775807; while x >= -9223372036854775807 { x -= 1; } x") == -(
@@ -440,3 +445,171 @@ def test_contains_copies_its_argument_only_for_the_full_path() -> None:
         True,
         [2, 3],
     ]
+
+
+STEPPED = [
+    "let x = 300; while x > 0 { x -= 1; } x",
+    "let a = []; a.pad(60, true); let k = 4; while k <= 59 { a[k] = false; k += 4; } a",
+    "let n = 90; let p = 7; let s = 0; while n >= p { s += n; n -= p; } [n, s]",
+    "let t = 0; for i in 1..30 { let k = 0; while k < 100 { t += k; k += i; } } t",
+    "let a = [0, 0, 0]; let k = 0; try { while k <= 5 { a[k] = 1; k += 1; } } catch { } let j = 0; "
+    "while j < 9 { j += 1; } [a, k]",
+    "let x = 9223372036854775790; try { while x <= 9223372036854775807 { x += 4; } } catch { } x",
+    "let a = \"abc\"; let k = 0; while k < 3 { a[k] = 'z'; k += 1; } a",
+    "let k = 5; let p = 0; let n = 0; while k < 9 && n < 20 { n += 1; } [k, n]",
+]
+
+
+def outcomes(source: str, limits: range) -> list[object]:
+    """What `source` gives under each operation limit: its value, or its error's text."""
+    seen: list[object] = []
+    for limit in limits:
+        try:
+            seen.append(Engine(limits=Limits(max_operations=limit)).eval(source))
+        except RhaiRuntimeError as error:
+            seen.append(str(error))
+    return seen
+
+
+@pytest.mark.parametrize("source", STEPPED)
+def test_a_loop_counted_in_runs_stops_and_fails_where_counting_each_iteration_does(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `while` of known trip count counts the iterations that fit before the checkpoint at
+    once and runs them in a copy of its body that counts nothing (codegen/stepped.py): under
+    every limit, the script stops at the same place with the same error, or gives the same
+    value, as when every loop counts each iteration inline; a failure inside the copy leaves
+    the count of the failing iteration."""
+    total = our_count(source)
+    limits = range(max(1, total - 700), total + 2)
+    at_entry = (total, outcomes(source, limits))
+    monkeypatch.setattr(Facts, "has_loop_calls", lambda facts, node: True)  # every loop counts inline
+    assert " // " not in Engine().compile(source).module.source
+    assert (our_count(source), outcomes(source, limits)) == at_entry
+
+
+def test_only_a_loop_stepping_a_bounded_int_is_counted_in_runs() -> None:
+    """The copy exists for a loop whose last statement steps the head's int local; its arrays
+    lose their type test there, and a body that counts on its own, jumps or changes the
+    bound keeps the loop as it was."""
+    engine = Engine()
+    sieve = engine.compile(
+        "let a = []; a.pad(9, 1); let k = 2; while k < 9 { a[k] = 0; k += 2; } a"
+    ).module.source
+    assert sieve.count("while v") == 2 and sieve.count("raise IndexError") == 1
+    for plain in (
+        "let k = 0; while k < 9 { k += 1; if k == 3 { break } } k",  # a jump
+        "let k = 0; let e = 9; while k < e { e -= 1; k += 1; } k",  # the bound changes
+        "let k = 0; while k < 9 { k += 1; k += 1; } k",  # stepped twice
+        "let k = 0; while k < 9 { k += 1; let j = k; } k",  # not stepped last
+        "let k = 0; let s = 0.5; while k < 9 { s += k; k += 1; } s",  # a float's `+=`: its count
+        "let k = 0; while k < 9 { k -= 1; } k",  # away from the bound
+    ):
+        assert " // " not in engine.compile(plain).module.source, plain
+    assert engine.eval("let k = 0; while k < 9 { k += 1; let j = k; } k") == 9
+    assert engine.eval("let k = 0; let e = 9; while k < e { e -= 1; k += 1; } k") == 5
+
+
+def test_a_step_not_above_zero_or_an_array_that_is_none_runs_the_loop_as_it_was() -> None:
+    """The test before a run sends a step ≤ 0, a container that is no array, or iterations past
+    the room left to the checkpoint to the loop counting each iteration."""
+    engine = Engine(limits=Limits(max_operations=2_000))
+    with pytest.raises(RhaiRuntimeError, match=r"Too many operations \(line 1, position 39\)"):
+        engine.eval("let k = 0; let p = 0; while k < 5 { k += p; }")
+    assert engine.eval("let b = blob(4); let k = 0; while k < 4 { b[k] = 7; k += 1; } b") == bytearray(
+        b"\x07" * 4
+    )
+    with pytest.raises(RhaiRuntimeError, match=r"Too many operations \(line 1, position 31\)"):
+        engine.eval("let k = 0; while k < 1000 { k += 1; }")
+
+
+def test_a_loop_whose_bound_or_step_is_its_own_variable_counts_each_iteration() -> None:
+    engine = Engine(limits=Limits(max_operations=500))
+    for source in ("let k = 1; while k <= k { k += 1; }", "let k = 1; while k < 1000 { k += k; } k"):
+        assert " // " not in engine.compile(source).module.source
+    with pytest.raises(RhaiRuntimeError, match="Too many operations"):
+        engine.eval("let k = 1; while k <= k { k += 1; }")
+    assert engine.eval("let k = 1; while k < 1000 { k += k; } k") == 1024
+
+
+def test_the_string_changing_natives_are_the_ones_the_code_generator_calls_at_once() -> None:
+    from agentkernel.rhai.codegen.chains import CHANGING_STRING_METHODS
+    from agentkernel.rhai.stdlib import build_library
+
+    """`codegen/chains.py` names the natives of a string receiver that may be called at once
+    as they change it: every one of the standard library's that needs no context."""
+    library = build_library()
+    natives = [*library._exact.values(), *(n for overloads in library._loose.values() for n in overloads)]
+    found = {
+        native.name
+        for native in natives
+        if not native.pure and not native.needs_context and native.params and native.params[0] is str
+    }
+    assert found == CHANGING_STRING_METHODS
+
+
+def test_trim_and_len_run_inline_only_while_they_are_the_standard_natives() -> None:
+    """`s.trim()` of a string variable and `x.len()` of a string or an array run as the
+    standard natives' own work (Rust's White_Space trimmed, not Python's whitespace); a
+    script's own `trim()`/`len()`, a typed method or a host's registration still wins, and a
+    constant is still refused."""
+    engine = Engine()
+    source = 'let s = " \\u3000a\\u001c\\t "; s.trim(); let a = [1, 2]; [s, s.len(), a.len(), "xyz".len()]'
+    assert ".strip(" in engine.compile(source).module.source
+    assert engine.eval(source) == ["a\x1c", 2, 2, 3]
+    assert engine.eval('let m = #{a: 1}; let s = " b "; s.trim(); [m.len(), s]') == [1, "b"]
+    assert engine.eval('fn trim() { this = "mine" } let s = " b "; s.trim(); s') == "mine"
+    assert engine.eval("fn len() { 7 } let s = [1]; s.len()") == 7
+    assert engine.eval('fn string.len() { 9 } let s = "ab"; s.len()') == 9
+    with pytest.raises(RhaiRuntimeError, match="constant"):
+        engine.eval('const S = " a "; S.trim();')
+    engine.register_fn("trim", lambda s: None, params=[str])
+    assert engine.eval('let s = " b "; s.trim(); s') == " b "
+
+
+def test_a_string_changing_native_called_at_once_stores_back_as_the_full_path_does() -> None:
+    """A native seen to change a string receiver (`make_upper`, `crop`…) is called at once on
+    the next such call (`Runtime.changing_method`); the variable gets the new string, a
+    constant is still refused, a script's function of the name still wins."""
+    engine = Engine()
+    source = 'let s = "ab"; s.make_upper(); let t = "xyz"; t.crop(1, 5); '
+    source += 'let u = "ab"; let c = u.pop(); [s, t, u, c]'
+    assert "rt.changing_method(" in engine.compile(source).module.source
+    assert engine.eval(source) == ["AB", "yz", "a", "b"]
+    assert engine.eval(source) == ["AB", "yz", "a", "b"]  # remembered: at once
+    assert engine.eval('fn make_upper() { this = "mine" } let s = "ab"; s.make_upper(); s') == "mine"
+    with pytest.raises(RhaiRuntimeError, match="constant"):
+        engine.eval('const S = "ab"; S.make_upper();')
+
+
+class _LookingRuntime(Runtime):
+    """A runtime that looks (at a clock, say) every 1,000 operations, as a kernel tool's does."""
+
+    looks = 0
+
+    def reached_checkpoint(self) -> None:
+        super().reached_checkpoint()
+        self.looks += 1
+        self.checkpoint = min(self.limit_or_inf, self.operations + 1_000)
+
+
+def looked(source: str) -> tuple[Any, int, int]:
+    """What `source` gives under a runtime that looks every 1,000 operations: its value, its
+    count and how many times it looked."""
+    engine = Engine()
+    script = engine.compile(source)
+    rt = _LookingRuntime(library=engine.library, functions=dict(script.functions))
+    rt.checkpoint = 1_000
+    return _run_main(rt, script), rt.operations, rt.looks
+
+
+def test_a_loop_counted_in_runs_still_reaches_each_periodic_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between two looks of a host's periodic check, a stepped loop runs the iterations that
+    fit in a copy and one counting itself: the host looks as often, at the same counts."""
+    source = "let a = []; a.pad(5000, 0); let k = 0; while k < 5000 { a[k] = k; k += 1; } a[4999]"
+    assert " // " in Engine().compile(source).module.source
+    in_runs = looked(source)
+    monkeypatch.setattr(Facts, "has_loop_calls", lambda facts, node: True)  # every loop counts inline
+    assert looked(source) == in_runs == (4999, our_count(source), 59)

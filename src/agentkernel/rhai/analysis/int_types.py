@@ -14,6 +14,7 @@ so a variable built from other int variables qualifies too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ class IntFacts:
 
     assigned: dict[DeclKey, list[Any]] = field(default_factory=dict)
     excluded: set[DeclKey] = field(default_factory=set)
+    changed: set[DeclKey] = field(default_factory=set)  # changed in place: `a[i] = v`, `a.b = v`
     bound: dict[int, DeclKey] = field(default_factory=dict)
 
 
@@ -92,7 +94,7 @@ def int_declarations(facts: IntFacts) -> frozenset[DeclKey]:
                 break
             needs |= found
         else:
-            if key in facts.excluded:
+            if key in facts.excluded or key in facts.changed:
                 failing.append(key)
                 continue
             ints.add(key)
@@ -130,6 +132,31 @@ def non_negative_declarations(facts: IntFacts, ints: frozenset[DeclKey]) -> froz
     return frozenset(candidates)
 
 
+def text_declarations(facts: IntFacts) -> frozenset[DeclKey]:
+    """The declarations that always hold a plain string: every value a string literal or an
+    interpolation, and nothing changes them behind the compiler's back (a tag is set by a
+    method call)."""
+    return _declarations_of(
+        facts,
+        lambda v: type(v) is ast.Interpolated or (type(v) is ast.Literal and type(v.value) is str),
+        facts.excluded | facts.changed,
+    )
+
+
+def map_declarations(facts: IntFacts) -> frozenset[DeclKey]:
+    """The declarations that always hold an object map: every value a map literal; stores
+    into one at a key or property keep it a map, so only what else may change it counts."""
+    return _declarations_of(facts, lambda v: type(v) is ast.MapLit, facts.excluded)
+
+
+def _declarations_of(
+    facts: IntFacts, test: Callable[[Any], bool], excluded: set[DeclKey]
+) -> frozenset[DeclKey]:
+    return frozenset(
+        key for key, values in facts.assigned.items() if key not in excluded and all(map(test, values))
+    )
+
+
 def _drop_dependents(
     kept: set[DeclKey], dependents: dict[DeclKey, list[DeclKey]], failing: list[DeclKey]
 ) -> None:
@@ -147,5 +174,7 @@ __all__ = [
     "DeclKey",
     "IntFacts",
     "int_declarations",
+    "map_declarations",
     "non_negative_declarations",
+    "text_declarations",
 ]

@@ -32,7 +32,9 @@ from agentkernel.rhai.analysis.int_types import (
     DeclKey,
     IntFacts,
     int_declarations,
+    map_declarations,
     non_negative_declarations,
+    text_declarations,
 )
 from agentkernel.rhai.syntax import ast
 
@@ -56,6 +58,8 @@ class Scopes:
     closure_captures: dict[int, tuple[DeclKey, ...]] = field(default_factory=dict)
     int_keys: frozenset[DeclKey] = frozenset()
     non_negative_keys: frozenset[DeclKey] = frozenset()  # of int_keys, those never below 0
+    text_keys: frozenset[DeclKey] = frozenset()  # the declarations always holding a plain string
+    map_keys: frozenset[DeclKey] = frozenset()  # the declarations always holding an object map
 
 
 class _Analysis:
@@ -75,6 +79,8 @@ class _Analysis:
         self.facts.excluded |= self.scopes.captured  # a Cell is never a plain int
         self.scopes.int_keys = int_declarations(self.facts)
         self.scopes.non_negative_keys = non_negative_declarations(self.facts, self.scopes.int_keys)
+        self.scopes.text_keys = text_declarations(self.facts)
+        self.scopes.map_keys = map_declarations(self.facts)
         return self.scopes
 
     # -- scopes ---------------------------------------------------------------
@@ -170,7 +176,7 @@ class _Analysis:
                 value = ast.Binary(node.op.rstrip("="), node.target, node.value, node.pos)
             self.facts.assigned.setdefault(key, []).append(value)
         else:  # `a[i] = v`, `a.b = v`: changed in place
-            self.facts.excluded.add(key)
+            self.facts.changed.add(key)
 
     def _method_call(self, node: ast.MethodCall) -> None:
         self._children(node)

@@ -66,7 +66,7 @@ RUNTIME_MEMBERS = frozenset(
         "copy", "built", "pushed", "compound", "interpolate", "count_to_string", "functions_named_push",
         "functions_named_append", "append_text", "account_slot", "account",
         # natives, properties, indexing, iteration
-        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2",
+        "call_native", "call_native_ref", "pure_method", "pure_method0", "pure_method2", "changing_method",
         "get_prop", "set_prop", "index_get", "index_set",
         "iterate", "iterate_new",
         # functions, `this`, errors, output, eval

@@ -23,6 +23,7 @@ def compile_apart(outer: C, node: Any, part: Callable[[C], Operand]) -> Operand:
     """Compile `part(inner)` (a block's statements or an expression, `node`) as a new function
     of the module; emit its call in `outer` and return the operand holding its value."""
     shared = [(name, info) for name in sorted(outer.facts.names(node)) if (info := outer.lookup(name))]
+    outer.counts_emitted += 1  # the part counts on its own (stepped.py: no copy of a body holding one)
     inner = _inner_compiler(outer, shared)
     assert inner.apart is not None
     box = inner.apart.box

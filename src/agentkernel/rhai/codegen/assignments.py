@@ -50,9 +50,11 @@ class Assignments(FunctionBase):
 
     def general_compound(self, stmt: ast.Assign, value: Operand, current: Operand, right: Operand) -> None:
         """`value = current op right` through the runtime, first counting the natives the
-        reference calls for it (none for its built-ins), where the limit sees them."""
+        reference calls for it (none for its built-ins, as every `op=` of two ints), where the
+        limit sees them."""
         op = self.m.constant(stmt.op)
-        self.count(f"compound_calls({op}, {current}, {right})", stmt.pos)
+        if not (self.known_int(current) and self.known_int(right)):
+            self.count(f"compound_calls({op}, {current}, {right})", stmt.pos)
         self.emit(f"{value} = rt.compound({op}, {current}, {right})", stmt.pos)
 
     def store(self, target: ast.Expr, value: Operand, pos: Pos) -> None:
@@ -123,8 +125,11 @@ class Assignments(FunctionBase):
         new = self.temp()
         fast = list_index_test(obj, index, self.known_int(index))
         if not self.known_int(index):
-            # a map first: an index not proven an int is most often a map's key
-            fast = f"(type({obj}) is dict and type({index}) is str and not rt.map_limit) or ({fast})"
+            # a map first: an index not proven an int is most often a map's key (a string one
+            # never a list's)
+            keyed = " and ".join([*self.key_test(obj, index), "not rt.map_limit"])
+            text = index in self.text_operands or self.is_str_constant(index)
+            fast = keyed if text else f"({keyed}) or ({fast})"
         # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
         counted = (
             ""
@@ -138,7 +143,8 @@ class Assignments(FunctionBase):
             # Rhai's does) stands for the test; out of range, the slow path words the failure
             self.emit("try:")
             with self.indented(blocks=1):
-                self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
+                if obj.text not in self.proven_lists:
+                    self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
                 self.emit(f"{obj}[{index}] = {value}", ast.expr_pos(target.index))
             self.emit("except IndexError:")
         elif store_back:

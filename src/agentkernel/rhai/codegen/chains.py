@@ -17,6 +17,11 @@ from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 
 PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
+# the natives that change a string receiver and need no context (stdlib/strings.py
+# `_register_changing`): on a variable, once seen, called at once (`Runtime.changing_method`)
+CHANGING_STRING_METHODS = frozenset(
+    {"trim", "make_upper", "make_lower", "clear", "truncate", "crop", "pop", "set", "remove"}
+)
 
 
 class Chains(FunctionBase):
@@ -85,6 +90,9 @@ class Chains(FunctionBase):
         out = self.temp()
         if isinstance(link, ast.Property):
             name = self.m.constant(link.name)
+            if current in self.map_operands:  # a map's property is its key, whatever the name
+                self.emit(f"{out} = {current}.get({name})", link.pos)
+                return out
             fast = f"{current}.get({name}) if type({current}) is dict"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"(type({current}) is str or type({current}) is list)"
@@ -101,14 +109,32 @@ class Chains(FunctionBase):
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
                 slow = f"CHAR_OF({current}[{index}]) if {string_test} else {slow}"
             elif not self.known_int(index):  # a map's key first: what such an index most often is
-                keyed = f"{current}.get({index}) if type({current}) is dict and type({index}) is str"
-                listed = f"{current}[{index}] if {fast}"
-                self.emit(f"{out} = {keyed} else {listed} else {slow}", ast.expr_pos(link.index))
+                self.keyed_item(out, current, index, f"{current}[{index}] if {fast} else {slow}", link)
                 return out
             self.emit(f"{out} = {current}[{index}] if {fast} else {slow}", ast.expr_pos(link.index))
         else:
             return self.method_call(link, current)
         return out
+
+    def keyed_item(
+        self, out: Operand, current: Operand, index: Operand, listed: str, link: ast.Index
+    ) -> None:
+        """`current[index]`, an index not proven an int: a map's string key first, tested only
+        as far as the types are not known; a string index never reads a list (`listed`)."""
+        keyed = self.key_test(current, index)
+        text = index in self.text_operands or self.is_str_constant(index)
+        read = f"{current}.get({index})"
+        if keyed:
+            slow = f"rt.index_get({current}, {index})" if text else listed
+            read = f"{read} if {' and '.join(keyed)} else {slow}"
+        self.emit(f"{out} = {read}", ast.expr_pos(link.index))
+
+    def key_test(self, container: Operand, key: Operand) -> list[str]:
+        """What is left to test for `container[key]` to be a map's string key."""
+        tests = [] if container in self.map_operands else [f"type({container}) is dict"]
+        if not (key in self.text_operands or self.is_str_constant(key)):
+            tests.append(f"type({key}) is str")
+        return tests
 
     def list_item(self, out: Operand, current: Operand, index: Operand, pos: Pos | None) -> None:
         """`current[index]` for an index known to be an int: Python's own bounds check (a
@@ -116,7 +142,8 @@ class Chains(FunctionBase):
         assignment's (assignments.py); out of range or not a list, the slow path words it."""
         self.emit("try:")
         with self.indented(blocks=1):
-            self.emit(f"if type({current}) is not list: raise IndexError", pos)
+            if current.text not in self.proven_lists:
+                self.emit(f"if type({current}) is not list: raise IndexError", pos)
             self.emit(f"{out} = {current}[{index}]", pos)
         self.emit("except IndexError:")
         with self.indented(blocks=1):  # an except handler is a block to CPython
@@ -153,12 +180,27 @@ class Chains(FunctionBase):
             self.ind -= 1
             return out
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
+        changing = (
+            at_once
+            and node.name in CHANGING_STRING_METHODS
+            and const == "False"
+            and self.is_lvalue(node.target)
+        )
         if at_once:  # a pure native at once, if one is known
             pure = f"rt.{PURE_METHODS[len(args)]}({name}, {receiver}{''.join(f', {a}' for a in args)})"
             self.emit(f"{out} = {pure}", node.pos)
             self.emit(f"if {out} is NOT_PURE:")
             self.ind += 1
+            if changing:  # a string's change at once
+                self.emit(
+                    f"{out} = rt.changing_method({name}, {receiver}{''.join(f', {a}' for a in args)})",
+                    node.pos,
+                )
+                self.emit(f"if {out} is NOT_PURE:")
+                self.ind += 1
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
+        if changing:
+            self.ind -= 1
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             if self.is_lvalue(node.target):

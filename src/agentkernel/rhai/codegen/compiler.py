@@ -41,12 +41,13 @@ from agentkernel.rhai.codegen.module import anon_for
 from agentkernel.rhai.codegen.nesting import FLAT_NODES
 from agentkernel.rhai.codegen.operands import Operand
 from agentkernel.rhai.codegen.statements import Statements
+from agentkernel.rhai.codegen.stepped import SteppedLoops
 from agentkernel.rhai.codegen.variables import VarInfo
 from agentkernel.rhai.runtime.failures import closure_call
 from agentkernel.rhai.syntax import ast
 
 
-class FunctionCompiler(Statements, Assignments, ControlFlow, Expressions, Chains, Calls):
+class FunctionCompiler(Statements, Assignments, ControlFlow, SteppedLoops, Expressions, Chains, Calls):
     """Generates one Python function: a script fn, a closure or the top level."""
 
     def expr(self, node: Any) -> Operand:

@@ -237,23 +237,22 @@ class ControlFlow(FunctionBase):
         self.emit(f"{loop.result} = None")
         head = self.inline_comparison(node.cond)
         with self.counted_locally(node):
-            if head is None:
-                self.emit("while True:")
-            else:
-                self.emit(f"while {head}:", node.cond.pos, operator=True)
-            self.indented_while(node, loop, head)
+            if head is None or not self.stepped_while(node, loop, head):
+                self.emit("while True:" if head is None else f"while {head}:", node.cond.pos, operator=True)
+                with self.indented(blocks=1):
+                    self.while_body(node, loop, head)
         return loop.result
 
-    def indented_while(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
-        with self.indented(blocks=1):
-            # the condition, at each iteration, as the reference (`while true` is a plain loop there)
-            forever = type(node.cond) is ast.Literal and node.cond.value is True
-            self.pending_ops = 0 if forever else self.facts.ops(node.cond)
-            self.entry = self.entry_bound(node) if head is not None else None
-            if head is None:
-                condition = self.expr(node.cond)
-                self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
-            self.loop_body(node.body, loop)
+    def while_body(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
+        """A `while` loop's iteration: its condition when not in its head, then its body."""
+        # the condition, at each iteration, as the reference (`while true` is a plain loop there)
+        forever = type(node.cond) is ast.Literal and node.cond.value is True
+        self.pending_ops = 0 if forever else self.facts.ops(node.cond)
+        self.entry = self.entry_bound(node) if head is not None else None
+        if head is None:
+            condition = self.expr(node.cond)
+            self.emit(f"if not {self.test(condition)}: break", ast.expr_pos(node.cond))
+        self.loop_body(node.body, loop)
 
     def entry_bound(self, node: ast.While) -> EntryBound | None:
         """What `while x > 5` (or `<`, `<=`, `>=`, either way round) proves of `x`, a local

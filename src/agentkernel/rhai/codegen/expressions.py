@@ -158,6 +158,8 @@ class Expressions(FunctionBase):
             self.emit(f"if not ({fast}): {out} = {slow}", node.pos, operator=True)
             if both_int:  # in range, or the slow path raised the overflow
                 self.int_operands.add(out)
+                if node.op != "-" and self.non_negative(left) and self.non_negative(right):
+                    self.non_negative_operands.add(out)
         elif node.op in ("%", "/"):
             self.divide(node, out, left, right, slow)
         elif node.op in INT_COMPARISONS and both_int:
@@ -206,6 +208,9 @@ class Expressions(FunctionBase):
             self.emit(f"{out} = {left} {python_op} {right} if {guard} else {slow}", node.pos, operator=True)
         if ints == "True":  # an int, or the slow path raised (division by zero, overflow)
             self.int_operands.add(out)
+            # a remainder has the sign of the dividend; a quotient of two ints ≥ 0 is ≥ 0
+            if self.non_negative(left) and (node.op == "%" or self.non_negative(right)):
+                self.non_negative_operands.add(out)
 
     def stable(self, operand: Operand, later: Any) -> Operand:
         """Snapshot a variable operand when evaluating `later` might rebind it."""

@@ -88,6 +88,8 @@ class FunctionBase:
         self.int_operands: set[Operand] = set()  # operands known to hold an int
         self.non_negative_operands: set[Operand] = set()  # of those, the ones never below 0
         self.bool_operands: set[Operand] = set()  # operands known to hold a bool
+        self.text_operands: set[Operand] = set()  # locals known to hold a plain string
+        self.map_operands: set[Operand] = set()  # locals known to hold an object map
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
@@ -96,6 +98,11 @@ class FunctionBase:
         # (control.py `x_If`), and the part of it the next block compiled counts with its own
         self.head_count: tuple[int, Pos | None] | None = None
         self.branch_extra: tuple[int, Pos | None] | None = None
+        self.counts_emitted = 0  # counts emitted so far (stepped.py: a loop body's copy has none)
+        # in a loop body's copy counted in runs (stepped.py): the locals proven to hold arrays,
+        # and the statement stepping the loop when its overflow is ruled out
+        self.proven_lists: frozenset[str] = frozenset()
+        self.safe_step: ast.Stmt | None = None
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -147,6 +154,7 @@ class FunctionBase:
 
         `Too many operations` is reported at the first statement of the block.
         """
+        self.counts_emitted += 1
         if self.counter is not None:
             self.emit(f"{self.counter} += {operations}")
             # the local is zeroed as the runtime takes its count, before the check may raise
@@ -161,6 +169,7 @@ class FunctionBase:
         addition and one test; only past the checkpoint are the two checked apart, each at its
         own position, as two counts would be (the condition between them cannot fail)."""
         head_ops, head_pos = head
+        self.counts_emitted += 1
         if not operations:
             self.count(head_ops, head_pos)
             return
@@ -194,6 +203,8 @@ class FunctionBase:
     def in_range_at_entry(self, stmt: ast.Assign, current: Operand, op: str, right: Operand) -> bool:
         """Whether `current op right`, the first statement of a `while` body whose head bounds
         `current` (`while x > 0 { x -= 1 }`), stays an i64: no overflow test is needed."""
+        if stmt is self.safe_step:
+            return True
         entry, step = self.entry, right.int_value
         if entry is None or entry.stmt is not stmt or entry.local != current or step is None:
             return False
@@ -277,6 +288,11 @@ class FunctionBase:
             self.int_operands.add(info.load)
             if key in self.resolution.non_negative_keys:
                 self.non_negative_operands.add(info.load)
+        if not info.cell and not self.dynamic:  # an `eval` may give a variable any value
+            if key in self.resolution.text_keys:
+                self.text_operands.add(info.load)
+            if key in self.resolution.map_keys:
+                self.map_operands.add(info.load)
         self.bind(name, info)
         return info
 
@@ -351,6 +367,15 @@ class FunctionBase:
     def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
         raise NotImplementedError  # control.py
 
+    def kept(self, stmts: tuple[ast.Stmt, ...], want_value: bool) -> list[ast.Stmt]:
+        raise NotImplementedError  # statements.py
+
+    def stepped_while(self, node: ast.While, loop: LoopTarget, head: str) -> bool:
+        raise NotImplementedError  # stepped.py
+
+    def while_body(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
+        raise NotImplementedError  # control.py
+
     def block_body(
         self,
         stmts: tuple[ast.Stmt, ...],
@@ -369,6 +394,9 @@ class FunctionBase:
         raise NotImplementedError  # assignments.py
 
     def link(self, link: Any, current: Operand) -> Operand:
+        raise NotImplementedError  # chains.py
+
+    def key_test(self, container: Operand, key: Operand) -> list[str]:
         raise NotImplementedError  # chains.py
 
 

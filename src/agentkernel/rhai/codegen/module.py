@@ -51,6 +51,20 @@ class Module:
             chunk.operator_lines.add(len(chunk.lines))
         chunk.lines.append("    " * indent + text)
 
+    def mark(self) -> tuple[int, int]:
+        """Where the text is now, to go back to (`rollback`)."""
+        return len(self._done), len(self._open[-1].lines)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget what was emitted since `mark`, in the function being written (and the
+        functions written apart from it since)."""
+        done, lines = mark
+        del self._done[done:]
+        chunk = self._open[-1]
+        del chunk.lines[lines:]
+        chunk.positions = {i: pos for i, pos in chunk.positions.items() if i < lines}
+        chunk.operator_lines = {i for i in chunk.operator_lines if i < lines}
+
     def emit_module_level(self, text: str) -> None:
         """A statement of the module itself, run once the functions are defined."""
         self._open[0].lines.append(text)

@@ -44,7 +44,7 @@ class Statements(FunctionBase):
                     stmts, want_value=want_value, counted=counted, pos=pos, at_least=at_least
                 ),
             )
-        kept = [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
+        kept = self.kept(stmts, want_value)
         operations = 0 if counted else max(sum(self.facts.ops(s) for s in kept) + self.pending_ops, at_least)
         if not counted:
             self.pending_ops = 0
@@ -75,6 +75,10 @@ class Statements(FunctionBase):
         if not kept or not want_value:
             return NONE
         return value
+
+    def kept(self, stmts: tuple[ast.Stmt, ...], want_value: bool) -> list[ast.Stmt]:
+        """The statements a block runs: not those the reference's optimizer drops."""
+        return [s for i, s in enumerate(stmts) if not self._dropped(s, i == len(stmts) - 1 and want_value)]
 
     def _rests(self, kept: list[ast.Stmt]) -> list[int]:
         """For each statement, the operations of the statements after it (counted ahead)."""

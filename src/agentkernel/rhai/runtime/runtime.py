@@ -202,6 +202,7 @@ class Runtime:
         self.limits = limits or Limits()
         self.library = library or default_library()
         self.pure_calls = self.library.pure_calls
+        self.changing_calls = self.library.changing_calls
         self.functions: dict[tuple[str, int], ScriptFn] = functions or {}
         # typed methods by (name, arity, this type); empty (falsy) for most scripts, so a
         # method call costs them one test
@@ -533,8 +534,11 @@ class Runtime:
         first (pacing.py); what it built counts toward the data limit.
         """
         native = self.library.resolve(name, args)
-        if native is not None and native.pure and not native.needs_context and 1 <= len(args) <= 3:
-            self._remember_pure(name, args, native.impl)
+        if native is not None and not native.needs_context and 1 <= len(args) <= 3:
+            if native.pure:
+                self._remember_pure(name, args, native.impl)
+            elif not const and type(args[0]) is str:  # a string changes only by a new one
+                self.library.changing_calls[(name, *(type(a) for a in args))] = native.impl
         if native is None:
             if has_tagged(args):  # natives take a tagged value as its plain value
                 return self._call_untagged(name, args, const)
@@ -554,6 +558,23 @@ class Runtime:
         kinds = tuple(type(a) for a in args)
         if kinds[0] is not dict and RangeVal not in kinds:  # a map's property may be a pointer
             self.pure_calls[(name, *kinds)] = impl
+
+    def changing_method(self, name: str, receiver: Any, *args: Any) -> Any:
+        """`receiver.name(args)` on a variable that is not a constant, by a native seen before
+        to change a string receiver for these types (`call_native_ref`): its Mutated at once,
+        under the rules of `pure_method`; NOT_PURE when the full path must decide."""
+        key = (name, type(receiver), *map(type, args)) if args else (name, type(receiver))
+        impl = self.changing_calls.get(key)
+        if impl is None or self.methods or (name, len(args)) in self.functions:
+            return NOT_PURE
+        if len(receiver) >= _POLL_SIZE or (args and (_big(args[0]) or (len(args) > 1 and _big(args[1])))):
+            _poll()
+        try:
+            return impl(receiver, *args)
+        except RhaiRuntimeError:
+            raise
+        except Exception:
+            return NOT_PURE
 
     def pure_method0(self, name: str, receiver: Any) -> Any:
         """`receiver.name()` as `pure_method` runs `receiver.name(arg)`."""

@@ -94,8 +94,15 @@ def inlines_standard(lib: Library) -> bool:
             )
             and lib.getter_of(str, "len") is strings.length
             and lib.getter_of(list, "len") is arrays.length
+            and _is(lib.resolve("len", ("",)), strings.length)
+            and _is(lib.resolve("len", ([],)), arrays.length)
+            and _is(lib.resolve("trim", ("",)), strings.trim)
         )
     return lib.inline_standard
+
+
+def _is(native: NativeFn | None, impl: Callable[..., Any]) -> bool:
+    return native is not None and native.impl is impl
 
 
 def default_library(

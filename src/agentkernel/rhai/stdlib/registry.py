@@ -111,6 +111,8 @@ class Library:
         # (name, type of each argument) → the function of a pure native that needs no context,
         # for the runtime's fast path of method calls (filled by it, emptied by `register`)
         self.pure_calls: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        # the same for the natives that change a string receiver (`trim`): they return Mutated
+        self.changing_calls: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # whether compiled code's inline natives are this library's (`inlines_standard`): asked
         # once, forgotten by `register` and `getter`
         self.inline_standard: bool | None = None
@@ -140,6 +142,7 @@ class Library:
         """Add an overload; a later registration of the same signature replaces the earlier."""
         self._resolved.clear()
         self.pure_calls.clear()
+        self.changing_calls.clear()
         self.inline_standard = None
         for signature in _expand(params):
             native = NativeFn(name, signature, impl, pure, needs_context)
