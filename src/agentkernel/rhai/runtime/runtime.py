@@ -889,12 +889,6 @@ class Runtime:
                 return typed
         return self.functions.get((name, arity))
 
-    def call_script(self, name: str, args: list[Any], depth: int, box: ThisBox | None) -> Any:
-        script = self.functions.get((name, len(args)))
-        if script is None:
-            raise self.not_found(name, args)
-        return script.body(self, depth, box, *args)
-
     def not_found(self, name: str, args: Sequence[Any]) -> RhaiRuntimeError:
         return failures.function_not_found(name, args)
 
