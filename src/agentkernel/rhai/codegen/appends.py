@@ -99,11 +99,12 @@ def _to_member(
     current = c.link(target, holder)
     if isinstance(target, ast.Property):
         key = c.m.constant(target.name)
-        plain_slot = f"type({holder}) is dict"
+        plain_slot = c.type_test(holder, "dict")
     else:
         key = c.index_of(target)
-        dict_slot = f"type({holder}) is dict and type({key}) is str"
-        plain_slot = f"(({list_index_test(holder, key)}) or ({dict_slot}))"
+        dict_slot = f"{c.type_test(holder, 'dict')} and type({key}) is str"
+        listed = list_index_test(holder, key, is_list=c.type_test(holder, "list"))
+        plain_slot = f"(({listed}) or ({dict_slot}))"
     text = _text(c, current, right, f"{also} and {plain_slot}", counted)
     c.emit(f"{holder}[{key}] = None")  # the container lets go: `current` is the string's one reference
     c.emit(f"{current} += {text}")
@@ -115,12 +116,12 @@ def _to_member(
 def _unchecked(c: FunctionBase, current: Operand, right: Operand, also: str) -> None:
     """A string to a string with no size limit set (nothing to check, nothing to count):
     Python's `+=` alone; opens the `else:` of every other case."""
-    tests = [f"type({current}) is str"]
+    tests = [c.type_test(current, "str")]
     if not c.is_str_constant(right):
-        tests.append(f"type({right}) is str")
+        tests.append(c.type_test(right, "str"))
     if also != "True":
         tests.append(also)
-    c.emit(f"if {' and '.join(tests)} and not rt.sizes_checked:")
+    c.emit(f"if {' and '.join(tests)} and not {c.setting('sizes_checked')}:")
     with c.indented():
         c.emit(f"{current} += {right}")
     c.emit("else:")
@@ -130,7 +131,7 @@ def _text(c: FunctionBase, current: Operand, right: Operand, also: str, counted:
     """Open the fast branch: `current` is a string, `right`'s text fits; returns the text."""
     text = c.temp()
     c.emit(f"{text} = None")
-    c.emit(f"if type({current}) is str{'' if also == 'True' else f' and {also}'}:")
+    c.emit(f"if {c.type_test(current, 'str')}{'' if also == 'True' else f' and {also}'}:")
     with c.indented():
         if c.is_str_constant(right):
             c.emit(f"{text} = {right}")
@@ -144,14 +145,15 @@ def _text(c: FunctionBase, current: Operand, right: Operand, also: str, counted:
                     c.count(1, None)
         else:
             c.emit(f"{text} = {right} if type({right}) is str else rt.append_text({right})")
-        c.emit(f"if rt.string_limit and len({current}) + len({text}) > rt.string_limit: {text} = None")
+        limit = c.setting("string_limit")
+        c.emit(f"if {limit} and len({current}) + len({text}) > {limit}: {text} = None")
     c.emit(f"if {text} is not None:")
     c.ind += 1
     return text
 
 
 def _charge(c: FunctionBase, text: Operand) -> None:
-    c.emit(f"if rt.data_limit: rt.charge_data(len({text}))")
+    c.emit(f"if {c.setting('data_limit')}: rt.charge_data(len({text}))")
 
 
 def _otherwise(c: FunctionBase, current: Operand, slow: Slow) -> None:

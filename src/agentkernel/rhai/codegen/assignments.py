@@ -123,18 +123,19 @@ class Assignments(FunctionBase):
         obj = self.named(self.expr(target.target))
         index = self.index_of(target)
         new = self.temp()
-        fast = list_index_test(obj, index, self.known_int(index))
+        fast = list_index_test(obj, index, self.known_int(index), self.type_test(obj, "list"))
         if not self.known_int(index):
             # a map first: an index not proven an int is most often a map's key (a string one
             # never a list's)
-            keyed = " and ".join([*self.key_test(obj, index), "not rt.map_limit"])
+            keyed = " and ".join([*self.key_test(obj, index), f"not {self.setting('map_limit')}"])
             text = index in self.text_operands or self.is_str_constant(index)
             fast = keyed if text else f"({keyed}) or ({fast})"
         # counted unless it is what the slot holds already (`a[i] += x` grew it in place)
+        charged = f"type({value}) in SIZED and rt.account_slot({obj}, {index}, {value}); "
         counted = (
             ""
             if value in (TRUE, FALSE, NONE) or value.is_int_literal
-            else f"rt.data_limit and type({value}) in SIZED and rt.account_slot({obj}, {index}, {value}); "
+            else f"{self.setting('data_limit')} and {charged}"
         )
         where = self.m.constant((target.pos, pos))
         slow = f"{new} = rt.index_set({obj}, {index}, {value}, {where})"
@@ -144,7 +145,8 @@ class Assignments(FunctionBase):
             self.emit("try:")
             with self.indented(blocks=1):
                 if obj.text not in self.proven_lists:
-                    self.emit(f"if type({obj}) is not list: raise IndexError", ast.expr_pos(target.index))
+                    negated = self.type_test(obj, "list", negated=True)
+                    self.emit(f"if {negated}: raise IndexError", ast.expr_pos(target.index))
                 self.emit(f"{obj}[{index}] = {value}", ast.expr_pos(target.index))
             self.emit("except IndexError:")
         elif store_back:

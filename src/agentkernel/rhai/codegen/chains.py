@@ -93,17 +93,17 @@ class Chains(FunctionBase):
             if current in self.map_operands:  # a map's property is its key, whatever the name
                 self.emit(f"{out} = {current}.get({name})", link.pos)
                 return out
-            fast = f"{current}.get({name}) if type({current}) is dict"
+            fast = f"{current}.get({name}) if {self.type_test(current, 'dict')}"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"(type({current}) is str or type({current}) is list)"
-                fast = f"len({current}) if {kinds} and rt.natives_inline else {fast}"
+                fast = f"len({current}) if {kinds} and {self.setting('natives_inline')} else {fast}"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
             index = self.index_of(link)
             if self.known_int(index) and index.int_value is None and current.is_name:
                 self.list_item(out, current, index, ast.expr_pos(link.index))
                 return out
-            fast = list_index_test(current, index, self.known_int(index))
+            fast = list_index_test(current, index, self.known_int(index), self.type_test(current, "list"))
             slow = f"rt.index_get({current}, {index})"
             if index.int_value is not None:  # a literal index: a string's character at once too
                 string_test = list_index_test(current, index).replace("is list", "is str", 1)
@@ -131,9 +131,9 @@ class Chains(FunctionBase):
 
     def key_test(self, container: Operand, key: Operand) -> list[str]:
         """What is left to test for `container[key]` to be a map's string key."""
-        tests = [] if container in self.map_operands else [f"type({container}) is dict"]
+        tests = [] if container in self.map_operands else [self.type_test(container, "dict")]
         if not (key in self.text_operands or self.is_str_constant(key)):
-            tests.append(f"type({key}) is str")
+            tests.append(self.type_test(key, "str"))
         return tests
 
     def list_item(self, out: Operand, current: Operand, index: Operand, pos: Pos | None) -> None:
@@ -143,7 +143,7 @@ class Chains(FunctionBase):
         self.emit("try:")
         with self.indented(blocks=1):
             if current.text not in self.proven_lists:
-                self.emit(f"if type({current}) is not list: raise IndexError", pos)
+                self.emit(f"if {self.type_test(current, 'list', negated=True)}: raise IndexError", pos)
             self.emit(f"{out} = {current}[{index}]", pos)
         self.emit("except IndexError:")
         with self.indented(blocks=1):  # an except handler is a block to CPython
@@ -172,7 +172,7 @@ class Chains(FunctionBase):
             self.emit(f"if type({receiver}) is list and not rt.functions_named_push:")
             with self.indented():
                 self.emit(f"{receiver}.append({args[0]})")
-                self.emit(f"if rt.sizes_checked: rt.pushed({receiver})", node.pos)
+                self.emit(f"if {self.setting('sizes_checked')}: rt.pushed({receiver})", node.pos)
                 self.emit(f"{out} = None")
             self.emit("else:")
             self.ind += 1

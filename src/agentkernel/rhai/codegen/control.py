@@ -13,7 +13,9 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import block_dependent
 from agentkernel.rhai.analysis.folding import NOT_CONSTANT
+from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, StableTypes, stable_types
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
+from agentkernel.rhai.codegen.loop_flags import LoopFlags
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
@@ -88,7 +90,7 @@ class ControlFlow(FunctionBase):
             with self.indented():
                 self.count(head_ops, head_pos)
                 self.emit(f"{test} = cond({slow})", node.cond.pos, operator=True)
-                self.emit(f"rt.operations -= {head_ops}")
+                self.emit(f"{self.counter or 'rt.operations'} -= {head_ops}")
         self.emit(f"if {test}:")
         with self.indented(), self.scope():
             self.branch_extra = head
@@ -109,7 +111,7 @@ class ControlFlow(FunctionBase):
         """Whether a block's count can go into the branches of the one `if` it holds (counted
         in the runtime, on a comparison of locals and literals, with a block or nothing for
         `else`): a function's `if n < 2 { … } else { … }` then counts once per call, not twice."""
-        if self.counter is not None or len(kept) != 1 or not isinstance(kept[0], ast.ExprStmt):
+        if len(kept) != 1 or not isinstance(kept[0], ast.ExprStmt):
             return False
         node = kept[0].expr
         return (
@@ -210,19 +212,41 @@ class ControlFlow(FunctionBase):
             return
         counter = self.m.fresh("o")
         self.emit(f"{counter} = 0; {counter}_room = rt.checkpoint - rt.operations")
+        entry = self.m.last_line()
         self.emit("try:")
         with self.indented(blocks=2):
             self.counter = counter
+            self.loop_flags = self.flags_for(loop)
             try:
                 yield
             finally:
                 self.counter = None
+                self.m.extend_line(entry, self.loop_flags.assignments())
+                self.loop_flags = None
         self.emit("finally:")
         with self.indented():
             self.emit(f"rt.operations += {counter}")
         # an operator's library call (runtime/library_ops.py) counts in the runtime, which the
         # local's room did not see: the limit holds the whole count at the latest here
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", loop.pos)
+
+    def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> LoopFlags:
+        """What the counted `loop` may test once at its entry (loop_flags.py): the plain locals
+        it leaves of their type (a `for`'s iterable is evaluated before, once)."""
+        if self.dynamic:  # an `eval` may give a variable any value
+            stable = NOTHING_STABLE
+        elif isinstance(loop, ast.While | ast.DoLoop):
+            stable = stable_types((loop.cond, loop.body))
+        else:  # a `for`'s own variables are declared already, and set by each iteration
+            own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
+            found = stable_types((loop.body,))
+            stable = StableTypes(found.containers.difference(own), found.texts.difference(own))
+        return LoopFlags(self.plain_locals(stable.containers), self.plain_locals(stable.texts), self.m.fresh)
+
+    def plain_locals(self, names: frozenset[str]) -> frozenset[str]:
+        """The operand texts of the variables `names` in sight that are plain locals."""
+        found = (self.lookup(name) for name in names)
+        return frozenset(info.py for info in found if info is not None and not info.cell and not info.boxed)
 
     def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
         self.loops.append(loop)
@@ -283,10 +307,14 @@ class ControlFlow(FunctionBase):
         return fast if ints == "True" else f"({fast} if {ints} else cond({slow}))"
 
     def comparison_parts(self, node: ast.Expr) -> tuple[str, str, str] | None:
-        """`inline_comparison`'s parts: the comparison of ints, the test that the sides are
-        ints ("True" when known), and the comparison of anything else (a Rhai value)."""
+        """`inline_comparison`'s parts: the comparison of ints (or of a string and a string
+        literal, by `==`/`!=`), the test that the sides are such ("True" when known), and the
+        comparison of anything else (a Rhai value)."""
         if not (isinstance(node, ast.Binary) and node.op in INT_COMPARISONS) or self.dynamic:
             return None
+        text = self.text_comparison(node)
+        if text is not None:
+            return text
         sides = []
         for side in (node.left, node.right):
             if isinstance(side, ast.Literal) and type(side.value) is int:
@@ -303,6 +331,29 @@ class ControlFlow(FunctionBase):
             f"{left} {node.op} {right}",
             self.int_checks(left, right),
             f"{BINARY_NAMES[node.op]}({left}, {right}, rt)",
+        )
+
+    def text_comparison(self, node: ast.Binary) -> tuple[str, str, str] | None:
+        """`comparison_parts` of `word != ""`: a plain local and a string literal, compared by
+        Python's own equality when the local holds a string (a char, a tag: the operator)."""
+        sides = (node.left, node.right)
+        literals = [s for s in sides if isinstance(s, ast.Literal) and type(s.value) is str]
+        if node.op not in ("==", "!=") or len(literals) != 1:
+            return None
+        other = node.right if literals[0] is node.left else node.left
+        if not (isinstance(other, ast.Var) and other.namespace is None):
+            return None
+        info = self.lookup(other.name)
+        if info is None or info.cell:
+            return None
+        constant = self.m.constant(literals[0].value)
+        literal = self.str_literal(constant)
+        left, right = (literal, info.load) if literals[0] is node.left else (info.load, literal)
+        slow = (constant, info.load) if literals[0] is node.left else (info.load, constant)
+        return (
+            f"{left} {node.op} {right}",
+            self.type_test(info.load, "str"),
+            f"{BINARY_NAMES[node.op]}({slow[0]}, {slow[1]}, rt)",
         )
 
     def x_Loop(self, node: ast.Loop) -> Operand:
@@ -371,7 +422,14 @@ class ControlFlow(FunctionBase):
                         self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
                     if counter is not None:
                         self.emit(f"{counter.load} = {index}")
+                    flags = self.loop_flags if read_only and not var.cell else None
+                    if flags is not None:  # its types tested once an iteration (loop_flags.py)
+                        self.emit("pass")
+                        top = self.m.last_line()
+                        flags.iterate(var.load.text)
                     self.loop_body(node.body, loop)
+                    if flags is not None:
+                        self.m.replace_line(top, flags.iteration_tests(var.load.text))
         return loop.result
 
     def x_Break(self, node: ast.Break) -> Operand:

@@ -28,7 +28,6 @@ from agentkernel.rhai.codegen.operands import (
 from agentkernel.rhai.runtime.values import Char, RangeVal
 from agentkernel.rhai.syntax import ast
 
-_SHORT_LITERAL = 40  # characters: a string constant this short is written into the code itself
 _NOT_IN_F_STRING = frozenset("'\"\\#")  # what an f-string's expression may not hold (before Python 3.12)
 
 
@@ -74,7 +73,7 @@ class Expressions(FunctionBase):
         assert not any(_NOT_IN_F_STRING.intersection(p) for p in parts), parts
         inline = f"f'{''.join(pieces)}'"
         checked = f"rt.interpolate(({joined(parts)},))"
-        self.emit(f"{out} = {inline} if not rt.sizes_checked else {checked}", node.pos)
+        self.emit(f"{out} = {inline} if not {self.setting('sizes_checked')} else {checked}", node.pos)
         counted_last = node is self.final_value and self.facts.constant(node) is NOT_CONSTANT
         if counted_last and not isinstance(node.parts[-1], str):
             # the reference's `to_string` of the last part, on a copy of its state, is then the
@@ -185,11 +184,6 @@ class Expressions(FunctionBase):
         else:
             self.emit(f"{out} = {slow}", node.pos, operator=True)
         return out
-
-    def str_literal(self, constant: Operand) -> str:
-        """A short string of the constants table as a Python literal (no lookup at run time)."""
-        value = self.m.constants[int(constant.text[2:-1])]
-        return repr(value) if len(value) <= _SHORT_LITERAL else constant.text
 
     def divide(self, node: ast.Binary, out: Operand, left: Operand, right: Operand, slow: str) -> None:
         """`left % right`, `left / right`: Python's own for ints, the left ≥ 0 and the right > 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
+from agentkernel.rhai.codegen.loop_flags import LoopFlags
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
 from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
@@ -25,6 +26,8 @@ from agentkernel.rhai.codegen.variables import VarInfo, Visible
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
 from agentkernel.rhai.syntax import ast
+
+_SHORT_LITERAL = 40  # characters: a string constant this short is written into the code itself
 
 
 @dataclass
@@ -92,6 +95,7 @@ class FunctionBase:
         self.map_operands: set[Operand] = set()  # locals known to hold an object map
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
+        self.loop_flags: LoopFlags | None = None  # that loop's types tested at its entry (loop_flags.py)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
         self.entry: EntryBound | None = None
         # a block's count (operations, position) moved into the branches of the `if` it holds
@@ -155,14 +159,17 @@ class FunctionBase:
         `Too many operations` is reported at the first statement of the block.
         """
         self.counts_emitted += 1
+        self.emit(f"{self.counter or 'rt.operations'} += {operations}")
+        self.check_count(pos)
+
+    def check_count(self, pos: Pos | None) -> None:
+        """Past the checkpoint, the runtime decides (`count`'s second half)."""
         if self.counter is not None:
-            self.emit(f"{self.counter} += {operations}")
             # the local is zeroed as the runtime takes its count, before the check may raise
             local, taken = self.counter, f"{self.counter} - ({self.counter} := 0)"
             self.emit(f"if {local} > {local}_room: {local}_room = rt.settle({taken})", pos)
-            return
-        self.emit(f"rt.operations += {operations}")
-        self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+        else:
+            self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
 
     def count_merged(self, head: tuple[int, Pos | None], operations: int, pos: Pos | None) -> None:
         """Count a block's `operations` (at `pos`) with the `head` an `if` moved into it: one
@@ -173,19 +180,42 @@ class FunctionBase:
         if not operations:
             self.count(head_ops, head_pos)
             return
-        self.emit(f"rt.operations += {head_ops + operations}")
-        self.emit("if rt.operations > rt.checkpoint:")
+        total, past = (
+            (self.counter, f"{self.counter} > {self.counter}_room")
+            if self.counter
+            else (
+                "rt.operations",
+                "rt.operations > rt.checkpoint",
+            )
+        )
+        self.emit(f"{total} += {head_ops + operations}")
+        self.emit(f"if {past}:")
         with self.indented():
-            self.emit(f"rt.operations -= {operations}")
-            self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", head_pos)
-            self.emit(f"rt.operations += {operations}")
-            self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+            self.emit(f"{total} -= {operations}")
+            self.check_count(head_pos)
+            self.emit(f"{total} += {operations}")
+            self.check_count(pos)
 
     def test(self, operand: Operand) -> str:
         """A Python condition for a Rhai bool: only `true`/`false` decide, anything else errors."""
         if operand in self.bool_operands:
             return operand.text
         return f"({operand} is True or ({operand} is not False and cond({operand})))"
+
+    def type_test(self, operand: Operand, kind: str, *, negated: bool = False) -> str:
+        """`type(x) is kind` (`dict`, `list`, `str`; `is not` if `negated`), or the flag the
+        counted loop around tested it into at its entry, when the loop leaves `x` of that type
+        (loop_flags.py)."""
+        flags = self.loop_flags
+        flag = flags.type_test(operand.text, kind) if flags is not None else None
+        if flag is None:
+            return f"type({operand}) is {'not ' if negated else ''}{kind}"
+        return f"not {flag}" if negated else flag
+
+    def setting(self, name: str) -> str:
+        """`rt.<name>`, a size limit fixed for the runtime's life (loop_flags.SETTINGS), or the
+        local the counted loop around read it into."""
+        return f"rt.{name}" if self.loop_flags is None else self.loop_flags.setting(name)
 
     def known_int(self, operand: Operand) -> bool:
         """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
@@ -238,6 +268,11 @@ class FunctionBase:
         if operand.place != CONSTANT:
             return False
         return type(self.m.constants[int(operand.text[2:-1])]) is str
+
+    def str_literal(self, constant: Operand) -> str:
+        """A short string of the constants table as a Python literal (no lookup at run time)."""
+        value = self.m.constants[int(constant.text[2:-1])]
+        return repr(value) if len(value) <= _SHORT_LITERAL else constant.text
 
     def named(self, operand: Operand) -> Operand:
         """An operand usable as `x.attr`/`x[i]` in Python: a literal goes into a temp first

@@ -102,7 +102,7 @@ def inline_method(
         held = c.temp() if inline.mutates else out
         c.emit(f"{held} = {value}", node.pos)
         if inline.builds:
-            c.emit(f"if rt.data_limit: rt.account({held})", node.pos)
+            c.emit(f"if {c.setting('data_limit')}: rt.account({held})", node.pos)
         if inline.mutates:
             c.store(node.target, Operand(held.text, TEMP), node.pos)
             c.emit(f"{out} = None")
@@ -116,7 +116,7 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
     (None: a literal argument the fast path never takes, as `sub_string(-2)`)."""
     tests = []
     if not c.is_str_constant(receiver):
-        tests.append(" or ".join(f"type({receiver}) is {kind}" for kind in inline.receivers))
+        tests.append(" or ".join(c.type_test(receiver, kind) for kind in inline.receivers))
         if len(inline.receivers) > 1:
             tests[-1] = f"({tests[-1]})"
     bound = args[inline.bounded_by].int_value if inline.bounded_by is not None else None
@@ -127,7 +127,7 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
         if tested is None:
             return None
         tests.extend(tested)
-    tests.append("rt.natives_inline")
+    tests.append(c.setting("natives_inline"))
     return " and ".join(tests)
 
 

@@ -51,6 +51,24 @@ class Module:
             chunk.operator_lines.add(len(chunk.lines))
         chunk.lines.append("    " * indent + text)
 
+    def last_line(self) -> tuple[Chunk, int]:
+        """The line emitted last, to add to once what follows is compiled (`extend_line`)."""
+        chunk = self._open[-1]
+        return chunk, len(chunk.lines) - 1
+
+    @staticmethod
+    def extend_line(line: tuple[Chunk, int], text: str) -> None:
+        """Add `text` to the end of a line emitted before (`last_line`): no line moves."""
+        chunk, index = line
+        chunk.lines[index] += text
+
+    @staticmethod
+    def replace_line(line: tuple[Chunk, int], text: str) -> None:
+        """Put `text` in place of a line emitted before (`last_line`), at its indentation."""
+        chunk, index = line
+        old = chunk.lines[index]
+        chunk.lines[index] = old[: len(old) - len(old.lstrip())] + text
+
     def mark(self) -> tuple[int, int]:
         """Where the text is now, to go back to (`rollback`)."""
         return len(self._done), len(self._open[-1].lines)

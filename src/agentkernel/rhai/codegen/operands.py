@@ -81,18 +81,22 @@ def joined(operands: Iterable[Operand | str]) -> str:
     return ", ".join(map(str, operands))
 
 
-def list_index_test(container: Operand, index: Operand, index_is_int: bool = False) -> str:
+def list_index_test(
+    container: Operand, index: Operand, index_is_int: bool = False, is_list: str | None = None
+) -> str:
     """Python test for the fast path of `container[index]`: a list and an in-range int
-    (`index_is_int`: the index is proven to hold an int, int_types.py)."""
+    (`index_is_int`: the index is proven to hold an int, int_types.py; `is_list`: the test
+    that the container is a list, when not `type(…) is list`)."""
+    is_list = is_list or f"type({container}) is list"
     value = index.int_value
     if value is not None:
         bound = f"{value} < len({container})" if value >= 0 else f"{-value} <= len({container})"
-        return f"type({container}) is list and {bound}"
+        return f"{is_list} and {bound}"
     # a negative index (from the end) takes the slow path: one `len` a test, not two
     in_range = f"0 <= {index} < len({container})"
     if index_is_int:
-        return f"type({container}) is list and {in_range}"
-    return f"type({container}) is list and type({index}) is int and {in_range}"
+        return f"{is_list} and {in_range}"
+    return f"{is_list} and type({index}) is int and {in_range}"
 
 
 __all__ = [

@@ -135,9 +135,8 @@ class Statements(FunctionBase):
         value = self.value_copy(stmt.value) if stmt.value is not None else NONE
         info = self.declare(stmt.name, stmt, stmt.const)
         live = self.live_variables()
-        self.emit(
-            f"if rt.variable_limit and {live} > rt.variable_limit: raise rt_too_many_variables()", stmt.pos
-        )
+        limit = self.setting("variable_limit")
+        self.emit(f"if {limit} and {live} > {limit}: raise rt_too_many_variables()", stmt.pos)
         if info.cell:
             self.emit(f"{info.py} = Cell({value})")
         else:

@@ -1,0 +1,99 @@
+"""Which variables a loop leaves of the type they had when it began — so that a type tested
+once, at the loop's entry, holds at every iteration (codegen/loop_flags.py).
+
+A map or an array stays one through reads, stores at a key, an index or a
+property (`m[k] = v`, `a[i] += 1`, `m.x = 1`: in place), and anything done to
+what it holds; a string stays one through reads and `+=` (which appends or
+fails). What may change a variable's type is assigning it whole, a method
+called on it or a function given it first (either may take it by reference
+and put anything there), and a declaration of the same name in the loop
+(whose variable is then another). A closure's capture makes the variable a
+Cell, which the compiler never flags; `eval` and `f!()` (the caller's scope
+changed by text) leave nothing stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentkernel.rhai.syntax import ast
+
+
+@dataclass(frozen=True)
+class StableTypes:
+    """The variable names a loop leaves a map or an array (`containers`), or a string (`texts`),
+    when they were one at its entry."""
+
+    containers: frozenset[str]
+    texts: frozenset[str]
+
+
+NOTHING_STABLE = StableTypes(frozenset(), frozenset())
+
+
+def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
+    """What `nodes` (a loop's head and body, every iteration runs) leave of each type."""
+    seen: set[str] = set()
+    declared: set[str] = set()
+    not_container: set[str] = set()
+    not_text: set[str] = set()
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is ast.Var:
+            if node.namespace is None:  # type: ignore[union-attr]
+                seen.add(node.name)  # type: ignore[union-attr]
+        elif kind is ast.Call:
+            if node.capture or node.name == "eval":  # type: ignore[union-attr]
+                return NOTHING_STABLE
+            _first_by_reference(node.args, not_container, not_text)  # type: ignore[union-attr]
+        elif kind is ast.MethodCall:
+            root = _root(node.target)  # type: ignore[union-attr]
+            if root is not None:
+                not_text.add(root)
+                if isinstance(node.target, ast.Var):  # type: ignore[union-attr]
+                    not_container.add(root)
+        elif kind is ast.Assign:
+            _assigned(node, not_container, not_text)  # type: ignore[arg-type]
+        elif kind is ast.Let:
+            declared.add(node.name)  # type: ignore[union-attr]
+        elif kind is ast.For:
+            declared.update(n for n in (node.var, node.counter) if n)  # type: ignore[union-attr]
+        elif kind is ast.TryCatch and node.var:  # type: ignore[union-attr]
+            declared.add(node.var)  # type: ignore[union-attr]
+        elif kind is ast.Closure:
+            declared.update(node.params)  # type: ignore[union-attr]
+        pending.extend(ast.children(node))
+    kept = seen - declared
+    return StableTypes(frozenset(kept - not_container), frozenset(kept - not_text))
+
+
+def _root(target: ast.Expr) -> str | None:
+    """The variable a chain (`a`, `a[i].b`) starts from, if a plain one."""
+    while isinstance(target, ast.Index | ast.Property):
+        target = target.target
+    return target.name if isinstance(target, ast.Var) and target.namespace is None else None
+
+
+def _first_by_reference(args: tuple[ast.Expr, ...], not_container: set[str], not_text: set[str]) -> None:
+    """`f(x, …)`: a native may take its first argument by reference and change it."""
+    if args and isinstance(args[0], ast.Var) and args[0].namespace is None:
+        not_container.add(args[0].name)
+        not_text.add(args[0].name)
+
+
+def _assigned(node: ast.Assign, not_container: set[str], not_text: set[str]) -> None:
+    root = _root(node.target)
+    if root is None:
+        return
+    if isinstance(node.target, ast.Var):  # the whole variable: only a string's `+=` keeps its type
+        not_container.add(root)
+        if node.op != "+":
+            not_text.add(root)
+    else:  # into what it holds: a map or an array changes in place
+        not_text.add(root)
+
+
+__all__ = ["NOTHING_STABLE", "StableTypes", "stable_types"]

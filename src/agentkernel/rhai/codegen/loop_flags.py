@@ -1,0 +1,84 @@
+"""Types tested once per loop, not once per iteration (a counted loop's `type(m) is dict`).
+
+In a loop that counts in a local (control.py `counted_locally`), a variable the
+loop leaves of the type it had (analysis/loop_types.py) is tested at the loop's
+entry, into a local flag, and the body's fast paths test the flag. The size
+limits the body reads (`rt.sizes_checked`, `rt.map_limit`…: fixed for a
+runtime's life) are read into locals there too. A `for` variable the body never
+assigns has its types tested once an iteration, at the top of the body. All are
+asked for while the body is compiled, and written in when it is done (onto the
+loop's first line, or the body's): a flag no fast path asked for costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# the runtime's settings a loop may read once: the limits, fixed when the runtime is made
+# (runtime.py), and whether the natives compiled inline are the standard ones, which a call of
+# a module's function changes for its own run only (modules.py puts it back)
+SETTINGS = frozenset(
+    {"sizes_checked", "string_limit", "map_limit", "data_limit", "variable_limit", "natives_inline"}
+)
+_CONTAINERS = frozenset({"dict", "list"})
+
+
+class LoopFlags:
+    """The flags and settings a loop's body asked for, and what it may flag.
+
+    `containers`/`texts`: the operand texts (plain locals) of the variables the
+    loop leaves a map or an array, or a string, when they were one at its entry.
+    """
+
+    def __init__(
+        self, containers: frozenset[str], texts: frozenset[str], fresh: Callable[[str], str]
+    ) -> None:
+        self.containers = containers
+        self.texts = texts
+        self._fresh = fresh
+        self._flags: dict[tuple[str, str], str] = {}
+        self._settings: dict[str, str] = {}
+        self._iterating: dict[str, dict[str, str]] = {}  # a `for` variable: its kinds' flags
+
+    def iterate(self, operand: str) -> None:
+        """`operand` is a `for` variable its body never assigns: tested once an iteration."""
+        self._iterating[operand] = {}
+
+    def iteration_tests(self, operand: str) -> str:
+        """What the top of the body of `operand`'s loop sets (`q1 = type(v3_w) is str`, or
+        `pass`); the variable is no longer tested once an iteration after."""
+        flags = self._iterating.pop(operand)
+        return "; ".join(f"{flag} = type({operand}) is {kind}" for kind, flag in flags.items()) or "pass"
+
+    def type_test(self, operand: str, kind: str) -> str | None:
+        """The flag saying `type(operand) is kind` (`dict`, `list`, `str`), or None when
+        the loop may change that."""
+        iterating = self._iterating.get(operand)
+        if iterating is not None:
+            flag = iterating.get(kind)
+            if flag is None:
+                flag = iterating[kind] = self._fresh("q")
+            return flag
+        if operand not in (self.texts if kind == "str" else self.containers if kind in _CONTAINERS else ()):
+            return None
+        key = (operand, kind)
+        flag = self._flags.get(key)
+        if flag is None:
+            flag = self._flags[key] = self._fresh("p")
+        return flag
+
+    def setting(self, name: str) -> str:
+        """The local holding `rt.<name>` (one of SETTINGS)."""
+        local = self._settings.get(name)
+        if local is None:
+            local = self._settings[name] = self._fresh("s")
+        return local
+
+    def assignments(self) -> str:
+        """What the loop's entry sets: `; p1 = type(v2_m) is dict; s3 = rt.map_limit`, or ""."""
+        parts = [f"{flag} = type({operand}) is {kind}" for (operand, kind), flag in self._flags.items()]
+        parts += [f"{local} = rt.{name}" for name, local in self._settings.items()]
+        return "".join(f"; {part}" for part in parts)
+
+
+__all__ = ["SETTINGS", "LoopFlags"]

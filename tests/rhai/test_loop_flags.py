@@ -1,0 +1,135 @@
+"""Types tested once at a counted loop's entry (codegen/loop_flags.py) keep Rhai's semantics.
+
+A variable is flagged only when the loop cannot change its type; these check
+the analysis that says so, that loops which do change a variable's type still
+run as Rhai does, and that size limits read once at the entry still hold.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai.analysis.facts import Facts
+from agentkernel.rhai.analysis.loop_types import stable_types
+from agentkernel.rhai.codegen.control import ControlFlow
+from agentkernel.rhai.syntax import ast as rhai_ast
+from agentkernel.rhai.syntax.parse_support import ParseOptions
+from agentkernel.rhai.syntax.parser import parse
+
+
+def stable_in(source: str) -> tuple[set[str], set[str]]:
+    """(containers, texts) that the first loop of `source` leaves of their type."""
+    loop = next(
+        s.expr
+        for s in parse(source, ParseOptions()).stmts
+        if isinstance(s, rhai_ast.ExprStmt) and isinstance(s.expr, rhai_ast.For)
+    )
+    found = stable_types((loop.body,))
+    return set(found.containers), set(found.texts)
+
+
+@pytest.mark.parametrize(
+    ("source", "containers", "texts"),
+    [
+        ("for i in 0..3 { m[i] = 1; t += m[i]; }", {"m", "i"}, {"i", "t"}),
+        ("for i in 0..3 { m.x = i; m[`k`].y += 1; }", {"m", "i"}, {"i"}),
+        ("for i in 0..3 { m = #{}; t = 1; }", set(), set()),
+        ("for i in 0..3 { t += 1; }", set(), {"t"}),
+        ("for i in 0..3 { m.clear(); m[0].push(1); }", set(), set()),
+        ("for i in 0..3 { push(a, i); }", {"i"}, {"i"}),
+        ("for i in 0..3 { let m = 1; for k in m { try { k } catch (e) { e } } }", set(), set()),
+        ("for i in 0..3 { m[i] = eval(`1`); }", set(), set()),
+    ],
+)
+def test_only_what_a_loop_cannot_retype_is_stable(source: str, containers: set[str], texts: set[str]) -> None:
+    assert stable_in(source) == (containers, texts)
+
+
+def test_flags_are_tested_once_at_the_entry_of_a_counted_loop() -> None:
+    # `m.len()` after the loop: `m` is not proven a map for the whole script (int_types.py)
+    script = Engine().compile(
+        'let m = #{}; let t = ""; for w in ["a", "b", "a"] { m[w] = (m[w] ?? 0) + 1; t += w; } [m.len(), t]'
+    )
+    entry, body = script.module.source.split("for v", 1)
+    assert re.search(r"; p\d+ = type\(v\d+_m\) is dict", entry)
+    assert re.search(r"; p\d+ = type\(v\d+_t\) is str", entry)
+    assert "is dict" not in body.split("finally:")[0]  # the body tests the flag
+    assert Engine().run(script) == [2, "aba"]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # retyped whole in the loop: never flagged, each iteration tests the type again
+        ("let m = #{}; for i in 0..4 { if i == 2 { m = [0, 0, 0, 0]; } m[`${i}`] = i; } m", "error"),
+        (
+            "let m = #{}; for i in 0..4 { if i == 2 { m = [0, 0, 0, 0]; } "
+            "if i >= 2 { m[i] = i; } else { m.x = i; } } m",
+            [0, 0, 2, 3],
+        ),
+        ('let t = ""; for i in 0..4 { t += i; if i == 1 { t = 10; } } t', 15),
+        ('let t = 5; for i in 0..3 { if i == 1 { t = "x"; } else { t += 1; } } t', "x1"),
+        # not of the flagged type at the entry: the general path all along
+        ("let m = [1, 2, 3]; for i in 0..3 { m[i] = i * 10; } m", [0, 10, 20]),
+        ("let m = \"abc\"; for i in 0..3 { m[i] = 'z'; } m", "zzz"),
+        ('let t = [1]; for i in 0..2 { t += "x"; } t', [1, "x", "x"]),
+        # the same local is flagged in one loop and retyped in the next
+        (
+            "let m = #{}; for i in 0..2 { m[`k${i}`] = i; } for i in 0..2 { m = i; } m",
+            1,
+        ),
+    ],
+)
+def test_a_loop_that_retypes_a_variable_runs_as_rhai_does(source: str, expected: object) -> None:
+    if expected == "error":  # an array indexed by a string, once the map is gone
+        with pytest.raises(RhaiRuntimeError, match="Data type incorrect"):
+            Engine().eval(source)
+        return
+    assert Engine().eval(source) == expected
+
+
+def test_size_limits_read_at_the_entry_still_stop_the_loop() -> None:
+    engine = Engine(limits=Limits(max_string_size=10, max_map_size=3))
+    with pytest.raises(RhaiRuntimeError, match="Length of string"):
+        engine.eval('let t = ""; for i in 0..20 { t += "ab"; } t')
+    with pytest.raises(RhaiRuntimeError, match="Size of object map"):
+        engine.eval("let m = #{}; for i in 0..20 { m[`k${i}`] = i; } m")
+
+
+MERGED = [
+    # the body's one `if` on a comparison of a local: its count goes into each branch
+    'let m = #{}; for w in ["a", "", "b", 3, "a"] { if w != "" { m[`${w}`] = (m[`${w}`] ?? 0) + 1 } } m',
+    "let n = 0; for i in 0..30 { if i < 12 { n += 1; n += 1 } else { n -= 1 } } n",
+    'let n = 0; for w in ["x", "y", "x"] { if "x" == w { n += 10 } } n',
+    "let n = 0; let k = 0; while k < 20 { k += 1; if k >= 10 { n += k } } n",
+]
+
+
+def stops(source: str) -> list[str]:
+    """For each limit up to what `source` needs, what stops it (the error's text), then its value."""
+    seen: list[str] = []
+    for limit in range(1, 400):
+        try:
+            value = Engine(limits=Limits(max_operations=limit)).eval(source)
+        except RhaiRuntimeError as error:
+            seen.append(str(error))
+            continue
+        return [*seen, repr(value)]
+    raise AssertionError(f"{source} needs more than 400 operations")
+
+
+@pytest.mark.parametrize("source", MERGED)
+def test_an_if_counted_in_its_branches_in_a_loop_stops_where_counting_apart_does(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = Engine().compile(source).module.source
+    assert "rt.settle(" in local and "rt.operations +=" not in local.split("try:")[2].split("finally:")[0]
+    counted_locally = stops(source)
+    monkeypatch.setattr(Facts, "has_loop_calls", lambda facts, node: True)  # every loop counts inline
+    monkeypatch.setattr(ControlFlow, "merges_into_if", lambda self, kept: False)  # and each block apart
+    inline = Engine().compile(source).module.source
+    assert "rt.settle(" not in inline
+    assert stops(source) == counted_locally
