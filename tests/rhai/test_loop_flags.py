@@ -133,3 +133,16 @@ def test_an_if_counted_in_its_branches_in_a_loop_stops_where_counting_apart_does
     inline = Engine().compile(source).module.source
     assert "rt.settle(" not in inline
     assert stops(source) == counted_locally
+
+
+def test_push_keeps_a_list_flagged_unless_the_script_defines_its_own() -> None:
+    assert Engine().eval("let a = []; for i in 0..4 { a.push(i); a[0] += 1 } a") == [4, 1, 2, 3]
+    # a script's own `push` that changes `this` (the reference prints `#{"n": 3}`)
+    own = "fn push(x) { this = #{ n: x }; } let a = []; for i in 0..3 { a.push(i); a.n += 1 } a"
+    lines = Engine().compile(own).module.source.splitlines()
+    entries = [line for line in lines if "_room = rt.checkpoint - rt.operations;" in line]
+    assert len(entries) == 1 and "is list" not in entries[0]
+    assert Engine().eval(own) == {"n": 3}
+    assert Engine().eval("fn push(x) { this = #{ n: x }; } let a = []; a.push(1); a") == {"n": 1}
+    with pytest.raises(RhaiRuntimeError, match="constant"):
+        Engine().eval("const a = []; for i in 0..3 { a.push(i) } a")

@@ -45,6 +45,9 @@ _PURE = 16  # the node itself is pure (not inherited)
 # a call a loop counting in a local cannot hold: any but a method call the compiler may run
 # inline, whose general path hands the runtime the count first (codegen/inline_methods.py)
 _LOOP_CALLS = 32
+# `a.push(x)` too: appended at once, and its general path hands the count over the same way
+# (codegen/chains.py)
+_COUNTED_AROUND = INLINED_NAMES | {("push", 1)}
 _INHERITED = _EVAL | _NATIVE | _CALLS | _NOT_READING | _LOOP_CALLS
 
 _READING_NODES = frozenset(
@@ -225,7 +228,7 @@ class Facts:
         bits = (bits & _INHERITED) | _OWN_BITS[kind]
         if kind is ast.Call:
             bits |= self._call_bits(node)
-        elif kind is ast.MethodCall and (node.name, len(node.args)) not in INLINED_NAMES:
+        elif kind is ast.MethodCall and (node.name, len(node.args)) not in _COUNTED_AROUND:
             bits |= _LOOP_CALLS
         elif kind is ast.Binary and node.op in _CALLED_OPERATORS:
             bits |= _CALLS | _LOOP_CALLS  # `x in y` is a call of `contains` there

@@ -2,8 +2,8 @@
 once, at the loop's entry, holds at every iteration (codegen/loop_flags.py).
 
 A map or an array stays one through reads, stores at a key, an index or a
-property (`m[k] = v`, `a[i] += 1`, `m.x = 1`: in place), and anything done to
-what it holds; a string stays one through reads and `+=` (which appends or
+property (`m[k] = v`, `a[i] += 1`, `m.x = 1`: in place), the standard `push`,
+and anything done to what it holds; a string stays one through reads and `+=` (which appends or
 fails). What may change a variable's type is assigning it whole, a method
 called on it or a function given it first (either may take it by reference
 and put anything there), and a declaration of the same name in the loop
@@ -32,8 +32,10 @@ class StableTypes:
 NOTHING_STABLE = StableTypes(frozenset(), frozenset())
 
 
-def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
-    """What `nodes` (a loop's head and body, every iteration runs) leave of each type."""
+def stable_types(nodes: Iterable[ast.Node], keeping: frozenset[str] = frozenset()) -> StableTypes:
+    """What `nodes` (a loop's head and body, every iteration runs) leave of each type;
+    `keeping`: the methods known to leave a map or an array one (the standard `push`, when the
+    script defines no method of its name)."""
     seen: set[str] = set()
     declared: set[str] = set()
     not_container: set[str] = set()
@@ -53,7 +55,7 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
             root = _root(node.target)  # type: ignore[union-attr]
             if root is not None:
                 not_text.add(root)
-                if isinstance(node.target, ast.Var):  # type: ignore[union-attr]
+                if isinstance(node.target, ast.Var) and node.name not in keeping:  # type: ignore[union-attr]
                     not_container.add(root)
         elif kind is ast.Assign:
             _assigned(node, not_container, not_text)  # type: ignore[arg-type]

@@ -89,13 +89,13 @@ class Chains(FunctionBase):
     def link(self, link: Any, current: Operand) -> Operand:
         out = self.temp()
         if isinstance(link, ast.Property):
-            name = self.m.constant(link.name)
+            name = self.str_literal(self.m.constant(link.name))
             if current in self.map_operands:  # a map's property is its key, whatever the name
                 self.emit(f"{out} = {current}.get({name})", link.pos)
                 return out
             fast = f"{current}.get({name}) if {self.type_test(current, 'dict')}"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
-                kinds = f"(type({current}) is str or type({current}) is list)"
+                kinds = f"({self.type_test(current, 'str')} or {self.type_test(current, 'list')})"
                 fast = f"len({current}) if {kinds} and {self.setting('natives_inline')} else {fast}"
             self.emit(f"{out} = {fast} else rt.get_prop({current}, {name})", link.pos)
         elif isinstance(link, ast.Index):
@@ -168,16 +168,8 @@ class Chains(FunctionBase):
             self.emit(f"{out} = type_name({receiver})" if node.name == "type_of" else f"{out} = False")
             return out
         const = self.is_const(node.target)
-        if node.name == "push" and len(args) == 1 and const == "False":
-            self.emit(f"if type({receiver}) is list and not rt.functions_named_push:")
-            with self.indented():
-                self.emit(f"{receiver}.append({args[0]})")
-                self.emit(f"if {self.setting('sizes_checked')}: rt.pushed({receiver})", node.pos)
-                self.emit(f"{out} = None")
-            self.emit("else:")
-            self.ind += 1
-            self.emit(f"{out} = rt_method(rt, {name}, {receiver}, {arg_list}, {const}, d + 1)", node.pos)
-            self.ind -= 1
+        if node.name == "push" and len(args) == 1:
+            self.push(node, receiver, args[0], out, const)
             return out
         at_once = len(args) <= 2 and node.name not in ("call", "curry")
         changing = (
@@ -209,6 +201,34 @@ class Chains(FunctionBase):
         if at_once:
             self.ind -= 1
         return out
+
+    def push(self, node: ast.MethodCall, receiver: Operand, value: Operand, out: Operand, const: str) -> None:
+        """`a.push(x)`: appended at once to a list that is no constant, while no script method
+        `push` is defined; the general path (a method's call) otherwise, which in a loop counting
+        in a local (control.py) is handed the count first, as an inlined method's is."""
+        opened = const == "False"
+        if opened:
+            pushes = self.setting("functions_named_push")
+            self.emit(f"if {self.type_test(receiver, 'list')} and not {pushes}:")
+            with self.indented():
+                self.emit(f"{receiver}.append({value})")
+                self.emit(f"if {self.setting('sizes_checked')}: rt.pushed({receiver})", node.pos)
+                self.emit(f"{out} = None")
+            self.emit("else:")
+            self.ind += 1
+        if self.counter is not None:
+            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        name = self.m.constant(node.name)
+        self.emit(f"{out} = rt_method(rt, {name}, {receiver}, [{value}], {const}, d + 1)", node.pos)
+        self.emit(f"if type({out}) is Mutated:")  # a script's own `push` that changed `this`
+        with self.indented():
+            if self.is_lvalue(node.target):
+                self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
+            self.emit(f"{out} = {out}.result")
+        if self.counter is not None:
+            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
+        if opened:
+            self.ind -= 1
 
     def inlined_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
         """A method of `INLINE` (inline_methods.py): the fast path takes the arguments as they are;

@@ -233,13 +233,14 @@ class ControlFlow(FunctionBase):
     def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> LoopFlags:
         """What the counted `loop` may test once at its entry (loop_flags.py): the plain locals
         it leaves of their type (a `for`'s iterable is evaluated before, once)."""
+        keeping = frozenset() if "push" in self.m.function_names else frozenset({"push"})
         if self.dynamic:  # an `eval` may give a variable any value
             stable = NOTHING_STABLE
         elif isinstance(loop, ast.While | ast.DoLoop):
-            stable = stable_types((loop.cond, loop.body))
+            stable = stable_types((loop.cond, loop.body), keeping)
         else:  # a `for`'s own variables are declared already, and set by each iteration
             own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
-            found = stable_types((loop.body,))
+            found = stable_types((loop.body,), keeping)
             stable = StableTypes(found.containers.difference(own), found.texts.difference(own))
         return LoopFlags(self.plain_locals(stable.containers), self.plain_locals(stable.texts), self.m.fresh)
 

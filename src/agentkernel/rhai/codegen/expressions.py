@@ -88,7 +88,8 @@ class Expressions(FunctionBase):
         return out
 
     def x_MapLit(self, node: ast.MapLit) -> Operand:
-        items = [f"{self.m.constant(k)}: {self.value_copy(v)}" for k, v in node.items]
+        # its keys written in (CPython then builds the map from a constant tuple of them)
+        items = [f"{self.str_literal(self.m.constant(k))}: {self.value_copy(v)}" for k, v in node.items]
         out = self.temp()
         self.emit(f"{out} = {{{', '.join(items)}}}")
         return out

@@ -16,10 +16,14 @@ from collections.abc import Callable
 
 # the runtime's settings a loop may read once: the limits, fixed when the runtime is made
 # (runtime.py), and whether the natives compiled inline are the standard ones, which a call of
-# a module's function changes for its own run only (modules.py puts it back)
+# a module's function changes for its own run only (modules.py puts it back), as it does
+# whether a script method `push` is defined
 SETTINGS = frozenset(
-    {"sizes_checked", "string_limit", "map_limit", "data_limit", "variable_limit", "natives_inline"}
-)
+    {
+        "sizes_checked", "string_limit", "map_limit", "data_limit", "variable_limit",
+        "natives_inline", "functions_named_push",
+    }
+)  # fmt: skip
 _CONTAINERS = frozenset({"dict", "list"})
 
 
