@@ -2,12 +2,14 @@
 once, at the loop's entry, holds at every iteration (codegen/loop_flags.py).
 
 A map or an array stays one through reads, stores at a key, an index or a
-property (`m[k] = v`, `a[i] += 1`, `m.x = 1`: in place), the standard `push`,
-and anything done to what it holds; a string stays one through reads and `+=` (which appends or
-fails). What may change a variable's type is assigning it whole, a method
-called on it or a function given it first (either may take it by reference
-and put anything there), and a declaration of the same name in the loop
-(whose variable is then another). A closure's capture makes the variable a
+property (`m[k] = v`, `a[i] += 1`, `m.x = 1`: in place), and anything done to
+what it holds; a string stays one through reads and `+=` (which appends or
+fails). A method called on a variable may give it a new value (a `Mutated`
+receiver, stored back): the compiler tests its flags again there
+(codegen/loop_flags.py), so that does not count. What may change a variable's
+type is assigning it whole, a function given it first (it may take it by
+reference and put anything there), and a declaration of the same name in the
+loop (whose variable is then another). A closure's capture makes the variable a
 Cell, which the compiler never flags; `eval` and `f!()` (the caller's scope
 changed by text) leave nothing stable.
 """
@@ -32,10 +34,8 @@ class StableTypes:
 NOTHING_STABLE = StableTypes(frozenset(), frozenset())
 
 
-def stable_types(nodes: Iterable[ast.Node], keeping: frozenset[str] = frozenset()) -> StableTypes:
-    """What `nodes` (a loop's head and body, every iteration runs) leave of each type;
-    `keeping`: the methods known to leave a map or an array one (the standard `push`, when the
-    script defines no method of its name)."""
+def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
+    """What `nodes` (a loop's head and body, every iteration runs) leave of each type."""
     seen: set[str] = set()
     declared: set[str] = set()
     not_container: set[str] = set()
@@ -51,12 +51,6 @@ def stable_types(nodes: Iterable[ast.Node], keeping: frozenset[str] = frozenset(
             if node.capture or node.name == "eval":  # type: ignore[union-attr]
                 return NOTHING_STABLE
             _first_by_reference(node.args, not_container, not_text)  # type: ignore[union-attr]
-        elif kind is ast.MethodCall:
-            root = _root(node.target)  # type: ignore[union-attr]
-            if root is not None:
-                not_text.add(root)
-                if isinstance(node.target, ast.Var) and node.name not in keeping:  # type: ignore[union-attr]
-                    not_container.add(root)
         elif kind is ast.Assign:
             _assigned(node, not_container, not_text)  # type: ignore[arg-type]
         elif kind is ast.Let:

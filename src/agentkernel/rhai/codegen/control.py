@@ -222,6 +222,8 @@ class ControlFlow(FunctionBase):
             finally:
                 self.counter = None
                 self.m.extend_line(entry, self.loop_flags.assignments())
+                for line, tests in self.loop_flags.refreshes():
+                    self.m.fill(line, tests)
                 self.loop_flags = None
         self.emit("finally:")
         with self.indented():
@@ -233,14 +235,13 @@ class ControlFlow(FunctionBase):
     def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> LoopFlags:
         """What the counted `loop` may test once at its entry (loop_flags.py): the plain locals
         it leaves of their type (a `for`'s iterable is evaluated before, once)."""
-        keeping = frozenset() if "push" in self.m.function_names else frozenset({"push"})
         if self.dynamic:  # an `eval` may give a variable any value
             stable = NOTHING_STABLE
         elif isinstance(loop, ast.While | ast.DoLoop):
-            stable = stable_types((loop.cond, loop.body), keeping)
+            stable = stable_types((loop.cond, loop.body))
         else:  # a `for`'s own variables are declared already, and set by each iteration
             own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
-            found = stable_types((loop.body,), keeping)
+            found = stable_types((loop.body,))
             stable = StableTypes(found.containers.difference(own), found.texts.difference(own))
         return LoopFlags(self.plain_locals(stable.containers), self.plain_locals(stable.texts), self.m.fresh)
 
@@ -425,12 +426,11 @@ class ControlFlow(FunctionBase):
                         self.emit(f"{counter.load} = {index}")
                     flags = self.loop_flags if read_only and not var.cell else None
                     if flags is not None:  # its types tested once an iteration (loop_flags.py)
-                        self.emit("pass")
-                        top = self.m.last_line()
+                        top = self.m.placeholder(self.ind)
                         flags.iterate(var.load.text)
                     self.loop_body(node.body, loop)
                     if flags is not None:
-                        self.m.replace_line(top, flags.iteration_tests(var.load.text))
+                        self.m.fill(top, flags.iteration_tests(var.load.text))
         return loop.result
 
     def x_Break(self, node: ast.Break) -> Operand:

@@ -212,6 +212,13 @@ class FunctionBase:
             return f"type({operand}) is {'not ' if negated else ''}{kind}"
         return f"not {flag}" if negated else flag
 
+    def flags_stored(self, local: str) -> None:
+        """`local` was just given a new value: a counted loop's flags of it are tested again
+        here (a method's store-back: what the loop may not retype otherwise, loop_flags.py)."""
+        flags = self.loop_flags
+        if flags is not None and flags.flaggable(local):  # the tests go in once the loop is compiled
+            flags.stored(local, self.m.placeholder(self.ind))
+
     def setting(self, name: str) -> str:
         """`rt.<name>`, a size limit fixed for the runtime's life (loop_flags.SETTINGS), or the
         local the counted loop around read it into."""

@@ -12,7 +12,9 @@ loop's first line, or the body's): a flag no fast path asked for costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+from agentkernel.rhai.codegen.module import Placeholder
 
 # the runtime's settings a loop may read once: the limits, fixed when the runtime is made
 # (runtime.py), and whether the natives compiled inline are the standard ones, which a call of
@@ -43,6 +45,23 @@ class LoopFlags:
         self._flags: dict[tuple[str, str], str] = {}
         self._settings: dict[str, str] = {}
         self._iterating: dict[str, dict[str, str]] = {}  # a `for` variable: its kinds' flags
+        self._stores: list[tuple[str, Placeholder]] = []  # a flaggable variable's store-back, and its line
+
+    def flaggable(self, operand: str) -> bool:
+        """Whether `operand` may have flags (of a type the loop keeps it)."""
+        return operand in self.containers or operand in self.texts
+
+    def stored(self, operand: str, line: Placeholder) -> None:
+        """A method's call stored a new value into `operand` (a `Mutated` receiver) on `line`:
+        its flags are tested again there (`refreshes`)."""
+        self._stores.append((operand, line))
+
+    def refreshes(self) -> Iterator[tuple[Placeholder, str]]:
+        """For each store-back (`stored`), its line and what it sets there (or `pass`)."""
+        for operand, line in self._stores:
+            flags = [(kind, flag) for (tested, kind), flag in self._flags.items() if tested == operand]
+            tests = [f"{flag} = type({operand}) is {kind}" for kind, flag in flags]
+            yield line, "; ".join(tests) or "pass"
 
     def iterate(self, operand: str) -> None:
         """`operand` is a `for` variable its body never assigns: tested once an iteration."""

@@ -7,7 +7,7 @@ This module knows Python source text, not Rhai syntax; the compiler
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentkernel.rhai.codegen.operands import CONSTANT, LITERAL, Operand
 from agentkernel.rhai.errors import Pos
@@ -28,6 +28,14 @@ class Chunk:
     lines: list[str] = field(default_factory=list)
     positions: dict[int, Pos] = field(default_factory=dict)  # index in `lines` -> Rhai position
     operator_lines: set[int] = field(default_factory=set)
+
+
+class Placeholder(NamedTuple):
+    """A line emitted to be filled in later (`Module.placeholder`), found by its token."""
+
+    chunk: Chunk
+    line: int  # its index in the chunk's lines
+    token: str
 
 
 @dataclass
@@ -62,12 +70,21 @@ class Module:
         chunk, index = line
         chunk.lines[index] += text
 
+    def placeholder(self, indent: int) -> Placeholder:
+        """A line to fill in once what follows is compiled (`fill`): `pass` until then."""
+        token = self.fresh("x")
+        self.emit(indent, f"pass  # {token}")
+        chunk = self._open[-1]
+        return Placeholder(chunk, len(chunk.lines) - 1, token)
+
     @staticmethod
-    def replace_line(line: tuple[Chunk, int], text: str) -> None:
-        """Put `text` in place of a line emitted before (`last_line`), at its indentation."""
-        chunk, index = line
-        old = chunk.lines[index]
-        chunk.lines[index] = old[: len(old) - len(old.lstrip())] + text
+    def fill(placeholder: Placeholder, text: str) -> None:
+        """Put `text` in place of a placeholder, at its indentation; nothing if the placeholder
+        is gone (what it stood in was emitted again after a `rollback`)."""
+        chunk, line, token = placeholder
+        if line < len(chunk.lines) and chunk.lines[line].endswith(f"pass  # {token}"):
+            old = chunk.lines[line]
+            chunk.lines[line] = old[: len(old) - len(old.lstrip())] + text
 
     def mark(self) -> tuple[int, int]:
         """Where the text is now, to go back to (`rollback`)."""
