@@ -123,7 +123,7 @@ def _unchecked(c: FunctionBase, current: Operand, right: Operand, also: str) -> 
         tests.append(also)
     c.emit(f"if {' and '.join(tests)} and not {c.setting('sizes_checked')}:")
     with c.indented():
-        c.emit(f"{current} += {right}")
+        c.emit(f"{current} += {c.str_literal(right) if c.is_str_constant(right) else right}")
     c.emit("else:")
 
 
@@ -134,7 +134,7 @@ def _text(c: FunctionBase, current: Operand, right: Operand, also: str, counted:
     c.emit(f"if {c.type_test(current, 'str')}{'' if also == 'True' else f' and {also}'}:")
     with c.indented():
         if c.is_str_constant(right):
-            c.emit(f"{text} = {right}")
+            c.emit(f"{text} = {c.str_literal(right)}")
         elif counted:
             c.emit(f"if type({right}) is str: {text} = {right}")
             c.emit("else:")

@@ -64,7 +64,7 @@ def _slice(c: FunctionBase, s: str, args: list[str]) -> str:
 
 def _trimmed(c: FunctionBase, s: str, args: list[str]) -> str:
     """Rust's `trim`: its whitespace (char::is_whitespace), not Python's `str.strip()`'s."""
-    return f"{s}.strip({c.m.constant(WHITESPACE)})"
+    return f"{s}.strip({c.str_literal(c.m.constant(WHITESPACE))})"
 
 
 INLINE: dict[tuple[str, int], Inline] = {
@@ -98,7 +98,8 @@ def inline_method(
         return False
     c.emit(f"if {guard}:")
     with c.indented():
-        value = inline.python(c, str(receiver), [str(a) for a in args])
+        texts = [c.str_literal(a) if c.is_str_constant(a) else str(a) for a in args]  # literals written in
+        value = inline.python(c, str(receiver), texts)
         held = c.temp() if inline.mutates else out
         c.emit(f"{held} = {value}", node.pos)
         if inline.builds:
