@@ -175,3 +175,21 @@ def test_a_flag_is_tested_again_where_a_method_stores_its_receiver_back(source: 
     out: list[str] = []
     Engine().eval(source, stdout=out.append)
     assert out == [printed]
+
+
+def test_a_string_the_loop_never_appends_to_is_tested_short_once() -> None:
+    """An inlined method's receiver must be short enough not to need a look at the clock: a
+    string the loop only reads is measured at its entry, one it grows at each call."""
+    read = Engine().compile('let e = ".!?"; let n = 0; for c in "a.b!" { if e.contains(c) { n += 1 } } n')
+    entry, body = read.module.source.split("for v", 1)
+    assert re.search(r"p\d+ = type\(v\d+_e\) is str and len\(v\d+_e\) < 256", entry)
+    assert not re.search(r"if [^\n]*len\(v\d+_e\)", body)  # (a store-back measures it again)
+    grown = Engine().compile(
+        'let s = ""; let n = 0; for i in 0..300 { s += "a"; if s.contains("b") { n += 1 } } n'
+    )
+    assert re.search(r"len\(v\d+_s\) < 256", grown.module.source.split("for v", 1)[1])
+    assert Engine().eval('let e = ".!?"; let n = 0; for c in "a.b!" { if e.contains(c) { n += 1 } } n') == 2
+    long = '"' + "x" * 300 + '"'
+    assert (
+        Engine().eval(f'let e = {long}; let n = 0; for c in "axb" {{ if e.contains(c) {{ n += 1 }} }} n') == 1
+    )

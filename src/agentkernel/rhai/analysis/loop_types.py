@@ -25,13 +25,14 @@ from agentkernel.rhai.syntax import ast
 @dataclass(frozen=True)
 class StableTypes:
     """The variable names a loop leaves a map or an array (`containers`), or a string (`texts`),
-    when they were one at its entry."""
+    when they were one at its entry; `fixed_texts`: of the strings, those it never appends to."""
 
     containers: frozenset[str]
     texts: frozenset[str]
+    fixed_texts: frozenset[str]
 
 
-NOTHING_STABLE = StableTypes(frozenset(), frozenset())
+NOTHING_STABLE = StableTypes(frozenset(), frozenset(), frozenset())
 
 
 def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
@@ -40,6 +41,7 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
     declared: set[str] = set()
     not_container: set[str] = set()
     not_text: set[str] = set()
+    appended: set[str] = set()
     pending = list(nodes)
     while pending:
         node = pending.pop()
@@ -52,7 +54,7 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
                 return NOTHING_STABLE
             _first_by_reference(node.args, not_container, not_text)  # type: ignore[union-attr]
         elif kind is ast.Assign:
-            _assigned(node, not_container, not_text)  # type: ignore[arg-type]
+            _assigned(node, not_container, not_text, appended)  # type: ignore[arg-type]
         elif kind is ast.Let:
             declared.add(node.name)  # type: ignore[union-attr]
         elif kind is ast.For:
@@ -63,7 +65,8 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
             declared.update(node.params)  # type: ignore[union-attr]
         pending.extend(ast.children(node))
     kept = seen - declared
-    return StableTypes(frozenset(kept - not_container), frozenset(kept - not_text))
+    texts = kept - not_text
+    return StableTypes(frozenset(kept - not_container), frozenset(texts), frozenset(texts - appended))
 
 
 def _root(target: ast.Expr) -> str | None:
@@ -80,12 +83,13 @@ def _first_by_reference(args: tuple[ast.Expr, ...], not_container: set[str], not
         not_text.add(args[0].name)
 
 
-def _assigned(node: ast.Assign, not_container: set[str], not_text: set[str]) -> None:
+def _assigned(node: ast.Assign, not_container: set[str], not_text: set[str], appended: set[str]) -> None:
     root = _root(node.target)
     if root is None:
         return
     if isinstance(node.target, ast.Var):  # the whole variable: only a string's `+=` keeps its type
         not_container.add(root)
+        appended.add(root)
         if node.op != "+":
             not_text.add(root)
     else:  # into what it holds: a map or an array changes in place

@@ -225,7 +225,6 @@ def _builtins() -> dict[str, Any]:
         "IndexError": IndexError,
         "type": type,
         "str": str,
-        "bool": bool,
         "int": int,
         "list": list,
         "dict": dict,

@@ -242,8 +242,12 @@ class ControlFlow(FunctionBase):
         else:  # a `for`'s own variables are declared already, and set by each iteration
             own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
             found = stable_types((loop.body,))
-            stable = StableTypes(found.containers.difference(own), found.texts.difference(own))
-        return LoopFlags(self.plain_locals(stable.containers), self.plain_locals(stable.texts), self.m.fresh)
+            containers, texts, fixed = found.containers, found.texts, found.fixed_texts
+            stable = StableTypes(containers.difference(own), texts.difference(own), fixed.difference(own))
+        locals_of = self.plain_locals
+        return LoopFlags(
+            locals_of(stable.containers), locals_of(stable.texts), locals_of(stable.fixed_texts), self.m.fresh
+        )
 
     def plain_locals(self, names: frozenset[str]) -> frozenset[str]:
         """The operand texts of the variables `names` in sight that are plain locals."""

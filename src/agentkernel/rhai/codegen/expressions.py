@@ -130,7 +130,7 @@ class Expressions(FunctionBase):
         out = self.temp()
         slow = f"op_unary({self.m.constant(node.op)}, {operand})"
         if node.op == "!" and operand.place in (TEMP, LOCAL):  # a bool at once; the rest: tags, errors
-            slow = f"({operand} is False) if type({operand}) is bool else {slow}"
+            slow = f"True if {operand} is False else False if {operand} is True else {slow}"
         self.emit(f"{out} = {slow}", node.pos)
         if node.op == "!":  # `!` gives a bool or fails (ops.logical_not): tested as it is
             self.bool_operands.add(out)
@@ -261,7 +261,7 @@ class Expressions(FunctionBase):
         if operand in self.bool_operands:
             return operand.text
         if operand.is_name:
-            return f"{operand} if type({operand}) is bool else cond({operand})"
+            return f"{operand} if {operand} is True or {operand} is False else cond({operand})"
         return f"cond({operand})"
 
     def fold_identity(self, node: ast.And | ast.Or, is_and: bool) -> Operand | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
-from agentkernel.rhai.codegen.loop_flags import LoopFlags
+from agentkernel.rhai.codegen.loop_flags import SHORT, LoopFlags
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
 from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
@@ -211,6 +211,11 @@ class FunctionBase:
         if flag is None:
             return f"type({operand}) is {'not ' if negated else ''}{kind}"
         return f"not {flag}" if negated else flag
+
+    def short_text_flag(self, operand: Operand) -> str | None:
+        """The counted loop's flag saying `operand` is a string shorter than POLL_SIZE, when the
+        loop keeps it one and never appends to it (loop_flags.py); else None."""
+        return self.loop_flags.type_test(operand.text, SHORT) if self.loop_flags is not None else None
 
     def flags_stored(self, local: str) -> None:
         """`local` was just given a new value: a counted loop's flags of it are tested again

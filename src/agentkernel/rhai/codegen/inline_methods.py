@@ -116,12 +116,17 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
     """The run-time test of the fast path: the native's own types, a short receiver, no override
     (None: a literal argument the fast path never takes, as `sub_string(-2)`)."""
     tests = []
-    if not c.is_str_constant(receiver):
+    bound = args[inline.bounded_by].int_value if inline.bounded_by is not None else None
+    sized = inline.sized and (bound is None or bound >= POLL_SIZE)  # `s.sub_string(0, 3)`: small work
+    short = c.short_text_flag(receiver) if sized and inline.receivers == ("str",) else None
+    if short is not None:  # a string of a length the loop around keeps, tested at its entry
+        tests.append(short)
+        sized = False
+    elif not c.is_str_constant(receiver):
         tests.append(" or ".join(c.type_test(receiver, kind) for kind in inline.receivers))
         if len(inline.receivers) > 1:
             tests[-1] = f"({tests[-1]})"
-    bound = args[inline.bounded_by].int_value if inline.bounded_by is not None else None
-    if inline.sized and (bound is None or bound >= POLL_SIZE):  # `s.sub_string(0, 3)`: small work
+    if sized:
         tests.append(f"len({receiver}) < {POLL_SIZE}")
     for kind, arg in zip(inline.args, args, strict=True):
         tested = _arg_tests(c, kind, arg)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from agentkernel.rhai.codegen.module import Placeholder
+from agentkernel.rhai.runtime.pacing import POLL_SIZE
 
 # the runtime's settings a loop may read once: the limits, fixed when the runtime is made
 # (runtime.py), and whether the natives compiled inline are the standard ones, which a call of
@@ -26,21 +27,33 @@ SETTINGS = frozenset(
         "natives_inline", "functions_named_push",
     }
 )  # fmt: skip
-_CONTAINERS = frozenset({"dict", "list"})
+SHORT = "short"  # a kind of its own: a string shorter than POLL_SIZE (what an inlined method takes)
+
+
+def _test(operand: str, kind: str) -> str:
+    """The Python test a flag of `kind` holds the result of."""
+    if kind == SHORT:
+        return f"type({operand}) is str and len({operand}) < {POLL_SIZE}"
+    return f"type({operand}) is {kind}"
 
 
 class LoopFlags:
     """The flags and settings a loop's body asked for, and what it may flag.
 
     `containers`/`texts`: the operand texts (plain locals) of the variables the
-    loop leaves a map or an array, or a string, when they were one at its entry.
+    loop leaves a map or an array, or a string, when they were one at its entry;
+    `fixed_texts`, of those strings, the ones it never appends to (their length
+    stays too).
     """
 
     def __init__(
-        self, containers: frozenset[str], texts: frozenset[str], fresh: Callable[[str], str]
+        self,
+        containers: frozenset[str],
+        texts: frozenset[str],
+        fixed_texts: frozenset[str],
+        fresh: Callable[[str], str],
     ) -> None:
-        self.containers = containers
-        self.texts = texts
+        self._kept = {"dict": containers, "list": containers, "str": texts, SHORT: fixed_texts}
         self._fresh = fresh
         self._flags: dict[tuple[str, str], str] = {}
         self._settings: dict[str, str] = {}
@@ -49,7 +62,7 @@ class LoopFlags:
 
     def flaggable(self, operand: str) -> bool:
         """Whether `operand` may have flags (of a type the loop keeps it)."""
-        return operand in self.containers or operand in self.texts
+        return operand in self._kept["dict"] or operand in self._kept["str"]
 
     def stored(self, operand: str, line: Placeholder) -> None:
         """A method's call stored a new value into `operand` (a `Mutated` receiver) on `line`:
@@ -60,8 +73,7 @@ class LoopFlags:
         """For each store-back (`stored`), its line and what it sets there (or `pass`)."""
         for operand, line in self._stores:
             flags = [(kind, flag) for (tested, kind), flag in self._flags.items() if tested == operand]
-            tests = [f"{flag} = type({operand}) is {kind}" for kind, flag in flags]
-            yield line, "; ".join(tests) or "pass"
+            yield line, "; ".join(f"{flag} = {_test(operand, kind)}" for kind, flag in flags) or "pass"
 
     def iterate(self, operand: str) -> None:
         """`operand` is a `for` variable its body never assigns: tested once an iteration."""
@@ -71,18 +83,18 @@ class LoopFlags:
         """What the top of the body of `operand`'s loop sets (`q1 = type(v3_w) is str`, or
         `pass`); the variable is no longer tested once an iteration after."""
         flags = self._iterating.pop(operand)
-        return "; ".join(f"{flag} = type({operand}) is {kind}" for kind, flag in flags.items()) or "pass"
+        return "; ".join(f"{flag} = {_test(operand, kind)}" for kind, flag in flags.items()) or "pass"
 
     def type_test(self, operand: str, kind: str) -> str | None:
-        """The flag saying `type(operand) is kind` (`dict`, `list`, `str`), or None when
-        the loop may change that."""
+        """The flag saying `type(operand) is kind` (`dict`, `list`, `str`; SHORT: a string
+        shorter than POLL_SIZE), or None when the loop may change that."""
         iterating = self._iterating.get(operand)
         if iterating is not None:
             flag = iterating.get(kind)
             if flag is None:
                 flag = iterating[kind] = self._fresh("q")
             return flag
-        if operand not in (self.texts if kind == "str" else self.containers if kind in _CONTAINERS else ()):
+        if operand not in self._kept.get(kind, ()):
             return None
         key = (operand, kind)
         flag = self._flags.get(key)
@@ -99,7 +111,7 @@ class LoopFlags:
 
     def assignments(self) -> str:
         """What the loop's entry sets: `; p1 = type(v2_m) is dict; s3 = rt.map_limit`, or ""."""
-        parts = [f"{flag} = type({operand}) is {kind}" for (operand, kind), flag in self._flags.items()]
+        parts = [f"{flag} = {_test(operand, kind)}" for (operand, kind), flag in self._flags.items()]
         parts += [f"{local} = rt.{name}" for name, local in self._settings.items()]
         return "".join(f"; {part}" for part in parts)
 
