@@ -15,6 +15,7 @@ from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.loop_types import stable_types
 from agentkernel.rhai.codegen.control import ControlFlow
+from agentkernel.rhai.codegen.expressions import Expressions
 from agentkernel.rhai.syntax import ast as rhai_ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 from agentkernel.rhai.syntax.parser import parse
@@ -193,3 +194,36 @@ def test_a_string_the_loop_never_appends_to_is_tested_short_once() -> None:
     assert (
         Engine().eval(f'let e = {long}; let n = 0; for c in "axb" {{ if e.contains(c) {{ n += 1 }} }} n') == 1
     )
+
+
+COUNTED_UP = [
+    'let m = #{a: 1.5, b: "x", n: 4}; [(m.a ?? 0) + 1, (m.b ?? 0) + 1, (m.z ?? 5) - 7, (m.n ?? 0) + 1]',
+    'let c = #{}; for w in ["a", "b", "a", "c", "a"] { c[w] = (c[w] ?? 0) + 1 } c',
+    "let u = (); (u ?? 9223372036854775807) + 1",  # the reference: `Addition overflow`
+    "let m = #{c: 9223372036854775807}; (m.c ?? 0) + 1",
+    "let u = (); (u ?? -9223372036854775807) - 2",
+    "let a = [(), 1, ()]; let t = 0; for x in a { t += (x ?? 10) + 2 } t",
+]
+
+
+def outcome(source: str, limit: int | None = None) -> str:
+    try:
+        return repr(Engine(limits=Limits(max_operations=limit or 0)).eval(source))
+    except RhaiRuntimeError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("source", COUNTED_UP)
+def test_a_count_up_tests_its_value_once_and_runs_as_coalesce_then_add(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`(a ?? d) + n` compiled as one test of `a` gives what `a ?? d` then `+ n` gives: the
+    value or the error, and at each operation limit the same stop."""
+    assert re.search(
+        r"elif t\d+ is None or type\(t\d+\) is TaggedUnit", Engine().compile(source).module.source
+    )
+    fused = [outcome(source, limit) for limit in (None, *range(1, 60))]
+    monkeypatch.setattr(Expressions, "counts_up", lambda self, node: False)
+    assert [outcome(source, limit) for limit in (None, *range(1, 60))] == fused
+    if "9223372036854775807" in source:
+        assert "overflow" in fused[0]

@@ -25,7 +25,7 @@ from agentkernel.rhai.codegen.operands import (
     Operand,
     joined,
 )
-from agentkernel.rhai.runtime.values import Char, RangeVal
+from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, Char, RangeVal
 from agentkernel.rhai.syntax import ast
 
 _NOT_IN_F_STRING = frozenset("'\"\\#")  # what an f-string's expression may not hold (before Python 3.12)
@@ -142,6 +142,8 @@ class Expressions(FunctionBase):
             return literal_operand(self.m, folded)
         if node.op == "??":
             return self.coalesce(node)
+        if self.counts_up(node):
+            return self.coalesce_counted(node)
         left = self.stable(self.expr(node.left), node.right)
         right = self.expr(node.right)
         out = self.temp()
@@ -235,6 +237,62 @@ class Expressions(FunctionBase):
                 self.take_back(self.facts.ops(node.right))
         return out
 
+    def counts_up(self, node: ast.Binary) -> bool:
+        """`(m[k] ?? 0) + 1`: an int literal added to or taken from `a ?? <int literal>`, the
+        idiom of counting (`coalesce_counted`)."""
+        inner = node.left
+        return (
+            node.op in ("+", "-")
+            and _int_literal(node.right)
+            and isinstance(inner, ast.Binary)
+            and inner.op == "??"
+            and _int_literal(inner.right)
+            and self.facts.constant(inner) is NOT_CONSTANT
+        )
+
+    def coalesce_counted(self, node: ast.Binary) -> Operand:
+        """`(a ?? d) + n` tested once: an int `a` is added to at once, a `()` gives `d + n`
+        (a constant), anything else takes the operator's general path — where `a ?? d` and
+        then `+` would test `a` twice. What is not evaluated is taken back as `coalesce` does."""
+        inner = node.left
+        assert isinstance(inner, ast.Binary) and isinstance(inner.right, ast.Literal)  # counts_up
+        assert isinstance(node.right, ast.Literal)
+        value = self.expr(inner.left)
+        held = value if value.place == TEMP else self.temp()
+        if held is not value:
+            self.emit(f"{held} = {value}")
+        right, out = literal_operand(self.m, node.right.value), self.temp()
+        last = ", True" if node is self.final_value else ""
+        slow = f"{BINARY_NAMES[node.op]}({held}, {right}, rt{last})"
+        taken = self.facts.ops(inner.right)
+        self.emit(f"if type({held}) is int:")
+        with self.indented():
+            self.take_back(taken)
+            self.int_operands.add(held)  # here only: the temporary is not read after this
+            fast = self.int_result(out, held, node.op, right)
+            self.int_operands.discard(held)
+            self.emit(f"if not ({fast}): {out} = {slow}", node.pos, operator=True)
+        self.emit(f"elif {held} is None or type({held}) is TaggedUnit:")  # a tagged `()` too
+        with self.indented():
+            start, step = inner.right.value, node.right.value
+            assert isinstance(start, int) and isinstance(step, int)  # counts_up
+            total = start + step if node.op == "+" else start - step
+            if I64_MIN <= total <= I64_MAX:
+                self.emit(f"{out} = {total}")
+            else:
+                self.emit(
+                    f"{out} = {BINARY_NAMES[node.op]}({start}, {right}, rt{last})", node.pos, operator=True
+                )
+        self.emit("else:")
+        with self.indented():
+            self.take_back(taken)
+            self.emit(
+                f"{out} = {slow}; rt.sizes_checked and type({out}) in SIZED and rt.built({out})",
+                node.pos,
+                operator=True,
+            )
+        return out
+
     def x_And(self, node: ast.And) -> Operand:
         return self.short_circuit(node, "True")
 
@@ -273,6 +331,10 @@ class Expressions(FunctionBase):
                     return self.expr(other)
                 return FALSE if is_and else TRUE
         return None
+
+
+def _int_literal(node: ast.Expr) -> bool:
+    return isinstance(node, ast.Literal) and type(node.value) is int
 
 
 __all__ = ["Expressions"]
