@@ -295,6 +295,7 @@ class Output:
 
     def __init__(self, fd: int) -> None:
         self.text = ""
+        self._ended = False
         self._seen = threading.Condition()
         threading.Thread(target=self._pump, args=(fd,), daemon=True).start()
 
@@ -307,9 +308,15 @@ class Output:
                 chunk = b""
             with self._seen:
                 self.text += decoder.decode(chunk, final=not chunk)
+                self._ended = not chunk
                 self._seen.notify_all()
             if not chunk:
                 return
+
+    def wait_ended(self) -> None:
+        """Until the child has closed its side (what it wrote last is in `text`)."""
+        with self._seen:
+            self._seen.wait_for(lambda: self._ended, timeout=WAIT_SECS)
 
     def wait_for(self, piece: str, start: int = 0) -> int:
         """Where `piece` ends, once it has been written at or after `start`."""
@@ -323,7 +330,13 @@ class Watched:
     """A chat subprocess read as it writes: on pipes, or on a terminal (a pseudo-terminal)."""
 
     def __init__(self, argv: list[str], cwd: Path, *, terminal: bool = False) -> None:
-        env = {**os.environ, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        # PYTHONFAULTHANDLER: a chat that hangs shows its threads' stacks when `exit_status` aborts it
+        env = {
+            **os.environ,
+            "TERM": "xterm-256color",
+            "PROMPT_TOOLKIT_NO_CPR": "1",
+            "PYTHONFAULTHANDLER": "1",
+        }
         if terminal:
             self.keys, child = pty.openpty()
             self.process = subprocess.Popen(
@@ -358,7 +371,18 @@ class Watched:
     def finish(self) -> int:
         if self.process.stdin is not None:
             self.process.stdin.close()
-        return self.process.wait(timeout=WAIT_SECS)
+        return self.exit_status()
+
+    def exit_status(self) -> int:
+        """The chat's exit status; one that has not ended within WAIT_SECS is aborted (SIGABRT:
+        its threads' stacks go to its stderr) and the test fails showing what it wrote."""
+        try:
+            return self.process.wait(timeout=WAIT_SECS)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            self.process.wait(timeout=WAIT_SECS)
+            self.err.wait_ended()
+            raise AssertionError(f"the chat did not end; its stacks and output:\n{self.err.text}") from None
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -410,7 +434,7 @@ def test_ctrl_c_while_waiting_for_piped_input_exits_0(
     watch.append(chat_process)
     chat_process.err.wait_for("/help for commands")
     chat_process.interrupt()
-    assert chat_process.process.wait(timeout=WAIT_SECS) == 0
+    assert chat_process.exit_status() == 0
     assert "Traceback" not in chat_process.err.text
 
 
@@ -429,7 +453,7 @@ def test_in_a_terminal(
     seen = chat_process.out.wait_for("(ended: terminated)", seen)
     chat_process.out.wait_for("›", seen)
     chat_process.type(key)  # on an empty prompt: quit
-    assert chat_process.process.wait(timeout=WAIT_SECS) == 0
+    assert chat_process.exit_status() == 0
     assert "Traceback" not in chat_process.out.text
     assert ends(agent_project, "s-tty") == ["terminated"]
     assert "+считай" in (agent_project / "data" / "chat_history").read_text(encoding="utf-8")
