@@ -230,6 +230,35 @@ class Chains(FunctionBase):
         if opened:
             self.ind -= 1
 
+    def counted_predicate(
+        self, cond: ast.Expr, call: ast.MethodCall, negated: bool, head: tuple[int, Pos | None]
+    ) -> Operand:
+        """The test `cond` of an `if` on `x.contains(c)` (or its `!`: `negated`) whose block's count,
+        `head`, goes into its branches (control.py `if_counted_in_branches`): the inline path
+        cannot fail, so nothing needs counting before it; the general path counts `head` first,
+        as the block would have, and takes it back once it has the answer, a bool."""
+        receiver = self.expr(call.target)
+        values = [self.expr(a) for a in call.args]
+        out = self.temp()
+        const = self.is_const(call.target)
+        opened = inline_method(self, call, receiver, values, out, const, negated=negated)
+        head_ops, head_pos = head
+        self.count(head_ops, head_pos)
+        if self.counter is not None:
+            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        kept = [self.kept_copy(arg, value) for arg, value in zip(call.args, values, strict=True)]
+        self.emit(f"{out} = {self.method_call(call, receiver, kept)}")
+        if self.counter is not None:
+            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
+        if negated:
+            flipped = f"op_unary({self.m.constant('!')}, {out})"
+            self.emit(f"{out} = True if {out} is False else False if {out} is True else {flipped}", cond.pos)
+        self.emit(f"{out} = {out} if {out} is True or {out} is False else cond({out})", ast.expr_pos(cond))
+        self.take_back(head_ops)
+        if opened:
+            self.ind -= 1
+        return out
+
     def inlined_call(self, node: ast.MethodCall, receiver: Operand) -> Operand:
         """A method of `INLINE` (inline_methods.py): the fast path takes the arguments as they are;
         only the general path, which may keep them, gets the copy a second owner needs

@@ -15,6 +15,7 @@ from agentkernel.rhai.analysis.facts import block_dependent
 from agentkernel.rhai.analysis.folding import NOT_CONSTANT
 from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, StableTypes, stable_types
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
+from agentkernel.rhai.codegen.inline_methods import PREDICATES
 from agentkernel.rhai.codegen.loop_flags import LoopFlags
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
@@ -76,11 +77,16 @@ class ControlFlow(FunctionBase):
         """`if a < b { … } else { … }` alone in its block, whose count (`head`) each branch
         adds to its own (statements.py `block_body`). On ints the comparison cannot fail, so
         counting it later changes nothing; on anything else it is counted first, as before,
-        and taken back once compared, so that the branch's count is the same."""
+        and taken back once compared, so that the branch's count is the same. An inlined
+        predicate (`s.contains(c)`, chains.py `counted_predicate`) likewise."""
+        head_ops, head_pos = head
+        predicate = self.predicate_of(node.cond)
+        if predicate is not None:
+            out = self.temp()
+            return self.branches_counted(node, head, self.counted_predicate(node.cond, *predicate, head), out)
         parts = self.comparison_parts(node.cond)
         assert parts is not None  # merges_into_if
         fast, ints, slow = parts
-        head_ops, head_pos = head
         out, test = self.temp(), self.temp()
         if ints == "True":
             self.emit(f"{test} = {fast}", node.cond.pos, operator=True)
@@ -91,6 +97,13 @@ class ControlFlow(FunctionBase):
                 self.count(head_ops, head_pos)
                 self.emit(f"{test} = cond({slow})", node.cond.pos, operator=True)
                 self.emit(f"{self.counter or 'rt.operations'} -= {head_ops}")
+        return self.branches_counted(node, head, test, out)
+
+    def branches_counted(
+        self, node: ast.If, head: tuple[int, Pos | None], test: Operand | str, out: Operand
+    ) -> Operand:
+        """`if test { … } else { … }` into `out`, each branch counting `head` with its own block."""
+        head_ops, head_pos = head
         self.emit(f"if {test}:")
         with self.indented(), self.scope():
             self.branch_extra = head
@@ -118,8 +131,28 @@ class ControlFlow(FunctionBase):
             isinstance(node, ast.If)
             and type(node.otherwise) is not ast.If
             and self.facts.constant(node) is NOT_CONSTANT
-            and self.comparison_parts(node.cond) is not None
+            and (self.comparison_parts(node.cond) is not None or self.predicate_of(node.cond) is not None)
         )
+
+    def predicate_of(self, cond: ast.Expr) -> tuple[ast.MethodCall, bool] | None:
+        """`x.contains(c)` or `!x.contains(c)` (an inlined predicate, inline_methods.py) of a
+        plain local and plain locals or literals: the call, and whether it is negated."""
+        negated = isinstance(cond, ast.Unary) and cond.op == "!"
+        call = cond.operand if isinstance(cond, ast.Unary) and negated else cond
+        if self.dynamic or not isinstance(call, ast.MethodCall) or call.optional:
+            return None
+        if (call.name, len(call.args)) not in PREDICATES or not self.plain_local(call.target):
+            return None
+        if not all(isinstance(a, ast.Literal) or self.plain_local(a) for a in call.args):
+            return None
+        return call, negated
+
+    def plain_local(self, node: ast.Expr) -> bool:
+        """A variable of this function's own (not a closure's Cell, not a constant of a module)."""
+        if not (isinstance(node, ast.Var) and node.namespace is None):
+            return False
+        info = self.lookup(node.name)
+        return info is not None and not info.cell
 
     def x_Switch(self, node: ast.Switch) -> Operand:
         folded = self.folded_arm(node)

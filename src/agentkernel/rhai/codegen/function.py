@@ -446,5 +446,10 @@ class FunctionBase:
     def key_test(self, container: Operand, key: Operand) -> list[str]:
         raise NotImplementedError  # chains.py
 
+    def counted_predicate(
+        self, cond: ast.Expr, call: ast.MethodCall, negated: bool, head: tuple[int, Pos | None]
+    ) -> Operand:
+        raise NotImplementedError  # chains.py
+
 
 __all__ = ["FunctionBase", "LoopTarget"]

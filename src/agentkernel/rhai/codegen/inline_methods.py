@@ -84,12 +84,25 @@ INLINE: dict[tuple[str, int], Inline] = {
 }
 
 
+# the inlined methods that give a bool and cannot fail on the fast path: an `if` on one (or on
+# its `!`) counts in its branches (control.py `if_counted_in_branches`)
+PREDICATES = frozenset({("contains", 1), ("starts_with", 1), ("ends_with", 1), ("is_empty", 0)})
+
+
 def inline_method(
-    c: FunctionBase, node: ast.MethodCall, receiver: Operand, args: list[Operand], out: Operand, const: str
+    c: FunctionBase,
+    node: ast.MethodCall,
+    receiver: Operand,
+    args: list[Operand],
+    out: Operand,
+    const: str,
+    *,
+    negated: bool = False,
 ) -> bool:
     """Emit `if <fast path applies>: <inline work>` and open its `else:` (the caller emits the
     general path into it and closes it: `c.ind -= 1`). False, having emitted nothing, when
-    the method has no inline form here."""
+    the method has no inline form here. `negated`: the fast path gives the result's `not`
+    (a predicate's, under `!`)."""
     inline = INLINE.get((node.name, len(args)))
     if inline is None or (inline.mutates and not (const == "False" and c.is_lvalue(node.target))):
         return False
@@ -100,6 +113,8 @@ def inline_method(
     with c.indented():
         texts = [c.str_literal(a) if c.is_str_constant(a) else str(a) for a in args]  # literals written in
         value = inline.python(c, str(receiver), texts)
+        if negated:
+            value = f"not ({value})"
         held = c.temp() if inline.mutates else out
         c.emit(f"{held} = {value}", node.pos)
         if inline.builds:
@@ -150,4 +165,4 @@ def _arg_tests(c: FunctionBase, kind: str, arg: Operand) -> list[str] | None:
     return tests
 
 
-__all__ = ["INLINE", "Inline", "inline_method"]
+__all__ = ["INLINE", "PREDICATES", "Inline", "inline_method"]
