@@ -198,6 +198,10 @@ def test_a_string_the_loop_never_appends_to_is_tested_short_once() -> None:
         'let s = ""; let n = 0; for i in 0..300 { s += "a"; if s.contains("b") { n += 1 } } n'
     )
     assert re.search(r"len\(v\d+_s\) < 256", grown.module.source.split("for v", 1)[1])
+    appended = Engine().compile(
+        'let s = ""; let n = 0; for i in 0..300 { s.append("a"); if s.contains("b") { n += 1 } } n'
+    )
+    assert re.search(r"len\(v\d+_s\) < 256", appended.module.source.split("for v", 1)[1])
     assert Engine().eval('let e = ".!?"; let n = 0; for c in "a.b!" { if e.contains(c) { n += 1 } } n') == 2
     long = '"' + "x" * 300 + '"'
     assert (

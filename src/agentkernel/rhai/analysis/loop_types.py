@@ -25,7 +25,8 @@ from agentkernel.rhai.syntax import ast
 @dataclass(frozen=True)
 class StableTypes:
     """The variable names a loop leaves a map or an array (`containers`), or a string (`texts`),
-    when they were one at its entry; `fixed_texts`: of the strings, those it never appends to."""
+    when they were one at its entry; `fixed_texts`: of the strings, those it never appends to
+    nor calls a method of (their length stays too)."""
 
     containers: frozenset[str]
     texts: frozenset[str]
@@ -33,6 +34,14 @@ class StableTypes:
 
 
 NOTHING_STABLE = StableTypes(frozenset(), frozenset(), frozenset())
+# the standard methods that leave a string no longer (a script's own, called instead, gives
+# its new receiver back as a `Mutated`, where the flags are tested again)
+_NOT_GROWING = frozenset(
+    {
+        "contains", "starts_with", "ends_with", "index_of", "len", "is_empty", "sub_string",
+        "to_upper", "to_lower", "trim", "split", "chars", "get", "to_string", "type_of",
+    }
+)  # fmt: skip
 
 
 def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
@@ -41,7 +50,7 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
     declared: set[str] = set()
     not_container: set[str] = set()
     not_text: set[str] = set()
-    appended: set[str] = set()
+    appended: set[str] = set()  # `s += x`, or a method that may grow `s` (`s.append(x)`)
     pending = list(nodes)
     while pending:
         node = pending.pop()
@@ -53,6 +62,9 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
             if node.capture or node.name == "eval":  # type: ignore[union-attr]
                 return NOTHING_STABLE
             _first_by_reference(node.args, not_container, not_text)  # type: ignore[union-attr]
+        elif kind is ast.MethodCall:
+            if isinstance(node.target, ast.Var) and node.name not in _NOT_GROWING:  # type: ignore[union-attr]
+                appended.add(node.target.name)  # type: ignore[union-attr]
         elif kind is ast.Assign:
             _assigned(node, not_container, not_text, appended)  # type: ignore[arg-type]
         elif kind is ast.Let:

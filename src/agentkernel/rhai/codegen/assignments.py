@@ -102,7 +102,6 @@ class Assignments(FunctionBase):
                 self.emit(f"raise rt_var_not_found({self.m.constant(target.name)})", target.pos)
             else:
                 self.emit(f"{info.py}.v = {value}" if info.cell else f"{info.py} = {value}")
-                self.flags_stored(info.py)
             return None
         if isinstance(target, ast.This):
             self.emit(f"rt.this_value(th); th.v = {value}", target.pos)

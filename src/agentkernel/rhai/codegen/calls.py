@@ -61,6 +61,7 @@ class Calls(FunctionBase):
         self.emit(f"if type({out}) is Mutated:")
         with self.indented():
             self.store(first, Operand(f"{out}.receiver", EXPR), node.pos)
+            self.receiver_stored(first)
             self.emit(f"{out} = {out}.result")
 
     def is_def_var(self, arg: ast.Expr) -> str:

@@ -197,6 +197,7 @@ class Chains(FunctionBase):
         with self.indented():
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
+                self.receiver_stored(node.target)
             self.emit(f"{out} = {out}.result")
         if at_once:
             self.ind -= 1
@@ -224,6 +225,7 @@ class Chains(FunctionBase):
         with self.indented():
             if self.is_lvalue(node.target):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
+                self.receiver_stored(node.target)
             self.emit(f"{out} = {out}.result")
         if self.counter is not None:
             self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")

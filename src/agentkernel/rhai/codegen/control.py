@@ -267,20 +267,24 @@ class ControlFlow(FunctionBase):
 
     def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> LoopFlags:
         """What the counted `loop` may test once at its entry (loop_flags.py): the plain locals
-        it leaves of their type (a `for`'s iterable is evaluated before, once)."""
-        if self.dynamic:  # an `eval` may give a variable any value
-            stable = NOTHING_STABLE
-        elif isinstance(loop, ast.While | ast.DoLoop):
-            stable = stable_types((loop.cond, loop.body))
-        else:  # a `for`'s own variables are declared already, and set by each iteration
-            own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
-            found = stable_types((loop.body,))
-            containers, texts, fixed = found.containers, found.texts, found.fixed_texts
-            stable = StableTypes(containers.difference(own), texts.difference(own), fixed.difference(own))
-        locals_of = self.plain_locals
-        return LoopFlags(
-            locals_of(stable.containers), locals_of(stable.texts), locals_of(stable.fixed_texts), self.m.fresh
-        )
+        it leaves of their type (a `for`'s iterable is evaluated before, once), found when the
+        body first asks for a flag (the names the body declares are never among them, so the
+        scopes it has opened by then change nothing)."""
+
+        def analyse() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+            if self.dynamic:  # an `eval` may give a variable any value
+                stable = NOTHING_STABLE
+            elif isinstance(loop, ast.While | ast.DoLoop):
+                stable = stable_types((loop.cond, loop.body))
+            else:  # a `for`'s own variables are declared already, and set by each iteration
+                own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
+                found = stable_types((loop.body,))
+                containers, texts, fixed = found.containers, found.texts, found.fixed_texts
+                stable = StableTypes(containers - own, texts - own, fixed - own)
+            locals_of = self.plain_locals
+            return locals_of(stable.containers), locals_of(stable.texts), locals_of(stable.fixed_texts)
+
+        return LoopFlags(analyse, self.m.fresh)
 
     def plain_locals(self, names: frozenset[str]) -> frozenset[str]:
         """The operand texts of the variables `names` in sight that are plain locals."""

@@ -217,12 +217,16 @@ class FunctionBase:
         loop keeps it one and never appends to it (loop_flags.py); else None."""
         return self.loop_flags.type_test(operand.text, SHORT) if self.loop_flags is not None else None
 
-    def flags_stored(self, local: str) -> None:
-        """`local` was just given a new value: a counted loop's flags of it are tested again
-        here (a method's store-back: what the loop may not retype otherwise, loop_flags.py)."""
+    def receiver_stored(self, target: ast.Expr) -> None:
+        """A method's call just stored a new receiver into `target` (a `Mutated`): when that is a
+        variable, the counted loop's flags of it are tested again here (loop_flags.py: what the
+        loop may not retype otherwise). Into a member, the variable keeps its type."""
         flags = self.loop_flags
-        if flags is not None and flags.flaggable(local):  # the tests go in once the loop is compiled
-            flags.stored(local, self.m.placeholder(self.ind))
+        if flags is None or not isinstance(target, ast.Var) or target.namespace is not None:
+            return
+        info = self.lookup(target.name)
+        if info is not None and not info.cell and flags.flaggable(info.py):
+            flags.stored(info.py, self.m.placeholder(self.ind))  # the tests go in once it is compiled
 
     def setting(self, name: str) -> str:
         """`rt.<name>`, a size limit fixed for the runtime's life (loop_flags.SETTINGS), or the

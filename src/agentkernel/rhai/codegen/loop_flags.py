@@ -27,6 +27,7 @@ SETTINGS = frozenset(
         "natives_inline", "functions_named_push",
     }
 )  # fmt: skip
+Kept = tuple[frozenset[str], frozenset[str], frozenset[str]]  # containers, texts, fixed texts
 SHORT = "short"  # a kind of its own: a string shorter than POLL_SIZE (what an inlined method takes)
 
 
@@ -40,25 +41,28 @@ def _test(operand: str, kind: str) -> str:
 class LoopFlags:
     """The flags and settings a loop's body asked for, and what it may flag.
 
-    `containers`/`texts`: the operand texts (plain locals) of the variables the
-    loop leaves a map or an array, or a string, when they were one at its entry;
-    `fixed_texts`, of those strings, the ones it never appends to (their length
+    What it may flag (`analyse`, `Kept`): the operand texts (plain locals) of the
+    variables the loop leaves a map or an array, or a string, when they were one at
+    its entry, and of those strings, the ones it never appends to (their length
     stays too).
     """
 
-    def __init__(
-        self,
-        containers: frozenset[str],
-        texts: frozenset[str],
-        fixed_texts: frozenset[str],
-        fresh: Callable[[str], str],
-    ) -> None:
-        self._kept = {"dict": containers, "list": containers, "str": texts, SHORT: fixed_texts}
+    def __init__(self, analyse: Callable[[], Kept], fresh: Callable[[str], str]) -> None:
+        self._analyse = analyse  # run when a flag is first asked for: most loops ask for none
+        self._found: dict[str, frozenset[str]] | None = None
         self._fresh = fresh
         self._flags: dict[tuple[str, str], str] = {}
         self._settings: dict[str, str] = {}
         self._iterating: dict[str, dict[str, str]] = {}  # a `for` variable: its kinds' flags
         self._stores: list[tuple[str, Placeholder]] = []  # a flaggable variable's store-back, and its line
+
+    @property
+    def _kept(self) -> dict[str, frozenset[str]]:
+        """The operands each kind of flag may be asked of."""
+        if self._found is None:
+            containers, texts, fixed_texts = self._analyse()
+            self._found = {"dict": containers, "list": containers, "str": texts, SHORT: fixed_texts}
+        return self._found
 
     def flaggable(self, operand: str) -> bool:
         """Whether `operand` may have flags (of a type the loop keeps it)."""
