@@ -227,10 +227,32 @@ class SqliteStore:
             self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE, see `transaction`) holding the thread lock too."""
-        with self._lock, transaction(self._conn, write=True) as conn:
-            yield conn
+    def _write(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE, see `transaction`) holding the thread lock too.
+
+        With `timeout`, both waits (the thread lock, SQLite's busy wait for
+        another process) end within it: StoreBusy past it.
+        """
+        if timeout is None:
+            with self._lock, transaction(self._conn, write=True) as conn:
+                yield conn
+            return
+        if not self._lock.acquire(timeout=max(timeout, 0.0)):
+            raise StoreBusy(f"{self.path}: the store was busy with other writes for more than {timeout:g} s")
+        try:
+            set_busy_timeout(self._conn, min(timeout, self._busy_timeout_secs))
+            try:
+                with transaction(self._conn, write=True) as conn:
+                    yield conn
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                held = f"{self.path}: another process held the store for more than {timeout:g} s"
+                raise StoreBusy(held) from exc
+            finally:
+                set_busy_timeout(self._conn, self._busy_timeout_secs)
+        finally:
+            self._lock.release()
 
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
