@@ -96,6 +96,13 @@ def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[sqlite3.Co
     other threads off the connection meanwhile.
     """
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    with committed(conn):
+        yield conn
+
+
+@contextmanager
+def committed(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """The transaction begun on `conn`, committed when the block ends, rolled back when it raises."""
     try:
         yield conn
         conn.execute("COMMIT")
@@ -255,6 +262,39 @@ class SqliteStore:
             self._lock.release()
 
     @contextmanager
+    def _write_at_once(self) -> Iterator[sqlite3.Connection | None]:
+        """A write transaction begun only when nothing holds the store now (another thread of this
+        process, another process): its connection, else None at once, nothing waited for.
+
+        For a write the event loop may make itself: a busy file never holds it,
+        the caller writes on a worker thread instead.
+        """
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            if not self._begun_at_once():
+                yield None
+                return
+            with committed(self._conn) as conn:
+                yield conn
+        finally:
+            self._lock.release()
+
+    def _begun_at_once(self) -> bool:
+        """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
+        self._conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            return False
+        finally:
+            set_busy_timeout(self._conn, self._busy_timeout_secs)
+        return True
+
+    @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
         """The reading connection, held by this thread; StoreBusy when not free within `timeout` s."""
         if not self._read_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
@@ -276,6 +316,7 @@ __all__ = [
     "Schema",
     "SqliteStore",
     "StoreBusy",
+    "committed",
     "connect",
     "enable_wal",
     "migrate",
