@@ -613,6 +613,20 @@ def test_records_wait_for_the_index_until_a_batch_does(db: Path) -> None:
         _integrity_check(db)
 
 
+def test_a_step_reads_the_index_end_only_when_a_batch_may_be_due(db: Path) -> None:
+    """The end last seen is never past the file's: below a batch from it, a step reads nothing more."""
+    with SqliteMessageStore(db) as store:
+        read: list[str] = []
+        store._conn.set_trace_callback(lambda sql: read.append(sql) if "messages_indexed" in sql else None)
+        fill(store, "s1", *(f"note {n}" for n in range(INDEX_BATCH - 1)))
+        assert read == []
+        fill(store, "s1", "the batch's last")
+        assert read[0] == "SELECT upto FROM messages_indexed" and _indexed(db)[1] == INDEX_BATCH
+        read.clear()
+        fill(store, "s1", "after the batch")
+        assert read == []
+
+
 def test_a_search_finds_every_record_written_before_it(db: Path) -> None:
     """Records waiting for the index, written by this store or another on the file, are indexed first."""
     with SqliteMessageStore(db) as store, SqliteMessageStore(db) as other:

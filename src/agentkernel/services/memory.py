@@ -347,6 +347,7 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+        self._upto_seen = 0  # the search index's end, as last read from the file (`_indexed`)
 
     def _too_new(self, version: int) -> AgentKernelError:
         return AgentKernelError(
@@ -375,13 +376,21 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
     def _stepped(conn: sqlite3.Connection, run_id: str) -> None:
         """Nothing: a run's readers on the file read it again every little while (server/run_wakeups.py)."""
 
-    @staticmethod
-    def _indexed(conn: sqlite3.Connection, last_id: int) -> None:
+    def _indexed(self, conn: sqlite3.Connection, last_id: int) -> None:
         """Index the records waiting for the search once INDEX_BATCH of them do (ids up to `last_id`, the
-        step's last), in the step's transaction: a batch costs a few µs a record, a record alone 30-50."""
+        step's last), in the step's transaction: a batch costs a few µs a record, a record alone 30-50.
+
+        The index's end is read from the file only when the last one seen
+        (`_upto_seen`: never past the file's, which only grows) says a batch
+        may be due; it is the file's that is indexed from.
+        """
+        if last_id - self._upto_seen < INDEX_BATCH:
+            return
         (upto,) = conn.execute("SELECT upto FROM messages_indexed").fetchone()
         if last_id - upto >= INDEX_BATCH:
             _index_pending(conn, upto)
+            upto = last_id
+        self._upto_seen = upto
 
     def _index_before_search(self, timeout: float | None) -> None:
         """Index every record written before now that waits for it: a search sees all of them.

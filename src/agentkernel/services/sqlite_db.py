@@ -207,6 +207,7 @@ class SqliteStore:
     def __init__(self, path: Path | str, schema: Schema, busy_timeout_secs: float) -> None:
         self.path = str(path)
         self._busy_timeout_secs = busy_timeout_secs
+        self._busy_ms = max(0, int(busy_timeout_secs * 1000))  # the writing connection's busy wait now
         self._lock = threading.Lock()
         self._conn = connect(self.path, busy_timeout_secs)
         try:
@@ -241,13 +242,15 @@ class SqliteStore:
         another process) end within it: StoreBusy past it.
         """
         if timeout is None:
-            with self._lock, transaction(self._conn, write=True) as conn:
-                yield conn
+            with self._lock:
+                self._wait_for_others(self._busy_timeout_secs)
+                with transaction(self._conn, write=True) as conn:
+                    yield conn
             return
         if not self._lock.acquire(timeout=max(timeout, 0.0)):
             raise StoreBusy(f"{self.path}: the store was busy with other writes for more than {timeout:g} s")
         try:
-            set_busy_timeout(self._conn, min(timeout, self._busy_timeout_secs))
+            self._wait_for_others(min(timeout, self._busy_timeout_secs))
             try:
                 with transaction(self._conn, write=True) as conn:
                     yield conn
@@ -256,10 +259,14 @@ class SqliteStore:
                     raise
                 held = f"{self.path}: another process held the store for more than {timeout:g} s"
                 raise StoreBusy(held) from exc
-            finally:
-                set_busy_timeout(self._conn, self._busy_timeout_secs)
         finally:
             self._lock.release()
+
+    def _wait_for_others(self, secs: float) -> None:
+        """The writing connection's busy wait set to `secs` (a PRAGMA only when it changes: a store
+        written only `_write_at_once`, or only `_write`, never sets it again). The caller holds the lock."""
+        if max(0, int(secs * 1000)) != self._busy_ms:
+            self._busy_ms = set_busy_timeout(self._conn, secs)
 
     @contextmanager
     def _write_at_once(self) -> Iterator[sqlite3.Connection | None]:
@@ -283,15 +290,13 @@ class SqliteStore:
 
     def _begun_at_once(self) -> bool:
         """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
-        self._conn.execute("PRAGMA busy_timeout = 0")
+        self._wait_for_others(0)
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise
             return False
-        finally:
-            set_busy_timeout(self._conn, self._busy_timeout_secs)
         return True
 
     @contextmanager
