@@ -15,7 +15,9 @@ done once here:
   transaction that upgrades later may fail at once with SQLITE_BUSY, its
   snapshot being stale. Whatever raises inside rolls it back.
 - **The busy wait** (`set_busy_timeout`): how long SQLite waits for another
-  writer; a store may bound it per operation.
+  writer; a store may bound it per operation (`SqliteStore._write(timeout)`),
+  or write only if nobody holds the file (`SqliteStore._write_at_once`: no
+  wait at all, for a write the event loop may make itself).
 - **Migrations** (`Schema`, `migrate`): a schema version in the file, and the
   statements that bring an older file up to date, run once, in one write
   transaction, so two processes opening a fresh file at once do not both
