@@ -528,7 +528,9 @@ def main() -> None:
             print(f"{contestant.name}: skipped, not installed (pip install -e '.[bench]')")
     rounds: list[dict[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as tmp, llm_process() as url:
-        project = make_project(Path(tmp), url)
+        # a project (and so a message store file) a contestant: `--before`'s kernel may not read another
+        # schema version's file, and no contestant's turns write into another's store
+        projects = {c.name: make_project(Path(tmp) / c.name, url) for c in played}
         print(
             f"scripted LLM {url}; {options.rounds} round(s) of {options.turns} turns "
             f"(+{options.warmup} warm-up)"
@@ -537,7 +539,7 @@ def main() -> None:
             order = played[number % len(played) :] + played[: number % len(played)]
             rounds.append(
                 {
-                    c.name: run_one(c, url, project, options.turns, options.warmup, options.before)
+                    c.name: run_one(c, url, projects[c.name], options.turns, options.warmup, options.before)
                     for c in order
                 }
             )

@@ -252,7 +252,8 @@ class KernelParts:
         else:
             return None
         # each call checked against the user's quotas (S26.3) before it is made, then counted
-        return QuotaGate(MeteredProvider(measured, self._usage_ledger, default_model), self.quotas)
+        metered = MeteredProvider(measured, self._usage_ledger, default_model, self._usage_ledger_if_open)
+        return QuotaGate(metered, self.quotas)
 
     @cached_property
     def quotas(self) -> QuotaBook:
@@ -264,6 +265,12 @@ class KernelParts:
         """The ledger the metered provider writes to (from worker threads); None once the kernel is closed."""
         with self._usage_opening:
             return None if self.closed else self.usage
+
+    def _usage_ledger_if_open(self) -> UsageStore | None:
+        """The ledger if it is open (the metered provider may write it on the event loop: opening it there
+        could wait on the file); None before the first call counted and once the kernel is closed."""
+        opened: UsageStore | None = self.__dict__.get("usage")  # the cached property, without opening it
+        return None if self.closed else opened
 
     @cached_property
     def hooks(self) -> HookPipeline:

@@ -466,8 +466,13 @@ class UsageStore(Protocol):
         output_tokens: int,
         estimated: bool = False,
         at: datetime | None = None,
-    ) -> None:
-        """Count one LLM call (at `at`, default now) in its day's row: one atomic upsert."""
+        at_once: bool = False,
+    ) -> bool:
+        """Count one LLM call (at `at`, default now) in its day's row: one atomic upsert; True.
+
+        `at_once`: only if that needs no wait (no other writer, a local
+        file); else nothing is written and False returned.
+        """
         ...
 
     def totals(

@@ -22,6 +22,7 @@ from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Entry
 from agentkernel.services.memory import (
     _MIGRATIONS,
+    INDEX_BATCH,
     KIND_AGENT,
     KIND_ERROR,
     KIND_TOOL_CALL,
@@ -36,6 +37,7 @@ from agentkernel.services.memory import (
     fts_query,
 )
 from agentkernel.services.memory_pg import PostgresMessageStore
+from agentkernel.services.sqlite_db import StoreBusy
 
 ISO_MS_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -205,7 +207,7 @@ def test_a_version_1_file_is_upgraded_and_its_records_keep_no_user(db: Path) -> 
         ]
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert conn.execute("SELECT user_id FROM messages ORDER BY id").fetchall() == [(None,), ("alice",)]
     finally:
         conn.close()
@@ -575,6 +577,133 @@ def test_search_index_stays_consistent(db: Path) -> None:
             conn.close()
         assert [r.content for r in store.search("s1", "ежик", 5)] == ["Ёжик в тумане"]
         assert [r.content for r in store.search("s1", "ещё", 5)] == ["ещё одна запись"]
+
+
+def _indexed(db: Path) -> tuple[int, int]:
+    """The search index's end (`messages_indexed.upto`) and how many records it holds."""
+    conn = sqlite3.connect(db)
+    try:
+        (upto,) = conn.execute("SELECT upto FROM messages_indexed").fetchone()
+        (held,) = conn.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()
+        return int(upto), int(held)
+    finally:
+        conn.close()
+
+
+def _integrity_check(db: Path) -> None:
+    """FTS5's own check that the index holds exactly what its view shows (raises when it does not)."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_records_wait_for_the_index_until_a_batch_does(db: Path) -> None:
+    """A record is not indexed by its own write (an FTS5 insert of one record costs as much as the rest
+    of it): the step that leaves INDEX_BATCH records waiting indexes them all, in its transaction."""
+    with SqliteMessageStore(db) as store:
+        ids = fill(store, "s1", *(f"note {n}" for n in range(INDEX_BATCH - 1)))
+        assert _indexed(db) == (0, 0)
+        _integrity_check(db)  # the index holds what its view shows: nothing yet
+        [last] = fill(store, "s1", "the batch's last")
+        assert last - ids[0] + 1 == INDEX_BATCH
+        assert _indexed(db) == (last, INDEX_BATCH)
+        _integrity_check(db)
+
+
+def test_a_step_reads_the_index_end_only_when_a_batch_may_be_due(db: Path) -> None:
+    """The end last seen is never past the file's: below a batch from it, a step reads nothing more."""
+    with SqliteMessageStore(db) as store:
+        read: list[str] = []
+        store._conn.set_trace_callback(lambda sql: read.append(sql) if "messages_indexed" in sql else None)
+        fill(store, "s1", *(f"note {n}" for n in range(INDEX_BATCH - 1)))
+        assert read == []
+        fill(store, "s1", "the batch's last")
+        assert read[0] == "SELECT upto FROM messages_indexed" and _indexed(db)[1] == INDEX_BATCH
+        read.clear()
+        fill(store, "s1", "after the batch")
+        assert read == []
+
+
+def test_a_search_finds_every_record_written_before_it(db: Path) -> None:
+    """Records waiting for the index, written by this store or another on the file, are indexed first."""
+    with SqliteMessageStore(db) as store, SqliteMessageStore(db) as other:
+        fill(store, "s1", "the first kiwi")
+        [second] = fill(other, "s1", "a second kiwi")
+        assert _indexed(db) == (0, 0)
+        assert sorted(r.content for r in store.search("s1", "kiwi", 5)) == ["a second kiwi", "the first kiwi"]
+        assert _indexed(db) == (second, 2)
+        _integrity_check(db)
+        assert [r.content for r in other.search("s1", "second", 5)] == ["a second kiwi"]
+        assert _indexed(db) == (second, 2)  # nothing waited: no write
+
+
+def test_deleting_records_indexed_or_not_leaves_the_index_whole(db: Path) -> None:
+    with SqliteMessageStore(db) as store:
+        fill(store, "s1", "kept kiwi")
+        fill(store, "gone", "indexed kiwi")
+        store.search("s1", "kiwi", 5)  # both indexed now
+        fill(store, "gone", "waiting kiwi")
+        store.delete_session("gone")  # one record the index holds, one it does not
+        _integrity_check(db)
+        assert [r.content for r in store.search("s1", "kiwi", 5)] == ["kept kiwi"]
+        assert store.search("gone", "kiwi", 5) == []
+        _integrity_check(db)
+        assert _indexed(db)[1] == 1
+
+
+def test_a_search_that_must_index_waits_for_the_writer_only_its_time(db: Path) -> None:
+    """Indexing takes the write lock: held past the search's `timeout`, the search says StoreBusy."""
+    with SqliteMessageStore(db) as store:
+        fill(store, "s1", "kiwi")
+        holding, done = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store._write():
+                holding.set()
+                done.wait(30)
+
+        writer = threading.Thread(target=hold)
+        writer.start()
+        try:
+            assert holding.wait(30)
+            with pytest.raises(StoreBusy, match="busy with other writes"):
+                store.search("s1", "kiwi", 5, timeout=0.01)
+        finally:
+            done.set()
+            writer.join()
+        assert [r.content for r in store.search("s1", "kiwi", 5, timeout=5)] == ["kiwi"]
+
+
+def test_a_version_3_file_keeps_its_index_and_indexes_in_batches_after(db: Path) -> None:
+    """A file from before batches (every record indexed by a trigger) is taken to version 4 as it is."""
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    try:
+        for version in (1, 2, 3):
+            for statement in _MIGRATIONS[version]:
+                conn.execute(statement)
+        for content in ("old kiwi", "gone kiwi"):
+            conn.execute(
+                "INSERT INTO messages (session_id, user_id, role, kind, content, meta, created_at) "
+                "VALUES (?, 'u', 'user', 'user', ?, '{}', '2026-01-01T00:00:00.000Z')",
+                (content.split()[0], content),
+            )
+        conn.execute("PRAGMA user_version = 3")
+        conn.commit()
+    finally:
+        conn.close()
+    with SqliteMessageStore(db) as store:
+        assert _indexed(db) == (2, 2)
+        _integrity_check(db)
+        store.delete_session("gone")
+        fill(store, "old", "new kiwi")
+        assert _indexed(db) == (2, 1)
+        assert [r.content for r in store.search("old", "kiwi", 5)] == ["new kiwi", "old kiwi"]
+        _integrity_check(db)
+        assert _indexed(db) == (3, 2)
 
 
 def test_a_steps_notes_patch_earlier_records_meta_of_its_session_only(store: Store) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -199,3 +201,49 @@ def test_a_ledger_that_cannot_be_written_does_not_fail_the_call(
     with caplog.at_level(logging.ERROR, logger="agentkernel.usage"):
         assert asyncio.run(call()) == "still answered"
     assert "could not be recorded" in caplog.text and "'ann'" in caplog.text
+
+
+def test_a_call_is_counted_on_the_event_loop_unless_the_ledger_is_held(
+    project: Path, llm_server: FakeLLMServer
+) -> None:
+    """A worker thread's hop costs more than the ledger's write: the write is made on the loop when the
+    ledger takes it at once; while another process holds the file, on a worker thread, which waits."""
+    llm_server.add(Reply(text="one"), Reply(text="two"))
+    config = load_kernel_config(
+        write_kernel_yaml(project, f"llm:\n  base_url: {llm_server.base_url}\n  model: m\n")
+    )
+    assert config.llm is not None
+    path = project / "usage.db"
+    ledger = UsageLedger(path)
+    counted_on: list[str] = []
+    asked_to_wait = threading.Event()
+
+    def traced(statement: str) -> None:
+        if statement.startswith("INSERT INTO usage"):
+            counted_on.append(threading.current_thread().name)
+        elif statement == "BEGIN IMMEDIATE" and threading.current_thread() is not threading.main_thread():
+            asked_to_wait.set()
+
+    ledger._conn.set_trace_callback(traced)
+    metered = MeteredProvider(build_provider(config.llm), lambda: ledger)
+    request = CompletionRequest(messages=(ChatMessage.user("hi"),), user="ann")
+    other = sqlite3.connect(path, isolation_level=None)
+
+    async def calls() -> list[str | None]:
+        try:
+            first = await metered.complete(request)
+            other.execute("BEGIN IMMEDIATE")  # another process writing the file
+            second = asyncio.create_task(metered.complete(request))
+            assert await asyncio.to_thread(asked_to_wait.wait, 30)  # the worker thread waits its turn
+            other.execute("COMMIT")
+            return [first.text, (await second).text]
+        finally:
+            await metered.aclose()
+
+    try:
+        assert asyncio.run(calls()) == ["one", "two"]
+        assert counted_on[0] == threading.main_thread().name and counted_on[1] != counted_on[0]
+        assert ledger.totals(user="ann", since=datetime.now(UTC).date()).calls == 2
+    finally:
+        other.close()
+        ledger.close()

@@ -6,7 +6,9 @@ without waiting for one: days and months are UTC.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +16,17 @@ import pytest
 
 from agentkernel.config.quotas import QuotaSettings
 from agentkernel.errors import HelperError, QuotaExhausted
-from agentkernel.llm.base import ProviderError
+from agentkernel.llm.base import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    ProviderError,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    Usage,
+)
+from agentkernel.services.quota_gate import QuotaGate
 from agentkernel.services.quotas import QuotaBook, next_reset
 from agentkernel.services.usage import UsageLedger
 
@@ -118,3 +130,52 @@ def test_months_reset_on_the_first_of_the_next_and_the_year_turns() -> None:
     assert next_reset("month", datetime(2026, 12, 31).date()).isoformat() == "2027-01-01T00:00:00+00:00"
     assert next_reset("month", datetime(2027, 2, 3).date()).isoformat() == "2027-03-01T00:00:00+00:00"
     assert next_reset("day", datetime(2027, 2, 28).date()).isoformat() == "2027-03-01T00:00:00+00:00"
+
+
+class _Recording:
+    """A provider whose streams are kept, to tell whether the gate handed one on as it is."""
+
+    def __init__(self) -> None:
+        self.streams: list[AsyncIterator[StreamEvent]] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        return Completion("hi", (), Usage(), "stop", None)
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        self.streams.append(self._events())
+        return self.streams[-1]
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        yield TextDelta("hi")
+        yield StreamDone(Completion("hi", (), Usage(), "stop", None))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _texts(stream: AsyncIterator[StreamEvent]) -> list[str]:
+    async def read() -> list[str]:
+        return [event.text async for event in stream if isinstance(event, TextDelta)]
+
+    return asyncio.run(read())
+
+
+def test_the_gate_hands_on_the_inner_stream_itself_when_nothing_is_checked(ledger: UsageLedger) -> None:
+    """No layer of its own (each would re-yield every event) for a kernel's call or a kernel without
+    quotas; a user's call under limits is checked before the inner stream starts."""
+    inner = _Recording()
+    asked = CompletionRequest((ChatMessage.user("hi"),), user="bob")
+    unlimited = QuotaGate(inner, QuotaBook(QuotaSettings(), lambda: ledger))
+    assert unlimited.stream(asked) is inner.streams[-1]
+    limited = QuotaGate(inner, QuotaBook(SETTINGS, lambda: ledger))
+    assert limited.stream(replace(asked, user=None)) is inner.streams[-1]
+    checked = limited.stream(asked)
+    assert len(inner.streams) == 2  # not asked yet: the check comes first
+    assert _texts(checked) == ["hi"]
+    now = datetime.now(UTC)  # the gate checks today's use
+    ledger.record(
+        user="bob", template=None, model="m", provider=None, input_tokens=101, output_tokens=0, at=now
+    )
+    with pytest.raises(QuotaExhausted, match="tokens_per_day for user bob"):
+        _texts(limited.stream(asked))
+    assert len(inner.streams) == 3  # refused before the inner stream was asked for

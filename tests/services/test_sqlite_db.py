@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_db import Schema, connect, migrate, transaction
+from agentkernel.services.sqlite_db import Schema, SqliteStore, connect, migrate, transaction
 
 LOG = "CREATE TABLE IF NOT EXISTS runs (step INTEGER NOT NULL)"
 
@@ -140,3 +140,20 @@ def test_a_version_table_upgrades_an_older_file(conn: sqlite3.Connection) -> Non
 def test_a_schema_without_every_upgrade_is_refused() -> None:
     with pytest.raises(ValueError, match=r"no upgrade to version\(s\) \[2\]"):
         Schema(3, {1: (), 3: ()}, too_new=newer)
+
+
+def test_the_busy_wait_is_set_only_when_the_kind_of_write_changes(tmp_path: Path) -> None:
+    """A write made at once has no busy wait, one that may wait the store's: each PRAGMA only when the
+    last write was of the other kind, so a store written one way sets none (the ledger's every call)."""
+    store = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    set_to: list[str] = []
+    store._conn.set_trace_callback(lambda sql: set_to.append(sql) if "busy_timeout" in sql else None)
+    try:
+        for kinds in (("at once", "at once", "at once"), ("wait", "wait"), ("at once",)):
+            for kind in kinds:
+                with store._write_at_once() if kind == "at once" else store._write() as conn:
+                    assert conn is not None
+                    conn.execute("INSERT INTO t (n) VALUES (1)")
+        assert set_to == ["PRAGMA busy_timeout = 0", "PRAGMA busy_timeout = 10000", "PRAGMA busy_timeout = 0"]
+    finally:
+        store.close()

@@ -6,6 +6,7 @@ ledgers: the SQLite file and the PostgreSQL database (S27.2, tests/pg.py).
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 from agentkernel.ports import UsageStore, UsageTotals
 from agentkernel.services.approvals import Approvals
 from agentkernel.services.turn_leases import TurnLeases
-from agentkernel.services.usage import UsageLedger
+from agentkernel.services.usage import BUSY_TIMEOUT_SECS, UsageLedger
 from agentkernel.services.usage_pg import PostgresUsageLedger
 
 WAIT_SECS = 60.0
@@ -200,3 +201,43 @@ def test_two_processes_recording_at_once_lose_no_call(where: str) -> None:
         today = datetime.now(UTC).date()
         spent = ledger.totals(user="ann", since=today - timedelta(days=1))
         assert spent == UsageTotals(2 * each, 6 * each, 2 * each)
+
+
+def _at_once(ledger: Ledger, tokens: int) -> bool:
+    return ledger.record(
+        user="ann",
+        template=None,
+        model="m",
+        provider=None,
+        input_tokens=tokens,
+        output_tokens=0,
+        at=DAY,
+        at_once=True,
+    )
+
+
+def _ann_tokens(ledger: Ledger) -> int:
+    return ledger.totals(user="ann", since=DAY.date(), until=DAY.date()).input_tokens
+
+
+def test_a_call_is_counted_at_once_only_when_nothing_holds_the_ledger(where: str) -> None:
+    """For the event loop: the SQLite ledger writes when free, and says so at once, writing nothing, when
+    another thread or process holds it (never waiting); the PostgreSQL one never writes at once."""
+    with open_ledger(where) as ledger:
+        if isinstance(ledger, PostgresUsageLedger):
+            assert not _at_once(ledger, 1) and _ann_tokens(ledger) == 0
+            return
+        assert _at_once(ledger, 1) and _ann_tokens(ledger) == 1
+        with ledger._write():  # this process's other thread writing
+            assert not _at_once(ledger, 10)
+        other = sqlite3.connect(where, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process writing the file
+            assert not _at_once(ledger, 100)
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        assert _ann_tokens(ledger) == 1
+        assert _at_once(ledger, 1000) and _ann_tokens(ledger) == 1001
+        with ledger._write() as conn:  # a write that may wait waits as long as ever
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_SECS * 1000

@@ -32,13 +32,21 @@ so user B naming user A's session id reads B's records, never A's.
   never FTS5 syntax: each whitespace-separated word becomes a quoted phrase,
   so ``"``, ``*``, ``-``, ``:``, ``NEAR(``, ``AND`` are plain text. Words are
   OR-ed, and the whole query as one phrase is OR-ed in too, so records with
-  more of the words, and with them adjacent, rank first.
+  more of the words, and with them adjacent, rank first. The index is
+  written in batches, not a record at a time (an FTS5 insert of one record
+  costs about as much as the rest of its write): it holds the records up to
+  an id (``messages_indexed.upto``); a step that leaves `INDEX_BATCH` records
+  after it indexes them in its own transaction, and a search first indexes
+  whatever waits, so it finds every record written before it. A deleted
+  record leaves the index (a trigger) when the index holds it.
 - **Schema** is created on open inside a write transaction (two processes
   may open a fresh file at once) and versioned with ``PRAGMA user_version``;
   `_MIGRATIONS` lists the steps to each version. Version 2 added the user of
   each record: records written before it have none (NULL) and are read only
   by the kernel's own reads of a whole session (`Kernel.transcript`), never
-  by a script, whose user they cannot be shown to belong to.
+  by a script, whose user they cannot be shown to belong to. Version 4 put
+  the search index's writes in batches (a file of version 3 holds every
+  record in it already).
 """
 
 from __future__ import annotations
@@ -93,7 +101,7 @@ MAX_QUERY_WORDS = 32
 """Longer queries keep their first words: a bounded MATCH expression, a bounded cost."""
 
 BUSY_TIMEOUT_SECS = 10.0
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_RECORDS_CHANNEL = "agentkernel_run_records"
 """Where the PostgreSQL store (memory_pg.py) announces a run's new step: a NOTIFY of the run's id, sent at
 the step's commit; server/run_wakeups.py listens."""
@@ -140,8 +148,34 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE messages ADD COLUMN run_id TEXT",
         "CREATE INDEX messages_run ON messages (run_id, id) WHERE run_id IS NOT NULL",
     ),
+    4: (
+        # the search index is written in batches (`_index_pending`), not by a trigger a record: it holds
+        # the records up to `upto`, every one of them, which the view says, so FTS5's 'rebuild' and
+        # 'integrity-check' read what it holds; a file from before holds every record already
+        "DROP TRIGGER messages_ai",
+        "DROP TRIGGER messages_ad",
+        "CREATE TABLE messages_indexed (upto INTEGER NOT NULL)",
+        "INSERT INTO messages_indexed (upto) SELECT coalesce(max(id), 0) FROM messages",
+        "DROP VIEW messages_search",
+        f"""CREATE VIEW messages_search AS SELECT id, {_FOLD_SQL.format("content")} AS content
+            FROM messages WHERE id <= (SELECT upto FROM messages_indexed)""",
+        f"""CREATE TRIGGER messages_ad AFTER DELETE ON messages
+            WHEN old.id <= (SELECT upto FROM messages_indexed) BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+            VALUES ('delete', old.id, {_FOLD_SQL.format("old.content")});
+        END""",
+    ),
 }
 """Version N's statements take a file from version N-1 to N; append, never edit."""
+
+INDEX_BATCH = 64
+"""Records written but not yet in the search index that make the next step index them (see
+`SqliteMessageStore`); a search indexes those left first."""
+
+_INDEX_PENDING = (
+    f"INSERT INTO messages_fts (rowid, content) SELECT id, {_FOLD_SQL.format('content')} FROM messages "
+    "WHERE id > ? ORDER BY id"
+)
 
 
 def _owner_condition(owner: Owner, mark: str) -> tuple[str, tuple[str, ...]]:
@@ -182,14 +216,16 @@ class _Store(Protocol):
 
     def _stepped(self, conn: Any, run_id: str) -> None: ...
 
+    def _indexed(self, conn: Any, last_id: int) -> None: ...
+
 
 class TranscriptMethods:
     """What both message stores do, written once: SQLite's (`SqliteMessageStore`) and PostgreSQL's
     (memory_pg.py) differ in their placeholder (`mark`), how a step keeps the session's ids in commit
     order (`step_lock`: SQLite's one writer does it already), how the lease is checked (`lease_check`, one
     row of `session_id, token`), how a record is inserted (`_insert`, its id back) and a note added to
-    a record's meta (`_note`), what a run's step tells others (`_stepped`), their searches and the
-    store underneath (`_read`, `_write`)."""
+    a record's meta (`_note`), what a run's step tells others (`_stepped`), what the search index needs
+    of a step's records (`_indexed`), their searches and the store underneath (`_read`, `_write`)."""
 
     mark: ClassVar[str]
     lease_check: ClassVar[str]
@@ -249,6 +285,8 @@ class TranscriptMethods:
             if lease is not None and conn.execute(self.lease_check, (session_id, lease)).fetchone() is None:
                 raise LeaseLost(session_id)
             ids = [self._insert(conn, row) for row in rows]
+            if ids:
+                self._indexed(conn, ids[-1])
             for record_id, note in (notes or {}).items():
                 self._note(conn, session_id, record_id, note)
             if update is not None and run_id is not None:
@@ -309,6 +347,7 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
+        self._upto_seen = 0  # the search index's end, as last read from the file (`_indexed`)
 
     def _too_new(self, version: int) -> AgentKernelError:
         return AgentKernelError(
@@ -336,6 +375,38 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
     @staticmethod
     def _stepped(conn: sqlite3.Connection, run_id: str) -> None:
         """Nothing: a run's readers on the file read it again every little while (server/run_wakeups.py)."""
+
+    def _indexed(self, conn: sqlite3.Connection, last_id: int) -> None:
+        """Index the records waiting for the search once INDEX_BATCH of them do (ids up to `last_id`, the
+        step's last), in the step's transaction: a batch costs a few µs a record, a record alone 30-50.
+
+        The index's end is read from the file only when the last one seen
+        (`_upto_seen`: never past the file's, which only grows) says a batch
+        may be due; it is the file's that is indexed from.
+        """
+        if last_id - self._upto_seen < INDEX_BATCH:
+            return
+        (upto,) = conn.execute("SELECT upto FROM messages_indexed").fetchone()
+        if last_id - upto >= INDEX_BATCH:
+            _index_pending(conn, upto)
+            upto = last_id
+        self._upto_seen = upto
+
+    def _index_before_search(self, timeout: float | None) -> None:
+        """Index every record written before now that waits for it: a search sees all of them.
+
+        A read tells whether any waits; only then is the write lock taken
+        (within `timeout`, else StoreBusy), and the records after the index's
+        end indexed in one transaction.
+        """
+        with self._reading(timeout) as conn:
+            upto, last = conn.execute(
+                "SELECT upto, (SELECT coalesce(max(id), 0) FROM messages) FROM messages_indexed"
+            ).fetchone()
+        if last > upto:
+            with self._write(timeout) as conn:
+                (upto,) = conn.execute("SELECT upto FROM messages_indexed").fetchone()
+                _index_pending(conn, upto)
 
     def history(
         self,
@@ -382,6 +453,7 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
         match = fts_query(query)
         if match is None or k <= 0:
             return []
+        self._index_before_search(timeout)
         with self._reading(timeout) as conn:
             since = 0
             if window is not None:
@@ -405,6 +477,13 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
                 max_bytes,
             )
         return [record_of(row) for row in rows]
+
+
+def _index_pending(conn: sqlite3.Connection, upto: int) -> None:
+    """Index the records after id `upto` (those the index does not hold) and move its end past them, in
+    the caller's write transaction: ids only grow (AUTOINCREMENT), so a record is indexed exactly once."""
+    conn.execute(_INDEX_PENDING, (upto,))
+    conn.execute("UPDATE messages_indexed SET upto = max(upto, (SELECT coalesce(max(id), 0) FROM messages))")
 
 
 def _rows_within(

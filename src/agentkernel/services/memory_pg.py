@@ -221,6 +221,10 @@ class PostgresMessageStore(TranscriptMethods, PgStore):
         """Tell every listener the run has a new step: sent at the step's commit, never before it."""
         conn.execute("SELECT pg_notify(%s, %s)", (RUN_RECORDS_CHANNEL, run_id))
 
+    @staticmethod
+    def _indexed(conn: psycopg.Connection[tuple[Any, ...]], last_id: int) -> None:
+        """Nothing: each record's search column is written with it (`_insert`)."""
+
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """A read-only transaction, bounded by `timeout` seconds when given (StoreBusy past it)."""

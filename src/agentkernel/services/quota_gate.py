@@ -32,7 +32,14 @@ class QuotaGate:
         await self._check(request)
         return await self.inner.complete(request)
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        """The inner stream itself when nothing is to be checked (no user, no limit): a layer that would
+        only hand on each event costs every streamed call; else the inner one once the check passed."""
+        if not self._checks(request):
+            return self.inner.stream(request)
+        return self._checked_stream(request)
+
+    async def _checked_stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
         await self._check(request)
         events = self.inner.stream(request)
         try:
@@ -46,8 +53,12 @@ class QuotaGate:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def _checks(self, request: CompletionRequest) -> bool:
+        """Whether `request` is checked: a user's call, with limits configured."""
+        return request.user is not None and self.book.enabled
+
     async def _check(self, request: CompletionRequest) -> None:
-        if request.user is not None and self.book.enabled:
+        if self._checks(request):
             import asyncio  # a caller of an async provider has it already; a tool run never imports it
 
             await asyncio.to_thread(self.book.check, user=request.user, template=request.template)

@@ -15,7 +15,9 @@ done once here:
   transaction that upgrades later may fail at once with SQLITE_BUSY, its
   snapshot being stale. Whatever raises inside rolls it back.
 - **The busy wait** (`set_busy_timeout`): how long SQLite waits for another
-  writer; a store may bound it per operation.
+  writer; a store may bound it per operation (`SqliteStore._write(timeout)`),
+  or write only if nobody holds the file (`SqliteStore._write_at_once`: no
+  wait at all, for a write the event loop may make itself).
 - **Migrations** (`Schema`, `migrate`): a schema version in the file, and the
   statements that bring an older file up to date, run once, in one write
   transaction, so two processes opening a fresh file at once do not both
@@ -96,6 +98,13 @@ def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[sqlite3.Co
     other threads off the connection meanwhile.
     """
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    with committed(conn):
+        yield conn
+
+
+@contextmanager
+def committed(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """The transaction begun on `conn`, committed when the block ends, rolled back when it raises."""
     try:
         yield conn
         conn.execute("COMMIT")
@@ -200,6 +209,7 @@ class SqliteStore:
     def __init__(self, path: Path | str, schema: Schema, busy_timeout_secs: float) -> None:
         self.path = str(path)
         self._busy_timeout_secs = busy_timeout_secs
+        self._busy_ms = max(0, int(busy_timeout_secs * 1000))  # the writing connection's busy wait now
         self._lock = threading.Lock()
         self._conn = connect(self.path, busy_timeout_secs)
         try:
@@ -227,10 +237,69 @@ class SqliteStore:
             self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE, see `transaction`) holding the thread lock too."""
-        with self._lock, transaction(self._conn, write=True) as conn:
-            yield conn
+    def _write(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE, see `transaction`) holding the thread lock too.
+
+        With `timeout`, both waits (the thread lock, SQLite's busy wait for
+        another process) end within it: StoreBusy past it.
+        """
+        if timeout is None:
+            with self._lock:
+                self._wait_for_others(self._busy_timeout_secs)
+                with transaction(self._conn, write=True) as conn:
+                    yield conn
+            return
+        if not self._lock.acquire(timeout=max(timeout, 0.0)):
+            raise StoreBusy(f"{self.path}: the store was busy with other writes for more than {timeout:g} s")
+        try:
+            self._wait_for_others(min(timeout, self._busy_timeout_secs))
+            try:
+                with transaction(self._conn, write=True) as conn:
+                    yield conn
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                held = f"{self.path}: another process held the store for more than {timeout:g} s"
+                raise StoreBusy(held) from exc
+        finally:
+            self._lock.release()
+
+    def _wait_for_others(self, secs: float) -> None:
+        """The writing connection's busy wait set to `secs` (a PRAGMA only when it changes: a store
+        written only `_write_at_once`, or only `_write`, never sets it again). The caller holds the lock."""
+        if max(0, int(secs * 1000)) != self._busy_ms:
+            self._busy_ms = set_busy_timeout(self._conn, secs)
+
+    @contextmanager
+    def _write_at_once(self) -> Iterator[sqlite3.Connection | None]:
+        """A write transaction begun only when nothing holds the store now (another thread of this
+        process, another process): its connection, else None at once, nothing waited for.
+
+        For a write the event loop may make itself: a busy file never holds it,
+        the caller writes on a worker thread instead.
+        """
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            if not self._begun_at_once():
+                yield None
+                return
+            with committed(self._conn) as conn:
+                yield conn
+        finally:
+            self._lock.release()
+
+    def _begun_at_once(self) -> bool:
+        """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
+        self._wait_for_others(0)
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            return False
+        return True
 
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
@@ -254,6 +323,7 @@ __all__ = [
     "Schema",
     "SqliteStore",
     "StoreBusy",
+    "committed",
     "connect",
     "enable_wal",
     "migrate",

@@ -203,10 +203,13 @@ class _Ledger(Protocol):
 
     def _write(self) -> AbstractContextManager[Any]: ...
 
+    def _write_at_once(self) -> AbstractContextManager[Any | None]: ...
+
 
 class LedgerMethods:
     """What both ledgers do, written once: SQLite's (`UsageLedger`) and PostgreSQL's (usage_pg.py) differ
-    only in their `dialect`, their `upsert` statement and the store underneath (`_read`, `_write`)."""
+    only in their `dialect`, their `upsert` statement and the store underneath (`_read`, `_write`,
+    `_write_at_once`)."""
 
     dialect: ClassVar[Dialect]
     upsert: ClassVar[str]  # one call counted: its parameters are `record`'s, in that order
@@ -222,8 +225,15 @@ class LedgerMethods:
         output_tokens: int,
         estimated: bool = False,
         at: datetime | None = None,
-    ) -> None:
-        """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0)."""
+        at_once: bool = False,
+    ) -> bool:
+        """Count one LLM call in its day's row (one atomic upsert; negative figures count as 0); True.
+
+        `at_once`: only if the ledger takes it without waiting for anyone;
+        when it would wait (another writer, or a store a network away)
+        nothing is written and False returned, for the caller to record it
+        where waiting is harmless (the event loop's metering does).
+        """
         params = (
             key_of(user),
             self.dialect.day(utc_day(at)),
@@ -234,8 +244,11 @@ class LedgerMethods:
             max(0, int(output_tokens)),
             1 if estimated else 0,
         )
-        with self._write() as conn:
+        with self._write_at_once() if at_once else self._write() as conn:
+            if conn is None:
+                return False
             conn.execute(self.upsert, params)
+        return True
 
     def totals(
         self: _Ledger,
