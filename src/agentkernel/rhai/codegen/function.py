@@ -18,7 +18,7 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
-from agentkernel.rhai.codegen.loop_flags import SHORT, LoopFlags
+from agentkernel.rhai.codegen.loop_flags import SETTINGS, SHORT, LoopFlags
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
 from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
@@ -229,8 +229,10 @@ class FunctionBase:
             flags.stored(info.py, self.m.placeholder(self.ind))  # the tests go in once it is compiled
 
     def setting(self, name: str) -> str:
-        """`rt.<name>`, a size limit fixed for the runtime's life (loop_flags.SETTINGS), or the
-        local the counted loop around read it into."""
+        """`rt.<name>`, a setting fixed for a function's run (loop_flags.SETTINGS: the size limits,
+        whether the inlined natives are the standard ones), or the local the counted loop around
+        read it into."""
+        assert name in SETTINGS, name  # anything else may change under a loop
         return f"rt.{name}" if self.loop_flags is None else self.loop_flags.setting(name)
 
     def known_int(self, operand: Operand) -> bool:
