@@ -22,6 +22,8 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 
+from agentkernel.cli.stdin_lines import StdinLines
+
 PROMPT = "› "
 
 
@@ -38,18 +40,16 @@ class LineReader(Protocol):
 
 
 class PipedLines:
-    """Lines of a pipe or a file, as they come."""
+    """Lines of a pipe or a file, as they come (stdin_lines.py: Ctrl-C always ends the wait)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+        self.lines = StdinLines(stream)
 
     def read(self, loop: asyncio.AbstractEventLoop) -> str | None:
-        line = self.stream.readline()  # Ctrl-C here is a KeyboardInterrupt: the chat ends
-        return line.removesuffix("\n").removesuffix("\r") if line else None
+        return self.lines.line()  # Ctrl-C here is a KeyboardInterrupt: the chat ends
 
     async def ask(self, prompt: str) -> str | None:
-        line = await asyncio.to_thread(self.stream.readline)
-        return line.removesuffix("\n").removesuffix("\r") if line else None
+        return await asyncio.to_thread(self.lines.line)
 
 
 class PromptLines:
