@@ -121,9 +121,10 @@ class ControlFlow(FunctionBase):
         return out
 
     def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
-        """Whether a block's count can go into the branches of the one `if` it holds (counted
-        in the runtime, on a comparison of locals and literals, with a block or nothing for
-        `else`): a function's `if n < 2 { … } else { … }` then counts once per call, not twice."""
+        """Whether a block's count can go into the branches of the one `if` it holds (on a
+        comparison of locals and literals, or an inlined predicate, with a block or nothing for
+        `else`): a function's `if n < 2 { … } else { … }` then counts once per call, not twice,
+        and a loop's `if !ends.contains(c) { … }` once an iteration."""
         if len(kept) != 1 or not isinstance(kept[0], ast.ExprStmt):
             return False
         node = kept[0].expr
