@@ -209,7 +209,9 @@ def test_a_deadlock_the_lock_order_cannot_foresee_is_run_again(pg_url: str) -> N
         def replace(writer: Namespace, prefix: str) -> int:
             barrier.wait(timeout=30)
             for n in range(rounds):
-                store.set(writer, f"{prefix}{n}", n)
+                # time enough for a crossing write's lock on a busy machine: what is tested is the
+                # deadlock run again, not how long the other writer may hold the row (the lock timeout)
+                store.set(writer, f"{prefix}{n}", n, timeout=60)
             return rounds
 
         with ThreadPoolExecutor(2) as pool:
