@@ -117,6 +117,7 @@ class Facts:
         # not seen: a closure's body (its pointer holds the body as parsed) or an `eval`'s text
         self._unoptimized = 0 if optimized else 1
         self._kept: set[int] = set()  # the statements there, which no optimizer drops unused
+        self._counting: set[int] = set()  # `(a ?? 0) + 1`s, whose `0` counts apart (`counts_up`)
 
     @classmethod
     def of(
@@ -150,6 +151,12 @@ class Facts:
 
     def pure(self, node: object) -> bool:
         return bool(self._facts[id(node)][0] & _PURE)
+
+    def counts_up(self, node: ast.Binary) -> bool:
+        """`(m[k] ?? 0) + 1`: an int literal added to or taken from `a ?? <int literal>`, the
+        idiom of counting. Its count (`ops` of the statement) leaves out the `??`'s literal,
+        which the compiler counts where `a` is `()` and the literal is evaluated."""
+        return id(node) in self._counting
 
     def droppable(self, stmt: ast.ExprStmt) -> bool:
         """Whether the reference's optimizer drops this statement when its value is unused:
@@ -255,6 +262,9 @@ class Facts:
                 ops -= 1  # a chain assigned into is not evaluated as an expression there
             elif (kind is ast.And or kind is ast.Or) and not self._unoptimized:
                 ops = self._logic_ops(node, kind is ast.And, ops)
+            elif kind is ast.Binary and self._counts_up(node):
+                ops -= facts[id(node.left.right)][1]
+                self._counting.add(id(node))
             elif kind is ast.Binary and node.op == "??":
                 ops -= sum(type(side) is ast.Binary and side.op == "??" for side in (node.left, node.right))
             elif (kind is ast.Call and node.namespace is None) or kind is ast.MethodCall:
@@ -269,6 +279,18 @@ class Facts:
                 bits |= _PURE
         facts[id(node)] = (bits, ops, first, self._places - 1)
         return bits
+
+    def _counts_up(self, node: ast.Binary) -> bool:
+        """`counts_up`'s test, once the node's operands are walked."""
+        inner = node.left
+        return (
+            node.op in ("+", "-")
+            and _int_literal(node.right)
+            and type(inner) is ast.Binary
+            and inner.op == "??"
+            and _int_literal(inner.right)
+            and self._folds.get(id(inner), NOT_CONSTANT) is NOT_CONSTANT
+        )
 
     def _fold(self, node: Any) -> Any:
         """The constant `node` is where the walk is: folded (folding.py), or only a literal
@@ -547,5 +569,10 @@ def block_dependent(stmt: ast.Stmt) -> bool:
 
 
 _CHANGES = frozenset({ast.Assign, ast.MethodCall, ast.Call, ast.Closure})  # the nodes `_changes` looks at
+
+
+def _int_literal(node: ast.Expr) -> bool:
+    return type(node) is ast.Literal and type(node.value) is int
+
 
 __all__ = ["Facts", "block_dependent"]

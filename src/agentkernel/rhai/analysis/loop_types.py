@@ -12,6 +12,10 @@ reference and put anything there), and a declaration of the same name in the
 loop (whose variable is then another). A closure's capture makes the variable a
 Cell, which the compiler never flags; `eval` and `f!()` (the caller's scope
 changed by text) leave nothing stable.
+
+A variable the loop only reads items of (`words[i % 6]`: never named otherwise,
+so never assigned into, called a method of, or given to a function) keeps its
+items too, and their types.
 """
 
 from __future__ import annotations
@@ -26,11 +30,19 @@ from agentkernel.rhai.syntax import ast
 class StableTypes:
     """The variable names a loop leaves a map or an array (`containers`), or a string (`texts`),
     when they were one at its entry; `fixed_texts`: of the strings, those it never appends to
-    nor calls a method of (their length stays too)."""
+    nor calls a method of (their length stays too); `only_indexed`: of the containers, those it
+    only reads items of (what they hold stays too)."""
 
     containers: frozenset[str]
     texts: frozenset[str]
     fixed_texts: frozenset[str]
+    only_indexed: frozenset[str] = frozenset()
+
+    def without(self, names: frozenset[str]) -> StableTypes:
+        """The same, but for `names` (a `for`'s own variables, which each iteration sets)."""
+        return StableTypes(
+            self.containers - names, self.texts - names, self.fixed_texts - names, self.only_indexed - names
+        )
 
 
 NOTHING_STABLE = StableTypes(frozenset(), frozenset(), frozenset())
@@ -51,6 +63,8 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
     not_container: set[str] = set()
     not_text: set[str] = set()
     appended: set[str] = set()  # `s += x`, or a method that may grow `s` (`s.append(x)`)
+    indexed: set[str] = set()  # the target of an index (`a[i]`)
+    named: set[str] = set()  # anywhere else: alone, a chain's root assigned into or called
     pending = list(nodes)
     while pending:
         node = pending.pop()
@@ -58,6 +72,12 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
         if kind is ast.Var:
             if node.namespace is None:  # type: ignore[union-attr]
                 seen.add(node.name)  # type: ignore[union-attr]
+                named.add(node.name)  # type: ignore[union-attr]
+        elif kind is ast.Index and _plain_var(node.target):  # type: ignore[union-attr]
+            seen.add(node.target.name)  # type: ignore[union-attr]
+            indexed.add(node.target.name)  # type: ignore[union-attr]
+            pending.append(node.index)  # type: ignore[union-attr]
+            continue
         elif kind is ast.Call:
             if node.capture or node.name == "eval":  # type: ignore[union-attr]
                 return NOTHING_STABLE
@@ -65,8 +85,10 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
         elif kind is ast.MethodCall:
             if isinstance(node.target, ast.Var) and node.name not in _NOT_GROWING:  # type: ignore[union-attr]
                 appended.add(node.target.name)  # type: ignore[union-attr]
+            named.add(_root(node.target) or "")  # type: ignore[union-attr]
         elif kind is ast.Assign:
             _assigned(node, not_container, not_text, appended)  # type: ignore[arg-type]
+            named.add(_root(node.target) or "")  # type: ignore[union-attr]
         elif kind is ast.Let:
             declared.add(node.name)  # type: ignore[union-attr]
         elif kind is ast.For:
@@ -77,8 +99,13 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
             declared.update(node.params)  # type: ignore[union-attr]
         pending.extend(ast.children(node))
     kept = seen - declared
-    texts = kept - not_text
-    return StableTypes(frozenset(kept - not_container), frozenset(texts), frozenset(texts - appended))
+    texts, containers = kept - not_text, kept - not_container
+    fixed, only_indexed = texts - appended, containers & indexed - named
+    return StableTypes(frozenset(containers), frozenset(texts), frozenset(fixed), frozenset(only_indexed))
+
+
+def _plain_var(node: ast.Expr) -> bool:
+    return isinstance(node, ast.Var) and node.namespace is None
 
 
 def _root(target: ast.Expr) -> str | None:

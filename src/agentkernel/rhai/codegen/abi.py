@@ -217,6 +217,11 @@ def switch_in_range(value: Any, start: int, end: int, inclusive: bool) -> bool:
     return bool(start <= value <= end if inclusive else start <= value < end)
 
 
+def all_texts(items: list[Any]) -> bool:
+    """Whether every item of `items` is a string (a counted loop's flag, codegen/loop_flags.py)."""
+    return all(type(item) is str for item in items)
+
+
 def _builtins() -> dict[str, Any]:
     """The Python builtins generated code uses: type tests, sizes, loops, the error handler."""
     return {
@@ -231,6 +236,7 @@ def _builtins() -> dict[str, Any]:
         "len": len,
         "enumerate": enumerate,
         "map": map,
+        "all_texts": all_texts,
         "CONTAINERS": frozenset({list, dict, bytearray, *TAGGED_CONTAINERS}),
         "SIZED": frozenset({str, list, dict, bytearray, TaggedStr}),
         "TEXT": frozenset({str, Char}),

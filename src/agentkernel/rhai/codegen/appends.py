@@ -116,12 +116,12 @@ def _to_member(
 def _unchecked(c: FunctionBase, current: Operand, right: Operand, also: str) -> None:
     """A string to a string with no size limit set (nothing to check, nothing to count):
     Python's `+=` alone; opens the `else:` of every other case."""
-    tests = [c.type_test(current, "str")]
+    tests = [c.type_test(current, "str", unless="sizes_checked")]
     if not c.is_str_constant(right):
         tests.append(c.type_test(right, "str"))
     if also != "True":
         tests.append(also)
-    c.emit(f"if {' and '.join(tests)} and not {c.setting('sizes_checked')}:")
+    c.emit(f"if {' and '.join(tests)}:")
     with c.indented():
         c.emit(f"{current} += {c.str_literal(right) if c.is_str_constant(right) else right}")
     c.emit("else:")

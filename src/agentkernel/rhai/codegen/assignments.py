@@ -127,7 +127,7 @@ class Assignments(FunctionBase):
         if not self.known_int(index):
             # a map first: an index not proven an int is most often a map's key (a string one
             # never a list's)
-            keyed = " and ".join([*self.key_test(obj, index), f"not {self.setting('map_limit')}"])
+            keyed = " and ".join(self.key_test(obj, index, unless="map_limit"))
             text = index in self.text_operands or self.is_str_constant(index)
             fast = keyed if text else f"({keyed}) or ({fast})"
         # counted unless it is what the slot holds already (`a[i] += x` grew it in place)

@@ -129,9 +129,13 @@ class Chains(FunctionBase):
             read = f"{read} if {' and '.join(keyed)} else {slow}"
         self.emit(f"{out} = {read}", ast.expr_pos(link.index))
 
-    def key_test(self, container: Operand, key: Operand) -> list[str]:
-        """What is left to test for `container[key]` to be a map's string key."""
-        tests = [] if container in self.map_operands else [self.type_test(container, "dict")]
+    def key_test(self, container: Operand, key: Operand, unless: str = "") -> list[str]:
+        """What is left to test for `container[key]` to be a map's string key (and, with
+        `unless`, the setting of that name off)."""
+        if container in self.map_operands:
+            tests = [f"not {self.setting(unless)}"] if unless else []
+        else:
+            tests = [self.type_test(container, "dict", unless=unless)]
         if not (key in self.text_operands or self.is_str_constant(key)):
             tests.append(self.type_test(key, "str"))
         return tests
@@ -140,6 +144,8 @@ class Chains(FunctionBase):
         """`current[index]` for an index known to be an int: Python's own bounds check (a
         negative index counts from the end, as Rhai's does) stands for the test, as in an
         assignment's (assignments.py); out of range or not a list, the slow path words it."""
+        if self.loop_flags is not None:
+            self.loop_flags.item_of(out.text, current.text)
         self.emit("try:")
         with self.indented(blocks=1):
             if current.text not in self.proven_lists:

@@ -13,10 +13,10 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import block_dependent
 from agentkernel.rhai.analysis.folding import NOT_CONSTANT
-from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, StableTypes, stable_types
+from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, stable_types
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.inline_methods import PREDICATES
-from agentkernel.rhai.codegen.loop_flags import LoopFlags
+from agentkernel.rhai.codegen.loop_flags import Kept, LoopFlags
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
@@ -32,11 +32,11 @@ class ControlFlow(FunctionBase):
     """Blocks, conditionals, loops and jumps."""
 
     def x_Block(self, node: ast.Block) -> Operand:
-        out = self.temp()
+        out = self.temp() if node is not self.discarded else None  # a statement's: no value kept
         with self.scope():
             value = self.block_body(node.stmts, want_value=True)
-        self.emit(f"{out} = {value}")
-        return out
+        self.keep_value(out, value)
+        return NONE if out is None else out
 
     def folded_arm(self, node: ast.If | ast.Switch) -> Operand | None:
         """An `if` or a `switch` on a constant whose arm taken is a scalar constant: that
@@ -49,9 +49,9 @@ class ControlFlow(FunctionBase):
         if folded is not None:
             return folded
         head, self.head_count = self.head_count, None
+        out = self.temp() if node is not self.discarded else None  # a statement's: no value kept
         if head is not None:
-            return self.if_counted_in_branches(node, head)
-        out = self.temp()
+            return self.if_counted_in_branches(node, head, out)
         inline = self.inline_comparison(node.cond)
         if inline is not None:  # `if n < 2`: compared and tested on one line
             self.emit(f"if {inline}:", node.cond.pos, operator=True)
@@ -59,21 +59,30 @@ class ControlFlow(FunctionBase):
             condition = self.expr(node.cond)
             self.emit(f"if {self.test(condition)}:", ast.expr_pos(node.cond))
         with self.indented(), self.scope():
-            value = self.block_body(node.then.stmts, want_value=True)
-            self.emit(f"{out} = {value}")
+            self.keep_value(out, self.block_body(node.then.stmts, want_value=True))
+        if node.otherwise is None and out is None:
+            return NONE
         self.emit("else:")
         with self.indented():
             if node.otherwise is None:
-                self.emit(f"{out} = None")
+                self.keep_value(out, NONE)
             else:
                 if type(node.otherwise) is ast.If and self.facts.constant(node.otherwise) is NOT_CONSTANT:
                     # an `else if`: a statement of the `else` block there, counted when reached
                     self.count(self.facts.ops(node.otherwise) - 1, ast.expr_pos(node.otherwise.cond))
-                value = self.expr(node.otherwise)
-                self.emit(f"{out} = {value}")
-        return out
+                if out is None:
+                    self.discarded = node.otherwise
+                self.keep_value(out, self.expr(node.otherwise))
+        return NONE if out is None else out
 
-    def if_counted_in_branches(self, node: ast.If, head: tuple[int, Pos | None]) -> Operand:
+    def keep_value(self, out: Operand | None, value: Operand) -> None:
+        """End a branch: its value into `out`, or (a statement's `if`) nothing but a `pass`,
+        so that the branch is never empty."""
+        self.emit(f"{out} = {value}" if out is not None else "pass")
+
+    def if_counted_in_branches(
+        self, node: ast.If, head: tuple[int, Pos | None], out: Operand | None
+    ) -> Operand:
         """`if a < b { … } else { … }` alone in its block, whose count (`head`) each branch
         adds to its own (statements.py `block_body`). On ints the comparison cannot fail, so
         counting it later changes nothing; on anything else it is counted first, as before,
@@ -82,12 +91,11 @@ class ControlFlow(FunctionBase):
         head_ops, head_pos = head
         predicate = self.predicate_of(node.cond)
         if predicate is not None:
-            out = self.temp()
             return self.branches_counted(node, head, self.counted_predicate(node.cond, *predicate, head), out)
         parts = self.comparison_parts(node.cond)
         assert parts is not None  # merges_into_if
         fast, ints, slow = parts
-        out, test = self.temp(), self.temp()
+        test = self.temp()
         if ints == "True":
             self.emit(f"{test} = {fast}", node.cond.pos, operator=True)
         else:
@@ -100,25 +108,27 @@ class ControlFlow(FunctionBase):
         return self.branches_counted(node, head, test, out)
 
     def branches_counted(
-        self, node: ast.If, head: tuple[int, Pos | None], test: Operand | str, out: Operand
+        self, node: ast.If, head: tuple[int, Pos | None], test: Operand | str, out: Operand | None
     ) -> Operand:
-        """`if test { … } else { … }` into `out`, each branch counting `head` with its own block."""
+        """`if test { … } else { … }` into `out` (None: a statement's, no value kept), each
+        branch counting `head` with its own block."""
         head_ops, head_pos = head
         self.emit(f"if {test}:")
         with self.indented(), self.scope():
             self.branch_extra = head
-            value = self.block_body(node.then.stmts, want_value=True)
-            self.emit(f"{out} = {value}")
+            self.keep_value(out, self.block_body(node.then.stmts, want_value=True))
         self.emit("else:")
         with self.indented():
             if node.otherwise is None:
                 self.count(head_ops, head_pos)
-                self.emit(f"{out} = None")
+                if out is not None:
+                    self.emit(f"{out} = None")
             else:
                 self.branch_extra = head
-                value = self.expr(node.otherwise)
-                self.emit(f"{out} = {value}")
-        return out
+                if out is None:
+                    self.discarded = node.otherwise
+                self.keep_value(out, self.expr(node.otherwise))
+        return NONE if out is None else out
 
     def merges_into_if(self, kept: list[ast.Stmt]) -> bool:
         """Whether a block's count can go into the branches of the one `if` it holds (on a
@@ -272,18 +282,22 @@ class ControlFlow(FunctionBase):
         body first asks for a flag (the names the body declares are never among them, so the
         scopes it has opened by then change nothing)."""
 
-        def analyse() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        def analyse() -> Kept:
             if self.dynamic:  # an `eval` may give a variable any value
                 stable = NOTHING_STABLE
             elif isinstance(loop, ast.While | ast.DoLoop):
                 stable = stable_types((loop.cond, loop.body))
             else:  # a `for`'s own variables are declared already, and set by each iteration
-                own = {loop.var, loop.counter} if isinstance(loop, ast.For) else set()
-                found = stable_types((loop.body,))
-                containers, texts, fixed = found.containers, found.texts, found.fixed_texts
-                stable = StableTypes(containers - own, texts - own, fixed - own)
+                names = (loop.var, loop.counter) if isinstance(loop, ast.For) else ()
+                own = frozenset(name for name in names if name)
+                stable = stable_types((loop.body,)).without(own)
             locals_of = self.plain_locals
-            return locals_of(stable.containers), locals_of(stable.texts), locals_of(stable.fixed_texts)
+            return (
+                locals_of(stable.containers),
+                locals_of(stable.texts),
+                locals_of(stable.fixed_texts),
+                locals_of(stable.only_indexed),
+            )
 
         return LoopFlags(analyse, self.m.fresh)
 

@@ -142,7 +142,7 @@ class Expressions(FunctionBase):
             return literal_operand(self.m, folded)
         if node.op == "??":
             return self.coalesce(node)
-        if self.counts_up(node):
+        if self.facts.counts_up(node):
             return self.coalesce_counted(node)
         left = self.stable(self.expr(node.left), node.right)
         right = self.expr(node.right)
@@ -237,23 +237,11 @@ class Expressions(FunctionBase):
                 self.take_back(self.facts.ops(node.right))
         return out
 
-    def counts_up(self, node: ast.Binary) -> bool:
-        """`(m[k] ?? 0) + 1`: an int literal added to or taken from `a ?? <int literal>`, the
-        idiom of counting (`coalesce_counted`)."""
-        inner = node.left
-        return (
-            node.op in ("+", "-")
-            and _int_literal(node.right)
-            and isinstance(inner, ast.Binary)
-            and inner.op == "??"
-            and _int_literal(inner.right)
-            and self.facts.constant(inner) is NOT_CONSTANT
-        )
-
     def coalesce_counted(self, node: ast.Binary) -> Operand:
         """`(a ?? d) + n` tested once: an int `a` is added to at once, a `()` gives `d + n`
         (a constant), anything else takes the operator's general path — where `a ?? d` and
-        then `+` would test `a` twice. What is not evaluated is taken back as `coalesce` does."""
+        then `+` would test `a` twice. The statement's count left `d` out (facts.py
+        `counts_up`): it is counted where `a` is `()`, so the common path counts nothing."""
         inner = node.left
         assert isinstance(inner, ast.Binary) and isinstance(inner.right, ast.Literal)  # counts_up
         assert isinstance(node.right, ast.Literal)
@@ -264,16 +252,15 @@ class Expressions(FunctionBase):
         right, out = literal_operand(self.m, node.right.value), self.temp()
         last = ", True" if node is self.final_value else ""
         slow = f"{BINARY_NAMES[node.op]}({held}, {right}, rt{last})"
-        taken = self.facts.ops(inner.right)
         self.emit(f"if type({held}) is int:")
         with self.indented():
-            self.take_back(taken)
             self.int_operands.add(held)  # here only: the temporary is not read after this
             fast = self.int_result(out, held, node.op, right)
             self.int_operands.discard(held)
             self.emit(f"if not ({fast}): {out} = {slow}", node.pos, operator=True)
         self.emit(f"elif {held} is None or type({held}) is TaggedUnit:")  # a tagged `()` too
         with self.indented():
+            self.count(self.facts.ops(inner.right), None)
             start, step = inner.right.value, node.right.value
             assert isinstance(start, int) and isinstance(step, int)  # counts_up
             total = start + step if node.op == "+" else start - step
@@ -285,7 +272,6 @@ class Expressions(FunctionBase):
                 )
         self.emit("else:")
         with self.indented():
-            self.take_back(taken)
             self.emit(
                 f"{out} = {slow}; rt.sizes_checked and type({out}) in SIZED and rt.built({out})",
                 node.pos,
@@ -331,10 +317,6 @@ class Expressions(FunctionBase):
                     return self.expr(other)
                 return FALSE if is_and else TRUE
         return None
-
-
-def _int_literal(node: ast.Expr) -> bool:
-    return isinstance(node, ast.Literal) and type(node.value) is int
 
 
 __all__ = ["Expressions"]

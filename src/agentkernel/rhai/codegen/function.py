@@ -84,6 +84,7 @@ class FunctionBase:
         # the expression the script's last statement evaluates: the reference counts nothing
         # after it, so what it counts on a copy of its state there is its last report
         self.final_value: ast.Expr | None = None
+        self.discarded: ast.Expr | None = None  # an expression statement's, whose value nobody reads
         # per block being compiled, the operations it counted ahead for its statements after the
         # current one: what a `break`, `continue`, `return` or `exit` leaving them un-counts
         self.rests: list[int] = []
@@ -202,15 +203,17 @@ class FunctionBase:
             return operand.text
         return f"({operand} is True or ({operand} is not False and cond({operand})))"
 
-    def type_test(self, operand: Operand, kind: str, *, negated: bool = False) -> str:
+    def type_test(self, operand: Operand, kind: str, *, negated: bool = False, unless: str = "") -> str:
         """`type(x) is kind` (`dict`, `list`, `str`; `is not` if `negated`), or the flag the
         counted loop around tested it into at its entry, when the loop leaves `x` of that type
-        (loop_flags.py)."""
+        (loop_flags.py). `unless`: and the setting of that name is off (one flag for both)."""
+        assert not (negated and unless)
         flags = self.loop_flags
-        flag = flags.type_test(operand.text, kind) if flags is not None else None
-        if flag is None:
-            return f"type({operand}) is {'not ' if negated else ''}{kind}"
-        return f"not {flag}" if negated else flag
+        flag = flags.type_test(operand.text, kind, unless) if flags is not None else None
+        if flag is not None:
+            return f"not {flag}" if negated else flag
+        test = f"type({operand}) is {'not ' if negated else ''}{kind}"
+        return f"{test} and not {self.setting(unless)}" if unless else test
 
     def short_text_flag(self, operand: Operand) -> str | None:
         """The counted loop's flag saying `operand` is a string shorter than POLL_SIZE, when the
@@ -449,7 +452,7 @@ class FunctionBase:
     def link(self, link: Any, current: Operand) -> Operand:
         raise NotImplementedError  # chains.py
 
-    def key_test(self, container: Operand, key: Operand) -> list[str]:
+    def key_test(self, container: Operand, key: Operand, unless: str = "") -> list[str]:
         raise NotImplementedError  # chains.py
 
     def counted_predicate(

@@ -114,6 +114,8 @@ class Statements(FunctionBase):
     def statement(self, stmt: ast.Stmt, *, want_value: bool) -> Operand:
         self.m.clock.tick()
         if isinstance(stmt, ast.ExprStmt):
+            if not want_value:
+                self.discarded = stmt.expr  # an `if` then stores no value (control.py `x_If`)
             value = self.expr(stmt.expr)
             return value if want_value else NONE
         if isinstance(stmt, ast.Let):
