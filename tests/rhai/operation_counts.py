@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkernel.rhai.engine import Engine, _run_main
+from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runner import strip_shebang
 from agentkernel.rhai.runtime.runtime import Limits
 
@@ -41,6 +42,21 @@ class Count:
     @property
     def ratio(self) -> float:
         return self.ours / self.reference if self.reference else float("inf")
+
+
+def stops(source: str) -> list[str]:
+    """For each limit up to what `source` needs, what stops it (the error's text), then its value."""
+    seen: list[str] = []
+    for limit in range(1, 400):
+        try:
+            value = Engine(limits=Limits(max_operations=limit)).eval(source)
+        except RhaiRuntimeError as error:
+            seen.append(str(error))
+            if "Too many operations" in str(error):
+                continue
+            return seen  # the script's own error, once the limit lets it reach it
+        return [*seen, repr(value)]
+    raise AssertionError(f"{source} needs more than 400 operations")
 
 
 def load() -> list[tuple[str, int]]:

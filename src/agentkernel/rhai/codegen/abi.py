@@ -60,7 +60,7 @@ RUNTIME_MEMBERS = frozenset(
     {
         # counting and limits
         "operations", "checkpoint", "reached_checkpoint", "settle", "enter", "max_depth", "depth_hint",
-        "ahead", "natives_inline",
+        "window", "settle_window", "ahead", "natives_inline",
         "variable_limit", "map_limit", "data_limit", "sizes_checked", "string_limit", "charge_data",
         # building, copying and storing values
         "copy", "built", "pushed", "compound", "interpolate", "count_to_string", "functions_named_push",
@@ -90,6 +90,7 @@ VALUE_ATTRIBUTES = frozenset(
         "rhai_reads_only",  # a closure's function: it cannot change its argument (Facts.reads_only)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
+        "start",  # range: where a `for` over one starts counting (windows.py)
         # str: the standard string methods compiled inline (inline_methods.py)
         "upper",
         "lower",

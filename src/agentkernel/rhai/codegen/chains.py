@@ -223,8 +223,7 @@ class Chains(FunctionBase):
                 self.emit(f"{out} = None")
             self.emit("else:")
             self.ind += 1
-        if self.counter is not None:
-            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        self.hand_count()
         name = self.m.constant(node.name)
         self.emit(f"{out} = rt_method(rt, {name}, {receiver}, [{value}], {const}, d + 1)", node.pos)
         self.emit(f"if type({out}) is Mutated:")  # a script's own `push` that changed `this`
@@ -233,8 +232,7 @@ class Chains(FunctionBase):
                 self.store(node.target, Operand(f"{out}.receiver", EXPR), node.pos)
                 self.receiver_stored(node.target)
             self.emit(f"{out} = {out}.result")
-        if self.counter is not None:
-            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
+        self.take_room()
         if opened:
             self.ind -= 1
 
@@ -252,12 +250,10 @@ class Chains(FunctionBase):
         opened = inline_method(self, call, receiver, values, out, const, negated=negated)
         head_ops, head_pos = head
         self.count(head_ops, head_pos)
-        if self.counter is not None:
-            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        self.hand_count()
         kept = [self.kept_copy(arg, value) for arg, value in zip(call.args, values, strict=True)]
         self.emit(f"{out} = {self.method_call(call, receiver, kept)}")
-        if self.counter is not None:
-            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
+        self.take_room()
         if negated:
             flipped = f"op_unary({self.m.constant('!')}, {out})"
             self.emit(f"{out} = True if {out} is False else False if {out} is True else {flipped}", cond.pos)
@@ -275,13 +271,10 @@ class Chains(FunctionBase):
         values = [self.expr(a) for a in node.args]
         out = self.temp()
         opened = inline_method(self, node, receiver, values, out, self.is_const(node.target))
-        handed = self.counter is not None
-        if handed:
-            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+        self.hand_count()
         kept = [self.kept_copy(arg, value) for arg, value in zip(node.args, values, strict=True)]
         self.emit(f"{out} = {self.method_call(node, receiver, kept)}")
-        if handed:
-            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
+        self.take_room()
         if opened:
             self.ind -= 1
         return out

@@ -17,10 +17,12 @@ from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, stable_types
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.inline_methods import PREDICATES
 from agentkernel.rhai.codegen.loop_flags import Kept, LoopFlags
-from agentkernel.rhai.codegen.module import literal_operand
+from agentkernel.rhai.codegen.module import Placeholder, literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
 from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
+from agentkernel.rhai.codegen.windows import Window
 from agentkernel.rhai.errors import Pos, RhaiSyntaxError
+from agentkernel.rhai.runtime.values import RangeVal
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.literals import Char
 
@@ -269,9 +271,10 @@ class ControlFlow(FunctionBase):
                 for line, tests in self.loop_flags.refreshes():
                     self.m.fill(line, tests)
                 self.loop_flags = None
+        window, self.window = self.window, None  # a `for`'s over a range (x_For), if its body took one
         self.emit("finally:")
         with self.indented():
-            self.emit(f"rt.operations += {counter}")
+            self.emit(f"rt.operations += {counter if window is None else window.pending()}")
         # an operator's library call (runtime/library_ops.py) counts in the runtime, which the
         # local's room did not see: the limit holds the whole count at the latest here
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", loop.pos)
@@ -470,9 +473,16 @@ class ControlFlow(FunctionBase):
             head = f"{index}, {item} in enumerate(" if counter is not None else f"{item} in ("
             # a call's new list (`s.split(" ")`): no copy when nothing else holds it
             walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
+            owner = self.counter is None
             with self.counted_locally(node):
                 # a string's characters without a call of the runtime's (what `iterate` does)
                 walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
+                windowed = owner and self.counter is not None and read_only and counter is None
+                window = (
+                    self.open_window(item, iterable) if windowed and self.int_range(node.iterable) else None
+                )
+                if window is not None:
+                    walked = window[0]
                 self.emit(f"for {head}{walked}):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
@@ -487,7 +497,43 @@ class ControlFlow(FunctionBase):
                     self.loop_body(node.body, loop)
                     if flags is not None:
                         self.m.fill(top, flags.iteration_tests(var.load.text))
+                if window is not None:
+                    self.close_window(*window)
         return loop.result
+
+    def int_range(self, iterable: ast.Expr) -> bool:
+        """Whether a `for` walks a range of ints for sure: a constant one, or `a..b` / `a..=b`
+        of int literals and locals proven ints (the operator has no other meaning on them)."""
+        if type(self.facts.constant(iterable)) is RangeVal:
+            return True
+        if not (isinstance(iterable, ast.Binary) and iterable.op in ("..", "..=")):
+            return False
+        return all(self.proven_int(side) for side in (iterable.left, iterable.right))
+
+    def proven_int(self, node: ast.Expr) -> bool:
+        if isinstance(node, ast.Literal):
+            return type(node.value) is int
+        if not (isinstance(node, ast.Var) and node.namespace is None):
+            return False
+        info = self.lookup(node.name)
+        return info is not None and not info.cell and self.known_int(info.load)
+
+    def open_window(self, item: Operand, iterable: Operand) -> tuple[str, Window, Placeholder]:
+        """Before the `for` line of a loop over a range counted by its variable (windows.py):
+        the range, walked from a local; the window its body's block takes; the line that
+        starts it, filled once the body's count is known (`close_window`)."""
+        walk = self.m.fresh("r")
+        self.emit(f"{walk} = rt.iterate({iterable})")
+        assert self.counter is not None
+        window = Window(item.text, self.m.fresh("b"), self.m.fresh("l"), self.counter)
+        self.window_pending = window
+        return walk, window, self.m.placeholder(self.ind)
+
+    def close_window(self, walk: str, window: Window, entry: Placeholder) -> None:
+        """After the body: the window's entry, if its block took it (statements.py `block_body`)."""
+        self.window_pending = None
+        if window.per is not None:
+            self.m.fill(entry, window.entry(walk))
 
     def x_Break(self, node: ast.Break) -> Operand:
         value = self.expr(node.value) if node.value is not None else NONE

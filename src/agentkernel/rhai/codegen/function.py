@@ -23,6 +23,7 @@ from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
 from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
 from agentkernel.rhai.codegen.variables import VarInfo, Visible
+from agentkernel.rhai.codegen.windows import Window
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
 from agentkernel.rhai.syntax import ast
@@ -96,6 +97,10 @@ class FunctionBase:
         self.map_operands: set[Operand] = set()  # locals known to hold an object map
         self.once: dict[int, Operand] = {}  # an assignment's indices, evaluated once (`evaluated_once`)
         self.counter: str | None = None  # the local a loop without calls counts in (counted_locally)
+        # a `for` over a range counted by its variable (windows.py): its window once the body's
+        # count is known, and before, the window its body's block is to take
+        self.window: Window | None = None
+        self.window_pending: Window | None = None
         self.loop_flags: LoopFlags | None = None  # that loop's types tested at its entry (loop_flags.py)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
         self.entry: EntryBound | None = None
@@ -165,12 +170,29 @@ class FunctionBase:
 
     def check_count(self, pos: Pos | None) -> None:
         """Past the checkpoint, the runtime decides (`count`'s second half)."""
-        if self.counter is not None:
+        window = self.window
+        if window is not None:
+            self.emit(f"if {window.counter} > {window.counter}_room: {window.settle()}", pos)
+        elif self.counter is not None:
             # the local is zeroed as the runtime takes its count, before the check may raise
             local, taken = self.counter, f"{self.counter} - ({self.counter} := 0)"
             self.emit(f"if {local} > {local}_room: {local}_room = rt.settle({taken})", pos)
         else:
             self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", pos)
+
+    def hand_count(self) -> None:
+        """Before a general path that counts in the runtime: the runtime takes the loop's count."""
+        if self.window is not None:
+            self.emit(self.window.hand_over())
+        elif self.counter is not None:
+            self.emit(f"rt.operations += {self.counter}; {self.counter} = 0")
+
+    def take_room(self) -> None:
+        """After it: the room left to the checkpoint, into the loop's locals."""
+        if self.window is not None:
+            self.emit(self.window.room())
+        elif self.counter is not None:
+            self.emit(f"{self.counter}_room = rt.checkpoint - rt.operations")
 
     def count_merged(self, head: tuple[int, Pos | None], operations: int, pos: Pos | None) -> None:
         """Count a block's `operations` (at `pos`) with the `head` an `if` moved into it: one

@@ -33,6 +33,7 @@ class Statements(FunctionBase):
         `at_least`: the fewest operations to count (a loop's body: 1, so no loop runs free).
         """
         extra, self.branch_extra = self.branch_extra, None
+        window, self.window_pending = self.window_pending, None  # a loop's body: windows.py
         if extra is not None and (counted or self.too_deep()):
             self.count(*extra)
             extra = None
@@ -54,6 +55,10 @@ class Statements(FunctionBase):
             self.count_merged(extra, operations, first)
         elif operations and ahead is None and self.merges_into_if(kept):
             self.head_count = (operations, first)  # x_If counts it in its branches
+        elif operations and window is not None:  # counted by the loop's variable
+            window.per, self.window = operations, window
+            self.counts_emitted += 1
+            self.emit(window.iteration_check(), first)
         elif operations:
             self.count(operations, first)
         rests = self._rests(kept)

@@ -63,6 +63,7 @@ class _CharCache(dict[str, Char]):
 
 
 _CHARS = _CharCache()
+_WINDOW_ROOM = 1 << 62  # operations: past this room, a window is this long (and no int meets inf)
 CHAR_OF = _CHARS.__getitem__  # a string's character as a `char`: what `for c in s` walks (one each)
 NOT_PURE: Any = object()  # `_pure_method` found no pure native to call
 
@@ -307,6 +308,23 @@ class Runtime:
         if self.operations > self.checkpoint:
             self.reached_checkpoint()
         return self.checkpoint - self.operations
+
+    def window(self, start: int, per: int) -> tuple[float, int]:
+        """A `for` over a range counted by its variable (codegen/windows.py): of the room left
+        to the checkpoint, the iterations of `per` operations from `start` that fit in seven
+        eighths of it; returns the room they leave (for what the body counts on its own) and
+        the first value past them."""
+        room = self.checkpoint - self.operations
+        fit = (room - room // 8) // per if room < _WINDOW_ROOM else _WINDOW_ROOM // per
+        return room - fit * per, start + int(fit)
+
+    def settle_window(self, pending: int, start: int, per: int) -> tuple[float, int]:
+        """`settle` for a loop counted by its variable: add `pending` and check it, then the
+        next window from `start` (`window`)."""
+        self.operations += pending
+        if self.operations > self.checkpoint:
+            self.reached_checkpoint()
+        return self.window(start, per)
 
     def counted(self) -> int:
         """The evaluation's operation count as the reference reports it last: what a native's
