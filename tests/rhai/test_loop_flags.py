@@ -13,7 +13,7 @@ import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.analysis.facts import Facts
-from agentkernel.rhai.analysis.loop_types import stable_types
+from agentkernel.rhai.analysis.loop_types import only_contains_argument, stable_types
 from agentkernel.rhai.codegen.control import ControlFlow
 from agentkernel.rhai.syntax import ast as rhai_ast
 from agentkernel.rhai.syntax.parse_support import ParseOptions
@@ -305,3 +305,48 @@ def test_a_statement_if_keeps_no_value_and_an_expression_if_does() -> None:
     assert Engine().eval("let i = 1; if i > 2 { `big` } else if i > 1 { `mid` }") is None
     assert Engine().eval("let i = 2; if i > 2 { `big` } else if i > 1 { `mid` } else { 0 }") == "mid"
     assert Engine().eval("let s = 0; for i in 0..3 { if i > 0 { } else { s += 1 } } s") == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "walks"),
+    [
+        ("for c in s { if e.contains(c) { n += 1 } }", True),
+        ("for c in s { if !e.contains(c) && f.contains(c) { n += 1 } }", True),
+        ("for c in s { if e.contains(c) { n += 1 } print(c) }", False),  # named alone
+        ('for c in s { if c.contains("a") { n += 1 } }', False),  # the receiver
+        ("for c in s { if e.contains(c, 1) { n += 1 } }", False),
+        ("for c in s { n += 1 }", False),  # not named at all: nothing to gain
+        ('for c in s { let c = "x"; if e.contains(c) { n += 1 } }', False),
+    ],
+)
+def test_a_character_named_only_by_contains_may_walk_the_strings_own_letters(
+    source: str, walks: bool
+) -> None:
+    loop = parse(source, ParseOptions()).stmts[0]
+    assert isinstance(loop, rhai_ast.ExprStmt) and isinstance(loop.expr, rhai_ast.For)
+    assert only_contains_argument(loop.expr.body, "c") is walks
+
+
+WALKED = [
+    'let e = ".!?"; let n = 0; for c in "Hi! Ok? Fine." { if e.contains(c) { n += 1 } } n',
+    'let e = "аб"; let n = 0; for c in "абв" { if !e.contains(c) { n += 10 } else { n += 1 } } n',
+    "let e = ['a', 'b']; let n = 0; for c in \"abc\" { if e.contains(c) { n += 1 } } n",  # chars: equal
+    'let e = ["a", "b"]; let n = 0; for c in "abc" { if e.contains(c) { n += 1 } } n',  # strings: not
+    'fn contains(x) { type_of(x) == "char" } let e = ""; let n = 0; '
+    'for c in "ab" { if e.contains(c) { n += 1 } } n',
+    'let e = "ab"; let n = 0; for c in ["a", \'b\', 3] { if e.contains(c) { n += 1 } } n',  # not a string
+    'let e = #{a: 1}; let n = 0; for c in "ab" { if e.contains(c) { n += 1 } } n',  # a map: an error
+    'let e = "x"; let n = []; for c in "axbx" { n.push(e.contains(c)) } n',
+    'let s = "abc"; let t = ""; for c in s { if "b".contains(c) { t += "B" } else { t += "-" } } t',
+]
+
+
+@pytest.mark.parametrize("source", WALKED)
+def test_a_loop_walking_a_strings_own_letters_runs_and_stops_as_over_chars(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert re.search(r"if \(w\d+ := type\(", Engine().compile(source).module.source)
+    walked = stops(source)
+    monkeypatch.setattr(ControlFlow, "walks_characters", lambda self, node: False)
+    assert not re.search(r"if \(w\d+ := type\(", Engine().compile(source).module.source)
+    assert stops(source) == walked

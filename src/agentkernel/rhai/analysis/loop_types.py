@@ -104,6 +104,44 @@ def stable_types(nodes: Iterable[ast.Node]) -> StableTypes:
     return StableTypes(frozenset(containers), frozenset(texts), frozenset(fixed), frozenset(only_indexed))
 
 
+def only_contains_argument(body: ast.Block, name: str) -> bool:
+    """Whether the loop variable `name` is named in `body` only as the one argument of a
+    `contains` (`vowels.contains(c)`): a string's character there is the same as a
+    one-character string, so the loop may walk the string's own characters."""
+    allowed: set[int] = set()
+    named = False
+    pending: list[ast.Node] = [body]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is ast.MethodCall and node.name == "contains" and len(node.args) == 1:  # type: ignore[union-attr]
+            argument = node.args[0]  # type: ignore[union-attr]
+            if isinstance(argument, ast.Var) and argument.namespace is None and argument.name == name:
+                allowed.add(id(argument))
+        elif kind is ast.Var and node.name == name:  # type: ignore[union-attr]
+            if id(node) not in allowed:
+                return False
+            named = True
+        elif name in _declared_by(node):  # another variable of that name: kept simple, not walked
+            return False
+        pending.extend(ast.children(node))
+    return named
+
+
+def _declared_by(node: ast.Node) -> tuple[str | None, ...]:
+    """The variable names a node declares (a `let`, a loop's, a closure's, a `catch`'s)."""
+    kind = type(node)
+    if kind is ast.Let:
+        return (node.name,)  # type: ignore[union-attr]
+    if kind is ast.For:
+        return (node.var, node.counter)  # type: ignore[union-attr]
+    if kind is ast.Closure:
+        return tuple(node.params)  # type: ignore[union-attr]
+    if kind is ast.TryCatch:
+        return (node.var,)  # type: ignore[union-attr]
+    return ()
+
+
 def _plain_var(node: ast.Expr) -> bool:
     return isinstance(node, ast.Var) and node.namespace is None
 
@@ -135,4 +173,4 @@ def _assigned(node: ast.Assign, not_container: set[str], not_text: set[str], app
         not_text.add(root)
 
 
-__all__ = ["NOTHING_STABLE", "StableTypes", "stable_types"]
+__all__ = ["NOTHING_STABLE", "StableTypes", "only_contains_argument", "stable_types"]

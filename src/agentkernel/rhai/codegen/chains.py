@@ -280,7 +280,13 @@ class Chains(FunctionBase):
         return out
 
     def kept_copy(self, arg: ast.Expr, value: Operand) -> Operand:
-        """`value` (of `arg`, already evaluated) for a second owner, as `value_copy` gives it."""
+        """`value` (of `arg`, already evaluated) for a second owner, as `value_copy` gives it (a
+        string's own character, walked as it is: the `char` it stands for)."""
+        walked = self.raw_chars.get(value.text)
+        if walked is not None:
+            char = self.temp()
+            self.emit(f"{char} = CHAR_OF({value}) if {walked} else {value}")
+            return char
         if isinstance(arg, ast.Var | ast.Property | ast.Index | ast.This) and not self.known_int(value):
             copy = self.temp()
             self.emit(f"{copy} = {self.copied(value)}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import block_dependent
 from agentkernel.rhai.analysis.folding import NOT_CONSTANT
-from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, stable_types
+from agentkernel.rhai.analysis.loop_types import NOTHING_STABLE, only_contains_argument, stable_types
 from agentkernel.rhai.codegen.function import EntryBound, FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.inline_methods import PREDICATES
 from agentkernel.rhai.codegen.loop_flags import Kept, LoopFlags
@@ -474,9 +474,14 @@ class ControlFlow(FunctionBase):
             # a call's new list (`s.split(" ")`): no copy when nothing else holds it
             walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
             owner = self.counter is None
+            raw = direct and read_only and counter is None and self.walks_characters(node)
             with self.counted_locally(node):
                 # a string's characters without a call of the runtime's (what `iterate` does)
                 walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
+                if raw:  # its own one-letter strings, the `char`s made only where needed
+                    flag = self.m.fresh("w")
+                    walked = f"{iterable} if ({flag} := type({iterable}) is str) else rt.{walk}({iterable})"
+                    self.raw_chars[var.load.text] = flag
                 windowed = owner and self.counter is not None and read_only and counter is None
                 window = (
                     self.open_window(item, iterable) if windowed and self.int_range(node.iterable) else None
@@ -490,7 +495,7 @@ class ControlFlow(FunctionBase):
                         self.emit(f"{var.load} = {item if over_range or read_only else self.copied(item)}")
                     if counter is not None:
                         self.emit(f"{counter.load} = {index}")
-                    flags = self.loop_flags if read_only and not var.cell else None
+                    flags = self.loop_flags if read_only and not var.cell and not raw else None
                     if flags is not None:  # its types tested once an iteration (loop_flags.py)
                         top = self.m.placeholder(self.ind)
                         flags.iterate(var.load.text)
@@ -499,7 +504,14 @@ class ControlFlow(FunctionBase):
                         self.m.fill(top, flags.iteration_tests(var.load.text))
                 if window is not None:
                     self.close_window(*window)
+                self.raw_chars.pop(var.load.text, None)
         return loop.result
+
+    def walks_characters(self, node: ast.For) -> bool:
+        """Whether a `for` may walk a string's own characters rather than `char`s: its variable
+        is named only as the argument of `contains` (loop_types.py), where a one-letter string
+        does what the `char` does; the general path of such a call makes the `char`."""
+        return not self.dynamic and only_contains_argument(node.body, node.var)
 
     def int_range(self, iterable: ast.Expr) -> bool:
         """Whether a `for` walks a range of ints for sure: a constant one, or `a..b` / `a..=b`

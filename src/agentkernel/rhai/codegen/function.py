@@ -100,6 +100,9 @@ class FunctionBase:
         # a `for` over a range counted by its variable (windows.py): its window once the body's
         # count is known, and before, the window its body's block is to take
         self.window: Window | None = None
+        # a `for` variable holding a string's own characters, not `char`s (control.py
+        # `walks_characters`): its operand text → the local saying the loop walks a string
+        self.raw_chars: dict[str, str] = {}
         self.window_pending: Window | None = None
         self.loop_flags: LoopFlags | None = None  # that loop's types tested at its entry (loop_flags.py)
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)

@@ -155,7 +155,10 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
 def _arg_tests(c: FunctionBase, kind: str, arg: Operand) -> list[str] | None:
     """What the fast path tests of one argument of `kind`; None when a literal never fits."""
     if kind == TEXT:
-        return [] if c.is_str_constant(arg) else [f"type({arg}) in TEXT"]
+        if c.is_str_constant(arg):
+            return []
+        walked = c.raw_chars.get(arg.text)  # a string's own character: one of TEXT when it walks one
+        return [f"({walked} or type({arg}) in TEXT)" if walked else f"type({arg}) in TEXT"]
     value = arg.int_value
     if value is not None:  # a literal
         return [] if kind == INT or value >= 0 else None
