@@ -28,6 +28,7 @@ from agentkernel.config.schema import _strict_class
 from agentkernel.config.scripts import _SCHEMAS
 from agentkernel.config.sections import SECTIONS
 from agentkernel.config.templates import _TEMPLATE_SCHEMA
+from agentkernel.schemas import plain
 from agentkernel.schemas.bounds import bounded_errors, bounded_validator
 from agentkernel.schemas.parameters import KEYWORDS
 from agentkernel.schemas.plain import ACTING, MAX_STEPS, surely_a_schema, surely_valid
@@ -222,6 +223,18 @@ def test_visual_blocks_surely_valid_are_valid(kind: str) -> None:
         ({"allOf": [{"type": "string"}, {"minLength": 5}]}, "abc", False),
         ({"propertyNames": {"maxLength": 1}}, {"ab": 1}, False),
         ({"pattern": "^a"}, "b", True),
+        # the usual shape of a tool's parameters, tested as one plan
+        (
+            {"type": "object", "properties": {"n": {"type": "integer", "description": "d"}}},
+            {"n": True},
+            False,
+        ),
+        ({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": 1.5}, False),
+        ({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": 1.0}, True),
+        ({"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}, {}, False),
+        ({"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}, {"t": None}, False),
+        ({"type": "object", "properties": {"t": {"type": "string"}}}, ["t"], False),
+        ({"type": "object", "properties": {"x": {"type": "number"}}}, {"x": math.nan}, True),
     ],
 )
 def test_invalid_values_are_never_surely_valid(schema: dict[str, Any], value: Any, strict: bool) -> None:
@@ -311,3 +324,23 @@ def test_schemas_surely_valid_pass_the_metaschema(name: str, schema: dict[str, A
 def test_invalid_schemas_are_never_surely_schemas(schema: dict[str, Any]) -> None:
     assert not _metaschema_valid(schema)
     assert not surely_a_schema(schema, KEYWORDS)
+
+
+def test_a_tools_usual_parameters_are_checked_by_one_plan_made_once() -> None:
+    schema = {
+        "type": "object",
+        "description": "what the tool takes",
+        "properties": {"text": {"type": "string", "title": "Text"}, "n": {"type": "integer"}},
+        "required": ["text"],
+    }
+    assert surely_valid(schema, {"text": "a"}) and surely_valid(schema, {"text": "a", "n": 2, "other": []})
+    assert not surely_valid(schema, {"text": "a", "n": "2"})
+    plan = plain._plan(schema, False)
+    assert plan is not None and plain._plan(schema, False) is plan  # made once, for this schema object
+    for unusual in (
+        {**schema, "additionalProperties": False},  # each of these: the walk, as before
+        {**schema, "properties": {"text": {"type": "string", "minLength": 1}}},
+        {**schema, "properties": {"text": {"type": ["string", "null"]}}},
+        {**schema, "required": "text"},
+    ):
+        assert plain._plan(unusual, False) is None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MAX_STEPS = 10_000
@@ -283,9 +283,64 @@ _KEYWORDS: dict[str, Any] = {
 }
 
 
+# keys jsonschema ignores that tool YAML commonly writes beside `type`
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated"})
+_TYPED = frozenset({"type"}) | _ANNOTATIONS
+_OBJECT_KEYS = frozenset({"properties", "required"}) | _TYPED
+_PLAN_CACHE = 512  # schemas whose plans are kept (tools' parameters: a project has tens)
+Plan = Callable[[object], bool]
+_plans: dict[tuple[int, bool], tuple[object, Plan | None]] = {}
+
+
+def _plan(schema: object, strict: bool) -> Plan | None:
+    """The schema as one test, made once, when it is the usual shape of a tool's parameters —
+    an object of named properties of simple types, some required — else None (the walk)."""
+    key = (id(schema), strict)
+    known = _plans.get(key)
+    if known is not None and known[0] is schema:
+        return known[1]
+    plan = _object_plan(schema, strict)
+    if len(_plans) >= _PLAN_CACHE:
+        _plans.clear()
+    _plans[key] = (schema, plan)  # the schema held: its id is not reused while it is here
+    return plan
+
+
+def _object_plan(schema: object, strict: bool) -> Plan | None:
+    if not (isinstance(schema, dict) and schema.get("type") == "object" and schema.keys() <= _OBJECT_KEYS):
+        return None
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None
+    if not all(isinstance(name, str) for name in required):
+        return None
+    typed: list[tuple[str, str]] = []
+    for name, sub in properties.items():
+        kind = sub.get("type") if isinstance(sub, dict) and sub.keys() <= _TYPED else None
+        if not (isinstance(kind, str) and kind in _SIMPLE_TYPES):
+            return None
+        typed.append((name, kind))
+
+    def valid(value: object) -> bool:
+        if not isinstance(value, dict):
+            return False
+        for name in required:
+            if name not in value:
+                return False
+        for name, kind in typed:  # noqa: SIM110 - a loop: no generator made at every call
+            if name in value and not _is_type(value[name], kind, strict):
+                return False
+        return True
+
+    return valid
+
+
 def surely_valid(schema: object, value: object, *, strict: bool = False) -> bool:
     """True only when jsonschema (Draft 2020-12, no format checker) finds `value` valid against `schema`;
     False when it may not, or when this module cannot tell."""
+    plan = _plan(schema, strict)
+    if plan is not None:
+        return plan(value)
     try:
         _Walk(strict).valid(schema, value)
     except (_Unsure, RecursionError):

@@ -362,7 +362,7 @@ class Dispatcher:
         refusal = depth_refusal(name, caller, self.limits) or self.registry.access.refusal(caller, spec)
         if refusal is not None:
             return ToolResult.failure(refusal)
-        facts = replace(facts, config=spec.raw)
+        facts = facts.of_tool(spec.raw)
         if isinstance(spec, OutsideToolSpec):  # a consumed MCP server's tool, whoever asked for it
             facts = replace(facts, origin="outside_mcp")
         ask: str | None = None
