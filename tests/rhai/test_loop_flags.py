@@ -257,7 +257,9 @@ def test_an_item_of_an_array_of_strings_the_loop_only_reads_is_appended_without_
     script = Engine().compile('let w = ["a", "bc"]; let t = ""; for i in 0..5 { t += w[i % 2]; t += "-"; } t')
     entry, body = script.module.source.split("for v", 1)
     items = re.search(
-        r"; (p\d+) = type\(v\d+_w\) is list and len\(v\d+_w\) <= 64 and all_texts\(v\d+_w\)", entry
+        r"; (p\d+) = type\(v\d+_w\) is list and len\(v\d+_w\) <= 64 and len\(v\d+_w\) <= len\(r\d+\) "
+        r"and all_texts\(v\d+_w\)",
+        entry,
     )
     assert items is not None
     unlimited = re.search(r"; (p\d+) = type\(v\d+_t\) is str and not (s\d+)", entry)
@@ -287,6 +289,19 @@ def test_appending_items_of_an_array_the_loop_only_reads_runs_as_rhai_does(
             Engine().eval(source)
     else:
         assert Engine().eval(source) == expected
+
+
+def test_an_array_is_looked_through_only_by_a_loop_of_as_many_iterations() -> None:
+    """A loop entered often for few iterations does not pay for looking through a long array
+    at each entry: only a `for` over a range at least as long as the array looks."""
+    source = 'let w = ["a", "b", "c"]; let t = ""; for i in 0..3 { print(i); for j in 0..2 { t += w[j] } } t'
+    assert re.search(r"len\(v\d+_w\) <= len\(r\d+\)", Engine().compile(source).module.source)
+    assert Engine().eval(source, stdout=lambda line: None) == "ababab"  # 2 < 3: not looked through
+    unknown = Engine().compile(
+        'let w = ["a", "b"]; let t = ""; let k = 0; while k < 4 { t += w[k % 2]; k += 1 } t'
+    )
+    assert "all_texts" not in unknown.module.source  # a `while`: its iterations are not known at its entry
+    assert Engine().run(unknown) == "abab"
 
 
 def test_an_appending_loop_under_a_string_limit_still_stops_at_it() -> None:

@@ -250,6 +250,7 @@ class ControlFlow(FunctionBase):
         would; the rest is added when the loop ends, however it ends. (An operator without a
         built-in counts its call in the runtime: checked there, and again when the loop ends.)
         """
+        trips, self.loop_trips = self.loop_trips, None  # a `for`'s over a range (walk_range), this loop's
         # a `for` evaluates its iterable once, before the loop: only its body must be call-free
         if self.counter is not None or self.facts.has_loop_calls(
             loop.body if isinstance(loop, ast.For) else loop
@@ -262,7 +263,7 @@ class ControlFlow(FunctionBase):
         self.emit("try:")
         with self.indented(blocks=2):
             self.counter = counter
-            self.loop_flags = self.flags_for(loop)
+            self.loop_flags = self.flags_for(loop, trips)
             try:
                 yield
             finally:
@@ -279,11 +280,12 @@ class ControlFlow(FunctionBase):
         # local's room did not see: the limit holds the whole count at the latest here
         self.emit("if rt.operations > rt.checkpoint: rt.reached_checkpoint()", loop.pos)
 
-    def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For) -> LoopFlags:
+    def flags_for(self, loop: ast.While | ast.Loop | ast.DoLoop | ast.For, trips: str | None) -> LoopFlags:
         """What the counted `loop` may test once at its entry (loop_flags.py): the plain locals
         it leaves of their type (a `for`'s iterable is evaluated before, once), found when the
         body first asks for a flag (the names the body declares are never among them, so the
-        scopes it has opened by then change nothing)."""
+        scopes it has opened by then change nothing); `trips`: how many iterations it will
+        run, when known at its entry (what an array may be looked through for)."""
 
         def analyse() -> Kept:
             if self.dynamic:  # an `eval` may give a variable any value
@@ -302,7 +304,7 @@ class ControlFlow(FunctionBase):
                 locals_of(stable.only_indexed),
             )
 
-        return LoopFlags(analyse, self.m.fresh)
+        return LoopFlags(analyse, self.m.fresh, trips)
 
     def plain_locals(self, names: frozenset[str]) -> frozenset[str]:
         """The operand texts of the variables `names` in sight that are plain locals."""
@@ -475,6 +477,7 @@ class ControlFlow(FunctionBase):
             walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
             owner = self.counter is None
             raw = direct and read_only and counter is None and self.walks_characters(node)
+            span = self.walk_range(iterable) if owner and self.int_range(node.iterable) else None
             with self.counted_locally(node):
                 # a string's characters without a call of the runtime's (what `iterate` does)
                 walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
@@ -482,12 +485,10 @@ class ControlFlow(FunctionBase):
                     flag = self.m.fresh("w")
                     walked = f"{iterable} if ({flag} := type({iterable}) is str) else rt.{walk}({iterable})"
                     self.raw_chars[var.load.text] = flag
-                windowed = owner and self.counter is not None and read_only and counter is None
-                window = (
-                    self.open_window(item, iterable) if windowed and self.int_range(node.iterable) else None
-                )
-                if window is not None:
-                    walked = window[0]
+                windowed = span is not None and self.counter is not None and read_only and counter is None
+                window = self.open_window(item, span) if windowed and span is not None else None
+                if span is not None:
+                    walked = span
                 self.emit(f"for {head}{walked}):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
@@ -530,12 +531,19 @@ class ControlFlow(FunctionBase):
         info = self.lookup(node.name)
         return info is not None and not info.cell and self.known_int(info.load)
 
-    def open_window(self, item: Operand, iterable: Operand) -> tuple[str, Window, Placeholder]:
-        """Before the `for` line of a loop over a range counted by its variable (windows.py):
-        the range, walked from a local; the window its body's block takes; the line that
-        starts it, filled once the body's count is known (`close_window`)."""
+    def walk_range(self, iterable: Operand) -> str:
+        """A `for` over a range of ints walks the Python range from a local, made before the
+        loop's count opens: its length bounds what the loop's entry may look through
+        (`loop_trips`, loop_flags.py)."""
         walk = self.m.fresh("r")
         self.emit(f"{walk} = rt.iterate({iterable})")
+        self.loop_trips = f"len({walk})"
+        return walk
+
+    def open_window(self, item: Operand, walk: str) -> tuple[str, Window, Placeholder]:
+        """Before the `for` line of a loop over a range counted by its variable (windows.py):
+        the window its body's block takes; the line that starts it, filled once the body's
+        count is known (`close_window`)."""
         assert self.counter is not None
         window = Window(item.text, self.m.fresh("b"), self.m.fresh("l"), self.counter)
         self.window_pending = window

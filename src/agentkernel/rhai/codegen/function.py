@@ -105,6 +105,7 @@ class FunctionBase:
         self.raw_chars: dict[str, str] = {}
         self.window_pending: Window | None = None
         self.loop_flags: LoopFlags | None = None  # that loop's types tested at its entry (loop_flags.py)
+        self.loop_trips: str | None = None  # the iterations of the `for` about to open a count, if known
         # what a `while` head proves of an int local at its body's first statement (`entry_bound`)
         self.entry: EntryBound | None = None
         # a block's count (operations, position) moved into the branches of the `if` it holds

@@ -38,12 +38,14 @@ TEXT_ITEMS = "text_items"  # an array of at most TEXT_ITEMS_SCAN items, all stri
 TEXT_ITEMS_SCAN = 64  # the items a loop's entry looks at, at most (it may be entered often)
 
 
-def _test(operand: str, kind: str) -> str:
-    """The Python test a flag of `kind` holds the result of."""
+def _test(operand: str, kind: str, trips: str | None = None) -> str:
+    """The Python test a flag of `kind` holds the result of (`trips`: the loop's iterations)."""
     if kind == SHORT:
         return f"type({operand}) is str and len({operand}) < {POLL_SIZE}"
     if kind == TEXT_ITEMS:
-        return f"type({operand}) is list and len({operand}) <= {TEXT_ITEMS_SCAN} and all_texts({operand})"
+        size = f"len({operand})"
+        bounded = f"{size} <= {TEXT_ITEMS_SCAN} and {size} <= {trips}"
+        return f"type({operand}) is list and {bounded} and all_texts({operand})"
     return f"type({operand}) is {kind}"
 
 
@@ -56,8 +58,14 @@ class LoopFlags:
     stays too), and of the containers, those it only reads items of.
     """
 
-    def __init__(self, analyse: Callable[[], Kept], fresh: Callable[[str], str]) -> None:
+    def __init__(
+        self, analyse: Callable[[], Kept], fresh: Callable[[str], str], trips: str | None = None
+    ) -> None:
         self._analyse = analyse  # run when a flag is first asked for: most loops ask for none
+        # the loop's iterations, known at its entry (a `for` over a range): an array is looked
+        # through (TEXT_ITEMS) only when the loop runs at least as many iterations as it has
+        # items, so the look never costs more than testing each item read would
+        self._trips = trips
         self._found: dict[str, frozenset[str]] | None = None
         self._fresh = fresh
         self._flags: dict[tuple[str, str, str], str] = {}  # (operand, kind, setting absent or "")
@@ -118,7 +126,7 @@ class LoopFlags:
                 flag = iterating[kind] = self._fresh("q")
             return f"{flag} and not {self.setting(unless)}" if unless else flag
         array = self._items.get(operand)
-        if array is not None and kind == "str":
+        if array is not None and kind == "str" and self._trips is not None:
             items = self.type_test(array, TEXT_ITEMS)
             return items if items is None or not unless else f"{items} and not {self.setting(unless)}"
         if operand not in self._kept.get(kind, ()):
@@ -132,7 +140,7 @@ class LoopFlags:
         return flag
 
     def _flag_test(self, operand: str, kind: str, unless: str) -> str:
-        test = _test(operand, kind)
+        test = _test(operand, kind, self._trips)
         return f"{test} and not {self._settings[unless]}" if unless else test
 
     def setting(self, name: str) -> str:
