@@ -15,6 +15,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.scripting.contract import LoadedScript, ScriptEngine
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.catalog import ScriptCatalog
+from agentkernel.util.file_stamps import Stamp
 from agentkernel.util.near_miss import close_match, did_you_mean
 from tests.conftest import ToolFactory, write_kernel_yaml
 
@@ -280,9 +281,11 @@ class RecordingHost(ScriptHost):
         self.asked: list[str] = []
         self._last: dict[Path, LoadedScript] = {}
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
+    def compile(
+        self, path: Path, deadline: float | None = None, known: Stamp = None
+    ) -> tuple[ScriptEngine[Any], LoadedScript]:
         try:
-            engine, loaded = super().compile(path, deadline)
+            engine, loaded = super().compile(path, deadline, known)
         except ScriptError:
             self.asked.append(path.name)
             raise

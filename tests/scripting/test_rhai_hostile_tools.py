@@ -19,6 +19,7 @@ import pytest
 from agentkernel import Kernel
 from agentkernel.scripting.contract import MAX_SCRIPT_SIZE, LoadedScript, ScriptEngine
 from agentkernel.testing.parts import kernel_parts
+from agentkernel.util.file_stamps import Stamp
 from tests.conftest import ToolFactory, write_kernel_yaml
 
 BIN = Path(sys.executable).parent
@@ -164,11 +165,11 @@ def test_a_tool_whose_check_was_cut_short_runs_once_it_compiles(
     real = host.compile
     cut_short: list[str] = []
 
-    def first_compile_too_slow(path: Path, deadline: float | None = None) -> Any:
+    def first_compile_too_slow(path: Path, deadline: float | None = None, known: Stamp = None) -> Any:
         if not cut_short:
             cut_short.append(path.name)
             raise ScriptLimitError("timeout_secs", "script exceeded timeout_secs while being compiled")
-        return real(path, deadline)
+        return real(path, deadline, known)
 
     monkeypatch.setattr(host, "compile", first_compile_too_slow)
     make_tool("steady", "fn run(args) { 7 }", ext=".rhai")
@@ -208,11 +209,13 @@ def test_no_lock_is_held_while_a_script_compiles(kernel: Kernel, make_tool: Tool
     entered, release = threading.Event(), threading.Event()
     original = kernel_parts(kernel).host.compile
 
-    def slow_compile(path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
+    def slow_compile(
+        path: Path, deadline: float | None = None, known: Stamp = None
+    ) -> tuple[ScriptEngine[Any], LoadedScript]:
         if threading.current_thread() is worker:  # the worker's compile takes as long as we like
             entered.set()
             release.wait(60)
-        return original(path, deadline)
+        return original(path, deadline, known)
 
     kernel_parts(kernel).host.compile = slow_compile  # type: ignore[method-assign]
     results: list[str] = []

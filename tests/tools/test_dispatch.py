@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,6 +26,7 @@ from agentkernel.tools.dispatch import Asker, Decision, Vetted, certainly_valid
 from agentkernel.tools.history import ToolResultHistory
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONValue, NoValue
+from agentkernel.util.file_stamps import Stamp
 from tests.conftest import ToolFactory
 
 STATS = "function run(args) { return `${args.text.length}:${args.count ?? 0}`; }"
@@ -376,9 +378,11 @@ class BudgetHost(ScriptHost):
         super().__init__(table)
         self.compile_deadlines: list[float | None] = []
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
+    def compile(
+        self, path: Path, deadline: float | None = None, known: Stamp = None
+    ) -> tuple[ScriptEngine[Any], LoadedScript]:
         self.compile_deadlines.append(deadline)
-        return super().compile(path, deadline)
+        return super().compile(path, deadline, known)
 
 
 @pytest.mark.parametrize("ext", [".js", ".rhai"])
@@ -411,3 +415,28 @@ def test_a_call_has_one_budget_from_compile_to_helper(
     # the first call compiled the script by its own deadline; the second found it cached
     assert host.compile_deadlines[0] == budgets[0].deadline  # type: ignore[union-attr]
     assert 0 < float(first.content) <= 7
+
+
+@pytest.mark.parametrize("ext", [".js", ".rhai"])
+def test_a_call_asks_the_file_system_about_its_script_once_and_still_sees_each_edit(
+    kernel: Kernel, make_tool: ToolFactory, tools_dir: Path, ext: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalog's lookup has just seen the script's stamp; the script cache takes it from
+    there rather than asking again (one `stat` of the script a call, not two)."""
+    source = {".js": 'function run(args) { return "v1"; }', ".rhai": 'fn run(args) { "v1" }'}[ext]
+    make_tool("stamped", source, ext=ext)
+    assert kernel.run_tool("stamped", {}).content == "v1"
+    script = str(tools_dir / f"stamped{ext}")
+    asked: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(path) == script:
+            asked.append(script)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    assert kernel.run_tool("stamped", {}).content == "v1"
+    assert len(asked) == 1
+    (tools_dir / f"stamped{ext}").write_text(source.replace("v1", "v2 longer"), encoding="utf-8")
+    assert kernel.run_tool("stamped", {}).content == "v2 longer"  # the next call runs the edit

@@ -27,6 +27,7 @@ from agentkernel.schemas.bounds import bounded_validator
 from agentkernel.schemas.parameters import describe as describe_parameters_problem
 from agentkernel.schemas.parameters import parameters_problem
 from agentkernel.types import JSONObject
+from agentkernel.util.file_stamps import Stamp
 from agentkernel.util.near_miss import close_match, did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, YamlLines
 
@@ -173,6 +174,16 @@ class ScriptSpec:
     def call_budget(self, defaults: KernelLimits) -> CallBudget:
         """The budget of one call starting now: `script_limits`, and the deadline they give."""
         return CallBudget.starting_now(self.script_limits(defaults))
+
+    @property
+    def script_stamp(self) -> Stamp:
+        """The script file's stamp when the tool catalog made this spec, which it hands out only
+        while the file still has it (`stamped`); None for a spec made another way."""
+        return self.__dict__.get("_script_stamp")
+
+    def stamped(self, stamp: Stamp) -> None:
+        """Record `script_stamp` (the spec is frozen: set once, by whoever made it)."""
+        object.__setattr__(self, "_script_stamp", stamp)
 
 
 @dataclass(frozen=True)

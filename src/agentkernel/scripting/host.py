@@ -25,6 +25,7 @@ from agentkernel.scripting.js import JS_EXTENSIONS, JsEngine
 from agentkernel.services.confined import read_module
 from agentkernel.telemetry import metrics
 from agentkernel.types import JSONValue, NoValue
+from agentkernel.util.file_stamps import Stamp
 
 
 class TableBinding:
@@ -47,7 +48,7 @@ class TableBinding:
 
 @dataclass(frozen=True)
 class _Compiled:
-    stamp: tuple[int, int]
+    stamp: Stamp
     engine: ScriptEngine[Any]
     script: LoadedScript
 
@@ -110,15 +111,21 @@ class ScriptHost:
             )
         return engine
 
-    def compile(self, path: Path, deadline: float | None = None) -> tuple[ScriptEngine[Any], LoadedScript]:
+    def compile(
+        self, path: Path, deadline: float | None = None, known: Stamp = None
+    ) -> tuple[ScriptEngine[Any], LoadedScript]:
         """The compiled script, from the cache unless the file changed; a compile that
-        passes `deadline` (a `time.monotonic()` value) raises ScriptLimitError."""
+        passes `deadline` (a `time.monotonic()` value) raises ScriptLimitError. `known`: the
+        file's stamp as its caller has just seen it (the tool catalog, at the call's lookup):
+        when the cache holds that one, the file is not asked again."""
+        cached = self._cache.get(path)
+        if known is not None and cached is not None and cached.stamp == known:
+            return cached.engine, cached.script
         try:
             info = os.stat(path)
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from exc
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = self._cache.get(path)
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
         if cached is not None and cached.stamp == stamp:
             return cached.engine, cached.script
         engine = self.engine_for(path)
@@ -134,12 +141,14 @@ class ScriptHost:
         args: Sequence[JSONValue],
         optional: Sequence[JSONValue],
         call: ScriptCall,
+        known: Stamp = None,
     ) -> JSONValue | NoValue:
         """Run `function` of the script at `path` for `call`, within its budget; raises ScriptError.
 
-        `timeout_secs` covers compiling the script (when it is not cached) and running it."""
+        `timeout_secs` covers compiling the script (when it is not cached) and running it;
+        `known`: the file's stamp as the caller has just seen it (`compile`)."""
         budget = _budget_of(call)
-        engine, compiled = self.compile(path, budget.deadline)
+        engine, compiled = self.compile(path, budget.deadline, known)
         binding = TableBinding(self.helpers, call)
         started = time.perf_counter()
         try:

@@ -190,7 +190,9 @@ class ScriptCatalog:
             problem = LoadProblem.from_error(path, exc)
             log.warning("not loaded: %s", problem)
             return _Entry(yaml_stamp, None, None, problem)
-        return _Entry(yaml_stamp, stamp_of(spec.script), spec, None)
+        script_stamp = stamp_of(spec.script)
+        spec.stamped(script_stamp)  # the tool's call asks its script no more (ScriptHost.compile)
+        return _Entry(yaml_stamp, script_stamp, spec, None)
 
     def _checked(self, path: Path, entry: _Entry) -> _Entry:
         """`entry` (of `path`), its script compiled first if it was not yet; takes no lock."""

@@ -450,7 +450,7 @@ class Dispatcher:
                     spec, args, call, pool_worker(self.workers, spec.name, budget, caller.user_id)
                 )
             else:
-                value = self.host.call(spec.script, "run", [args], [spec.raw], call)
+                value = self.host.call(spec.script, "run", [args], [spec.raw], call, spec.script_stamp)
         except ScriptLimitError as exc:
             log.warning("tool %s stopped: %s", spec.name, exc)
             return ToolResult.failure(str(exc))
