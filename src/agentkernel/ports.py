@@ -199,6 +199,13 @@ class MessageStore(Protocol):
         """How many records the session (`owner`'s, when given) has after id `after`, and its last id."""
         ...
 
+    def changes_at_once(
+        self, session_id: str, after: int, *, owner: Owner | None = None
+    ) -> tuple[int, int] | None:
+        """`changes` if the store answers without waiting (a local file, free now), else None: for the
+        event loop, which asks a worker thread when it is None."""
+        ...
+
     def history(
         self,
         session_id: str,

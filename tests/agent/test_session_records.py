@@ -10,7 +10,10 @@ from pathlib import Path
 from agentkernel import Kernel
 from agentkernel.agent.loop import LoopEvent
 from agentkernel.agent.session import ChatSession
+from agentkernel.agent.session_records import SessionRecords
 from agentkernel.config import load_kernel_config
+from agentkernel.ports import Entry
+from agentkernel.services.memory import LazyMessageStore, SqliteMessageStore
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 
 
@@ -45,3 +48,33 @@ def test_a_chat_keeps_its_cache_until_another_writes_into_its_session(
         send(chat, "four")  # the other kernel wrote: read again from the transcript
         texts = [m["content"] for m in llm_server.bodies[4]["messages"] if m["role"] == "user"]
         assert texts == ["one", "two", "three", "four"]
+
+
+def test_the_check_is_made_at_once_when_the_store_answers_so_else_left_to_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """`current_at_once` spares the event loop a worker thread's hop before a turn: True only when the
+    store says, without waiting, that nothing but this chat wrote; False (the caller then asks
+    `refreshed` on a worker thread) when another wrote, when the store is not open yet, and while
+    another thread holds its reading connection."""
+    path = tmp_path / "messages.db"
+    store = LazyMessageStore(path)
+    records = SessionRecords(store, "s1", "alice", 50)
+    assert not records.current_at_once()  # not opened: opening reads (and may migrate) the file
+    assert records.refreshed() is None  # opens it; nothing recorded yet
+    records.append_step("s1", [Entry("user", "user", "hi")], user_id="alice")
+    assert records.current_at_once()  # only this chat wrote
+    with SqliteMessageStore(path) as other:  # another process's write into the session
+        other.append("s1", "agent", "agent", "from elsewhere", user_id="alice")
+    assert not records.current_at_once()
+    fresh = records.refreshed()
+    assert fresh is not None and [m.content for m in fresh] == ["hi", "from elsewhere"]
+    assert records.current_at_once()
+    opened = store.store
+    assert isinstance(opened, SqliteMessageStore)
+    try:
+        with opened._reading():  # another thread reading: the loop does not wait for it
+            assert not asyncio.run(asyncio.to_thread(records.current_at_once))
+        assert records.current_at_once()
+    finally:
+        store.close()

@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -349,4 +350,60 @@ def test_a_lease_taken_for_a_request_that_went_away_meanwhile_goes_back_at_once(
         asyncio.run(main())
     finally:
         answering.set()
+        leases.close()
+
+
+def test_a_lease_is_taken_and_given_back_on_the_event_loop_unless_the_store_is_held(tmp_path: Path) -> None:
+    """A worker thread's hop costs more than the lease's write: once the store is open, the lease is
+    taken and given back on the loop when the file takes the write at once; while another process
+    holds the file, on a worker thread, which waits for it, and the turn starts all the same."""
+    path = tmp_path / "messages.db"
+    leases = TurnLeases(path)
+    written_on: list[tuple[str, bool]] = []  # (statement, on the loop's thread)
+    asked_to_wait = threading.Event()
+
+    def traced(statement: str) -> None:
+        on_loop = threading.current_thread() is threading.main_thread()
+        if statement.startswith(("INSERT OR REPLACE INTO turn_leases", "DELETE FROM turn_leases")):
+            written_on.append((statement.split()[0], on_loop))
+        elif statement == "BEGIN IMMEDIATE" and not on_loop:
+            asked_to_wait.set()
+
+    leases._conn.set_trace_callback(traced)
+
+    def open_chat(info: SessionInfo, history: list[ChatMessage] | None) -> ChatSession:
+        raise RuntimeError("no chat here: the turn fails at once and gives its lease back")
+
+    async def turn(runner: TurnRunner, info: SessionInfo) -> None:
+        started = await runner.start(info, "hi", "r1")
+        assert started.task is not None
+        await started.task
+
+    async def main() -> None:
+        runner = TurnRunner(open_chat, lambda _: None, leases=lambda: leases, lease_secs=600)
+        info = SessionInfo("s1", "alice", "tester", "2026-01-01T00:00:00+00:00")
+        await turn(runner, info)  # the first opens the store, on a worker thread
+        await turn(runner, info)
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process writing the file
+            third = asyncio.create_task(turn(runner, info))
+            assert await asyncio.to_thread(asked_to_wait.wait, 30)  # the worker thread waits its turn
+            other.execute("COMMIT")
+            await third
+        finally:
+            other.close()
+
+    try:
+        asyncio.run(main())
+        assert written_on == [
+            ("INSERT", False),  # the store opened for it on a worker thread
+            ("DELETE", True),
+            ("INSERT", True),
+            ("DELETE", True),
+            ("INSERT", False),  # the file held: a worker thread waited
+            ("DELETE", True),
+        ]
+        assert leases.running("alice") == 0
+    finally:
         leases.close()

@@ -179,3 +179,21 @@ def test_a_stop_asked_of_a_lapsed_holder_is_not_the_next_holders(path: str) -> N
         assert not leases.ask_stop("s1")  # nobody runs a turn there now
         new = leases.take("s1", "alice", LONG)
         assert leases.stops_asked([old, new]) == []
+
+
+def test_a_lease_taken_at_once_on_a_free_file_and_never_while_another_writer_holds_it(tmp_path: Path) -> None:
+    """`take_at_once` / `release_at_once` (the event loop's, turns.py): the same transaction as `take` /
+    `release` when nothing holds the file, its refusals included; nothing written, and no wait, while
+    another connection (another process) writes it."""
+    path = tmp_path / "messages.db"
+    with TurnLeases(path) as leases, TurnLeases(path) as other:
+        lease = leases.take_at_once("s1", "alice", LONG, 1, NewRun("r1", "hi"))
+        assert lease is not None and other.held("s1") and other.run("r1") is not None
+        with pytest.raises(UserAtCap):  # refused as `take` refuses, in the same transaction
+            leases.take_at_once("s2", "alice", LONG, 1, NewRun("r2", "hi"))
+        with other._write():  # another writer holds the file
+            assert leases.release_at_once(lease) is False
+            assert leases.take_at_once("s3", "bob", LONG, run=NewRun("r3", "hi")) is None
+        assert other.held("s1") and not other.held("s3") and other.run("r3") is None
+        assert leases.release_at_once(lease) is True
+        assert not other.held("s1")

@@ -124,3 +124,16 @@ def test_copy_from_sqlite_keeps_the_runs_and_leases(tmp_path: Path, pg_url: str)
         pytest.raises(AgentKernelError, match="table runs already holds rows"),
     ):
         copy_from_sqlite(config, target)
+
+
+def test_a_lease_is_never_taken_or_given_back_at_once_a_network_away(pg_url: str) -> None:
+    """The event loop takes a SQLite lease itself when the file is free; a PostgreSQL one is a round trip
+    the loop must not wait on: `take_at_once` and `release_at_once` write nothing and say so, and the
+    caller goes to a worker thread."""
+    with PostgresTurnLeases(pg_url) as leases:
+        assert leases.take_at_once("s-once", "ann", LONG, run=NewRun("r-once", "hi")) is None
+        assert not leases.held("s-once") and leases.run("r-once") is None
+        lease = leases.take("s-once", "ann", LONG, run=NewRun("r-once", "hi"))
+        assert not leases.release_at_once(lease) and leases.held("s-once")
+        leases.release(lease)
+        assert not leases.held("s-once")

@@ -63,7 +63,7 @@ class ChatSession:
             try:
                 if self.records is not None:
                     self.records.lease, self.records.run_id = lease, run_id
-                    if self.follows_store:
+                    if self.follows_store and not self.records.current_at_once():
                         fresh = await asyncio.to_thread(self.records.refreshed)
                         if fresh is not None:
                             self.history = fresh

@@ -29,8 +29,9 @@ from agentkernel.services.memory import chat_messages, run_journal
 class SessionRecords:
     """One chat's reads and writes of its session's transcript; see the module docstring.
 
-    Writes come from the chat's turns, on the event loop; the check runs on
-    a worker thread between turns (the chat's lock), so they never overlap.
+    Writes come from the chat's turns, on the event loop; the check runs
+    between turns (the chat's lock), so they never overlap: on the event loop
+    when the store answers at once (`current_at_once`), else on a worker thread.
     """
 
     def __init__(self, store: MessageStore, session_id: str, user_id: str | None, limit: int) -> None:
@@ -82,6 +83,16 @@ class SessionRecords:
         # a record written after this read is past the mark: the next check reads again
         self._mark, self._written = (records[-1].id if records else 0), 0
         return records
+
+    def current_at_once(self) -> bool:
+        """True when the store says at once (without waiting: `changes_at_once`) that the history is
+        current, marked so; False when it is not, or the store cannot say without waiting: `refreshed`
+        then, on a worker thread. Saves the event loop a worker thread's hop before most turns."""
+        changed = self.store.changes_at_once(self.session_id, self._mark, owner=self._owner)
+        if changed is None or changed[0] != self._written:
+            return False
+        self._mark, self._written = changed[1], 0
+        return True
 
     def refreshed(self) -> list[ChatMessage] | None:
         """The history read again when the store has records this chat did not write; None if current."""

@@ -281,7 +281,7 @@ class Turn:
         """As `events`, but every event waiting when the reader comes for the next, together: a reader
         behind the turn (a busy server) writes them in one piece, not one a frame.
 
-        Only an empty queue is waited on (with the timeout, which costs a task a wait).
+        Only an empty queue is waited on.
         """
         try:
             while True:
@@ -307,11 +307,12 @@ class Turn:
 
     async def _next(self, idle_secs: float) -> StreamEvent | _Idle | None:
         """The next event, the end (None), or _IDLE after `idle_secs` without one. Only an empty queue is
-        waited on: the wait's timeout costs a task."""
+        waited on, under `asyncio.timeout` (a timer; `wait_for` made a task of every wait)."""
         if not self._events.empty():
             return self._events.get_nowait()
         try:
-            return await asyncio.wait_for(self._events.get(), idle_secs)
+            async with asyncio.timeout(idle_secs):
+                return await self._events.get()
         except TimeoutError:
             return _IDLE
 
@@ -437,15 +438,8 @@ class TurnRunner:
         )
         turn = Turn(session.id, request_id, self._max_backlog, user_id=session.user_id, run_id=run.id)
         self._running[session.id] = turn  # before the lease is asked for: a second message here is 409
-        taking = asyncio.ensure_future(
-            asyncio.to_thread(
-                lambda: self._leases().take(
-                    session.id, session.user_id, self._lease_secs, self._cap.limit, run
-                )
-            )
-        )
         try:
-            lease = await asyncio.shield(taking)
+            lease = await self._take(session, run)
         except BaseException as exc:
             del self._running[session.id]
             if isinstance(exc, SessionLeased):
@@ -454,8 +448,6 @@ class TurnRunner:
                 raise TooManyTurns(session.user_id, self._cap, exc.running) from exc
             if isinstance(exc, RunExists):
                 raise SameRun(exc.run, exc.same_body) from exc
-            if isinstance(exc, asyncio.CancelledError):  # its request went away while the store answered
-                taking.add_done_callback(self._give_back)
             raise
         if lease.resumes is not None:
             del self._running[session.id]
@@ -476,6 +468,34 @@ class TurnRunner:
         turn.task = asyncio.create_task(work, name=f"turn {session.id}")
         turn.begin()
         return turn
+
+    async def _take(self, session: SessionInfo, run: NewRun) -> Lease:
+        """The session's lease with `run` started: on the event loop when the store takes the write at
+        once (no hop to a worker thread, about 60 µs of CPU), else on a worker thread, where a busy
+        store (another process writing) may keep it waiting."""
+        opened = self._opened_leases()
+        taken = (
+            None
+            if opened is None
+            else opened.take_at_once(session.id, session.user_id, self._lease_secs, self._cap.limit, run)
+        )
+        if taken is not None:
+            return taken
+        secs, most = self._lease_secs, self._cap.limit
+        # the store opened on the worker thread too (a file read, maybe migrated)
+        taking = asyncio.ensure_future(
+            asyncio.to_thread(lambda: self._leases().take(session.id, session.user_id, secs, most, run))
+        )
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:  # its request went away while the store answered
+            taking.add_done_callback(self._give_back)
+            raise
+
+    def _opened_leases(self) -> LeaseStore | None:
+        """The lease store once opened (by a worker thread: opening reads and may migrate the file);
+        None before."""
+        return self._leases() if self._leases.cache_info().currsize else None
 
     async def _hand_over(self, turn: Turn, lease: Lease) -> None:
         """The run goes to the engine with its lease (a worker adopts it); it is not running here.
@@ -633,7 +653,8 @@ class TurnRunner:
         except Exception:
             log.exception("run %s: could not record its end", turn.run_id)
         try:
-            await asyncio.shield(asyncio.to_thread(lambda: self._leases().release(lease)))
+            if not self._leases().release_at_once(lease):  # opened: the turn took it
+                await asyncio.shield(asyncio.to_thread(lambda: self._leases().release(lease)))
         except Exception:  # it expires by itself
             log.exception("session %s: could not release the turn's lease", lease.session_id)
 

@@ -64,7 +64,7 @@ from typing import Any, ClassVar, Protocol
 from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage, ToolCall
 from agentkernel.ports import Entry, MessageStore, Owner, Record
-from agentkernel.services.sqlite_db import Schema, SqliteStore
+from agentkernel.services.sqlite_db import Schema, SqliteStore, StoreBusy
 from agentkernel.services.turn_leases import RUNS, LeaseLost
 from agentkernel.services.turn_leases import TABLE as LEASES
 from agentkernel.util.valid_unicode import repair_text
@@ -203,6 +203,7 @@ class _Store(Protocol):
     mark: ClassVar[str]
     lease_check: ClassVar[str]
     step_lock: ClassVar[str | None]
+    reads_at_once: ClassVar[bool]
 
     def _read(
         self, sql: str, params: tuple[Any, ...], timeout: float | None = None
@@ -311,13 +312,20 @@ class TranscriptMethods:
         The cheap check that a history read before is still the store's: a
         range of the session's index, the records since then only.
         """
-        where, params = scope(session_id, owner, self.mark)
-        rows = self._read(
-            f"SELECT count(*), coalesce(max(m.id), {self.mark}) FROM messages m "
-            f"WHERE {where} AND m.id > {self.mark}",
-            (after, *params, after),
-        )
-        return int(rows[0][0]), int(rows[0][1])
+        return _changes(self, session_id, after, owner, None)
+
+    def changes_at_once(
+        self: _Store, session_id: str, after: int, *, owner: Owner | None = None
+    ) -> tuple[int, int] | None:
+        """`changes`, only if the store answers without waiting (a local file whose reading connection
+        is free): None when it would wait (another thread reading, a database a network away). For the
+        event loop, which must not wait on a store."""
+        if not self.reads_at_once:
+            return None
+        try:
+            return _changes(self, session_id, after, owner, 0)
+        except StoreBusy:
+            return None
 
     def count(
         self: _Store, session_id: str, *, owner: Owner | None = None, timeout: float | None = None
@@ -344,6 +352,7 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
     mark = "?"
     step_lock: ClassVar[str | None] = None
     lease_check = f"SELECT 1 FROM {LEASES} WHERE session_id = ? AND token = ?"
+    reads_at_once: ClassVar[bool] = True  # a read of the file in WAL mode never waits for a writer
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, Schema(SCHEMA_VERSION, _MIGRATIONS, too_new=self._too_new), BUSY_TIMEOUT_SECS)
@@ -477,6 +486,20 @@ class SqliteMessageStore(TranscriptMethods, SqliteStore):
                 max_bytes,
             )
         return [record_of(row) for row in rows]
+
+
+def _changes(
+    store: _Store, session_id: str, after: int, owner: Owner | None, timeout: float | None
+) -> tuple[int, int]:
+    """`changes`' read, waiting at most `timeout` seconds for the store (StoreBusy past it)."""
+    where, params = scope(session_id, owner, store.mark)
+    rows = store._read(
+        f"SELECT count(*), coalesce(max(m.id), {store.mark}) FROM messages m "
+        f"WHERE {where} AND m.id > {store.mark}",
+        (after, *params, after),
+        timeout,
+    )
+    return int(rows[0][0]), int(rows[0][1])
 
 
 def _index_pending(conn: sqlite3.Connection, upto: int) -> None:
@@ -790,6 +813,13 @@ class LazyMessageStore:
 
     def changes(self, session_id: str, after: int, *, owner: Owner | None = None) -> tuple[int, int]:
         return self.store.changes(session_id, after, owner=owner)
+
+    def changes_at_once(
+        self, session_id: str, after: int, *, owner: Owner | None = None
+    ) -> tuple[int, int] | None:
+        """None until the store is opened (opening reads, and may migrate, the file)."""
+        store = self._store
+        return None if store is None else store.changes_at_once(session_id, after, owner=owner)
 
     def history(
         self,

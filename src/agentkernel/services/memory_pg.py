@@ -180,6 +180,7 @@ class PostgresMessageStore(TranscriptMethods, PgStore):
         "SELECT pg_advisory_xact_lock(hashtextextended('agentkernel.messages.session:' || %s, 0))"
     )
     lease_check = f"SELECT 1 FROM {LEASES} WHERE session_id = %s AND token = %s FOR SHARE"
+    reads_at_once: ClassVar[bool] = False  # a read is a round trip to the database: a worker thread waits
 
     def __init__(self, pool: PgPool | str) -> None:
         super().__init__(pool, SCHEMA)

@@ -226,6 +226,8 @@ class _Leases(Protocol):
 
     def _write(self) -> AbstractContextManager[Any]: ...
 
+    def _write_at_once(self) -> AbstractContextManager[Any | None]: ...
+
     def _claim(self, conn: Any, session_id: str, user_id: str) -> None: ...
 
 
@@ -255,44 +257,24 @@ class LeaseMethods:
         run its dead holder left unfinished, that run is taken over instead
         (`Lease.resumes`) and `run` is not started.
         """
-        m = self.mark
-        lease = Lease(session_id, user_id, new_token(), secs, 0.0)
         with self._write() as conn:
-            self._claim(conn, session_id, user_id)
-            now = time.time()
-            if run is not None and run.idem_key is not None:
-                known = one_run(conn, m, f"user_id = {m} AND idem_key = {m}", (user_id, run.idem_key))
-                if known is not None:
-                    raise RunExists(known, known.body_hash == run.body_hash)
-            row = conn.execute(
-                f"SELECT expires_at FROM {TABLE} WHERE session_id = {m}", (session_id,)
-            ).fetchone()
-            if row is not None and row[0] > now:
-                raise SessionLeased(session_id)
-            if most_per_user is not None:
-                (running,) = conn.execute(counted(m), (user_id, now)).fetchone()
-                if running >= most_per_user:
-                    raise UserAtCap(user_id, running)
-            hold(conn, self.hold_sql, lease, now)
-            lease.resumes = taken_over(conn, m, f"session_id = {m} AND status = '{RUNNING}'", (session_id,))
-            if lease.resumes is None and run is not None:
-                conn.execute(
-                    f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
-                    f"body_hash, created_at, template) VALUES ({', '.join([m] * 10)})",
-                    (
-                        run.id,
-                        session_id,
-                        user_id,
-                        RUNNING,
-                        run.text,
-                        int(run.one_off),
-                        run.idem_key,
-                        run.body_hash,
-                        now,
-                        run.template,
-                    ),
-                )
-        return lease
+            return _take(self, conn, session_id, user_id, secs, most_per_user, run)
+
+    def take_at_once(
+        self: _Leases,
+        session_id: str,
+        user_id: str,
+        secs: float,
+        most_per_user: int | None = None,
+        run: NewRun | None = None,
+    ) -> Lease | None:
+        """`take`, only if the store takes the write without waiting for anyone (no other writer of
+        this process or another, a local file): None, nothing written, when it would wait. For the
+        event loop, which must not wait on a store: the caller takes it on a worker thread instead."""
+        with self._write_at_once() as conn:
+            if conn is None:
+                return None
+            return _take(self, conn, session_id, user_id, secs, most_per_user, run)
 
     def end_run(self: _Leases, run_id: str, reason: str, lease: str | None = None) -> bool:
         """End a run the loop did not end (its turn failed); with `lease`, only while that is the session's.
@@ -377,11 +359,17 @@ class LeaseMethods:
 
     def release(self: _Leases, lease: Lease) -> None:
         """The turn is over: its row goes (another holder's row, if it lost the lease, stays)."""
-        m = self.mark
         with self._write() as conn:
-            conn.execute(
-                f"DELETE FROM {TABLE} WHERE session_id = {m} AND token = {m}", (lease.session_id, lease.token)
-            )
+            _delete(self, conn, lease)
+
+    def release_at_once(self: _Leases, lease: Lease) -> bool:
+        """`release`, only if the store takes the write without waiting for anyone (see `take_at_once`);
+        False, nothing written, when it would wait."""
+        with self._write_at_once() as conn:
+            if conn is None:
+                return False
+            _delete(self, conn, lease)
+        return True
 
     def held(self: _Leases, session_id: str) -> bool:
         """Whether a live lease holds the session (a turn runs in it, on any process)."""
@@ -442,6 +430,15 @@ class LeaseStore(Protocol):
         run: NewRun | None = None,
     ) -> Lease: ...
 
+    def take_at_once(
+        self,
+        session_id: str,
+        user_id: str,
+        secs: float,
+        most_per_user: int | None = None,
+        run: NewRun | None = None,
+    ) -> Lease | None: ...
+
     def take_over(self, run_id: str, secs: float) -> Lease | None: ...
 
     def end_run(self, run_id: str, reason: str, lease: str | None = None) -> bool: ...
@@ -462,11 +459,67 @@ class LeaseStore(Protocol):
 
     def release(self, lease: Lease) -> None: ...
 
+    def release_at_once(self, lease: Lease) -> bool: ...
+
     def held(self, session_id: str) -> bool: ...
 
     def running(self, user_id: str) -> int: ...
 
     def close(self) -> None: ...
+
+
+def _take(
+    leases: _Leases,
+    conn: Any,
+    session_id: str,
+    user_id: str,
+    secs: float,
+    most_per_user: int | None,
+    run: NewRun | None,
+) -> Lease:
+    """`take`'s work, in the write transaction on `conn`."""
+    m = leases.mark
+    lease = Lease(session_id, user_id, new_token(), secs, 0.0)
+    leases._claim(conn, session_id, user_id)
+    now = time.time()
+    if run is not None and run.idem_key is not None:
+        known = one_run(conn, m, f"user_id = {m} AND idem_key = {m}", (user_id, run.idem_key))
+        if known is not None:
+            raise RunExists(known, known.body_hash == run.body_hash)
+    row = conn.execute(f"SELECT expires_at FROM {TABLE} WHERE session_id = {m}", (session_id,)).fetchone()
+    if row is not None and row[0] > now:
+        raise SessionLeased(session_id)
+    if most_per_user is not None:
+        (running,) = conn.execute(counted(m), (user_id, now)).fetchone()
+        if running >= most_per_user:
+            raise UserAtCap(user_id, running)
+    hold(conn, leases.hold_sql, lease, now)
+    lease.resumes = taken_over(conn, m, f"session_id = {m} AND status = '{RUNNING}'", (session_id,))
+    if lease.resumes is None and run is not None:
+        conn.execute(
+            f"INSERT INTO {RUNS} (id, session_id, user_id, status, text, one_off, idem_key, "
+            f"body_hash, created_at, template) VALUES ({', '.join([m] * 10)})",
+            (
+                run.id,
+                session_id,
+                user_id,
+                RUNNING,
+                run.text,
+                int(run.one_off),
+                run.idem_key,
+                run.body_hash,
+                now,
+                run.template,
+            ),
+        )
+    return lease
+
+
+def _delete(leases: _Leases, conn: Any, lease: Lease) -> None:
+    """Delete `lease`'s row if it is still the holder's (in the caller's write transaction)."""
+    m = leases.mark
+    sql = f"DELETE FROM {TABLE} WHERE session_id = {m} AND token = {m}"
+    conn.execute(sql, (lease.session_id, lease.token))
 
 
 def hold(conn: Any, sql: str, lease: Lease, now: float) -> None:

@@ -27,6 +27,8 @@ writer at a time; here many processes on many machines write at once, so:
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -107,6 +109,11 @@ class PostgresTurnLeases(LeaseMethods, PgStore):
 
     def __init__(self, pool: PgPool | str) -> None:
         super().__init__(pool, SCHEMA)
+
+    @contextmanager
+    def _write_at_once(self) -> Iterator[None]:
+        """Never at once: a write is a round trip to the database, for a worker thread to wait on."""
+        yield None
 
     @staticmethod
     def _claim(conn: psycopg.Connection[tuple[Any, ...]], session_id: str, user_id: str) -> None:
