@@ -485,10 +485,11 @@ class ControlFlow(FunctionBase):
                     flag = self.m.fresh("w")
                     walked = f"{iterable} if ({flag} := type({iterable}) is str) else rt.{walk}({iterable})"
                     self.raw_chars[var.load.text] = flag
-                windowed = span is not None and self.counter is not None and read_only and counter is None
-                window = self.open_window(item, span) if windowed and span is not None else None
+                window = None
                 if span is not None:
                     walked = span
+                    if self.counter is not None and read_only and counter is None:  # counted by its variable
+                        window = self.open_window(item, span)
                 self.emit(f"for {head}{walked}):", ast.start_pos(node.iterable))
                 with self.indented(blocks=1):
                     self.pending_ops = 0  # the reference counts only the body at each iteration
