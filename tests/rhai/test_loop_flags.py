@@ -365,3 +365,11 @@ def test_a_loop_walking_a_strings_own_letters_runs_and_stops_as_over_chars(
     monkeypatch.setattr(ControlFlow, "walks_characters", lambda self, node: False)
     assert not re.search(r"if \(w\d+ := type\(", Engine().compile(source).module.source)
     assert stops(source) == walked
+
+
+def test_a_range_loop_whose_variable_only_contains_takes_walks_its_ints() -> None:
+    """A range's items are ints: its loop is counted by its variable, never walked letter by
+    letter (the two once met and left the letters' flag unset: an internal error)."""
+    assert Engine().eval("let e = [1, 5]; let n = 0; for c in 0..6 { if e.contains(c) { n += 1 } } n") == 2
+    with pytest.raises(RhaiRuntimeError, match=r"Function not found: contains \(&str"):
+        Engine().eval('let e = ""; let n = 0; for c in 0..3 { if e.contains(c) { n += 1 } } n')

@@ -476,8 +476,9 @@ class ControlFlow(FunctionBase):
             # a call's new list (`s.split(" ")`): no copy when nothing else holds it
             walk = "iterate_new" if isinstance(node.iterable, ast.Call | ast.MethodCall) else "iterate"
             owner = self.counter is None
-            raw = direct and read_only and counter is None and self.walks_characters(node)
             span = self.walk_range(iterable) if owner and self.int_range(node.iterable) else None
+            # a range's items are ints: only another iterable may be walked letter by letter
+            raw = span is None and direct and read_only and counter is None and self.walks_characters(node)
             with self.counted_locally(node):
                 # a string's characters without a call of the runtime's (what `iterate` does)
                 walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
