@@ -18,7 +18,7 @@ from pathlib import Path
 from agentkernel.rhai.engine import Engine, _run_main
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runner import strip_shebang
-from agentkernel.rhai.runtime.runtime import Limits
+from agentkernel.rhai.runtime.runtime import Limits, Runtime
 
 CASES = Path(__file__).resolve().parent / "conformance" / "ops.jsonl"
 SAFETY_OPERATIONS = 50_000_000  # a runaway case must not hang the suite
@@ -42,6 +42,40 @@ class Count:
     @property
     def ratio(self) -> float:
         return self.ours / self.reference if self.reference else float("inf")
+
+
+class _Periodic(Runtime):
+    """A host's runtime that looks at the clock every `EVERY` operations (as
+    scripting/rhai_adapter.py does), noting the count at each look."""
+
+    EVERY = 97
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)  # type: ignore[arg-type]
+        self.looks: list[int] = []
+        self.checkpoint = self.EVERY
+
+    def reached_checkpoint(self) -> None:
+        super().reached_checkpoint()
+        self.looks.append(self.operations)
+        self.checkpoint = self.operations + self.EVERY
+
+
+def periodic_looks(source: str, value: object) -> list[int]:
+    """The counts at which a host looking every 97 operations looks, as `source` runs to `value`."""
+    engine = Engine()
+    script = engine.compile(source)
+    rt = _Periodic(limits=engine.limits, library=engine.library, functions=dict(script.functions))
+    assert _run_main(rt, script) == value
+    return rt.looks
+
+
+def outcome(source: str, limit: int) -> str:
+    """What `source` gives under `limit` operations: its value, or the error that stopped it."""
+    try:
+        return repr(Engine(limits=Limits(max_operations=limit)).eval(source))
+    except RhaiRuntimeError as error:
+        return str(error)
 
 
 def stops(source: str) -> list[str]:

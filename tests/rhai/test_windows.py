@@ -8,11 +8,9 @@ import re
 
 import pytest
 
-from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
+from agentkernel.rhai import Engine
 from agentkernel.rhai.codegen.control import ControlFlow
-from agentkernel.rhai.engine import _run_main
-from agentkernel.rhai.runtime.runtime import Runtime
-from tests.rhai.operation_counts import stops
+from tests.rhai.operation_counts import outcome, periodic_looks, stops
 
 WINDOWED = [
     "let s = 0; for i in 0..40 { s += i } s",
@@ -74,39 +72,15 @@ def test_a_window_runs_unlimited_and_under_a_big_limit(monkeypatch: pytest.Monke
     assert "Too many operations" in stopped[0] and "Too many operations" not in stopped[-1]
 
 
-def outcome(source: str, limit: int) -> str:
-    try:
-        return repr(Engine(limits=Limits(max_operations=limit)).eval(source))
-    except RhaiRuntimeError as error:
-        return str(error)
-
-
 def test_a_periodic_checkpoint_is_reached_as_often_in_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host that looks at the clock every so many operations (scripting/rhai_adapter.py) looks
     as often, at the same counts, when the loop counts by its variable."""
-    every = 97
-
-    class Periodic(Runtime):
-        def __init__(self, **options: object) -> None:
-            super().__init__(**options)  # type: ignore[arg-type]
-            self.looks: list[int] = []
-
-        def reached_checkpoint(self) -> None:
-            super().reached_checkpoint()
-            self.looks.append(self.operations)
-            self.checkpoint = self.operations + every
 
     def looks() -> list[int]:
-        engine = Engine()
-        script = engine.compile(
-            'let t = ""; for i in 0..3000 { t += "ab"; if i % 500 == 0 { t += i } } t.len()'
-        )
-        rt = Periodic(limits=engine.limits, library=engine.library, functions=dict(script.functions))
-        rt.checkpoint = every
-        assert _run_main(rt, script) == 6020
-        return rt.looks
+        source = 'let t = ""; for i in 0..3000 { t += "ab"; if i % 500 == 0 { t += i } } t.len()'
+        return periodic_looks(source, 6020)
 
     windowed = looks()
     monkeypatch.setattr(ControlFlow, "int_range", lambda self, iterable: False)
     assert looks() == windowed
-    assert len(windowed) > 3000 * 6 // every - 5
+    assert len(windowed) > 3000 * 6 // 97 - 5

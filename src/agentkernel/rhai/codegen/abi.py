@@ -88,6 +88,7 @@ VALUE_ATTRIBUTES = frozenset(
         "__traceback__",  # an exception being located
         "rhai_arity",  # a closure's function: its Rhai arity
         "rhai_reads_only",  # a closure's function: it cannot change its argument (Facts.reads_only)
+        "rhai_batch",  # a reading closure's function: its copies over many items (batches.py)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
         "start",  # range: where a `for` over one starts counting (windows.py)

@@ -93,6 +93,11 @@ class Chains(FunctionBase):
             if current in self.map_operands:  # a map's property is its key, whatever the name
                 self.emit(f"{out} = {current}.get({name})", link.pos)
                 return out
+            if link.name == "len" and self.known_kinds.get(current.text) == "str":
+                # a batch copy, run only while the inlined natives are the standard ones
+                self.emit(f"{out} = len({current})", link.pos)
+                self.int_operands.add(out)
+                return out
             fast = f"{current}.get({name}) if {self.type_test(current, 'dict')}"
             if link.name == "len":  # the standard getter's own work, unless a host replaced it
                 kinds = f"({self.type_test(current, 'str')} or {self.type_test(current, 'list')})"

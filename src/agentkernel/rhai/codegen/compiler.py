@@ -33,6 +33,7 @@ from typing import Any
 
 from agentkernel.rhai.codegen.apart import compile_apart
 from agentkernel.rhai.codegen.assignments import Assignments
+from agentkernel.rhai.codegen.batches import KINDS, BatchCopy, NotBatchable, batchable, spoils_copy
 from agentkernel.rhai.codegen.calls import Calls
 from agentkernel.rhai.codegen.chains import Chains
 from agentkernel.rhai.codegen.control import ControlFlow
@@ -142,8 +143,53 @@ class FunctionCompiler(Statements, Assignments, ControlFlow, SteppedLoops, Expre
             self.m.emit_module_level(f"{py_name}.rhai_arity = {arity}")
             if arity == 1 and self.facts.reads_only(node):
                 self.m.emit_module_level(f"{py_name}.rhai_reads_only = True")
+                if batchable(node):
+                    self._batch_copies(py_name, node)
         self.emit(f"{out} = FnPtr({self.m.constant(anon_for(node))}, (), {target})")
         return out
+
+    def _batch_copies(self, py_name: str, node: ast.Closure) -> None:
+        """The closure's copies over many items, one per kind of item (batches.py)."""
+        copies = []
+        for kind in KINDS:
+            mark = self.m.mark()
+            copy = FunctionCompiler(
+                self.m, self.functions, self.resolution, self.facts, label="closure", top_level=False
+            )
+            try:
+                operations = copy.batch_function(f"{py_name}_{kind}", node, kind)
+            except NotBatchable:
+                self.m.rollback(mark)
+                continue
+            copies.append(f"{kind}: ({py_name}_{kind}, {operations})")
+        if copies:
+            self.m.emit_module_level(f"{py_name}.rhai_batch = {{{', '.join(copies)}}}")
+
+    def batch_function(self, py_name: str, node: ast.Closure, kind: str) -> int:
+        """Emit `def py_name(rt, d, th, items):`, the closure's body run over each item, known of
+        `kind`, counting nothing; returns what the body counts a call. Raises NotBatchable."""
+        self.int_keys = self.resolution.int_keys
+        info = self.declare(node.params[0], node, False)
+        if info.cell:
+            raise NotBatchable
+        (self.int_operands if kind == "int" else self.text_operands).add(info.load)
+        self.known_kinds[info.py] = kind
+        self.m.begin_function()
+        self.emit(f"def {py_name}(rt, d, th, b_items):")
+        with self.indented():
+            self.emit("if d > rt.max_depth: rt.enter(d)")
+            self.emit("b_out = []; b_keep = b_out.append")
+            self.emit(f"for {info.py} in b_items:")
+            with self.indented(blocks=1):
+                self.batch = BatchCopy(kind, self.ind)
+                value = self.block_body(node.body.stmts, want_value=True)
+                self.emit(f"b_keep({value})")
+            self.emit("return b_out")
+        text = self.m.function_text()
+        self.m.end_function()
+        if self.batch.operations is None or spoils_copy(text):
+            raise NotBatchable
+        return self.batch.operations
 
     def _captured(self, node: ast.Closure) -> Iterator[tuple[str, VarInfo]]:
         """The shared variables in sight that the closure (or one nested in it) uses."""

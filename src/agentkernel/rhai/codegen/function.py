@@ -18,6 +18,7 @@ from typing import Any
 
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
+from agentkernel.rhai.codegen.batches import BatchCopy
 from agentkernel.rhai.codegen.loop_flags import SETTINGS, SHORT, LoopFlags
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
@@ -117,6 +118,10 @@ class FunctionBase:
         # and the statement stepping the loop when its overflow is ruled out
         self.proven_lists: frozenset[str] = frozenset()
         self.safe_step: ast.Stmt | None = None
+        # a reading closure's copy run over a `filter`'s or `map`'s items at once (batches.py),
+        # and the operand of its parameter → the kind of value it is known to hold there
+        self.batch: BatchCopy | None = None
+        self.known_kinds: dict[str, str] = {}
 
     # -- emitting and counting --------------------------------------------------------------
 
@@ -168,6 +173,9 @@ class FunctionBase:
 
         `Too many operations` is reported at the first statement of the block.
         """
+        if self.batch is not None:  # a batch copy counts nothing: its caller counts its items
+            self.batch.counted(operations, self.ind)
+            return
         self.counts_emitted += 1
         self.emit(f"{self.counter or 'rt.operations'} += {operations}")
         self.check_count(pos)
@@ -234,6 +242,9 @@ class FunctionBase:
         counted loop around tested it into at its entry, when the loop leaves `x` of that type
         (loop_flags.py). `unless`: and the setting of that name is off (one flag for both)."""
         assert not (negated and unless)
+        known = self.known_kinds.get(operand.text)
+        if known is not None and not unless:
+            return repr((known == kind) != negated)
         flags = self.loop_flags
         flag = flags.type_test(operand.text, kind, unless) if flags is not None else None
         if flag is not None:

@@ -100,6 +100,10 @@ class Module:
         chunk.positions = {i: pos for i, pos in chunk.positions.items() if i < lines}
         chunk.operator_lines = {i for i in chunk.operator_lines if i < lines}
 
+    def function_text(self) -> str:
+        """The lines of the function being written so far."""
+        return "\n".join(self._open[-1].lines)
+
     def emit_module_level(self, text: str) -> None:
         """A statement of the module itself, run once the functions are defined."""
         self._open[0].lines.append(text)

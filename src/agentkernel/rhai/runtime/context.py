@@ -7,7 +7,7 @@ see anything else of the interpreter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from agentkernel.rhai.runtime.values import FnPtr
@@ -64,7 +64,7 @@ class NativeContext(Protocol):
         """The value of `this` after the last `call_fn_ptr` that bound one."""
         ...
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Iterable[Any]], list[Any]] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any]], list[Any]] | None:
         """`fn` as a function of items giving its result for each, when it is a closure of
         one parameter that only reads it (no copy of the item needed, no argument layouts to
         try); else None. Each call is counted as `call_back` counts it."""

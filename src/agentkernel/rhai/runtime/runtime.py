@@ -820,7 +820,7 @@ class Runtime:
     def last_this(self) -> Any:
         return self._this_after
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Iterable[Any]], list[Any]] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any]], list[Any]] | None:
         """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
         to this evaluation: `filter` and `map` call it with each item itself, not a copy. What
         it returns calls it with each item in turn and gives the results, each call counted
@@ -830,8 +830,15 @@ class Runtime:
         if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
             return None
         depth = self.depth_hint + 1
+        copies = getattr(target, "rhai_batch", None)
 
-        def each(items: Iterable[Any]) -> list[Any]:
+        def each(items: Sequence[Any]) -> list[Any]:
+            if copies is not None and items and self.natives_inline:
+                kinds = set(map(type, items))
+                copy = copies.get(kinds.pop()) if len(kinds) == 1 else None
+                batched = self._run_batch(copy, items, depth) if copy is not None else None
+                if batched is not None:
+                    return batched
             before = self.operations
             start = before + 1 if self.callbacks_running else before - self.ahead + 1
             peak, limit = self.callback_peak, self.limit_or_inf
@@ -855,6 +862,31 @@ class Runtime:
             return values
 
         return each
+
+    def _run_batch(
+        self, copy: tuple[Callable[..., list[Any]], int], items: Sequence[Any], depth: int
+    ) -> list[Any] | None:
+        """A reading closure's copy run over all `items` at once (codegen/batches.py), counted as
+        `reading_callback`'s calls one by one count them: None (nothing run, or nothing changed)
+        when one of them would stop at the checkpoint, or the copy fails or counted."""
+        run, per = copy
+        before, checkpoint, count = self.operations, self.checkpoint, len(items)
+        start = before + 1 if self.callbacks_running else before - self.ahead + 1
+        shrinking = checkpoint < self.limit_or_inf  # each call brings a checkpoint short of it nearer
+        if start + per > (checkpoint - (count - 1) * (per + 1) if shrinking else checkpoint):
+            return None
+        try:
+            values = run(self, depth, None, items)
+        except Exception:  # the calls one by one fail where the reference does
+            values = None
+        if values is None or self.operations != before:
+            self.operations = before
+            return None
+        if shrinking:
+            self.checkpoint = checkpoint - count * (per + 1)
+        if start + per > self.callback_peak and not self.ahead:
+            self.callback_peak = start + per
+        return values
 
     def call_back(self, fn: FnPtr, args: Sequence[Any], this: Any = NO_THIS) -> Any:
         """A native's call of a callback (`map`, `sort`, `drain`…): as `call_fn_ptr`, counted
