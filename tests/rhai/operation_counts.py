@@ -45,27 +45,26 @@ class Count:
 
 
 class _Periodic(Runtime):
-    """A host's runtime that looks at the clock every `EVERY` operations (as
+    """A host's runtime that looks at the clock every `every` operations (as
     scripting/rhai_adapter.py does), noting the count at each look."""
 
-    EVERY = 97
-
-    def __init__(self, **options: object) -> None:
+    def __init__(self, every: int, **options: object) -> None:
         super().__init__(**options)  # type: ignore[arg-type]
         self.looks: list[int] = []
-        self.checkpoint = self.EVERY
+        self.every = self.checkpoint = every
 
     def reached_checkpoint(self) -> None:
         super().reached_checkpoint()
         self.looks.append(self.operations)
-        self.checkpoint = self.operations + self.EVERY
+        self.checkpoint = self.operations + self.every
 
 
-def periodic_looks(source: str, value: object) -> list[int]:
-    """The counts at which a host looking every 97 operations looks, as `source` runs to `value`."""
+def periodic_looks(source: str, value: object, every: int = 97) -> list[int]:
+    """The counts at which a host looking every `every` operations looks, as `source` runs to
+    `value`."""
     engine = Engine()
     script = engine.compile(source)
-    rt = _Periodic(limits=engine.limits, library=engine.library, functions=dict(script.functions))
+    rt = _Periodic(every, limits=engine.limits, library=engine.library, functions=dict(script.functions))
     assert _run_main(rt, script) == value
     return rt.looks
 

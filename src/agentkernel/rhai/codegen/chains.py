@@ -252,7 +252,9 @@ class Chains(FunctionBase):
         values = [self.expr(a) for a in call.args]
         out = self.temp()
         const = self.is_const(call.target)
-        opened = inline_method(self, call, receiver, values, out, const, negated=negated)
+        fit = inline_method(self, call, receiver, values, out, const, negated=negated)
+        if fit == "certain":
+            return out
         head_ops, head_pos = head
         self.count(head_ops, head_pos)
         self.hand_count()
@@ -264,7 +266,7 @@ class Chains(FunctionBase):
             self.emit(f"{out} = True if {out} is False else False if {out} is True else {flipped}", cond.pos)
         self.emit(f"{out} = {out} if {out} is True or {out} is False else cond({out})", ast.expr_pos(cond))
         self.take_back(head_ops)
-        if opened:
+        if fit == "opened":
             self.ind -= 1
         return out
 
@@ -275,12 +277,14 @@ class Chains(FunctionBase):
         the runtime the count first and takes the room left back after."""
         values = [self.expr(a) for a in node.args]
         out = self.temp()
-        opened = inline_method(self, node, receiver, values, out, self.is_const(node.target))
+        fit = inline_method(self, node, receiver, values, out, self.is_const(node.target))
+        if fit == "certain":
+            return out
         self.hand_count()
         kept = [self.kept_copy(arg, value) for arg, value in zip(node.args, values, strict=True)]
         self.emit(f"{out} = {self.method_call(node, receiver, kept)}")
         self.take_room()
-        if opened:
+        if fit == "opened":
             self.ind -= 1
         return out
 

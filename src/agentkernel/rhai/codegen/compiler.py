@@ -38,6 +38,7 @@ from agentkernel.rhai.codegen.calls import Calls
 from agentkernel.rhai.codegen.chains import Chains
 from agentkernel.rhai.codegen.control import ControlFlow
 from agentkernel.rhai.codegen.expressions import Expressions
+from agentkernel.rhai.codegen.letter_walks import LetterWalks
 from agentkernel.rhai.codegen.module import anon_for
 from agentkernel.rhai.codegen.nesting import FLAT_NODES
 from agentkernel.rhai.codegen.operands import Operand
@@ -48,7 +49,9 @@ from agentkernel.rhai.runtime.failures import closure_call
 from agentkernel.rhai.syntax import ast
 
 
-class FunctionCompiler(Statements, Assignments, ControlFlow, SteppedLoops, Expressions, Chains, Calls):
+class FunctionCompiler(
+    Statements, Assignments, ControlFlow, SteppedLoops, LetterWalks, Expressions, Chains, Calls
+):
     """Generates one Python function: a script fn, a closure or the top level."""
 
     def expr(self, node: Any) -> Operand:

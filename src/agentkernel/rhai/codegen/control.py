@@ -482,10 +482,13 @@ class ControlFlow(FunctionBase):
             with self.counted_locally(node):
                 # a string's characters without a call of the runtime's (what `iterate` does)
                 walked = f"map(CHAR_OF, {iterable}) if type({iterable}) is str else rt.{walk}({iterable})"
+                copied = False
                 if raw:  # its own one-letter strings, the `char`s made only where needed
                     flag = self.m.fresh("w")
                     walked = f"{iterable} if ({flag} := type({iterable}) is str) else rt.{walk}({iterable})"
                     self.raw_chars[var.load.text] = flag
+                    copied = self.letter_copy(node, loop, var, iterable)  # then the loop goes in its `else`
+                    self.ind += copied
                 window = None
                 if span is not None:
                     walked = span
@@ -507,6 +510,7 @@ class ControlFlow(FunctionBase):
                         self.m.fill(top, flags.iteration_tests(var.load.text))
                 if window is not None:
                     self.close_window(*window)
+                self.ind -= copied
                 self.raw_chars.pop(var.load.text, None)
         return loop.result
 

@@ -19,7 +19,7 @@ from typing import Any
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import Scopes, decl_key
 from agentkernel.rhai.codegen.batches import BatchCopy
-from agentkernel.rhai.codegen.loop_flags import SETTINGS, SHORT, LoopFlags
+from agentkernel.rhai.codegen.loop_flags import SETTINGS, SHORT, Assumptions, LoopFlags
 from agentkernel.rhai.codegen.module import Module
 from agentkernel.rhai.codegen.nesting import MAX_BLOCKS, MAX_INDENT, Apart
 from agentkernel.rhai.codegen.operands import CONSTANT, EXPR, TEMP, Operand
@@ -121,6 +121,9 @@ class FunctionBase:
         # a reading closure's copy run over a `filter`'s or `map`'s items at once (batches.py),
         # and the operand of its parameter → the kind of value it is known to hold there
         self.batch: BatchCopy | None = None
+        # a `for` over a string's letters compiled a second time, as a copy run only when what
+        # its entry tests holds (letter_walks.py): the tests assumed true, and said there
+        self.assuming: Assumptions | None = None
         self.known_kinds: dict[str, str] = {}
 
     # -- emitting and counting --------------------------------------------------------------
@@ -181,7 +184,10 @@ class FunctionBase:
         self.check_count(pos)
 
     def check_count(self, pos: Pos | None) -> None:
-        """Past the checkpoint, the runtime decides (`count`'s second half)."""
+        """Past the checkpoint, the runtime decides (`count`'s second half); a letter walk's
+        copy never passes it (letter_walks.py)."""
+        if self.assuming is not None:
+            return
         window = self.window
         if window is not None:
             self.emit(f"if {window.counter} > {window.counter}_room: {window.settle()}", pos)
@@ -215,6 +221,9 @@ class FunctionBase:
         if not operations:
             self.count(head_ops, head_pos)
             return
+        if self.assuming is not None:  # a letter walk's copy: no checkpoint to pass
+            self.emit(f"{self.count_into} += {head_ops + operations}")
+            return
         total, past = (
             (self.counter, f"{self.counter} > {self.counter}_room")
             if self.counter
@@ -247,6 +256,8 @@ class FunctionBase:
             return repr((known == kind) != negated)
         flags = self.loop_flags
         flag = flags.type_test(operand.text, kind, unless) if flags is not None else None
+        if flag is not None and self.assuming is not None:
+            return repr((self.assuming.hold(flag) == "True") != negated)
         if flag is not None:
             return f"not {flag}" if negated else flag
         test = f"type({operand}) is {'not ' if negated else ''}{kind}"
@@ -255,7 +266,8 @@ class FunctionBase:
     def short_text_flag(self, operand: Operand) -> str | None:
         """The counted loop's flag saying `operand` is a string shorter than POLL_SIZE, when the
         loop keeps it one and never appends to it (loop_flags.py); else None."""
-        return self.loop_flags.type_test(operand.text, SHORT) if self.loop_flags is not None else None
+        flag = self.loop_flags.type_test(operand.text, SHORT) if self.loop_flags is not None else None
+        return self.assuming.hold(flag) if flag is not None and self.assuming is not None else flag
 
     def receiver_stored(self, target: ast.Expr) -> None:
         """A method's call just stored a new receiver into `target` (a `Mutated`): when that is a
@@ -273,7 +285,10 @@ class FunctionBase:
         whether the inlined natives are the standard ones), or the local the counted loop around
         read it into."""
         assert name in SETTINGS, name  # anything else may change under a loop
-        return f"rt.{name}" if self.loop_flags is None else self.loop_flags.setting(name)
+        local = f"rt.{name}" if self.loop_flags is None else self.loop_flags.setting(name)
+        if name == "natives_inline" and self.assuming is not None:
+            return self.assuming.hold(local)
+        return local
 
     def known_int(self, operand: Operand) -> bool:
         """Whether the operand is an int literal or proven to hold an i64 (int_types.py)."""
@@ -468,6 +483,12 @@ class FunctionBase:
 
     def while_body(self, node: ast.While, loop: LoopTarget, head: str | None) -> None:
         raise NotImplementedError  # control.py
+
+    def loop_body(self, body: ast.Block, loop: LoopTarget) -> None:
+        raise NotImplementedError  # control.py
+
+    def letter_copy(self, node: ast.For, loop: LoopTarget, var: VarInfo, iterable: Operand) -> bool:
+        raise NotImplementedError  # letter_walks.py
 
     def block_body(
         self,

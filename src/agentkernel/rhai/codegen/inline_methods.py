@@ -24,7 +24,7 @@ Operation counts are the call's node's, counted before either path runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.operands import TEMP, Operand
@@ -84,6 +84,8 @@ INLINE: dict[tuple[str, int], Inline] = {
 }
 
 
+Fit = Literal["none", "opened", "certain"]  # how `inline_method` compiled a call
+
 # the inlined methods that give a bool and cannot fail on the fast path: an `if` on one (or on
 # its `!`) counts in its branches (control.py `if_counted_in_branches`)
 PREDICATES = frozenset({("contains", 1), ("starts_with", 1), ("ends_with", 1), ("is_empty", 0)})
@@ -98,33 +100,50 @@ def inline_method(
     const: str,
     *,
     negated: bool = False,
-) -> bool:
+) -> Fit:
     """Emit `if <fast path applies>: <inline work>` and open its `else:` (the caller emits the
-    general path into it and closes it: `c.ind -= 1`). False, having emitted nothing, when
-    the method has no inline form here. `negated`: the fast path gives the result's `not`
-    (a predicate's, under `!`)."""
+    general path into it and closes it: `c.ind -= 1`): "opened". "none", having emitted
+    nothing, when the method has no inline form here; "certain" when the fast path is sure to
+    apply (a letter walk's copy, letter_walks.py): its work alone, no `if`, no general path.
+    `negated`: the fast path gives the result's `not` (a predicate's, under `!`)."""
     inline = INLINE.get((node.name, len(args)))
     if inline is None or (inline.mutates and not (const == "False" and c.is_lvalue(node.target))):
-        return False
+        return "none"
     guard = _guard(c, inline, receiver, args)
     if guard is None:
-        return False
+        return "none"
+    if guard == "True":
+        _inline_work(c, inline, node, receiver, args, out, negated)
+        return "certain"
     c.emit(f"if {guard}:")
     with c.indented():
-        texts = [c.str_literal(a) if c.is_str_constant(a) else str(a) for a in args]  # literals written in
-        value = inline.python(c, str(receiver), texts)
-        if negated:
-            value = f"not ({value})"
-        held = c.temp() if inline.mutates else out
-        c.emit(f"{held} = {value}", node.pos)
-        if inline.builds:
-            c.emit(f"if {c.setting('data_limit')}: rt.account({held})", node.pos)
-        if inline.mutates:
-            c.store(node.target, Operand(held.text, TEMP), node.pos)
-            c.emit(f"{out} = None")
+        _inline_work(c, inline, node, receiver, args, out, negated)
     c.emit("else:")
     c.ind += 1
-    return True
+    return "opened"
+
+
+def _inline_work(
+    c: FunctionBase,
+    inline: Inline,
+    node: ast.MethodCall,
+    receiver: Operand,
+    args: list[Operand],
+    out: Operand,
+    negated: bool,
+) -> None:
+    """The fast path's lines: the native's work in Python, its result into `out`."""
+    texts = [c.str_literal(a) if c.is_str_constant(a) else str(a) for a in args]  # literals written in
+    value = inline.python(c, str(receiver), texts)
+    if negated:
+        value = f"not ({value})"
+    held = c.temp() if inline.mutates else out
+    c.emit(f"{held} = {value}", node.pos)
+    if inline.builds:
+        c.emit(f"if {c.setting('data_limit')}: rt.account({held})", node.pos)
+    if inline.mutates:
+        c.store(node.target, Operand(held.text, TEMP), node.pos)
+        c.emit(f"{out} = None")
 
 
 def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operand]) -> str | None:
@@ -149,7 +168,7 @@ def _guard(c: FunctionBase, inline: Inline, receiver: Operand, args: list[Operan
             return None
         tests.extend(tested)
     tests.append(c.setting("natives_inline"))
-    return " and ".join(tests)
+    return " and ".join(test for test in tests if test != "True") or "True"
 
 
 def _arg_tests(c: FunctionBase, kind: str, arg: Operand) -> list[str] | None:
@@ -158,6 +177,8 @@ def _arg_tests(c: FunctionBase, kind: str, arg: Operand) -> list[str] | None:
         if c.is_str_constant(arg):
             return []
         walked = c.raw_chars.get(arg.text)  # a string's own character: one of TEXT when it walks one
+        if walked == "True":  # a letter walk's copy (letter_walks.py): it walks a string
+            return []
         return [f"({walked} or type({arg}) in TEXT)" if walked else f"type({arg}) in TEXT"]
     value = arg.int_value
     if value is not None:  # a literal

@@ -49,6 +49,19 @@ def _test(operand: str, kind: str, trips: str | None = None) -> str:
     return f"type({operand}) is {kind}"
 
 
+class Assumptions:
+    """The tests a copy of a loop's body was compiled assuming true (codegen/letter_walks.py),
+    each once, in order: its entry tests them."""
+
+    def __init__(self) -> None:
+        self.tests: dict[str, None] = {}
+
+    def hold(self, test: str) -> str:
+        """`test` is true in the copy: it is tested once, at its entry."""
+        self.tests.setdefault(f"({test})" if " " in test else test)
+        return "True"
+
+
 class LoopFlags:
     """The flags and settings a loop's body asked for, and what it may flag.
 
@@ -157,4 +170,4 @@ class LoopFlags:
         return "".join(f"; {part}" for part in parts)
 
 
-__all__ = ["SETTINGS", "TEXT_ITEMS", "Kept", "LoopFlags"]
+__all__ = ["SETTINGS", "TEXT_ITEMS", "Assumptions", "Kept", "LoopFlags"]

@@ -104,6 +104,14 @@ class Module:
         """The lines of the function being written so far."""
         return "\n".join(self._open[-1].lines)
 
+    def text_since(self, mark: tuple[int, int]) -> str:
+        """The lines emitted into the function being written since `mark`."""
+        return "\n".join(self._open[-1].lines[mark[1] :])
+
+    def only_lines_since(self, mark: tuple[int, int]) -> bool:
+        """Whether no function was written apart since `mark` (only lines of this one)."""
+        return len(self._done) == mark[0]
+
     def emit_module_level(self, text: str) -> None:
         """A statement of the module itself, run once the functions are defined."""
         self._open[0].lines.append(text)
