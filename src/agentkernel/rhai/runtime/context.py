@@ -64,10 +64,11 @@ class NativeContext(Protocol):
         """The value of `this` after the last `call_fn_ptr` that bound one."""
         ...
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any]], list[Any]] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any], set[type]], list[Any]] | None:
         """`fn` as a function of items giving its result for each, when it is a closure of
         one parameter that only reads it (no copy of the item needed, no argument layouts to
-        try); else None. Each call is counted as `call_back` counts it."""
+        try); else None. Each call is counted as `call_back` counts it. It is given the items
+        and the set of their types."""
         ...
 
     def check_string_size(self, value: str) -> None:

@@ -820,22 +820,22 @@ class Runtime:
     def last_this(self) -> Any:
         return self._this_after
 
-    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any]], list[Any]] | None:
+    def reading_callback(self, fn: FnPtr) -> Callable[[Sequence[Any], set[type]], list[Any]] | None:
         """A closure of one parameter that only reads it (analysis/facts.py: `reads_only`), bound
         to this evaluation: `filter` and `map` call it with each item itself, not a copy. What
         it returns calls it with each item in turn and gives the results, each call counted
         as `call_back` counts it (inlined: a loop here costs less than a call per item, and
-        a list less than a generator's switch per item)."""
+        a list less than a generator's switch per item); it is given the items' types too
+        (one type: the closure's copy over many items may run them, codegen/batches.py)."""
         target = fn.target
         if target is None or fn.curried or not getattr(target, "rhai_reads_only", False):
             return None
         depth = self.depth_hint + 1
         copies = getattr(target, "rhai_batch", None)
 
-        def each(items: Sequence[Any]) -> list[Any]:
-            if copies is not None and items and self.natives_inline:
-                kinds = set(map(type, items))
-                copy = copies.get(kinds.pop()) if len(kinds) == 1 else None
+        def each(items: Sequence[Any], kinds: set[type]) -> list[Any]:
+            if copies is not None and len(kinds) == 1 and self.natives_inline:
+                copy = copies.get(next(iter(kinds)))
                 batched = self._run_batch(copy, items, depth) if copy is not None else None
                 if batched is not None:
                     return batched

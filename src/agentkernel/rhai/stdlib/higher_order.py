@@ -53,7 +53,7 @@ def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     mapped: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
-        for value in reader(a):
+        for value in reader(a, set(map(type, a))):
             mapped.append(own(value))
         return mapped
     cb = _per_item(ctx, fn, "map")
@@ -67,9 +67,10 @@ def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
     kept: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
-        if _CONTAINERS.isdisjoint(map(type, a)):  # nor are any to copy as they are kept
-            return [item for item, verdict in zip(a, reader(a), strict=False) if verdict is True]
-        for item, verdict in zip(a, reader(a), strict=False):
+        kinds = set(map(type, a))
+        if _CONTAINERS.isdisjoint(kinds):  # nor are any to copy as they are kept
+            return [item for item, verdict in zip(a, reader(a, kinds), strict=False) if verdict is True]
+        for item, verdict in zip(a, reader(a, kinds), strict=False):
             if verdict is True:
                 kept.append(own(item))
         return kept
