@@ -30,5 +30,11 @@ class CompiledScript:
     def main(self) -> Callable[..., Any]:
         return self.namespace["main"]  # type: ignore[no-any-return]
 
+    @property
+    def idle_top_level(self) -> bool:
+        """Whether the top level does nothing (the script holds functions only): a call of one
+        of them need not run it first."""
+        return getattr(self.main, "rhai_idle", False) is True
+
 
 __all__ = ["CompiledScript"]

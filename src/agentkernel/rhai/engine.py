@@ -400,7 +400,7 @@ class Engine:
     ) -> Any:
         """Call a script function in a fresh scope (after the top level, as the reference does)."""
         rt = self.new_runtime(script, stdout)
-        if run_top_level:
+        if run_top_level and not script.idle_top_level:
             _run_main(rt, script)
         fn = script.functions.get((name, len(args))) or _typed_method(script, name, len(args))
         if fn is None:

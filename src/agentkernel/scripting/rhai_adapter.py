@@ -276,6 +276,8 @@ _LIMIT_KINDS = frozenset(
 def _run_top_level(runtime: _ToolRuntime, script: RhaiScript) -> None:
     """The script's top level, before the called function, as the reference's `call_fn` runs
     it: an `exit()` there ends the top level only, and the function is still called."""
+    if script.compiled.idle_top_level:
+        return
     with contextlib.suppress(ExitScript):
         runtime.run(script.compiled.main, 0, None)
 

@@ -89,6 +89,7 @@ VALUE_ATTRIBUTES = frozenset(
         "rhai_arity",  # a closure's function: its Rhai arity
         "rhai_reads_only",  # a closure's function: it cannot change its argument (Facts.reads_only)
         "rhai_batch",  # a reading closure's function: its copies over many items (batches.py)
+        "rhai_idle",  # `main` of a script of functions only: it does nothing (script_module.py)
         "append",  # list (`push` inline)
         "get",  # dict (property and index reads inline)
         "start",  # range: where a `for` over one starts counting (windows.py)

@@ -17,6 +17,22 @@ from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 
 PURE_METHODS = ("pure_method0", "pure_method", "pure_method2")  # by the number of arguments
+# the methods (name, arguments after the receiver) the standard library has no pure native of that
+# needs no context for (what `pure_method` runs): a call goes to the general path at once
+# (a host's own pure one is found there too); tests/rhai/test_never_pure.py holds it to the library
+NEVER_PURE = frozenset(
+    {
+        ("all", 1), ("append", 1), ("blob", 0), ("blob", 1), ("chop", 1), ("dedup", 0), ("dedup", 1),
+        ("drain", 1), ("drain", 2), ("extract", 1), ("extract", 2), ("fill_with", 1), ("filter", 1),
+        ("find", 1), ("find", 2), ("find_map", 1), ("find_map", 2), ("for_each", 1), ("insert", 2),
+        ("map", 1), ("mixin", 1), ("order", 0), ("order", 1), ("order_by", 1), ("order_desc", 0),
+        ("pad", 2), ("reduce", 1), ("reduce", 2), ("reduce_rev", 1), ("reduce_rev", 2),
+        ("replace", 2), ("retain", 1), ("retain", 2), ("reverse", 0), ("set_bit", 2), ("set_bits", 2),
+        ("set_tag", 1), ("shift", 0), ("some", 1), ("sort", 0), ("sort", 1), ("sort_by", 1),
+        ("sort_desc", 0), ("splice", 2), ("split", 0), ("split", 2), ("split_rev", 1),
+        ("split_rev", 2), ("take", 0), ("to_chars", 0), ("zip", 2),
+    }
+)  # fmt: skip
 # the natives that change a string receiver and need no context (stdlib/strings.py
 # `_register_changing`): on a variable, once seen, called at once (`Runtime.changing_method`)
 CHANGING_STRING_METHODS = frozenset(
@@ -182,7 +198,9 @@ class Chains(FunctionBase):
         if node.name == "push" and len(args) == 1:
             self.push(node, receiver, args[0], out, const)
             return out
-        at_once = len(args) <= 2 and node.name not in ("call", "curry")
+        at_once = (
+            len(args) <= 2 and node.name not in ("call", "curry") and (node.name, len(args)) not in NEVER_PURE
+        )
         changing = (
             at_once
             and node.name in CHANGING_STRING_METHODS

@@ -80,6 +80,8 @@ def compile_script(
     main.dynamic = eval_mode or facts.uses_eval(body)
     main.export_lets = eval_mode
     main.function("main", (), body, script)
+    if not script.stmts and not eval_mode:  # only functions: a call need not run the top level
+        module.emit_module_level("main.rhai_idle = True")
     parts, positions, operator_lines = module.finish()
     return CompiledModule(parts, positions, operator_lines, module.constants, list(script.functions))
 
