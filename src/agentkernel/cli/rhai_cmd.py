@@ -43,8 +43,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_command(options: argparse.Namespace) -> int:
-    from agentkernel.rhai.runner import limits_from_flags, run_source
-    from agentkernel.scripting.rhai_modules import module_resolver
+    from agentkernel.util.collector import collector_paused
+
+    with collector_paused():  # start-up (util/collector.py); on again for the script's run
+        from agentkernel.rhai.runner import limits_from_flags, run_source
+        from agentkernel.scripting.rhai_modules import module_resolver
 
     flags: list[str] = []
     for flag, (attribute, _) in LIMITS_HELP.items():
