@@ -43,6 +43,7 @@ from agentkernel.cli.common import (
     quiet_broken_pipe,
     setup_logging,
 )
+from agentkernel.cli.parser import Parser
 from agentkernel.util.collector import collector_paused, uncollected_at_exit
 from agentkernel.version import __version__
 
@@ -76,7 +77,7 @@ _FLAGS = re.compile(r"-v+|--verbose|(--config|--log-format)=.*")
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (`only`) one with the subcommands of `only`'s module alone (none for "")."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(  # subcommands' parsers are of its class
         prog="agentkernel",
         description=(__doc__ or "").split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
