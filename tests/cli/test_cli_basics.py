@@ -318,6 +318,7 @@ def test_a_js_tool_run_imports_only_what_its_script_uses(shipped: Path, tmp_path
     unused |= {"agentkernel.agent.loop", "agentkernel.llm.openai_compat", "agentkernel.services.http"}
     unused |= {"mcp", "mcp_types", "opentelemetry", "subprocess", "pickle"} | JSONSCHEMA
     unused |= {"importlib.resources", "hashlib", "secrets"}  # the JS prelude read by its path (issue 31)
+    unused |= {"uuid", "platform", "shutil"}  # ids drawn without uuid, the width measured without shutil
     unused |= {f"agentkernel.helpers.{area}" for area in AREAS}  # text_stats calls no helper
     assert not loaded & unused, loaded & unused
     rhai = modules_after(["tool", "run", "text_stats_rhai", '{"text": "a b"}'], shipped)
