@@ -72,7 +72,7 @@ ENDS_WITH_ITS_ANSWER = frozenset({"rhai", "tool", "check", "hook", "template"})
 
 # the global flags (common.py add_global_flags), as they may come before the command
 _VALUED_FLAGS = ("--config", "--log-format")
-_FLAGS = re.compile(r"-v+|--verbose|(--config|--log-format)=.*")
+_FLAGS = r"-v+|--verbose|(--config|--log-format)=.*"  # compiled (and kept by `re`) if a flag comes first
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -106,7 +106,7 @@ def _named_command(args: Sequence[str]) -> str | None:
             next(words, None)
         elif not word.startswith("-"):
             return word if word in COMMANDS else None
-        elif not _FLAGS.fullmatch(word):
+        elif not re.fullmatch(_FLAGS, word):
             return None
     return None
 
