@@ -9,10 +9,10 @@ inference holds an upper bound of its cost in the group before it is made
 from __future__ import annotations
 
 import threading
-import uuid
 from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.errors import HelperError
+from agentkernel.util.ids import new_uuid
 
 if TYPE_CHECKING:  # aiologic: imported only by a limited budget under contention
     from aiologic import Event
@@ -63,7 +63,7 @@ class BudgetGroup:
     def __init__(self, limit: int | None = None, *, outer: BudgetGroup | None = None) -> None:
         if limit is not None and limit < 1:
             raise ValueError(f"budget limit must be at least 1 token, got {limit}")
-        self.id = str(uuid.uuid4())
+        self.id = new_uuid()
         self.limit = limit
         self.outer = outer
         self._used = 0

@@ -11,7 +11,6 @@ assembly (assembly.py), which the face holds and speaks through.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from pathlib import Path
@@ -36,6 +35,7 @@ from agentkernel.services.turn_leases import LeaseStore, Run
 from agentkernel.tools.dispatch import Asker, argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
+from agentkernel.util.ids import new_uuid
 
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.cron_runs import CronRuns
@@ -203,7 +203,7 @@ class Kernel:
         if session_id is not None:
             temp_dir = self._parts.scratch_folder(user_id, session_id)
         return Caller(
-            pid=pid or str(uuid.uuid4()),
+            pid=pid or new_uuid(),
             agent=agent,
             session_id=session_id,
             user_id=user_id,
@@ -376,7 +376,7 @@ class Kernel:
 
         view = self._parts.catalog.tools_and_hooks()  # one scan of the folders for the template and its hooks
         spec = self._parts.template(template, view)
-        process = self.spawn(spec, user_id=user_id, session_id=session_id or str(uuid.uuid4()))
+        process = self.spawn(spec, user_id=user_id, session_id=session_id or new_uuid())
         settings = self._parts.loop_settings(process.template, view[1])
         assert process.session_id is not None
         records = SessionRecords(self._parts.store, process.session_id, process.user_id, RESUME_RECORDS)

@@ -334,6 +334,27 @@ def test_rhai_run_limit_flags(tmp_path: Path) -> None:
     assert (size.returncode, size.stderr.split(" (")[0]) == (1, "Size of array/BLOB too large")
 
 
+def test_rhai_run_imports_relative_to_the_scripts_real_folder(tmp_path: Path) -> None:
+    """Modules are found beside the script's file, links resolved; a file that cannot be read is
+    named as pathlib names it (`./x` as `x`), as before `rhai run` read it without pathlib."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.rhai").write_text("fn twice(x) { x * 2 }\nexport const TEN = 10;\n")
+    (tmp_path / "lib" / "main.rhai").write_text('import "util" as u;\nprint(u::twice(u::TEN));\n')
+    (tmp_path / "main.rhai").symlink_to(tmp_path / "lib" / "main.rhai")
+    done = cli("agentkernel", "rhai", "run", "./main.rhai", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "20\n", "")
+    missing = cli("agentkernel", "rhai", "run", ".//gone.rhai", cwd=tmp_path)
+    folder = cli("agentkernel", "rhai", "run", "lib/", cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "agentkernel rhai: cannot read .//gone.rhai: [Errno 2] No such file or directory: 'gone.rhai'\n",
+    )
+    assert (folder.returncode, folder.stderr) == (
+        2,
+        "agentkernel rhai: cannot read lib/: [Errno 21] Is a directory: 'lib'\n",
+    )
+
+
 def test_hook_tool_live_records_verdicts_in_the_transcript(tmp_path: Path, audit_hook: Path) -> None:
     config = write_kernel_yaml(
         tmp_path, "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\nlogging:\n  messages_db_path: t.db\n"

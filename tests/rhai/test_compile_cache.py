@@ -9,6 +9,8 @@ shown by what it skips (the parser is made to fail), never by timing it.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import marshal
 import os
 import pickle
@@ -22,6 +24,7 @@ from agentkernel.config import load_kernel_config
 from agentkernel.config.stores import RHAI_CACHE_FOLDER
 from agentkernel.errors import ConfigError
 from agentkernel.rhai import Engine, Limits, RhaiSyntaxError, compile_cache, engine
+from agentkernel.rhai._version import __version__
 from agentkernel.rhai.compile_cache import (
     FORMAT,
     SECRET_FILE,
@@ -164,6 +167,23 @@ def test_another_version_options_or_source_name_is_a_miss(
         monkeypatch.undo()
         compiler_fingerprint.cache_clear()
     assert len(entries(folder)) == 5
+
+
+def test_the_fingerprint_is_of_every_module_of_the_interpreter_and_their_texts(tmp_path: Path) -> None:
+    """Keyed by the text of each `.py` file below the package (in the order of their paths, as
+    `rglob` would find them), so an edit of any module of the interpreter is a miss."""
+    package = compile_cache._COMPILER_PACKAGE
+    digest = hashlib.sha256(__version__.encode() + importlib.util.MAGIC_NUMBER)
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    assert compiler_fingerprint() == digest.digest()
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for name in ("a/b/c.py", "a/z.py", "a.py", "a-b.py", "notes.txt", "a/b/c.pyc"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)  # not walked into
+    found = sorted(compile_cache._modules_below(str(tmp_path)))
+    assert found == sorted(path.relative_to(tmp_path).parts for path in tmp_path.rglob("*.py"))
+    assert ["/".join(parts) for parts in found] == ["a/b/c.py", "a/z.py", "a-b.py", "a.py"]  # by parts
 
 
 def test_the_folder_and_secret_are_owner_only_and_a_shared_secret_is_refused(folder: Path) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -40,6 +39,7 @@ from agentkernel.services.approvals import (
     PendingApproval,
 )
 from agentkernel.tools.dispatch import Decision, Vetted
+from agentkernel.util.ids import new_uuid
 
 if TYPE_CHECKING:
     import asyncio
@@ -200,8 +200,8 @@ class ApprovalDesk:
             return Decision(
                 False, reason="denied: it needs a person's approval, and this caller has no user to ask"
             )
-        call_id = vetted.call.id or f"call_{uuid.uuid4().hex[:12]}"
-        asked = self.gate.ask(_with_id(vetted, call_id), caller, f"call-{uuid.uuid4()}")
+        call_id = vetted.call.id or f"call_{new_uuid().replace('-', '')[:12]}"
+        asked = self.gate.ask(_with_id(vetted, call_id), caller, f"call-{new_uuid()}")
         if asked.decision is not None:
             return asked.decision
         assert asked.approval is not None

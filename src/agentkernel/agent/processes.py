@@ -8,7 +8,6 @@ the `ProcessTable` spawns and terminates them.
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -20,6 +19,7 @@ from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import AgentKernelError
 from agentkernel.identity import Caller, scratch_renewed, session_temp_path
 from agentkernel.llm.token_bound import PromptTokens
+from agentkernel.util.ids import new_uuid
 
 
 class ProcessError(AgentKernelError):
@@ -151,7 +151,7 @@ class ProcessTable:
             user_id = user_id if user_id is not None else parent.user_id
             deadline = earlier(deadline, parent.deadline)
         process = Process(
-            pid=str(uuid.uuid4()),
+            pid=new_uuid(),
             name=name or template.name,
             template=template,
             budget=_child_budget(template, parent),

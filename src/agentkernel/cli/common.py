@@ -131,9 +131,12 @@ def load_kernel(
     """
     from pathlib import Path
 
-    from agentkernel.config import find_kernel_config, load_kernel_config
-    from agentkernel.errors import ConfigError
-    from agentkernel.kernel import Kernel
+    from agentkernel.util.collector import collector_paused
+
+    with collector_paused():  # start-up (util/collector.py)
+        from agentkernel.config import find_kernel_config, load_kernel_config
+        from agentkernel.errors import ConfigError
+        from agentkernel.kernel import Kernel
 
     try:
         found = load_kernel_config(find_kernel_config(Path(config) if config is not None else None, start))

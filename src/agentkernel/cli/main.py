@@ -43,6 +43,8 @@ from agentkernel.cli.common import (
     quiet_broken_pipe,
     setup_logging,
 )
+from agentkernel.cli.parser import Parser
+from agentkernel.util.collector import collector_paused, uncollected_at_exit
 from agentkernel.version import __version__
 
 # subcommand -> the module that adds its parser and runs it (`add_parser`, `run_command`)
@@ -64,15 +66,18 @@ COMMANDS = {
     "worker": "agentkernel.cli.worker_cmd",
 }
 
+# commands that print an answer and end, having closed what they opened: their exit skips collecting
+# the cycles of what they imported (util/collector.py); not the servers, chats and schedulers
+ENDS_WITH_ITS_ANSWER = frozenset({"rhai", "tool", "check", "hook", "template"})
 
 # the global flags (common.py add_global_flags), as they may come before the command
 _VALUED_FLAGS = ("--config", "--log-format")
-_FLAGS = re.compile(r"-v+|--verbose|(--config|--log-format)=.*")
+_FLAGS = r"-v+|--verbose|(--config|--log-format)=.*"  # compiled (and kept by `re`) if a flag comes first
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (`only`) one with the subcommands of `only`'s module alone (none for "")."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(  # subcommands' parsers are of its class
         prog="agentkernel",
         description=(__doc__ or "").split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,7 +106,7 @@ def _named_command(args: Sequence[str]) -> str | None:
             next(words, None)
         elif not word.startswith("-"):
             return word if word in COMMANDS else None
-        elif not _FLAGS.fullmatch(word):
+        elif not re.fullmatch(_FLAGS, word):
             return None
     return None
 
@@ -126,16 +131,19 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse(sys.argv[1:] if argv is None else argv)
-    setup_logging(options.verbose, options.log_format)
-    import dataclasses  # not for --version, --help
+    with collector_paused():  # start-up: what is imported lives on (util/collector.py)
+        options = parse(sys.argv[1:] if argv is None else argv)
+        setup_logging(options.verbose, options.log_format)
+        import dataclasses  # not for --version, --help
 
-    from agentkernel.rhai.syntax import records
-    from agentkernel.util import code_cache
+        from agentkernel.rhai.syntax import records
+        from agentkernel.util import code_cache
 
-    # before the command imports its modules and defines their classes; a table of its own
-    code_cache.install(options.command, dataclasses, records)
-    command = importlib.import_module(COMMANDS[options.command])
+        # before the command imports its modules and defines their classes; a table of its own
+        code_cache.install(options.command, dataclasses, records)
+        command = importlib.import_module(COMMANDS[options.command])
+    if options.command in ENDS_WITH_ITS_ANSWER:
+        uncollected_at_exit()
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 
 

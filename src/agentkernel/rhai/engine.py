@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +49,8 @@ from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX
 from agentkernel.rhai.syntax.parser import ParseOptions, parse
 
 if TYPE_CHECKING:  # only its interface: `agentkernel rhai run` never loads the cache
+    from pathlib import Path
+
     from agentkernel.rhai.compile_cache import CompileCache
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -340,7 +341,9 @@ class Engine:
 
     def compile_file(self, path: str | Path, *, deadline: float | None = None) -> CompiledScript:
         """Compile a script file; its imports are found relative to its folder."""
-        compiled = self.compile(Path(path).read_text(encoding="utf-8"), deadline=deadline)
+        with open(path, encoding="utf-8") as file:  # not pathlib: `rhai run` never imports it (start-up)
+            text = file.read()
+        compiled = self.compile(text, deadline=deadline)
         compiled.path = os.path.abspath(path)
         return compiled
 

@@ -8,9 +8,9 @@ the exit status is 1 (runtime) or 2 (syntax). The conformance cases
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
@@ -63,7 +63,7 @@ def run_source(
     limits: Limits | None = None,
     *,
     echo: Callable[[str], None] | None = None,
-    path: Path | None = None,
+    path: str | os.PathLike[str] | None = None,
     module_resolver: ModuleResolver | None = None,
 ) -> RunOutcome:
     """Run `source`, read from the file `path` (its `import`s are relative to it) or from
@@ -78,7 +78,7 @@ def run_source(
     engine = Engine(limits=limits, module_resolver=module_resolver)
     try:
         script = engine.compile(strip_shebang(source))
-        script.path = str(path.resolve()) if path is not None else None
+        script.path = os.path.realpath(path) if path is not None else None  # as Path.resolve() gives it
         value = engine.run(script, stdout=write)
     except RhaiSyntaxError as exc:
         outcome.error, outcome.exit_code = exc.display(), 2

@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from pathlib import Path
 
 from agentkernel.rhai.runtime.module_files import FileModuleResolver, ModuleRefused, ReadModule, SourceFile
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_MODULE_BYTES = 256 << 10  # as much as a script file (the engine contract's MAX_SCRIPT_SIZE)
 
@@ -27,19 +30,22 @@ def module_resolver(
 ) -> FileModuleResolver:
     """Modules for scripts below `root` (a script that is no file imports relative to it),
     read only below `root` and the folders `also` (a kernel's tools and hooks folders)."""
-    roots = [Path(os.path.abspath(folder)) for folder in (root, *also)]
+    roots = [os.path.abspath(folder) for folder in (root, *also)]
     return FileModuleResolver(roots[0], confined_reader(roots, max_bytes))
 
 
-def confined_reader(roots: Sequence[Path], max_bytes: int = MAX_MODULE_BYTES) -> ReadModule:
+def confined_reader(roots: Sequence[str | Path], max_bytes: int = MAX_MODULE_BYTES) -> ReadModule:
     """A `ReadModule` that reads only below `roots`, never through a link, at most `max_bytes`."""
 
     def read(start: Path, name: str) -> SourceFile:
-        # imported here: `agentkernel rhai run` leaves the kernel's services package unloaded (start-up)
+        # imported here: `agentkernel rhai run` leaves the kernel's services package and pathlib
+        # unloaded until a script imports a module (start-up)
+        from pathlib import Path
+
         from agentkernel.services.confined import NotFound, PathRefused, below_one_of, open_below
 
         try:
-            place = below_one_of(list(roots), start, name)
+            place = below_one_of([Path(root) for root in roots], start, name)
         except PathRefused as exc:
             raise ModuleRefused(str(exc)) from None
         if place is None or not place[1]:

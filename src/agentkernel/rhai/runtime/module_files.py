@@ -21,12 +21,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.rhai.runtime import failures
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentkernel.rhai.compiled import CompiledScript
 
 MODULE_EXTENSION = ".rhai"
@@ -67,7 +68,7 @@ class SourceFile:
     text: str
 
 
-ReadModule = Callable[[Path, str], SourceFile]
+ReadModule = Callable[["Path", str], SourceFile]
 """The host's reader: `read(start, name)` is the file `name` (a relative path, `.rhai` appended)
 means from the folder `start`, read as the host allows; it raises `ModuleRefused` with the reason."""
 
@@ -82,13 +83,22 @@ class FileModuleResolver:
     """
 
     def __init__(self, root: str | Path, read: ReadModule) -> None:
-        self.root = Path(os.path.abspath(root))
+        self._root = os.path.abspath(root)  # a Path on first use: a script may import nothing
         self.read = read
         self._cache: dict[str, tuple[object, CompiledScript]] = {}
+
+    @property
+    def root(self) -> Path:
+        """The folder a script that is no file imports relative to."""
+        from pathlib import Path  # on an import only: `agentkernel rhai run` may never need it
+
+        return Path(self._root)
 
     def resolve(
         self, compile: Compile, path: str, importer: str | None, deadline: float | None
     ) -> ModuleFile:
+        from pathlib import Path, PurePosixPath  # on an import only (start-up of `rhai run`)
+
         if PurePosixPath(path).is_absolute():
             raise failures.module_not_found(path, "an absolute path: import by a path relative to the script")
         try:

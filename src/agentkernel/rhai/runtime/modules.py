@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentkernel.rhai.errors import NO_POS, ErrorKind, RhaiRuntimeError, RhaiSyntaxError
@@ -130,6 +129,8 @@ class ModuleLoader:
         ]
 
     def importer_name(self) -> str:
+        from pathlib import Path  # on an import only: `rhai run` of a script without one never loads it
+
         return Path(self.importer).stem if self.importer is not None else "script"
 
     def _evaluate(self, rt: Runtime, found: ModuleFile, path: str) -> RhaiModule:

@@ -53,7 +53,7 @@ def _parse_error(message: str, line: int, column: int) -> RhaiRuntimeError:
     return failures.parsing(text, NO_POS)
 
 
-_NAME = re.compile(r"_*[A-Za-z][A-Za-z0-9_]*")
+_NAME = r"_*[A-Za-z][A-Za-z0-9_]*"  # compiled (and kept by `re`) for an error's wording only
 
 
 def _variable_at(text: str, exc: json.JSONDecodeError) -> str | None:
@@ -66,7 +66,7 @@ def _variable_at(text: str, exc: json.JSONDecodeError) -> str | None:
     """
     if exc.msg != "Expecting value":
         return None
-    match = _NAME.match(text, exc.pos)
+    match = re.compile(_NAME).match(text, exc.pos)
     if match is None or is_reserved(match.group()) or match.group() in ("true", "false", "null"):
         return None
     rest = text[: exc.pos] + "null" + text[match.end() :]
