@@ -393,3 +393,17 @@ def test_python_dash_m_is_the_same_command() -> None:
         [sys.executable, "-m", "agentkernel", "--version"], capture_output=True, text=True, check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, f"agentkernel {__version__}")
+
+
+def test_python_dash_m_exits_with_the_commands_status(tmp_path: Path) -> None:
+    """A failing command fails under `python -m agentkernel` too (its status is the exit code)."""
+    missing = str(tmp_path / "missing.rhai")
+    by_module = subprocess.run(
+        [sys.executable, "-m", "agentkernel", "rhai", "run", missing],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    by_script = cli("agentkernel", "rhai", "run", missing)
+    assert by_module.returncode == by_script.returncode != 0, by_module.stderr
+    assert "missing.rhai" in by_module.stderr
