@@ -69,6 +69,24 @@ def test_a_letter_walk_that_may_count_on_its_own_has_no_copy(source: str) -> Non
     Engine().eval(source, stdout=lambda line: None)
 
 
+def test_an_else_if_counted_when_reached_is_within_an_iterations_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`else if` counts its condition when it is reached, not with its block: a letter's count can
+    be far more than its block's statements (a copy run on a smaller bound overshot the limit)."""
+    chain = " && ".join(f"m < {i + 100}" for i in range(25))
+    source = ENDS + (
+        'let n = 0; let m = 0; for c in "abcdefghijkl" {'
+        f" if ends.contains(c) {{ n += 1 }} else if {chain} {{ m += 0 }} }} n"
+    )
+    assert copy_lines(source)
+    limits = range(400, 1500, 7)
+    copied = [outcome(source, limit) for limit in limits]
+    monkeypatch.setattr(LetterWalks, "letter_copy", lambda self, *args: False)
+    assert [outcome(source, limit) for limit in limits] == copied
+    assert "Too many operations" in copied[0] and "Too many operations" not in copied[-1]
+
+
 def test_a_long_walk_under_a_big_limit_and_without(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "Привет, мир! Это текст. " * 200
     source = ENDS + f'let n = 0; for c in "{text}" {{ if !ends.contains(c) {{ n += 1 }} }} n'

@@ -7,9 +7,10 @@ already — that the string is one, what the loop flags hold (loop_flags.py),
 that the inlined natives are the standard ones — and, after each block's count,
 the room left to the checkpoint.
 
-When the string's letters, at most `most_ops` operations each, all fit in the
-room left, and the flags hold, the letters are walked in a copy of the body
-compiled assuming all that (`Assumptions`): the fast paths need no test, so the
+When the string's letters, each fewer operations than `most_ops` (a bound from
+the body's nodes, whichever way an iteration goes), all fit in the room left,
+and the flags hold, the letters are walked in a copy of the body compiled
+assuming all that (`Assumptions`): the fast paths need no test, so the
 copy has no general path, and it counts each block as the body does (the same
 additions, at the same places: a failure leaves the same count) but tests no
 room, since none can run out. Otherwise the loop runs as before. A body whose
@@ -20,7 +21,6 @@ operator's library call: `_quiet`) has no copy.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from agentkernel.rhai.codegen.function import FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.loop_flags import Assumptions
@@ -48,22 +48,24 @@ def _quiet(text: str) -> bool:
     return all(use.group(1) in _QUIET_USES for use in _RUNTIME_USE.finditer(text))
 
 
-def most_ops(ops: Callable[[object], int], body: ast.Block) -> int | None:
-    """At least what one iteration of `body` counts: every statement once, and 2 more for the
-    natives a compound assignment may count (`compound_calls`), every block one more (a block
-    counts at least 1), doubled for good measure; None when the body holds a loop or a
+def most_ops(body: ast.Block) -> int | None:
+    """More than one iteration of `body` can count: a block counts its statements' nodes, a chain
+    step counts 2, an `else if` its condition's nodes when reached, a compound assignment up to 2
+    natives (`compound_calls`), a block at least 1; so 3 a node, 3 more a statement and 2 a
+    block bound it, whichever way the iteration goes. None when the body holds a loop or a
     closure."""
-    total = 0
+    nodes = statements = blocks = 0
     pending: list[ast.Node] = [body]
     while pending:
         node = pending.pop()
         if isinstance(node, _NOT_COPIED):
             return None
+        nodes += 1
         if isinstance(node, ast.Block):
-            total += 1
-            total += sum(ops(s) + 2 for s in node.stmts)
+            blocks += 1
+            statements += len(node.stmts)
         pending.extend(ast.children(node))
-    return 2 * total + 4
+    return 3 * nodes + 3 * statements + 2 * blocks + 4
 
 
 class LetterWalks(FunctionBase):
@@ -74,7 +76,7 @@ class LetterWalks(FunctionBase):
         say True (the caller emits the loop as usual into the `else`); or emit nothing and say
         False."""
         counter, flag = self.counter, self.raw_chars.get(var.load.text)
-        bound = most_ops(self.facts.ops, node.body)
+        bound = most_ops(node.body)
         if counter is None or flag is None or bound is None or self.assuming is not None:
             return False
         mark = self.m.mark()
