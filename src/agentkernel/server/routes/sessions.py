@@ -178,9 +178,14 @@ async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool
 
 
 async def _name(parts: ServerParts, info: SessionInfo, message: str) -> None:
-    """Title the session after its first message; the turn runs on whether or not the store takes it."""
+    """Title the session after its first message; the turn runs on whether or not the store takes it.
+
+    On the event loop when the store takes the write at once (a worker
+    thread's hop costs more than the write), else on a worker thread.
+    """
     try:
-        await asyncio.to_thread(parts.sessions.name, info.id, message)
+        if parts.sessions.name_at_once(info.id, message) is None:
+            await asyncio.to_thread(parts.sessions.name, info.id, message)
     except sqlite3.Error as exc:
         log.warning("session %s keeps no title: the sessions file refused it: %s", info.id, exc)
 
