@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from agentkernel.server.sessions import KnownSessions, SessionDirectory
+from agentkernel.server.sessions import KnownSessions, OpenedOnFirstUse, SessionDirectory
 
 
 def directory(tmp_path: Path, most: int = 4096) -> KnownSessions:
@@ -57,6 +57,18 @@ def test_a_title_given_here_or_by_another_process_is_the_one_shown(tmp_path: Pat
     # this process still believes it untitled, so its first message names it: the store keeps the first
     assert known.name(theirs.id, "named here") == "named over there"
     assert known.owned(theirs.id, "ann").title == "named over there"  # type: ignore[union-attr]
+
+
+def test_a_title_given_at_once_is_remembered_and_none_is_given_before_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    """Opening the store reads (and may migrate) its file: never on the event loop, so not at once."""
+    known = KnownSessions(OpenedOnFirstUse(lambda: SessionDirectory(tmp_path / "sessions.db")))
+    assert known.name_at_once("no-session-yet", "hello") is None
+    made = known.create("ann", "bench")  # opens the store
+    assert known.name_at_once(made.id, "What is the weather?") == "What is the weather?"
+    remove_behind_its_back(tmp_path, made.id)
+    assert known.owned(made.id, "ann").title == "What is the weather?"  # type: ignore[union-attr]
 
 
 def test_the_least_recently_asked_for_is_forgotten_past_the_bound(tmp_path: Path) -> None:

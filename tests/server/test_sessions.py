@@ -74,6 +74,29 @@ def test_the_first_message_names_the_session_and_later_ones_do_not(store_where: 
         other.close()
 
 
+def test_a_title_is_written_at_once_only_when_nothing_holds_the_store(store_where: str) -> None:
+    """The event loop names a session itself when the store takes the write without waiting: a sessions
+    file no other connection holds; never PostgreSQL's (a round trip); while another holds the file,
+    None and nothing written, and the caller names it on a worker thread."""
+    with open_directory(store_where) as directory:
+        made, held = directory.create("alice", "tester"), directory.create("alice", "tester")
+        if on_postgres(store_where):
+            assert directory.name_at_once(made.id, "Plan my week") is None
+            assert directory.owned(made.id, "alice").title == ""  # type: ignore[union-attr]
+            return
+        assert directory.name_at_once(made.id, "Plan my week") == "Plan my week"
+        assert directory.name_at_once(made.id, "something else") == "Plan my week"
+        other = sqlite3.connect(Path(store_where).with_name("sessions.db"), isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process writing the file
+            assert directory.name_at_once(held.id, "not now") is None
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        assert directory.owned(held.id, "alice").title == ""  # type: ignore[union-attr]
+        assert directory.name_at_once(held.id, "now") == "now"
+
+
 def test_a_user_s_sessions_are_theirs_alone_oldest_first(store_where: str) -> None:
     with open_directory(store_where) as directory:
         made = [directory.create("alice", "tester") for _ in range(5)]

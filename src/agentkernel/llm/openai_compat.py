@@ -30,7 +30,7 @@ import random
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -295,37 +295,35 @@ class StreamAssembler:
         )
 
 
-async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The payload of each `data:` line; other SSE fields and comments are skipped.
+def sse_data(line: str) -> str | None:
+    """The payload of an SSE `data:` line; None for any other line (other fields, comments, blanks).
 
     Every OpenAI-compatible server sends one JSON object per `data:` line,
     so each line is taken as a whole event, blank separators or not.
     """
-    async for line in lines:
-        if line.startswith("data:"):
-            yield line[5:].strip()
+    return line[5:].strip() if line.startswith("data:") else None
 
 
 DRAIN_SECS = 1.0
-DRAIN_EVENTS = 64
-"""How long, and how many events, a stream is read past `[DONE]` for its end (`_read_to_the_end`)."""
+DRAIN_LINES = 128
+"""How long, and how many lines, a stream is read past `[DONE]` for its end (`_read_to_the_end`)."""
 
 
-async def _read_to_the_end(events: AsyncIterator[str]) -> None:
+async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
     """Read what follows `[DONE]` until the body ends, so its connection goes back to the pool.
 
     A body left unread makes httpx close the connection: against a real
     provider, every streamed call would pay a new TCP and TLS handshake
     (benchmarks/server.py counted two connects a turn). Servers end the body
     right after `[DONE]`; one that does not is given up on after
-    DRAIN_SECS or DRAIN_EVENTS, its connection closed, the answer kept.
+    DRAIN_SECS or DRAIN_LINES, its connection closed, the answer kept.
     """
     try:
         async with asyncio.timeout(DRAIN_SECS):
             drained = 0
-            async for _ in events:
+            async for _ in lines:
                 drained += 1
-                if drained >= DRAIN_EVENTS:
+                if drained >= DRAIN_LINES:
                     return
     except (TimeoutError, httpx.TransportError):
         return
@@ -460,17 +458,38 @@ class OpenAICompatProvider:
         return await self._with_retries(lambda: self._complete_once(body))
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
-        """Stream the answer; retried like `complete` until the first event is yielded."""
+        """Stream the answer; retried like `complete` until the first event is yielded.
+
+        One generator from the body's lines to the caller: the attempts, the
+        SSE lines and the chunks' text in one loop, since every generator
+        between httpx and the agent loop is resumed for every chunk.
+        """
         body = self._encode(request, stream=True)
         attempt = 0
         while True:
             attempt += 1
             started = False
             try:
-                async with aclosing(self._stream_once(body)) as events:
-                    async for event in events:
-                        started = True
-                        yield event
+                async with self._answer(body) as response:
+                    if response.headers.get("content-type", "").startswith("application/json"):
+                        await response.aread()  # the server ignored `stream`: one whole answer
+                        completion = self._decode(response)
+                        if completion.text:
+                            started = True
+                            yield TextDelta(completion.text)
+                    else:
+                        assembler = StreamAssembler()
+                        lines = response.aiter_lines()
+                        async for line in lines:
+                            text = self._read_line(line, assembler)
+                            if assembler.done:
+                                await _read_to_the_end(lines)
+                                break
+                            if text:
+                                started = True
+                                yield TextDelta(text)
+                        completion = self._finish(assembler)
+                yield StreamDone(completion)  # the connection back in its pool first
                 return
             except ProviderError as error:
                 if started or not self._may_retry(error, attempt):
@@ -495,7 +514,10 @@ class OpenAICompatProvider:
         self._raise_for_status(response)
         return self._decode(response)
 
-    async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
+    @asynccontextmanager
+    async def _answer(self, body: bytes) -> AsyncGenerator[httpx.Response, None]:
+        """A streamed request's response, once it said it succeeded; a transport error while it is open
+        (sent, or reading the body) becomes a ProviderError."""
         headers = _traced({"Accept": "text/event-stream"})
         try:
             async with (
@@ -505,37 +527,23 @@ class OpenAICompatProvider:
                 if not response.is_success:
                     await response.aread()
                     self._raise_for_status(response)
-                if response.headers.get("content-type", "").startswith("application/json"):
-                    await response.aread()  # the server ignored `stream`: one whole answer
-                    completion = self._decode(response)
-                    if completion.text:
-                        yield TextDelta(completion.text)
-                else:
-                    assembler = StreamAssembler()
-                    async with aclosing(self._read_stream(response, assembler)) as texts:
-                        async for text in texts:
-                            yield TextDelta(text)
-                    completion = self._finish(assembler)
+                yield response
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from exc
-        yield StreamDone(completion)
 
-    async def _read_stream(
-        self, response: httpx.Response, assembler: StreamAssembler
-    ) -> AsyncGenerator[str, None]:
-        """The text deltas of an SSE body, feeding every chunk to `assembler`."""
-        events = sse_data(response.aiter_lines())
-        async for data in events:
-            if data == "[DONE]":
-                assembler.done = True
-                await _read_to_the_end(events)
-                return
-            try:
-                text = assembler.feed(self._parse_chunk(data))
-            except _WireError as exc:
-                raise self._error(f"malformed stream chunk ({exc})") from exc
-            if text:
-                yield text
+    def _read_line(self, line: str, assembler: StreamAssembler) -> str:
+        """The text one line of an SSE body adds ("" for none), its chunk fed to `assembler`; `[DONE]`
+        marks the assembler done."""
+        data = sse_data(line)
+        if data is None:
+            return ""
+        if data == "[DONE]":
+            assembler.done = True
+            return ""
+        try:
+            return assembler.feed(self._parse_chunk(data))
+        except _WireError as exc:
+            raise self._error(f"malformed stream chunk ({exc})") from exc
 
     # -- helpers --
 

@@ -99,6 +99,8 @@ class SessionStore(Protocol):
 
     def name(self, session_id: str, message: str) -> str: ...
 
+    def name_at_once(self, session_id: str, message: str) -> str | None: ...
+
     def close(self) -> None: ...
 
 
@@ -121,6 +123,8 @@ class _Directory(Protocol):
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
 
     def _write(self) -> AbstractContextManager[Any]: ...
+
+    def _write_at_once(self) -> AbstractContextManager[Any | None]: ...
 
 
 class DirectoryMethods:
@@ -169,14 +173,24 @@ class DirectoryMethods:
         One UPDATE that only fills an empty title: whichever message the store
         saw first names the session, whatever server process wrote it.
         """
-        title = title_of(message)
-        m = self.dialect.mark
         with self._write() as conn:
-            conn.execute(
-                f"UPDATE sessions SET title = {m} WHERE id = {m} AND title = ''", (title, session_id)
-            )
-            row = conn.execute(f"SELECT title FROM sessions WHERE id = {m}", (session_id,)).fetchone()
-        return str(row[0]) if row else title
+            return _titled(self.dialect, conn, session_id, message)
+
+    def name_at_once(self: _Directory, session_id: str, message: str) -> str | None:
+        """`name`, only if the store takes the write without waiting for anyone (a local file no other
+        writer holds): None, nothing written, when it would wait. For the event loop, which must not
+        wait on a store: the caller names it on a worker thread instead."""
+        with self._write_at_once() as conn:
+            return None if conn is None else _titled(self.dialect, conn, session_id, message)
+
+
+def _titled(dialect: SessionsDialect, conn: Any, session_id: str, message: str) -> str:
+    """Fill the session's empty title with `message`'s, in the caller's transaction; the title it has."""
+    title = title_of(message)
+    m = dialect.mark
+    conn.execute(f"UPDATE sessions SET title = {m} WHERE id = {m} AND title = ''", (title, session_id))
+    row = conn.execute(f"SELECT title FROM sessions WHERE id = {m}", (session_id,)).fetchone()
+    return str(row[0]) if row else title
 
 
 class SessionDirectory(DirectoryMethods, SqliteStore):
@@ -215,6 +229,11 @@ class OpenedOnFirstUse:
 
     def name(self, session_id: str, message: str) -> str:
         return self._opened().name(session_id, message)
+
+    def name_at_once(self, session_id: str, message: str) -> str | None:
+        """None while the store is not open yet: opening reads (and may migrate) it, never on the loop."""
+        store = self._store
+        return None if store is None else store.name_at_once(session_id, message)
 
     def close(self) -> None:
         with self._lock:
@@ -268,7 +287,14 @@ class KnownSessions:
         return self._store.of_user(user_id)
 
     def name(self, session_id: str, message: str) -> str:
-        title = self._store.name(session_id, message)
+        return self._titled(session_id, self._store.name(session_id, message))
+
+    def name_at_once(self, session_id: str, message: str) -> str | None:
+        title = self._store.name_at_once(session_id, message)
+        return None if title is None else self._titled(session_id, title)
+
+    def _titled(self, session_id: str, title: str) -> str:
+        """Remember the title the store gave the session, if the session is remembered; the title."""
         with self._lock:
             info = self._known.get(session_id)
             if info is not None:

@@ -63,6 +63,11 @@ class PostgresSessionDirectory(DirectoryMethods, PgStore):
         super().__init__(pool, _SCHEMA)
 
     @contextmanager
+    def _write_at_once(self) -> Iterator[None]:
+        """Never at once: a write is a round trip to the database, for a worker thread to wait on."""
+        yield None
+
+    @contextmanager
     def _write(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """A transaction whose waits for a row lock last at most BUSY_TIMEOUT_SECS."""
         with super()._write() as conn:

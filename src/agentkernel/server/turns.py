@@ -330,6 +330,23 @@ class Turn:
             self.on_abandoned()
 
 
+@dataclass(eq=False)
+class _Keeper:
+    """A running turn's lease renewal: the timer that starts it, then its task (turns.py `_hold`)."""
+
+    timer: asyncio.TimerHandle | None = None
+    task: asyncio.Task[None] | None = None
+
+    async def stop(self) -> None:
+        """No more renewals: the timer cancelled, or the task cancelled and waited for."""
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+
 class TurnRunner:
     """The server's open chats (one per session, opened on its first message) and their running turns.
 
@@ -573,12 +590,23 @@ class TurnRunner:
                 del self._running[session.id]
                 turn.close()
 
-    def _hold(self, lease: Lease, turn: Turn) -> asyncio.Task[None]:
-        """Keep `lease` while the turn runs (its renewing task, returned), and watch for stops asked."""
+    def _hold(self, lease: Lease, turn: Turn) -> _Keeper:
+        """Keep `lease` while the turn runs, and watch for stops asked.
+
+        Its renewal is a timer until the turn outlives a third of the lease,
+        and a task only from then on: most turns end long before, and a task
+        made and cancelled for each cost more than the timer.
+        """
         self._held[lease.session_id] = lease
         if self._stop_watch is None or self._stop_watch.done():
             self._stop_watch = asyncio.create_task(self._watch_stops(), name="turn stops")
-        return asyncio.create_task(self._keep(lease, turn), name=f"lease {lease.session_id}")
+        keeper = _Keeper()
+
+        def renewing() -> None:
+            keeper.task = asyncio.create_task(self._keep(lease, turn), name=f"lease {lease.session_id}")
+
+        keeper.timer = asyncio.get_running_loop().call_later(lease.secs / 3, renewing)
+        return keeper
 
     async def _watch_stops(self) -> None:
         """Every STOP_POLL_SECS while turns run here, one look in the store for the stops asked of any
@@ -601,20 +629,21 @@ class TurnRunner:
                 self._stop_here(lease.session_id)
 
     async def _keep(self, lease: Lease, turn: Turn) -> None:
-        """Renew the turn's lease every third of its length; once lost, stop the turn and say why.
+        """Renew the turn's lease now (a third of its length after it was taken), then every third of its
+        length; once lost, stop the turn and say why.
 
         Its records are refused by the store from the moment another turn took
         the session (the fence); stopping spares the LLM and tool calls too.
         """
         while True:
-            await asyncio.sleep(lease.secs / 3)
             try:
                 kept = await asyncio.to_thread(lambda: self._leases().renew(lease))
             except Exception:  # a store busy past its wait: the next renewal tries again
                 log.exception("session %s: could not renew the turn's lease", lease.session_id)
-                continue
+                kept = True
             if not kept:
                 break
+            await asyncio.sleep(lease.secs / 3)
         message = (
             f"session {lease.session_id}: this server held the turn past server.turn_lease_secs "
             f"({lease.secs:g} s) without renewing it, and another turn holds the session now; "
@@ -634,7 +663,7 @@ class TurnRunner:
         if not taking.cancelled() and taking.exception() is None:
             asyncio.get_running_loop().run_in_executor(None, self._leases().release, taking.result())
 
-    async def _release(self, lease: Lease, keeper: asyncio.Task[None], turn: Turn) -> None:
+    async def _release(self, lease: Lease, keeper: _Keeper, turn: Turn) -> None:
         """The turn is over: no more renewals, and its lease goes back (unless another holds it now).
 
         A run the loop did not end (the turn failed, or never began) is ended
@@ -642,9 +671,7 @@ class TurnRunner:
         """
         if self._held.get(lease.session_id) is lease:
             del self._held[lease.session_id]
-        keeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await keeper
+        await keeper.stop()
         try:
             if turn.result is None and not turn.handed_off:
                 await asyncio.shield(

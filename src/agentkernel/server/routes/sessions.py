@@ -55,16 +55,24 @@ def owned_session(parts: ServerParts, session_id: str, user: str) -> SessionInfo
 
 
 @router.post("", status_code=201, responses=documented(413))
-def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
-    """A new session with `template`; 422 naming `body.template` when it does not load."""
+async def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
+    """A new session with `template`; 422 naming `body.template` when it does not load.
+
+    Its work (the template's files looked at, the row written) goes to one worker thread; a plain
+    function's route cost two hops, FastAPI's for the call and another for checking its answer.
+    """
+    return await asyncio.to_thread(_new_session, parts, user, body.template)
+
+
+def _new_session(parts: ServerParts, user: str, template: str) -> dict[str, str]:
     try:
-        parts.kernel.template(body.template)
+        parts.kernel.template(template)
     except ConfigError as exc:
         known = ", ".join(t.name for t in parts.kernel.list_templates()) or "none"
-        loads = body.template in known.split(", ")
+        loads = template in known.split(", ")
         why = "does not load (see `agentkernel check`)" if loads else f"is unknown (loaded: {known})"
-        raise HTTPException(422, f"body.template: template {body.template!r} {why}") from exc
-    return parts.sessions.create(user, body.template).to_json()
+        raise HTTPException(422, f"body.template: template {template!r} {why}") from exc
+    return parts.sessions.create(user, template).to_json()
 
 
 @router.get("")
@@ -178,9 +186,14 @@ async def stop_turn(session_id: str, user: User, parts: Parts) -> dict[str, bool
 
 
 async def _name(parts: ServerParts, info: SessionInfo, message: str) -> None:
-    """Title the session after its first message; the turn runs on whether or not the store takes it."""
+    """Title the session after its first message; the turn runs on whether or not the store takes it.
+
+    On the event loop when the store takes the write at once (a worker
+    thread's hop costs more than the write), else on a worker thread.
+    """
     try:
-        await asyncio.to_thread(parts.sessions.name, info.id, message)
+        if parts.sessions.name_at_once(info.id, message) is None:
+            await asyncio.to_thread(parts.sessions.name, info.id, message)
     except sqlite3.Error as exc:
         log.warning("session %s keeps no title: the sessions file refused it: %s", info.id, exc)
 
