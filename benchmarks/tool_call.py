@@ -306,12 +306,16 @@ def bench_node(node: str, source: str, args: dict[str, JSONValue], calls: int) -
 
 
 def build_kernel() -> Kernel:
+    """The kernel of a server past its first turns: each turn lists the tools, and from the second
+    listing on the watch of the tool folders vouches for them (a call's lookup then asks no file)."""
     kernel = Kernel.from_config_file(CONFIG)
     try:
         kernel.tool(TOOL)
     except ConfigError as exc:
         kernel.close()
         raise SystemExit(f"tool {TOOL!r} is not loaded from {CONFIG}: {exc}") from exc
+    for _ in range(2):
+        kernel.list_tools()
     return kernel
 
 

@@ -4,15 +4,19 @@ its scan while nothing changed, and never hides a change made before the listing
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agentkernel.config import ToolSpec
 from agentkernel.helpers import default_helper_table
 from agentkernel.scripting.host import ScriptHost
-from agentkernel.tools.catalog import ScriptCatalog
+from agentkernel.tools import catalog as catalog_module
+from agentkernel.tools.catalog import RESCAN_SECS, ScriptCatalog
+from agentkernel.util.file_stamps import Stamp, stamp_of
 
 TOOL_YAML = "kind: script_tool\nname: {name}\nscript: {script}\ndescription: {description}\n"
 
@@ -110,3 +114,79 @@ def test_a_folder_made_after_the_catalog_is_seen(tmp_path: Path) -> None:
 def test_tool_specs_are_what_the_files_say(catalog: ScriptCatalog) -> None:
     spec = catalog.tools()["alpha"]
     assert isinstance(spec, ToolSpec) and spec.script.name == "alpha.js"
+
+
+def described_tool(catalog: ScriptCatalog, name: str) -> str | None:
+    spec = catalog.tool(name)
+    return None if spec is None else spec.description
+
+
+@pytest.fixture
+def stats(monkeypatch: pytest.MonkeyPatch) -> list[Path | None]:
+    """The files the catalog asks the file system about, in order (the real `stat_of` answers)."""
+    asked: list[Path | None] = []
+
+    def counted(path: Path | None) -> Stamp:
+        asked.append(path)
+        return stamp_of(path)
+
+    monkeypatch.setattr(catalog_module, "stamp_of", counted)
+    return asked
+
+
+def test_a_lookup_the_watch_vouches_for_asks_no_file(
+    catalog: ScriptCatalog, stats: list[Path | None]
+) -> None:
+    for _ in range(3):
+        assert described_tool(catalog, "alpha") == "v1"
+    assert stats == []
+
+
+def test_an_edit_is_seen_by_the_next_lookup(
+    catalog: ScriptCatalog, tmp_path: Path, stats: list[Path | None]
+) -> None:
+    folder = tmp_path / "tools"
+    assert described_tool(catalog, "alpha") == "v1"
+    tool(folder, "alpha", "v2")
+    assert described_tool(catalog, "alpha") == "v2"
+    write(folder / "alpha.js", "function run( {")  # its script broken: the tool is not offered
+    assert catalog.tool("alpha") is None
+    write(folder / "alpha.js", "function run() { return 2; }")
+    assert described_tool(catalog, "alpha") == "v2"
+    tool(folder, "beta")  # another file changed: the lookup asks its own two files, and scans no more
+    asked = len(stats)
+    assert described_tool(catalog, "alpha") == "v2"
+    assert stats[asked:] == [folder / "alpha.yaml", folder / "alpha.js"]
+
+
+def test_a_change_the_watch_cannot_see_is_seen_after_rescan_secs(
+    catalog: ScriptCatalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit through a hard link in a folder nobody watches reaches no watch (util/folder_watch.py):
+    lookups find it once the last scan is RESCAN_SECS old, by when they scan again."""
+    linked = tmp_path / "elsewhere" / "alpha.yaml"
+    linked.parent.mkdir()
+    os.link(tmp_path / "tools" / "alpha.yaml", linked)
+    assert described_tool(catalog, "alpha") == "v1"
+    write(linked, TOOL_YAML.format(name="alpha", script="alpha.js", description="v2"))
+    assert described_tool(catalog, "alpha") == "v1"  # the watch vouched, and saw nothing
+    later = time.monotonic() + RESCAN_SECS
+    monkeypatch.setattr(catalog_module, "time", SimpleNamespace(monotonic=lambda: later))
+    assert described_tool(catalog, "alpha") == "v2"
+
+
+def test_with_a_folder_missing_a_lookup_asks_only_its_own_files(
+    tmp_path: Path, stats: list[Path | None]
+) -> None:
+    """A configured folder that does not exist cannot be watched: lookups ask their two files, and
+    do not scan every time."""
+    folder = tmp_path / "tools"
+    tool(folder, "alpha")
+    catalog = ScriptCatalog([folder, tmp_path / "missing"], ScriptHost(default_helper_table()))
+    for _ in range(4):
+        assert list(catalog.tools()) == ["alpha"]
+    asked = len(stats)
+    for _ in range(3):
+        assert described_tool(catalog, "alpha") == "v1"
+    assert stats[asked:] == [folder / "alpha.yaml", folder / "alpha.js"] * 3
+    catalog.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -53,5 +54,35 @@ def test_a_folder_that_cannot_be_watched_leaves_it_blind(tmp_path: Path) -> None
         assert watch.changed()
     watch.watch([tmp_path])
     watch.changed()
+    assert not watch.changed()
+    watch.close()
+
+
+def _child_sees_its_own_changes_only_through_its_own_watch(parents: FolderWatch, folder: Path) -> bool:
+    """In a forked child: the parent's watch cannot tell (reading its events would steal the
+    parent's), and a watch made here works."""
+    if not parents.changed():
+        return False
+    mine = FolderWatch()
+    mine.watch([folder])
+    mine.changed()
+    (folder / "child.yaml").write_text("x")
+    return mine.changed() and not mine.changed() and parents.changed()
+
+
+def test_a_forked_child_has_its_own_watches_and_leaves_the_parents_events(tmp_path: Path) -> None:
+    watch = FolderWatch()
+    watch.watch([tmp_path])
+    watch.changed()
+    pid = os.fork()
+    if pid == 0:  # the child: its verdict is its exit status
+        ok = False
+        try:
+            ok = _child_sees_its_own_changes_only_through_its_own_watch(watch, tmp_path)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert watch.changed()  # the child's file, seen by the parent's watch
     assert not watch.changed()
     watch.close()

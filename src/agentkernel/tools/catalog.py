@@ -4,7 +4,8 @@ A file that cannot be loaded becomes a `LoadProblem` with its path, line and
 reason, and the others still serve (S2.5). Two files claiming one name are
 both refused, each problem naming the other file. Entries are keyed by the
 YAML's and the script's modification stamps, so edits apply on the next use
-(S1.4).
+(S1.4); a watch of the folders (util/folder_watch.py) tells when none can have
+changed, and then neither a listing nor a tool's lookup asks the file system.
 
 The package's built-in tools and hooks (agentkernel/builtins) are scanned
 after the project's folders, as files of origin "builtin". A project file
@@ -146,6 +147,7 @@ class ScriptCatalog:
         self._watch = FolderWatch()
         self._watched: set[Path] = set()  # the folders watched since the last scan
         self._scanned_at = -RESCAN_SECS  # time.monotonic() of the last scan the watch vouches for
+        self._looked_at = -RESCAN_SECS  # time.monotonic() of the last scan made, vouched for or not
         self._entries_seen = False  # a scan has been made (the next one sets the watch up)
 
     # -- loading -------------------------------------------------------------
@@ -216,15 +218,31 @@ class ScriptCatalog:
             return False
         return entry.spec is None or stamp_of(entry.spec.script) == entry.script_stamp
 
-    def _scan(self) -> None:
-        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name.
+    def _stands(self, path: Path) -> bool:
+        """Whether the entry of `path` is as its files are now: the last scan still stands (no `stat`),
+        or, while that scan is younger than RESCAN_SECS, the YAML and its script are as it saw them."""
+        if self._scan_stands():
+            return True
+        return time.monotonic() - self._looked_at < RESCAN_SECS and self._is_fresh(path, self._entries[path])
 
-        Skipped while the watch of the folders saw no change since the last scan, and that scan is
-        younger than RESCAN_SECS (the watch cannot see every change: util/folder_watch.py).
-        """
-        now = time.monotonic()
-        if now - self._scanned_at < RESCAN_SECS and not self._watch.changed():
+    def _scan_stands(self) -> bool:
+        """Whether the last scan is what a scan now would find: the watch vouches for it, it is younger
+        than RESCAN_SECS (the watch cannot see every change: util/folder_watch.py), and the watch has
+        seen no change since. A change seen is the next scan's to find: that scan is not skipped."""
+        if time.monotonic() - self._scanned_at >= RESCAN_SECS:
+            return False
+        if self._watch.changed():
+            self._scanned_at = -RESCAN_SECS
+            return False
+        return True
+
+    def _scan(self) -> None:
+        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name;
+        skipped while the last scan stands."""
+        if self._scan_stands():
             return
+        self._watch.changed()  # the changes seen so far are this scan's: only later ones mark the watch
+        now = self._looked_at = time.monotonic()
         entries: dict[Path, _Entry] = {}
         walk = _yaml_files((*self.folders, *self.builtin_folders))
         for path in walk.files:
@@ -266,6 +284,8 @@ class ScriptCatalog:
             self._watch.watch(folders)
             self._watched = folders
         self._scanned_at = now if walk.complete and not new else -RESCAN_SECS
+        if new and walk.complete:  # the next lookup (a tool's too) scans again: then the watch may vouch
+            self._looked_at = -RESCAN_SECS
 
     def close(self) -> None:
         """Stop watching the folders (lookups after this scan every time)."""
@@ -348,15 +368,17 @@ class ScriptCatalog:
     def tool(self, name: str) -> ToolSpec | None:
         """The current spec for `name`, compiling only its script.
 
-        A tool found at the last scan whose files have not changed since is
-        returned after two `stat` calls (this is every tool call's lookup);
-        otherwise the folders are scanned again. A name claimed by a file
-        added since is noticed by the next scan, which every listing makes
-        (an agent's tool list is made afresh for each user message).
+        A tool found at the last scan is returned at once while the watch of
+        the folders vouches that nothing changed since (this is every tool
+        call's lookup), else after two `stat` calls say its files have not
+        changed; otherwise, or when the last scan is older than RESCAN_SECS,
+        the folders are scanned again. A name claimed by a file added since
+        is noticed by the next scan, which every listing makes (an agent's
+        tool list is made afresh for each user message).
         """
         with self._lock:
             paths = self._claims.get(("tool", name), [])
-            if len(paths) != 1 or not self._is_fresh(paths[0], self._entries[paths[0]]):
+            if len(paths) != 1 or not self._stands(paths[0]):
                 self._scan()
             claimed = self._claimed("tool", name)
         spec = self._usable(claimed)

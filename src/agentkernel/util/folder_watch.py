@@ -21,6 +21,7 @@ caller's own rescan now and then (`ScriptCatalog`'s `RESCAN_SECS`).
 from __future__ import annotations
 
 import os
+import select
 import struct
 import sys
 import threading
@@ -49,6 +50,19 @@ _MASK = (
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of name)
 
 
+class _Process:
+    """This process's id, kept without a system call per look (set again in a forked child)."""
+
+    pid = os.getpid()
+
+    @classmethod
+    def forked(cls) -> None:
+        cls.pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_Process.forked)
+
+
 class _Inotify:
     """The process's inotify instance: watches by folder, and which watchers each watch serves."""
 
@@ -58,17 +72,18 @@ class _Inotify:
         self.fd: int | None = None
         self._add: Any = None  # libc's inotify_add_watch, inotify_rm_watch
         self._rm: Any = None
+        self._queued: Any = None  # a poll of the instance: whether events wait, without reading them
         self.watchers: dict[int, set[FolderWatch]] = {}  # watch id → the watchers of its folder
 
     def ready(self) -> bool:
         """The instance of this process, made on first use; False where there can be none."""
-        if self.fd is not None and self.pid == os.getpid():
+        if self.fd is not None and self.pid == _Process.pid:
             return True
-        if self.pid == os.getpid() or not sys.platform.startswith("linux"):
+        if self.pid == _Process.pid or not sys.platform.startswith("linux"):
             return False  # tried in this process already, and failed
         if self.fd is not None:  # a forked child's copy of its parent's: reading it would steal the events
             os.close(self.fd)
-        self.pid, self.fd, self.watchers = os.getpid(), None, {}
+        self.pid, self.fd, self.watchers = _Process.pid, None, {}
         import ctypes  # when a catalog first scans: a tool run's start-up never pays for it
 
         try:
@@ -79,6 +94,9 @@ class _Inotify:
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         fd = init(_IN_NONBLOCK | _IN_CLOEXEC)
         self.fd = fd if fd >= 0 else None
+        if self.fd is not None:
+            self._queued = select.poll()
+            self._queued.register(self.fd, select.POLLIN)
         return self.fd is not None
 
     def add(self, folder: Path) -> int | None:
@@ -92,8 +110,11 @@ class _Inotify:
         self._rm(self.fd, wd)
 
     def drain(self) -> None:
-        """Read every queued event, marking the watchers of each event's folder changed."""
+        """Read every queued event, marking the watchers of each event's folder changed (a poll
+        first: most looks find none, and a read that finds none costs an exception)."""
         assert self.fd is not None
+        if not self._queued.poll(0):
+            return
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -125,7 +146,7 @@ class FolderWatch:
         self.dirty = True
         self._blind = True  # some folder of the last `watch` has no watch: every look says True
         self._wds: set[int] = set()
-        self._pid = os.getpid()
+        self._pid = _Process.pid
 
     def watch(self, folders: Iterable[Path]) -> None:
         """Watch `folders`: every folder that matters, each time (those watched already stay). While a
@@ -147,7 +168,7 @@ class FolderWatch:
         """Whether anything changed in the watched folders since the last call (True the first time,
         and whenever the watch cannot tell)."""
         with _INOTIFY.lock:
-            if self._blind or self._pid != os.getpid() or not _INOTIFY.ready():
+            if self._blind or self._pid != _Process.pid or not _INOTIFY.ready():
                 return True
             _INOTIFY.drain()
             changed, self.dirty = self.dirty, False
@@ -156,7 +177,7 @@ class FolderWatch:
     def close(self) -> None:
         """Stop watching; a folder no other watcher watches loses its watch."""
         with _INOTIFY.lock:
-            if self._pid != os.getpid() or _INOTIFY.fd is None or _INOTIFY.pid != self._pid:
+            if self._pid != _Process.pid or _INOTIFY.fd is None or _INOTIFY.pid != self._pid:
                 return
             for wd in self._wds:
                 watchers = _INOTIFY.watchers.get(wd)
