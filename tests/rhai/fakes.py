@@ -22,7 +22,7 @@ from agentkernel.rhai.runtime import ops
 from agentkernel.rhai.runtime.context import NO_THIS
 from agentkernel.rhai.runtime.failures import function_not_found, too_large, unbound_this
 from agentkernel.rhai.runtime.printing import to_string
-from agentkernel.rhai.runtime.runtime import data_size_of
+from agentkernel.rhai.runtime.runtime import data_size_of, flat_size_of
 from agentkernel.rhai.runtime.values import FnPtr, RangeVal, type_name
 from agentkernel.rhai.stdlib import Mutated, default_library
 
@@ -57,6 +57,7 @@ class FakeContext:
         self.calls = 0
         self.accounted: list[Any] = []  # what natives counted toward the data limit
         self.reserved: list[tuple[int, str]] = []
+        self.charged: list[int] = []  # what natives registered `charged` counted of what they built
         self.slept: list[float] = []
 
     def _target(self, fn: FnPtr) -> Callable[..., Any] | None:
@@ -127,9 +128,16 @@ class FakeContext:
     def reserve_data(self, size: int, what: str) -> None:
         self.reserved.append((size, what))
 
+    def charge(self, size: int) -> None:
+        self.charged.append(size)
+
     @staticmethod
     def data_size(value: Any) -> int:
         return data_size_of(value)
+
+    @staticmethod
+    def flat_size(items: list[Any], kinds: set[type]) -> int | None:
+        return flat_size_of(items, kinds)
 
     def write_stdout(self, text: str) -> None:
         self.output.append(text)

@@ -16,9 +16,9 @@ import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError
 from agentkernel.rhai.codegen.abi import bind_closure
-from agentkernel.rhai.runtime.data_size import SCALAR, STRING
-from agentkernel.rhai.runtime.runtime import Cell, data_size_of
-from agentkernel.rhai.runtime.values import FnPtr, with_tag
+from agentkernel.rhai.runtime.data_size import SCALAR, STRING, cut_size
+from agentkernel.rhai.runtime.runtime import Cell, data_size_of, flat_size_of
+from agentkernel.rhai.runtime.values import Char, FnPtr, with_tag
 
 MIB = 1 << 20
 
@@ -48,6 +48,50 @@ def test_a_shared_string_counts_each_time_it_is_stored() -> None:
     once = data_size_of([text])
     assert data_size_of([text] * 10) >= 10 * (STRING + 1000)
     assert data_size_of([[text], [text]]) > 2 * once - 100
+
+
+TEXTS = {
+    "words": " ".join(f"word{i}" for i in range(100)),
+    "wide words": " ".join("слово" * (i % 7 + 1) for i in range(60)),
+    "long wide words": " ".join(["🙂" * 300, *("ж" * 260 for _ in range(20)), "x"]),
+    "whitespace runs": "\t\n ".join(f"w{i}  " for i in range(40)),
+    "few words": "one two three",
+}
+
+
+@pytest.mark.parametrize("text", TEXTS.values(), ids=TEXTS.keys())
+def test_what_split_counts_is_at_least_what_its_pieces_take(text: str) -> None:
+    pieces = text.split()
+    bound = cut_size(len(pieces), text)
+    if len(pieces) <= 16:
+        assert bound is None  # few pieces: each measured alone
+    else:
+        assert bound is not None and bound >= data_size_of(pieces)
+
+
+FLAT_ITEMS: dict[str, list[Any]] = {
+    "strings": [f"s{i}" for i in range(40)],
+    "few strings": ["a", "ж" * 300, "b"],
+    "long wide strings": ["🙂" * 300 for _ in range(20)],
+    "mixed": [1, "two", 3.0, True, Char("c"), None, *(f"x{i}" for i in range(30))],
+    "no strings": [1, 2.5, False, Char("z")] * 10,
+    "empty": [],
+}
+
+
+@pytest.mark.parametrize("items", FLAT_ITEMS.values(), ids=FLAT_ITEMS.keys())
+def test_an_array_of_flat_items_counts_without_a_first_pass(items: list[Any]) -> None:
+    """Given its items' types it finds what a walk finds; given more (a filter's, of the array it
+    kept some of), at least that."""
+    assert flat_size_of(items, set(map(type, items))) == data_size_of(items)
+    wider = flat_size_of(items, set(map(type, items)) | {int, str})
+    assert wider is not None and wider >= data_size_of(items)
+
+
+def test_an_array_holding_a_container_or_tagged_value_is_not_flat() -> None:
+    for item in ([1], {"a": 1}, bytearray(b"x"), with_tag("s", 1), FnPtr("f")):
+        items = ["a", item]
+        assert flat_size_of(items, set(map(type, items))) is None
 
 
 def test_a_tagged_array_or_map_counts_as_an_untagged_one() -> None:
@@ -89,6 +133,7 @@ def test_a_closure_that_captures_itself_is_counted_once() -> None:
 # -- the limit on one evaluation --------------------------------------------------------------------------
 
 S = 'let s = ""; s.pad(100000, "x"); '  # a 100 kB string; the limit is 4 MiB
+W = 'let w = []; for i in 0..40 { let s = ""; s.pad(10000, "x"); w.push(s + i); } '  # 40 strings of 10 kB
 HOLDING_TOO_MUCH = {
     "strings in an array": S + "let a = []; for i in 0..100 { a.push(s + i); }",
     "one string stored many times": S + "let a = []; a.pad(100, s);",
@@ -102,6 +147,14 @@ HOLDING_TOO_MUCH = {
     "+= on an array": S + "let a = []; for i in 0..100 { a += s + i; }",
     "array +": "let a = []; a.pad(20000, 1); let b = []; for i in 0..20 { b = b + a; }",
     "split": 'let s = ""; s.pad(2000000, "x,"); let parts = s.split(",");',
+    # natives that count what they build themselves (registered `charged`)
+    # natives that count what they build themselves (registered `charged`), held down a recursion
+    "split at whitespace": "fn f(n, s) { let a = s.split(); if n > 0 { f(n - 1, s) } } "
+    'let s = ""; s.pad(20000, "word "); f(40, s);',
+    "results of filter": W + "".join(f"let k{i} = w.filter(|x| x.len > 0); " for i in range(20)),
+    "results of filter by name": W
+    + "fn long(x) { x.len > 0 } "
+    + "".join(f'let k{i} = w.filter("long"); ' for i in range(20)),
     # `this` is not copied, but each `for` walks its own copy of the array
     "loops over this in a recursion": "fn walk(d) { for x in this { if d > 0 { this.walk(d - 1) } break; } } "
     "let a = []; a.pad(20000, 1); a.walk(60);",
@@ -110,6 +163,7 @@ HOLDING_TOO_MUCH = {
 
 @pytest.mark.parametrize("source", HOLDING_TOO_MUCH.values(), ids=HOLDING_TOO_MUCH.keys())
 def test_holding_more_than_the_limit_stops_the_script(source: str) -> None:
+    """Each is stopped, whichever counts what it builds: the runtime after a native, or the native."""
     err = too_large(source)
     assert err.message in {
         "Length of string too large",

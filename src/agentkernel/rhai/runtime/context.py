@@ -88,9 +88,20 @@ class NativeContext(Protocol):
         data limit (data_size.py); returns it. Past the limit: `ErrorDataTooLarge`."""
         ...
 
+    def charge(self, size: int) -> None:
+        """Count `size` bytes a native just built toward the data limit: a native registered
+        `charged` does so itself, at least what `data_size` finds of what it built (its result
+        is not walked then)."""
+        ...
+
     def reserve_data(self, size: int, what: str) -> None:
         """`size` bytes of `what` (failures.STRING_TOO_LARGE…) are about to be built:
         refuse them before building when they would pass the data limit."""
+        ...
+
+    def flat_size(self, items: list[Any], kinds: set[type]) -> int | None:
+        """`data_size(items)` for an array whose items' types are among `kinds`, known already,
+        without a first pass over them; None when some kind is a container (then `account` it)."""
         ...
 
     def data_size(self, value: Any) -> int:

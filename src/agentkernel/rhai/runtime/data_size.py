@@ -109,6 +109,19 @@ class Walker:
         strings, arrays, maps = self._walk([value], set())
         return strings + arrays + maps
 
+    def flat_size(self, items: list[Any], kinds: set[type]) -> int | None:
+        """What `size_of(items)` finds of an array whose items' types are among `kinds` (known
+        already), without its first pass over them; None when some kind is walked into (a
+        container, a tagged value, a function pointer)."""
+        if not kinds.isdisjoint(self._walked):
+            return None
+        size = LIST + (LIST_SLOT + SCALAR) * len(items)
+        if str not in kinds:
+            return size
+        if len(items) > _SMALL and len(kinds) == 1:
+            return size + _strings_only(items)
+        return size + _string_bytes(items)
+
     def add_roots(self, roots: Iterable[Any], tally: Tally) -> None:
         """Count `roots`, each object once however many roots name it."""
         pending = []
@@ -180,6 +193,15 @@ class Walker:
 _SMALL = 16  # up to this many items, one pass in Python beats a first pass in C
 
 
+def cut_size(count: int, text: str) -> int | None:
+    """At least what `size_of` finds of an array of `count` (> `_SMALL`) strings cut out of `text`
+    (no character in two), without a walk: their characters are at most the text's. None when
+    it cannot say (few pieces, each measured alone; or much text, measured exactly)."""
+    if count <= _SMALL or len(text) >= _MUCH_TEXT:
+        return None
+    return LIST + (LIST_SLOT + SCALAR + STRING) * count + len(text)
+
+
 def string_size(text: str) -> int:
     """The bytes of one string: exact for long ones, which may hold wide characters."""
     return STRING + len(text) if len(text) < _WIDE else _sizeof(text)
@@ -243,4 +265,4 @@ def _looked_through(values: list[Any], seen: set[int]) -> Iterable[Any]:
             yield value
 
 
-__all__ = ["FN_PTR", "SCALAR", "LiveData", "Tally", "Walker"]
+__all__ = ["FN_PTR", "SCALAR", "LiveData", "Tally", "Walker", "cut_size"]

@@ -136,6 +136,7 @@ _WALKER = Walker(
 )
 _LIVE = LiveData(_WALKER)
 data_size_of = _WALKER.size_of
+flat_size_of = _WALKER.flat_size
 
 
 @dataclass(frozen=True)
@@ -418,6 +419,11 @@ class Runtime:
             if self.data_meter > self.data_trigger:
                 self.measure_data(size, what)
 
+    def charge(self, size: int) -> None:
+        """`size` bytes were just built by a native that counts them itself (registered `charged`)."""
+        if self.data_limit:
+            self.charge_data(size)
+
     def account(self, value: Any) -> Any:
         """Count a value just built or stored toward the data limit; returns it."""
         if self.data_limit and type(value) in _SIZED:
@@ -427,6 +433,10 @@ class Runtime:
     @staticmethod
     def data_size(value: Any) -> int:
         return data_size_of(value)
+
+    @staticmethod
+    def flat_size(items: list[Any], kinds: set[type]) -> int | None:
+        return flat_size_of(items, kinds)
 
     def measure_data(self, pending: int = 0, what: str = failures.ARRAY_TOO_LARGE) -> None:
         """Count what the evaluation holds now (plus `pending` bytes about to be built);
@@ -566,7 +576,7 @@ class Runtime:
         if args and (_big(args[0]) or (len(args) > 1 and _big(args[1]))):
             _poll()  # a big receiver or first argument: a look at the clock first
         result = self.library.invoke(self, native, args)
-        if self.data_limit and type(result) in _BUILT:
+        if self.data_limit and type(result) in _BUILT and not native.charged:
             self._account_native(result)
         return result
 

@@ -64,20 +64,30 @@ def map_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
 
 
 def filter_array(ctx: NativeContext, a: list[Any], fn: FnPtr) -> list[Any]:
+    """`a.filter(fn)`: counts what it built toward the data limit itself (when the items are
+    neither copied nor containers, from the types of `a`'s, known already)."""
     kept: list[Any] = []
     reader = ctx.reading_callback(fn)
     if reader is not None:  # it cannot change the items: no copies, no write-back
         kinds = set(map(type, a))
         if _CONTAINERS.isdisjoint(kinds):  # nor are any to copy as they are kept
-            return [item for item, verdict in zip(a, reader(a, kinds), strict=False) if verdict is True]
+            kept = [item for item, verdict in zip(a, reader(a, kinds), strict=False) if verdict is True]
+            size = ctx.flat_size(kept, kinds)
+            if size is None:
+                ctx.account(kept)
+            else:
+                ctx.charge(size)
+            return kept
         for item, verdict in zip(a, reader(a, kinds), strict=False):
             if verdict is True:
                 kept.append(own(item))
+        ctx.account(kept)
         return kept
     cb = _per_item(ctx, fn, "filter")
     for i in _items(a):
         if i < len(a) and _call_item(cb, a, i) is True:
             kept.append(own(a[i]))
+    ctx.account(kept)
     return kept
 
 
@@ -303,8 +313,10 @@ _NAMED_PURITY = {"map": False, "filter": False, "some": True, "all": True}
 
 def register(lib: Library) -> None:
     for name, impl in _PURE.items():
-        lib.register(name, (list, FnPtr), impl, needs_context=True)
-        lib.register(name, (list, str), _by_name(impl), pure=_NAMED_PURITY[name], needs_context=True)
+        charged = impl is filter_array
+        lib.register(name, (list, FnPtr), impl, needs_context=True, charged=charged)
+        named = _by_name(impl)
+        lib.register(name, (list, str), named, pure=_NAMED_PURITY[name], needs_context=True, charged=charged)
     _register_searches(lib)
     _register_folds(lib)
     _register_changes(lib)

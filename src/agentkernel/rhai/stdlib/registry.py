@@ -72,6 +72,9 @@ class NativeFn:
     impl: Callable[..., Any]
     pure: bool = True
     needs_context: bool = False
+    # it counts what it builds toward the data limit itself (`NativeContext.charge`), for less than
+    # the walk of its result the runtime makes after any other native's call
+    charged: bool = False
 
     def accepts(self, kinds: Sequence[Any]) -> bool:
         return all(p is ANY or p is k for p, k in zip(self.params, kinds, strict=True))
@@ -138,6 +141,7 @@ class Library:
         *,
         pure: bool = True,
         needs_context: bool = False,
+        charged: bool = False,
     ) -> None:
         """Add an overload; a later registration of the same signature replaces the earlier."""
         self._resolved.clear()
@@ -145,7 +149,7 @@ class Library:
         self.changing_calls.clear()
         self.inline_standard = None
         for signature in _expand(params):
-            native = NativeFn(name, signature, impl, pure, needs_context)
+            native = NativeFn(name, signature, impl, pure, needs_context, charged)
             self._arities.add((name, len(signature)))
             if ANY in signature:
                 overloads = self._loose.setdefault((name, len(signature)), [])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkernel.rhai.runtime.context import NativeContext
-from agentkernel.rhai.runtime.data_size import LIST_SLOT, STRING
+from agentkernel.rhai.runtime.data_size import LIST_SLOT, STRING, cut_size
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE
 from agentkernel.rhai.runtime.numeric import I64_MAX
 from agentkernel.rhai.runtime.ops import utf8_lossy
@@ -133,10 +133,14 @@ def _reserve_split(ctx: NativeContext, s: str, sep: str, segments: int = I64_MAX
 
 
 def split_whitespace(ctx: NativeContext, s: str) -> list[Any]:
-    if not s:
-        return [s]
-    pieces = text.split_whitespace(s)
+    """`s.split()`: counts its pieces toward the data limit itself, without walking them."""
+    pieces = text.split_whitespace(s) if s else [s]
     ctx.check_array_size(pieces)
+    size = cut_size(len(pieces), s)
+    if size is None:
+        ctx.account(pieces)
+    else:
+        ctx.charge(size)
     return pieces
 
 
@@ -340,7 +344,7 @@ def _register_reading(lib: Library) -> None:
 
 
 def _register_splitting(lib: Library) -> None:
-    lib.register("split", (str,), split_whitespace, needs_context=True)
+    lib.register("split", (str,), split_whitespace, needs_context=True, charged=True)
     lib.register("split", (str, int), split_at)
     for sep in _TEXT:
         lib.register("split", (str, sep), split_on, needs_context=True)
