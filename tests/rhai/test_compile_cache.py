@@ -23,7 +23,7 @@ from agentkernel import Kernel
 from agentkernel.config import load_kernel_config
 from agentkernel.config.stores import RHAI_CACHE_FOLDER
 from agentkernel.errors import ConfigError
-from agentkernel.rhai import Engine, Limits, RhaiSyntaxError, compile_cache, engine
+from agentkernel.rhai import Engine, Limits, RhaiSyntaxError, compile_cache
 from agentkernel.rhai._version import __version__
 from agentkernel.rhai.compile_cache import (
     FORMAT,
@@ -33,6 +33,7 @@ from agentkernel.rhai.compile_cache import (
     CompileCache,
     compiler_fingerprint,
 )
+from agentkernel.rhai.syntax import parser
 from tests.conftest import write_kernel_yaml
 
 SOURCE = """
@@ -64,7 +65,7 @@ def test_the_cache_is_off_unless_asked_for(folder: Path) -> None:
 def test_an_unchanged_script_is_loaded_not_compiled(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = cached_engine(folder).compile(SOURCE)
     assert len(entries(folder)) == 1
-    monkeypatch.setattr(engine, "parse", _refuse)
+    monkeypatch.setattr(parser, "parse", _refuse)
     later = cached_engine(folder).compile(SOURCE)  # a new engine: as after a restart
     assert isinstance(later.module, CachedModule)
     assert cached_engine(folder).run(later) == "sum: 42"
@@ -254,7 +255,7 @@ def test_a_restarted_kernel_loads_its_rhai_tools_from_data_cache(
     with Kernel(load_kernel_config(config)) as kernel:
         assert kernel.run_tool("adder", {"a": 1, "b": 2}).content == "3"
     assert len(entries(tmp_path / "data" / RHAI_CACHE_FOLDER)) == 1
-    monkeypatch.setattr(engine, "parse", _refuse)
+    monkeypatch.setattr(parser, "parse", _refuse)
     with Kernel(load_kernel_config(config)) as kernel:  # restarted: nothing compiles
         assert kernel.run_tool("adder", {"a": 40, "b": 2}).content == "42"
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from agentkernel.rhai import Engine, RhaiSyntaxError, engine
+from agentkernel.rhai import Engine, RhaiSyntaxError
+from agentkernel.rhai.codegen import script_module
 from agentkernel.rhai.codegen.script_module import compile_script
 
 SCRIPT = "".join(f"fn f{n}(a) {{ let m = #{{x: a, y: [a, {n}]}}; m.y.len() + m.x }}\n" for n in range(300))
@@ -42,7 +43,7 @@ def test_no_collection_runs_during_a_compile(collections: list[str], monkeypatch
         seen.append(gc.isenabled())
         return compile_script(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "compile_script", generate)
+    monkeypatch.setattr(script_module, "compile_script", generate)
     assert gc.isenabled()
     rhai = Engine()
     gc.collect()  # all counts at zero: the one collection due after is a young one, whatever ran before

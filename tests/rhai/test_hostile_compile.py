@@ -19,6 +19,7 @@ import pytest
 
 from agentkernel.rhai import Engine, Limits, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai import engine as engine_module
+from agentkernel.rhai.codegen import script_module
 from agentkernel.rhai.runner import run_source
 
 UNLIMITED_DEPTH = Limits(max_expr_depth=0, max_fn_expr_depth=0)
@@ -177,7 +178,7 @@ def test_an_unexpected_python_exception_at_compile_is_a_rhai_syntax_error(
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("a bug in the code generator")
 
-    monkeypatch.setattr(engine_module, "compile_script", broken)
+    monkeypatch.setattr(script_module, "compile_script", broken)
     with pytest.raises(RhaiSyntaxError) as raised:
         Engine().compile("1 + 1")
     assert raised.value.display() == (
@@ -188,7 +189,7 @@ def test_an_unexpected_python_exception_at_compile_is_a_rhai_syntax_error(
     def too_deep(*args: object, **kwargs: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(engine_module, "compile_script", too_deep)
+    monkeypatch.setattr(script_module, "compile_script", too_deep)
     with pytest.raises(RhaiSyntaxError, match=r"^Syntax error: Expression exceeds maximum complexity$"):
         Engine().compile("1 + 1")
 

@@ -12,22 +12,18 @@ a script reaches only what `codegen/abi.py` lists (DESIGN: sandbox by constructi
 from __future__ import annotations
 
 import gc
-import inspect
 import os
 import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from functools import partial
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.codegen.abi import GLOBALS
-from agentkernel.rhai.codegen.module import fn_py_name
-from agentkernel.rhai.codegen.script_module import CompiledModule, compile_script
-from agentkernel.rhai.compiled import CompiledScript
+from agentkernel.rhai.compiled import CompiledModule, CompiledScript, fn_py_name
 from agentkernel.rhai.errors import RhaiError, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
 from agentkernel.rhai.runtime.module_files import ModuleResolver
@@ -43,17 +39,14 @@ from agentkernel.rhai.runtime.runtime import (
 )
 from agentkernel.rhai.runtime.values import RangeVal, host_value
 from agentkernel.rhai.stdlib import ANY, Library, default_library, engine_natives
-from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
-from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX
-from agentkernel.rhai.syntax.parser import ParseOptions, parse
+from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX, ParseOptions
 
-if TYPE_CHECKING:  # only its interface: `agentkernel rhai run` never loads the cache
+if TYPE_CHECKING:  # only their interfaces: a script the compile cache holds is run without them
     from pathlib import Path
 
     from agentkernel.rhai.compile_cache import CompileCache
-
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    from agentkernel.rhai.syntax import ast
 
 
 def _load(
@@ -176,7 +169,8 @@ class LazyFunction:
                 exec(_compiled(self._part, self._filename, self._first_line), self._namespace)
                 real = self._real = self._namespace[self._name]
                 for table, key in self.tables:
-                    table[key] = replace(table[key], body=real)
+                    old = table[key]
+                    table[key] = ScriptFn(old.name, old.arity, real, old.this_type, old.private, old.params)
             return self._real
 
 
@@ -235,6 +229,10 @@ def _compile_checked(
         if hit is not None:
             return _load(hit.module, source_name, hit.codes)
     _stack_room()
+    # here, not at the top: a script loaded from the cache runs without the parser and code generator
+    from agentkernel.rhai.codegen.script_module import compile_script
+    from agentkernel.rhai.syntax.parser import parse
+
     try:
         with _collector_paused():
             script = parse(source, options, clock)
@@ -277,6 +275,8 @@ def _collector_paused() -> Iterator[None]:
 
 def _functions_of(source: str, options: ParseOptions) -> list[ast.FnDef]:
     """A cached script's functions, parsed again (only a failed call's hint needs them)."""
+    from agentkernel.rhai.syntax.parser import parse
+
     _stack_room()
     return list(parse(source, options).functions)
 
@@ -366,8 +366,11 @@ class Engine:
         or `ANY`); by default every positional parameter accepts any value.
         """
         if params is None:
+            import inspect  # here: `agentkernel rhai run` registers no function
+
             signature = inspect.signature(function)
-            positional = [p for p in signature.parameters.values() if p.kind in _POSITIONAL]
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            positional = [p for p in signature.parameters.values() if p.kind in kinds]
             params = [ANY] * len(positional)
         self.library.register(name, tuple(params), function)
 

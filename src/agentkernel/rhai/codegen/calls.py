@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from agentkernel.rhai.codegen.function import FunctionBase
-from agentkernel.rhai.codegen.module import fn_py_name
 from agentkernel.rhai.codegen.operands import EXPR, NONE, Operand, joined
+from agentkernel.rhai.compiled import fn_py_name
 from agentkernel.rhai.syntax import ast
 
 

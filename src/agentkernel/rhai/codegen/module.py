@@ -166,13 +166,6 @@ def literal_operand(module: Module, value: Any) -> Operand:
     return module.constant(value)
 
 
-def fn_py_name(name: str, arity: int, this_type: str | None = None) -> str:
-    """The generated function's name; a typed method's carries its type (any text: hex)."""
-    if this_type is not None:
-        return f"m_{name}_{arity}_{this_type.encode().hex()}"
-    return f"f_{name}_{arity}"
-
-
 def anon_for(node: ast.Closure) -> str:
     """A closure's name, `anon$<16 hex digits>` like the reference's, from where it stands."""
     import hashlib  # here: OpenSSL's library is loaded only by a script with a closure
@@ -181,4 +174,4 @@ def anon_for(node: ast.Closure) -> str:
     return "anon$" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-__all__ = ["Chunk", "Module", "anon_for", "fn_py_name", "literal_operand"]
+__all__ = ["Chunk", "Module", "anon_for", "literal_operand"]

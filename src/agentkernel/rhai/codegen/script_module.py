@@ -7,44 +7,15 @@ to the engine as a `CompiledModule`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from agentkernel.rhai.analysis.facts import Facts
 from agentkernel.rhai.analysis.scopes import analyse
 from agentkernel.rhai.codegen.calls import SPECIAL_CALLS
 from agentkernel.rhai.codegen.compiler import FunctionCompiler
-from agentkernel.rhai.codegen.module import Module, fn_py_name
-from agentkernel.rhai.errors import Pos
+from agentkernel.rhai.codegen.module import Module
+from agentkernel.rhai.compiled import CompiledModule, Signature, fn_py_name
 from agentkernel.rhai.runtime.failures import from_source
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
-
-# (name, number of parameters, typed-method type, private, parameter names) of each script function
-Signature = tuple[str, int, str | None, bool, tuple[str, ...]]
-
-
-@dataclass
-class CompiledModule:
-    """The generated Python: `parts` are its functions' texts, in order, each starting on
-    the line after the previous one ends (`positions` count lines across all of them)."""
-
-    parts: list[str]
-    positions: dict[int, Pos]
-    operator_lines: set[int]
-    constants: list[Any]
-    functions: list[ast.FnDef]
-
-    @property
-    def source(self) -> str:
-        return "".join(self.parts)
-
-    @property
-    def signatures(self) -> list[Signature]:
-        """What loading the module needs of each function (the engine names them by these)."""
-        return [
-            (fn.name, len(fn.params), fn.this_type, fn.private, tuple(fn.params)) for fn in self.functions
-        ]
 
 
 def compile_script(
