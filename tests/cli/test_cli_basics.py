@@ -278,6 +278,37 @@ def test_rhai_run_imports_only_the_interpreter(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[2].startswith("Fn(anon$"), done.stdout
 
 
+COMPILER = {
+    "agentkernel.rhai.syntax.parser",
+    "agentkernel.rhai.codegen.script_module",
+    "agentkernel.rhai.compiler",
+}
+
+
+def test_rhai_run_of_a_text_run_before_loads_it_compiled(tmp_path: Path) -> None:
+    """The compiled script is kept in the user's cache folder: the same text again is neither parsed
+    nor compiled, and what a hit imports stays light (no pickle, no OpenSSL, no pathlib); with
+    `--no-cache` nothing is kept."""
+    script = tmp_path / "one.rhai"
+    script.write_text("fn f(x) { x * 2 } print(f(21))")
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = modules_after(["rhai", "run", str(script)], tmp_path, cache)
+    assert "agentkernel.rhai.syntax.parser" in first
+    kept = [p.name for p in (tmp_path / "cache" / "agentkernel" / "rhai").iterdir() if p.name != "secret"]
+    assert len(kept) == 1
+    again = modules_after(["rhai", "run", str(script)], tmp_path, cache)
+    assert not again & COMPILER, again & COMPILER
+    light = {"pickle", "hashlib", "_hashlib", "hmac", "pathlib"}
+    assert not again & light, again & light
+    done = cli("agentkernel", "rhai", "run", str(script), env=cache)
+    assert (done.returncode, done.stdout) == (0, "42\n"), done.stderr
+    other = {"XDG_CACHE_HOME": str(tmp_path / "other")}
+    assert "agentkernel.rhai.syntax.parser" in modules_after(
+        ["rhai", "run", "--no-cache", str(script)], tmp_path, other
+    )
+    assert not (tmp_path / "other" / "agentkernel" / "rhai").exists()
+
+
 def test_rhai_run_flags_are_the_runners() -> None:
     from agentkernel.cli.rhai_cmd import LIMITS_HELP
     from agentkernel.rhai.runner import LIMIT_FLAGS

@@ -10,12 +10,14 @@ shown by what it skips (the parser is made to fail), never by timing it.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib.util
 import marshal
 import os
 import pickle
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,12 +136,44 @@ def test_a_forged_entry_never_runs(folder: Path, tmp_path: Path) -> None:
     (entry,) = entries(folder)
     marker = tmp_path / "pwned"
     evil = compile(f"open({str(marker)!r}, 'w').write('x')\ndef main(rt, d, th): return 666\n", "e", "exec")
-    payload = pickle.dumps((entry.name, [""], {}, set(), [], [], [marshal.dumps(evil)]))
-    for signature in (b"\0" * 32, os.urandom(32)):
-        entry.write_bytes(FORMAT + signature + payload)
-        compiled = cached_engine(folder).compile(SOURCE)
-        assert cached_engine(folder).run(compiled) == "sum: 42"
-        assert not marker.exists()
+    forged: tuple[Any, ...] = (entry.name, [""], {}, set(), [], [], [marshal.dumps(evil)])
+    for payload in (b"M" + marshal.dumps(forged), b"P" + pickle.dumps(forged)):
+        for signature in (b"\0" * 32, os.urandom(32)):
+            entry.write_bytes(FORMAT + signature + payload)
+            compiled = cached_engine(folder).compile(SOURCE)
+            assert cached_engine(folder).run(compiled) == "sum: 42"
+            assert not marker.exists()
+
+
+def test_an_entry_is_signed_with_hmac_sha256_by_the_secret(folder: Path) -> None:
+    """The signature is RFC 2104's HMAC-SHA256, as the standard library computes it."""
+    cached_engine(folder).compile(SOURCE)
+    (entry,) = entries(folder)
+    data, secret = entry.read_bytes(), (folder / SECRET_FILE).read_bytes()
+    signature, payload = data[len(FORMAT) : len(FORMAT) + 32], data[len(FORMAT) + 32 :]
+    assert signature == hmac.new(secret, payload, hashlib.sha256).digest()
+    for key in (b"", b"k" * 32, b"x" * 64, b"y" * 65, os.urandom(100)):
+        for message in (b"", b"abc", os.urandom(1000)):
+            assert compile_cache._sign(message, key) == hmac.new(key, message, hashlib.sha256).digest()
+
+
+def test_a_constant_marshal_cannot_write_is_pickled(folder: Path) -> None:
+    """Most entries are marshalled (a hit then never imports pickle); one whose constants hold a
+    value of a type of ours (here a range) is pickled, and loads the same."""
+
+    def written_as(script: str) -> bytes:
+        cached_engine(folder).compile(script)
+        (entry,) = (p for p in entries(folder) if p.name == key_of(script))
+        return entry.read_bytes()[len(FORMAT) + 32 : len(FORMAT) + 33]
+
+    def key_of(script: str) -> str:
+        return CompileCache(folder).key(script, cached_engine(folder).parse_options(), None)
+
+    ranged = "let r = 1..3; r.end + r.start"
+    assert (written_as(ranged), written_as(SOURCE)) == (b"P", b"M")
+    later = cached_engine(folder).compile(ranged)
+    assert isinstance(later.module, CachedModule)
+    assert cached_engine(folder).run(later) == 4
 
 
 def test_another_scripts_entry_under_this_name_is_a_miss(folder: Path) -> None:
@@ -170,13 +204,17 @@ def test_another_version_options_or_source_name_is_a_miss(
     assert len(entries(folder)) == 5
 
 
-def test_the_fingerprint_is_of_every_module_of_the_interpreter_and_their_texts(tmp_path: Path) -> None:
-    """Keyed by the text of each `.py` file below the package (in the order of their paths, as
-    `rglob` would find them), so an edit of any module of the interpreter is a miss."""
-    package = compile_cache._COMPILER_PACKAGE
+def test_the_fingerprint_is_of_every_module_of_the_interpreter_as_it_stands(tmp_path: Path) -> None:
+    """Keyed by the path, size and time of each `.py` file below the package (in the order of
+    their paths, as `rglob` would find them), so an edit of any module of the interpreter is a
+    miss."""
+    package = Path(compile_cache._COMPILER_PACKAGE)
     digest = hashlib.sha256(__version__.encode() + importlib.util.MAGIC_NUMBER)
     for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+        info = path.stat()
+        digest.update(
+            f"{path.relative_to(package).as_posix()}\0{info.st_size}\0{info.st_mtime_ns}\0".encode()
+        )
     assert compiler_fingerprint() == digest.digest()
     (tmp_path / "a" / "b").mkdir(parents=True)
     for name in ("a/b/c.py", "a/z.py", "a.py", "a-b.py", "notes.txt", "a/b/c.pyc"):

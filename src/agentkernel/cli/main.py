@@ -33,6 +33,7 @@ import io
 import re
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from agentkernel.cli.common import (
     EXIT_NOT_FOUND,
@@ -130,17 +131,25 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
     return _parser().parse_args(args)
 
 
+def _class_builders(command: str) -> tuple[ModuleType, ...]:
+    """`dataclasses` for the commands whose modules define dataclasses (not for --version,
+    --help, nor `rhai`, whose interpreter defines none: its import costs a tenth of `rhai run`)."""
+    if command == "rhai":
+        return ()
+    import dataclasses
+
+    return (dataclasses,)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     with collector_paused():  # start-up: what is imported lives on (util/collector.py)
         options = parse(sys.argv[1:] if argv is None else argv)
         setup_logging(options.verbose, options.log_format)
-        import dataclasses  # not for --version, --help
-
         from agentkernel.rhai.syntax import records
         from agentkernel.util import code_cache
 
         # before the command imports its modules and defines their classes; a table of its own
-        code_cache.install(options.command, dataclasses, records)
+        code_cache.install(options.command, *_class_builders(options.command), records)
         command = importlib.import_module(COMMANDS[options.command])
     if options.command in ENDS_WITH_ITS_ANSWER:
         uncollected_at_exit()

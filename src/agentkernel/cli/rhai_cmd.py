@@ -1,8 +1,12 @@
-"""`agentkernel rhai run [--print-result] [--max-… N] FILE|-`: the reference runner's contract.
+"""`agentkernel rhai run [--print-result] [--no-cache] [--max-… N] FILE|-`: the reference runner's
+contract.
 
 Exit 0 on success, 1 on a runtime error, 2 on a syntax error or an
 unreadable file. The interpreter is imported when the command runs, never to
-build the parser.
+build the parser. A compiled script is kept in the user's cache folder
+(`$XDG_CACHE_HOME/agentkernel/rhai`, else `~/.cache/agentkernel/rhai`;
+rhai/compile_cache.py), so running the same text again neither parses nor
+generates code: `--no-cache` compiles afresh and keeps nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentkernel.rhai.compile_cache import CompileCache
 
 # flag -> (Limits attribute, help); runner.LIMIT_FLAGS holds the same flags (a test keeps them equal)
 LIMITS_HELP: dict[str, tuple[str, str]] = {
@@ -37,6 +45,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("file", metavar="FILE", help="the script, or - to read standard input")
     run.add_argument(
         "--print-result", action="store_true", help="print `<type_of>: <value>` of the result last"
+    )
+    run.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile afresh and keep nothing (else compiled scripts are kept in"
+        " $XDG_CACHE_HOME/agentkernel/rhai)",
     )
     for flag, (attribute, text) in LIMITS_HELP.items():
         run.add_argument(flag, dest=attribute, type=int, metavar="N", help=text)
@@ -68,6 +82,7 @@ def run_command(options: argparse.Namespace) -> int:
         echo=lambda line: print(line, flush=False),
         path=path,
         module_resolver=resolver,
+        compile_cache=_compile_cache(options.no_cache),
     )
     if outcome.error is not None:
         sys.stdout.flush()
@@ -75,6 +90,15 @@ def run_command(options: argparse.Namespace) -> int:
     elif options.print_result:
         print(outcome.result)
     return outcome.exit_code
+
+
+def _compile_cache(off: bool) -> CompileCache | None:
+    """The user's cache of compiled scripts (util/cache_folder.py); None when off or unusable."""
+    from agentkernel.rhai.compile_cache import CompileCache
+    from agentkernel.util.cache_folder import cache_folder
+
+    folder = None if off else cache_folder("rhai")
+    return CompileCache(folder) if folder is not None else None
 
 
 def _read_text(name: str) -> str:

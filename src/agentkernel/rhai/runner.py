@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
@@ -18,6 +18,9 @@ from agentkernel.rhai.runtime.module_files import ModuleResolver
 from agentkernel.rhai.runtime.printing import to_display
 from agentkernel.rhai.runtime.runtime import Limits
 from agentkernel.rhai.runtime.values import type_name
+
+if TYPE_CHECKING:
+    from agentkernel.rhai.compile_cache import CompileCache
 
 LIMIT_FLAGS = {
     "--max-operations": "max_operations",
@@ -31,14 +34,14 @@ LIMIT_FLAGS = {
 }
 
 
-@dataclass
 class RunOutcome:
     """What a run printed and how it ended."""
 
-    stdout: list[str] = field(default_factory=list)
-    result: str | None = None
-    error: str | None = None
-    exit_code: int = 0
+    def __init__(self) -> None:
+        self.stdout: list[str] = []
+        self.result: str | None = None
+        self.error: str | None = None
+        self.exit_code = 0
 
 
 def limits_from_flags(flags: Sequence[str]) -> Limits:
@@ -65,9 +68,11 @@ def run_source(
     echo: Callable[[str], None] | None = None,
     path: str | os.PathLike[str] | None = None,
     module_resolver: ModuleResolver | None = None,
+    compile_cache: CompileCache | None = None,
 ) -> RunOutcome:
     """Run `source`, read from the file `path` (its `import`s are relative to it) or from
-    standard input; `module_resolver` finds the modules (None: every import fails)."""
+    standard input; `module_resolver` finds the modules (None: every import fails);
+    `compile_cache` keeps the compiled script for the next run of the same text."""
     outcome = RunOutcome()
 
     def write(text: str) -> None:
@@ -75,7 +80,7 @@ def run_source(
         if echo is not None:
             echo(text)
 
-    engine = Engine(limits=limits, module_resolver=module_resolver)
+    engine = Engine(limits=limits, module_resolver=module_resolver, compile_cache=compile_cache)
     try:
         script = engine.compile(strip_shebang(source))
         script.path = os.path.realpath(path) if path is not None else None  # as Path.resolve() gives it

@@ -1,7 +1,8 @@
 """The user's own cache folder of one kind (`$XDG_CACHE_HOME/agentkernel/KIND`), or none.
 
-Shared by the caches that only save start-up time (yaml_cache.py, code_cache.py): a folder
-anyone else may write is never used, since what it holds is read back as parsed values or code.
+Shared by the caches that only save start-up time (yaml_cache.py, code_cache.py, and `rhai run`'s
+compiled scripts: cli/rhai_cmd.py): a folder anyone else may write is never used, since what it holds
+is read back as parsed values or code.
 """
 
 from __future__ import annotations
