@@ -15,17 +15,17 @@ so a variable built from other int variables qualifies too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 DeclKey = tuple[int, str]  # a declaration: its node's id and the name (scopes.decl_key)
 INT_RESULT_OPS = frozenset({"+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^"})
 UNKNOWN = object()  # an assignment whose value can never be proven int
 
 
-@dataclass
+@mutable_record
 class IntFacts:
     """What the scope analysis (scopes.py) found: every value assigned to each
     declaration, the declarations changed behind the compiler's back, and which

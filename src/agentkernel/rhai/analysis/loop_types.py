@@ -21,12 +21,12 @@ items too, and their types.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import record
 
 
-@dataclass(frozen=True)
+@record
 class StableTypes:
     """The variable names a loop leaves a map or an array (`containers`), or a string (`texts`),
     when they were one at its entry; `fixed_texts`: of the strings, those it never appends to

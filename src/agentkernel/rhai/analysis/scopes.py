@@ -24,7 +24,6 @@ with the compiler's scoping rules, records both and gives a `Scopes`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.analysis.int_types import (
@@ -37,6 +36,7 @@ from agentkernel.rhai.analysis.int_types import (
     text_declarations,
 )
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 
 def decl_key(node: object, name: str) -> DeclKey:
@@ -44,7 +44,7 @@ def decl_key(node: object, name: str) -> DeclKey:
     return (id(node), name)
 
 
-@dataclass
+@mutable_record
 class _Level:
     """One function (script fn, closure or the top level) being walked."""
 
@@ -52,7 +52,7 @@ class _Level:
     needs: dict[DeclKey, None] = field(default_factory=dict)
 
 
-@dataclass
+@mutable_record
 class Scopes:
     captured: set[DeclKey] = field(default_factory=set)
     closure_captures: dict[int, tuple[DeclKey, ...]] = field(default_factory=dict)

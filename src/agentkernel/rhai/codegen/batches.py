@@ -23,9 +23,9 @@ as before, which fail or count exactly where the reference does.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import mutable_record
 
 KINDS = ("str", "int")  # the kinds of item a copy is compiled for
 _OPERATORS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
@@ -38,7 +38,7 @@ class NotBatchable(Exception):
     """The copy being compiled counts or calls what it may not (its lines are dropped)."""
 
 
-@dataclass
+@mutable_record
 class BatchCopy:
     """The copy being compiled: its parameter's kind, the indentation of its body's first
     statement, and the operations that statement counts for the whole call."""

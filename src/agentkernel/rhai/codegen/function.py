@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from agentkernel.rhai.analysis.facts import Facts
@@ -28,11 +27,12 @@ from agentkernel.rhai.codegen.windows import Window
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import mutable_record, record
 
 _SHORT_LITERAL = 40  # characters: a string constant this short is written into the code itself
 
 
-@dataclass
+@mutable_record
 class LoopTarget:
     """The loop a `break` leaves: where its value goes."""
 
@@ -40,7 +40,7 @@ class LoopTarget:
     rests_at: int = 0  # how many blocks were being compiled outside the loop (`FunctionBase.rests`)
 
 
-@dataclass(frozen=True)
+@record
 class EntryBound:
     """At `stmt`, the first statement of a `while` body, the int local `local` lies within
     [low, high] (None: unbounded), as the loop's head just tested."""

@@ -6,16 +6,16 @@ This module knows Python source text, not Rhai syntax; the compiler
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from agentkernel.rhai.codegen.operands import CONSTANT, LITERAL, Operand
 from agentkernel.rhai.errors import Pos
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 
-@dataclass
+@mutable_record
 class Chunk:
     """One Python function's lines, kept apart while it is generated.
 
@@ -38,7 +38,7 @@ class Placeholder(NamedTuple):
     token: str
 
 
-@dataclass
+@mutable_record
 class Module:
     """The Python source being generated, its line → position table and constants."""
 

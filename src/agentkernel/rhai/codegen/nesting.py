@@ -22,11 +22,11 @@ code nested ten loops or forty levels deep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.codegen.operands import Operand
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 MAX_BLOCKS = 12  # CPython's limit is 20; one construct adds at most 3 before the next check
 MAX_INDENT = 40  # CPython's tokenizer stops at 100
@@ -44,7 +44,7 @@ class Jump:
         self.value = value
 
 
-@dataclass
+@mutable_record
 class Apart:
     """What a part compiled apart knows of the function it was taken from."""
 

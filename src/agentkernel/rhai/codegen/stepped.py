@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from agentkernel.rhai.codegen.function import FunctionBase, LoopTarget
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.operands import Operand
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN
 from agentkernel.rhai.syntax import ast
+from agentkernel.rhai.syntax.records import record
 
 _SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # each comparison, its sides swapped
 _UPWARD = frozenset({"<", "<="})
@@ -49,7 +49,7 @@ _NOT_FLAT = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class Stepping:
     """What makes a `while` loop's trip count known at its entry."""
 

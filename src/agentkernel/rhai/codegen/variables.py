@@ -4,12 +4,12 @@ chain of those a call site can see (`Visible`), which `eval` and `is_def_var` re
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from agentkernel.rhai.codegen.operands import BOXED, LOCAL, Operand
+from agentkernel.rhai.syntax.records import mutable_record
 
 
-@dataclass
+@mutable_record
 class VarInfo:
     py: str
     const: bool

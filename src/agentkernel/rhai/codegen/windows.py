@@ -18,10 +18,10 @@ assigns it has no window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from agentkernel.rhai.syntax.records import mutable_record
 
 
-@dataclass
+@mutable_record
 class Window:
     """The locals of one loop's window, and its body's count once that is compiled."""
 

@@ -21,12 +21,12 @@ import functools
 import sys
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.runtime import pacing
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE, MAP_TOO_LARGE, STRING_TOO_LARGE
 from agentkernel.rhai.runtime.values import FnPtr, TaggedBlob, TaggedDict, TaggedList, TaggedStr
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 SCALAR = 16  # an element that is a number, bool, char or `()`: its object, shared or not
 LIST, LIST_SLOT = 56, 8  # an empty list, and each slot (a pointer)
@@ -42,7 +42,7 @@ _COMPILED_PREFIX = "<rhai"  # the file name of compiled Rhai code (engine.py)
 Holders = dict[type, Callable[[Any], Iterable[Any]]]
 
 
-@dataclass
+@mutable_record
 class Tally:
     """Bytes of strings, of arrays and BLOBs, and of maps, and what was already counted."""
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.rhai.runtime import failures
+from agentkernel.rhai.syntax.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -36,7 +36,7 @@ MODULE_EXTENSION = ".rhai"
 Compile = Callable[[str, str, "float | None"], "CompiledScript"]
 
 
-@dataclass(frozen=True)
+@record
 class ModuleFile:
     """A module found and compiled: `key` is its file (caches and cycles are keyed by it)."""
 
@@ -59,7 +59,7 @@ class ModuleRefused(Exception):
     """The host will not give a module's file; the message says why (empty: there is no such file)."""
 
 
-@dataclass(frozen=True)
+@record
 class SourceFile:
     """A module's file as the host read it."""
 

@@ -22,7 +22,6 @@ limit (operations, call depth, data, time) counts it with the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.errors import NO_POS, ErrorKind, RhaiRuntimeError, RhaiSyntaxError
@@ -30,6 +29,7 @@ from agentkernel.rhai.runtime import failures
 from agentkernel.rhai.runtime.module_files import Compile, ModuleFile, ModuleResolver
 from agentkernel.rhai.runtime.runtime import Cell, Runtime, ScriptFn, copy_value
 from agentkernel.rhai.runtime.values import type_name
+from agentkernel.rhai.syntax.records import field, mutable_record
 
 # Errors that stay what they are when they pass through a module: limits, not the module's fault.
 _UNWRAPPED = frozenset(
@@ -90,7 +90,7 @@ class RhaiModule:
         return module
 
 
-@dataclass
+@mutable_record
 class ModuleLoader:
     """One evaluation's modules: `compile` and `resolver` find them, each is evaluated once."""
 

@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agentkernel.rhai.runtime.failures import terminated
+from agentkernel.rhai.syntax.records import field, record
 
 CHUNK = 4096  # items of work between two looks at the clock
 POLL_SIZE = 256  # less work than this is not worth a look at the clock
@@ -34,7 +34,7 @@ STRING_WORK = 64  # characters of C-speed string work that cost about one item o
 Item = TypeVar("Item")
 
 
-@dataclass(frozen=True)
+@record
 class Deadline:
     """A moment on `clock` past which the evaluation stops."""
 

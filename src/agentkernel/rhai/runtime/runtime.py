@@ -41,6 +41,7 @@ from agentkernel.rhai.runtime.values import (
 )
 from agentkernel.rhai.stdlib import INLINED_NAMES, Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
+from agentkernel.rhai.syntax.records import mutable_record
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
@@ -83,7 +84,7 @@ def _big(value: Any) -> bool:
     return type(value) in _LENGTHY and len(value) >= _POLL_SIZE
 
 
-@dataclass
+@mutable_record
 class Limits:
     """The reference's safety limits (RHAI.md §14); 0 means unlimited."""
 

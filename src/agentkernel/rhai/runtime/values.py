@@ -22,19 +22,18 @@ copied, copying.py.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkernel.rhai.syntax.literals import Char
+from agentkernel.rhai.syntax.records import field, record, replace
 
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RangeVal:
     """`start..end` (exclusive) or `start..=end` (inclusive), ints only."""
 
@@ -48,7 +47,7 @@ class RangeVal:
         return range(self.start, self.end + 1 if self.inclusive else self.end)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FnPtr:
     """A function pointer: a name, curried leading arguments and, for closures
     and script functions, the compiled callable the runtime invokes."""
@@ -64,7 +63,7 @@ class FnPtr:
         return self.name.startswith("anon$")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Timestamp:
     """A moment from `timestamp()`, on the monotonic clock, in seconds."""
 
@@ -77,15 +76,20 @@ class Timestamp:
         return cls(time.monotonic())
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class IterVal:
     """What `chars()`, `bits()` and a stepped `range(a, b, step)` return: an iterator
     value that only `for` can walk. `type_of` says "range" (the reference maps its
     iterator types so); it prints as its Rust type path. Each `for` starts afresh,
-    as the reference's loop walks a copy."""
+    as the reference's loop walks a copy. Equal only to itself."""
 
-    rust_name: str
-    source: Callable[[], Iterator[Any]]
+    __slots__ = ("rust_name", "source")
+
+    def __init__(self, rust_name: str, source: Callable[[], Iterator[Any]]) -> None:
+        self.rust_name = rust_name
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"IterVal(rust_name={self.rust_name!r}, source={self.source!r})"
 
     def __iter__(self) -> Iterator[Any]:
         return self.source()
@@ -275,7 +279,7 @@ def tag_of(value: Any) -> int:
 def with_tag(value: Any, tag: int) -> Any:
     """`value` with `tag` (0: untagged); a type that keeps no tag is returned as it is."""
     if type(value) in _TAG_FIELD:  # an immutable value of our own: a copy with the tag
-        return dataclasses.replace(value, tag=tag)
+        return replace(value, tag=tag)
     base = TAGGED.get(type(value), type(value))
     tagged_type = _TAGGABLE.get(base)
     if tagged_type is None:

@@ -17,7 +17,6 @@ registered `pure=False`, which the runtime refuses on constants.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from agentkernel.rhai.errors import RhaiRuntimeError
@@ -26,6 +25,7 @@ from agentkernel.rhai.runtime.context import NativeContext
 from agentkernel.rhai.runtime.internal_errors import log_internal_error
 from agentkernel.rhai.runtime.values import TAGGED, IterVal, RangeVal
 from agentkernel.rhai.stdlib import indexing
+from agentkernel.rhai.syntax.records import record
 
 
 class _Any:
@@ -63,7 +63,7 @@ class Mutated:
         return f"Mutated({self.receiver!r}, {self.result!r})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NativeFn:
     """One registered overload."""
 

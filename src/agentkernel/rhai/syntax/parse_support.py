@@ -8,11 +8,11 @@ position, scope flags) and its error texts, which live here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NoReturn
 
 from agentkernel.rhai.syntax.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax.lexer import Pos, Token, reserved_message
+from agentkernel.rhai.syntax.records import record
 
 HARD_DEPTH = 256  # used when a depth limit is 0 (unlimited): Python's stack is not
 
@@ -25,7 +25,7 @@ FN_AT_GLOBAL_ONLY = (
 TOO_COMPLEX = "Expression exceeds maximum complexity"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ParseOptions:
     """Parse-time limits (RHAI.md §14); 0 means unlimited.
 
