@@ -13,7 +13,6 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -41,7 +40,7 @@ from agentkernel.rhai.runtime.values import (
 )
 from agentkernel.rhai.stdlib import INLINED_NAMES, Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
-from agentkernel.rhai.syntax.records import mutable_record
+from agentkernel.rhai.syntax.records import mutable_record, record
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})
@@ -140,7 +139,7 @@ data_size_of = _WALKER.size_of
 flat_size_of = _WALKER.flat_size
 
 
-@dataclass(frozen=True)
+@record
 class ScriptFn:
     """A compiled script function: its Rhai name, parameters and Python body.
 
