@@ -27,7 +27,7 @@ from agentkernel.rhai.runtime.library_ops import has_builtin, same
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.values import Char, FnPtr, type_name
 from agentkernel.rhai.syntax import ast
-from agentkernel.rhai.syntax.lexer import is_valid_function_name
+from agentkernel.rhai.syntax.words import is_valid_function_name
 
 NOT_CONSTANT: Any = object()  # the fold of an expression that is not a constant
 

@@ -39,8 +39,8 @@ from agentkernel.rhai.runtime.values import (
     with_tag,
 )
 from agentkernel.rhai.stdlib import INLINED_NAMES, Library, Mutated, default_library, inlines_standard
-from agentkernel.rhai.syntax.lexer import is_reserved, is_valid_function_name, reserved_message
 from agentkernel.rhai.syntax.records import mutable_record, record
+from agentkernel.rhai.syntax.words import is_reserved, is_valid_function_name, reserved_message
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})

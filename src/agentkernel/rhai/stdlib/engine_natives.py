@@ -11,7 +11,7 @@ from agentkernel.rhai.runtime.data_size import LIST, LIST_SLOT, MAP, MAP_ENTRY, 
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, type_name
 from agentkernel.rhai.stdlib import Library
-from agentkernel.rhai.syntax.lexer import is_reserved
+from agentkernel.rhai.syntax.words import is_reserved
 
 if TYPE_CHECKING:
     import json

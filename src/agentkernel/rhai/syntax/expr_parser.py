@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
-from agentkernel.rhai.syntax.lexer import CALLABLE_RESERVED, METHOD_RESERVED, Pos, Token, is_valid_identifier
+from agentkernel.rhai.syntax.lexer import Pos, Token
 from agentkernel.rhai.syntax.parse_rules import bool_mismatch, index_type_error
 from agentkernel.rhai.syntax.parse_support import (
     FN_SCOPE,
@@ -24,6 +24,7 @@ from agentkernel.rhai.syntax.parse_support import (
     missing,
     reserved,
 )
+from agentkernel.rhai.syntax.words import CALLABLE_RESERVED, METHOD_RESERVED, is_valid_identifier
 
 _PRECEDENCE = {
     "||": 30, "|": 30, "^": 30,

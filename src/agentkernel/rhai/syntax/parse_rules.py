@@ -13,8 +13,8 @@ from __future__ import annotations
 from enum import Enum
 
 from agentkernel.rhai.syntax import ast
-from agentkernel.rhai.syntax.lexer import is_valid_function_name
 from agentkernel.rhai.syntax.literals import Char
+from agentkernel.rhai.syntax.words import is_valid_function_name
 
 I64_MAX = (1 << 63) - 1
 

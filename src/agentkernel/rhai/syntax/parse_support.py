@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import NoReturn
 
 from agentkernel.rhai.syntax.errors import RhaiSyntaxError
-from agentkernel.rhai.syntax.lexer import Pos, Token, reserved_message
+from agentkernel.rhai.syntax.lexer import Pos, Token
 from agentkernel.rhai.syntax.records import record
+from agentkernel.rhai.syntax.words import reserved_message
 
 HARD_DEPTH = 256  # used when a depth limit is 0 (unlimited): Python's stack is not
 

@@ -24,7 +24,7 @@ from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.compile_clock import CompileClock
 from agentkernel.rhai.syntax.errors import RhaiSyntaxError
 from agentkernel.rhai.syntax.expr_parser import JUMPS, ExprParser, is_coalesce
-from agentkernel.rhai.syntax.lexer import STANDARD_KEYWORDS, Pos, Token, tokenize
+from agentkernel.rhai.syntax.lexer import Pos, Token, tokenize
 from agentkernel.rhai.syntax.parse_rules import (
     CaseKind,
     case_kind,
@@ -51,6 +51,7 @@ from agentkernel.rhai.syntax.parse_support import (
     missing,
     reserved,
 )
+from agentkernel.rhai.syntax.words import STANDARD_KEYWORDS
 
 _OP_ASSIGN = {
     "+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "**=": "**",
