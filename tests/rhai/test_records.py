@@ -5,8 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
-import subprocess
-import sys
 
 import pytest
 
@@ -145,13 +143,3 @@ def test_shapes_share_a_template_but_not_names() -> None:
     assert (Pair(0).left, Pair(0).right, Span(0).start, Span(0).end) == (0, 1, 0, 2)
     assert Pair(right=5, left=4) == Pair(4, 5) and Span(end=5, start=4) == Span(4, 5)
     assert Pair.__init__.__code__.co_varnames == ("self", "left", "right")
-
-
-def test_the_interpreter_imports_neither_dataclasses_nor_inspect() -> None:
-    """Both cost milliseconds at every `agentkernel rhai run`: no module the runtime needs imports them."""
-    probe = (
-        "import sys, agentkernel.rhai.runtime.runtime, agentkernel.rhai.stdlib;"
-        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"

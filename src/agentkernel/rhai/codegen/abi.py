@@ -29,11 +29,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkernel.rhai.codegen.nesting import Jump
-from agentkernel.rhai.codegen.operands import BINARY_NAMES
-from agentkernel.rhai.codegen.variables import Visible
+from agentkernel.rhai.codegen.operator_names import BINARY_NAMES
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops
 from agentkernel.rhai.runtime.context import NO_THIS
@@ -53,6 +51,21 @@ from agentkernel.rhai.runtime.values import (
     type_name,
 )
 from agentkernel.rhai.stdlib import Mutated
+
+if TYPE_CHECKING:  # only its interface: compiled code runs without the code generator
+    from agentkernel.rhai.codegen.variables import Visible
+
+
+class Jump:
+    """A `break`, `continue` or `return` leaving a part compiled apart, for its caller to make
+    (codegen/nesting.py: its kinds, `BREAK`, `CONTINUE`, `RETURN`)."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: int, value: Any) -> None:
+        self.kind = kind
+        self.value = value
+
 
 PER_SCRIPT = frozenset({"K", "LINES", "NOPOS"})
 

@@ -19,7 +19,8 @@ from agentkernel.rhai.codegen.inline_methods import PREDICATES
 from agentkernel.rhai.codegen.loop_flags import Kept, LoopFlags
 from agentkernel.rhai.codegen.module import Placeholder, literal_operand
 from agentkernel.rhai.codegen.nesting import BREAK, CONTINUE, RETURN
-from agentkernel.rhai.codegen.operands import BINARY_NAMES, INT_COMPARISONS, NONE, TEMP, Operand
+from agentkernel.rhai.codegen.operands import INT_COMPARISONS, NONE, TEMP, Operand
+from agentkernel.rhai.codegen.operator_names import BINARY_NAMES
 from agentkernel.rhai.codegen.windows import Window
 from agentkernel.rhai.errors import Pos, RhaiSyntaxError
 from agentkernel.rhai.runtime.values import RangeVal

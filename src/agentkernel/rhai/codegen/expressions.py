@@ -14,7 +14,6 @@ from agentkernel.rhai.analysis.folding import NOT_CONSTANT
 from agentkernel.rhai.codegen.function import FunctionBase
 from agentkernel.rhai.codegen.module import literal_operand
 from agentkernel.rhai.codegen.operands import (
-    BINARY_NAMES,
     FALSE,
     INT_ARITHMETIC,
     INT_COMPARISONS,
@@ -25,6 +24,7 @@ from agentkernel.rhai.codegen.operands import (
     Operand,
     joined,
 )
+from agentkernel.rhai.codegen.operator_names import BINARY_NAMES
 from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, Char, RangeVal
 from agentkernel.rhai.syntax import ast
 

@@ -22,8 +22,6 @@ code nested ten loops or forty levels deep.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentkernel.rhai.codegen.operands import Operand
 from agentkernel.rhai.syntax import ast
 from agentkernel.rhai.syntax.records import field, mutable_record
@@ -32,16 +30,6 @@ MAX_BLOCKS = 12  # CPython's limit is 20; one construct adds at most 3 before th
 MAX_INDENT = 40  # CPython's tokenizer stops at 100
 FLAT_NODES = (ast.Literal, ast.Var, ast.This, ast.Closure)  # nothing nested in the code they make
 BREAK, CONTINUE, RETURN = 0, 1, 2
-
-
-class Jump:
-    """A `break`, `continue` or `return` leaving a part compiled apart, for its caller to make."""
-
-    __slots__ = ("kind", "value")
-
-    def __init__(self, kind: int, value: Any) -> None:
-        self.kind = kind
-        self.value = value
 
 
 @mutable_record
@@ -57,4 +45,4 @@ class Apart:
         return f"return Jump({kind}, {value})"
 
 
-__all__ = ["BREAK", "CONTINUE", "FLAT_NODES", "MAX_BLOCKS", "MAX_INDENT", "RETURN", "Apart", "Jump"]
+__all__ = ["BREAK", "CONTINUE", "FLAT_NODES", "MAX_BLOCKS", "MAX_INDENT", "RETURN", "Apart"]

@@ -11,12 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, Literal, NamedTuple
 
-BINARY_NAMES = {
-    "+": "op_add", "-": "op_sub", "*": "op_mul", "/": "op_div", "%": "op_mod", "**": "op_pow",
-    "<<": "op_shl", ">>": "op_shr", "&": "op_and", "|": "op_or", "^": "op_xor",
-    "==": "op_eq", "!=": "op_ne", "<": "op_lt", "<=": "op_le", ">": "op_gt", ">=": "op_ge",
-    "..": "op_range", "..=": "op_range_incl", "in": "op_in", "!in": "op_not_in",
-}  # fmt: skip
 INT_ARITHMETIC = frozenset({"+", "-", "*"})
 INT_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 
@@ -100,7 +94,6 @@ def list_index_test(
 
 
 __all__ = [
-    "BINARY_NAMES",
     "BOXED",
     "CONSTANT",
     "EXPR",

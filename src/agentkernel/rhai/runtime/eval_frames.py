@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkernel.rhai.codegen.variables import Visible
 from agentkernel.rhai.runtime.runtime import Cell
+
+if TYPE_CHECKING:  # only its interface: compiled code runs without the code generator
+    from agentkernel.rhai.codegen.variables import Visible
 
 _UNSET: Any = object()
 
