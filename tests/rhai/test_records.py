@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from typing import ClassVar
 
 import pytest
 
@@ -143,3 +144,12 @@ def test_shapes_share_a_template_but_not_names() -> None:
     assert (Pair(0).left, Pair(0).right, Span(0).start, Span(0).end) == (0, 1, 0, 2)
     assert Pair(right=5, left=4) == Pair(4, 5) and Span(end=5, start=4) == Span(4, 5)
     assert Pair.__init__.__code__.co_varnames == ("self", "left", "right")
+
+
+def test_class_variables_are_not_fields() -> None:
+    @record
+    class Kind:
+        names: ClassVar[tuple[str, ...]] = ("a", "b")
+        name: str
+
+    assert record_fields(Kind("a")) == ("name",) and Kind.names == ("a", "b")

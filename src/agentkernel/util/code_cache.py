@@ -5,7 +5,8 @@ disk: a command defines its value classes without compiling their methods again.
 `__setattr__`… as Python source and compiles every one with its own `exec`:
 about 4 M instructions for a frozen class of five fields, a third of
 `agentkernel tool run`'s start-up (about a hundred such classes,
-docs/benchmarks.md); `rhai/syntax/records.py` compiles one source a class.
+docs/benchmarks.md); `rhai/syntax/records.py` compiles one `__init__` template
+a shape of class (number of fields, frozen or not).
 `install(name, *modules)` points the name `exec` in each module at
 `cached_exec`, which runs the same source as the same code object
 (`compile(source, "<string>", "exec")`, as `exec` of a string does) but takes

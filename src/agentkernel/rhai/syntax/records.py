@@ -203,7 +203,8 @@ def _build(cls: type[T], frozen: bool) -> type[T]:
     )
     if frozen:
         body.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr)
-    built: type[T] = type(cls.__name__, cls.__bases__, body)
+    metaclass: type = type(cls)  # `type`, or the class's own metaclass
+    built: type[T] = metaclass(cls.__name__, cls.__bases__, body)
     built.__qualname__ = cls.__qualname__
     return built
 
