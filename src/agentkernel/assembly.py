@@ -55,7 +55,7 @@ from agentkernel.ports import (
     USAGE,
     UsageStore,
 )
-from agentkernel.scripting.host import ScriptHost
+from agentkernel.scripting.host import ScriptHost, default_engines
 from agentkernel.services.approvals import Approvals, ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
@@ -111,13 +111,17 @@ class KernelParts:
         live: bool,
         extra_services: Mapping[str, object | None] | None,
         extensions: Mapping[str, object] | None,
+        kept_contexts: bool = True,
     ) -> None:
         self.config = config
         self.helpers = helpers
         folders = (*config.tool_dirs, *config.hook_dirs)
         builtin = builtins.FOLDERS if config.builtins else ()
         self.host = ScriptHost(
-            helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
+            helpers,
+            default_engines(kept_contexts=kept_contexts),
+            script_folders=(*folders, *builtin),
+            rhai_compile_cache=rhai_cache_folder(config),
         )
         self.catalog = ScriptCatalog(folders, self.host, config.limits, builtin_folders=builtin)
         self.template_folder = TemplateFolder(config.templates_dir)

@@ -68,6 +68,7 @@ class Kernel:
         live: bool = True,
         extra_services: Mapping[str, object | None] | None = None,  # by name, built; None detaches one
         extensions: Mapping[str, object] | None = None,  # your own services, by name
+        kept_contexts: bool = True,
     ) -> None:
         """A kernel on `config`; nothing is built or opened until something needs it.
 
@@ -79,7 +80,10 @@ class Kernel:
         own services (`http`, `state`, `duckdb`, `files`, `shell`) by name,
         built, or None to detach one; `extensions` are your own services, by
         name, for your own helpers (`Services.extension`). The kernel closes
-        what it is handed with its own services.
+        what it is handed with its own services. `kept_contexts=False` runs
+        every JavaScript call in a new QuickJS context, keeping none for the
+        next call: the same answers, cheaper for a kernel that makes a call or
+        two (`agentkernel tool run`), dearer for one that makes many.
         """
         self._parts = KernelParts(
             config,
@@ -88,6 +92,7 @@ class Kernel:
             live=live,
             extra_services=extra_services,
             extensions=extensions,
+            kept_contexts=kept_contexts,
         )
 
     @classmethod

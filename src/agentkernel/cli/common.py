@@ -122,10 +122,12 @@ def load_kernel(
     live: bool = True,
     llm_url: str | None = None,
     model: str | None = None,
+    kept_contexts: bool = True,
 ) -> Kernel:
     """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong).
 
-    `llm_url` and `model` override kernel.yaml's `llm:` (`--llm-url`, `--model`).
+    `llm_url` and `model` override kernel.yaml's `llm:` (`--llm-url`, `--model`);
+    `kept_contexts=False` for a command that makes a call or two (`Kernel`).
 
     The caller closes it: `with load_kernel(...) as kernel:`.
     """
@@ -140,7 +142,7 @@ def load_kernel(
 
     try:
         found = load_kernel_config(find_kernel_config(Path(config) if config is not None else None, start))
-        return Kernel(with_llm(found, llm_url, model), live=live)
+        return Kernel(with_llm(found, llm_url, model), live=live, kept_contexts=kept_contexts)
     except ConfigError as exc:
         raise config_exit(prog, exc) from exc
 
