@@ -36,9 +36,6 @@ from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import session_temp_dir
 from agentkernel.llm.base import Provider
-from agentkernel.llm.config import build_provider
-from agentkernel.llm.deferred import DeferredProvider
-from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.ports import (
     CRON,
     DUCKDB,
@@ -56,21 +53,15 @@ from agentkernel.ports import (
     UsageStore,
 )
 from agentkernel.scripting.host import ScriptHost, default_engines
-from agentkernel.services.approvals import Approvals, ApprovalStore
+from agentkernel.services.approval_values import ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.services.llm import KernelLLM
 from agentkernel.services.memory import ClosableMessageStore, LazyMessageStore, session_problem
-from agentkernel.services.metering import MeteredProvider
-from agentkernel.services.quota_gate import QuotaGate
-from agentkernel.services.quotas import QuotaBook
 from agentkernel.services.scratch import ScratchJanitor
 from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
 from agentkernel.services.tool_results import ToolResults
 from agentkernel.services.turn_leases import LeaseStore, TurnLeases
-from agentkernel.services.usage import UsageLedger
 from agentkernel.telemetry.helper_spans import capture_content
-from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -93,6 +84,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool
+    from agentkernel.services.quotas import QuotaBook
     from agentkernel.services.work_leases import WorkLeaseStore
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
@@ -246,6 +238,12 @@ class KernelParts:
         Every path's calls pass here, so each is counted in the usage ledger
         once (services/metering.py says why this is the one place).
         """
+        from agentkernel.llm.config import build_provider  # the LLM's parts: not for a tool run
+        from agentkernel.llm.deferred import DeferredProvider
+        from agentkernel.llm.measured import MeasuredProvider
+        from agentkernel.services.metering import MeteredProvider
+        from agentkernel.services.quota_gate import QuotaGate
+
         default_model = self.config.llm.model if self.config.llm is not None else None
         measured: Provider
         if self.provider is None and self.config.llm is not None:
@@ -263,6 +261,8 @@ class KernelParts:
     def quotas(self) -> QuotaBook:
         """kernel.yaml's `quotas:` measured in the usage ledger (S26.3), which is read only when a limit
         is set."""
+        from agentkernel.services.quotas import QuotaBook  # by the first LLM call, or a quota's check
+
         return QuotaBook(self.config.quotas, self._usage_ledger)
 
     def _usage_ledger(self) -> UsageStore | None:
@@ -305,6 +305,8 @@ class KernelParts:
             from agentkernel.services.approvals_pg import PostgresApprovals  # psycopg: only with a store.url
 
             return PostgresApprovals(self.store_pool)
+        from agentkernel.services.approvals import Approvals  # SQLite and signing: by the first call asked
+
         return Approvals(self.config.messages_db)
 
     def _tool_results_in_database(self) -> ToolResults:
@@ -325,6 +327,8 @@ class KernelParts:
             from agentkernel.services.usage_pg import PostgresUsageLedger  # psycopg: only with a store.url
 
             return PostgresUsageLedger(self.store_pool)
+        from agentkernel.services.usage import UsageLedger  # by the first LLM call counted: not a tool run
+
         return UsageLedger(self.config.messages_db)
 
     @cached_property
@@ -492,6 +496,8 @@ class KernelParts:
         provider = self.provider
         if self.closed or provider is None:
             return None
+        from agentkernel.llm.deferred import DeferredProvider  # imported with the provider, if one was made
+
         if isinstance(provider, DeferredProvider) and not provider.built:
             return None
         return provider
@@ -632,7 +638,15 @@ def _shell(parts: KernelParts) -> object:
 
 
 def _llm(parts: KernelParts) -> object:
+    from agentkernel.services.llm import KernelLLM  # by the first script that calls the LLM
+
     return None if parts.llm is None else KernelLLM(parts.llm, parts.home)
+
+
+def _tools(parts: KernelParts) -> object:
+    from agentkernel.tools.calls import ToolCallService  # by the first script that calls a tool
+
+    return ToolCallService(parts.dispatcher)
 
 
 SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
@@ -643,7 +657,7 @@ SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
     SHELL: _shell,
     LLM: _llm,
     MESSAGES: lambda parts: parts.store,
-    TOOLS: lambda parts: ToolCallService(parts.dispatcher),
+    TOOLS: _tools,
     TOOL_RESULTS: lambda parts: parts.history,
     SUBAGENTS: lambda parts: parts.subagent_service(),
     CRON: lambda parts: parts.cron,

@@ -19,17 +19,23 @@ from typing import TYPE_CHECKING
 from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.agent.processes import Process
 from agentkernel.assembly import KernelParts
-from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
+from agentkernel.config import (
+    HookSpec,
+    KernelConfig,
+    LLMConfig,
+    ToolSpec,
+    find_kernel_config,
+    load_kernel_config,
+)
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.llm.base import Provider
-from agentkernel.llm.config import LLMConfig
 from agentkernel.ports import UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.services.approvals import ApprovalStore
+from agentkernel.services.approval_values import ApprovalStore
 from agentkernel.services.memory import Record, run_journal, transcript
 from agentkernel.services.turn_leases import LeaseStore, Run
 from agentkernel.tools.dispatch import Asker, argument_problem

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.identity import Caller
-from agentkernel.services.approvals import (
+from agentkernel.services.approval_values import (
     APPROVE,
     APPROVED,
     DENY,

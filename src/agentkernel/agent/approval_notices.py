@@ -30,7 +30,7 @@ from typing import Any
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Http
-from agentkernel.services.approvals import APPROVE, DENY, Approval, ApprovalStore
+from agentkernel.services.approval_values import APPROVE, DENY, Approval, ApprovalStore
 
 log = logging.getLogger("agentkernel.approvals")
 
