@@ -162,8 +162,8 @@ class ApprovalClosed(AgentKernelError):
 
 @runtime_checkable
 class ApprovalStore(Protocol):
-    """What the kernel, the server and the gate use of an approvals store: the SQLite one here
-    (`Approvals`) or the PostgreSQL one (services/approvals_pg.py, kernel.yaml `store.url`)."""
+    """What the kernel, the server and the gate use of an approvals store: the SQLite one
+    (services/approvals.py `Approvals`) or the PostgreSQL one (approvals_pg.py, kernel.yaml `store.url`)."""
 
     def ask(self, pending: PendingApproval) -> Approval: ...
 

@@ -27,7 +27,7 @@ The queries are written once (`ApprovalMethods`, over a dialect:
 services/sql_dialect.py) for this file and for the PostgreSQL store
 (services/approvals_pg.py, kernel.yaml `store.url`); users are typed by
 `ApprovalStore`, which both fit. The values both return, the errors and
-that Protocol are in approval_values.py (re-exported here).
+that Protocol are in approval_values.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from agentkernel.services.approval_tokens import DecisionToken, TokenRefused
 from agentkernel.services.approval_values import (
     APPROVE,
     APPROVED,
-    DEFAULT_TIMEOUT_SECS,
     DENIED,
     DENY,
     EDIT,
@@ -57,7 +56,6 @@ from agentkernel.services.approval_values import (
     ApprovalClosed,
     ApprovalNotFound,
     ApprovalRule,
-    ApprovalStore,
     BadDecision,
     PendingApproval,
     iso_seconds,
@@ -613,24 +611,4 @@ def _rule(row: tuple[Any, ...]) -> ApprovalRule:
     return ApprovalRule(int(row[0]), row[1], row[2], row[3], float(row[4]), row[5], row[6], row[7])
 
 
-__all__ = [
-    "APPROVE",
-    "APPROVED",
-    "DEFAULT_TIMEOUT_SECS",
-    "DENIED",
-    "DENY",
-    "EDIT",
-    "EXPIRED",
-    "LINK",
-    "PENDING",
-    "Approval",
-    "ApprovalClosed",
-    "ApprovalMethods",
-    "ApprovalNotFound",
-    "ApprovalRule",
-    "ApprovalStore",
-    "Approvals",
-    "BadDecision",
-    "PendingApproval",
-    "TokenRefused",
-]
+__all__ = ["ApprovalMethods", "Approvals", "TokenRefused"]
