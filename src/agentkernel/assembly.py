@@ -26,16 +26,14 @@ from agentkernel import builtins
 from agentkernel.agent.approval_gate import ApprovalDesk, ApprovalGate
 from agentkernel.agent.approval_notices import ApprovalNotices
 from agentkernel.agent.call_hooks import CallHooks
-from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
-from agentkernel.config.stores import rhai_cache_folder
+from agentkernel.config.stores import TOOL_RESULTS_FILE, rhai_cache_folder
 from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import session_temp_dir
-from agentkernel.llm.base import Provider
 from agentkernel.ports import (
     CRON,
     DUCKDB,
@@ -56,11 +54,8 @@ from agentkernel.scripting.host import ScriptHost, default_engines
 from agentkernel.services.approval_values import ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.services.memory import ClosableMessageStore, LazyMessageStore, session_problem
+from agentkernel.services.lazy_messages import ClosableMessageStore, LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
-from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
-from agentkernel.services.tool_results import ToolResults
-from agentkernel.services.turn_leases import LeaseStore, TurnLeases
 from agentkernel.telemetry.helper_spans import capture_content
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
@@ -79,12 +74,16 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.cron_runs import CronRuns
     from agentkernel.agent.hooks import HookPipeline
     from agentkernel.agent.loop import AgentLoop, LoopSettings, Transcript
+    from agentkernel.agent.processes import ProcessTable
     from agentkernel.agent.session import ChatSession
     from agentkernel.agent.subagents import SubagentService
+    from agentkernel.llm.base import Provider
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool
     from agentkernel.services.quotas import QuotaBook
+    from agentkernel.services.tool_results import ToolResults
+    from agentkernel.services.turn_leases import LeaseStore
     from agentkernel.services.work_leases import WorkLeaseStore
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
@@ -160,7 +159,8 @@ class KernelParts:
         self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals, self.approval_notices)
         self.dispatcher.desk = self.approval_desk = ApprovalDesk(self.approval_gate)
         self.dispatcher.guard = CallHooks(lambda: self.hooks, config.limits)  # S24.1 on every path
-        self.processes = ProcessTable()
+        self._processes: ProcessTable | None = None  # made by the first process spawned (`processes`)
+        self._making_processes = threading.Lock()
         deny = config.env_deny
         if config.llm is not None and config.llm.api_key_env:
             deny = (*deny, config.llm.api_key_env)  # scripts never read the kernel's own key
@@ -172,6 +172,18 @@ class KernelParts:
         self.janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self.closed = False
         self._usage_opening = threading.Lock()  # the ledger is opened once, by whichever call comes first
+
+    @property
+    def processes(self) -> ProcessTable:
+        """The running processes (S23.2): the table is made, once, when first asked for (a tool run
+        never spawns one, nor imports the agent runtime's processes)."""
+        if self._processes is None:
+            with self._making_processes:
+                if self._processes is None:
+                    from agentkernel.agent.processes import ProcessTable  # by the first process spawned
+
+                    self._processes = ProcessTable()
+        return self._processes
 
     # -- templates: the face's and the services' (a sub-agent's, a cron job's) ------------------------
 
@@ -363,6 +375,8 @@ class KernelParts:
             from agentkernel.services.turn_leases_pg import PostgresTurnLeases  # psycopg: only with a URL
 
             return PostgresTurnLeases(self.store_pool)
+        from agentkernel.services.turn_leases import TurnLeases  # by the server's first turn
+
         return TurnLeases(self.config.messages_db)
 
     def _pg_messages(self) -> ClosableMessageStore:
@@ -416,6 +430,7 @@ class KernelParts:
     def cron(self) -> CronService:
         """The live service `cron` (its store opened on first use)."""
         from agentkernel.services.cron import CronChecks, CronService  # croniter: not for a tool run
+        from agentkernel.services.memory import session_problem
 
         checks = CronChecks(
             self._template_problem,

@@ -20,13 +20,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from agentkernel.bundle import ServiceKey
 from agentkernel.config import CallBudget, DuckSettings, FilesSettings, ShellSettings
 from agentkernel.identity import Caller
-from agentkernel.llm.base import Completion, CompletionRequest
 from agentkernel.types import JSONObject, JSONValue
+
+if TYPE_CHECKING:  # the LLM's values: imported by the LLM's code, not by every user of a port
+    from agentkernel.llm.base import Completion, CompletionRequest
 
 Params = list[JSONValue] | dict[str, JSONValue] | None
 """A DuckDB statement's parameters: `?`/`$1` values, or `$name` ones."""
