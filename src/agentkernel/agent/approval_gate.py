@@ -17,7 +17,6 @@ by the caller's deadline: a script's `call_tool`, the tools panel…).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
@@ -40,13 +39,14 @@ from agentkernel.services.approval_values import (
 )
 from agentkernel.tools.dispatch import Decision, Vetted
 from agentkernel.util.ids import new_uuid
+from agentkernel.util.lazy_log import LazyLogger
 
 if TYPE_CHECKING:
     import asyncio
 
     from agentkernel.agent.approval_watch import ApprovalWatch
 
-log = logging.getLogger("agentkernel.approvals")
+log = LazyLogger("agentkernel.approvals")
 POLL_SECS = 0.5
 """How often a waiting call looks in the store for its decision."""
 

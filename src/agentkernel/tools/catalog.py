@@ -36,7 +36,6 @@ tried again at the next lookup.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -62,8 +61,9 @@ from agentkernel.tools.tool_function import check_tool_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
 from agentkernel.util.folder_watch import FolderWatch
+from agentkernel.util.lazy_log import LazyLogger
 
-log = logging.getLogger("agentkernel.tools.catalog")
+log = LazyLogger("agentkernel.tools.catalog")
 
 Kind = Literal["tool", "hook"]
 Claim = tuple[str, str]  # (kind, name): config/scripts.py `spec_claim`

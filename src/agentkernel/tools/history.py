@@ -19,7 +19,6 @@ tool's result goes on unharmed: it is only not found by `get_tool_result`.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,11 +28,12 @@ from agentkernel.errors import AgentKernelError, HelperError
 from agentkernel.identity import Caller, session_key
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, VisualBlock
+from agentkernel.util.lazy_log import LazyLogger
 
 if TYPE_CHECKING:  # the store and SQLite are imported when the first call with a session opens it
     from agentkernel.services.tool_results import ToolResults
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 DEFAULT_SESSIONS = 1000
 

@@ -33,11 +33,13 @@ import contextvars
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentkernel.util.fair_share import FairQueue, Key
+
+if TYPE_CHECKING:  # imported by the first call submitted (with `logging`): a tool run submits none
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 
@@ -116,6 +118,8 @@ class FairPool:
         Cancelling the future before a worker takes the call removes it
         from the queue. RuntimeError after `shutdown`.
         """
+        from concurrent.futures import Future
+
         future: Future[T] = Future()
         call = _Call(future, function, args, contextvars.copy_context())
         if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
