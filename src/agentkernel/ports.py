@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -27,7 +26,9 @@ from agentkernel.config import CallBudget, DuckSettings, FilesSettings, ShellSet
 from agentkernel.identity import Caller
 from agentkernel.types import JSONObject, JSONValue
 
-if TYPE_CHECKING:  # the LLM's values: imported by the LLM's code, not by every user of a port
+if TYPE_CHECKING:  # the LLM's values, dates: imported by the code that makes them, not by every port user
+    from datetime import date, datetime
+
     from agentkernel.llm.base import Completion, CompletionRequest
 
 Params = list[JSONValue] | dict[str, JSONValue] | None

@@ -11,7 +11,6 @@ the typo it almost surely is: as written, the field would be silently unused.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -226,6 +225,8 @@ class HookSpec(ScriptSpec):
 
 
 def _yaml_scalar_to_json(value: object) -> str:
+    import datetime  # a YAML date: rare, and the only use of the module here
+
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, bytes):

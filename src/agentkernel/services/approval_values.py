@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentkernel.errors import AgentKernelError
@@ -221,6 +220,8 @@ class ApprovalStore(Protocol):
 
 def iso_seconds(secs: float) -> str:
     """A time (`time.time()` seconds) as the messages show it: ISO 8601 in UTC, to the second."""
+    from datetime import UTC, datetime  # by the first message that shows a time
+
     return datetime.fromtimestamp(secs, UTC).isoformat(timespec="seconds")
 
 

@@ -21,7 +21,6 @@ caller's own rescan now and then (`ScriptCatalog`'s `RESCAN_SECS`).
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import threading
 from collections.abc import Iterable
@@ -46,7 +45,7 @@ _MASK = (
     | _IN_MOVE_SELF
     | _IN_ONLYDIR
 )
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of name)
+_EVENT = "iIII"  # wd, mask, cookie, len (then `len` bytes of name): a `struct` format
 
 
 class _Inotify:
@@ -93,7 +92,10 @@ class _Inotify:
 
     def drain(self) -> None:
         """Read every queued event, marking the watchers of each event's folder changed."""
+        import struct  # by the first look at a watch: a command that looks once never watches
+
         assert self.fd is not None
+        event = struct.Struct(_EVENT)
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -101,8 +103,8 @@ class _Inotify:
                 return
             offset = 0
             while offset < len(data):
-                wd, mask, _, size = _EVENT.unpack_from(data, offset)
-                offset += _EVENT.size + size
+                wd, mask, _, size = event.unpack_from(data, offset)
+                offset += event.size + size
                 if mask & _IN_Q_OVERFLOW:  # events were lost: every watcher looks again
                     for watchers in self.watchers.values():
                         for watcher in watchers:
