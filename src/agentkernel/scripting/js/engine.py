@@ -34,7 +34,6 @@ from agentkernel.scripting.contract import (
     ScriptSyntaxError,
     SourceLocation,
 )
-from agentkernel.scripting.js.hints import hint_for
 from agentkernel.scripting.js.modules import module_loader
 from agentkernel.scripting.js.reuse import GC_HEADROOM, ContextPool, KeptContext, lockdown_source
 from agentkernel.types import NO_VALUE, JSONValue, NoValue
@@ -249,7 +248,7 @@ class JsEngine:
         except quickjs.JSError as exc:
             stack = getattr(exc, "js_stack", None)
             message = str(exc)
-            raise ScriptSyntaxError(message, _location(stack, path), stack, hint_for(message)) from None
+            raise ScriptSyntaxError(message, _location(stack, path), stack, _hint(message)) from None
         bytecode = None if module else code.write_object()
         wrapped = None if module or not self._kept_contexts else _compile_wrapped(ctx, path, source)
         return JsScript(path=path, source=source, bytecode=bytecode, module=module, wrapped=wrapped)
@@ -591,7 +590,15 @@ def _script_error(
         )
     if "circular reference" in message:
         message = f"{message} (a cyclic object cannot be returned)"
-    return ScriptError(message, _location(stack, path), stack, hint_for(message))
+    return ScriptError(message, _location(stack, path), stack, _hint(message))
+
+
+def _hint(message: str) -> str | None:
+    """What to do about a script's error, if hints.py knows (imported by the first error: a call that
+    goes well never needs it)."""
+    from agentkernel.scripting.js.hints import hint_for
+
+    return hint_for(message)
 
 
 #: The binding's message for an exception it could not turn into text: no memory left for the
