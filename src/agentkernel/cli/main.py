@@ -44,7 +44,7 @@ from agentkernel.cli.common import (
     setup_logging,
 )
 from agentkernel.cli.parser import Parser
-from agentkernel.util.collector import collector_paused, uncollected_at_exit
+from agentkernel.util.collector import collector_paused, frozen_after_start_up, uncollected_at_exit
 from agentkernel.version import __version__
 
 # subcommand -> the module that adds its parser and runs it (`add_parser`, `run_command`)
@@ -131,8 +131,20 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's own); its exit status.
+
+    Run as the process's own command line (`argv` None: the `agentkernel`
+    script, `python -m agentkernel`), a command that ends with its answer
+    also freezes what its start-up imported (util/collector.py
+    `frozen_after_start_up`): a decision for the whole process, which a
+    caller handing its own `argv` (a test, a program) keeps for itself.
+    """
     with collector_paused():  # start-up: what is imported lives on (util/collector.py)
         options = parse(sys.argv[1:] if argv is None else argv)
+        if options.command in ENDS_WITH_ITS_ANSWER:
+            uncollected_at_exit()
+            if argv is None:
+                frozen_after_start_up()
         setup_logging(options.verbose, options.log_format)
         import dataclasses  # not for --version, --help
 
@@ -142,8 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # before the command imports its modules and defines their classes; a table of its own
         code_cache.install(options.command, dataclasses, records)
         command = importlib.import_module(COMMANDS[options.command])
-    if options.command in ENDS_WITH_ITS_ANSWER:
-        uncollected_at_exit()
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 
 
