@@ -151,8 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentkernel.rhai.syntax import records
         from agentkernel.util import code_cache
 
-        # before the command imports its modules and defines their classes; a table of its own
-        code_cache.install(options.command, dataclasses, records)
+        # before the command imports its modules and defines their classes; a table of its own, one an
+        # action (`tool run` reads only the methods of the classes a tool run defines, not `tool list`'s)
+        action = getattr(options, "action", None)
+        table = options.command if action is None else f"{options.command}-{action}"
+        code_cache.install(table, dataclasses, records)
         command = importlib.import_module(COMMANDS[options.command])
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 
