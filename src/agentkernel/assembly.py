@@ -51,7 +51,6 @@ from agentkernel.ports import (
     UsageStore,
 )
 from agentkernel.scripting.host import ScriptHost, default_engines
-from agentkernel.services.approval_values import ApprovalStore
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
 from agentkernel.services.lazy_messages import ClosableMessageStore, LazyMessageStore
@@ -78,6 +77,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.session import ChatSession
     from agentkernel.agent.subagents import SubagentService
     from agentkernel.llm.base import Provider
+    from agentkernel.services.approval_values import ApprovalStore
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool

@@ -33,7 +33,6 @@ from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
 from agentkernel.ports import Record, UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.services.approval_values import ApprovalStore
 from agentkernel.tools.dispatch import Asker, argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -45,6 +44,7 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.processes import Process
     from agentkernel.agent.session import ChatSession
     from agentkernel.llm.base import Provider
+    from agentkernel.services.approval_values import ApprovalStore
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool  # psycopg: imported only with a store.url

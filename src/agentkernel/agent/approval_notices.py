@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Http
-from agentkernel.services.approval_values import APPROVE, DENY, Approval, ApprovalStore
 from agentkernel.util.lazy_log import LazyLogger
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported by the first approval asked: a tool run asks none
     from concurrent.futures import ThreadPoolExecutor
+
+    from agentkernel.services.approval_values import Approval, ApprovalStore
 
 log = LazyLogger("agentkernel.approvals")
 
@@ -112,6 +113,8 @@ class ApprovalNotices:
 
     def body(self, approval: Approval) -> dict[str, Any]:
         """The notice: the approval and its two decision URLs (tokens made now, in the store's secret)."""
+        from agentkernel.services.approval_values import APPROVE, DENY
+
         store = self._store()
         base = f"{self.settings.public_url}{LINKS_PATH}"
         return {
