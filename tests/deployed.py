@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.config.store import STORE_URL_ENV
-from agentkernel.services.memory import ClosableMessageStore, SqliteMessageStore
+from agentkernel.services.lazy_messages import ClosableMessageStore
+from agentkernel.services.memory import SqliteMessageStore
 from agentkernel.services.state import SqliteStateStore
 from agentkernel.services.usage import UsageLedger
 

@@ -28,7 +28,7 @@ from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import ScriptCall
 from agentkernel.identity import Caller
 from agentkernel.kernel import Kernel
-from agentkernel.services.approvals import PendingApproval
+from agentkernel.services.approval_values import PendingApproval
 from agentkernel.services.approvals_pg import PostgresApprovals
 from agentkernel.services.memory_pg import PostgresMessageStore
 from agentkernel.services.postgres import StoreUnavailable

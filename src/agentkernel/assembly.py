@@ -26,19 +26,14 @@ from agentkernel import builtins
 from agentkernel.agent.approval_gate import ApprovalDesk, ApprovalGate
 from agentkernel.agent.approval_notices import ApprovalNotices
 from agentkernel.agent.call_hooks import CallHooks
-from agentkernel.agent.processes import ProcessTable
 from agentkernel.bundle import ServiceKey, Services
 from agentkernel.config import HookSpec, KernelConfig, ToolSpec
 from agentkernel.config.mcp_servers import McpServerSpec, settle_servers
-from agentkernel.config.stores import rhai_cache_folder
+from agentkernel.config.stores import TOOL_RESULTS_FILE, rhai_cache_folder
 from agentkernel.config.templates import TemplateFolder, TemplateSpec, check_references
 from agentkernel.errors import ConfigError, HelperError, LoadProblem
 from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import session_temp_dir
-from agentkernel.llm.base import Provider
-from agentkernel.llm.config import build_provider
-from agentkernel.llm.deferred import DeferredProvider
-from agentkernel.llm.measured import MeasuredProvider
 from agentkernel.ports import (
     CRON,
     DUCKDB,
@@ -55,22 +50,12 @@ from agentkernel.ports import (
     USAGE,
     UsageStore,
 )
-from agentkernel.scripting.host import ScriptHost
-from agentkernel.services.approvals import Approvals, ApprovalStore
+from agentkernel.scripting.host import ScriptHost, default_engines
 from agentkernel.services.files import FilesService
 from agentkernel.services.kernel_loop import KernelLoop
-from agentkernel.services.llm import KernelLLM
-from agentkernel.services.memory import ClosableMessageStore, LazyMessageStore, session_problem
-from agentkernel.services.metering import MeteredProvider
-from agentkernel.services.quota_gate import QuotaGate
-from agentkernel.services.quotas import QuotaBook
+from agentkernel.services.lazy_messages import ClosableMessageStore, LazyMessageStore
 from agentkernel.services.scratch import ScratchJanitor
-from agentkernel.services.tool_results import FILE_NAME as TOOL_RESULTS_FILE
-from agentkernel.services.tool_results import ToolResults
-from agentkernel.services.turn_leases import LeaseStore, TurnLeases
-from agentkernel.services.usage import UsageLedger
 from agentkernel.telemetry.helper_spans import capture_content
-from agentkernel.tools.calls import ToolCallService
 from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.tools.dispatch import Dispatcher
 from agentkernel.tools.history import ToolResultHistory
@@ -88,11 +73,17 @@ if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a 
     from agentkernel.agent.cron_runs import CronRuns
     from agentkernel.agent.hooks import HookPipeline
     from agentkernel.agent.loop import AgentLoop, LoopSettings, Transcript
+    from agentkernel.agent.processes import ProcessTable
     from agentkernel.agent.session import ChatSession
     from agentkernel.agent.subagents import SubagentService
+    from agentkernel.llm.base import Provider
+    from agentkernel.services.approval_values import ApprovalStore
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool
+    from agentkernel.services.quotas import QuotaBook
+    from agentkernel.services.tool_results import ToolResults
+    from agentkernel.services.turn_leases import LeaseStore
     from agentkernel.services.work_leases import WorkLeaseStore
 
 CLOSE_TIMEOUT_SECS = 30.0  # closing the provider's connections on the kernel's own loop
@@ -111,13 +102,17 @@ class KernelParts:
         live: bool,
         extra_services: Mapping[str, object | None] | None,
         extensions: Mapping[str, object] | None,
+        kept_contexts: bool = True,
     ) -> None:
         self.config = config
         self.helpers = helpers
         folders = (*config.tool_dirs, *config.hook_dirs)
         builtin = builtins.FOLDERS if config.builtins else ()
         self.host = ScriptHost(
-            helpers, script_folders=(*folders, *builtin), rhai_compile_cache=rhai_cache_folder(config)
+            helpers,
+            default_engines(kept_contexts=kept_contexts),
+            script_folders=(*folders, *builtin),
+            rhai_compile_cache=rhai_cache_folder(config),
         )
         self.catalog = ScriptCatalog(folders, self.host, config.limits, builtin_folders=builtin)
         self.template_folder = TemplateFolder(config.templates_dir)
@@ -164,7 +159,8 @@ class KernelParts:
         self.approval_gate = ApprovalGate(lambda: self.approvals, config.approvals, self.approval_notices)
         self.dispatcher.desk = self.approval_desk = ApprovalDesk(self.approval_gate)
         self.dispatcher.guard = CallHooks(lambda: self.hooks, config.limits)  # S24.1 on every path
-        self.processes = ProcessTable()
+        self._processes: ProcessTable | None = None  # made by the first process spawned (`processes`)
+        self._making_processes = threading.Lock()
         deny = config.env_deny
         if config.llm is not None and config.llm.api_key_env:
             deny = (*deny, config.llm.api_key_env)  # scripts never read the kernel's own key
@@ -176,6 +172,18 @@ class KernelParts:
         self.janitor = ScratchJanitor(config.temp_root, config.files.scratch_ttl_hours * 3600)
         self.closed = False
         self._usage_opening = threading.Lock()  # the ledger is opened once, by whichever call comes first
+
+    @property
+    def processes(self) -> ProcessTable:
+        """The running processes (S23.2): the table is made, once, when first asked for (a tool run
+        never spawns one, nor imports the agent runtime's processes)."""
+        if self._processes is None:
+            with self._making_processes:
+                if self._processes is None:
+                    from agentkernel.agent.processes import ProcessTable  # by the first process spawned
+
+                    self._processes = ProcessTable()
+        return self._processes
 
     # -- templates: the face's and the services' (a sub-agent's, a cron job's) ------------------------
 
@@ -242,6 +250,12 @@ class KernelParts:
         Every path's calls pass here, so each is counted in the usage ledger
         once (services/metering.py says why this is the one place).
         """
+        from agentkernel.llm.config import build_provider  # the LLM's parts: not for a tool run
+        from agentkernel.llm.deferred import DeferredProvider
+        from agentkernel.llm.measured import MeasuredProvider
+        from agentkernel.services.metering import MeteredProvider
+        from agentkernel.services.quota_gate import QuotaGate
+
         default_model = self.config.llm.model if self.config.llm is not None else None
         measured: Provider
         if self.provider is None and self.config.llm is not None:
@@ -259,6 +273,8 @@ class KernelParts:
     def quotas(self) -> QuotaBook:
         """kernel.yaml's `quotas:` measured in the usage ledger (S26.3), which is read only when a limit
         is set."""
+        from agentkernel.services.quotas import QuotaBook  # by the first LLM call, or a quota's check
+
         return QuotaBook(self.config.quotas, self._usage_ledger)
 
     def _usage_ledger(self) -> UsageStore | None:
@@ -301,6 +317,8 @@ class KernelParts:
             from agentkernel.services.approvals_pg import PostgresApprovals  # psycopg: only with a store.url
 
             return PostgresApprovals(self.store_pool)
+        from agentkernel.services.approvals import Approvals  # SQLite and signing: by the first call asked
+
         return Approvals(self.config.messages_db)
 
     def _tool_results_in_database(self) -> ToolResults:
@@ -321,6 +339,8 @@ class KernelParts:
             from agentkernel.services.usage_pg import PostgresUsageLedger  # psycopg: only with a store.url
 
             return PostgresUsageLedger(self.store_pool)
+        from agentkernel.services.usage import UsageLedger  # by the first LLM call counted: not a tool run
+
         return UsageLedger(self.config.messages_db)
 
     @cached_property
@@ -355,6 +375,8 @@ class KernelParts:
             from agentkernel.services.turn_leases_pg import PostgresTurnLeases  # psycopg: only with a URL
 
             return PostgresTurnLeases(self.store_pool)
+        from agentkernel.services.turn_leases import TurnLeases  # by the server's first turn
+
         return TurnLeases(self.config.messages_db)
 
     def _pg_messages(self) -> ClosableMessageStore:
@@ -408,6 +430,7 @@ class KernelParts:
     def cron(self) -> CronService:
         """The live service `cron` (its store opened on first use)."""
         from agentkernel.services.cron import CronChecks, CronService  # croniter: not for a tool run
+        from agentkernel.services.memory import session_problem
 
         checks = CronChecks(
             self._template_problem,
@@ -488,6 +511,8 @@ class KernelParts:
         provider = self.provider
         if self.closed or provider is None:
             return None
+        from agentkernel.llm.deferred import DeferredProvider  # imported with the provider, if one was made
+
         if isinstance(provider, DeferredProvider) and not provider.built:
             return None
         return provider
@@ -628,7 +653,15 @@ def _shell(parts: KernelParts) -> object:
 
 
 def _llm(parts: KernelParts) -> object:
+    from agentkernel.services.llm import KernelLLM  # by the first script that calls the LLM
+
     return None if parts.llm is None else KernelLLM(parts.llm, parts.home)
+
+
+def _tools(parts: KernelParts) -> object:
+    from agentkernel.tools.calls import ToolCallService  # by the first script that calls a tool
+
+    return ToolCallService(parts.dispatcher)
 
 
 SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
@@ -639,7 +672,7 @@ SERVICES: Mapping[ServiceKey[Any], Callable[[KernelParts], object]] = {
     SHELL: _shell,
     LLM: _llm,
     MESSAGES: lambda parts: parts.store,
-    TOOLS: lambda parts: ToolCallService(parts.dispatcher),
+    TOOLS: _tools,
     TOOL_RESULTS: lambda parts: parts.history,
     SUBAGENTS: lambda parts: parts.subagent_service(),
     CRON: lambda parts: parts.cron,

@@ -17,21 +17,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkernel.agent.approval_gate import ApprovalGate
-from agentkernel.agent.processes import Process
 from agentkernel.assembly import KernelParts
-from agentkernel.config import HookSpec, KernelConfig, ToolSpec, find_kernel_config, load_kernel_config
+from agentkernel.config import (
+    HookSpec,
+    KernelConfig,
+    LLMConfig,
+    ToolSpec,
+    find_kernel_config,
+    load_kernel_config,
+)
 from agentkernel.config.templates import TemplateSpec
 from agentkernel.errors import ConfigError, LoadProblem
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers.table import HelperTable
 from agentkernel.identity import Caller
-from agentkernel.llm.base import Provider
-from agentkernel.llm.config import LLMConfig
-from agentkernel.ports import UsageStore
+from agentkernel.ports import Record, UsageStore
 from agentkernel.schemas.bounds import ValidationStopped
-from agentkernel.services.approvals import ApprovalStore
-from agentkernel.services.memory import Record, run_journal, transcript
-from agentkernel.services.turn_leases import LeaseStore, Run
 from agentkernel.tools.dispatch import Asker, argument_problem
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, JSONValue
@@ -40,10 +41,14 @@ from agentkernel.util.ids import new_uuid
 if TYPE_CHECKING:  # the agent runtime and cron are imported when first used: a tool run never pays for them
     from agentkernel.agent.cron_runs import CronRuns
     from agentkernel.agent.hooks import HookEvent, HookEventRun, HookRun
+    from agentkernel.agent.processes import Process
     from agentkernel.agent.session import ChatSession
+    from agentkernel.llm.base import Provider
+    from agentkernel.services.approval_values import ApprovalStore
     from agentkernel.services.cron import CronService
     from agentkernel.services.cron_scheduler import CronScheduler
     from agentkernel.services.postgres import PgPool  # psycopg: imported only with a store.url
+    from agentkernel.services.turn_leases import LeaseStore, Run
     from agentkernel.services.work_leases import WorkLeaseStore
 
 RESUME_RECORDS = 1_000  # the transcript records `chat(resume=True)` reads back
@@ -68,6 +73,7 @@ class Kernel:
         live: bool = True,
         extra_services: Mapping[str, object | None] | None = None,  # by name, built; None detaches one
         extensions: Mapping[str, object] | None = None,  # your own services, by name
+        kept_contexts: bool = True,
     ) -> None:
         """A kernel on `config`; nothing is built or opened until something needs it.
 
@@ -79,7 +85,10 @@ class Kernel:
         own services (`http`, `state`, `duckdb`, `files`, `shell`) by name,
         built, or None to detach one; `extensions` are your own services, by
         name, for your own helpers (`Services.extension`). The kernel closes
-        what it is handed with its own services.
+        what it is handed with its own services. `kept_contexts=False` runs
+        every JavaScript call in a new QuickJS context, keeping none for the
+        next call: the same answers, cheaper for a kernel that makes a call or
+        two (`agentkernel tool run`), dearer for one that makes many.
         """
         self._parts = KernelParts(
             config,
@@ -88,6 +97,7 @@ class Kernel:
             live=live,
             extra_services=extra_services,
             extensions=extensions,
+            kept_contexts=kept_contexts,
         )
 
     @classmethod
@@ -220,9 +230,9 @@ class Kernel:
         """A caller as given; a process's own (its template's tools only); None: the kernel, no session."""
         if who is None:
             return self.caller()
-        if isinstance(who, Process):
-            return who.caller(self._parts.services)
-        return who
+        if isinstance(who, Caller):
+            return who
+        return who.caller(self._parts.services)  # a Process
 
     def run_tool(
         self,
@@ -446,6 +456,8 @@ class Kernel:
 
     def run_journal(self, run_id: str) -> list[Record]:
         """Every record of a run, oldest first. Whoever calls this has checked the run is the caller's."""
+        from agentkernel.services.memory import run_journal  # the transcript's reads: not for a tool run
+
         return run_journal(self._parts.store, run_id)
 
     def run_records(self, run_id: str, after: int = 0, most: int = 500) -> list[Record]:
@@ -461,6 +473,8 @@ class Kernel:
         users). Whoever calls this has checked who owns the session (the
         server does, through its sessions table); scripts never reach it.
         """
+        from agentkernel.services.memory import transcript  # the transcript's reads: not for a tool run
+
         return transcript(self._parts.store, session_id, limit, user_id)
 
     # -- cron (S10) ---------------------------------------------------------------------------------

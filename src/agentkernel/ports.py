@@ -18,15 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from agentkernel.bundle import ServiceKey
 from agentkernel.config import CallBudget, DuckSettings, FilesSettings, ShellSettings
 from agentkernel.identity import Caller
-from agentkernel.llm.base import Completion, CompletionRequest
 from agentkernel.types import JSONObject, JSONValue
+
+if TYPE_CHECKING:  # the LLM's values, dates: imported by the code that makes them, not by every port user
+    from datetime import date, datetime
+
+    from agentkernel.llm.base import Completion, CompletionRequest
 
 Params = list[JSONValue] | dict[str, JSONValue] | None
 """A DuckDB statement's parameters: `?`/`$1` values, or `$name` ones."""

@@ -19,7 +19,8 @@ import pytest
 from agentkernel.agent.approval_notices import ApprovalNotices
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.config.sections import HttpConfig
-from agentkernel.services.approvals import Approval, Approvals
+from agentkernel.services.approval_values import Approval
+from agentkernel.services.approvals import Approvals
 from agentkernel.services.http import HttpService, webhook_problem
 from tests.fakes.webhook import WebhookReceiver
 from tests.services.test_approvals import pending

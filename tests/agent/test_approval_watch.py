@@ -14,7 +14,8 @@ from pathlib import Path
 
 from agentkernel.agent.approval_gate import decision_of
 from agentkernel.agent.approval_watch import ApprovalWatch
-from agentkernel.services.approvals import Approval, Approvals, PendingApproval
+from agentkernel.services.approval_values import Approval, PendingApproval
+from agentkernel.services.approvals import Approvals
 
 
 class CountedApprovals(Approvals):

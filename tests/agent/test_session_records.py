@@ -13,7 +13,8 @@ from agentkernel.agent.session import ChatSession
 from agentkernel.agent.session_records import SessionRecords
 from agentkernel.config import load_kernel_config
 from agentkernel.ports import Entry
-from agentkernel.services.memory import LazyMessageStore, SqliteMessageStore
+from agentkernel.services.lazy_messages import LazyMessageStore
+from agentkernel.services.memory import SqliteMessageStore
 from tests.fakes import FakeLLMServer, FakeToolCall, Reply
 
 

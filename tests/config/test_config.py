@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from agentkernel import Kernel
-from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec
+from agentkernel.config import HookSpec, ToolSpec, load_kernel_config, load_script_spec, read_yaml
+from agentkernel.config.scripts import spec_claim
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError
 from agentkernel.helpers import default_helper_table
 from agentkernel.scripting.contract import LoadedScript, ScriptEngine
@@ -309,6 +310,36 @@ def test_a_tool_by_name_compiles_only_its_own_script(make_tool: ToolFactory, too
     assert sorted(catalog.tools()) == ["alpha", "gamma"]
     assert host.asked == ["alpha.js", "broken.js", "gamma.rhai"]  # each checked once while unchanged
     assert [(p.path.name, p.line) for p in catalog.problems()] == [("broken.yaml", 4)]
+
+
+@pytest.mark.parametrize(
+    ("origin", "yaml_text"),
+    [
+        ("project", "kind: script_tool\nname: t\nscript: t.js\n"),
+        ("project", "kind: script_hook\nname: h\nscript: t.js\n"),
+        ("project", "kind: script_tool\nname: 2024-01-02\nscript: t.js\n"),  # a date, as JSON: a string
+        ("project", "base: &b {kind: script_tool, name: merged}\n<<: *b\nscript: t.js\n"),
+        ("project", "kind: python_tool\nname: p\nfunction: office:make_docx\n"),  # not in a project
+        ("builtin", "kind: python_tool\nname: p\nfunction: office:make_docx\n"),
+        ("project", "kind: script_tool\nname: 12\nscript: t.js\n"),
+        ("project", "kind: script_tool\nname: [t]\nscript: t.js\n"),
+        ("project", "kind: script_toll\nname: t\nscript: t.js\n"),
+        ("project", "name: t\nscript: t.js\n"),
+        ("project", "kind: script_tool\nscript: t.js\n"),
+        ("project", "- kind: script_tool\n"),
+    ],
+)
+def test_what_a_file_claims_is_what_it_loads_as(tmp_path: Path, origin: str, yaml_text: str) -> None:
+    """The catalog finds a tool's files by `spec_claim` of their YAML alone: a file that loads claims
+    exactly its spec's kind and name, and one whose claim is None never loads."""
+    write(tmp_path / "t.js", "function run() {}")
+    path = write(tmp_path / "t.yaml", yaml_text)
+    claim = spec_claim(read_yaml(path))
+    try:
+        spec = load_script_spec(path, origin=origin)
+    except ConfigError:
+        return
+    assert claim == ("hook" if isinstance(spec, HookSpec) else "tool", spec.name)
 
 
 def test_a_broken_script_is_never_run_by_name(kernel: Kernel, make_tool: ToolFactory) -> None:

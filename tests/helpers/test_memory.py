@@ -20,11 +20,11 @@ from agentkernel.config import load_kernel_config
 from agentkernel.helpers import default_helper_table
 from agentkernel.helpers import memory as memory_helpers
 from agentkernel.identity import Caller
+from agentkernel.services.lazy_messages import ClosableMessageStore
 from agentkernel.services.memory import (
     KIND_AGENT,
     KIND_TOOL_RESULT,
     KIND_USER,
-    ClosableMessageStore,
     SqliteMessageStore,
 )
 from agentkernel.testing.parts import kernel_parts

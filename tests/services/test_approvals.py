@@ -24,7 +24,7 @@ import pytest
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.approval_tokens import ELSEWHERE, EXPIRED, FORGED, USED
-from agentkernel.services.approvals import (
+from agentkernel.services.approval_values import (
     APPROVED,
     DENIED,
     LINK,
@@ -32,13 +32,12 @@ from agentkernel.services.approvals import (
     Approval,
     ApprovalClosed,
     ApprovalNotFound,
-    Approvals,
     ApprovalStore,
     BadDecision,
     PendingApproval,
-    TokenRefused,
 )
-from agentkernel.services.approvals import EXPIRED as EXPIRED_STATUS
+from agentkernel.services.approval_values import EXPIRED as EXPIRED_STATUS
+from agentkernel.services.approvals import Approvals, TokenRefused
 from agentkernel.services.approvals_pg import PostgresApprovals
 from agentkernel.services.install_secret import SECRET_FILE, SecretRefused, install_secret
 from agentkernel.services.turn_leases import TurnLeases
@@ -51,7 +50,8 @@ RACES = 40
 DECIDER = textwrap.dedent(
     """
     import sys
-    from agentkernel.services.approvals import ApprovalClosed, Approvals
+    from agentkernel.services.approval_values import ApprovalClosed
+    from agentkernel.services.approvals import Approvals
 
     where, who, decision = sys.argv[1], sys.argv[2], sys.argv[3]
     if where.startswith("postgresql://"):
@@ -73,7 +73,8 @@ DECIDER = textwrap.dedent(
 REDEEMER = textwrap.dedent(
     """
     import sys
-    from agentkernel.services.approvals import ApprovalClosed, Approvals, TokenRefused
+    from agentkernel.services.approval_values import ApprovalClosed
+    from agentkernel.services.approvals import Approvals, TokenRefused
 
     where = sys.argv[1]
     if where.startswith("postgresql://"):

@@ -19,7 +19,8 @@ from agentkernel.config import load_kernel_config
 from agentkernel.config.kernel_yaml import KernelConfig
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.approval_tokens import USED
-from agentkernel.services.approvals import DENIED, Approvals, PendingApproval, TokenRefused
+from agentkernel.services.approval_values import DENIED, PendingApproval
+from agentkernel.services.approvals import Approvals, TokenRefused
 from agentkernel.services.approvals_pg import PostgresApprovals, copy_from_sqlite
 from agentkernel.services.postgres import StoreUnavailable
 from tests.conftest import write_kernel_yaml

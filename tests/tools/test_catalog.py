@@ -189,4 +189,35 @@ def test_with_a_folder_missing_a_lookup_asks_only_its_own_files(
     for _ in range(3):
         assert described_tool(catalog, "alpha") == "v1"
     assert stats[asked:] == [folder / "alpha.yaml", folder / "alpha.js"] * 3
+
+
+def test_a_tool_by_name_loads_only_the_files_that_claim_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`tool(name)` checks whole only the files whose YAML claims `name` (a file that then does not
+    load claims nothing, as when every file is loaded); the other files' problems are found by the
+    listings, which load every file."""
+    folder = tmp_path / "tools"
+    tool(folder, "alpha")
+    tool(folder, "beta", script="missing.js")  # loads nowhere: its script is not there
+    write(folder / "gamma.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\ntimeout_secs: 0\n")
+    catalog = ScriptCatalog([folder], ScriptHost(default_helper_table()))
+    with caplog.at_level("WARNING", logger="agentkernel.tools.catalog"):
+        spec = catalog.tool("alpha")
+        assert spec is not None and spec.yaml_path == folder / "alpha.yaml"
+        assert [r.getMessage().split(": ")[1] for r in caplog.records] == [str(folder / "gamma.yaml") + ":4"]
+        assert catalog.tool("beta") is None
+        problems = [(p.path.name, p.line) for p in catalog.problems()]
+    assert problems == [("beta.yaml", 3), ("gamma.yaml", 4)]
+    assert sorted(r.getMessage().split(": ")[1] for r in caplog.records) == [
+        str(folder / "beta.yaml") + ":3",
+        str(folder / "gamma.yaml") + ":4",
+    ]
+    write(folder / "gamma.yaml", "kind: script_tool\nname: alpha\nscript: alpha.js\n")  # now it loads
+    assert [(p.path.name, p.line) for p in catalog.problems()] == [
+        ("alpha.yaml", 2),
+        ("beta.yaml", 3),
+        ("gamma.yaml", 2),
+    ]
+    assert catalog.tool("alpha") is None  # two files claim it: both refused
     catalog.close()

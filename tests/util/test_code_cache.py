@@ -135,6 +135,27 @@ def test_a_second_command_compiles_no_dataclass_method(tmp_path: Path) -> None:
     assert counts[0] > 20 and counts[1] == 0, counts
 
 
+def test_each_command_and_action_has_a_table_of_its_own(tmp_path: Path) -> None:
+    """`tool run` reads only what a tool run compiled, not what `tool list` did too."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    counts = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "tool", "list"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        counts.append(int(done.stdout.split()[-1]))
+    folder = tmp_path / "cache" / "agentkernel" / "code"
+    assert [p.name.split("-cpython")[0] for p in folder.iterdir()] == ["tool-list"]
+    assert counts[0] > 20 and counts[1] == 0, counts
+
+
 @pytest.mark.parametrize(
     "data", [b"not marshal", marshal.dumps((code_cache.FORMAT + 1, {})), marshal.dumps({"a": 1})]
 )

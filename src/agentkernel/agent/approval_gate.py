@@ -17,7 +17,6 @@ by the caller's deadline: a script's `call_tool`, the tools panel…).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
@@ -27,30 +26,21 @@ from typing import TYPE_CHECKING
 
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.identity import Caller
-from agentkernel.services.approvals import (
-    APPROVE,
-    APPROVED,
-    DENY,
-    EXPIRED,
-    Approval,
-    ApprovalClosed,
-    ApprovalNotFound,
-    ApprovalStore,
-    PendingApproval,
-)
 from agentkernel.tools.dispatch import Decision, Vetted
 from agentkernel.util.ids import new_uuid
+from agentkernel.util.lazy_log import LazyLogger
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the approvals' values: imported by the first call a person is asked about
     import asyncio
 
     from agentkernel.agent.approval_watch import ApprovalWatch
+    from agentkernel.services.approval_values import Approval, ApprovalStore
 
-log = logging.getLogger("agentkernel.approvals")
+log = LazyLogger("agentkernel.approvals")
 POLL_SECS = 0.5
 """How often a waiting call looks in the store for its decision."""
 
-Notify = Callable[[Approval], None]
+Notify = Callable[["Approval"], None]
 """Tells the approval's sinks it was asked (services/approval_sinks.py); must not raise."""
 
 
@@ -86,6 +76,8 @@ class ApprovalGate:
         ruled = self.ruled(vetted, caller)
         if ruled is not None:
             return Asked(None, ruled)
+        from agentkernel.services.approval_values import PendingApproval
+
         store = self._store()
         args = call.args if isinstance(call.args, dict) else {"value": call.args}
         pending = PendingApproval(
@@ -127,6 +119,8 @@ class ApprovalGate:
         or the one made first elsewhere (the API, a decision URL) or its expiry (blocking: the store).
         `once`: a call that may come again with the same answer (a retry) runs only on the decision it
         made itself; one made already denies it, saying so."""
+        from agentkernel.services.approval_values import APPROVE, DENY, ApprovalClosed, ApprovalNotFound
+
         decision = APPROVE if approved else DENY
         try:
             decided = self._store().decide(approval.run_id, approval.call_id, by_user, decision, reason)
@@ -214,6 +208,8 @@ class ApprovalDesk:
 
 def decision_of(approval: Approval) -> Decision | None:
     """What was decided on `approval`; None while pending and not past its expiry."""
+    from agentkernel.services.approval_values import APPROVED, EXPIRED
+
     if approval.pending:
         if time.time() < approval.expires_at:
             return None

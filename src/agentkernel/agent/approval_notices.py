@@ -21,18 +21,21 @@ drop repeats. Failures are logged, never raised.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentkernel.config.approvals import ApprovalSettings
 from agentkernel.errors import AgentKernelError
 from agentkernel.ports import Http
-from agentkernel.services.approvals import APPROVE, DENY, Approval, ApprovalStore
+from agentkernel.util.lazy_log import LazyLogger
 
-log = logging.getLogger("agentkernel.approvals")
+if TYPE_CHECKING:  # imported by the first approval asked: a tool run asks none
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentkernel.services.approval_values import Approval, ApprovalStore
+
+log = LazyLogger("agentkernel.approvals")
 
 LINKS_PATH = "/v1/approval-links/"
 """Where a decision URL points, under `approvals.public_url` (server/routes/approval_links.py)."""
@@ -89,6 +92,8 @@ class ApprovalNotices:
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._threads is None:
+                from concurrent.futures import ThreadPoolExecutor  # by the first notice: not a tool run
+
                 self._threads = ThreadPoolExecutor(DELIVERY_THREADS, thread_name_prefix="approval-notices")
             return self._threads
 
@@ -108,6 +113,8 @@ class ApprovalNotices:
 
     def body(self, approval: Approval) -> dict[str, Any]:
         """The notice: the approval and its two decision URLs (tokens made now, in the store's secret)."""
+        from agentkernel.services.approval_values import APPROVE, DENY
+
         store = self._store()
         base = f"{self.settings.public_url}{LINKS_PATH}"
         return {

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from agentkernel.services.approvals import Approval, ApprovalStore
+from agentkernel.services.approval_values import Approval, ApprovalStore
 from agentkernel.tools.dispatch import Decision
 
 log = logging.getLogger("agentkernel.approvals")

@@ -12,14 +12,17 @@ can scrub a result but not smuggle in what a tool could not return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from agentkernel.agent.hooks import HookPipeline, HookRecord
 from agentkernel.config import HookSpec, KernelLimits
 from agentkernel.errors import ScriptError
 from agentkernel.identity import Caller
 from agentkernel.tools.call_guard import AfterCall, BeforeCall, Entries, ToolCallFacts
 from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.types import JSONObject
+
+if TYPE_CHECKING:  # the hook pipeline is built by the first caller with hooks: a tool run never imports it
+    from agentkernel.agent.hooks import HookPipeline, HookRecord
 
 _EVENTS = ("before_tool_call", "after_tool_call")
 

@@ -30,7 +30,7 @@ from agentkernel.agent.steps import Emit, LoopEvent, Step, StepWriter, usage_met
 from agentkernel.identity import Caller
 from agentkernel.llm.base import ChatMessage, Completion, ToolCall
 from agentkernel.ports import Entry
-from agentkernel.services.approvals import Approval
+from agentkernel.services.approval_values import Approval
 from agentkernel.telemetry import genai
 from agentkernel.telemetry.spans import OFF, Traced
 from agentkernel.tools.call_guard import ToolCallFacts

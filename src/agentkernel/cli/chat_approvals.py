@@ -18,7 +18,14 @@ from rich.text import Text
 from agentkernel.cli.chat_input import LineReader
 from agentkernel.cli.render import readable_json
 from agentkernel.kernel import Kernel
-from agentkernel.services.approvals import APPROVE, DENY, EDIT, ApprovalClosed, ApprovalNotFound, BadDecision
+from agentkernel.services.approval_values import (
+    APPROVE,
+    DENY,
+    EDIT,
+    ApprovalClosed,
+    ApprovalNotFound,
+    BadDecision,
+)
 from agentkernel.types import JSONObject
 from agentkernel.util.short_text import clip
 

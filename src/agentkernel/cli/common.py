@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 from agentkernel.util.after_import import after_import
+from agentkernel.util.lazy_log import DEBUG, ERROR, INFO, WARNING, plan_levels
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms at start-up)
 
@@ -90,28 +91,38 @@ def setup_logging(verbosity: int, log_format: str = "text") -> None:
     with `json` (telemetry/log_lines.py: each line of a run names the run and its trace).
 
     Applied when `logging` is first imported (util/after_import.py), which is before anything can
-    log: a command that logs nothing (`rhai run`) never imports it.
+    log: a command that logs nothing (`rhai run`), or only below these levels (`tool run`'s debug
+    line), never imports it (util/lazy_log.py is told the levels now).
     """
-    after_import("logging", lambda: _configure_logging(verbosity, log_format))
+    levels = log_levels(verbosity)
+    plan_levels(levels)
+    after_import("logging", lambda: _configure_logging(levels, log_format))
 
 
-def _configure_logging(verbosity: int, log_format: str) -> None:
+def log_levels(verbosity: int) -> dict[str, int]:
+    """The level of each logger the set-up sets ("" the root) at `verbosity` (`-v` counted)."""
+    levels = {
+        "": WARNING if verbosity == 0 else INFO if verbosity == 1 else DEBUG,
+        # console.log output is what a script author runs the CLI to see; debug with -vv.
+        "agentkernel.script": DEBUG if verbosity >= 2 else INFO,
+    }
+    if verbosity == 0:  # the commands print load problems themselves, once
+        levels["agentkernel.tools.catalog"] = ERROR
+    return levels
+
+
+def _configure_logging(levels: dict[str, int], log_format: str) -> None:
     import logging
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(stream=sys.stderr, level=levels[""], format="%(levelname)s %(name)s: %(message)s")
     if log_format == "json":
         from agentkernel.telemetry.log_lines import JsonLines
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
-    # console.log output is what a script author runs the CLI to see; debug with -vv.
-    logging.getLogger("agentkernel.script").setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
-    if verbosity == 0:  # the commands print load problems themselves, once
-        logging.getLogger("agentkernel.tools.catalog").setLevel(logging.ERROR)
+    for name, level in levels.items():
+        if name:
+            logging.getLogger(name).setLevel(level)
 
 
 def load_kernel(
@@ -122,10 +133,12 @@ def load_kernel(
     live: bool = True,
     llm_url: str | None = None,
     model: str | None = None,
+    kept_contexts: bool = True,
 ) -> Kernel:
     """The project's kernel, or exit 1 with the reason (where it looked, which field is wrong).
 
-    `llm_url` and `model` override kernel.yaml's `llm:` (`--llm-url`, `--model`).
+    `llm_url` and `model` override kernel.yaml's `llm:` (`--llm-url`, `--model`);
+    `kept_contexts=False` for a command that makes a call or two (`Kernel`).
 
     The caller closes it: `with load_kernel(...) as kernel:`.
     """
@@ -140,7 +153,7 @@ def load_kernel(
 
     try:
         found = load_kernel_config(find_kernel_config(Path(config) if config is not None else None, start))
-        return Kernel(with_llm(found, llm_url, model), live=live)
+        return Kernel(with_llm(found, llm_url, model), live=live, kept_contexts=kept_contexts)
     except ConfigError as exc:
         raise config_exit(prog, exc) from exc
 

@@ -45,7 +45,7 @@ from agentkernel.cli.common import (
     setup_logging,
 )
 from agentkernel.cli.parser import Parser
-from agentkernel.util.collector import collector_paused, uncollected_at_exit
+from agentkernel.util.collector import collector_paused, frozen_after_start_up, uncollected_at_exit
 from agentkernel.version import __version__
 
 # subcommand -> the module that adds its parser and runs it (`add_parser`, `run_command`)
@@ -142,17 +142,30 @@ def _class_builders(command: str) -> tuple[ModuleType, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's own); its exit status.
+
+    Run as the process's own command line (`argv` None: the `agentkernel`
+    script, `python -m agentkernel`), a command that ends with its answer
+    also freezes what its start-up imported (util/collector.py
+    `frozen_after_start_up`): a decision for the whole process, which a
+    caller handing its own `argv` (a test, a program) keeps for itself.
+    """
     with collector_paused():  # start-up: what is imported lives on (util/collector.py)
         options = parse(sys.argv[1:] if argv is None else argv)
+        if options.command in ENDS_WITH_ITS_ANSWER:
+            uncollected_at_exit()
+            if argv is None:
+                frozen_after_start_up()
         setup_logging(options.verbose, options.log_format)
         from agentkernel.rhai.syntax import records
         from agentkernel.util import code_cache
 
-        # before the command imports its modules and defines their classes; a table of its own
-        code_cache.install(options.command, *_class_builders(options.command), records)
+        # before the command imports its modules and defines their classes; a table of its own, one an
+        # action (`tool run` reads only the methods of the classes a tool run defines, not `tool list`'s)
+        action = getattr(options, "action", None)
+        table = options.command if action is None else f"{options.command}-{action}"
+        code_cache.install(table, *_class_builders(options.command), records)
         command = importlib.import_module(COMMANDS[options.command])
-    if options.command in ENDS_WITH_ITS_ANSWER:
-        uncollected_at_exit()
     return quiet_broken_pipe(lambda: int(command.run_command(options)))
 
 

@@ -130,7 +130,8 @@ def tool_run(options: argparse.Namespace) -> int:
             print(f"agentkernel: {yaml_path}: no such file", file=sys.stderr)
             return EXIT_NOT_FOUND
         start = yaml_path.resolve().parent
-    with load_kernel("agentkernel", options.config, start=start) as kernel:
+    # one call: its script runs in a new QuickJS context, as its check did (none made to keep)
+    with load_kernel("agentkernel", options.config, start=start, kept_contexts=False) as kernel:
         try:
             spec = _find_tool(kernel, options.tool)
         except ConfigError as exc:

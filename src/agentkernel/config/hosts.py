@@ -5,9 +5,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentkernel.config.schema import Where
-from agentkernel.util.addresses import IPAddress, IPNetwork, class_of_network
+
+if TYPE_CHECKING:  # the address classes' tables: built when an allow list names a network, not before
+    from agentkernel.util.addresses import IPAddress, IPNetwork
 
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
@@ -82,6 +85,8 @@ def check_allowed_networks(entries: list[object], allow_private: bool, where: Wh
         parsed = parse_host_entry(entry)
         if isinstance(parsed, str):
             continue
+        from agentkernel.util.addresses import class_of_network
+
         address_class = class_of_network(parsed)
         if address_class is None:
             continue

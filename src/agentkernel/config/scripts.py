@@ -11,7 +11,6 @@ the typo it almost surely is: as written, the field would be silently unused.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -226,6 +225,8 @@ class HookSpec(ScriptSpec):
 
 
 def _yaml_scalar_to_json(value: object) -> str:
+    import datetime  # a YAML date: rare, and the only use of the module here
+
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -335,6 +336,29 @@ def load_script_spec(
     return _tool_spec(yaml_path, data, common, limits or KernelLimits())
 
 
+def spec_claim(data: object) -> tuple[str, str] | None:
+    """("tool" or "hook", name): what a YAML of value `data` claims if it loads; None if it cannot.
+
+    Read off the parsed YAML without checking it, so that finding one tool's
+    file need not load every file (tools/catalog.py): a file that loads
+    claims exactly this (`load_script_spec` takes the spec's kind and name
+    from these fields, the name made JSON as `json_safe_yaml` makes it); one
+    that does not load claims nothing, whatever this says.
+    """
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    name = data.get("name")
+    if not isinstance(name, str):
+        try:
+            name = _yaml_scalar_to_json(name)
+        except TypeError:
+            return None
+    if kind == "script_hook":
+        return ("hook", name)
+    return ("tool", name) if kind in KINDS else None
+
+
 def _kind_of(yaml_path: Path, data: Mapping[str, Any], lines: YamlLines, origin: str) -> str:
     kind = data.get("kind")
     overriding = data.get("overrides") == "builtin"  # a copy of a built-in, held to its function (catalog)
@@ -421,4 +445,5 @@ __all__ = [
     "json_safe_yaml",
     "load_script_spec",
     "python_module_file",
+    "spec_claim",
 ]

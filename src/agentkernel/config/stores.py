@@ -19,6 +19,7 @@ from agentkernel.config.sections import DuckSettings, FilesSettings, StateSettin
 
 SHARED_FOLDER = "shared"  # under paths.data_dir: the default read root for data every user may read
 RHAI_CACHE_FOLDER = Path("cache", "rhai")  # under paths.data_dir: compiled Rhai scripts, kept across restarts
+TOOL_RESULTS_FILE = "tool_results.db"  # beside the message store: what `get_tool_result` reads (S16.4)
 
 
 class Placed(Protocol):
@@ -129,6 +130,7 @@ def project_path(config: Placed, path: Path) -> str:
 __all__ = [
     "RHAI_CACHE_FOLDER",
     "SHARED_FOLDER",
+    "TOOL_RESULTS_FILE",
     "ReadRoot",
     "duck_folder",
     "project_path",

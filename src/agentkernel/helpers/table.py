@@ -11,7 +11,6 @@ from attributes its module gives, and only when telemetry records.
 from __future__ import annotations
 
 import inspect
-import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,16 +21,17 @@ from agentkernel.identity import Caller
 from agentkernel.schemas.cost import SchemaBounds
 from agentkernel.telemetry.helper_spans import Attributes, HelperSpan, helper_span
 from agentkernel.types import JSONValue
+from agentkernel.util.lazy_log import DEBUG, ERROR, INFO, WARNING, LazyLogger
 from agentkernel.util.valid_unicode import has_lone_surrogate, repair_text
 
-log = logging.getLogger("agentkernel.helpers")
-script_log = logging.getLogger("agentkernel.script")
+log = LazyLogger("agentkernel.helpers")
+script_log = LazyLogger("agentkernel.script")
 
 _LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
+    "debug": DEBUG,
+    "info": INFO,
+    "warning": WARNING,
+    "error": ERROR,
 }
 
 
@@ -115,7 +115,7 @@ class ScriptCall:
             return
         shown = text if len(text) <= room else f"{text[:room]}…[{len(text) - room:,} more characters cut]"
         self.log_chars += min(len(text), room)
-        number = _LOG_LEVELS.get(level, logging.INFO)
+        number = _LOG_LEVELS.get(level, INFO)
         if script_log.isEnabledFor(number):
             script_log.log(number, "[%s] %s", self.script, repair_text(shown))
 

@@ -41,7 +41,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentkernel.agent.approval_gate import ApprovalGate
 from agentkernel.identity import Caller
-from agentkernel.services.approvals import Approval
+from agentkernel.services.approval_values import Approval
 from agentkernel.tools.dispatch import Decision, Vetted
 
 Context = ServerRequestContext[Any, Any]

@@ -53,9 +53,11 @@ class _Compiled:
     script: LoadedScript
 
 
-def default_engines() -> dict[str, ScriptEngine[Any]]:
-    """Extension → engine for the JS files (S1.1); every other extension is Rhai's."""
-    js = JsEngine(read_module)  # ES imports read as the file helpers read, below the script's folder
+def default_engines(*, kept_contexts: bool = True) -> dict[str, ScriptEngine[Any]]:
+    """Extension → engine for the JS files (S1.1); every other extension is Rhai's. `kept_contexts`:
+    whether JavaScript calls may run in kept contexts (js/engine.py `JsEngine`)."""
+    # ES imports read as the file helpers read, below the script's folder
+    js = JsEngine(read_module, kept_contexts=kept_contexts)
     return dict.fromkeys(JS_EXTENSIONS, js)
 
 

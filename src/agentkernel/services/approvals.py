@@ -26,7 +26,8 @@ as it was. Decisions:
 The queries are written once (`ApprovalMethods`, over a dialect:
 services/sql_dialect.py) for this file and for the PostgreSQL store
 (services/approvals_pg.py, kernel.yaml `store.url`); users are typed by
-`ApprovalStore`, which both fit.
+`ApprovalStore`, which both fit. The values both return, the errors and
+that Protocol are in approval_values.py.
 """
 
 from __future__ import annotations
@@ -35,14 +36,30 @@ import json
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol
 
 from agentkernel.errors import AgentKernelError
 from agentkernel.services import approval_tokens as tokens
 from agentkernel.services.approval_tokens import DecisionToken, TokenRefused
+from agentkernel.services.approval_values import (
+    APPROVE,
+    APPROVED,
+    DENIED,
+    DENY,
+    EDIT,
+    EXPIRED,
+    LINK,
+    PENDING,
+    Approval,
+    ApprovalClosed,
+    ApprovalNotFound,
+    ApprovalRule,
+    BadDecision,
+    PendingApproval,
+    iso_seconds,
+)
 from agentkernel.services.install_secret import install_secret
 from agentkernel.services.sql_dialect import SQLITE, Connection, Dialect, Statements
 from agentkernel.services.sqlite_db import MEMORY, Schema, SqliteStore
@@ -53,11 +70,7 @@ APPROVERS = "approval_approvers"
 RULES = "approval_rules"
 TOKENS = "approval_tokens"
 BUSY_TIMEOUT_SECS = 10.0
-DEFAULT_TIMEOUT_SECS = 86_400.0  # the default of approval_timeout_secs
-PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
-APPROVE, DENY, EDIT = "approve", "deny", "edit"
 MANY_AT_ONCE = 500  # runs named in one `get_many` read (SQLite's bound on parameters is 32,766)
-LINK = "link"  # who decided, when a decision URL did
 
 SCHEMA = Schema(
     version=1,
@@ -124,200 +137,6 @@ SCHEMA = Schema(
     ),
     version_table=f"{TABLE}_schema",
 )
-
-
-@dataclass(frozen=True)
-class PendingApproval:
-    """A call to ask a person about: which, whose, what it would do, and for how long to wait."""
-
-    run_id: str
-    call_id: str
-    session_id: str
-    user_id: str  # the session's owner
-    template: str
-    tool: str
-    args: dict[str, Any]
-    question: str
-    origin: str  # where the call comes from: llm, call_tool, subagent, panel…
-    timeout_secs: float = DEFAULT_TIMEOUT_SECS
-    approvers: tuple[str, ...] | None = None  # the tool's `approvers:`, who may decide besides the owner
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.args, dict):
-            raise BadDecision(
-                f"call {self.call_id}: args must be a JSON object, not {type(self.args).__name__}"
-            )
-        if not self.timeout_secs > 0:
-            raise BadDecision(f"call {self.call_id}: timeout_secs must be positive, not {self.timeout_secs}")
-
-
-@dataclass(frozen=True)
-class Approval:
-    """An approval's row: the call, who may decide it, until when, and what was decided."""
-
-    run_id: str
-    call_id: str
-    session_id: str
-    user_id: str
-    template: str
-    tool: str
-    args: dict[str, Any]
-    question: str
-    origin: str
-    approvers: tuple[str, ...] | None
-    status: str  # PENDING, APPROVED, DENIED or EXPIRED
-    decision: str | None  # APPROVE, DENY or EDIT once decided
-    reason: str | None
-    new_args: dict[str, Any] | None  # an EDIT's arguments
-    decided_by: str | None  # a user id, or LINK
-    remember: bool
-    created_at: float
-    expires_at: float
-    decided_at: float | None  # for EXPIRED: when it was marked so
-
-    @property
-    def pending(self) -> bool:
-        return self.status == PENDING
-
-    @property
-    def args_to_run(self) -> dict[str, Any]:
-        """The arguments the call runs with once approved: an edit's, else those asked about."""
-        return self.new_args if self.new_args is not None else self.args
-
-    def may_decide(self, user_id: str) -> bool:
-        """The session's owner, or a user named in `approvers`."""
-        return user_id == self.user_id or user_id in (self.approvers or ())
-
-    def to_json(self) -> dict[str, Any]:
-        """The approval as the API shows it (an `approval_required` event's data, and what became of it)."""
-        return {
-            "run_id": self.run_id,
-            "call": {"id": self.call_id, "tool": self.tool, "args": self.args, "origin": self.origin},
-            "question": self.question,
-            "expires_at": self.expires_at,
-            "session_id": self.session_id,
-            "template": self.template,
-            "status": self.status,
-            "decision": self.decision,
-            "reason": self.reason,
-            "new_args": self.new_args,
-            "decided_by": self.decided_by,
-            "remember": self.remember,
-            "created_at": self.created_at,
-            "decided_at": self.decided_at,
-        }
-
-
-@dataclass(frozen=True)
-class ApprovalRule:
-    """A standing yes: calls of `tool` in runs of `user_id` on `template` need no person."""
-
-    id: int
-    user_id: str
-    tool: str
-    template: str
-    created_at: float
-    created_by: str | None  # who remembered the decision (the owner, or an approver)
-    run_id: str | None  # the approval it came from
-    call_id: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "tool": self.tool,
-            "template": self.template,
-            "created_at": self.created_at,
-            "created_by": self.created_by,
-            "run_id": self.run_id,
-            "call_id": self.call_id,
-        }
-
-
-class BadDecision(AgentKernelError):
-    """A decision (or an approval asked) that is wrong in itself: what, and which field."""
-
-
-class ApprovalNotFound(AgentKernelError):
-    """No such approval, or one the user may not decide (the same words for both: nothing leaks)."""
-
-    def __init__(self, run_id: str, call_id: str) -> None:
-        super().__init__(f"run {run_id} has no approval of call {call_id} that you may decide")
-        self.run_id = run_id
-        self.call_id = call_id
-
-
-class ApprovalClosed(AgentKernelError):
-    """The approval was decided or expired already; `approval` is its row as found."""
-
-    def __init__(self, approval: Approval) -> None:
-        where = f"the approval of call {approval.call_id} in run {approval.run_id}"
-        if approval.status in (APPROVED, DENIED):
-            by = approval.decided_by
-            when = _iso(approval.decided_at or 0.0)
-            text = f"{where} was decided already: {approval.decision} by {by} at {when}"
-        else:
-            text = f"{where} expired at {_iso(approval.expires_at)} (undecided: the call is denied)"
-        super().__init__(text)
-        self.approval = approval
-
-
-@runtime_checkable
-class ApprovalStore(Protocol):
-    """What the kernel, the server and the gate use of an approvals store: the SQLite one here
-    (`Approvals`) or the PostgreSQL one (services/approvals_pg.py, kernel.yaml `store.url`)."""
-
-    def ask(self, pending: PendingApproval) -> Approval: ...
-
-    def decide(
-        self,
-        run_id: str,
-        call_id: str,
-        by_user: str,
-        decision: str,
-        reason: str | None = None,
-        args: dict[str, Any] | None = None,
-        remember: bool = False,
-    ) -> Approval: ...
-
-    def expire_due(self, now: float | None = None, most: int = 100) -> list[Approval]: ...
-
-    def get(self, run_id: str, call_id: str) -> Approval | None: ...
-
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Approval]: ...
-
-    def pending_for(self, user_id: str, most: int = 50) -> list[Approval]: ...
-
-    def count_pending(self) -> int: ...
-
-    def pending_of_run(self, run_id: str) -> list[Approval]: ...
-
-    def add_rule(
-        self,
-        user_id: str,
-        tool: str,
-        template: str,
-        created_by: str | None = None,
-        run_id: str | None = None,
-        call_id: str | None = None,
-    ) -> ApprovalRule: ...
-
-    def rules_of(self, user_id: str, most: int = 500) -> list[ApprovalRule]: ...
-
-    def delete_rule(self, user_id: str, rule_id: int) -> bool: ...
-
-    def allowed_by_rule(self, user_id: str, tool: str, template: str) -> bool: ...
-
-    def decision_token(self, run_id: str, call_id: str, decision: str) -> str: ...
-
-    def redeem(
-        self, token: str, run_id: str | None = None, call_id: str | None = None, reason: str | None = None
-    ) -> Approval: ...
-
-    def granted(self, token: str) -> tuple[DecisionToken, Approval]: ...
-
-    def sweep(self, older_than: float, most: int = 1000) -> int: ...
-
-    def close(self) -> None: ...
 
 
 class _Store(Protocol):
@@ -621,7 +440,7 @@ class ApprovalMethods:
         """The token's grant if this install signed it and it has not expired; else TokenRefused."""
         granted = tokens.verify(token, self._key())
         if time.time() >= granted.expires_at:
-            raise TokenRefused(tokens.EXPIRED, f"it was valid until {_iso(granted.expires_at)}")
+            raise TokenRefused(tokens.EXPIRED, f"it was valid until {iso_seconds(granted.expires_at)}")
         return granted
 
     # -- clean-up ------------------------------------------------------------------------------------
@@ -751,7 +570,7 @@ def _add_rule(
 def _check_unused(q: Statements, granted: DecisionToken) -> None:
     used = q.execute(f"SELECT used_at FROM {TOKENS} WHERE nonce = ?", (granted.nonce,)).fetchone()
     if used is not None:
-        raise TokenRefused(tokens.USED, f"it was used at {_iso(used[0])}; a decision URL works once")
+        raise TokenRefused(tokens.USED, f"it was used at {iso_seconds(used[0])}; a decision URL works once")
 
 
 def _one(q: Statements, run_id: str, call_id: str, *, lock: bool = False) -> Approval | None:
@@ -792,28 +611,4 @@ def _rule(row: tuple[Any, ...]) -> ApprovalRule:
     return ApprovalRule(int(row[0]), row[1], row[2], row[3], float(row[4]), row[5], row[6], row[7])
 
 
-def _iso(secs: float) -> str:
-    return datetime.fromtimestamp(secs, UTC).isoformat(timespec="seconds")
-
-
-__all__ = [
-    "APPROVE",
-    "APPROVED",
-    "DEFAULT_TIMEOUT_SECS",
-    "DENIED",
-    "DENY",
-    "EDIT",
-    "EXPIRED",
-    "LINK",
-    "PENDING",
-    "Approval",
-    "ApprovalClosed",
-    "ApprovalMethods",
-    "ApprovalNotFound",
-    "ApprovalRule",
-    "ApprovalStore",
-    "Approvals",
-    "BadDecision",
-    "PendingApproval",
-    "TokenRefused",
-]
+__all__ = ["ApprovalMethods", "Approvals", "TokenRefused"]

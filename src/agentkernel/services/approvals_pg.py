@@ -36,15 +36,8 @@ import psycopg
 from agentkernel.config.kernel_yaml import KernelConfig
 from agentkernel.errors import AgentKernelError
 from agentkernel.services import approvals as sqlite_approvals
-from agentkernel.services.approvals import (
-    APPROVERS,
-    BUSY_TIMEOUT_SECS,
-    PENDING,
-    RULES,
-    TABLE,
-    TOKENS,
-    ApprovalMethods,
-)
+from agentkernel.services.approval_values import PENDING
+from agentkernel.services.approvals import APPROVERS, BUSY_TIMEOUT_SECS, RULES, TABLE, TOKENS, ApprovalMethods
 from agentkernel.services.install_secret import SECRET_BYTES, SECRET_FILE, install_secret
 from agentkernel.services.pg_copy import copy_table, move_sequence, read_only, source_version
 from agentkernel.services.postgres import PgPool, PgSchema, PgStore

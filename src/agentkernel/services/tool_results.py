@@ -23,12 +23,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from agentkernel.config.stores import TOOL_RESULTS_FILE
 from agentkernel.errors import AgentKernelError
 from agentkernel.services.sql_dialect import SQLITE, Connection, Dialect, Statements
 from agentkernel.services.sqlite_db import Schema, SqliteStore
 from agentkernel.types import JSONObject
 
-FILE_NAME = "tool_results.db"
+FILE_NAME = TOOL_RESULTS_FILE
 BUSY_TIMEOUT_SECS = 10.0
 SESSIONS, RESULTS = "tool_result_sessions", "tool_results"
 

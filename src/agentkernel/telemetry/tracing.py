@@ -14,7 +14,6 @@ the last to close flushes it.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -22,12 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentkernel.config.telemetry import TelemetrySettings
+from agentkernel.util.lazy_log import LazyLogger
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Tracer
 
-log = logging.getLogger("agentkernel.telemetry")
+log = LazyLogger("agentkernel.telemetry")
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")

@@ -15,11 +15,17 @@ mid-chat is what the clash rule prevents), unless the project file says
 `overrides: builtin`: then it alone is served. `overrides: builtin` with no
 built-in of that name is refused too, as the typo or stale intent it is.
 
-Loading has two stages. Every YAML is parsed on each scan (it is small, and
-every name must be known to find clashes); a script is compiled, and a
-hook's functions (a tool's `run`) looked up, only when that file is asked for: `tool(name)`
-compiles one script, while listing tools, hooks or problems compiles all of
-them. A file whose script does not compile is never offered, in either case.
+Loading has three stages. A scan reads each changed YAML only for the kind
+and name it claims (config/scripts.py `spec_claim`: every name must be known
+to find clashes, and a file's own parse is kept, yaml_files.py); a file is
+checked whole (its fields, its script's path) when a name it claims is asked
+for; a script is compiled, and a hook's functions (a tool's `run`) looked up,
+only when that file is asked for. So `tool(name)` loads the files that claim
+`name` and compiles one script, while listing tools, hooks or problems loads
+and compiles all of them. A file that claims a name but does not load claims
+nothing: the claims are settled, name by name, among the files that load, as
+if every file had been loaded (a file whose script does not compile is never
+offered, in either case).
 
 The catalog's lock guards only its tables (the scan); scripts are compiled
 outside it, so a slow compile never holds up another thread's
@@ -31,7 +37,6 @@ tried again at the next lookup.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -40,7 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from agentkernel.config import YAML_SUFFIXES, HookSpec, KernelLimits, ToolSpec, load_script_spec
+from agentkernel.config import (
+    YAML_SUFFIXES,
+    HookSpec,
+    KernelLimits,
+    ToolSpec,
+    load_script_spec,
+    read_yaml_file,
+)
+from agentkernel.config.scripts import spec_claim
 from agentkernel.errors import ConfigError, LoadProblem, ScriptError, ScriptLimitError, name_clash
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools.hook_functions import check_hook_functions
@@ -49,10 +62,12 @@ from agentkernel.tools.tool_function import check_tool_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
 from agentkernel.util.folder_watch import FolderWatch
+from agentkernel.util.lazy_log import LazyLogger
 
-log = logging.getLogger("agentkernel.tools.catalog")
+log = LazyLogger("agentkernel.tools.catalog")
 
 Kind = Literal["tool", "hook"]
+Claim = tuple[str, str]  # (kind, name): config/scripts.py `spec_claim`
 RESCAN_SECS = 1.0  # the folders are scanned at least this often, watched or not (util/folder_watch.py)
 SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 
@@ -61,14 +76,18 @@ SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 class _Entry:
     """One YAML file's outcome, valid while neither it nor its script changes.
 
-    `problem` is the YAML's own, or the script's once `checked` (compiled,
-    and for a hook its functions found).
+    `claim` is what the file claims if it loads (`spec_claim`), known from its
+    scan; the rest once it is `loaded`: its spec, or its `problem`, which is
+    the YAML's own, or the script's once `checked` (compiled, and for a hook
+    its functions found).
     """
 
     yaml_stamp: Stamp
-    script_stamp: Stamp
-    spec: ToolSpec | HookSpec | None
-    problem: LoadProblem | None
+    claim: Claim | None
+    loaded: bool = False
+    script_stamp: Stamp = None
+    spec: ToolSpec | HookSpec | None = None
+    problem: LoadProblem | None = None
     checked: bool = False
 
 
@@ -141,8 +160,10 @@ class ScriptCatalog:
         self.host = host
         self.limits = limits if limits is not None else KernelLimits()
         self._entries: dict[Path, _Entry] = {}
-        self._claims: dict[tuple[Kind, str], list[Path]] = {}
-        self._clashes: list[LoadProblem] = []
+        self._candidates: dict[Claim, list[Path]] = {}  # the files that claim each name if they load
+        self._claims: dict[Claim, list[Path]] = {}  # who serves a name, settled since the last scan
+        self._clashes: dict[Claim, list[LoadProblem]] = {}  # the files refused over each name settled
+        self._clashes_before: dict[Claim, list[LoadProblem]] = {}  # as last settled: each is logged once
         self._lock = threading.RLock()
         self._watch = FolderWatch()
         self._watched: set[Path] = set()  # the folders watched since the last scan
@@ -184,17 +205,33 @@ class ScriptCatalog:
         else:
             check_tool_function(self.host, spec, self.limits)
 
-    def _parse(self, path: Path) -> _Entry:
+    def _peek(self, path: Path) -> _Entry:
+        """The entry of a new or changed file: what it claims, read off its YAML; a file whose YAML
+        does not parse is loaded at once (its problem)."""
         yaml_stamp = stamp_of(path)
+        try:
+            value, _ = read_yaml_file(path)
+        except ConfigError:
+            return self._load(path, _Entry(yaml_stamp, None))
+        return _Entry(yaml_stamp, spec_claim(value))
+
+    def _load(self, path: Path, entry: _Entry) -> _Entry:
+        """`entry` (of `path`) loaded if it was not yet: its spec, or its problem; under the lock."""
+        if entry.loaded:
+            return entry
+        entry.loaded = True
         try:
             spec = load_script_spec(path, self.limits, origin=self.origin_of(path))
         except ConfigError as exc:
-            problem = LoadProblem.from_error(path, exc)
-            log.warning("not loaded: %s", problem)
-            return _Entry(yaml_stamp, None, None, problem)
-        script_stamp = stamp_of(spec.script)
-        spec.stamped(script_stamp)  # the tool's call asks its script no more (ScriptHost.compile)
-        return _Entry(yaml_stamp, script_stamp, spec, None)
+            entry.problem = LoadProblem.from_error(path, exc)
+            log.warning("not loaded: %s", entry.problem)
+            return entry
+        entry.script_stamp = stamp_of(spec.script)
+        spec.stamped(entry.script_stamp)  # the tool's call asks its script no more (ScriptHost.compile)
+        entry.spec = spec
+        if self._entries_seen and not _script_folders(spec) <= self._watched:
+            self._scanned_at = -RESCAN_SECS  # the next lookup scans, and watches the script's folder
+        return entry
 
     def _checked(self, path: Path, entry: _Entry) -> _Entry:
         """`entry` (of `path`), its script compiled first if it was not yet; takes no lock."""
@@ -218,12 +255,12 @@ class ScriptCatalog:
             return False
         return entry.spec is None or stamp_of(entry.spec.script) == entry.script_stamp
 
-    def _stands(self, path: Path) -> bool:
+    def _stands(self, path: Path, entry: _Entry) -> bool:
         """Whether the entry of `path` is as its files are now: the last scan still stands (no `stat`),
         or, while that scan is younger than RESCAN_SECS, the YAML and its script are as it saw them."""
         if self._scan_stands():
             return True
-        return time.monotonic() - self._looked_at < RESCAN_SECS and self._is_fresh(path, self._entries[path])
+        return time.monotonic() - self._looked_at < RESCAN_SECS and self._is_fresh(path, entry)
 
     def _scan_stands(self) -> bool:
         """Whether the last scan is what a scan now would find: the watch vouches for it, it is younger
@@ -237,8 +274,8 @@ class ScriptCatalog:
         return True
 
     def _scan(self) -> None:
-        """Re-stat every file, re-parse the YAML that changed, and settle who claims which name;
-        skipped while the last scan stands."""
+        """Re-stat every file, read what each YAML that changed claims, and forget who serves which
+        name (settled again when asked: `_settled`); skipped while the last scan stands."""
         if self._scan_stands():
             return
         self._watch.changed()  # the changes seen so far are this scan's: only later ones mark the watch
@@ -247,20 +284,37 @@ class ScriptCatalog:
         walk = _yaml_files((*self.folders, *self.builtin_folders))
         for path in walk.files:
             old = self._entries.get(path)
-            entries[path] = old if old is not None and self._is_fresh(path, old) else self._parse(path)
-        claims: dict[tuple[Kind, str], list[Path]] = {}
+            entries[path] = old if old is not None and self._is_fresh(path, old) else self._peek(path)
+        candidates: dict[Claim, list[Path]] = {}
         for path, entry in entries.items():
-            if entry.spec is not None:
-                claims.setdefault((_kind(entry.spec), entry.spec.name), []).append(path)
-        clashes: list[LoadProblem] = []
-        for (kind, name), paths in claims.items():
-            claims[(kind, name)], found = self._settle(kind, name, paths, entries)
-            clashes += found
-        for problem in clashes:
-            if problem not in self._clashes:
-                log.warning("not loaded: %s", problem)
-        self._entries, self._claims, self._clashes = entries, claims, clashes
+            if entry.claim is not None:
+                candidates.setdefault(entry.claim, []).append(path)
+        self._clashes_before.update(self._clashes)
+        self._entries, self._candidates, self._claims, self._clashes = entries, candidates, {}, {}
         self._watch_what(walk, entries, now)
+
+    def _settled(self, claim: Claim) -> list[Path]:
+        """The one file that serves `claim` (a list of it), else none: its candidates loaded, and
+        the name settled among those that load (`_settle`); under the lock, after a scan."""
+        served = self._claims.get(claim)
+        if served is not None:
+            return served
+        paths = [
+            p for p in self._candidates.get(claim, []) if _claims(self._load(p, self._entries[p]), claim)
+        ]
+        served, found = self._settle(*claim, paths, self._entries) if paths else ([], [])
+        for problem in found:
+            if problem not in self._clashes_before.get(claim, []):
+                log.warning("not loaded: %s", problem)
+        self._claims[claim], self._clashes[claim] = served, found
+        return served
+
+    def _settle_all(self, kind: Kind | None = None) -> list[Claim]:
+        """Every name (of `kind`) settled, by kind and name; under the lock, after a scan."""
+        claims = sorted(c for c in self._candidates if kind is None or c[0] == kind)
+        for claim in claims:
+            self._settled(claim)
+        return claims
 
     def _watch_what(self, walk: _Walk, entries: dict[Path, _Entry], now: float) -> None:
         """Watch the folders the scan walked and those of the scripts (a script may live anywhere).
@@ -275,10 +329,7 @@ class ScriptCatalog:
         folders = set(walk.folders)
         for entry in entries.values():
             if entry.spec is not None:
-                script = entry.spec.script
-                folders.update(
-                    (script.parent, script.resolve().parent) if script.is_symlink() else (script.parent,)
-                )
+                folders.update(_script_folders(entry.spec))
         new = not folders <= self._watched
         if walk.complete:
             self._watch.watch(folders)
@@ -292,7 +343,7 @@ class ScriptCatalog:
         self._watch.close()
 
     def _settle(
-        self, kind: Kind, name: str, paths: list[Path], entries: dict[Path, _Entry]
+        self, kind: str, name: str, paths: list[Path], entries: dict[Path, _Entry]
     ) -> tuple[list[Path], list[LoadProblem]]:
         """Who serves `name` (one path, else nobody) and the problems of the files refused."""
         builtin = [p for p in paths if _origin(entries[p]) == "builtin"]  # as loaded: no second look
@@ -311,7 +362,7 @@ class ScriptCatalog:
         return ([] if problems else paths), problems
 
     def _builtin_problems(
-        self, kind: Kind, name: str, path: Path, entry: _Entry, builtin: list[Path]
+        self, kind: str, name: str, path: Path, entry: _Entry, builtin: list[Path]
     ) -> list[LoadProblem]:
         if builtin and not _overrides(entry):
             where = self._shown_builtin(builtin[0])
@@ -335,9 +386,9 @@ class ScriptCatalog:
     def _line_of_name(entry: _Entry) -> int | None:
         return entry.spec.lines.of("name") if entry.spec is not None else None
 
-    def _claimed(self, kind: Kind, name: str) -> tuple[Path, _Entry] | None:
+    def _claimed(self, kind: str, name: str) -> tuple[Path, _Entry] | None:
         """The only file claiming `name` as a `kind`, and its entry (under the lock)."""
-        paths = self._claims.get((kind, name), [])
+        paths = self._settled((kind, name))
         return (paths[0], self._entries[paths[0]]) if len(paths) == 1 else None
 
     def _usable(self, claimed: tuple[Path, _Entry] | None) -> ToolSpec | HookSpec | None:
@@ -350,7 +401,7 @@ class ScriptCatalog:
     def _every(self, kind: Kind, spec_type: type[SpecT]) -> dict[str, SpecT]:
         with self._lock:
             self._scan()
-            claimed = [(name, self._claimed(kind, name)) for k, name in sorted(self._claims) if k == kind]
+            claimed = [(name, self._claimed(k, name)) for k, name in self._settle_all(kind)]
         return self._usable_specs(claimed, spec_type)
 
     def _usable_specs(
@@ -374,13 +425,14 @@ class ScriptCatalog:
         changed; otherwise, or when the last scan is older than RESCAN_SECS,
         the folders are scanned again. A name claimed by a file added since
         is noticed by the next scan, which every listing makes (an agent's
-        tool list is made afresh for each user message).
+        tool list is made afresh for each user message). Only the files that
+        claim `name` are loaded (the module docstring).
         """
         with self._lock:
-            paths = self._claims.get(("tool", name), [])
-            if len(paths) != 1 or not self._stands(paths[0]):
-                self._scan()
             claimed = self._claimed("tool", name)
+            if claimed is None or not self._stands(*claimed):
+                self._scan()
+                claimed = self._claimed("tool", name)
         spec = self._usable(claimed)
         return spec if isinstance(spec, ToolSpec) else None
 
@@ -397,7 +449,7 @@ class ScriptCatalog:
         against both each time one is looked up)."""
         with self._lock:
             self._scan()
-            claims = sorted(self._claims)
+            claims = self._settle_all()
             tools = [(name, self._claimed(kind, name)) for kind, name in claims if kind == "tool"]
             hooks = [(name, self._claimed(kind, name)) for kind, name in claims if kind == "hook"]
         return self._usable_specs(tools, ToolSpec), self._usable_specs(hooks, HookSpec)
@@ -406,7 +458,9 @@ class ScriptCatalog:
         """Every file that does not load, and why; compiles every script to know."""
         with self._lock:
             self._scan()
-            entries, clashes = list(self._entries.items()), list(self._clashes)
+            entries = [(path, self._load(path, entry)) for path, entry in self._entries.items()]
+            self._settle_all()
+            clashes = [p for found in self._clashes.values() for p in found]
         own = [self._checked(path, entry).problem for path, entry in entries]
         found = [p for p in own if p is not None] + clashes
         return sorted(found, key=lambda p: (str(p.path), p.line or 0))
@@ -433,6 +487,17 @@ def _function_problems(name: str, path: Path, entry: _Entry, builtin: list[_Entr
     )
     line = entry.spec.lines.of("function") if entry.spec is not None else None
     return [LoadProblem(path, reason, line)]
+
+
+def _claims(entry: _Entry, claim: Claim) -> bool:
+    """Whether the loaded `entry` claims `claim` (a file changed since its scan may not)."""
+    return entry.spec is not None and (_kind(entry.spec), entry.spec.name) == claim
+
+
+def _script_folders(spec: ToolSpec | HookSpec) -> set[Path]:
+    """The folders whose change can change the spec's script: its own, and a linked file's real one."""
+    script = spec.script
+    return {script.parent, script.resolve().parent} if script.is_symlink() else {script.parent}
 
 
 def _origin(entry: _Entry) -> str | None:

@@ -20,7 +20,6 @@ caller's deadline (`ApprovalDesk`).
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -45,8 +44,9 @@ from agentkernel.tools.results import ToolResult, finish, normalize
 from agentkernel.tools.sources.mcp.outside import OutsideToolSpec
 from agentkernel.types import JSONValue, NoValue
 from agentkernel.util.fair_pool import FairPool
+from agentkernel.util.lazy_log import LazyLogger
 
-log = logging.getLogger("agentkernel.dispatch")
+log = LazyLogger("agentkernel.dispatch")
 MAX_REPORTED_ARG_ERRORS = 3
 MAX_COUNTED_ARG_ERRORS = 100  # errors of one call's arguments counted for "and N more"; past it, "more than"
 MIN_NESTED_STACK_BYTES = 64 << 10  # the least JS stack a nested call gets (limits.stack_limit_kb's minimum)

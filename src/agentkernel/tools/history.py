@@ -19,24 +19,23 @@ tool's result goes on unharmed: it is only not found by `get_tool_result`.
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from agentkernel.errors import AgentKernelError, HelperError
 from agentkernel.identity import Caller, session_key
-from agentkernel.services.sqlite_db import MEMORY
-from agentkernel.services.tool_results import ToolResults, ToolResultStore
 from agentkernel.tools.results import ToolResult
 from agentkernel.types import JSONObject, VisualBlock
+from agentkernel.util.lazy_log import LazyLogger
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # the store and SQLite are imported when the first call with a session opens it
+    from agentkernel.services.tool_results import ToolResults
+
+log = LazyLogger(__name__)
 
 DEFAULT_SESSIONS = 1000
-_STORE_ERRORS = (sqlite3.Error, OSError, AgentKernelError)
 
 
 class ToolResultHistory:
@@ -70,7 +69,7 @@ class ToolResultHistory:
             return
         try:
             self._opened().record(session_key(caller.user_id, caller.session_id), tool, _as_json(result))
-        except _STORE_ERRORS as exc:
+        except _store_errors() as exc:
             log.warning(
                 "the result of tool %s was not kept for get_tool_result (%s): %s", tool, self.shown, exc
             )
@@ -81,7 +80,7 @@ class ToolResultHistory:
             return None
         try:
             found = self._opened().get(session_key(caller.user_id, caller.session_id), tool, index)
-        except _STORE_ERRORS as exc:
+        except _store_errors() as exc:
             raise HelperError(f"get_tool_result: the tool-result store ({self.shown}) failed: {exc}") from exc
         return None if found is None else _from_json(found)
 
@@ -103,9 +102,20 @@ class ToolResultHistory:
             if self._store is None and self._open_store is not None:
                 self._store = self._open_store()
             elif self._store is None:
+                from agentkernel.services.sqlite_db import MEMORY  # SQLite: by the first call with a session
+                from agentkernel.services.tool_results import ToolResultStore
+
                 where = MEMORY if self.path is None else self.path
                 self._store = ToolResultStore(where, per_tool=self.per_tool, sessions=self.sessions)
             return self._store
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    """What a failing store raises: asked only when a call with a session raised (and so imported
+    SQLite, opening the store), never by a call without one."""
+    import sqlite3
+
+    return (sqlite3.Error, OSError, AgentKernelError)
 
 
 def _as_json(result: ToolResult) -> JSONObject:

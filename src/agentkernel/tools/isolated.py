@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import logging
 import os
 import sys
 import threading
@@ -46,10 +45,11 @@ from typing import Any, TypeVar
 from agentkernel.config import CallBudget
 from agentkernel.errors import ScriptError, ScriptLimitError
 from agentkernel.util.fair_share import FairQueue, Key
+from agentkernel.util.lazy_log import LazyLogger
 
 # processes, sockets and pickles are imported with the first call (a kernel builds its pool at start)
 
-log = logging.getLogger("agentkernel.workers")
+log = LazyLogger("agentkernel.workers")
 T = TypeVar("T")
 
 _BOOT = (

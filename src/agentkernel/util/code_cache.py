@@ -14,8 +14,8 @@ that code object from a table when the same source was compiled before, in
 this process or an earlier one. The classes come out exactly as they would
 have: same source, same code, same namespaces; only the compiling is saved.
 
-A table is one file per name (the command line uses its command's: each reads
-only the sources it needs), Python build and optimisation level, in
+A table is one file per name (the command line uses its command's and
+action's, `tool-run`: each reads only the sources it needs), Python build and optimisation level, in
 `$XDG_CACHE_HOME/agentkernel/code` (else `~/.cache/…`), written with
 `marshal`, keyed by the whole source text; it is read once, at `install()`,
 and written (merged with what other processes added, at most `MAX_ENTRIES`)

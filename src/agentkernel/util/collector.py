@@ -23,6 +23,11 @@ reference cycle that is still alive at exit may then not run, which CPython
 never promised (the data model's note on `__del__`). For the commands that
 close what they open (the kernel's `with`) and end after printing their
 answer (cli/main.py).
+
+The same commands, run as the process's own command line, freeze what each
+start-up pause leaves alive at its end (`frozen_after_start_up()`): else the
+first allocation after the pause starts a collection of everything it
+imported, and the older generations' collections walk it again later.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ if TYPE_CHECKING:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Within: no cyclic garbage collection; after: as it was (garbage made meanwhile is found then)."""
+    """Within: no cyclic garbage collection; after: as it was (garbage made meanwhile is found then),
+    what is alive then frozen first once `frozen_after_start_up()` was asked."""
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -46,7 +52,26 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if paused:
+            if _freezing:
+                gc.freeze()
             gc.enable()
+
+
+def frozen_after_start_up() -> None:
+    """From now on, the end of each start-up pause makes what is then alive permanent (`gc.freeze()`).
+
+    Collections after a pause would otherwise walk everything it imported:
+    at the pause's end the youngest generation holds all of it, so the first
+    allocation starts a collection of it, and the next generation's follow
+    (3 ms of `tool run`'s 60). For a command that ends with its answer, run
+    as the process's own command line (cli/main.py): cyclic garbage made
+    during its start-up is then kept to the end of the short process.
+    """
+    if not _freezing:
+        _freezing.append(True)
+
+
+_freezing: list[bool] = []
 
 
 def uncollected_at_exit() -> None:
@@ -60,4 +85,4 @@ def uncollected_at_exit() -> None:
 
 _registered: list[bool] = []
 
-__all__ = ["collector_paused", "uncollected_at_exit"]
+__all__ = ["collector_paused", "frozen_after_start_up", "uncollected_at_exit"]

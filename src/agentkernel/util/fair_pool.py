@@ -30,14 +30,16 @@ the running ones finish within their own deadlines.
 from __future__ import annotations
 
 import contextvars
-import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentkernel.util.fair_share import FairQueue, Key
+
+if TYPE_CHECKING:  # imported by the first call submitted (with `logging`): a tool run submits none
+    from concurrent.futures import Future
+    from queue import SimpleQueue
 
 T = TypeVar("T")
 
@@ -89,7 +91,7 @@ class FairPool:
         self.name = name
         self._queue: FairQueue[_Call] = FairQueue(max_per_user)
         self._lock = threading.Lock()
-        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # one token wakes one idle worker
+        self._wake: SimpleQueue[None] | None = None  # one token wakes one idle worker; made with the first
         self._threads = 0
         self._idle = 0  # workers asleep on `_wake` with no token on its way to them
         self._workers: set[int] = set()  # the workers' thread idents: a call from one runs in place
@@ -116,6 +118,8 @@ class FairPool:
         Cancelling the future before a worker takes the call removes it
         from the queue. RuntimeError after `shutdown`.
         """
+        from concurrent.futures import Future
+
         future: Future[T] = Future()
         call = _Call(future, function, args, contextvars.copy_context())
         if threading.get_ident() in self._workers:  # waiting for a sibling worker could wait forever
@@ -137,7 +141,7 @@ class FairPool:
                         raise
             # else every worker is busy: the first to finish takes it
         if wake:  # after the lock: the worker it wakes needs it at once
-            self._wake.put(None)
+            self._woken().put(None)
         future.add_done_callback(lambda done: self._forget(key, call) if done.cancelled() else None)
         return future
 
@@ -154,7 +158,7 @@ class FairPool:
             waiting = self._queue.drain()
             threads = self._threads
         for _ in range(threads):
-            self._wake.put(None)
+            self._woken().put(None)
         for _, call in waiting:
             call.future.cancel()
 
@@ -162,8 +166,17 @@ class FairPool:
         with self._lock:
             self._queue.remove(key, call)
 
+    def _woken(self) -> SimpleQueue[None]:
+        """The workers' wake-up tokens: asked only once a worker is started, which made it."""
+        assert self._wake is not None
+        return self._wake
+
     def _start_worker(self) -> None:
         """One more worker (lock held); RuntimeError when the OS refuses a thread."""
+        if self._wake is None:
+            from queue import SimpleQueue  # with the first worker: a pool never used imports no queue
+
+            self._wake = SimpleQueue()
         self._threads += 1
         thread = threading.Thread(target=self._work, name=f"{self.name}-{self._threads}", daemon=True)
         try:
@@ -195,7 +208,7 @@ class FairPool:
                 if closed:
                     return
                 if chosen is None:
-                    self._wake.get()
+                    self._woken().get()
                     continue
                 chosen[1].compute()
                 done = chosen

@@ -21,8 +21,6 @@ caller's own rescan now and then (`ScriptCatalog`'s `RESCAN_SECS`).
 from __future__ import annotations
 
 import os
-import select
-import struct
 import sys
 import threading
 from collections.abc import Iterable
@@ -47,7 +45,7 @@ _MASK = (
     | _IN_MOVE_SELF
     | _IN_ONLYDIR
 )
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of name)
+_EVENT = "iIII"  # wd, mask, cookie, len (then `len` bytes of name): a `struct` format
 
 
 class _Process:
@@ -85,6 +83,7 @@ class _Inotify:
             os.close(self.fd)
         self.pid, self.fd, self.watchers = _Process.pid, None, {}
         import ctypes  # when a catalog first scans: a tool run's start-up never pays for it
+        import select
 
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -115,6 +114,9 @@ class _Inotify:
         assert self.fd is not None
         if not self._queued.poll(0):
             return
+        import struct  # by the first look that finds events: a command that looks once never watches
+
+        event = struct.Struct(_EVENT)
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -122,8 +124,8 @@ class _Inotify:
                 return
             offset = 0
             while offset < len(data):
-                wd, mask, _, size = _EVENT.unpack_from(data, offset)
-                offset += _EVENT.size + size
+                wd, mask, _, size = event.unpack_from(data, offset)
+                offset += event.size + size
                 if mask & _IN_Q_OVERFLOW:  # events were lost: every watcher looks again
                     for watchers in self.watchers.values():
                         for watcher in watchers:

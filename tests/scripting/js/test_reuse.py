@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkernel import Kernel
+from agentkernel import Kernel, load_kernel_config
 from agentkernel.agent.hooks import HookPipeline
 from agentkernel.scripting.js.engine import JsEngine
 from agentkernel.types import JSONObject, JSONValue
@@ -356,3 +356,21 @@ def test_a_hooks_polyfill_works_from_the_first_call(
     call: JSONObject = {"id": "c1", "tool": "shell", "args": {}, "origin": "llm"}
     notices = [pipeline.before_tool_call([shouter], kernel.caller(), call).notices for _ in range(3)]
     assert notices == [["SHELL!"]] * 3
+
+
+def test_a_kernel_that_keeps_no_contexts_answers_alike(project: Path, make_tool: ToolFactory) -> None:
+    """`kept_contexts=False` (`agentkernel tool run`): every call, and the check of each script, in a
+    new context, none left in the pool; the answers are those of a kept context (S3.3)."""
+    source, args, want = POLYFILLS["method"]
+    make_tool("polyfilled", source)
+    make_tool("seer", SEER)
+    make_tool("reader", READER)
+    make_tool("thrower", "function run() { throw new Error('boom'); }\n")
+    config = load_kernel_config(project / "config" / "kernel.yaml")
+    with Kernel(config, kept_contexts=False) as fresh:
+        engine = js_engine(fresh)
+        assert run(fresh, "polyfilled", args) == want
+        assert [run(fresh, "seer"), run(fresh, "reader")] == [NONE_SEEN, AS_NEW]
+        assert run(fresh, "polyfilled", args) == want
+        assert fresh.run_tool("thrower", {}).error == "Error: boom (at thrower.js:1:33)"
+        assert engine._pool.idle() == [] and engine._fresh == {}

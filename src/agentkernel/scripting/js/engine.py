@@ -2,7 +2,9 @@
 
 Each call starts from a fresh scope (S3.3): an ES module in a new runtime and
 context on the calling thread, any other script in a context kept on that
-thread whose builtins are proved unchanged after every call (reuse.py). Each
+thread whose builtins are proved unchanged after every call (reuse.py), or in
+a new one too when the engine is told to keep none (a process that makes one
+call: `agentkernel tool run`). Each
 call has a memory limit, a stack limit and an interrupt handler that enforces
 both the operation budget and the wall-clock bound. Values cross the boundary only as
 JSON text, so no Python object (cyclic or not) ever reaches QuickJS and no JS
@@ -32,7 +34,6 @@ from agentkernel.scripting.contract import (
     ScriptSyntaxError,
     SourceLocation,
 )
-from agentkernel.scripting.js.hints import hint_for
 from agentkernel.scripting.js.modules import module_loader
 from agentkernel.scripting.js.reuse import GC_HEADROOM, ContextPool, KeptContext, lockdown_source
 from agentkernel.types import NO_VALUE, JSONValue, NoValue
@@ -56,7 +57,8 @@ class JsScript:
     others cannot be linked through this binding (it crashes), so a module is
     compiled again, from this cached text, through the module loader per call.
     `wrapped` is a script's top level as a function (`_wrapped`), run in a kept
-    context; None for a module, or a script that compiles only as it is.
+    context; None for a module, a script that compiles only as it is, or any
+    script of an engine that keeps no contexts.
     """
 
     path: Path
@@ -221,8 +223,11 @@ class JsEngine:
 
     name = "javascript"
 
-    def __init__(self, read_below: ReadBelow) -> None:
+    def __init__(self, read_below: ReadBelow, *, kept_contexts: bool = True) -> None:
+        """`kept_contexts=False`: every call in a fresh context, none made to keep (reuse.py): for a
+        process that makes a call or two, where making and locking down one costs more than it saves."""
         self._read_below = read_below  # how an imported module is read (contract.py ReadBelow)
+        self._kept_contexts = kept_contexts
         self._preludes: dict[tuple[str, ...], bytes] = {}
         self._lockdown: bytes | None = None
         self._lock = threading.Lock()
@@ -243,9 +248,9 @@ class JsEngine:
         except quickjs.JSError as exc:
             stack = getattr(exc, "js_stack", None)
             message = str(exc)
-            raise ScriptSyntaxError(message, _location(stack, path), stack, hint_for(message)) from None
+            raise ScriptSyntaxError(message, _location(stack, path), stack, _hint(message)) from None
         bytecode = None if module else code.write_object()
-        wrapped = None if module else _compile_wrapped(ctx, path, source)
+        wrapped = None if module or not self._kept_contexts else _compile_wrapped(ctx, path, source)
         return JsScript(path=path, source=source, bytecode=bytecode, module=module, wrapped=wrapped)
 
     def _prelude(self, names: tuple[str, ...]) -> bytes:
@@ -585,7 +590,15 @@ def _script_error(
         )
     if "circular reference" in message:
         message = f"{message} (a cyclic object cannot be returned)"
-    return ScriptError(message, _location(stack, path), stack, hint_for(message))
+    return ScriptError(message, _location(stack, path), stack, _hint(message))
+
+
+def _hint(message: str) -> str | None:
+    """What to do about a script's error, if hints.py knows (imported by the first error: a call that
+    goes well never needs it)."""
+    from agentkernel.scripting.js.hints import hint_for
+
+    return hint_for(message)
 
 
 #: The binding's message for an exception it could not turn into text: no memory left for the

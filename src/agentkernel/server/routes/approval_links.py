@@ -35,15 +35,15 @@ from agentkernel.server.identity import Parts
 from agentkernel.server.parts import request_id
 from agentkernel.server.routes.approvals import MAX_REASON_CHARS
 from agentkernel.services.approval_tokens import EXPIRED, MAX_TOKEN_CHARS, USED, DecisionToken
-from agentkernel.services.approvals import (
+from agentkernel.services.approval_values import (
     APPROVE,
     DENY,
     Approval,
     ApprovalClosed,
     ApprovalNotFound,
     ApprovalStore,
-    TokenRefused,
 )
+from agentkernel.services.approvals import TokenRefused
 
 PATH: Final = "/v1/approval-links/{token}"
 MAX_FORM_BYTES: Final = 4 * MAX_REASON_CHARS + 200  # a reason, percent-encoded, and a field name

@@ -20,13 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentkernel.server.identity import Parts, User
 from agentkernel.server.parts import ServerParts
 from agentkernel.server.problems import CALLER, documented
-from agentkernel.services.approvals import (
-    EDIT,
-    Approval,
-    ApprovalClosed,
-    ApprovalNotFound,
-    BadDecision,
-)
+from agentkernel.services.approval_values import EDIT, Approval, ApprovalClosed, ApprovalNotFound, BadDecision
 
 router = APIRouter(tags=["approvals"], responses=documented(*CALLER))
 

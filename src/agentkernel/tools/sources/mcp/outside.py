@@ -16,7 +16,6 @@ logged, and `agentkernel check` reports it naming the server and the tool.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -35,12 +34,13 @@ from agentkernel.tools.results import ToolResult
 from agentkernel.tools.sources.mcp.nesting import inherited_chain, template_entry
 from agentkernel.types import JSONObject, JSONValue
 from agentkernel.util.json_size import json_length
+from agentkernel.util.lazy_log import LazyLogger
 from agentkernel.util.valid_unicode import repair_value
 
 if TYPE_CHECKING:
     from agentkernel.tools.sources.mcp.client_pool import ListedTool, ServerPool
 
-log = logging.getLogger("agentkernel.mcp")
+log = LazyLogger("agentkernel.mcp")
 MAX_TOOL_NAME = 64  # TOOL_NAME_PATTERN's length
 # what one outside tool may put in every LLM request: its description is cut past this (a note says
 # so), and a tool whose input schema's JSON is longer is not offered (a schema cannot be cut)
