@@ -46,14 +46,15 @@ from _operator import _compare_digest as compare_digest  # hmac.compare_digest's
 from collections.abc import Callable, Sequence
 from functools import cache
 from types import CodeType
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai._version import __version__
 from agentkernel.rhai.compiled import CompiledModule, Signature
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from hashlib import sha256
+    from typing import Any
 
     from agentkernel.rhai.syntax import ast
 else:  # CPython's built-in SHA-256 (3.11: _sha256; 3.12 on: _sha2): `hashlib` loads OpenSSL first
