@@ -287,8 +287,8 @@ COMPILER = {
 
 def test_rhai_run_of_a_text_run_before_loads_it_compiled(tmp_path: Path) -> None:
     """The compiled script is kept in the user's cache folder: the same text again is neither parsed
-    nor compiled, and what a hit imports stays light (no pickle, no OpenSSL, no pathlib); with
-    `--no-cache` nothing is kept."""
+    nor compiled, and what a hit imports stays light (no pickle, no OpenSSL, no pathlib, no
+    dataclasses, inspect, typing or importlib.util); with `--no-cache` nothing is kept."""
     script = tmp_path / "one.rhai"
     script.write_text("fn f(x) { x * 2 } print(f(21))")
     cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -299,6 +299,7 @@ def test_rhai_run_of_a_text_run_before_loads_it_compiled(tmp_path: Path) -> None
     again = modules_after(["rhai", "run", str(script)], tmp_path, cache)
     assert not again & COMPILER, again & COMPILER
     light = {"pickle", "hashlib", "_hashlib", "hmac", "pathlib"}
+    light |= {"dataclasses", "inspect", "typing", "importlib.util"}
     assert not again & light, again & light
     done = cli("agentkernel", "rhai", "run", str(script), env=cache)
     assert (done.returncode, done.stdout) == (0, "42\n"), done.stderr

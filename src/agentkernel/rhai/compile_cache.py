@@ -36,7 +36,6 @@ loaded by `hashlib`), and paths are strings (no `pathlib`).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import marshal
 import os
 import stat
@@ -45,15 +44,17 @@ import time
 from _operator import _compare_digest as compare_digest  # hmac.compare_digest's own fallback
 from collections.abc import Callable, Sequence
 from functools import cache
+from importlib._bootstrap_external import MAGIC_NUMBER  # importlib.util's, without importing it
 from types import CodeType
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai._version import __version__
 from agentkernel.rhai.compiled import CompiledModule, Signature
 from agentkernel.rhai.syntax.parse_support import ParseOptions
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from hashlib import sha256
+    from typing import Any
 
     from agentkernel.rhai.syntax import ast
 else:  # CPython's built-in SHA-256 (3.11: _sha256; 3.12 on: _sha2): `hashlib` loads OpenSSL first
@@ -90,7 +91,7 @@ def compiler_fingerprint() -> bytes:
     """What makes generated code differ from one install to the next: the interpreter's
     version, CPython's bytecode format, and each module of the interpreter: its path, size
     and modification time (as CPython's own cache tells a changed source)."""
-    digest = sha256(__version__.encode() + importlib.util.MAGIC_NUMBER)
+    digest = sha256(__version__.encode() + MAGIC_NUMBER)
     for parts in sorted(_modules_below(_COMPILER_PACKAGE)):  # in the order of their paths' parts
         info = os.stat(os.path.join(_COMPILER_PACKAGE, *parts))
         digest.update(f"{'/'.join(parts)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())

@@ -10,11 +10,13 @@ start-up). Plain classes, for the same reason: `dataclasses` imports `inspect`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.runtime.runtime import ScriptFn
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from agentkernel.rhai.errors import Pos
     from agentkernel.rhai.syntax import ast
 

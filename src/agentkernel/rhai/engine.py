@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from types import CodeType
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.codegen.abi import GLOBALS
 from agentkernel.rhai.compiled import CompiledModule, CompiledScript, fn_py_name
@@ -42,8 +41,10 @@ from agentkernel.rhai.stdlib import ANY, Library, default_library, engine_native
 from agentkernel.rhai.syntax.compile_clock import CompileClock
 from agentkernel.rhai.syntax.parse_support import TOO_COMPLEX, ParseOptions
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:  # only their interfaces: a script the compile cache holds is run without them
     from pathlib import Path
+    from typing import Any
 
     from agentkernel.rhai.compile_cache import CompileCache
     from agentkernel.rhai.syntax import ast

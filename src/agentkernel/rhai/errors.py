@@ -8,9 +8,12 @@ escape the interpreter. `display()` is what hosts print:
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from agentkernel.rhai.syntax.errors import NO_POS, Pos, RhaiError, RhaiSyntaxError, with_position
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ErrorKind(StrEnum):

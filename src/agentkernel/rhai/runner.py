@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from agentkernel.rhai.engine import Engine
 from agentkernel.rhai.errors import RhaiRuntimeError, RhaiSyntaxError
@@ -19,6 +18,7 @@ from agentkernel.rhai.runtime.printing import to_display
 from agentkernel.rhai.runtime.runtime import Limits
 from agentkernel.rhai.runtime.values import type_name
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from agentkernel.rhai.compile_cache import CompileCache
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.codegen.operator_names import BINARY_NAMES
 from agentkernel.rhai.errors import RhaiRuntimeError
@@ -52,7 +51,10 @@ from agentkernel.rhai.runtime.values import (
 )
 from agentkernel.rhai.stdlib import Mutated
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:  # only its interface: compiled code runs without the code generator
+    from typing import Any
+
     from agentkernel.rhai.codegen.variables import Visible
 
 

@@ -8,9 +8,16 @@ see anything else of the interpreter.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 from agentkernel.rhai.runtime.values import FnPtr
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:  # a plain base at run time: `SizeLimits` and `NativeContext` are structural only
+    # (nothing subclasses them or checks `isinstance` against them), and `typing.Protocol`
+    # would import `typing`
+    Protocol = object
 
 NO_THIS: Any = object()  # "no `this` binding" for call_fn_ptr
 

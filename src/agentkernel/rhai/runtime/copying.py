@@ -5,10 +5,12 @@ A big container's copy looks at the deadline first (pacing.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentkernel.rhai.runtime.pacing import POLL_SIZE, poll
 from agentkernel.rhai.runtime.values import TAGGED_CONTAINERS, plain, with_tag
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def clone(value: Any) -> Any:

@@ -21,12 +21,17 @@ import functools
 import sys
 import types
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from agentkernel.rhai.runtime import pacing
 from agentkernel.rhai.runtime.failures import ARRAY_TOO_LARGE, MAP_TOO_LARGE, STRING_TOO_LARGE
 from agentkernel.rhai.runtime.values import FnPtr, TaggedBlob, TaggedDict, TaggedList, TaggedStr
 from agentkernel.rhai.syntax.records import field, mutable_record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    Holders = dict[type, Callable[[Any], Iterable[Any]]]  # annotations only
 
 SCALAR = 16  # an element that is a number, bool, char or `()`: its object, shared or not
 LIST, LIST_SLOT = 56, 8  # an empty list, and each slot (a pointer)
@@ -38,8 +43,6 @@ _WIDE = 256  # strings at least this long are measured exactly (their characters
 _MUCH_TEXT = 1 << 20  # characters in one array or map past which its strings are measured exactly
 _sizeof = sys.getsizeof
 _COMPILED_PREFIX = "<rhai"  # the file name of compiled Rhai code (engine.py)
-
-Holders = dict[type, Callable[[Any], Iterable[Any]]]
 
 
 @mutable_record

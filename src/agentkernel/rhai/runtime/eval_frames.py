@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.runtime.runtime import Cell
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:  # only its interface: compiled code runs without the code generator
+    from typing import Any
+
     from agentkernel.rhai.codegen.variables import Visible
 
 _UNSET: Any = object()

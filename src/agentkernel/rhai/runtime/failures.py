@@ -10,10 +10,13 @@ Rhai 1.25. Limits (operations, stack, data size, deadline) are uncatchable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from agentkernel.rhai.errors import ErrorKind, Pos, RhaiRuntimeError
 from agentkernel.rhai.runtime.values import IterVal, RangeVal, signature_type_name, type_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 STRING_TOO_LARGE = "Length of string"
 ARRAY_TOO_LARGE = "Size of array/BLOB"

@@ -18,11 +18,17 @@ paths only ever meet built-ins). Its optimizer folds only built-ins too
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from agentkernel.rhai.runtime import ops
 from agentkernel.rhai.runtime.printing import calls_to_format
 from agentkernel.rhai.runtime.values import TAGGED, Char, RangeVal, Timestamp
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:  # a plain base at run time: `Counter` is structural only (nothing subclasses it or
+    # checks `isinstance` against it), and `typing.Protocol` would import `typing`
+    Protocol = object
 
 _SCALARS = frozenset({int, float, bool, str, type(None)})
 _NUMBERS = frozenset({int, float})

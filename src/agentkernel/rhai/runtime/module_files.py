@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
 
 from agentkernel.rhai.runtime import failures
 from agentkernel.rhai.syntax.records import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Protocol
 
     from agentkernel.rhai.compiled import CompiledScript
+else:  # a plain base at run time: `ModuleResolver` is structural only (nothing subclasses it or
+    # checks `isinstance` against it), and `typing.Protocol` would import `typing`
+    Protocol = object
 
 MODULE_EXTENSION = ".rhai"
 

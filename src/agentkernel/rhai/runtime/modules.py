@@ -22,7 +22,6 @@ limit (operations, call depth, data, time) counts it with the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from agentkernel.rhai.errors import NO_POS, ErrorKind, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
@@ -30,6 +29,10 @@ from agentkernel.rhai.runtime.module_files import Compile, ModuleFile, ModuleRes
 from agentkernel.rhai.runtime.runtime import Cell, Runtime, ScriptFn, copy_value
 from agentkernel.rhai.runtime.values import type_name
 from agentkernel.rhai.syntax.records import field, mutable_record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # Errors that stay what they are when they pass through a module: limits, not the module's fault.
 _UNWRAPPED = frozenset(

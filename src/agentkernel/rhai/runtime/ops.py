@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sized
-from typing import Any
 
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import pacing
@@ -62,7 +61,11 @@ from agentkernel.rhai.runtime.values import (
     plain,
 )
 
-Binary = Callable[[Any, Any], Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    Binary = Callable[[Any, Any], Any]  # annotations only
 
 HARD_MAX_SIZE = 2**31  # no string, array or BLOB may grow past this, limits or not
 _LONG_TEXT = 1 << 16  # comparing strings this long looks at the clock first

@@ -22,16 +22,19 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from typing import TypeVar
 
 from agentkernel.rhai.runtime.failures import terminated
 from agentkernel.rhai.syntax.records import field, record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    Item = TypeVar("Item")  # annotations only
+
 CHUNK = 4096  # items of work between two looks at the clock
 POLL_SIZE = 256  # less work than this is not worth a look at the clock
 STRING_WORK = 64  # characters of C-speed string work that cost about one item of Python work
-
-Item = TypeVar("Item")
 
 
 @record

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from agentkernel.rhai.runtime.pacing import CHUNK, paced, poll_size
 from agentkernel.rhai.runtime.values import (
@@ -22,6 +21,10 @@ from agentkernel.rhai.runtime.values import (
     Timestamp,
     plain,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _F32_HIGH = struct.unpack("f", struct.pack("f", 1e13))[0]
 _F32_LOW = struct.unpack("f", struct.pack("f", 1e-13))[0]

@@ -14,7 +14,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType, TracebackType
-from typing import Any
 
 from agentkernel.rhai.errors import NO_POS, ErrorKind, Pos, RhaiRuntimeError
 from agentkernel.rhai.runtime import failures, ops, pacing
@@ -41,6 +40,10 @@ from agentkernel.rhai.runtime.values import (
 from agentkernel.rhai.stdlib import INLINED_NAMES, Library, Mutated, default_library, inlines_standard
 from agentkernel.rhai.syntax.records import mutable_record, record
 from agentkernel.rhai.syntax.words import is_reserved, is_valid_function_name, reserved_message
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 _SIZED = frozenset({str, list, dict, bytearray, FnPtr, TaggedStr})

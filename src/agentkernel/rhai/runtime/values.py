@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from agentkernel.rhai.syntax.literals import Char
 from agentkernel.rhai.syntax.records import field, record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1

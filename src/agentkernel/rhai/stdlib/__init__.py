@@ -16,10 +16,13 @@ import importlib
 import threading
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 from agentkernel.rhai.runtime.values import Char
 from agentkernel.rhai.stdlib.registry import ANY, EXCLUSIVE, INCLUSIVE, Library, Mutated, NativeFn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # the modules that register natives, in registration order (a later overload of a signature wins)
 _AREAS = (

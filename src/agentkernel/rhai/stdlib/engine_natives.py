@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
 
 from agentkernel.rhai.errors import NO_POS, RhaiRuntimeError, RhaiSyntaxError
 from agentkernel.rhai.runtime import failures
@@ -13,8 +12,10 @@ from agentkernel.rhai.runtime.values import I64_MAX, I64_MIN, type_name
 from agentkernel.rhai.stdlib import Library
 from agentkernel.rhai.syntax.words import is_reserved
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import json
+    from typing import Any
 
     from agentkernel.rhai.runtime.runtime import Runtime, ScriptFn
 

@@ -12,8 +12,6 @@ returns an element itself, not a copy, so that `a[0].push(1)` writes through.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentkernel.rhai.runtime.context import NativeContext
 from agentkernel.rhai.runtime.copying import clone
 from agentkernel.rhai.runtime.failures import (
@@ -29,6 +27,10 @@ from agentkernel.rhai.runtime.numeric import I64_MAX, wrap_i64
 from agentkernel.rhai.runtime.printing import to_string
 from agentkernel.rhai.runtime.values import TAGGED_CONTAINERS, Char, RangeVal
 from agentkernel.rhai.stdlib.text import index_from_end
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _CONTAINERS = frozenset({list, dict, bytearray, *TAGGED_CONTAINERS})
 

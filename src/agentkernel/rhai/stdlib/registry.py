@@ -17,7 +17,6 @@ registered `pure=False`, which the runtime refuses on constants.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
 
 from agentkernel.rhai.errors import RhaiRuntimeError
 from agentkernel.rhai.runtime import failures
@@ -26,6 +25,15 @@ from agentkernel.rhai.runtime.internal_errors import log_internal_error
 from agentkernel.rhai.runtime.values import TAGGED, IterVal, RangeVal
 from agentkernel.rhai.stdlib import indexing
 from agentkernel.rhai.syntax.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    # annotations only
+    ParamType = Any  # a class, ANY, EXCLUSIVE, INCLUSIVE or RangeVal (= both range kinds)
+    Getter = Callable[[Any], Any]
+    Setter = Callable[[Any, Any], Any]
 
 
 class _Any:
@@ -44,9 +52,6 @@ class INCLUSIVE:
 
 
 ANY: Final[Any] = _Any()
-ParamType = Any  # a class, ANY, EXCLUSIVE, INCLUSIVE or RangeVal (= both range kinds)
-Getter = Callable[[Any], Any]
-Setter = Callable[[Any, Any], Any]
 
 
 class Mutated:

@@ -8,13 +8,14 @@ position, scope flags) and its error texts, which live here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
-
 from agentkernel.rhai.syntax.errors import Pos, RhaiSyntaxError
 from agentkernel.rhai.syntax.records import record
 from agentkernel.rhai.syntax.words import reserved_message
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:  # only its interface: the engine needs the options without the lexer's patterns
+    from typing import NoReturn
+
     from agentkernel.rhai.syntax.lexer import Token
 
 HARD_DEPTH = 256  # used when a depth limit is 0 (unlimited): Python's stack is not

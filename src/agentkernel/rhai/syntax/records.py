@@ -28,9 +28,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import attrgetter
 from types import CodeType, FunctionType
-from typing import Any, TypeVar, dataclass_transform
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform
+
+    T = TypeVar("T")  # annotations only
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """`typing.dataclass_transform` at run time, where it only marks the decorator for
+        type checkers: the identity, without importing `typing`."""
+        return lambda decorator: decorator
+
 
 _FIELDS = "__record_fields__"
 _SHOWN = "__record_repr__"
