@@ -8,7 +8,8 @@ them alike). A command's ratio is taken in each round against that round's
 spread is the lowest and highest of the per-round ratios. Bytecode is allowed
 (PYTHONDONTWRITEBYTECODE is removed) and a first untimed round warms it up,
 as a user's second command would find it; the caches it fills (parsed YAML,
-compiled dataclass methods) are this run's own (`XDG_CACHE_HOME` in a
+compiled dataclass methods, `rhai run`'s compiled scripts: "rhai run print(1)"
+is a hit, "… --no-cache" compiles each time) are this run's own (`XDG_CACHE_HOME` in a
 temporary folder; `--before` has its own, as a cache entry records the
 code that made it), so other processes on the machine cannot evict them
 between rounds. Targets (issue 31): `rhai run` of
@@ -50,6 +51,7 @@ def commands(script: Path, bin_dir: Path) -> dict[str, list[str]]:
         "agentkernel --version": [cli, "--version"],
         "agentkernel --help": [cli, "--help"],
         "rhai run print(1)": [cli, "rhai", "run", str(script)],
+        "rhai run print(1) --no-cache": [cli, "rhai", "run", "--no-cache", str(script)],
         "tool run text_stats (JS)": [cli, "tool", "run", "text_stats", '{"text": "Привет, мир"}'],
         "tool run text_stats_rhai": [cli, "tool", "run", "text_stats_rhai", '{"text": "Привет, мир"}'],
         "tool list": [cli, "tool", "list"],
