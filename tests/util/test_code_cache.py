@@ -115,14 +115,14 @@ print(code_cache.compiled())
 """
 
 
-def test_a_second_command_compiles_no_dataclass_method(tmp_path: Path) -> None:
-    script = tmp_path / "one.rhai"
-    script.write_text("print(1)")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+def compiled_twice(argv: list[str], cache: Path) -> list[int]:
+    """How many sources each of two runs of the command `argv` compiled, with `cache` as the
+    user's cache folder (the first run fills it)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     counts = []
     for _ in range(2):
         done = subprocess.run(
-            [sys.executable, "-c", PROBE, "rhai", "run", str(script)],
+            [sys.executable, "-c", PROBE, *argv],
             cwd=REPO,
             env=env,
             capture_output=True,
@@ -132,25 +132,19 @@ def test_a_second_command_compiles_no_dataclass_method(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         counts.append(int(done.stdout.split()[-1]))
+    return counts
+
+
+def test_a_second_command_compiles_no_dataclass_method(tmp_path: Path) -> None:
+    script = tmp_path / "one.rhai"
+    script.write_text("print(1)")
+    counts = compiled_twice(["rhai", "run", str(script)], tmp_path / "cache")
     assert counts[0] > 20 and counts[1] == 0, counts
 
 
 def test_each_command_and_action_has_a_table_of_its_own(tmp_path: Path) -> None:
     """`tool run` reads only what a tool run compiled, not what `tool list` did too."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    counts = []
-    for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, "tool", "list"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        counts.append(int(done.stdout.split()[-1]))
+    counts = compiled_twice(["tool", "list"], tmp_path / "cache")
     folder = tmp_path / "cache" / "agentkernel" / "code"
     assert [p.name.split("-cpython")[0] for p in folder.iterdir()] == ["tool-list"]
     assert counts[0] > 20 and counts[1] == 0, counts
