@@ -4,12 +4,12 @@ session) leaves no file, opens no connection, and imports neither SQLite nor the
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentkernel.ports import Entry, MessageStore, Owner, Record
+from agentkernel.util.later import Later
 
 
 class ClosableMessageStore(MessageStore, Protocol):
@@ -24,9 +24,7 @@ class LazyMessageStore:
 
     def __init__(self, path: Path | str, opener: Callable[[], ClosableMessageStore] | None = None) -> None:
         self.path = path
-        self._opener = opener or self._sqlite
-        self._store: ClosableMessageStore | None = None
-        self._lock = threading.Lock()
+        self._store: Later[ClosableMessageStore] = Later(opener or self._sqlite)
 
     def _sqlite(self) -> ClosableMessageStore:
         from agentkernel.services.memory import SqliteMessageStore  # SQLite: by the first record
@@ -35,15 +33,13 @@ class LazyMessageStore:
 
     @property
     def store(self) -> ClosableMessageStore:
-        if self._store is None:
-            with self._lock:
-                if self._store is None:
-                    self._store = self._opener()
-        return self._store
+        store = self._store.get()
+        assert store is not None, "a message store's opener returns one"
+        return store
 
     @property
     def opened(self) -> bool:
-        return self._store is not None
+        return self._store.built() is not None
 
     def append(
         self,
@@ -89,7 +85,7 @@ class LazyMessageStore:
         self, session_id: str, after: int, *, owner: Owner | None = None
     ) -> tuple[int, int] | None:
         """None until the store is opened (opening reads, and may migrate, the file)."""
-        store = self._store
+        store = self._store.built()
         return None if store is None else store.changes_at_once(session_id, after, owner=owner)
 
     def history(
@@ -125,8 +121,9 @@ class LazyMessageStore:
         return self.store.delete_session(session_id)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        store = self._store.built()
+        if store is not None:
+            store.close()
 
 
 __all__ = ["ClosableMessageStore", "LazyMessageStore"]
