@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,3 +158,67 @@ def test_the_busy_wait_is_set_only_when_the_kind_of_write_changes(tmp_path: Path
         assert set_to == ["PRAGMA busy_timeout = 0", "PRAGMA busy_timeout = 10000", "PRAGMA busy_timeout = 0"]
     finally:
         store.close()
+
+
+def test_the_stores_of_one_file_write_through_one_connection(tmp_path: Path) -> None:
+    """Two stores on one file (the transcript and the leases do) share the writing connection, so a write
+    of one leaves the other's page cache warm; the connection lasts until the last of them closes."""
+    first = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    second = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE u (n INTEGER)",), version_table="v2"), 10.0)
+    elsewhere = SqliteStore(tmp_path / "y.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    try:
+        assert first._conn is second._conn and first._conn is not elsewhere._conn
+        with first._write() as conn:
+            conn.execute("INSERT INTO t (n) VALUES (1)")
+        first.close()
+        first.close()  # twice is harmless, and closes nothing the other store uses
+        with second._write() as conn:
+            conn.execute("INSERT INTO t (n) VALUES (2)")
+        assert second._read("SELECT n FROM t ORDER BY n", ()) == [(1,), (2,)]
+        shared = second._conn
+        second.close()
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            shared.execute("SELECT 1")
+        again = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+        assert again._conn is not shared and again._read("SELECT count(*) FROM t", ()) == [(2,)]
+        again.close()
+    finally:
+        elsewhere.close()
+
+
+def test_a_write_begun_inside_another_to_the_same_file_is_refused_not_hung(tmp_path: Path) -> None:
+    first = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    second = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE u (n INTEGER)",), version_table="v2"), 10.0)
+    try:
+        with first._write() as conn:
+            conn.execute("INSERT INTO t (n) VALUES (1)")
+            nested = pytest.raises(AgentKernelError, match=r"x\.db: a write began inside another write")
+            with nested, second._write():
+                pass
+            with second._write_at_once() as none:  # at once: not now, the caller writes elsewhere later
+                assert none is None
+        assert second._read("SELECT n FROM t", ()) == [(1,)]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_forked_child_writes_through_a_connection_of_its_own(tmp_path: Path) -> None:
+    """A connection must not cross a fork: the child's store on the same file opens its own."""
+    parent = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit code 0 only if its writer is new and its write landed
+            code = 1
+            try:
+                child = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+                with child._write() as conn:
+                    conn.execute("INSERT INTO t (n) VALUES (7)")
+                code = 0 if child._conn is not parent._conn else 2
+                child.close()
+            finally:
+                os._exit(code)
+        assert os.waitpid(pid, 0)[1] == 0
+        assert parent._read("SELECT n FROM t", ()) == [(7,)]
+    finally:
+        parent.close()

@@ -5,8 +5,9 @@ Both stores are one file shared by the kernel's threads and by other processes
 done once here:
 
 - **A connection** (`connect`): autocommit (``isolation_level=None``, every
-  transaction an explicit BEGIN), usable from any thread (the store's own
-  lock serialises them; `SqliteStore` reads through a second one), a busy
+  transaction an explicit BEGIN), usable from any thread (a lock serialises
+  them; the stores of one file in one process write through one connection,
+  `_Writer`, and each reads through one of its own), a busy
   wait, the WAL journal (readers never block the writer),
   ``synchronous=NORMAL`` (an application crash loses nothing; a power loss
   may lose the last transactions) and foreign keys enforced.
@@ -26,6 +27,7 @@ done once here:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -34,7 +36,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from agentkernel.errors import AgentKernelError
 
@@ -194,6 +196,104 @@ class StoreBusy(AgentKernelError):
     """A read waited for the store past the time its caller had left."""
 
 
+class _Writer:
+    """One process's writing connection to one file and its thread lock, shared by every store on it.
+
+    The transcript, the turn leases, the usage ledger and the approvals live in
+    one file: each with a connection of its own, every write of one would
+    empty the others' page caches (SQLite sees another writer), and a turn
+    writes through three of them. Their writes were serialised by SQLite's
+    file lock anyway; sharing one connection serialises them by its thread
+    lock instead and keeps its cache warm. Counted (`users`): the last store
+    to close closes it. Per process (`os.getpid`): a forked child opens its
+    own. `:memory:` is never shared, each connection being a database.
+    """
+
+    _open: ClassVar[dict[tuple[int, str], _Writer]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, key: tuple[int, str], conn: sqlite3.Connection, busy_ms: int) -> None:
+        self.key = key
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.busy_ms = busy_ms  # the connection's busy wait now
+        self.users = 1
+        self.owner: int | None = None  # the thread holding `lock`, to refuse a nested write
+
+    @classmethod
+    def opened(cls, path: str, busy_timeout_secs: float) -> _Writer:
+        """The writer of `path` in this process: the open one, counted once more, else a new one."""
+        if path == MEMORY:
+            return cls(
+                (os.getpid(), path), connect(path, busy_timeout_secs), max(0, int(busy_timeout_secs * 1000))
+            )
+        key = (os.getpid(), os.path.abspath(path))
+        with cls._registry_lock:
+            writer = cls._open.get(key)
+            if writer is not None:
+                writer.users += 1
+                return writer
+            writer = cls(key, connect(path, busy_timeout_secs), max(0, int(busy_timeout_secs * 1000)))
+            cls._open[key] = writer
+            return writer
+
+    def release(self) -> None:
+        """One store fewer: the connection closed after the last, once no write is in flight."""
+        with self._registry_lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            if self._open.get(self.key) is self:
+                del self._open[self.key]
+        with self.lock:
+            self.conn.close()
+
+    @contextmanager
+    def held(self, path: str, timeout: float | None) -> Iterator[None]:
+        """The thread lock, waited for up to `timeout` s (None: no bound): StoreBusy past it, and an
+        error at once for a write begun inside another on this file by the same thread (it would wait
+        for itself)."""
+        if self.owner == threading.get_ident():
+            raise AgentKernelError(f"{path}: a write began inside another write to the same file")
+        if not self.lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            raise StoreBusy(f"{path}: the store was busy with other writes for more than {timeout:g} s")
+        self.owner = threading.get_ident()
+        try:
+            yield
+        finally:
+            self.owner = None
+            self.lock.release()
+
+    @contextmanager
+    def held_now(self) -> Iterator[_Writer | None]:
+        """The thread lock if free now (self), else None; nothing waited for."""
+        if not self.lock.acquire(blocking=False):
+            yield None
+            return
+        self.owner = threading.get_ident()
+        try:
+            yield self
+        finally:
+            self.owner = None
+            self.lock.release()
+
+    def wait_for_others(self, secs: float) -> None:
+        """The connection's busy wait set to `secs` (a PRAGMA only when it changes). Lock held."""
+        if max(0, int(secs * 1000)) != self.busy_ms:
+            self.busy_ms = set_busy_timeout(self.conn, secs)
+
+    def begun_at_once(self) -> bool:
+        """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
+        self.wait_for_others(0)
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            return False
+        return True
+
+
 class SqliteStore:
     """A store on one file: a writing connection and a reading one, each under a lock; migrated on open.
 
@@ -209,16 +309,23 @@ class SqliteStore:
     def __init__(self, path: Path | str, schema: Schema, busy_timeout_secs: float) -> None:
         self.path = str(path)
         self._busy_timeout_secs = busy_timeout_secs
-        self._busy_ms = max(0, int(busy_timeout_secs * 1000))  # the writing connection's busy wait now
-        self._lock = threading.Lock()
-        self._conn = connect(self.path, busy_timeout_secs)
+        self._writer = _Writer.opened(self.path, busy_timeout_secs)
         try:
-            migrate(self._conn, schema)
+            with self._writer.held(self.path, None):
+                self._writer.wait_for_others(busy_timeout_secs)
+                migrate(self._writer.conn, schema)
         except BaseException:
-            self._conn.close()
+            self._writer.release()
             raise
+        self._lock = self._writer.lock
         self._read_lock = self._lock if self.path == MEMORY else threading.Lock()
-        self._reader: sqlite3.Connection | None = self._conn if self.path == MEMORY else None
+        self._reader: sqlite3.Connection | None = self._writer.conn if self.path == MEMORY else None
+        self._closed = False
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The writing connection (shared with the process's other stores on this file: `_Writer`)."""
+        return self._writer.conn
 
     def __enter__(self) -> Self:
         return self
@@ -229,12 +336,16 @@ class SqliteStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connections, after any operation in flight (the locks); closing twice is harmless."""
+        """Close the reader, and the writer once no other store of this process uses it, after any
+        operation in flight (the locks); closing twice is harmless."""
         with self._read_lock:
-            if self._reader is not None and self._reader is not self._conn:
+            if self._reader is not None and self._reader is not self._writer.conn:
                 self._reader.close()
-        with self._lock:
-            self._conn.close()
+                self._reader = None
+            if self._closed:
+                return
+            self._closed = True
+        self._writer.release()
 
     @contextmanager
     def _write(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
@@ -243,32 +354,22 @@ class SqliteStore:
         With `timeout`, both waits (the thread lock, SQLite's busy wait for
         another process) end within it: StoreBusy past it.
         """
-        if timeout is None:
-            with self._lock:
-                self._wait_for_others(self._busy_timeout_secs)
-                with transaction(self._conn, write=True) as conn:
+        with self._writer.held(self.path, timeout):
+            self._writer.wait_for_others(
+                self._busy_timeout_secs if timeout is None else min(timeout, self._busy_timeout_secs)
+            )
+            if timeout is None:
+                with transaction(self._writer.conn, write=True) as conn:
                     yield conn
-            return
-        if not self._lock.acquire(timeout=max(timeout, 0.0)):
-            raise StoreBusy(f"{self.path}: the store was busy with other writes for more than {timeout:g} s")
-        try:
-            self._wait_for_others(min(timeout, self._busy_timeout_secs))
+                return
             try:
-                with transaction(self._conn, write=True) as conn:
+                with transaction(self._writer.conn, write=True) as conn:
                     yield conn
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc):
                     raise
                 held = f"{self.path}: another process held the store for more than {timeout:g} s"
                 raise StoreBusy(held) from exc
-        finally:
-            self._lock.release()
-
-    def _wait_for_others(self, secs: float) -> None:
-        """The writing connection's busy wait set to `secs` (a PRAGMA only when it changes: a store
-        written only `_write_at_once`, or only `_write`, never sets it again). The caller holds the lock."""
-        if max(0, int(secs * 1000)) != self._busy_ms:
-            self._busy_ms = set_busy_timeout(self._conn, secs)
 
     @contextmanager
     def _write_at_once(self) -> Iterator[sqlite3.Connection | None]:
@@ -278,28 +379,12 @@ class SqliteStore:
         For a write the event loop may make itself: a busy file never holds it,
         the caller writes on a worker thread instead.
         """
-        if not self._lock.acquire(blocking=False):
-            yield None
-            return
-        try:
-            if not self._begun_at_once():
+        with self._writer.held_now() as writer:
+            if writer is None or not writer.begun_at_once():
                 yield None
                 return
-            with committed(self._conn) as conn:
+            with committed(writer.conn) as conn:
                 yield conn
-        finally:
-            self._lock.release()
-
-    def _begun_at_once(self) -> bool:
-        """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
-        self._wait_for_others(0)
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-            return False
-        return True
 
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
