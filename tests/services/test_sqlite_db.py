@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_db import Schema, SqliteStore, connect, migrate, transaction
+from agentkernel.services.sqlite_db import Schema, SqliteStore, StoreBusy, connect, migrate, transaction
 
 LOG = "CREATE TABLE IF NOT EXISTS runs (step INTEGER NOT NULL)"
 
@@ -143,21 +144,44 @@ def test_a_schema_without_every_upgrade_is_refused() -> None:
         Schema(3, {1: (), 3: ()}, too_new=newer)
 
 
-def test_the_busy_wait_is_set_only_when_the_kind_of_write_changes(tmp_path: Path) -> None:
-    """A write made at once has no busy wait, one that may wait the store's: each PRAGMA only when the
-    last write was of the other kind, so a store written one way sets none (the ledger's every call)."""
+def test_a_write_waits_for_another_process_without_setting_the_busy_wait(tmp_path: Path) -> None:
+    """The stores sharing a connection wait for other processes for different times (the event loop's
+    writes not at all): the wait is `_Writer.begin`'s, BEGIN tried again, never a PRAGMA per write."""
     store = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
-    set_to: list[str] = []
-    store._conn.set_trace_callback(lambda sql: set_to.append(sql) if "busy_timeout" in sql else None)
+    other = connect(tmp_path / "x.db", busy_timeout_secs=0)  # another process's
+    traced: list[str] = []
+    retried = threading.Event()
+
+    def trace(sql: str) -> None:
+        traced.append(sql)
+        if traced.count("BEGIN IMMEDIATE") >= 3:
+            retried.set()
+
+    store._conn.set_trace_callback(trace)
     try:
-        for kinds in (("at once", "at once", "at once"), ("wait", "wait"), ("at once",)):
-            for kind in kinds:
-                with store._write_at_once() if kind == "at once" else store._write() as conn:
-                    assert conn is not None
-                    conn.execute("INSERT INTO t (n) VALUES (1)")
-        assert set_to == ["PRAGMA busy_timeout = 0", "PRAGMA busy_timeout = 10000", "PRAGMA busy_timeout = 0"]
+        other.execute("BEGIN IMMEDIATE")
+        with store._write_at_once() as none:
+            assert none is None  # held elsewhere: at once means not now
+        busy = pytest.raises(StoreBusy, match=r"x\.db: another process held the store for more than 0\.05 s")
+        with busy, store._write(timeout=0.05):
+            pass
+        traced.clear()
+        waiting = threading.Thread(target=insert, args=(store, 1))
+        waiting.start()
+        assert retried.wait(30)  # it tried again while the other held the file
+        other.execute("COMMIT")
+        waiting.join(30)
+        assert store._read("SELECT n FROM t", ()) == [(1,)]
+        assert not [sql for sql in traced if "busy_timeout" in sql]
+        assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 0
     finally:
+        other.close()
         store.close()
+
+
+def insert(store: SqliteStore, n: int) -> None:
+    with store._write() as conn:
+        conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
 
 
 def test_the_stores_of_one_file_write_through_one_connection(tmp_path: Path) -> None:

@@ -6,19 +6,21 @@ done once here:
 
 - **A connection** (`connect`): autocommit (``isolation_level=None``, every
   transaction an explicit BEGIN), usable from any thread (a lock serialises
-  them; the stores of one file in one process write through one connection,
-  `_Writer`, and each reads through one of its own), a busy
-  wait, the WAL journal (readers never block the writer),
+  them), a busy wait, the WAL journal (readers never block the writer),
   ``synchronous=NORMAL`` (an application crash loses nothing; a power loss
-  may lose the last transactions) and foreign keys enforced.
+  may lose the last transactions) and foreign keys enforced. The stores of
+  one file in one process write through one connection (`_Writer`), whose
+  WAL checkpoints are made on a thread of their own
+  (services/wal_checkpoints.py); each reads through one of its own.
 - **Transactions** (`transaction`): a write is ``BEGIN IMMEDIATE``, so the
   write lock is taken at BEGIN, where the busy wait applies; a deferred
   transaction that upgrades later may fail at once with SQLITE_BUSY, its
   snapshot being stale. Whatever raises inside rolls it back.
-- **The busy wait** (`set_busy_timeout`): how long SQLite waits for another
-  writer; a store may bound it per operation (`SqliteStore._write(timeout)`),
-  or write only if nobody holds the file (`SqliteStore._write_at_once`: no
-  wait at all, for a write the event loop may make itself).
+- **The busy wait**: how long a write waits for another process's; a store
+  may bound it per operation (`SqliteStore._write(timeout)`), or write only
+  if nobody holds the file (`SqliteStore._write_at_once`: no wait at all,
+  for a write the event loop may make itself). A shared writer waits in
+  `_Writer.begin`, its connection's own busy wait 0.
 - **Migrations** (`Schema`, `migrate`): a schema version in the file, and the
   statements that bring an older file up to date, run once, in one write
   transaction, so two processes opening a fresh file at once do not both
@@ -39,8 +41,11 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from agentkernel.errors import AgentKernelError
+from agentkernel.services.wal_checkpoints import Checkpointer
 
 WAL_RETRY_SECS = 0.01
+BUSY_FIRST_PAUSE_SECS = 0.001  # a write waiting for another process's: first pause, doubled up to the last
+BUSY_LAST_PAUSE_SECS = 0.05
 MEMORY = ":memory:"
 
 
@@ -212,39 +217,55 @@ class _Writer:
     _open: ClassVar[dict[tuple[int, str], _Writer]] = {}
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, key: tuple[int, str], conn: sqlite3.Connection, busy_ms: int) -> None:
+    def __init__(self, key: tuple[int, str], busy_timeout_secs: float) -> None:
+        """A new connection to `key`'s path; a file's hands its WAL checkpoints to a `Checkpointer`."""
         self.key = key
-        self.conn = conn
+        self.conn = connect(key[1], busy_timeout_secs)
+        set_busy_timeout(self.conn, 0)  # a write waits in `begin`, as long as its store says
         self.lock = threading.Lock()
-        self.busy_ms = busy_ms  # the connection's busy wait now
         self.users = 1
         self.owner: int | None = None  # the thread holding `lock`, to refuse a nested write
+        self.checkpoints: Checkpointer | None = None
+        if key[1] != MEMORY:
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self.checkpoints = Checkpointer(key[1], self._checkpoint)
 
     @classmethod
     def opened(cls, path: str, busy_timeout_secs: float) -> _Writer:
         """The writer of `path` in this process: the open one, counted once more, else a new one."""
         if path == MEMORY:
-            return cls(
-                (os.getpid(), path), connect(path, busy_timeout_secs), max(0, int(busy_timeout_secs * 1000))
-            )
+            return cls((os.getpid(), path), busy_timeout_secs)
         key = (os.getpid(), os.path.abspath(path))
         with cls._registry_lock:
             writer = cls._open.get(key)
             if writer is not None:
                 writer.users += 1
                 return writer
-            writer = cls(key, connect(path, busy_timeout_secs), max(0, int(busy_timeout_secs * 1000)))
-            cls._open[key] = writer
+            writer = cls._open[key] = cls(key, busy_timeout_secs)
             return writer
 
+    def committed(self) -> None:
+        """A write transaction committed (the lock held): counted towards the next checkpoint."""
+        if self.checkpoints is not None:
+            self.checkpoints.committed()
+
+    def _checkpoint(self) -> None:
+        """The WAL copied into the file while no commit of this process can come (see Checkpointer)."""
+        with self.lock:
+            if self.users > 0:
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
     def release(self) -> None:
-        """One store fewer: the connection closed after the last, once no write is in flight."""
+        """One store fewer: after the last, the checkpoints stopped and the connection closed, once no
+        write is in flight."""
         with self._registry_lock:
             self.users -= 1
             if self.users > 0:
                 return
             if self._open.get(self.key) is self:
                 del self._open[self.key]
+        if self.checkpoints is not None:
+            self.checkpoints.close()
         with self.lock:
             self.conn.close()
 
@@ -277,21 +298,39 @@ class _Writer:
             self.owner = None
             self.lock.release()
 
-    def wait_for_others(self, secs: float) -> None:
-        """The connection's busy wait set to `secs` (a PRAGMA only when it changes). Lock held."""
-        if max(0, int(secs * 1000)) != self.busy_ms:
-            self.busy_ms = set_busy_timeout(self.conn, secs)
+    def begin(self, wait_secs: float) -> bool:
+        """BEGIN IMMEDIATE, tried again while another process holds the file, for up to `wait_secs`
+        (0: once); False if it still held it. The lock held.
 
-    def begun_at_once(self) -> bool:
-        """BEGIN IMMEDIATE without SQLite's busy wait: False when another connection holds the file."""
-        self.wait_for_others(0)
+        The connection's own busy wait stays 0: the stores sharing it wait
+        for other processes for different times, and the event loop's
+        writes not at all, so the wait is here rather than a PRAGMA set
+        before every write of another kind. It sleeps and tries again, as
+        SQLite's busy handler does.
+        """
+        deadline = time.monotonic() + wait_secs
+        pause = BUSY_FIRST_PAUSE_SECS
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return True
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, BUSY_LAST_PAUSE_SECS)
+
+    def migrate(self, schema: Schema, wait_secs: float) -> None:
+        """`migrate` on this connection, waiting up to `wait_secs` for another process's write. The lock
+        held."""
+        set_busy_timeout(self.conn, wait_secs)
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-            return False
-        return True
+            migrate(self.conn, schema)
+        finally:
+            set_busy_timeout(self.conn, 0)
 
 
 class SqliteStore:
@@ -312,8 +351,7 @@ class SqliteStore:
         self._writer = _Writer.opened(self.path, busy_timeout_secs)
         try:
             with self._writer.held(self.path, None):
-                self._writer.wait_for_others(busy_timeout_secs)
-                migrate(self._writer.conn, schema)
+                self._writer.migrate(schema, busy_timeout_secs)
         except BaseException:
             self._writer.release()
             raise
@@ -355,21 +393,14 @@ class SqliteStore:
         another process) end within it: StoreBusy past it.
         """
         with self._writer.held(self.path, timeout):
-            self._writer.wait_for_others(
-                self._busy_timeout_secs if timeout is None else min(timeout, self._busy_timeout_secs)
-            )
-            if timeout is None:
-                with transaction(self._writer.conn, write=True) as conn:
-                    yield conn
-                return
-            try:
-                with transaction(self._writer.conn, write=True) as conn:
-                    yield conn
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise
-                held = f"{self.path}: another process held the store for more than {timeout:g} s"
-                raise StoreBusy(held) from exc
+            wait = self._busy_timeout_secs if timeout is None else min(timeout, self._busy_timeout_secs)
+            if not self._writer.begin(wait):
+                if timeout is None:
+                    raise sqlite3.OperationalError(f"{self.path}: database is locked (waited {wait:g} s)")
+                raise StoreBusy(f"{self.path}: another process held the store for more than {timeout:g} s")
+            with committed(self._writer.conn) as conn:
+                yield conn
+            self._writer.committed()
 
     @contextmanager
     def _write_at_once(self) -> Iterator[sqlite3.Connection | None]:
@@ -380,11 +411,12 @@ class SqliteStore:
         the caller writes on a worker thread instead.
         """
         with self._writer.held_now() as writer:
-            if writer is None or not writer.begun_at_once():
+            if writer is None or not writer.begin(0):
                 yield None
                 return
             with committed(writer.conn) as conn:
                 yield conn
+            writer.committed()
 
     @contextmanager
     def _reading(self, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
