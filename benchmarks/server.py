@@ -46,7 +46,14 @@ events and scripted LLM, the conversation in memory and the tool in
 Python; at each number of clients, `--rounds` pairs (the server, then the
 floor) one after the other, and the server's CPU per turn and turns/s over
 the floor's, each pair's and their median, against the goals (CPU <= 1.3x;
-turns/s >= 0.8x with one worker, >= 1.5x with two). `--profile FILE` runs
+turns/s >= 0.8x with one worker, >= 1.5x with two). Then the durable
+floor, the same bare agent recording what S25.1 asks a run to record
+before its effects are used, by hand in an SQLite file (WAL,
+`synchronous=NORMAL`, on its event loop): the session, then a turn's four
+transactions (the run's start with the user's message, the LLM's tool
+call, the tool's result, the answer with the run's end); the server over
+it shows what the server costs past the writes any durable agent makes.
+`--profile FILE` runs
 the server under cProfile counting its event loop thread's CPU time (with
 more than one worker: the parent only).
 Run from the project folder (it imports tests.fakes).
@@ -60,6 +67,7 @@ import contextlib
 import json
 import math
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -193,14 +201,63 @@ async def bare_llm_call(
     yield "message", message
 
 
-def serve_bare(llm_url: str, clients: int) -> None:
+class BareRecord:
+    """What the durable floor records (`--bare URL CLIENTS FILE`), in one SQLite file on the event
+    loop; without a file it records nothing (the plain floor)."""
+
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, "
+        "status TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, "
+        "run_id TEXT NOT NULL, message TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS messages_session ON messages (session_id, id)",
+    )
+
+    def __init__(self, path: str | None) -> None:
+        self.conn = None if path is None else sqlite3.connect(path, isolation_level=None)
+        if self.conn is not None:
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            for statement in self.SCHEMA:
+                self.conn.execute(statement)
+
+    def session(self, session: str, user: str) -> None:
+        self._write([("INSERT INTO sessions (id, user_id) VALUES (?, ?)", (session, user))])
+
+    def step(self, session: str, run: str, message: dict[str, Any], status: str | None = None) -> None:
+        """One message of a run in one transaction; with `status`, the run's start or end with it."""
+        message_row = (session, run, json.dumps(message))
+        writes: list[tuple[str, tuple[Any, ...]]] = [
+            ("INSERT INTO messages (session_id, run_id, message) VALUES (?, ?, ?)", message_row)
+        ]
+        if status == "running":
+            start = ("INSERT INTO runs (id, session_id, status) VALUES (?, ?, ?)", (run, session, status))
+            writes.insert(0, start)
+        elif status is not None:
+            writes.append(("UPDATE runs SET status = ? WHERE id = ?", (status, run)))
+        self._write(writes)
+
+    def _write(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
+        if self.conn is None:
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        for sql, params in writes:
+            self.conn.execute(sql, params)
+        self.conn.execute("COMMIT")
+
+
+def serve_bare(llm_url: str, clients: int, record_in: str | None = None) -> None:
     """`--bare`: the floor, a hand-written agent on FastAPI + uvicorn (uvicorn's defaults: its loop and
     HTTP parser as installed): the same sessions and messages routes, bearer tokens, the same events,
     the conversation in memory, the `upper` tool as a Python function, streamed LLM calls on pooled
-    connections. Prints its URL, serves until stdin closes."""
+    connections; with `record_in`, its steps recorded there too (`BareRecord`). Prints its URL, serves
+    until stdin closes."""
     import socket
     import threading
     import uuid
+
+    record = BareRecord(record_in)
 
     users = {f"Bearer {token_of(n)}": f"user-{n}" for n in range(clients)}
     sessions: dict[str, tuple[str, list[dict[str, Any]]]] = {}
@@ -219,6 +276,7 @@ def serve_bare(llm_url: str, clients: int) -> None:
         session = str(uuid.uuid4())
         instructions = {"role": "system", "content": "Answer briefly."}
         sessions[session] = (user_of(request), [instructions])
+        record.session(session, sessions[session][0])
         return {"id": session}
 
     @app.post("/v1/sessions/{session}/messages")
@@ -227,10 +285,12 @@ def serve_bare(llm_url: str, clients: int) -> None:
         if owner != user_of(request):
             raise HTTPException(404, "no such session")
         history.append({"role": "user", "content": (await request.json())["content"]})
-        return StreamingResponse(turn(history), media_type="text/event-stream")
+        run = str(uuid.uuid4())
+        record.step(session, run, history[-1], "running")
+        return StreamingResponse(turn(session, run, history), media_type="text/event-stream")
 
-    async def turn(history: list[dict[str, Any]]) -> AsyncIterator[bytes]:
-        yield bare_frame("run", {"id": str(uuid.uuid4())})
+    async def turn(session: str, run: str, history: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+        yield bare_frame("run", {"id": run})
         for _ in range(4):
             async for kind, value in bare_llm_call(llm, history):
                 if kind == "token":
@@ -238,16 +298,20 @@ def serve_bare(llm_url: str, clients: int) -> None:
                     continue
                 history.append(value)
                 if "tool_calls" not in value:
+                    record.step(session, run, value, "ended")
                     yield bare_frame("reply", {"content": value["content"], "streamed": True})
                     yield bare_frame("done", {"reason": "job_done"})
                     return
+                record.step(session, run, value)
                 for call in value["tool_calls"]:
                     name, arguments = call["function"]["name"], json.loads(call["function"]["arguments"])
                     yield bare_frame("tool_call", {"id": call["id"], "tool": name, "args": arguments})
                     content = arguments["text"].upper()
                     history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+                    record.step(session, run, history[-1])
                     result = {"id": call["id"], "tool": name, "content": content, "success": True}
                     yield bare_frame("tool_result", result)
+        record.step(session, run, {"role": "assistant", "content": None}, "max_turns")
         yield bare_frame("done", {"reason": "max_turns"})
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -651,10 +715,13 @@ def figure(label: str, values: list[float]) -> str:
 
 @dataclass(frozen=True)
 class Floor:
-    """The bare FastAPI + uvicorn agent (`--bare`): its URL and its CPU clock."""
+    """A bare FastAPI + uvicorn agent (`--bare`): what it is called, its URL and its CPU clock; `goal`:
+    the floor issue 31's goals are set against (the plain one; the durable one is for the reader)."""
 
+    name: str
     url: str
     cpu: CpuClock
+    goal: bool
 
 
 @dataclass
@@ -666,18 +733,19 @@ class FloorRatios:
 
 
 async def server_levels(
-    url: str, cpu: CpuClock, options: argparse.Namespace, floor: Floor | None = None
-) -> tuple[dict[int, Timings], dict[int, FloorRatios]]:
-    """The server's figures at each number of clients, and a table's next page; with a floor, the bare
-    agent's beside them, `--rounds` pairs interleaved (server, then floor) at each number of clients."""
+    url: str, cpu: CpuClock, options: argparse.Namespace, floors: list[Floor]
+) -> tuple[dict[int, Timings], dict[Floor, dict[int, FloorRatios]]]:
+    """The server's figures at each number of clients, and a table's next page; with floors, the bare
+    agents' beside them, `--rounds` rounds interleaved (server, then each floor) at each number of
+    clients."""
     await clients_level(url, 1, options.warmup, options.session_turns)
-    if floor is not None:
+    for floor in floors:
         await clients_level(floor.url, 1, options.warmup, options.session_turns)
     levels: dict[int, Timings] = {}
-    ratios: dict[int, FloorRatios] = {}
+    ratios: dict[Floor, dict[int, FloorRatios]] = {floor: {} for floor in floors}
     for clients in options.clients:
         turns = max(options.session_turns, math.ceil(options.samples / clients))
-        for _ in range(options.rounds if floor is not None else 1):
+        for _ in range(options.rounds if floors else 1):
             before = cpu.read()
             timings = await clients_level(url, clients, turns, options.session_turns)
             server_ms = cpu.server_ms(before, clients * turns)
@@ -691,9 +759,9 @@ async def server_levels(
                 print(
                     f"  answered 409 (session still answering after its `done`), sent again: {timings.busy}"
                 )
-            if floor is not None:
+            for floor in floors:
                 cpu_ratio, rate_ratio = await floor_level(floor, clients, turns, options, server_ms, timings)
-                pair = ratios.setdefault(clients, FloorRatios())
+                pair = ratios[floor].setdefault(clients, FloorRatios())
                 pair.cpu.append(cpu_ratio)
                 pair.rate.append(rate_ratio)
     pages = await continuation_pages(url, options.pages)
@@ -704,7 +772,7 @@ async def server_levels(
 async def floor_level(
     floor: Floor, clients: int, turns: int, options: argparse.Namespace, server_ms: float, server: Timings
 ) -> tuple[float, float]:
-    """The bare agent at `clients` clients, just after the server: the server's CPU per turn over the
+    """A bare agent at `clients` clients, just after the server: the server's CPU per turn over the
     bare agent's, and its turns/s over the bare agent's."""
     before = floor.cpu.read()
     bare = await clients_level(floor.url, clients, turns, options.session_turns)
@@ -712,28 +780,39 @@ async def floor_level(
     bare_ms = max(floor.cpu.server_ms(before, clients * turns), tick_ms)  # a few turns may not fill one
     p50 = percentile(bare.round_trip, 50)
     print(
-        f"bare agent (FastAPI + uvicorn), {clients} client(s): {bare.rate:.0f} turns/s, round trip p50 "
+        f"{floor.name} (FastAPI + uvicorn), {clients} client(s): {bare.rate:.0f} turns/s, round trip p50 "
         f"{p50:.2f} ms, CPU per turn {bare_ms:.2f} ms; server / bare: CPU {server_ms / bare_ms:.2f}x, "
         f"turns/s {server.rate / bare.rate:.2f}x"
     )
     return server_ms / bare_ms, server.rate / bare.rate
 
 
+def rates(pair: FloorRatios) -> str:
+    return f"turns/s {statistics.median(pair.rate):.2f}x ({spread(pair.rate)})"
+
+
 def spread(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
-def print_floor_ratios(workers: int, ratios: dict[int, FloorRatios]) -> None:
-    """The server over the bare agent, median of the rounds and their spread, against issue 31's goals."""
+def print_floor_ratios(workers: int, ratios: dict[Floor, dict[int, FloorRatios]]) -> None:
+    """The server over each bare agent, median of the rounds and their spread; over the plain one,
+    against issue 31's goals."""
     goal_rate = GOAL_FLOOR_RATE[1] if workers == 1 else GOAL_FLOOR_RATE[2]
-    for clients, pair in ratios.items():
-        cpu, rate = statistics.median(pair.cpu), statistics.median(pair.rate)
-        print(
-            f"server / bare agent, {workers} worker(s), {clients} client(s), {len(pair.cpu)} round(s): "
-            f"CPU per turn {cpu:.2f}x ({spread(pair.cpu)}; goal <= {GOAL_FLOOR_CPU}x): "
-            f"{verdict(cpu <= GOAL_FLOOR_CPU)}; turns/s {rate:.2f}x ({spread(pair.rate)}; "
-            f"goal >= {goal_rate}x): {verdict(rate >= goal_rate)}"
-        )
+    for floor, by_clients in ratios.items():
+        for clients, pair in by_clients.items():
+            cpu, rate = statistics.median(pair.cpu), statistics.median(pair.rate)
+            head = (
+                f"server / {floor.name}, {workers} worker(s), {clients} client(s), {len(pair.cpu)} round(s)"
+            )
+            if not floor.goal:
+                print(f"{head}: CPU per turn {cpu:.2f}x ({spread(pair.cpu)}); {rates(pair)}")
+                continue
+            print(
+                f"{head}: CPU per turn {cpu:.2f}x ({spread(pair.cpu)}; goal <= {GOAL_FLOOR_CPU}x): "
+                f"{verdict(cpu <= GOAL_FLOOR_CPU)}; turns/s {rate:.2f}x ({spread(pair.rate)}; "
+                f"goal >= {goal_rate}x): {verdict(rate >= goal_rate)}"
+            )
 
 
 async def kernel_figures(
@@ -908,7 +987,7 @@ def serve_levels(
     one: dict[int, Timings] | None,
     deployment: Deployment,
     kernel_alone: bool,
-    floor: Floor | None = None,
+    floors: list[Floor],
 ) -> dict[int, Timings]:
     """`serve --workers N` (local runs) or `serve` and N `agentkernel worker` processes (runs on Temporal)
     on a fresh project: its levels; with `kernel_alone`, the kernel alone's too.
@@ -937,7 +1016,7 @@ def serve_levels(
         )
         temporal_pid = deployment.temporal.process.pid if deployment.temporal is not None else None
         cpu = CpuClock(server_pid, llm_pid, stores.pid(), tuple(worker_pids), temporal_pid)
-        levels, ratios = asyncio.run(server_levels(url, cpu, options, floor))
+        levels, ratios = asyncio.run(server_levels(url, cpu, options, floors))
         print_floor_ratios(workers, ratios)
         if kernel_alone:  # the server idle meanwhile, as before --workers
             # on the loop `serve` runs on (uvloop when installed), so the difference is the server's layer
@@ -995,8 +1074,8 @@ def main() -> None:
     )
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
     parser.add_argument(
-        "--bare", nargs=2, help=argparse.SUPPRESS
-    )  # the floor's own process: LLM URL, clients
+        "--bare", nargs="+", help=argparse.SUPPRESS
+    )  # a floor's own process: LLM URL, clients[, the durable one's SQLite file]
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
@@ -1005,7 +1084,7 @@ def main() -> None:
         serve_llm()
         return
     if options.bare:
-        serve_bare(options.bare[0], int(options.bare[1]))
+        serve_bare(options.bare[0], int(options.bare[1]), *options.bare[2:3])
         return
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
@@ -1019,11 +1098,13 @@ def main() -> None:
     last_local = max((n for n, (_, runs) in enumerate(deployments) if runs == LOCAL), default=-1)
     with contextlib.ExitStack() as running:
         llm_url, llm_pid = running.enter_context(process([sys.executable, __file__, "--llm"], "http://"))
-        floor = None
-        if "embedded" in options.stores:  # the floor beside the embedded stores' server (issue 31)
-            bare = [sys.executable, __file__, "--bare", llm_url, str(max(options.clients))]
-            line, bare_pid = running.enter_context(process(bare, "bare agent: serving on "))
-            floor = Floor(line.split()[4], CpuClock(bare_pid, llm_pid))
+        floors = []
+        if "embedded" in options.stores:  # the floors beside the embedded stores' server (issue 31)
+            folder = running.enter_context(tempfile.TemporaryDirectory())
+            for name, record in (("bare agent", []), ("durable bare agent", [f"{folder}/bare.db"])):
+                bare = [sys.executable, __file__, "--bare", llm_url, str(max(options.clients)), *record]
+                line, bare_pid = running.enter_context(process(bare, "bare agent: serving on "))
+                floors.append(Floor(name, line.split()[4], CpuClock(bare_pid, llm_pid), goal=not record))
         measured: dict[tuple[str, str], dict[int, dict[int, Timings]]] = {}
         for name in options.stores:
             with stores_of(name) as stores:
@@ -1040,7 +1121,7 @@ def main() -> None:
                                 by_workers.get(1),
                                 deployment,
                                 alone and options.kernel_alone,
-                                floor if name == "embedded" else None,
+                                floors if name == "embedded" else [],
                             )
                     print_worker_ratios(deployment.label, by_workers)
                     first = measured.get((options.stores[0], LOCAL))
