@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -11,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from agentkernel.errors import AgentKernelError
-from agentkernel.services.sqlite_db import Schema, SqliteStore, StoreBusy, connect, migrate, transaction
+from agentkernel.services.sqlite_db import (
+    Schema,
+    SqliteStore,
+    StoreBusy,
+    _Writer,
+    connect,
+    migrate,
+    transaction,
+)
 
 LOG = "CREATE TABLE IF NOT EXISTS runs (step INTEGER NOT NULL)"
 
@@ -228,21 +238,35 @@ def test_a_write_begun_inside_another_to_the_same_file_is_refused_not_hung(tmp_p
 
 
 def test_a_forked_child_writes_through_a_connection_of_its_own(tmp_path: Path) -> None:
-    """A connection must not cross a fork: the child's store on the same file opens its own."""
+    """A connection must not cross a fork: the child's store on the same file opens its own, and does
+    not wait for a lock another thread of the parent held at the fork."""
     parent = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
+    told, tell = os.pipe()
     try:
-        pid = os.fork()
-        if pid == 0:  # the child: exit code 0 only if its writer is new and its write landed
-            code = 1
+        _Writer._registry_lock.acquire()  # another thread of the parent opening a store as the fork happens
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:
+                _Writer._registry_lock.release()
+        if pid == 0:  # the child: says "0" only if its writer is new and its write landed
+            code = b"1"
             try:
                 child = SqliteStore(tmp_path / "x.db", schema(("CREATE TABLE t (n INTEGER)",)), 10.0)
                 with child._write() as conn:
                     conn.execute("INSERT INTO t (n) VALUES (7)")
-                code = 0 if child._conn is not parent._conn else 2
+                code = b"0" if child._conn is not parent._conn else b"2"
                 child.close()
             finally:
-                os._exit(code)
-        assert os.waitpid(pid, 0)[1] == 0
+                os.write(tell, code)
+                os._exit(0)
+        answered = select.select([told], [], [], 60)[0]
+        if not answered:  # stuck at the parent's lock: end it rather than hang the suite
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        assert answered and os.read(told, 1) == b"0"
         assert parent._read("SELECT n FROM t", ()) == [(7,)]
     finally:
+        os.close(told)
+        os.close(tell)
         parent.close()

@@ -244,6 +244,13 @@ class _Writer:
             writer = cls._open[key] = cls(key, busy_timeout_secs)
             return writer
 
+    @classmethod
+    def forked(cls) -> None:
+        """In a forked child: none of the parent's writers (their connections must not cross a fork, and
+        a lock another thread of the parent held at the fork would stay held here forever)."""
+        cls._open = {}
+        cls._registry_lock = threading.Lock()
+
     def committed(self) -> None:
         """A write transaction committed (the lock held): counted towards the next checkpoint."""
         if self.checkpoints is not None:
@@ -331,6 +338,9 @@ class _Writer:
             migrate(self.conn, schema)
         finally:
             set_busy_timeout(self.conn, 0)
+
+
+os.register_at_fork(after_in_child=_Writer.forked)
 
 
 class SqliteStore:
