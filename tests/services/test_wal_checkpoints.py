@@ -97,3 +97,38 @@ def test_a_failed_checkpoint_is_logged_and_tried_again(
     finally:
         checkpoints.close()
     assert "x.db: a WAL checkpoint failed" in caplog.text and "disk I/O error" in caplog.text
+
+
+def test_the_wal_is_rewound_while_another_process_writes_too(tmp_path: Path) -> None:
+    """Another server process (`serve --workers 2`) writing the same file all along: a checkpoint that
+    let it append meanwhile would never find the WAL whole, and the WAL would grow without end. The
+    checkpoint takes the file's write lock (FULL), waiting a moment for the other's transaction."""
+    store = SqliteStore(tmp_path / "x.db", SCHEMA, 10.0)
+    checkpoints = store._writer.checkpoints
+    assert checkpoints is not None
+    other = sqlite3.connect(tmp_path / "x.db", isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA wal_autocheckpoint = 0")  # its checkpoints are its own thread's, like ours
+    other.execute("PRAGMA busy_timeout = 10000")
+    done = threading.Event()
+
+    def other_process() -> None:  # a busy server's writes: a thousand a second, not back to back
+        while not done.wait(0.001):
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("INSERT INTO t (n, blob) VALUES (-1, randomblob(8000))")
+            other.execute("COMMIT")
+
+    writing = threading.Thread(target=other_process)
+    writing.start()
+    try:
+        for round_ in range(1, 21):
+            write(store, checkpoints.every_commits, size=8_000)
+            assert checkpoints.wait_runs(round_, 30)
+    finally:
+        done.set()
+        writing.join()
+        other.close()
+    try:
+        written = int(store._read("SELECT count(*) FROM t", ())[0][0]) * 3 * 4096
+        assert (tmp_path / "x.db-wal").stat().st_size < written / 4
+    finally:
+        store.close()

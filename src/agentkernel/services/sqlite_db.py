@@ -46,6 +46,7 @@ from agentkernel.services.wal_checkpoints import Checkpointer
 WAL_RETRY_SECS = 0.01
 BUSY_FIRST_PAUSE_SECS = 0.001  # a write waiting for another process's: first pause, doubled up to the last
 BUSY_LAST_PAUSE_SECS = 0.05
+CHECKPOINT_WAIT_SECS = 0.05  # for another process's transaction in flight, before a checkpoint
 MEMORY = ":memory:"
 
 
@@ -257,10 +258,16 @@ class _Writer:
             self.checkpoints.committed()
 
     def _checkpoint(self) -> None:
-        """The WAL copied into the file while no commit of this process can come (see Checkpointer)."""
+        """The WAL copied into the file while no commit can come: none of this process (the lock held)
+        nor of another (FULL takes the file's write lock, waiting up to CHECKPOINT_WAIT_SECS for the
+        transaction in flight; past it, what can be copied is, as PASSIVE would). See Checkpointer."""
         with self.lock:
             if self.users > 0:
-                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                set_busy_timeout(self.conn, CHECKPOINT_WAIT_SECS)
+                try:
+                    self.conn.execute("PRAGMA wal_checkpoint(FULL)").fetchall()
+                finally:
+                    set_busy_timeout(self.conn, 0)
 
     def release(self) -> None:
         """One store fewer: after the last, the checkpoints stopped and the connection closed, once no

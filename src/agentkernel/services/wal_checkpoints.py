@@ -8,9 +8,10 @@ other user's stream moves. A writing connection that hands its checkpoints
 here has ``PRAGMA wal_autocheckpoint = 0``; `Checkpointer` is woken every
 `every_commits` commits, and after `idle_secs` when any commit came since
 the last checkpoint, and calls `checkpoint`: the writer's, made while no
-commit of this process can come (its lock held; a write the event loop
-would make at once goes to a worker thread meanwhile), since a WAL written
-to during its checkpoint is never rewound and grows without end. The
+commit can come (its lock held, so a write the event loop would make at
+once goes to a worker thread meanwhile; and the file's write lock, for
+another process's), since a WAL written to during its checkpoint is never
+rewound and grows without end. The
 thread starts with the first commit (a command that never writes starts
 none) and stops at `close`.
 """
