@@ -527,7 +527,7 @@ class KernelParts:
         self.listing_pool.shutdown()
         errors: list[Exception] = []
         closers: list[Callable[[], object]] = [self.outside.close, self.workers.close]  # MCP servers, workers
-        closers.append(self.catalog.close)  # its watch of the script folders
+        closers += [self.catalog.close, self.template_folder.close]  # their watches of the folders
         closers += [c for c in map(_closer, _unique([*self.services.built(), *self.given])) if c is not None]
         closers += [self.store.close, self.history.close]
         if "cron" in self.__dict__:  # built: its store may be open

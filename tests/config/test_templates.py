@@ -18,6 +18,7 @@ from agentkernel.config.templates import (
     load_templates,
 )
 from agentkernel.errors import ConfigError
+from agentkernel.util.folder_watch import RESCAN_SECS
 from tests.conftest import REPO
 
 SHIPPED = REPO / "config" / "templates"
@@ -268,3 +269,47 @@ def test_a_folder_read_again_parses_only_the_files_that_changed(
     assert [p.path.name for p in problems] == ["b.yaml"]
     (tmp_path / "c.yaml").unlink()
     assert sorted(folder.load()[0]) == ["a"]
+
+
+def test_a_lookup_while_nothing_changed_asks_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder's watch vouches for the last look: no listing, no `stat`, until a change or RESCAN_SECS;
+    a change made before a lookup starts is seen by it (S2.4)."""
+    from agentkernel.config import templates as module
+
+    looks: list[Path] = []
+
+    def counting(folder: Path) -> list[Path]:
+        looks.append(folder)
+        return listed(folder)
+
+    listed = module._template_files
+    monkeypatch.setattr(module, "_template_files", counting)
+    write(tmp_path, "a.yaml", "name: a\ninstructions: first\n")
+    folder = module.TemplateFolder(tmp_path)
+    try:
+        assert sorted(folder.load()[0]) == ["a"] and len(looks) == 1
+        for _ in range(50):
+            assert sorted(folder.load()[0]) == ["a"]
+        assert len(looks) == 1  # watched: nothing asked of the files
+        write(tmp_path, "b.yaml", "name: b\ninstructions: bee\n")
+        assert sorted(folder.load()[0]) == ["a", "b"] and len(looks) == 2  # the change seen at once
+        assert sorted(folder.load()[0]) == ["a", "b"] and len(looks) == 2
+        folder._looked_at -= RESCAN_SECS  # as if a second went by: looked at again, change or not
+        assert sorted(folder.load()[0]) == ["a", "b"] and len(looks) == 3
+    finally:
+        folder.close()
+    assert sorted(folder.load()[0]) == ["a", "b"] and sorted(folder.load()[0]) == ["a", "b"]
+    assert len(looks) == 5  # unwatched: every lookup looks
+
+
+def test_a_missing_template_folder_is_looked_for_at_every_lookup(tmp_path: Path) -> None:
+    from agentkernel.config import templates as module
+
+    folder = module.TemplateFolder(tmp_path / "templates")
+    try:
+        assert folder.load() == ({}, [])
+        (tmp_path / "templates").mkdir()
+        write(tmp_path / "templates", "a.yaml", "name: a\ninstructions: first\n")
+        assert sorted(folder.load()[0]) == ["a"]  # no watch could be had: the folder is looked at again
+    finally:
+        folder.close()

@@ -71,6 +71,18 @@ def test_a_title_given_at_once_is_remembered_and_none_is_given_before_the_store_
     assert known.owned(made.id, "ann").title == "What is the weather?"  # type: ignore[union-attr]
 
 
+def test_a_session_made_at_once_is_remembered_and_none_is_made_before_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    known = KnownSessions(OpenedOnFirstUse(lambda: SessionDirectory(tmp_path / "sessions.db")))
+    assert known.create_at_once("ann", "bench") is None  # opening reads the file: not on the loop
+    known.create("ann", "bench")  # opens the store
+    made = known.create_at_once("ann", "bench")
+    assert made is not None
+    remove_behind_its_back(tmp_path, made.id)
+    assert known.owned(made.id, "ann") == made  # remembered: no lookup in the store
+
+
 def test_the_least_recently_asked_for_is_forgotten_past_the_bound(tmp_path: Path) -> None:
     known = directory(tmp_path, most=2)
     first, second = known.create("ann", "bench"), known.create("ann", "bench")

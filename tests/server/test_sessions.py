@@ -97,6 +97,26 @@ def test_a_title_is_written_at_once_only_when_nothing_holds_the_store(store_wher
         assert directory.name_at_once(held.id, "now") == "now"
 
 
+def test_a_session_is_made_at_once_only_when_nothing_holds_the_store(store_where: str) -> None:
+    """As a title: the event loop writes the row itself when the sessions file is free; never on
+    PostgreSQL; while another process holds the file, None and nothing written."""
+    with open_directory(store_where) as directory:
+        if on_postgres(store_where):
+            assert directory.create_at_once("alice", "tester") is None
+            assert directory.of_user("alice") == []
+            return
+        made = directory.create_at_once("alice", "tester")
+        assert made is not None and directory.owned(made.id, "alice") == made and made.title == ""
+        other = sqlite3.connect(Path(store_where).with_name("sessions.db"), isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process writing the file
+            assert directory.create_at_once("alice", "tester") is None
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        assert directory.of_user("alice") == [made]
+
+
 def test_a_user_s_sessions_are_theirs_alone_oldest_first(store_where: str) -> None:
     with open_directory(store_where) as directory:
         made = [directory.create("alice", "tester") for _ in range(5)]

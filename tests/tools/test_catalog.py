@@ -15,8 +15,9 @@ from agentkernel.config import ToolSpec
 from agentkernel.helpers import default_helper_table
 from agentkernel.scripting.host import ScriptHost
 from agentkernel.tools import catalog as catalog_module
-from agentkernel.tools.catalog import RESCAN_SECS, ScriptCatalog
+from agentkernel.tools.catalog import ScriptCatalog
 from agentkernel.util.file_stamps import Stamp, stamp_of
+from agentkernel.util.folder_watch import RESCAN_SECS
 
 TOOL_YAML = "kind: script_tool\nname: {name}\nscript: {script}\ndescription: {description}\n"
 

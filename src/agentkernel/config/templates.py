@@ -11,6 +11,7 @@ the file, the line and the field (S2.5).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from agentkernel.config.schema import StrictValidator, first_error
 from agentkernel.errors import ConfigError, LoadProblem, name_clash
 from agentkernel.types import JSONObject
 from agentkernel.util.file_stamps import Stamp, stamp_of
+from agentkernel.util.folder_watch import RESCAN_SECS, FolderWatch
 from agentkernel.util.near_miss import did_you_mean
 from agentkernel.util.yaml_source import NO_LINES, YamlLines, dotted
 
@@ -204,18 +206,24 @@ def load_templates(folder: Path) -> tuple[dict[str, TemplateSpec], list[LoadProb
 
 
 class TemplateFolder:
-    """`load_templates` of one folder, again and again: a file is parsed again only when it changed.
+    """`load_templates` of one folder, again and again: a file is parsed again only when it changed, and
+    the folder is looked at again only when its watch saw a change or its last look is RESCAN_SECS old.
 
-    The kernel asks for its templates on every new chat, continuation page,
-    cron firing and MCP listing, so that an edit shows at once (S2.4);
-    parsing and validating every file each time cost about 1 ms a file. A
-    `stat` a file (file_stamps.py) now says whether its last parse stands.
+    The kernel asks for its templates on every new session, new chat,
+    continuation page, cron firing and MCP listing, so that an edit shows at
+    once (S2.4); parsing and validating every file each time cost about 1 ms
+    a file. A `stat` a file (file_stamps.py) says whether its last parse
+    stands; the folder's watch (util/folder_watch.py) says whether the last
+    look does, so a lookup while nothing changed asks no file, as the tool
+    catalog's does.
     """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._lock = threading.Lock()
         self._parsed: dict[Path, tuple[Stamp, TemplateSpec | LoadProblem]] = {}
+        self._watch: FolderWatch | None = FolderWatch()
+        self._looked_at = -RESCAN_SECS  # time.monotonic() of the last look the watch vouches for
 
     def load(self) -> tuple[dict[str, TemplateSpec], list[LoadProblem]]:
         """The templates and a problem per bad file, as `load_templates` says."""
@@ -234,16 +242,38 @@ class TemplateFolder:
             problems += name_clash([(path, spec.lines.of("name")) for path, spec in claimants], name)
         return templates, problems
 
+    def close(self) -> None:
+        """Stop watching the folder (a later `load` looks at the files each time)."""
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+
     def _current(self) -> list[tuple[Path, TemplateSpec | LoadProblem]]:
         """Each file's template or problem, parsing only the files that changed since their last parse."""
         with self._lock:
-            parsed: dict[Path, tuple[Stamp, TemplateSpec | LoadProblem]] = {}
-            for path in _template_files(self.folder):
-                stamp = stamp_of(path)
-                known = self._parsed.get(path)
-                parsed[path] = known if known is not None and known[0] == stamp else (stamp, _parse(path))
-            self._parsed = parsed
-            return [(path, result) for path, (_, result) in parsed.items()]
+            if not self._look_stands():
+                self._look()
+            return [(path, result) for path, (_, result) in self._parsed.items()]
+
+    def _look_stands(self) -> bool:
+        """Whether the last look is what a look now would find: younger than RESCAN_SECS (the watch cannot
+        see every change) and no change seen by the watch since."""
+        watch = self._watch
+        return watch is not None and time.monotonic() - self._looked_at < RESCAN_SECS and not watch.changed()
+
+    def _look(self) -> None:
+        if self._watch is not None:
+            self._watch.watch([self.folder])  # watched before it is read: no change between goes unseen
+            self._watch.changed()  # the changes seen so far are this look's: only later ones mark it
+        now = time.monotonic()
+        parsed: dict[Path, tuple[Stamp, TemplateSpec | LoadProblem]] = {}
+        for path in _template_files(self.folder):
+            stamp = stamp_of(path)
+            known = self._parsed.get(path)
+            parsed[path] = known if known is not None and known[0] == stamp else (stamp, _parse(path))
+        self._parsed = parsed
+        self._looked_at = now
 
 
 def _parse(path: Path) -> TemplateSpec | LoadProblem:

@@ -93,6 +93,8 @@ class SessionStore(Protocol):
 
     def create(self, user_id: str, template: str) -> SessionInfo: ...
 
+    def create_at_once(self, user_id: str, template: str) -> SessionInfo | None: ...
+
     def owned(self, session_id: str, user_id: str) -> SessionInfo | None: ...
 
     def of_user(self, user_id: str) -> list[SessionInfo]: ...
@@ -134,14 +136,14 @@ class DirectoryMethods:
     dialect: ClassVar[SessionsDialect]
 
     def create(self: _Directory, user_id: str, template: str) -> SessionInfo:
-        info = SessionInfo(str(uuid.uuid4()), user_id, template, datetime.now(UTC).isoformat())
-        m = self.dialect.mark
         with self._write() as conn:
-            conn.execute(
-                f"INSERT INTO sessions (id, user_id, template, created_at) VALUES ({m}, {m}, {m}, {m})",
-                (info.id, info.user_id, info.template, info.created_at),
-            )
-        return info
+            return _inserted(self.dialect, conn, user_id, template)
+
+    def create_at_once(self: _Directory, user_id: str, template: str) -> SessionInfo | None:
+        """`create`, only if the store takes the write without waiting for anyone (as `name_at_once`):
+        None, nothing written, when it would wait."""
+        with self._write_at_once() as conn:
+            return None if conn is None else _inserted(self.dialect, conn, user_id, template)
 
     def owned(self: _Directory, session_id: str, user_id: str) -> SessionInfo | None:
         """The session if `user_id` owns it; None when it is unknown or someone else's (the same 404).
@@ -184,6 +186,17 @@ class DirectoryMethods:
             return None if conn is None else _titled(self.dialect, conn, session_id, message)
 
 
+def _inserted(dialect: SessionsDialect, conn: Any, user_id: str, template: str) -> SessionInfo:
+    """A new session of `user_id` with `template`, written in the caller's transaction."""
+    info = SessionInfo(str(uuid.uuid4()), user_id, template, datetime.now(UTC).isoformat())
+    m = dialect.mark
+    conn.execute(
+        f"INSERT INTO sessions (id, user_id, template, created_at) VALUES ({m}, {m}, {m}, {m})",
+        (info.id, info.user_id, info.template, info.created_at),
+    )
+    return info
+
+
 def _titled(dialect: SessionsDialect, conn: Any, session_id: str, message: str) -> str:
     """Fill the session's empty title with `message`'s, in the caller's transaction; the title it has."""
     title = title_of(message)
@@ -220,6 +233,11 @@ class OpenedOnFirstUse:
 
     def create(self, user_id: str, template: str) -> SessionInfo:
         return self._opened().create(user_id, template)
+
+    def create_at_once(self, user_id: str, template: str) -> SessionInfo | None:
+        """None while the store is not open yet (see `name_at_once`)."""
+        store = self._store
+        return None if store is None else store.create_at_once(user_id, template)
 
     def owned(self, session_id: str, user_id: str) -> SessionInfo | None:
         return self._opened().owned(session_id, user_id)
@@ -270,6 +288,12 @@ class KnownSessions:
     def create(self, user_id: str, template: str) -> SessionInfo:
         info = self._store.create(user_id, template)
         self._remember(info)
+        return info
+
+    def create_at_once(self, user_id: str, template: str) -> SessionInfo | None:
+        info = self._store.create_at_once(user_id, template)
+        if info is not None:
+            self._remember(info)
         return info
 
     def owned(self, session_id: str, user_id: str) -> SessionInfo | None:

@@ -61,14 +61,13 @@ from agentkernel.tools.python_tools import python_function
 from agentkernel.tools.tool_function import check_tool_function
 from agentkernel.util.file_stamps import Stamp, stamp_of
 from agentkernel.util.folder_walk import entries_below
-from agentkernel.util.folder_watch import FolderWatch
+from agentkernel.util.folder_watch import RESCAN_SECS, FolderWatch
 from agentkernel.util.lazy_log import LazyLogger
 
 log = LazyLogger("agentkernel.tools.catalog")
 
 Kind = Literal["tool", "hook"]
 Claim = tuple[str, str]  # (kind, name): config/scripts.py `spec_claim`
-RESCAN_SECS = 1.0  # the folders are scanned at least this often, watched or not (util/folder_watch.py)
 SpecT = TypeVar("SpecT", ToolSpec, HookSpec)
 
 

@@ -15,7 +15,7 @@ from the one that made the instance) or the event queue overflowed, `changed`
 answers True: the caller scans, as without a watch. A change inotify cannot
 see (a file system mounted over the network, edited from another machine;
 a file edited through a hard link in an unwatched folder) is seen by the
-caller's own rescan now and then (`ScriptCatalog`'s `RESCAN_SECS`).
+caller's own rescan now and then (`RESCAN_SECS`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ _MASK = (
     | _IN_MOVE_SELF
     | _IN_ONLYDIR
 )
+RESCAN_SECS = 1.0  # a watched folder is still looked at this often: what the watch cannot see
 _EVENT = "iIII"  # wd, mask, cookie, len (then `len` bytes of name): a `struct` format
 
 

@@ -58,13 +58,20 @@ def owned_session(parts: ServerParts, session_id: str, user: str) -> SessionInfo
 async def create_session(body: NewSession, user: User, parts: Parts) -> dict[str, str]:
     """A new session with `template`; 422 naming `body.template` when it does not load.
 
-    Its work (the template's files looked at, the row written) goes to one worker thread; a plain
-    function's route cost two hops, FastAPI's for the call and another for checking its answer.
+    Made here on the event loop when the sessions file takes the row at once (the template looked
+    up as a turn looks up its tools: from what the folder's watch vouches for, a look at the files
+    at most once a second); else on one worker thread, as a store that would wait (another
+    writer, PostgreSQL's) needs.
     """
-    return await asyncio.to_thread(_new_session, parts, user, body.template)
+    _loaded(parts, body.template)
+    made = parts.sessions.create_at_once(user, body.template)
+    if made is None:
+        made = await asyncio.to_thread(parts.sessions.create, user, body.template)
+    return made.to_json()
 
 
-def _new_session(parts: ServerParts, user: str, template: str) -> dict[str, str]:
+def _loaded(parts: ServerParts, template: str) -> None:
+    """Nothing if `template` loads; else 422 naming `body.template` and why."""
     try:
         parts.kernel.template(template)
     except ConfigError as exc:
@@ -72,7 +79,6 @@ def _new_session(parts: ServerParts, user: str, template: str) -> dict[str, str]
         loads = template in known.split(", ")
         why = "does not load (see `agentkernel check`)" if loads else f"is unknown (loaded: {known})"
         raise HTTPException(422, f"body.template: template {template!r} {why}") from exc
-    return parts.sessions.create(user, template).to_json()
 
 
 @router.get("")
