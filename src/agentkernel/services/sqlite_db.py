@@ -292,12 +292,8 @@ class _Writer:
             raise AgentKernelError(f"{path}: a write began inside another write to the same file")
         if not self.lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
             raise StoreBusy(f"{path}: the store was busy with other writes for more than {timeout:g} s")
-        self.owner = threading.get_ident()
-        try:
+        with self._owned():
             yield
-        finally:
-            self.owner = None
-            self.lock.release()
 
     @contextmanager
     def held_now(self) -> Iterator[_Writer | None]:
@@ -305,9 +301,15 @@ class _Writer:
         if not self.lock.acquire(blocking=False):
             yield None
             return
+        with self._owned():
+            yield self
+
+    @contextmanager
+    def _owned(self) -> Iterator[None]:
+        """The lock, just acquired, marked as this thread's until released at the block's end."""
         self.owner = threading.get_ident()
         try:
-            yield self
+            yield
         finally:
             self.owner = None
             self.lock.release()
