@@ -9,7 +9,8 @@ writes never queue behind the transcript's.
 Bounded as the in-memory record was: `per_tool` results per (session, tool),
 the oldest dropped as a new one comes, and `sessions` sessions, the one whose
 last result is oldest dropped (with its results) as a new session comes.
-Each record is one short IMMEDIATE transaction: the insert and both bounds.
+Each record is one short IMMEDIATE transaction: the insert and both bounds, in at most three statements
+when the session is known (its use, the result with its number, the oldest past the bound).
 Results are JSON text; the caller owns their shape. The queries are
 written once (`ResultMethods`, over a dialect: services/sql_dialect.py) for
 this file and for the PostgreSQL store (services/tool_results_pg.py,
@@ -91,6 +92,19 @@ def check_bounds(per_tool: int, sessions: int) -> None:
         raise ValueError(f"per_tool and sessions must be 1 or more, got {per_tool!r} and {sessions!r}")
 
 
+def _new_session(q: Statements, key: str, most: int) -> None:
+    """Add session `key` as the most recently used, dropping the least recently used past `most`
+    (in the caller's write transaction)."""
+    q.execute(
+        f"INSERT INTO {SESSIONS} (key, used) SELECT ?, coalesce(max(used), 0) + 1 FROM {SESSIONS}", (key,)
+    )
+    over = q.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - most
+    if over > 0:
+        q.execute(
+            f"DELETE FROM {SESSIONS} WHERE key IN (SELECT key FROM {SESSIONS} ORDER BY used LIMIT ?)", (over,)
+        )
+
+
 class ResultMethods:
     """What both tool-result stores do, written once: SQLite's (`ToolResultStore`) and PostgreSQL's
     (tool_results_pg.py) differ in their `dialect` and their connections (`_write`, a transaction that
@@ -103,27 +117,22 @@ class ResultMethods:
         text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
         with self._write() as conn:
             q = Statements(conn, self.dialect)
-            used = q.execute(f"SELECT coalesce(max(used), 0) + 1 FROM {SESSIONS}").fetchone()[0]
-            known = q.execute(f"UPDATE {SESSIONS} SET used = ? WHERE key = ?", (used, key)).rowcount
+            known = q.execute(
+                f"UPDATE {SESSIONS} SET used = (SELECT max(used) + 1 FROM {SESSIONS}) WHERE key = ?", (key,)
+            ).rowcount
             if not known:
-                q.execute(f"INSERT INTO {SESSIONS} (key, used) VALUES (?, ?)", (key, used))
-                over = q.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - self.sessions
-                if over > 0:
-                    q.execute(
-                        f"DELETE FROM {SESSIONS} WHERE key IN "
-                        f"(SELECT key FROM {SESSIONS} ORDER BY used LIMIT ?)",
-                        (over,),
-                    )
-            seq = q.execute(
-                f"SELECT coalesce(max(seq), 0) + 1 FROM {RESULTS} WHERE key = ? AND tool = ?", (key, tool)
-            ).fetchone()[0]
-            q.execute(
-                f"INSERT INTO {RESULTS} (key, tool, seq, result) VALUES (?, ?, ?, ?)", (key, tool, seq, text)
-            )
-            q.execute(
-                f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
-                (key, tool, seq - self.per_tool),
-            )
+                _new_session(q, key, self.sessions)
+            (seq,) = q.execute(
+                f"INSERT INTO {RESULTS} (key, tool, seq, result) "
+                f"SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM {RESULTS} WHERE key = ? AND tool = ? "
+                "RETURNING seq",
+                (key, tool, text, key, tool),
+            ).fetchone()
+            if seq > self.per_tool:
+                q.execute(
+                    f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
+                    (key, tool, seq - self.per_tool),
+                )
 
     def get(self: _Store, key: str, tool: str, index: int) -> JSONObject | None:
         """The result `index` places before the newest (0: the newest); None when there is none."""
