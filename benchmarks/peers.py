@@ -176,7 +176,8 @@ async def agentkernel_turn(url: str, project: Path, tally: Tally, stream: bool) 
                 tally.tool_calls += 1
 
         result = await chat.send(text, emit, lease=lease.token, run_id=run.id)
-        leases.release(lease)
+        if not chat.gave_back(lease.token):  # as the server: the run's end took the lease along
+            leases.release(lease)
         kernel.end_chat(chat)
         if stream and "".join(pieces) != result.answer:
             raise SystemExit(f"streamed {''.join(pieces)!r}, answered {result.answer!r}")

@@ -185,3 +185,30 @@ def test_a_turn_shorter_than_a_third_of_its_lease_starts_no_renewal(
         assert (reason, left) == ("job_done", [])
         assert not renewed.is_set()
         assert leases.running("alice") == 0
+
+
+def test_a_turn_gives_its_lease_back_in_the_transaction_that_ends_its_run(
+    kernel_yaml: Path, llm_server: FakeLLMServer
+) -> None:
+    """No write of its own for the lease's release: the session is free once the run's end is written,
+    and a process killed right after leaves no lease behind to expire."""
+    with held_kernel(kernel_yaml, llm_server, 1) as (kernel, leases, _, gate):
+        gate.set()
+        transactions: list[list[str]] = []
+
+        def traced(statement: str) -> None:
+            if statement.startswith("BEGIN"):
+                transactions.append([])
+            elif transactions and not statement.startswith("COMMIT"):
+                transactions[-1].append(statement.split(" WHERE")[0])
+
+        leases._conn.set_trace_callback(traced)  # the file's one writing connection: the transcript's too
+
+        async def nothing() -> None:
+            pass
+
+        reason, _ = asyncio.run(held_turn(kernel, 600, nothing))
+        assert reason == "job_done" and leases.running("alice") == 0
+        releases = [t for t in transactions if "DELETE FROM turn_leases" in t]
+        assert len(releases) == 1, transactions
+        assert any(s.startswith("UPDATE runs SET status = 'ended'") for s in releases[0]), releases[0]

@@ -90,6 +90,37 @@ def test_a_lapsed_lease_is_taken_over_and_its_holder_can_neither_renew_nor_write
         assert [r.content for r in store.history("s1", 10)] == ["one", "on time"]
 
 
+def test_a_run_ended_under_its_lease_gives_the_lease_back_in_the_same_step(path: str) -> None:
+    with leases_at(path) as leases, store_at(path) as store:
+        lease = leases.take("s1", "alice", LONG, run=NewRun("r1", "hi"))
+        step = [Entry("assistant", "agent", "an answer")]
+        store.append_step(
+            "s1", step, user_id="alice", lease=lease.token, run_id="r1", run_update={"prompt": {}}
+        )
+        assert leases.held("s1")  # a step that does not end the run keeps the lease
+        ended = {"status": "ended", "reason": "job_done", "ended_at": 1.0}
+        end = [Entry("system", "end", "job_done")]
+        store.append_step("s1", end, user_id="alice", lease=lease.token, run_id="r1", run_update=ended)
+        assert not leases.held("s1") and leases.running("alice") == 0
+        run = leases.run("r1")
+        assert run is not None and run.status == "ended"
+        leases.take("s1", "alice", LONG)  # free for the next turn at once
+
+
+def test_a_lost_lease_ends_no_run_and_gives_back_none_of_the_new_holders(path: str) -> None:
+    with leases_at(path) as dead, leases_at(path) as alive, store_at(path) as store:
+        old = dead.take("s1", "alice", SHORT, run=NewRun("r1", "hi"))
+        wait_until(lambda: not dead.held("s1"), "the short lease to lapse")
+        new = alive.take("s1", "alice", LONG)
+        assert new.resumes is not None and new.resumes.id == "r1"
+        ended = {"status": "ended", "reason": "job_done", "ended_at": 1.0}
+        with pytest.raises(LeaseLost):
+            store.append_step("s1", [], user_id="alice", lease=old.token, run_id="r1", run_update=ended)
+        assert alive.held("s1") and alive.renew(new)
+        run = alive.run("r1")
+        assert run is not None and run.running
+
+
 def test_changes_counts_the_records_after_a_mark_and_gives_the_last_id(path: str) -> None:
     with store_at(path) as store:
         first = store.append("s1", "user", "user", "one", user_id="alice")

@@ -131,6 +131,11 @@ class ChatSession:
         finally:
             self.records.lease, self.records.run_id = previous
 
+    def gave_back(self, lease: str) -> bool:
+        """Whether the run's end, written under `lease`, gave the lease back with it
+        (SessionRecords.gave_back): the caller has no lease left to release."""
+        return self.records is not None and self.records.gave_back(lease)
+
     def from_client(self, history: list[ChatMessage]) -> None:
         """The conversation so far is the one a client sent (a stateless API): each of its messages,
         whatever its role, passes the template's `before_user_message` hooks with the next message."""

@@ -7,7 +7,7 @@ project), so a chat's history in memory is only a cache of its transcript.
 - the loop's transcript (`append_step`): every step the chat's turns write,
   under the running turn's run id (`run_id`, S25.1), fenced by its lease
   when it has one (`lease`: the store refuses the write once the lease is
-  another turn's), and counted;
+  another turn's; the step that ends the run gives the lease back), and counted;
 - the check before a turn (`refreshed`): the records the session has since
   the history was read (one range of the session's index), against the
   ones this chat wrote itself. Any other record (another process's turn, a
@@ -23,7 +23,7 @@ from typing import Any
 
 from agentkernel.llm.base import ChatMessage
 from agentkernel.ports import Entry, MessageStore, Owner, Record
-from agentkernel.services.memory import chat_messages, run_journal
+from agentkernel.services.memory import chat_messages, ends_run, run_journal
 
 
 class SessionRecords:
@@ -41,6 +41,7 @@ class SessionRecords:
         self.limit = limit
         self.lease: str | None = None  # the running turn's lease token: its writes are fenced by it
         self.run_id: str | None = None  # the running turn's run: its records are its steps
+        self.released: str | None = None  # a lease token a step gave back with its run's end (`gave_back`)
         self._owner = Owner(user_id, unrecorded=True)
         self._mark = 0  # the last record id the history reflects
         self._written = 0  # records this chat wrote since then
@@ -57,17 +58,31 @@ class SessionRecords:
         """The loop's transcript: a step of the running turn, written only while the turn's lease holds."""
         if session_id != self.session_id:  # not this chat's session: nothing to fence or count
             return self.store.append_step(session_id, entries, user_id=user_id)
-        ids = self.store.append_step(
-            session_id,
-            entries,
-            user_id=user_id,
-            lease=self.lease,
-            run_id=self.run_id,
-            run_update=run_update,
-            notes=notes,
-        )
+        ending = self.lease is not None and self.run_id is not None and ends_run(run_update)
+        if ending:  # marked first: a renewal that finds the row gone meanwhile knows why (`gave_back`)
+            self.released = self.lease
+        try:
+            ids = self.store.append_step(
+                session_id,
+                entries,
+                user_id=user_id,
+                lease=self.lease,
+                run_id=self.run_id,
+                run_update=run_update,
+                notes=notes,
+            )
+        except BaseException:
+            if ending:
+                self.released = None
+            raise
         self._written += len(ids)
         return ids
+
+    def gave_back(self, lease: str) -> bool:
+        """Whether a step of this chat ended its run under `lease`, giving the lease back with it (the
+        store's `append_step`): its holder has nothing left to release, and a renewal that finds the
+        row gone has not lost it."""
+        return self.released == lease
 
     def history(self) -> list[ChatMessage]:
         """The conversation as the transcript holds it now (its last `limit` records), marked as read."""

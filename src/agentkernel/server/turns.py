@@ -585,7 +585,7 @@ class TurnRunner:
                 await self._record_failure(chat, turn.run_id, lease, message)
         finally:
             try:
-                await self._release(lease, keeper, turn)
+                await self._release(lease, keeper, turn, chat is not None and chat.gave_back(lease.token))
             finally:
                 del self._running[session.id]
                 turn.close()
@@ -644,6 +644,8 @@ class TurnRunner:
             if not kept:
                 break
             await asyncio.sleep(lease.secs / 3)
+        if self._gave_back(lease):  # the run's end took the lease with it: nothing was lost
+            return
         message = (
             f"session {lease.session_id}: this server held the turn past server.turn_lease_secs "
             f"({lease.secs:g} s) without renewing it, and another turn holds the session now; "
@@ -658,13 +660,19 @@ class TurnRunner:
         if chat is not None:
             chat.stop()
 
+    def _gave_back(self, lease: Lease) -> bool:
+        """Whether the chat of `lease`'s session ended its run under it, the lease going with the end."""
+        chat = self._chats.get(lease.session_id) or self._once.get(lease.session_id)
+        return chat is not None and chat.gave_back(lease.token)
+
     def _give_back(self, taking: asyncio.Future[Lease]) -> None:
         """A lease taken for a request that went away meanwhile goes back at once, not at its expiry."""
         if not taking.cancelled() and taking.exception() is None:
             asyncio.get_running_loop().run_in_executor(None, self._leases().release, taking.result())
 
-    async def _release(self, lease: Lease, keeper: _Keeper, turn: Turn) -> None:
-        """The turn is over: no more renewals, and its lease goes back (unless another holds it now).
+    async def _release(self, lease: Lease, keeper: _Keeper, turn: Turn, given_back: bool = False) -> None:
+        """The turn is over: no more renewals, and its lease goes back (unless another holds it now, or
+        `given_back`: the run's end, written under it, took it along: services/memory.py `append_step`).
 
         A run the loop did not end (the turn failed, or never began) is ended
         `error` first, so no process takes it for a run to resume.
@@ -679,6 +687,8 @@ class TurnRunner:
                 )
         except Exception:
             log.exception("run %s: could not record its end", turn.run_id)
+        if given_back:
+            return
         try:
             if not self._leases().release_at_once(lease):  # opened: the turn took it
                 await asyncio.shield(asyncio.to_thread(lambda: self._leases().release(lease)))
@@ -704,7 +714,7 @@ class TurnRunner:
             self._failed(session, turn, exc)
         finally:
             try:
-                await self._release(lease, keeper, turn)
+                await self._release(lease, keeper, turn, self._gave_back(lease))
             finally:
                 del self._running[session.id]
                 once = self._once.pop(session.id, None)

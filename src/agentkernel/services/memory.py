@@ -64,7 +64,7 @@ from agentkernel.errors import AgentKernelError
 from agentkernel.llm.base import ChatMessage, ToolCall
 from agentkernel.ports import Entry, MessageStore, Owner, Record
 from agentkernel.services.sqlite_db import Schema, SqliteStore, StoreBusy
-from agentkernel.services.turn_leases import RUNS, LeaseLost
+from agentkernel.services.turn_leases import ENDED, RUNS, LeaseLost
 from agentkernel.services.turn_leases import TABLE as LEASES
 from agentkernel.util.valid_unicode import repair_text
 
@@ -270,7 +270,10 @@ class TranscriptMethods:
         the session's (LeaseLost). `run_update` sets columns of the run's row
         (`RUN_COLUMNS`): where the run is, for a process that resumes it.
         `notes` add keys to the meta of earlier records of the same session
-        (what a hook made of the user's message).
+        (what a hook made of the user's message). A step that ends its run
+        (`ends_run`) under `lease` gives the lease back in the same transaction:
+        the session is free once its run's end is written, and a process
+        killed just after leaves no lease behind to expire.
         """
         check_session(session_id)
         if user_id is not None and not isinstance(user_id, str):
@@ -292,6 +295,11 @@ class TranscriptMethods:
             if update is not None and run_id is not None:
                 sql, params = update
                 conn.execute(f"UPDATE {RUNS} SET {sql} WHERE id = {self.mark}", (*params, run_id))
+                if lease is not None and ends_run(run_update):
+                    m = self.mark
+                    conn.execute(
+                        f"DELETE FROM {LEASES} WHERE session_id = {m} AND token = {m}", (session_id, lease)
+                    )
             if run_id is not None:
                 self._stepped(conn, run_id)
         return ids
@@ -599,6 +607,11 @@ def row_of(session_id: str, user_id: str | None, run_id: str | None, entry: Entr
     return (session_id, user_id or "", run_id, entry.role, entry.kind, content, meta_text, _now())
 
 
+def ends_run(run_update: Mapping[str, Any] | None) -> bool:
+    """Whether a step's `run_update` ends its run (its lease then goes with it: `append_step`)."""
+    return run_update is not None and run_update.get("status") == ENDED
+
+
 def run_update_sql(update: Mapping[str, Any], mark: str = "?") -> tuple[str, tuple[Any, ...]]:
     """`SET` clauses of a run's row; a column other than RUN_COLUMNS is a kernel bug (ValueError)."""
     unknown = set(update) - RUN_COLUMNS
@@ -652,6 +665,7 @@ __all__ = [
     "SqliteMessageStore",
     "chat_messages",
     "conversation",
+    "ends_run",
     "fts_query",
     "session_problem",
     "transcript",
