@@ -9,8 +9,8 @@ writes never queue behind the transcript's.
 Bounded as the in-memory record was: `per_tool` results per (session, tool),
 the oldest dropped as a new one comes, and `sessions` sessions, the one whose
 last result is oldest dropped (with its results) as a new session comes.
-Each record is one short IMMEDIATE transaction: the insert and both bounds, in at most three statements
-when the session is known (its use, the result with its number, the oldest past the bound).
+Each record is one short IMMEDIATE transaction: the insert and both bounds (for a known session, its
+use, the result's number, the result, and the oldest result once there are more than `per_tool`).
 Results are JSON text; the caller owns their shape. The queries are
 written once (`ResultMethods`, over a dialect: services/sql_dialect.py) for
 this file and for the PostgreSQL store (services/tool_results_pg.py,
@@ -96,7 +96,8 @@ def _new_session(q: Statements, key: str, most: int) -> None:
     """Add session `key` as the most recently used, dropping the least recently used past `most`
     (in the caller's write transaction)."""
     q.execute(
-        f"INSERT INTO {SESSIONS} (key, used) SELECT ?, coalesce(max(used), 0) + 1 FROM {SESSIONS}", (key,)
+        f"INSERT INTO {SESSIONS} (key, used) VALUES (?, (SELECT coalesce(max(used), 0) + 1 FROM {SESSIONS}))",
+        (key,),
     )
     over = q.execute(f"SELECT count(*) FROM {SESSIONS}").fetchone()[0] - most
     if over > 0:
@@ -122,12 +123,12 @@ class ResultMethods:
             ).rowcount
             if not known:
                 _new_session(q, key, self.sessions)
-            (seq,) = q.execute(
-                f"INSERT INTO {RESULTS} (key, tool, seq, result) "
-                f"SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM {RESULTS} WHERE key = ? AND tool = ? "
-                "RETURNING seq",
-                (key, tool, text, key, tool),
-            ).fetchone()
+            seq = q.execute(
+                f"SELECT coalesce(max(seq), 0) + 1 FROM {RESULTS} WHERE key = ? AND tool = ?", (key, tool)
+            ).fetchone()[0]
+            q.execute(
+                f"INSERT INTO {RESULTS} (key, tool, seq, result) VALUES (?, ?, ?, ?)", (key, tool, seq, text)
+            )
             if seq > self.per_tool:
                 q.execute(
                     f"DELETE FROM {RESULTS} WHERE key = ? AND tool = ? AND seq <= ?",
