@@ -14,7 +14,10 @@ pieces; the client reads the event stream to `event: done`. For each number
 of concurrent clients (each sending its messages one after the other, a new
 session every `--session-turns`, each client a user of its own with its own
 bearer token, as people are: one user may run only
-`server.max_running_turns_per_user` turns at once), it prints the round trip (POST
+`server.max_running_turns_per_user` turns at once; and
+`server.requests_per_user_per_sec` is set too high for a client's
+back-to-back turns to meet: its check is in every figure, its refusal in
+none, benchmarks/request_flood.py), it prints the round trip (POST
 /v1/sessions/{id}/messages until `done`) and the time to the first event,
 p50 and p99, the turns per second, and the CPU each process spent per turn
 (Linux /proc). Then one client pages a table: POST /v1/continuations with
@@ -88,7 +91,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.fakes import FakeLLMServer, FakeToolCall, RecordedRequest, Reply  # noqa: E402
 
-from agentkernel.config.server import ServerSettings, token_hash  # noqa: E402
+from agentkernel.config.server import MOST_REQUESTS_PER_SEC, ServerSettings, token_hash  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.pg import OwnCluster
@@ -107,6 +110,9 @@ BUSY_TRIES = 1000  # a message answered 409 is sent again this many times at mos
 BUSY_WAIT_SECS = 0.005  # this long apart
 # idle connections are dropped before uvicorn's keep-alive (5 s) ends them, which a request could race
 KEEPALIVE_SECS = 1.0
+# a client sends its turns one after the other, faster than a person (hundreds a second at one client):
+# the rate limit is on, its check counted in every figure, and never met
+NEVER_MET_RATE = str(MOST_REQUESTS_PER_SEC)
 # one user's turns at once; --smoke runs more clients than this, so a cap meeting one user fails it
 USER_TURN_CAP = ServerSettings().max_running_turns_per_user
 TABLE_WORD = "table"  # a message with this word asks for the `paged` tool, any other for `upper`
@@ -342,11 +348,16 @@ def auth(client: int) -> dict[str, str]:
 
 
 def make_project(
-    root: Path, llm_url: str, clients: int, store_url: str | None = None, runs_yaml: str = ""
+    root: Path,
+    llm_url: str,
+    clients: int,
+    store_url: str | None = None,
+    runs_yaml: str = "",
+    rate: str = NEVER_MET_RATE,
 ) -> Path:
     """A project with tools `upper` and `paged`, a template `bench` using both, a user per client;
     its stores in the database at `store_url` when given, kernel.yaml's `runs:` section `runs_yaml`
-    (S27.2)."""
+    (S27.2), `server.requests_per_user_per_sec` `rate` (YAML; empty: the default)."""
     config = root / "config"
     tools = config / "scripts" / "tools"
     tools.mkdir(parents=True)
@@ -369,7 +380,10 @@ def make_project(
         "scripts:\n  tools: [config/scripts/tools]\n  hooks: [config/scripts/hooks]\n"
         f"llm:\n  base_url: {llm_url}\n  model: fake\n  max_retries: 0\n  timeout_secs: 60\n"
         f"  max_concurrency: {max(16, clients + 8)}\n"
-        f"server:\n  tokens:\n{tokens}" + (f"store:\n  url: {store_url}\n" if store_url else "") + runs_yaml
+        f"server:\n  tokens:\n{tokens}"
+        + (f"  requests_per_user_per_sec: {rate}\n" if rate else "")
+        + (f"store:\n  url: {store_url}\n" if store_url else "")
+        + runs_yaml
     )
     return config / "kernel.yaml"
 

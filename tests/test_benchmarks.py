@@ -154,6 +154,17 @@ FIGURES: dict[str, list[str]] = {
         rf"^{NUMBER} messages vetted by 3 hooks: {NUMBER} s; /healthz worst {NUMBER} s$",
         rf"^{NUMBER} empty messages refused 413: {NUMBER} s; /healthz worst {NUMBER} s$",
     ],
+    "request_flood.py": [
+        *(
+            rf"^round 1, requests_per_user_per_sec {rate}: victim p50 {NUMBER} ms, p90 {NUMBER} ms quiet; "
+            rf"p50 {NUMBER} ms, p90 {NUMBER} ms during the flood \({NUMBER}x\); flood {NUMBER} requests/s, "
+            rf"{NUMBER}% refused; server CPU {NUMBER} ms a flood request$"
+            for rate in ("50", "null")
+        ),
+        rf"^\s+server CPU a flood request, requests_per_user_per_sec 50 / null: {NUMBER}x "
+        rf"\({NUMBER}-{NUMBER}\)$",
+        rf"^\s+victim's p50 during the flood / quiet, requests_per_user_per_sec 50: {NUMBER}x",
+    ],
     "metrics.py": [
         rf"^\s+turn_ended\s+{NUMBER} µs\s+{NUMBER} µs$",
         rf"^\s+metrics off {NUMBER} ms; on {NUMBER} ms; on/off {NUMBER}x$",

@@ -55,6 +55,23 @@ def test_the_section_is_optional_with_defaults(tmp_path: Path) -> None:
         ),
         ("turn_lease_secs: 0", "server.turn_lease_secs: expected a number of seconds >= 0.1, at most 3600"),
         ("turn_lease_secs: .inf", "server.turn_lease_secs: expected a number of seconds >= 0.1"),
+        *(
+            (
+                f"requests_per_user_per_sec: {value}",
+                "server.requests_per_user_per_sec: expected a number of requests > 0, at most 1000000, "
+                f"or null for no limit, got {shown}",
+            )
+            for value, shown in (
+                ("0", "0"),
+                ("-5", "-5"),
+                (".inf", "inf"),
+                ("fast", "'fast'"),
+                ("true", "True"),
+            )
+        ),
+        ("request_burst_per_user: 0", "server.request_burst_per_user: expected an integer >= 1, got 0"),
+        ("request_burst_per_user: 2.5", "server.request_burst_per_user: expected an integer >= 1, got 2.5"),
+        ("request_burst_per_user: null", "server.request_burst_per_user: expected an integer >= 1, got None"),
         ("port: 80", "server.port: unknown field (known: tokens, max_message_chars"),
         ("operators: alice", "server.operators: expected a list of user ids"),
         ("operators: [alice, alice]", "server.operators: expected a list of user ids (1-128 of letters"),
@@ -72,6 +89,19 @@ def test_mistakes_name_the_field(tmp_path: Path, section: str, expected: str) ->
     with pytest.raises(ConfigError) as raised:
         load_kernel_config(write_kernel_yaml(tmp_path, f"server:\n  {section}\n"))
     assert expected in str(raised.value)
+
+
+def test_the_request_rate_is_a_number_or_null_for_no_limit(tmp_path: Path) -> None:
+    def loaded(section: str) -> ServerSettings:
+        return load_kernel_config(write_kernel_yaml(tmp_path, f"server:\n  {section}\n")).server
+
+    default = ServerSettings()
+    assert (default.requests_per_user_per_sec, default.request_burst_per_user) == (50.0, 200)
+    rate = loaded("requests_per_user_per_sec: 3").requests_per_user_per_sec
+    assert rate == 3.0 and isinstance(rate, float)
+    assert loaded("requests_per_user_per_sec: 0.25").requests_per_user_per_sec == 0.25
+    assert loaded("requests_per_user_per_sec: null").requests_per_user_per_sec is None
+    assert loaded("request_burst_per_user: 1").request_burst_per_user == 1
 
 
 def test_a_token_pasted_as_a_key_is_never_echoed(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from mcp import Client
 from agentkernel import Kernel
 from agentkernel.config import ServerSettings, load_kernel_config
 from agentkernel.config.server import token_hash
+from agentkernel.server.rate_limit import UserRateLimit
 from tests.conftest import wait_until
 from tests.fakes import FakeLLMServer, RecordedRequest, Reply
 from tests.fakes.openai_server import Exchange, Turn
@@ -129,6 +130,8 @@ def refused_for(answer: httpx.Response, running: int, most: int) -> None:
 def tool_runs_of(live: LiveServer, user: str) -> int:
     assert live.server is not None
     app = live.server.config.app
+    if isinstance(app, UserRateLimit):  # the layer around the app (serving.server_for)
+        app = app.app
     assert isinstance(app, FastAPI)
     running: int = app.state.parts.tool_runs.running_of(user)
     return running

@@ -17,6 +17,7 @@ from agentkernel.config.schema import Where, expect, section
 TOKEN_HASH = "^[0-9a-f]{64}$"
 USER_ID = r"^[A-Za-z0-9_.@-]{1,128}$"
 YEAR_SECS = 365 * 24 * 3600
+MOST_REQUESTS_PER_SEC = 1_000_000  # finite: a bucket refilled at .inf would compute inf * 0 = nan
 LOCAL_USER = "local"  # everyone, when no tokens are configured (the server then binds to loopback only)
 TOKEN_HINT = (
     "the token never sits in YAML: `agentkernel token new USER` prints a token "
@@ -50,6 +51,9 @@ class ServerSettings:
     transcript_limit: int = 1_000  # the most records GET /v1/sessions/{id}/messages returns
     continuation_ttl_secs: float = 24 * 3600.0  # how long a table's "more" id answers (S6.3)
     operators: tuple[str, ...] = ()  # users who may read every user's usage (GET /v1/usage, S26.3)
+    # requests one token user may send a second, each process (None: no limit); past it 429 (rate_limit.py)
+    requests_per_user_per_sec: float | None = 50.0
+    request_burst_per_user: int = 200  # requests a user may send at once before the rate holds them
 
     def user_of(self, token: str) -> str | None:
         """The user a bearer token belongs to; None for a token not configured."""
@@ -101,6 +105,13 @@ SERVER_SCHEMA = section(
         "shutdown_grace_secs": expect("a number of seconds >= 0", type="number", minimum=0),
         "transcript_limit": expect("an integer >= 1", type="integer", minimum=1),
         "continuation_ttl_secs": expect("a number of seconds > 0", type="number", exclusiveMinimum=0),
+        "requests_per_user_per_sec": expect(
+            f"a number of requests > 0, at most {MOST_REQUESTS_PER_SEC}, or null for no limit",
+            type=["number", "null"],
+            exclusiveMinimum=0,
+            maximum=MOST_REQUESTS_PER_SEC,
+        ),
+        "request_burst_per_user": expect("an integer >= 1", type="integer", minimum=1),
         "operators": expect(
             "a list of user ids (1-128 of letters, digits, _ . @ -), each once",
             type="array",
@@ -137,7 +148,18 @@ def server_settings(values: Mapping[str, Any], where: Where) -> ServerSettings:
             raise where.error(
                 ("server", "operators", index), f"{name!r} is no user of server.tokens ({known})"
             )
-    return ServerSettings(**{**values, "tokens": tokens, "operators": operators, **seconds})
+    rate = values.get("requests_per_user_per_sec", ServerSettings.requests_per_user_per_sec)
+    rate = None if rate is None else float(rate)  # YAML's 50 is an int
+    return ServerSettings(
+        **{**values, "tokens": tokens, "operators": operators, **seconds, "requests_per_user_per_sec": rate}
+    )
 
 
-__all__ = ["LOCAL_USER", "SERVER_SCHEMA", "ServerSettings", "server_settings", "token_hash"]
+__all__ = [
+    "LOCAL_USER",
+    "MOST_REQUESTS_PER_SEC",
+    "SERVER_SCHEMA",
+    "ServerSettings",
+    "server_settings",
+    "token_hash",
+]

@@ -5,6 +5,8 @@ imports it; `agentkernel serve` loads it when it runs. Modules:
 
 - app.py: `create_app(kernel, settings)`, the FastAPI app (routers per area in routes/);
 - identity.py: who is calling (bearer tokens, or everyone `local` on loopback);
+- request_rates.py: how fast each user may send requests (a token bucket per user of the tokens);
+- rate_limit.py: a user's request past that rate is 429 before any of the app runs;
 - sessions.py: which sessions exist and whose they are (SQLite beside the transcript);
 - turns.py: a session's running turn, the 409 rule, a turn that outlives its client, a slow client's bound;
 - events.py: the loop's events as server-sent events;

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
 
-from agentkernel.config.server import LOCAL_USER
+from agentkernel.config.server import LOCAL_USER, ServerSettings
 from agentkernel.server.parts import ServerParts, server_parts
 
 BEARER = "bearer "
@@ -72,6 +72,15 @@ def local_refusal(client: str | None, host_header: str | None, origin: str | Non
     return None
 
 
+def token_user(authorization: str | None, settings: ServerSettings) -> str | None:
+    """The user an `Authorization: Bearer TOKEN` header names in `server.tokens`; None for no header,
+    another scheme or a token not configured. Every check of a token is this one (the routes, the rate
+    limit, a worker's metrics page)."""
+    if authorization is None or authorization[: len(BEARER)].lower() != BEARER:
+        return None
+    return settings.user_of(authorization[len(BEARER) :].strip())
+
+
 def current_user(request: Request, parts: ServerParts) -> str:
     """The caller's user id; 401 for a missing or unknown token (the same answer for both)."""
     if not parts.settings.tokens:
@@ -80,10 +89,7 @@ def current_user(request: Request, parts: ServerParts) -> str:
         if refusal is not None:
             raise HTTPException(403, refusal)
         return LOCAL_USER
-    header = request.headers.get("authorization", "")
-    user = None
-    if header[: len(BEARER)].lower() == BEARER:
-        user = parts.settings.user_of(header[len(BEARER) :].strip())
+    user = token_user(request.headers.get("authorization"), parts.settings)
     if user is None:
         raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
     return user
@@ -98,4 +104,13 @@ async def caller(request: Request, parts: Annotated[ServerParts, Depends(server_
 User = Annotated[str, Depends(caller)]
 Parts = Annotated[ServerParts, Depends(server_parts)]
 
-__all__ = ["Parts", "User", "caller", "current_user", "host_name", "is_loopback", "local_refusal"]
+__all__ = [
+    "Parts",
+    "User",
+    "caller",
+    "current_user",
+    "host_name",
+    "is_loopback",
+    "local_refusal",
+    "token_user",
+]

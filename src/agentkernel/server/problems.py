@@ -56,7 +56,9 @@ _WHEN: Final = {
     413: "the body is over server.max_body_bytes, the message over server.max_message_chars, or a chat "
     "completion's conversation over server.max_completion_messages or "
     "server.max_completion_history_bytes; `detail` names the setting",
-    429: "the caller has as much work running as a per-user cap allows (server.max_running_turns_per_user, "
+    429: "the caller sends requests faster than server.requests_per_user_per_sec allows, after a burst of "
+    "server.request_burst_per_user (`Retry-After` says in how many seconds to send again); or "
+    "has as much work running as a per-user cap allows (server.max_running_turns_per_user, "
     "server.max_running_tool_runs_per_user); `detail` names the setting and says how many run; or a quota "
     "of kernel.yaml's `quotas:` is spent (`detail` names it, the use and the reset; `quota` has them)",
     422: "malformed JSON, a missing field or a wrong type; `detail` names the field",
@@ -64,7 +66,7 @@ _WHEN: Final = {
     502: "the turn ended in error without an answer: the LLM is unreachable or failing",
     503: "the turn ended in error without an answer: no LLM is configured",
 }
-CALLER: Final = (401, 403, 422, 500)  # what any route that checks the caller may answer
+CALLER: Final = (401, 403, 422, 429, 500)  # what any route that checks the caller may answer
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -23,6 +23,7 @@ from agentkernel.config import ServerSettings
 from agentkernel.kernel import Kernel
 from agentkernel.server.app import create_app
 from agentkernel.server.identity import is_loopback
+from agentkernel.server.rate_limit import limited
 
 
 class ServeRefused(Exception):
@@ -100,7 +101,7 @@ def server_for(kernel: Kernel, settings: ServerSettings, *, check_llm: bool = Fa
     """
     app = create_app(kernel, settings, check_llm=check_llm)
     config = uvicorn.Config(
-        app,
+        limited(app, settings),  # outermost: a flood refused before any of the app's layers (rate_limit.py)
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_secs),
