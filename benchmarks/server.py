@@ -56,6 +56,10 @@ before its effects are used, by hand in an SQLite file (WAL,
 transactions (the run's start with the user's message, the LLM's tool
 call, the tool's result, the answer with the run's end); the server over
 it shows what the server costs past the writes any durable agent makes.
+Last, the contract floor: the durable one doing what SPEC asks of any
+runtime besides, by hand: each LLM call counted in a usage ledger in its
+own transaction (S26.3), and the tool a JavaScript script run in a fresh
+QuickJS context with a memory and stack limit on a worker thread (S21.3).
 `--profile FILE` runs
 the server under cProfile counting its event loop thread's CPU time (with
 more than one worker: the parent only).
@@ -178,7 +182,8 @@ async def bare_llm_call(
     llm: httpx.AsyncClient, messages: list[dict[str, Any]]
 ) -> AsyncIterator[tuple[str, Any]]:
     """One streamed chat completion, read to its end (so the connection is pooled): ("token", text)
-    as they come, then ("message", the assistant message with its tool calls)."""
+    as they come, ("usage", its token counts) when the server sends them, then ("message", the
+    assistant message with its tool calls)."""
     body = {"model": "fake", "messages": messages, "tools": [UPPER_TOOL], "stream": True}
     body["stream_options"] = {"include_usage": True}
     text: list[str] = []
@@ -187,7 +192,10 @@ async def bare_llm_call(
         async for line in answer.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
-            for choice in json.loads(line[6:])["choices"]:
+            chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                yield "usage", chunk["usage"]
+            for choice in chunk["choices"]:
                 delta = choice["delta"]
                 if delta.get("content"):
                     text.append(delta["content"])
@@ -218,6 +226,8 @@ class BareRecord:
         "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, "
         "run_id TEXT NOT NULL, message TEXT NOT NULL)",
         "CREATE INDEX IF NOT EXISTS messages_session ON messages (session_id, id)",
+        "CREATE TABLE IF NOT EXISTS usage (user_id TEXT NOT NULL, day TEXT NOT NULL, calls INTEGER NOT NULL, "
+        "input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, PRIMARY KEY (user_id, day))",
     )
 
     def __init__(self, path: str | None) -> None:
@@ -244,6 +254,17 @@ class BareRecord:
             writes.append(("UPDATE runs SET status = ? WHERE id = ?", (status, run)))
         self._write(writes)
 
+    def usage(self, user: str, counts: dict[str, Any]) -> None:
+        """One LLM call counted in its user's row of the day, in a transaction of its own (S26.3: a call
+        is counted even when its run dies before its step is written)."""
+        upsert = (
+            "INSERT INTO usage VALUES (?, date('now'), 1, ?, ?) ON CONFLICT (user_id, day) DO UPDATE SET "
+            "calls = calls + 1, input_tokens = input_tokens + excluded.input_tokens, "
+            "output_tokens = output_tokens + excluded.output_tokens"
+        )
+        inputs, outputs = int(counts.get("prompt_tokens", 0)), int(counts.get("completion_tokens", 0))
+        self._write([(upsert, (user, inputs, outputs))])
+
     def _write(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         if self.conn is None:
             return
@@ -253,17 +274,39 @@ class BareRecord:
         self.conn.execute("COMMIT")
 
 
-def serve_bare(llm_url: str, clients: int, record_in: str | None = None) -> None:
+class SandboxedUpper:
+    """The `upper` tool as the contract floor runs it: its JavaScript, compiled once, run in a fresh
+    QuickJS runtime and context with a memory and stack limit, on a worker thread (S21.3)."""
+
+    def __init__(self) -> None:
+        import agentkernel_quickjs as quickjs
+
+        self.quickjs = quickjs
+        self.bytecode = quickjs.Runtime().new_context().compile(UPPER_JS, filename="upper.js").write_object()
+
+    def __call__(self, arguments: dict[str, Any]) -> str:
+        runtime = self.quickjs.Runtime()
+        runtime.set_memory_limit(64 << 20)
+        runtime.set_max_stack_size(1 << 20)
+        ctx = runtime.new_context()
+        ctx.eval_function(ctx.read_object(self.bytecode))
+        answer = ctx.get("run").call(ctx.parse_json(json.dumps(arguments)))  # a string comes back as str
+        return answer if isinstance(answer, str) else str(json.loads(answer.json()))
+
+
+def serve_bare(llm_url: str, clients: int, record_in: str | None = None, contract: bool = False) -> None:
     """`--bare`: the floor, a hand-written agent on FastAPI + uvicorn (uvicorn's defaults: its loop and
     HTTP parser as installed): the same sessions and messages routes, bearer tokens, the same events,
     the conversation in memory, the `upper` tool as a Python function, streamed LLM calls on pooled
-    connections; with `record_in`, its steps recorded there too (`BareRecord`). Prints its URL, serves
-    until stdin closes."""
+    connections; with `record_in`, its steps recorded there too (`BareRecord`); with `contract` too,
+    each LLM call counted in a usage ledger in that file and the tool run as JavaScript in a fresh
+    QuickJS context on a worker thread (`SandboxedUpper`). Prints its URL, serves until stdin closes."""
     import socket
     import threading
     import uuid
 
     record = BareRecord(record_in)
+    sandboxed = SandboxedUpper() if contract else None
 
     users = {f"Bearer {token_of(n)}": f"user-{n}" for n in range(clients)}
     sessions: dict[str, tuple[str, list[dict[str, Any]]]] = {}
@@ -302,6 +345,10 @@ def serve_bare(llm_url: str, clients: int, record_in: str | None = None) -> None
                 if kind == "token":
                     yield bare_frame("token", {"text": value})
                     continue
+                if kind == "usage":
+                    if contract:
+                        record.usage(sessions[session][0], value)
+                    continue
                 history.append(value)
                 if "tool_calls" not in value:
                     record.step(session, run, value, "ended")
@@ -312,7 +359,10 @@ def serve_bare(llm_url: str, clients: int, record_in: str | None = None) -> None
                 for call in value["tool_calls"]:
                     name, arguments = call["function"]["name"], json.loads(call["function"]["arguments"])
                     yield bare_frame("tool_call", {"id": call["id"], "tool": name, "args": arguments})
-                    content = arguments["text"].upper()
+                    if sandboxed is None:
+                        content = arguments["text"].upper()
+                    else:
+                        content = await asyncio.to_thread(sandboxed, arguments)
                     history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
                     record.step(session, run, history[-1])
                     result = {"id": call["id"], "tool": name, "content": content, "success": True}
@@ -1089,7 +1139,7 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help=argparse.SUPPRESS)  # the LLM's own process
     parser.add_argument(
         "--bare", nargs="+", help=argparse.SUPPRESS
-    )  # a floor's own process: LLM URL, clients[, the durable one's SQLite file]
+    )  # a floor's own process: LLM URL, clients[, the durable one's SQLite file[, contract]]
     parser.add_argument(
         "--smoke", action="store_true", help="tiny counts: checks that it runs (CI); the figures mean nothing"
     )
@@ -1098,7 +1148,8 @@ def main() -> None:
         serve_llm()
         return
     if options.bare:
-        serve_bare(options.bare[0], int(options.bare[1]), *options.bare[2:3])
+        record_in = options.bare[2] if len(options.bare) > 2 else None
+        serve_bare(options.bare[0], int(options.bare[1]), record_in, contract="contract" in options.bare[3:])
         return
     if options.smoke:
         # more clients than one user may run turns at once: the figures still come (a user per client)
@@ -1115,7 +1166,11 @@ def main() -> None:
         floors = []
         if "embedded" in options.stores:  # the floors beside the embedded stores' server (issue 31)
             folder = running.enter_context(tempfile.TemporaryDirectory())
-            for name, record in (("bare agent", []), ("durable bare agent", [f"{folder}/bare.db"])):
+            for name, record in (
+                ("bare agent", []),
+                ("durable bare agent", [f"{folder}/bare.db"]),
+                ("contract bare agent", [f"{folder}/contract.db", "contract"]),
+            ):
                 bare = [sys.executable, __file__, "--bare", llm_url, str(max(options.clients)), *record]
                 line, bare_pid = running.enter_context(process(bare, "bare agent: serving on "))
                 floors.append(Floor(name, line.split()[4], CpuClock(bare_pid, llm_pid), goal=not record))

@@ -92,9 +92,13 @@ FIGURES: dict[str, list[str]] = {
             rf"turns/s {NUMBER}x \({NUMBER}-{NUMBER}; goal >= {goal}x\): (PASS|MISS)$"
             for workers, goal in ((1, r"0\.8"), (2, r"1\.5"))
         ),
-        # and over the durable one (the same agent recording each step in SQLite): no goal, a figure
-        rf"^server / durable bare agent, 1 worker\(s\), {USER_TURN_CAP + 1} client\(s\), 1 round\(s\): "
-        rf"CPU per turn {NUMBER}x \({NUMBER}-{NUMBER}\); turns/s {NUMBER}x \({NUMBER}-{NUMBER}\)$",
+        # and over the durable one (the same agent recording each step in SQLite) and the contract one
+        # (recording, metering, its tool sandboxed on a thread): no goal, a figure
+        *(
+            rf"^server / {floor} bare agent, 1 worker\(s\), {USER_TURN_CAP + 1} client\(s\), 1 round\(s\): "
+            rf"CPU per turn {NUMBER}x \({NUMBER}-{NUMBER}\); turns/s {NUMBER}x \({NUMBER}-{NUMBER}\)$"
+            for floor in ("durable", "contract")
+        ),
         rf"^target round trip p99 <= 50 ms at 100 clients; at \d+: {NUMBER} ms = {NUMBER}x the target",
         r"^server http://\S+ \(agentkernel serve, 1 worker\(s\), stores: postgres\)",
         rf"^postgres / embedded, 1 worker\(s\), 1 client\(s\): turns/s {NUMBER}x, p50 [+-]{NUMBER} ms$",
