@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 import socket
 import threading
 import time
@@ -90,6 +91,21 @@ def test_a_crash_is_named_and_a_dead_worker_explained(pool: WorkerPool) -> None:
     assert str(died.value) == (
         "t: its worker process died (SIGABRT), most likely out of memory_limit_mb (64 MiB)"
     )
+    assert pool.run("t", budget(), operator.add, 1, 1) == 2
+
+
+def hang_up(secs: float) -> None:
+    """In a worker: close every descriptor (its socket too) and live on: a worker that stops answering."""
+    os.closerange(3, 1 << 16)
+    time.sleep(secs)
+
+
+def test_a_worker_that_stops_answering_is_ended_and_said_so(pool: WorkerPool) -> None:
+    """Told apart from a worker that died (whose socket closes a moment before it can be reaped: its own
+    status is waited for, so an abort is named SIGABRT, never the kill that would have beaten it)."""
+    with pytest.raises(ScriptError) as ended:
+        pool.run("t", budget(), hang_up, 600.0)
+    assert re.fullmatch(r"t: its worker process stopped answering \(.+\) and was ended", str(ended.value))
     assert pool.run("t", budget(), operator.add, 1, 1) == 2
 
 

@@ -59,6 +59,7 @@ _BOOT = (
 _ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 _REPLY_SLACK = 1 << 20  # a reply's pickle framing over what the worker's memory could hold
 _CPU_SLACK_SECS = 5.0  # the worker's own CPU backstop, past the deadline the kernel kills it at
+_DYING_SECS = 1.0  # how long a worker whose socket closed is given to end on its own before it is killed
 
 
 class _Late(Exception):
@@ -96,6 +97,7 @@ class _Worker:
             theirs.close()
         self.sock = mine
         self.ready = False
+        self.killed = False  # ended by the kernel's kill (`end`), not on its own
 
     def call(self, request: bytes, deadline: float, reply_limit: int) -> bytes:
         """Send the request, wait for the answer until `deadline`; _Late, EOFError, OSError, FrameTooLarge."""
@@ -138,13 +140,24 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def end(self) -> int:
-        """Kill the process (SIGKILL) unless it ended, reap it, close the socket: its status (-N: signal)."""
-        if self.process.poll() is None:
+    def end(self, grace_secs: float = 0.0) -> int:
+        """Kill the process (SIGKILL) unless it ends within `grace_secs`, reap it, close the socket: its
+        status (-N: signal). `killed` says whether this kill ended it."""
+        if self.process.poll() is None and not self._ends_within(grace_secs):
             self.process.kill()
+            self.killed = True
         code = self.process.wait()
         self.sock.close()
         return code
+
+    def _ends_within(self, secs: float) -> bool:
+        import subprocess
+
+        try:
+            self.process.wait(secs) if secs > 0 else None
+        except subprocess.TimeoutExpired:
+            return False
+        return self.process.returncode is not None
 
 
 @dataclass(eq=False)
@@ -224,10 +237,17 @@ class WorkerPool:
             raise _memory(label, budget, "its answer was too large") from None
         except pickle.UnpicklingError as exc:
             raise ScriptError(f"{label}: its worker process answered what no kernel reads: {exc}") from None
-        except (EOFError, OSError):
-            status = worker.end()
+        except (EOFError, OSError) as exc:
+            # a worker that dies closes its socket a moment before it can be reaped: its own end is waited
+            # for, so its status is its death's, not the kill's
+            status = worker.end(_DYING_SECS)
             if self._closed:
                 raise ScriptError(f"{label}: stopped, the kernel is closing") from None
+            if worker.killed:
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else "its socket closed"
+                raise ScriptError(
+                    f"{label}: its worker process stopped answering ({why}) and was ended"
+                ) from None
             raise _died(label, budget, status) from None
         finally:
             self._give_back(worker, healthy, user)
